@@ -1,0 +1,3 @@
+from kaffinity.cli import main
+
+main()

@@ -1,0 +1,229 @@
+"""The command line: parse options, build settings, run, report. Nothing else lives here."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from kaffinity import __version__
+
+app = typer.Typer(
+    name="kaffinity",
+    help="Lint Kubernetes pod scheduling rules (affinity, anti-affinity, topology spread, "
+    "tolerations) before they reach a cluster.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class OutputFormat(str, Enum):
+    auto = "auto"
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+    none = "none"
+
+
+class Color(str, Enum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+class RulesFormat(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kaffinity {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """kaffinity: scheduling rules, checked before deploy."""
+
+
+def _names(values: Optional[list[str]]) -> Optional[tuple[str, ...]]:
+    if values is None:
+        return None
+    return tuple(name.strip() for value in values for name in value.split(",") if name.strip())
+
+
+@app.command()
+def lint(
+    paths: Annotated[
+        Optional[list[str]],
+        typer.Argument(help="Files or folders to lint (recursive), or - for stdin. Default: the current folder."),
+    ] = None,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option("--format", "-f", help="Report format; auto = github on GitHub Actions, text otherwise."),
+    ] = OutputFormat.auto,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
+    config: Annotated[
+        Optional[str], typer.Option("--config", "-c", help="Config file (default: nearest .kaffinity.yaml upward).")
+    ] = None,
+    no_config: Annotated[bool, typer.Option("--no-config", help="Ignore any .kaffinity.yaml.")] = False,
+    kube_version: Annotated[
+        Optional[str], typer.Option("--kube-version", help="Target Kubernetes minor version, e.g. 1.33.")
+    ] = None,
+    feature_gates: Annotated[
+        Optional[str], typer.Option("--feature-gates", help="Gates that differ from the defaults: Name=true,Other=false.")
+    ] = None,
+    select: Annotated[
+        Optional[list[str]], typer.Option("--select", help="Rules or categories to run (comma-separated).")
+    ] = None,
+    ignore: Annotated[
+        Optional[list[str]], typer.Option("--ignore", help="Rules or categories not to run (comma-separated).")
+    ] = None,
+    fail_on: Annotated[
+        Optional[FailOn], typer.Option("--fail-on", help="Lowest severity that fails the run (default: error).")
+    ] = None,
+    namespace: Annotated[
+        Optional[str], typer.Option("--namespace", "-n", help="Namespace of objects that name none (default: default).")
+    ] = None,
+    exclude: Annotated[
+        Optional[list[str]], typer.Option("--exclude", help="Glob of files or folders to skip (repeatable).")
+    ] = None,
+    cluster: Annotated[
+        Optional[str], typer.Option("--cluster", help="File or folder declaring the cluster's nodes.")
+    ] = None,
+    stdin_filename: Annotated[
+        Optional[str], typer.Option("--stdin-filename", help="Name to report for input read from stdin.")
+    ] = None,
+    color: Annotated[Color, typer.Option("--color", help="Colour the text report.")] = Color.auto,
+) -> None:
+    """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage."""
+    from kaffinity.config import ConfigError, Settings, check_rule_names, find_config, load_settings, parse_feature_gates
+    from kaffinity.engine import lint as run_lint
+    from kaffinity.findings import Severity
+    from kaffinity.loader import STDIN, STDIN_NAME, ExcludeFn, SourceFile, load
+    from kaffinity.rules import CATEGORIES, RULES
+
+    rule_names = [rule.name for rule in RULES]
+    try:
+        config_path = None if no_config else (config or find_config())
+        if config is not None and not no_config and not os.path.isfile(config):
+            raise ConfigError([f"{config}: error: config file not found"])
+        settings: Settings = load_settings(config_path, rule_names, sorted(CATEGORIES))
+        selected, ignored = _names(select), _names(ignore)
+        for option, names in (("--select", selected), ("--ignore", ignored)):
+            if names:
+                check_rule_names(names, option, rule_names, sorted(CATEGORIES))
+        settings = settings.overridden(
+            kube_version=kube_version,
+            feature_gates=None if feature_gates is None else {**settings.feature_gates, **parse_feature_gates(feature_gates)},
+            select=selected or None,
+            ignore=ignored,
+            namespace=namespace,
+            exclude=(*settings.exclude, *exclude) if exclude else None,
+            cluster=cluster,
+        )
+        if fail_on is not None:
+            settings = settings.overridden(fail_on=Severity(fail_on.value) if fail_on is not FailOn.none else None)
+            if fail_on is FailOn.none:
+                from dataclasses import replace
+
+                settings = replace(settings, fail_on=None)
+    except ConfigError as error:
+        for message in error.messages:
+            typer.echo(message, err=True)
+        raise typer.Exit(2) from None
+
+    targets = paths or ["."]
+    excluded = ExcludeFn(settings.exclude, settings.base_dir) if settings.exclude else None
+    files: list[SourceFile] = load(targets, excluded)
+    if stdin_filename and STDIN in targets:
+        files = [_renamed(file, stdin_filename) if file.name == STDIN_NAME else file for file in files]
+    result = run_lint(files, settings)
+
+    fmt = output_format.value
+    if fmt == "auto":
+        fmt = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+    from kaffinity.report import render
+
+    use_color = _use_color(color, output)
+    report = render(result, fmt, color=use_color, sources={file.name: file.text for file in files})
+    if output:
+        try:
+            with open(output, "w", encoding="utf-8") as handle:
+                handle.write(report)
+        except OSError as error:
+            typer.echo(f"{output}: error: cannot write report: {error.strerror or error}", err=True)
+            raise typer.Exit(2) from None
+    else:
+        sys.stdout.write(report)
+    for message in result.internal_errors:
+        typer.echo(f"kaffinity: {message}", err=True)
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
+    raise typer.Exit(1 if result.failed(settings.fail_on) else 0)
+
+
+def _renamed(file: object, name: str) -> object:
+    from dataclasses import replace
+
+    return replace(file, name=name)  # type: ignore[type-var]
+
+
+def _use_color(choice: Color, output: Optional[str]) -> bool:
+    if choice is not Color.auto:
+        return choice is Color.always
+    if output or os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
+
+
+@app.command()
+def rules(
+    name: Annotated[Optional[str], typer.Argument(help="A rule to explain; all rules are listed without it.")] = None,
+    output_format: Annotated[RulesFormat, typer.Option("--format", "-f", help="Output format.")] = RulesFormat.text,
+) -> None:
+    """List the rules, or explain one (what it finds, why it matters, example, fix)."""
+    from kaffinity.docs import rule_catalogue, rule_json, rule_table, rule_text
+    from kaffinity.rules import BY_NAME, RULES
+
+    if name is not None:
+        rule = BY_NAME.get(name)
+        if rule is None:
+            import difflib
+
+            close = difflib.get_close_matches(name, list(BY_NAME), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            typer.echo(f"kaffinity: error: unknown rule '{name}'{hint}", err=True)
+            raise typer.Exit(2)
+        selected = (rule,)
+    else:
+        selected = RULES
+    if output_format is RulesFormat.json:
+        typer.echo(rule_json(selected))
+    elif output_format is RulesFormat.markdown:
+        typer.echo(rule_catalogue(selected), nl=False)
+    elif name is not None:
+        typer.echo(rule_text(selected[0]))
+    else:
+        typer.echo(rule_table(selected))
+
+
+def main() -> None:
+    app()

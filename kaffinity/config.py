@@ -1,0 +1,175 @@
+"""``.kaffinity.yaml``: discovery upward from the working directory, validation, frozen Settings.
+
+The file is validated against ``schemas/config.schema.json``; an unknown key, a wrong type or an
+unknown rule name is an error naming it, at its line. Command-line flags override the file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kaffinity.findings import Severity
+from kaffinity.source import Document, Span
+
+CONFIG_NAMES = (".kaffinity.yaml", ".kaffinity.yml")
+#: The newest Kubernetes minor kaffinity knows; the default target.
+DEFAULT_KUBE_VERSION = "1.37"
+
+
+class ConfigError(Exception):
+    """A problem with the configuration or with flags: one line each, exit code 2."""
+
+    def __init__(self, messages: Sequence[str]) -> None:
+        super().__init__("\n".join(messages))
+        self.messages = tuple(messages)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything that shapes a run, from the config file and the flags."""
+
+    kube_version: str = DEFAULT_KUBE_VERSION
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    select: tuple[str, ...] = ("all",)
+    ignore: tuple[str, ...] = ()
+    severity: Mapping[str, Severity] = field(default_factory=dict)
+    fail_on: Severity | None = Severity.ERROR
+    namespace: str = "default"
+    exclude: tuple[str, ...] = ()
+    cluster: str | None = None
+    context: tuple[str, ...] = ()
+    config_file: str | None = None
+    base_dir: str = "."
+
+    def overridden(self, **changes: Any) -> Settings:
+        """These settings with the given (non-None) values replaced: flags over the file."""
+        return replace(self, **{key: value for key, value in changes.items() if value is not None})
+
+
+def find_config(start: str = ".") -> str | None:
+    """The nearest ``.kaffinity.yaml`` in ``start`` or a folder above it."""
+    folder = os.path.abspath(start)
+    while True:
+        for name in CONFIG_NAMES:
+            candidate = os.path.join(folder, name)
+            if os.path.isfile(candidate):
+                return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def load_settings(path: str | None, rule_names: Sequence[str], categories: Sequence[str]) -> Settings:
+    """Read and validate a config file; no file gives the defaults."""
+    if path is None:
+        return Settings()
+    from kaffinity.loader import parse_data, read_text
+    from kaffinity.source import PosDict
+
+    display = os.path.relpath(path)
+    _, text, problem = read_text(path)
+    data: Any = None
+    if problem is None:
+        data, problem = parse_data(display, text)
+    if problem is not None:
+        raise ConfigError([_at(display, problem.span, problem.message)])
+    if data is None:
+        data = PosDict(Span(1, 1))
+    doc = Document(display, 0, data, data, Span(1, 1))
+    errors = _validate(doc, rule_names, categories)
+    if errors:
+        raise ConfigError(errors)
+    return _settings(data, os.path.dirname(os.path.abspath(path)), display)
+
+
+def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str]) -> list[str]:
+    from jsonschema import Draft202012Validator
+
+    from kaffinity.resources import schema
+
+    data = doc.data
+    if not isinstance(data, dict):
+        return [_at(doc.file, doc.span, "the configuration must be a mapping of settings")]
+    schema_doc = schema("config.schema.json")
+    known = list(schema_doc["properties"])
+    errors: list[str] = []
+    for key in data:
+        if key not in known:
+            errors.append(_at(doc.file, doc.locate((key,)), f"unknown key '{key}'{_did_you_mean(key, known)}"))
+    validator = Draft202012Validator(schema_doc)
+    for error in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]):
+        if error.validator == "additionalProperties" and not error.absolute_path:
+            continue
+        path = tuple(error.absolute_path)
+        where = ".".join(str(item) for item in path)
+        errors.append(_at(doc.file, doc.locate(path), f"{where}: {error.message}"))
+    names = {*rule_names, *categories, "all"}
+    for key in ("select", "ignore"):
+        for index, name in enumerate(data.get(key) or []):
+            if isinstance(name, str) and name not in names:
+                errors.append(_at(doc.file, doc.locate((key, index)), _unknown_rule(name, names)))
+    severity = data.get("severity")
+    if isinstance(severity, dict):
+        for name in severity:
+            if name not in names - {"all"}:
+                errors.append(_at(doc.file, doc.locate(("severity", name)), _unknown_rule(name, names)))
+    return errors
+
+
+def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
+    def paths(values: Sequence[str]) -> tuple[str, ...]:
+        return tuple(os.path.normpath(os.path.join(base, value)) for value in values)
+
+    fail_on = data.get("fail-on", "error")
+    cluster = data.get("cluster")
+    return Settings(
+        kube_version=data.get("kube-version", DEFAULT_KUBE_VERSION),
+        feature_gates=dict(data.get("feature-gates") or {}),
+        select=tuple(data.get("select") or ("all",)),
+        ignore=tuple(data.get("ignore") or ()),
+        severity={name: Severity(level) for name, level in (data.get("severity") or {}).items()},
+        fail_on=None if fail_on == "none" else Severity(fail_on),
+        namespace=data.get("namespace", "default"),
+        exclude=tuple(data.get("exclude") or ()),
+        cluster=paths([cluster])[0] if isinstance(cluster, str) else None,
+        context=paths(data.get("context") or ()),
+        config_file=display,
+        base_dir=base,
+    )
+
+
+def parse_feature_gates(value: str) -> dict[str, bool]:
+    """``Name=true,Other=false`` (kube-apiserver's ``--feature-gates`` syntax)."""
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        name, sep, flag = item.partition("=")
+        if not sep or flag.lower() not in ("true", "false") or not name:
+            raise ConfigError([f"--feature-gates: '{item}' is not Name=true or Name=false"])
+        gates[name.strip()] = flag.lower() == "true"
+    return gates
+
+
+def check_rule_names(names: Sequence[str], option: str, rule_names: Sequence[str], categories: Sequence[str]) -> None:
+    known = {*rule_names, *categories, "all"}
+    bad = [f"{option}: {_unknown_rule(name, known)}" for name in names if name not in known]
+    if bad:
+        raise ConfigError(bad)
+
+
+def _unknown_rule(name: str, known: set[str]) -> str:
+    return f"unknown rule or category '{name}'{_did_you_mean(name, sorted(known))}"
+
+
+def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, candidates, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _at(file: str, span: Span | None, message: str) -> str:
+    where = f"{file}:{span.line}:{span.column}" if span else file
+    return f"{where}: error: {message}"

@@ -1,0 +1,249 @@
+"""The engine: select rules, run their checks, place findings, apply suppressions, sort.
+
+Rules yield data paths; the engine maps each path to the nearest recorded position in the
+document (never a made-up line 1), attaches the object, applies the configured severity, and
+drops what a suppression covers. New rules need no change here: the registry lists them.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from kaffinity.config import Settings
+from kaffinity.findings import Finding, Location, Severity, Violation
+from kaffinity.loader import SourceFile
+from kaffinity.model import Inventory, ObjectRef, build_inventory, object_ref, pod_template_path
+from kaffinity.rules import RULES
+from kaffinity.rules.base import Rule
+from kaffinity.source import Document, format_path
+from kaffinity.suppress import Suppression, annotation_suppressions, comment_suppressions
+
+_SPECIFICITY_ALL, _SPECIFICITY_CATEGORY, _SPECIFICITY_RULE = 0, 1, 2
+
+
+class Context:
+    """What a rule's check may read: every loaded file and object, and the settings.
+
+    Derived views (the typed inventory, and in later stages the graph) are built on first use
+    and shared by all rules.
+    """
+
+    def __init__(self, files: Sequence[SourceFile], settings: Settings) -> None:
+        self.files = tuple(files)
+        self.settings = settings
+
+    @cached_property
+    def documents(self) -> tuple[Document, ...]:
+        return tuple(doc for file in self.files for doc in file.documents)
+
+    @cached_property
+    def inventory(self) -> Inventory:
+        return build_inventory(self.documents, self.settings.namespace)
+
+
+@dataclass(frozen=True, slots=True)
+class LintResult:
+    findings: tuple[Finding, ...]
+    rules: tuple[Rule, ...]
+    files: int
+    documents: int
+    suppressed: int
+    load_errors: bool
+    internal_errors: tuple[str, ...] = ()
+    severities: dict[str, Severity] = field(default_factory=dict)
+
+    def failed(self, threshold: Severity | None) -> bool:
+        return threshold is not None and any(f.severity.reaches(threshold) for f in self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.load_errors or self.internal_errors else 0
+
+
+def rule_enabled(rule: Rule, select: Iterable[str], ignore: Iterable[str]) -> bool:
+    """The most specific mention wins (rule over category over ``all``); ties go to ignore."""
+    return _specificity(rule, select) > _specificity(rule, ignore)
+
+
+def _specificity(rule: Rule, names: Iterable[str]) -> int:
+    best = -1
+    for name in names:
+        if name == rule.name:
+            return _SPECIFICITY_RULE
+        if name == rule.category:
+            best = max(best, _SPECIFICITY_CATEGORY)
+        elif name == "all":
+            best = max(best, _SPECIFICITY_ALL)
+    return best
+
+
+def severity_of(rule: Rule, settings: Settings) -> Severity:
+    configured = settings.severity
+    return configured.get(rule.name) or configured.get(rule.category) or rule.severity
+
+
+def lint(files: Sequence[SourceFile], settings: Settings, rules: Sequence[Rule] = RULES) -> LintResult:
+    """Run every enabled rule over the loaded files."""
+    enabled = tuple(rule for rule in rules if rule_enabled(rule, settings.select, settings.ignore))
+    run = _Run(files, settings, enabled)
+    run.load_problems()
+    context = Context(files, settings)
+    for rule in enabled:
+        if rule.check is not None:
+            run.check(rule, context)
+    run.unused_suppressions({rule.name for rule in rules})
+    return LintResult(
+        findings=tuple(sorted(run.findings, key=Finding.sort_key)),
+        rules=enabled,
+        files=len(files),
+        documents=sum(len(file.documents) for file in files),
+        suppressed=run.suppressed,
+        load_errors=any(problem.rule == "parse-error" for file in files for problem in file.problems),
+        internal_errors=tuple(run.internal_errors),
+        severities={rule.name: severity_of(rule, settings) for rule in enabled},
+    )
+
+
+class _Run:
+    """The mutable state of one lint run (kept out of the rules)."""
+
+    def __init__(self, files: Sequence[SourceFile], settings: Settings, enabled: Sequence[Rule]) -> None:
+        self.settings = settings
+        self.enabled = {rule.name: rule for rule in enabled}
+        self.findings: list[Finding] = []
+        self.suppressed = 0
+        self.internal_errors: list[str] = []
+        self.comments: dict[str, dict[int, list[Suppression]]] = {}
+        self.all_suppressions: list[Suppression] = []
+        self.annotations: dict[int, list[Suppression]] = {}
+        self.files = files
+        for file in files:
+            by_line: dict[int, list[Suppression]] = {}
+            for suppression in comment_suppressions(file.name, file.text):
+                self.all_suppressions.append(suppression)
+                # A comment covers its own line and the line below it.
+                for line in (suppression.span.line, suppression.span.line + 1):
+                    by_line.setdefault(line, []).append(suppression)
+            if by_line:
+                self.comments[file.name] = by_line
+            for doc in file.documents:
+                kind = doc.data.get("kind")
+                template = pod_template_path(kind) if isinstance(kind, str) else None
+                found = list(annotation_suppressions(doc, [template] if template else []))
+                if found:
+                    self.annotations[id(doc)] = found
+                    self.all_suppressions.extend(found)
+
+    def load_problems(self) -> None:
+        for file in self.files:
+            for problem in file.problems:
+                rule = self.enabled.get(problem.rule)
+                if rule is not None:
+                    self.add(rule, file.name, problem.span, problem.message)
+
+    def check(self, rule: Rule, context: Context) -> None:
+        assert rule.check is not None
+        try:
+            for violation in rule.check(context):
+                self.add_violation(rule, violation)
+        except Exception as error:  # noqa: BLE001 - a broken rule must not lose the other findings
+            where = traceback.extract_tb(error.__traceback__)[-1]
+            self.internal_errors.append(
+                f"internal error in rule {rule.name}: {type(error).__name__}: {error} "
+                f"({where.filename}:{where.lineno}); please report it"
+            )
+
+    def add_violation(self, rule: Rule, violation: Violation) -> None:
+        doc = violation.doc
+        assert isinstance(doc, Document)
+        span = doc.locate(violation.path)
+        self.add(
+            rule,
+            doc.file,
+            span,
+            violation.message,
+            path=format_path(violation.path),
+            obj=object_ref(doc, self.settings.namespace),
+            related=violation.related,
+            fix=violation.fix,
+            annotations=self.annotations.get(id(doc), ()),
+        )
+
+    def add(
+        self,
+        rule: Rule,
+        file: str,
+        span: object,
+        message: str,
+        *,
+        path: str = "",
+        obj: ObjectRef | None = None,
+        related: tuple[Location, ...] = (),
+        fix: str | None = None,
+        annotations: Iterable[Suppression] = (),
+    ) -> None:
+        line = getattr(span, "line", None)
+        column = getattr(span, "column", None)
+        candidates = [*annotations, *self.comments.get(file, {}).get(line or 0, [])]
+        covering = [(s, s.covers(rule.name, rule.category)) for s in candidates]
+        covering = [(s, name) for s, name in covering if name is not None]
+        if covering:
+            for suppression, name in covering:
+                suppression.used.add(name)
+            self.suppressed += 1
+            return
+        self.findings.append(
+            Finding(
+                file=file,
+                line=line,
+                column=column,
+                rule=rule.name,
+                message=message,
+                severity=severity_of(rule, self.settings),
+                category=rule.category,
+                path=path,
+                object=obj,
+                related=related,
+                fix=fix,
+            )
+        )
+
+    def unused_suppressions(self, known_rules: set[str]) -> None:
+        rule = self.enabled.get("unused-suppression")
+        if rule is None:
+            return
+        categories = {r.category for r in self.enabled.values()}
+        known = known_rules | {"all"} | categories | {r.category for r in RULES}
+        for suppression in self.all_suppressions:
+            for name in suppression.names:
+                if name in suppression.used:
+                    continue
+                if name not in known:
+                    message = f"'{name}' is not a rule or category; this suppression does nothing"
+                elif name in self.enabled or name in categories or name == "all":
+                    message = f"nothing to suppress: no '{name}' finding here"
+                else:
+                    continue  # the rule did not run, so it cannot be known to be unused
+                fix = "remove the suppression" if name in known else "correct the rule name, or remove it"
+                obj = None
+                path = ""
+                if suppression.doc is not None:
+                    obj = object_ref(suppression.doc, self.settings.namespace)
+                    path = format_path(suppression.path)
+                self.findings.append(
+                    Finding(
+                        file=suppression.file,
+                        line=suppression.span.line,
+                        column=suppression.span.column,
+                        rule=rule.name,
+                        message=message,
+                        severity=severity_of(rule, self.settings),
+                        category=rule.category,
+                        path=path,
+                        object=obj,
+                        fix=fix,
+                    )
+                )

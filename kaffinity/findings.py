@@ -1,0 +1,76 @@
+"""Findings: what a rule found, where, on which object. Immutable and sortable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from kaffinity.model import ObjectRef
+from kaffinity.source import DataPath, Span
+
+
+class Severity(str, Enum):
+    """How bad a finding is; ordered error > warning > info."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+    def reaches(self, threshold: Severity) -> bool:
+        return self.rank >= threshold.rank
+
+
+_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A place in a file: ``span`` is None when the whole file is meant (it could not be read)."""
+
+    file: str
+    span: Span | None
+    path: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """What a rule's check yields: a data path on one object, the message, and optional extras.
+
+    ``doc`` is the document the path is relative to; the engine turns the path into a line and
+    column. ``related`` are other places worth showing (the other side of a conflict).
+    """
+
+    doc: object  # kaffinity.source.Document; typed loosely to keep rules free of loader imports
+    path: DataPath
+    message: str
+    related: tuple[Location, ...] = ()
+    fix: str | None = None
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Finding:
+    """One reported problem. Sorting orders by file, line, column, rule, message."""
+
+    file: str
+    line: int | None
+    column: int | None
+    rule: str
+    message: str
+    severity: Severity = field(compare=False)
+    category: str = field(compare=False)
+    path: str = field(default="", compare=False)
+    object: ObjectRef | None = field(default=None, compare=False)
+    related: tuple[Location, ...] = field(default=(), compare=False)
+    fix: str | None = field(default=None, compare=False)
+
+    @property
+    def span(self) -> Span | None:
+        return None if self.line is None or self.column is None else Span(self.line, self.column)
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        return (self.file, self.line or 0, self.column or 0, self.rule, self.message)

@@ -1,0 +1,566 @@
+"""Load manifests from files, directories and stdin, keeping the position of every key and item.
+
+Parsing uses ruamel's C composer (``ruamel.yaml.cyaml.CSafeLoader`` from ``ruamel.yaml.clib``):
+libyaml builds the node tree in C and every node's ``start_mark`` carries line and column. We
+then turn nodes into :class:`~kaffinity.source.PosDict` / :class:`~kaffinity.source.PosList`
+ourselves, resolving plain scalars the way Kubernetes reads YAML (sigs.k8s.io/yaml on top of
+go-yaml v2, i.e. YAML 1.1: ``yes``/``on`` are booleans, ``017`` is octal, non-string keys become
+strings as in the YAML-to-JSON conversion). The round-trip loader is kept for writing files back.
+
+Bad input never raises: a file that cannot be read, decoded or parsed yields a
+:class:`LoadProblem` with the parser's line, and the documents before the error are kept.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kaffinity.source import DataPath, Document, DuplicateKey, PosDict, PosList, Span, locate
+
+STDIN = "-"
+STDIN_NAME = "<stdin>"
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+# Nesting beyond this is refused: no manifest comes close, and libyaml's composer recurses in C.
+MAX_DEPTH = 400
+# libyaml's composer crashes the interpreter somewhere past 20,000 levels; never hand it that.
+_MAX_SCAN_DEPTH = 10_000
+# Extra nodes that aliases may add to one document (go-yaml refuses "excessive aliasing" too).
+MAX_ALIAS_EXPANSION = 1_000_000
+_SCALAR_SIZE = (None, 1)
+
+_STR = "tag:yaml.org,2002:str"
+_YAML11_BOOL = {
+    **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "true", "True", "TRUE"), True),
+    **dict.fromkeys(("n", "N", "no", "No", "NO", "off", "Off", "OFF", "false", "False", "FALSE"), False),
+}
+_YAML11_NULL = frozenset(("", "~", "null", "Null", "NULL"))
+_YAML11_SPECIAL_FLOAT = {
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), float("inf")),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), float("-inf")),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), float("nan")),
+}
+_OCTAL = re.compile(r"[-+]?0[0-7]+\Z")
+_INT = re.compile(r"[-+]?(?:0[bB][01]+|0[xX][0-9a-fA-F]+|0[oO][0-7]+|[0-9]+)\Z")
+_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?\Z")
+# Actions that only a Helm chart's templates contain; Go templates also live, rendered, inside
+# string values (Prometheus and Alertmanager rules: `{{ $labels.pod }}`), which must not count.
+_HELM_ACTION = re.compile(
+    r"\{\{-?\s*(?:\.Values\b|\.Release\b|\.Chart\b|\.Capabilities\b|\.Files\b|\$\.Values\b"
+    r"|include\s|template\s|tpl\s|toYaml\s|if\s|else\b|end\b|range\s|with\s|define\s)"
+)
+_COMPACT_NESTING = re.compile(r"^[ \t]*((?:[-?][ \t]+){50,})", re.M)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadProblem:
+    """Input that could not be used: rule ``parse-error`` or ``helm-template``."""
+
+    rule: str
+    message: str
+    span: Span | None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A file (or stdin) as loaded: its text, its objects and what went wrong."""
+
+    name: str
+    text: str
+    documents: tuple[Document, ...]
+    problems: tuple[LoadProblem, ...]
+
+    def line(self, number: int) -> str:
+        """Line ``number`` (1-based) of the file, without its line break ('' past the end)."""
+        lines = self.text.splitlines()
+        return lines[number - 1] if 0 < number <= len(lines) else ""
+
+
+class _LoadError(Exception):
+    def __init__(self, message: str, span: Span | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+
+
+def resolve_plain(text: str) -> Any:
+    """Resolve a plain (unquoted) scalar as go-yaml v2 does for Kubernetes manifests."""
+    if text in _YAML11_NULL:
+        return None
+    boolean = _YAML11_BOOL.get(text)
+    if boolean is not None:
+        return boolean
+    if text[0] not in "+-.0123456789":
+        return text
+    special = _YAML11_SPECIAL_FLOAT.get(text)
+    if special is not None:
+        return special
+    plain = text.replace("_", "")
+    if _OCTAL.match(plain):
+        return int(plain, 8)
+    if _INT.match(plain):
+        return int(plain, 0)
+    if _FLOAT.match(plain):
+        return float(plain)
+    return text
+
+
+def _key_string(value: Any) -> str:
+    """Map keys become strings, as in sigs.k8s.io/yaml's conversion to JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class _Builder:
+    """Turns a composed node tree into PosDict/PosList/scalars, with positions.
+
+    This walk is the loader's hot path (the C composer is the other half), so scalars are
+    handled inline rather than through a call per node.
+    """
+
+    __slots__ = ("aliases", "cache", "constructor", "duplicates", "expanded", "template")
+
+    def __init__(self, constructor: Any, aliases: bool) -> None:
+        self.constructor = constructor
+        self.aliases = aliases
+        self.cache: dict[int, tuple[Any, int]] = {}
+        self.expanded = 0
+        self.duplicates: list[DuplicateKey] = []
+        self.template: Span | None = None
+
+    def scalar(self, node: Any) -> Any:
+        value: str = node.value
+        if node.style:
+            return value if node.tag == _STR else self.constructor.construct_object(node)
+        if "{{" in value and self.template is None and _HELM_ACTION.search(value):
+            self.template = _span(node.start_mark)
+        return resolve_plain(value)
+
+    def build(self, node: Any, depth: int) -> Any:
+        if self.aliases:
+            return self._build_shared(node, depth)
+        if isinstance(node.value, str):
+            return self.scalar(node)
+        if depth >= MAX_DEPTH:
+            raise _LoadError(f"nesting deeper than {MAX_DEPTH} levels", _span(node.start_mark))
+        return self._mapping(node, depth) if node.id == "mapping" else self._sequence(node, depth)
+
+    def _sequence(self, node: Any, depth: int) -> PosList:
+        mark = node.start_mark
+        result = PosList(Span(mark.line + 1, mark.column + 1))
+        positions = result.pos
+        append = result.append
+        for item in node.value:
+            item_mark = item.start_mark
+            positions.append((item_mark.line + 1, item_mark.column + 1))
+            append(self.scalar(item) if isinstance(item.value, str) else self.build(item, depth + 1))
+        return result
+
+    def _mapping(self, node: Any, depth: int) -> PosDict:
+        mark = node.start_mark
+        result = PosDict(Span(mark.line + 1, mark.column + 1))
+        positions = result.pos
+        merges: list[Any] = []
+        scalar = self.scalar
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if not isinstance(key, str):
+                # Also what an unquoted `{{ .Values.x }}` is: a flow mapping used as a key.
+                raise _LoadError("a mapping key must be a scalar", _span(key_node.start_mark))
+            if not key_node.style:
+                if key == "<<":
+                    merges.append(value_node)
+                    continue
+                key = _key_string(resolve_plain(key))
+            key_mark = key_node.start_mark
+            position = (key_mark.line + 1, key_mark.column + 1)
+            if key in result:
+                self.duplicates.append(DuplicateKey(key, Span(*position)))
+            positions[key] = position
+            value = value_node.value
+            result[key] = (
+                scalar(value_node) if isinstance(value, str) else self.build(value_node, depth + 1)
+            )
+        for merge in merges:
+            self._merge(result, merge, depth)
+        return result
+
+    def _build_shared(self, node: Any, depth: int) -> Any:
+        """Build where aliases may occur: an aliased node is built once and its object shared,
+        and the size that aliases expand the document to is capped."""
+        hit = self.cache.get(id(node))
+        if hit is not None:
+            self.expanded += hit[1]
+            if self.expanded > MAX_ALIAS_EXPANSION:
+                raise _LoadError(
+                    f"aliases expand this document beyond {MAX_ALIAS_EXPANSION:,} nodes "
+                    "(an alias bomb?)",
+                    _span(node.start_mark),
+                )
+            return hit[0]
+        if isinstance(node.value, str):
+            result: Any = self.scalar(node)
+            size = 1
+        else:
+            if depth >= MAX_DEPTH:
+                raise _LoadError(f"nesting deeper than {MAX_DEPTH} levels", _span(node.start_mark))
+            if node.id == "mapping":
+                result = self._mapping(node, depth)
+                children: Iterable[Any] = (value for _, value in node.value)
+            else:
+                result = self._sequence(node, depth)
+                children = node.value
+            size = 1 + sum(self.cache.get(id(child), _SCALAR_SIZE)[1] for child in children)
+        self.cache[id(node)] = (result, size)
+        return result
+
+    def _merge(self, target: PosDict, node: Any, depth: int) -> None:
+        """YAML merge keys (``<<: *base``), which go-yaml v2 honours: explicit keys win."""
+        sources = node.value if node.id == "sequence" else [node]
+        for source in sources:
+            merged = self.build(source, depth + 1)
+            if not isinstance(merged, PosDict):
+                raise _LoadError("a merge key (<<) needs a mapping", _span(source.start_mark))
+            for key, value in merged.items():
+                if key not in target:
+                    target[key] = value
+                    target.pos[key] = merged.pos[key]
+
+
+def _span(mark: Any) -> Span:
+    return Span(mark.line + 1, mark.column + 1)
+
+
+def _offset_span(text: str, offset: int) -> Span:
+    line_start = text.rfind("\n", 0, offset) + 1
+    return Span(text.count("\n", 0, offset) + 1, offset - line_start + 1)
+
+
+def decode(raw: bytes) -> str:
+    """Decode file bytes as YAML allows (UTF-8, or UTF-16/32 with a byte order mark)."""
+    if raw.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return raw.decode("utf-32")
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return raw.decode("utf-16")
+    if b"\x00" in raw:
+        offset = raw.index(b"\x00")
+        raise _LoadError("binary file (NUL byte), not YAML or JSON", _byte_span(raw, offset))
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise _LoadError(
+            f"not valid UTF-8 (byte 0x{raw[error.start]:02x})", _byte_span(raw, error.start)
+        ) from None
+
+
+def _byte_span(raw: bytes, offset: int) -> Span:
+    line_start = raw.rfind(b"\n", 0, offset) + 1
+    column = len(raw[line_start:offset].decode("utf-8", "replace")) + 1
+    return Span(raw.count(b"\n", 0, offset) + 1, column)
+
+
+def _check_nesting(text: str) -> None:
+    """Refuse input nested so deep that libyaml's recursive composer would crash.
+
+    A cheap upper bound first (counts in C); a bracket scan only for files with many brackets.
+    """
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        depth = 0
+        for match in re.finditer(r"[\[\]{}]", text):
+            depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
+            if depth > _MAX_SCAN_DEPTH:
+                raise _LoadError(
+                    f"nesting deeper than {MAX_DEPTH} levels", _offset_span(text, match.start())
+                )
+    for match in _COMPACT_NESTING.finditer(text):
+        if match.group(1).count(" ") + match.group(1).count("\t") > _MAX_SCAN_DEPTH // 2:
+            raise _LoadError(
+                f"nesting deeper than {MAX_DEPTH} levels", _offset_span(text, match.start(1))
+            )
+
+
+def _composer(text: str) -> Any:
+    """ruamel's C composer, minus its implicit tag resolution: we resolve plain scalars
+    ourselves (YAML 1.1, as Kubernetes does), so every implicit tag is left generic."""
+    global _COMPOSER  # noqa: PLW0603 - built once, on first use, to keep start-up light
+    if _COMPOSER is None:
+        from ruamel.yaml.cyaml import CSafeLoader
+        from ruamel.yaml.nodes import MappingNode, ScalarNode
+
+        class Composer(CSafeLoader):  # type: ignore[misc]  # ruamel ships no type stubs
+            def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+                if kind is ScalarNode:
+                    return _STR
+                return "tag:yaml.org,2002:map" if kind is MappingNode else "tag:yaml.org,2002:seq"
+
+        _COMPOSER = Composer
+    return _COMPOSER(text)
+
+
+_COMPOSER: Any = None
+
+
+def _documents(text: str) -> Iterator[tuple[Any, _Builder]]:
+    """Compose and build each document of ``text``; raises on bad input (see :func:`parse`)."""
+    _check_nesting(text)
+    loader = _composer(text)
+    aliases = "&" in text and "*" in text
+    try:
+        while loader.check_node():
+            builder = _Builder(loader, aliases)
+            yield builder.build(loader.get_node(), 0), builder
+    finally:
+        loader.dispose()
+
+
+def _problem(text: str, error: Exception) -> LoadProblem:
+    """The one-line parse-error for an exception raised while parsing ``text``."""
+    from ruamel.yaml.error import MarkedYAMLError
+
+    if isinstance(error, _LoadError):
+        return LoadProblem("parse-error", error.message, error.span)
+    if isinstance(error, MarkedYAMLError):
+        mark = error.problem_mark or error.context_mark
+        message = error.problem or "invalid YAML"
+        if error.context:
+            started = error.context_mark
+            where = f" (started at line {started.line + 1}, column {started.column + 1})" if started else ""
+            message = f"{error.context}{where}: {message}"
+        return LoadProblem("parse-error", message, _span(mark) if mark else None)
+    if isinstance(error, RecursionError):
+        return LoadProblem("parse-error", f"nesting deeper than {MAX_DEPTH} levels", None)
+    position = getattr(error, "position", None)
+    span = _offset_span(text, position) if isinstance(position, int) else None
+    return LoadProblem("parse-error", _reader_message(error), span)
+
+
+def _parse_errors() -> tuple[type[Exception], ...]:
+    from ruamel.yaml.error import YAMLError
+
+    return (_LoadError, YAMLError, RecursionError)
+
+
+def parse_data(name: str, text: str) -> tuple[Any, LoadProblem | None]:
+    """The data of the first document of ``text`` (a config file), or the problem."""
+    try:
+        for data, _ in _documents(text):
+            return data, None
+    except _parse_errors() as error:
+        return None, _problem(text, error)
+    return None, None
+
+
+def parse(name: str, text: str) -> SourceFile:
+    """Parse the text of one file into documents (List kinds flattened) and problems."""
+    documents: list[Document] = []
+    problems: list[LoadProblem] = []
+    template: Span | None = None
+    try:
+        for index, (data, builder) in enumerate(_documents(text)):
+            template = template or builder.template
+            documents.extend(_objects(name, index, data, tuple(builder.duplicates)))
+    except _parse_errors() as error:
+        problems.append(_problem(text, error))
+    if "{{" in text:
+        if template is None and problems:
+            match = _HELM_ACTION.search(text)
+            template = _offset_span(text, match.start()) if match is not None else None
+        if template is not None:
+            message = (
+                "unrendered Helm template: lint the rendered output instead, "
+                "e.g. `helm template RELEASE CHART | kaffinity lint -`"
+            )
+            return SourceFile(name, text, (), (LoadProblem("helm-template", message, template),))
+    return SourceFile(name, text, tuple(documents), tuple(problems))
+
+
+def _reader_message(error: Exception) -> str:
+    reason = getattr(error, "reason", None)
+    return f"cannot read input: {reason}" if reason else str(error).splitlines()[0]
+
+
+def _objects(name: str, index: int, data: Any, duplicates: tuple[DuplicateKey, ...]) -> Iterator[Document]:
+    """The Kubernetes objects of one document: itself, or the items of a List."""
+    if not isinstance(data, PosDict):
+        return
+    yield from _flatten(name, index, data, data, (), duplicates, None)
+
+
+def _flatten(
+    name: str,
+    index: int,
+    root: PosDict,
+    data: PosDict,
+    prefix: DataPath,
+    duplicates: tuple[DuplicateKey, ...],
+    list_kind: tuple[str, str] | None,
+) -> Iterator[Document]:
+    kind = data.get("kind")
+    api_version = data.get("apiVersion")
+    if list_kind is not None and (not kind or not api_version):
+        # Typed lists from the API (`DeploymentList`) leave apiVersion/kind off their items.
+        data = _with_type(data, api_version or list_kind[0], kind or list_kind[1])
+        kind, api_version = data["kind"], data["apiVersion"]
+    if not isinstance(kind, str) or not isinstance(api_version, str) or not kind or not api_version:
+        return
+    items = data.get("items")
+    if kind.endswith("List") and isinstance(items, PosList):
+        item_kind = (api_version, kind[: -len("List")]) if kind != "List" else None
+        for position, item in enumerate(items):
+            if isinstance(item, PosDict):
+                yield from _flatten(
+                    name, index, root, item, (*prefix, "items", position), (), item_kind
+                )
+        return
+    span = locate(root, prefix or ("apiVersion",), root.span)
+    yield Document(name, index, data, root, span, prefix, duplicates)
+
+
+def _with_type(data: PosDict, api_version: str, kind: str) -> PosDict:
+    copy = PosDict(data.span)
+    copy.update(data)
+    copy.pos.update(data.pos)
+    copy.setdefault("apiVersion", api_version)
+    copy.setdefault("kind", kind)
+    return copy
+
+
+def read_text(path: str) -> tuple[str, str, LoadProblem | None]:
+    """Display name, decoded text and the problem if the file could not be read or decoded."""
+    name = STDIN_NAME if path == STDIN else path
+    try:
+        if path == STDIN:
+            raw = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+    except OSError as error:
+        return name, "", LoadProblem("parse-error", f"cannot read: {error.strerror or error}", None)
+    try:
+        return name, decode(raw), None
+    except _LoadError as error:
+        return name, "", LoadProblem("parse-error", error.message, error.span)
+    except UnicodeDecodeError as error:
+        return name, "", LoadProblem("parse-error", f"cannot decode: {error.reason}", None)
+
+
+def read(path: str) -> SourceFile:
+    """Read and parse one file, or stdin for ``-``."""
+    name, text, problem = read_text(path)
+    if problem is not None:
+        return SourceFile(name, text, (), (problem,))
+    return parse(name, text)
+
+
+def discover(paths: Iterable[str], excluded: ExcludeFn | None = None) -> Iterator[str]:
+    """Expand paths into manifest files, in a stable order.
+
+    Directories are walked recursively for ``*.yaml``, ``*.yml`` and ``*.json``; hidden entries
+    are skipped (an explicitly named hidden directory is still walked), symlinked directories are
+    followed once (loops survive). ``-`` stands for stdin. A path that does not exist is yielded
+    as is, so that reading it reports the problem.
+    """
+    seen: set[tuple[int, int]] = set()
+    for path in paths:
+        if path == STDIN:
+            yield STDIN
+            continue
+        if excluded is not None and excluded(path):
+            continue
+        if os.path.isdir(path):
+            yield from _walk(path, seen, excluded)
+        elif _first_visit(path, seen):
+            yield path
+
+
+def _walk(top: str, seen: set[tuple[int, int]], excluded: ExcludeFn | None) -> Iterator[str]:
+    if not _first_visit(top, seen):
+        return
+    for root, dirs, files in os.walk(top, followlinks=True):
+        kept = []
+        for directory in sorted(dirs):
+            full = os.path.join(root, directory)
+            if directory.startswith(".") or (excluded is not None and excluded(full)):
+                continue
+            if _first_visit(full, seen):
+                kept.append(directory)
+        dirs[:] = kept
+        for file in sorted(files):
+            full = os.path.join(root, file)
+            if (
+                file.endswith(MANIFEST_SUFFIXES)
+                and not file.startswith(".")
+                and not (excluded is not None and excluded(full))
+                and _first_visit(full, seen)
+            ):
+                yield full
+
+
+def _first_visit(path: str, seen: set[tuple[int, int]]) -> bool:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return True
+    identity = (stat.st_dev, stat.st_ino)
+    if identity in seen:
+        return False
+    seen.add(identity)
+    return True
+
+
+class ExcludeFn:
+    """Glob patterns (``**`` for any depth) matched against paths relative to a base folder."""
+
+    def __init__(self, patterns: Sequence[str], base: str) -> None:
+        self.base = os.path.abspath(base)
+        self.pattern = re.compile("|".join(f"(?:{_glob_regex(p)})" for p in patterns)) if patterns else None
+
+    def __call__(self, path: str) -> bool:
+        if self.pattern is None:
+            return False
+        relative = os.path.relpath(os.path.abspath(path), self.base).replace(os.sep, "/")
+        parts = relative.split("/")
+        # A pattern that names a folder excludes everything below it.
+        return any(self.pattern.fullmatch("/".join(parts[:end])) for end in range(1, len(parts) + 1))
+
+
+def _glob_regex(pattern: str) -> str:
+    pattern = pattern.strip().rstrip("/")
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
+    out = []
+    index = 0
+    while index < len(pattern):
+        if pattern.startswith("**/", index):
+            out.append("(?:.*/)?")
+            index += 3
+        elif pattern.startswith("**", index):
+            out.append(".*")
+            index += 2
+        elif pattern[index] == "*":
+            out.append("[^/]*")
+            index += 1
+        elif pattern[index] == "?":
+            out.append("[^/]")
+            index += 1
+        else:
+            out.append(re.escape(pattern[index]))
+            index += 1
+    regex = "".join(out)
+    # A pattern without a slash matches at any depth, as in .gitignore.
+    return regex if "/" in pattern else f"(?:.*/)?{regex}"
+
+
+def load(paths: Sequence[str], excluded: ExcludeFn | None = None) -> list[SourceFile]:
+    """Discover and read every manifest under ``paths``."""
+    return [read(path) for path in discover(paths, excluded)]

@@ -1,0 +1,681 @@
+"""The objects kaffinity reasons about, reduced from loaded documents to typed, immutable views.
+
+Every workload kind becomes one view of the pods it creates (:class:`Workload`): where the pod
+template is, its labels, how many replicas (with the API's defaults), the update strategy, the
+selector, and every scheduling field as typed terms. Each term keeps its data path, so a rule
+reports a term and the engine finds its line.
+
+The model never fails on odd input: a field of the wrong type reads as absent (the schema rules
+report it); a kind or apiVersion kaffinity does not know is not a workload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from kaffinity.quantity import parse_quantity
+from kaffinity.source import DataPath, Document
+
+DEFAULT_NAMESPACE = "default"
+Labels = tuple[tuple[str, str], ...]
+
+# Where each kind keeps its pod template (spec.template unless listed).
+_TEMPLATE_PATHS: dict[str, DataPath] = {
+    "Pod": (),
+    "PodTemplate": ("template",),
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+}
+_WORKLOAD_GROUPS: dict[str, tuple[str, ...]] = {
+    "Pod": ("v1",),
+    "PodTemplate": ("v1",),
+    "ReplicationController": ("v1",),
+    "Deployment": ("apps/", "extensions/"),
+    "ReplicaSet": ("apps/", "extensions/"),
+    "StatefulSet": ("apps/",),
+    "DaemonSet": ("apps/", "extensions/"),
+    "Job": ("batch/",),
+    "CronJob": ("batch/",),
+}
+WORKLOAD_KINDS = frozenset(_WORKLOAD_GROUPS)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """apiVersion, kind, namespace (None for cluster-scoped objects) and name of an object."""
+
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+
+    def __str__(self) -> str:
+        scope = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind}/{scope}{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One ``matchExpressions`` entry (label or node selector)."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...]
+    path: DataPath
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A metav1 LabelSelector. Whether a selector is nil is told by its absence (None)."""
+
+    match_labels: Labels
+    match_expressions: tuple[Requirement, ...]
+    path: DataPath
+
+    @property
+    def is_empty(self) -> bool:
+        """``{}``: matches everything (nil, i.e. no selector, matches nothing)."""
+        return not self.match_labels and not self.match_expressions
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    label_selector: LabelSelector | None
+    namespaces: tuple[str, ...]
+    namespace_selector: LabelSelector | None
+    topology_key: str
+    match_label_keys: tuple[str, ...]
+    mismatch_label_keys: tuple[str, ...]
+    path: DataPath
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    weight: int | None
+    term: PodAffinityTerm
+    path: DataPath
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinity:
+    """podAffinity or podAntiAffinity: required and preferred terms."""
+
+    required: tuple[PodAffinityTerm, ...]
+    preferred: tuple[WeightedPodAffinityTerm, ...]
+    path: DataPath
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    match_expressions: tuple[Requirement, ...]
+    match_fields: tuple[Requirement, ...]
+    path: DataPath
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredSchedulingTerm:
+    weight: int | None
+    preference: NodeSelectorTerm
+    path: DataPath
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAffinity:
+    required: tuple[NodeSelectorTerm, ...] | None
+    preferred: tuple[PreferredSchedulingTerm, ...]
+    path: DataPath
+
+
+@dataclass(frozen=True, slots=True)
+class Affinity:
+    node_affinity: NodeAffinity | None
+    pod_affinity: PodAffinity | None
+    pod_anti_affinity: PodAffinity | None
+    path: DataPath
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
+    toleration_seconds: int | None
+    path: DataPath
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    max_skew: int | None
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None
+    min_domains: int | None
+    node_affinity_policy: str | None
+    node_taints_policy: str | None
+    match_label_keys: tuple[str, ...]
+    path: DataPath
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateStrategy:
+    """Deployment ``strategy`` or StatefulSet/DaemonSet ``updateStrategy``, with API defaults.
+
+    Surge and unavailable stay as written (int or percent string); resolving them against the
+    replica count is the rollout arithmetic's job.
+    """
+
+    type: str
+    max_surge: int | str | None
+    max_unavailable: int | str | None
+    partition: int | None
+    path: DataPath
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    """What a workload's pods look like: metadata and every scheduling-relevant field."""
+
+    labels: Labels
+    annotations: Labels
+    node_selector: Labels
+    affinity: Affinity | None
+    tolerations: tuple[Toleration, ...]
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...]
+    requests: tuple[tuple[str, Decimal], ...]
+    node_name: str | None
+    scheduler_name: str
+    host_network: bool
+    metadata_path: DataPath
+    spec_path: DataPath
+
+    @property
+    def label_map(self) -> dict[str, str]:
+        return dict(self.labels)
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """An object that creates pods, reduced to one view of them.
+
+    ``replicas`` is the number of pods that run at once when rolled out, with the API defaults
+    (1 for Deployments, ReplicaSets, ReplicationControllers, StatefulSets and Pods; Job and
+    CronJob ``parallelism``, capped by ``completions``); None for a DaemonSet (one per eligible
+    node) and a PodTemplate (creates nothing itself).
+    """
+
+    ref: ObjectRef
+    doc: Document
+    replicas: int | None
+    selector: LabelSelector | None
+    strategy: UpdateStrategy | None
+    pod_management_policy: str | None
+    pod: PodView
+    template_path: DataPath
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    ref: ObjectRef
+    doc: Document
+    labels: Labels
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+    path: DataPath
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    ref: ObjectRef
+    doc: Document
+    labels: Labels
+    taints: tuple[Taint, ...]
+    allocatable: tuple[tuple[str, Decimal], ...]
+    unschedulable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PodDisruptionBudget:
+    ref: ObjectRef
+    doc: Document
+    selector: LabelSelector | None
+    min_available: int | str | None
+    max_unavailable: int | str | None
+    unhealthy_pod_eviction_policy: str | None
+
+
+Object = Workload | Namespace | Node | PodDisruptionBudget
+
+
+@dataclass(frozen=True, slots=True)
+class Inventory:
+    """Everything kaffinity read, sorted by kind of object, in input order."""
+
+    documents: tuple[Document, ...]
+    workloads: tuple[Workload, ...]
+    namespaces: tuple[Namespace, ...]
+    nodes: tuple[Node, ...]
+    pdbs: tuple[PodDisruptionBudget, ...]
+
+
+def pod_template_path(kind: str) -> DataPath | None:
+    """Where a workload kind keeps its pod template; None for other kinds."""
+    return _TEMPLATE_PATHS.get(kind, ("spec", "template")) if kind in WORKLOAD_KINDS else None
+
+
+def build_inventory(documents: Iterable[Document], default_namespace: str = DEFAULT_NAMESPACE) -> Inventory:
+    """Reduce loaded documents to the typed objects kaffinity reads."""
+    docs = tuple(documents)
+    workloads: list[Workload] = []
+    namespaces: list[Namespace] = []
+    nodes: list[Node] = []
+    pdbs: list[PodDisruptionBudget] = []
+    for doc in docs:
+        obj = build_object(doc, default_namespace)
+        if isinstance(obj, Workload):
+            workloads.append(obj)
+        elif isinstance(obj, Namespace):
+            namespaces.append(obj)
+        elif isinstance(obj, Node):
+            nodes.append(obj)
+        elif isinstance(obj, PodDisruptionBudget):
+            pdbs.append(obj)
+    return Inventory(docs, tuple(workloads), tuple(namespaces), tuple(nodes), tuple(pdbs))
+
+
+def object_ref(doc: Document, default_namespace: str = DEFAULT_NAMESPACE) -> ObjectRef:
+    """The object's identity; namespaced kinds get the default namespace when none is written."""
+    data = doc.data
+    metadata = _map(data.get("metadata"))
+    kind = str(data.get("kind"))
+    name = _str(metadata.get("name")) or _str(metadata.get("generateName")) or ""
+    namespace: str | None = None
+    if kind not in ("Namespace", "Node"):
+        namespace = _str(metadata.get("namespace")) or default_namespace
+    return ObjectRef(str(data.get("apiVersion")), kind, namespace, name)
+
+
+def build_object(doc: Document, default_namespace: str = DEFAULT_NAMESPACE) -> Object | None:
+    """The typed view of one document, or None for kinds kaffinity does not read."""
+    data = doc.data
+    kind, api_version = data.get("kind"), data.get("apiVersion")
+    if not isinstance(kind, str) or not isinstance(api_version, str):
+        return None
+    if kind in _WORKLOAD_GROUPS and api_version.startswith(_WORKLOAD_GROUPS[kind]):
+        return _workload(doc, object_ref(doc, default_namespace))
+    if api_version != "v1" and not (kind == "PodDisruptionBudget" and api_version.startswith("policy/")):
+        return None
+    if kind == "Namespace":
+        return Namespace(object_ref(doc), doc, _labels(_map(data.get("metadata")).get("labels")))
+    if kind == "Node":
+        return _node(doc)
+    if kind == "PodDisruptionBudget":
+        spec = _map(data.get("spec"))
+        return PodDisruptionBudget(
+            object_ref(doc, default_namespace),
+            doc,
+            _label_selector(spec.get("selector"), ("spec", "selector")),
+            _int_or_str(spec.get("minAvailable")),
+            _int_or_str(spec.get("maxUnavailable")),
+            _str(spec.get("unhealthyPodEvictionPolicy")),
+        )
+    return None
+
+
+def _workload(doc: Document, ref: ObjectRef) -> Workload:
+    data = doc.data
+    kind = ref.kind
+    template_path = _TEMPLATE_PATHS.get(kind, ("spec", "template"))
+    template = _dig(data, template_path)
+    spec = _map(data.get("spec"))
+    pod = _pod_view(_map(template), template_path)
+    selector: LabelSelector | None
+    if kind == "ReplicationController":
+        # RC selectors are plain maps and default to the template's labels (core/v1 defaults).
+        raw = _labels(spec.get("selector")) or pod.labels
+        selector = LabelSelector(raw, (), ("spec", "selector"))
+    elif kind in ("Pod", "PodTemplate", "CronJob"):
+        selector = None
+    else:
+        selector = _label_selector(spec.get("selector"), ("spec", "selector"))
+    return Workload(
+        ref=ref,
+        doc=doc,
+        replicas=_replicas(kind, data),
+        selector=selector,
+        strategy=_strategy(kind, spec),
+        pod_management_policy=(
+            _str(spec.get("podManagementPolicy")) or "OrderedReady" if kind == "StatefulSet" else None
+        ),
+        pod=pod,
+        template_path=template_path,
+    )
+
+
+def _replicas(kind: str, data: Mapping[str, Any]) -> int | None:
+    spec = _map(data.get("spec"))
+    if kind in ("Deployment", "ReplicaSet", "ReplicationController", "StatefulSet"):
+        replicas = _int(spec.get("replicas"))
+        return 1 if replicas is None else replicas
+    if kind == "Pod":
+        return 1
+    if kind in ("Job", "CronJob"):
+        job = spec if kind == "Job" else _map(_dig(data, ("spec", "jobTemplate", "spec")))
+        # batch/v1 defaults: parallelism 1; at most `completions` pods run at once.
+        parallelism = _int(job.get("parallelism"))
+        completions = _int(job.get("completions"))
+        running = 1 if parallelism is None else parallelism
+        return running if completions is None else min(running, completions)
+    return None
+
+
+def _strategy(kind: str, spec: Mapping[str, Any]) -> UpdateStrategy | None:
+    """Update strategies with their API defaults (apps/v1 ``SetDefaults_*``)."""
+    if kind == "Deployment":
+        path: DataPath = ("spec", "strategy")
+        raw = _map(spec.get("strategy"))
+        kind_of = _str(raw.get("type")) or "RollingUpdate"
+        if kind_of != "RollingUpdate":
+            return UpdateStrategy(kind_of, None, None, None, path)
+        rolling = _map(raw.get("rollingUpdate"))
+        return UpdateStrategy(
+            kind_of,
+            _int_or_str(rolling.get("maxSurge"), "25%"),
+            _int_or_str(rolling.get("maxUnavailable"), "25%"),
+            None,
+            path,
+        )
+    if kind in ("StatefulSet", "DaemonSet"):
+        path = ("spec", "updateStrategy")
+        raw = _map(spec.get("updateStrategy"))
+        kind_of = _str(raw.get("type")) or "RollingUpdate"
+        if kind_of != "RollingUpdate":
+            return UpdateStrategy(kind_of, None, None, None, path)
+        rolling = _map(raw.get("rollingUpdate"))
+        if kind == "StatefulSet":
+            partition = _int(rolling.get("partition"))
+            return UpdateStrategy(
+                kind_of, None, _int_or_str(rolling.get("maxUnavailable"), 1), partition or 0, path
+            )
+        return UpdateStrategy(
+            kind_of,
+            _int_or_str(rolling.get("maxSurge"), 0),
+            _int_or_str(rolling.get("maxUnavailable"), 1),
+            None,
+            path,
+        )
+    return None
+
+
+def _pod_view(template: Mapping[str, Any], base: DataPath) -> PodView:
+    metadata = _map(template.get("metadata"))
+    spec = _map(template.get("spec"))
+    spec_path = (*base, "spec")
+    affinity = spec.get("affinity")
+    return PodView(
+        labels=_labels(metadata.get("labels")),
+        annotations=_labels(metadata.get("annotations")),
+        node_selector=_labels(spec.get("nodeSelector")),
+        affinity=_affinity(affinity, (*spec_path, "affinity")) if isinstance(affinity, Mapping) else None,
+        tolerations=tuple(
+            _toleration(item, (*spec_path, "tolerations", i))
+            for i, item in _items(spec.get("tolerations"))
+        ),
+        topology_spread_constraints=tuple(
+            _spread(item, (*spec_path, "topologySpreadConstraints", i))
+            for i, item in _items(spec.get("topologySpreadConstraints"))
+        ),
+        requests=tuple(sorted(pod_requests(spec).items())),
+        node_name=_str(spec.get("nodeName")),
+        scheduler_name=_str(spec.get("schedulerName")) or "default-scheduler",
+        host_network=spec.get("hostNetwork") is True,
+        metadata_path=(*base, "metadata"),
+        spec_path=spec_path,
+    )
+
+
+def pod_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
+    """A pod's effective requests, as the scheduler computes them.
+
+    Source: k8s.io/component-helpers ``resource.PodRequests``: app containers plus restartable
+    init containers (sidecars) add up; each other init container needs its own request plus the
+    sidecars started before it; the pod needs the larger of the two, plus ``overhead``.
+    Pod-level ``resources.requests`` win where set. A container's missing request defaults to
+    its limit (core/v1 defaults).
+    """
+    pod_level = _quantities(_map(_map(spec.get("resources")).get("requests")))
+    total: dict[str, Decimal] = {}
+    for _, container in _items(spec.get("containers")):
+        _add(total, _container_requests(container))
+    sidecars: dict[str, Decimal] = {}
+    init_peak: dict[str, Decimal] = {}
+    for _, container in _items(spec.get("initContainers")):
+        requests = _container_requests(container)
+        if container.get("restartPolicy") == "Always":
+            _add(sidecars, requests)
+        else:
+            for name, value in requests.items():
+                need = value + sidecars.get(name, Decimal(0))
+                init_peak[name] = max(init_peak.get(name, Decimal(0)), need)
+    _add(total, sidecars)
+    for name, value in init_peak.items():
+        total[name] = max(total.get(name, Decimal(0)), value)
+    _add(total, _quantities(_map(spec.get("overhead"))))
+    total.update(pod_level)
+    return total
+
+
+def _container_requests(container: Mapping[str, Any]) -> dict[str, Decimal]:
+    resources = _map(container.get("resources"))
+    requests = _quantities(_map(resources.get("limits")))
+    requests.update(_quantities(_map(resources.get("requests"))))
+    return requests
+
+
+def _quantities(raw: Mapping[str, Any]) -> dict[str, Decimal]:
+    out: dict[str, Decimal] = {}
+    for name, value in raw.items():
+        quantity = parse_quantity(value)
+        if quantity is not None:
+            out[name] = quantity
+    return out
+
+
+def _add(total: dict[str, Decimal], more: Mapping[str, Decimal]) -> None:
+    for name, value in more.items():
+        total[name] = total.get(name, Decimal(0)) + value
+
+
+def _affinity(raw: Mapping[str, Any], path: DataPath) -> Affinity:
+    node = raw.get("nodeAffinity")
+    pod = raw.get("podAffinity")
+    anti = raw.get("podAntiAffinity")
+    return Affinity(
+        node_affinity=_node_affinity(node, (*path, "nodeAffinity")) if isinstance(node, Mapping) else None,
+        pod_affinity=_pod_affinity(pod, (*path, "podAffinity")) if isinstance(pod, Mapping) else None,
+        pod_anti_affinity=(
+            _pod_affinity(anti, (*path, "podAntiAffinity")) if isinstance(anti, Mapping) else None
+        ),
+        path=path,
+    )
+
+
+def _node_affinity(raw: Mapping[str, Any], path: DataPath) -> NodeAffinity:
+    required_path = (*path, "requiredDuringSchedulingIgnoredDuringExecution")
+    required_raw = raw.get("requiredDuringSchedulingIgnoredDuringExecution")
+    required = None
+    if isinstance(required_raw, Mapping):
+        terms_path = (*required_path, "nodeSelectorTerms")
+        required = tuple(
+            _node_selector_term(term, (*terms_path, i))
+            for i, term in _items(required_raw.get("nodeSelectorTerms"))
+        )
+    preferred_path = (*path, "preferredDuringSchedulingIgnoredDuringExecution")
+    preferred = tuple(
+        PreferredSchedulingTerm(
+            _int(item.get("weight")),
+            _node_selector_term(_map(item.get("preference")), (*preferred_path, i, "preference")),
+            (*preferred_path, i),
+        )
+        for i, item in _items(raw.get("preferredDuringSchedulingIgnoredDuringExecution"))
+    )
+    return NodeAffinity(required, preferred, path)
+
+
+def _node_selector_term(raw: Mapping[str, Any], path: DataPath) -> NodeSelectorTerm:
+    return NodeSelectorTerm(
+        _requirements(raw.get("matchExpressions"), (*path, "matchExpressions")),
+        _requirements(raw.get("matchFields"), (*path, "matchFields")),
+        path,
+    )
+
+
+def _pod_affinity(raw: Mapping[str, Any], path: DataPath) -> PodAffinity:
+    required_path = (*path, "requiredDuringSchedulingIgnoredDuringExecution")
+    preferred_path = (*path, "preferredDuringSchedulingIgnoredDuringExecution")
+    return PodAffinity(
+        required=tuple(
+            _pod_affinity_term(term, (*required_path, i))
+            for i, term in _items(raw.get("requiredDuringSchedulingIgnoredDuringExecution"))
+        ),
+        preferred=tuple(
+            WeightedPodAffinityTerm(
+                _int(item.get("weight")),
+                _pod_affinity_term(_map(item.get("podAffinityTerm")), (*preferred_path, i, "podAffinityTerm")),
+                (*preferred_path, i),
+            )
+            for i, item in _items(raw.get("preferredDuringSchedulingIgnoredDuringExecution"))
+        ),
+        path=path,
+    )
+
+
+def _pod_affinity_term(raw: Mapping[str, Any], path: DataPath) -> PodAffinityTerm:
+    return PodAffinityTerm(
+        label_selector=_label_selector(raw.get("labelSelector"), (*path, "labelSelector")),
+        namespaces=_strings(raw.get("namespaces")),
+        namespace_selector=_label_selector(raw.get("namespaceSelector"), (*path, "namespaceSelector")),
+        topology_key=_str(raw.get("topologyKey")) or "",
+        match_label_keys=_strings(raw.get("matchLabelKeys")),
+        mismatch_label_keys=_strings(raw.get("mismatchLabelKeys")),
+        path=path,
+    )
+
+
+def _toleration(raw: Mapping[str, Any], path: DataPath) -> Toleration:
+    return Toleration(
+        key=_str(raw.get("key")) or "",
+        operator=_str(raw.get("operator")) or "Equal",
+        value=_str(raw.get("value")) or "",
+        effect=_str(raw.get("effect")) or "",
+        toleration_seconds=_int(raw.get("tolerationSeconds")),
+        path=path,
+    )
+
+
+def _spread(raw: Mapping[str, Any], path: DataPath) -> TopologySpreadConstraint:
+    return TopologySpreadConstraint(
+        max_skew=_int(raw.get("maxSkew")),
+        topology_key=_str(raw.get("topologyKey")) or "",
+        when_unsatisfiable=_str(raw.get("whenUnsatisfiable")) or "",
+        label_selector=_label_selector(raw.get("labelSelector"), (*path, "labelSelector")),
+        min_domains=_int(raw.get("minDomains")),
+        node_affinity_policy=_str(raw.get("nodeAffinityPolicy")),
+        node_taints_policy=_str(raw.get("nodeTaintsPolicy")),
+        match_label_keys=_strings(raw.get("matchLabelKeys")),
+        path=path,
+    )
+
+
+def _node(doc: Document) -> Node:
+    data = doc.data
+    spec = _map(data.get("spec"))
+    status = _map(data.get("status"))
+    taints = tuple(
+        Taint(_str(t.get("key")) or "", _str(t.get("value")) or "", _str(t.get("effect")) or "",
+              ("spec", "taints", i))
+        for i, t in _items(spec.get("taints"))
+    )
+    return Node(
+        ref=object_ref(doc),
+        doc=doc,
+        labels=_labels(_map(data.get("metadata")).get("labels")),
+        taints=taints,
+        allocatable=tuple(sorted(_quantities(_map(status.get("allocatable"))).items())),
+        unschedulable=spec.get("unschedulable") is True,
+    )
+
+
+def _label_selector(raw: Any, path: DataPath) -> LabelSelector | None:
+    if not isinstance(raw, Mapping):
+        return None
+    return LabelSelector(
+        _labels(raw.get("matchLabels")),
+        _requirements(raw.get("matchExpressions"), (*path, "matchExpressions")),
+        path,
+    )
+
+
+def _requirements(raw: Any, path: DataPath) -> tuple[Requirement, ...]:
+    return tuple(
+        Requirement(
+            _str(item.get("key")) or "",
+            _str(item.get("operator")) or "",
+            _strings(item.get("values")),
+            (*path, i),
+        )
+        for i, item in _items(raw)
+    )
+
+
+# --- lenient readers: wrong types read as absent -------------------------------------------
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _items(value: Any) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if isinstance(item, Mapping):
+                yield index, item
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _int_or_str(value: Any, default: int | str | None = None) -> int | str | None:
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return default
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(item for item in value if isinstance(item, str)) if isinstance(value, list) else ()
+
+
+def _labels(value: Any) -> Labels:
+    if not isinstance(value, Mapping):
+        return ()
+    return tuple((key, item) for key, item in value.items() if isinstance(item, str))
+
+
+def _dig(data: Any, path: DataPath) -> Any:
+    for item in path:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(item)
+    return data

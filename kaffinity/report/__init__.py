@@ -1,0 +1,27 @@
+"""Reporters: turn a lint result into text, JSON, SARIF 2.1.0 or GitHub workflow commands."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kaffinity.engine import LintResult
+
+FORMATS = ("text", "json", "sarif", "github")
+
+
+def render(result: LintResult, fmt: str, *, color: bool = False, sources: dict[str, str] | None = None) -> str:
+    """The report in format ``fmt``; ``sources`` (file name → text) feeds the code frames."""
+    renderer: Callable[..., str]
+    if fmt == "json":
+        from kaffinity.report.json import render as renderer
+    elif fmt == "sarif":
+        from kaffinity.report.sarif import render as renderer
+    elif fmt == "github":
+        from kaffinity.report.github import render as renderer
+    else:
+        from kaffinity.report.text import render as renderer
+
+        return renderer(result, color=color, sources=sources or {})
+    return renderer(result)

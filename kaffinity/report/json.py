@@ -1,0 +1,64 @@
+"""JSON report; its shape is documented in docs/output.md and schemas/output.schema.json."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from kaffinity import __version__
+from kaffinity.engine import LintResult
+from kaffinity.findings import Finding, Location, Severity
+
+#: Bumped only on a change that breaks consumers of the JSON report.
+JSON_VERSION = 1
+
+
+def render(result: LintResult) -> str:
+    return json.dumps(as_dict(result), indent=2, ensure_ascii=False) + "\n"
+
+
+def as_dict(result: LintResult) -> dict[str, Any]:
+    severities = Counter(finding.severity.value for finding in result.findings)
+    return {
+        "version": JSON_VERSION,
+        "tool": {"name": "kaffinity", "version": __version__},
+        "findings": [finding_dict(finding) for finding in result.findings],
+        "summary": {
+            "files": result.files,
+            "documents": result.documents,
+            "findings": len(result.findings),
+            **{severity.value: severities[severity.value] for severity in Severity},
+            "suppressed": result.suppressed,
+            "rules": dict(sorted(Counter(finding.rule for finding in result.findings).items())),
+        },
+    }
+
+
+def finding_dict(finding: Finding) -> dict[str, Any]:
+    obj = finding.object
+    return {
+        "rule": finding.rule,
+        "category": finding.category,
+        "severity": finding.severity.value,
+        "message": finding.message,
+        "file": finding.file,
+        "line": finding.line,
+        "column": finding.column,
+        "path": finding.path,
+        "object": None
+        if obj is None
+        else {"apiVersion": obj.api_version, "kind": obj.kind, "namespace": obj.namespace, "name": obj.name},
+        "related": [_location(related) for related in finding.related],
+        "fix": finding.fix,
+    }
+
+
+def _location(location: Location) -> dict[str, Any]:
+    return {
+        "file": location.file,
+        "line": location.span.line if location.span else None,
+        "column": location.span.column if location.span else None,
+        "path": location.path,
+        "message": location.message,
+    }

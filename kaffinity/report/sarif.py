@@ -1,0 +1,110 @@
+"""SARIF 2.1.0, as GitHub code scanning and other viewers read it.
+
+Files under the working directory are given relative to ``%SRCROOT%`` (the working directory);
+others as absolute ``file://`` URIs. Every run lists the enabled rules with their help text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from kaffinity import __version__
+from kaffinity.engine import LintResult
+from kaffinity.findings import Finding, Location, Severity
+from kaffinity.loader import STDIN_NAME
+from kaffinity.source import Span
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def render(result: LintResult) -> str:
+    return json.dumps(as_dict(result), indent=2, ensure_ascii=False) + "\n"
+
+
+def as_dict(result: LintResult) -> dict[str, Any]:
+    root = Path.cwd()
+    rules = sorted(result.rules, key=lambda rule: rule.name)
+    index = {rule.name: position for position, rule in enumerate(rules)}
+    return {
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "kaffinity",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": "https://github.com/kaffinity/kaffinity",
+                        "rules": [
+                            {
+                                "id": rule.name,
+                                "name": "".join(part.title() for part in rule.name.split("-")),
+                                "shortDescription": {"text": rule.summary},
+                                "fullDescription": {"text": rule.summary},
+                                "help": {"text": rule.docs, "markdown": rule.docs},
+                                "defaultConfiguration": {"level": _LEVELS[result.severities[rule.name]]},
+                                "properties": {"category": rule.category, "tags": [rule.category]},
+                            }
+                            for rule in rules
+                        ],
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
+                "results": [_result(finding, index, root) for finding in result.findings],
+                "columnKind": "unicodeCodePoints",
+            }
+        ],
+    }
+
+
+def _result(finding: Finding, index: dict[str, int], root: Path) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "ruleId": finding.rule,
+        "level": _LEVELS[finding.severity],
+        "message": {"text": finding.message},
+        "locations": [_location(finding.file, finding.span, root, finding)],
+    }
+    if finding.rule in index:
+        result["ruleIndex"] = index[finding.rule]
+    if finding.related:
+        result["relatedLocations"] = [
+            {"id": number, **_location(related.file, related.span, root), "message": {"text": related.message or related.path}}
+            for number, related in enumerate(finding.related, start=1)
+        ]
+    properties: dict[str, Any] = {"category": finding.category}
+    if finding.path:
+        properties["path"] = finding.path
+    if finding.fix:
+        properties["fix"] = finding.fix
+    result["properties"] = properties
+    return result
+
+
+def _location(file: str, span: Span | None, root: Path, finding: Finding | None = None) -> dict[str, Any]:
+    physical: dict[str, Any] = {"artifactLocation": _artifact(file, root)}
+    if span is not None:
+        physical["region"] = {"startLine": span.line, "startColumn": span.column}
+    location: dict[str, Any] = {"physicalLocation": physical}
+    if finding is not None and finding.object is not None:
+        location["logicalLocations"] = [{"fullyQualifiedName": str(finding.object), "kind": "resource"}]
+    return location
+
+
+def _artifact(file: str, root: Path) -> dict[str, Any]:
+    if file == STDIN_NAME:
+        return {"uri": "stdin"}
+    path = Path(os.path.abspath(file))
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        return {"uri": path.as_uri()}
+    return {"uri": quote(relative.as_posix()), "uriBaseId": "%SRCROOT%"}
+
+
+__all__ = ["Location", "render"]

@@ -1,0 +1,78 @@
+"""``file:line:col: severity [rule] message``, grouped by file, with a two-line code frame."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from itertools import groupby
+
+from kaffinity.engine import LintResult
+from kaffinity.findings import Finding, Severity
+
+_COLORS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "34"}
+_BOLD, _DIM, _CYAN, _GREEN = "1", "2", "36", "32"
+Style = Callable[..., str]
+
+
+def _ansi(text: str, *codes: str) -> str:
+    return f"\x1b[{';'.join(codes)}m{text}\x1b[0m"
+
+
+def _plain(text: str, *codes: str) -> str:
+    return text
+
+
+def render(result: LintResult, *, color: bool = False, sources: dict[str, str]) -> str:
+    style: Style = _ansi if color else _plain
+
+    blocks: list[str] = []
+    lines_of: dict[str, list[str]] = {}
+    for file, group in groupby(result.findings, key=lambda f: f.file):
+        lines: list[str] = []
+        if file not in lines_of:
+            lines_of[file] = sources.get(file, "").splitlines()
+        for finding in group:
+            lines.append(_headline(finding, style))
+            lines.extend(_frame(finding, lines_of[file], style))
+            for related in finding.related:
+                where = f"{related.file}:{related.span.line}:{related.span.column}" if related.span else related.file
+                lines.append(f"    {style('note', _CYAN)}: {where}: {related.message or related.path}")
+            if finding.fix:
+                lines.append(f"    {style('fix', _GREEN)}: {finding.fix}")
+        blocks.append("\n".join(lines))
+    blocks.append(_summary(result, style))
+    return "\n\n".join(blocks) + "\n"
+
+
+def _headline(finding: Finding, style: Style) -> str:
+    where = finding.file
+    if finding.line is not None:
+        where += f":{finding.line}:{finding.column}"
+    severity = style(finding.severity.value, _COLORS[finding.severity], _BOLD)
+    return f"{style(where, _BOLD)}: {severity} {style(f'[{finding.rule}]', _DIM)} {finding.message}"
+
+
+def _frame(finding: Finding, lines: list[str], style: Style) -> list[str]:
+    """The source line and a caret under the column."""
+    if finding.line is None or finding.column is None or not 0 < finding.line <= len(lines):
+        return []
+    source = lines[finding.line - 1].replace("\t", " ")
+    gutter = str(finding.line)
+    pad = " " * len(gutter)
+    caret = style("^", _COLORS[finding.severity], _BOLD)
+    return [f"  {gutter} | {source}", f"  {pad} | {' ' * (finding.column - 1)}{caret}"]
+
+
+def _summary(result: LintResult, style: Style) -> str:
+    counts = Counter(finding.severity for finding in result.findings)
+    files = f"{result.files} file{'s' if result.files != 1 else ''}"
+    suppressed = f", {result.suppressed} suppressed" if result.suppressed else ""
+    if not result.findings:
+        return f"No problems found in {files}{suppressed}."
+    parts = [
+        f"{counts[severity]} {severity.value}{'s' if counts[severity] != 1 and severity is not Severity.INFO else ''}"
+        for severity in Severity
+        if counts[severity]
+    ]
+    total = len(result.findings)
+    return f"Found {total} problem{'s' if total != 1 else ''} ({', '.join(parts)}) in {files}{suppressed}."

@@ -1,0 +1,15 @@
+"""The rule registry: an explicit list, one module per rule. Add a rule by adding a line."""
+
+from __future__ import annotations
+
+from kaffinity.rules import helm_template, parse_error, unused_suppression
+from kaffinity.rules.base import Rule
+
+RULES: tuple[Rule, ...] = (
+    parse_error.RULE,
+    helm_template.RULE,
+    unused_suppression.RULE,
+)
+
+BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}
+CATEGORIES: frozenset[str] = frozenset(rule.category for rule in RULES)

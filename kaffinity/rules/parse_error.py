@@ -1,0 +1,34 @@
+"""parse-error: a file that could not be read, decoded or parsed."""
+
+from kaffinity.findings import Severity
+from kaffinity.rules.base import Rule
+
+RULE = Rule(
+    name="parse-error",
+    category="input",
+    severity=Severity.ERROR,
+    summary="A file could not be read, decoded or parsed as YAML or JSON.",
+    docs="""\
+## What it finds
+Input kaffinity could not read: a missing or unreadable file, bytes that are not UTF-8 (or
+UTF-16/32 with a byte order mark), binary content, YAML or JSON that does not parse, nesting
+deeper than 400 levels, or aliases that expand a document beyond a million nodes.
+
+## Why it matters
+kubectl and the API server would reject the file too, and nothing in it can be checked. The
+finding carries the parser's own line and column; documents before the error are still linted,
+as are all other files. The run exits with code 2.
+
+## Example
+```yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web
+```
+
+## Fix
+Repair the file at the reported position (here: close the flow mapping with `}`).
+""",
+)
