@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from enum import Enum
 from typing import Annotated, Optional
 
@@ -140,11 +141,8 @@ def lint(
             cluster=cluster,
         )
         if fail_on is not None:
-            settings = settings.overridden(fail_on=Severity(fail_on.value) if fail_on is not FailOn.none else None)
-            if fail_on is FailOn.none:
-                from dataclasses import replace
-
-                settings = replace(settings, fail_on=None)
+            threshold = None if fail_on is FailOn.none else Severity(fail_on.value)
+            settings = replace(settings, fail_on=threshold)
     except ConfigError as error:
         for message in error.messages:
             typer.echo(message, err=True)
@@ -154,7 +152,7 @@ def lint(
     excluded = ExcludeFn(settings.exclude, settings.base_dir) if settings.exclude else None
     files: list[SourceFile] = load(targets, excluded)
     if stdin_filename and STDIN in targets:
-        files = [_renamed(file, stdin_filename) if file.name == STDIN_NAME else file for file in files]
+        files = [replace(file, name=stdin_filename) if file.name == STDIN_NAME else file for file in files]
     result = run_lint(files, settings)
 
     fmt = output_format.value
@@ -178,12 +176,6 @@ def lint(
     if result.exit_code:
         raise typer.Exit(result.exit_code)
     raise typer.Exit(1 if result.failed(settings.fail_on) else 0)
-
-
-def _renamed(file: object, name: str) -> object:
-    from dataclasses import replace
-
-    return replace(file, name=name)  # type: ignore[type-var]
 
 
 def _use_color(choice: Color, output: Optional[str]) -> bool:

@@ -1,0 +1,106 @@
+"""Shared helpers: run the real command, lint in-process, read expectations from examples."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kaffinity.config import Settings
+from kaffinity.engine import LintResult, lint
+from kaffinity.findings import Severity, Violation
+from kaffinity.loader import load, parse
+from kaffinity.rules import RULES
+from kaffinity.rules.base import Rule
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+SHARED = REPO.parent / "shared"
+_EXPECT = re.compile(r"#\s*expect:\s*([a-z0-9-]+(?:\s*,\s*[a-z0-9-]+)*)")
+
+
+def run_cli(
+    *args: str, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The real command line, as a user runs it (``python -m kaffinity``)."""
+    environment = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    environment.pop("GITHUB_ACTIONS", None) if env is None or "GITHUB_ACTIONS" not in env else None
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    completed = subprocess.run(
+        [sys.executable, "-m", "kaffinity", *args],
+        input=data,
+        capture_output=True,
+        cwd=cwd,
+        env=environment,
+        timeout=120,
+        check=False,
+    )
+    return subprocess.CompletedProcess(
+        completed.args,
+        completed.returncode,
+        completed.stdout.decode("utf-8", "replace"),
+        completed.stderr.decode("utf-8", "replace"),
+    )
+
+
+def run_json(*args: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
+    completed = run_cli("lint", "--format", "json", "--no-config", *args, **kwargs)
+    assert "Traceback" not in completed.stderr, completed.stderr
+    return completed.returncode, json.loads(completed.stdout)
+
+
+def lint_text(text: str, name: str = "test.yaml", rules: Sequence[Rule] = RULES, **settings: Any) -> LintResult:
+    return lint([parse(name, text)], Settings(**settings), rules)
+
+
+def lint_paths(*paths: str | Path, rules: Sequence[Rule] = RULES, **settings: Any) -> LintResult:
+    return lint(load([str(path) for path in paths]), Settings(**settings), rules)
+
+
+def keys(result: LintResult) -> list[tuple[str, int | None, int | None]]:
+    """Findings compared by (rule, line, column), never by message text."""
+    return [(finding.rule, finding.line, finding.column) for finding in result.findings]
+
+
+def expected(path: Path) -> list[tuple[str, int]]:
+    """``# expect: rule`` markers in an example: the rule must report on that line."""
+    found = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        match = _EXPECT.search(line)
+        if match:
+            found += [(rule.strip(), number) for rule in match.group(1).split(",")]
+    return sorted(found)
+
+
+def _anti_affinity_zone_check(context: Any) -> Iterator[Violation]:
+    """A stand-in for later rules: flags required anti-affinity terms on a zone key."""
+    for workload in context.inventory.workloads:
+        affinity = workload.pod.affinity
+        if affinity is None or affinity.pod_anti_affinity is None:
+            continue
+        for term in affinity.pod_anti_affinity.required:
+            if term.topology_key == "topology.kubernetes.io/zone":
+                yield Violation(workload.doc, (*term.path, "topologyKey"), "zone anti-affinity")
+
+
+ZONE_RULE = Rule(
+    name="test-zone-anti-affinity",
+    category="test",
+    severity=Severity.WARNING,
+    summary="Test rule.",
+    docs="## What it finds\nTest.\n",
+    check=_anti_affinity_zone_check,
+)
+
+
+@pytest.fixture
+def zone_rules() -> tuple[Rule, ...]:
+    """The registry plus one rule added as a module would add it: no engine change."""
+    return (*RULES, ZONE_RULE)

@@ -1,0 +1,113 @@
+"""Exit codes, selection, --fail-on, rules listing, version, and the installed command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from kaffinity import __version__
+from kaffinity.docs import rule_catalogue
+from kaffinity.rules import RULES
+
+from .conftest import EXAMPLES, REPO, run_cli, run_json
+
+FAIL = str(EXAMPLES / "parse-error" / "fail.yaml")
+HELM = str(EXAMPLES / "helm-template" / "fail.yaml")
+UNUSED = str(EXAMPLES / "unused-suppression" / "fail.yaml")
+CLEAN = str(EXAMPLES / "parse-error" / "pass.yaml")
+
+
+def test_exit_0_when_clean() -> None:
+    assert run_json(CLEAN)[0] == 0
+
+
+def test_exit_1_when_a_finding_reaches_fail_on() -> None:
+    assert run_json(HELM)[0] == 0  # a warning; default --fail-on error
+    assert run_json(HELM, "--fail-on", "warning")[0] == 1
+    assert run_json(UNUSED, "--fail-on", "warning")[0] == 0
+    assert run_json(UNUSED, "--fail-on", "info")[0] == 1
+
+
+def test_exit_2_for_unparsable_input_even_with_fail_on_none() -> None:
+    code, report = run_json(FAIL, HELM, "--fail-on", "none")
+    assert code == 2
+    assert {f["rule"] for f in report["findings"]} == {"parse-error", "helm-template"}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("lint", "--format", "xml", CLEAN),
+        ("lint", "--fail-on", "sometimes", CLEAN),
+        ("lint", "--select", "no-such-rule", CLEAN),
+        ("lint", "--feature-gates", "Foo", CLEAN),
+        ("lint", "--config", "/nonexistent/.kaffinity.yaml", CLEAN),
+        ("rules", "no-such-rule"),
+        ("frobnicate",),
+    ],
+)
+def test_exit_2_for_usage_errors(args: tuple[str, ...]) -> None:
+    completed = run_cli(*args)
+    assert completed.returncode == 2, completed
+    assert "Traceback" not in completed.stderr
+
+
+def test_unknown_rule_suggests_the_right_name() -> None:
+    completed = run_cli("lint", "--select", "helm-templates", CLEAN)
+    assert "did you mean 'helm-template'" in completed.stderr
+
+
+def test_select_and_ignore_by_rule_and_category() -> None:
+    both = [HELM, UNUSED]
+    assert {f["rule"] for f in run_json(*both, "--ignore", "input")[1]["findings"]} == {"unused-suppression"}
+    assert {f["rule"] for f in run_json(*both, "--select", "helm-template")[1]["findings"]} == {"helm-template"}
+    # The most specific wins: a rule selected by name within an ignored category runs.
+    report = run_json(*both, "--select", "helm-template", "--ignore", "input")[1]
+    assert {f["rule"] for f in report["findings"]} == {"helm-template"}
+    report = run_json(*both, "--select", "input,suppression", "--ignore", "helm-template")[1]
+    assert {f["rule"] for f in report["findings"]} == {"unused-suppression"}
+
+
+def test_version() -> None:
+    completed = run_cli("--version")
+    assert completed.stdout.strip() == f"kaffinity {__version__}"
+    assert completed.returncode == 0
+
+
+def test_rules_listing_and_explanation() -> None:
+    listing = run_cli("rules").stdout
+    for rule in RULES:
+        assert rule.name in listing and rule.summary in listing
+    explained = run_cli("rules", "helm-template").stdout
+    for section in ("## What it finds", "## Why it matters", "## Example", "## Fix"):
+        assert section in explained
+    as_json = json.loads(run_cli("rules", "--format", "json").stdout)
+    assert [rule["name"] for rule in as_json] == [rule.name for rule in RULES]
+
+
+def test_every_rule_has_the_documented_sections() -> None:
+    for rule in RULES:
+        for section in ("## What it finds", "## Why it matters", "## Example", "## Fix"):
+            assert section in rule.docs, (rule.name, section)
+
+
+def test_rule_catalogue_is_up_to_date() -> None:
+    current = (REPO / "docs" / "rules.md").read_text(encoding="utf-8")
+    assert current == rule_catalogue(RULES), "regenerate: kaffinity rules --format markdown > docs/rules.md"
+
+
+def test_installed_command_runs_from_any_folder(tmp_path: Path) -> None:
+    """The console script, outside the checkout: schemas ship inside the package."""
+    command = shutil.which("kaffinity", path=str(Path(sys.executable).parent))
+    assert command is not None, "pip install . provides the kaffinity command"
+    (tmp_path / ".kaffinity.yaml").write_text("kube-version: '1.33'\nfail-on: warning\n")
+    (tmp_path / "t.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Values.x }}\n")
+    import subprocess
+
+    completed = subprocess.run([command, "lint", "t.yaml"], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert completed.returncode == 1, completed.stderr
+    assert completed.stdout.startswith("t.yaml:4:9: warning [helm-template]")

@@ -1,0 +1,117 @@
+"""Configuration: discovery upward, validation with positions, CLI over file."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kaffinity.config import ConfigError, Settings, find_config, load_settings, parse_feature_gates
+from kaffinity.findings import Severity
+from kaffinity.rules import CATEGORIES, RULES
+
+from .conftest import run_cli
+
+NAMES = [rule.name for rule in RULES]
+HELM = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Values.x }}\n"
+
+
+def _load(path: Path) -> Settings:
+    return load_settings(str(path), NAMES, sorted(CATEGORIES))
+
+
+def test_discovered_upward_from_the_working_directory(tmp_path: Path) -> None:
+    (tmp_path / ".kaffinity.yaml").write_text("fail-on: warning\n")
+    nested = tmp_path / "a" / "b"
+    nested.mkdir(parents=True)
+    assert find_config(str(nested)) == str(tmp_path / ".kaffinity.yaml")
+    (nested / "t.yaml").write_text(HELM)
+    assert run_cli("lint", "t.yaml", cwd=nested).returncode == 1
+    assert run_cli("lint", "--no-config", "t.yaml", cwd=nested).returncode == 0
+
+
+def test_all_settings_are_read(tmp_path: Path) -> None:
+    config = tmp_path / ".kaffinity.yaml"
+    config.write_text(
+        "kube-version: '1.33'\n"
+        "feature-gates: {MatchLabelKeysInPodAffinity: false}\n"
+        "select: [input]\nignore: [helm-template]\n"
+        "severity: {parse-error: warning, suppression: error}\n"
+        "fail-on: none\nnamespace: shop\nexclude: [vendor]\n"
+        "cluster: cluster/nodes.yaml\ncontext: [manifests]\n"
+    )
+    settings = _load(config)
+    assert settings.kube_version == "1.33"
+    assert settings.feature_gates == {"MatchLabelKeysInPodAffinity": False}
+    assert (settings.select, settings.ignore) == (("input",), ("helm-template",))
+    assert settings.severity == {"parse-error": Severity.WARNING, "suppression": Severity.ERROR}
+    assert settings.fail_on is None and settings.namespace == "shop" and settings.exclude == ("vendor",)
+    assert settings.cluster == str(tmp_path / "cluster" / "nodes.yaml")
+    assert settings.context == (str(tmp_path / "manifests"),)
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "words"),
+    [
+        ("kube-version: '1.33'\nkube_version: '1.30'\n", ":2:1:", ["unknown key 'kube_version'", "did you mean 'kube-version'"]),
+        ("fail-on: sometimes\n", ":1:1:", ["fail-on", "sometimes"]),
+        ("select:\n  - input\n  - helm-templat\n", ":3:5:", ["unknown rule or category 'helm-templat'"]),
+        ("severity:\n  parse-error: fatal\n", ":2:3:", ["fatal"]),
+        ("kube-version: 1.33\n", ":1:1:", ["kube-version", "string"]),
+        ("- just\n- a list\n", ":1:1:", ["must be a mapping"]),
+        ("a: [\n", ":2:1:", ["did not find expected node content"]),
+    ],
+)
+def test_invalid_config_is_one_line_per_problem_at_its_line(
+    tmp_path: Path, text: str, where: str, words: list[str]
+) -> None:
+    (tmp_path / ".kaffinity.yaml").write_text(text)
+    (tmp_path / "t.yaml").write_text("apiVersion: v1\nkind: Pod\n")
+    completed = run_cli("lint", "t.yaml", cwd=tmp_path)
+    assert completed.returncode == 2
+    assert "Traceback" not in completed.stderr
+    first = completed.stderr.splitlines()[0]
+    assert first.startswith(f".kaffinity.yaml{where} error: "), first
+    for word in words:
+        assert word in first
+    assert completed.stdout == ""
+
+
+def test_empty_config_means_defaults(tmp_path: Path) -> None:
+    (tmp_path / ".kaffinity.yaml").write_text("# nothing yet\n")
+    settings = _load(tmp_path / ".kaffinity.yaml")
+    assert settings.base_dir == str(tmp_path)
+    assert replace(settings, config_file=None, base_dir=".") == Settings()
+
+
+def test_flags_override_the_file(tmp_path: Path) -> None:
+    (tmp_path / ".kaffinity.yaml").write_text("fail-on: warning\nignore: [helm-template]\n")
+    (tmp_path / "t.yaml").write_text(HELM)
+    assert run_cli("lint", "t.yaml", cwd=tmp_path).returncode == 0  # ignored by the file
+    assert run_cli("lint", "t.yaml", "--ignore", "parse-error", cwd=tmp_path).returncode == 1
+    assert run_cli("lint", "t.yaml", "--ignore", "parse-error", "--fail-on", "error", cwd=tmp_path).returncode == 0
+
+
+def test_exclude_from_config_is_relative_to_the_config_file(tmp_path: Path) -> None:
+    (tmp_path / ".kaffinity.yaml").write_text("exclude: ['charts/**/templates']\nfail-on: warning\n")
+    chart = tmp_path / "charts" / "web" / "templates"
+    chart.mkdir(parents=True)
+    (chart / "deploy.yaml").write_text(HELM)
+    sub = tmp_path / "charts"
+    assert run_cli("lint", ".", cwd=sub).returncode == 0
+    assert run_cli("lint", "--no-config", "--fail-on", "warning", ".", cwd=sub).returncode == 1
+
+
+def test_severity_override_changes_the_exit_code(tmp_path: Path) -> None:
+    (tmp_path / ".kaffinity.yaml").write_text("severity: {helm-template: error}\n")
+    (tmp_path / "t.yaml").write_text(HELM)
+    completed = run_cli("lint", "t.yaml", cwd=tmp_path)
+    assert completed.returncode == 1
+    assert "error [helm-template]" in completed.stdout
+
+
+def test_feature_gate_syntax() -> None:
+    assert parse_feature_gates("A=true, B=False") == {"A": True, "B": False}
+    with pytest.raises(ConfigError):
+        parse_feature_gates("A=maybe")

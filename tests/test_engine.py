@@ -1,0 +1,117 @@
+"""The engine with a rule added as later issues add them: positions, paths, suppressions."""
+
+from __future__ import annotations
+
+from kaffinity.rules.base import Rule
+
+from .conftest import keys, lint_text
+
+ZONE_ANTI = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+  annotations: {}
+spec:
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector: {matchLabels: {app: web}}
+              topologyKey: topology.kubernetes.io/zone
+"""
+
+
+def test_a_rule_module_plugs_in_without_engine_changes(zone_rules: tuple[Rule, ...]) -> None:
+    result = lint_text(ZONE_ANTI, rules=zone_rules)
+    (finding,) = result.findings
+    assert (finding.rule, finding.line, finding.column) == ("test-zone-anti-affinity", 16, 15)
+    assert finding.path == (
+        "spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey"
+    )
+    assert finding.object is not None and str(finding.object) == "Deployment/shop/web"
+
+
+def test_default_namespace_and_override(zone_rules: tuple[Rule, ...]) -> None:
+    text = ZONE_ANTI.replace("  namespace: shop\n", "")
+    (finding,) = lint_text(text, rules=zone_rules).findings
+    assert finding.object is not None and finding.object.namespace == "default"
+    (finding,) = lint_text(text, rules=zone_rules, namespace="team-a").findings
+    assert finding.object is not None and finding.object.namespace == "team-a"
+
+
+def test_annotation_on_the_object_suppresses_with_a_reason(zone_rules: tuple[Rule, ...]) -> None:
+    text = ZONE_ANTI.replace(
+        "annotations: {}", 'annotations: {kaffinity.io/ignore: "test-zone-anti-affinity -- one per zone on purpose"}'
+    )
+    result = lint_text(text, rules=zone_rules)
+    assert keys(result) == []
+    assert result.suppressed == 1
+
+
+def test_annotation_on_the_pod_template_suppresses(zone_rules: tuple[Rule, ...]) -> None:
+    text = ZONE_ANTI.replace(
+        "      labels: {app: web}\n",
+        "      labels: {app: web}\n      annotations:\n        kaffinity.io/ignore: test\n",
+    )
+    assert keys(lint_text(text, rules=zone_rules)) == []  # by category
+
+
+def test_comment_on_the_line_or_the_line_above_suppresses(zone_rules: tuple[Rule, ...]) -> None:
+    same_line = ZONE_ANTI.replace(
+        "topologyKey: topology.kubernetes.io/zone",
+        "topologyKey: topology.kubernetes.io/zone  # kaffinity: ignore[test-zone-anti-affinity]",
+    )
+    above = ZONE_ANTI.replace(
+        "              topologyKey: topology",
+        "              # kaffinity: ignore[all] -- reviewed\n              topologyKey: topology",
+    )
+    for text in (same_line, above):
+        result = lint_text(text, rules=zone_rules)
+        assert keys(result) == [] and result.suppressed == 1
+
+
+def test_comment_two_lines_above_does_not_suppress_and_is_reported_unused(zone_rules: tuple[Rule, ...]) -> None:
+    text = ZONE_ANTI.replace(
+        "            - labelSelector",
+        "            # kaffinity: ignore[test-zone-anti-affinity]\n            - labelSelector",
+    )
+    assert sorted(keys(lint_text(text, rules=zone_rules))) == [
+        ("test-zone-anti-affinity", 17, 15),
+        ("unused-suppression", 15, 13),
+    ]
+
+
+def test_suppression_of_a_rule_that_did_not_run_is_not_reported(zone_rules: tuple[Rule, ...]) -> None:
+    text = ZONE_ANTI.replace("annotations: {}", "annotations: {kaffinity.io/ignore: test-zone-anti-affinity}")
+    assert keys(lint_text(text, rules=zone_rules, ignore=("test",))) == []
+
+
+def test_unknown_name_in_a_suppression_is_reported(zone_rules: tuple[Rule, ...]) -> None:
+    text = ZONE_ANTI.replace("annotations: {}", "annotations: {kaffinity.io/ignore: 'test-zone, test'}")
+    result = lint_text(text, rules=zone_rules)
+    assert keys(result) == [("unused-suppression", 6, 17)]
+    assert "test-zone" in result.findings[0].message
+
+
+def test_hash_inside_a_string_is_not_a_comment() -> None:
+    text = 'apiVersion: v1\nkind: ConfigMap\ndata:\n  a: "x#kaffinity: ignore[parse-error]"\n'
+    assert keys(lint_text(text)) == []
+
+
+def test_a_crashing_rule_is_reported_and_other_rules_still_run() -> None:
+    from kaffinity.findings import Severity
+    from kaffinity.rules import RULES
+
+    def broken(context: object) -> object:
+        raise KeyError("boom")
+
+    rule = Rule("test-broken", "test", Severity.ERROR, "Broken.", "docs", check=broken)  # type: ignore[arg-type]
+    result = lint_text("a: [\n", rules=(*RULES, rule))
+    assert keys(result) == [("parse-error", 2, 1)]
+    assert result.exit_code == 2
+    assert "internal error in rule test-broken: KeyError" in result.internal_errors[0]

@@ -1,0 +1,39 @@
+"""Every rule has a failing and a passing example in examples/<rule>/; they are golden tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kaffinity.rules import RULES
+
+from .conftest import EXAMPLES, expected, lint_paths
+
+EXAMPLE_FILES = sorted(p for p in EXAMPLES.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
+
+
+@pytest.mark.parametrize("rule", [rule.name for rule in RULES])
+def test_every_rule_has_failing_and_passing_examples(rule: str) -> None:
+    folder = EXAMPLES / rule
+    failing = [p for p in folder.glob("fail*") if expected(p)]
+    passing = list(folder.glob("pass*"))
+    assert failing, f"examples/{rule}/ needs a fail*.yaml with '# expect: {rule}' markers"
+    assert passing, f"examples/{rule}/ needs a pass*.yaml"
+    assert any(r == rule for p in failing for r, _ in expected(p))
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_example_reports_exactly_its_markers(path: Path) -> None:
+    result = lint_paths(path)
+    got = sorted((finding.rule, finding.line) for finding in result.findings)
+    assert got == expected(path)
+    if path.name.startswith("pass"):
+        assert got == []
+
+
+def test_whole_examples_folder_reports_the_union_of_markers() -> None:
+    result = lint_paths(EXAMPLES)
+    got = sorted((f.rule, f.file, f.line) for f in result.findings)
+    want = sorted((rule, str(path), line) for path in EXAMPLE_FILES for rule, line in expected(path))
+    assert got == want

@@ -1,0 +1,84 @@
+"""Hostile input: a one-line error with file and line, exit 2, no traceback, other files linted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import run_cli
+
+GOOD = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ok\n  annotations:\n    kaffinity.io/ignore: nothing-here\n"
+
+HOSTILE: dict[str, tuple[bytes, int | None]] = {
+    # name: (content, the line the error must name; None when no line exists)
+    "malformed.yaml": (b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: [x\n  labels: {}\n", 5),
+    "binary.yaml": (b"apiVersion: v1\n\x00\x01\x02\xff\xfe", 2),
+    "latin1.yaml": (b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: caf\xe9\n", 4),
+    "deep.yaml": (b"a: " + b"[" * 10_000 + b"]" * 10_000 + b"\n", 1),
+    "deeper.json": (b"[" * 200_000 + b"]" * 200_000, 1),
+    "compact.yaml": (b"- " * 30_000 + b"x\n", 1),
+    "bomb.yaml": (
+        b'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+        + b"".join(
+            f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n".encode() for i in range(8)
+        ),
+        None,
+    ),
+    "tabs.yaml": (b"apiVersion: v1\nkind: Pod\nmetadata:\n\tname: x\n", 4),
+}
+
+
+@pytest.fixture
+def hostile_dir(tmp_path: Path) -> Path:
+    for name, (content, _) in HOSTILE.items():
+        (tmp_path / name).write_bytes(content)
+    (tmp_path / "empty.yaml").write_bytes(b"")
+    (tmp_path / "only-comments.yaml").write_text("# nothing\n---\n---\n")
+    (tmp_path / "zz-good.yaml").write_text(GOOD)
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_each_hostile_file_gives_one_line_error_exit_2(hostile_dir: Path, name: str) -> None:
+    completed = run_cli("lint", "--no-config", str(hostile_dir / name))
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    assert "Traceback" not in completed.stderr + completed.stdout
+    headline = [line for line in completed.stdout.splitlines() if "[parse-error]" in line]
+    assert len(headline) == 1, completed.stdout
+    line = HOSTILE[name][1]
+    prefix = f"{hostile_dir / name}:{line}:" if line else f"{hostile_dir / name}:"
+    assert headline[0].startswith(prefix), headline[0]
+
+
+def test_alias_bomb_names_its_line(hostile_dir: Path) -> None:
+    completed = run_cli("lint", "--no-config", "--format", "json", str(hostile_dir / "bomb.yaml"))
+    assert completed.returncode == 2
+    assert '"line": ' in completed.stdout and "alias" in completed.stdout
+
+
+def test_other_files_are_still_linted(hostile_dir: Path) -> None:
+    completed = run_cli("lint", "--no-config", str(hostile_dir))
+    assert completed.returncode == 2
+    assert "Traceback" not in completed.stderr
+    out = completed.stdout
+    assert out.count("[parse-error]") == len(HOSTILE)
+    # The good file after all the bad ones is still linted: its useless suppression is found.
+    assert f"{hostile_dir / 'zz-good.yaml'}:6:5: info [unused-suppression]" in out
+    assert "empty.yaml" not in out and "only-comments.yaml" not in out
+
+
+def test_unreadable_and_missing_inputs(tmp_path: Path) -> None:
+    folder = tmp_path / "a-folder.yaml"
+    folder.mkdir()
+    (folder / "inner.yaml").write_text(GOOD)
+    completed = run_cli("lint", "--no-config", str(tmp_path / "missing.yaml"), str(folder))
+    assert completed.returncode == 2
+    assert f"{tmp_path / 'missing.yaml'}: error [parse-error] cannot read: No such file or directory" in completed.stdout
+    assert "inner.yaml:6:5" in completed.stdout
+
+
+def test_non_utf8_on_stdin() -> None:
+    completed = run_cli("lint", "--no-config", "-", stdin=b"kind: Pod\nname: \xff\n")
+    assert completed.returncode == 2
+    assert completed.stdout.startswith("<stdin>:2:7: error [parse-error] not valid UTF-8")

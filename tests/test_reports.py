@@ -1,0 +1,133 @@
+"""Report formats: text with code frames, JSON shape, SARIF 2.1.0 validity, GitHub escaping."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft7Validator, Draft202012Validator
+
+from kaffinity.report.github import escape_data, escape_property
+from kaffinity.resources import schema
+
+from .conftest import EXAMPLES, SHARED, run_cli
+
+SARIF_SCHEMA = SHARED / "schemas" / "sarif-schema-2.1.0.json"
+ALL_FORMATS = ("text", "json", "sarif", "github")
+
+
+def _report(fmt: str, *paths: str, cwd: Path | None = None) -> tuple[int, str]:
+    completed = run_cli("lint", "--no-config", "--format", fmt, *paths, cwd=cwd)
+    assert "Traceback" not in completed.stderr, completed.stderr
+    return completed.returncode, completed.stdout
+
+
+def test_text_report_lines_frames_and_summary() -> None:
+    code, out = _report("text", "examples/parse-error/fail.yaml", cwd=EXAMPLES.parent)
+    assert code == 2
+    lines = out.splitlines()
+    assert lines[0].startswith("examples/parse-error/fail.yaml:7:5: error [parse-error] ")
+    assert lines[1] == "  7 | spec:  # expect: parse-error"
+    assert lines[2] == "    |     ^"
+    assert lines[-1] == "Found 1 problem (1 error) in 1 file."
+
+
+def test_text_report_clean_run() -> None:
+    code, out = _report("text", "examples/parse-error/pass.yaml", cwd=EXAMPLES.parent)
+    assert code == 0
+    assert out == "No problems found in 1 file.\n"
+
+
+def test_color_only_when_asked() -> None:
+    plain = run_cli("lint", "--no-config", str(EXAMPLES / "parse-error" / "fail.yaml"))
+    colored = run_cli("lint", "--no-config", "--color", "always", str(EXAMPLES / "parse-error" / "fail.yaml"))
+    assert "\x1b[" not in plain.stdout
+    assert "\x1b[31;1merror\x1b[0m" in colored.stdout
+
+
+def test_json_report_matches_documented_schema() -> None:
+    code, out = _report("json", str(EXAMPLES))
+    report = json.loads(out)
+    Draft202012Validator(schema("output.schema.json")).validate(report)
+    assert code == 2
+    assert report["summary"]["rules"] == {"helm-template": 1, "parse-error": 1, "unused-suppression": 2}
+    assert report["summary"]["suppressed"] == 1
+    unused = [f for f in report["findings"] if f["rule"] == "unused-suppression"]
+    annotation = next(f for f in unused if f["path"])
+    assert annotation["object"] == {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "web"}
+    assert annotation["path"] == "metadata.annotations['kaffinity.io/ignore']"
+
+
+def test_json_report_is_deterministic_and_sorted() -> None:
+    first = _report("json", str(EXAMPLES))[1]
+    assert first == _report("json", str(EXAMPLES))[1]
+    findings = json.loads(first)["findings"]
+    assert findings == sorted(findings, key=lambda f: (f["file"], f["line"] or 0, f["column"] or 0, f["rule"]))
+
+
+@pytest.fixture(scope="module")
+def sarif_schema() -> dict[str, Any]:
+    if not SARIF_SCHEMA.is_file():
+        pytest.skip(f"the official SARIF schema is not at {SARIF_SCHEMA}")
+    return json.loads(SARIF_SCHEMA.read_text())
+
+
+@pytest.mark.parametrize("target", ["examples", "examples/parse-error/pass.yaml"])
+def test_sarif_is_valid_against_the_official_schema(sarif_schema: dict[str, Any], target: str) -> None:
+    _, out = _report("sarif", target, cwd=EXAMPLES.parent)
+    sarif = json.loads(out)
+    Draft7Validator(sarif_schema).validate(sarif)
+    (run,) = sarif["runs"]
+    rules = {rule["id"]: rule for rule in run["tool"]["driver"]["rules"]}
+    assert {"parse-error", "helm-template", "unused-suppression"} <= set(rules)
+    assert all(rule["help"]["text"] for rule in rules.values())
+    if target.endswith("pass.yaml"):
+        assert run["results"] == []
+    else:
+        result = next(r for r in run["results"] if r["ruleId"] == "parse-error")
+        location = result["locations"][0]["physicalLocation"]
+        assert location["artifactLocation"] == {"uri": "examples/parse-error/fail.yaml", "uriBaseId": "%SRCROOT%"}
+        assert location["region"] == {"startLine": 7, "startColumn": 5}
+        assert result["level"] == "error"
+        assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "parse-error"
+        notes = [r for r in run["results"] if r["ruleId"] == "unused-suppression"]
+        assert {r["level"] for r in notes} == {"note"}
+
+
+def test_github_escaping_follows_the_actions_toolkit() -> None:
+    assert escape_data("50% done\r\nnext") == "50%25 done%0D%0Anext"
+    assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
+
+
+def test_github_annotations(tmp_path: Path) -> None:
+    bad = tmp_path / "we:ird,name.yaml"
+    bad.write_text("a: [\n")
+    code, out = _report("github", str(bad))
+    assert code == 2
+    escaped = escape_property(str(bad))
+    assert out.startswith(f"::error file={escaped},line=2,col=1,title=kaffinity [parse-error]::")
+    assert out.count("\n") == 1
+
+
+def test_format_auto_picks_github_on_actions() -> None:
+    target = str(EXAMPLES / "parse-error" / "fail.yaml")
+    on_actions = run_cli("lint", "--no-config", target, env={"GITHUB_ACTIONS": "true"})
+    assert on_actions.stdout.startswith("::error file=")
+    assert not run_cli("lint", "--no-config", target).stdout.startswith("::")
+
+
+@pytest.mark.parametrize("fmt", ALL_FORMATS)
+def test_output_file(tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / f"report.{fmt}"
+    completed = run_cli("lint", "--no-config", "--format", fmt, "-o", str(out), str(EXAMPLES / "helm-template"))
+    assert completed.stdout == ""
+    assert completed.returncode == 0  # helm-template is a warning; default --fail-on error
+    assert "helm-template" in out.read_text()
+
+
+def test_output_file_that_cannot_be_written(tmp_path: Path) -> None:
+    completed = run_cli("lint", "--no-config", "-o", str(tmp_path / "no" / "such" / "dir.txt"), str(EXAMPLES))
+    assert completed.returncode == 2
+    assert "cannot write report" in completed.stderr and "Traceback" not in completed.stderr
