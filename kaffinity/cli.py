@@ -74,34 +74,45 @@ def _names(values: Optional[list[str]]) -> Optional[tuple[str, ...]]:
 def lint(
     paths: Annotated[
         Optional[list[str]],
-        typer.Argument(help="Files or folders to lint (recursive), or - for stdin. Default: the current folder."),
+        typer.Argument(
+            help="Files or folders to lint (recursive), or - for stdin. Default: the current folder."
+        ),
     ] = None,
     output_format: Annotated[
         OutputFormat,
-        typer.Option("--format", "-f", help="Report format; auto = github on GitHub Actions, text otherwise."),
+        typer.Option(
+            "--format", "-f", help="Report format; auto = github on GitHub Actions, text otherwise."
+        ),
     ] = OutputFormat.auto,
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
+    output: Annotated[
+        Optional[str], typer.Option("--output", "-o", help="Write the report to this file.")
+    ] = None,
     config: Annotated[
-        Optional[str], typer.Option("--config", "-c", help="Config file (default: nearest .kaffinity.yaml upward).")
+        Optional[str],
+        typer.Option("--config", "-c", help="Config file (default: nearest .kaffinity.yaml upward)."),
     ] = None,
     no_config: Annotated[bool, typer.Option("--no-config", help="Ignore any .kaffinity.yaml.")] = False,
     kube_version: Annotated[
         Optional[str], typer.Option("--kube-version", help="Target Kubernetes minor version, e.g. 1.33.")
     ] = None,
     feature_gates: Annotated[
-        Optional[str], typer.Option("--feature-gates", help="Gates that differ from the defaults: Name=true,Other=false.")
+        Optional[str],
+        typer.Option("--feature-gates", help="Gates that differ from the defaults: Name=true,Other=false."),
     ] = None,
     select: Annotated[
         Optional[list[str]], typer.Option("--select", help="Rules or categories to run (comma-separated).")
     ] = None,
     ignore: Annotated[
-        Optional[list[str]], typer.Option("--ignore", help="Rules or categories not to run (comma-separated).")
+        Optional[list[str]],
+        typer.Option("--ignore", help="Rules or categories not to run (comma-separated)."),
     ] = None,
     fail_on: Annotated[
-        Optional[FailOn], typer.Option("--fail-on", help="Lowest severity that fails the run (default: error).")
+        Optional[FailOn],
+        typer.Option("--fail-on", help="Lowest severity that fails the run (default: error)."),
     ] = None,
     namespace: Annotated[
-        Optional[str], typer.Option("--namespace", "-n", help="Namespace of objects that name none (default: default).")
+        Optional[str],
+        typer.Option("--namespace", "-n", help="Namespace of objects that name none (default: default)."),
     ] = None,
     exclude: Annotated[
         Optional[list[str]], typer.Option("--exclude", help="Glob of files or folders to skip (repeatable).")
@@ -115,7 +126,14 @@ def lint(
     color: Annotated[Color, typer.Option("--color", help="Colour the text report.")] = Color.auto,
 ) -> None:
     """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage."""
-    from kaffinity.config import ConfigError, Settings, check_rule_names, find_config, load_settings, parse_feature_gates
+    from kaffinity.config import (
+        ConfigError,
+        Settings,
+        check_rule_names,
+        find_config,
+        load_settings,
+        parse_feature_gates,
+    )
     from kaffinity.engine import lint as run_lint
     from kaffinity.findings import Severity
     from kaffinity.loader import STDIN, STDIN_NAME, ExcludeFn, SourceFile, load
@@ -133,7 +151,9 @@ def lint(
                 check_rule_names(names, option, rule_names, sorted(CATEGORIES))
         settings = settings.overridden(
             kube_version=kube_version,
-            feature_gates=None if feature_gates is None else {**settings.feature_gates, **parse_feature_gates(feature_gates)},
+            feature_gates=None
+            if feature_gates is None
+            else {**settings.feature_gates, **parse_feature_gates(feature_gates)},
             select=selected or None,
             ignore=ignored,
             namespace=namespace,
@@ -188,12 +208,17 @@ def _use_color(choice: Color, output: Optional[str]) -> bool:
 
 @app.command()
 def rules(
-    name: Annotated[Optional[str], typer.Argument(help="A rule to explain; all rules are listed without it.")] = None,
-    output_format: Annotated[RulesFormat, typer.Option("--format", "-f", help="Output format.")] = RulesFormat.text,
+    name: Annotated[
+        Optional[str], typer.Argument(help="A rule to explain; all rules are listed without it.")
+    ] = None,
+    output_format: Annotated[
+        RulesFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = RulesFormat.text,
 ) -> None:
     """List the rules, or explain one (what it finds, why it matters, example, fix)."""
     from kaffinity.docs import rule_catalogue, rule_json, rule_table, rule_text
     from kaffinity.rules import BY_NAME, RULES
+    from kaffinity.rules.base import Rule
 
     if name is not None:
         rule = BY_NAME.get(name)
@@ -204,7 +229,7 @@ def rules(
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             typer.echo(f"kaffinity: error: unknown rule '{name}'{hint}", err=True)
             raise typer.Exit(2)
-        selected = (rule,)
+        selected: tuple[Rule, ...] = (rule,)
     else:
         selected = RULES
     if output_format is RulesFormat.json:

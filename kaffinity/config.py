@@ -100,7 +100,9 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
     errors: list[str] = []
     for key in data:
         if key not in known:
-            errors.append(_at(doc.file, doc.locate((key,)), f"unknown key '{key}'{_did_you_mean(key, known)}"))
+            errors.append(
+                _at(doc.file, doc.locate((key,)), f"unknown key '{key}'{_did_you_mean(key, known)}")
+            )
     validator = Draft202012Validator(schema_doc)
     for error in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]):
         if error.validator == "additionalProperties" and not error.absolute_path:
@@ -154,7 +156,9 @@ def parse_feature_gates(value: str) -> dict[str, bool]:
     return gates
 
 
-def check_rule_names(names: Sequence[str], option: str, rule_names: Sequence[str], categories: Sequence[str]) -> None:
+def check_rule_names(
+    names: Sequence[str], option: str, rule_names: Sequence[str], categories: Sequence[str]
+) -> None:
     known = {*rule_names, *categories, "all"}
     bad = [f"{option}: {_unknown_rule(name, known)}" for name in names if name not in known]
     if bad:

@@ -32,7 +32,8 @@ def rule_table(rules: Sequence[Rule]) -> str:
 
 
 def rule_text(rule: Rule) -> str:
-    return f"# {rule.name}\n\ncategory: {rule.category}, default severity: {rule.severity.value}\n\n{rule.summary}\n\n{rule.docs}"
+    header = f"# {rule.name}\n\ncategory: {rule.category}, default severity: {rule.severity.value}"
+    return f"{header}\n\n{rule.summary}\n\n{rule.docs}"
 
 
 def rule_json(rules: Sequence[Rule]) -> str:
@@ -61,5 +62,6 @@ def rule_catalogue(rules: Sequence[Rule]) -> str:
     for rule in rules:
         docs = rule.docs.replace("\n## ", "\n### ")
         docs = "#" + docs if docs.startswith("## ") else docs
-        body += f"\n## {rule.name}\n\n*{rule.category}, {rule.severity.value} by default.* {rule.summary}\n\n{docs}"
+        intro = f"*{rule.category}, {rule.severity.value} by default.* {rule.summary}"
+        body += f"\n## {rule.name}\n\n{intro}\n\n{docs}"
     return body

@@ -18,7 +18,7 @@ from kaffinity.loader import SourceFile
 from kaffinity.model import Inventory, ObjectRef, build_inventory, object_ref, pod_template_path
 from kaffinity.rules import RULES
 from kaffinity.rules.base import Rule
-from kaffinity.source import Document, format_path
+from kaffinity.source import Document, Span, format_path
 from kaffinity.suppress import Suppression, annotation_suppressions, comment_suppressions
 
 _SPECIFICITY_ALL, _SPECIFICITY_CATEGORY, _SPECIFICITY_RULE = 0, 1, 2
@@ -176,7 +176,7 @@ class _Run:
         self,
         rule: Rule,
         file: str,
-        span: object,
+        span: Span | None,
         message: str,
         *,
         path: str = "",
@@ -185,11 +185,10 @@ class _Run:
         fix: str | None = None,
         annotations: Iterable[Suppression] = (),
     ) -> None:
-        line = getattr(span, "line", None)
-        column = getattr(span, "column", None)
+        line = span.line if span is not None else None
+        column = span.column if span is not None else None
         candidates = [*annotations, *self.comments.get(file, {}).get(line or 0, [])]
-        covering = [(s, s.covers(rule.name, rule.category)) for s in candidates]
-        covering = [(s, name) for s, name in covering if name is not None]
+        covering = [(s, name) for s in candidates if (name := s.covers(rule.name, rule.category)) is not None]
         if covering:
             for suppression, name in covering:
                 suppression.used.add(name)

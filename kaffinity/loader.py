@@ -188,9 +188,7 @@ class _Builder:
                 self.duplicates.append(DuplicateKey(key, Span(*position)))
             positions[key] = position
             value = value_node.value
-            result[key] = (
-                scalar(value_node) if isinstance(value, str) else self.build(value_node, depth + 1)
-            )
+            result[key] = scalar(value_node) if isinstance(value, str) else self.build(value_node, depth + 1)
         for merge in merges:
             self._merge(result, merge, depth)
         return result
@@ -203,8 +201,7 @@ class _Builder:
             self.expanded += hit[1]
             if self.expanded > MAX_ALIAS_EXPANSION:
                 raise _LoadError(
-                    f"aliases expand this document beyond {MAX_ALIAS_EXPANSION:,} nodes "
-                    "(an alias bomb?)",
+                    f"aliases expand this document beyond {MAX_ALIAS_EXPANSION:,} nodes (an alias bomb?)",
                     _span(node.start_mark),
                 )
             return hit[0]
@@ -279,14 +276,10 @@ def _check_nesting(text: str) -> None:
         for match in re.finditer(r"[\[\]{}]", text):
             depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
             if depth > _MAX_SCAN_DEPTH:
-                raise _LoadError(
-                    f"nesting deeper than {MAX_DEPTH} levels", _offset_span(text, match.start())
-                )
+                raise _LoadError(f"nesting deeper than {MAX_DEPTH} levels", _offset_span(text, match.start()))
     for match in _COMPACT_NESTING.finditer(text):
         if match.group(1).count(" ") + match.group(1).count("\t") > _MAX_SCAN_DEPTH // 2:
-            raise _LoadError(
-                f"nesting deeper than {MAX_DEPTH} levels", _offset_span(text, match.start(1))
-            )
+            raise _LoadError(f"nesting deeper than {MAX_DEPTH} levels", _offset_span(text, match.start(1)))
 
 
 def _composer(text: str) -> Any:
@@ -297,7 +290,7 @@ def _composer(text: str) -> Any:
         from ruamel.yaml.cyaml import CSafeLoader
         from ruamel.yaml.nodes import MappingNode, ScalarNode
 
-        class Composer(CSafeLoader):  # type: ignore[misc]  # ruamel ships no type stubs
+        class Composer(CSafeLoader):
             def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
                 if kind is ScalarNode:
                     return _STR
@@ -418,9 +411,7 @@ def _flatten(
         item_kind = (api_version, kind[: -len("List")]) if kind != "List" else None
         for position, item in enumerate(items):
             if isinstance(item, PosDict):
-                yield from _flatten(
-                    name, index, root, item, (*prefix, "items", position), (), item_kind
-                )
+                yield from _flatten(name, index, root, item, (*prefix, "items", position), (), item_kind)
         return
     span = locate(root, prefix or ("apiVersion",), root.span)
     yield Document(name, index, data, root, span, prefix, duplicates)

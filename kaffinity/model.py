@@ -425,8 +425,7 @@ def _pod_view(template: Mapping[str, Any], base: DataPath) -> PodView:
         node_selector=_labels(spec.get("nodeSelector")),
         affinity=_affinity(affinity, (*spec_path, "affinity")) if isinstance(affinity, Mapping) else None,
         tolerations=tuple(
-            _toleration(item, (*spec_path, "tolerations", i))
-            for i, item in _items(spec.get("tolerations"))
+            _toleration(item, (*spec_path, "tolerations", i)) for i, item in _items(spec.get("tolerations"))
         ),
         topology_spread_constraints=tuple(
             _spread(item, (*spec_path, "topologySpreadConstraints", i))
@@ -548,7 +547,9 @@ def _pod_affinity(raw: Mapping[str, Any], path: DataPath) -> PodAffinity:
         preferred=tuple(
             WeightedPodAffinityTerm(
                 _int(item.get("weight")),
-                _pod_affinity_term(_map(item.get("podAffinityTerm")), (*preferred_path, i, "podAffinityTerm")),
+                _pod_affinity_term(
+                    _map(item.get("podAffinityTerm")), (*preferred_path, i, "podAffinityTerm")
+                ),
                 (*preferred_path, i),
             )
             for i, item in _items(raw.get("preferredDuringSchedulingIgnoredDuringExecution"))
@@ -599,8 +600,12 @@ def _node(doc: Document) -> Node:
     spec = _map(data.get("spec"))
     status = _map(data.get("status"))
     taints = tuple(
-        Taint(_str(t.get("key")) or "", _str(t.get("value")) or "", _str(t.get("effect")) or "",
-              ("spec", "taints", i))
+        Taint(
+            _str(t.get("key")) or "",
+            _str(t.get("value")) or "",
+            _str(t.get("effect")) or "",
+            ("spec", "taints", i),
+        )
         for i, t in _items(spec.get("taints"))
     )
     return Node(

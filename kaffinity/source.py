@@ -50,9 +50,7 @@ def format_path(path: DataPath) -> str:
     for item in path:
         if isinstance(item, int):
             out.append(f"[{item}]")
-        elif out and (item == "" or not _is_plain_segment(item)):
-            out.append(f"[{item!r}]")
-        elif not out and not _is_plain_segment(item):
+        elif not _is_plain_segment(item):
             out.append(f"[{item!r}]")
         else:
             out.append(f".{item}" if out else item)
@@ -99,9 +97,9 @@ def locate(data: Any, path: DataPath, default: Span) -> Span:
     best: tuple[int, int] = getattr(data, "span", default)
     node = data
     for item in path:
-        if isinstance(node, PosDict) and isinstance(item, str) and item in node:
-            best = node.pos[item]
-        elif isinstance(node, PosList) and isinstance(item, int) and 0 <= item < len(node):
+        in_dict = isinstance(node, PosDict) and isinstance(item, str) and item in node
+        in_list = isinstance(node, PosList) and isinstance(item, int) and 0 <= item < len(node)
+        if in_dict or in_list:
             best = node.pos[item]
         else:
             break

@@ -56,7 +56,9 @@ def run_json(*args: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
     return completed.returncode, json.loads(completed.stdout)
 
 
-def lint_text(text: str, name: str = "test.yaml", rules: Sequence[Rule] = RULES, **settings: Any) -> LintResult:
+def lint_text(
+    text: str, name: str = "test.yaml", rules: Sequence[Rule] = RULES, **settings: Any
+) -> LintResult:
     return lint([parse(name, text)], Settings(**settings), rules)
 
 

@@ -64,7 +64,9 @@ def test_unknown_rule_suggests_the_right_name() -> None:
 def test_select_and_ignore_by_rule_and_category() -> None:
     both = [HELM, UNUSED]
     assert {f["rule"] for f in run_json(*both, "--ignore", "input")[1]["findings"]} == {"unused-suppression"}
-    assert {f["rule"] for f in run_json(*both, "--select", "helm-template")[1]["findings"]} == {"helm-template"}
+    assert {f["rule"] for f in run_json(*both, "--select", "helm-template")[1]["findings"]} == {
+        "helm-template"
+    }
     # The most specific wins: a rule selected by name within an ignored category runs.
     report = run_json(*both, "--select", "helm-template", "--ignore", "input")[1]
     assert {f["rule"] for f in report["findings"]} == {"helm-template"}
@@ -108,6 +110,8 @@ def test_installed_command_runs_from_any_folder(tmp_path: Path) -> None:
     (tmp_path / "t.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Values.x }}\n")
     import subprocess
 
-    completed = subprocess.run([command, "lint", "t.yaml"], cwd=tmp_path, capture_output=True, text=True, check=False)
+    completed = subprocess.run(
+        [command, "lint", "t.yaml"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
     assert completed.returncode == 1, completed.stderr
     assert completed.stdout.startswith("t.yaml:4:9: warning [helm-template]")

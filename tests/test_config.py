@@ -54,7 +54,11 @@ def test_all_settings_are_read(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "where", "words"),
     [
-        ("kube-version: '1.33'\nkube_version: '1.30'\n", ":2:1:", ["unknown key 'kube_version'", "did you mean 'kube-version'"]),
+        (
+            "kube-version: '1.33'\nkube_version: '1.30'\n",
+            ":2:1:",
+            ["unknown key 'kube_version'", "did you mean 'kube-version'"],
+        ),
         ("fail-on: sometimes\n", ":1:1:", ["fail-on", "sometimes"]),
         ("select:\n  - input\n  - helm-templat\n", ":3:5:", ["unknown rule or category 'helm-templat'"]),
         ("severity:\n  parse-error: fatal\n", ":2:3:", ["fatal"]),
@@ -90,7 +94,10 @@ def test_flags_override_the_file(tmp_path: Path) -> None:
     (tmp_path / "t.yaml").write_text(HELM)
     assert run_cli("lint", "t.yaml", cwd=tmp_path).returncode == 0  # ignored by the file
     assert run_cli("lint", "t.yaml", "--ignore", "parse-error", cwd=tmp_path).returncode == 1
-    assert run_cli("lint", "t.yaml", "--ignore", "parse-error", "--fail-on", "error", cwd=tmp_path).returncode == 0
+    assert (
+        run_cli("lint", "t.yaml", "--ignore", "parse-error", "--fail-on", "error", cwd=tmp_path).returncode
+        == 0
+    )
 
 
 def test_exclude_from_config_is_relative_to_the_config_file(tmp_path: Path) -> None:

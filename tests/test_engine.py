@@ -46,7 +46,8 @@ def test_default_namespace_and_override(zone_rules: tuple[Rule, ...]) -> None:
 
 def test_annotation_on_the_object_suppresses_with_a_reason(zone_rules: tuple[Rule, ...]) -> None:
     text = ZONE_ANTI.replace(
-        "annotations: {}", 'annotations: {kaffinity.io/ignore: "test-zone-anti-affinity -- one per zone on purpose"}'
+        "annotations: {}",
+        'annotations: {kaffinity.io/ignore: "test-zone-anti-affinity -- one per zone on purpose"}',
     )
     result = lint_text(text, rules=zone_rules)
     assert keys(result) == []
@@ -75,7 +76,9 @@ def test_comment_on_the_line_or_the_line_above_suppresses(zone_rules: tuple[Rule
         assert keys(result) == [] and result.suppressed == 1
 
 
-def test_comment_two_lines_above_does_not_suppress_and_is_reported_unused(zone_rules: tuple[Rule, ...]) -> None:
+def test_comment_two_lines_above_does_not_suppress_and_is_reported_unused(
+    zone_rules: tuple[Rule, ...],
+) -> None:
     text = ZONE_ANTI.replace(
         "            - labelSelector",
         "            # kaffinity: ignore[test-zone-anti-affinity]\n            - labelSelector",

@@ -8,7 +8,10 @@ import pytest
 
 from .conftest import run_cli
 
-GOOD = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ok\n  annotations:\n    kaffinity.io/ignore: nothing-here\n"
+GOOD = (
+    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ok\n"
+    "  annotations:\n    kaffinity.io/ignore: nothing-here\n"
+)
 
 HOSTILE: dict[str, tuple[bytes, int | None]] = {
     # name: (content, the line the error must name; None when no line exists)
@@ -21,7 +24,8 @@ HOSTILE: dict[str, tuple[bytes, int | None]] = {
     "bomb.yaml": (
         b'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
         + b"".join(
-            f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n".encode() for i in range(8)
+            f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n".encode()
+            for i in range(8)
         ),
         None,
     ),
@@ -74,7 +78,10 @@ def test_unreadable_and_missing_inputs(tmp_path: Path) -> None:
     (folder / "inner.yaml").write_text(GOOD)
     completed = run_cli("lint", "--no-config", str(tmp_path / "missing.yaml"), str(folder))
     assert completed.returncode == 2
-    assert f"{tmp_path / 'missing.yaml'}: error [parse-error] cannot read: No such file or directory" in completed.stdout
+    assert (
+        f"{tmp_path / 'missing.yaml'}: error [parse-error] cannot read: No such file or directory"
+        in completed.stdout
+    )
     assert "inner.yaml:6:5" in completed.stdout
 
 

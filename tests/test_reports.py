@@ -56,7 +56,12 @@ def test_json_report_matches_documented_schema() -> None:
     assert report["summary"]["suppressed"] == 1
     unused = [f for f in report["findings"] if f["rule"] == "unused-suppression"]
     annotation = next(f for f in unused if f["path"])
-    assert annotation["object"] == {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "web"}
+    assert annotation["object"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "namespace": "default",
+        "name": "web",
+    }
     assert annotation["path"] == "metadata.annotations['kaffinity.io/ignore']"
 
 
@@ -64,7 +69,9 @@ def test_json_report_is_deterministic_and_sorted() -> None:
     first = _report("json", str(EXAMPLES))[1]
     assert first == _report("json", str(EXAMPLES))[1]
     findings = json.loads(first)["findings"]
-    assert findings == sorted(findings, key=lambda f: (f["file"], f["line"] or 0, f["column"] or 0, f["rule"]))
+    assert findings == sorted(
+        findings, key=lambda f: (f["file"], f["line"] or 0, f["column"] or 0, f["rule"])
+    )
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +95,10 @@ def test_sarif_is_valid_against_the_official_schema(sarif_schema: dict[str, Any]
     else:
         result = next(r for r in run["results"] if r["ruleId"] == "parse-error")
         location = result["locations"][0]["physicalLocation"]
-        assert location["artifactLocation"] == {"uri": "examples/parse-error/fail.yaml", "uriBaseId": "%SRCROOT%"}
+        assert location["artifactLocation"] == {
+            "uri": "examples/parse-error/fail.yaml",
+            "uriBaseId": "%SRCROOT%",
+        }
         assert location["region"] == {"startLine": 7, "startColumn": 5}
         assert result["level"] == "error"
         assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "parse-error"
@@ -121,7 +131,9 @@ def test_format_auto_picks_github_on_actions() -> None:
 @pytest.mark.parametrize("fmt", ALL_FORMATS)
 def test_output_file(tmp_path: Path, fmt: str) -> None:
     out = tmp_path / f"report.{fmt}"
-    completed = run_cli("lint", "--no-config", "--format", fmt, "-o", str(out), str(EXAMPLES / "helm-template"))
+    completed = run_cli(
+        "lint", "--no-config", "--format", fmt, "-o", str(out), str(EXAMPLES / "helm-template")
+    )
     assert completed.stdout == ""
     assert completed.returncode == 0  # helm-template is a warning; default --fail-on error
     assert "helm-template" in out.read_text()

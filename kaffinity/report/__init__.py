@@ -11,7 +11,9 @@ if TYPE_CHECKING:
 FORMATS = ("text", "json", "sarif", "github")
 
 
-def render(result: LintResult, fmt: str, *, color: bool = False, sources: dict[str, str] | None = None) -> str:
+def render(
+    result: LintResult, fmt: str, *, color: bool = False, sources: dict[str, str] | None = None
+) -> str:
     """The report in format ``fmt``; ``sources`` (file name → text) feeds the code frames."""
     renderer: Callable[..., str]
     if fmt == "json":

@@ -74,7 +74,11 @@ def _result(finding: Finding, index: dict[str, int], root: Path) -> dict[str, An
         result["ruleIndex"] = index[finding.rule]
     if finding.related:
         result["relatedLocations"] = [
-            {"id": number, **_location(related.file, related.span, root), "message": {"text": related.message or related.path}}
+            {
+                "id": number,
+                **_location(related.file, related.span, root),
+                "message": {"text": related.message or related.path},
+            }
             for number, related in enumerate(finding.related, start=1)
         ]
     properties: dict[str, Any] = {"category": finding.category}

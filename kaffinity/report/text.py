@@ -35,7 +35,11 @@ def render(result: LintResult, *, color: bool = False, sources: dict[str, str]) 
             lines.append(_headline(finding, style))
             lines.extend(_frame(finding, lines_of[file], style))
             for related in finding.related:
-                where = f"{related.file}:{related.span.line}:{related.span.column}" if related.span else related.file
+                where = (
+                    f"{related.file}:{related.span.line}:{related.span.column}"
+                    if related.span
+                    else related.file
+                )
                 lines.append(f"    {style('note', _CYAN)}: {where}: {related.message or related.path}")
             if finding.fix:
                 lines.append(f"    {style('fix', _GREEN)}: {finding.fix}")
@@ -70,9 +74,13 @@ def _summary(result: LintResult, style: Style) -> str:
     if not result.findings:
         return f"No problems found in {files}{suppressed}."
     parts = [
-        f"{counts[severity]} {severity.value}{'s' if counts[severity] != 1 and severity is not Severity.INFO else ''}"
+        f"{counts[severity]} {severity.value}{_plural(counts[severity], severity)}"
         for severity in Severity
         if counts[severity]
     ]
     total = len(result.findings)
     return f"Found {total} problem{'s' if total != 1 else ''} ({', '.join(parts)}) in {files}{suppressed}."
+
+
+def _plural(count: int, severity: Severity) -> str:
+    return "s" if count != 1 and severity is not Severity.INFO else ""
