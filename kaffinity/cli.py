@@ -129,6 +129,7 @@ def lint(
     from kaffinity.config import (
         ConfigError,
         Settings,
+        check_kube_version,
         check_rule_names,
         find_config,
         load_settings,
@@ -145,6 +146,8 @@ def lint(
         if config is not None and not no_config and not os.path.isfile(config):
             raise ConfigError([f"{config}: error: config file not found"])
         settings: Settings = load_settings(config_path, rule_names, sorted(CATEGORIES))
+        if kube_version is not None:
+            check_kube_version(kube_version)
         selected, ignored = _names(select), _names(ignore)
         for option, names in (("--select", selected), ("--ignore", ignored)):
             if names:
@@ -243,4 +246,16 @@ def rules(
 
 
 def main() -> None:
-    app()
+    """Entry point. An unexpected error is one line on stderr and exit code 2, not a traceback;
+    ``KAFFINITY_DEBUG=1`` shows the traceback for a bug report."""
+    try:
+        app()
+    except Exception as error:  # noqa: BLE001 - last line of defence for the user's terminal
+        if os.environ.get("KAFFINITY_DEBUG"):
+            raise
+        print(
+            f"kaffinity: internal error: {type(error).__name__}: {error} "
+            "(run with KAFFINITY_DEBUG=1 for details and please report it)",
+            file=sys.stderr,
+        )
+        sys.exit(2)

@@ -16,8 +16,9 @@ from kaffinity.findings import Severity
 from kaffinity.source import Document, Span
 
 CONFIG_NAMES = (".kaffinity.yaml", ".kaffinity.yml")
-#: The newest Kubernetes minor kaffinity knows; the default target.
-DEFAULT_KUBE_VERSION = "1.37"
+#: The Kubernetes minors kaffinity knows; the newest is the default target.
+KUBE_VERSIONS = tuple(f"1.{minor}" for minor in range(27, 38))
+DEFAULT_KUBE_VERSION = KUBE_VERSIONS[-1]
 
 
 class ConfigError(Exception):
@@ -110,6 +111,9 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
         path = tuple(error.absolute_path)
         where = ".".join(str(item) for item in path)
         errors.append(_at(doc.file, doc.locate(path), f"{where}: {error.message}"))
+    version = data.get("kube-version")
+    if isinstance(version, str) and version not in KUBE_VERSIONS:
+        errors.append(_at(doc.file, doc.locate(("kube-version",)), unknown_version(version)))
     names = {*rule_names, *categories, "all"}
     for key in ("select", "ignore"):
         for index, name in enumerate(data.get(key) or []):
@@ -143,6 +147,15 @@ def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
         config_file=display,
         base_dir=base,
     )
+
+
+def unknown_version(version: str) -> str:
+    return f"kube-version '{version}' is not one kaffinity knows ({KUBE_VERSIONS[0]} to {KUBE_VERSIONS[-1]})"
+
+
+def check_kube_version(version: str) -> None:
+    if version not in KUBE_VERSIONS:
+        raise ConfigError([f"--kube-version: {unknown_version(version)}"])
 
 
 def parse_feature_gates(value: str) -> dict[str, bool]:

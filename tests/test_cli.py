@@ -45,6 +45,7 @@ def test_exit_2_for_unparsable_input_even_with_fail_on_none() -> None:
         ("lint", "--fail-on", "sometimes", CLEAN),
         ("lint", "--select", "no-such-rule", CLEAN),
         ("lint", "--feature-gates", "Foo", CLEAN),
+        ("lint", "--kube-version", "2.0", CLEAN),
         ("lint", "--config", "/nonexistent/.kaffinity.yaml", CLEAN),
         ("rules", "no-such-rule"),
         ("frobnicate",),

@@ -63,6 +63,7 @@ def test_all_settings_are_read(tmp_path: Path) -> None:
         ("select:\n  - input\n  - helm-templat\n", ":3:5:", ["unknown rule or category 'helm-templat'"]),
         ("severity:\n  parse-error: fatal\n", ":2:3:", ["fatal"]),
         ("kube-version: 1.33\n", ":1:1:", ["kube-version", "string"]),
+        ("kube-version: '1.12'\n", ":1:1:", ["'1.12' is not one kaffinity knows (1.27 to 1.37)"]),
         ("- just\n- a list\n", ":1:1:", ["must be a mapping"]),
         ("a: [\n", ":2:1:", ["did not find expected node content"]),
     ],

@@ -9,7 +9,9 @@ from .conftest import REPO
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True, check=False
+    )
 
 
 def test_ruff_check_and_format() -> None:
