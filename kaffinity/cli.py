@@ -250,7 +250,7 @@ def main() -> None:
     ``KAFFINITY_DEBUG=1`` shows the traceback for a bug report."""
     try:
         app()
-    except Exception as error:  # noqa: BLE001 - last line of defence for the user's terminal
+    except Exception as error:  # last line of defence for the user's terminal (re-raised above)
         if os.environ.get("KAFFINITY_DEBUG"):
             raise
         print(

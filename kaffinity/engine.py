@@ -158,8 +158,11 @@ class _Run:
 
     def add_violation(self, rule: Rule, violation: Violation) -> None:
         doc = violation.doc
-        assert isinstance(doc, Document)
         span = doc.locate(violation.path)
+        related = tuple(
+            Location(other.doc.file, other.doc.locate(other.path), format_path(other.path), other.message)
+            for other in violation.related
+        )
         self.add(
             rule,
             doc.file,
@@ -167,7 +170,7 @@ class _Run:
             violation.message,
             path=format_path(violation.path),
             obj=object_ref(doc, self.settings.namespace),
-            related=violation.related,
+            related=related,
             fix=violation.fix,
             annotations=self.annotations.get(id(doc), ()),
         )

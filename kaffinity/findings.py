@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from kaffinity.model import ObjectRef
-from kaffinity.source import DataPath, Span
+from kaffinity.source import DataPath, Document, Span
 
 
 class Severity(str, Enum):
@@ -38,17 +38,27 @@ class Location:
 
 
 @dataclass(frozen=True, slots=True)
+class Related:
+    """Another place involved in a violation, named like the violation itself: a data path."""
+
+    doc: Document
+    path: DataPath
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Violation:
     """What a rule's check yields: a data path on one object, the message, and optional extras.
 
     ``doc`` is the document the path is relative to; the engine turns the path into a line and
-    column. ``related`` are other places worth showing (the other side of a conflict).
+    column. ``related`` are other places worth showing (the other side of a conflict), also as
+    data paths. ``fix`` is a hint for the user.
     """
 
-    doc: object  # kaffinity.source.Document; typed loosely to keep rules free of loader imports
+    doc: Document
     path: DataPath
     message: str
-    related: tuple[Location, ...] = ()
+    related: tuple[Related, ...] = ()
     fix: str | None = None
 
 

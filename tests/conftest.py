@@ -15,7 +15,7 @@ import pytest
 
 from kaffinity.config import Settings
 from kaffinity.engine import LintResult, lint
-from kaffinity.findings import Severity, Violation
+from kaffinity.findings import Related, Severity, Violation
 from kaffinity.loader import load, parse
 from kaffinity.rules import RULES
 from kaffinity.rules.base import Rule
@@ -89,7 +89,8 @@ def _anti_affinity_zone_check(context: Any) -> Iterator[Violation]:
             continue
         for term in affinity.pod_anti_affinity.required:
             if term.topology_key == "topology.kubernetes.io/zone":
-                yield Violation(workload.doc, (*term.path, "topologyKey"), "zone anti-affinity")
+                selector = Related(workload.doc, (*term.path, "labelSelector"), "the selector")
+                yield Violation(workload.doc, (*term.path, "topologyKey"), "zone anti-affinity", (selector,))
 
 
 ZONE_RULE = Rule(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kaffinity.rules.base import Rule
+from kaffinity.source import Span
 
 from .conftest import keys, lint_text
 
@@ -34,6 +35,9 @@ def test_a_rule_module_plugs_in_without_engine_changes(zone_rules: tuple[Rule, .
         "spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey"
     )
     assert finding.object is not None and str(finding.object) == "Deployment/shop/web"
+    (related,) = finding.related
+    assert (related.file, related.span, related.message) == ("test.yaml", Span(15, 15), "the selector")
+    assert related.path.endswith("requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector")
 
 
 def test_default_namespace_and_override(zone_rules: tuple[Rule, ...]) -> None:

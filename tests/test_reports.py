@@ -9,10 +9,13 @@ from typing import Any
 import pytest
 from jsonschema import Draft7Validator, Draft202012Validator
 
+from kaffinity.report import render
 from kaffinity.report.github import escape_data, escape_property
 from kaffinity.resources import schema
+from kaffinity.rules.base import Rule
 
-from .conftest import EXAMPLES, SHARED, run_cli
+from .conftest import EXAMPLES, SHARED, lint_text, run_cli
+from .test_engine import ZONE_ANTI
 
 SARIF_SCHEMA = SHARED / "schemas" / "sarif-schema-2.1.0.json"
 ALL_FORMATS = ("text", "json", "sarif", "github")
@@ -143,3 +146,21 @@ def test_output_file_that_cannot_be_written(tmp_path: Path) -> None:
     completed = run_cli("lint", "--no-config", "-o", str(tmp_path / "no" / "such" / "dir.txt"), str(EXAMPLES))
     assert completed.returncode == 2
     assert "cannot write report" in completed.stderr and "Traceback" not in completed.stderr
+
+
+def test_related_locations_in_every_format(
+    zone_rules: tuple[Rule, ...], sarif_schema: dict[str, Any]
+) -> None:
+    result = lint_text(ZONE_ANTI, rules=zone_rules)
+    text = render(result, "text", sources={"test.yaml": ZONE_ANTI})
+    assert "\n    note: test.yaml:15:15: the selector\n" in text
+    (finding,) = json.loads(render(result, "json"))["findings"]
+    assert finding["related"][0]["line"] == 15 and finding["related"][0]["message"] == "the selector"
+    sarif = json.loads(render(result, "sarif"))
+    Draft7Validator(sarif_schema).validate(sarif)
+    (sarif_result,) = sarif["runs"][0]["results"]
+    assert sarif_result["relatedLocations"][0]["physicalLocation"]["region"] == {
+        "startLine": 15,
+        "startColumn": 15,
+    }
+    assert sarif_result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "Deployment/shop/web"
