@@ -249,3 +249,14 @@ def test_missing_file_is_an_error_without_a_position(tmp_path: Path) -> None:
     source = read(str(tmp_path / "absent.yaml"))
     (problem,) = source.problems
     assert problem.rule == "parse-error" and problem.span is None
+
+
+def test_broken_rendered_file_with_templates_in_strings_is_a_parse_error() -> None:
+    # Helm actions inside a block string, and a real syntax error elsewhere: not a template.
+    text = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  t: |\n    {{- if .Values.x }}\n"
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  labels: {app: web\n"
+    )
+    source = parse("broken.yaml", text)
+    assert [p.rule for p in source.problems] == ["parse-error"]
+    assert len(source.documents) == 1
