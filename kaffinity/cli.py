@@ -7,11 +7,14 @@ import os
 import sys
 from dataclasses import replace
 from enum import Enum
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from kaffinity import __version__
+
+if TYPE_CHECKING:
+    from kaffinity.rules.base import Rule
 
 app = typer.Typer(
     name="kaffinity",
@@ -224,7 +227,6 @@ def rules(
     """List the rules, or explain one (what it finds, why it matters, example, fix)."""
     from kaffinity.docs import rule_catalogue, rule_json, rule_table, rule_text
     from kaffinity.rules import BY_NAME, RULES
-    from kaffinity.rules.base import Rule
 
     if name is not None:
         rule = BY_NAME.get(name)
@@ -242,10 +244,30 @@ def rules(
         typer.echo(rule_json(selected))
     elif output_format is RulesFormat.markdown:
         typer.echo(rule_catalogue(selected), nl=False)
+    elif sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+        _print_rich(selected, explain=name is not None)
     elif name is not None:
         typer.echo(rule_text(selected[0]))
     else:
         typer.echo(rule_table(selected))
+
+
+def _print_rich(rules: tuple[Rule, ...], *, explain: bool) -> None:
+    """On a terminal: the catalogue as a table, a rule's docs as rendered Markdown."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.table import Table
+
+    console = Console()
+    if explain:
+        rule = rules[0]
+        console.print(f"[bold]{rule.name}[/bold]  {rule.category}, {rule.severity.value} by default")
+        console.print(Markdown(f"{rule.summary}\n\n{rule.docs}"))
+        return
+    table = Table("rule", "category", "severity", "summary", box=None, header_style="bold")
+    for rule in rules:
+        table.add_row(rule.name, rule.category, rule.severity.value, rule.summary)
+    console.print(table)
 
 
 def main() -> None:

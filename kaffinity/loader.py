@@ -78,11 +78,6 @@ class SourceFile:
     documents: tuple[Document, ...]
     problems: tuple[LoadProblem, ...]
 
-    def line(self, number: int) -> str:
-        """Line ``number`` (1-based) of the file, without its line break ('' past the end)."""
-        lines = self.text.splitlines()
-        return lines[number - 1] if 0 < number <= len(lines) else ""
-
 
 class _LoadError(Exception):
     def __init__(self, message: str, span: Span | None) -> None:

@@ -191,10 +191,6 @@ class PodView:
     metadata_path: DataPath
     spec_path: DataPath
 
-    @property
-    def label_map(self) -> dict[str, str]:
-        return dict(self.labels)
-
 
 @dataclass(frozen=True, slots=True)
 class Workload:

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from kaffinity import __version__
 from kaffinity.engine import LintResult
-from kaffinity.findings import Finding, Location, Severity
+from kaffinity.findings import Finding, Severity
 from kaffinity.loader import STDIN_NAME
 from kaffinity.source import Span
 
@@ -109,6 +109,3 @@ def _artifact(file: str, root: Path) -> dict[str, Any]:
     except ValueError:
         return {"uri": path.as_uri()}
     return {"uri": quote(relative.as_posix()), "uriBaseId": "%SRCROOT%"}
-
-
-__all__ = ["Location", "render"]
