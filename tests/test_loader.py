@@ -38,19 +38,21 @@ spec:
             -   topologyKey: topology.kubernetes.io/zone
 """
 
+ANTI_TERMS = (
+    "spec",
+    "template",
+    "spec",
+    "affinity",
+    "podAntiAffinity",
+    "requiredDuringSchedulingIgnoredDuringExecution",
+)
+
 
 def test_positions_are_counted_from_the_start_of_the_file_in_the_third_document() -> None:
     source = parse("three.yaml", THREE_DOCS)
     assert [doc.index for doc in source.documents] == [0, 2]  # the middle one has no kind
     deployment = source.documents[1]
-    terms = (
-        "spec",
-        "template",
-        "spec",
-        "affinity",
-        "podAntiAffinity",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    )
+    terms = ANTI_TERMS
     assert deployment.span == Span(9, 1)
     assert deployment.locate(("metadata", "name")) == Span(12, 3)
     assert deployment.locate((*terms, 0)) == Span(20, 15)
@@ -62,14 +64,7 @@ def test_positions_are_counted_from_the_start_of_the_file_in_the_third_document(
 
 def test_missing_path_falls_back_to_nearest_recorded_ancestor() -> None:
     deployment = parse("three.yaml", THREE_DOCS).documents[1]
-    terms = (
-        "spec",
-        "template",
-        "spec",
-        "affinity",
-        "podAntiAffinity",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    )
+    terms = ANTI_TERMS
     assert deployment.locate((*terms, 1, "labelSelector", "matchLabels")) == Span(23, 17)
     assert deployment.locate((*terms, 7)) == Span(19, 11)
     assert deployment.locate(("nothing", "here")) == deployment.span
