@@ -21,7 +21,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kaffinity.source import DataPath, Document, DuplicateKey, PosDict, PosList, Span, locate
+from kaffinity.source import (
+    COLUMN_BITS,
+    DataPath,
+    Document,
+    DuplicateKey,
+    PosDict,
+    PosList,
+    Span,
+    locate,
+    unpack,
+)
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -160,7 +170,7 @@ class _Builder:
         append = result.append
         for item in node.value:
             item_mark = item.start_mark
-            positions.append((item_mark.line + 1, item_mark.column + 1))
+            positions.append((item_mark.line + 1) << COLUMN_BITS | (item_mark.column + 1))
             append(self.scalar(item) if isinstance(item.value, str) else self.build(item, depth + 1))
         return result
 
@@ -181,10 +191,13 @@ class _Builder:
                     continue
                 key = _key_string(resolve_plain(key))
             key_mark = key_node.start_mark
-            position = (key_mark.line + 1, key_mark.column + 1)
+            position = (key_mark.line + 1) << COLUMN_BITS | (key_mark.column + 1)
             if key in result:
-                self.duplicates.append(DuplicateKey(key, Span(*position)))
-            positions[key] = position
+                # The later value wins and keeps the first key's place in the order.
+                self.duplicates.append(DuplicateKey(key, unpack(position)))
+                positions[list(result).index(key)] = position
+            else:
+                positions.append(position)
             value = value_node.value
             result[key] = scalar(value_node) if isinstance(value, str) else self.build(value_node, depth + 1)
         for merge in merges:
@@ -226,10 +239,10 @@ class _Builder:
             merged = self.build(source, depth + 1)
             if not isinstance(merged, PosDict):
                 raise _LoadError("a merge key (<<) needs a mapping", _span(source.start_mark))
-            for key, value in merged.items():
+            for (key, value), position in zip(merged.items(), merged.pos, strict=True):
                 if key not in target:
                     target[key] = value
-                    target.pos[key] = merged.pos[key]
+                    target.pos.append(position)
 
 
 def _span(mark: Any) -> Span:
@@ -437,11 +450,15 @@ def _flatten(
 
 
 def _with_type(data: PosDict, api_version: str, kind: str) -> PosDict:
+    """A copy of a typed List's item with the apiVersion and kind of the List (placed at the item)."""
     copy = PosDict(data.span)
     copy.update(data)
-    copy.pos.update(data.pos)
-    copy.setdefault("apiVersion", api_version)
-    copy.setdefault("kind", kind)
+    copy.pos.extend(data.pos)
+    at_item = data.span.line << COLUMN_BITS | data.span.column
+    for key, value in (("apiVersion", api_version), ("kind", kind)):
+        if key not in copy:
+            copy[key] = value
+            copy.pos.append(at_item)
     return copy
 
 

@@ -22,26 +22,47 @@ class Span(NamedTuple):
     column: int
 
 
+#: Positions are stored packed in one int, ``line << COLUMN_BITS | column``: a large manifest
+#: set has millions of them, and one int costs a third of a (line, column) tuple.
+COLUMN_BITS = 32
+_COLUMN_MASK = (1 << COLUMN_BITS) - 1
+
+
+def unpack(position: int) -> Span:
+    return Span(position >> COLUMN_BITS, position & _COLUMN_MASK)
+
+
 class PosDict(dict[str, Any]):
-    """A mapping that remembers the position of each key (1-based line, column)."""
+    """A mapping that remembers the position of each key.
+
+    ``pos[i]`` is the packed position (see :func:`unpack`) of the i-th key in insertion order:
+    a list beside the dict costs far less than a second dict, and positions are looked up only
+    when a finding is placed.
+    """
 
     __slots__ = ("pos", "span")
 
     def __init__(self, span: Span) -> None:
         super().__init__()
         self.span = span
-        self.pos: dict[str, tuple[int, int]] = {}
+        self.pos: list[int] = []
+
+    def key_position(self, key: str) -> int | None:
+        for index, candidate in enumerate(self):
+            if candidate == key:
+                return self.pos[index] if index < len(self.pos) else None
+        return None
 
 
 class PosList(list[Any]):
-    """A sequence that remembers the position of each item."""
+    """A sequence that remembers the position of each item (packed; see :func:`unpack`)."""
 
     __slots__ = ("pos", "span")
 
     def __init__(self, span: Span) -> None:
         super().__init__()
         self.span = span
-        self.pos: list[tuple[int, int]] = []
+        self.pos: list[int] = []
 
 
 def format_path(path: DataPath) -> str:
@@ -94,14 +115,16 @@ class Document:
 
 def locate(data: Any, path: DataPath, default: Span) -> Span:
     """Follow ``path`` through ``data`` and return the deepest recorded position on the way."""
-    best: tuple[int, int] = getattr(data, "span", default)
+    best: Span = getattr(data, "span", default)
     node = data
     for item in path:
-        in_dict = isinstance(node, PosDict) and isinstance(item, str) and item in node
-        in_list = isinstance(node, PosList) and isinstance(item, int) and 0 <= item < len(node)
-        if in_dict or in_list:
-            best = node.pos[item]
+        if isinstance(node, PosDict) and isinstance(item, str) and item in node:
+            position = node.key_position(item)
+        elif isinstance(node, PosList) and isinstance(item, int) and 0 <= item < len(node):
+            position = node.pos[item]
         else:
             break
+        if position is not None:
+            best = unpack(position)
         node = node[item]
-    return Span(*best)
+    return best
