@@ -44,18 +44,70 @@ LIST_SHARE = 0.03
 REGION = "eu-west-1"
 
 _TEAMS = (
-    "payments", "checkout", "catalog", "search", "identity", "billing", "ledger", "orders",
-    "shipping", "inventory", "pricing", "reviews", "media", "notify", "analytics", "platform",
-    "observability", "ingest", "ml", "risk",
+    "payments",
+    "checkout",
+    "catalog",
+    "search",
+    "identity",
+    "billing",
+    "ledger",
+    "orders",
+    "shipping",
+    "inventory",
+    "pricing",
+    "reviews",
+    "media",
+    "notify",
+    "analytics",
+    "platform",
+    "observability",
+    "ingest",
+    "ml",
+    "risk",
 )
 _NOUNS = (
-    "api", "web", "worker", "gateway", "cache", "queue", "indexer", "scheduler", "exporter",
-    "renderer", "sync", "backend", "frontend", "proxy", "store", "stream", "batch", "router",
-    "auth", "mailer", "resizer", "collector", "planner", "tracker",
+    "api",
+    "web",
+    "worker",
+    "gateway",
+    "cache",
+    "queue",
+    "indexer",
+    "scheduler",
+    "exporter",
+    "renderer",
+    "sync",
+    "backend",
+    "frontend",
+    "proxy",
+    "store",
+    "stream",
+    "batch",
+    "router",
+    "auth",
+    "mailer",
+    "resizer",
+    "collector",
+    "planner",
+    "tracker",
 )
 _ADJECTIVES = (
-    "blue", "fast", "core", "edge", "main", "live", "bulk", "quiet", "north", "south", "prime",
-    "lite", "deep", "shared", "central", "local",
+    "blue",
+    "fast",
+    "core",
+    "edge",
+    "main",
+    "live",
+    "bulk",
+    "quiet",
+    "north",
+    "south",
+    "prime",
+    "lite",
+    "deep",
+    "shared",
+    "central",
+    "local",
 )
 _INSTANCE_TYPES = ("m6i.large", "m6i.xlarge", "m6i.2xlarge", "c6i.2xlarge", "r6i.xlarge")
 _GPU_INSTANCE = "g5.2xlarge"
@@ -216,10 +268,14 @@ class _Generator:
             "app.kubernetes.io/managed-by": rng.choice(("Helm", "kustomize", "argocd")),
         }
         if rng.random() < 0.5:
-            labels["app.kubernetes.io/version"] = f"{rng.randint(0, 4)}.{rng.randint(0, 30)}.{rng.randint(0, 9)}"
+            labels["app.kubernetes.io/version"] = self.version()
         if rng.random() < 0.3:
             labels["tier"] = rng.choice(("frontend", "backend", "data"))
         return _App(name, namespace.name, namespace.team, kind, labels, selector)
+
+    def version(self) -> str:
+        rng = self.rng
+        return f"{rng.randint(0, 4)}.{rng.randint(0, 30)}.{rng.randint(0, 9)}"
 
     # pod template
 
@@ -231,7 +287,7 @@ class _Generator:
         if rng.random() < 0.4:
             limits["cpu"] = cpu
         image = (
-            f"registry.example.com/{app.team}/{app.name}:{rng.randint(0, 4)}.{rng.randint(0, 30)}.{rng.randint(0, 9)}"
+            f"registry.example.com/{app.team}/{app.name}:{self.version()}"
             if main
             else f"docker.io/library/{name}:1.{rng.randint(20, 27)}"
         )
@@ -239,7 +295,8 @@ class _Generator:
         if main and rng.random() < 0.25:
             container["args"] = [f"--log-level={rng.choice(_LOG_LEVELS)}", "--metrics"]
         port = rng.choice((8080, 8443, 9090, 3000, 5000)) if main else 15090
-        container["ports"] = [{"name": "http" if main else "metrics", "containerPort": port, "protocol": "TCP"}]
+        port_name = "http" if main else "metrics"
+        container["ports"] = [{"name": port_name, "containerPort": port, "protocol": "TCP"}]
         env = [
             {"name": "LOG_LEVEL", "value": rng.choice(_LOG_LEVELS)},
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -273,7 +330,10 @@ class _Generator:
                     "name": "migrate",
                     "image": f"registry.example.com/{app.team}/{app.name}-migrate:1.0.{rng.randint(0, 9)}",
                     "command": ["/bin/migrate", "up"],
-                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}},
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "64Mi"},
+                        "limits": {"memory": "64Mi"},
+                    },
                 }
             ]
         spec["containers"] = containers
@@ -290,7 +350,8 @@ class _Generator:
     def add_scheduling(self, spec: Data, app: _App, namespace: _Namespace) -> None:
         rng = self.rng
         if rng.random() < 0.5:
-            spec["nodeSelector"] = {"kubernetes.io/os": "linux", "node.kubernetes.io/pool": rng.choice(_POOLS)}
+            pool = rng.choice(_POOLS)
+            spec["nodeSelector"] = {"kubernetes.io/os": "linux", "node.kubernetes.io/pool": pool}
         if rng.random() < 0.4 or app.kind == "DaemonSet":
             spec["tolerations"] = self.tolerations(app)
         affinity: Data = {}
@@ -299,7 +360,10 @@ class _Generator:
         if app.kind != "DaemonSet" and rng.random() < 0.6:
             affinity["podAntiAffinity"] = {
                 "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"labelSelector": {"matchLabels": dict(app.selector)}, "topologyKey": "kubernetes.io/hostname"}
+                    {
+                        "labelSelector": {"matchLabels": dict(app.selector)},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
                 ]
             }
         peers = [peer for peer in namespace.apps if peer.name != app.name]
@@ -314,11 +378,15 @@ class _Generator:
         rng = self.rng
         if app.kind == "DaemonSet":
             return [{"operator": "Exists"}]
-        choices = [
+        choices: list[Data] = [
             {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
             {"key": "spot", "operator": "Equal", "value": "true", "effect": "PreferNoSchedule"},
-            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-             "tolerationSeconds": 300},
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
         ]
         return rng.sample(choices, rng.randint(1, 2))
 
@@ -339,16 +407,24 @@ class _Generator:
                     "values": [_GPU_INSTANCE],
                 }
             )
-        affinity: Data = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": expressions}
-        ]}}
+        affinity: Data = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": expressions}]
+            }
+        }
         if rng.random() < 0.3:
             affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
                 {
                     "weight": rng.choice((10, 50, 100)),
-                    "preference": {"matchExpressions": [
-                        {"key": "node.kubernetes.io/pool", "operator": "In", "values": [rng.choice(_POOLS)]}
-                    ]},
+                    "preference": {
+                        "matchExpressions": [
+                            {
+                                "key": "node.kubernetes.io/pool",
+                                "operator": "In",
+                                "values": [rng.choice(_POOLS)],
+                            }
+                        ]
+                    },
                 }
             ]
         return affinity
@@ -361,10 +437,12 @@ class _Generator:
             "topologyKey": rng.choice(("topology.kubernetes.io/zone", "kubernetes.io/hostname")),
         }
         if rng.random() < 0.2:
-            term["labelSelector"] = {"matchExpressions": [
-                {"key": "app.kubernetes.io/name", "operator": "In", "values": [peer.name]},
-                {"key": "app.kubernetes.io/part-of", "operator": "Exists"},
-            ]}
+            term["labelSelector"] = {
+                "matchExpressions": [
+                    {"key": "app.kubernetes.io/name", "operator": "In", "values": [peer.name]},
+                    {"key": "app.kubernetes.io/part-of", "operator": "Exists"},
+                ]
+            }
         return {
             "preferredDuringSchedulingIgnoredDuringExecution": [
                 {"weight": rng.choice((20, 50, 80, 100)), "podAffinityTerm": term}
@@ -413,51 +491,64 @@ class _Generator:
         return {"metadata": metadata, "spec": spec}
 
     def workload(self, app: _App, namespace: _Namespace) -> Data:
-        rng = self.rng
-        kind = app.kind
-        selector = {"matchLabels": dict(app.selector)}
-        if kind == "Pod":
+        build = {
+            "Deployment": self.deployment,
+            "StatefulSet": self.statefulset,
+            "DaemonSet": self.daemonset,
+            "Job": self.job,
+            "CronJob": self.cronjob,
+        }.get(app.kind)
+        if build is None:  # a bare Pod
             template = self.template(app, namespace)
             metadata = {**self.metadata(app, app.labels), **template["metadata"]}
             return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
-        if kind == "Deployment":
-            spec: Data = {
-                "replicas": rng.choice((1, 2, 2, 3, 3, 3, 4, 6, 10)),
-                "revisionHistoryLimit": 5,
-                "selector": selector,
-                "strategy": {
-                    "type": "RollingUpdate",
-                    "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": rng.choice((0, 1, "25%"))},
-                },
-                "template": self.template(app, namespace),
-            }
-            return {"apiVersion": "apps/v1", "kind": kind, "metadata": self.metadata(app, app.labels), "spec": spec}
-        if kind == "StatefulSet":
-            spec = {
-                "serviceName": f"{app.name}-headless",
-                "replicas": rng.choice((1, 3, 3, 5)),
-                "podManagementPolicy": rng.choice(("OrderedReady", "Parallel")),
-                "selector": selector,
-                "template": self.template(app, namespace),
-                "volumeClaimTemplates": [
-                    {
-                        "metadata": {"name": "data"},
-                        "spec": {
-                            "accessModes": ["ReadWriteOnce"],
-                            "storageClassName": "gp3",
-                            "resources": {"requests": {"storage": rng.choice(("10Gi", "50Gi", "200Gi"))}},
-                        },
-                    }
-                ],
-            }
-            return {"apiVersion": "apps/v1", "kind": kind, "metadata": self.metadata(app, app.labels), "spec": spec}
-        if kind == "DaemonSet":
-            spec = {
-                "selector": selector,
-                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
-                "template": self.template(app, namespace),
-            }
-            return {"apiVersion": "apps/v1", "kind": kind, "metadata": self.metadata(app, app.labels), "spec": spec}
+        api_version = "batch/v1" if app.kind in ("Job", "CronJob") else "apps/v1"
+        metadata = self.metadata(app, app.labels)
+        return {
+            "apiVersion": api_version,
+            "kind": app.kind,
+            "metadata": metadata,
+            "spec": build(app, namespace),
+        }
+
+    def deployment(self, app: _App, namespace: _Namespace) -> Data:
+        rng = self.rng
+        return {
+            "replicas": rng.choice((1, 2, 2, 3, 3, 3, 4, 6, 10)),
+            "revisionHistoryLimit": 5,
+            "selector": {"matchLabels": dict(app.selector)},
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": rng.choice((0, 1, "25%"))},
+            },
+            "template": self.template(app, namespace),
+        }
+
+    def statefulset(self, app: _App, namespace: _Namespace) -> Data:
+        rng = self.rng
+        claim = {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "gp3",
+            "resources": {"requests": {"storage": rng.choice(("10Gi", "50Gi", "200Gi"))}},
+        }
+        return {
+            "serviceName": f"{app.name}-headless",
+            "replicas": rng.choice((1, 3, 3, 5)),
+            "podManagementPolicy": rng.choice(("OrderedReady", "Parallel")),
+            "selector": {"matchLabels": dict(app.selector)},
+            "template": self.template(app, namespace),
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": claim}],
+        }
+
+    def daemonset(self, app: _App, namespace: _Namespace) -> Data:
+        return {
+            "selector": {"matchLabels": dict(app.selector)},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+            "template": self.template(app, namespace),
+        }
+
+    def job(self, app: _App, namespace: _Namespace) -> Data:
+        rng = self.rng
         job: Data = {
             "backoffLimit": rng.choice((0, 3, 6)),
             "ttlSecondsAfterFinished": 3600,
@@ -465,16 +556,17 @@ class _Generator:
         }
         if rng.random() < 0.3:
             job = {"completions": 5, "parallelism": 2, **job}
-        if kind == "Job":
-            return {"apiVersion": "batch/v1", "kind": kind, "metadata": self.metadata(app, app.labels), "spec": job}
-        spec = {
+        return job
+
+    def cronjob(self, app: _App, namespace: _Namespace) -> Data:
+        rng = self.rng
+        return {
             "schedule": rng.choice(("*/15 * * * *", "0 * * * *", "30 2 * * *", "0 6 * * 1")),
             "concurrencyPolicy": rng.choice(("Forbid", "Replace", "Allow")),
             "successfulJobsHistoryLimit": 3,
             "failedJobsHistoryLimit": 1,
-            "jobTemplate": {"spec": job},
+            "jobTemplate": {"spec": self.job(app, namespace)},
         }
-        return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": self.metadata(app, app.labels), "spec": spec}
 
     def service(self, app: _App) -> Data:
         headless = app.kind == "StatefulSet"
@@ -491,8 +583,9 @@ class _Generator:
         }
 
     def pdb(self, app: _App) -> Data:
+        rng = self.rng
         budget: Data = (
-            {"minAvailable": 1} if self.rng.random() < 0.5 else {"maxUnavailable": self.rng.choice((1, "25%"))}
+            {"minAvailable": 1} if rng.random() < 0.5 else {"maxUnavailable": rng.choice((1, "25%"))}
         )
         return {
             "apiVersion": "policy/v1",
@@ -590,7 +683,7 @@ def _nodes(rng: random.Random, count: int, zones: list[str]) -> list[Data]:
             taints.append({"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"})
         if gpu:
             taints.append({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"})
-        elif rng.random() < 0.05:
+        elif not control_plane and rng.random() < 0.05:
             taints.append({"key": "spot", "value": "true", "effect": "PreferNoSchedule"})
         node: Data = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
         node["spec"] = {"taints": taints} if taints else {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from dataclasses import replace
@@ -178,8 +177,6 @@ def lint(
     targets = paths or ["."]
     excluded = ExcludeFn(settings.exclude, settings.base_dir) if settings.exclude else None
     files: list[SourceFile] = load(targets, excluded)
-    # What was loaded lives until exit: keep the garbage collector from scanning it again.
-    gc.freeze()
     if stdin_filename and STDIN in targets:
         files = [replace(file, name=stdin_filename) if file.name == STDIN_NAME else file for file in files]
     result = run_lint(files, settings)

@@ -18,7 +18,9 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from sys import intern
 from typing import Any
 
 from kaffinity.source import (
@@ -46,6 +48,8 @@ MAX_ALIAS_EXPANSION = 1_000_000
 _SCALAR_SIZE = (None, 1)
 
 _STR = "tag:yaml.org,2002:str"
+# The tag our composer gives every scalar without an explicit one (we resolve those ourselves).
+_IMPLICIT = "?"
 _YAML11_BOOL = {
     **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "true", "True", "TRUE"), True),
     **dict.fromkeys(("n", "N", "no", "No", "NO", "off", "Off", "OFF", "false", "False", "FALSE"), False),
@@ -57,7 +61,7 @@ _YAML11_SPECIAL_FLOAT = {
     **dict.fromkeys((".nan", ".NaN", ".NAN"), float("nan")),
 }
 _OCTAL = re.compile(r"[-+]?0[0-7]+\Z")
-_INT = re.compile(r"[-+]?(?:0[bB][01]+|0[xX][0-9a-fA-F]+|0[oO][0-7]+|[0-9]+)\Z")
+_INT = re.compile(r"[-+]?(?:0[bB][01]+|0[xX][0-9a-fA-F]+|0[oO][0-7]+|[1-9][0-9]*|0)\Z")
 _FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?\Z")
 # Actions that only a Helm chart's templates contain; Go templates also live, rendered, inside
 # string values (Prometheus and Alertmanager rules: `{{ $labels.pod }}`), which must not count.
@@ -113,7 +117,7 @@ def resolve_plain(text: str) -> Any:
         return int(plain, 8)
     if _INT.match(plain):
         return int(plain, 0)
-    if _FLOAT.match(plain):
+    if _FLOAT.match(plain):  # also `08`, `09`: not octal, so go-yaml reads a float
         return float(plain)
     return text
 
@@ -148,8 +152,14 @@ class _Builder:
 
     def scalar(self, node: Any) -> Any:
         value: str = node.value
+        if node.ctag.suffix is not _IMPLICIT:
+            # An explicit tag (`!!str 0777`, `!!int "3"`); unknown ones (`!Ref x`) keep the text.
+            tag = node.tag
+            if tag == _STR or not tag.startswith("tag:yaml.org,2002:"):
+                return value
+            return self.constructor.construct_object(node)
         if node.style:
-            return value if node.tag == _STR else self.constructor.construct_object(node)
+            return value
         if "{{" in value and self.template is None and _HELM_ACTION.search(value):
             self.template = _span(node.start_mark)
         return resolve_plain(value)
@@ -190,6 +200,7 @@ class _Builder:
                     merges.append(value_node)
                     continue
                 key = _key_string(resolve_plain(key))
+            key = intern(key)  # keys repeat in every object: one string each saves memory
             key_mark = key_node.start_mark
             position = (key_mark.line + 1) << COLUMN_BITS | (key_mark.column + 1)
             if key in result:
@@ -304,7 +315,7 @@ def _composer(text: str) -> Any:
         class Composer(CSafeLoader):
             def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
                 if kind is ScalarNode:
-                    return _STR
+                    return _IMPLICIT
                 return "tag:yaml.org,2002:map" if kind is MappingNode else "tag:yaml.org,2002:seq"
 
         _COMPOSER = Composer
@@ -386,8 +397,30 @@ def _parses_without_actions(text: str) -> bool:
     return True
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while loading.
+
+    Loading allocates millions of long-lived objects and no cycles; the collector's repeated
+    scans of them cost more than parsing (measured on the real-world corpus: 4.2 s with it,
+    1.6 s without). Nested pauses are free.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def parse(name: str, text: str) -> SourceFile:
     """Parse the text of one file into documents (List kinds flattened) and problems."""
+    with _gc_paused():
+        return _parse(name, text)
+
+
+def _parse(name: str, text: str) -> SourceFile:
     documents: list[Document] = []
     problems: list[LoadProblem] = []
     template: Span | None = None
@@ -591,14 +624,12 @@ def _glob_regex(pattern: str) -> str:
 def load(paths: Sequence[str], excluded: ExcludeFn | None = None) -> list[SourceFile]:
     """Discover and read every manifest under ``paths``.
 
-    The cyclic garbage collector is paused meanwhile: loading allocates millions of long-lived
-    objects and no cycles, and the collector's repeated scans of them cost more than the parse
-    itself (measured on the real-world corpus: 4.2 s with it, 1.6 s without).
+    What is loaded lives as long as the run, so it is moved out of the garbage collector's
+    reach afterwards (``gc.freeze``): otherwise the first collection after loading walks every
+    object again (1.3 s at 10,000 workloads). The data holds no reference cycles, so nothing
+    is leaked; objects are still freed by reference counting.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return [read(path) for path in discover(paths, excluded)]
-    finally:
-        if enabled:
-            gc.enable()
+    with _gc_paused():
+        files = [read(path) for path in discover(paths, excluded)]
+    gc.freeze()
+    return files

@@ -121,6 +121,8 @@ def test_json_manifest_positions() -> None:
         ("null", None),
         ("", None),
         ("017", 15),
+        ("08", 8.0),  # not octal: go-yaml v2 falls back to a float
+        ("0_9", 9.0),
         ("0x1F", 31),
         ("1_000", 1000),
         ("-3", -3),
@@ -136,6 +138,12 @@ def test_json_manifest_positions() -> None:
 def test_plain_scalars_resolve_as_kubernetes_reads_yaml(plain: str, value: object) -> None:
     assert resolve_plain(plain) == value
     assert type(resolve_plain(plain)) is type(value)
+
+
+def test_explicit_tags_win_over_resolution() -> None:
+    text = 'apiVersion: v1\nkind: X\na: !!str 0777\nb: !!str true\nc: !Ref foo\nd: !!int "3"\ne: 0777\n'
+    (doc,) = parse("tags.yaml", text).documents
+    assert {k: doc.data[k] for k in "abcde"} == {"a": "0777", "b": "true", "c": "foo", "d": 3, "e": 511}
 
 
 def test_quoted_scalars_stay_strings_and_keys_become_strings() -> None:
