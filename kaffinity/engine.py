@@ -94,7 +94,7 @@ def lint(files: Sequence[SourceFile], settings: Settings, rules: Sequence[Rule] 
     for rule in enabled:
         if rule.check is not None:
             run.check(rule, context)
-    run.unused_suppressions({rule.name for rule in rules})
+    run.unused_suppressions(rules)
     return LintResult(
         findings=tuple(sorted(run.findings, key=Finding.sort_key)),
         rules=enabled,
@@ -142,7 +142,7 @@ class _Run:
             for problem in file.problems:
                 rule = self.enabled.get(problem.rule)
                 if rule is not None:
-                    self.add(rule, file.name, problem.span, problem.message)
+                    self.add(self._finding(rule, file.name, problem.span, problem.message))
 
     def check(self, rule: Rule, context: Context) -> None:
         assert rule.check is not None
@@ -163,7 +163,7 @@ class _Run:
             Location(other.doc.file, other.doc.locate(other.path), format_path(other.path), other.message)
             for other in violation.related
         )
-        self.add(
+        finding = self._finding(
             rule,
             doc.file,
             span,
@@ -172,10 +172,25 @@ class _Run:
             obj=object_ref(doc, self.settings.namespace),
             related=related,
             fix=violation.fix,
-            annotations=self.annotations.get(id(doc), ()),
         )
+        self.add(finding, self.annotations.get(id(doc), ()))
 
-    def add(
+    def add(self, finding: Finding, annotations: Iterable[Suppression] = ()) -> None:
+        """Record a finding unless an annotation on its object or a comment covers it."""
+        comments = self.comments.get(finding.file, {}).get(finding.line or 0, [])
+        covering = [
+            (suppression, name)
+            for suppression in (*annotations, *comments)
+            if (name := suppression.covers(finding.rule, finding.category)) is not None
+        ]
+        if covering:
+            for suppression, name in covering:
+                suppression.used.add(name)
+            self.suppressed += 1
+        else:
+            self.findings.append(finding)
+
+    def _finding(
         self,
         rule: Rule,
         file: str,
@@ -186,66 +201,48 @@ class _Run:
         obj: ObjectRef | None = None,
         related: tuple[Location, ...] = (),
         fix: str | None = None,
-        annotations: Iterable[Suppression] = (),
-    ) -> None:
-        line = span.line if span is not None else None
-        column = span.column if span is not None else None
-        candidates = [*annotations, *self.comments.get(file, {}).get(line or 0, [])]
-        covering = [(s, name) for s in candidates if (name := s.covers(rule.name, rule.category)) is not None]
-        if covering:
-            for suppression, name in covering:
-                suppression.used.add(name)
-            self.suppressed += 1
-            return
-        self.findings.append(
-            Finding(
-                file=file,
-                line=line,
-                column=column,
-                rule=rule.name,
-                message=message,
-                severity=severity_of(rule, self.settings),
-                category=rule.category,
-                path=path,
-                object=obj,
-                related=related,
-                fix=fix,
-            )
+    ) -> Finding:
+        return Finding(
+            file=file,
+            line=span.line if span is not None else None,
+            column=span.column if span is not None else None,
+            rule=rule.name,
+            message=message,
+            severity=severity_of(rule, self.settings),
+            category=rule.category,
+            path=path,
+            object=obj,
+            related=related,
+            fix=fix,
         )
 
-    def unused_suppressions(self, known_rules: set[str]) -> None:
+    def unused_suppressions(self, rules: Sequence[Rule]) -> None:
         rule = self.enabled.get("unused-suppression")
         if rule is None:
             return
-        categories = {r.category for r in self.enabled.values()}
-        known = known_rules | {"all"} | categories | {r.category for r in RULES}
+        enabled_categories = {r.category for r in self.enabled.values()}
+        known = {"all"} | {r.name for r in rules} | {r.category for r in rules}
         for suppression in self.all_suppressions:
             for name in suppression.names:
                 if name in suppression.used:
                     continue
                 if name not in known:
                     message = f"'{name}' is not a rule or category; this suppression does nothing"
-                elif name in self.enabled or name in categories or name == "all":
+                    fix = "correct the rule name, or remove it"
+                elif name in self.enabled or name in enabled_categories or name == "all":
                     message = f"nothing to suppress: no '{name}' finding here"
+                    fix = "remove the suppression"
                 else:
                     continue  # the rule did not run, so it cannot be known to be unused
-                fix = "remove the suppression" if name in known else "correct the rule name, or remove it"
-                obj = None
-                path = ""
-                if suppression.doc is not None:
-                    obj = object_ref(suppression.doc, self.settings.namespace)
-                    path = format_path(suppression.path)
+                doc = suppression.doc
                 self.findings.append(
-                    Finding(
-                        file=suppression.file,
-                        line=suppression.span.line,
-                        column=suppression.span.column,
-                        rule=rule.name,
-                        message=message,
-                        severity=severity_of(rule, self.settings),
-                        category=rule.category,
-                        path=path,
-                        object=obj,
+                    self._finding(
+                        rule,
+                        suppression.file,
+                        suppression.span,
+                        message,
+                        path=format_path(suppression.path) if doc is not None else "",
+                        obj=object_ref(doc, self.settings.namespace) if doc is not None else None,
                         fix=fix,
                     )
                 )

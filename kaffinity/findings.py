@@ -62,9 +62,9 @@ class Violation:
     fix: str | None = None
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
-    """One reported problem. Sorting orders by file, line, column, rule, message."""
+    """One reported problem; reports list them in :meth:`sort_key` order."""
 
     file: str
     line: int | None

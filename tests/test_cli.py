@@ -116,3 +116,21 @@ def test_installed_command_runs_from_any_folder(tmp_path: Path) -> None:
     )
     assert completed.returncode == 1, completed.stderr
     assert completed.stdout.startswith("t.yaml:4:9: warning [helm-template]")
+
+
+def test_exclude_and_namespace_flags(tmp_path: Path) -> None:
+    (tmp_path / "vendor").mkdir()
+    (tmp_path / "vendor" / "broken.yaml").write_text("a: [\n")
+    (tmp_path / "app.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {kaffinity.io/ignore: all}\n"
+    )
+    code, report = run_json(str(tmp_path), "--exclude", "vendor", "--namespace", "team-a")
+    assert code == 0
+    (finding,) = report["findings"]
+    assert finding["rule"] == "unused-suppression" and finding["object"]["namespace"] == "team-a"
+    assert run_json(str(tmp_path))[0] == 2
+
+
+def test_force_color_and_no_color() -> None:
+    assert "\x1b[" in run_cli("lint", "--no-config", FAIL, env={"FORCE_COLOR": "1", "NO_COLOR": ""}).stdout
+    assert "\x1b[" not in run_cli("lint", "--no-config", "--color", "auto", FAIL).stdout
