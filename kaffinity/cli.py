@@ -120,9 +120,6 @@ def lint(
     exclude: Annotated[
         Optional[list[str]], typer.Option("--exclude", help="Glob of files or folders to skip (repeatable).")
     ] = None,
-    cluster: Annotated[
-        Optional[str], typer.Option("--cluster", help="File or folder declaring the cluster's nodes.")
-    ] = None,
     stdin_filename: Annotated[
         Optional[str], typer.Option("--stdin-filename", help="Name to report for input read from stdin.")
     ] = None,
@@ -140,7 +137,7 @@ def lint(
     )
     from kaffinity.engine import lint as run_lint
     from kaffinity.findings import Severity
-    from kaffinity.loader import STDIN, STDIN_NAME, ExcludeFn, SourceFile, load
+    from kaffinity.loader import STDIN, STDIN_NAME, ExcludeFn, SourceFile, anchor_patterns, load
     from kaffinity.rules import CATEGORIES, RULES
 
     rule_names = [rule.name for rule in RULES]
@@ -163,8 +160,7 @@ def lint(
             select=selected or None,
             ignore=ignored,
             namespace=namespace,
-            exclude=(*settings.exclude, *exclude) if exclude else None,
-            cluster=cluster,
+            exclude=(*settings.exclude, *anchor_patterns(exclude, ".")) if exclude else None,
         )
         if fail_on is not None:
             threshold = None if fail_on is FailOn.none else Severity(fail_on.value)
@@ -175,7 +171,7 @@ def lint(
         raise typer.Exit(2) from None
 
     targets = paths or ["."]
-    excluded = ExcludeFn(settings.exclude, settings.base_dir) if settings.exclude else None
+    excluded = ExcludeFn(settings.exclude) if settings.exclude else None
     files: list[SourceFile] = load(targets, excluded)
     if stdin_filename and STDIN in targets:
         files = [replace(file, name=stdin_filename) if file.name == STDIN_NAME else file for file in files]

@@ -76,7 +76,7 @@ def load_settings(path: str | None, rule_names: Sequence[str], categories: Seque
     _, text, problem = read_text(path)
     data: Any = None
     if problem is None:
-        data, problem = parse_data(display, text)
+        data, problem = parse_data(text)
     if problem is not None:
         raise ConfigError([_at(display, problem.span, problem.message)])
     if data is None:
@@ -128,6 +128,8 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
 
 
 def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
+    from kaffinity.loader import anchor_patterns
+
     def paths(values: Sequence[str]) -> tuple[str, ...]:
         return tuple(os.path.normpath(os.path.join(base, value)) for value in values)
 
@@ -141,7 +143,7 @@ def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
         severity={name: Severity(level) for name, level in (data.get("severity") or {}).items()},
         fail_on=None if fail_on == "none" else Severity(fail_on),
         namespace=data.get("namespace", "default"),
-        exclude=tuple(data.get("exclude") or ()),
+        exclude=anchor_patterns(data.get("exclude") or (), base),
         cluster=paths([cluster])[0] if isinstance(cluster, str) else None,
         context=paths(data.get("context") or ()),
         config_file=display,

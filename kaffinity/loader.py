@@ -368,7 +368,7 @@ def _parse_errors() -> tuple[type[Exception], ...]:
     return (_LoadError, YAMLError, RecursionError)
 
 
-def parse_data(name: str, text: str) -> tuple[Any, LoadProblem | None]:
+def parse_data(text: str) -> tuple[Any, LoadProblem | None]:
     """The data of the first document of ``text`` (a config file), or the problem."""
     try:
         for data, _ in _documents(text):
@@ -578,26 +578,35 @@ def _first_visit(path: str, seen: set[tuple[int, int]]) -> bool:
     return True
 
 
-class ExcludeFn:
-    """Glob patterns (``**`` for any depth) matched against paths relative to a base folder."""
+def anchor_patterns(patterns: Iterable[str], base: str) -> tuple[str, ...]:
+    """Anchor glob patterns that hold a ``/`` at ``base`` (the config file's folder, or the
+    working directory for flags); patterns without one match at any depth and stay as they are."""
+    anchored = []
+    for raw in patterns:
+        pattern = raw.strip().rstrip("/")
+        pattern = pattern.removeprefix("./")
+        if "/" in pattern and not os.path.isabs(pattern):
+            pattern = os.path.join(os.path.abspath(base), pattern)
+        anchored.append(pattern.replace(os.sep, "/"))
+    return tuple(anchored)
 
-    def __init__(self, patterns: Sequence[str], base: str) -> None:
-        self.base = os.path.abspath(base)
-        self.pattern = re.compile("|".join(f"(?:{_glob_regex(p)})" for p in patterns)) if patterns else None
+
+class ExcludeFn:
+    """Glob patterns (``**`` for any depth), anchored at ``base`` when they hold a ``/``."""
+
+    def __init__(self, patterns: Sequence[str], base: str = ".") -> None:
+        regexes = [_glob_regex(pattern) for pattern in anchor_patterns(patterns, base)]
+        self.pattern = re.compile("|".join(f"(?:{regex})" for regex in regexes)) if regexes else None
 
     def __call__(self, path: str) -> bool:
         if self.pattern is None:
             return False
-        relative = os.path.relpath(os.path.abspath(path), self.base).replace(os.sep, "/")
-        parts = relative.split("/")
+        parts = os.path.abspath(path).replace(os.sep, "/").split("/")
         # A pattern that names a folder excludes everything below it.
-        return any(self.pattern.fullmatch("/".join(parts[:end])) for end in range(1, len(parts) + 1))
+        return any(self.pattern.fullmatch("/".join(parts[:end])) for end in range(2, len(parts) + 1))
 
 
 def _glob_regex(pattern: str) -> str:
-    pattern = pattern.strip().rstrip("/")
-    if pattern.startswith("./"):
-        pattern = pattern[2:]
     out = []
     index = 0
     while index < len(pattern):

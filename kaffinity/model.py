@@ -329,7 +329,7 @@ def _workload(doc: Document, ref: ObjectRef) -> Workload:
     data = doc.data
     kind = ref.kind
     template_path = _TEMPLATE_PATHS.get(kind, ("spec", "template"))
-    template = _dig(data, template_path)
+    template = dig(data, template_path)
     spec = _map(data.get("spec"))
     pod = _pod_view(_map(template), template_path)
     selector: LabelSelector | None
@@ -363,7 +363,7 @@ def _replicas(kind: str, data: Mapping[str, Any]) -> int | None:
     if kind == "Pod":
         return 1
     if kind in ("Job", "CronJob"):
-        job = spec if kind == "Job" else _map(_dig(data, ("spec", "jobTemplate", "spec")))
+        job = spec if kind == "Job" else _map(dig(data, ("spec", "jobTemplate", "spec")))
         # batch/v1 defaults: parallelism 1; at most `completions` pods run at once.
         parallelism = _int(job.get("parallelism"))
         completions = _int(job.get("completions"))
@@ -674,7 +674,8 @@ def _labels(value: Any) -> Labels:
     return tuple((key, item) for key, item in value.items() if isinstance(item, str))
 
 
-def _dig(data: Any, path: DataPath) -> Any:
+def dig(data: Any, path: DataPath) -> Any:
+    """The value at ``path`` through nested mappings, or None where the path breaks."""
     for item in path:
         if not isinstance(data, Mapping):
             return None

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
+from kaffinity.model import dig
 from kaffinity.source import DataPath, Document, Span
 
 ANNOTATION = "kaffinity.io/ignore"
@@ -59,16 +59,8 @@ def comment_suppressions(file: str, text: str) -> list[Suppression]:
 def annotation_suppressions(doc: Document, template_paths: Iterable[DataPath]) -> Iterator[Suppression]:
     """The annotations on the object and on its pod template."""
     for base in ((), *template_paths):
-        annotations = _dig(doc.data, (*base, "metadata", "annotations"))
+        annotations = dig(doc.data, (*base, "metadata", "annotations"))
         value = annotations.get(ANNOTATION) if isinstance(annotations, dict) else None
         if isinstance(value, str):
             path = (*base, "metadata", "annotations", ANNOTATION)
             yield Suppression(doc.file, doc.locate(path), parse_names(value), doc, path)
-
-
-def _dig(data: Any, path: DataPath) -> Any:
-    for item in path:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(item)
-    return data

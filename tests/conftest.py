@@ -30,8 +30,9 @@ def run_cli(
     *args: str, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """The real command line, as a user runs it (``python -m kaffinity``)."""
-    environment = {**os.environ, "NO_COLOR": "1", **(env or {})}
-    environment.pop("GITHUB_ACTIONS", None) if env is None or "GITHUB_ACTIONS" not in env else None
+    # The suite may itself run on GitHub Actions; `--format auto` must not see that by accident.
+    inherited = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
+    environment = {**inherited, "NO_COLOR": "1", **(env or {})}
     data = stdin.encode() if isinstance(stdin, str) else stdin
     completed = subprocess.run(
         [sys.executable, "-m", "kaffinity", *args],

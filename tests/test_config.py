@@ -123,3 +123,16 @@ def test_feature_gate_syntax() -> None:
     assert parse_feature_gates("A=true, B=False") == {"A": True, "B": False}
     with pytest.raises(ConfigError):
         parse_feature_gates("A=maybe")
+
+
+def test_exclude_from_file_and_flag_each_anchor_at_their_own_folder(tmp_path: Path) -> None:
+    (tmp_path / ".kaffinity.yaml").write_text("exclude: [apps/legacy]\nfail-on: warning\n")
+    for name in ("apps/legacy/a.yaml", "apps/web/b.yaml", "apps/web/gen/c.yaml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(HELM)
+    # From apps/: the file's pattern stays anchored at the repository root, the flag's at apps/.
+    completed = run_cli("lint", ".", "--exclude", "web/gen", cwd=tmp_path / "apps")
+    assert completed.returncode == 1
+    assert [line.split(":")[0] for line in completed.stdout.splitlines() if "[helm-template]" in line] == [
+        "./web/b.yaml"
+    ]
