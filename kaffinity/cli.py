@@ -102,6 +102,13 @@ def lint(
         Optional[str],
         typer.Option("--feature-gates", help="Gates that differ from the defaults: Name=true,Other=false."),
     ] = None,
+    proposals: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--proposals/--no-proposals",
+            help="Check proposal-only fields (KEP-4328, pod selector Gt/Lt) as the proposals specify.",
+        ),
+    ] = None,
     select: Annotated[
         Optional[list[str]], typer.Option("--select", help="Rules or categories to run (comma-separated).")
     ] = None,
@@ -129,7 +136,6 @@ def lint(
     from kaffinity.config import (
         ConfigError,
         Settings,
-        check_kube_version,
         check_rule_names,
         find_config,
         load_settings,
@@ -137,6 +143,7 @@ def lint(
     )
     from kaffinity.engine import lint as run_lint
     from kaffinity.findings import Severity
+    from kaffinity.gates import check_target
     from kaffinity.loader import STDIN, STDIN_NAME, ExcludeFn, SourceFile, anchor_patterns, load
     from kaffinity.rules import CATEGORIES, RULES
 
@@ -146,8 +153,6 @@ def lint(
         if config is not None and not no_config and not os.path.isfile(config):
             raise ConfigError([f"{config}: error: config file not found"])
         settings: Settings = load_settings(config_path, rule_names, sorted(CATEGORIES))
-        if kube_version is not None:
-            check_kube_version(kube_version)
         selected, ignored = _names(select), _names(ignore)
         for option, names in (("--select", selected), ("--ignore", ignored)):
             if names:
@@ -157,11 +162,13 @@ def lint(
             feature_gates=None
             if feature_gates is None
             else {**settings.feature_gates, **parse_feature_gates(feature_gates)},
+            proposals=proposals,
             select=selected or None,
             ignore=ignored,
             namespace=namespace,
             exclude=(*settings.exclude, *anchor_patterns(exclude, ".")) if exclude else None,
         )
+        check_target(settings.kube_version, settings.feature_gates)
         if fail_on is not None:
             threshold = None if fail_on is FailOn.none else Severity(fail_on.value)
             settings = replace(settings, fail_on=threshold)

@@ -35,6 +35,8 @@ class Settings:
 
     kube_version: str = DEFAULT_KUBE_VERSION
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    #: Honour the fields of proposals no release accepts (KEP-4328, pod selector Gt/Lt).
+    proposals: bool = False
     select: tuple[str, ...] = ("all",)
     ignore: tuple[str, ...] = ()
     severity: Mapping[str, Severity] = field(default_factory=dict)
@@ -138,6 +140,7 @@ def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
     return Settings(
         kube_version=data.get("kube-version", DEFAULT_KUBE_VERSION),
         feature_gates=dict(data.get("feature-gates") or {}),
+        proposals=bool(data.get("proposals", False)),
         select=tuple(data.get("select") or ("all",)),
         ignore=tuple(data.get("ignore") or ()),
         severity={name: Severity(level) for name, level in (data.get("severity") or {}).items()},

@@ -43,6 +43,13 @@ class Context:
     def inventory(self) -> Inventory:
         return build_inventory(self.documents, self.settings.namespace)
 
+    @cached_property
+    def validation(self) -> dict[str, list[Violation]]:
+        """What the schemas and the API server's validation say of every object, by rule name."""
+        from kaffinity.validation import validate_documents
+
+        return validate_documents(self.documents, self.settings)
+
 
 @dataclass(frozen=True, slots=True)
 class LintResult:
@@ -168,7 +175,7 @@ class _Run:
             doc.file,
             span,
             violation.message,
-            path=format_path(violation.path),
+            path=violation.field if violation.field is not None else format_path(violation.path),
             obj=object_ref(doc, self.settings.namespace),
             related=related,
             fix=violation.fix,

@@ -52,7 +52,8 @@ class Violation:
 
     ``doc`` is the document the path is relative to; the engine turns the path into a line and
     column. ``related`` are other places worth showing (the other side of a conflict), also as
-    data paths. ``fix`` is a hint for the user.
+    data paths. ``fix`` is a hint for the user. ``field`` is the path to report when it is not
+    the data path rendered (the API server names some errors by a path of its own).
     """
 
     doc: Document
@@ -60,6 +61,7 @@ class Violation:
     message: str
     related: tuple[Related, ...] = ()
     fix: str | None = None
+    field: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,7 +72,7 @@ def format_path(path: DataPath) -> str:
         if isinstance(item, int):
             out.append(f"[{item}]")
         elif not _is_plain_segment(item):
-            out.append(f"[{item!r}]")
+            out.append(f"[{item}]")  # as Go's field.Path renders a map key
         else:
             out.append(f".{item}" if out else item)
     return "".join(out)

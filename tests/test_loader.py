@@ -208,7 +208,7 @@ def test_format_path() -> None:
         "spec.template.spec.affinity.x[0].topologyKey"
     )
     assert format_path(("metadata", "annotations", "kaffinity.io/ignore")) == (
-        "metadata.annotations['kaffinity.io/ignore']"
+        "metadata.annotations[kaffinity.io/ignore]"
     )
 
 

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
-from kaffinity.rules import helm_template, parse_error, unused_suppression
+from kaffinity.rules import (
+    api_validation,
+    api_warning,
+    field_unavailable,
+    gated_field_dropped,
+    helm_template,
+    parse_error,
+    proposal_field,
+    schema,
+    unused_suppression,
+)
 from kaffinity.rules.base import Rule
 
 RULES: tuple[Rule, ...] = (
     parse_error.RULE,
     helm_template.RULE,
     unused_suppression.RULE,
+    schema.RULE,
+    field_unavailable.RULE,
+    proposal_field.RULE,
+    api_validation.RULE,
+    api_warning.RULE,
+    gated_field_dropped.RULE,
 )
 
 BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}

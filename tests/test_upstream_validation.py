@@ -1,0 +1,107 @@
+"""kaffinity's API validation against upstream Kubernetes, case by case.
+
+``data/upstream_validation.yaml`` restates what upstream's validation tests (and a few rules of
+``validation.go`` no test exercises) say about the scheduling fields of a Pod on create: affinity,
+tolerations, nodeSelector and topologySpreadConstraints. Every case becomes one Pod manifest; kaffinity
+must reject exactly the cases upstream rejects. Whether its finding names the same field path as
+upstream's error is measured over all invalid cases rather than asserted per case.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from kaffinity.config import Settings
+from kaffinity.engine import lint
+from kaffinity.findings import Finding
+from kaffinity.loader import parse
+
+DATA = Path(__file__).resolve().parent / "data" / "upstream_validation.yaml"
+#: Findings that mean "the API server would refuse this object".
+ERROR_RULES = frozenset({"schema", "api-validation", "field-unavailable", "proposal-field"})
+#: The share of invalid cases whose finding must name upstream's field path.
+PATH_AGREEMENT = 0.6
+DEFAULT_CONTAINERS = [{"name": "c", "image": "busybox"}]
+
+
+def _load_cases() -> list[dict[str, Any]]:
+    cases = YAML(typ="safe", pure=True).load(DATA.read_text(encoding="utf-8"))
+    assert isinstance(cases, list)
+    return cases
+
+
+CASES = _load_cases()
+INVALID = [case for case in CASES if not case["valid"]]
+
+
+def manifest(case: dict[str, Any]) -> str:
+    """The Pod a case describes, as JSON text (which is YAML)."""
+    metadata: dict[str, Any] = {"name": "case"}
+    if case.get("labels"):
+        metadata["labels"] = case["labels"]
+    spec = dict(case["spec"])
+    spec.setdefault("containers", DEFAULT_CONTAINERS)
+    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}, indent=2)
+
+
+@functools.cache
+def errors_for(name: str) -> tuple[Finding, ...]:
+    """The findings of ``ERROR_RULES`` kaffinity reports for the case called ``name``."""
+    case = next(case for case in CASES if case["name"] == name)
+    settings = Settings(kube_version=case["kube-version"], feature_gates=case.get("feature-gates") or {})
+    result = lint([parse("case.yaml", manifest(case))], settings)
+    return tuple(finding for finding in result.findings if finding.rule in ERROR_RULES)
+
+
+def describe(findings: tuple[Finding, ...]) -> str:
+    return "\n".join(f"  {f.rule} at {f.path or '(no path)'}: {f.message}" for f in findings) or "  (none)"
+
+
+def path_matches(case: dict[str, Any]) -> bool:
+    return any(finding.path == case["path"] for finding in errors_for(case["name"]))
+
+
+def test_cases_are_well_formed() -> None:
+    names = [case["name"] for case in CASES]
+    assert len(names) == len(set(names)), "case names must be unique"
+    for case in CASES:
+        assert {"name", "source", "kube-version", "valid", "path", "spec"} <= case.keys(), case["name"]
+        assert (case["path"] is None) == case["valid"], case["name"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
+def test_upstream_case(case: dict[str, Any]) -> None:
+    errors = errors_for(case["name"])
+    expectation = "accepts" if case["valid"] else f"rejects (at {case['path']})"
+    assert bool(errors) == (not case["valid"]), (
+        f"upstream {expectation} this Pod ({case['source']}; kube {case['kube-version']}); "
+        f"kaffinity reported:\n{describe(errors)}\n{manifest(case)}"
+    )
+
+
+def test_error_paths_agree_with_upstream() -> None:
+    matched = [case["name"] for case in INVALID if path_matches(case)]
+    missed = [f"  {case['name']}: want {case['path']}" for case in INVALID if case["name"] not in matched]
+    share = len(matched) / len(INVALID)
+    summary = f"{len(matched)}/{len(INVALID)} invalid cases name upstream's path ({share:.0%})"
+    assert share >= PATH_AGREEMENT, f"{summary}, below {PATH_AGREEMENT:.0%}:\n" + "\n".join(missed)
+
+
+def test_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    """Print how far kaffinity agrees with upstream; never fails."""
+    valid = [case for case in CASES if case["valid"]]
+    accepted = sum(1 for case in valid if not errors_for(case["name"]))
+    rejected = sum(1 for case in INVALID if errors_for(case["name"]))
+    paths = sum(1 for case in INVALID if path_matches(case))
+    with capsys.disabled():
+        print(
+            f"\nupstream validation: {accepted + rejected}/{len(CASES)} verdicts agree "
+            f"(valid accepted {accepted}/{len(valid)}, invalid rejected {rejected}/{len(INVALID)}); "
+            f"error paths match {paths}/{len(INVALID)}"
+        )
