@@ -207,36 +207,28 @@ class _Checker:
         for i, expression in _items(selector.get("matchExpressions")):
             here = (*path, "matchExpressions", i)
             operator, values = expression.get("operator"), expression.get("values")
-            count = len(values) if isinstance(values, list) else 0
-            if operator in ("In", "NotIn") and count == 0:
-                self.required((*here, "values"), "must be specified when `operator` is 'In' or 'NotIn'")
-            elif operator in ("Exists", "DoesNotExist") and count > 0:
-                self.forbidden(
-                    (*here, "values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-                )
-            elif operator in ("Gt", "Lt") and pod_selector and self.target.proposals:
-                self._numeric_values(values, count, here)
+            numeric = pod_selector and self.target.proposals  # the Gt/Lt proposal
+            self.operator_values(operator, values, here, numeric=numeric)
             key = _text(expression.get("key"))
             if key is not None:
                 self.label_name(key, (*here, "key"))
-            if operator not in ("Gt", "Lt"):
-                for j, value in _strings(values):
-                    for detail in label_value(value):
-                        self.invalid((*here, "values", j), value, detail)
+            for j, value in _strings(values):
+                for detail in label_value(value):
+                    self.invalid((*here, "values", j), value, detail)
 
-    def _numeric_values(self, values: Any, count: int, here: DataPath) -> None:
-        """Gt/Lt as node selectors (and the proposal for pod selectors) take one integer value."""
-        if count != 1:
+    def operator_values(self, operator: Any, values: Any, here: DataPath, numeric: bool) -> None:
+        """How many values each operator takes (label and node selector requirements alike)."""
+        count = len(values) if isinstance(values, list) else 0
+        if operator in ("In", "NotIn") and count == 0:
+            self.required((*here, "values"), "must be specified when `operator` is 'In' or 'NotIn'")
+        elif operator in ("Exists", "DoesNotExist") and count > 0:
+            self.forbidden(
+                (*here, "values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+            )
+        elif operator in ("Gt", "Lt") and numeric and count != 1:
             self.required((*here, "values"), "must be specified single value when `operator` is 'Lt' or 'Gt'")
-            return
-        value = values[0]
-        if isinstance(value, str):
-            try:
-                int(value, 10)
-            except ValueError:
-                self.invalid(
-                    (*here, "values", 0), value, "must be an integer when `operator` is 'Lt' or 'Gt'"
-                )
+        elif operator is None:  # absent or null: "" (other values: the schema's enumeration)
+            self.invalid((*here, "operator"), "", "not a valid selector operator")
 
     # -- the pod spec -----------------------------------------------------------------------
 
@@ -298,17 +290,7 @@ class _Checker:
         for j, requirement in _items(term.get("matchExpressions")):
             here = (*path, "matchExpressions", j)
             operator, values = requirement.get("operator"), requirement.get("values")
-            count = len(values) if isinstance(values, list) else 0
-            if operator in ("In", "NotIn") and count == 0:
-                self.required((*here, "values"), "must be specified when `operator` is 'In' or 'NotIn'")
-            elif operator in ("Exists", "DoesNotExist") and count > 0:
-                self.forbidden(
-                    (*here, "values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-                )
-            elif operator in ("Gt", "Lt") and count != 1:
-                self.required(
-                    (*here, "values"), "must be specified single value when `operator` is 'Lt' or 'Gt'"
-                )
+            self.operator_values(operator, values, here, numeric=True)
             key = _text(requirement.get("key"))
             if key is not None:
                 self.label_name(key, (*here, "key"))
@@ -333,8 +315,8 @@ class _Checker:
                         (*here, "values"),
                         "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
                     )
-            elif isinstance(operator, str) and operator in ("Exists", "DoesNotExist", "Gt", "Lt"):
-                self.invalid((*here, "operator"), operator, "not a valid selector operator")
+            elif operator is None or operator in ("Exists", "DoesNotExist", "Gt", "Lt"):
+                self.invalid((*here, "operator"), operator or "", "not a valid selector operator")
             for k, value in _strings(values):
                 for detail in dns1123_subdomain(value):
                     self.invalid((*here, "values", k), value, detail)
@@ -520,6 +502,11 @@ class _Checker:
             elif topology_key is not None:
                 self.deprecated_label(topology_key, (*here, "topologyKey"))
             action = _text(constraint.get("whenUnsatisfiable"))
+            if action == "":  # absent or null (other values: the schema's enumeration)
+                self._add(
+                    (*here, "whenUnsatisfiable"),
+                    'Unsupported value: "": supported values: "DoNotSchedule", "ScheduleAnyway"',
+                )
             for _, later in items[i + 1 :]:
                 if (
                     topology_key is not None

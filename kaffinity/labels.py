@@ -53,7 +53,7 @@ def qualified_name(value: str) -> list[str]:
         errors.append("name part must be non-empty")
     elif len(name) > 63:
         errors.append("name part must be no more than 63 characters")
-    if name and not _QUALIFIED_NAME.fullmatch(name):
+    if not _QUALIFIED_NAME.fullmatch(name):
         errors.append(f"name part {_QUALIFIED_NAME_MSG}")
     return errors
 

@@ -122,17 +122,27 @@ KINDS: dict[str, tuple[str, str, dict[str, Any]]] = {
     ),
 }
 
-# Enumerations from the API field documentation (k8s.io/api types.go constants); ``None`` is
-# JSON null, which the API server reads as "unset". An empty string is listed only where the
-# API accepts it (a toleration's "" operator means Equal, its "" effect means all effects).
+# Enumerations from the API field documentation (k8s.io/api types.go constants). JSON null is
+# allowed throughout: the API server reads it as the zero value, and where "" is not allowed the
+# hand-written validation reports the missing value (as it does for an absent field). An empty
+# string is listed only where the API accepts it (a toleration's "" operator means Equal, its ""
+# effect means all effects).
 ENUMS: dict[tuple[str, str], tuple[str | None, ...]] = {
-    (CORE + "TopologySpreadConstraint", "whenUnsatisfiable"): ("DoNotSchedule", "ScheduleAnyway"),
+    (CORE + "TopologySpreadConstraint", "whenUnsatisfiable"): ("DoNotSchedule", "ScheduleAnyway", None),
     (CORE + "TopologySpreadConstraint", "nodeAffinityPolicy"): ("Honor", "Ignore", None),
     (CORE + "TopologySpreadConstraint", "nodeTaintsPolicy"): ("Honor", "Ignore", None),
     (CORE + "Toleration", "operator"): ("Exists", "Equal", "", None),
     (CORE + "Toleration", "effect"): ("NoSchedule", "PreferNoSchedule", "NoExecute", "", None),
-    (CORE + "NodeSelectorRequirement", "operator"): ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"),
-    (META + "LabelSelectorRequirement", "operator"): ("In", "NotIn", "Exists", "DoesNotExist"),
+    (CORE + "NodeSelectorRequirement", "operator"): (
+        "In",
+        "NotIn",
+        "Exists",
+        "DoesNotExist",
+        "Gt",
+        "Lt",
+        None,
+    ),
+    (META + "LabelSelectorRequirement", "operator"): ("In", "NotIn", "Exists", "DoesNotExist", None),
     (APPS + "DeploymentStrategy", "type"): ("Recreate", "RollingUpdate", "", None),
     (APPS + "StatefulSetUpdateStrategy", "type"): ("RollingUpdate", "OnDelete", "", None),
     (APPS + "DaemonSetUpdateStrategy", "type"): ("RollingUpdate", "OnDelete", "", None),
@@ -289,7 +299,7 @@ def extend(defs: dict[str, Any], version: str) -> None:
     selector["properties"]["matchExpressions"]["items"] = {"$ref": ref(POD_SELECTOR_REQUIREMENT)}
     requirement = copy.deepcopy(defs[META + "LabelSelectorRequirement"])
     operator = requirement["properties"]["operator"]
-    operator["enum"] = [*operator["enum"], "Gt", "Lt"]
+    operator["enum"] = [*operator["enum"][:-1], "Gt", "Lt", None]
     operator["x-kaffinity-proposal-values"] = {"Gt": GT_LT_PROPOSAL, "Lt": GT_LT_PROPOSAL}
     defs[POD_SELECTOR], defs[POD_SELECTOR_REQUIREMENT] = selector, requirement
     defs[CORE + "PodAffinityTerm"]["properties"]["labelSelector"]["$ref"] = ref(POD_SELECTOR)

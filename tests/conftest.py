@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 SHARED = REPO.parent / "shared"
 _EXPECT = re.compile(r"#\s*expect:\s*([a-z0-9-]+(?:\s*,\s*[a-z0-9-]+)*)")
+_SETTINGS = re.compile(r"^#\s*settings:\s*(\{.*\})\s*$", re.MULTILINE)
 
 
 def run_cli(
@@ -80,6 +81,13 @@ def expected(path: Path) -> list[tuple[str, int]]:
         if match:
             found += [(rule.strip(), number) for rule in match.group(1).split(",")]
     return sorted(found)
+
+
+def example_settings(path: Path) -> dict[str, Any]:
+    """``# settings: {"kube_version": "1.28"}`` in an example: the Settings it is linted with."""
+    match = _SETTINGS.search(path.read_text(encoding="utf-8"))
+    settings: dict[str, Any] = json.loads(match.group(1)) if match else {}
+    return settings
 
 
 def _anti_affinity_zone_check(context: Any) -> Iterator[Violation]:

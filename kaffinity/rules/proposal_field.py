@@ -23,7 +23,7 @@ Fields of proposals that never shipped, which kaffinity's extended schemas know 
 
 With `--proposals` (or `proposals: true` in `.kaffinity.yaml`) kaffinity instead validates these
 fields as the proposals specify (RequiredDuringExecution like the required node selector; Gt/Lt
-with exactly one integer value) and honours them in its other analyses.
+with exactly one value, as node affinity's) and honours them in its other analyses.
 
 ## Why it matters
 The API server rejects the unknown field (strict field validation) or the operator ("not a
