@@ -40,7 +40,20 @@ _SINCE, _PROPOSAL, _PROPOSAL_VALUES = (
     "x-kaffinity-proposal",
     "x-kaffinity-proposal-values",
 )
-_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object", list: "array"}
+_JSON_TYPES = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (dict, "object"),
+    (list, "array"),
+)
+
+
+# Keys that are not fields in files that are not plain manifests: strategic-merge-patch
+# directives of kustomize patches ($patch, $retainKeys, $setElementOrder/...) and the JMESPath
+# bindings of Kyverno / chainsaw assertions ("(replicas >= `1`)").
+_NOT_FIELDS = ("$", "(")
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +195,7 @@ def _problems(error: ValidationError, path: DataPath, version: str) -> list[Sche
         return [
             SchemaProblem(SCHEMA, (*path, key), f'unknown field "{key}"{_did_you_mean(str(key), known)}')
             for key in instance
-            if key not in known
+            if key not in known and not str(key).startswith(_NOT_FIELDS)
         ]
     if keyword == "type":
         expected = [t for t in _as_list(error.validator_value) if t != "null"]
@@ -212,7 +225,9 @@ def _or(types: list[str]) -> str:
 
 
 def _describe(instance: Any) -> str:
-    kind = _JSON_TYPES.get(type(instance), type(instance).__name__)
+    if instance is None:
+        return "null"
+    kind = next((name for cls, name in _JSON_TYPES if isinstance(instance, cls)), type(instance).__name__)
     shown = json.dumps(instance, default=str)
     return f"{kind} {shown}" if len(shown) <= 40 else f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 

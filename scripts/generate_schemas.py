@@ -223,17 +223,26 @@ def loosen(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
+    choices = schema.get("oneOf")
+    if isinstance(choices, list) and all(set(choice) == {"type"} for choice in choices):
+        # int-or-string: one type list, else a null would match every choice of the oneOf.
+        types = [t for choice in choices for t in _types(choice["type"]) if t != "null"]
+        schema = {**{k: v for k, v in schema.items() if k != "oneOf"}, "type": types}
     for key, value in schema.items():
         if key == "required" and isinstance(value, list):
             continue
         if key == "type":
-            types = [value] if isinstance(value, str) else list(value)
+            types = _types(value)
             out[key] = types if "null" in types else [*types, "null"]
         elif key in ("properties", "$defs", "patternProperties"):
             out[key] = {name: loosen(sub) for name, sub in value.items()}
         else:
             out[key] = loosen(value)
     return out
+
+
+def _types(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
 
 
 def first_versions(all_defs: dict[str, dict[str, Any]]) -> dict[tuple[str, str], str]:
