@@ -48,6 +48,7 @@ import kaffinity
 from kaffinity.config import Settings, find_config
 from kaffinity.engine import LintResult, lint
 from kaffinity.loader import SourceFile, discover, load, parse
+from kaffinity.validation import validate_documents
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -60,6 +61,7 @@ STARTUP_REPEAT = 10
 # Targets (README.md): parse at most this many times the floor; growth per 10x workloads at most this.
 PARSE_TARGET = 2.0
 GROWTH_TARGET = 12.0
+VALIDATION_TARGET = 0.5  # validation adds at most half the load time
 
 # Runs one command and reports its wall time, CPU time and peak RSS. It is a separate, small
 # process on purpose: Linux charges a child, at exec, with the high-water RSS of the process it
@@ -285,6 +287,17 @@ def time_engine(folder: str, settings: Settings, repeat: int) -> tuple[list[floa
     return timed(lambda: lint(files, settings), repeat)
 
 
+def time_validation(folder: str, settings: Settings, repeat: int) -> tuple[list[float], list[float]]:
+    """The six validation rules' shared work (:func:`validate_documents`) on loaded objects.
+
+    The first call, untimed, builds the validators of the version (once per version and kind)."""
+    documents = [doc for file in load([folder]) for doc in file.documents]
+    found = validate_documents(documents, settings)
+    if found:
+        raise RuntimeError(f"validation found problems in the generated corpus: {sorted(found)}")
+    return timed(lambda: validate_documents(documents, settings), repeat)
+
+
 def measure_size(item: Corpus, repeat: int, cwd: str) -> list[Measurement]:
     """Every stage at one size. Each stage's first call checks the result and warms it up."""
     stats = item.stats
@@ -317,6 +330,8 @@ def measure_size(item: Corpus, repeat: int, cwd: str) -> list[Measurement]:
 
     check_load(load([folder]), item)
     record("load", "kaffinity.loader.load([dir])", timed(lambda: load([folder]), repeat))
+
+    record("validate", "schema + API validation (all objects)", time_validation(folder, settings, repeat))
 
     check_lint(lint(load([folder]), settings), item)
     record("lint", "lint(load([dir]), Settings())", timed(lambda: lint(load([folder]), settings), repeat))
@@ -564,6 +579,14 @@ def reading(by_size: dict[int, list[Measurement]], startup: Sequence[Measurement
     loaded, linted, engine, cli = (_stage(top, name) for name in ("load", "lint", "engine", "cli"))
     small = _stage(startup, "small")
     lines = _load_lines(top)
+    validated = _stage(top, "validate")
+    share = validated.cpu_median / loaded.cpu_median
+    lines.append(
+        f"- Schema and API-server validation of the {validated.workloads:,} workloads takes "
+        f"{validated.cpu_median:.2f} s CPU ({_rate(validated.workloads, validated.cpu_median)} workloads/s): "
+        f"**{share:.0%}** on top of loading ({loaded.cpu_median:.2f} s; target <= {VALIDATION_TARGET:.0%}: "
+        f"{_verdict(share, VALIDATION_TARGET)})."
+    )
     extra = linted.median - loaded.median - engine.median
     if extra > 0.1 * loaded.median:
         lines.append(

@@ -26,7 +26,6 @@ from typing import Any
 from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend
-from referencing import Registry, Resource
 
 from kaffinity.resources import schema
 from kaffinity.source import DataPath
@@ -40,6 +39,7 @@ _SINCE, _PROPOSAL, _PROPOSAL_VALUES = (
     "x-kaffinity-proposal",
     "x-kaffinity-proposal-values",
 )
+_KNOWN = "x-kaffinity-known"  # internal: additionalProperties: false, as a set (see _inlined)
 _JSON_TYPES = (
     (bool, "boolean"),
     (int, "integer"),
@@ -86,6 +86,13 @@ def _entry_points(version: str) -> dict[tuple[str, str], str]:
     return points
 
 
+def _known(
+    validator: Validator, known: frozenset[str], instance: Any, schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    if isinstance(instance, dict) and not known.issuperset(instance):
+        yield ValidationError("unknown fields", validator=_KNOWN, instance=instance)
+
+
 def _since(
     validator: Validator, since: str, instance: Any, schema: Mapping[str, Any]
 ) -> Iterator[ValidationError]:
@@ -118,14 +125,42 @@ def validator_for(version: str, proposals: bool, api_version: str, kind: str) ->
     target = _entry_points(version).get((api_version, kind))
     if target is None:
         return None
-    root = kube_schema(version)
     cls = extend(  # type: ignore[no-untyped-call]
         Draft202012Validator,
-        {_SINCE: _since, _PROPOSAL: _proposal(proposals), _PROPOSAL_VALUES: _proposal_values(proposals)},
+        {_KNOWN: _known, _SINCE: _since, _PROPOSAL: _proposal(proposals), _PROPOSAL_VALUES: _proposal_values(proposals)},
     )
-    registry: Registry[Any] = Registry().with_resource(root["$id"], Resource.from_contents(dict(root)))
-    validator: Validator = cls({"$ref": root["$id"] + target}, registry=registry)
+    validator: Validator = cls(_inlined(version, target.removeprefix("#/$defs/")))
     return validator
+
+
+def _inlined(version: str, name: str) -> dict[str, Any]:
+    """One definition with every ``$ref`` replaced by what it names (they do not recurse).
+
+    jsonschema resolves a ``$ref`` anew each time it meets one, which costs more than the
+    validation itself; the inlined schema is built once per kind and version.
+    """
+    defs = kube_schema(version)["$defs"]
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {key: inline(value) for key, value in node.items() if key != "$ref"}
+        target = node.get("$ref")
+        if isinstance(target, str):
+            out = {**inline(defs[target.removeprefix("#/$defs/")]), **out}
+        if out.get("additionalProperties") is False and isinstance(out.get("properties"), dict):
+            # Fields kaffinity lists but does not check ({}) need no descent: one set lookup
+            # per key finds the unknown ones.
+            properties = out["properties"]
+            out["properties"] = {name: sub for name, sub in properties.items() if sub != {}}
+            out[_KNOWN] = frozenset(properties)
+            del out["additionalProperties"]
+        return out
+
+    inlined: dict[str, Any] = inline(defs[name])
+    return inlined
 
 
 def check_object(data: Mapping[str, Any], version: str, proposals: bool = False) -> list[SchemaProblem]:
@@ -190,8 +225,8 @@ def _problems(error: ValidationError, path: DataPath, version: str) -> list[Sche
                 "remove it (or lint with --proposals to check it as the proposal specifies)",
             )
         ]
-    if keyword == "additionalProperties" and isinstance(instance, dict):
-        known = list(error.schema.get("properties", {})) if isinstance(error.schema, dict) else []
+    if keyword == _KNOWN and isinstance(instance, dict):
+        known = sorted(error.validator_value)  # type: ignore[arg-type]
         return [
             SchemaProblem(SCHEMA, (*path, key), f'unknown field "{key}"{_did_you_mean(str(key), known)}')
             for key in instance

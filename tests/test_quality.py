@@ -15,9 +15,9 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_check_and_format() -> None:
-    checked = _run("ruff", "check", "kaffinity", "tests", "benchmarks")
+    checked = _run("ruff", "check", "kaffinity", "tests", "benchmarks", "scripts")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    formatted = _run("ruff", "format", "--check", "kaffinity", "tests")
+    formatted = _run("ruff", "format", "--check", "kaffinity", "tests", "scripts")
     assert formatted.returncode == 0, formatted.stdout + formatted.stderr
 
 
