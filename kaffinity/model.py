@@ -126,6 +126,9 @@ class NodeAffinity:
     required: tuple[NodeSelectorTerm, ...] | None
     preferred: tuple[PreferredSchedulingTerm, ...]
     path: DataPath
+    #: ``requiredDuringSchedulingRequiredDuringExecution``: KEP-4328, a proposal no release
+    #: accepts; analyses honour it only with ``--proposals`` (Settings.proposals).
+    required_during_execution: tuple[NodeSelectorTerm, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -502,16 +505,19 @@ def _affinity(raw: Mapping[str, Any], path: DataPath) -> Affinity:
     )
 
 
+def _node_selector(raw: Mapping[str, Any], name: str, path: DataPath) -> tuple[NodeSelectorTerm, ...] | None:
+    selector = raw.get(name)
+    if not isinstance(selector, Mapping):
+        return None
+    terms_path = (*path, name, "nodeSelectorTerms")
+    return tuple(
+        _node_selector_term(term, (*terms_path, i)) for i, term in _items(selector.get("nodeSelectorTerms"))
+    )
+
+
 def _node_affinity(raw: Mapping[str, Any], path: DataPath) -> NodeAffinity:
-    required_path = (*path, "requiredDuringSchedulingIgnoredDuringExecution")
-    required_raw = raw.get("requiredDuringSchedulingIgnoredDuringExecution")
-    required = None
-    if isinstance(required_raw, Mapping):
-        terms_path = (*required_path, "nodeSelectorTerms")
-        required = tuple(
-            _node_selector_term(term, (*terms_path, i))
-            for i, term in _items(required_raw.get("nodeSelectorTerms"))
-        )
+    required = _node_selector(raw, "requiredDuringSchedulingIgnoredDuringExecution", path)
+    during_execution = _node_selector(raw, "requiredDuringSchedulingRequiredDuringExecution", path)
     preferred_path = (*path, "preferredDuringSchedulingIgnoredDuringExecution")
     preferred = tuple(
         PreferredSchedulingTerm(
@@ -521,7 +527,7 @@ def _node_affinity(raw: Mapping[str, Any], path: DataPath) -> NodeAffinity:
         )
         for i, item in _items(raw.get("preferredDuringSchedulingIgnoredDuringExecution"))
     )
-    return NodeAffinity(required, preferred, path)
+    return NodeAffinity(required, preferred, path, during_execution)
 
 
 def _node_selector_term(raw: Mapping[str, Any], path: DataPath) -> NodeSelectorTerm:

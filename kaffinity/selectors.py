@@ -1,0 +1,71 @@
+"""Label selector matching, as k8s.io/apimachinery ``labels.Selector`` and the scheduler's
+``nodeaffinity`` helpers match.
+
+* a nil selector (None) matches nothing; an empty one (``{}``) matches everything
+  (``LabelSelectorAsSelector``);
+* ``In``: the label is present with one of the values; ``NotIn``: absent, or none of the values;
+  ``Exists`` / ``DoesNotExist``: present / absent;
+* ``Gt`` / ``Lt`` (node selectors; in pod selectors only under the 2019 proposal, with
+  ``proposals=True``): the label is present and, read as an integer, greater / less than the
+  single value; a label or a value that is not an integer makes the requirement false
+  (``labels/selector.go``, the scheduler swallows the parse error);
+* any other operator (including ``Gt``/``Lt`` in a pod selector without the proposal) matches
+  nothing: the API server rejects such a selector, and kaffinity's analyses must not guess.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from kaffinity.model import LabelSelector, NodeSelectorTerm, Requirement
+
+
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def requirement_matches(requirement: Requirement, labels: Mapping[str, str], numeric: bool = True) -> bool:
+    key, operator, values = requirement.key, requirement.operator, requirement.values
+    if operator == "In":
+        return key in labels and labels[key] in values
+    if operator == "NotIn":
+        return key not in labels or labels[key] not in values
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    if operator in ("Gt", "Lt") and numeric and len(values) == 1 and key in labels:
+        have, want = _integer(labels[key]), _integer(values[0])
+        if have is None or want is None:
+            return False
+        return have > want if operator == "Gt" else have < want
+    return False
+
+
+def selector_matches(
+    selector: LabelSelector | None, labels: Mapping[str, str], proposals: bool = False
+) -> bool:
+    """A pod label selector; ``proposals``: honour Gt/Lt (the withdrawn 2019 proposal)."""
+    if selector is None:
+        return False
+    if any(labels.get(key) != value for key, value in selector.match_labels):
+        return False
+    return all(requirement_matches(r, labels, numeric=proposals) for r in selector.match_expressions)
+
+
+def node_term_matches(term: NodeSelectorTerm, labels: Mapping[str, str], node_name: str) -> bool:
+    """One node selector term: an empty term matches no node (component-helpers nodeaffinity)."""
+    if not term.match_expressions and not term.match_fields:
+        return False
+    fields = {"metadata.name": node_name}
+    return all(requirement_matches(r, labels) for r in term.match_expressions) and all(
+        requirement_matches(r, fields, numeric=False) for r in term.match_fields
+    )
+
+
+def _integer(text: str) -> int | None:
+    """``strconv.ParseInt(text, 10, 64)``: an optional sign and decimal digits, nothing else."""
+    if not _GO_INT.fullmatch(text):
+        return None
+    value = int(text, 10)
+    return value if -(2**63) <= value < 2**63 else None
