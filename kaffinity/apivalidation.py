@@ -303,10 +303,6 @@ class _Checker:
                         self.invalid((*here, "values", k), value, detail)
         for j, requirement in _items(term.get("matchFields")):
             here = (*path, "matchFields", j)
-            key = _text(requirement.get("key"))
-            if key is not None and key != "metadata.name":
-                self.invalid((*here, "key"), key, "not a valid field selector key")
-                continue  # upstream checks nothing else of this requirement
             operator, values = requirement.get("operator"), requirement.get("values")
             count = len(values) if isinstance(values, list) else 0
             if operator in ("In", "NotIn"):
@@ -317,6 +313,10 @@ class _Checker:
                     )
             elif operator is None or operator in ("Exists", "DoesNotExist", "Gt", "Lt"):
                 self.invalid((*here, "operator"), operator or "", "not a valid selector operator")
+            key = _text(requirement.get("key"))
+            if key is not None and key != "metadata.name":
+                self.invalid((*here, "key"), key, "not a valid field selector key")
+                continue  # the values are node names only for metadata.name
             for k, value in _strings(values):
                 for detail in dns1123_subdomain(value):
                     self.invalid((*here, "values", k), value, detail)

@@ -127,7 +127,12 @@ def validator_for(version: str, proposals: bool, api_version: str, kind: str) ->
         return None
     cls = extend(  # type: ignore[no-untyped-call]
         Draft202012Validator,
-        {_KNOWN: _known, _SINCE: _since, _PROPOSAL: _proposal(proposals), _PROPOSAL_VALUES: _proposal_values(proposals)},
+        {
+            _KNOWN: _known,
+            _SINCE: _since,
+            _PROPOSAL: _proposal(proposals),
+            _PROPOSAL_VALUES: _proposal_values(proposals),
+        },
     )
     validator: Validator = cls(_inlined(version, target.removeprefix("#/$defs/")))
     return validator
@@ -186,9 +191,11 @@ def check_object(data: Mapping[str, Any], version: str, proposals: bool = False)
     return problems
 
 
-def _order(error: ValidationError) -> tuple[tuple[str, ...], bool]:
-    """By path, type errors first (they explain any other error at the same place)."""
-    return tuple(map(str, error.absolute_path)), error.validator not in ("type", "oneOf", "anyOf")
+def _order(error: ValidationError) -> tuple[tuple[str, ...], int]:
+    """By path; at one path a proposal marker first (what is inside is moot), then a type error
+    (it explains any other error at the same place)."""
+    rank = 0 if error.validator == _PROPOSAL else 1 if error.validator in ("type", "oneOf", "anyOf") else 2
+    return tuple(map(str, error.absolute_path)), rank
 
 
 def _field(path: DataPath) -> str:

@@ -20,7 +20,6 @@ from collections.abc import Mapping
 
 from kaffinity.model import LabelSelector, NodeSelectorTerm, Requirement
 
-
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 
 
