@@ -54,6 +54,7 @@ DEPRECATED_NODE_LABELS = {
 }
 # KEP-5471: Lt/Gt toleration values are integers in canonical form (no sign, no leading zero).
 _CANONICAL_INTEGER = re.compile(r"0|-?[1-9][0-9]*")
+_GO_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -484,6 +485,15 @@ class _Checker:
             self.invalid((*here, "value"), value, "must be non-empty")
         elif not _CANONICAL_INTEGER.fullmatch(value):
             self.invalid((*here, "value"), value, "must be a valid decimal integer in canonical form")
+        # Then strconv.ParseInt(value, 10, 64), whose error upstream appends verbatim.
+        if not _GO_INTEGER.fullmatch(value):
+            self.invalid(
+                (*here, "value"), value, f"strconv.ParseInt: parsing {_quote(value)}: invalid syntax"
+            )
+        elif not -(2**63) <= int(value, 10) < 2**63:
+            self.invalid(
+                (*here, "value"), value, f"strconv.ParseInt: parsing {_quote(value)}: value out of range"
+            )
 
     # -- topology spread --------------------------------------------------------------------
 
