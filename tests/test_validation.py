@@ -73,6 +73,11 @@ def where(findings: list[Finding]) -> list[tuple[str, int | None, str]]:
     return [(finding.rule, finding.line, finding.path) for finding in findings]
 
 
+def assert_at(finding: Finding, rule: str, text: str, needle: str, path: str) -> None:
+    """The finding is ``rule``'s, on the line of ``text`` holding ``needle``, at field ``path``."""
+    assert (finding.rule, finding.line, finding.path) == (rule, line_of(text, needle), path)
+
+
 def the_one(result: LintResult, rule: str | None = None) -> Finding:
     """The single finding (of ``rule``, when given)."""
     findings = result.findings if rule is None else by_rule(result, rule)
@@ -109,10 +114,8 @@ def test_pod_affinity_match_label_keys_is_not_a_field_before_1_29(version: str) 
 @pytest.mark.parametrize("version", ["1.29", "1.30"])
 def test_pod_affinity_match_label_keys_is_dropped_while_the_gate_is_alpha(version: str) -> None:
     finding = the_one(lint_text(ANTI_MATCH_KEYS, kube_version=version))
-    assert (finding.rule, finding.line, finding.path) == (
-        "gated-field-dropped",
-        line_of(ANTI_MATCH_KEYS, "matchLabelKeys"),
-        f"{ANTI_TERM}.matchLabelKeys",
+    assert_at(
+        finding, "gated-field-dropped", ANTI_MATCH_KEYS, "matchLabelKeys", f"{ANTI_TERM}.matchLabelKeys"
     )
     assert "MatchLabelKeysInPodAffinity" in finding.message
     assert "alpha" in finding.message
@@ -136,11 +139,7 @@ def test_pod_affinity_match_label_keys_is_dropped_when_the_beta_gate_is_turned_o
 def test_mismatch_label_keys_is_dropped_with_the_same_gate() -> None:
     text = ANTI_MATCH_KEYS.replace("matchLabelKeys: [pod-template-hash]", "mismatchLabelKeys: [tenant]")
     finding = the_one(lint_text(text, kube_version="1.30"))
-    assert (finding.rule, finding.line, finding.path) == (
-        "gated-field-dropped",
-        line_of(text, "mismatchLabelKeys"),
-        f"{ANTI_TERM}.mismatchLabelKeys",
-    )
+    assert_at(finding, "gated-field-dropped", text, "mismatchLabelKeys", f"{ANTI_TERM}.mismatchLabelKeys")
 
 
 def test_a_dropped_field_is_not_validated_further() -> None:
@@ -186,9 +185,11 @@ MERGE_GATE = "MatchLabelKeysInPodTopologySpreadSelectorMerge"
 @pytest.mark.parametrize("version", ["1.27", "1.33"])
 def test_spread_legacy_regime_rejects_a_key_of_the_selector(version: str) -> None:
     finding = the_one(lint_text(SPREAD_DEPLOYMENT, kube_version=version))
-    assert (finding.rule, finding.line, finding.path) == (
+    assert_at(
+        finding,
         "api-validation",
-        line_of(SPREAD_DEPLOYMENT, "matchLabelKeys"),
+        SPREAD_DEPLOYMENT,
+        "matchLabelKeys",
         f"{TEMPLATE}.topologySpreadConstraints[0].matchLabelKeys[0]",
     )
     assert "exists in both matchLabelKeys and labelSelector" in finding.message
@@ -212,11 +213,8 @@ def test_spread_merge_regime_accepts_the_template(version: str) -> None:
 @pytest.mark.parametrize("version", FROM_1_34)
 def test_spread_merge_regime_rejects_the_pod_that_carries_the_label(version: str) -> None:
     finding = the_one(lint_text(SPREAD_POD, kube_version=version))
-    assert (finding.rule, finding.line, finding.path) == (
-        "api-validation",
-        line_of(SPREAD_POD, "matchLabelKeys"),
-        "spec.topologySpreadConstraints[0][0]",  # upstream appends the index to the constraint
-    )
+    # upstream appends the index to the constraint's path
+    assert_at(finding, "api-validation", SPREAD_POD, "matchLabelKeys", "spec.topologySpreadConstraints[0][0]")
     assert "exists in both matchLabelKeys and labelSelector" in finding.message
 
 
@@ -287,11 +285,7 @@ POD_TERM = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringE
 def test_pod_affinity_key_already_in_the_selector_rejects_the_pod() -> None:
     text = pod(ANTI_POD_SPEC, labels="{app: web, tenant: a}")
     finding = the_one(lint_text(text))
-    assert (finding.rule, finding.line, finding.path) == (
-        "api-validation",
-        line_of(text, "matchLabelKeys"),
-        f"{POD_TERM}[0]",
-    )
+    assert_at(finding, "api-validation", text, "matchLabelKeys", f"{POD_TERM}[0]")
     assert "exists in both matchLabelKeys and labelSelector" in finding.message
 
 
@@ -315,11 +309,7 @@ def test_pod_affinity_key_in_both_match_and_mismatch_label_keys() -> None:
     )
     text = pod(spec, labels="{app: web}")
     finding = the_one(lint_text(text))
-    assert (finding.rule, finding.line, finding.path) == (
-        "api-validation",
-        line_of(text, " matchLabelKeys"),
-        f"{POD_TERM}.matchLabelKeys[0]",
-    )
+    assert_at(finding, "api-validation", text, " matchLabelKeys", f"{POD_TERM}.matchLabelKeys[0]")
     assert "exists in both matchLabelKeys and mismatchLabelKeys" in finding.message
 
 
@@ -358,9 +348,11 @@ NEGATIVE_GT = node_required('{key: example.com/cores, operator: Gt, values: ["-5
 @pytest.mark.parametrize("version", ["1.33", "1.34", "1.37"])
 def test_required_node_affinity_values_are_label_values_from_1_33(version: str) -> None:
     finding = the_one(lint_text(NEGATIVE_GT, kube_version=version))
-    assert (finding.rule, finding.line, finding.path) == (
+    assert_at(
+        finding,
         "api-validation",
-        line_of(NEGATIVE_GT, '"-5"'),
+        NEGATIVE_GT,
+        '"-5"',
         f"{NODE_REQUIRED}.nodeSelectorTerms[0].matchExpressions[0].values[0]",
     )
 
@@ -405,9 +397,11 @@ def test_match_fields_with_another_key_reports_only_the_key() -> None:
     # The value is not a valid node name, but with an unknown key upstream checks no values.
     text = node_required('{key: metadata.namespace, operator: In, values: ["Not_A_Node"]}', "matchFields")
     finding = the_one(lint_text(text))
-    assert (finding.rule, finding.line, finding.path) == (
+    assert_at(
+        finding,
         "api-validation",
-        line_of(text, "metadata.namespace"),
+        text,
+        "metadata.namespace",
         f"{NODE_REQUIRED}.nodeSelectorTerms[0].matchFields[0].key",
     )
     assert "not a valid field selector key" in finding.message
@@ -448,22 +442,14 @@ def toleration(operator: str, value: str) -> str:
 def test_toleration_comparison_is_outside_the_enumeration_before_1_35(operator: str) -> None:
     text = toleration(operator, '"10"')
     finding = the_one(lint_text(text, kube_version="1.34"))
-    assert (finding.rule, finding.line, finding.path) == (
-        "schema",
-        line_of(text, "operator:"),
-        "spec.tolerations[0].operator",
-    )
+    assert_at(finding, "schema", text, "operator:", "spec.tolerations[0].operator")
 
 
 @pytest.mark.parametrize("version", ["1.35", "1.36", "1.37"])
 def test_toleration_comparison_needs_the_gate_from_1_35(version: str) -> None:
     text = toleration("Gt", '"10"')
     finding = the_one(lint_text(text, kube_version=version))
-    assert (finding.rule, finding.line, finding.path) == (
-        "api-validation",
-        line_of(text, "operator:"),
-        "spec.tolerations[0].operator",
-    )
+    assert_at(finding, "api-validation", text, "operator:", "spec.tolerations[0].operator")
     assert "Unsupported value" in finding.message
 
 
@@ -519,11 +505,7 @@ POD_GT_REQUIREMENT = (
 def test_required_during_execution_is_a_proposal_field() -> None:
     text = deployment(RDE_SPEC)
     finding = the_one(lint_text(text))
-    assert (finding.rule, finding.line, finding.path) == (
-        "proposal-field",
-        line_of(text, RDE),
-        f"{TEMPLATE}.affinity.nodeAffinity.{RDE}",
-    )
+    assert_at(finding, "proposal-field", text, RDE, f"{TEMPLATE}.affinity.nodeAffinity.{RDE}")
     assert "KEP-4328" in finding.message
 
 
@@ -543,11 +525,7 @@ def test_an_unknown_field_inside_a_proposal_field_is_not_reported() -> None:
 def test_gt_in_a_pod_affinity_selector_is_a_proposal_operator() -> None:
     text = deployment(POD_GT_SPEC)
     finding = the_one(lint_text(text))
-    assert (finding.rule, finding.line, finding.path) == (
-        "proposal-field",
-        line_of(text, "operator: Gt"),
-        f"{POD_GT_REQUIREMENT}.operator",
-    )
+    assert_at(finding, "proposal-field", text, "operator: Gt", f"{POD_GT_REQUIREMENT}.operator")
 
 
 def test_proposals_honoured_accept_both() -> None:
@@ -566,9 +544,11 @@ def test_proposals_honoured_validate_required_during_execution_like_the_required
     )
     assert [f.rule for f in lint_text(text).findings] == ["proposal-field"]
     finding = the_one(lint_text(text, proposals=True))
-    assert (finding.rule, finding.line, finding.path) == (
+    assert_at(
+        finding,
         "api-validation",
-        line_of(text, "nodeSelectorTerms"),
+        text,
+        "nodeSelectorTerms",
         f"{TEMPLATE}.affinity.nodeAffinity.{RDE}.nodeSelectorTerms",
     )
     assert "must have at least one node selector term" in finding.message
@@ -620,9 +600,11 @@ def test_a_type_error_is_not_also_an_enum_error() -> None:
         """
     )
     finding = the_one(lint_text(text))
-    assert (finding.rule, finding.line, finding.path) == (
+    assert_at(
+        finding,
         "schema",
-        line_of(text, "whenUnsatisfiable"),
+        text,
+        "whenUnsatisfiable",
         f"{TEMPLATE}.topologySpreadConstraints[0].whenUnsatisfiable",
     )
 
@@ -746,10 +728,8 @@ def test_an_empty_label_selector_is_no_warning() -> None:
 def test_deprecated_label_as_node_selector_key() -> None:
     text = pod("nodeSelector:\n  beta.kubernetes.io/os: linux\n")
     finding = the_one(lint_text(text))
-    assert (finding.rule, finding.line, finding.path) == (
-        "api-warning",
-        line_of(text, "beta.kubernetes.io/os"),
-        "spec.nodeSelector[beta.kubernetes.io/os]",
+    assert_at(
+        finding, "api-warning", text, "beta.kubernetes.io/os", "spec.nodeSelector[beta.kubernetes.io/os]"
     )
     assert '"kubernetes.io/os"' in finding.message
 
@@ -757,9 +737,11 @@ def test_deprecated_label_as_node_selector_key() -> None:
 def test_deprecated_label_as_node_affinity_key() -> None:
     text = node_required("{key: failure-domain.beta.kubernetes.io/zone, operator: In, values: [a]}")
     finding = the_one(lint_text(text))
-    assert (finding.rule, finding.line, finding.path) == (
+    assert_at(
+        finding,
         "api-warning",
-        line_of(text, "failure-domain"),
+        text,
+        "failure-domain",
         f"{NODE_REQUIRED}.nodeSelectorTerms[0].matchExpressions[0].key",
     )
     assert "topology.kubernetes.io/zone" in finding.message
