@@ -23,11 +23,12 @@ import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from kaffinity import gates as fg
 from kaffinity.labels import dns1123_label, dns1123_subdomain, label_value, qualified_name
-from kaffinity.model import pod_template_path
+from kaffinity.model import dig, pod_template_path
 from kaffinity.source import DataPath, format_path
 
 API_VALIDATION = "api-validation"
@@ -57,7 +58,7 @@ _CANONICAL_INTEGER = re.compile(r"0|-?[1-9][0-9]*")
 _GO_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Target:
     """What the objects are validated for: a version, its gates, and whether proposals count."""
 
@@ -65,8 +66,17 @@ class Target:
     gates: Mapping[str, bool] = field(default_factory=dict)
     proposals: bool = False
 
+    @cached_property
+    def _states(self) -> dict[str, fg.GateState]:
+        """Every modelled gate's state, worked out once per run rather than once per term."""
+        return {name: fg.gate_state(name, self.version, self.gates) for name in fg.GATES}
+
+    @cached_property
+    def minor(self) -> int:
+        return fg.minor(self.version)
+
     def gate(self, name: str) -> fg.GateState:
-        return fg.gate_state(name, self.version, self.gates)
+        return self._states[name]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +104,7 @@ def validate(data: Mapping[str, Any], target: Target) -> list[Problem]:
     base = pod_template_path(kind)
     if base is None:
         return []
-    template = _dig(data, base)
+    template = dig(data, base)
     if not isinstance(template, Mapping):
         return []
     metadata = template.get("metadata")
@@ -107,14 +117,6 @@ def validate(data: Mapping[str, Any], target: Target) -> list[Problem]:
     if isinstance(spec, Mapping):
         checker.pod_spec(spec, (*base, "spec"))
     return checker.problems
-
-
-def _dig(data: Any, path: DataPath) -> Any:
-    for item in path:
-        if not isinstance(data, Mapping):
-            return None
-        data = data.get(item)
-    return data
 
 
 def _text(value: Any) -> str | None:
@@ -140,6 +142,11 @@ def _items(value: Any) -> Iterator[tuple[int, Mapping[str, Any]]]:
     if isinstance(value, list):
         for i, item in enumerate(value):
             yield i, item if isinstance(item, Mapping) else {}
+
+
+def _match_labels_keys(selector: Mapping[str, Any]) -> set[Any]:
+    labels = selector.get("matchLabels")
+    return set(labels) if isinstance(labels, Mapping) else set()
 
 
 def _quote(value: Any) -> str:
@@ -298,7 +305,7 @@ class _Checker:
                 self.deprecated_label(key, (*here, "key"))
             # Values of required terms are label values from 1.33 (kubernetes#128212); preferred
             # terms always skip the check.
-            if required and fg.minor(self.target.version) >= 33:
+            if required and self.target.minor >= 33:
                 for k, value in _strings(values):
                     for detail in label_value(value):
                         self.invalid((*here, "values", k), value, detail)
@@ -338,7 +345,8 @@ class _Checker:
     def pod_affinity_term(self, term: Mapping[str, Any], path: DataPath) -> None:
         selector = term.get("labelSelector")
         match_keys, mismatch_keys = self.affinity_label_keys(term, path)
-        self.label_selector(self.merged(selector, match_keys, mismatch_keys), (*path, "labelSelector"), True)
+        merged = self.merged(selector, match_keys, mismatch_keys)
+        self.label_selector(merged, (*path, "labelSelector"), pod_selector=True)
         self.label_selector(term.get("namespaceSelector"), (*path, "namespaceSelector"))
         for i, name in _strings(term.get("namespaces")):
             for detail in dns1123_label(name):
@@ -352,9 +360,7 @@ class _Checker:
         if selector is None:
             self.warn((*path, "labelSelector"), "a null labelSelector results in matching no pod")
         if match_keys or mismatch_keys:
-            self.match_label_keys(
-                path, match_keys, mismatch_keys, self.merged(selector, match_keys, mismatch_keys)
-            )
+            self.match_label_keys(path, match_keys, mismatch_keys, merged)
 
     def affinity_label_keys(self, term: Mapping[str, Any], path: DataPath) -> tuple[list[str], list[str]]:
         """The keys that reach validation: none when the gate drops them (reported as dropped)."""
@@ -401,7 +407,7 @@ class _Checker:
             for i, key in enumerate(keys):
                 self.label_name(key, (*path, name, i))
         if isinstance(selector, Mapping):
-            self.keys_in_selector(path, match_keys, selector, at_term=True)
+            self.keys_in_selector(path, match_keys, selector)
         mismatch = set(mismatch_keys)
         for i, key in enumerate(match_keys):
             if key in mismatch:
@@ -409,17 +415,11 @@ class _Checker:
                     (*path, "matchLabelKeys", i), key, "exists in both matchLabelKeys and mismatchLabelKeys"
                 )
 
-    def keys_in_selector(
-        self, path: DataPath, keys: list[str], selector: Mapping[str, Any], at_term: bool
-    ) -> None:
+    def keys_in_selector(self, path: DataPath, keys: list[str], selector: Mapping[str, Any]) -> None:
         """A matchLabelKeys key that the (merged) selector holds twice. Upstream reports it at
         ``<term>[i]``, i being the key's index in matchLabelKeys."""
         index = {key: i for i, key in enumerate(keys)}
-        seen = (
-            set(selector.get("matchLabels") or {})
-            if isinstance(selector.get("matchLabels"), Mapping)
-            else set()
-        )
+        seen = _match_labels_keys(selector)
         for _, expression in _items(selector.get("matchExpressions")):
             key = expression.get("key")
             if isinstance(key, str):
@@ -429,7 +429,7 @@ class _Checker:
                         (*path, "matchLabelKeys", i),
                         key,
                         "exists in both matchLabelKeys and labelSelector",
-                        at=format_path((*path, i)) if at_term else None,
+                        at=format_path((*path, i)),
                     )
                 seen.add(key)
 
@@ -468,7 +468,7 @@ class _Checker:
                     self.invalid(
                         (*here, "operator"), value, "value must be empty when `operator` is 'Exists'"
                     )
-            elif operator in ("Lt", "Gt") and fg.minor(self.target.version) >= 35:
+            elif operator in ("Lt", "Gt") and self.target.minor >= 35:
                 self.comparison_toleration(value, operator, here)
 
     def comparison_toleration(self, value: str, operator: str, here: DataPath) -> None:
@@ -539,7 +539,7 @@ class _Checker:
             selector = constraint.get("labelSelector")
             match_keys = self.spread_label_keys(constraint, here)
             self.label_selector(self.spread_merged(selector, match_keys), (*here, "labelSelector"))
-            if "labelSelector" not in constraint or constraint.get("labelSelector") is None:
+            if selector is None:
                 self.warn((*here, "labelSelector"), "a null labelSelector results in matching no pod")
 
     def min_domains(self, constraint: Mapping[str, Any], here: DataPath, action: str | None) -> None:
@@ -602,14 +602,10 @@ class _Checker:
         if self.merge_regime():
             for i, key in enumerate(keys):
                 self.label_name(key, (*here, "matchLabelKeys", i))
-            self.keys_in_selector(here, keys, self.spread_merged(selector, keys), at_term=True)
+            self.keys_in_selector(here, keys, self.spread_merged(selector, keys))
             return keys
         # The legacy regime (ValidateMatchLabelKeysInTopologySpread): any key of the selector.
-        selector_keys = (
-            set(selector.get("matchLabels") or {})
-            if isinstance(selector.get("matchLabels"), Mapping)
-            else set()
-        )
+        selector_keys = _match_labels_keys(selector)
         selector_keys |= {e.get("key") for _, e in _items(selector.get("matchExpressions"))}
         for i, key in enumerate(keys):
             self.label_name(key, (*here, "matchLabelKeys", i))

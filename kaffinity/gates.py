@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kaffinity.config import KUBE_VERSIONS, ConfigError, unknown_version
+from kaffinity.config import ConfigError, check_kube_version
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +95,7 @@ def minor(version: str) -> int:
 
 def check_target(version: str, gates: Mapping[str, bool]) -> None:
     """A version kaffinity knows, and gates that version's kube-apiserver would start with."""
-    if version not in KUBE_VERSIONS:
-        raise ConfigError([f"--kube-version: {unknown_version(version)}"])
+    check_kube_version(version)
     check_gates(version, gates)
 
 

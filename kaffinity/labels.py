@@ -70,19 +70,14 @@ def label_value(value: str) -> list[str]:
 
 def dns1123_subdomain(value: str) -> list[str]:
     """``IsDNS1123Subdomain``: node names, label key prefixes."""
-    errors: list[str] = []
-    if len(value) > 253:
-        errors.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN.fullmatch(value):
-        errors.append(_SUBDOMAIN_MSG)
-    return errors
+    return _dns(value, 253, _DNS1123_SUBDOMAIN, _SUBDOMAIN_MSG)
 
 
 def dns1123_label(value: str) -> list[str]:
     """``IsDNS1123Label``: namespace names."""
-    errors: list[str] = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL.fullmatch(value):
-        errors.append(_LABEL_MSG)
-    return errors
+    return _dns(value, 63, _DNS1123_LABEL, _LABEL_MSG)
+
+
+def _dns(value: str, limit: int, pattern: re.Pattern[str], message: str) -> list[str]:
+    errors = [f"must be no more than {limit} characters"] if len(value) > limit else []
+    return errors if pattern.fullmatch(value) else [*errors, message]

@@ -125,7 +125,14 @@ def validator_for(version: str, proposals: bool, api_version: str, kind: str) ->
     target = _entry_points(version).get((api_version, kind))
     if target is None:
         return None
-    cls = extend(  # type: ignore[no-untyped-call]
+    validator: Validator = _validator_class(proposals)(_inlined(version, target.removeprefix("#/$defs/")))
+    return validator
+
+
+@cache
+def _validator_class(proposals: bool) -> Any:
+    """Draft 2020-12 with kaffinity's keywords; the proposal keywords depend on ``--proposals``."""
+    return extend(  # type: ignore[no-untyped-call]
         Draft202012Validator,
         {
             _KNOWN: _known,
@@ -134,8 +141,6 @@ def validator_for(version: str, proposals: bool, api_version: str, kind: str) ->
             _PROPOSAL_VALUES: _proposal_values(proposals),
         },
     )
-    validator: Validator = cls(_inlined(version, target.removeprefix("#/$defs/")))
-    return validator
 
 
 def _inlined(version: str, name: str) -> dict[str, Any]:

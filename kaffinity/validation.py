@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from kaffinity.apivalidation import Target, validate
 from kaffinity.config import Settings
 from kaffinity.findings import Violation
-from kaffinity.schema import check_object
 from kaffinity.source import Document
 
 if TYPE_CHECKING:
@@ -23,6 +21,11 @@ if TYPE_CHECKING:
 
 
 def validate_documents(documents: Sequence[Document], settings: Settings) -> dict[str, list[Violation]]:
+    # Imported here, not at the top: the rule registry imports this module, and jsonschema
+    # (~0.1 s) is needed only when a validation rule actually runs.
+    from kaffinity.apivalidation import Target, validate
+    from kaffinity.schema import check_object
+
     target = Target(settings.kube_version, dict(settings.feature_gates), settings.proposals)
     found: dict[str, list[Violation]] = {}
     for doc in documents:
