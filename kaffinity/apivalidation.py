@@ -385,7 +385,8 @@ class _Checker:
         """The selector a bare Pod is validated with: matchLabelKeys merged in at create (§C)."""
         if not self.is_pod or not isinstance(selector, Mapping) or not (match_keys or mismatch_keys):
             return selector
-        expressions = list(selector.get("matchExpressions") or [])
+        written = selector.get("matchExpressions")
+        expressions = list(written) if isinstance(written, list) else []
         for keys, operator in ((match_keys, "In"), (mismatch_keys, "NotIn")):
             expressions += [
                 {"key": key, "operator": operator, "values": [self.pod_labels[key]]}

@@ -113,9 +113,16 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
         path = tuple(error.absolute_path)
         where = ".".join(str(item) for item in path)
         errors.append(_at(doc.file, doc.locate(path), f"{where}: {error.message}"))
-    version = data.get("kube-version")
+    version = data.get("kube-version", DEFAULT_KUBE_VERSION)
     if isinstance(version, str) and version not in KUBE_VERSIONS:
         errors.append(_at(doc.file, doc.locate(("kube-version",)), unknown_version(version)))
+    gates = data.get("feature-gates")
+    if isinstance(version, str) and version in KUBE_VERSIONS and isinstance(gates, dict):
+        from kaffinity.gates import gate_problems
+
+        valid = {name: value for name, value in gates.items() if isinstance(value, bool)}
+        for name, message in gate_problems(version, valid):
+            errors.append(_at(doc.file, doc.locate(("feature-gates", name)), message))
     names = {*rule_names, *categories, "all"}
     for key in ("select", "ignore"):
         for index, name in enumerate(data.get(key) or []):

@@ -100,28 +100,37 @@ def check_target(version: str, gates: Mapping[str, bool]) -> None:
 
 
 def check_gates(version: str, gates: Mapping[str, bool]) -> None:
-    """Refuse what kube-apiserver would refuse to start with: a locked gate set against its
-    value, a gate the version does not have; and names that look like a typo of a known gate."""
-    errors = []
+    """Refuse the gates :func:`gate_problems` finds (flags and config file alike)."""
+    errors = [f"feature gates: {message}" for _, message in gate_problems(version, gates)]
+    if errors:
+        raise ConfigError(errors)
+
+
+def gate_problems(version: str, gates: Mapping[str, bool]) -> list[tuple[str, str]]:
+    """What kube-apiserver would refuse to start with: a locked gate set against its value, a
+    gate the version does not have; and names that look like a typo of a known gate."""
+    problems = []
     for name, value in gates.items():
         gate = GATES.get(name)
         if gate is None:
             close = difflib.get_close_matches(name, list(GATES), n=1, cutoff=0.85)
             if close:
-                errors.append(f"feature gates: unknown feature gate '{name}' (did you mean '{close[0]}'?)")
+                problems.append((name, f"unknown feature gate '{name}' (did you mean '{close[0]}'?)"))
             continue
         stage = gate.stage_at(version)
         if stage is None:
             when = f"was removed in {gate.removed}" if gate.removed else f"arrives in {gate.stages[0].since}"
-            errors.append(f"feature gates: {name} is not a feature gate of Kubernetes {version} (it {when})")
+            problems.append((name, f"{name} is not a feature gate of Kubernetes {version} (it {when})"))
         elif stage.locked and value != stage.default:
-            errors.append(
-                f"feature gates: {name} is {stage.stage} in Kubernetes {version} and locked to "
-                f"{str(stage.default).lower()}; kube-apiserver refuses to start with "
-                f"{name}={str(value).lower()}"
+            problems.append(
+                (
+                    name,
+                    f"{name} is {stage.stage} in Kubernetes {version} and locked to "
+                    f"{str(stage.default).lower()}; kube-apiserver refuses to start with "
+                    f"{name}={str(value).lower()}",
+                )
             )
-    if errors:
-        raise ConfigError(errors)
+    return problems
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,16 +34,18 @@ def test_discovered_upward_from_the_working_directory(tmp_path: Path) -> None:
 def test_all_settings_are_read(tmp_path: Path) -> None:
     config = tmp_path / ".kaffinity.yaml"
     config.write_text(
-        "kube-version: '1.33'\n"
+        "kube-version: '1.32'\n"
         "feature-gates: {MatchLabelKeysInPodAffinity: false}\n"
+        "proposals: true\n"
         "select: [input]\nignore: [helm-template]\n"
         "severity: {parse-error: warning, suppression: error}\n"
         "fail-on: none\nnamespace: shop\nexclude: [vendor]\n"
         "cluster: cluster/nodes.yaml\ncontext: [manifests]\n"
     )
     settings = _load(config)
-    assert settings.kube_version == "1.33"
+    assert settings.kube_version == "1.32"  # the gate is beta there; locked from 1.33
     assert settings.feature_gates == {"MatchLabelKeysInPodAffinity": False}
+    assert settings.proposals is True
     assert (settings.select, settings.ignore) == (("input",), ("helm-template",))
     assert settings.severity == {"parse-error": Severity.WARNING, "suppression": Severity.ERROR}
     assert settings.fail_on is None and settings.namespace == "shop" and settings.exclude == ("vendor",)
@@ -65,6 +67,16 @@ def test_all_settings_are_read(tmp_path: Path) -> None:
         ("kube-version: 1.33\n", ":1:1:", ["kube-version", "string"]),
         ("kube-version: '1.12'\n", ":1:1:", ["'1.12' is not one kaffinity knows (1.27 to 1.37)"]),
         ("- just\n- a list\n", ":1:1:", ["must be a mapping"]),
+        (
+            "kube-version: '1.33'\nfeature-gates:\n  MatchLabelKeysInPodAffinity: false\n",
+            ":3:3:",
+            ["MatchLabelKeysInPodAffinity is GA in Kubernetes 1.33 and locked to true"],
+        ),
+        (
+            "feature-gates:\n  SidecarContainers: true\n  MinDomainsInPodTopologySpread: true\n",
+            ":3:3:",
+            ["not a feature gate of Kubernetes 1.37", "removed in 1.32"],
+        ),
         ("a: [\n", ":2:1:", ["did not find expected node content"]),
     ],
 )

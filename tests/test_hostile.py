@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from .conftest import run_cli
+from kaffinity.loader import parse
+
+from .conftest import EXAMPLES, run_cli
 
 GOOD = (
     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ok\n"
@@ -89,3 +94,43 @@ def test_non_utf8_on_stdin() -> None:
     completed = run_cli("lint", "--no-config", "-", stdin=b"kind: Pod\nname: \xff\n")
     assert completed.returncode == 2
     assert completed.stdout.startswith("<stdin>:2:7: error [parse-error] not valid UTF-8")
+
+
+def _mutations(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Every path of ``data`` (mappings and lists), each with every value of the wrong shape."""
+    children = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, child in children:
+        for odd in (None, 7, -1, True, "x", "", [], {}, [7], {"x": 7}):
+            yield (*path, key), odd
+        yield from _mutations(child, (*path, key))
+
+
+def _replaced(data: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(data, dict):
+        return {**data, head: _replaced(data[head], rest, value)}
+    return [_replaced(item, rest, value) if i == head else item for i, item in enumerate(data)]
+
+
+@pytest.mark.parametrize(
+    "example", ["api-validation/fail.yaml", "api-validation/pass.yaml", "schema/fail.yaml"]
+)
+def test_validation_survives_any_value_anywhere(example: str) -> None:
+    """Every field of the examples replaced by values of every odd shape: no validation crashes."""
+    from kaffinity.apivalidation import Target, validate
+    from kaffinity.schema import check_object
+
+    (doc,) = parse(example, (EXAMPLES / example).read_text(encoding="utf-8")).documents
+    deployment = json.loads(json.dumps(doc.data))
+    template = deployment["spec"]["template"]
+    # The same pod as a bare Pod too: Pods take the create-time matchLabelKeys merge.
+    pod = {"apiVersion": "v1", "kind": "Pod", **template}
+    targets = [Target("1.33"), Target("1.37", {"TaintTolerationComparisonOperators": True}, proposals=True)]
+    for data in (deployment, pod):
+        for path, value in _mutations(data):
+            mutated = _replaced(data, path, value)
+            for target in targets:
+                validate(mutated, target)
+                check_object(mutated, target.version, target.proposals)
