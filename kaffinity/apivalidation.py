@@ -13,8 +13,9 @@ proposal fields) is not reported again here. A value of the wrong type is skippe
 missing value reads as Go's zero value, as the API server decodes it.
 
 For a bare Pod the create-time merge of ``matchLabelKeys`` / ``mismatchLabelKeys`` into the
-label selectors (``podStrategy.PrepareForCreate``) runs before validation, as upstream; pod
-templates are validated without it.
+label selectors (``podStrategy.PrepareForCreate``, :func:`kaffinity.expand.merge_keys`) runs
+before validation, as upstream; pod templates, and Pods that exist already, are validated
+without it (the ``merged-selector-rejected`` rule validates the pods a template creates).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from functools import cached_property
 from typing import Any
 
 from kaffinity import gates as fg
+from kaffinity.expand import is_existing, merge_keys
 from kaffinity.labels import dns1123_label, dns1123_subdomain, label_value, qualified_name
 from kaffinity.model import dig, pod_template_path
 from kaffinity.source import DataPath, format_path
@@ -95,7 +97,10 @@ def validate(data: Mapping[str, Any], target: Target) -> list[Problem]:
     kind = data.get("kind")
     if not isinstance(kind, str):
         return []
-    checker = _Checker(target, is_pod=kind == "Pod" and data.get("apiVersion") == "v1")
+    # Only a Pod being created is merged; one read back from a cluster was merged at its creation.
+    checker = _Checker(
+        target, is_pod=kind == "Pod" and data.get("apiVersion") == "v1" and not is_existing(data)
+    )
     if kind == "PodDisruptionBudget":
         spec = data.get("spec")
         if isinstance(spec, Mapping):
@@ -387,12 +392,10 @@ class _Checker:
             return selector
         written = selector.get("matchExpressions")
         expressions = list(written) if isinstance(written, list) else []
-        for keys, operator in ((match_keys, "In"), (mismatch_keys, "NotIn")):
-            expressions += [
-                {"key": key, "operator": operator, "values": [self.pod_labels[key]]}
-                for key in keys
-                if key in self.pod_labels
-            ]
+        expressions += [
+            {"key": key, "operator": operator, "values": [value]}
+            for key, operator, value in merge_keys(self.pod_labels, match_keys, mismatch_keys)
+        ]
         return {**selector, "matchExpressions": expressions}
 
     def match_label_keys(

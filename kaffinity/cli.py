@@ -13,6 +13,8 @@ import typer
 from kaffinity import __version__
 
 if TYPE_CHECKING:
+    from kaffinity.config import Settings
+    from kaffinity.loader import SourceFile
     from kaffinity.rules.base import Rule
 
 app = typer.Typer(
@@ -133,18 +135,201 @@ def lint(
     color: Annotated[Color, typer.Option("--color", help="Colour the text report.")] = Color.auto,
 ) -> None:
     """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage."""
+    from kaffinity.engine import lint as run_lint
+    from kaffinity.findings import Severity
+
+    settings = _settings(
+        config, no_config, kube_version, feature_gates, proposals, select, ignore, namespace, exclude
+    )
+    if fail_on is not None:
+        threshold = None if fail_on is FailOn.none else Severity(fail_on.value)
+        settings = replace(settings, fail_on=threshold)
+    files = _load(paths, settings, stdin_filename)
+    result = run_lint(files, settings)
+
+    fmt = output_format.value
+    if fmt == "auto":
+        fmt = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+    from kaffinity.report import render
+
+    use_color = _use_color(color, output)
+    report = render(result, fmt, color=use_color, sources={file.name: file.text for file in files})
+    if output:
+        try:
+            with open(output, "w", encoding="utf-8") as handle:
+                handle.write(report)
+        except OSError as error:
+            typer.echo(f"{output}: error: cannot write report: {error.strerror or error}", err=True)
+            raise typer.Exit(2) from None
+    else:
+        sys.stdout.write(report)
+    for message in result.internal_errors:
+        typer.echo(f"kaffinity: {message}", err=True)
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
+    raise typer.Exit(1 if result.failed(settings.fail_on) else 0)
+
+
+class ExpandFormat(str, Enum):
+    diff = "diff"
+    yaml = "yaml"
+    json = "json"
+
+
+_Paths = Annotated[
+    Optional[list[str]],
+    typer.Argument(help="Files or folders (recursive), or - for stdin. Default: the current folder."),
+]
+_Config = Annotated[
+    Optional[str],
+    typer.Option("--config", "-c", help="Config file (default: nearest .kaffinity.yaml upward)."),
+]
+_NoConfig = Annotated[bool, typer.Option("--no-config", help="Ignore any .kaffinity.yaml.")]
+_KubeVersion = Annotated[
+    Optional[str], typer.Option("--kube-version", help="Target Kubernetes minor version, e.g. 1.33.")
+]
+_FeatureGates = Annotated[
+    Optional[str],
+    typer.Option("--feature-gates", help="Gates that differ from the defaults: Name=true,Other=false."),
+]
+_Namespace = Annotated[
+    Optional[str],
+    typer.Option("--namespace", "-n", help="Namespace of objects that name none (default: default)."),
+]
+_StdinFilename = Annotated[
+    Optional[str], typer.Option("--stdin-filename", help="Name to report for input read from stdin.")
+]
+
+
+@app.command()
+def expand(
+    paths: _Paths = None,
+    output_format: Annotated[
+        ExpandFormat,
+        typer.Option("--format", "-f", help="diff: written vs created; yaml: merged in place; json."),
+    ] = ExpandFormat.diff,
+    kube_version: _KubeVersion = None,
+    feature_gates: _FeatureGates = None,
+    config: _Config = None,
+    no_config: _NoConfig = False,
+    namespace: _Namespace = None,
+    stdin_filename: _StdinFilename = None,
+) -> None:
+    """Show the label selectors kube-apiserver stores in the pods each workload creates, with
+    matchLabelKeys / mismatchLabelKeys merged in. Exit code 0, or 2 on bad input."""
+    from kaffinity.preview import previews, render_diff, render_json, render_yaml
+
+    settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
+    files = _load(paths, settings, stdin_filename)
+    broken = _load_problems(files)
+    version, gates = settings.kube_version, settings.feature_gates
+    items = list(previews(files, version, gates, settings.namespace))
+    if output_format is ExpandFormat.json:
+        sys.stdout.write(render_json(items, version, gates))
+    elif output_format is ExpandFormat.yaml:
+        sys.stdout.write(render_yaml(files, items, version))
+    elif items:
+        sys.stdout.write(render_diff(items, version))
+    if not items and output_format is not ExpandFormat.json:
+        typer.echo("kaffinity: no workload uses matchLabelKeys or mismatchLabelKeys", err=True)
+    raise typer.Exit(2 if broken else 0)
+
+
+@app.command()
+def fix(
+    paths: _Paths = None,
+    diff: Annotated[bool, typer.Option("--diff", help="Show the changes as a diff; write nothing.")] = False,
+    select: Annotated[
+        Optional[list[str]], typer.Option("--select", help="Rules to fix (comma-separated; default: all).")
+    ] = None,
+    kube_version: _KubeVersion = None,
+    feature_gates: _FeatureGates = None,
+    config: _Config = None,
+    no_config: _NoConfig = False,
+    namespace: _Namespace = None,
+    stdin_filename: _StdinFilename = None,
+) -> None:
+    """Apply safe fixes in place, changing no other byte of the files (stdin: the fixed stream on
+    stdout). Exit code 0; with --diff, 1 when there is something to fix; 2 on bad input."""
+    from kaffinity.engine import lint as run_lint
+    from kaffinity.fixes import fix_files
+    from kaffinity.loader import STDIN_NAME
+
+    settings = _settings(config, no_config, kube_version, feature_gates, select=select, namespace=namespace)
+    files = _load(paths, settings, stdin_filename)
+    broken = _load_problems(files)
+    result = run_lint(files, settings)
+    stdin_name = stdin_filename or STDIN_NAME
+    texts = {file.name: file.text for file in files}
+    fixed, problems = fix_files(texts, result.findings)
+    for problem in problems:
+        typer.echo(problem, err=True)
+    for item in fixed:
+        if diff:
+            import difflib
+
+            sys.stdout.writelines(
+                line if line.endswith("\n") else line + "\n"
+                for line in difflib.unified_diff(
+                    item.text.splitlines(keepends=True),
+                    item.fixed.splitlines(keepends=True),
+                    f"{item.file} (as written)",
+                    f"{item.file} (fixed)",
+                )
+            )
+        elif item.file == stdin_name:
+            sys.stdout.write(item.fixed)
+        elif not _write_back(item.file, item.fixed):
+            broken = True
+            continue
+        if not diff:
+            rules = sorted({finding.rule for finding in item.findings})
+            typer.echo(f"{item.file}: fixed {len(item.findings)} ({', '.join(rules)})", err=True)
+    if not diff and stdin_name in texts and all(item.file != stdin_name for item in fixed):
+        sys.stdout.write(texts[stdin_name])  # stdin in, stdin out: unchanged when nothing to fix
+    if not fixed:
+        typer.echo("kaffinity: nothing to fix", err=True)
+    raise typer.Exit(2 if broken or problems else (1 if diff and fixed else 0))
+
+
+def _write_back(path: str, text: str) -> bool:
+    """Write a fixed file in its own encoding (UTF-8, with its byte order mark if it had one)."""
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(4)
+        if start.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+            typer.echo(f"{path}: error: fix writes UTF-8 files only; this one is UTF-16/32", err=True)
+            return False
+        bom = start.startswith(b"\xef\xbb\xbf")
+        with open(path, "wb") as handle:
+            handle.write((b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8"))
+    except OSError as error:
+        typer.echo(f"{path}: error: cannot write: {error.strerror or error}", err=True)
+        return False
+    return True
+
+
+def _settings(
+    config: Optional[str],
+    no_config: bool,
+    kube_version: Optional[str],
+    feature_gates: Optional[str],
+    proposals: Optional[bool] = None,
+    select: Optional[list[str]] = None,
+    ignore: Optional[list[str]] = None,
+    namespace: Optional[str] = None,
+    exclude: Optional[list[str]] = None,
+) -> Settings:
+    """Settings from the config file and the flags (flags win); exit 2 on a bad value."""
     from kaffinity.config import (
         ConfigError,
-        Settings,
         check_rule_names,
         find_config,
         load_settings,
         parse_feature_gates,
     )
-    from kaffinity.engine import lint as run_lint
-    from kaffinity.findings import Severity
     from kaffinity.gates import check_target
-    from kaffinity.loader import STDIN, STDIN_NAME, ExcludeFn, SourceFile, anchor_patterns, load
+    from kaffinity.loader import anchor_patterns
     from kaffinity.rules import CATEGORIES, RULES
 
     rule_names = [rule.name for rule in RULES]
@@ -169,42 +354,33 @@ def lint(
             exclude=(*settings.exclude, *anchor_patterns(exclude, ".")) if exclude else None,
         )
         check_target(settings.kube_version, settings.feature_gates)
-        if fail_on is not None:
-            threshold = None if fail_on is FailOn.none else Severity(fail_on.value)
-            settings = replace(settings, fail_on=threshold)
     except ConfigError as error:
         for message in error.messages:
             typer.echo(message, err=True)
         raise typer.Exit(2) from None
+    return settings
+
+
+def _load(paths: Optional[list[str]], settings: Settings, stdin_filename: Optional[str]) -> list[SourceFile]:
+    from kaffinity.loader import STDIN, STDIN_NAME, ExcludeFn, load
 
     targets = paths or ["."]
     excluded = ExcludeFn(settings.exclude) if settings.exclude else None
     files: list[SourceFile] = load(targets, excluded)
     if stdin_filename and STDIN in targets:
         files = [replace(file, name=stdin_filename) if file.name == STDIN_NAME else file for file in files]
-    result = run_lint(files, settings)
+    return files
 
-    fmt = output_format.value
-    if fmt == "auto":
-        fmt = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
-    from kaffinity.report import render
 
-    use_color = _use_color(color, output)
-    report = render(result, fmt, color=use_color, sources={file.name: file.text for file in files})
-    if output:
-        try:
-            with open(output, "w", encoding="utf-8") as handle:
-                handle.write(report)
-        except OSError as error:
-            typer.echo(f"{output}: error: cannot write report: {error.strerror or error}", err=True)
-            raise typer.Exit(2) from None
-    else:
-        sys.stdout.write(report)
-    for message in result.internal_errors:
-        typer.echo(f"kaffinity: {message}", err=True)
-    if result.exit_code:
-        raise typer.Exit(result.exit_code)
-    raise typer.Exit(1 if result.failed(settings.fail_on) else 0)
+def _load_problems(files: list[SourceFile]) -> bool:
+    """Report files that could not be loaded (one line each, on stderr); True if there were any."""
+    found = False
+    for file in files:
+        for problem in file.problems:
+            where = f"{file.name}:{problem.span.line}:{problem.span.column}" if problem.span else file.name
+            typer.echo(f"{where}: error [{problem.rule}] {problem.message}", err=True)
+            found = True
+    return found
 
 
 def _use_color(choice: Color, output: Optional[str]) -> bool:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from kaffinity.config import Settings
+from kaffinity.edits import Edit
+from kaffinity.expand import Expansions
 from kaffinity.findings import Finding, Location, Severity, Violation
 from kaffinity.loader import SourceFile
 from kaffinity.model import Inventory, ObjectRef, build_inventory, object_ref, pod_template_path
@@ -40,8 +42,18 @@ class Context:
         return tuple(doc for file in self.files for doc in file.documents)
 
     @cached_property
+    def texts(self) -> dict[str, str]:
+        """Each file's text by name (for fixes, which edit the text)."""
+        return {file.name: file.text for file in self.files}
+
+    @cached_property
     def inventory(self) -> Inventory:
         return build_inventory(self.documents, self.settings.namespace)
+
+    @cached_property
+    def expansions(self) -> Expansions:
+        """The merged selectors of every workload (matchLabelKeys / mismatchLabelKeys)."""
+        return Expansions(self.settings.kube_version, self.settings.feature_gates)
 
     @cached_property
     def validation(self) -> dict[str, list[Violation]]:
@@ -179,6 +191,7 @@ class _Run:
             obj=object_ref(doc, self.settings.namespace),
             related=related,
             fix=violation.fix,
+            edit=violation.edit,
         )
         self.add(finding, self.annotations.get(id(doc), ()))
 
@@ -208,6 +221,7 @@ class _Run:
         obj: ObjectRef | None = None,
         related: tuple[Location, ...] = (),
         fix: str | None = None,
+        edit: Edit | None = None,
     ) -> Finding:
         return Finding(
             file=file,
@@ -221,6 +235,7 @@ class _Run:
             object=obj,
             related=related,
             fix=fix,
+            edit=edit,
         )
 
     def unused_suppressions(self, rules: Sequence[Rule]) -> None:

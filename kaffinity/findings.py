@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from kaffinity.edits import Edit
 from kaffinity.model import ObjectRef
 from kaffinity.source import DataPath, Document, Span
 
@@ -62,6 +63,7 @@ class Violation:
     related: tuple[Related, ...] = ()
     fix: str | None = None
     field: str | None = None
+    edit: Edit | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,7 @@ class Finding:
     object: ObjectRef | None = field(default=None, compare=False)
     related: tuple[Location, ...] = field(default=(), compare=False)
     fix: str | None = field(default=None, compare=False)
+    edit: Edit | None = field(default=None, compare=False, repr=False)
 
     @property
     def span(self) -> Span | None:

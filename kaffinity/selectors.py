@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from kaffinity.model import LabelSelector, NodeSelectorTerm, Requirement
+from kaffinity.model import LabelSelector, NodeSelectorTerm, PodAffinityTerm, Requirement
 
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 
@@ -68,3 +68,31 @@ def _integer(text: str) -> int | None:
         return None
     value = int(text, 10)
     return value if -(2**63) <= value < 2**63 else None
+
+
+#: Set on every Namespace by kube-apiserver (NamespaceDefaultLabelName, GA in 1.22).
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def namespace_in_scope(
+    term: PodAffinityTerm, owner: str, namespace: str, namespace_labels: Mapping[str, str] | None
+) -> bool | None:
+    """Whether a pod (anti-)affinity term of a pod in ``owner`` reaches pods in ``namespace``.
+
+    Upstream (``PodAffinityTerm`` API doc; the scheduler's ``GetNamespacesFromPodAffinityTerm``
+    and ``namespaceSelector`` handling): the union of ``namespaces`` and the namespaces that
+    ``namespaceSelector`` matches; the pod's own namespace only when both are empty / nil;
+    ``namespaceSelector: {}`` is every namespace. ``namespace_labels`` are the labels of the
+    Namespace object when known (None: unknown, and then only its automatic name label is);
+    the answer is None when it depends on labels that are not known.
+    """
+    if not term.namespaces and term.namespace_selector is None:
+        return namespace == owner
+    if namespace in term.namespaces:
+        return True
+    if term.namespace_selector is None:
+        return False
+    labels = {**(namespace_labels or {}), NAMESPACE_NAME_LABEL: namespace}
+    if selector_matches(term.namespace_selector, labels):
+        return True
+    return False if namespace_labels is not None else None

@@ -24,6 +24,7 @@ spec:
           requiredDuringSchedulingIgnoredDuringExecution:
             - labelSelector: {matchLabels: {app: web}}
               topologyKey: topology.kubernetes.io/zone
+              matchLabelKeys: [pod-template-hash]
 """
 
 

@@ -22,7 +22,8 @@ from kaffinity.config import KUBE_VERSIONS
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding
 
-from .conftest import EXAMPLES, REPO, lint_text, run_cli
+from .conftest import EXAMPLES, REPO, run_cli
+from .conftest import lint_text as lint_all
 
 TEMPLATE = "spec.template.spec"
 PRE_1_31 = ("1.27", "1.28", "1.29", "1.30")
@@ -31,6 +32,12 @@ FROM_1_34 = tuple(v for v in KUBE_VERSIONS if int(v.split(".")[1]) >= 34)
 
 
 # -- manifests and lookups ---------------------------------------------------------------------
+
+
+def lint_text(text: str, **settings: Any) -> LintResult:
+    """These tests are about the validation rules (category schema); the expansion rules, which
+    also read matchLabelKeys, have their own tests (test_expand.py)."""
+    return lint_all(text, **{"select": ("schema",), **settings})
 
 
 def deployment(pod_spec: str, labels: str = "{app: web}", api_version: str = "apps/v1") -> str:

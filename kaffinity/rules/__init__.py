@@ -5,11 +5,15 @@ from __future__ import annotations
 from kaffinity.rules import (
     api_validation,
     api_warning,
+    controller_label_unavailable,
     field_unavailable,
     gated_field_dropped,
     helm_template,
+    match_label_key_missing,
+    merged_selector_rejected,
     parse_error,
     proposal_field,
+    revision_unscoped,
     schema,
     unused_suppression,
 )
@@ -25,6 +29,10 @@ RULES: tuple[Rule, ...] = (
     api_validation.RULE,
     api_warning.RULE,
     gated_field_dropped.RULE,
+    match_label_key_missing.RULE,
+    controller_label_unavailable.RULE,
+    merged_selector_rejected.RULE,
+    revision_unscoped.RULE,
 )
 
 BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}

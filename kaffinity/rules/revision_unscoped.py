@@ -1,0 +1,153 @@
+"""revision-unscoped: a Deployment's required rule that counts its own pods of every revision."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from kaffinity import gates as fg
+from kaffinity.expand import POD_AFFINITY, POD_ANTI_AFFINITY, SPREAD, pod_labels
+from kaffinity.findings import Severity, Violation
+from kaffinity.model import PodAffinityTerm, TopologySpreadConstraint, Workload
+from kaffinity.rules.base import Rule
+from kaffinity.selectors import namespace_in_scope, selector_matches
+
+if TYPE_CHECKING:
+    from kaffinity.engine import Context
+
+REVISION_LABEL = "pod-template-hash"
+
+_WHY = {
+    POD_ANTI_AFFINITY: (
+        "required pod anti-affinity selects this Deployment's own pods of every revision: during a "
+        "rolling update each new pod must also keep away from the old ones, and with one pod per "
+        "topology domain the surge pod has nowhere to go and the rollout hangs"
+    ),
+    POD_AFFINITY: (
+        "required pod affinity is satisfied by this Deployment's own pods of every revision: during a "
+        "rolling update the new pods are placed by where the old revision's pods run (KEP-3633 story 1)"
+    ),
+    SPREAD: (
+        "this DoNotSchedule spread constraint counts this Deployment's own pods of every revision: "
+        "during a rolling update the old pods count toward the skew, and once they are gone the new "
+        "pods can be left unbalanced (KEP-3243)"
+    ),
+}
+
+
+def unscoped_terms(
+    context: Context, workload: Workload
+) -> Iterator[tuple[str, PodAffinityTerm | TopologySpreadConstraint]]:
+    """The required terms of a rolling-update Deployment that select its own pods across revisions."""
+    strategy = workload.strategy
+    if workload.ref.kind != "Deployment" or strategy is None or strategy.type != "RollingUpdate":
+        return
+    expansions = context.expansions
+    own = pod_labels(workload, expansions.version, qualified=True)
+    namespace = workload.ref.namespace or context.settings.namespace
+    known = {ns.ref.name: dict(ns.labels) for ns in context.inventory.namespaces}
+    terms: list[tuple[str, PodAffinityTerm | TopologySpreadConstraint]] = []
+    affinity = workload.pod.affinity
+    if affinity is not None:
+        for kind, group in (
+            (POD_ANTI_AFFINITY, affinity.pod_anti_affinity),
+            (POD_AFFINITY, affinity.pod_affinity),
+        ):
+            if group is not None:
+                terms += [(kind, term) for term in group.required]
+    terms += [
+        (SPREAD, constraint)
+        for constraint in workload.pod.topology_spread_constraints
+        if constraint.when_unsatisfiable == "DoNotSchedule"
+    ]
+    for kind, term in terms:
+        if REVISION_LABEL in term.match_label_keys:
+            continue  # scoped (or, where the gate drops the field, gated-field-dropped says so)
+        if not selector_matches(expansions.selector(workload, term), own):
+            continue
+        if isinstance(term, PodAffinityTerm) and not namespace_in_scope(
+            term, namespace, namespace, known.get(namespace)
+        ):
+            continue
+        yield kind, term
+
+
+def supported(context: Context, kind: str) -> fg.GateState:
+    """The gate that decides whether the target keeps ``matchLabelKeys`` on this kind of term."""
+    settings = context.settings
+    gate = fg.MATCH_LABEL_KEYS_IN_SPREAD if kind == SPREAD else fg.MATCH_LABEL_KEYS_IN_POD_AFFINITY
+    return fg.gate_state(gate, settings.kube_version, settings.feature_gates)
+
+
+def _check(context: Context) -> Iterator[Violation]:
+    from kaffinity.fixes import revision_fix
+
+    version = context.settings.kube_version
+    for workload in context.inventory.workloads:
+        for kind, term in unscoped_terms(context, workload):
+            state = supported(context, kind)
+            fix = None
+            if state.enabled:
+                fix = revision_fix(context, workload, term)
+                where = f"; {fix.describe(context.texts[fix.file])}" if fix else ""
+                hint = (
+                    f"add matchLabelKeys: [{REVISION_LABEL}] to this term, so that each revision counts "
+                    f"only its own pods{where} (kaffinity fix does it)"
+                )
+            else:
+                hint = (
+                    f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable the "
+                    "gate, or roll out with maxSurge: 0 and maxUnavailable: 1"
+                    if kind != SPREAD
+                    else f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable "
+                    "the gate"
+                )
+            yield Violation(workload.doc, term.path, _WHY[kind], fix=hint, edit=fix.edit if fix else None)
+
+
+RULE = Rule(
+    name="revision-unscoped",
+    category="expansion",
+    severity=Severity.WARNING,
+    summary="A Deployment's required (anti-)affinity or spread counts old and new revisions together.",
+    check=_check,
+    docs="""\
+## What it finds
+A Deployment with the RollingUpdate strategy whose required pod anti-affinity, required pod
+affinity or `DoNotSchedule` topology spread constraint selects the Deployment's own pods (the
+selector, merged as the API server merges it, matches the pod template's labels, in the pod's
+own namespace), without `matchLabelKeys: [pod-template-hash]`.
+
+## Why it matters
+During a rolling update old and new ReplicaSets run side by side. Without the revision key the
+scheduler evaluates both together:
+
+- required self anti-affinity (one pod per node or zone): the surge pod must avoid the old pods
+  too; when every eligible domain already holds one (replicas = nodes) it stays Pending, no old
+  pod is removed, and the rollout never finishes (kubernetes issues 56539, 116891, 103584;
+  the KEP-3633 motivation);
+- spread constraints count the old pods toward the skew, so the new pods land skewed once the
+  old ones are gone (KEP-3243 motivation);
+- required self affinity places the new pods by where the old revision runs (KEP-3633 story 1).
+
+`pod-template-hash` is set by the Deployment controller on each ReplicaSet's pods;
+`matchLabelKeys: [pod-template-hash]` makes kube-apiserver append `pod-template-hash In [<this
+revision>]` to the selector of every new pod, so each revision counts only its own pods.
+
+## Example
+```yaml
+kind: Deployment
+...
+podAntiAffinity:
+  requiredDuringSchedulingIgnoredDuringExecution:
+    - labelSelector:
+        matchLabels: {app: web}
+      topologyKey: kubernetes.io/hostname     # no matchLabelKeys: old pods block new ones
+```
+
+## Fix
+Add `matchLabelKeys: [pod-template-hash]` to the term (`kaffinity fix` does it, where the target
+version supports the field: pod affinity from 1.31, or 1.29 with the gate; spread from 1.27).
+On older clusters, roll out with `maxSurge: 0` and `maxUnavailable: 1` instead.
+""",
+)
