@@ -681,9 +681,12 @@ def _labels(value: Any) -> Labels:
 
 
 def dig(data: Any, path: DataPath) -> Any:
-    """The value at ``path`` through nested mappings, or None where the path breaks."""
+    """The value at ``path`` through nested mappings and lists, or None where the path breaks."""
     for item in path:
-        if not isinstance(data, Mapping):
+        if isinstance(data, Mapping):
+            data = data.get(item)
+        elif isinstance(data, list) and isinstance(item, int) and 0 <= item < len(data):
+            data = data[item]
+        else:
             return None
-        data = data.get(item)
     return data
