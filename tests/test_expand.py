@@ -157,7 +157,8 @@ def test_kep_3633_design_diff(tmp_path: Any) -> None:
     path.write_text(KEP_3633_STORY_2)
     completed = run_cli("expand", "--no-config", str(path))
     assert completed.returncode == 0, completed.stderr
-    added = [line for line in completed.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    lines = completed.stdout.splitlines()
+    added = [line for line in lines if line.startswith("+") and not line.startswith("+++")]
     assert added == [
         "+          - key: tenant",
         "+            operator: NotIn",
@@ -336,29 +337,43 @@ def _kind(kind: str, extra: str = "", api: str = "apps/v1") -> Workload:
         """
     )
     indent = "    " if kind != "CronJob" else "        "
-    text += f"{indent}metadata: {{labels: {{app: web}}}}\n{indent}spec: {{containers: [{{name: c, image: i}}]}}\n"
+    text += f"{indent}metadata: {{labels: {{app: web}}}}\n"
+    text += f"{indent}spec: {{containers: [{{name: c, image: i}}]}}\n"
     (workload,) = workloads(text)
     return workload
+
+
+JOB_LABELS = {
+    "batch.kubernetes.io/job-name",
+    "job-name",
+    "batch.kubernetes.io/controller-uid",
+    "controller-uid",
+}
+STS_LABELS = {
+    "controller-revision-hash",
+    "statefulset.kubernetes.io/pod-name",
+    "apps.kubernetes.io/pod-index",
+}
 
 
 @pytest.mark.parametrize(
     ("kind", "api", "extra", "expected"),
     [
         ("Deployment", "apps/v1", "", {"pod-template-hash"}),
-        ("StatefulSet", "apps/v1", "", {"controller-revision-hash", "statefulset.kubernetes.io/pod-name",
-                                         "apps.kubernetes.io/pod-index"}),
+        ("StatefulSet", "apps/v1", "", STS_LABELS),
         ("DaemonSet", "apps/v1", "", {"controller-revision-hash", "pod-template-generation"}),
         ("ReplicaSet", "apps/v1", "", set()),
-        ("Job", "batch/v1", "", {"batch.kubernetes.io/job-name", "job-name",
-                                 "batch.kubernetes.io/controller-uid", "controller-uid"}),
+        ("Job", "batch/v1", "", JOB_LABELS),
         ("Job", "batch/v1", "manualSelector: true", set()),
-        ("Job", "batch/v1", "completionMode: Indexed", {"batch.kubernetes.io/job-name", "job-name",
-                                                        "batch.kubernetes.io/controller-uid", "controller-uid",
-                                                        "batch.kubernetes.io/job-completion-index"}),
-        ("CronJob", "batch/v1", "", {"batch.kubernetes.io/job-name", "job-name",
-                                     "batch.kubernetes.io/controller-uid", "controller-uid"}),
+        (
+            "Job",
+            "batch/v1",
+            "completionMode: Indexed",
+            {*JOB_LABELS, "batch.kubernetes.io/job-completion-index"},
+        ),
+        ("CronJob", "batch/v1", "", JOB_LABELS),
     ],
-)  # fmt: skip
+)
 def test_controller_labels_per_kind(kind: str, api: str, extra: str, expected: set[str]) -> None:
     labels = pod_labels(_kind(kind, extra, api), "1.37")
     assert set(labels) - {"app"} == expected
@@ -431,7 +446,9 @@ SPREAD_KEY_IN_SELECTOR = deployment(
 )
 
 
-@pytest.mark.parametrize(("version", "rule"), [("1.33", "api-validation"), ("1.34", "merged-selector-rejected")])
+@pytest.mark.parametrize(
+    ("version", "rule"), [("1.33", "api-validation"), ("1.34", "merged-selector-rejected")]
+)
 def test_spread_key_in_selector_rejected_where_the_merge_happens(version: str, rule: str) -> None:
     """Up to 1.33 the template itself is refused (legacy check); from 1.34 the template is
     accepted and every pod is refused after kube-apiserver's merge."""
@@ -514,7 +531,9 @@ def test_revision_unscoped_ignores_other_revision_keys() -> None:
 
 
 def test_expand_json_shape() -> None:
-    completed = run_cli("expand", "--no-config", "--format", "json", "--kube-version", "1.33", "-", stdin=KEP_3243)
+    completed = run_cli(
+        "expand", "--no-config", "--format", "json", "--kube-version", "1.33", "-", stdin=KEP_3243
+    )
     assert completed.returncode == 0, completed.stderr
     report = json.loads(completed.stdout)
     (workload,) = report["workloads"]
@@ -533,7 +552,8 @@ def test_expand_json_shape() -> None:
 
 def test_expand_reports_ignored_keys_and_bad_input() -> None:
     text = KEP_3633_STORY_1.replace("- pod-template-hash", "- tenant")
-    completed = run_cli("expand", "--no-config", "--format", "json", "-", stdin=text + "---\nkey: [unclosed\n")
+    broken = text + "---\nkey: [unclosed\n"
+    completed = run_cli("expand", "--no-config", "--format", "json", "-", stdin=broken)
     assert completed.returncode == 2
     assert "<stdin>:" in completed.stderr and "Traceback" not in completed.stderr
     (term,) = json.loads(completed.stdout)["workloads"][0]["terms"]
