@@ -89,10 +89,14 @@ def _check(context: Context) -> Iterator[Violation]:
             fix = None
             if state.enabled:
                 fix = revision_fix(context, workload, term)
-                where = f"; {fix.describe(context.texts[fix.file])}" if fix else ""
+                how = (
+                    f"; {fix.describe(context.texts[fix.file])} (kaffinity fix does it)"
+                    if fix
+                    else " (by hand: kaffinity fix cannot edit this term safely, e.g. a YAML alias shares it)"
+                )
                 hint = (
                     f"add matchLabelKeys: [{REVISION_LABEL}] to this term, so that each revision counts "
-                    f"only its own pods{where} (kaffinity fix does it)"
+                    f"only its own pods{how}"
                 )
             else:
                 hint = (

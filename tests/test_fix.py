@@ -1,0 +1,213 @@
+"""``kaffinity fix``: safe fixes written back without changing any other byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kaffinity.config import Settings
+from kaffinity.engine import lint
+from kaffinity.fixes import fix_files
+from kaffinity.loader import load, parse
+
+from .conftest import SHARED, lint_text, run_cli
+
+ODD_BUT_VALID = """\
+# A hand-written manifest: comments, quoting, 4-space indents, a flow selector.
+apiVersion: "apps/v1"
+kind: Deployment
+metadata:
+    name: 'web'   # the name
+spec:
+    replicas: 3
+    selector: {matchLabels: {app: web}}
+    template:
+        metadata:
+            labels:
+                app: web
+        spec:
+            containers: [{name: web, image: "nginx:1.27"}]
+            affinity:
+                podAntiAffinity:
+                    requiredDuringSchedulingIgnoredDuringExecution:
+                        -   labelSelector: {matchLabels: {app: web}}
+                            topologyKey: kubernetes.io/hostname   # one per node
+
+                            # trailing comment block stays below
+            topologySpreadConstraints:
+            - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule,
+               labelSelector: {matchLabels: {app: web}}}
+            - maxSkew: 2
+              topologyKey: kubernetes.io/hostname
+              whenUnsatisfiable: DoNotSchedule
+              labelSelector:
+                matchLabels:
+                  app: web
+              matchLabelKeys:
+                - tenant
+"""
+
+ODD_BUT_VALID_FIXED = """\
+# A hand-written manifest: comments, quoting, 4-space indents, a flow selector.
+apiVersion: "apps/v1"
+kind: Deployment
+metadata:
+    name: 'web'   # the name
+spec:
+    replicas: 3
+    selector: {matchLabels: {app: web}}
+    template:
+        metadata:
+            labels:
+                app: web
+        spec:
+            containers: [{name: web, image: "nginx:1.27"}]
+            affinity:
+                podAntiAffinity:
+                    requiredDuringSchedulingIgnoredDuringExecution:
+                        -   labelSelector: {matchLabels: {app: web}}
+                            topologyKey: kubernetes.io/hostname   # one per node
+                            matchLabelKeys: [pod-template-hash]
+
+                            # trailing comment block stays below
+            topologySpreadConstraints:
+            - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule,
+               labelSelector: {matchLabels: {app: web}}, matchLabelKeys: [pod-template-hash]}
+            - maxSkew: 2
+              topologyKey: kubernetes.io/hostname
+              whenUnsatisfiable: DoNotSchedule
+              labelSelector:
+                matchLabels:
+                  app: web
+              matchLabelKeys:
+                - tenant
+                - pod-template-hash
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "web.yaml") -> Path:
+    path = tmp_path / name
+    path.write_bytes(text.encode())
+    return path
+
+
+def test_fix_changes_nothing_but_the_added_keys(tmp_path: Path) -> None:
+    tenant = ("                app: web\n", "                app: web\n                tenant: a\n")
+    path = _write(tmp_path, ODD_BUT_VALID.replace(*tenant))
+    completed = run_cli("fix", "--no-config", str(path))
+    assert completed.returncode == 0, completed.stderr
+    expected = ODD_BUT_VALID_FIXED.replace(*tenant)
+    assert path.read_bytes() == expected.encode()
+    assert f"{path}: fixed 3 (revision-unscoped)" in completed.stderr
+    again = run_cli("fix", "--no-config", str(path))
+    assert again.returncode == 0 and "nothing to fix" in again.stderr
+    assert path.read_bytes() == expected.encode()
+    assert lint_text(expected, select=("expansion",)).findings == ()
+
+
+def test_fix_diff_writes_nothing(tmp_path: Path) -> None:
+    path = _write(tmp_path, ODD_BUT_VALID)
+    completed = run_cli("fix", "--no-config", "--diff", str(path))
+    assert completed.returncode == 1
+    assert path.read_bytes() == ODD_BUT_VALID.encode()
+    lines = completed.stdout.splitlines()
+    added = [line for line in lines if line.startswith("+") and not line.startswith("+++")]
+    assert added == [
+        "+                            matchLabelKeys: [pod-template-hash]",
+        "+               labelSelector: {matchLabels: {app: web}}, matchLabelKeys: [pod-template-hash]}",
+        "+                - pod-template-hash",
+    ]
+
+
+def test_fix_keeps_crlf_and_a_byte_order_mark(tmp_path: Path) -> None:
+    text = ODD_BUT_VALID.replace("\n", "\r\n")
+    path = tmp_path / "crlf.yaml"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    completed = run_cli("fix", "--no-config", str(path))
+    assert completed.returncode == 0, completed.stderr
+    assert path.read_bytes() == b"\xef\xbb\xbf" + ODD_BUT_VALID_FIXED.replace("\n", "\r\n").encode()
+
+
+def test_fix_reads_stdin_and_writes_stdout() -> None:
+    completed = run_cli("fix", "--no-config", "-", stdin=ODD_BUT_VALID)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == ODD_BUT_VALID_FIXED
+    unchanged = run_cli("fix", "--no-config", "-", stdin=ODD_BUT_VALID_FIXED)
+    assert unchanged.returncode == 0 and unchanged.stdout == ODD_BUT_VALID_FIXED
+
+
+def test_fix_respects_suppressions_and_the_target_version(tmp_path: Path) -> None:
+    suppressed = ODD_BUT_VALID.replace(
+        "                        -   labelSelector",
+        "                        # kaffinity: ignore[revision-unscoped] one per node, rolled by hand\n"
+        "                        -   labelSelector",
+    )
+    out = run_cli("fix", "--no-config", "--diff", "-", stdin=suppressed).stdout
+    assert "[pod-template-hash]" in out and "+                            matchLabelKeys" not in out
+    # 1.30: pod affinity matchLabelKeys is dropped by the API server, spread keeps it (1.27+).
+    old = run_cli("fix", "--no-config", "--diff", "--kube-version", "1.30", "-", stdin=ODD_BUT_VALID).stdout
+    assert (
+        "+                            matchLabelKeys" not in old
+        and "+                - pod-template-hash" in old
+    )
+
+
+def test_fix_refuses_what_it_cannot_do_safely() -> None:
+    aliased = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - &term
+            labelSelector: {matchLabels: {app: web}}
+            topologyKey: kubernetes.io/hostname
+          - *term
+"""
+    (finding, _) = lint_text(aliased, select=("revision-unscoped",)).findings
+    assert finding.edit is None  # editing the anchor would change the alias too
+    assert finding.fix is not None and "kaffinity fix" not in finding.fix
+    completed = run_cli("fix", "--no-config", "-", stdin=aliased)
+    assert completed.returncode == 0 and completed.stdout == aliased
+    assert "nothing to fix" in completed.stderr
+
+
+CORPUS = SHARED / "corpus" / "real"
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared real-world corpus is not on this machine")
+def test_fix_round_trips_the_real_world_corpus() -> None:
+    """Every corpus file the fix touches: only the inserted text differs, the fixed file parses
+    to the same objects plus the key, and the findings it fixed are gone."""
+    paths = [
+        str(path)
+        for path in sorted(CORPUS.rglob("*.y*ml"))
+        if b"podAntiAffinity" in (raw := path.read_bytes()) or b"topologySpreadConstraints" in raw
+    ]
+    settings = Settings(select=("revision-unscoped",))
+    files = load(paths)
+    result = lint(files, settings)
+    texts = {file.name: file.text for file in files}
+    fixed, problems = fix_files(texts, result.findings)
+    assert problems == []
+    assert sum(len(item.findings) for item in fixed) == len(result.findings) >= 30
+    for item in fixed:
+        edits = sorted({f.edit for f in item.findings if f.edit is not None}, key=lambda edit: edit.start)
+        assert all(edit.start == edit.end for edit in edits)  # pure insertions
+        rebuilt = item.fixed
+        for number, edit in reversed(list(enumerate(edits))):
+            start = edit.start + sum(len(earlier.text) for earlier in edits[:number])
+            assert rebuilt[start : start + len(edit.text)] == edit.text
+            rebuilt = rebuilt[:start] + rebuilt[start + len(edit.text) :]
+        assert rebuilt == item.text  # every other byte as it was
+        after = lint([parse(item.file, item.fixed)], settings)
+        assert after.findings == ()
+        before_docs = parse(item.file, item.text).documents
+        after_docs = parse(item.file, item.fixed).documents
+        assert [d.data.get("kind") for d in before_docs] == [d.data.get("kind") for d in after_docs]
