@@ -172,7 +172,7 @@ spec:
 """
     (finding, _) = lint_text(aliased, select=("revision-unscoped",)).findings
     assert finding.edit is None  # editing the anchor would change the alias too
-    assert finding.fix is not None and "kaffinity fix" not in finding.fix
+    assert finding.fix is not None and "kaffinity fix cannot edit this term" in finding.fix
     completed = run_cli("fix", "--no-config", "-", stdin=aliased)
     assert completed.returncode == 0 and completed.stdout == aliased
     assert "nothing to fix" in completed.stderr
