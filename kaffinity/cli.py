@@ -256,6 +256,7 @@ def fix(
     from kaffinity.loader import STDIN_NAME
 
     settings = _settings(config, no_config, kube_version, feature_gates, select=select, namespace=namespace)
+    settings = replace(settings, plan_fixes=True)
     files = _load(paths, settings, stdin_filename)
     broken = _load_problems(files)
     result = run_lint(files, settings)

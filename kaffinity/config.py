@@ -47,6 +47,8 @@ class Settings:
     context: tuple[str, ...] = ()
     config_file: str | None = None
     base_dir: str = "."
+    #: Plan the text edits of fixable findings (``kaffinity fix``); a lint only describes them.
+    plan_fixes: bool = False
 
     def overridden(self, **changes: Any) -> Settings:
         """These settings with the given (non-None) values replaced: flags over the file."""

@@ -517,8 +517,17 @@ def test_revision_unscoped_where_the_field_is_unavailable_gives_another_fix() ->
     (finding,) = lint_text(SELF_ANTI, kube_version="1.30", select=("revision-unscoped",)).findings
     assert finding.fix is not None and "maxSurge: 0" in finding.fix and finding.edit is None
     (finding,) = lint_text(SELF_ANTI, kube_version="1.31", select=("revision-unscoped",)).findings
+    assert finding.edit is None  # a lint describes the fix; `kaffinity fix` plans the edit
+    line = line_of(SELF_ANTI, "topologyKey")
+    column = SELF_ANTI.splitlines()[line - 1].index("topologyKey") + 1
+    assert finding.fix is not None
+    assert f'add "matchLabelKeys: [pod-template-hash]" to this term at column {column}' in finding.fix
+    (finding,) = lint_text(SELF_ANTI, select=("revision-unscoped",), plan_fixes=True).findings
     assert finding.edit is not None
-    assert finding.fix is not None and 'add "matchLabelKeys: [pod-template-hash]"' in finding.fix
+    assert (
+        finding.fix is not None
+        and f'after line {line}, add "matchLabelKeys: [pod-template-hash]"' in finding.fix
+    )
 
 
 def test_revision_unscoped_ignores_other_revision_keys() -> None:

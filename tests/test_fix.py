@@ -170,7 +170,7 @@ spec:
             topologyKey: kubernetes.io/hostname
           - *term
 """
-    (finding, _) = lint_text(aliased, select=("revision-unscoped",)).findings
+    (finding, _) = lint_text(aliased, select=("revision-unscoped",), plan_fixes=True).findings
     assert finding.edit is None  # editing the anchor would change the alias too
     assert finding.fix is not None and "kaffinity fix cannot edit this term" in finding.fix
     completed = run_cli("fix", "--no-config", "-", stdin=aliased)
@@ -190,7 +190,7 @@ def test_fix_round_trips_the_real_world_corpus() -> None:
         for path in sorted(CORPUS.rglob("*.y*ml"))
         if b"podAntiAffinity" in (raw := path.read_bytes()) or b"topologySpreadConstraints" in raw
     ]
-    settings = Settings(select=("revision-unscoped",))
+    settings = Settings(select=("revision-unscoped",), plan_fixes=True)
     files = load(paths)
     result = lint(files, settings)
     texts = {file.name: file.text for file in files}

@@ -134,3 +134,31 @@ def test_validation_survives_any_value_anywhere(example: str) -> None:
             for target in targets:
                 validate(mutated, target)
                 check_object(mutated, target.version, target.proposals)
+
+
+@pytest.mark.parametrize(
+    "example", ["merged-selector-rejected/fail.yaml", "match-label-key-missing/fail.yaml"]
+)
+def test_expansion_survives_any_value_anywhere(example: str) -> None:
+    """The merge, its rules and its preview on every odd shape of every field: no crash."""
+    from kaffinity.config import Settings
+    from kaffinity.engine import lint
+    from kaffinity.preview import previews, render_diff, render_json, render_yaml
+
+    (doc,) = parse(example, (EXAMPLES / example).read_text(encoding="utf-8")).documents
+    deployment = json.loads(json.dumps(doc.data))
+    pod = {"apiVersion": "v1", "kind": "Pod", **deployment["spec"]["template"]}
+    mutated = [_replaced(data, path, value) for data in (deployment, pod) for path, value in _mutations(data)]
+    text = "".join(f"---\n{json.dumps(item)}\n" for item in mutated)
+    files = [parse("mutated.yaml", text)]
+    for version in ("1.30", "1.33", "1.37"):
+        result = lint(files, Settings(kube_version=version, select=("expansion",)))
+        assert result.internal_errors == ()
+    items = list(previews(files, "1.37", {}, "default"))
+    assert items  # most mutations keep a key to merge
+    for rendered in (
+        render_diff(items, "1.37"),
+        render_yaml(files, items, "1.37"),
+        render_json(items, "1.37", {}),
+    ):
+        assert rendered

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 from kaffinity import gates as fg
 from kaffinity.expand import POD_AFFINITY, POD_ANTI_AFFINITY, SPREAD, pod_labels
 from kaffinity.findings import Severity, Violation
-from kaffinity.model import PodAffinityTerm, TopologySpreadConstraint, Workload
+from kaffinity.model import PodAffinityTerm, TopologySpreadConstraint, Workload, dig
 from kaffinity.rules.base import Rule
 from kaffinity.selectors import namespace_in_scope, selector_matches
+from kaffinity.source import PosDict, unpack
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
@@ -72,6 +73,15 @@ def unscoped_terms(
         yield kind, term
 
 
+def _where(workload: Workload, term: PodAffinityTerm | TopologySpreadConstraint) -> str:
+    """Where the key goes, from the positions the loader kept: the column of the term's keys."""
+    data = dig(workload.doc.data, term.path)
+    if isinstance(data, PosDict) and data.pos:
+        column = unpack(data.pos[-1]).column
+        return f" at column {column}, like its other keys"
+    return ""
+
+
 def supported(context: Context, kind: str) -> fg.GateState:
     """The gate that decides whether the target keeps ``matchLabelKeys`` on this kind of term."""
     settings = context.settings
@@ -88,16 +98,20 @@ def _check(context: Context) -> Iterator[Violation]:
             state = supported(context, kind)
             fix = None
             if state.enabled:
-                fix = revision_fix(context, workload, term)
-                how = (
-                    f"; {fix.describe(context.texts[fix.file])} (kaffinity fix does it)"
-                    if fix
-                    else " (by hand: kaffinity fix cannot edit this term safely, e.g. a YAML alias shares it)"
-                )
-                hint = (
-                    f"add matchLabelKeys: [{REVISION_LABEL}] to this term, so that each revision counts "
-                    f"only its own pods{how}"
-                )
+                # Planning the edit composes the file again: only `kaffinity fix` pays for it.
+                fix = revision_fix(context, workload, term) if context.settings.plan_fixes else None
+                hint = f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term'
+                if fix is not None:
+                    hint += f" ({fix.describe(context.texts[fix.file])})"
+                elif not context.settings.plan_fixes:
+                    hint += (
+                        f"{_where(workload, term)} (kaffinity fix adds it; fix --diff shows the lines first)"
+                    )
+                else:
+                    hint += (
+                        " by hand (kaffinity fix cannot edit this term safely, e.g. a YAML alias shares it)"
+                    )
+                hint += ", so that each revision counts only its own pods"
             else:
                 hint = (
                     f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable the "
