@@ -611,7 +611,9 @@ class _Checker:
         # The legacy regime (ValidateMatchLabelKeysInTopologySpread): any key of the selector.
         selector_keys = _match_labels_keys(selector)
         selector_keys |= {
-            key for _, e in _items(selector.get("matchExpressions")) if isinstance(key := e.get("key"), str)
+            named
+            for _, e in _items(selector.get("matchExpressions"))
+            if isinstance(named := e.get("key"), str)
         }
         for i, key in enumerate(keys):
             self.label_name(key, (*here, "matchLabelKeys", i))
