@@ -34,8 +34,9 @@ Rendering conventions for new values:
 - ``comment`` becomes a trailing `` # comment`` on the first inserted line; flow insertions have
   no line of their own and drop it.
 
-Every edit is checked before it is returned: the edited text must load (with the project's
-loader) as exactly the original data plus the change, or the function returns None. Edits are
+Every edit is checked before it is returned: the edited document must load (with the project's
+loader) as exactly the original data plus the change, or the function returns None. Only that
+document is loaded again, so that a file with many edits costs linear time. Edits are
 refused (None) also when the path breaks, a node on the way or at the end is shared through a
 YAML alias, the target has a merge key (``<<``), is of the wrong kind, or the layout is odd.
 Only documents that are Kubernetes objects (``apiVersion`` and ``kind``) can be edited, as the
@@ -84,7 +85,7 @@ class _Unsupported(Exception):
 # --- locating nodes ------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=4)  # a large file's nodes take far more memory than its text
 def compose(text: str) -> tuple[Node, ...]:
     """The root node of every YAML document of ``text`` (empty if the text does not parse)."""
     from kaffinity.loader import _check_nesting, _composer, _parse_errors
@@ -108,34 +109,42 @@ def compose(text: str) -> tuple[Node, ...]:
 
 @dataclass(frozen=True, slots=True)
 class _Layout:
-    """What one document looks like: aliased nodes and its indentation habits."""
+    """One document's root node, its aliased nodes and its indentation habits. The root is kept
+    here so that the node ids below stay valid whatever ``compose`` has cached."""
 
+    root: Node
     shared: frozenset[int]  # id() of nodes reached more than once (through aliases)
+    # (id(node), id(parent), position in parent) of each shared node where it stands in the text
+    # (its anchor); elsewhere (an alias) its marks point back at the anchor.
+    anchors: frozenset[tuple[int, int, int]]
     step: int  # indentation of a block mapping under a key, relative to the key
     dash: int  # column of a block sequence's dashes under a key, relative to the key
     json: bool  # the document is a flow collection (a JSON file)
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=64)
 def _layout(text: str, doc_index: int) -> _Layout | None:
     roots = compose(text)
     if not 0 <= doc_index < len(roots):
         return None
     root = roots[doc_index]
-    seen: set[int] = set()
+    # Walked in text order, so the first visit of a shared node is where its anchor stands.
+    sites: dict[int, tuple[int, int, int]] = {}
     shared: set[int] = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
+    walk: list[tuple[Node, int, int]] = [(root, 0, 0)]
+    while walk:
+        node, parent, position = walk.pop()
+        if id(node) in sites:
             shared.add(id(node))
             continue
-        seen.add(id(node))
+        sites[id(node)] = (id(node), parent, position)
         if _is_mapping(node):
-            for key, value in node.value:
-                stack += (key, value)
+            children = [child for pair in node.value for child in pair]
         elif _is_sequence(node):
-            stack.extend(node.value)
+            children = node.value
+        else:
+            continue
+        walk.extend((child, id(node), index) for index, child in reversed(list(enumerate(children))))
     steps: Counter[int] = Counter()
     dashes: Counter[int] = Counter()
     stack = [root]
@@ -160,7 +169,8 @@ def _layout(text: str, doc_index: int) -> _Layout | None:
     step = steps.most_common(1)[0][0] if steps else 2
     dash = dashes.most_common(1)[0][0] if dashes else 0
     json = (_is_mapping(root) or _is_sequence(root)) and bool(root.flow_style)
-    return _Layout(frozenset(shared), step, dash, json)
+    anchors = frozenset(sites[node_id] for node_id in shared)
+    return _Layout(root, frozenset(shared), anchors, step, dash, json)
 
 
 def _is_mapping(node: Node) -> bool:
@@ -201,7 +211,7 @@ def _find(text: str, doc_index: int, path: DataPath) -> _Found | None:
     layout = _layout(text, doc_index)
     if layout is None:
         return None
-    node = compose(text)[doc_index]
+    node = layout.root
     parent = key_node = None
     for item in path:
         if isinstance(item, str) and _is_mapping(node):
@@ -322,21 +332,17 @@ def _loaded(text: str) -> dict[int, Any] | None:
 def _checked(
     text: str, edit: Edit, doc_index: int, path: DataPath, update: Callable[[Any], Any]
 ) -> Edit | None:
-    """The edit, if the edited document loads as expected. Only that document is loaded again
-    (from the start of its root's line to the end of its root, or of the edit): documents are
-    independent in YAML, and loading the whole file per edit made a file with many findings cost
-    quadratic time."""
-    roots = compose(text)
-    if not 0 <= doc_index < len(roots):
-        return None
-    root = roots[doc_index]
-    start = text.rfind("\n", 0, root.start_mark.index) + 1
-    end = max(root.end_mark.index, edit.end)
+    """``edit`` if it passes :func:`verify`, run on the edited document alone: the edit lies
+    inside it and the text around it is unchanged, so checking the whole file again for each
+    edit (quadratic on a file of many workloads) would add nothing."""
+    root = compose(text)[doc_index]  # only its marks are used
+    start = max(text.rfind("\n", 0, root.start_mark.index), text.rfind("\r", 0, root.start_mark.index)) + 1
+    end: int = root.end_mark.index
     if not start <= edit.start <= edit.end <= end:
         return None
-    before = text[start:end]
-    after = before[: edit.start - start] + edit.text + before[edit.end - start :]
-    return edit if verify(before, after, 0, path, update) else None
+    old = text[start:end]
+    new = old[: edit.start - start] + edit.text + old[edit.end - start :]
+    return edit if verify(old, new, 0, path, update) else None
 
 
 def _with_entry(old: Any, key: str, value: Any) -> dict[str, Any]:
@@ -415,6 +421,7 @@ def _is_plain(text: str) -> bool:
         and text[-1] != " "
         and _INDICATORS.isdisjoint(text)
         and _TIMESTAMP.match(text) is None
+        and not text.startswith(("---", "..."))  # document markers at the start of a line
         and resolve_plain(text) == text
     )
 
@@ -426,7 +433,8 @@ class _Writer:
         self.text = text
         self.layout = layout
         self.json = layout.json
-        self.comment = "" if comment is None else " # " + " ".join(comment.split())
+        words = " ".join(comment.split()) if comment else ""
+        self.comment = f" # {words}" if words else ""
 
     # values
 
@@ -508,16 +516,24 @@ class _Writer:
         """Where the content of ``node`` ends, and whether that is the start of a line (after a
         block scalar) rather than inside one."""
         while True:
-            if id(node) in self.layout.shared:
-                raise _Unsupported("ends with an aliased node")
             if _is_scalar(node):
                 end: int = node.end_mark.index
                 at_line_start = node.style in ("|", ">") and (end == 0 or self.text[end - 1] in "\r\n")
                 return end, at_line_start
             if node.flow_style or not node.value:
                 return node.end_mark.index, False
-            last = node.value[-1]
-            node = last[1] if _is_mapping(node) else last
+            node = self.last_child(node)
+
+    def last_child(self, node: Node) -> Node:
+        """The last value or item of a non-empty collection, if its marks are its own: an alias
+        (``key: *ref``) carries the marks of its anchor, elsewhere in the text."""
+        if _is_mapping(node):
+            position, child = 2 * len(node.value) - 1, node.value[-1][1]
+        else:
+            position, child = len(node.value) - 1, node.value[-1]
+        if id(child) in self.layout.shared and (id(child), id(node), position) not in self.layout.anchors:
+            raise _Unsupported("ends with an alias")
+        return child
 
     def insert_lines(self, after: Node, lines: list[str], column: int) -> Edit:
         """New block lines at ``column``, after the line where the content of ``after`` ends."""
@@ -535,8 +551,7 @@ class _Writer:
     def flow_items(self, node: Node, pieces: list[str]) -> Edit:
         """Fill a flow collection: after its last value, or inside it if empty."""
         if node.value:
-            last = node.value[-1]
-            end = self.content_end(last[1] if _is_mapping(node) else last)[0]
+            end = self.content_end(self.last_child(node))[0]
             return Edit(end, end, "".join(", " + piece for piece in pieces))
         opening = "{" if _is_mapping(node) else "["
         at = self.text.find(opening, node.start_mark.index, node.end_mark.index)

@@ -34,7 +34,6 @@ class Fix:
 
     file: str
     edit: Edit
-    summary: str
 
     def describe(self, text: str) -> str:
         """Where the edit writes what, in the file's own line numbers (for a finding's hint)."""
@@ -63,7 +62,7 @@ def revision_fix(
         edit = add_entry(text, doc.index, path, "matchLabelKeys", [REVISION_LABEL])
     if edit is None:
         return None
-    return Fix(doc.file, edit, f"added {REVISION_LABEL} to matchLabelKeys")
+    return Fix(doc.file, edit)
 
 
 @dataclass(frozen=True, slots=True)

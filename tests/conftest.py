@@ -52,6 +52,11 @@ def run_cli(
     )
 
 
+def added_lines(diff: str) -> list[str]:
+    """The ``+`` lines of a unified diff (without the ``+++`` header)."""
+    return [line for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+
+
 def run_json(*args: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
     completed = run_cli("lint", "--format", "json", "--no-config", *args, **kwargs)
     assert "Traceback" not in completed.stderr, completed.stderr

@@ -30,7 +30,7 @@ from kaffinity.expand import (
 from kaffinity.loader import parse
 from kaffinity.model import Workload, build_inventory
 
-from .conftest import lint_text, run_cli
+from .conftest import added_lines, lint_text, run_cli
 from .test_validation import deployment, line_of, pod
 
 HASH = "<pod-template-hash of this revision>"
@@ -157,9 +157,7 @@ def test_kep_3633_design_diff(tmp_path: Any) -> None:
     path.write_text(KEP_3633_STORY_2)
     completed = run_cli("expand", "--no-config", str(path))
     assert completed.returncode == 0, completed.stderr
-    lines = completed.stdout.splitlines()
-    added = [line for line in lines if line.startswith("+") and not line.startswith("+++")]
-    assert added == [
+    assert added_lines(completed.stdout) == [
         "+          - key: tenant",
         "+            operator: NotIn",
         "+            values:",

@@ -11,7 +11,7 @@ from kaffinity.engine import lint
 from kaffinity.fixes import fix_files
 from kaffinity.loader import load, parse
 
-from .conftest import SHARED, lint_text, run_cli
+from .conftest import SHARED, added_lines, lint_text, run_cli
 
 ODD_BUT_VALID = """\
 # A hand-written manifest: comments, quoting, 4-space indents, a flow selector.
@@ -111,9 +111,7 @@ def test_fix_diff_writes_nothing(tmp_path: Path) -> None:
     completed = run_cli("fix", "--no-config", "--diff", str(path))
     assert completed.returncode == 1
     assert path.read_bytes() == ODD_BUT_VALID.encode()
-    lines = completed.stdout.splitlines()
-    added = [line for line in lines if line.startswith("+") and not line.startswith("+++")]
-    assert added == [
+    assert added_lines(completed.stdout) == [
         "+                            matchLabelKeys: [pod-template-hash]",
         "+               labelSelector: {matchLabels: {app: web}}, matchLabelKeys: [pod-template-hash]}",
         "+                - pod-template-hash",
