@@ -75,14 +75,34 @@ def _names(values: Optional[list[str]]) -> Optional[tuple[str, ...]]:
     return tuple(name.strip() for value in values for name in value.split(",") if name.strip())
 
 
+_Paths = Annotated[
+    Optional[list[str]],
+    typer.Argument(help="Files or folders (recursive), or - for stdin. Default: the current folder."),
+]
+_Config = Annotated[
+    Optional[str],
+    typer.Option("--config", "-c", help="Config file (default: nearest .kaffinity.yaml upward)."),
+]
+_NoConfig = Annotated[bool, typer.Option("--no-config", help="Ignore any .kaffinity.yaml.")]
+_KubeVersion = Annotated[
+    Optional[str], typer.Option("--kube-version", help="Target Kubernetes minor version, e.g. 1.33.")
+]
+_FeatureGates = Annotated[
+    Optional[str],
+    typer.Option("--feature-gates", help="Gates that differ from the defaults: Name=true,Other=false."),
+]
+_Namespace = Annotated[
+    Optional[str],
+    typer.Option("--namespace", "-n", help="Namespace of objects that name none (default: default)."),
+]
+_StdinFilename = Annotated[
+    Optional[str], typer.Option("--stdin-filename", help="Name to report for input read from stdin.")
+]
+
+
 @app.command()
 def lint(
-    paths: Annotated[
-        Optional[list[str]],
-        typer.Argument(
-            help="Files or folders to lint (recursive), or - for stdin. Default: the current folder."
-        ),
-    ] = None,
+    paths: _Paths = None,
     output_format: Annotated[
         OutputFormat,
         typer.Option(
@@ -92,18 +112,10 @@ def lint(
     output: Annotated[
         Optional[str], typer.Option("--output", "-o", help="Write the report to this file.")
     ] = None,
-    config: Annotated[
-        Optional[str],
-        typer.Option("--config", "-c", help="Config file (default: nearest .kaffinity.yaml upward)."),
-    ] = None,
-    no_config: Annotated[bool, typer.Option("--no-config", help="Ignore any .kaffinity.yaml.")] = False,
-    kube_version: Annotated[
-        Optional[str], typer.Option("--kube-version", help="Target Kubernetes minor version, e.g. 1.33.")
-    ] = None,
-    feature_gates: Annotated[
-        Optional[str],
-        typer.Option("--feature-gates", help="Gates that differ from the defaults: Name=true,Other=false."),
-    ] = None,
+    config: _Config = None,
+    no_config: _NoConfig = False,
+    kube_version: _KubeVersion = None,
+    feature_gates: _FeatureGates = None,
     proposals: Annotated[
         Optional[bool],
         typer.Option(
@@ -122,16 +134,11 @@ def lint(
         Optional[FailOn],
         typer.Option("--fail-on", help="Lowest severity that fails the run (default: error)."),
     ] = None,
-    namespace: Annotated[
-        Optional[str],
-        typer.Option("--namespace", "-n", help="Namespace of objects that name none (default: default)."),
-    ] = None,
+    namespace: _Namespace = None,
     exclude: Annotated[
         Optional[list[str]], typer.Option("--exclude", help="Glob of files or folders to skip (repeatable).")
     ] = None,
-    stdin_filename: Annotated[
-        Optional[str], typer.Option("--stdin-filename", help="Name to report for input read from stdin.")
-    ] = None,
+    stdin_filename: _StdinFilename = None,
     color: Annotated[Color, typer.Option("--color", help="Colour the text report.")] = Color.auto,
 ) -> None:
     """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage."""
@@ -174,31 +181,6 @@ class ExpandFormat(str, Enum):
     diff = "diff"
     yaml = "yaml"
     json = "json"
-
-
-_Paths = Annotated[
-    Optional[list[str]],
-    typer.Argument(help="Files or folders (recursive), or - for stdin. Default: the current folder."),
-]
-_Config = Annotated[
-    Optional[str],
-    typer.Option("--config", "-c", help="Config file (default: nearest .kaffinity.yaml upward)."),
-]
-_NoConfig = Annotated[bool, typer.Option("--no-config", help="Ignore any .kaffinity.yaml.")]
-_KubeVersion = Annotated[
-    Optional[str], typer.Option("--kube-version", help="Target Kubernetes minor version, e.g. 1.33.")
-]
-_FeatureGates = Annotated[
-    Optional[str],
-    typer.Option("--feature-gates", help="Gates that differ from the defaults: Name=true,Other=false."),
-]
-_Namespace = Annotated[
-    Optional[str],
-    typer.Option("--namespace", "-n", help="Namespace of objects that name none (default: default)."),
-]
-_StdinFilename = Annotated[
-    Optional[str], typer.Option("--stdin-filename", help="Name to report for input read from stdin.")
-]
 
 
 @app.command()
@@ -251,6 +233,8 @@ def fix(
 ) -> None:
     """Apply safe fixes in place, changing no other byte of the files (stdin: the fixed stream on
     stdout). Exit code 0; with --diff, 1 when there is something to fix; 2 on bad input."""
+    import difflib
+
     from kaffinity.engine import lint as run_lint
     from kaffinity.fixes import fix_files
     from kaffinity.loader import STDIN_NAME
@@ -261,14 +245,12 @@ def fix(
     broken = _load_problems(files)
     result = run_lint(files, settings)
     stdin_name = stdin_filename or STDIN_NAME
-    texts = {file.name: file.text for file in files}
-    fixed, problems = fix_files(texts, result.findings)
+    stdin_text = next((file.text for file in files if file.name == stdin_name), None)
+    fixed, problems = fix_files(files, result.findings)
     for problem in problems:
         typer.echo(problem, err=True)
     for item in fixed:
         if diff:
-            import difflib
-
             sys.stdout.writelines(
                 line if line.endswith("\n") else line + "\n"
                 for line in difflib.unified_diff(
@@ -286,8 +268,8 @@ def fix(
         if not diff:
             rules = sorted({finding.rule for finding in item.findings})
             typer.echo(f"{item.file}: fixed {len(item.findings)} ({', '.join(rules)})", err=True)
-    if not diff and stdin_name in texts and all(item.file != stdin_name for item in fixed):
-        sys.stdout.write(texts[stdin_name])  # stdin in, stdin out: unchanged when nothing to fix
+    if not diff and stdin_text is not None and all(item.file != stdin_name for item in fixed):
+        sys.stdout.write(stdin_text)  # stdin in, stdin out: unchanged when nothing to fix
     if not fixed:
         typer.echo("kaffinity: nothing to fix", err=True)
     raise typer.Exit(2 if broken or problems else (1 if diff and fixed else 0))

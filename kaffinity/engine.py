@@ -11,10 +11,9 @@ import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from kaffinity.config import Settings
-from kaffinity.edits import Edit
-from kaffinity.expand import Expansions
 from kaffinity.findings import Finding, Location, Severity, Violation
 from kaffinity.loader import SourceFile
 from kaffinity.model import Inventory, ObjectRef, build_inventory, object_ref, pod_template_path
@@ -22,6 +21,10 @@ from kaffinity.rules import RULES
 from kaffinity.rules.base import Rule
 from kaffinity.source import Document, Span, format_path
 from kaffinity.suppress import Suppression, annotation_suppressions, comment_suppressions
+
+if TYPE_CHECKING:
+    from kaffinity.edits import Edit
+    from kaffinity.expand import Expansions
 
 _SPECIFICITY_ALL, _SPECIFICITY_CATEGORY, _SPECIFICITY_RULE = 0, 1, 2
 
@@ -51,8 +54,15 @@ class Context:
         return build_inventory(self.documents, self.settings.namespace)
 
     @cached_property
+    def namespace_labels(self) -> dict[str, dict[str, str]]:
+        """The labels of each Namespace object in the input, by name."""
+        return {namespace.ref.name: dict(namespace.labels) for namespace in self.inventory.namespaces}
+
+    @cached_property
     def expansions(self) -> Expansions:
         """The merged selectors of every workload (matchLabelKeys / mismatchLabelKeys)."""
+        from kaffinity.expand import Expansions
+
         return Expansions(self.settings.kube_version, self.settings.feature_gates)
 
     @cached_property

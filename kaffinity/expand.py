@@ -31,7 +31,7 @@ workloads or revisions apart ask for qualified placeholders (:func:`pod_labels`)
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kaffinity import gates as fg
@@ -214,20 +214,24 @@ def pod_labels(
     for label in controller_labels(workload, version):
         if kind in _JOB_KINDS and label.key in labels:
             continue  # generateSelector keeps a value the user wrote (validation then compares)
-        value = _value(label, workload, replica, revision, owner)
-        labels[label.key] = unknown if unknown is not None and value.startswith("<") else value
+        labels[label.key] = _value(label, workload, replica, revision, owner, unknown)
     return labels
 
 
 def _value(
-    label: ControllerLabel, workload: Workload, replica: int | None, revision: str, owner: str | None
+    label: ControllerLabel,
+    workload: Workload,
+    replica: int | None,
+    revision: str,
+    owner: str | None,
+    unknown: str | None,
 ) -> str:
     name = workload.ref.name
     if label.varies == "pod" and replica is not None:
         return f"{name}-{replica}" if label.key.endswith("pod-name") else str(replica)
     if label.varies == "object" and workload.ref.kind == "Job" and label.key.endswith("job-name") and name:
         return name
-    return label.placeholder(owner, revision)
+    return unknown if unknown is not None else label.placeholder(owner, revision)
 
 
 def merge_keys(
@@ -283,7 +287,7 @@ class TermExpansion:
         return tuple(use for use in self.keys if not use.applied)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkloadExpansion:
     """Each of a workload's terms that names label keys, and the pod labels the merge read
     (empty when no term names any)."""
@@ -291,15 +295,13 @@ class WorkloadExpansion:
     workload: Workload
     labels: Mapping[str, str]
     terms: tuple[TermExpansion, ...]
-    _by_path: dict[DataPath, TermExpansion] = field(default_factory=dict, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        self._by_path.update((term.path, term) for term in self.terms)
 
     def selector(self, term: PodAffinityTerm | TopologySpreadConstraint) -> LabelSelector | None:
         """The selector the scheduler evaluates for ``term``: merged where a merge applies."""
-        expansion = self._by_path.get(term.path)
-        return expansion.merged if expansion is not None else term.label_selector
+        for expansion in self.terms:  # a handful at most
+            if expansion.path == term.path:
+                return expansion.merged
+        return term.label_selector
 
     @property
     def applied(self) -> bool:

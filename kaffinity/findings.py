@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
-from kaffinity.edits import Edit
 from kaffinity.model import ObjectRef
 from kaffinity.source import DataPath, Document, Span
+
+if TYPE_CHECKING:
+    from kaffinity.edits import Edit
 
 
 class Severity(str, Enum):

@@ -24,6 +24,7 @@ from kaffinity.model import PodAffinityTerm, TopologySpreadConstraint, Workload
 if TYPE_CHECKING:
     from kaffinity.engine import Context
     from kaffinity.findings import Finding
+    from kaffinity.loader import SourceFile
 
 REVISION_LABEL = "pod-template-hash"
 
@@ -75,8 +76,9 @@ class FileFix:
     findings: tuple[Finding, ...]
 
 
-def fix_files(texts: dict[str, str], findings: Sequence[Finding]) -> tuple[list[FileFix], list[str]]:
-    """Apply the fixes carried by ``findings``; each file is verified by parsing it again.
+def fix_files(files: Sequence[SourceFile], findings: Sequence[Finding]) -> tuple[list[FileFix], list[str]]:
+    """Apply the fixes carried by ``findings`` to the loaded ``files``; each fixed file is
+    verified by parsing it again (it must hold as many objects as before).
 
     Returns the files that change and the problems (files left alone, and why).
     """
@@ -88,15 +90,16 @@ def fix_files(texts: dict[str, str], findings: Sequence[Finding]) -> tuple[list[
             by_file.setdefault(finding.file, []).append(finding)
     fixed: list[FileFix] = []
     problems: list[str] = []
+    loaded = {file.name: file for file in files}
     for name, found in by_file.items():
-        text = texts[name]
+        text = loaded[name].text
         try:
             new = apply(text, _unique(finding.edit for finding in found))
         except ValueError as error:
             problems.append(f"{name}: error: fixes overlap, nothing written ({error})")
             continue
-        before, after = parse(name, text), parse(name, new)
-        if after.problems or len(after.documents) != len(before.documents):
+        after = parse(name, new)
+        if after.problems or len(after.documents) != len(loaded[name].documents):
             problems.append(f"{name}: error: the fixed file would not parse the same, nothing written")
             continue
         fixed.append(FileFix(name, text, new, tuple(found)))

@@ -575,3 +575,14 @@ def test_expand_without_label_keys_says_so() -> None:
     completed = run_cli("expand", "--no-config", "-", stdin=SELF_ANTI)
     assert completed.returncode == 0 and completed.stdout == ""
     assert "no workload uses matchLabelKeys" in completed.stderr
+
+
+def test_expand_yaml_of_several_files_names_each(tmp_path: Any) -> None:
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text(KEP_3243)
+    second.write_text(SELF_ANTI)
+    completed = run_cli("expand", "--no-config", "--format", "yaml", str(first), str(second))
+    assert completed.returncode == 0, completed.stderr
+    merged, unchanged = completed.stdout.split("---\n")
+    assert merged.startswith(f"# Source: {first}\n") and "- key: app" in merged
+    assert unchanged == f"# Source: {second}\n{SELF_ANTI}"

@@ -191,8 +191,7 @@ def test_fix_round_trips_the_real_world_corpus() -> None:
     settings = Settings(select=("revision-unscoped",), plan_fixes=True)
     files = load(paths)
     result = lint(files, settings)
-    texts = {file.name: file.text for file in files}
-    fixed, problems = fix_files(texts, result.findings)
+    fixed, problems = fix_files(files, result.findings)
     assert problems == []
     assert sum(len(item.findings) for item in fixed) == len(result.findings) >= 30
     for item in fixed:
@@ -209,3 +208,13 @@ def test_fix_round_trips_the_real_world_corpus() -> None:
         before_docs = parse(item.file, item.text).documents
         after_docs = parse(item.file, item.fixed).documents
         assert [d.data.get("kind") for d in before_docs] == [d.data.get("kind") for d in after_docs]
+
+
+def test_fix_leaves_a_utf16_file_alone(tmp_path: Path) -> None:
+    path = tmp_path / "utf16.yaml"
+    raw = ODD_BUT_VALID.encode("utf-16")
+    path.write_bytes(raw)
+    completed = run_cli("fix", "--no-config", str(path))
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr
+    assert f"{path}: error: fix writes UTF-8 files only" in completed.stderr
+    assert path.read_bytes() == raw

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kaffinity import gates as fg
-from kaffinity.expand import POD_AFFINITY, POD_ANTI_AFFINITY, SPREAD, pod_labels
+from kaffinity.expand import POD_AFFINITY, POD_ANTI_AFFINITY, SPREAD, affinity_terms, pod_labels
 from kaffinity.findings import Severity, Violation
 from kaffinity.model import PodAffinityTerm, TopologySpreadConstraint, Workload, dig
 from kaffinity.rules.base import Rule
@@ -43,31 +43,25 @@ def unscoped_terms(
     strategy = workload.strategy
     if workload.ref.kind != "Deployment" or strategy is None or strategy.type != "RollingUpdate":
         return
-    expansions = context.expansions
-    own = pod_labels(workload, expansions.version, qualified=True)
-    namespace = workload.ref.namespace or context.settings.namespace
-    known = {ns.ref.name: dict(ns.labels) for ns in context.inventory.namespaces}
-    terms: list[tuple[str, PodAffinityTerm | TopologySpreadConstraint]] = []
-    affinity = workload.pod.affinity
-    if affinity is not None:
-        for kind, group in (
-            (POD_ANTI_AFFINITY, affinity.pod_anti_affinity),
-            (POD_AFFINITY, affinity.pod_affinity),
-        ):
-            if group is not None:
-                terms += [(kind, term) for term in group.required]
+    terms: list[tuple[str, PodAffinityTerm | TopologySpreadConstraint]] = [
+        (kind, term) for kind, required, term in affinity_terms(workload) if required
+    ]
     terms += [
         (SPREAD, constraint)
         for constraint in workload.pod.topology_spread_constraints
         if constraint.when_unsatisfiable == "DoNotSchedule"
     ]
+    terms = [(kind, term) for kind, term in terms if REVISION_LABEL not in term.match_label_keys]
+    if not terms:  # none, or all scoped (where the gate drops the field, gated-field-dropped says so)
+        return
+    expansions = context.expansions
+    own = pod_labels(workload, expansions.version, qualified=True)
+    namespace = workload.ref.namespace or context.settings.namespace
     for kind, term in terms:
-        if REVISION_LABEL in term.match_label_keys:
-            continue  # scoped (or, where the gate drops the field, gated-field-dropped says so)
         if not selector_matches(expansions.selector(workload, term), own):
             continue
         if isinstance(term, PodAffinityTerm) and not namespace_in_scope(
-            term, namespace, namespace, known.get(namespace)
+            term, namespace, namespace, context.namespace_labels.get(namespace)
         ):
             continue
         yield kind, term
