@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from kaffinity.config import Settings
     from kaffinity.loader import SourceFile
     from kaffinity.rules.base import Rule
+    from kaffinity.topology import Cluster
 
 app = typer.Typer(
     name="kaffinity",
@@ -95,6 +96,20 @@ _Namespace = Annotated[
     Optional[str],
     typer.Option("--namespace", "-n", help="Namespace of objects that name none (default: default)."),
 ]
+_Cluster = Annotated[
+    Optional[str],
+    typer.Option(
+        "--cluster",
+        help="File or folder declaring the cluster: Nodes, Namespaces, existing Pods (kubectl get -o yaml).",
+    ),
+]
+_Closed = Annotated[
+    Optional[bool],
+    typer.Option(
+        "--closed/--open",
+        help="The input is complete: a required pod affinity nothing matches is an error, not a warning.",
+    ),
+]
 _StdinFilename = Annotated[
     Optional[str], typer.Option("--stdin-filename", help="Name to report for input read from stdin.")
 ]
@@ -138,6 +153,8 @@ def lint(
     exclude: Annotated[
         Optional[list[str]], typer.Option("--exclude", help="Glob of files or folders to skip (repeatable).")
     ] = None,
+    cluster: _Cluster = None,
+    closed: _Closed = None,
     stdin_filename: _StdinFilename = None,
     color: Annotated[Color, typer.Option("--color", help="Colour the text report.")] = Color.auto,
 ) -> None:
@@ -147,12 +164,12 @@ def lint(
 
     settings = _settings(
         config, no_config, kube_version, feature_gates, proposals, select, ignore, namespace, exclude
-    )
+    ).overridden(cluster=cluster, closed=closed)
     if fail_on is not None:
         threshold = None if fail_on is FailOn.none else Severity(fail_on.value)
         settings = replace(settings, fail_on=threshold)
     files = _load(paths, settings, stdin_filename)
-    result = run_lint(files, settings)
+    result = run_lint(files, settings, cluster=_load_cluster(settings))
 
     fmt = output_format.value
     if fmt == "auto":
@@ -353,6 +370,19 @@ def _load(paths: Optional[list[str]], settings: Settings, stdin_filename: Option
     if stdin_filename and STDIN in targets:
         files = [replace(file, name=stdin_filename) if file.name == STDIN_NAME else file for file in files]
     return files
+
+
+def _load_cluster(settings: Settings) -> Cluster | None:
+    """The declared cluster, if any; a path that does not exist is a usage error (exit 2)."""
+    if settings.cluster is None:
+        return None
+    from kaffinity.loader import load
+    from kaffinity.topology import cluster_from
+
+    if not os.path.exists(settings.cluster):
+        typer.echo(f"{settings.cluster}: error: cluster file not found", err=True)
+        raise typer.Exit(2)
+    return cluster_from(load([settings.cluster]), settings.namespace)
 
 
 def _load_problems(files: list[SourceFile]) -> bool:

@@ -44,6 +44,8 @@ class Settings:
     namespace: str = "default"
     exclude: tuple[str, ...] = ()
     cluster: str | None = None
+    #: The input is complete (``--closed``): nothing outside it can satisfy a selector.
+    closed: bool = False
     context: tuple[str, ...] = ()
     config_file: str | None = None
     base_dir: str = "."
@@ -157,6 +159,7 @@ def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
         namespace=data.get("namespace", "default"),
         exclude=anchor_patterns(data.get("exclude") or (), base),
         cluster=paths([cluster])[0] if isinstance(cluster, str) else None,
+        closed=bool(data.get("closed", False)),
         context=paths(data.get("context") or ()),
         config_file=display,
         base_dir=base,

@@ -25,6 +25,8 @@ from kaffinity.suppress import Suppression, annotation_suppressions, comment_sup
 if TYPE_CHECKING:
     from kaffinity.edits import Edit
     from kaffinity.expand import Expansions
+    from kaffinity.graph import AffinityGraph
+    from kaffinity.topology import Cluster
 
 _SPECIFICITY_ALL, _SPECIFICITY_CATEGORY, _SPECIFICITY_RULE = 0, 1, 2
 
@@ -36,9 +38,13 @@ class Context:
     and shared by all rules.
     """
 
-    def __init__(self, files: Sequence[SourceFile], settings: Settings) -> None:
+    def __init__(
+        self, files: Sequence[SourceFile], settings: Settings, cluster: Cluster | None = None
+    ) -> None:
         self.files = tuple(files)
         self.settings = settings
+        #: The declared cluster (``--cluster``): nodes, namespaces and existing pods; None if none.
+        self.cluster = cluster
 
     @cached_property
     def documents(self) -> tuple[Document, ...]:
@@ -64,6 +70,18 @@ class Context:
         from kaffinity.expand import Expansions
 
         return Expansions(self.settings.kube_version, self.settings.feature_gates)
+
+    @cached_property
+    def graph(self) -> AffinityGraph:
+        """The affinity graph of every workload, existing pod group and disruption budget."""
+        from kaffinity.graph import AffinityGraph
+
+        return AffinityGraph(self)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the input is declared complete: ``--closed``, or a cluster file lists its pods."""
+        return self.settings.closed or (self.cluster is not None and self.cluster.has_pods)
 
     @cached_property
     def validation(self) -> dict[str, list[Violation]]:
@@ -109,17 +127,23 @@ def _specificity(rule: Rule, names: Iterable[str]) -> int:
     return best
 
 
-def severity_of(rule: Rule, settings: Settings) -> Severity:
+def severity_of(rule: Rule, settings: Settings, default: Severity | None = None) -> Severity:
+    """The configured severity (rule over category), else the finding's own, else the rule's."""
     configured = settings.severity
-    return configured.get(rule.name) or configured.get(rule.category) or rule.severity
+    return configured.get(rule.name) or configured.get(rule.category) or default or rule.severity
 
 
-def lint(files: Sequence[SourceFile], settings: Settings, rules: Sequence[Rule] = RULES) -> LintResult:
-    """Run every enabled rule over the loaded files."""
+def lint(
+    files: Sequence[SourceFile],
+    settings: Settings,
+    rules: Sequence[Rule] = RULES,
+    cluster: Cluster | None = None,
+) -> LintResult:
+    """Run every enabled rule over the loaded files (and consult the declared cluster, if any)."""
     enabled = tuple(rule for rule in rules if rule_enabled(rule, settings.select, settings.ignore))
     run = _Run(files, settings, enabled)
-    run.load_problems()
-    context = Context(files, settings)
+    run.load_problems(cluster.files if cluster is not None else ())
+    context = Context(files, settings, cluster)
     for rule in enabled:
         if rule.check is not None:
             run.check(rule, context)
@@ -130,7 +154,11 @@ def lint(files: Sequence[SourceFile], settings: Settings, rules: Sequence[Rule] 
         files=len(files),
         documents=sum(len(file.documents) for file in files),
         suppressed=run.suppressed,
-        load_errors=any(problem.rule == "parse-error" for file in files for problem in file.problems),
+        load_errors=any(
+            problem.rule == "parse-error"
+            for file in (*files, *(cluster.files if cluster is not None else ()))
+            for problem in file.problems
+        ),
         internal_errors=tuple(run.internal_errors),
         severities={rule.name: severity_of(rule, settings) for rule in enabled},
     )
@@ -166,8 +194,8 @@ class _Run:
                     self.annotations[id(doc)] = found
                     self.all_suppressions.extend(found)
 
-    def load_problems(self) -> None:
-        for file in self.files:
+    def load_problems(self, more: Sequence[SourceFile] = ()) -> None:
+        for file in (*self.files, *more):
             for problem in file.problems:
                 rule = self.enabled.get(problem.rule)
                 if rule is not None:
@@ -202,6 +230,7 @@ class _Run:
             related=related,
             fix=violation.fix,
             edit=violation.edit,
+            severity=violation.severity,
         )
         self.add(finding, self.annotations.get(id(doc), ()))
 
@@ -232,6 +261,7 @@ class _Run:
         related: tuple[Location, ...] = (),
         fix: str | None = None,
         edit: Edit | None = None,
+        severity: Severity | None = None,
     ) -> Finding:
         return Finding(
             file=file,
@@ -239,7 +269,7 @@ class _Run:
             column=span.column if span is not None else None,
             rule=rule.name,
             message=message,
-            severity=severity_of(rule, self.settings),
+            severity=severity_of(rule, self.settings, severity),
             category=rule.category,
             path=path,
             object=obj,

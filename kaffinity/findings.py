@@ -67,6 +67,8 @@ class Violation:
     fix: str | None = None
     field: str | None = None
     edit: Edit | None = None
+    #: This finding's severity when it differs from the rule's default (the configured one wins).
+    severity: Severity | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,560 @@
+"""The affinity graph: which workloads each scheduling term and disruption budget reaches.
+
+Built once per lint (``Context.graph``) as a networkx ``MultiDiGraph``:
+
+* a node per workload (the pods it creates) and, when the cluster file lists running pods,
+  per group of existing pods with the same namespace and labels; a node per
+  PodDisruptionBudget;
+* an edge per (term, matched pods), with the term's ``kind`` (affinity, anti-affinity,
+  spread, pdb), ``required``, ``weight``, ``topology_key``, namespace ``scope`` and
+  ``location`` (file:line:column of the term);
+* a term that matches more than :data:`FANOUT` nodes gets one edge to a *selector* node
+  instead, and the selector node one ``selects`` edge to each member; identical selectors in
+  the same scope share the selector node, so a label like ``tier: batch`` selected in every
+  namespace by hundreds of workloads costs its members once, not once per term.
+
+Matching is upstream's (reference §D; ``PodAffinityTerm`` API doc; the scheduler's
+``AffinityTerm.Matches``): the selector kube-apiserver merges from ``matchLabelKeys`` /
+``mismatchLabelKeys`` (:mod:`kaffinity.expand`, with controller labels kept apart per
+workload); the namespaces are the union of ``namespaces`` and ``namespaceSelector``'s, the
+owner's own only when both are unset, ``namespaceSelector: {}`` every namespace; selectors on
+Namespace labels are resolved against the Namespace objects of the input and of the cluster
+file. A Namespace nobody declared has only its automatic ``kubernetes.io/metadata.name``
+label known: a term that might reach it through other labels matches it *maybe*, which the
+rules treat as "cannot rule it out". A nil selector matches nothing, ``{}`` everything.
+Topology spread constraints and disruption budgets count pods of their own namespace only.
+
+Candidates come from an index (label key → value → nodes, and namespace → nodes), never
+from every pair: a term is compared with the nodes carrying one of its required labels, or
+with the nodes of its namespaces when its selector requires no label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+
+from kaffinity.expand import POD_ANTI_AFFINITY, affinity_terms, pod_labels
+from kaffinity.model import (
+    LabelSelector,
+    PodAffinityTerm,
+    PodDisruptionBudget,
+    TopologySpreadConstraint,
+    Workload,
+)
+from kaffinity.selectors import NAMESPACE_NAME_LABEL, namespace_in_scope, selector_matches
+from kaffinity.source import DataPath, Document
+
+if TYPE_CHECKING:
+    from kaffinity.engine import Context
+
+AFFINITY, ANTI_AFFINITY, SPREAD, PDB, SELECTS = "affinity", "anti-affinity", "spread", "pdb", "selects"
+#: A term matching more nodes than this points at a shared selector node instead.
+FANOUT = 16
+
+#: Well-known topology keys from the smallest domain to the largest; a pod on one node is in
+#: that node's zone and region (``kubernetes.io/hostname`` ⊂ zone ⊂ region).
+HOSTNAME = "kubernetes.io/hostname"
+_LEVELS: dict[str, int] = {
+    HOSTNAME: 0,
+    "topology.kubernetes.io/zone": 1,
+    "failure-domain.beta.kubernetes.io/zone": 1,
+    "topology.kubernetes.io/region": 2,
+    "failure-domain.beta.kubernetes.io/region": 2,
+}
+
+
+def within(inner: str, outer: str) -> bool:
+    """Whether sharing an ``inner`` domain implies sharing the ``outer`` one (same or nested key)."""
+    if inner == outer:
+        return True
+    a, b = _LEVELS.get(inner), _LEVELS.get(outer)
+    return a is not None and b is not None and a <= b
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Member:
+    """Pods a selector can match: one workload's, or a group of the cluster's existing pods."""
+
+    id: str
+    namespace: str
+    labels: Mapping[str, str]
+    workload: Workload | None = None
+    #: The existing pods of a group (from the cluster file); empty for a workload.
+    pods: tuple[Workload, ...] = ()
+
+    @property
+    def existing(self) -> bool:
+        return self.workload is None
+
+    @property
+    def doc(self) -> Document:
+        return self.workload.doc if self.workload is not None else self.pods[0].doc
+
+    def __str__(self) -> str:
+        if self.workload is not None:
+            return str(self.workload.ref)
+        count, labels = len(self.pods), _labels_text(self.labels)
+        return f"{count} existing pod{'s' if count != 1 else ''} in {self.namespace} ({labels})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Relation:
+    """One term (or budget) and the nodes it matches."""
+
+    owner: str  # node id of the workload (or budget) that holds the term
+    doc: Document
+    kind: str  # AFFINITY, ANTI_AFFINITY, SPREAD or PDB
+    required: bool
+    weight: int | None
+    term: PodAffinityTerm | TopologySpreadConstraint | PodDisruptionBudget
+    path: DataPath  # of the term in ``doc``
+    topology_key: str | None
+    selector: LabelSelector | None  # merged, as the scheduler evaluates it
+    scope: str  # the namespaces the term reaches, in words
+    all_namespaces: bool
+    matches: frozenset[str]  # member ids the term certainly matches
+    maybe: frozenset[str]  # would match if an undeclared Namespace has the labels it selects
+
+    @property
+    def reach(self) -> frozenset[str]:
+        return self.matches | self.maybe
+
+
+@dataclass(slots=True)
+class Placement:
+    """Which workloads' pods can be placed at all, as far as required pod affinity goes.
+
+    The scheduler admits a pod with required affinity on a node whose domains hold, for every
+    term, a pod matching *all* terms; or, when no pod anywhere matches them all, if the pod
+    matches all its own terms (the self-match exception; interpodaffinity ``Filter``). So a
+    workload can start once any workload it could follow has started, or by itself if it
+    matches its own terms: a least fixpoint over the graph, computed with a worklist.
+    """
+
+    candidates: dict[str, frozenset[str]]  # per workload with required affinity: who can satisfy it
+    self_match: frozenset[str]
+    placeable: frozenset[str]
+
+    def stuck(self) -> list[str]:
+        return [node for node in self.candidates if node not in self.placeable]
+
+
+@dataclass(slots=True)
+class _Index:
+    """Label key → value → member ids, key → ids, namespace → ids (insertion-ordered)."""
+
+    pairs: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    keys: dict[str, list[str]] = field(default_factory=dict)
+    namespaces: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, member: Member) -> None:
+        for pair in member.labels.items():
+            self.pairs.setdefault(pair, []).append(member.id)
+            self.keys.setdefault(pair[0], []).append(member.id)
+        self.namespaces.setdefault(member.namespace, []).append(member.id)
+
+    def narrowest(self, selector: LabelSelector, namespaces: Iterable[str] | None) -> Iterable[str]:
+        """The smallest candidate list the selector's required labels or the namespaces give."""
+        options: list[list[str]] = []
+        for pair in selector.match_labels:
+            options.append(self.pairs.get(pair, []))
+        for requirement in selector.match_expressions:
+            if requirement.operator == "In":
+                options.append(
+                    [m for value in requirement.values for m in self.pairs.get((requirement.key, value), [])]
+                )
+            elif requirement.operator in ("Exists", "Gt", "Lt"):
+                options.append(self.keys.get(requirement.key, []))
+        if namespaces is not None:
+            options.append([m for ns in namespaces for m in self.namespaces.get(ns, [])])
+        if not options:
+            return [m for ids in self.namespaces.values() for m in ids]
+        return min(options, key=len)
+
+
+class AffinityGraph:
+    """The graph, its members and relations, and the analyses rules share."""
+
+    def __init__(self, context: Context) -> None:
+        settings = context.settings
+        self.version = settings.kube_version
+        self.proposals = settings.proposals
+        self.default_namespace = settings.namespace
+        self.expansions = context.expansions
+        self.namespace_labels: dict[str, dict[str, str]] = dict(context.namespace_labels)
+        cluster = context.cluster
+        if cluster is not None:
+            for namespace in cluster.namespaces:
+                self.namespace_labels.setdefault(namespace.ref.name, dict(namespace.labels))
+        self.graph: nx.MultiDiGraph[str] = nx.MultiDiGraph()
+        self.members: dict[str, Member] = {}
+        self.relations: list[Relation] = []
+        self.by_owner: dict[str, list[Relation]] = {}
+        self.pdbs: dict[str, PodDisruptionBudget] = {}
+        self._workload_ids: dict[int, str] = {}
+        self._rank: dict[str, int] = {}
+        self._index = _Index()
+        self._matches: dict[tuple[Any, ...], tuple[frozenset[str], frozenset[str]]] = {}
+        self._selector_nodes: dict[tuple[Any, ...], str] = {}
+        self._scope_cache: dict[tuple[Any, ...], bool | None] = {}
+
+        for workload in context.inventory.workloads:
+            if workload.ref.kind != "PodTemplate":  # a template alone creates no pods
+                self._add_member(self._workload_member(workload))
+        if cluster is not None:
+            for member in _pod_groups(cluster.pods, self.default_namespace):
+                self._add_member(member)
+        for member in list(self.members.values()):
+            if member.workload is not None:
+                self._add_terms(member)
+        for pdb in context.inventory.pdbs:
+            self._add_pdb(pdb)
+
+    # --- building ---------------------------------------------------------------------------
+
+    def _unique(self, name: str) -> str:
+        node, n = name, 1
+        while node in self.graph:
+            n += 1
+            node = f"{name}#{n}"
+        return node
+
+    def _workload_member(self, workload: Workload) -> Member:
+        node = self._unique(str(workload.ref))
+        self._workload_ids[id(workload)] = node
+        labels = pod_labels(workload, self.version, qualified=True)
+        return Member(node, workload.ref.namespace or self.default_namespace, labels, workload)
+
+    def _add_member(self, member: Member) -> None:
+        self._rank[member.id] = len(self.members)
+        self.members[member.id] = member
+        workload = member.workload
+        self.graph.add_node(
+            member.id,
+            type="workload" if workload is not None else "pods",
+            kind=workload.ref.kind if workload is not None else "Pod",
+            name=workload.ref.name if workload is not None else str(member),
+            namespace=member.namespace,
+            replicas=workload.replicas if workload is not None else len(member.pods),
+            location=_where(member.doc, workload.template_path if workload is not None else ()),
+        )
+        self._index.add(member)
+
+    def _add_terms(self, member: Member) -> None:
+        workload = member.workload
+        assert workload is not None
+        for kind, required, term in affinity_terms(workload):
+            weight = None
+            if not required:
+                weight = _weight(workload, term.path)
+            self._relate(
+                member.id,
+                workload.doc,
+                ANTI_AFFINITY if kind == POD_ANTI_AFFINITY else AFFINITY,
+                required,
+                weight,
+                term,
+                self.expansions.selector(workload, term),
+                member.namespace,
+            )
+        for constraint in workload.pod.topology_spread_constraints:
+            self._relate(
+                member.id,
+                workload.doc,
+                SPREAD,
+                constraint.when_unsatisfiable != "ScheduleAnyway",
+                None,
+                constraint,
+                self.expansions.selector(workload, constraint),
+                member.namespace,
+            )
+
+    def _add_pdb(self, pdb: PodDisruptionBudget) -> None:
+        node = self._unique(str(pdb.ref))
+        namespace = pdb.ref.namespace or self.default_namespace
+        self.pdbs[node] = pdb
+        self.graph.add_node(
+            node,
+            type="pdb",
+            kind=pdb.ref.kind,
+            name=pdb.ref.name,
+            namespace=namespace,
+            location=_where(pdb.doc, ("spec", "selector")),
+        )
+        self._relate(node, pdb.doc, PDB, True, None, pdb, pdb.selector, namespace)
+
+    def _relate(
+        self,
+        owner: str,
+        doc: Document,
+        kind: str,
+        required: bool,
+        weight: int | None,
+        term: PodAffinityTerm | TopologySpreadConstraint | PodDisruptionBudget,
+        selector: LabelSelector | None,
+        namespace: str,
+    ) -> None:
+        pod_term = term if isinstance(term, PodAffinityTerm) else None
+        scope_key = _scope_key(pod_term, namespace)
+        matches, maybe = self._match(selector, pod_term, namespace, scope_key)
+        path = ("spec", "selector") if isinstance(term, PodDisruptionBudget) else term.path
+        topology_key = None if isinstance(term, PodDisruptionBudget) else term.topology_key
+        relation = Relation(
+            owner=owner,
+            doc=doc,
+            kind=kind,
+            required=required,
+            weight=weight,
+            term=term,
+            path=path,
+            topology_key=topology_key,
+            selector=selector,
+            scope=_scope_text(pod_term, namespace),
+            all_namespaces=pod_term is not None
+            and pod_term.namespace_selector is not None
+            and pod_term.namespace_selector.is_empty,
+            matches=matches,
+            maybe=maybe,
+        )
+        self.relations.append(relation)
+        self.by_owner.setdefault(owner, []).append(relation)
+        attrs = {
+            "kind": kind,
+            "required": required,
+            "weight": weight,
+            "topology_key": topology_key,
+            "scope": relation.scope,
+            "location": _where(doc, path),
+            "relation": relation,
+        }
+        reach = relation.reach
+        if len(reach) <= FANOUT:
+            for target in sorted(reach, key=self._order):
+                self.graph.add_edge(owner, target, certain=target in matches, **attrs)
+            return
+        key = (_selector_key(selector), scope_key)
+        node = self._selector_nodes.get(key)
+        if node is None:
+            node = f"selector:{len(self._selector_nodes) + 1}"
+            self._selector_nodes[key] = node
+            self.graph.add_node(
+                node,
+                type="selector",
+                name=f"{_selector_text(selector)} in {relation.scope}",
+                members=len(reach),
+            )
+            for target in sorted(reach, key=self._order):
+                self.graph.add_edge(node, target, kind=SELECTS, certain=target in matches)
+        self.graph.add_edge(owner, node, **attrs)
+
+    def _order(self, node: str) -> int:
+        return self._rank[node]
+
+    def _match(
+        self,
+        selector: LabelSelector | None,
+        term: PodAffinityTerm | None,
+        namespace: str,
+        scope_key: tuple[Any, ...],
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        if selector is None:  # a nil selector matches nothing (LabelSelectorAsSelector)
+            return frozenset(), frozenset()
+        key = (_selector_key(selector), scope_key)
+        found = self._matches.get(key)
+        if found is not None:
+            return found
+        namespaces: Iterable[str] | None = None
+        if term is None or (not term.namespaces and term.namespace_selector is None):
+            namespaces = (namespace,)
+        elif term.namespace_selector is None:
+            namespaces = term.namespaces
+        matches: list[str] = []
+        maybe: list[str] = []
+        members = self.members
+        for node in self._index.narrowest(selector, namespaces):
+            member = members[node]
+            if not selector_matches(selector, member.labels, self.proposals):
+                continue
+            in_scope = self._in_scope(term, scope_key, namespace, member.namespace)
+            if in_scope:
+                matches.append(node)
+            elif in_scope is None:
+                maybe.append(node)
+        found = (frozenset(matches), frozenset(maybe))
+        self._matches[key] = found
+        return found
+
+    def _in_scope(
+        self, term: PodAffinityTerm | None, scope_key: tuple[Any, ...], owner: str, namespace: str
+    ) -> bool | None:
+        if term is None:
+            return namespace == owner
+        key = (scope_key, namespace)
+        if key not in self._scope_cache:
+            self._scope_cache[key] = namespace_in_scope(
+                term, owner, namespace, self.namespace_labels.get(namespace)
+            )
+        return self._scope_cache[key]
+
+    # --- queries ----------------------------------------------------------------------------
+
+    def node_of(self, workload: Workload) -> str | None:
+        return self._workload_ids.get(id(workload))
+
+    def terms(self, owner: str, kind: str | None = None, required: bool | None = None) -> list[Relation]:
+        return [
+            relation
+            for relation in self.by_owner.get(owner, ())
+            if (kind is None or relation.kind == kind) and (required is None or relation.required == required)
+        ]
+
+    def workloads(self) -> Iterator[Member]:
+        return (member for member in self.members.values() if member.workload is not None)
+
+    @cached_property
+    def placement(self) -> Placement:
+        """Who can be placed, given required pod affinity alone (see :class:`Placement`)."""
+        candidates: dict[str, frozenset[str]] = {}
+        self_match: set[str] = set()
+        for member in self.workloads():
+            required = self.terms(member.id, AFFINITY, required=True)
+            if not required:
+                continue
+            reaches = sorted((relation.reach for relation in required), key=len)
+            smallest, rest = reaches[0], reaches[1:]
+            common = frozenset(node for node in smallest if all(node in other for other in rest))
+            if member.id in common:
+                self_match.add(member.id)
+            candidates[member.id] = common - {member.id}
+        placeable = {node for node in self.members if node not in candidates} | self_match
+        waiting: dict[str, list[str]] = {}
+        for node, nodes in candidates.items():
+            if node in placeable:
+                continue
+            if any(other in placeable for other in nodes):
+                placeable.add(node)
+            else:
+                for other in nodes:
+                    waiting.setdefault(other, []).append(node)
+        queue = [node for node in placeable if node in waiting]
+        while queue:
+            for node in waiting.pop(queue.pop(), ()):
+                if node not in placeable:
+                    placeable.add(node)
+                    if node in waiting:
+                        queue.append(node)
+        return Placement(candidates, frozenset(self_match), frozenset(placeable))
+
+    def requires(self) -> nx.DiGraph[str]:
+        """The stuck workloads and who each needs (a DiGraph: an edge w → x when x could satisfy w)."""
+        placement = self.placement
+        stuck = placement.stuck()
+        needs: nx.DiGraph[str] = nx.DiGraph()
+        needs.add_nodes_from(stuck)
+        for node in stuck:
+            needs.add_edges_from((node, other) for other in placement.candidates[node])
+        return needs
+
+    def deadlocks(self) -> list[list[str]]:
+        """Cycles of required affinity no member of which can start; each in order, once."""
+        needs = self.requires()
+        cycles: list[list[str]] = []
+        order = self._rank
+        for component in nx.strongly_connected_components(needs):
+            if len(component) < 2:
+                continue
+            start = min(component, key=order.__getitem__)
+            edges = nx.find_cycle(needs.subgraph(component), source=start)
+            cycles.append([edge[0] for edge in edges])
+        cycles.sort(key=lambda cycle: order[cycle[0]])
+        return cycles
+
+    def location(self, node: str) -> str:
+        return str(self.graph.nodes[node].get("location", ""))
+
+
+def _pod_groups(pods: Iterable[Workload], default_namespace: str) -> list[Member]:
+    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[Workload]] = {}
+    for pod in pods:
+        namespace = pod.ref.namespace or default_namespace
+        groups.setdefault((namespace, tuple(sorted(pod.pod.labels))), []).append(pod)
+    members = []
+    for (namespace, labels), group in groups.items():
+        node = f"pods:{namespace}/{_labels_text(dict(labels)) or group[0].ref.name}"
+        members.append(Member(node, namespace, dict(labels), None, tuple(group)))
+    return members
+
+
+def _weight(workload: Workload, path: DataPath) -> int | None:
+    """The weight of a preferred term (``path`` ends in ``podAffinityTerm``)."""
+    affinity = workload.pod.affinity
+    if affinity is None:
+        return None
+    for kind in (affinity.pod_affinity, affinity.pod_anti_affinity):
+        for weighted in kind.preferred if kind is not None else ():
+            if weighted.term.path == path:
+                return weighted.weight
+    return None
+
+
+def _scope_key(term: PodAffinityTerm | None, namespace: str) -> tuple[Any, ...]:
+    if term is None or (not term.namespaces and term.namespace_selector is None):
+        return ("own", namespace)
+    selector = term.namespace_selector
+    return ("listed", tuple(sorted(term.namespaces)), None if selector is None else _selector_key(selector))
+
+
+def _selector_key(selector: LabelSelector | None) -> tuple[Any, ...] | None:
+    if selector is None:
+        return None
+    return (
+        tuple(sorted(selector.match_labels)),
+        tuple(sorted((r.key, r.operator, tuple(sorted(r.values))) for r in selector.match_expressions)),
+    )
+
+
+def _scope_text(term: PodAffinityTerm | None, namespace: str) -> str:
+    if term is None or (not term.namespaces and term.namespace_selector is None):
+        return f"namespace {namespace}"
+    parts = []
+    if term.namespaces:
+        parts.append("namespace" + ("s " if len(term.namespaces) > 1 else " ") + ", ".join(term.namespaces))
+    selector = term.namespace_selector
+    if selector is not None:
+        if selector.is_empty:
+            return "all namespaces"
+        parts.append(f"namespaces labelled {_selector_text(selector)}")
+    return " and ".join(parts)
+
+
+def _selector_text(selector: LabelSelector | None) -> str:
+    if selector is None:
+        return "(no selector)"
+    if selector.is_empty:
+        return "{} (everything)"
+    parts = [f"{key}={value}" for key, value in selector.match_labels]
+    for r in selector.match_expressions:
+        if r.operator in ("Exists", "DoesNotExist"):
+            parts.append(r.key if r.operator == "Exists" else f"!{r.key}")
+        else:
+            parts.append(f"{r.key} {r.operator.lower()} ({','.join(r.values)})")
+    return ",".join(parts)
+
+
+def selector_text(selector: LabelSelector | None) -> str:
+    """A selector in kubectl's ``-l`` syntax (``app=web,tier in (a,b)``)."""
+    return _selector_text(selector)
+
+
+def _labels_text(labels: Mapping[str, str]) -> str:
+    return ",".join(f"{key}={value}" for key, value in labels.items() if key != NAMESPACE_NAME_LABEL)
+
+
+def _where(doc: Document, path: DataPath) -> str:
+    span = doc.locate(path)
+    return f"{doc.file}:{span.line}:{span.column}"
