@@ -19,6 +19,7 @@ from kaffinity.findings import Related, Severity, Violation
 from kaffinity.loader import load, parse
 from kaffinity.rules import RULES
 from kaffinity.rules.base import Rule
+from kaffinity.topology import cluster_from
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
@@ -70,7 +71,13 @@ def lint_text(
 
 
 def lint_paths(*paths: str | Path, rules: Sequence[Rule] = RULES, **settings: Any) -> LintResult:
-    return lint(load([str(path) for path in paths]), Settings(**settings), rules)
+    """Lint as the CLI does; a ``cluster`` path (relative: to the repository) is loaded too."""
+    cluster = None
+    if settings.get("cluster"):
+        path = Path(settings["cluster"])
+        settings["cluster"] = str(path if path.is_absolute() else REPO / path)
+        cluster = cluster_from(load([settings["cluster"]]))
+    return lint(load([str(path) for path in paths]), Settings(**settings), rules, cluster=cluster)
 
 
 def keys(result: LintResult) -> list[tuple[str, int | None, int | None]]:
