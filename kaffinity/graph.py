@@ -241,7 +241,7 @@ class AffinityGraph:
             name=workload.ref.name if workload is not None else str(member),
             namespace=member.namespace,
             replicas=workload.replicas if workload is not None else len(member.pods),
-            location=_where(member.doc, workload.template_path if workload is not None else ()),
+            location=_where(member.doc, ("metadata", "name")),
         )
         self._index.add(member)
 
@@ -284,7 +284,7 @@ class AffinityGraph:
             kind=pdb.ref.kind,
             name=pdb.ref.name,
             namespace=namespace,
-            location=_where(pdb.doc, ("spec", "selector")),
+            location=_where(pdb.doc, ("metadata", "name")),
         )
         self._relate(node, pdb.doc, PDB, True, None, pdb, pdb.selector, namespace)
 
