@@ -92,7 +92,19 @@ def namespace_in_scope(
         return True
     if term.namespace_selector is None:
         return False
+    selector = term.namespace_selector
     labels = {**(namespace_labels or {}), NAMESPACE_NAME_LABEL: namespace}
-    if selector_matches(term.namespace_selector, labels):
+    if selector_matches(selector, labels):
         return True
-    return False if namespace_labels is not None else None
+    if namespace_labels is not None:
+        return False
+    # Unknown labels, but the name label is known: a requirement on it that fails rules it out.
+    known = {NAMESPACE_NAME_LABEL: namespace}
+    if any(key == NAMESPACE_NAME_LABEL and value != namespace for key, value in selector.match_labels):
+        return False
+    if any(
+        r.key == NAMESPACE_NAME_LABEL and not requirement_matches(r, known)
+        for r in selector.match_expressions
+    ):
+        return False
+    return None
