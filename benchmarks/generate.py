@@ -6,8 +6,9 @@ writes ``OUT/manifests/<namespace>/NNNN.yaml``: multi-document YAML files of K d
 Pods follow, with Services, PodDisruptionBudgets, a few Namespace objects and now and then a
 ``kind: List`` document that bundles a workload with its Service. About 40% of the pod templates
 carry scheduling rules: nodeSelector, tolerations, node affinity, required pod anti-affinity on the
-workload's own app, preferred pod affinity to another workload's label and topology spread
-constraints. With ``--nodes M`` it also writes ``OUT/cluster.yaml``, a ``kind: List`` of Nodes.
+workload's own app, preferred pod affinity to another workload's label, preferred anti-affinity
+to the data tier of every namespace (``namespaceSelector: {}``) and topology spread constraints.
+With ``--nodes M`` it also writes ``OUT/cluster.yaml``, a ``kind: List`` of Nodes.
 
 The same arguments always give byte-identical output (one ``random.Random(seed)`` drives every
 choice). The YAML is written by a small emitter here, not by a YAML library, so that generating
@@ -369,6 +370,20 @@ class _Generator:
         peers = [peer for peer in namespace.apps if peer.name != app.name]
         if peers and rng.random() < 0.5:
             affinity["podAffinity"] = self.pod_affinity(rng.choice(peers))
+        if app.kind != "DaemonSet" and rng.random() < 0.1:
+            # Keep away from the data tier of every namespace: one selector shared by many
+            # workloads, matching many (the affinity graph's shared selector node).
+            anti = affinity.setdefault("podAntiAffinity", {})
+            anti["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {
+                    "weight": 50,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"tier": "data"}},
+                        "namespaceSelector": {},
+                        "topologyKey": "kubernetes.io/hostname",
+                    },
+                }
+            ]
         if affinity:
             spec["affinity"] = affinity
         if app.kind in ("Deployment", "StatefulSet") and (not affinity or rng.random() < 0.5):

@@ -46,7 +46,7 @@ from ruamel.yaml.cyaml import CSafeLoader
 
 import kaffinity
 from kaffinity.config import Settings, find_config
-from kaffinity.engine import LintResult, lint
+from kaffinity.engine import Context, LintResult, lint
 from kaffinity.expand import expand
 from kaffinity.loader import SourceFile, discover, load, parse
 from kaffinity.model import build_inventory
@@ -315,6 +315,45 @@ def time_expansion(folder: str, settings: Settings, repeat: int) -> tuple[list[f
     return timed(lambda: lint(files, expansion), repeat)
 
 
+def time_graph(folder: str, settings: Settings, repeat: int) -> tuple[list[float], list[float]]:
+    """The affinity graph (typed inventory, merged selectors, index, networkx graph, placement)
+    and every graph rule, on files loaded beforehand: ``lint`` with ``select=("graph",)``."""
+    files = load([folder])
+    graph_only = dataclasses.replace(settings, select=("graph",))
+    result = lint(files, graph_only)
+    if result.internal_errors:
+        raise RuntimeError(f"the graph rules failed: {result.internal_errors}")
+    graph = Context(files, graph_only).graph
+    if not any(data.get("type") == "selector" for _, data in graph.graph.nodes(data=True)):
+        raise RuntimeError("the generated corpus has no selector matching many workloads")
+    return timed(lambda: lint(files, graph_only), repeat)
+
+
+def measure_graph(item: Corpus, repeat: int) -> list[Measurement]:
+    """``--stages graph``: the parse floor (for the ratio) and the graph stage only."""
+    folder = item.manifests
+    texts = read_all(manifest_files(folder))
+    rows = [
+        Measurement(
+            "floor",
+            "parse floor (C composer only)",
+            item.stats.workloads,
+            item.stats.objects,
+            *timed(lambda: parse_floor(texts), repeat),
+        ),
+        Measurement(
+            "graph",
+            "affinity graph + graph rules",
+            item.stats.workloads,
+            item.stats.objects,
+            *time_graph(folder, Settings(), repeat),
+        ),
+    ]
+    for row in rows:
+        print(f"  {row.label:<40} {row.median:8.3f} s wall {row.cpu_median:8.3f} s CPU", flush=True)
+    return rows
+
+
 def measure_size(item: Corpus, repeat: int, cwd: str) -> list[Measurement]:
     """Every stage at one size. Each stage's first call checks the result and warms it up."""
     stats = item.stats
@@ -350,6 +389,7 @@ def measure_size(item: Corpus, repeat: int, cwd: str) -> list[Measurement]:
 
     record("validate", "schema + API validation (all objects)", time_validation(folder, settings, repeat))
     record("expand", "matchLabelKeys merge + expansion rules", time_expansion(folder, settings, repeat))
+    record("graph", "affinity graph + graph rules", time_graph(folder, settings, repeat))
 
     check_lint(lint(load([folder]), settings), item)
     record("lint", "lint(load([dir]), Settings())", timed(lambda: lint(load([folder]), settings), repeat))
@@ -723,6 +763,68 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
+GRAPH_OUTPUT_NAME = "benchmarks/GRAPH.md"
+
+
+def graph_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """``--stages graph``: the graph stage's cost and its growth with the number of workloads."""
+    sizes: list[int] = args.sizes or [1_000, 10_000, 100_000]
+    repeat: int = args.repeat or 3
+    output: str = args.output or os.path.join(ROOT, GRAPH_OUTPUT_NAME)
+    command = shlex.join(["python", "benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])
+    load_before = os.getloadavg()
+    code_before = code_identity()
+    rows: dict[int, list[Measurement]] = {}
+    with tempfile.TemporaryDirectory(prefix="kaffinity-bench-") as scratch:
+        for size in sizes:
+            item = corpus(size, not args.no_cache, scratch)
+            print(f"{item.stats.workloads:,} workloads", flush=True)
+            rows[size] = measure_graph(item, repeat)
+    lines = [
+        "# kaffinity affinity-graph benchmark",
+        "",
+        "Written by `benchmarks/run.py --stages graph`: the affinity graph (typed inventory, merged "
+        "selectors, label index, networkx graph, placement fixpoint) and every rule of category "
+        "`graph`, timed as `lint(files, select=graph)` on files loaded beforehand; median of "
+        f"{repeat} runs after one untimed run. `x floor` divides by the parse floor at the same size.",
+        "",
+        "## Machine",
+        "",
+        *(f"- {key}: {value}" for key, value in machine(load_before, (code_before, code_identity()))),
+        "",
+        "## Command",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        "## Results",
+        "",
+        "| workloads | objects | graph s | CPU s | workloads/s | x floor (CPU) | growth |",
+        "|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    previous: Measurement | None = None
+    for size in sizes:
+        floor, graph = rows[size]
+        growth = (
+            f"{graph.median / previous.median:.1f}x for {graph.workloads / previous.workloads:.0f}x"
+            if previous
+            else "-"
+        )
+        lines.append(
+            f"| {graph.workloads:,} | {graph.objects:,} | {graph.median:.3f} | {graph.cpu_median:.3f} | "
+            f"{_rate(graph.workloads, graph.cpu_median)} | "
+            f"{graph.cpu_median / floor.cpu_median:.2f} | {growth} |"
+        )
+        previous = graph
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(output, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    print(f"written to {output}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Load throughput of kaffinity against the parse floor.")
     parser.add_argument(
@@ -732,7 +834,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, help="timed runs per stage (default 5; --quick: 3)")
     parser.add_argument("--output", "-o", help=f"Markdown report (default {os.path.relpath(DEFAULT_OUTPUT)})")
     parser.add_argument("--no-cache", action="store_true", help="generate into a temporary folder")
+    parser.add_argument(
+        "--stages",
+        choices=("all", "graph"),
+        default="all",
+        help=f"graph: only the affinity graph stage and the parse floor (default output {GRAPH_OUTPUT_NAME})",
+    )
     args = parser.parse_args(argv)
+    if args.stages == "graph":
+        return graph_main(args, argv)
     sizes: list[int] = args.sizes or ([1_000] if args.quick else list(DEFAULT_SIZES))
     repeat: int = args.repeat or (3 if args.quick else 5)
     output: str | None = args.output or (None if args.quick else DEFAULT_OUTPUT)
