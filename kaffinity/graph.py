@@ -286,7 +286,10 @@ class AffinityGraph:
             namespace=namespace,
             location=_where(pdb.doc, ("metadata", "name")),
         )
-        self._relate(node, pdb.doc, PDB, True, None, pdb, pdb.selector, namespace)
+        selector = pdb.selector
+        if selector is not None and selector.is_empty and pdb.ref.api_version == "policy/v1beta1":
+            selector = None  # policy/v1beta1: an empty selector selects no pods (v1: every pod)
+        self._relate(node, pdb.doc, PDB, True, None, pdb, selector, namespace)
 
     def _relate(
         self,
@@ -456,8 +459,10 @@ class AffinityGraph:
         stuck = placement.stuck()
         needs: nx.DiGraph[str] = nx.DiGraph()
         needs.add_nodes_from(stuck)
-        for node in stuck:
-            needs.add_edges_from((node, other) for other in placement.candidates[node])
+        for node in stuck:  # in input order, so that the cycles found do not depend on hashing
+            needs.add_edges_from(
+                (node, other) for other in sorted(placement.candidates[node], key=self._order)
+            )
         return needs
 
     def deadlocks(self) -> list[list[str]]:

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from kaffinity.rules import (
+    affinity_conflict,
+    affinity_deadlock,
+    affinity_no_match,
+    all_namespaces_anti_affinity,
+    anti_affinity_blocks_daemonset,
+    anti_affinity_no_match,
     api_validation,
     api_warning,
     controller_label_unavailable,
@@ -12,7 +18,11 @@ from kaffinity.rules import (
     match_label_key_missing,
     merged_selector_rejected,
     parse_error,
+    pdb_no_match,
+    pdb_overlap,
+    preferred_no_match,
     proposal_field,
+    replicas_not_spread,
     revision_unscoped,
     schema,
     unused_suppression,
@@ -33,6 +43,16 @@ RULES: tuple[Rule, ...] = (
     controller_label_unavailable.RULE,
     merged_selector_rejected.RULE,
     revision_unscoped.RULE,
+    affinity_no_match.RULE,
+    affinity_deadlock.RULE,
+    affinity_conflict.RULE,
+    all_namespaces_anti_affinity.RULE,
+    anti_affinity_blocks_daemonset.RULE,
+    anti_affinity_no_match.RULE,
+    pdb_no_match.RULE,
+    pdb_overlap.RULE,
+    replicas_not_spread.RULE,
+    preferred_no_match.RULE,
 )
 
 BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}

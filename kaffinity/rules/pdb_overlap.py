@@ -1,0 +1,121 @@
+"""pdb-overlap: pods that more than one PodDisruptionBudget selects cannot be evicted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from kaffinity.findings import Related, Severity, Violation
+from kaffinity.graph import PDB, AffinityGraph, Member, Relation
+from kaffinity.rules.all_namespaces_anti_affinity import name_list, ordered
+from kaffinity.rules.base import Rule
+
+if TYPE_CHECKING:
+    from kaffinity.engine import Context
+
+
+def _selects(relation: Relation) -> bool:
+    """Whether the budget selects pods at all as the API version it is written in defines it.
+
+    policy/v1beta1 read an empty selector as "no pods" (policy/v1 changed it to "every pod of the
+    namespace"; the PodDisruptionBudget API docs): the graph matches ``{}`` as v1 does.
+    """
+    selector = relation.selector
+    if selector is None:  # nil selects nothing (reference §G)
+        return False
+    api_version = relation.doc.data.get("apiVersion")
+    return not (selector.is_empty and api_version == "policy/v1beta1")
+
+
+def _has_pods(member: Member) -> bool:
+    """A workload scaled to zero has no pods to evict (existing pods are pods)."""
+    return member.workload is None or member.workload.replicas != 0
+
+
+def _identity(graph: AffinityGraph, relation: Relation) -> tuple[str | None, str]:
+    """A budget's namespace and name: two documents with the same are one object (variants of it,
+    e.g. overlays or test fixtures linted together), never two budgets of one cluster."""
+    ref = graph.pdbs[relation.owner].ref
+    return ref.namespace, ref.name
+
+
+def _check(context: Context) -> Iterator[Violation]:
+    graph = context.graph
+    budgets = [relation for relation in graph.relations if relation.kind == PDB and _selects(relation)]
+    by_member: dict[str, list[Relation]] = {}
+    for relation in budgets:
+        for node in relation.matches:
+            by_member.setdefault(node, []).append(relation)
+    for relation in budgets:
+        me = _identity(graph, relation)
+        shared = [
+            member
+            for member in ordered(graph, relation.matches)
+            if _has_pods(member) and any(_identity(graph, other) != me for other in by_member[member.id])
+        ]
+        if not shared:
+            continue
+        others = [
+            other
+            for other in budgets
+            if _identity(graph, other) != me and any(other in by_member[member.id] for member in shared)
+        ]
+        other_names = name_list(graph.pdbs[other.owner].ref.name for other in others)
+        # registry/core/pod/storage/eviction.go: a pod with more than one matching budget is
+        # refused with HTTP 500 (reference §G); kubectl drain fails that pod and stops.
+        message = (
+            f"this PodDisruptionBudget and {other_names} both select the pods of "
+            f"{name_list(str(member) for member in shared)}: evicting such a pod fails with HTTP 500 "
+            '"This pod has more than one PodDisruptionBudget, which the eviction subresource does not '
+            'support", so draining their nodes (kubectl drain, node upgrades, cluster-autoscaler) fails'
+        )
+        related = tuple(
+            Related(other.doc, other.path, f"PodDisruptionBudget {graph.pdbs[other.owner].ref.name}")
+            for other in others
+        )
+        fix = "make the selectors disjoint, or keep one PodDisruptionBudget for these pods"
+        yield Violation(relation.doc, relation.path, message, related=related, fix=fix)
+
+
+RULE = Rule(
+    name="pdb-overlap",
+    category="graph",
+    severity=Severity.WARNING,
+    summary="Pods selected by more than one PodDisruptionBudget: the eviction API refuses them.",
+    check=_check,
+    needs_context=True,
+    docs="""\
+## What it finds
+PodDisruptionBudgets whose selectors select the same pods (of a workload of the input, or
+existing pods of a cluster file). Each budget involved is reported once, at its `spec.selector`,
+naming the shared workloads and the other budgets. A workload scaled to zero has no pods and is
+left out; a `policy/v1beta1` budget with an empty selector selects nothing (as that API version
+defined it).
+
+## Why it matters
+The eviction API supports one budget per pod. For a pod that several budgets select it answers
+HTTP 500 "This pod has more than one PodDisruptionBudget, which the eviction subresource does not
+support" (kube-apiserver `registry/core/pod/storage/eviction.go`). `kubectl drain` treats that
+as a failure for the pod: the node stays cordoned and the drain fails; node upgrades, the
+cluster-autoscaler and descheduler, which all evict, are stuck on those pods too.
+
+## Example
+```yaml
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec:
+  minAvailable: 2
+  selector: {matchLabels: {app: web}}
+---
+kind: PodDisruptionBudget
+metadata: {name: frontend}
+spec:
+  maxUnavailable: 1
+  selector: {matchLabels: {tier: frontend}}      # web's pods carry tier: frontend too
+```
+
+## Fix
+Make the selectors disjoint (add the label that tells the workloads apart), or keep a single
+budget for the pods they share.
+""",
+)

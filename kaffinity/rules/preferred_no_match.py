@@ -1,0 +1,131 @@
+"""preferred-no-match: a preferred pod (anti-)affinity term that matches no pod and does nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from kaffinity.findings import Related, Severity, Violation
+from kaffinity.graph import AFFINITY, ANTI_AFFINITY, Relation, selector_text
+from kaffinity.rules.base import Rule
+from kaffinity.suggest import hint, unknown_pods, written_selector
+
+if TYPE_CHECKING:
+    from kaffinity.engine import Context
+
+
+def silent_terms(
+    context: Context, *, required: bool, kinds: tuple[str, ...]
+) -> Iterator[tuple[Relation, str, tuple[Related, ...]]]:
+    """Terms of ``kinds`` that match no pod, not even their own, and look like a mistake.
+
+    Yields each term with its did-you-mean hint (may be empty when the input is complete) and the
+    related locations (the pod's labels, the near misses). Shared with anti-affinity-no-match.
+    """
+    graph = context.graph
+    for member in graph.workloads():
+        workload = member.workload
+        assert workload is not None
+        for relation in graph.terms(member.id, required=required):
+            if relation.kind not in kinds or relation.reach:
+                continue
+            # A term without labelSelector matches no pod either, but api-warning reports that
+            # ("a null labelSelector results in matching no pod", pkg/api/pod/warnings.go).
+            if written_selector(relation) is None:
+                continue
+            if unknown_pods(context, relation) is not None:
+                continue  # pods the input does not show (a fragment's, an operator's) might match
+            suggestion, where = hint(graph, relation)
+            if not suggestion and not context.complete:
+                # Without a sign of a mistake, the pods it means may come from another repository
+                # (a cache, a metrics agent): a finding about a correct manifest is still noise.
+                continue
+            related = (
+                Related(workload.doc, (*workload.pod.metadata_path, "labels"), "this pod's labels"),
+                *where,
+            )
+            yield relation, suggestion, related
+
+
+def nobody(context: Context) -> str:
+    cluster = context.cluster
+    return "no workload or existing pod" if cluster is not None and cluster.has_pods else "no workload"
+
+
+def _check(context: Context) -> Iterator[Violation]:
+    for relation, suggestion, related in silent_terms(
+        context, required=False, kinds=(AFFINITY, ANTI_AFFINITY)
+    ):
+        kind = "affinity" if relation.kind == AFFINITY else "anti-affinity"
+        weight = f" (weight {relation.weight})" if relation.weight is not None else ""
+        message = (
+            f"preferred pod {kind}{weight} matches no pod: {nobody(context)} in {relation.scope} has "
+            f"{selector_text(relation.selector)}, not even this one; the term never changes a "
+            "node's score and does nothing"
+        )
+        fix = "point the selector at the labels the pods it means really carry, or remove the term"
+        if suggestion:
+            fix = f"{suggestion} Otherwise {fix}"
+        yield Violation(relation.doc, (*relation.path, "labelSelector"), message, related=related, fix=fix)
+
+
+RULE = Rule(
+    name="preferred-no-match",
+    category="graph",
+    severity=Severity.INFO,
+    summary="A preferred pod (anti-)affinity term that matches no pod, not even its own: it does nothing.",
+    check=_check,
+    needs_context=True,
+    docs="""\
+## What it finds
+A preferred pod affinity or anti-affinity term
+(`preferredDuringSchedulingIgnoredDuringExecution[].podAffinityTerm`) whose selector, as the API
+server merges it with `matchLabelKeys`, matches no workload's pods in the term's namespaces (not
+even the workload's own) and no existing pod of the cluster file, when it looks like a mistake:
+
+- the selector nearly matches labels that exist in the term's namespaces (the same value under
+  another key, `app: zk` vs `app.kubernetes.io/name: zk`; the same key with a close value); the
+  hint says which workload has them;
+- the labels are on a workload object (`metadata.labels`) but not on its pods;
+- pods with exactly these labels run in a namespace the term does not reach;
+- or the input is declared complete (`--closed`, or a cluster file listing the running pods).
+
+Otherwise it stays quiet: the pods a preferred term means may be deployed from elsewhere. It also
+stays quiet when a Namespace not in the input might hold matching pods, when a workload of the
+input has no pod labels (a kustomize fragment), and when a custom resource in scope may make an
+operator run pods. A term without `labelSelector` is left to `api-warning`.
+
+## Why it matters
+A preferred term adds its weight to the score of nodes whose topology domain runs a pod the
+term matches (affinity) or subtracts it (anti-affinity); symmetrically, it scores incoming pods
+it matches (the scheduler's `interpodaffinity` Score; design doc "A comment on symmetry"). A
+term that matches no pod changes no score: the spreading or co-location it was written for
+never happens, silently. The usual cause is a label convention mix-up, such as a ZooKeeper
+anti-affinity on `app: zk` while the pods carry `app.kubernetes.io/name: zk`, so the replicas
+may all land on one node.
+
+This is `info`: nothing breaks, a wish is silently ignored.
+
+## Example
+```yaml
+kind: StatefulSet
+spec:
+  template:
+    metadata:
+      labels: {app.kubernetes.io/name: zk}
+    spec:
+      affinity:
+        podAntiAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+            - weight: 100
+              podAffinityTerm:
+                labelSelector:
+                  matchLabels: {app: zk}     # matches nothing, not even these pods
+                topologyKey: kubernetes.io/hostname
+```
+
+## Fix
+Point the selector at the labels the pods really carry (the hint names near misses), or remove
+the term.
+""",
+)

@@ -1,0 +1,461 @@
+""" "Did you mean": labels in the input that a selector matching nothing nearly names.
+
+A selector that matches no pod is usually a typo or a convention mix-up, not a design: the
+classic is ``app: zk`` in a term while the pods carry ``app.kubernetes.io/name: zk`` (the
+Kubernetes ZooKeeper tutorial). The graph rules that report such selectors (``affinity-no-match``,
+``preferred-no-match``, ``pdb-no-match``) ask this module for the pods the author probably meant.
+
+A member (a workload's pods, or a group of existing pods) is a near miss when every written
+``matchLabels`` entry or ``In`` requirement it fails has a close counterpart among its labels,
+and every other requirement holds:
+
+* the same value under another key (``app=zk`` vs ``app.kubernetes.io/name=zk``), unless the
+  value is too generic to mean anything (``true``, one character);
+* the same key with a close value (``difflib`` ratio at least :data:`CUTOFF`: ``zookeper`` vs
+  ``zookeeper``); a close key with the same value is the first case.
+
+Requirements the API server appended (``matchLabelKeys``, :mod:`kaffinity.expand`) cannot be
+edited by the author, so a member that fails one of those is never suggested. Only members in
+the term's namespace scope are suggested; pods that match exactly but live outside the scope are
+reported apart (:func:`outside_scope`), since the likely fix there is the namespace list; and so
+are workloads whose object labels (``metadata.labels``) match while their pods' do not
+(:func:`object_labelled`: selectors match pods).
+
+:func:`unknown_pods` says when pods the input does not show might match after all, so that the
+rules stay quiet: a workload fragment without pod labels, a custom resource an operator runs pods
+for, a namespace the input has no pods of.
+"""
+
+from __future__ import annotations
+
+import difflib
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kaffinity.findings import Related
+from kaffinity.graph import AffinityGraph, Member, Relation
+from kaffinity.model import (
+    WORKLOAD_KINDS,
+    LabelSelector,
+    PodAffinityTerm,
+    PodDisruptionBudget,
+    Requirement,
+    object_ref,
+)
+from kaffinity.selectors import (
+    NAMESPACE_NAME_LABEL,
+    namespace_in_scope,
+    requirement_matches,
+    selector_matches,
+)
+from kaffinity.source import Document
+
+if TYPE_CHECKING:
+    from kaffinity.engine import Context
+
+#: How close two values must be (``difflib.SequenceMatcher.ratio``) to be offered.
+CUTOFF = 0.8
+#: How many near misses a hint names at most.
+LIMIT = 3
+#: Values too generic to say that a label under another key is the one meant.
+_GENERIC = frozenset({"true", "false", "yes", "no", "on", "off", "enabled", "disabled", "none", "null"})
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    """A member the selector nearly matches, and the edits that would make it match."""
+
+    member: Member
+    #: (what is written, what would match this member), one per failing requirement.
+    changes: tuple[tuple[str, str], ...]
+
+    @property
+    def text(self) -> str:
+        edits = ", ".join(f"{instead} instead of {written}" for written, instead in self.changes)
+        return f"{edits} ({self.member} has {'them' if len(self.changes) > 1 else 'it'})"
+
+
+@dataclass(slots=True)
+class _LabelIndex:
+    by_value: dict[str, list[Member]]
+    by_key: dict[str, list[Member]]
+
+
+_INDEXES: weakref.WeakKeyDictionary[AffinityGraph, _LabelIndex] = weakref.WeakKeyDictionary()
+
+
+def _index(graph: AffinityGraph) -> _LabelIndex:
+    found = _INDEXES.get(graph)
+    if found is None:
+        found = _LabelIndex({}, {})
+        for member in graph.members.values():
+            for key, value in member.labels.items():
+                found.by_value.setdefault(value, []).append(member)
+                found.by_key.setdefault(key, []).append(member)
+        _INDEXES[graph] = found
+    return found
+
+
+def written_selector(relation: Relation) -> LabelSelector | None:
+    """The selector as the author wrote it (the relation's is merged by the API server)."""
+    term = relation.term
+    if isinstance(term, PodDisruptionBudget):
+        return term.selector
+    return term.label_selector
+
+
+def owner_namespace(graph: AffinityGraph, relation: Relation) -> str:
+    return str(graph.graph.nodes[relation.owner].get("namespace") or graph.default_namespace)
+
+
+def in_scope(graph: AffinityGraph, relation: Relation, member: Member) -> bool | None:
+    """Whether the relation's namespaces include the member's (None: depends on unknown labels)."""
+    term = relation.term
+    owner = owner_namespace(graph, relation)
+    if isinstance(term, PodAffinityTerm):
+        return namespace_in_scope(term, owner, member.namespace, graph.namespace_labels.get(member.namespace))
+    return member.namespace == owner  # spread constraints and budgets: their own namespace only
+
+
+def _equalities(selector: LabelSelector) -> list[tuple[str, tuple[str, ...], str]]:
+    """(key, values, text) of each matchLabels entry and In requirement."""
+    found: list[tuple[str, tuple[str, ...], str]] = [
+        (key, (value,), f"{key}={value}") for key, value in selector.match_labels
+    ]
+    for requirement in selector.match_expressions:
+        if requirement.operator == "In" and requirement.values:
+            values = requirement.values
+            text = f"{requirement.key}={values[0]}" if len(values) == 1 else _text(requirement)
+            found.append((requirement.key, values, text))
+    return found
+
+
+def _text(requirement: Requirement) -> str:
+    return f"{requirement.key} in ({','.join(requirement.values)})"
+
+
+def _counterpart(key: str, values: tuple[str, ...], labels: Mapping[str, str]) -> str | None:
+    """The label of ``labels`` that the requirement ``key in values`` most likely meant."""
+    best: tuple[float, str] | None = None
+    for value in values:
+        if len(value) < 2 or value.lower() in _GENERIC:
+            continue
+        for other_key, other_value in labels.items():
+            if other_value == value and other_key not in (key, NAMESPACE_NAME_LABEL):
+                score = 1.0 + difflib.SequenceMatcher(None, key, other_key).ratio()
+                if best is None or score > best[0]:
+                    best = (score, f"{other_key}={other_value}")
+    if key in labels and key != NAMESPACE_NAME_LABEL:
+        have = labels[key]
+        for value in values:
+            ratio = difflib.SequenceMatcher(None, value, have).ratio()
+            if ratio >= CUTOFF and (best is None or ratio > best[0]):
+                best = (ratio, f"{key}={have}")
+    return best[1] if best is not None else None
+
+
+def _near_miss(selector: LabelSelector, written: LabelSelector, member: Member) -> Suggestion | None:
+    labels = member.labels
+    equalities = {
+        (key, values): text
+        for key, values, text in _equalities(written)
+        if not (key in labels and labels[key] in values)
+    }
+    written_expressions = len(written.match_expressions)
+    for index, requirement in enumerate(selector.match_expressions):
+        if requirement_matches(requirement, labels):
+            continue
+        if index >= written_expressions or requirement.operator != "In":
+            return None  # a merged requirement, or one that is no typo of a label (NotIn, Exists...)
+    changes: list[tuple[str, str]] = []
+    for (key, values), text in equalities.items():
+        instead = _counterpart(key, values, labels)
+        if instead is None:
+            return None
+        changes.append((text, instead))
+    return Suggestion(member, tuple(changes)) if changes else None
+
+
+def near_misses(graph: AffinityGraph, relation: Relation, limit: int = LIMIT) -> list[Suggestion]:
+    """The members in the relation's scope that its selector nearly matches, fewest edits first."""
+    selector, written = relation.selector, written_selector(relation)
+    if selector is None or written is None or selector.is_empty:
+        return []
+    index = _index(graph)
+    seen: set[str] = set()
+    candidates: list[Member] = []
+    for key, values, _ in _equalities(written):
+        for member in (*(m for v in values for m in index.by_value.get(v, ())), *index.by_key.get(key, ())):
+            if member.id not in seen:
+                seen.add(member.id)
+                candidates.append(member)
+    found: list[Suggestion] = []
+    texts: set[tuple[tuple[str, str], ...]] = set()
+    for member in candidates:
+        if member.id in relation.reach or in_scope(graph, relation, member) is False:
+            continue
+        suggestion = _near_miss(selector, written, member)
+        if suggestion is not None and suggestion.changes not in texts:
+            texts.add(suggestion.changes)
+            found.append(suggestion)
+    found.sort(key=lambda s: len(s.changes))
+    return found[:limit]
+
+
+def outside_scope(graph: AffinityGraph, relation: Relation, limit: int = LIMIT) -> list[Member]:
+    """Other members the selector matches exactly but whose namespace the relation does not reach.
+
+    The owner's own pods are left out (a term listing other namespaces is about other pods), and
+    so is every copy of the owner (the same object in several files: same kind, namespace, name).
+    """
+    selector = relation.selector
+    if selector is None or selector.is_empty:
+        return []
+    index = _index(graph)
+    pool: Iterable[Member]
+    equalities = _equalities(selector)
+    if equalities:
+        key, values, _ = equalities[0]
+        pool = [m for m in index.by_key.get(key, ()) if m.labels[key] in values]
+    else:
+        pool = graph.members.values()
+    owner = graph.members.get(relation.owner)
+    found: list[Member] = []
+    for member in pool:
+        if (
+            member.id not in relation.reach
+            and (owner is None or str(member) != str(owner))
+            and all(str(member) != str(other) for other in found)
+            and selector_matches(selector, member.labels, graph.proposals)
+            and in_scope(graph, relation, member) is False
+        ):
+            found.append(member)
+            if len(found) == limit:
+                break
+    return found
+
+
+def hint(graph: AffinityGraph, relation: Relation) -> tuple[str, tuple[Related, ...]]:
+    """The "did you mean" part of a fix hint (empty when nothing is close), and where it points."""
+    suggestions = near_misses(graph, relation)
+    related: list[Related] = []
+    if suggestions:
+        for suggestion in suggestions:
+            labels = ", ".join(instead for _, instead in suggestion.changes)
+            related.append(_labels_of(suggestion.member, f"has {labels}"))
+        return "did you mean " + "; or ".join(s.text for s in suggestions) + "?", tuple(related)
+    elsewhere = outside_scope(graph, relation)
+    if elsewhere:
+        names = ", ".join(f"{member} (namespace {member.namespace})" for member in elsewhere)
+        for member in elsewhere:
+            related.append(_labels_of(member, f"matches, but in namespace {member.namespace}"))
+        return f"pods with these labels exist outside the selector's namespaces: {names}.", tuple(related)
+    objects = object_labelled(graph, relation)
+    if objects:
+        names = ", ".join(str(member) for member in objects)
+        for member in objects:
+            assert member.workload is not None
+            related.append(
+                Related(member.workload.doc, ("metadata", "labels"), "the object has them, its pods do not")
+            )
+            related.append(_labels_of(member, "the pods' labels"))
+        return (
+            f"{names} {'carries' if len(objects) == 1 else 'carry'} these labels on the object "
+            "(metadata.labels), not on the pods (the pod template's metadata.labels), and selectors "
+            "match pods: add them to the pod template.",
+            tuple(related),
+        )
+    return "", ()
+
+
+def object_labelled(graph: AffinityGraph, relation: Relation, limit: int = LIMIT) -> list[Member]:
+    """Workloads in scope whose object labels, not their pods' labels, the selector matches."""
+    written = written_selector(relation)
+    if written is None or written.is_empty:
+        return []
+    found: list[Member] = []
+    owner = graph.members.get(relation.owner)
+    first = [owner] if owner is not None and owner.workload is not None else []
+    for member in (*first, *(m for m in graph.workloads() if m is not owner)):
+        workload = member.workload
+        assert workload is not None
+        if not workload.template_path or member.id in relation.reach:
+            continue
+        metadata = workload.doc.data.get("metadata")
+        labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+        if not isinstance(labels, Mapping):
+            continue
+        strings = {str(k): str(v) for k, v in labels.items() if isinstance(v, str)}
+        if (
+            selector_matches(written, strings, graph.proposals)
+            and in_scope(graph, relation, member) is not False
+            and all(str(other) != str(member) for other in found)
+        ):
+            found.append(member)
+            if len(found) == limit:
+                break
+    return found
+
+
+def _labels_of(member: Member, message: str) -> Related:
+    workload = member.workload if member.workload is not None else member.pods[0]
+    return Related(workload.doc, (*workload.pod.metadata_path, "labels"), message)
+
+
+# --- pods the input does not show -------------------------------------------------------------
+
+#: API groups of the built-in kinds (``kubectl api-resources``); another group with a dot in its
+#: name is a custom resource's.
+_BUILTIN_GROUPS = frozenset(
+    {
+        "admissionregistration.k8s.io",
+        "apiextensions.k8s.io",
+        "apiregistration.k8s.io",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
+        "certificates.k8s.io",
+        "coordination.k8s.io",
+        "discovery.k8s.io",
+        "events.k8s.io",
+        "flowcontrol.apiserver.k8s.io",
+        "internal.apiserver.k8s.io",
+        "networking.k8s.io",
+        "node.k8s.io",
+        "rbac.authorization.k8s.io",
+        "resource.k8s.io",
+        "scheduling.k8s.io",
+        "storage.k8s.io",
+        "storagemigration.k8s.io",
+        "kaffinity.io",  # kaffinity's own ClusterTopology
+    }
+)
+#: Keys in a custom resource's spec that say an operator runs pods for it (Prometheus,
+#: Alertmanager, Kafka, OpenTelemetryCollector... have replicas, image, resources, podMetadata).
+_POD_KEYS = frozenset(
+    {
+        "replicas",
+        "image",
+        "containers",
+        "template",
+        "podTemplate",
+        "podMetadata",
+        "affinity",
+        "nodeSelector",
+        "tolerations",
+        "resources",
+        "topologySpreadConstraints",
+    }
+)
+#: Controllers whose pod template must carry labels (their selector must match them, and a
+#: ReplicationController's defaults to them): such a workload without pod labels cannot be created
+#: as written, so it is a fragment (a kustomize base or patch) whose labels come later.
+_SELECTOR_REQUIRED = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController")
+
+
+def _runs_pods(data: Any, depth: int = 0) -> bool:
+    if not isinstance(data, Mapping) or depth > 3:
+        return False
+    return any(key in _POD_KEYS or _runs_pods(value, depth + 1) for key, value in data.items())
+
+
+def custom_resource(doc: Document) -> bool:
+    """Whether the document is a custom resource that looks like it makes an operator run pods."""
+    api_version, kind = doc.data.get("apiVersion"), doc.data.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str) or "/" not in api_version:
+        return False
+    group = api_version.split("/", 1)[0]
+    if "." not in group or group in _BUILTIN_GROUPS or kind in WORKLOAD_KINDS:
+        return False
+    return _runs_pods(doc.data.get("spec"))
+
+
+def fragment(member: Member) -> bool:
+    """Whether a workload's pod labels are unknown: the input holds only a fragment of it."""
+    workload = member.workload
+    if workload is None:
+        return False
+    return workload.ref.kind in _SELECTOR_REQUIRED and not workload.pod.labels
+
+
+@dataclass(slots=True)
+class _Unknowns:
+    fragments: list[Member]
+    custom: list[tuple[str, Document]]  # (namespace, custom resource)
+    described: frozenset[str]  # the namespaces of every workload and existing pod
+
+
+_UNKNOWNS: weakref.WeakKeyDictionary[AffinityGraph, _Unknowns] = weakref.WeakKeyDictionary()
+
+
+def unknown_pods(context: Context, relation: Relation) -> str | None:
+    """Why pods the input does not show might match in the relation's namespaces (None: none can).
+
+    Two sources the graph cannot see: a workload fragment without its labels (kustomize adds them
+    when it renders), and a custom resource whose operator creates the pods (prometheus-operator
+    makes the ``Prometheus`` StatefulSet). A rule about selectors that match nothing stays quiet
+    then: when unsure, say nothing.
+    """
+    graph = context.graph
+    found = _UNKNOWNS.get(graph)
+    if found is None:
+        workloads = list(graph.workloads())
+        # A fragment named like a complete workload is a patch of it (kustomize patches): its
+        # pods carry the complete workload's labels, which the graph already has.
+        complete = {_ref_key(m) for m in workloads if not fragment(m)}
+        found = _Unknowns(
+            [member for member in workloads if fragment(member) and _ref_key(member) not in complete],
+            [
+                (object_ref(doc, graph.default_namespace).namespace or graph.default_namespace, doc)
+                for doc in context.inventory.documents
+                if custom_resource(doc)
+            ],
+            frozenset(member.namespace for member in graph.members.values()),
+        )
+        _UNKNOWNS[graph] = found
+    for member in found.fragments:
+        if in_scope(graph, relation, member) is not False:
+            return f"{member} has no pod labels in the input"
+    for namespace, doc in found.custom:
+        probe = Member("", namespace, {})
+        if in_scope(graph, relation, probe) is not False:
+            return f"{object_ref(doc, graph.default_namespace)} may make its operator run matching pods"
+    if context.complete:
+        return None
+    why = _undescribed(graph, relation, found.described)
+    if why is not None and not outside_scope(graph, relation, limit=1):
+        # Other workloads' matching pods elsewhere in the input are evidence of a namespace
+        # mistake: report then. (Its own pods outside the namespaces it lists are no evidence.)
+        return why
+    return None
+
+
+def _undescribed(graph: AffinityGraph, relation: Relation, described: frozenset[str]) -> str | None:
+    """Whether the relation reaches namespaces whose pods the input does not show at all.
+
+    A repository describes the namespaces it deploys to; pods in other namespaces are deployed
+    from elsewhere, so a selector that reaches such a namespace may well match (unless the input
+    is declared complete: ``--closed``, or a cluster file listing the running pods).
+    """
+    term = relation.term
+    if isinstance(term, PodAffinityTerm):
+        selector = term.namespace_selector
+        if selector is not None and selector.is_empty:
+            return "the term reaches every namespace, and the input shows the pods of only some"
+        if selector is not None:
+            return "namespaces the input does not describe may carry the labels its namespaceSelector selects"
+        missing = [namespace for namespace in term.namespaces if namespace not in described]
+        if missing:
+            return f"the input shows no pods of namespace {missing[0]}"
+        return None
+    namespace = owner_namespace(graph, relation)
+    if namespace not in described:
+        return f"the input shows no pods of namespace {namespace}"
+    return None
+
+
+def _ref_key(member: Member) -> tuple[str, str, str]:
+    assert member.workload is not None
+    ref = member.workload.ref
+    return (ref.kind, ref.namespace or "", ref.name)
