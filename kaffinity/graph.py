@@ -358,6 +358,14 @@ class AffinityGraph:
     def _order(self, node: str) -> int:
         return self._rank[node]
 
+    def labelled(self, key: str, value: str) -> list[str]:
+        """The members whose pods carry ``key=value`` (from the index; input order)."""
+        return self._index.pairs.get((key, value), [])
+
+    def order(self, node: str) -> int:
+        """A member's position in the input (for listing members as the user wrote them)."""
+        return self._rank[node]
+
     def _match(
         self,
         selector: LabelSelector | None,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import difflib
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -79,8 +79,13 @@ class Suggestion:
 
 @dataclass(slots=True)
 class _LabelIndex:
+    """Pod labels by value and by key, across the input and per namespace; object labels by pair."""
+
     by_value: dict[str, list[Member]]
     by_key: dict[str, list[Member]]
+    ns_value: dict[tuple[str, str], list[Member]]
+    ns_key: dict[tuple[str, str], list[Member]]
+    object_pairs: dict[tuple[str, str], list[Member]]
 
 
 _INDEXES: weakref.WeakKeyDictionary[AffinityGraph, _LabelIndex] = weakref.WeakKeyDictionary()
@@ -89,11 +94,21 @@ _INDEXES: weakref.WeakKeyDictionary[AffinityGraph, _LabelIndex] = weakref.WeakKe
 def _index(graph: AffinityGraph) -> _LabelIndex:
     found = _INDEXES.get(graph)
     if found is None:
-        found = _LabelIndex({}, {})
+        found = _LabelIndex({}, {}, {}, {}, {})
         for member in graph.members.values():
+            namespace = member.namespace
             for key, value in member.labels.items():
                 found.by_value.setdefault(value, []).append(member)
                 found.by_key.setdefault(key, []).append(member)
+                found.ns_value.setdefault((namespace, value), []).append(member)
+                found.ns_key.setdefault((namespace, key), []).append(member)
+            workload = member.workload
+            metadata = workload.doc.data.get("metadata") if workload is not None else None
+            labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+            if isinstance(labels, Mapping):
+                for key, value in labels.items():
+                    if isinstance(value, str):
+                        found.object_pairs.setdefault((str(key), value), []).append(member)
         _INDEXES[graph] = found
     return found
 
@@ -108,6 +123,17 @@ def written_selector(relation: Relation) -> LabelSelector | None:
 
 def owner_namespace(graph: AffinityGraph, relation: Relation) -> str:
     return str(graph.graph.nodes[relation.owner].get("namespace") or graph.default_namespace)
+
+
+def scope_namespaces(graph: AffinityGraph, relation: Relation) -> tuple[str, ...] | None:
+    """The namespaces a relation reaches when they are named (None: a namespaceSelector decides)."""
+    term = relation.term
+    owner = owner_namespace(graph, relation)
+    if isinstance(term, PodAffinityTerm):
+        if term.namespace_selector is not None:
+            return None
+        return tuple(term.namespaces) if term.namespaces else (owner,)
+    return (owner,)
 
 
 def in_scope(graph: AffinityGraph, relation: Relation, member: Member) -> bool | None:
@@ -186,8 +212,16 @@ def near_misses(graph: AffinityGraph, relation: Relation, limit: int = LIMIT) ->
     index = _index(graph)
     seen: set[str] = set()
     candidates: list[Member] = []
+    namespaces = scope_namespaces(graph, relation)
     for key, values, _ in _equalities(written):
-        for member in (*(m for v in values for m in index.by_value.get(v, ())), *index.by_key.get(key, ())):
+        if namespaces is None:
+            pool = (*(m for v in values for m in index.by_value.get(v, ())), *index.by_key.get(key, ()))
+        else:  # only the namespaces the term reaches: never every workload of the input
+            pool = (
+                *(m for ns in namespaces for v in values for m in index.ns_value.get((ns, v), ())),
+                *(m for ns in namespaces for m in index.ns_key.get((ns, key), ())),
+            )
+        for member in pool:
             if member.id not in seen:
                 seen.add(member.id)
                 candidates.append(member)
@@ -213,14 +247,11 @@ def outside_scope(graph: AffinityGraph, relation: Relation, limit: int = LIMIT) 
     selector = relation.selector
     if selector is None or selector.is_empty:
         return []
-    index = _index(graph)
-    pool: Iterable[Member]
     equalities = _equalities(selector)
-    if equalities:
-        key, values, _ = equalities[0]
-        pool = [m for m in index.by_key.get(key, ()) if m.labels[key] in values]
-    else:
-        pool = graph.members.values()
+    if not equalities:
+        return []  # no label to look up: the hint is optional, a scan of every workload is not
+    key, values, _ = equalities[0]
+    pool = [graph.members[node] for value in values for node in graph.labelled(key, value)]
     owner = graph.members.get(relation.owner)
     found: list[Member] = []
     for member in pool:
@@ -275,10 +306,16 @@ def object_labelled(graph: AffinityGraph, relation: Relation, limit: int = LIMIT
     written = written_selector(relation)
     if written is None or written.is_empty:
         return []
+    equalities = _equalities(written)
+    if not equalities:
+        return []
+    key, values, _ = equalities[0]
+    index = _index(graph)
+    pool = [m for value in values for m in index.object_pairs.get((key, value), ())]
     found: list[Member] = []
     owner = graph.members.get(relation.owner)
-    first = [owner] if owner is not None and owner.workload is not None else []
-    for member in (*first, *(m for m in graph.workloads() if m is not owner)):
+    first = [owner] if owner is not None and owner in pool else []
+    for member in (*first, *(m for m in pool if m is not owner)):
         workload = member.workload
         assert workload is not None
         if not workload.template_path or member.id in relation.reach:
@@ -381,8 +418,8 @@ def fragment(member: Member) -> bool:
 
 @dataclass(slots=True)
 class _Unknowns:
-    fragments: list[Member]
-    custom: list[tuple[str, Document]]  # (namespace, custom resource)
+    fragments: dict[str, list[Member]]  # by namespace
+    custom: dict[str, list[Document]]  # custom resources that may run pods, by namespace
     described: frozenset[str]  # the namespaces of every workload and existing pod
 
 
@@ -404,23 +441,26 @@ def unknown_pods(context: Context, relation: Relation) -> str | None:
         # A fragment named like a complete workload is a patch of it (kustomize patches): its
         # pods carry the complete workload's labels, which the graph already has.
         complete = {_ref_key(m) for m in workloads if not fragment(m)}
-        found = _Unknowns(
-            [member for member in workloads if fragment(member) and _ref_key(member) not in complete],
-            [
-                (object_ref(doc, graph.default_namespace).namespace or graph.default_namespace, doc)
-                for doc in context.inventory.documents
-                if custom_resource(doc)
-            ],
-            frozenset(member.namespace for member in graph.members.values()),
-        )
+        fragments: dict[str, list[Member]] = {}
+        for member in workloads:
+            if fragment(member) and _ref_key(member) not in complete:
+                fragments.setdefault(member.namespace, []).append(member)
+        custom: dict[str, list[Document]] = {}
+        for doc in context.inventory.documents:
+            if custom_resource(doc):
+                namespace = object_ref(doc, graph.default_namespace).namespace or graph.default_namespace
+                custom.setdefault(namespace, []).append(doc)
+        found = _Unknowns(fragments, custom, frozenset(member.namespace for member in graph.members.values()))
         _UNKNOWNS[graph] = found
-    for member in found.fragments:
-        if in_scope(graph, relation, member) is not False:
-            return f"{member} has no pod labels in the input"
-    for namespace, doc in found.custom:
+    named = scope_namespaces(graph, relation)
+    # Scope depends on the namespace alone: test each namespace once, never each object.
+    for namespace, members in found.fragments.items():
+        if (named is None or namespace in named) and in_scope(graph, relation, members[0]) is not False:
+            return f"{members[0]} has no pod labels in the input"
+    for namespace, docs in found.custom.items():
         probe = Member("", namespace, {})
-        if in_scope(graph, relation, probe) is not False:
-            return f"{object_ref(doc, graph.default_namespace)} may make its operator run matching pods"
+        if (named is None or namespace in named) and in_scope(graph, relation, probe) is not False:
+            return f"{object_ref(docs[0], graph.default_namespace)} may make its operator run matching pods"
     if context.complete:
         return None
     why = _undescribed(graph, relation, found.described)

@@ -32,7 +32,7 @@ def _never(context: Context, what: str) -> str:
 
 
 def _names(graph: AffinityGraph, nodes: frozenset[str]) -> str:
-    members = sorted((graph.members[node] for node in nodes), key=lambda m: list(graph.members).index(m.id))
+    members = sorted((graph.members[node] for node in nodes), key=lambda m: graph.order(m.id))
     names = ", ".join(str(member) for member in members[:_NAMES])
     more = len(members) - _NAMES
     return names + (f" and {more} more" if more > 0 else "")

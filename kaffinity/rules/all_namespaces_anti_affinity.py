@@ -37,8 +37,7 @@ def domain_word(key: str) -> str:
 
 def ordered(graph: AffinityGraph, nodes: Iterable[str]) -> list[Member]:
     """Members in input order (the graph's insertion order), so messages are stable."""
-    wanted = set(nodes)
-    return [member for node, member in graph.members.items() if node in wanted]
+    return [graph.members[node] for node in sorted(set(nodes), key=graph.order)]
 
 
 def _victims(graph: AffinityGraph, owner: Member, relation: Relation, empty: bool) -> list[Member]:
