@@ -7,7 +7,8 @@ Built once per lint (``Context.graph``) as a networkx ``MultiDiGraph``:
   PodDisruptionBudget;
 * an edge per (term, matched pods), with the term's ``kind`` (affinity, anti-affinity,
   spread, pdb), ``required``, ``weight``, ``topology_key``, namespace ``scope`` and
-  ``location`` (file:line:column of the term);
+  ``relation`` (the :class:`Relation`, whose ``doc`` and ``path`` place the term; ``location``
+  gives file:line:column, looked up only when asked for);
 * a term that matches more than :data:`FANOUT` nodes gets one edge to a *selector* node
   instead, and the selector node one ``selects`` edge to each member; identical selectors in
   the same scope share the selector node, so a label like ``tier: batch`` selected in every
@@ -241,7 +242,6 @@ class AffinityGraph:
             name=workload.ref.name if workload is not None else str(member),
             namespace=member.namespace,
             replicas=workload.replicas if workload is not None else len(member.pods),
-            location=_where(member.doc, ("metadata", "name")),
         )
         self._index.add(member)
 
@@ -284,7 +284,6 @@ class AffinityGraph:
             kind=pdb.ref.kind,
             name=pdb.ref.name,
             namespace=namespace,
-            location=_where(pdb.doc, ("metadata", "name")),
         )
         selector = pdb.selector
         if selector is not None and selector.is_empty and pdb.ref.api_version == "policy/v1beta1":
@@ -332,7 +331,6 @@ class AffinityGraph:
             "weight": weight,
             "topology_key": topology_key,
             "scope": relation.scope,
-            "location": _where(doc, path),
             "relation": relation,
         }
         reach = relation.reach
@@ -488,7 +486,17 @@ class AffinityGraph:
         return cycles
 
     def location(self, node: str) -> str:
-        return str(self.graph.nodes[node].get("location", ""))
+        """Where a node's object is written (``file:line:column`` of its name); "" for selectors."""
+        member = self.members.get(node)
+        if member is not None:
+            return _where(member.doc, ("metadata", "name"))
+        pdb = self.pdbs.get(node)
+        return _where(pdb.doc, ("metadata", "name")) if pdb is not None else ""
+
+    @staticmethod
+    def term_location(relation: Relation) -> str:
+        """Where a relation's term is written (``file:line:column``)."""
+        return _where(relation.doc, relation.path)
 
 
 def _pod_groups(pods: Iterable[Workload], default_namespace: str) -> list[Member]:

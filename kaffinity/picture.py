@@ -260,9 +260,13 @@ def render_json(graph: AffinityGraph, findings: Iterable[Finding], version: str)
                 }
                 for f in items
             ]
-        plain.add_node(node, **data, **extra)
+        location = graph.location(node)
+        plain.add_node(node, **data, **({"location": location} if location else {}), **extra)
     for source, target, key, data in graph.graph.edges(keys=True, data=True):
-        plain.add_edge(source, target, key=key, **{k: v for k, v in data.items() if k != "relation"})
+        attrs = {k: v for k, v in data.items() if k != "relation"}
+        if "relation" in data:
+            attrs["location"] = graph.term_location(data["relation"])
+        plain.add_edge(source, target, key=key, **attrs)
     plain.graph["findings"] = sum(len(items) for items in marked.values())
     try:
         document = nx.node_link_data(plain, edges="edges")  # networkx >= 3.4

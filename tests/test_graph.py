@@ -360,7 +360,8 @@ def test_edges_carry_kind_strength_key_scope_and_location() -> None:
     assert (source, target) == ("StatefulSet/one/a", "StatefulSet/one/a")
     assert data["kind"] == ANTI_AFFINITY and data["required"] is False and data["weight"] == 40
     assert data["topology_key"] == "topology.kubernetes.io/zone" and data["scope"] == "namespace one"
-    assert data["location"] == "a.yaml:15:15"  # the podAffinityTerm
+    assert g.term_location(data["relation"]) == "a.yaml:15:15"  # the podAffinityTerm
+    assert g.location("StatefulSet/one/a") == "a.yaml:3:12"  # metadata: {name: a, ...}
     assert AFFINITY != ANTI_AFFINITY
 
 
