@@ -178,15 +178,7 @@ def lint(
 
     use_color = _use_color(color, output)
     report = render(result, fmt, color=use_color, sources={file.name: file.text for file in files})
-    if output:
-        try:
-            with open(output, "w", encoding="utf-8") as handle:
-                handle.write(report)
-        except OSError as error:
-            typer.echo(f"{output}: error: cannot write report: {error.strerror or error}", err=True)
-            raise typer.Exit(2) from None
-    else:
-        sys.stdout.write(report)
+    _emit(report, output)
     for message in result.internal_errors:
         typer.echo(f"kaffinity: {message}", err=True)
     if result.exit_code:
@@ -280,15 +272,7 @@ def graph(
         text = render_dot(picture, findings)
     else:
         text = render_mermaid(picture, findings)
-    if output:
-        try:
-            with open(output, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as error:
-            typer.echo(f"{output}: error: cannot write: {error.strerror or error}", err=True)
-            raise typer.Exit(2) from None
-    else:
-        sys.stdout.write(text)
+    _emit(text, output)
     for message in result.internal_errors:
         typer.echo(f"kaffinity: {message}", err=True)
     raise typer.Exit(2 if broken or result.internal_errors else 0)
@@ -430,6 +414,19 @@ def _load(paths: Optional[list[str]], settings: Settings, stdin_filename: Option
     if stdin_filename and STDIN in targets:
         files = [replace(file, name=stdin_filename) if file.name == STDIN_NAME else file for file in files]
     return files
+
+
+def _emit(text: str, output: Optional[str]) -> None:
+    """Write ``text`` to ``output`` (a file), or to stdout; exit 2 when the file cannot be written."""
+    if not output:
+        sys.stdout.write(text)
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:
+        typer.echo(f"{output}: error: cannot write: {error.strerror or error}", err=True)
+        raise typer.Exit(2) from None
 
 
 def _load_cluster(settings: Settings) -> Cluster | None:

@@ -96,6 +96,14 @@ def _shown(graph: AffinityGraph) -> list[str]:
     return [node for node in g.nodes if g.degree(node) > 0]
 
 
+def _by_namespace(graph: AffinityGraph, shown: Sequence[str]) -> dict[str | None, list[str]]:
+    """The drawn nodes grouped by namespace (None: selector nodes), in input order."""
+    groups: dict[str | None, list[str]] = {}
+    for node in shown:
+        groups.setdefault(graph.graph.nodes[node].get("namespace"), []).append(node)
+    return groups
+
+
 def _label(data: Mapping[str, Any]) -> str:
     kind = data.get("type")
     if kind == "selector":
@@ -127,10 +135,7 @@ def render_mermaid(graph: AffinityGraph, findings: Iterable[Finding]) -> str:
     shown = _shown(graph)
     ids = {node: f"n{i}" for i, node in enumerate(shown)}
     lines = ["flowchart LR"]
-    by_namespace: dict[str | None, list[str]] = {}
-    for node in shown:
-        by_namespace.setdefault(g.nodes[node].get("namespace"), []).append(node)
-    for number, (namespace, nodes) in enumerate(by_namespace.items()):
+    for number, (namespace, nodes) in enumerate(_by_namespace(graph, shown).items()):
         indent = "  "
         if namespace is not None:
             lines.append(f'  subgraph ns{number}["namespace {_mermaid_text(namespace)}"]')
@@ -189,10 +194,7 @@ def render_dot(graph: AffinityGraph, findings: Iterable[Finding]) -> str:
         "  rankdir=LR;",
         '  node [shape=box, style="rounded,filled", fillcolor=white];',
     ]
-    by_namespace: dict[str | None, list[str]] = {}
-    for node in shown:
-        by_namespace.setdefault(g.nodes[node].get("namespace"), []).append(node)
-    for number, (namespace, nodes) in enumerate(by_namespace.items()):
+    for number, (namespace, nodes) in enumerate(_by_namespace(graph, shown).items()):
         indent = "  "
         if namespace is not None:
             lines.append(f"  subgraph cluster_{number} {{")
