@@ -21,8 +21,9 @@ The warnings `pkg/api/pod/warnings.go` returns for scheduling fields, with the s
   `topologyKey`. (The API server does not warn about pod affinity topology keys.)
 
 ## Why it matters
-A term without a selector matches no pod: required affinity can then never be satisfied except
-by the self-match exception, anti-affinity and spread do nothing. Deprecated labels are no
+A term without a selector matches no pod, not even its own: required affinity can then never be
+satisfied (the self-match exception needs the pod to match its own terms, and it matches no nil
+selector either), anti-affinity and spread do nothing. Deprecated labels are no
 longer set on new nodes by many providers, so rules keyed on them stop matching.
 
 ## Example
