@@ -1,6 +1,7 @@
 """The affinity graph: which workloads each scheduling term and disruption budget reaches.
 
-Built once per lint (``Context.graph``) as a networkx ``MultiDiGraph``:
+Built once per lint (``Context.graph``): members, relations and the placement analysis the rules
+read, and, on first use (drawing, cycles), a networkx ``MultiDiGraph`` of them:
 
 * a node per workload (the pods it creates) and, when the cluster file lists running pods,
   per group of existing pods with the same namespace and labels; a node per
@@ -37,8 +38,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-
 from kaffinity.expand import POD_ANTI_AFFINITY, affinity_terms, pod_labels
 from kaffinity.model import (
     LabelSelector,
@@ -51,6 +50,8 @@ from kaffinity.selectors import NAMESPACE_NAME_LABEL, namespace_in_scope, select
 from kaffinity.source import DataPath, Document
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from kaffinity.engine import Context
 
 AFFINITY, ANTI_AFFINITY, SPREAD, PDB, SELECTS = "affinity", "anti-affinity", "spread", "pdb", "selects"
@@ -192,7 +193,6 @@ class AffinityGraph:
         if cluster is not None:
             for namespace in cluster.namespaces:
                 self.namespace_labels.setdefault(namespace.ref.name, dict(namespace.labels))
-        self.graph: nx.MultiDiGraph[str] = nx.MultiDiGraph()
         self.members: dict[str, Member] = {}
         self.relations: list[Relation] = []
         self.by_owner: dict[str, list[Relation]] = {}
@@ -201,7 +201,6 @@ class AffinityGraph:
         self._rank: dict[str, int] = {}
         self._index = _Index()
         self._matches: dict[tuple[Any, ...], tuple[frozenset[str], frozenset[str]]] = {}
-        self._selector_nodes: dict[tuple[Any, ...], str] = {}
         self._scope_cache: dict[tuple[Any, ...], bool | None] = {}
 
         for workload in context.inventory.workloads:
@@ -220,7 +219,7 @@ class AffinityGraph:
 
     def _unique(self, name: str) -> str:
         node, n = name, 1
-        while node in self.graph:
+        while node in self.members or node in self.pdbs:
             n += 1
             node = f"{name}#{n}"
         return node
@@ -234,15 +233,6 @@ class AffinityGraph:
     def _add_member(self, member: Member) -> None:
         self._rank[member.id] = len(self.members)
         self.members[member.id] = member
-        workload = member.workload
-        self.graph.add_node(
-            member.id,
-            type="workload" if workload is not None else "pods",
-            kind=workload.ref.kind if workload is not None else "Pod",
-            name=workload.ref.name if workload is not None else str(member),
-            namespace=member.namespace,
-            replicas=workload.replicas if workload is not None else len(member.pods),
-        )
         self._index.add(member)
 
     def _add_terms(self, member: Member) -> None:
@@ -278,13 +268,6 @@ class AffinityGraph:
         node = self._unique(str(pdb.ref))
         namespace = pdb.ref.namespace or self.default_namespace
         self.pdbs[node] = pdb
-        self.graph.add_node(
-            node,
-            type="pdb",
-            kind=pdb.ref.kind,
-            name=pdb.ref.name,
-            namespace=namespace,
-        )
         selector = pdb.selector
         if selector is not None and selector.is_empty and pdb.ref.api_version == "policy/v1beta1":
             selector = None  # policy/v1beta1: an empty selector selects no pods (v1: every pod)
@@ -325,36 +308,69 @@ class AffinityGraph:
         )
         self.relations.append(relation)
         self.by_owner.setdefault(owner, []).append(relation)
-        attrs = {
-            "kind": kind,
-            "required": required,
-            "weight": weight,
-            "topology_key": topology_key,
-            "scope": relation.scope,
-            "relation": relation,
-        }
-        reach = relation.reach
-        if len(reach) <= FANOUT:
-            for target in sorted(reach, key=self._order):
-                self.graph.add_edge(owner, target, certain=target in matches, **attrs)
-            return
-        key = (_selector_key(selector), scope_key)
-        node = self._selector_nodes.get(key)
-        if node is None:
-            node = f"selector:{len(self._selector_nodes) + 1}"
-            self._selector_nodes[key] = node
-            self.graph.add_node(
-                node,
-                type="selector",
-                name=f"{_selector_text(selector)} in {relation.scope}",
-                members=len(reach),
-            )
-            for target in sorted(reach, key=self._order):
-                self.graph.add_edge(node, target, kind=SELECTS, certain=target in matches)
-        self.graph.add_edge(owner, node, **attrs)
 
-    def _order(self, node: str) -> int:
-        return self._rank[node]
+    @cached_property
+    def graph(self) -> nx.MultiDiGraph[str]:
+        """The networkx graph of the members, budgets and relations, built on first use.
+
+        The rules read the relations and :attr:`placement` directly; drawing (``kaffinity
+        graph``) and cycle finding need networkx, so a lint whose rules never ask for it does not
+        even import it (pre-commit starts kaffinity on every commit).
+        """
+        import networkx as nx
+
+        graph: nx.MultiDiGraph[str] = nx.MultiDiGraph()
+        for member in self.members.values():
+            workload = member.workload
+            graph.add_node(
+                member.id,
+                type="workload" if workload is not None else "pods",
+                kind=workload.ref.kind if workload is not None else "Pod",
+                name=workload.ref.name if workload is not None else str(member),
+                namespace=member.namespace,
+                replicas=workload.replicas if workload is not None else len(member.pods),
+            )
+        for node, pdb in self.pdbs.items():
+            graph.add_node(
+                node, type="pdb", kind=pdb.ref.kind, name=pdb.ref.name, namespace=self.namespace_of(node)
+            )
+        selector_nodes: dict[tuple[Any, ...], str] = {}
+        for relation in self.relations:
+            attrs = {
+                "kind": relation.kind,
+                "required": relation.required,
+                "weight": relation.weight,
+                "topology_key": relation.topology_key,
+                "scope": relation.scope,
+                "relation": relation,
+            }
+            reach = relation.reach
+            if len(reach) <= FANOUT:
+                for target in sorted(reach, key=self.order):
+                    graph.add_edge(relation.owner, target, certain=target in relation.matches, **attrs)
+                continue
+            # Many matches: one shared node per matched set and selector, its members linked once.
+            key = (_selector_key(relation.selector), reach)
+            hub = selector_nodes.get(key)
+            if hub is None:
+                hub = selector_nodes[key] = f"selector:{len(selector_nodes) + 1}"
+                graph.add_node(
+                    hub,
+                    type="selector",
+                    name=f"{_selector_text(relation.selector)} in {relation.scope}",
+                    members=len(reach),
+                )
+                for target in sorted(reach, key=self.order):
+                    graph.add_edge(hub, target, kind=SELECTS, certain=target in relation.matches)
+            graph.add_edge(relation.owner, hub, **attrs)
+        return graph
+
+    def namespace_of(self, node: str) -> str:
+        """The namespace of a member or budget."""
+        member = self.members.get(node)
+        if member is not None:
+            return member.namespace
+        return self.pdbs[node].ref.namespace or self.default_namespace
 
     def labelled(self, key: str, value: str) -> list[str]:
         """The members whose pods carry ``key=value`` (from the index; input order)."""
@@ -461,19 +477,30 @@ class AffinityGraph:
 
     def requires(self) -> nx.DiGraph[str]:
         """The stuck workloads and who each needs (a DiGraph: an edge w → x when x could satisfy w)."""
+        return self._needs
+
+    @cached_property
+    def _needs(self) -> nx.DiGraph[str]:
+        import networkx as nx
+
         placement = self.placement
         stuck = placement.stuck()
         needs: nx.DiGraph[str] = nx.DiGraph()
         needs.add_nodes_from(stuck)
         for node in stuck:  # in input order, so that the cycles found do not depend on hashing
             needs.add_edges_from(
-                (node, other) for other in sorted(placement.candidates[node], key=self._order)
+                (node, other) for other in sorted(placement.candidates[node], key=self.order)
             )
         return needs
 
     def deadlocks(self) -> list[list[str]]:
         """Cycles of required affinity no member of which can start; each in order, once."""
+        if not self.placement.stuck():
+            return []  # the common case: no networkx needed
+        import networkx as nx
+
         needs = self.requires()
+
         cycles: list[list[str]] = []
         order = self._rank
         for component in nx.strongly_connected_components(needs):

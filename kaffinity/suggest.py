@@ -122,7 +122,7 @@ def written_selector(relation: Relation) -> LabelSelector | None:
 
 
 def owner_namespace(graph: AffinityGraph, relation: Relation) -> str:
-    return str(graph.graph.nodes[relation.owner].get("namespace") or graph.default_namespace)
+    return graph.namespace_of(relation.owner)
 
 
 def scope_namespaces(graph: AffinityGraph, relation: Relation) -> tuple[str, ...] | None:

@@ -111,9 +111,8 @@ def _check(context: Context) -> Iterator[Violation]:
             for term in blocking_terms(graph, node):
                 yield Violation(term.doc, term.path, message, related, fix=_FIX)
     needs = graph.requires()
-    rank = {node: index for index, node in enumerate(graph.members)}
-    for node, indexes in sorted(_reaching(graph, cycles).items(), key=lambda item: rank[item[0]]):
-        candidates = sorted(needs.successors(node), key=rank.__getitem__)
+    for node, indexes in sorted(_reaching(graph, cycles).items(), key=lambda item: graph.order(item[0])):
+        candidates = sorted(needs.successors(node), key=graph.order)
         deadlocks = "; and ".join(cycle_text(graph, cycles[i]) for i in indexes)
         which = "which can never start" if len(candidates) == 1 else "none of which can ever start"
         message = (
