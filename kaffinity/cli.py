@@ -96,6 +96,7 @@ _Namespace = Annotated[
     Optional[str],
     typer.Option("--namespace", "-n", help="Namespace of objects that name none (default: default)."),
 ]
+_Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Write to this file.")]
 _Cluster = Annotated[
     Optional[str],
     typer.Option(
@@ -124,9 +125,7 @@ def lint(
             "--format", "-f", help="Report format; auto = github on GitHub Actions, text otherwise."
         ),
     ] = OutputFormat.auto,
-    output: Annotated[
-        Optional[str], typer.Option("--output", "-o", help="Write the report to this file.")
-    ] = None,
+    output: _Output = None,
     config: _Config = None,
     no_config: _NoConfig = False,
     kube_version: _KubeVersion = None,
@@ -239,9 +238,7 @@ def graph(
         GraphFormat,
         typer.Option("--format", "-f", help="mermaid (GitHub Markdown), dot (graphviz) or json (node-link)."),
     ] = GraphFormat.mermaid,
-    output: Annotated[
-        Optional[str], typer.Option("--output", "-o", help="Write the graph to this file.")
-    ] = None,
+    output: _Output = None,
     cluster: _Cluster = None,
     closed: _Closed = None,
     kube_version: _KubeVersion = None,
@@ -254,18 +251,25 @@ def graph(
     """Draw the affinity graph: which workloads each affinity, anti-affinity, spread constraint
     and disruption budget reaches, with the graph rules' findings highlighted. Exit code 0, or 2
     on bad input."""
-    from kaffinity.engine import Context
+    from kaffinity.engine import Context, rule_enabled
     from kaffinity.engine import lint as run_lint
     from kaffinity.picture import render_dot, render_json, render_mermaid
+    from kaffinity.rules import RULES
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
     settings = settings.overridden(cluster=cluster, closed=closed)
     files = _load(paths, settings, stdin_filename)
     declared = _load_cluster(settings)
     broken = _load_problems([*files, *(declared.files if declared is not None else ())])
-    result = run_lint(files, settings, cluster=declared)
-    picture = Context(files, settings, declared).graph
-    findings = [finding for finding in result.findings if finding.category == "graph"]
+    # Only the graph rules the configuration enables: their findings are what the picture marks.
+    drawn = tuple(
+        rule
+        for rule in RULES
+        if rule.category == "graph" and rule_enabled(rule, settings.select, settings.ignore)
+    )
+    context = Context(files, settings, declared)
+    result = run_lint(files, settings, drawn, cluster=declared, context=context)
+    picture, findings = context.graph, result.findings
     if output_format is GraphFormat.json:
         text = render_json(picture, findings, settings.kube_version)
     elif output_format is GraphFormat.dot:

@@ -139,12 +139,18 @@ def lint(
     settings: Settings,
     rules: Sequence[Rule] = RULES,
     cluster: Cluster | None = None,
+    context: Context | None = None,
 ) -> LintResult:
-    """Run every enabled rule over the loaded files (and consult the declared cluster, if any)."""
+    """Run every enabled rule over the loaded files (and consult the declared cluster, if any).
+
+    ``context``: one built by the caller over the same files, whose derived views (the graph)
+    the caller reads afterwards; by default a new one.
+    """
     enabled = tuple(rule for rule in rules if rule_enabled(rule, settings.select, settings.ignore))
     run = _Run(files, settings, enabled)
     run.load_problems(cluster.files if cluster is not None else ())
-    context = Context(files, settings, cluster)
+    if context is None:
+        context = Context(files, settings, cluster)
     # The loaded files live as long as the run: keep the collector from walking them again at
     # every collection the rules' allocations trigger (which grew faster than the input).
     gc.freeze()
