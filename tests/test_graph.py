@@ -19,6 +19,8 @@ from kaffinity.graph import AFFINITY, ANTI_AFFINITY, PDB, SELECTS, SPREAD, Affin
 from kaffinity.loader import load, parse
 from kaffinity.topology import cluster_from
 
+from .conftest import run_cli
+
 runner = CliRunner()
 
 
@@ -483,3 +485,80 @@ def test_lint_reads_a_cluster_list(tmp_path: Path) -> None:
     )
     declared = cluster_from(load([str(cluster)]))
     assert [node.ref.name for node in declared.nodes] == ["n1"] and declared.has_pods
+
+
+# --- lint --cluster / --closed, and the same from .kaffinity.yaml -------------------------------
+
+NEEDS_DB = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: api, namespace: shop}
+spec:
+  serviceName: api
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers: [{name: c, image: x}]
+      affinity:
+        podAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector: {matchLabels: {app: db}}
+              topologyKey: kubernetes.io/hostname
+"""
+
+RUNNING_DB = """\
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: v1
+    kind: Node
+    metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: db-0, namespace: shop, labels: {app: db}}
+    spec: {nodeName: n1, containers: [{name: c, image: x}]}
+"""
+
+
+def _lint_cli(*args: str, cwd: Path) -> tuple[int, list[tuple[str, str]], str]:
+    completed = run_cli("lint", "--format", "json", "--select", "affinity-no-match", *args, cwd=cwd)
+    findings = json.loads(completed.stdout)["findings"] if completed.stdout else []
+    return completed.returncode, [(f["rule"], f["severity"]) for f in findings], completed.stderr
+
+
+def test_lint_cluster_and_closed_flags(tmp_path: Path) -> None:
+    (tmp_path / "api.yaml").write_text(NEEDS_DB)
+    (tmp_path / "cluster.yaml").write_text(RUNNING_DB)
+    assert _lint_cli("--no-config", "api.yaml", cwd=tmp_path)[:2] == (0, [("affinity-no-match", "warning")])
+    assert _lint_cli("--no-config", "--closed", "api.yaml", cwd=tmp_path)[:2] == (
+        1,
+        [("affinity-no-match", "error")],
+    )
+    # The running db pod satisfies the term.
+    assert _lint_cli("--no-config", "--cluster", "cluster.yaml", "api.yaml", cwd=tmp_path)[:2] == (0, [])
+
+
+def test_cluster_and_closed_from_the_config_file(tmp_path: Path) -> None:
+    """`cluster:` is relative to the config file's folder; `--open` overrides `closed: true`."""
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "deploy" / "api.yaml").write_text(NEEDS_DB)
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "cluster.yaml").write_text(RUNNING_DB)
+    (tmp_path / ".kaffinity.yaml").write_text("closed: true\n")
+    assert _lint_cli("deploy", cwd=tmp_path)[:2] == (1, [("affinity-no-match", "error")])
+    assert _lint_cli("--open", "deploy", cwd=tmp_path)[:2] == (0, [("affinity-no-match", "warning")])
+    (tmp_path / ".kaffinity.yaml").write_text("closed: true\ncluster: state/cluster.yaml\n")
+    assert _lint_cli(".", cwd=tmp_path / "deploy")[:2] == (0, [])  # config found above, path from it
+
+
+def test_a_broken_or_missing_cluster_file_is_a_one_line_error(tmp_path: Path) -> None:
+    (tmp_path / "api.yaml").write_text(NEEDS_DB)
+    (tmp_path / "cluster.yaml").write_text("kind: [unclosed\n")
+    code, found, stderr = _lint_cli("--no-config", "--cluster", "cluster.yaml", "api.yaml", cwd=tmp_path)
+    completed = run_cli("lint", "--no-config", "--cluster", "cluster.yaml", "api.yaml", cwd=tmp_path)
+    assert code == 2 and ("affinity-no-match", "warning") in found  # the manifests are still linted
+    assert "cluster.yaml:2:1: error [parse-error]" in completed.stdout
+    assert "Traceback" not in completed.stdout + completed.stderr + stderr
+    code, found, stderr = _lint_cli("--no-config", "--cluster", "absent.yaml", "api.yaml", cwd=tmp_path)
+    assert code == 2 and stderr.strip() == "absent.yaml: error: cluster file not found"
