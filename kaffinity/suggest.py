@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import difflib
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kaffinity.findings import Related
-from kaffinity.graph import AffinityGraph, Member, Relation
+from kaffinity.findings import Related, Violation
+from kaffinity.graph import AffinityGraph, Member, Relation, selector_text
 from kaffinity.model import (
     WORKLOAD_KINDS,
     LabelSelector,
@@ -499,3 +499,56 @@ def _ref_key(member: Member) -> tuple[str, str, str]:
     assert member.workload is not None
     ref = member.workload.ref
     return (ref.kind, ref.namespace or "", ref.name)
+
+
+def nobody(context: Context) -> str:
+    """Who was searched: the input's workloads, and the cluster's running pods when listed."""
+    cluster = context.cluster
+    return "no workload or existing pod" if cluster is not None and cluster.has_pods else "no workload"
+
+
+def silent_terms(
+    context: Context,
+    *,
+    required: bool,
+    kinds: tuple[str, ...],
+    describe: Callable[[Relation], tuple[str, str]],
+) -> Iterator[Violation]:
+    """Findings on terms of ``kinds`` that match no pod, not even their own, and look like a mistake.
+
+    ``describe`` names the term ("preferred pod affinity (weight 5)") and what its silence means.
+    Shared by preferred-no-match and anti-affinity-no-match.
+    """
+    graph = context.graph
+    for member in graph.workloads():
+        workload = member.workload
+        assert workload is not None
+        for relation in graph.terms(member.id, required=required):
+            if relation.kind not in kinds or relation.reach:
+                continue
+            # A term without labelSelector matches no pod either, but api-warning reports that
+            # ("a null labelSelector results in matching no pod", pkg/api/pod/warnings.go).
+            if written_selector(relation) is None:
+                continue
+            if unknown_pods(context, relation) is not None:
+                continue  # pods the input does not show (a fragment's, an operator's) might match
+            suggestion, where = hint(graph, relation)
+            if not suggestion and not context.complete:
+                # Without a sign of a mistake, the pods it means may come from another repository
+                # (a cache, a metrics agent): a finding about a correct manifest is still noise.
+                continue
+            what, consequence = describe(relation)
+            message = (
+                f"{what} matches no pod: {nobody(context)} in {relation.scope} has "
+                f"{selector_text(relation.selector)}, not even this one; {consequence}"
+            )
+            fix = "point the selector at the labels the pods it means really carry, or remove the term"
+            if suggestion:
+                fix = f"{suggestion} Otherwise {fix}"
+            related = (
+                Related(workload.doc, (*workload.pod.metadata_path, "labels"), "this pod's labels"),
+                *where,
+            )
+            yield Violation(
+                relation.doc, (*relation.path, "labelSelector"), message, related=related, fix=fix
+            )

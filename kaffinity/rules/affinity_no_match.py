@@ -9,7 +9,7 @@ from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph import AFFINITY, AffinityGraph, Member, Relation, selector_text
 from kaffinity.rules.base import Rule
 from kaffinity.selectors import selector_matches
-from kaffinity.suggest import hint, unknown_pods, written_selector
+from kaffinity.suggest import hint, nobody, unknown_pods, written_selector
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
@@ -17,11 +17,6 @@ if TYPE_CHECKING:
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 #: How many matched workloads a message names per term.
 _NAMES = 3
-
-
-def _nobody(context: Context) -> str:
-    cluster = context.cluster
-    return "no workload or existing pod" if cluster is not None and cluster.has_pods else "no workload"
 
 
 def _never(context: Context, what: str) -> str:
@@ -67,7 +62,7 @@ def _dead_term(context: Context, member: Member, relation: Relation, terms: list
             "their own namespace is outside the term's namespaces" if own else "their own labels do not match"
         )
         message = (
-            f"required pod affinity matches no pod: {_nobody(context)} in {relation.scope} has {selector}; "
+            f"required pod affinity matches no pod: {nobody(context)} in {relation.scope} has {selector}; "
             f"{_never(context, 'has them')} ({why}, so the first-pod exception does not apply)"
         )
         if not own:

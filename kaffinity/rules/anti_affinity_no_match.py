@@ -6,25 +6,21 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Severity, Violation
-from kaffinity.graph import ANTI_AFFINITY, selector_text
+from kaffinity.graph import ANTI_AFFINITY, Relation
 from kaffinity.rules.base import Rule
-from kaffinity.rules.preferred_no_match import nobody, silent_terms
+from kaffinity.suggest import silent_terms
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
 
 
+def _describe(relation: Relation) -> tuple[str, str]:
+    where = relation.topology_key or "any topology"
+    return "required pod anti-affinity", f"the pods are not kept apart on {where}"
+
+
 def _check(context: Context) -> Iterator[Violation]:
-    for relation, suggestion, related in silent_terms(context, required=True, kinds=(ANTI_AFFINITY,)):
-        message = (
-            f"required pod anti-affinity matches no pod: {nobody(context)} in {relation.scope} has "
-            f"{selector_text(relation.selector)}, not even this one; the pods are not kept apart "
-            f"on {relation.topology_key or 'any topology'}"
-        )
-        fix = "point the selector at the labels the pods really carry, or remove the term"
-        if suggestion:
-            fix = f"{suggestion} Otherwise {fix}"
-        yield Violation(relation.doc, (*relation.path, "labelSelector"), message, related=related, fix=fix)
+    return silent_terms(context, required=True, kinds=(ANTI_AFFINITY,), describe=_describe)
 
 
 RULE = Rule(

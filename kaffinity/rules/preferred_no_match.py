@@ -5,68 +5,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import AFFINITY, ANTI_AFFINITY, Relation, selector_text
+from kaffinity.findings import Severity, Violation
+from kaffinity.graph import AFFINITY, ANTI_AFFINITY, Relation
 from kaffinity.rules.base import Rule
-from kaffinity.suggest import hint, unknown_pods, written_selector
+from kaffinity.suggest import silent_terms
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
 
 
-def silent_terms(
-    context: Context, *, required: bool, kinds: tuple[str, ...]
-) -> Iterator[tuple[Relation, str, tuple[Related, ...]]]:
-    """Terms of ``kinds`` that match no pod, not even their own, and look like a mistake.
-
-    Yields each term with its did-you-mean hint (may be empty when the input is complete) and the
-    related locations (the pod's labels, the near misses). Shared with anti-affinity-no-match.
-    """
-    graph = context.graph
-    for member in graph.workloads():
-        workload = member.workload
-        assert workload is not None
-        for relation in graph.terms(member.id, required=required):
-            if relation.kind not in kinds or relation.reach:
-                continue
-            # A term without labelSelector matches no pod either, but api-warning reports that
-            # ("a null labelSelector results in matching no pod", pkg/api/pod/warnings.go).
-            if written_selector(relation) is None:
-                continue
-            if unknown_pods(context, relation) is not None:
-                continue  # pods the input does not show (a fragment's, an operator's) might match
-            suggestion, where = hint(graph, relation)
-            if not suggestion and not context.complete:
-                # Without a sign of a mistake, the pods it means may come from another repository
-                # (a cache, a metrics agent): a finding about a correct manifest is still noise.
-                continue
-            related = (
-                Related(workload.doc, (*workload.pod.metadata_path, "labels"), "this pod's labels"),
-                *where,
-            )
-            yield relation, suggestion, related
-
-
-def nobody(context: Context) -> str:
-    cluster = context.cluster
-    return "no workload or existing pod" if cluster is not None and cluster.has_pods else "no workload"
+def _describe(relation: Relation) -> tuple[str, str]:
+    kind = "affinity" if relation.kind == AFFINITY else "anti-affinity"
+    weight = f" (weight {relation.weight})" if relation.weight is not None else ""
+    return f"preferred pod {kind}{weight}", "the term never changes a node's score and does nothing"
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    for relation, suggestion, related in silent_terms(
-        context, required=False, kinds=(AFFINITY, ANTI_AFFINITY)
-    ):
-        kind = "affinity" if relation.kind == AFFINITY else "anti-affinity"
-        weight = f" (weight {relation.weight})" if relation.weight is not None else ""
-        message = (
-            f"preferred pod {kind}{weight} matches no pod: {nobody(context)} in {relation.scope} has "
-            f"{selector_text(relation.selector)}, not even this one; the term never changes a "
-            "node's score and does nothing"
-        )
-        fix = "point the selector at the labels the pods it means really carry, or remove the term"
-        if suggestion:
-            fix = f"{suggestion} Otherwise {fix}"
-        yield Violation(relation.doc, (*relation.path, "labelSelector"), message, related=related, fix=fix)
+    return silent_terms(context, required=False, kinds=(AFFINITY, ANTI_AFFINITY), describe=_describe)
 
 
 RULE = Rule(
