@@ -704,18 +704,12 @@ def report(
     floors = {size: _stage(rows, "floor") for size, rows in by_size.items()}
     rows = [row for size in sorted(by_size) for row in by_size[size]]
     parts = [
-        "# kaffinity load benchmarks",
-        "",
-        "Written by `benchmarks/run.py`; see `benchmarks/README.md` for what each line measures.",
-        "",
-        "## Machine",
-        "",
-        *[f"- {name}: {value}" for name, value in machine(load_before, code)],
-        "",
-        "## Command",
-        "",
-        f"```\n{command}\n```",
-        "",
+        *_header(
+            "kaffinity load benchmarks",
+            "Written by `benchmarks/run.py`; see `benchmarks/README.md` for what each line measures.",
+            command,
+            machine(load_before, code),
+        ),
         f"Median of {repeat} timed runs, after one untimed run that checks the result (and warms up); "
         f"start-up lines: median of {STARTUP_REPEAT}. "
         "Reading the files is timed on its own (`read`) and excluded from both `parse floor` and "
@@ -766,6 +760,24 @@ def _sizes(text: str) -> list[int]:
 GRAPH_OUTPUT_NAME = "benchmarks/GRAPH.md"
 
 
+def _header(title: str, intro: str, command: str, facts: Sequence[tuple[str, str]]) -> list[str]:
+    """The opening of a results file: title, what it measures, the machine, the command."""
+    return [
+        f"# {title}",
+        "",
+        intro,
+        "",
+        "## Machine",
+        "",
+        *(f"- {name}: {value}" for name, value in facts),
+        "",
+        "## Command",
+        "",
+        f"```\n{command}\n```",
+        "",
+    ]
+
+
 def graph_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     """``--stages graph``: the graph stage's cost and its growth with the number of workloads."""
     sizes: list[int] = args.sizes or [1_000, 10_000, 100_000]
@@ -781,23 +793,15 @@ def graph_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             print(f"{item.stats.workloads:,} workloads", flush=True)
             rows[size] = measure_graph(item, repeat)
     lines = [
-        "# kaffinity affinity-graph benchmark",
-        "",
-        "Written by `benchmarks/run.py --stages graph`: the affinity graph (typed inventory, merged "
-        "selectors, label index, networkx graph, placement fixpoint) and every rule of category "
-        "`graph`, timed as `lint(files, select=graph)` on files loaded beforehand; median of "
-        f"{repeat} runs after one untimed run. `x floor` divides by the parse floor at the same size.",
-        "",
-        "## Machine",
-        "",
-        *(f"- {key}: {value}" for key, value in machine(load_before, (code_before, code_identity()))),
-        "",
-        "## Command",
-        "",
-        "```",
-        command,
-        "```",
-        "",
+        *_header(
+            "kaffinity affinity-graph benchmark",
+            "Written by `benchmarks/run.py --stages graph`: the affinity graph (typed inventory, merged "
+            "selectors, label index, relations, placement fixpoint) and every rule of category "
+            "`graph`, timed as `lint(files, select=graph)` on files loaded beforehand; median of "
+            f"{repeat} runs after one untimed run. `x floor` divides by the parse floor at the same size.",
+            command,
+            machine(load_before, (code_before, code_identity())),
+        ),
         "## Results",
         "",
         "| workloads | objects | graph s | CPU s | workloads/s | x floor (CPU) | growth |",
