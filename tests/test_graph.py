@@ -17,6 +17,7 @@ from kaffinity.config import Settings
 from kaffinity.engine import Context
 from kaffinity.graph import AFFINITY, ANTI_AFFINITY, PDB, SELECTS, SPREAD, AffinityGraph, within
 from kaffinity.loader import load, parse
+from kaffinity.picture import render_mermaid
 from kaffinity.topology import cluster_from
 
 from .conftest import run_cli
@@ -246,6 +247,9 @@ def test_a_term_matching_many_points_at_one_shared_selector_node() -> None:
     assert sum(1 for _, _, d in g.graph.out_edges(node, data=True) if d["kind"] == SELECTS) == count
     assert g.graph.number_of_edges() == 5 + count
     assert len(g.terms("StatefulSet/web/web0", ANTI_AFFINITY)[0].matches) == count
+    drawn = render_mermaid(g, [])
+    assert f'{{{{"selector tier=batch in all namespaces ({count} matches)"}}}}' in drawn
+    assert drawn.count("-.-x") == 5 and drawn.count(" -.- ") == count  # 5 terms, members linked once
 
 
 def test_matching_uses_the_index_not_every_pair(monkeypatch: pytest.MonkeyPatch) -> None:
