@@ -154,6 +154,13 @@ def lint(
     ] = None,
     cluster: _Cluster = None,
     closed: _Closed = None,
+    simulate: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--simulate/--no-simulate",
+            help="With a cluster: place every pod with the offline scheduler (default) or skip it.",
+        ),
+    ] = None,
     stdin_filename: _StdinFilename = None,
     color: Annotated[Color, typer.Option("--color", help="Colour the text report.")] = Color.auto,
 ) -> None:
@@ -163,7 +170,7 @@ def lint(
 
     settings = _settings(
         config, no_config, kube_version, feature_gates, proposals, select, ignore, namespace, exclude
-    ).overridden(cluster=cluster, closed=closed)
+    ).overridden(cluster=cluster, closed=closed, simulate=simulate)
     if fail_on is not None:
         threshold = None if fail_on is FailOn.none else Severity(fail_on.value)
         settings = replace(settings, fail_on=threshold)
@@ -280,6 +287,76 @@ def graph(
     for message in result.internal_errors:
         typer.echo(f"kaffinity: {message}", err=True)
     raise typer.Exit(2 if broken or result.internal_errors else 0)
+
+
+class PlaceFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def place(
+    paths: _Paths = None,
+    cluster: _Cluster = None,
+    filters: Annotated[
+        Optional[str],
+        typer.Option(
+            "--filters",
+            help="Run only these filter plugins (comma-separated): InterPodAffinity, PodTopologySpread, "
+            "NodeAffinity, TaintToleration, NodeResourcesFit, NodeUnschedulable, NodeName. Default: all.",
+        ),
+    ] = None,
+    output_format: Annotated[
+        PlaceFormat, typer.Option("--format", "-f", help="text (one line per pod) or json.")
+    ] = PlaceFormat.text,
+    output: _Output = None,
+    kube_version: _KubeVersion = None,
+    feature_gates: _FeatureGates = None,
+    config: _Config = None,
+    no_config: _NoConfig = False,
+    namespace: _Namespace = None,
+    stdin_filename: _StdinFilename = None,
+) -> None:
+    """Place every pod of the given workloads on the declared cluster, as kube-scheduler's filters
+    would, and show each pod's node or why it stays Pending. Exit code 0 when every pod is placed,
+    1 when some stay Pending, 2 on bad input."""
+    from kaffinity.model import build_inventory
+    from kaffinity.place import place_all
+    from kaffinity.report.placements import render_json, render_text
+    from kaffinity.simulate import FILTERS
+
+    settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
+    settings = settings.overridden(cluster=cluster)
+    enabled: tuple[str, ...] = FILTERS
+    if filters is not None:
+        names = _names([filters]) or ()
+        unknown = [name for name in names if name not in FILTERS]
+        if unknown:
+            typer.echo(
+                f"kaffinity: error: unknown filter plugin {', '.join(unknown)} (known: {', '.join(FILTERS)})",
+                err=True,
+            )
+            raise typer.Exit(2)
+        enabled = tuple(name for name in FILTERS if name in names)
+    if settings.cluster is None:
+        typer.echo("kaffinity: error: place needs --cluster FILE (or cluster: in the config)", err=True)
+        raise typer.Exit(2)
+    files = _load(paths, settings, stdin_filename)
+    declared = _load_cluster(settings)
+    assert declared is not None
+    broken = _load_problems([*files, *declared.files])
+    inventory = build_inventory((doc for file in files for doc in file.documents), settings.namespace)
+    run = place_all(
+        inventory.workloads,
+        declared,
+        version=settings.kube_version,
+        gates=settings.feature_gates,
+        namespaces=inventory.namespaces,
+        filters=enabled,
+        record=output_format is PlaceFormat.json,
+    )
+    _emit(render_json(run) if output_format is PlaceFormat.json else render_text(run), output)
+    raise typer.Exit(2 if broken else 1 if run.pending else 0)
 
 
 @app.command()

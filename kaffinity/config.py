@@ -46,6 +46,8 @@ class Settings:
     cluster: str | None = None
     #: The input is complete (``--closed``): nothing outside it can satisfy a selector.
     closed: bool = False
+    #: Run the offline scheduler when a cluster is declared (``--no-simulate`` turns it off).
+    simulate: bool = True
     context: tuple[str, ...] = ()
     config_file: str | None = None
     base_dir: str = "."
@@ -160,6 +162,7 @@ def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
         exclude=anchor_patterns(data.get("exclude") or (), base),
         cluster=paths([cluster])[0] if isinstance(cluster, str) else None,
         closed=bool(data.get("closed", False)),
+        simulate=bool(data.get("simulate", True)),
         context=paths(data.get("context") or ()),
         config_file=display,
         base_dir=base,

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kaffinity.edits import Edit
     from kaffinity.expand import Expansions
     from kaffinity.graph import AffinityGraph
+    from kaffinity.place import PlacementRun
     from kaffinity.topology import Cluster
 
 _SPECIFICITY_ALL, _SPECIFICITY_CATEGORY, _SPECIFICITY_RULE = 0, 1, 2
@@ -78,6 +79,22 @@ class Context:
         from kaffinity.graph import AffinityGraph
 
         return AffinityGraph(self)
+
+    @cached_property
+    def placement(self) -> PlacementRun | None:
+        """Every linted pod placed on the declared cluster by the offline scheduler
+        (``kaffinity.simulate``); None without a cluster or with ``--no-simulate``."""
+        if self.cluster is None or not self.settings.simulate:
+            return None
+        from kaffinity.place import place_all
+
+        return place_all(
+            self.inventory.workloads,
+            self.cluster,
+            version=self.settings.kube_version,
+            gates=self.settings.feature_gates,
+            namespaces=self.inventory.namespaces,
+        )
 
     @property
     def complete(self) -> bool:

@@ -238,6 +238,8 @@ class Node:
     taints: tuple[Taint, ...]
     allocatable: tuple[tuple[str, Decimal], ...]
     unschedulable: bool
+    #: Where the node is declared in ``doc``: () for a Node object, the pool of a ClusterTopology.
+    path: DataPath = ()
 
 
 @dataclass(frozen=True, slots=True)

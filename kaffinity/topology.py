@@ -5,19 +5,37 @@ or plain documents): Nodes, Namespaces, and existing Pods, bound to a node by
 ``spec.nodeName``. Pods that have finished (``status.phase`` Succeeded or Failed) no longer
 count: the scheduler's snapshot drops them, so they neither match nor block anyone.
 
+It may also hold kaffinity's compact form, ``apiVersion: kaffinity.io/v1alpha1, kind:
+ClusterTopology`` (``schemas/cluster.schema.json``): node pools per zone, each expanded into
+``count`` Nodes named ``<pool>-<zone>-<i>`` carrying the well-known labels the kubelet and the
+cloud provider set (``kubernetes.io/hostname``, ``topology.kubernetes.io/zone`` and ``/region``;
+API doc "Well-Known Labels, Annotations and Taints"), the pool's labels, taints and allocatable.
+A compact document that breaks the schema is a load error (exit 2) naming its line.
+
 The files are loaded like manifests (same loader, same one-line errors); their objects are
 never linted, only consulted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from functools import cache
+from typing import Any
 
-from kaffinity.loader import SourceFile
-from kaffinity.model import Inventory, Namespace, Node, Workload, build_inventory
+from kaffinity.loader import LoadProblem, SourceFile
+from kaffinity.model import Inventory, Namespace, Node, ObjectRef, Taint, Workload, build_inventory
+from kaffinity.quantity import parse_quantity
+from kaffinity.source import DataPath, Document
 
 _FINISHED = ("Succeeded", "Failed")
+COMPACT_API_VERSION = "kaffinity.io/v1alpha1"
+COMPACT_KIND = "ClusterTopology"
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,17 +52,129 @@ class Cluster:
 
 
 def cluster_from(files: Sequence[SourceFile], default_namespace: str = "default") -> Cluster:
-    inventory: Inventory = build_inventory(
-        (doc for file in files for doc in file.documents), default_namespace
-    )
+    checked = tuple(_checked(file) for file in files)
+    documents = [doc for file in checked for doc in file.documents]
+    inventory: Inventory = build_inventory(documents, default_namespace)
     pods = tuple(
         workload
         for workload in inventory.workloads
         if workload.ref.kind == "Pod" and workload.pod.node_name and not _finished(workload)
     )
-    return Cluster(tuple(files), inventory.nodes, inventory.namespaces, pods)
+    nodes = list(inventory.nodes)
+    for doc in documents:
+        if _is_compact(doc.data):
+            nodes.extend(expand_topology(doc))
+    return Cluster(checked, tuple(nodes), inventory.namespaces, pods)
 
 
 def _finished(pod: Workload) -> bool:
     status = pod.doc.data.get("status")
     return isinstance(status, dict) and status.get("phase") in _FINISHED
+
+
+def _is_compact(data: Any) -> bool:
+    return (
+        isinstance(data, Mapping)
+        and data.get("kind") == COMPACT_KIND
+        and data.get("apiVersion") == COMPACT_API_VERSION
+    )
+
+
+# --- the compact form --------------------------------------------------------------------
+
+
+@cache
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    from kaffinity.resources import schema
+
+    return Draft202012Validator(schema("cluster.schema.json"))
+
+
+def _checked(file: SourceFile) -> SourceFile:
+    """``file`` with a load problem for each compact document that breaks the schema."""
+    problems: list[LoadProblem] = []
+    for doc in file.documents:
+        if isinstance(doc.data, Mapping) and doc.data.get("kind") == COMPACT_KIND:
+            for error in sorted(_validator().iter_errors(doc.data), key=lambda e: list(e.absolute_path)):
+                path = tuple(error.absolute_path)
+                where = ".".join(str(part) for part in path) or "(document)"
+                problems.append(
+                    LoadProblem(
+                        "parse-error", f"invalid {COMPACT_KIND} at {where}: {error.message}", doc.locate(path)
+                    )
+                )
+                break  # one clear line per document
+    return dataclasses.replace(file, problems=file.problems + tuple(problems)) if problems else file
+
+
+def expand_topology(doc: Document) -> Iterator[Node]:
+    """The Nodes a ClusterTopology document declares, in order (zones, pools, then nodes)."""
+    data = doc.data
+    spec = data.get("spec") if isinstance(data.get("spec"), Mapping) else {}
+    common = _strings(spec.get("labels"))
+    for z, zone in _items(spec.get("zones")):
+        name = zone.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        region = zone.get("region")
+        for p, pool in _items(zone.get("pools")):
+            pool_name, count = pool.get("name"), pool.get("count")
+            if not isinstance(pool_name, str) or not isinstance(count, int) or isinstance(count, bool):
+                continue
+            path: DataPath = ("spec", "zones", z, "pools", p)
+            for i in range(max(count, 0)):
+                node_name = f"{pool_name}-{name}-{i}"
+                labels = {**common, **_strings(pool.get("labels")), HOSTNAME: node_name, ZONE: name}
+                if isinstance(region, str) and region:
+                    labels[REGION] = region
+                yield _compact_node(doc, node_name, labels, pool, path)
+    for n, raw in _items(spec.get("nodes")):
+        single = raw.get("name")
+        if isinstance(single, str) and single:
+            labels = {**common, HOSTNAME: single, **_strings(raw.get("labels"))}
+            yield _compact_node(doc, single, labels, raw, ("spec", "nodes", n))
+
+
+def _compact_node(
+    doc: Document, name: str, labels: Mapping[str, str], raw: Mapping[str, Any], path: DataPath
+) -> Node:
+    taints = tuple(
+        Taint(
+            str(t.get("key", "")),
+            str(t.get("value", "") or ""),
+            str(t.get("effect", "")),
+            (*path, "taints", i),
+        )
+        for i, t in _items(raw.get("taints"))
+    )
+    allocatable: dict[str, Decimal] = {}
+    resources = raw.get("allocatable")
+    if isinstance(resources, Mapping):
+        for key, value in resources.items():
+            quantity = parse_quantity(value)
+            if quantity is not None:
+                allocatable[str(key)] = quantity
+    return Node(
+        ref=ObjectRef("v1", "Node", None, name),
+        doc=doc,
+        labels=tuple(labels.items()),
+        taints=taints,
+        allocatable=tuple(sorted(allocatable.items())),
+        unschedulable=raw.get("unschedulable") is True,
+        path=path,
+    )
+
+
+def _items(value: Any) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if isinstance(item, Mapping):
+                yield index, item
+
+
+def _strings(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(key): item for key, item in value.items() if isinstance(item, str)}

@@ -1,0 +1,58 @@
+"""``kaffinity place`` output: one line per pod (text), or the JSON contract.
+
+JSON (documented in docs/simulation.md, tested as a contract)::
+
+    {"nodes": ["n1", ...],
+     "pods": [{"object": {"apiVersion", "kind", "namespace", "name"}, "replica": 0,
+               "node": "n2" | null, "feasible": ["n1", "n2"], "rejected": {"n3": ["reason", ...]}}]}
+
+``feasible``: the nodes that pass every enabled filter when that pod is placed; ``rejected``:
+every other node with the reasons of the first filter it failed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kaffinity.place import PlacementRun
+from kaffinity.simulate import Placement
+
+
+def _object(placement: Placement) -> dict[str, Any]:
+    ref = placement.pod.workload.ref
+    return {"apiVersion": ref.api_version, "kind": ref.kind, "namespace": ref.namespace, "name": ref.name}
+
+
+def render_json(run: PlacementRun) -> str:
+    pods = [
+        {
+            "object": _object(placement),
+            "replica": placement.pod.replica,
+            "node": placement.node,
+            "feasible": placement.feasible or [],
+            "rejected": placement.rejected or {},
+        }
+        for placement in run.placements
+    ]
+    return json.dumps({"nodes": [node.name for node in run.sim.nodes], "pods": pods}, indent=2) + "\n"
+
+
+def render_text(run: PlacementRun) -> str:
+    total = len(run.sim.nodes)
+    lines = []
+    for placement in run.placements:
+        pod = placement.pod
+        span = pod.workload.doc.span
+        where = f"{pod.workload.doc.file}:{span.line}:{span.column}"
+        who = f"{pod.workload.ref} replica {pod.replica}"
+        if placement.node is not None:
+            lines.append(f"{where}: {who} -> {placement.node}")
+        else:
+            lines.append(f"{where}: {who} Pending: {placement.summary(total)}")
+    pending = len(run.pending)
+    lines.append(
+        f"{len(run.placements) - pending} pod(s) placed, {pending} Pending, on {total} node(s)"
+        + (f" ({len(run.existing)} existing pod(s))" if run.existing else "")
+    )
+    return "\n".join(lines) + "\n"

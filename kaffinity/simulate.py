@@ -1,0 +1,939 @@
+"""An offline kube-scheduler: the default profile's filter plugins, run against a declared cluster.
+
+Pods are placed one at a time. For each pod every node runs the enabled filters in the default
+profile's order (``pkg/scheduler/apis/config/v1/default_plugins.go``; reference §F) and stops at
+the first failure (``RunFilterPlugins``); a failing node records the plugin's own reason string,
+and a pod that fits nowhere gets the scheduler's event text (``FitError.Error``):
+``0/6 nodes are available: 3 node(s) didn't match pod anti-affinity rules, ...``.
+
+Filters, each as its upstream plugin (``pkg/scheduler/framework/plugins/<name>``):
+
+* **NodeUnschedulable**: a cordoned node, unless the pod tolerates
+  ``node.kubernetes.io/unschedulable:NoSchedule``.
+* **NodeName**: ``spec.nodeName``, when set, names the node.
+* **TaintToleration**: the first NoSchedule / NoExecute taint no toleration tolerates
+  (``v1helper.TolerationsTolerateTaint``); PreferNoSchedule only scores.
+* **NodeAffinity**: ``nodeSelector`` and the required node affinity (terms ORed, expressions
+  ANDed; Gt/Lt compare integers; an empty term matches nothing).
+* **NodeResourcesFit**: pod count and every requested resource against allocatable minus what
+  the node's pods request. A node that declares no allocatable at all is not checked (a
+  hand-written Node without status; ``kubectl get nodes -o yaml`` always has it).
+* **PodTopologySpread**: ``DoNotSchedule`` constraints, counted as the plugin's PreFilter does:
+  nodes carrying every constraint's key, honouring nodeAffinityPolicy / nodeTaintsPolicy; pods of
+  the incoming pod's namespace, not terminating, matching the (merged) selector; ``minDomains``;
+  ``skew = count + selfMatch - min``.
+* **InterPodAffinity**: the incoming pod's required affinity (one pod must match every term,
+  with the first-pod exception), its required anti-affinity, and the existing pods' required
+  anti-affinity by symmetry; namespaces and namespaceSelector as ``AffinityTerm.Matches``.
+
+Choosing among feasible nodes is deterministic (the real scheduler breaks ties at random): the
+highest of, in order, fewer untolerated PreferNoSchedule taints, the preferred node-affinity
+weights, the preferred inter-pod (anti-)affinity weights per matching pod in the domain, fewer
+matching pods in ScheduleAnyway spread domains, the most free cpu and memory (LeastAllocated,
+counting a pod without requests as 100m / 200Mi as the scheduler's scoring does), then the
+node name. Upstream sums weighted, normalised plugin scores; the order above keeps the plugins'
+priorities and never changes which nodes are feasible, only which one is taken.
+
+Nothing here is quadratic in pods x nodes where an index does: placed pods are indexed by label
+(candidates for a selector come from the label index), existing pods' anti-affinity terms are
+indexed by the labels they select, the static filters (the first four) are computed once per
+distinct pod signature, and pods with no inter-pod or spread rule take the best node from a
+heap instead of scanning every node.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from kaffinity import gates as fg
+from kaffinity.expand import expand, pod_labels
+from kaffinity.model import (
+    LabelSelector,
+    Node,
+    NodeSelectorTerm,
+    PodAffinityTerm,
+    Taint,
+    Toleration,
+    TopologySpreadConstraint,
+    Workload,
+)
+from kaffinity.selectors import NAMESPACE_NAME_LABEL, node_term_matches, selector_matches
+
+# The default profile's filters, in upstream order (reference §F).
+NODE_UNSCHEDULABLE = "NodeUnschedulable"
+NODE_NAME = "NodeName"
+TAINT_TOLERATION = "TaintToleration"
+NODE_AFFINITY = "NodeAffinity"
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+INTER_POD_AFFINITY = "InterPodAffinity"
+FILTERS = (
+    NODE_UNSCHEDULABLE,
+    NODE_NAME,
+    TAINT_TOLERATION,
+    NODE_AFFINITY,
+    NODE_RESOURCES_FIT,
+    POD_TOPOLOGY_SPREAD,
+    INTER_POD_AFFINITY,
+)
+
+# Reason strings, as the plugins write them.
+REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+REASON_NODE_NAME = "node(s) didn't match the requested node name"
+REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+REASON_PINNED = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+REASON_TOO_MANY_PODS = "Too many pods"
+REASON_SPREAD_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
+REASON_SPREAD = "node(s) didn't match pod topology spread constraints"
+REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+REASON_EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+#: Tolerations the DaemonSet controller adds to its pods (``util.AddOrUpdateDaemonPodTolerations``).
+DAEMON_TOLERATIONS = (
+    ("node.kubernetes.io/not-ready", "NoExecute"),
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+    ("node.kubernetes.io/unschedulable", "NoSchedule"),
+)
+HOST_NETWORK_TOLERATION = ("node.kubernetes.io/network-unavailable", "NoSchedule")
+#: The scheduler's scoring counts a pod without requests as this much (``schedutil.DefaultMilliCPURequest``).
+_NONZERO = {"cpu": Decimal("0.1"), "memory": Decimal(200 * 1024 * 1024)}
+_DEFAULT_MAX_PODS = Decimal(110)
+_NO_TAINTS: tuple[Taint, ...] = ()
+
+
+def taint_reason(taint: Taint, version: str) -> str:
+    """TaintToleration's reason: the taint is named up to 1.34 (kubernetes#134740 dropped it)."""
+    if fg.minor(version) >= 35:
+        return "node(s) had untolerated taint(s)"
+    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+
+
+def tolerates(toleration: Toleration, taint: Taint, comparison: bool = False) -> bool:
+    """``Toleration.ToleratesTaint`` (core/v1 helpers); Gt/Lt (KEP-5471) when its gate is on."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    operator = toleration.operator or "Equal"
+    if operator == "Equal":
+        return toleration.value == taint.value
+    if operator == "Exists":
+        return True
+    if comparison and operator in ("Gt", "Lt"):
+        have, want = _integer(taint.value), _integer(toleration.value)
+        if have is None or want is None:
+            return False
+        return have > want if operator == "Gt" else have < want
+    return False
+
+
+def _integer(text: str) -> int | None:
+    try:
+        return int(text, 10)
+    except ValueError:
+        return None
+
+
+# --- pods and nodes --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Term:
+    """A pod (anti-)affinity term as the scheduler holds it (``framework.AffinityTerm``)."""
+
+    selector: LabelSelector | None
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelector | None
+    topology_key: str
+    weight: int
+    source: PodAffinityTerm
+
+    def matches(self, pod: SimPod, namespace_labels: Mapping[str, str]) -> bool:
+        if pod.namespace not in self.namespaces and not (
+            self.namespace_selector is not None
+            and selector_matches(self.namespace_selector, namespace_labels)
+        ):
+            return False
+        return selector_matches(self.selector, pod.labels)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Spread:
+    """A topology spread constraint with its merged selector."""
+
+    selector: LabelSelector | None
+    topology_key: str
+    max_skew: int
+    min_domains: int
+    honor_affinity: bool
+    honor_taints: bool
+    hard: bool
+    source: TopologySpreadConstraint
+
+
+@dataclass(slots=True)
+class Rules:
+    """Everything about a pod the filters read, shared by the pods of one workload revision."""
+
+    namespace: str
+    node_name: str | None
+    pinned: str | None  # a DaemonSet pod: the node its controller pinned it to
+    node_selector: tuple[tuple[str, str], ...]
+    node_terms: tuple[NodeSelectorTerm, ...] | None
+    node_preferred: tuple[tuple[int, NodeSelectorTerm], ...]
+    tolerations: tuple[Toleration, ...]
+    affinity: tuple[Term, ...]
+    anti: tuple[Term, ...]
+    preferred_affinity: tuple[Term, ...]
+    preferred_anti: tuple[Term, ...]
+    spread: tuple[Spread, ...]
+    soft_spread: tuple[Spread, ...]
+    requests: dict[str, Decimal]
+
+    @property
+    def plain(self) -> bool:
+        """Nothing but node filters and resources: the heap may choose its node."""
+        return not (
+            self.affinity
+            or self.anti
+            or self.preferred_affinity
+            or self.preferred_anti
+            or self.spread
+            or self.soft_spread
+            or self.node_preferred
+        )
+
+    def signature(self) -> tuple[Any, ...]:
+        """What the static filters (the first four) read, without data paths."""
+        return (
+            self.node_name,
+            self.pinned,
+            self.node_selector,
+            None if self.node_terms is None else tuple(_node_term_key(t) for t in self.node_terms),
+            tuple((t.key, t.operator, t.value, t.effect) for t in self.tolerations),
+        )
+
+
+def _node_term_key(term: NodeSelectorTerm) -> tuple[Any, ...]:
+    return (
+        tuple((r.key, r.operator, r.values) for r in term.match_expressions),
+        tuple((r.key, r.operator, r.values) for r in term.match_fields),
+    )
+
+
+@dataclass(eq=False, slots=True)
+class SimPod:
+    """One pod: a replica of a linted workload, or an existing pod of the cluster."""
+
+    workload: Workload
+    replica: int
+    revision: str
+    labels: dict[str, str]
+    rules: Rules
+    existing: bool = False
+    terminating: bool = False
+    node: SimNode | None = None
+
+    @property
+    def namespace(self) -> str:
+        return self.rules.namespace
+
+    @property
+    def name(self) -> str:
+        ref = self.workload.ref
+        if self.existing or ref.kind == "Pod":
+            return ref.name
+        if ref.kind == "StatefulSet":
+            return f"{ref.name}-{self.replica}"
+        return f"{ref.name}[{self.replica}]"
+
+
+@dataclass(eq=False, slots=True)
+class SimNode:
+    node: Node
+    name: str
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    allocatable: dict[str, Decimal] | None
+    unschedulable: bool
+    requested: dict[str, Decimal] = field(default_factory=dict)
+    nonzero: dict[str, Decimal] = field(default_factory=dict)
+    pods: list[SimPod] = field(default_factory=list)
+    version: int = 0
+    heaps: list[_Heap] = field(default_factory=list)
+
+    def free(self) -> Decimal:
+        """LeastAllocated's view: the mean free share of cpu and memory (1 when undeclared)."""
+        shares = []
+        for resource in ("cpu", "memory"):
+            total = self.allocatable.get(resource) if self.allocatable else None
+            if total:
+                shares.append((total - self.nonzero.get(resource, Decimal(0))) / total)
+        if not shares:
+            return 1 - Decimal(len(self.pods)) / _DEFAULT_MAX_PODS
+        return sum(shares, Decimal(0)) / len(shares)
+
+
+@dataclass(slots=True)
+class Placement:
+    """Where one pod went, and, when recorded, which nodes could take it and why not the others."""
+
+    pod: SimPod
+    node: str | None
+    feasible: list[str] | None = None
+    rejected: dict[str, list[str]] | None = None
+    #: reason -> number of nodes, for the event summary (always set when the pod is Pending)
+    reasons: Counter[str] | None = None
+
+    def summary(self, total: int) -> str:
+        """The scheduler's event text for a Pending pod (``FitError.Error``)."""
+        counts = self.reasons or Counter()
+        parts = sorted(f"{count} {reason}" for reason, count in counts.items())
+        return f"0/{total} nodes are available: {', '.join(parts)}."
+
+
+class _Heap:
+    """Nodes that pass one signature's static filters, best LeastAllocated first (lazy entries)."""
+
+    def __init__(self, nodes: Iterable[SimNode]) -> None:
+        self.entries: list[tuple[Decimal, str, int, int, SimNode]] = []
+        self._tie = itertools.count()
+        for node in nodes:
+            node.heaps.append(self)
+            self.push(node)
+
+    def push(self, node: SimNode) -> None:
+        heapq.heappush(self.entries, (-node.free(), node.name, node.version, next(self._tie), node))
+
+    def best(self, fits: Callable[[SimNode], bool]) -> SimNode | None:
+        skipped = []
+        found = None
+        while self.entries:
+            entry = heapq.heappop(self.entries)
+            node = entry[4]
+            if entry[2] != node.version:
+                continue  # stale: a fresher entry was pushed when the node changed
+            skipped.append(entry)
+            if fits(node):
+                found = node
+                break
+        for entry in skipped:
+            heapq.heappush(self.entries, entry)
+        return found
+
+
+class _LabelIndex:
+    """Placed pods by label pair and by label key: candidates for a selector without a scan."""
+
+    def __init__(self) -> None:
+        self.pairs: dict[tuple[str, str], set[SimPod]] = {}
+        self.keys: dict[str, set[SimPod]] = {}
+        self.all: set[SimPod] = set()
+
+    def add(self, pod: SimPod) -> None:
+        self.all.add(pod)
+        for pair in pod.labels.items():
+            self.pairs.setdefault(pair, set()).add(pod)
+            self.keys.setdefault(pair[0], set()).add(pod)
+
+    def remove(self, pod: SimPod) -> None:
+        self.all.discard(pod)
+        for pair in pod.labels.items():
+            self.pairs.get(pair, set()).discard(pod)
+            self.keys.get(pair[0], set()).discard(pod)
+
+    def candidates(self, selector: LabelSelector | None) -> Iterable[SimPod]:
+        if selector is None:
+            return ()
+        best: Iterable[SimPod] | None = None
+        size = len(self.all)
+        for pair in selector.match_labels:
+            found = self.pairs.get(pair, set())
+            if len(found) < size:
+                best, size = found, len(found)
+        for requirement in selector.match_expressions:
+            if requirement.operator == "In":
+                sets = [self.pairs.get((requirement.key, v), set()) for v in requirement.values]
+                total = sum(len(s) for s in sets)
+                if total < size:
+                    best, size = set().union(*sets), total
+            elif requirement.operator in ("Exists", "Gt", "Lt"):
+                found = self.keys.get(requirement.key, set())
+                if len(found) < size:
+                    best, size = found, len(found)
+        return self.all if best is None else best
+
+
+class _TermIndex:
+    """Required anti-affinity terms of placed pods, by what they select, with their nodes."""
+
+    def __init__(self) -> None:
+        self.holders: dict[Term, Counter[SimNode]] = {}
+        self.by_pair: dict[tuple[str, str], set[Term]] = {}
+        self.scan: set[Term] = set()
+
+    def add(self, term: Term, node: SimNode) -> None:
+        holders = self.holders.get(term)
+        if holders is None:
+            holders = self.holders[term] = Counter()
+            keys = _index_keys(term.selector)
+            if keys is None:
+                self.scan.add(term)
+            for pair in keys or ():
+                self.by_pair.setdefault(pair, set()).add(term)
+        holders[node] += 1
+
+    def remove(self, term: Term, node: SimNode) -> None:
+        holders = self.holders.get(term)
+        if holders is not None:
+            holders[node] -= 1
+            if holders[node] <= 0:
+                del holders[node]
+
+    def candidates(self, labels: Mapping[str, str]) -> set[Term]:
+        found = set(self.scan)
+        for pair in labels.items():
+            found.update(self.by_pair.get(pair, ()))
+        return found
+
+
+def _index_keys(selector: LabelSelector | None) -> tuple[tuple[str, str], ...] | None:
+    """Label pairs one of which a pod must carry to match (None: no such pair, always check)."""
+    if selector is None:
+        return ()  # matches nothing: never a candidate
+    if selector.match_labels:
+        return (selector.match_labels[0],)
+    for requirement in selector.match_expressions:
+        if requirement.operator == "In":
+            return tuple((requirement.key, value) for value in requirement.values)
+    return None
+
+
+# --- the simulation --------------------------------------------------------------------------
+
+
+class Simulation:
+    """A cluster's nodes and pods, and the scheduler's filters over them."""
+
+    def __init__(
+        self,
+        nodes: Sequence[Node],
+        *,
+        version: str,
+        gates: Mapping[str, bool] | None = None,
+        namespaces: Mapping[str, Mapping[str, str]] | None = None,
+        filters: Iterable[str] = FILTERS,
+    ) -> None:
+        self.version = version
+        self.gates = dict(gates or {})
+        self.filters = frozenset(filters)
+        self._comparison = fg.gate_state(fg.TOLERATION_COMPARISON, version, self.gates).enabled
+        # kube-apiserver puts kubernetes.io/metadata.name on every Namespace (GA 1.22).
+        self._namespaces = {
+            name: {**labels, NAMESPACE_NAME_LABEL: name} for name, labels in (namespaces or {}).items()
+        }
+        self.nodes: list[SimNode] = []
+        self.by_name: dict[str, SimNode] = {}
+        for node in nodes:
+            if node.ref.name in self.by_name:
+                continue  # a node listed twice: the first declaration counts
+            sim = SimNode(
+                node,
+                node.ref.name,
+                dict(node.labels),
+                node.taints,
+                dict(node.allocatable) if node.allocatable else None,
+                node.unschedulable,
+            )
+            self.nodes.append(sim)
+            self.by_name[sim.name] = sim
+        self._prefer_taints = any(t.effect == "PreferNoSchedule" for n in self.nodes for t in n.taints)
+        self._pods = _LabelIndex()
+        self._anti = _TermIndex()
+        self._static: dict[tuple[Any, ...], tuple[list[SimNode], dict[str, str]]] = {}
+        self._heaps: dict[tuple[Any, ...], _Heap] = {}
+        self._rules: dict[tuple[Any, ...], Rules] = {}
+        self._spread_nodes: dict[tuple[int, int], tuple[list[SimNode], frozenset[str]]] = {}
+
+    # -- pods --------------------------------------------------------------------------------
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        return self._namespaces.get(namespace) or {NAMESPACE_NAME_LABEL: namespace}
+
+    def pod(self, workload: Workload, replica: int = 0, revision: str = "revision 1") -> SimPod:
+        """Replica ``replica`` of ``workload`` at ``revision`` (its run-time labels differ per revision)."""
+        labels = pod_labels(workload, self.version, replica=replica, revision=revision, qualified=True)
+        return SimPod(workload, replica, revision, labels, self._rules_of(workload, labels, revision))
+
+    def existing(self, workload: Workload) -> SimPod:
+        """A pod of the cluster file, as stored (its selectors were merged when it was created)."""
+        labels = dict(workload.pod.labels)
+        metadata = workload.doc.data.get("metadata")
+        terminating = isinstance(metadata, Mapping) and metadata.get("deletionTimestamp") is not None
+        return SimPod(
+            workload, 0, "existing", labels, self._rules_of(workload, labels, "existing"), True, terminating
+        )
+
+    def daemon_pod(self, workload: Workload, node: SimNode, revision: str = "revision 1") -> SimPod:
+        """A DaemonSet's pod for ``node``: pinned there, with the controller's tolerations."""
+        labels = pod_labels(workload, self.version, revision=revision, qualified=True)
+        rules = self._rules_of(workload, labels, revision, pinned=node.name)
+        return SimPod(workload, 0, revision, labels, rules)
+
+    def _rules_of(
+        self, workload: Workload, labels: dict[str, str], revision: str, pinned: str | None = None
+    ) -> Rules:
+        key = (id(workload), revision, pinned, tuple(sorted(labels.items())))
+        found = self._rules.get(key)
+        if found is None:
+            found = self._rules[key] = self._build_rules(workload, labels, pinned)
+        return found
+
+    def _build_rules(self, workload: Workload, labels: dict[str, str], pinned: str | None) -> Rules:
+        pod = workload.pod
+        namespace = workload.ref.namespace or "default"
+        expansion = expand(workload, self.version, self.gates, qualified=True, labels=labels)
+
+        def terms(group: Any, weighted: bool) -> tuple[Term, ...]:
+            if group is None:
+                return ()
+            if weighted:
+                return tuple(
+                    self._term(namespace, expansion.selector(w.term), w.term, w.weight or 0)
+                    for w in group.preferred
+                )
+            return tuple(self._term(namespace, expansion.selector(t), t, 1) for t in group.required)
+
+        affinity = pod.affinity
+        node_affinity = affinity.node_affinity if affinity else None
+        pod_affinity = affinity.pod_affinity if affinity else None
+        pod_anti = affinity.pod_anti_affinity if affinity else None
+        tolerations = pod.tolerations
+        node_terms = node_affinity.required if node_affinity else None
+        if workload.ref.kind == "DaemonSet":
+            extra = [*DAEMON_TOLERATIONS, *((HOST_NETWORK_TOLERATION,) if pod.host_network else ())]
+            tolerations = tolerations + tuple(Toleration(k, "Exists", "", e, None, ()) for k, e in extra)
+            if pinned is not None:
+                # ReplaceDaemonSetPodNodeNameNodeAffinity: one term, metadata.name In [node].
+                node_terms = None
+        spreads = []
+        for constraint in pod.topology_spread_constraints:
+            spreads.append(
+                Spread(
+                    expansion.selector(constraint),
+                    constraint.topology_key,
+                    constraint.max_skew or 1,
+                    constraint.min_domains or 1,
+                    (constraint.node_affinity_policy or "Honor") == "Honor",
+                    (constraint.node_taints_policy or "Ignore") == "Honor",
+                    constraint.when_unsatisfiable != "ScheduleAnyway",
+                    constraint,
+                )
+            )
+        requests = dict(pod.requests)
+        return Rules(
+            namespace=namespace,
+            node_name=pod.node_name if workload.ref.kind == "Pod" else None,
+            pinned=pinned,
+            node_selector=pod.node_selector,
+            node_terms=node_terms,
+            node_preferred=tuple((p.weight or 0, p.preference) for p in node_affinity.preferred)
+            if node_affinity
+            else (),
+            tolerations=tolerations,
+            affinity=terms(pod_affinity, False),
+            anti=terms(pod_anti, False),
+            preferred_affinity=terms(pod_affinity, True),
+            preferred_anti=terms(pod_anti, True),
+            spread=tuple(s for s in spreads if s.hard),
+            soft_spread=tuple(s for s in spreads if not s.hard),
+            requests=requests,
+        )
+
+    def _term(
+        self, namespace: str, selector: LabelSelector | None, term: PodAffinityTerm, weight: int
+    ) -> Term:
+        # getNamespacesFromPodAffinityTerm: the own namespace only when both fields are unset.
+        if not term.namespaces and term.namespace_selector is None:
+            names = frozenset((namespace,))
+        else:
+            names = frozenset(term.namespaces)
+        return Term(selector, names, term.namespace_selector, term.topology_key, weight, term)
+
+    # -- state -------------------------------------------------------------------------------
+
+    def bind(self, pod: SimPod, node: SimNode) -> None:
+        """Put ``pod`` on ``node`` (a placement, or an existing pod of the cluster)."""
+        pod.node = node
+        node.pods.append(pod)
+        for resource, value in pod.rules.requests.items():
+            node.requested[resource] = node.requested.get(resource, Decimal(0)) + value
+        for resource, value in _nonzero(pod.rules.requests).items():
+            node.nonzero[resource] = node.nonzero.get(resource, Decimal(0)) + value
+        self._pods.add(pod)
+        for term in pod.rules.anti:
+            self._anti.add(term, node)
+        self._changed(node)
+
+    def unbind(self, pod: SimPod) -> None:
+        """Delete ``pod`` from its node (a rollout removing an old pod)."""
+        node = pod.node
+        if node is None:
+            return
+        pod.node = None
+        node.pods.remove(pod)
+        for resource, value in pod.rules.requests.items():
+            node.requested[resource] = node.requested.get(resource, Decimal(0)) - value
+        for resource, value in _nonzero(pod.rules.requests).items():
+            node.nonzero[resource] = node.nonzero.get(resource, Decimal(0)) - value
+        self._pods.remove(pod)
+        for term in pod.rules.anti:
+            self._anti.remove(term, node)
+        self._changed(node)
+
+    def _changed(self, node: SimNode) -> None:
+        node.version += 1
+        for heap in node.heaps:
+            heap.push(node)
+
+    # -- placing -----------------------------------------------------------------------------
+
+    def place(self, pod: SimPod, *, record: bool = False, bind: bool = True) -> Placement:
+        """Schedule ``pod``: the chosen node (bound unless ``bind`` is false), or Pending.
+
+        With ``record`` the feasible nodes and every rejection are kept (``kaffinity place``);
+        a Pending pod always gets its reasons.
+        """
+        rules = pod.rules
+        static, static_reasons = self._static_filter(rules)
+        if not record and rules.plain and not self._anti_terms_for(pod):
+            chosen = self._heap(rules, static).best(lambda node: not self._resources(rules, node))
+            if chosen is not None:
+                if bind:
+                    self.bind(pod, chosen)
+                return Placement(pod, chosen.name)
+        state = _State(self, pod)
+        feasible: list[SimNode] = []
+        rejected: dict[str, list[str]] = {}
+        for node in static:
+            reasons = state.filter(node)
+            if reasons:
+                rejected[node.name] = reasons
+            else:
+                feasible.append(node)
+        for name, reason in static_reasons.items():
+            rejected[name] = [reason]
+        chosen = state.best(feasible) if feasible else None
+        placement = Placement(pod, chosen.name if chosen else None)
+        if record:
+            placement.feasible = [node.name for node in self.nodes if node.name not in rejected]
+            placement.rejected = {
+                node.name: rejected[node.name] for node in self.nodes if node.name in rejected
+            }
+        if chosen is None:
+            counts: Counter[str] = Counter()
+            for reasons in rejected.values():
+                counts.update(reasons)
+            placement.reasons = counts
+        elif bind:
+            self.bind(pod, chosen)
+        return placement
+
+    def _heap(self, rules: Rules, static: list[SimNode]) -> _Heap:
+        key = rules.signature()
+        heap = self._heaps.get(key)
+        if heap is None:
+            heap = self._heaps[key] = _Heap(static)
+        return heap
+
+    def _anti_terms_for(self, pod: SimPod) -> list[Term]:
+        """Placed pods' required anti-affinity terms that select ``pod`` (symmetry)."""
+        ns_labels = self.namespace_labels(pod.namespace)
+        return [
+            term
+            for term in self._anti.candidates(pod.labels)
+            if self._anti.holders.get(term) and term.matches(pod, ns_labels)
+        ]
+
+    def _static_filter(self, rules: Rules) -> tuple[list[SimNode], dict[str, str]]:
+        """Nodes passing NodeUnschedulable, NodeName, TaintToleration and NodeAffinity, and the
+        first failing reason of every other node (computed once per pod signature)."""
+        key = rules.signature()
+        found = self._static.get(key)
+        if found is None:
+            passed: list[SimNode] = []
+            reasons: dict[str, str] = {}
+            for node in self.nodes:
+                reason = self._static_reason(rules, node)
+                if reason is None:
+                    passed.append(node)
+                else:
+                    reasons[node.name] = reason
+            found = self._static[key] = (passed, reasons)
+        return found
+
+    def _static_reason(self, rules: Rules, node: SimNode) -> str | None:
+        on = self.filters
+        if NODE_UNSCHEDULABLE in on and node.unschedulable:
+            cordon = Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule", ())
+            if not any(tolerates(t, cordon) for t in rules.tolerations):
+                return REASON_UNSCHEDULABLE
+        if NODE_NAME in on and rules.node_name and rules.node_name != node.name:
+            return REASON_NODE_NAME
+        if TAINT_TOLERATION in on:
+            taint = self.untolerated(rules.tolerations, node.taints)
+            if taint is not None:
+                return taint_reason(taint, self.version)
+        if NODE_AFFINITY in on:
+            if rules.pinned is not None and rules.pinned != node.name:
+                return REASON_PINNED
+            if not node_matches(rules.node_selector, rules.node_terms, node.labels, node.name):
+                return REASON_NODE_AFFINITY
+        return None
+
+    def untolerated(self, tolerations: Sequence[Toleration], taints: Sequence[Taint]) -> Taint | None:
+        """The first NoSchedule / NoExecute taint nothing tolerates (``FindMatchingUntoleratedTaint``)."""
+        for taint in taints:
+            if taint.effect not in ("NoSchedule", "NoExecute"):
+                continue
+            if not any(tolerates(t, taint, self._comparison) for t in tolerations):
+                return taint
+        return None
+
+    def _resources(self, rules: Rules, node: SimNode) -> list[str]:
+        """NodeResourcesFit's reasons (``fitsRequest``); empty when the pod fits."""
+        if NODE_RESOURCES_FIT not in self.filters or node.allocatable is None:
+            return []
+        reasons = []
+        pods = node.allocatable.get("pods")
+        if pods is not None and len(node.pods) + 1 > pods:
+            reasons.append(REASON_TOO_MANY_PODS)
+        for resource, want in rules.requests.items():
+            if want <= 0 or resource == "pods":
+                continue
+            have = node.allocatable.get(resource, Decimal(0)) - node.requested.get(resource, Decimal(0))
+            if want > have:
+                reasons.append(f"Insufficient {resource}")
+        return reasons
+
+    def spread_nodes(self, rules: Rules, spread: Spread) -> tuple[list[SimNode], frozenset[str]]:
+        """The nodes whose pods count for ``spread`` and the domains they make (PreFilter)."""
+        key = (id(rules), id(spread))
+        found = self._spread_nodes.get(key)
+        if found is None:
+            keys = [s.topology_key for s in rules.spread]
+            nodes = []
+            for node in self.nodes:
+                # nodeLabelsMatchSpreadConstraints: every hard constraint's key, else skipped.
+                if not all(k in node.labels for k in keys):
+                    continue
+                if spread.honor_affinity and not node_matches(
+                    rules.node_selector, rules.node_terms, node.labels, node.name
+                ):
+                    continue
+                if spread.honor_taints and self.untolerated(rules.tolerations, node.taints) is not None:
+                    continue
+                nodes.append(node)
+            domains = frozenset(node.labels[spread.topology_key] for node in nodes)
+            found = self._spread_nodes[key] = (nodes, domains)
+        return found
+
+    def candidates(self, selector: LabelSelector | None) -> Iterable[SimPod]:
+        return self._pods.candidates(selector)
+
+
+def node_matches(
+    node_selector: Sequence[tuple[str, str]],
+    terms: Sequence[NodeSelectorTerm] | None,
+    labels: Mapping[str, str],
+    name: str,
+) -> bool:
+    """NodeAffinity's filter: ``nodeSelector`` fully, and one required term (when set)."""
+    if any(labels.get(key) != value for key, value in node_selector):
+        return False
+    if terms is None:
+        return True
+    return any(node_term_matches(term, labels, name) for term in terms)
+
+
+def _nonzero(requests: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    return {resource: requests.get(resource) or default for resource, default in _NONZERO.items()}
+
+
+class _State:
+    """One pod's PreFilter state: the counts its dynamic filters and scores read."""
+
+    def __init__(self, sim: Simulation, pod: SimPod) -> None:
+        self.sim = sim
+        self.pod = pod
+        rules = pod.rules
+        on = sim.filters
+        self.ipa = INTER_POD_AFFINITY in on
+        self.pts = POD_TOPOLOGY_SPREAD in on and bool(rules.spread)
+        # InterPodAffinity PreFilter (reference §D).
+        self.existing_anti: Counter[tuple[str, str]] = Counter()
+        self.affinity_counts: Counter[tuple[str, str]] = Counter()
+        self.anti_counts: Counter[tuple[str, str]] = Counter()
+        self.self_match = False
+        if self.ipa:
+            for term in sim._anti_terms_for(pod):
+                for node, count in sim._anti.holders[term].items():
+                    value = node.labels.get(term.topology_key)
+                    if value is not None:
+                        self.existing_anti[(term.topology_key, value)] += count
+            if rules.affinity:
+                first = rules.affinity[0]
+                for other in sim.candidates(first.selector):
+                    if other.node is None:
+                        continue
+                    ns_labels = sim.namespace_labels(other.namespace)
+                    if not all(t.matches(other, ns_labels) for t in rules.affinity):
+                        continue
+                    for term in rules.affinity:
+                        value = other.node.labels.get(term.topology_key)
+                        if value is not None:
+                            self.affinity_counts[(term.topology_key, value)] += 1
+                # podMatchesAllAffinityTerms: the first pod of a series may match itself.
+                own = sim.namespace_labels(pod.namespace)
+                self.self_match = all(t.matches(pod, own) for t in rules.affinity)
+            for term in rules.anti:
+                for other in sim.candidates(term.selector):
+                    if other.node is not None and term.matches(other, sim.namespace_labels(other.namespace)):
+                        value = other.node.labels.get(term.topology_key)
+                        if value is not None:
+                            self.anti_counts[(term.topology_key, value)] += 1
+        # PodTopologySpread PreFilter (reference §E).
+        self.spread: list[tuple[Spread, Counter[str], int, bool]] = []
+        if self.pts:
+            for spread in rules.spread:
+                counts, domains = self._spread_counts(rules, spread)
+                if len(domains) < spread.min_domains:
+                    minimum = 0
+                else:
+                    minimum = min((counts.get(d, 0) for d in domains), default=0)
+                self_match = selector_matches(spread.selector, pod.labels)
+                self.spread.append((spread, counts, minimum, self_match))
+
+    def _spread_counts(self, rules: Rules, spread: Spread) -> tuple[Counter[str], frozenset[str]]:
+        nodes, domains = self.sim.spread_nodes(rules, spread)
+        counts: Counter[str] = Counter()
+        eligible = set(nodes) if len(nodes) != len(self.sim.nodes) else None
+        selector = spread.selector
+        # countPodsMatchSelector: an empty selector counts no pod (kubernetes#116607).
+        if selector is None or selector.is_empty:
+            return counts, domains
+        for other in self.sim.candidates(selector):
+            node = other.node
+            if node is None or other.terminating or other.namespace != rules.namespace:
+                continue
+            if eligible is not None and node not in eligible:
+                continue
+            if selector_matches(selector, other.labels):
+                counts[node.labels[spread.topology_key]] += 1
+        return counts, domains
+
+    def filter(self, node: SimNode) -> list[str]:
+        """The dynamic filters on ``node``, in order; the first failing plugin's reasons."""
+        reasons = self.sim._resources(self.pod.rules, node)
+        if reasons:
+            return reasons
+        if self.pts:
+            reason = self._spread_filter(node)
+            if reason:
+                return [reason]
+        if self.ipa:
+            reason = self._affinity_filter(node)
+            if reason:
+                return [reason]
+        return []
+
+    def _spread_filter(self, node: SimNode) -> str | None:
+        labels = node.labels
+        for spread, _, _, _ in self.spread:
+            if spread.topology_key not in labels:
+                return REASON_SPREAD_LABEL
+        for spread, counts, minimum, self_match in self.spread:
+            skew = counts.get(labels[spread.topology_key], 0) + int(self_match) - minimum
+            if skew > spread.max_skew:
+                return REASON_SPREAD
+        return None
+
+    def _affinity_filter(self, node: SimNode) -> str | None:
+        labels = node.labels
+        rules = self.pod.rules
+        exists = True
+        for term in rules.affinity:
+            value = labels.get(term.topology_key)
+            if value is None:
+                return REASON_AFFINITY
+            if self.affinity_counts[(term.topology_key, value)] <= 0:
+                exists = False
+        if not exists and not (not self.affinity_counts and self.self_match):
+            return REASON_AFFINITY
+        if self.anti_counts:
+            for term in rules.anti:
+                value = labels.get(term.topology_key)
+                if value is not None and self.anti_counts[(term.topology_key, value)] > 0:
+                    return REASON_ANTI_AFFINITY
+        if self.existing_anti:
+            for pair in labels.items():
+                if self.existing_anti[pair] > 0:
+                    return REASON_EXISTING_ANTI
+        return None
+
+    # -- scoring -----------------------------------------------------------------------------
+
+    def best(self, nodes: list[SimNode]) -> SimNode:
+        if len(nodes) == 1:
+            return nodes[0]
+        rules = self.pod.rules
+        preferred = self._preferred_counts()
+        soft = [(s, self._spread_counts(rules, s)[0]) for s in rules.soft_spread]
+
+        def score(node: SimNode) -> tuple[Any, ...]:
+            labels = node.labels
+            prefer_taints = 0
+            if self.sim._prefer_taints:
+                prefer_taints = sum(
+                    1
+                    for taint in node.taints
+                    if taint.effect == "PreferNoSchedule"
+                    and not any(tolerates(t, taint) for t in rules.tolerations)
+                )
+            node_pref = sum(
+                weight for weight, term in rules.node_preferred if node_term_matches(term, labels, node.name)
+            )
+            pod_pref = sum(total for (key, value), total in preferred.items() if labels.get(key) == value)
+            spread = sum(counts.get(labels.get(s.topology_key, ""), 0) for s, counts in soft)
+            missing = sum(1 for s, _ in soft if s.topology_key not in labels)
+            return (-prefer_taints, node_pref, pod_pref, -missing, -spread, node.free())
+
+        # Highest score first, then the node name.
+        return min(nodes, key=lambda node: (tuple(-x for x in score(node)), node.name))
+
+    def _preferred_counts(self) -> Counter[tuple[str, str]]:
+        """(key, value) -> the weights of the preferred terms times the pods they match there
+        (InterPodAffinity Score: +w per matching pod for affinity, -w for anti-affinity)."""
+        totals: Counter[tuple[str, str]] = Counter()
+        rules = self.pod.rules
+        for terms, sign in ((rules.preferred_affinity, 1), (rules.preferred_anti, -1)):
+            for term in terms:
+                for other in self.sim.candidates(term.selector):
+                    if other.node is not None and term.matches(
+                        other, self.sim.namespace_labels(other.namespace)
+                    ):
+                        value = other.node.labels.get(term.topology_key)
+                        if value is not None:
+                            totals[(term.topology_key, value)] += sign * term.weight
+        return totals
