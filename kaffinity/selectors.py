@@ -53,13 +53,40 @@ def selector_matches(
 
 
 def node_term_matches(term: NodeSelectorTerm, labels: Mapping[str, str], node_name: str) -> bool:
-    """One node selector term: an empty term matches no node (component-helpers nodeaffinity)."""
+    """One node selector term: an empty term matches no node, and neither does a term that does
+    not parse (component-helpers ``nodeaffinity``: ``if t.parseErrs != nil { return false }``)."""
     if not term.match_expressions and not term.match_fields:
+        return False
+    if not _parses(term):
         return False
     fields = {"metadata.name": node_name}
     return all(requirement_matches(r, labels) for r in term.match_expressions) and all(
         requirement_matches(r, fields, numeric=False) for r in term.match_fields
     )
+
+
+def _parses(term: NodeSelectorTerm) -> bool:
+    """Whether ``nodeSelectorRequirementsAsSelector`` / ``...AsFieldSelector`` accept the term
+    (``labels.NewRequirement``: a qualified key; In/NotIn with values, Exists/DoesNotExist
+    without, Gt/Lt one integer; every value a label value. Fields: In/NotIn, one value)."""
+    from kaffinity.labels import label_value, qualified_name
+
+    for requirement in term.match_expressions:
+        operator, values = requirement.operator, requirement.values
+        if qualified_name(requirement.key):
+            return False
+        if operator in ("In", "NotIn"):
+            if not values or any(label_value(value) for value in values):
+                return False
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                return False
+        elif operator in ("Gt", "Lt"):
+            if len(values) != 1 or _integer(values[0]) is None:
+                return False
+        else:
+            return False
+    return all(r.operator in ("In", "NotIn") and len(r.values) == 1 for r in term.match_fields)
 
 
 def _integer(text: str) -> int | None:

@@ -95,6 +95,11 @@ def expected(path: Path) -> list[tuple[str, int]]:
     return sorted(found)
 
 
+#: Rule categories that read several workloads (or a cluster) together: linting the examples
+#: folder at once would let the examples see each other, so they are checked example by example.
+CROSS_WORKLOAD = frozenset(("graph", "topology", "rollout"))
+
+
 def example_settings(path: Path) -> dict[str, Any]:
     """``# settings: {"kube_version": "1.28"}`` in an example: the Settings it is linted with."""
     match = _SETTINGS.search(path.read_text(encoding="utf-8"))

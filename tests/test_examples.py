@@ -8,7 +8,7 @@ import pytest
 
 from kaffinity.rules import BY_NAME, RULES
 
-from .conftest import EXAMPLES, example_settings, expected, lint_paths
+from .conftest import CROSS_WORKLOAD, EXAMPLES, example_settings, expected, lint_paths
 
 EXAMPLE_FILES = sorted(p for p in EXAMPLES.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
 
@@ -43,13 +43,13 @@ def test_whole_examples_folder_reports_the_union_of_markers() -> None:
     got = sorted(
         (f.rule, f.file, f.line)
         for f in result.findings
-        if not example_settings(Path(f.file)) and f.category != "graph"
+        if not example_settings(Path(f.file)) and f.category not in CROSS_WORKLOAD
     )
     want = sorted(
         (rule, str(path), line)
         for path in EXAMPLE_FILES
         if not example_settings(path)
         for rule, line in expected(path)
-        if BY_NAME[rule].category != "graph"
+        if BY_NAME[rule].category not in CROSS_WORKLOAD
     )
     assert got == want

@@ -16,7 +16,7 @@ from kaffinity.resources import schema
 from kaffinity.rules import BY_NAME
 from kaffinity.rules.base import Rule
 
-from .conftest import EXAMPLES, SHARED, example_settings, expected, lint_text, run_cli
+from .conftest import CROSS_WORKLOAD, EXAMPLES, SHARED, example_settings, expected, lint_text, run_cli
 from .test_engine import ZONE_ANTI
 
 SARIF_SCHEMA = SHARED / "schemas" / "sarif-schema-2.1.0.json"
@@ -63,12 +63,12 @@ def test_json_report_matches_documented_schema() -> None:
         for path in EXAMPLES.rglob("*")
         if path.suffix in (".yaml", ".json") and not example_settings(path)
         for rule, _ in expected(path)
-        if BY_NAME[rule].category != "graph"
+        if BY_NAME[rule].category not in CROSS_WORKLOAD
     )
     found = Counter(
         f["rule"]
         for f in report["findings"]
-        if not example_settings(Path(f["file"])) and f["category"] != "graph"
+        if not example_settings(Path(f["file"])) and f["category"] not in CROSS_WORKLOAD
     )
     assert found == markers
     assert report["summary"]["rules"] == dict(Counter(f["rule"] for f in report["findings"]))
