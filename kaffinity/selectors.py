@@ -57,12 +57,19 @@ def node_term_matches(term: NodeSelectorTerm, labels: Mapping[str, str], node_na
     not parse (component-helpers ``nodeaffinity``: ``if t.parseErrs != nil { return false }``)."""
     if not term.match_expressions and not term.match_fields:
         return False
-    if not _parses(term):
+    parsed = _PARSED.get(id(term))
+    if parsed is None or parsed[0] is not term:
+        parsed = _PARSED[id(term)] = (term, _parses(term))
+    if not parsed[1]:
         return False
     fields = {"metadata.name": node_name}
     return all(requirement_matches(r, labels) for r in term.match_expressions) and all(
         requirement_matches(r, fields, numeric=False) for r in term.match_fields
     )
+
+
+#: id(term) -> (term, whether it parses): checked once per term (the term is kept so its id stays).
+_PARSED: dict[int, tuple[NodeSelectorTerm, bool]] = {}
 
 
 def _parses(term: NodeSelectorTerm) -> bool:

@@ -107,9 +107,12 @@ DAEMON_TOLERATIONS = (
 )
 HOST_NETWORK_TOLERATION = ("node.kubernetes.io/network-unavailable", "NoSchedule")
 #: The scheduler's scoring counts a pod without requests as this much (``schedutil.DefaultMilliCPURequest``).
-_NONZERO = {"cpu": Decimal("0.1"), "memory": Decimal(200 * 1024 * 1024)}
-_DEFAULT_MAX_PODS = Decimal(110)
-_NO_TAINTS: tuple[Taint, ...] = ()
+_NONZERO = {"cpu": 100, "memory": 200 * 1024 * 1024}
+_DEFAULT_MAX_PODS = 110
+_FITS: list[str] = []  # no reasons (never appended to)
+_DEFAULT = (0, 0, 0, 0, 0)
+#: Nodes the heap tries before a pod with required inter-pod rules filters every node instead.
+_HEAP_TRIES = 48
 
 
 def taint_reason(taint: Taint, version: str) -> str:
@@ -199,7 +202,16 @@ class Rules:
     preferred_anti: tuple[Term, ...]
     spread: tuple[Spread, ...]
     soft_spread: tuple[Spread, ...]
-    requests: dict[str, Decimal]
+    requests: dict[str, int]
+    #: requests NodeResourcesFit checks (positive, not ``pods``), and what scoring counts
+    wants: tuple[tuple[str, int], ...] = ()
+    nonzero: dict[str, int] = field(default_factory=dict)
+    sig: tuple[Any, ...] | None = None
+
+    @property
+    def hard(self) -> bool:
+        """Required inter-pod rules or DoNotSchedule spread: feasibility depends on other pods."""
+        return bool(self.affinity or self.anti or self.spread)
 
     @property
     def plain(self) -> bool:
@@ -215,7 +227,12 @@ class Rules:
         )
 
     def signature(self) -> tuple[Any, ...]:
-        """What the static filters (the first four) read, without data paths."""
+        """What the static filters (the first four) read, without data paths (computed once)."""
+        if self.sig is None:
+            self.sig = self._signature()
+        return self.sig
+
+    def _signature(self) -> tuple[Any, ...]:
         return (
             self.node_name,
             self.pinned,
@@ -261,28 +278,42 @@ class SimPod:
 
 @dataclass(eq=False, slots=True)
 class SimNode:
+    """A node and what its pods request, in the scheduler's integer units (millicpu, bytes)."""
+
     node: Node
     name: str
     labels: dict[str, str]
     taints: tuple[Taint, ...]
-    allocatable: dict[str, Decimal] | None
+    allocatable: dict[str, int] | None
     unschedulable: bool
-    requested: dict[str, Decimal] = field(default_factory=dict)
-    nonzero: dict[str, Decimal] = field(default_factory=dict)
+    requested: dict[str, int] = field(default_factory=dict)
+    nonzero: dict[str, int] = field(default_factory=dict)
     pods: list[SimPod] = field(default_factory=list)
     version: int = 0
     heaps: list[_Heap] = field(default_factory=list)
+    #: LeastAllocated's view, kept current: the mean free share of cpu and memory.
+    free: float = 1.0
 
-    def free(self) -> Decimal:
-        """LeastAllocated's view: the mean free share of cpu and memory (1 when undeclared)."""
+    def refresh(self) -> None:
         shares = []
         for resource in ("cpu", "memory"):
             total = self.allocatable.get(resource) if self.allocatable else None
             if total:
-                shares.append((total - self.nonzero.get(resource, Decimal(0))) / total)
-        if not shares:
-            return 1 - Decimal(len(self.pods)) / _DEFAULT_MAX_PODS
-        return sum(shares, Decimal(0)) / len(shares)
+                shares.append((total - self.nonzero.get(resource, 0)) / total)
+        if shares:
+            self.free = sum(shares) / len(shares)
+        else:  # nothing declared: fewer pods is freer
+            self.free = 1 - len(self.pods) / _DEFAULT_MAX_PODS
+
+
+def scheduler_units(resources: Iterable[tuple[str, Decimal]]) -> dict[str, int]:
+    """Quantities as the scheduler counts them: cpu in millicores, the rest in units, rounded up
+    (``resource.Quantity.MilliValue`` / ``Value``)."""
+    out = {}
+    for name, value in resources:
+        scaled = value * 1000 if name == "cpu" else value
+        out[name] = int(scaled.to_integral_value(rounding="ROUND_CEILING"))
+    return out
 
 
 @dataclass(slots=True)
@@ -307,18 +338,20 @@ class _Heap:
     """Nodes that pass one signature's static filters, best LeastAllocated first (lazy entries)."""
 
     def __init__(self, nodes: Iterable[SimNode]) -> None:
-        self.entries: list[tuple[Decimal, str, int, int, SimNode]] = []
+        self.entries: list[tuple[float, str, int, int, SimNode]] = []
         self._tie = itertools.count()
         for node in nodes:
             node.heaps.append(self)
             self.push(node)
 
     def push(self, node: SimNode) -> None:
-        heapq.heappush(self.entries, (-node.free(), node.name, node.version, next(self._tie), node))
+        heapq.heappush(self.entries, (-node.free, node.name, node.version, next(self._tie), node))
 
-    def best(self, fits: Callable[[SimNode], bool]) -> SimNode | None:
+    def best(self, fits: Callable[[SimNode], bool], limit: int | None = None) -> SimNode | bool | None:
+        """The first node in (most free, name) order that ``fits``; None when none does; False
+        when ``limit`` nodes were tried without an answer."""
         skipped = []
-        found = None
+        found: SimNode | bool | None = None
         while self.entries:
             entry = heapq.heappop(self.entries)
             node = entry[4]
@@ -327,6 +360,9 @@ class _Heap:
             skipped.append(entry)
             if fits(node):
                 found = node
+                break
+            if limit is not None and len(skipped) >= limit:
+                found = False
                 break
         for entry in skipped:
             heapq.heappush(self.entries, entry)
@@ -438,6 +474,7 @@ class Simulation:
         self.version = version
         self.gates = dict(gates or {})
         self.filters = frozenset(filters)
+        self._fit = NODE_RESOURCES_FIT in self.filters
         self._comparison = fg.gate_state(fg.TOLERATION_COMPARISON, version, self.gates).enabled
         # kube-apiserver puts kubernetes.io/metadata.name on every Namespace (GA 1.22).
         self._namespaces = {
@@ -453,18 +490,26 @@ class Simulation:
                 node.ref.name,
                 dict(node.labels),
                 node.taints,
-                dict(node.allocatable) if node.allocatable else None,
+                scheduler_units(node.allocatable) if node.allocatable else None,
                 node.unschedulable,
             )
+            sim.refresh()
             self.nodes.append(sim)
             self.by_name[sim.name] = sim
-        self._prefer_taints = any(t.effect == "PreferNoSchedule" for n in self.nodes for t in n.taints)
+        self._prefer_tainted = [
+            n for n in self.nodes if any(t.effect == "PreferNoSchedule" for t in n.taints)
+        ]
+        self._prefer_taints = bool(self._prefer_tainted)
         self._pods = _LabelIndex()
         self._anti = _TermIndex()
         self._static: dict[tuple[Any, ...], tuple[list[SimNode], dict[str, str]]] = {}
         self._heaps: dict[tuple[Any, ...], _Heap] = {}
+        self._static_sets: dict[tuple[Any, ...], set[SimNode]] = {}
+        self._domains: dict[str, dict[str, list[SimNode]]] = {}
+        self._missing: dict[str, list[SimNode]] = {}
+        self._node_pref: dict[tuple[Any, ...], dict[SimNode, int]] = {}
         self._rules: dict[tuple[Any, ...], Rules] = {}
-        self._spread_nodes: dict[tuple[int, int], tuple[list[SimNode], frozenset[str]]] = {}
+        self._spread_nodes: dict[tuple[Any, ...], tuple[frozenset[SimNode], frozenset[str]]] = {}
 
     # -- pods --------------------------------------------------------------------------------
 
@@ -541,7 +586,7 @@ class Simulation:
                     constraint,
                 )
             )
-        requests = dict(pod.requests)
+        requests = scheduler_units(pod.requests)
         return Rules(
             namespace=namespace,
             node_name=pod.node_name if workload.ref.kind == "Pod" else None,
@@ -559,6 +604,8 @@ class Simulation:
             spread=tuple(s for s in spreads if s.hard),
             soft_spread=tuple(s for s in spreads if not s.hard),
             requests=requests,
+            wants=tuple((name, value) for name, value in requests.items() if value > 0 and name != "pods"),
+            nonzero=_nonzero(requests),
         )
 
     def _term(
@@ -578,9 +625,9 @@ class Simulation:
         pod.node = node
         node.pods.append(pod)
         for resource, value in pod.rules.requests.items():
-            node.requested[resource] = node.requested.get(resource, Decimal(0)) + value
-        for resource, value in _nonzero(pod.rules.requests).items():
-            node.nonzero[resource] = node.nonzero.get(resource, Decimal(0)) + value
+            node.requested[resource] = node.requested.get(resource, 0) + value
+        for resource, value in pod.rules.nonzero.items():
+            node.nonzero[resource] = node.nonzero.get(resource, 0) + value
         self._pods.add(pod)
         for term in pod.rules.anti:
             self._anti.add(term, node)
@@ -594,15 +641,16 @@ class Simulation:
         pod.node = None
         node.pods.remove(pod)
         for resource, value in pod.rules.requests.items():
-            node.requested[resource] = node.requested.get(resource, Decimal(0)) - value
-        for resource, value in _nonzero(pod.rules.requests).items():
-            node.nonzero[resource] = node.nonzero.get(resource, Decimal(0)) - value
+            node.requested[resource] = node.requested.get(resource, 0) - value
+        for resource, value in pod.rules.nonzero.items():
+            node.nonzero[resource] = node.nonzero.get(resource, 0) - value
         self._pods.remove(pod)
         for term in pod.rules.anti:
             self._anti.remove(term, node)
         self._changed(node)
 
     def _changed(self, node: SimNode) -> None:
+        node.refresh()
         node.version += 1
         for heap in node.heaps:
             heap.push(node)
@@ -612,18 +660,42 @@ class Simulation:
     def place(self, pod: SimPod, *, record: bool = False, bind: bool = True) -> Placement:
         """Schedule ``pod``: the chosen node (bound unless ``bind`` is false), or Pending.
 
-        With ``record`` the feasible nodes and every rejection are kept (``kaffinity place``);
-        a Pending pod always gets its reasons.
+        With ``record`` every node is filtered and the feasible nodes and every rejection are
+        kept (``kaffinity place``); a Pending pod always gets its reasons. The node chosen is
+        the same either way: without ``record`` the best node among those every preference
+        leaves at the default score comes from a heap in (most free, name) order, and only the
+        nodes a preference or a taint sets apart are scored one by one.
         """
         rules = pod.rules
         static, static_reasons = self._static_filter(rules)
-        if not record and rules.plain and not self._anti_terms_for(pod):
+        anti_terms = self._anti_terms_for(pod) if INTER_POD_AFFINITY in self.filters else []
+        if not record and rules.plain and not anti_terms and not self._prefer_taints:
             chosen = self._heap(rules, static).best(lambda node: not self._resources(rules, node))
-            if chosen is not None:
-                if bind:
-                    self.bind(pod, chosen)
-                return Placement(pod, chosen.name)
-        state = _State(self, pod)
+            if isinstance(chosen, SimNode):
+                return self._placed(pod, chosen, bind)
+            return self._scan(pod, _State(self, pod, anti_terms), static, static_reasons, record)
+        state = _State(self, pod, anti_terms)
+        if not record:
+            chosen = state.choose(self._heap(rules, static), self._static_set(rules))
+            if isinstance(chosen, SimNode):
+                return self._placed(pod, chosen, bind)
+        return self._scan(pod, state, static, static_reasons, record, bind)
+
+    def _placed(self, pod: SimPod, node: SimNode, bind: bool) -> Placement:
+        if bind:
+            self.bind(pod, node)
+        return Placement(pod, node.name)
+
+    def _scan(
+        self,
+        pod: SimPod,
+        state: _State,
+        static: list[SimNode],
+        static_reasons: Mapping[str, str],
+        record: bool,
+        bind: bool = True,
+    ) -> Placement:
+        """Filter every node: the feasible ones, each other node's reasons, and the best node."""
         feasible: list[SimNode] = []
         rejected: dict[str, list[str]] = {}
         for node in static:
@@ -649,6 +721,47 @@ class Simulation:
         elif bind:
             self.bind(pod, chosen)
         return placement
+
+    def _static_set(self, rules: Rules) -> set[SimNode]:
+        key = rules.signature()
+        found = self._static_sets.get(key)
+        if found is None:
+            found = self._static_sets[key] = set(self._static_filter(rules)[0])
+        return found
+
+    def domain_nodes(self, key: str, value: str) -> list[SimNode]:
+        """The nodes whose label ``key`` is ``value`` (an index built per key on first use)."""
+        index = self._domains.get(key)
+        if index is None:
+            index = self._domains[key] = {}
+            for node in self.nodes:
+                if key in node.labels:
+                    index.setdefault(node.labels[key], []).append(node)
+        return index.get(value, [])
+
+    def missing(self, key: str) -> list[SimNode]:
+        """The nodes without label ``key``."""
+        found = self._missing.get(key)
+        if found is None:
+            found = self._missing[key] = [node for node in self.nodes if key not in node.labels]
+        return found
+
+    def node_preference(self, rules: Rules) -> dict[SimNode, int]:
+        """Summed weights of the preferred node-affinity terms each node matches (nonzero only)."""
+        key = tuple((weight, _node_term_key(term)) for weight, term in rules.node_preferred)
+        found = self._node_pref.get(key)
+        if found is None:
+            found = {}
+            for node in self.nodes:
+                total = sum(
+                    weight
+                    for weight, term in rules.node_preferred
+                    if node_term_matches(term, node.labels, node.name)
+                )
+                if total:
+                    found[node] = total
+            self._node_pref[key] = found
+        return found
 
     def _heap(self, rules: Rules, static: list[SimNode]) -> _Heap:
         key = rules.signature()
@@ -713,26 +826,33 @@ class Simulation:
 
     def _resources(self, rules: Rules, node: SimNode) -> list[str]:
         """NodeResourcesFit's reasons (``fitsRequest``); empty when the pod fits."""
-        if NODE_RESOURCES_FIT not in self.filters or node.allocatable is None:
-            return []
-        reasons = []
-        pods = node.allocatable.get("pods")
-        if pods is not None and len(node.pods) + 1 > pods:
-            reasons.append(REASON_TOO_MANY_PODS)
-        for resource, want in rules.requests.items():
-            if want <= 0 or resource == "pods":
-                continue
-            have = node.allocatable.get(resource, Decimal(0)) - node.requested.get(resource, Decimal(0))
-            if want > have:
+        allocatable = node.allocatable
+        if allocatable is None or not self._fit:
+            return _FITS
+        reasons = None
+        pods = allocatable.get("pods")
+        if pods is not None and len(node.pods) >= pods:
+            reasons = [REASON_TOO_MANY_PODS]
+        requested = node.requested
+        for resource, want in rules.wants:
+            if want > allocatable.get(resource, 0) - requested.get(resource, 0):
+                if reasons is None:
+                    reasons = []
                 reasons.append(f"Insufficient {resource}")
-        return reasons
+        return reasons or _FITS
 
-    def spread_nodes(self, rules: Rules, spread: Spread) -> tuple[list[SimNode], frozenset[str]]:
+    def spread_nodes(self, rules: Rules, spread: Spread) -> tuple[frozenset[SimNode], frozenset[str]]:
         """The nodes whose pods count for ``spread`` and the domains they make (PreFilter)."""
-        key = (id(rules), id(spread))
+        keys = [s.topology_key for s in rules.spread]
+        key = (
+            rules.signature(),
+            tuple(keys),
+            spread.topology_key,
+            spread.honor_affinity,
+            spread.honor_taints,
+        )
         found = self._spread_nodes.get(key)
         if found is None:
-            keys = [s.topology_key for s in rules.spread]
             nodes = []
             for node in self.nodes:
                 # nodeLabelsMatchSpreadConstraints: every hard constraint's key, else skipped.
@@ -746,7 +866,7 @@ class Simulation:
                     continue
                 nodes.append(node)
             domains = frozenset(node.labels[spread.topology_key] for node in nodes)
-            found = self._spread_nodes[key] = (nodes, domains)
+            found = self._spread_nodes[key] = (frozenset(nodes), domains)
         return found
 
     def candidates(self, selector: LabelSelector | None) -> Iterable[SimPod]:
@@ -767,16 +887,17 @@ def node_matches(
     return any(node_term_matches(term, labels, name) for term in terms)
 
 
-def _nonzero(requests: Mapping[str, Decimal]) -> dict[str, Decimal]:
+def _nonzero(requests: Mapping[str, int]) -> dict[str, int]:
     return {resource: requests.get(resource) or default for resource, default in _NONZERO.items()}
 
 
 class _State:
     """One pod's PreFilter state: the counts its dynamic filters and scores read."""
 
-    def __init__(self, sim: Simulation, pod: SimPod) -> None:
+    def __init__(self, sim: Simulation, pod: SimPod, anti_terms: Sequence[Term]) -> None:
         self.sim = sim
         self.pod = pod
+        self._special: dict[SimNode, tuple[int, ...]] | None = None
         rules = pod.rules
         on = sim.filters
         self.ipa = INTER_POD_AFFINITY in on
@@ -787,7 +908,7 @@ class _State:
         self.anti_counts: Counter[tuple[str, str]] = Counter()
         self.self_match = False
         if self.ipa:
-            for term in sim._anti_terms_for(pod):
+            for term in anti_terms:
                 for node, count in sim._anti.holders[term].items():
                     value = node.labels.get(term.topology_key)
                     if value is not None:
@@ -826,9 +947,8 @@ class _State:
                 self.spread.append((spread, counts, minimum, self_match))
 
     def _spread_counts(self, rules: Rules, spread: Spread) -> tuple[Counter[str], frozenset[str]]:
-        nodes, domains = self.sim.spread_nodes(rules, spread)
+        eligible, domains = self.sim.spread_nodes(rules, spread)
         counts: Counter[str] = Counter()
-        eligible = set(nodes) if len(nodes) != len(self.sim.nodes) else None
         selector = spread.selector
         # countPodsMatchSelector: an empty selector counts no pod (kubernetes#116607).
         if selector is None or selector.is_empty:
@@ -837,7 +957,7 @@ class _State:
             node = other.node
             if node is None or other.terminating or other.namespace != rules.namespace:
                 continue
-            if eligible is not None and node not in eligible:
+            if node not in eligible:
                 continue
             if selector_matches(selector, other.labels):
                 counts[node.labels[spread.topology_key]] += 1
@@ -894,33 +1014,71 @@ class _State:
 
     # -- scoring -----------------------------------------------------------------------------
 
+    def special(self) -> dict[SimNode, tuple[int, ...]]:
+        """The nodes a preference sets apart, with their bonus: (fewer untolerated
+        PreferNoSchedule taints, preferred node-affinity weight, preferred inter-pod weight,
+        nodes lacking a ScheduleAnyway key last, fewer pods in ScheduleAnyway domains). Every
+        other node's bonus is all zeros (``_DEFAULT``)."""
+        if self._special is not None:
+            return self._special
+        sim, rules = self.sim, self.pod.rules
+        parts: dict[SimNode, list[int]] = {}
+
+        def part(node: SimNode) -> list[int]:
+            found = parts.get(node)
+            if found is None:
+                found = parts[node] = [0, 0, 0, 0, 0]
+            return found
+
+        for node in sim._prefer_tainted:
+            count = sum(
+                1
+                for taint in node.taints
+                if taint.effect == "PreferNoSchedule"
+                and not any(tolerates(t, taint) for t in rules.tolerations)
+            )
+            if count:
+                part(node)[0] -= count
+        if rules.node_preferred:
+            for node, weight in sim.node_preference(rules).items():
+                part(node)[1] += weight
+        for (key, value), total in self._preferred_counts().items():
+            if total:
+                for node in sim.domain_nodes(key, value):
+                    part(node)[2] += total
+        for spread in rules.soft_spread:
+            for node in sim.missing(spread.topology_key):
+                part(node)[3] -= 1
+            for value, count in self._spread_counts(rules, spread)[0].items():
+                for node in sim.domain_nodes(spread.topology_key, value):
+                    part(node)[4] -= count
+        self._special = {node: tuple(bonus) for node, bonus in parts.items() if any(bonus)}
+        return self._special
+
+    def _order(self, node: SimNode) -> tuple[Any, ...]:
+        """Sort key, best first: the highest bonus, then the most free, then the node name."""
+        bonus = self.special().get(node, _DEFAULT)
+        return (*(-x for x in bonus), -node.free, node.name)
+
     def best(self, nodes: list[SimNode]) -> SimNode:
         if len(nodes) == 1:
             return nodes[0]
-        rules = self.pod.rules
-        preferred = self._preferred_counts()
-        soft = [(s, self._spread_counts(rules, s)[0]) for s in rules.soft_spread]
+        return min(nodes, key=self._order)
 
-        def score(node: SimNode) -> tuple[Any, ...]:
-            labels = node.labels
-            prefer_taints = 0
-            if self.sim._prefer_taints:
-                prefer_taints = sum(
-                    1
-                    for taint in node.taints
-                    if taint.effect == "PreferNoSchedule"
-                    and not any(tolerates(t, taint) for t in rules.tolerations)
-                )
-            node_pref = sum(
-                weight for weight, term in rules.node_preferred if node_term_matches(term, labels, node.name)
-            )
-            pod_pref = sum(total for (key, value), total in preferred.items() if labels.get(key) == value)
-            spread = sum(counts.get(labels.get(s.topology_key, ""), 0) for s, counts in soft)
-            missing = sum(1 for s, _ in soft if s.topology_key not in labels)
-            return (-prefer_taints, node_pref, pod_pref, -missing, -spread, node.free())
-
-        # Highest score first, then the node name.
-        return min(nodes, key=lambda node: (tuple(-x for x in score(node)), node.name))
+    def choose(self, heap: _Heap, static: set[SimNode]) -> SimNode | bool | None:
+        """The node :meth:`best` picks among the feasible nodes, without filtering them all: the
+        set-apart nodes one by one, the others from the heap. None: no node fits; False: the
+        heap gave up after ``_HEAP_TRIES`` nodes (filter them all)."""
+        special = self.special()
+        contenders = [node for node in special if node in static and not self.filter(node)]
+        default = heap.best(lambda node: node not in special and not self.filter(node), _HEAP_TRIES)
+        if default is False:
+            return False
+        if isinstance(default, SimNode):
+            contenders.append(default)
+        if not contenders:
+            return None
+        return min(contenders, key=self._order)
 
     def _preferred_counts(self) -> Counter[tuple[str, str]]:
         """(key, value) -> the weights of the preferred terms times the pods they match there
