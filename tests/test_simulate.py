@@ -1,0 +1,407 @@
+"""The declared cluster (ClusterTopology), the offline scheduler and ``kaffinity place``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from kaffinity.cli import app
+from kaffinity.loader import load, parse
+from kaffinity.model import build_inventory
+from kaffinity.place import place_all
+from kaffinity.simulate import Simulation
+from kaffinity.topology import cluster_from
+
+from .conftest import EXAMPLES, REPO
+
+TOPOLOGY = EXAMPLES / "clusters" / "topology.yaml"
+runner = CliRunner()
+
+WEB = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: REPLICAS
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector: {matchLabels: {app: web}}
+              topologyKey: kubernetes.io/hostname
+      containers: [{name: c, image: i, resources: {requests: {cpu: 500m}}}]
+"""
+
+
+def place(tmp_path: Path, manifest: str, *args: str, cluster: Path | str = TOPOLOGY) -> tuple[int, Any]:
+    path = tmp_path / "app.yaml"
+    path.write_text(manifest)
+    if isinstance(cluster, str):
+        (tmp_path / "cluster.yaml").write_text(cluster)
+        cluster = tmp_path / "cluster.yaml"
+    result = runner.invoke(app, ["place", "--no-config", str(path), "--cluster", str(cluster), *args])
+    if "--format" in args and "json" in args:
+        return result.exit_code, json.loads(result.stdout)
+    return result.exit_code, result.stdout + result.stderr
+
+
+# --- the compact cluster form ------------------------------------------------------------
+
+
+def test_cluster_topology_expands_into_nodes_with_the_well_known_labels() -> None:
+    cluster = cluster_from(load([str(TOPOLOGY)]))
+    names = [node.ref.name for node in cluster.nodes]
+    assert names == [
+        "general-eu-west-1a-0",
+        "general-eu-west-1a-1",
+        "gpu-eu-west-1a-0",
+        "general-eu-west-1b-0",
+        "general-eu-west-1b-1",
+        "general-eu-west-1c-0",
+        "general-eu-west-1c-1",
+    ]
+    gpu = dict(cluster.nodes[2].labels)
+    assert gpu == {
+        "kubernetes.io/os": "linux",
+        "accelerator": "nvidia-a10",
+        "kubernetes.io/hostname": "gpu-eu-west-1a-0",
+        "topology.kubernetes.io/zone": "eu-west-1a",
+        "topology.kubernetes.io/region": "eu-west-1",
+    }
+    taint = cluster.nodes[2].taints[0]
+    assert (taint.key, taint.value, taint.effect) == ("nvidia.com/gpu", "present", "NoSchedule")
+    assert cluster.nodes[2].doc.locate(taint.path).line == 20
+    allocatable = dict(cluster.nodes[0].allocatable)
+    assert allocatable["memory"] == 16 * 1024**3 and allocatable["pods"] == 110
+
+
+def test_single_nodes_and_node_objects_mix() -> None:
+    text = """\
+apiVersion: kaffinity.io/v1alpha1
+kind: ClusterTopology
+spec:
+  labels: {tier: x}
+  nodes:
+    - {name: solo, labels: {disk: ssd}, unschedulable: true}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: real, labels: {kubernetes.io/hostname: real}}
+"""
+    cluster = cluster_from([parse("c.yaml", text)])
+    solo, real = cluster.nodes[1], cluster.nodes[0]
+    assert dict(solo.labels) == {"tier": "x", "kubernetes.io/hostname": "solo", "disk": "ssd"}
+    assert solo.unschedulable and real.ref.name == "real"
+
+
+def test_a_broken_compact_cluster_is_a_one_line_load_error(tmp_path: Path) -> None:
+    broken = "apiVersion: kaffinity.io/v1alpha1\nkind: ClusterTopology\nspec:\n  zones:\n    - {pools: []}\n"
+    code, out = place(tmp_path, WEB.replace("REPLICAS", "1"), cluster=broken)
+    assert code == 2
+    assert "cluster.yaml:5:7: error [parse-error] invalid ClusterTopology at spec.zones.0:" in out
+    assert "'name' is a required property" in out
+    assert "Traceback" not in out
+
+
+# --- kaffinity place ---------------------------------------------------------------------
+
+
+def test_place_text_reports_each_pod_and_the_schedulers_event(tmp_path: Path) -> None:
+    code, out = place(tmp_path, WEB.replace("REPLICAS", "7"))
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].endswith("Deployment/shop/web replica 0 -> general-eu-west-1a-0")
+    assert len({line.rsplit(" ", 1)[1] for line in lines[:6]}) == 6  # one per general node
+    assert lines[6].endswith(
+        "Deployment/shop/web replica 6 Pending: 0/7 nodes are available: "
+        "1 node(s) had untolerated taint(s), 6 node(s) didn't match pod anti-affinity rules."
+    )
+    assert lines[-1] == "6 pod(s) placed, 1 Pending, on 7 node(s)"
+
+
+def test_place_exit_code_is_0_when_everything_fits(tmp_path: Path) -> None:
+    code, out = place(tmp_path, WEB.replace("REPLICAS", "6"))
+    assert code == 0 and "Pending:" not in out and out.endswith("6 pod(s) placed, 0 Pending, on 7 node(s)\n")
+
+
+def test_place_json_contract(tmp_path: Path) -> None:
+    code, report = place(tmp_path, WEB.replace("REPLICAS", "7"), "--format", "json")
+    assert code == 1
+    assert report["nodes"][2] == "gpu-eu-west-1a-0" and len(report["nodes"]) == 7
+    first, last = report["pods"][0], report["pods"][6]
+    assert set(first) == {"object", "replica", "node", "feasible", "rejected"}
+    assert first["object"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "namespace": "shop",
+        "name": "web",
+    }
+    assert first["replica"] == 0 and first["node"] == "general-eu-west-1a-0"
+    assert first["rejected"] == {"gpu-eu-west-1a-0": ["node(s) had untolerated taint(s)"]}
+    assert len(first["feasible"]) == 6
+    assert last["node"] is None and last["feasible"] == []
+    assert last["rejected"]["general-eu-west-1c-1"] == ["node(s) didn't match pod anti-affinity rules"]
+    # Every node is either feasible or rejected, never both.
+    for pod in report["pods"]:
+        assert sorted(pod["feasible"] + list(pod["rejected"])) == sorted(report["nodes"])
+
+
+def test_filters_run_only_the_named_plugins(tmp_path: Path) -> None:
+    _, report = place(
+        tmp_path, WEB.replace("REPLICAS", "7"), "--format", "json", "--filters", "TaintToleration"
+    )
+    # No InterPodAffinity: every replica may go anywhere but the tainted node.
+    assert all(len(pod["feasible"]) == 6 for pod in report["pods"])
+    _, report = place(tmp_path, WEB.replace("REPLICAS", "1"), "--format", "json", "--filters", "NodeAffinity")
+    assert len(report["pods"][0]["feasible"]) == 7
+
+
+def test_unknown_filter_and_missing_cluster_are_usage_errors(tmp_path: Path) -> None:
+    code, out = place(tmp_path, WEB.replace("REPLICAS", "1"), "--filters", "ImageLocality")
+    assert code == 2 and "unknown filter plugin ImageLocality" in out
+    (tmp_path / "app.yaml").write_text(WEB)
+    result = runner.invoke(app, ["place", "--no-config", str(tmp_path / "app.yaml")])
+    assert result.exit_code == 2 and "place needs --cluster" in result.stderr
+
+
+def test_the_taint_is_named_before_1_35(tmp_path: Path) -> None:
+    _, out = place(tmp_path, WEB.replace("REPLICAS", "7"), "--kube-version", "1.34")
+    assert "1 node(s) had untolerated taint {nvidia.com/gpu: present}, 6 node(s)" in out
+
+
+def test_resources_requests_against_allocatable(tmp_path: Path) -> None:
+    big = WEB.replace("REPLICAS", "2").replace("cpu: 500m", "cpu: '6'").replace("podAntiAffinity", "x-none")
+    big = big.replace("      affinity:\n        x-none:\n", "      x-affinity:\n        x-none:\n")
+    _, report = place(tmp_path, big, "--format", "json")
+    gpu = report["pods"][0]
+    assert gpu["node"] == "gpu-eu-west-1a-0" or gpu["node"] is None
+    reasons = {node: r for node, r in gpu["rejected"].items()}
+    assert reasons["general-eu-west-1b-0"] == ["Insufficient cpu"]
+    assert reasons["gpu-eu-west-1a-0"] == ["node(s) had untolerated taint(s)"]
+    assert report["pods"][1]["node"] is None
+
+
+def test_too_many_pods(tmp_path: Path) -> None:
+    cluster = """\
+apiVersion: kaffinity.io/v1alpha1
+kind: ClusterTopology
+spec:
+  nodes: [{name: tiny, allocatable: {pods: 1, cpu: '4'}}]
+"""
+    plain = """\
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 2
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: i}]}
+"""
+    code, out = place(tmp_path, plain, cluster=cluster)
+    assert code == 1
+    assert (
+        "ReplicationController/shop/web replica 1 Pending: 0/1 nodes are available: 1 Too many pods." in out
+    )
+
+
+def test_a_node_without_allocatable_is_not_checked_for_resources(tmp_path: Path) -> None:
+    cluster = "apiVersion: v1\nkind: Node\nmetadata: {name: bare, labels: {kubernetes.io/hostname: bare}}\n"
+    huge = WEB.replace("REPLICAS", "1").replace("cpu: 500m", "cpu: '600'")
+    code, _ = place(tmp_path, huge, cluster=cluster)
+    assert code == 0
+
+
+# --- the simulation ------------------------------------------------------------------------
+
+
+CLUSTER_WITH_PODS = """\
+apiVersion: v1
+kind: List
+items:
+  - {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {kubernetes.io/hostname: n1, zone: a}}}
+  - {apiVersion: v1, kind: Node, metadata: {name: n2, labels: {kubernetes.io/hostname: n2, zone: a}}}
+  - {apiVersion: v1, kind: Node, metadata: {name: n3, labels: {kubernetes.io/hostname: n3, zone: b}}}
+  - apiVersion: v1
+    kind: Namespace
+    metadata: {name: shop, labels: {team: shop}}
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: web-old-1, namespace: shop, labels: {app: web}}
+    spec: {nodeName: n1, containers: [{name: c, image: i}]}
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: done, namespace: shop, labels: {app: web}}
+    spec: {nodeName: n2, containers: [{name: c, image: i}]}
+    status: {phase: Succeeded}
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: guard, namespace: infra, labels: {app: guard}}
+    spec:
+      nodeName: n3
+      containers: [{name: c, image: i}]
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector: {matchLabels: {app: web}}
+              namespaceSelector: {matchLabels: {team: shop}}
+              topologyKey: zone
+"""
+
+
+def test_existing_pods_count_as_replicas_and_block_by_symmetry(tmp_path: Path) -> None:
+    code, report = place(
+        tmp_path, WEB.replace("REPLICAS", "3"), "--format", "json", cluster=CLUSTER_WITH_PODS
+    )
+    # web-old-1 is one of the three replicas (the selector claims it); the finished pod is gone.
+    assert [pod["replica"] for pod in report["pods"]] == [1, 2]
+    assert report["pods"][0]["node"] == "n2"
+    assert report["pods"][0]["rejected"] == {
+        "n1": ["node(s) didn't match pod anti-affinity rules"],
+        "n3": ["node(s) didn't satisfy existing pods anti-affinity rules"],
+    }
+    assert report["pods"][1]["node"] is None and code == 1
+
+
+def test_existing_anti_affinity_reads_the_incoming_namespaces_labels(tmp_path: Path) -> None:
+    other = WEB.replace("REPLICAS", "1").replace("namespace: shop", "namespace: elsewhere")
+    _, report = place(tmp_path, other, "--format", "json", cluster=CLUSTER_WITH_PODS)
+    # The guard does not reach 'elsewhere'; web's own term looks in its own namespace only.
+    assert report["pods"][0]["feasible"] == ["n1", "n2", "n3"]
+
+
+def _workloads(text: str) -> list[Any]:
+    return list(build_inventory(parse("w.yaml", text).documents).workloads)
+
+
+def test_a_new_revision_scoped_by_pod_template_hash_ignores_the_old_pods() -> None:
+    scoped = WEB.replace("REPLICAS", "3").replace(
+        "              topologyKey: kubernetes.io/hostname\n",
+        "              topologyKey: kubernetes.io/hostname\n"
+        "              matchLabelKeys: [pod-template-hash]\n",
+    )
+    (workload,) = _workloads(scoped)
+    nodes_only = CLUSTER_WITH_PODS.split("  - apiVersion: v1\n    kind: Namespace", maxsplit=1)[0]
+    cluster = cluster_from([parse("c.yaml", nodes_only)])
+    sim = Simulation(cluster.nodes, version="1.37")
+    for replica in range(3):
+        assert sim.place(sim.pod(workload, replica)).node is not None
+    fourth = sim.place(sim.pod(workload, 3))
+    assert fourth.node is None  # same revision: one per node
+    surge = sim.place(sim.pod(workload, 0, revision="revision 2"), record=True)
+    assert surge.node is not None and surge.feasible == ["n1", "n2", "n3"]
+
+
+SPREAD_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: p, labels: {app: a}}
+spec:
+  containers: [{name: c, image: i}]
+  topologySpreadConstraints:
+    - maxSkew: 1
+      topologyKey: zone
+      whenUnsatisfiable: DoNotSchedule
+      labelSelector: {matchLabels: {app: a}}
+"""
+ANTI_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: p, labels: {app: a}}
+spec:
+  containers: [{name: c, image: i}]
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        - {topologyKey: zone, labelSelector: {matchLabels: {app: a}}}
+"""
+TERMINATING = """\
+apiVersion: v1
+kind: List
+items:
+  - {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {zone: a}}}
+  - {apiVersion: v1, kind: Node, metadata: {name: n2, labels: {zone: b}}}
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: old, labels: {app: a}, deletionTimestamp: "2026-01-01T00:00:00Z"}
+    spec: {nodeName: n1, containers: [{name: c, image: i}]}
+"""
+
+
+def test_terminating_pods_count_for_affinity_but_not_for_spread() -> None:
+    cluster = cluster_from([parse("c.yaml", TERMINATING)])
+    run = place_all(_workloads(SPREAD_POD), cluster, version="1.37", record=True)
+    assert run.placements[0].feasible == ["n1", "n2"]  # the terminating pod is not counted
+    run = place_all(_workloads(ANTI_POD), cluster, version="1.37", record=True)
+    assert run.placements[0].feasible == ["n2"]  # InterPodAffinity counts every pod on the node
+
+
+def test_daemonset_runs_where_its_controller_puts_it() -> None:
+    daemon = """\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: infra}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: c, image: i}]
+"""
+    cluster = cluster_from(load([str(TOPOLOGY)]))
+    run = place_all(_workloads(daemon), cluster, version="1.37")
+    assert [p.node for p in run.placements] == [
+        n.ref.name for n in cluster.nodes if n.ref.name.startswith("general")
+    ]
+    tolerant = daemon.replace(
+        "      containers:", "      tolerations: [{operator: Exists}]\n      containers:"
+    )
+    run = place_all(_workloads(tolerant), cluster, version="1.37")
+    assert len(run.placements) == 7 and not run.pending
+
+
+def test_gt_lt_tolerations_need_their_gate() -> None:
+    text = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: c, image: i}]
+  tolerations: [{key: tier, operator: Gt, value: "5", effect: NoSchedule}]
+"""
+    node = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
+    node += "spec: {taints: [{key: tier, value: '7', effect: NoSchedule}]}\n"
+    cluster = cluster_from([parse("c.yaml", node)])
+    off = place_all(_workloads(text), cluster, version="1.37")
+    on = place_all(
+        _workloads(text), cluster, version="1.37", gates={"TaintTolerationComparisonOperators": True}
+    )
+    assert off.pending and not on.pending
+
+
+def test_the_fast_path_chooses_what_the_full_scan_chooses() -> None:
+    """Without ``record`` the best node comes from a heap and the set-apart nodes; with it every
+    node is filtered and scored. The choices must agree pod for pod."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from generate import generate  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    folder = Path(pytest.importorskip("tempfile").mkdtemp())
+    generate(str(folder / "c"), workloads=300, nodes=60, zones=3)
+    files = load([str(folder / "c" / "manifests")])
+    cluster = cluster_from(load([str(folder / "c" / "cluster.yaml")]))
+    workloads = build_inventory(d for f in files for d in f.documents).workloads
+    fast = place_all(workloads, cluster, version="1.37")
+    full = place_all(workloads, cluster, version="1.37", record=True)
+    assert len(fast.placements) > 300
+    assert [p.node for p in fast.placements] == [p.node for p in full.placements]
+    assert fast.pending  # the corpus has pods that do not fit, so the comparison covers both
