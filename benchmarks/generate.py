@@ -235,8 +235,9 @@ def _zones(count: int) -> list[str]:
 
 
 class _Generator:
-    def __init__(self, seed: int, zones: int) -> None:
+    def __init__(self, seed: int, zones: int, scheduled_share: float = SCHEDULED_SHARE) -> None:
         self.rng = random.Random(seed)
+        self.scheduled_share = scheduled_share
         self.zones = _zones(max(zones, 1))
         self.kinds = [kind for kind, _ in KINDS]
         self.weights = [weight for _, weight in KINDS]
@@ -343,7 +344,7 @@ class _Generator:
         if rng.random() < 0.2:
             spec["priorityClassName"] = rng.choice(("high-priority", "batch-low"))
         spec["volumes"] = [{"name": "config", "configMap": {"name": f"{app.name}-config"}}]
-        if rng.random() < SCHEDULED_SHARE:
+        if rng.random() < self.scheduled_share:
             self.scheduled += 1
             self.add_scheduling(spec, app, namespace)
         return spec
@@ -715,7 +716,13 @@ def _nodes(rng: random.Random, count: int, zones: list[str]) -> list[Data]:
 
 
 def generate(
-    out_dir: str, workloads: int, per_file: int = 5, seed: int = 1, nodes: int = 0, zones: int = 3
+    out_dir: str,
+    workloads: int,
+    per_file: int = 5,
+    seed: int = 1,
+    nodes: int = 0,
+    zones: int = 3,
+    scheduled_share: float = SCHEDULED_SHARE,
 ) -> GenerateResult:
     """Write the corpus under ``out_dir`` (see the module docstring) and say what was written.
 
@@ -726,7 +733,7 @@ def generate(
     manifests = os.path.join(out_dir, "manifests")
     if os.path.isdir(manifests) and os.listdir(manifests):
         raise FileExistsError(f"{manifests} is not empty; write the corpus to a new folder")
-    generator = _Generator(seed, zones)
+    generator = _Generator(seed, zones, scheduled_share)
     sizes = _namespace_sizes(generator.rng, workloads) if workloads else []
     bound = 3 * workloads + len(sizes) + 1  # more than the files there can be
     width = max(4, len(str(bound)))
@@ -773,9 +780,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     parser.add_argument("--nodes", type=int, default=0, help="also write cluster.yaml with this many Nodes")
     parser.add_argument("--zones", type=int, default=3, help="zones the nodes and affinities use (default 3)")
+    parser.add_argument(
+        "--scheduled-share",
+        type=float,
+        default=SCHEDULED_SHARE,
+        help=f"share of pod templates with scheduling rules (default {SCHEDULED_SHARE})",
+    )
     args = parser.parse_args(argv)
     try:
-        result = generate(args.out, args.workloads, args.per_file, args.seed, args.nodes, args.zones)
+        result = generate(
+            args.out, args.workloads, args.per_file, args.seed, args.nodes, args.zones, args.scheduled_share
+        )
     except (ValueError, FileExistsError) as error:
         print(f"generate.py: error: {error}", file=sys.stderr)
         return 2

@@ -40,6 +40,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from generate import GenerateResult, generate
 from ruamel.yaml.cyaml import CSafeLoader
@@ -829,6 +830,94 @@ def graph_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     return 0
 
 
+PLACE_OUTPUT_NAME = "benchmarks/PLACE.md"
+#: (workloads in the corpus, nodes): about 2,500 and 10,000 pods on 1,000 nodes, and 10,000 pods
+#: on 100 and 5,000 nodes, for the growth in pods and in nodes.
+PLACE_CASES = ((850, 1_000), (3_400, 1_000), (3_400, 100), (3_400, 5_000))
+#: A fifth of the pod templates carry scheduling rules (the issue's case).
+PLACE_SCHEDULED_SHARE = 0.2
+
+
+def place_corpus(workloads: int, nodes: int, scratch: str) -> tuple[list[Any], Any]:
+    """A generated corpus's workloads, DaemonSets left out (on 1,000 nodes one DaemonSet alone
+    is 1,000 pods), and its cluster of ``nodes`` Nodes."""
+    from kaffinity.topology import cluster_from
+
+    folder = os.path.join(scratch, f"place-{workloads}-{nodes}")
+    generate(folder, workloads, nodes=nodes, scheduled_share=PLACE_SCHEDULED_SHARE)
+    files = load([os.path.join(folder, "manifests")])
+    cluster = cluster_from(load([os.path.join(folder, "cluster.yaml")]))
+    inventory = build_inventory(doc for file in files for doc in file.documents)
+    return [w for w in inventory.workloads if w.ref.kind != "DaemonSet"], cluster
+
+
+def place_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """``--stages place``: the offline scheduler placing every pod, in pods per second."""
+    from kaffinity.place import place_all
+
+    repeat: int = args.repeat or 3
+    output: str = args.output or os.path.join(ROOT, PLACE_OUTPUT_NAME)
+    command = shlex.join(["python", "benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])
+    load_before = os.getloadavg()
+    code_before = code_identity()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kaffinity-bench-") as scratch:
+        for workloads, nodes in PLACE_CASES:
+            chosen, cluster = place_corpus(workloads, nodes, scratch)
+            ruled = sum(
+                1
+                for w in chosen
+                if w.pod.topology_spread_constraints
+                or (w.pod.affinity and (w.pod.affinity.pod_affinity or w.pod.affinity.pod_anti_affinity))
+            )
+            first = place_all(chosen, cluster, version=Settings().kube_version)
+            pods, pending = len(first.placements), len(first.pending)
+            version = Settings().kube_version
+
+            def run(record: bool, chosen: list[Any] = chosen, cluster: Any = cluster) -> object:
+                return place_all(chosen, cluster, version=version, record=record)
+
+            lint_mode = timed(lambda: run(False), repeat)
+            record = timed(lambda: run(True), 1)
+            row = (workloads, len(chosen), ruled, nodes, pods, pending, lint_mode, record)
+            rows.append(row)
+            print(
+                f"  {len(chosen):,} workloads, {pods:,} pods on {nodes:,} nodes: "
+                f"{statistics.median(lint_mode[1]):.2f} s CPU, recorded {record[1][0]:.2f} s",
+                flush=True,
+            )
+    lines = [
+        *_header(
+            "kaffinity offline-scheduler benchmark",
+            "Written by `benchmarks/run.py --stages place`: `kaffinity.place.place_all` placing every pod "
+            "of a generated corpus (DaemonSets left out; a fifth of the pod templates carry scheduling "
+            "rules) on a generated cluster, on workloads loaded beforehand. `placing` is what `lint "
+            "--cluster` runs (median of "
+            f"{repeat} runs after one untimed run); `recorded` is what `kaffinity place --format json` "
+            "runs, which filters every node for every pod to list the feasible ones (one run).",
+            command,
+            machine(load_before, (code_before, code_identity())),
+        ),
+        "## Results",
+        "",
+        "| workloads | with inter-pod or spread rules | nodes | pods | Pending | placing CPU s | pods/s "
+        "| recorded CPU s | pods/s |",
+        "|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for _, chosen, ruled, nodes, pods, pending, lint_mode, record in rows:
+        cpu = statistics.median(lint_mode[1])
+        lines.append(
+            f"| {chosen:,} | {ruled:,} | {nodes:,} | {pods:,} | {pending:,} | {cpu:.2f} | "
+            f"{_rate(pods, cpu)} | {record[1][0]:.2f} | {_rate(pods, record[1][0])} |"
+        )
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(output, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    print(f"written to {output}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Load throughput of kaffinity against the parse floor.")
     parser.add_argument(
@@ -840,13 +929,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-cache", action="store_true", help="generate into a temporary folder")
     parser.add_argument(
         "--stages",
-        choices=("all", "graph"),
+        choices=("all", "graph", "place"),
         default="all",
-        help=f"graph: only the affinity graph stage and the parse floor (default output {GRAPH_OUTPUT_NAME})",
+        help=f"graph: only the affinity graph stage and the parse floor (default output "
+        f"{GRAPH_OUTPUT_NAME}); place: the offline scheduler (default output {PLACE_OUTPUT_NAME})",
     )
     args = parser.parse_args(argv)
     if args.stages == "graph":
         return graph_main(args, argv)
+    if args.stages == "place":
+        return place_main(args, argv)
     sizes: list[int] = args.sizes or ([1_000] if args.quick else list(DEFAULT_SIZES))
     repeat: int = args.repeat or (3 if args.quick else 5)
     output: str | None = args.output or (None if args.quick else DEFAULT_OUTPUT)

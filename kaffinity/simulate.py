@@ -43,6 +43,7 @@ heap instead of scanning every node.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 from collections import Counter
@@ -347,24 +348,33 @@ class _Heap:
     def push(self, node: SimNode) -> None:
         heapq.heappush(self.entries, (-node.free, node.name, node.version, next(self._tie), node))
 
-    def best(self, fits: Callable[[SimNode], bool], limit: int | None = None) -> SimNode | bool | None:
-        """The first node in (most free, name) order that ``fits``; None when none does; False
-        when ``limit`` nodes were tried without an answer."""
-        skipped = []
+    def best(
+        self,
+        fits: Callable[[SimNode], bool],
+        limit: int | None = None,
+        skip: Callable[[SimNode], bool] | None = None,
+    ) -> SimNode | bool | None:
+        """The first node in (most free, name) order that ``fits`` (nodes ``skip`` names are
+        passed over); None when none does; False when ``limit`` nodes failed ``fits``."""
+        popped = []
         found: SimNode | bool | None = None
+        failed = 0
         while self.entries:
             entry = heapq.heappop(self.entries)
             node = entry[4]
             if entry[2] != node.version:
                 continue  # stale: a fresher entry was pushed when the node changed
-            skipped.append(entry)
+            popped.append(entry)
+            if skip is not None and skip(node):
+                continue
             if fits(node):
                 found = node
                 break
-            if limit is not None and len(skipped) >= limit:
+            failed += 1
+            if limit is not None and failed >= limit:
                 found = False
                 break
-        for entry in skipped:
+        for entry in popped:
             heapq.heappush(self.entries, entry)
         return found
 
@@ -508,6 +518,10 @@ class Simulation:
         self._domains: dict[str, dict[str, list[SimNode]]] = {}
         self._missing: dict[str, list[SimNode]] = {}
         self._node_pref: dict[tuple[Any, ...], dict[SimNode, int]] = {}
+        self._prefer: dict[tuple[Any, ...], dict[SimNode, int]] = {}
+        #: id(rules) -> (cluster version, placement) of the last pod of that template found Pending
+        self._pending: dict[int, tuple[int, Placement]] = {}
+        self._version = 0
         self._rules: dict[tuple[Any, ...], Rules] = {}
         self._spread_nodes: dict[tuple[Any, ...], tuple[frozenset[SimNode], frozenset[str]]] = {}
 
@@ -650,6 +664,7 @@ class Simulation:
         self._changed(node)
 
     def _changed(self, node: SimNode) -> None:
+        self._version += 1
         node.refresh()
         node.version += 1
         for heap in node.heaps:
@@ -667,6 +682,10 @@ class Simulation:
         nodes a preference or a taint sets apart are scored one by one.
         """
         rules = pod.rules
+        pending = self._pending.get(id(rules))
+        if pending is not None and pending[0] == self._version and pending[1].pod.rules is rules:
+            # The same pod template found no node, and nothing moved since: the same answer.
+            return dataclasses.replace(pending[1], pod=pod)
         static, static_reasons = self._static_filter(rules)
         anti_terms = self._anti_terms_for(pod) if INTER_POD_AFFINITY in self.filters else []
         if not record and rules.plain and not anti_terms and not self._prefer_taints:
@@ -718,6 +737,7 @@ class Simulation:
             for reasons in rejected.values():
                 counts.update(reasons)
             placement.reasons = counts
+            self._pending[id(pod.rules)] = (self._version, placement)
         elif bind:
             self.bind(pod, chosen)
         return placement
@@ -744,6 +764,24 @@ class Simulation:
         found = self._missing.get(key)
         if found is None:
             found = self._missing[key] = [node for node in self.nodes if key not in node.labels]
+        return found
+
+    def prefer_taints(self, rules: Rules) -> dict[SimNode, int]:
+        """Untolerated PreferNoSchedule taints per node (TaintToleration Score; nonzero only)."""
+        key = rules.signature()[-1]  # the tolerations
+        found = self._prefer.get(key)
+        if found is None:
+            found = {}
+            for node in self._prefer_tainted:
+                count = sum(
+                    1
+                    for taint in node.taints
+                    if taint.effect == "PreferNoSchedule"
+                    and not any(tolerates(t, taint, self._comparison) for t in rules.tolerations)
+                )
+                if count:
+                    found[node] = count
+            self._prefer[key] = found
         return found
 
     def node_preference(self, rules: Rules) -> dict[SimNode, int]:
@@ -891,6 +929,10 @@ def _nonzero(requests: Mapping[str, int]) -> dict[str, int]:
     return {resource: requests.get(resource) or default for resource, default in _NONZERO.items()}
 
 
+def _by_free(node: SimNode) -> tuple[float, str]:
+    return (-node.free, node.name)
+
+
 class _State:
     """One pod's PreFilter state: the counts its dynamic filters and scores read."""
 
@@ -1030,15 +1072,8 @@ class _State:
                 found = parts[node] = [0, 0, 0, 0, 0]
             return found
 
-        for node in sim._prefer_tainted:
-            count = sum(
-                1
-                for taint in node.taints
-                if taint.effect == "PreferNoSchedule"
-                and not any(tolerates(t, taint) for t in rules.tolerations)
-            )
-            if count:
-                part(node)[0] -= count
+        for node, count in sim.prefer_taints(rules).items():
+            part(node)[0] -= count
         if rules.node_preferred:
             for node, weight in sim.node_preference(rules).items():
                 part(node)[1] += weight
@@ -1066,19 +1101,49 @@ class _State:
         return min(nodes, key=self._order)
 
     def choose(self, heap: _Heap, static: set[SimNode]) -> SimNode | bool | None:
-        """The node :meth:`best` picks among the feasible nodes, without filtering them all: the
-        set-apart nodes one by one, the others from the heap. None: no node fits; False: the
-        heap gave up after ``_HEAP_TRIES`` nodes (filter them all)."""
+        """The node :meth:`best` picks among the feasible nodes, without filtering them all.
+
+        The order is lexicographic, so the best node is in the highest bonus class that has a
+        feasible node: classes are tried from the top, the nodes of a set-apart class in (most
+        free, name) order, the default class from the heap. With required pod affinity only the
+        domains holding a matching pod can pass, so only their nodes are tried. None: no node
+        fits; False: the heap gave up after ``_HEAP_TRIES`` nodes (filter them all instead).
+        """
         special = self.special()
-        contenders = [node for node in special if node in static and not self.filter(node)]
-        default = heap.best(lambda node: node not in special and not self.filter(node), _HEAP_TRIES)
-        if default is False:
-            return False
-        if isinstance(default, SimNode):
-            contenders.append(default)
-        if not contenders:
+        classes: dict[tuple[int, ...], list[SimNode]] = {}
+        for node, bonus in special.items():
+            classes.setdefault(bonus, []).append(node)
+        allowed = self._affinity_domains()
+        for bonus in sorted({*classes, _DEFAULT}, reverse=True):
+            if bonus == _DEFAULT and allowed is None:
+                found = heap.best(lambda node: not self.filter(node), _HEAP_TRIES, special.__contains__)
+                if found is None:
+                    continue
+                return found
+            if bonus == _DEFAULT:
+                assert allowed is not None
+                nodes = [node for node in allowed if node not in special]
+            else:
+                nodes = classes[bonus]
+                if allowed is not None:
+                    nodes = [node for node in nodes if node in allowed]
+            for node in sorted(nodes, key=_by_free):
+                if node in static and not self.filter(node):
+                    return node
+        return None
+
+    def _affinity_domains(self) -> set[SimNode] | None:
+        """With required pod affinity and a matching pod somewhere, the nodes of the domains
+        (of the first term's key) holding one; None when the affinity restricts nothing here."""
+        rules = self.pod.rules
+        if not (self.ipa and rules.affinity and self.affinity_counts):
             return None
-        return min(contenders, key=self._order)
+        key = rules.affinity[0].topology_key
+        nodes: set[SimNode] = set()
+        for (term_key, value), count in self.affinity_counts.items():
+            if term_key == key and count > 0:
+                nodes.update(self.sim.domain_nodes(key, value))
+        return nodes
 
     def _preferred_counts(self) -> Counter[tuple[str, str]]:
         """(key, value) -> the weights of the preferred terms times the pods they match there
