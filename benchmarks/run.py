@@ -861,6 +861,7 @@ def place_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     load_before = os.getloadavg()
     code_before = code_identity()
     rows = []
+    version = Settings().kube_version
     with tempfile.TemporaryDirectory(prefix="kaffinity-bench-") as scratch:
         for workloads, nodes in PLACE_CASES:
             chosen, cluster = place_corpus(workloads, nodes, scratch)
@@ -872,9 +873,10 @@ def place_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             )
             first = place_all(chosen, cluster, version=Settings().kube_version)
             pods, pending = len(first.placements), len(first.pending)
-            version = Settings().kube_version
 
-            def run(record: bool, chosen: list[Any] = chosen, cluster: Any = cluster) -> object:
+            def run(
+                record: bool, chosen: list[Any] = chosen, cluster: Any = cluster, version: str = version
+            ) -> object:
                 return place_all(chosen, cluster, version=version, record=record)
 
             lint_mode = timed(lambda: run(False), repeat)
