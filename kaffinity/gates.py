@@ -46,6 +46,7 @@ SPREAD_SELECTOR_MERGE = "MatchLabelKeysInPodTopologySpreadSelectorMerge"
 NODE_INCLUSION_POLICY = "NodeInclusionPolicyInPodTopologySpread"
 MIN_DOMAINS = "MinDomainsInPodTopologySpread"
 TOLERATION_COMPARISON = "TaintTolerationComparisonOperators"
+MAX_UNAVAILABLE_STATEFULSET = "MaxUnavailableStatefulSet"
 
 GATES: dict[str, Gate] = {
     gate.name: gate
@@ -85,6 +86,11 @@ GATES: dict[str, Gate] = {
             removed="1.32",
         ),
         Gate(TOLERATION_COMPARISON, "KEP-5471", (Stage("1.35", "alpha", False),)),
+        Gate(
+            MAX_UNAVAILABLE_STATEFULSET,
+            "KEP-961",
+            (Stage("1.24", "alpha", False), Stage("1.35", "beta", True)),
+        ),
     )
 }
 

@@ -19,6 +19,7 @@ a workload's replicas together and the scheduler's queue takes them first come, 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -154,8 +155,22 @@ def _new_pods(sim: Simulation, workload: Workload, current: list[SimPod]) -> Ite
             if node.name not in taken:
                 yield sim.daemon_pod(workload, node)
         return
-    for replica in range(len(current), max(workload.replicas or 0, 0)):
+    wanted = max(workload.replicas or 0, 0)
+    if workload.ref.kind == "StatefulSet":
+        # Ordinals are identities: the missing ones are created (web-1 when web-0, web-2 run).
+        ordinals = {_ordinal(workload.ref.name, pod.name) for pod in current}
+        free = (i for i in range(wanted) if i not in ordinals)
+        for replica in itertools.islice(free, max(wanted - len(current), 0)):
+            yield sim.pod(workload, replica)
+        return
+    for replica in range(len(current), wanted):
         yield sim.pod(workload, replica)
+
+
+def _ordinal(name: str, pod: str) -> int | None:
+    """The ordinal of StatefulSet ``name``'s pod ``pod`` (``web-2`` -> 2), if it has one."""
+    suffix = pod[len(name) + 1 :] if pod.startswith(f"{name}-") else ""
+    return int(suffix) if suffix.isdigit() else None
 
 
 def daemon_nodes(sim: Simulation, workload: Workload) -> list[SimNode]:

@@ -683,7 +683,12 @@ class Simulation:
         """
         rules = pod.rules
         pending = self._pending.get(id(rules))
-        if pending is not None and pending[0] == self._version and pending[1].pod.rules is rules:
+        if (
+            pending is not None
+            and pending[0] == self._version
+            and pending[1].pod.rules is rules
+            and (not record or pending[1].rejected is not None)
+        ):
             # The same pod template found no node, and nothing moved since: the same answer.
             return dataclasses.replace(pending[1], pod=pod)
         static, static_reasons = self._static_filter(rules)
@@ -881,7 +886,8 @@ class Simulation:
 
     def spread_nodes(self, rules: Rules, spread: Spread) -> tuple[frozenset[SimNode], frozenset[str]]:
         """The nodes whose pods count for ``spread`` and the domains they make (PreFilter)."""
-        keys = [s.topology_key for s in rules.spread]
+        # PreFilter (hard) and PreScore (soft) each skip nodes lacking a key of their own group.
+        keys = [s.topology_key for s in (rules.spread if spread.hard else rules.soft_spread)]
         key = (
             rules.signature(),
             tuple(keys),

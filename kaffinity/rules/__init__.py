@@ -8,6 +8,7 @@ from kaffinity.rules import (
     affinity_no_match,
     all_namespaces_anti_affinity,
     anti_affinity_blocks_daemonset,
+    anti_affinity_exceeds_domains,
     anti_affinity_no_match,
     api_validation,
     api_warning,
@@ -17,14 +18,20 @@ from kaffinity.rules import (
     helm_template,
     match_label_key_missing,
     merged_selector_rejected,
+    no_eligible_node,
     parse_error,
+    pdb_blocks_eviction,
     pdb_no_match,
     pdb_overlap,
     preferred_no_match,
     proposal_field,
     replicas_not_spread,
     revision_unscoped,
+    rollout_deadlock,
     schema,
+    spread_unsatisfiable,
+    topology_key_absent,
+    unschedulable,
     unused_suppression,
 )
 from kaffinity.rules.base import Rule
@@ -53,6 +60,13 @@ RULES: tuple[Rule, ...] = (
     pdb_overlap.RULE,
     replicas_not_spread.RULE,
     preferred_no_match.RULE,
+    topology_key_absent.RULE,
+    no_eligible_node.RULE,
+    anti_affinity_exceeds_domains.RULE,
+    spread_unsatisfiable.RULE,
+    unschedulable.RULE,
+    rollout_deadlock.RULE,
+    pdb_blocks_eviction.RULE,
 )
 
 BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}

@@ -1,0 +1,417 @@
+"""unschedulable: pods that stay Pending on the declared cluster for any other reason."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from kaffinity.findings import Related, Severity, Violation
+from kaffinity.graph import selector_text
+from kaffinity.model import Workload, dig
+from kaffinity.pending import (
+    UNSCHEDULABLE,
+    Analysis,
+    Stuck,
+    analysis,
+    in_domains,
+    node_related,
+    pending_words,
+    plural,
+    replicas_field,
+)
+from kaffinity.rules.all_namespaces_anti_affinity import domain_word, name_list
+from kaffinity.rules.base import Rule
+from kaffinity.simulate import (
+    REASON_AFFINITY,
+    REASON_ANTI_AFFINITY,
+    REASON_EXISTING_ANTI,
+    REASON_PINNED,
+    REASON_SPREAD,
+    REASON_SPREAD_LABEL,
+    REASON_TOO_MANY_PODS,
+    SimPod,
+)
+from kaffinity.source import DataPath
+from kaffinity.topology import HOSTNAME
+
+if TYPE_CHECKING:
+    from kaffinity.engine import Context
+
+_INSUFFICIENT = "Insufficient "
+#: The dynamic filters' reasons in filter order (NodeResourcesFit, PodTopologySpread,
+#: InterPodAffinity; reference §F): the first one wins a tie for the most nodes.
+_ORDER: tuple[str, ...] = (
+    REASON_TOO_MANY_PODS,
+    _INSUFFICIENT,
+    REASON_SPREAD_LABEL,
+    REASON_SPREAD,
+    REASON_AFFINITY,
+    REASON_ANTI_AFFINITY,
+    REASON_EXISTING_ANTI,
+)
+_SHOWN = 3
+
+
+def _rank(reason: str) -> int:
+    for index, known in enumerate(_ORDER):
+        if reason == known or (known == _INSUFFICIENT and reason.startswith(_INSUFFICIENT)):
+            return index
+    return len(_ORDER)  # a static filter's reason: only the other nodes' story
+
+
+def quantity(resource: str, value: int) -> str:
+    """A scheduler quantity as a manifest writes it (cpu in millicores, bytes in binary units)."""
+    if resource == "cpu":
+        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        for unit, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+            if value >= size and value % size == 0:
+                return f"{value // size}{unit}"
+    return str(value)
+
+
+def _request_path(workload: Workload, resource: str) -> DataPath:
+    """The first container request (or limit, which defaults the request) for ``resource``."""
+    spec = workload.pod.spec_path
+    data = dig(workload.doc.data, spec)
+    if isinstance(data, dict):
+        for group in ("containers", "initContainers"):
+            containers = data.get(group)
+            if not isinstance(containers, list):
+                continue
+            for index in range(len(containers)):
+                for kind in ("requests", "limits"):
+                    path = (*spec, group, index, "resources", kind, resource)
+                    if dig(workload.doc.data, path) is not None:
+                        return path
+    return (
+        (*spec, "resources", "requests", resource)
+        if dig(workload.doc.data, (*spec, "resources", "requests", resource)) is not None
+        else spec
+    )
+
+
+def _resources(
+    result: Analysis, stuck: Stuck, reason: str
+) -> tuple[DataPath | None, str, tuple[Related, ...], str]:
+    workload = stuck.workload
+    nodes = stuck.shape.eligible
+    if reason == REASON_TOO_MANY_PODS:
+        full = [node for node in nodes if node.allocatable and "pods" in node.allocatable]
+        sizes = sorted({node.allocatable["pods"] for node in full if node.allocatable})
+        text = (
+            f"the {plural(len(full), 'node')} it may run on already run as many pods as their allocatable "
+            f"pods allow ({name_list(str(size) for size in sizes)})"
+        )
+        return None, text, (), "add nodes, or raise the nodes' pod capacity (kubelet maxPods)"
+    resource = reason[len(_INSUFFICIENT) :]
+    want = stuck.shape.probe.rules.requests.get(resource, 0)
+    best = None
+    for node in nodes:
+        if not node.allocatable:
+            continue
+        free = node.allocatable.get(resource, 0) - node.requested.get(resource, 0)
+        if best is None or free > best[1]:
+            best = (node, free)
+    text = f"it requests {quantity(resource, want)} {resource}"
+    related: tuple[Related, ...] = ()
+    if best is not None:
+        node, free = best
+        allocatable = node.allocatable.get(resource, 0) if node.allocatable else 0
+        if allocatable == 0:
+            text += f", which none of the nodes it may run on declares (allocatable {resource}: 0)"
+        else:
+            text += (
+                f"; the most free on a node it may run on is {quantity(resource, max(free, 0))} on "
+                f"{node.name} (allocatable {quantity(resource, allocatable)})"
+            )
+        related = (
+            node_related(
+                node,
+                f"node {node.name}",
+                (*node.node.path, "allocatable") if node.node.path else ("status", "allocatable"),
+            ),
+        )
+    return (
+        _request_path(workload, resource),
+        text,
+        related,
+        f"lower the {resource} request, or add nodes with more allocatable {resource}",
+    )
+
+
+def _blockers(result: Analysis, pod: SimPod) -> list[tuple[SimPod, str, DataPath]]:
+    """Placed pods whose required anti-affinity selects ``pod`` (the existing-pods check, §D
+    step 3), with the domain each keeps it out of."""
+    sim = result.sim
+    labels = sim.namespace_labels(pod.namespace)
+    found = []
+    for node in sim.nodes:
+        for other in node.pods:
+            for term in other.rules.anti:
+                key = term.topology_key
+                if key in node.labels and term.matches(pod, labels):
+                    where = (
+                        f"node {node.name}" if key == HOSTNAME else f"{domain_word(key)} {node.labels[key]}"
+                    )
+                    found.append((other, where, term.source.path))
+                    break
+    found.sort(key=lambda item: (item[0].workload.ref.name, item[0].replica, item[0].name))
+    return found
+
+
+def _matching(result: Analysis, pod: SimPod, anti: bool) -> list[SimPod]:
+    """Placed pods its required (anti-)affinity terms match (affinity: all terms at once, §D)."""
+    sim = result.sim
+    terms = pod.rules.anti if anti else pod.rules.affinity
+    if not terms:
+        return []
+    found: dict[int, SimPod] = {}
+    for term in terms if anti else terms[:1]:
+        for other in sim.candidates(term.selector):
+            if other.node is None or other is pod:
+                continue
+            labels = sim.namespace_labels(other.namespace)
+            if (anti and term.matches(other, labels)) or (
+                not anti and all(t.matches(other, labels) for t in terms)
+            ):
+                found[id(other)] = other
+    return list(found.values())
+
+
+def _where(pods: list[SimPod], key: str) -> list[str]:
+    return sorted({pod.node.labels[key] for pod in pods if pod.node is not None and key in pod.node.labels})
+
+
+def _explain(
+    result: Analysis, stuck: Stuck, reason: str
+) -> tuple[DataPath | None, str, tuple[Related, ...], str]:
+    workload = stuck.workload
+    pod = stuck.pending[0].pod
+    rules = pod.rules
+    if reason == REASON_TOO_MANY_PODS or reason.startswith(_INSUFFICIENT):
+        return _resources(result, stuck, reason)
+    if reason in (REASON_SPREAD, REASON_SPREAD_LABEL) and rules.spread:
+        spread = rules.spread[0]
+        return (
+            (*spread.source.path, "topologyKey"),
+            "its DoNotSchedule spread constraints rule out some nodes and the other filters the rest",
+            (),
+            "see the reasons per node with kaffinity place",
+        )
+    if reason == REASON_AFFINITY and rules.affinity:
+        term = rules.affinity[0]
+        key = term.topology_key
+        targets = _matching(result, pod, anti=False)
+        selector = name_list(selector_text(t.source.label_selector) for t in rules.affinity)
+        if not targets:
+            text = (
+                f"no running pod matches its required pod affinity ({selector}), and it does not match "
+                "it itself"
+            )
+            fix = "deploy the pods it requires, or correct the selector (or make the term preferred)"
+        else:
+            # The nodes of the domains where the pods it requires run: why each is ruled out.
+            values = {t.node.labels[key] for t in targets if t.node is not None and key in t.node.labels}
+            rejected = (stuck.final[0].rejected or {}) if stuck.final else {}
+            there: Counter[str] = Counter()
+            for node in result.sim.nodes:
+                if node.labels.get(key) in values:
+                    there.update(rejected.get(node.name, ["fits, but the other terms fail there"]))
+            why = ", ".join(sorted(f"{count} {reason}" for reason, count in there.items()))
+            text = (
+                f"the pods its required pod affinity ({selector}) matches run only "
+                f"{in_domains(key, sorted(values))}, and the nodes there are ruled out: {why}"
+            )
+            fix = "let it run where those pods run (tolerations, node selection, capacity), or relax the term"
+            if REASON_EXISTING_ANTI in there:
+                blockers = _blockers(result, pod)
+                text += " -- the required anti-affinity of " + name_list(o.name for o, _, _ in blockers)
+                text += " selects its pods"
+                related = tuple(
+                    Related(other.workload.doc, path, f"anti-affinity of pod {other.name}")
+                    for other, _, path in blockers[:_SHOWN]
+                )
+                return (
+                    term.source.path,
+                    text,
+                    related,
+                    (
+                        "the pods it requires refuse to share a domain with it: narrow one of the two "
+                        "selectors"
+                    ),
+                )
+        return term.source.path, text, (), fix
+    if reason == REASON_ANTI_AFFINITY and rules.anti:
+        others = _matching(result, pod, anti=True)
+        term = rules.anti[0]
+        key = term.topology_key
+        text = (
+            f"pods its required pod anti-affinity matches ({name_list(p.name for p in others)}) run "
+            f"{in_domains(key, _where(others, key))}"
+        )
+        related = tuple(
+            Related(other.workload.doc, (*other.workload.pod.metadata_path, "labels"), f"pod {other.name}")
+            for other in others[:_SHOWN]
+        )
+        return term.source.path, text, related, "narrow the selector, add nodes, or make the term preferred"
+    if reason == REASON_EXISTING_ANTI:
+        blockers = _blockers(result, pod)
+        text = (
+            "the required pod anti-affinity of other pods selects its pods and keeps them out: "
+            + name_list(f"{other.name} (out of {where})" for other, where, _ in blockers)
+        )
+        related = tuple(
+            Related(other.workload.doc, path, f"anti-affinity of pod {other.name}")
+            for other, _, path in blockers[:_SHOWN]
+        )
+        return (
+            (*workload.pod.metadata_path, "labels"),
+            text,
+            related,
+            "narrow the other workloads' anti-affinity selectors so that they do not select these pods",
+        )
+    return None, "", (), "see the reasons per node with kaffinity place"
+
+
+def _violation(result: Analysis, stuck: Stuck) -> Violation:
+    workload = stuck.workload
+    total = len(result.sim.nodes)
+    final = stuck.final[0] if stuck.final else None
+    summary = final.summary(total) if final is not None else ""
+    if workload.ref.kind == "DaemonSet":
+        parts = []
+        for placement in stuck.final[:_SHOWN]:
+            node = placement.pod.rules.pinned or ""
+            reasons = (placement.rejected or {}).get(node) or [
+                reason for reason in placement.reasons or () if reason != REASON_PINNED
+            ]
+            parts.append(f"on {node}: {', '.join(reasons) or placement.summary(total)}")
+        more = len(stuck.pending) - len(stuck.final[:_SHOWN])
+        message = f"{pending_words(stuck)}: {'; '.join(parts)}" + (f"; and {more} more" if more > 0 else "")
+        return Violation(
+            workload.doc,
+            workload.pod.spec_path,
+            message,
+            fix="free room on those nodes, or keep the DaemonSet off them (node affinity)",
+        )
+    counts = final.reasons if final is not None and final.reasons else {}
+    dynamic = [reason for reason in counts if _rank(reason) < len(_ORDER)]
+    dominant = min(dynamic, key=lambda r: (-counts[r], _rank(r))) if dynamic else None
+    path: DataPath | None = None
+    detail = ""
+    related: tuple[Related, ...] = ()
+    fix = "see the reasons per node with kaffinity place"
+    if dominant is not None:
+        path, detail, related, fix = _explain(result, stuck, dominant)
+    message = f"{pending_words(stuck)}: {summary}"
+    if detail:
+        message += f" ({detail})"
+    severity = None
+    undeclared = _undeclared(stuck, dynamic)
+    if undeclared:
+        names = name_list(undeclared)
+        message += (
+            f"; the cluster file declares no allocatable {names} for the nodes it may run on, which the "
+            "scheduler counts as 0, but every kubelet reports it"
+        )
+        fix = f"declare allocatable {names} for the nodes in the cluster file; else {fix}"
+        if len(undeclared) == len(dynamic):
+            severity = Severity.WARNING  # the cluster file is incomplete, not the manifest wrong
+    field = replicas_field(workload)
+    if path is None:
+        path = field or workload.pod.spec_path
+    elif field is not None:
+        related = (Related(workload.doc, field, f"asks for {plural(stuck.shape.replicas, 'pod')}"), *related)
+    return Violation(workload.doc, path, message, related=related, fix=fix, severity=severity)
+
+
+#: Resources every kubelet reports in a Node's allocatable (cadvisor capacity minus reservations).
+_ALWAYS_REPORTED = ("cpu", "memory", "ephemeral-storage", "pods")
+
+
+def _undeclared(stuck: Stuck, reasons: list[str]) -> list[str]:
+    """The "Insufficient" resources that every kubelet reports but that the cluster file declares
+    for none of the nodes the pod may run on (so the simulation counts 0 of them)."""
+    found = []
+    for reason in reasons:
+        resource = reason[len(_INSUFFICIENT) :] if reason.startswith(_INSUFFICIENT) else None
+        if resource not in _ALWAYS_REPORTED:
+            continue
+        if not any(node.allocatable and resource in node.allocatable for node in stuck.shape.eligible):
+            found.append(resource)
+    return found
+
+
+def _no_match_reported(context: Context) -> set[int]:
+    """The workloads (id of their document) that ``affinity-no-match`` reports, when it is enabled:
+    a required pod affinity that no pod can satisfy is that rule's finding (with the namespaces
+    and near-misses it knows), and the pods it leaves Pending are not reported twice."""
+    from kaffinity.engine import rule_enabled
+    from kaffinity.rules import affinity_no_match
+
+    rule = affinity_no_match.RULE
+    settings = context.settings
+    if rule.check is None or not rule_enabled(rule, settings.select, settings.ignore):
+        return set()
+    return {id(violation.doc) for violation in rule.check(context)}
+
+
+def _check(context: Context) -> Iterator[Violation]:
+    result = analysis(context)
+    if result is None or result.stuck is None:
+        return  # placement needed: quiet with --no-simulate
+    no_match: set[int] | None = None
+    for stuck in result.stuck.values():
+        if stuck.rule != UNSCHEDULABLE or not stuck.pending:
+            continue
+        reasons = stuck.final[0].reasons if stuck.final else None
+        if reasons and REASON_AFFINITY in reasons:
+            if no_match is None:
+                no_match = _no_match_reported(context)
+            if id(stuck.workload.doc) in no_match:
+                continue
+        yield _violation(result, stuck)
+
+
+RULE = Rule(
+    name="unschedulable",
+    category="topology",
+    severity=Severity.ERROR,
+    summary="Pods that stay Pending on the declared cluster, with the scheduler's event text.",
+    check=_check,
+    needs_context=True,
+    docs="""\
+## What it finds
+Pods of a workload that stay Pending after kaffinity's offline scheduler has placed every pod
+of the input on the declared cluster (`--cluster`), for a reason none of the other topology
+rules reports (no eligible node, an absent topologyKey, anti-affinity with too few domains, an
+unsatisfiable spread constraint): not enough cpu or memory, full nodes, a required pod affinity
+whose pods run where this one may not, the required anti-affinity of other pods... The message
+is the scheduler's own event text, `0/6 nodes are available: 3 Insufficient cpu, 3 node(s) had
+untolerated taint(s).` (`FitError.Error`), followed by what makes the most nodes fail: the
+request and the most free on a node, the pods whose anti-affinity selects these pods, where the
+pods it requires run. A Pending pod is tried again once everything is placed, as the scheduler
+retries unschedulable pods when pods are added: a pod whose required affinity target comes
+later in the input is not reported. It needs the simulation (quiet with `--no-simulate`).
+
+## Why it matters
+The scheduler leaves such pods Pending until the cluster changes; nothing in the manifests
+says so before deploy. Filters and reasons are those of the default profile
+(`pkg/scheduler/framework/plugins`, reference §F); `kaffinity place` shows every node's reason.
+
+## Example
+```yaml
+# cluster: 4-cpu nodes
+containers:
+  - name: app
+    resources:
+      requests: {cpu: "8"}      # 0/6 nodes are available: 6 Insufficient cpu.
+```
+
+## Fix
+Depends on the reason: lower the requests or add capacity; let the pod run where the pods it
+requires run; narrow the anti-affinity that keeps it out.
+""",
+)
