@@ -555,10 +555,7 @@ def _finals(sim: Simulation, pending: list[Placement], recorded: bool = False) -
     finals = []
     for placement in pending[:count]:
         if recorded or _may_change(placement):
-            # A copy of the rules: Simulation.place answers a template that failed before, with
-            # nothing moved since, from a memo keyed by its rules -- without the rejections asked for.
-            copy = _with_rules(placement.pod, dataclasses.replace(placement.pod.rules))
-            finals.append(sim.place(copy, record=True, bind=False))
+            finals.append(sim.place(placement.pod, record=True, bind=False))
         else:
             finals.append(placement)
     return finals

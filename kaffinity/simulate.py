@@ -112,6 +112,8 @@ _NONZERO = {"cpu": 100, "memory": 200 * 1024 * 1024}
 _DEFAULT_MAX_PODS = 110
 _FITS: list[str] = []  # no reasons (never appended to)
 _DEFAULT = (0, 0, 0, 0, 0)
+#: Marks a ClusterTopology node whose pool declares no ephemeral-storage (left unchecked).
+_UNCHECKED = "kaffinity.io/ephemeral-storage-unchecked"
 #: Nodes the heap tries before a pod with required inter-pod rules filters every node instead.
 _HEAP_TRIES = 48
 
@@ -495,12 +497,17 @@ class Simulation:
         for node in nodes:
             if node.ref.name in self.by_name:
                 continue  # a node listed twice: the first declaration counts
+            allocatable = scheduler_units(node.allocatable) if node.allocatable else None
+            if allocatable is not None and node.path and "ephemeral-storage" not in allocatable:
+                # A ClusterTopology pool that does not say: every kubelet reports its disk, so
+                # leave it unchecked rather than report every pod short of ephemeral-storage.
+                allocatable[_UNCHECKED] = 1
             sim = SimNode(
                 node,
                 node.ref.name,
                 dict(node.labels),
                 node.taints,
-                scheduler_units(node.allocatable) if node.allocatable else None,
+                allocatable,
                 node.unschedulable,
             )
             sim.refresh()
@@ -877,7 +884,10 @@ class Simulation:
         if pods is not None and len(node.pods) >= pods:
             reasons = [REASON_TOO_MANY_PODS]
         requested = node.requested
+        unchecked = _UNCHECKED in allocatable
         for resource, want in rules.wants:
+            if unchecked and resource == "ephemeral-storage":
+                continue
             if want > allocatable.get(resource, 0) - requested.get(resource, 0):
                 if reasons is None:
                     reasons = []

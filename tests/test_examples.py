@@ -27,6 +27,7 @@ def test_every_rule_has_failing_and_passing_examples(rule: str) -> None:
 def test_example_reports_exactly_its_markers(path: Path) -> None:
     """Each example is linted with the settings its ``# settings:`` line names (default: none)."""
     result = lint_paths(path, **example_settings(path))
+    assert not result.internal_errors  # a rule that crashes must not pass for a quiet one
     got = sorted((finding.rule, finding.line) for finding in result.findings)
     assert got == expected(path)
     if path.name.startswith("pass"):

@@ -405,3 +405,12 @@ def test_the_fast_path_chooses_what_the_full_scan_chooses() -> None:
     assert len(fast.placements) > 300
     assert [p.node for p in fast.placements] == [p.node for p in full.placements]
     assert fast.pending  # the corpus has pods that do not fit, so the comparison covers both
+
+
+def test_a_compact_pool_without_ephemeral_storage_leaves_it_unchecked(tmp_path: Path) -> None:
+    disk = WEB.replace("REPLICAS", "1").replace("cpu: 500m", "ephemeral-storage: 50Gi")
+    code, _ = place(tmp_path, disk)
+    assert code == 0
+    declared = TOPOLOGY.read_text().replace("pods: 110}", "pods: 110, ephemeral-storage: 10Gi}")
+    code, out = place(tmp_path, disk, cluster=declared)
+    assert code == 1 and "6 Insufficient ephemeral-storage" in out

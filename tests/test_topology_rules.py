@@ -616,17 +616,16 @@ def test_unschedulable_leaves_a_no_match_affinity_to_affinity_no_match() -> None
 
 
 def test_unschedulable_undeclared_ephemeral_storage_is_a_warning_about_the_cluster_file() -> None:
-    compact = {
-        "apiVersion": "kaffinity.io/v1alpha1",
-        "kind": "ClusterTopology",
-        "spec": {
-            "zones": [
-                {"name": "a", "pools": [{"name": "p", "count": 1, "allocatable": {"cpu": "4", "pods": 10}}]}
-            ]
-        },
+    # A hand-written Node without ephemeral-storage (kubelets always report it; a ClusterTopology
+    # pool that declares none leaves it unchecked instead: tests/test_simulate.py).
+    written = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n", "labels": {"kubernetes.io/hostname": "n"}},
+        "status": {"allocatable": {"cpu": "4", "pods": 10}},
     }
     containers = [{"name": "c", "image": "x", "resources": {"requests": {"ephemeral-storage": "1Gi"}}}]
-    finding = only(run([workload("app", containers=containers)], [compact]), "unschedulable")
+    finding = only(run([workload("app", containers=containers)], [written]), "unschedulable")
     assert finding.severity == Severity.WARNING
     assert "the cluster file declares no allocatable ephemeral-storage" in finding.message
 
@@ -687,20 +686,19 @@ def test_the_analysis_is_shared_by_the_rules_of_one_run() -> None:
     assert analysis(context_of(MIXED, None)) is None
 
 
-# --- a simulation bug (kaffinity/simulate.py, the lead's): stays failing until fixed ----------------
-
-
-def test_schedule_anyway_on_a_key_some_nodes_lack_does_not_crash() -> None:
-    """SIMULATION BUG, left failing on purpose: Simulation.spread_nodes keys the nodes by the
-    pod's *hard* constraints' keys only, then reads ``node.labels[spread.topology_key]`` for a
-    ScheduleAnyway constraint too, a KeyError on a node without that key. Upstream scoring
-    (podtopologyspread/scoring.go initPreScoreState) skips the nodes lacking any soft
-    constraint's key (nodeLabelsMatchSpreadConstraints over the soft constraints); they score 0.
-    A preference for zones on a cluster without zone labels must be quiet (topology-key-absent
-    stays quiet for the well-known zone key)."""
+def test_schedule_anyway_on_a_key_some_nodes_lack_is_quiet() -> None:
+    """Upstream scoring (podtopologyspread/scoring.go initPreScoreState) skips the nodes lacking a
+    soft constraint's key; they score 0. A preference for zones on a cluster without zone labels
+    is quiet (topology-key-absent stays quiet for the well-known zone key). The simulation once
+    raised a KeyError here (Simulation.spread_nodes read the soft key on every node)."""
     constraints = spread("topology.kubernetes.io/zone", {"app": "web"}, hard=False)
     objects = [workload("web", replicas=2, topologySpreadConstraints=constraints)]
-    assert run(objects, [node("n1"), node("n2")]).findings == ()
+    assert run(objects, [node("n1"), node("n2"), node("n3", zone="a")]).findings == ()
+    custom = spread("example.com/row", {"app": "web"}, hard=False)
+    objects[0]["spec"]["template"]["spec"]["topologySpreadConstraints"] = custom
+    finding = only(run(objects, [node("n1"), node("n2")]), "topology-key-absent")
+    assert finding.severity == Severity.INFO
+    assert "every node scores the same for it, so it spreads nothing" in finding.message
 
 
 def test_examples_text_is_valid_yaml() -> None:

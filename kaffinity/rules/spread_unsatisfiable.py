@@ -53,7 +53,8 @@ def _static(stuck: Stuck, cap: SpreadCap) -> tuple[DataPath, str, str]:
     else:
         # A counted domain the pod can never run in keeps its count (and so the minimum) at 0.
         dead = "; ".join(f"{name}: {why}" for name, why in cap.dead.items())
-        taints = any("taint" in why or "cordoned" in why for why in cap.dead.values())
+        taints = any("taint" in why for why in cap.dead.values())
+        cordoned = any("cordoned" in why for why in cap.dead.values())
         policy = []
         if taints and not spread.honor_taints:
             policy.append(
@@ -61,8 +62,10 @@ def _static(stuck: Stuck, cap: SpreadCap) -> tuple[DataPath, str, str]:
             )
         if not spread.honor_affinity:
             policy.append("nodeAffinityPolicy Ignore counts nodes its node selection excludes")
-        if any("cordoned" in why for why in cap.dead.values()):
-            policy.append("cordoned nodes count like any other")
+        if cordoned:
+            # PreFilter never looks at spec.unschedulable; only the unschedulable taint the node
+            # lifecycle controller adds is left out, and only with nodeTaintsPolicy: Honor.
+            policy.append("a cordoned node still counts as a domain")
         reason = (
             f"it counts {plural(len(cap.dead), domain)} its pods can never use ({dead})"
             + (f" -- {'; '.join(policy)}" if policy else "")
@@ -77,6 +80,8 @@ def _static(stuck: Stuck, cap: SpreadCap) -> tuple[DataPath, str, str]:
         elif not spread.honor_affinity:
             where = (*path, "nodeAffinityPolicy") if _written(stuck, spread, "nodeAffinityPolicy") else where
             fix = "set nodeAffinityPolicy: Honor (the default), so that only nodes it may run on are counted"
+        elif cordoned:
+            fix = f"uncordon the node or remove it from the cluster, or lower replicas to {cap.cap}"
         else:
             fix = f"make the {domain}s it cannot use schedulable for it, or lower replicas to {cap.cap}"
     message = (
