@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from kaffinity.model import Namespace, Workload
 from kaffinity.selectors import selector_matches
 from kaffinity.simulate import FILTERS, Placement, SimNode, SimPod, Simulation, node_matches
-from kaffinity.topology import Cluster
+from kaffinity.topology import Cluster, finished
 
 PLACED_KINDS = frozenset(
     ("Pod", "Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job", "CronJob")
@@ -57,14 +57,9 @@ def placed(workload: Workload) -> bool:
     kind = workload.ref.kind
     if kind not in PLACED_KINDS:
         return False
-    if kind == "Pod" and _finished(workload):
+    if kind == "Pod" and finished(workload):
         return False
     return workload.pod.scheduler_name == DEFAULT_SCHEDULER
-
-
-def _finished(pod: Workload) -> bool:
-    status = pod.doc.data.get("status")
-    return isinstance(status, Mapping) and status.get("phase") in ("Succeeded", "Failed")
 
 
 def namespace_labels(namespaces: Iterable[Namespace]) -> dict[str, dict[str, str]]:

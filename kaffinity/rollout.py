@@ -133,21 +133,32 @@ class Budget:
     text: str
 
 
-def deployment_budget(workload: Workload, replicas: int) -> Budget | None:
-    """``deploymentutil.ResolveFenceposts`` (surge rounds up, unavailable down; both 0: 1)."""
+def _fenceposts(workload: Workload, total: int, unavailable_up: bool) -> Budget | None:
+    """maxSurge (rounded up) and maxUnavailable resolved against ``total``, both as written;
+    None when the strategy has no rolling update or a value does not resolve."""
     strategy = workload.strategy
     if strategy is None:
         return None
-    surge = scaled(strategy.max_surge, replicas, True)
-    unavailable = scaled(strategy.max_unavailable, replicas, False)
+    surge = scaled(strategy.max_surge, total, True)
+    unavailable = scaled(strategy.max_unavailable, total, unavailable_up)
     if surge is None or unavailable is None or surge < 0 or unavailable < 0:
         return None
+    rounding = "up" if unavailable_up else "down"
     text = ", ".join(
         (
-            _describe("maxSurge", strategy.max_surge, surge, replicas, "up"),
-            _describe("maxUnavailable", strategy.max_unavailable, unavailable, replicas, "down"),
+            _describe("maxSurge", strategy.max_surge, surge, total, "up"),
+            _describe("maxUnavailable", strategy.max_unavailable, unavailable, total, rounding),
         )
     )
+    return Budget(surge, unavailable, text)
+
+
+def deployment_budget(workload: Workload, replicas: int) -> Budget | None:
+    """``deploymentutil.ResolveFenceposts`` (surge rounds up, unavailable down; both 0: 1)."""
+    budget = _fenceposts(workload, replicas, False)
+    if budget is None:
+        return None
+    surge, unavailable, text = budget.surge, budget.unavailable, budget.text
     if surge == 0 and unavailable == 0:
         unavailable = 1
         text += " (both 0: the controller takes maxUnavailable 1)"
@@ -158,23 +169,12 @@ def deployment_budget(workload: Workload, replicas: int) -> Budget | None:
 def daemonset_budget(workload: Workload, desired: int) -> Budget | None:
     """``util.SurgeCount`` / ``util.UnavailableCount``: percentages of the nodes that should run
     the pod, both rounded up; unavailable 1 when both are 0 (``updatedDesiredNodeCounts``)."""
-    strategy = workload.strategy
-    if strategy is None:
+    budget = _fenceposts(workload, desired, True)
+    if budget is None:
         return None
-    surge = scaled(strategy.max_surge, desired, True)
-    unavailable = scaled(strategy.max_unavailable, desired, True)
-    if surge is None or unavailable is None or surge < 0 or unavailable < 0:
-        return None
-    text = ", ".join(
-        (
-            _describe("maxSurge", strategy.max_surge, surge, desired, "up"),
-            _describe("maxUnavailable", strategy.max_unavailable, unavailable, desired, "up"),
-        )
-    )
-    if surge == 0 and unavailable == 0 and desired > 0:
-        unavailable = 1
-        text += " (both 0: the controller takes maxUnavailable 1)"
-    return Budget(surge, unavailable, text)
+    if budget.surge == 0 and budget.unavailable == 0 and desired > 0:
+        return Budget(0, 1, budget.text + " (both 0: the controller takes maxUnavailable 1)")
+    return budget
 
 
 def statefulset_parallel_gate(version: str, gates: Mapping[str, bool]) -> bool:

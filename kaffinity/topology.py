@@ -58,7 +58,7 @@ def cluster_from(files: Sequence[SourceFile], default_namespace: str = "default"
     pods = tuple(
         workload
         for workload in inventory.workloads
-        if workload.ref.kind == "Pod" and workload.pod.node_name and not _finished(workload)
+        if workload.ref.kind == "Pod" and workload.pod.node_name and not finished(workload)
     )
     nodes = list(inventory.nodes)
     for doc in documents:
@@ -67,7 +67,8 @@ def cluster_from(files: Sequence[SourceFile], default_namespace: str = "default"
     return Cluster(checked, tuple(nodes), inventory.namespaces, pods)
 
 
-def _finished(pod: Workload) -> bool:
+def finished(pod: Workload) -> bool:
+    """A pod whose ``status.phase`` is Succeeded or Failed: the scheduler no longer sees it."""
     status = pod.doc.data.get("status")
     return isinstance(status, dict) and status.get("phase") in _FINISHED
 
