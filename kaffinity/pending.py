@@ -275,7 +275,7 @@ class _Statics:
 def eligible_nodes(sim: Simulation, rules: Rules) -> list[SimNode]:
     """The nodes passing the static filters for a pod with ``rules`` (the scheduler's first four:
     NodeUnschedulable, NodeName, TaintToleration, NodeAffinity; reference §F)."""
-    return list(sim._static_filter(rules)[0])
+    return list(sim.static_filter(rules)[0])
 
 
 def _shape(sim: Simulation, statics: _Statics, workload: Workload) -> Shape:
@@ -587,10 +587,6 @@ def _fits(sim: Simulation, pod: SimPod, rules: Rules) -> bool:
 
 
 # --- words ---------------------------------------------------------------------------------------
-
-
-def pod_names(placements: Iterable[Placement]) -> list[str]:
-    return [placement.pod.name for placement in placements]
 
 
 def counts_text(counts: Mapping[str, int], domains: Iterable[str]) -> str:

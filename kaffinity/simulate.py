@@ -212,11 +212,6 @@ class Rules:
     sig: tuple[Any, ...] | None = None
 
     @property
-    def hard(self) -> bool:
-        """Required inter-pod rules or DoNotSchedule spread: feasibility depends on other pods."""
-        return bool(self.affinity or self.anti or self.spread)
-
-    @property
     def plain(self) -> bool:
         """Nothing but node filters and resources: the heap may choose its node."""
         return not (
@@ -698,7 +693,7 @@ class Simulation:
         ):
             # The same pod template found no node, and nothing moved since: the same answer.
             return dataclasses.replace(pending[1], pod=pod)
-        static, static_reasons = self._static_filter(rules)
+        static, static_reasons = self.static_filter(rules)
         anti_terms = self._anti_terms_for(pod) if INTER_POD_AFFINITY in self.filters else []
         if not record and rules.plain and not anti_terms and not self._prefer_taints:
             chosen = self._heap(rules, static).best(lambda node: not self._resources(rules, node))
@@ -758,7 +753,7 @@ class Simulation:
         key = rules.signature()
         found = self._static_sets.get(key)
         if found is None:
-            found = self._static_sets[key] = set(self._static_filter(rules)[0])
+            found = self._static_sets[key] = set(self.static_filter(rules)[0])
         return found
 
     def domain_nodes(self, key: str, value: str) -> list[SimNode]:
@@ -829,7 +824,7 @@ class Simulation:
             if self._anti.holders.get(term) and term.matches(pod, ns_labels)
         ]
 
-    def _static_filter(self, rules: Rules) -> tuple[list[SimNode], dict[str, str]]:
+    def static_filter(self, rules: Rules) -> tuple[list[SimNode], dict[str, str]]:
         """Nodes passing NodeUnschedulable, NodeName, TaintToleration and NodeAffinity, and the
         first failing reason of every other node (computed once per pod signature)."""
         key = rules.signature()

@@ -52,7 +52,8 @@ class Cluster:
 
 
 def cluster_from(files: Sequence[SourceFile], default_namespace: str = "default") -> Cluster:
-    checked = tuple(_checked(file) for file in files)
+    invalid: set[int] = set()  # id() of compact documents that break the schema: not expanded
+    checked = tuple(_checked(file, invalid) for file in files)
     documents = [doc for file in checked for doc in file.documents]
     inventory: Inventory = build_inventory(documents, default_namespace)
     pods = tuple(
@@ -62,7 +63,7 @@ def cluster_from(files: Sequence[SourceFile], default_namespace: str = "default"
     )
     nodes = list(inventory.nodes)
     for doc in documents:
-        if _is_compact(doc.data):
+        if _is_compact(doc.data) and id(doc) not in invalid:
             nodes.extend(expand_topology(doc))
     return Cluster(checked, tuple(nodes), inventory.namespaces, pods)
 
@@ -93,8 +94,9 @@ def _validator() -> Any:
     return Draft202012Validator(schema("cluster.schema.json"))
 
 
-def _checked(file: SourceFile) -> SourceFile:
-    """``file`` with a load problem for each compact document that breaks the schema."""
+def _checked(file: SourceFile, invalid: set[int]) -> SourceFile:
+    """``file`` with a load problem for each compact document that breaks the schema (whose
+    ``id()`` goes into ``invalid``)."""
     problems: list[LoadProblem] = []
     for doc in file.documents:
         if isinstance(doc.data, Mapping) and doc.data.get("kind") == COMPACT_KIND:
@@ -106,6 +108,7 @@ def _checked(file: SourceFile) -> SourceFile:
                         "parse-error", f"invalid {COMPACT_KIND} at {where}: {error.message}", doc.locate(path)
                     )
                 )
+                invalid.add(id(doc))
                 break  # one clear line per document
     return dataclasses.replace(file, problems=file.problems + tuple(problems)) if problems else file
 

@@ -414,3 +414,47 @@ def test_a_compact_pool_without_ephemeral_storage_leaves_it_unchecked(tmp_path: 
     declared = TOPOLOGY.read_text().replace("pods: 110}", "pods: 110, ephemeral-storage: 10Gi}")
     code, out = place(tmp_path, disk, cluster=declared)
     assert code == 1 and "6 Insufficient ephemeral-storage" in out
+
+
+def test_place_reads_stdin_and_writes_a_file(tmp_path: Path) -> None:
+    out = tmp_path / "placed.json"
+    result = runner.invoke(
+        app,
+        ["place", "--no-config", "-", "--cluster", str(TOPOLOGY), "--format", "json", "-o", str(out)],
+        input=WEB.replace("REPLICAS", "2"),
+    )
+    assert result.exit_code == 0 and result.stdout == ""
+    assert [pod["node"] for pod in json.loads(out.read_text())["pods"]] == [
+        "general-eu-west-1a-0",
+        "general-eu-west-1a-1",
+    ]
+
+
+def test_a_huge_pool_is_refused_before_it_is_expanded(tmp_path: Path) -> None:
+    huge = (
+        "apiVersion: kaffinity.io/v1alpha1\nkind: ClusterTopology\n"
+        "spec: {zones: [{name: a, pools: [{name: p, count: 1000000000}]}]}\n"
+    )
+    code, out = place(tmp_path, WEB.replace("REPLICAS", "1"), cluster=huge)
+    assert code == 2
+    assert "invalid ClusterTopology at spec.zones.0.pools.0.count: 1000000000 is greater than" in out
+
+
+ROLLOUT = EXAMPLES / "rollout-deadlock" / "fail.yaml"
+ROLLOUT_CLUSTER = EXAMPLES / "clusters" / "rollout-deadlock.yaml"
+
+
+def _rules_reported(*args: str) -> set[str]:
+    result = runner.invoke(app, ["lint", "--format", "json", "--cluster", str(ROLLOUT_CLUSTER), *args])
+    return {finding["rule"] for finding in json.loads(result.stdout)["findings"]}
+
+
+def test_no_simulate_flag_and_config_turn_the_placement_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert "rollout-deadlock" in _rules_reported("--no-config", str(ROLLOUT))
+    assert "rollout-deadlock" not in _rules_reported("--no-config", "--no-simulate", str(ROLLOUT))
+    (tmp_path / ".kaffinity.yaml").write_text("simulate: false\n")
+    assert "rollout-deadlock" not in _rules_reported(str(ROLLOUT))
+    assert "rollout-deadlock" in _rules_reported("--simulate", str(ROLLOUT))
