@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -55,6 +54,7 @@ from kaffinity.simulate import (
     Spread,
     Term,
     node_matches,
+    spread_counts,
     tolerates,
 )
 from kaffinity.source import DataPath
@@ -436,23 +436,6 @@ def static_reason(sim: Simulation, rules: Rules, node: SimNode) -> str | None:
 def taint_text(taint: Any) -> str:
     value = f"={taint.value}" if taint.value else ""
     return f"{taint.key}{value}:{taint.effect}"
-
-
-def spread_counts(sim: Simulation, namespace: str, spread: Spread, nodes: Iterable[SimNode]) -> Counter[str]:
-    """Matching pods per domain, as PodTopologySpread's PreFilter counts them (§E): on the
-    counted nodes, in the pod's namespace, not terminating, matching the merged selector."""
-    counts: Counter[str] = Counter()
-    selector = spread.selector
-    if selector is None or selector.is_empty:
-        return counts
-    counted = set(nodes)
-    for other in sim.candidates(selector):
-        node = other.node
-        if node is None or node not in counted or other.terminating or other.namespace != namespace:
-            continue
-        if selector_matches(selector, other.labels):
-            counts[node.labels[spread.topology_key]] += 1
-    return counts
 
 
 # --- the simulation ------------------------------------------------------------------------------

@@ -124,19 +124,24 @@ def place_all(
     return run
 
 
-def _claim(sim: Simulation, workload: Workload, claimed: set[SimPod]) -> list[SimPod]:
-    """The existing pods ``workload`` owns: its selector matches them in its namespace."""
+def owns(workload: Workload, pod: SimPod) -> bool:
+    """Whether ``workload``'s selector takes ``pod`` as one of its own (same namespace)."""
     selector = workload.selector
-    if workload.ref.kind == "Pod" or selector is None or selector.is_empty:
-        return []
-    namespace = workload.ref.namespace
+    return (
+        workload.ref.kind != "Pod"
+        and selector is not None
+        and not selector.is_empty
+        and pod.namespace == (workload.ref.namespace or "default")
+        and selector_matches(selector, pod.labels)
+    )
+
+
+def _claim(sim: Simulation, workload: Workload, claimed: set[SimPod]) -> list[SimPod]:
+    """The existing pods ``workload`` owns that no workload before it took."""
     mine = [
         pod
-        for pod in sim.candidates(selector)
-        if pod.existing
-        and pod not in claimed
-        and pod.namespace == namespace
-        and selector_matches(selector, pod.labels)
+        for pod in sim.candidates(workload.selector)
+        if pod.existing and pod not in claimed and owns(workload, pod)
     ]
     mine.sort(key=lambda pod: pod.name)
     claimed.update(mine)
@@ -153,7 +158,7 @@ def _new_pods(sim: Simulation, workload: Workload, current: list[SimPod]) -> Ite
     wanted = max(workload.replicas or 0, 0)
     if workload.ref.kind == "StatefulSet":
         # Ordinals are identities: the missing ones are created (web-1 when web-0, web-2 run).
-        ordinals = {_ordinal(workload.ref.name, pod.name) for pod in current}
+        ordinals = {ordinal_of(pod, workload) for pod in current}
         free = (i for i in range(wanted) if i not in ordinals)
         for replica in itertools.islice(free, max(wanted - len(current), 0)):
             yield sim.pod(workload, replica)
@@ -162,10 +167,16 @@ def _new_pods(sim: Simulation, workload: Workload, current: list[SimPod]) -> Ite
         yield sim.pod(workload, replica)
 
 
-def _ordinal(name: str, pod: str) -> int | None:
-    """The ordinal of StatefulSet ``name``'s pod ``pod`` (``web-2`` -> 2), if it has one."""
-    suffix = pod[len(name) + 1 :] if pod.startswith(f"{name}-") else ""
-    return int(suffix) if suffix.isdigit() else None
+def ordinal_of(pod: SimPod, owner: Workload) -> int | None:
+    """A StatefulSet pod's ordinal: a placed pod's replica index; an existing pod's
+    ``apps.kubernetes.io/pod-index`` label or name suffix (``web-2`` -> 2)."""
+    if not pod.existing:
+        return pod.replica
+    index = pod.labels.get("apps.kubernetes.io/pod-index")
+    if index is not None and index.isdigit():
+        return int(index)
+    suffix = pod.name.removeprefix(f"{owner.ref.name}-")
+    return int(suffix) if suffix != pod.name and suffix.isdigit() else None
 
 
 def daemon_nodes(sim: Simulation, workload: Workload) -> list[SimNode]:

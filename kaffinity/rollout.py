@@ -63,8 +63,7 @@ from weakref import WeakKeyDictionary
 
 from kaffinity import gates as fg
 from kaffinity.model import Workload
-from kaffinity.place import PlacementRun, daemon_nodes
-from kaffinity.selectors import selector_matches
+from kaffinity.place import PlacementRun, daemon_nodes, ordinal_of, owns
 from kaffinity.simulate import (
     REASON_AFFINITY,
     REASON_ANTI_AFFINITY,
@@ -83,11 +82,10 @@ from kaffinity.source import DataPath, Document
 NEW_REVISION = "revision 2"
 #: ``controller.kubernetes.io/pod-deletion-cost`` (PodDeletionCost, beta and on since 1.22).
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-MAX_UNAVAILABLE_STATEFULSET = "MaxUnavailableStatefulSet"
 ROLLED_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 _PERCENT = re.compile(r"^(-?\d+)%$")
 
-#: Changed copies of workloads (and of pod rules), kept alive as long as the simulation that
+#: Changed copies of workloads, kept alive as long as the simulation that
 #: used them (``Simulation`` caches by ``id(workload)`` / ``id(rules)``: a freed copy's id could
 #: be reused).
 _COPIES: WeakKeyDictionary[Simulation, list[object]] = WeakKeyDictionary()
@@ -178,11 +176,8 @@ def daemonset_budget(workload: Workload, desired: int) -> Budget | None:
 
 
 def statefulset_parallel_gate(version: str, gates: Mapping[str, bool]) -> bool:
-    """``MaxUnavailableStatefulSet``: alpha (off) from 1.24, beta and on by default from 1.35
-    (``pkg/features/kube_features.go``, versioned specs)."""
-    if MAX_UNAVAILABLE_STATEFULSET in gates:
-        return gates[MAX_UNAVAILABLE_STATEFULSET]
-    return fg.minor(version) >= 35
+    """``MaxUnavailableStatefulSet``: alpha (off) from 1.24, beta and on by default from 1.35."""
+    return fg.gate_state(fg.MAX_UNAVAILABLE_STATEFULSET, version, gates).enabled
 
 
 def statefulset_budget(
@@ -199,7 +194,7 @@ def statefulset_budget(
             0, 1, "podManagementPolicy OrderedReady: one pod at a time, each Running and Ready first"
         )
     if not statefulset_parallel_gate(version, gates):
-        return Budget(0, 1, f"one pod at a time (feature gate {MAX_UNAVAILABLE_STATEFULSET} is off)")
+        return Budget(0, 1, f"one pod at a time (feature gate {fg.MAX_UNAVAILABLE_STATEFULSET} is off)")
     unavailable = scaled(strategy.max_unavailable, replicas, True)
     if unavailable is None:
         return None
@@ -432,21 +427,6 @@ def _deployment(
     return _deadlock(session, workload, pending[0], "a pod of the new revision", budget, wait, progress, old)
 
 
-def _ordinal(pod: SimPod, owner: Workload) -> int | None:
-    """A StatefulSet pod's ordinal: the replica index of a placed pod, the name suffix (or the
-    ``apps.kubernetes.io/pod-index`` label) of an existing one."""
-    if not pod.existing:
-        return pod.replica
-    index = pod.labels.get("apps.kubernetes.io/pod-index")
-    if index is not None and index.isdigit():
-        return int(index)
-    prefix = f"{owner.ref.name}-"
-    name = pod.name
-    if name.startswith(prefix) and name[len(prefix) :].isdigit():
-        return int(name[len(prefix) :])
-    return None
-
-
 def _statefulset(
     session: _Session,
     workload: Workload,
@@ -469,7 +449,7 @@ def _statefulset(
         return None  # the controller never reaches its update step (see the module docstring)
     by_ordinal: dict[int, SimPod] = {}
     for pod in current:
-        ordinal = _ordinal(pod, workload)
+        ordinal = ordinal_of(pod, workload)
         if ordinal is None or ordinal in by_ordinal or not 0 <= ordinal < replicas:
             return None  # pods the simulation cannot tell apart by ordinal: stay quiet
         by_ordinal[ordinal] = pod
@@ -682,19 +662,9 @@ def _pod_name(pod: SimPod) -> str:
 def _relation(pod: SimPod, workload: Workload) -> str:
     if pod.workload is workload and not pod.existing:
         return "new" if pod.revision == NEW_REVISION else "old"
-    if pod.existing and pod.workload is not workload and _claimed_by(pod, workload):
+    if pod.existing and pod.workload is not workload and owns(workload, pod):
         return "old"
     return "other"
-
-
-def _claimed_by(pod: SimPod, workload: Workload) -> bool:
-    selector = workload.selector
-    return (
-        selector is not None
-        and not selector.is_empty
-        and pod.namespace == (workload.ref.namespace or "default")
-        and selector_matches(selector, pod.labels)
-    )
 
 
 def _deadlock(
@@ -714,7 +684,7 @@ def _deadlock(
         quick = sim.place(pod, bind=False)
         if any(_resource_reason(reason) for reason in quick.reasons or ()):
             return None
-    placement = _recorded(sim, pod)
+    placement = sim.place(pod, record=True, bind=False)
     rejected = placement.rejected or {}
     static: Counter[str] = Counter()
     for reasons in rejected.values():
@@ -736,22 +706,6 @@ def _deadlock(
         progress=progress,
         old_nodes=old_nodes,
     )
-
-
-def _recorded(sim: Simulation, pod: SimPod) -> Placement:
-    """``pod``'s placement with every node's rejection recorded.
-
-    ``Simulation.place`` answers a pod whose template just found no node from its cache, even
-    with ``record`` (and then without the rejections): a copy of the pod's rules, kept alive with
-    the simulation, is not in that cache.
-    """
-    placement = sim.place(pod, record=True, bind=False)
-    if placement.rejected is not None:
-        return placement
-    rules = replace(pod.rules)
-    _COPIES.setdefault(sim, []).append(rules)
-    probe = SimPod(pod.workload, pod.replica, pod.revision, pod.labels, rules)
-    return replace(sim.place(probe, record=True, bind=False), pod=pod)
 
 
 def blockers(

@@ -940,6 +940,24 @@ def _nonzero(requests: Mapping[str, int]) -> dict[str, int]:
     return {resource: requests.get(resource) or default for resource, default in _NONZERO.items()}
 
 
+def spread_counts(sim: Simulation, namespace: str, spread: Spread, nodes: Iterable[SimNode]) -> Counter[str]:
+    """Matching pods per domain, as PodTopologySpread's PreFilter counts them (§E): on the
+    counted ``nodes``, in the pod's namespace, not terminating, matching the merged selector."""
+    counts: Counter[str] = Counter()
+    selector = spread.selector
+    # countPodsMatchSelector: an empty selector counts no pod (kubernetes#116607).
+    if selector is None or selector.is_empty:
+        return counts
+    counted = nodes if isinstance(nodes, (set, frozenset)) else set(nodes)
+    for other in sim.candidates(selector):
+        node = other.node
+        if node is None or node not in counted or other.terminating or other.namespace != namespace:
+            continue
+        if selector_matches(selector, other.labels):
+            counts[node.labels[spread.topology_key]] += 1
+    return counts
+
+
 def _by_free(node: SimNode) -> tuple[float, str]:
     return (-node.free, node.name)
 
@@ -1001,20 +1019,7 @@ class _State:
 
     def _spread_counts(self, rules: Rules, spread: Spread) -> tuple[Counter[str], frozenset[str]]:
         eligible, domains = self.sim.spread_nodes(rules, spread)
-        counts: Counter[str] = Counter()
-        selector = spread.selector
-        # countPodsMatchSelector: an empty selector counts no pod (kubernetes#116607).
-        if selector is None or selector.is_empty:
-            return counts, domains
-        for other in self.sim.candidates(selector):
-            node = other.node
-            if node is None or other.terminating or other.namespace != rules.namespace:
-                continue
-            if node not in eligible:
-                continue
-            if selector_matches(selector, other.labels):
-                counts[node.labels[spread.topology_key]] += 1
-        return counts, domains
+        return spread_counts(self.sim, rules.namespace, spread, eligible), domains
 
     def filter(self, node: SimNode) -> list[str]:
         """The dynamic filters on ``node``, in order; the first failing plugin's reasons."""

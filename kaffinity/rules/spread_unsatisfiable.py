@@ -16,11 +16,10 @@ from kaffinity.pending import (
     counts_text,
     pending_words,
     plural,
-    spread_counts,
 )
 from kaffinity.rules.all_namespaces_anti_affinity import domain_word, name_list
 from kaffinity.rules.base import Rule
-from kaffinity.simulate import REASON_SPREAD, REASON_SPREAD_LABEL, Spread
+from kaffinity.simulate import REASON_SPREAD, REASON_SPREAD_LABEL, Spread, spread_counts
 from kaffinity.source import DataPath
 
 if TYPE_CHECKING:
