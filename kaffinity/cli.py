@@ -34,6 +34,7 @@ class OutputFormat(str, Enum):
     json = "json"
     sarif = "sarif"
     github = "github"
+    markdown = "markdown"
 
 
 class FailOn(str, Enum):
@@ -162,29 +163,62 @@ def lint(
         ),
     ] = None,
     stdin_filename: _StdinFilename = None,
+    changed: Annotated[
+        bool,
+        typer.Option(
+            "--changed",
+            help="PATHS are the files a commit changes (pre-commit): read the context too, "
+            "report on PATHS only.",
+        ),
+    ] = False,
+    context: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--context",
+            help="Manifests the cross-workload rules read but are not reported on (repeatable; "
+            "default: context: in the config; with --changed, the git repository's manifests).",
+        ),
+    ] = None,
+    reports: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--report",
+            help="Also write a report to a file: FORMAT=FILE, FORMAT one of text, json, sarif, "
+            "github, markdown (repeatable).",
+        ),
+    ] = None,
     color: Annotated[Color, typer.Option("--color", help="Colour the text report.")] = Color.auto,
 ) -> None:
     """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage."""
+    from kaffinity.engine import Context
     from kaffinity.engine import lint as run_lint
     from kaffinity.findings import Severity
+    from kaffinity.rules import RULES
 
+    extra_reports = _report_targets(reports or ())
     settings = _settings(
         config, no_config, kube_version, feature_gates, proposals, select, ignore, namespace, exclude
     ).overridden(cluster=cluster, closed=closed, simulate=simulate)
     if fail_on is not None:
         threshold = None if fail_on is FailOn.none else Severity(fail_on.value)
         settings = replace(settings, fail_on=threshold)
-    files = _load(paths, settings, stdin_filename)
-    result = run_lint(files, settings, cluster=_load_cluster(settings))
+    files, reported, has_context = _load_in_context(paths, settings, stdin_filename, changed, context)
+    rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_context)
+    declared = _load_cluster(settings)
+    lint_context = Context(files, settings, declared)
+    result = run_lint(files, settings, rules, cluster=declared, context=lint_context, reported=reported)
 
     fmt = output_format.value
     if fmt == "auto":
         fmt = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
     from kaffinity.report import render
 
+    sources = {file.name: file.text for file in files}
+    for target_format, target in extra_reports:
+        text = render(result, target_format, sources=sources, context=lint_context)
+        _emit(text, target)
     use_color = _use_color(color, output)
-    report = render(result, fmt, color=use_color, sources={file.name: file.text for file in files})
-    _emit(report, output)
+    _emit(render(result, fmt, color=use_color, sources=sources, context=lint_context), output)
     for message in result.internal_errors:
         typer.echo(f"kaffinity: {message}", err=True)
     if result.exit_code:
@@ -486,15 +520,109 @@ def _settings(
     return settings
 
 
-def _load(paths: Optional[list[str]], settings: Settings, stdin_filename: Optional[str]) -> list[SourceFile]:
+def _load(
+    paths: Optional[list[str]],
+    settings: Settings,
+    stdin_filename: Optional[str],
+    seen: Optional[set[tuple[int, int]]] = None,
+) -> list[SourceFile]:
     from kaffinity.loader import STDIN, STDIN_NAME, ExcludeFn, load
 
     targets = paths or ["."]
     excluded = ExcludeFn(settings.exclude) if settings.exclude else None
-    files: list[SourceFile] = load(targets, excluded)
+    files: list[SourceFile] = load(targets, excluded, seen)
     if stdin_filename and STDIN in targets:
         files = [replace(file, name=stdin_filename) if file.name == STDIN_NAME else file for file in files]
     return files
+
+
+def _load_in_context(
+    paths: Optional[list[str]],
+    settings: Settings,
+    stdin_filename: Optional[str],
+    changed: bool,
+    context: Optional[list[str]],
+) -> tuple[list[SourceFile], Optional[set[str]], bool]:
+    """The files to lint, the names of those to report on (None: all), and whether the
+    cross-workload rules have what they need.
+
+    With ``--changed``, ``--context`` or ``context:`` in the config, PATHS are part of a larger
+    set of manifests (the context) that the rules read but that is not reported on. The context
+    is ``--context``, else ``context:``, else (with ``--changed``) the git repository's manifests.
+    Without any, ``--changed`` has no context: it says so once and the rules that need every
+    manifest (``Rule.needs_context``) are skipped rather than guess.
+    """
+    context_paths = tuple(context) if context else tuple(_shown_path(path) for path in settings.context)
+    if not changed and not context_paths:
+        return _load(paths, settings, stdin_filename), None, True
+    missing = [path for path in context_paths if not os.path.exists(path)]
+    if missing:
+        typer.echo(f"{missing[0]}: error: context path not found", err=True)
+        raise typer.Exit(2)
+    seen: set[tuple[int, int]] = set()
+    files = _load(paths, settings, stdin_filename, seen)
+    reported = {file.name for file in files}
+    if not context_paths:
+        from kaffinity.repository import repository_manifests
+
+        # The repository of the first file named (pre-commit runs at its root anyway).
+        start = next((path for path in paths or () if path != "-" and os.path.exists(path)), ".")
+        folder = start if os.path.isdir(start) else os.path.dirname(start) or "."
+        context_paths = tuple(repository_manifests(folder) or ())
+    if not context_paths:
+        skipped = _context_rules()
+        categories = ", ".join(sorted({rule.category for rule in skipped}))
+        typer.echo(
+            "kaffinity: no context: not in a git repository and no context: in .kaffinity.yaml, "
+            f"so the {len(skipped)} rules that need every manifest ({categories}) are skipped",
+            err=True,
+        )
+        return files, reported, False
+    from kaffinity.loader import ExcludeFn, load
+
+    excluded = ExcludeFn(settings.exclude) if settings.exclude else None
+    more = load(context_paths, excluded, seen)
+    broken = [file for file in more if any(problem.rule == "parse-error" for problem in file.problems)]
+    if broken:
+        first = broken[0]
+        problem = next(problem for problem in first.problems if problem.rule == "parse-error")
+        where = f"{first.name}:{problem.span.line}" if problem.span else first.name
+        typer.echo(
+            f"kaffinity: note: {len(broken)} context file(s) could not be read and are left out "
+            f"(first: {where}: {problem.message})",
+            err=True,
+        )
+    return [*files, *more], reported, True
+
+
+def _context_rules() -> tuple[Rule, ...]:
+    from kaffinity.rules import RULES
+
+    return tuple(rule for rule in RULES if rule.needs_context)
+
+
+def _shown_path(path: str) -> str:
+    """A configured (absolute) path as the user would write it: relative below the working folder."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def _report_targets(values: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
+    """``--report FORMAT=FILE`` values; a bad one is a usage error (exit 2)."""
+    from kaffinity.report import FORMATS
+
+    targets = []
+    for value in values:
+        fmt, sep, target = value.partition("=")
+        if not sep or not target or fmt not in FORMATS:
+            typer.echo(
+                f"kaffinity: error: --report '{value}' is not FORMAT=FILE with FORMAT one of "
+                f"{', '.join(FORMATS)}",
+                err=True,
+            )
+            raise typer.Exit(2)
+        targets.append((fmt, target))
+    return targets
 
 
 def _emit(text: str, output: Optional[str]) -> None:

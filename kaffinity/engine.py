@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -157,14 +157,17 @@ def lint(
     rules: Sequence[Rule] = RULES,
     cluster: Cluster | None = None,
     context: Context | None = None,
+    reported: Collection[str] | None = None,
 ) -> LintResult:
     """Run every enabled rule over the loaded files (and consult the declared cluster, if any).
 
     ``context``: one built by the caller over the same files, whose derived views (the graph)
-    the caller reads afterwards; by default a new one.
+    the caller reads afterwards; by default a new one. ``reported``: the names of the files to
+    report on (``--changed``); the other files are context, read by the rules but not reported
+    on, except where a finding names a reported file among its related places. None: all.
     """
     enabled = tuple(rule for rule in rules if rule_enabled(rule, settings.select, settings.ignore))
-    run = _Run(files, settings, enabled)
+    run = _Run(files, settings, enabled, None if reported is None else frozenset(reported))
     run.load_problems(cluster.files if cluster is not None else ())
     if context is None:
         context = Context(files, settings, cluster)
@@ -178,15 +181,16 @@ def lint(
     finally:
         gc.unfreeze()
     run.unused_suppressions(rules)
+    shown = files if reported is None else [file for file in files if file.name in run.reported]
     return LintResult(
         findings=tuple(sorted(run.findings, key=Finding.sort_key)),
         rules=enabled,
-        files=len(files),
-        documents=sum(len(file.documents) for file in files),
+        files=len(shown),
+        documents=sum(len(file.documents) for file in shown),
         suppressed=run.suppressed,
         load_errors=any(
             problem.rule == "parse-error"
-            for file in (*files, *(cluster.files if cluster is not None else ()))
+            for file in (*shown, *(cluster.files if cluster is not None else ()))
             for problem in file.problems
         ),
         internal_errors=tuple(run.internal_errors),
@@ -197,8 +201,17 @@ def lint(
 class _Run:
     """The mutable state of one lint run (kept out of the rules)."""
 
-    def __init__(self, files: Sequence[SourceFile], settings: Settings, enabled: Sequence[Rule]) -> None:
+    def __init__(
+        self,
+        files: Sequence[SourceFile],
+        settings: Settings,
+        enabled: Sequence[Rule],
+        reported: frozenset[str] | None = None,
+    ) -> None:
         self.settings = settings
+        #: The files reported on; None: every file.
+        self.reported = reported if reported is not None else frozenset(file.name for file in files)
+        self.everything = reported is None
         self.enabled = {rule.name: rule for rule in enabled}
         self.findings: list[Finding] = []
         self.suppressed = 0
@@ -224,12 +237,15 @@ class _Run:
                     self.annotations[id(doc)] = found
                     self.all_suppressions.extend(found)
 
-    def load_problems(self, more: Sequence[SourceFile] = ()) -> None:
-        for file in (*self.files, *more):
-            for problem in file.problems:
-                rule = self.enabled.get(problem.rule)
-                if rule is not None:
-                    self.add(self._finding(rule, file.name, problem.span, problem.message))
+    def load_problems(self, cluster: Sequence[SourceFile] = ()) -> None:
+        """The loader's problems, as findings: those of the reported files and of the cluster."""
+        for always, files in ((False, self.files), (True, cluster)):
+            for file in files:
+                for problem in file.problems:
+                    rule = self.enabled.get(problem.rule)
+                    if rule is not None:
+                        finding = self._finding(rule, file.name, problem.span, problem.message)
+                        self.add(finding, always=always)
 
     def check(self, rule: Rule, context: Context) -> None:
         assert rule.check is not None
@@ -264,8 +280,16 @@ class _Run:
         )
         self.add(finding, self.annotations.get(id(doc), ()))
 
-    def add(self, finding: Finding, annotations: Iterable[Suppression] = ()) -> None:
-        """Record a finding unless an annotation on its object or a comment covers it."""
+    def add(self, finding: Finding, annotations: Iterable[Suppression] = (), *, always: bool = False) -> None:
+        """Record a finding unless an annotation on its object or a comment covers it, or it
+        concerns only context files (neither it nor a related place is in a reported file)."""
+        if not (
+            always
+            or self.everything
+            or finding.file in self.reported
+            or any(place.file in self.reported for place in finding.related)
+        ):
+            return
         comments = self.comments.get(finding.file, {}).get(finding.line or 0, [])
         covering = [
             (suppression, name)

@@ -522,15 +522,19 @@ def read(path: str) -> SourceFile:
     return parse(name, text)
 
 
-def discover(paths: Iterable[str], excluded: ExcludeFn | None = None) -> Iterator[str]:
+def discover(
+    paths: Iterable[str], excluded: ExcludeFn | None = None, seen: set[tuple[int, int]] | None = None
+) -> Iterator[str]:
     """Expand paths into manifest files, in a stable order.
 
     Directories are walked recursively for ``*.yaml``, ``*.yml`` and ``*.json``; hidden entries
     are skipped (an explicitly named hidden directory is still walked), symlinked directories are
     followed once (loops survive). ``-`` stands for stdin. A path that does not exist is yielded
-    as is, so that reading it reports the problem.
+    as is, so that reading it reports the problem. ``seen``: the (device, inode) pairs of files
+    and folders already read by an earlier call, which are skipped (the set is updated).
     """
-    seen: set[tuple[int, int]] = set()
+    if seen is None:
+        seen = set()
     for path in paths:
         if path == STDIN:
             yield STDIN
@@ -630,8 +634,11 @@ def _glob_regex(pattern: str) -> str:
     return regex if "/" in pattern else f"(?:.*/)?{regex}"
 
 
-def load(paths: Sequence[str], excluded: ExcludeFn | None = None) -> list[SourceFile]:
-    """Discover and read every manifest under ``paths``.
+def load(
+    paths: Sequence[str], excluded: ExcludeFn | None = None, seen: set[tuple[int, int]] | None = None
+) -> list[SourceFile]:
+    """Discover and read every manifest under ``paths`` (skipping those in ``seen``, see
+    :func:`discover`).
 
     What is loaded lives as long as the run, so it is moved out of the garbage collector's
     reach afterwards (``gc.freeze``): otherwise the first collection after loading walks every
@@ -639,6 +646,6 @@ def load(paths: Sequence[str], excluded: ExcludeFn | None = None) -> list[Source
     is leaked; objects are still freed by reference counting.
     """
     with _gc_paused():
-        files = [read(path) for path in discover(paths, excluded)]
+        files = [read(path) for path in discover(paths, excluded, seen)]
     gc.freeze()
     return files

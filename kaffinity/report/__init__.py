@@ -1,4 +1,5 @@
-"""Reporters: turn a lint result into text, JSON, SARIF 2.1.0 or GitHub workflow commands."""
+"""Reporters: turn a lint result into text, JSON, SARIF 2.1.0, GitHub workflow commands or a
+Markdown summary (the GitHub job summary)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,26 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kaffinity.engine import LintResult
+    from kaffinity.engine import Context, LintResult
 
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "json", "sarif", "github", "markdown")
 
 
 def render(
-    result: LintResult, fmt: str, *, color: bool = False, sources: dict[str, str] | None = None
+    result: LintResult,
+    fmt: str,
+    *,
+    color: bool = False,
+    sources: dict[str, str] | None = None,
+    context: Context | None = None,
 ) -> str:
-    """The report in format ``fmt``; ``sources`` (file name → text) feeds the code frames."""
+    """The report in format ``fmt``; ``sources`` (file name → text) feeds the code frames;
+    ``context`` (the run's) gives the markdown summary its affinity graph."""
     renderer: Callable[..., str]
+    if fmt == "markdown":
+        from kaffinity.report.markdown import render as summary
+
+        return summary(result, context=context)
     if fmt == "json":
         from kaffinity.report.json import render as renderer
     elif fmt == "sarif":
