@@ -1,0 +1,135 @@
+"""The published pre-commit hooks, run by the real ``pre-commit try-repo``.
+
+pre-commit builds the hook's environment as a user's machine would (a virtualenv with kaffinity
+pip-installed from a git repository), so this also checks the packaging: the entry point and the
+schemas shipped as package data. The repository under test is a snapshot of this checkout
+committed to a temporary git repository, so uncommitted work is what gets tested.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.test_context import BROKEN_API, CACHE, WEB
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
+
+_SNAPSHOT = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "kaffinity", "schemas")
+
+
+def _env(home: Path) -> dict[str, str]:
+    inherited = {
+        key: value for key, value in os.environ.items() if not key.startswith(("GIT_", "PRE_COMMIT"))
+    }
+    return {
+        **inherited,
+        "PRE_COMMIT_HOME": str(home),
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "kaffinity tests",
+        "GIT_AUTHOR_EMAIL": "tests@kaffinity.invalid",
+        "GIT_COMMITTER_NAME": "kaffinity tests",
+        "GIT_COMMITTER_EMAIL": "tests@kaffinity.invalid",
+        "NO_COLOR": "1",
+    }
+
+
+def _git(cwd: Path, env: dict[str, str], *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def hooks(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A git repository holding this checkout's hooks and package, and pre-commit's home."""
+    root = tmp_path_factory.mktemp("precommit")
+    env = _env(root / "home")
+    snapshot = root / "kaffinity"
+    snapshot.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
+    for name in _SNAPSHOT:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, snapshot / name, ignore=ignore)
+        else:
+            shutil.copy2(source, snapshot / name)
+    _git(snapshot, env, "init", "-q")
+    _git(snapshot, env, "add", ".")
+    _git(snapshot, env, "commit", "-q", "-m", "snapshot")
+    return snapshot, env
+
+
+def _try_repo(hooks: tuple[Path, dict[str, str]], repo: Path, hook: str) -> subprocess.CompletedProcess[str]:
+    snapshot, env = hooks
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pre_commit",
+            "try-repo",
+            str(snapshot),
+            hook,
+            "--verbose",
+            "--color",
+            "never",
+        ],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+
+
+def _user_repo(path: Path, env: dict[str, str], committed: dict[str, str]) -> Path:
+    path.mkdir()
+    for name, text in committed.items():
+        (path / name).write_text(text)
+    _git(path, env, "init", "-q")
+    _git(path, env, "add", ".")
+    _git(path, env, "commit", "-q", "-m", "manifests")
+    return path
+
+
+def test_the_hook_fails_on_a_bad_manifest_and_passes_once_fixed(
+    hooks: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    _, env = hooks
+    repo = _user_repo(tmp_path / "app", env, {"cache.yaml": CACHE, "README.md": "# app\n"})
+
+    (repo / "web.yaml").write_text(BROKEN_API)
+    _git(repo, env, "add", "web.yaml")
+    failed = _try_repo(hooks, repo, "kaffinity")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "kaffinity" in failed.stdout and "Failed" in failed.stdout
+    line = next(n for n, text in enumerate(BROKEN_API.splitlines(), 1) if "values: [x]" in text)
+    column = BROKEN_API.splitlines()[line - 1].index("values") + 1
+    assert f"web.yaml:{line}:{column}: error [api-validation] Forbidden" in failed.stdout, failed.stdout
+    assert "Traceback" not in failed.stdout + failed.stderr
+
+    # Fixed: web's required affinity is satisfied by cache.yaml, which the commit does not touch:
+    # the hook read it as context (no affinity-no-match), and reported nothing on it.
+    (repo / "web.yaml").write_text(WEB)
+    _git(repo, env, "add", "web.yaml")
+    passed = _try_repo(hooks, repo, "kaffinity")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "Passed" in passed.stdout
+    assert "No problems found in 1 file." in passed.stdout, passed.stdout
+    assert "affinity-no-match" not in passed.stdout
+
+
+def test_the_whole_repository_hook(hooks: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    _, env = hooks
+    repo = _user_repo(tmp_path / "app", env, {"cache.yaml": CACHE, "web.yaml": WEB})
+    (repo / "notes.txt").write_text("no manifest changed\n")
+    _git(repo, env, "add", "notes.txt")
+    passed = _try_repo(hooks, repo, "kaffinity-all")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "No problems found in 2 files." in passed.stdout, passed.stdout
