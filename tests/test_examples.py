@@ -54,3 +54,12 @@ def test_whole_examples_folder_reports_the_union_of_markers() -> None:
         if BY_NAME[rule].category not in CROSS_WORKLOAD
     )
     assert got == want
+
+
+def test_the_guided_tour_links_every_rule_and_example() -> None:
+    """examples/README.md is the tour: each rule's docs and every one of its example files."""
+    tour = (EXAMPLES / "README.md").read_text(encoding="utf-8")
+    for rule in RULES:
+        assert f"[`{rule.name}`](../docs/rules.md#{rule.name})" in tour, rule.name
+        for path in sorted((EXAMPLES / rule.name).iterdir()):
+            assert f"]({rule.name}/{path.name})" in tour, path
