@@ -188,11 +188,18 @@ def lint(
         ),
     ] = None,
     color: Annotated[Color, typer.Option("--color", help="Colour the text report.")] = Color.auto,
+    no_progress: Annotated[
+        bool,
+        typer.Option(
+            "--no-progress", help="No progress line on stderr (shown on a terminal after 2 s otherwise)."
+        ),
+    ] = False,
 ) -> None:
     """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage."""
     from kaffinity.engine import Context
     from kaffinity.engine import lint as run_lint
     from kaffinity.findings import Severity
+    from kaffinity.progress import active, terminal
     from kaffinity.rules import RULES
 
     extra_reports = _report_targets(reports or ())
@@ -202,11 +209,14 @@ def lint(
     if fail_on is not None:
         threshold = None if fail_on is FailOn.none else Severity(fail_on.value)
         settings = replace(settings, fail_on=threshold)
-    files, reported, has_context = _load_in_context(paths, settings, stdin_filename, changed, context)
-    rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_context)
-    declared = _load_cluster(settings)
-    lint_context = Context(files, settings, declared)
-    result = run_lint(files, settings, rules, cluster=declared, context=lint_context, reported=reported)
+    # Erased before any report is written; not while the user types the input on the terminal.
+    typed = "-" in (paths or ()) and sys.stdin.isatty()
+    with active(terminal(sys.stderr, enabled=not (no_progress or typed))):
+        files, reported, has_context = _load_in_context(paths, settings, stdin_filename, changed, context)
+        rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_context)
+        declared = _load_cluster(settings)
+        lint_context = Context(files, settings, declared)
+        result = run_lint(files, settings, rules, cluster=declared, context=lint_context, reported=reported)
 
     fmt = output_format.value
     if fmt == "auto":
@@ -532,7 +542,17 @@ def _load(
     excluded = ExcludeFn(settings.exclude) if settings.exclude else None
     files: list[SourceFile] = load(targets, excluded, seen)
     if stdin_filename and STDIN in targets:
-        files = [replace(file, name=stdin_filename) if file.name == STDIN_NAME else file for file in files]
+        # Findings take their file from the document: rename both.
+        files = [
+            replace(
+                file,
+                name=stdin_filename,
+                documents=tuple(replace(doc, file=stdin_filename) for doc in file.documents),
+            )
+            if file.name == STDIN_NAME
+            else file
+            for file in files
+        ]
     return files
 
 
@@ -723,6 +743,71 @@ def _print_rich(rules: tuple[Rule, ...], *, explain: bool) -> None:
     for rule in rules:
         table.add_row(rule.name, rule.category, rule.severity.value, rule.summary)
     console.print(table)
+
+
+@app.command()
+def schema(
+    name: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME",
+            help="kubernetes (manifests, for --kube-version), config (.kaffinity.yaml), "
+            "cluster (a ClusterTopology file), output (the report of lint --format json).",
+        ),
+    ] = "kubernetes",
+    kube_version: _KubeVersion = None,
+    output: _Output = None,
+    list_schemas: Annotated[bool, typer.Option("--list", help="List the schemas and exit.")] = False,
+) -> None:
+    """Print a JSON schema kaffinity ships, byte for byte: for an editor's YAML language server
+    (docs/editors.md) or any JSON Schema 2020-12 validator."""
+    from kaffinity.config import DEFAULT_KUBE_VERSION, KUBE_VERSIONS, ConfigError, check_kube_version
+    from kaffinity.resources import schema_text
+
+    described = {
+        "config": ("config.schema.json", ".kaffinity.yaml"),
+        "cluster": ("cluster.schema.json", "a ClusterTopology file (--cluster)"),
+        "output": ("output.schema.json", "the report of lint --format json"),
+    }
+    if list_schemas:
+        rows = [(key, file, what) for key, (file, what) in described.items()]
+        for version in KUBE_VERSIONS:
+            default = ", the default" if version == DEFAULT_KUBE_VERSION else ""
+            what = f"Kubernetes {version} manifests (--kube-version {version}{default})"
+            rows.append(("kubernetes", f"kubernetes-{version}.schema.json", what))
+        width = max(len(file) for _, file, _ in rows)
+        for key, file, what in rows:
+            typer.echo(f"{key:<10}  {file:<{width}}  {what}")
+        raise typer.Exit(0)
+    problem = None
+    if name == "kubernetes":
+        version = kube_version or DEFAULT_KUBE_VERSION
+        try:
+            check_kube_version(version)
+        except ConfigError as error:
+            problem = error.messages[0]
+        file = f"kubernetes-{version}.schema.json"
+    elif name not in described:
+        problem = f"kaffinity: error: unknown schema '{name}' (one of kubernetes, {', '.join(described)})"
+    elif kube_version is not None:
+        problem = f"kaffinity: error: --kube-version applies to the kubernetes schema, not to '{name}'"
+    else:
+        file = described[name][0]
+    if problem:
+        typer.echo(problem, err=True)
+        raise typer.Exit(2)
+    data = schema_text(file).encode("utf-8")  # bytes: no newline translation on any platform
+    if not output:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    try:
+        with open(output, "wb") as handle:
+            handle.write(data)
+    except OSError as error:
+        typer.echo(f"{output}: error: cannot write: {error.strerror or error}", err=True)
+        raise typer.Exit(2) from None
 
 
 def main() -> None:

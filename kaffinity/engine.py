@@ -174,9 +174,14 @@ def lint(
     # The loaded files live as long as the run: keep the collector from walking them again at
     # every collection the rules' allocations trigger (which grew faster than the input).
     gc.freeze()
+    from kaffinity.progress import current
+
+    progress = current()  # a command's progress indicator: which rule runs
+    checked = [rule for rule in enabled if rule.check is not None]
     try:
-        for rule in enabled:
-            if rule.check is not None:
+        with progress.stage("checking rules", len(checked)):
+            for rule in checked:
+                progress.tick(rule.name)
                 run.check(rule, context)
     finally:
         gc.unfreeze()

@@ -644,8 +644,19 @@ def load(
     reach afterwards (``gc.freeze``): otherwise the first collection after loading walks every
     object again (1.3 s at 10,000 workloads). The data holds no reference cycles, so nothing
     is leaked; objects are still freed by reference counting.
+
+    A command's progress indicator (:func:`kaffinity.progress.current`) shows the files read.
     """
+    from kaffinity.progress import current
+
+    progress = current()
     with _gc_paused():
-        files = [read(path) for path in discover(paths, excluded, seen)]
+        with progress.stage("finding files"):
+            found = list(discover(paths, excluded, seen))
+        files = []
+        with progress.stage("reading files", len(found)):
+            for path in found:
+                progress.tick(path)
+                files.append(read(path))
     gc.freeze()
     return files

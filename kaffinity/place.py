@@ -105,22 +105,28 @@ def place_all(
     filters: Iterable[str] = FILTERS,
     record: bool = False,
 ) -> PlacementRun:
-    """Place every pod of ``workloads`` on ``cluster``, in input order."""
+    """Place every pod of ``workloads`` on ``cluster``, in input order (shown by a command's
+    progress indicator, one tick per workload)."""
+    from kaffinity.progress import current as current_progress
+
+    progress = current_progress()
     sim, existing = simulation(cluster, version=version, gates=gates, namespaces=namespaces, filters=filters)
     run = PlacementRun(sim, [], existing)
     claimed: set[SimPod] = set()
-    for workload in workloads:
-        if not placed(workload):
-            continue
-        current = _claim(sim, workload, claimed)
-        run.pods[id(workload)] = current
-        mine = run.by_workload.setdefault(id(workload), [])
-        for pod in _new_pods(sim, workload, current):
-            placement = sim.place(pod, record=record)
-            run.placements.append(placement)
-            mine.append(placement)
-            if placement.node is not None:
-                current.append(pod)
+    with progress.stage("placing pods", len(workloads), "workloads"):
+        for workload in workloads:
+            progress.tick(workload.ref)
+            if not placed(workload):
+                continue
+            current = _claim(sim, workload, claimed)
+            run.pods[id(workload)] = current
+            mine = run.by_workload.setdefault(id(workload), [])
+            for pod in _new_pods(sim, workload, current):
+                placement = sim.place(pod, record=record)
+                run.placements.append(placement)
+                mine.append(placement)
+                if placement.node is not None:
+                    current.append(pod)
     return run
 
 

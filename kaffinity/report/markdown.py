@@ -1,12 +1,237 @@
-"""A Markdown summary of a lint run (the GitHub Actions job summary). Work in progress."""
+"""A Markdown summary of a lint run: the GitHub Actions job summary (``$GITHUB_STEP_SUMMARY``).
+
+GitHub-flavoured Markdown: a heading and a one-line verdict, the counts by severity, a table of
+findings whose locations link to the file and line on GitHub, and the affinity graph as Mermaid.
+
+Limits followed:
+
+- a step's summary may hold at most 1 MiB ("Adding a job summary",
+  https://docs.github.com/en/actions/using-workflows/workflow-commands-for-github-actions#adding-a-job-summary):
+  the table stops at :data:`MAX_ROWS` rows or :data:`TABLE_BUDGET` characters, and each message
+  at :data:`MAX_CELL` characters, so the whole summary stays far below it;
+- GitHub renders Mermaid with mermaid.js, whose defaults refuse a diagram text above 50,000
+  characters (``maxTextSize``, https://mermaid.js.org/config/schema-docs/config-properties-maxtextsize.html)
+  or with more than 500 edges (``maxEdges``,
+  https://mermaid.js.org/config/schema-docs/config-properties-maxedges.html); GitHub documents
+  no limit of its own, so a larger graph is left out with a pointer to ``kaffinity graph``.
+- links: ``{GITHUB_SERVER_URL}/{GITHUB_REPOSITORY}/blob/{GITHUB_SHA}/{path}#L{line}``, the
+  variables GitHub sets on every runner ("Default environment variables",
+  https://docs.github.com/en/actions/learn-github-actions/variables#default-environment-variables).
+
+Text from findings is escaped for a table cell (GFM tables: https://github.github.com/gfm/#tables-extension-):
+``|`` is backslash-escaped, line breaks become ``<br>``, ``&``, ``<`` and ``>`` become entities,
+and the punctuation that starts inline Markdown (emphasis, code, links, strikethrough) is
+backslash-escaped, so a message can neither break the table nor inject markup.
+"""
 
 from __future__ import annotations
 
+import os
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from kaffinity.findings import Finding, Severity
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context, LintResult
 
+#: At most this many findings in the table; the rest are counted.
+MAX_ROWS = 200
+#: At most this many characters of table (well under GitHub's 1 MiB per step with the graph).
+TABLE_BUDGET = 400_000
+#: A message or fix hint longer than this is cut (before escaping).
+MAX_CELL = 1_000
+#: mermaid.js defaults GitHub renders with: ``maxTextSize`` and ``maxEdges``.
+MERMAID_MAX_TEXT = 50_000
+MERMAID_MAX_EDGES = 500
 
-def render(result: LintResult, *, context: Context | None = None) -> str:
-    raise NotImplementedError("the markdown summary is being written")
+_ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO)
+_STDIN = "<stdin>"
+#: Characters that open inline Markdown (backslash first, so escapes are not escaped again).
+_MARKDOWN = re.compile(r"([\\`*_\[\]~|])")
+
+
+@dataclass(frozen=True, slots=True)
+class GitHubLinks:
+    """Where files of the run live on GitHub: ``server/repository/blob/sha``, and the checkout."""
+
+    server: str
+    repository: str
+    sha: str
+    workspace: str
+
+    def url(self, file: str, line: int | None) -> str | None:
+        """The blob URL of ``file`` at ``line``; None when the file is not under the workspace
+        (or is not a file on disk: stdin, a ``--stdin-filename`` that names no file)."""
+        if file == _STDIN or not os.path.isfile(file):
+            return None
+        relative = _under(os.path.abspath(file), os.path.abspath(self.workspace))
+        if relative is None:
+            relative = _under(os.path.realpath(file), os.path.realpath(self.workspace))
+        if relative is None:
+            return None
+        anchor = f"#L{line}" if line is not None else ""
+        path = quote(relative.replace(os.sep, "/"), safe="/")
+        return f"{self.server}/{self.repository}/blob/{quote(self.sha, safe='')}/{path}{anchor}"
+
+
+def _under(path: str, folder: str) -> str | None:
+    relative = os.path.relpath(path, folder)
+    return None if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
+
+
+def github_links(environ: Mapping[str, str] | None = None) -> GitHubLinks | None:
+    """The GitHub location of the checkout, from the runner's variables; None unless all of
+    ``GITHUB_SERVER_URL``, ``GITHUB_REPOSITORY``, ``GITHUB_SHA`` and ``GITHUB_WORKSPACE`` are set."""
+    env = os.environ if environ is None else environ
+    names = ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_SHA", "GITHUB_WORKSPACE")
+    values = [env.get(name, "").strip() for name in names]
+    if not all(values):
+        return None
+    server, repository, sha, workspace = values
+    return GitHubLinks(server.rstrip("/"), repository.strip("/"), sha, workspace)
+
+
+def escape(text: str) -> str:
+    """``text`` made safe for a table cell: no markup, no cell or row break."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MARKDOWN.sub(r"\\\1", text)
+    return "<br>".join(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _severity_words(count: int, severity: Severity) -> str:
+    return f"{count} {severity.value}" if severity is Severity.INFO else _plural(count, severity.value)
+
+
+def verdict(result: LintResult) -> str:
+    """One line, as the text report's summary: "3 problems (1 error, 2 warnings) in 12 files"."""
+    counts = Counter(finding.severity for finding in result.findings)
+    files = _plural(result.files, "file")
+    suppressed = f", {result.suppressed} suppressed" if result.suppressed else ""
+    if not result.findings:
+        return f"No problems found in {files}{suppressed}."
+    parts = ", ".join(_severity_words(counts[s], s) for s in _ORDER if counts[s])
+    return f"{_plural(len(result.findings), 'problem')} ({parts}) in {files}{suppressed}."
+
+
+def render(
+    result: LintResult, *, context: Context | None = None, environ: Mapping[str, str] | None = None
+) -> str:
+    """The summary; ``context`` (the run's) adds the affinity graph, ``environ`` (default: the
+    process environment) gives the GitHub variables the links are made of."""
+    links = github_links(environ)
+    blocks = ["## kaffinity", _status(result, context), _counts(result)]
+    notes = _notes(result)
+    if notes:
+        blocks.append(notes)
+    if result.findings:
+        blocks.append(_table(result.findings, links))
+    graph = _graph(result, context)
+    if graph:
+        blocks.append(graph)
+    return "\n\n".join(blocks) + "\n"
+
+
+def _status(result: LintResult, context: Context | None) -> str:
+    line = f"**{verdict(result)}**"
+    if context is not None and context.settings.fail_on is not None:
+        threshold = context.settings.fail_on.value
+        if result.exit_code:
+            line += " The run failed: some input could not be read, parsed, or linted."
+        elif result.failed(context.settings.fail_on):
+            line += f" The run fails: findings at or above `{threshold}` (`--fail-on`)."
+        else:
+            line += f" The run passes: nothing at or above `{threshold}` (`--fail-on`)."
+    elif result.exit_code:
+        line += " The run failed: some input could not be read, parsed, or linted."
+    return line
+
+
+def _counts(result: LintResult) -> str:
+    counts = Counter(finding.severity for finding in result.findings)
+    rows = [(severity.value, counts[severity]) for severity in _ORDER]
+    rows += [("files", result.files), ("documents", result.documents), ("suppressed", result.suppressed)]
+    lines = ["| | count |", "|---|---:|"]
+    lines += [f"| {name} | {count} |" for name, count in rows]
+    return "\n".join(lines)
+
+
+def _notes(result: LintResult) -> str:
+    lines = []
+    if result.load_errors:
+        parse_errors = sum(1 for finding in result.findings if finding.rule == "parse-error")
+        lines.append(
+            f"- {_plural(parse_errors, 'input')} could not be read or parsed "
+            "(the `parse-error` findings below); every other file was linted."
+        )
+    for message in result.internal_errors:
+        lines.append(f"- internal error: {escape(_cut(message))}")
+    return "\n".join(lines)
+
+
+def _location(finding: Finding, links: GitHubLinks | None) -> str:
+    where = finding.file if finding.line is None else f"{finding.file}:{finding.line}:{finding.column}"
+    url = links.url(finding.file, finding.line) if links is not None else None
+    text = escape(where)
+    return f"[{text}]({url})" if url else text
+
+
+def _table(findings: tuple[Finding, ...], links: GitHubLinks | None) -> str:
+    """Errors first, then warnings, then infos; in each, the report order (file, line, column)."""
+    ordered = sorted(findings, key=lambda finding: -finding.severity.rank)
+    lines = ["| severity | location | rule | message | fix |", "|---|---|---|---|---|"]
+    size = sum(len(line) + 1 for line in lines)
+    shown = 0
+    for finding in ordered:
+        fix = escape(_cut(finding.fix)) if finding.fix else ""
+        row = (
+            f"| {finding.severity.value} | {_location(finding, links)} | `{finding.rule}` "
+            f"| {escape(_cut(finding.message))} | {fix} |"
+        )
+        if shown >= MAX_ROWS or size + len(row) + 1 > TABLE_BUDGET:
+            break
+        lines.append(row)
+        size += len(row) + 1
+        shown += 1
+    table = "\n".join(lines)
+    rest = len(ordered) - shown
+    if rest:
+        table += f"\n\n… and {rest} more — see the annotations or the SARIF report."
+    return table
+
+
+def _graph(result: LintResult, context: Context | None) -> str:
+    """The affinity graph as Mermaid in a ``<details>`` block; "" when there is nothing to draw."""
+    if context is None:
+        return ""
+    graph = context.graph
+    relations = graph.graph.number_of_edges()
+    if not relations:
+        return ""
+    from kaffinity.picture import render_mermaid
+
+    text = render_mermaid(graph, result.findings)
+    title = f"<summary>Affinity graph ({_plural(relations, 'relation')})</summary>"
+    if len(text) > MERMAID_MAX_TEXT or relations > MERMAID_MAX_EDGES:
+        body = (
+            f"The graph is too large for GitHub to draw ({len(text):,} characters of Mermaid, "
+            f"{_plural(relations, 'edge')}; GitHub's Mermaid renderer stops at "
+            f"{MERMAID_MAX_TEXT:,} characters or {MERMAID_MAX_EDGES} edges). Draw it with "
+            "`kaffinity graph --format dot PATHS | dot -Tsvg > graph.svg`, "
+            "or `kaffinity graph` on fewer paths."
+        )
+    else:
+        body = f"```mermaid\n{text.rstrip()}\n```"
+    return f"<details>\n{title}\n\n{body}\n\n</details>"

@@ -1,0 +1,466 @@
+"""The GitHub Action (action.yml), run for real: its steps' scripts under bash with the variables
+a runner sets, after evaluating the few ``${{ }}`` expressions the action uses.
+
+The install step runs once per module (a real ``pip install`` of this repository into a
+virtualenv, ~30-60 s); the lint step then runs for each scenario in a fresh fake runner.
+Runner conventions mimicked: ``bash --noprofile --norc -eo pipefail {0}``, the working directory is
+``GITHUB_WORKSPACE``, and each step gets its own ``GITHUB_OUTPUT`` and ``GITHUB_STEP_SUMMARY``
+files ("Workflow syntax: jobs.<job_id>.steps[*].shell",
+https://docs.github.com/en/actions/writing-workflows/workflow-syntax-for-github-actions#jobsjob_idstepsshell;
+"Workflow commands: setting an output parameter", .../workflow-commands-for-github-actions).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft7Validator
+from ruamel.yaml import YAML
+
+from .conftest import EXAMPLES, REPO, expected, lint_paths
+from .test_reports import SARIF_SCHEMA
+
+ACTION = REPO / "action.yml"
+_EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
+_INPUT = re.compile(r"inputs\.([A-Za-z0-9_-]+)")
+_STEP_OUTPUT = re.compile(r"steps\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)")
+_ANNOTATION = re.compile(
+    r"^::(error|warning|notice) file=([^,]+),line=(\d+),col=(\d+),title=kaffinity \[([a-z0-9-]+)\]::(.*)$"
+)
+
+SERVER, REPOSITORY, SHA = "https://github.com", "acme/manifests", "0123456789abcdef0123456789abcdef01234567"
+BAD = EXAMPLES / "all-namespaces-anti-affinity" / "fail.yaml"  # an error and a warning, with relations
+GOOD = EXAMPLES / "all-namespaces-anti-affinity" / "pass.yaml"
+BROKEN = EXAMPLES / "parse-error" / "fail.yaml"
+WARNINGS = EXAMPLES / "affinity-no-match" / "fail.yaml"  # warnings only
+
+
+def load_action() -> dict[str, Any]:
+    data: dict[str, Any] = YAML(typ="safe").load(ACTION.read_text(encoding="utf-8"))
+    return data
+
+
+def evaluate(value: str, inputs: dict[str, str], outputs: dict[str, dict[str, str]], action_path: str) -> str:
+    """``${{ }}`` expressions of exactly the forms the action uses; any other fails the test."""
+
+    def one(match: re.Match[str]) -> str:
+        expression = match.group(1).strip()
+        if expression == "github.action_path":
+            return action_path
+        found = _INPUT.fullmatch(expression)
+        if found:
+            assert found.group(1) in inputs, f"input {found.group(1)} is used but not declared"
+            return inputs[found.group(1)]
+        found = _STEP_OUTPUT.fullmatch(expression)
+        if found:
+            return outputs.get(found.group(1), {}).get(found.group(2), "")
+        pytest.fail(f"action.yml uses an expression the test does not know: {expression!r}")
+
+    return _EXPRESSION.sub(one, value)
+
+
+def parse_outputs(text: str) -> dict[str, str]:
+    """A ``GITHUB_OUTPUT`` file: ``name=value`` lines and ``name<<DELIMITER`` blocks."""
+    outputs: dict[str, str] = {}
+    lines = iter(text.splitlines())
+    for line in lines:
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            block = []
+            for item in lines:
+                if item == delimiter:
+                    break
+                block.append(item)
+            outputs[name] = "\n".join(block)
+        elif line:
+            name, _, value = line.partition("=")
+            outputs[name] = value
+    return outputs
+
+
+@dataclass
+class StepRun:
+    code: int
+    stdout: str
+    stderr: str
+    summary: str
+    outputs: dict[str, str]
+
+
+@dataclass
+class Runner:
+    """A fake runner: a workspace, a temp folder and the variables GitHub sets."""
+
+    root: Path
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def temp(self) -> Path:
+        return self.root / "runner-temp"
+
+    def environment(self) -> dict[str, str]:
+        inherited = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("GITHUB_", "RUNNER_", "INPUT_", "KAFFINITY"))
+        }
+        return {
+            **inherited,
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_WORKSPACE": str(self.workspace),
+            "RUNNER_TEMP": str(self.temp),
+            "GITHUB_SERVER_URL": SERVER,
+            "GITHUB_REPOSITORY": REPOSITORY,
+            "GITHUB_SHA": SHA,
+            "NO_COLOR": "1",
+        }
+
+    def run_step(
+        self, step: dict[str, Any], inputs: dict[str, str], outputs: dict[str, dict[str, str]], number: int
+    ) -> StepRun:
+        assert step.get("shell") == "bash", "every step says shell: bash"
+        folder = self.root / f"step-{number}"
+        folder.mkdir()
+        script = folder / "script.sh"
+        script.write_text(step["run"], encoding="utf-8")
+        output_file, summary_file = folder / "output", folder / "summary.md"
+        output_file.touch()
+        summary_file.touch()
+        env = {
+            **self.environment(),
+            "GITHUB_OUTPUT": str(output_file),
+            "GITHUB_STEP_SUMMARY": str(summary_file),
+            **{name: evaluate(str(value), inputs, outputs, str(REPO)) for name, value in step["env"].items()},
+        }
+        completed = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=self.workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        return StepRun(
+            completed.returncode,
+            completed.stdout,
+            completed.stderr,
+            summary_file.read_text(encoding="utf-8"),
+            parse_outputs(output_file.read_text(encoding="utf-8")),
+        )
+
+
+def _inputs(action: dict[str, Any], given: dict[str, str]) -> dict[str, str]:
+    declared = action["inputs"]
+    unknown = set(given) - set(declared)
+    assert not unknown, f"not inputs of the action: {unknown}"
+    return {name: given.get(name, str(spec.get("default", ""))) for name, spec in declared.items()}
+
+
+def _new_runner(root: Path) -> Runner:
+    runner = Runner(root)
+    runner.temp.mkdir(parents=True)
+    copies = {
+        BAD: "k8s/bad/fail.yaml",
+        GOOD: "k8s/good/pass.yaml",
+        WARNINGS: "warn/fail.yaml",
+        BROKEN: "broken/fail.yaml",
+    }
+    for source, target in copies.items():
+        destination = runner.workspace / target
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, destination)
+    return runner
+
+
+@pytest.fixture(scope="module")
+def action() -> dict[str, Any]:
+    return load_action()
+
+
+@pytest.fixture(scope="module")
+def official_sarif() -> dict[str, Any]:
+    """The SARIF 2.1.0 schema, as tests/test_reports.py reads it."""
+    if not SARIF_SCHEMA.is_file():
+        pytest.skip(f"the official SARIF schema is not at {SARIF_SCHEMA}")
+    schema: dict[str, Any] = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
+    return schema
+
+
+@pytest.fixture(scope="module")
+def installed(action: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The install step, run once for real with the default inputs: its outputs."""
+    runner = _new_runner(tmp_path_factory.mktemp("install"))
+    (install,) = [step for step in action["runs"]["steps"] if step.get("id") == "install"]
+    run = runner.run_step(install, _inputs(action, {}), {}, 0)
+    assert run.code == 0, run.stdout + run.stderr
+    assert Path(run.outputs["python"]).is_file()
+    assert run.stdout.startswith("kaffinity "), run.stdout
+    return run.outputs
+
+
+@dataclass
+class ActionRun:
+    runner: Runner
+    code: int
+    stdout: str
+    stderr: str
+    summary: str
+    outputs: dict[str, str]
+
+
+def run_action(action: dict[str, Any], installed: dict[str, str], root: Path, **given: str) -> ActionRun:
+    """Every step after the install, as a runner would, with ``given`` inputs (``_`` for ``-``);
+    the action's outputs are evaluated from the steps' outputs as ``outputs:`` declares them."""
+    runner = _new_runner(root)
+    inputs = _inputs(action, {name.replace("_", "-"): value for name, value in given.items()})
+    outputs: dict[str, dict[str, str]] = {"install": installed}
+    code, stdout, stderr, summary = 0, "", "", ""
+    for number, step in enumerate(action["runs"]["steps"], start=1):
+        if step.get("id") == "install":
+            continue
+        run = runner.run_step(step, inputs, outputs, number)
+        outputs[step["id"]] = run.outputs
+        stdout, stderr, summary = stdout + run.stdout, stderr + run.stderr, summary + run.summary
+        code = run.code
+        if code:
+            break
+    declared = {
+        name: evaluate(str(spec["value"]), inputs, outputs, str(REPO))
+        for name, spec in action["outputs"].items()
+    }
+    return ActionRun(runner, code, stdout, stderr, summary, declared)
+
+
+def workflow_annotations(stdout: str) -> list[tuple[str, str, int, int, str]]:
+    found = []
+    for line in stdout.splitlines():
+        match = _ANNOTATION.match(line)
+        if match:
+            command, file, line_no, column, rule, _ = match.groups()
+            found.append((command, file, int(line_no), int(column), rule))
+    return found
+
+
+# --- the action's declaration ---------------------------------------------------------------
+
+
+def test_declares_a_composite_bash_action_with_its_inputs_used(action: dict[str, Any]) -> None:
+    assert action["runs"]["using"] == "composite"
+    steps = action["runs"]["steps"]
+    assert [step.get("id") for step in steps] == ["install", "lint"]
+    used: set[str] = set()
+    for step in steps:
+        assert step["shell"] == "bash"
+        # Inputs reach scripts through env only (script injection hardening).
+        assert "${{" not in step["run"], f"an expression inside run: of step {step['id']}"
+        for value in step["env"].values():
+            for expression in _EXPRESSION.findall(str(value)):
+                found = _INPUT.fullmatch(expression.strip())
+                if found:
+                    used.add(found.group(1))
+    declared = set(action["inputs"])
+    assert used == declared, f"declared but unused: {declared - used}; used but undeclared: {used - declared}"
+    assert {"paths", "cluster", "kube-version", "config", "fail-on", "sarif-file", "version"} <= declared
+    assert action["inputs"]["paths"]["default"] == "."
+    assert action["inputs"]["sarif-file"]["default"] == "kaffinity.sarif"
+    assert action["inputs"]["version"]["default"] == ""
+
+
+def test_outputs_map_to_the_lint_steps_outputs(action: dict[str, Any]) -> None:
+    ids = {step["id"] for step in action["runs"]["steps"]}
+    assert {"errors", "warnings", "infos", "findings", "sarif-file", "exit-code"} <= set(action["outputs"])
+    for name, spec in action["outputs"].items():
+        (expression,) = _EXPRESSION.findall(spec["value"])
+        found = _STEP_OUTPUT.fullmatch(expression.strip())
+        assert found, f"output {name} is not a step output"
+        assert found.group(1) in ids
+        assert spec["description"]
+
+
+def test_the_evaluator_refuses_unknown_expressions() -> None:
+    with pytest.raises(pytest.fail.Exception):
+        evaluate("${{ github.token }}", {}, {}, "/action")
+    assert evaluate("${{ inputs.a }}-${{steps.s.outputs.b}}", {"a": "1"}, {"s": {"b": "2"}}, "/x") == "1-2"
+    assert parse_outputs("a=1\nb<<EOF\nx\ny\nEOF\nc=d=e\n") == {"a": "1", "b": "x\ny", "c": "d=e"}
+
+
+# --- the action, run ------------------------------------------------------------------------
+
+
+def test_findings_fail_the_step_with_annotations_sarif_summary_and_outputs(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path, official_sarif: dict[str, Any]
+) -> None:
+    run = run_action(action, installed, tmp_path, paths="k8s/bad")
+    assert run.code == 1, run.stderr
+
+    # Annotations: the findings of an in-process lint of the same file, at the example's markers.
+    reference = lint_paths(BAD)
+    commands = {"error": "error", "warning": "warning", "info": "notice"}
+    assert sorted(workflow_annotations(run.stdout)) == sorted(
+        (commands[f.severity.value], "k8s/bad/fail.yaml", f.line, f.column, f.rule)
+        for f in reference.findings
+    )
+    assert sorted((rule, line) for _, _, line, _, rule in workflow_annotations(run.stdout)) == expected(BAD)
+    assert {command for command, *_ in workflow_annotations(run.stdout)} == {"error", "warning"}
+
+    # SARIF: valid, where the input says, with both results.
+    sarif_path = run.runner.workspace / run.outputs["sarif-file"]
+    assert run.outputs["sarif-file"] == "kaffinity.sarif"
+    sarif = json.loads(sarif_path.read_text(encoding="utf-8"))
+    Draft7Validator(official_sarif).validate(sarif)
+    assert len(sarif["runs"][0]["results"]) == len(reference.findings) == 2
+
+    # The job summary: counts, linked findings, the graph.
+    assert "| error | 1 |" in run.summary
+    assert "| warning | 1 |" in run.summary
+    for _, line in expected(BAD):
+        assert f"]({SERVER}/{REPOSITORY}/blob/{SHA}/k8s/bad/fail.yaml#L{line})" in run.summary
+    assert "```mermaid\nflowchart LR\n" in run.summary
+    assert "2 problems (1 error, 1 warning) in 1 file" in run.summary
+
+    # Outputs, from the JSON report.
+    assert {
+        key: run.outputs[key] for key in ("errors", "warnings", "infos", "findings", "files", "exit-code")
+    } == {
+        "errors": "1",
+        "warnings": "1",
+        "infos": "0",
+        "findings": "2",
+        "files": "1",
+        "exit-code": "1",
+    }
+    report = json.loads(Path(run.outputs["json-file"]).read_text(encoding="utf-8"))
+    assert report["summary"]["findings"] == 2
+    assert Path(run.outputs["markdown-file"]).read_text(encoding="utf-8") == run.summary
+
+
+def test_clean_input_passes(action: dict[str, Any], installed: dict[str, str], tmp_path: Path) -> None:
+    run = run_action(action, installed, tmp_path, paths="k8s/good", sarif_file="reports/out/k.sarif")
+    assert run.code == 0, run.stderr
+    assert workflow_annotations(run.stdout) == []
+    assert "No problems found in 1 file." in run.summary
+    assert "| error | 0 |" in run.summary
+    assert run.outputs["errors"] == run.outputs["findings"] == "0"
+    assert run.outputs["exit-code"] == "0"
+    sarif = json.loads((run.runner.workspace / "reports/out/k.sarif").read_text(encoding="utf-8"))
+    assert sarif["runs"][0]["results"] == []
+
+
+def test_fail_on_none_reports_without_failing(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path
+) -> None:
+    run = run_action(action, installed, tmp_path, paths="k8s/bad", fail_on="none")
+    assert run.code == 0, run.stderr
+    assert len(workflow_annotations(run.stdout)) == 2
+    assert run.outputs["errors"] == "1"
+    assert run.outputs["exit-code"] == "0"
+
+
+def test_fail_on_decides_the_exit_code(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path
+) -> None:
+    warnings = len(lint_paths(WARNINGS).findings)
+    run = run_action(action, installed, tmp_path / "default", paths="warn")
+    assert run.code == 0, run.stderr
+    assert run.outputs["warnings"] == str(warnings)
+    assert {command for command, *_ in workflow_annotations(run.stdout)} == {"warning"}
+    run = run_action(action, installed, tmp_path / "warning", paths="warn", fail_on="warning")
+    assert run.code == 1, run.stderr
+    assert run.outputs["exit-code"] == "1"
+
+
+def test_extra_args_reach_kaffinity(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path
+) -> None:
+    run = run_action(
+        action,
+        installed,
+        tmp_path / "ignore",
+        paths="k8s/bad",
+        args="--ignore\n all-namespaces-anti-affinity",
+    )
+    assert run.code == 0, run.stderr
+    assert run.outputs["findings"] == "0"
+    run = run_action(action, installed, tmp_path / "unknown", paths="k8s/bad", args="--no-such-option")
+    assert run.code == 2
+    assert "No such option: --no-such-option" in re.sub(r"\x1b\[[0-9;]*m", "", run.stderr)
+
+
+def test_input_that_does_not_parse_exits_2(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path
+) -> None:
+    run = run_action(action, installed, tmp_path, paths="broken")
+    assert run.code == 2
+    assert [rule for *_, rule in workflow_annotations(run.stdout)] == ["parse-error"]
+    assert "could not be read or parsed" in run.summary
+    assert run.outputs["exit-code"] == "2"
+    assert (run.runner.workspace / "kaffinity.sarif").is_file()
+
+
+def test_usage_error_exits_2_without_reports(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path
+) -> None:
+    run = run_action(action, installed, tmp_path, paths="k8s/good", kube_version="0.1")
+    assert run.code == 2
+    assert run.outputs["sarif-file"] == ""
+    assert run.outputs["exit-code"] == "2"
+    assert "stopped before linting (exit code 2)" in run.summary
+    assert not (run.runner.workspace / "kaffinity.sarif").exists()
+
+
+def test_paths_are_split_and_globbed_but_never_run(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path
+) -> None:
+    run = run_action(action, installed, tmp_path, paths="k8s/good\n  k8s/**/fail.yaml $(touch pwned)")
+    assert run.code == 2  # `$(touch` and `pwned)` are paths that do not exist
+    assert not (run.runner.workspace / "pwned").exists()
+    files = {file for _, file, *_ in workflow_annotations(run.stdout)}
+    assert "k8s/bad/fail.yaml" in files
+    assert run.outputs["files"] == "4"  # pass.yaml, fail.yaml and the two missing paths
+
+
+# --- the documentation ----------------------------------------------------------------------
+
+
+def _workflow_blocks(text: str) -> list[dict[str, Any]]:
+    """The YAML blocks of a Markdown text that are workflows (they have ``jobs:``)."""
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.DOTALL)
+    loaded = [YAML(typ="safe").load(block) for block in blocks]
+    return [block for block in loaded if isinstance(block, dict) and "jobs" in block]
+
+
+@pytest.mark.parametrize("document", ["README.md", "docs/github-action.md"])
+def test_documented_workflows_use_the_action_as_declared(action: dict[str, Any], document: str) -> None:
+    from kaffinity import __version__
+
+    workflows = _workflow_blocks((REPO / document).read_text(encoding="utf-8"))
+    assert workflows, f"no complete workflow in {document}"
+    for workflow in workflows:
+        (job,) = workflow["jobs"].values()
+        assert job["permissions"]["security-events"] == "write"
+        uses = [step for step in job["steps"] if "uses" in step]
+        ours = [step for step in uses if step["uses"].startswith("kaffinity/kaffinity@")]
+        assert [step["uses"] for step in ours] == [f"kaffinity/kaffinity@v{__version__}"]
+        assert set(ours[0].get("with", {})) <= set(action["inputs"])
+        (upload,) = [step for step in uses if step["uses"].startswith("github/codeql-action/upload-sarif@")]
+        assert upload["if"] == "always()"
+        assert upload["with"]["sarif_file"] == action["inputs"]["sarif-file"]["default"]
+
+
+def test_the_action_page_lists_every_input_and_output(action: dict[str, Any]) -> None:
+    page = (REPO / "docs" / "github-action.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (`[^|]+`) \|", page, re.MULTILINE)
+    documented = {name for row in rows for name in re.findall(r"`([a-z-]+)`", row)}
+    assert set(action["inputs"]) | set(action["outputs"]) <= documented
