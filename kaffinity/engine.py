@@ -171,6 +171,11 @@ def lint(
     run.load_problems(cluster.files if cluster is not None else ())
     if context is None:
         context = Context(files, settings, cluster)
+    # The rules that read one object at a time need only the reported files: in a pre-commit run
+    # the context is the whole repository, and validating it all would be wasted work.
+    local = context
+    if reported is not None:
+        local = Context([file for file in files if file.name in run.reported], settings, cluster)
     # The loaded files live as long as the run: keep the collector from walking them again at
     # every collection the rules' allocations trigger (which grew faster than the input).
     gc.freeze()
@@ -182,7 +187,7 @@ def lint(
         with progress.stage("checking rules", len(checked)):
             for rule in checked:
                 progress.tick(rule.name)
-                run.check(rule, context)
+                run.check(rule, context if rule.needs_context else local)
     finally:
         gc.unfreeze()
     run.unused_suppressions(rules)
