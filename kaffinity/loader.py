@@ -16,7 +16,9 @@ from __future__ import annotations
 import gc
 import os
 import re
+import stat
 import sys
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -157,7 +159,17 @@ class _Builder:
             tag = node.tag
             if tag == _STR or not tag.startswith("tag:yaml.org,2002:"):
                 return value
-            return self.constructor.construct_object(node)
+            # ruamel's constructors raise plain ValueError/KeyError on `!!int x`, `!!bool x`
+            # (not a YAMLError) and warn on stderr for `!!float 1e3`: both are bad input, so
+            # they become this file's one-line parse error, and the warning is silenced.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    return self.constructor.construct_object(node)
+                except (ValueError, KeyError, TypeError, OverflowError):
+                    raise _LoadError(
+                        f"{value!r} is not a valid {tag.rsplit(':', 1)[-1]}", _span(node.start_mark)
+                    ) from None
         if node.style:
             return value
         if "{{" in value and self.template is None and _HELM_ACTION.search(value):
@@ -502,7 +514,13 @@ def read_text(path: str) -> tuple[str, str, LoadProblem | None]:
         if path == STDIN:
             raw = sys.stdin.buffer.read()
         else:
-            with open(path, "rb") as handle:
+            # Opened without blocking: a named pipe with no writer would otherwise hang the run
+            # (it reads as empty instead); reads then block as usual, so `<(helm template ...)` works.
+            nonblocking = getattr(os, "O_NONBLOCK", 0)
+            descriptor = os.open(path, os.O_RDONLY | nonblocking)
+            if nonblocking:
+                os.set_blocking(descriptor, True)
+            with open(descriptor, "rb") as handle:
                 raw = handle.read()
     except OSError as error:
         return name, "", LoadProblem("parse-error", f"cannot read: {error.strerror or error}", None)
@@ -566,8 +584,17 @@ def _walk(top: str, seen: set[tuple[int, int]], excluded: ExcludeFn | None) -> I
                 and not file.startswith(".")
                 and not (excluded is not None and excluded(full))
                 and _first_visit(full, seen)
+                and not _special(full)
             ):
                 yield full
+
+
+def _special(path: str) -> bool:
+    """A FIFO, socket or device found in a folder: never read (a FIFO would block the walk)."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False  # broken links and loops: reading them reports the problem
 
 
 def _first_visit(path: str, seen: set[tuple[int, int]]) -> bool:

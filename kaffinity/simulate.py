@@ -377,24 +377,29 @@ class _Heap:
 
 
 class _LabelIndex:
-    """Placed pods by label pair and by label key: candidates for a selector without a scan."""
+    """Placed pods by label pair and by label key: candidates for a selector without a scan.
+
+    Insertion-ordered dicts rather than sets: the candidates come in the order the pods were
+    bound, so whatever iterates them (messages that name pods, the claim of existing pods) gives
+    the same answer on every run; a set's order follows object addresses.
+    """
 
     def __init__(self) -> None:
-        self.pairs: dict[tuple[str, str], set[SimPod]] = {}
-        self.keys: dict[str, set[SimPod]] = {}
-        self.all: set[SimPod] = set()
+        self.pairs: dict[tuple[str, str], dict[SimPod, None]] = {}
+        self.keys: dict[str, dict[SimPod, None]] = {}
+        self.all: dict[SimPod, None] = {}
 
     def add(self, pod: SimPod) -> None:
-        self.all.add(pod)
+        self.all[pod] = None
         for pair in pod.labels.items():
-            self.pairs.setdefault(pair, set()).add(pod)
-            self.keys.setdefault(pair[0], set()).add(pod)
+            self.pairs.setdefault(pair, {})[pod] = None
+            self.keys.setdefault(pair[0], {})[pod] = None
 
     def remove(self, pod: SimPod) -> None:
-        self.all.discard(pod)
+        self.all.pop(pod, None)
         for pair in pod.labels.items():
-            self.pairs.get(pair, set()).discard(pod)
-            self.keys.get(pair[0], set()).discard(pod)
+            self.pairs.get(pair, {}).pop(pod, None)
+            self.keys.get(pair[0], {}).pop(pod, None)
 
     def candidates(self, selector: LabelSelector | None) -> Iterable[SimPod]:
         if selector is None:
@@ -402,17 +407,17 @@ class _LabelIndex:
         best: Iterable[SimPod] | None = None
         size = len(self.all)
         for pair in selector.match_labels:
-            found = self.pairs.get(pair, set())
+            found = self.pairs.get(pair, {})
             if len(found) < size:
                 best, size = found, len(found)
         for requirement in selector.match_expressions:
             if requirement.operator == "In":
-                sets = [self.pairs.get((requirement.key, v), set()) for v in requirement.values]
-                total = sum(len(s) for s in sets)
+                groups = [self.pairs.get((requirement.key, v), {}) for v in requirement.values]
+                total = sum(len(group) for group in groups)
                 if total < size:
-                    best, size = set().union(*sets), total
+                    best, size = dict.fromkeys(pod for group in groups for pod in group), total
             elif requirement.operator in ("Exists", "Gt", "Lt"):
-                found = self.keys.get(requirement.key, set())
+                found = self.keys.get(requirement.key, {})
                 if len(found) < size:
                     best, size = found, len(found)
         return self.all if best is None else best

@@ -1,0 +1,646 @@
+"""Robustness (issue 8): more malformed YAML, YAML tags, duplicate keys, a 50 MB file, symlink
+loops, FIFOs, unreadable files, empty stdin, wrong types everywhere (hypothesis), determinism,
+inputs never modified, nothing fetched from the network.
+
+``tests/test_hostile.py`` covers the rest (binary, latin-1, deep nesting, alias bomb, tabs,
+missing inputs); nothing here repeats it. Hypothesis runs derandomized with bounded examples
+(https://hypothesis.readthedocs.io/en/latest/settings.html) so CI is deterministic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kaffinity.config import Settings
+from kaffinity.engine import LintResult, lint
+from kaffinity.findings import Severity
+from kaffinity.loader import SourceFile, load, parse
+from kaffinity.rules import RULES
+from kaffinity.topology import cluster_from
+
+from .conftest import EXAMPLES, REPO, run_cli
+
+GOOD = (
+    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ok\n"
+    "  annotations:\n    kaffinity.io/ignore: nothing-here\n"
+)
+GOOD_FINDING = "zz-good.yaml:6:5: info [unused-suppression]"
+
+POD = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {}\n"
+
+# name: (content, the line the one-line error must name)
+MALFORMED: dict[str, tuple[bytes, int]] = {
+    "unclosed-double.yaml": (b'apiVersion: v1\nkind: Pod\nmetadata:\n  name: "x\n', 5),
+    "unclosed-single.yaml": (b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: 'x\n  labels: {}\n", 6),
+    "unclosed-flow.yaml": (b"apiVersion: v1\nkind: Pod\nmetadata: {name: x\n", 4),
+    "bad-indent.yaml": (b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n   labels: {}\n", 5),
+    "bom-mid-file.yaml": (b"apiVersion: v1\nkind: Pod\n\xef\xbb\xbfmetadata:\n  name: x\n", 3),
+    "nul-in-flow.yaml": (b"apiVersion: v1\nkind: Pod\nmetadata: {name: a\x00b}\n", 3),
+    "crlf-broken.yaml": (b"apiVersion: v1\r\nkind: Pod\r\nmetadata:\r\n  name: [x\r\n  labels: {}\r\n", 5),
+    # Explicit core tags whose text is not of the type: ruamel raises ValueError/KeyError.
+    "bad-int-tag.yaml": (POD.format("!!int x").encode(), 4),
+    "bad-float-tag.yaml": (POD.format("!!float x").encode(), 4),
+    "bad-bool-tag.yaml": (POD.format("!!bool x").encode(), 4),
+    "bad-timestamp-tag.yaml": (POD.format("!!timestamp x").encode(), 4),
+    "bad-merge.yaml": (b"apiVersion: v1\nkind: Pod\nmetadata:\n  <<: [1]\n  name: x\n", 4),
+}
+
+# Python object tags: never constructed. Each one would create this file if it were.
+PYTHON_TAGS = (
+    "!!python/object:os.system",
+    "!!python/object/apply:os.system",
+    "!!python/object/new:os.system",
+    "!!python/name:os.system",
+    "!!python/module:os",
+    "!<tag:yaml.org,2002:python/object/apply:os.system>",
+)
+
+
+def _headline(out: str, path: Path) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith(f"{path}:") and "[parse-error]" in line]
+
+
+@pytest.fixture
+def malformed_dir(tmp_path: Path) -> Path:
+    for name, (content, _) in MALFORMED.items():
+        (tmp_path / name).write_bytes(content)
+    (tmp_path / "zz-good.yaml").write_text(GOOD)
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_file_gives_one_line_error_with_line(malformed_dir: Path, name: str) -> None:
+    path = malformed_dir / name
+    completed = run_cli("lint", "--no-config", str(path), str(malformed_dir / "zz-good.yaml"))
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    assert "Traceback" not in completed.stdout + completed.stderr
+    assert completed.stderr == ""  # no internal error, no library warning
+    (headline,) = _headline(completed.stdout, path)
+    assert headline.startswith(f"{path}:{MALFORMED[name][1]}:"), headline
+    assert GOOD_FINDING in completed.stdout  # the good file linted alongside keeps its finding
+
+
+def test_all_malformed_files_together(malformed_dir: Path) -> None:
+    completed = run_cli("lint", "--no-config", "--format", "json", str(malformed_dir))
+    assert completed.returncode == 2
+    assert "Traceback" not in completed.stderr
+    findings = json.loads(completed.stdout)["findings"]
+    errors = [finding for finding in findings if finding["rule"] == "parse-error"]
+    assert sorted(Path(finding["file"]).name for finding in errors) == sorted(MALFORMED)
+    assert all(finding["line"] and "\n" not in finding["message"] for finding in errors)
+    assert any(finding["rule"] == "unused-suppression" for finding in findings)
+
+
+@pytest.mark.parametrize(
+    ("content", "findings"),
+    [
+        (b"---\n", 0),  # a document of only `---`: nothing to lint, not an error
+        (b"---\n...\n---\n", 0),
+        (GOOD.replace("\n", "\r\n").encode(), 1),  # CRLF: same positions as LF
+        (b"\xef\xbb\xbf" + GOOD.encode(), 1),  # a leading BOM is allowed
+    ],
+)
+def test_odd_but_valid_yaml(tmp_path: Path, content: bytes, findings: int) -> None:
+    path = tmp_path / "odd.yaml"
+    path.write_bytes(content)
+    completed = run_cli("lint", "--no-config", "--format", "json", str(path))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    found = json.loads(completed.stdout)["findings"]
+    assert [(f["rule"], f["line"], f["column"]) for f in found] == [("unused-suppression", 6, 5)] * findings
+
+
+@pytest.mark.parametrize("tag", PYTHON_TAGS)
+def test_python_tags_never_construct_objects(tmp_path: Path, tag: str) -> None:
+    marker = tmp_path / "constructed"
+    path = tmp_path / "tag.yaml"
+    path.write_text(POD.format(f'{tag} ["touch {marker}"]'))
+    completed = run_cli("lint", "--no-config", "--format", "json", str(path))
+    assert not marker.exists()
+    assert completed.returncode in (0, 1, 2)
+    assert "Traceback" not in completed.stderr and completed.stderr == ""
+    # Either reported on its line (an unknown core tag) or kept as plain data.
+    for finding in json.loads(completed.stdout)["findings"]:
+        if finding["rule"] == "parse-error":
+            assert finding["line"] == 4
+    (doc,) = parse("tag.yaml", path.read_text()).documents or (None,)
+    if doc is not None:
+        name = doc.data["metadata"]["name"]
+        assert isinstance(name, (str, list)) and all(isinstance(item, str) for item in name)
+
+
+def test_core_tags_give_plain_data() -> None:
+    """`!!binary`, `!!set`, `!!omap` and merge keys: plain data, positions kept, no crash."""
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n"
+        "  annotations: &base {app: web, tier: front}\n"
+        "  labels:\n    <<: *base\n    tier: back\n"
+        "  ownerReferences: !!omap [a: b, c: d]\n"
+        "  finalizers: !!set {a, b}\n"
+        "  uid: !!binary aGVsbG8=\n"
+    )
+    (doc,) = parse("tags.yaml", text).documents
+    metadata = doc.data["metadata"]
+    assert dict(metadata["labels"]) == {"app": "web", "tier": "back"}  # explicit key wins the merge
+    assert list(metadata["finalizers"]) == ["a", "b"]
+    assert metadata["uid"] == b"hello"
+    result = lint([parse("tags.yaml", text)], Settings())
+    assert result.internal_errors == ()
+    # Bytes where an object belongs is reported on its line, not a crash.
+    binary = lint([parse("bin.yaml", POD.format("x") + "  labels: !!binary aGVsbG8=\n")], Settings())
+    assert binary.internal_errors == ()
+    assert [(f.rule, f.line) for f in binary.findings] == [("schema", 5)]
+
+
+def test_duplicate_keys_later_wins_and_line_is_recorded(tmp_path: Path) -> None:
+    """kaffinity's choice (as go-yaml v2 / sigs.k8s.io/yaml read manifests for kubectl): the later
+    value wins, keeping the first key's place; the loader records the duplicate with its line."""
+    text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: first\n  labels: {}\n  name: second\n"
+    (doc,) = parse("dup.yaml", text).documents
+    assert doc.data["metadata"]["name"] == "second"
+    assert list(doc.data["metadata"]) == ["name", "labels"]
+    assert [(dup.key, dup.span.line) for dup in doc.duplicate_keys] == [("name", 6)]
+    path = tmp_path / "dup.yaml"
+    path.write_text(text)
+    completed = run_cli("lint", "--no-config", str(path))
+    assert completed.returncode in (0, 1) and completed.stderr == ""
+
+
+# --- size ---------------------------------------------------------------------------------------
+
+_50MB = 50_000_000
+_DOC = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{}\n  annotations:\n    note: {}\n"
+
+
+def _run_measured(*args: str) -> tuple[subprocess.CompletedProcess[bytes], float, int]:
+    """Run the CLI; its wall time and the peak RSS (bytes) of the largest child so far."""
+    start = time.perf_counter()
+    completed = subprocess.run(
+        [sys.executable, "-m", "kaffinity", *args], capture_output=True, timeout=300, check=False
+    )
+    elapsed = time.perf_counter() - start
+    return completed, elapsed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+
+
+@pytest.mark.parametrize("shape", ["many-documents", "one-scalar"])
+def test_50mb_file_bounded_time_and_memory(tmp_path: Path, shape: str) -> None:
+    """Measured here (2 cores, `/usr/bin/time -v kaffinity lint`): 46,000 documents of 1 kB: 2.2 s,
+    265 MB peak RSS; one 50 MB scalar: 0.8 s, 250 MB. Bounds: time x5, memory 600 MB
+    (RUSAGE_CHILDREN is the maximum over all children of this process so far)."""
+    path = tmp_path / "big.yaml"
+    with path.open("w") as handle:
+        if shape == "one-scalar":
+            handle.write(POD.format("big") + "  annotations:\n    blob: " + "a" * _50MB + "\n")
+        else:
+            padding = "x" * 1_000
+            for index in range(_50MB // (len(padding) + 80)):
+                handle.write(_DOC.format(index, padding))
+    (tmp_path / "zz-good.yaml").write_text(GOOD)
+    completed, elapsed, peak = _run_measured("lint", "--no-config", str(tmp_path))
+    assert b"Traceback" not in completed.stderr
+    assert completed.returncode == 0, completed.stdout[-2000:]
+    assert GOOD_FINDING.encode() in completed.stdout
+    assert elapsed < (11.0 if shape == "many-documents" else 4.0), elapsed
+    assert peak < 600_000_000, peak
+
+
+# --- the file system ----------------------------------------------------------------------------
+
+
+def test_symlink_loops(tmp_path: Path) -> None:
+    (tmp_path / "zz-good.yaml").write_text(GOOD)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "up").symlink_to("..")  # a folder linking to its parent
+    (tmp_path / "loop-a.yaml").symlink_to("loop-b.yaml")  # a file link loop
+    (tmp_path / "loop-b.yaml").symlink_to("loop-a.yaml")
+    completed = run_cli("lint", "--no-config", str(tmp_path))
+    assert completed.returncode == 2
+    assert "Traceback" not in completed.stderr
+    out = completed.stdout
+    assert out.count(GOOD_FINDING) == 1  # read once despite the folder loop
+    for name in ("loop-a.yaml", "loop-b.yaml"):
+        assert f"{tmp_path / name}: error [parse-error] cannot read: Too many levels of symbolic links" in out
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_fifo_does_not_hang(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.yaml")  # no writer: reading it must not block
+    (tmp_path / "zz-good.yaml").write_text(GOOD)
+    in_folder = run_cli("lint", "--no-config", str(tmp_path))  # run_cli times out at 120 s
+    assert in_folder.returncode == 0 and "pipe.yaml" not in in_folder.stdout  # skipped in a walk
+    assert GOOD_FINDING in in_folder.stdout
+    named = run_cli("lint", "--no-config", str(tmp_path / "pipe.yaml"), str(tmp_path / "zz-good.yaml"))
+    assert named.returncode == 0 and "Traceback" not in named.stderr  # named: read as empty
+    assert GOOD_FINDING in named.stdout
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_unreadable_file(tmp_path: Path) -> None:
+    path = tmp_path / "secret.yaml"
+    path.write_text(GOOD)
+    path.chmod(0)
+    (tmp_path / "zz-good.yaml").write_text(GOOD)
+    try:
+        if os.access(path, os.R_OK):
+            pytest.skip("running as root: a chmod 000 file is still readable")
+        completed = run_cli("lint", "--no-config", str(tmp_path))
+    finally:
+        path.chmod(0o644)
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr
+    assert f"{path}: error [parse-error] cannot read: Permission denied" in completed.stdout
+    assert GOOD_FINDING in completed.stdout
+
+
+def test_directory_named_like_a_manifest_inside_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "x.yaml").mkdir()
+    (tmp_path / "zz-good.yaml").write_text(GOOD)
+    completed = run_cli("lint", "--no-config", str(tmp_path))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "x.yaml" not in completed.stdout and GOOD_FINDING in completed.stdout
+
+
+@pytest.mark.parametrize("stdin", [b"", b"  \n\n   \n", b"# only a comment\n\n---\n# another\n"])
+def test_empty_stdin(stdin: bytes) -> None:
+    completed = run_cli("lint", "--no-config", "--format", "json", "-", stdin=stdin)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert json.loads(completed.stdout)["findings"] == []
+
+
+# --- wrong types everywhere (hypothesis) --------------------------------------------------------
+
+
+def _deep(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = {"a": [value]}
+    return value
+
+
+ODD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.sampled_from([0, -1, 2**64, 10**30]),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=8),
+    st.sampled_from(["", "web", "1", "50%", "abc%", "1e3", "-1", "true"]),
+    st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=4)), max_size=3),
+    st.dictionaries(
+        st.text(max_size=4), st.one_of(st.none(), st.integers(), st.text(max_size=4)), max_size=3
+    ),
+    st.integers(1, 60).map(_deep),
+)
+
+
+def _maybe(value: Any) -> st.SearchStrategy[Any]:
+    """The valid value, or a value of the wrong type."""
+    return st.one_of(st.just(value), ODD)
+
+
+def _pod_spec() -> st.SearchStrategy[dict[str, Any]]:
+    selector = st.fixed_dictionaries(
+        {},
+        optional={
+            "matchLabels": _maybe({"app": "web"}),
+            "matchExpressions": _maybe([{"key": "app", "operator": "In", "values": ["web"]}]),
+        },
+    )
+    pod_term = st.fixed_dictionaries(
+        {"topologyKey": _maybe("kubernetes.io/hostname")},
+        optional={
+            "labelSelector": st.one_of(selector, ODD),
+            "namespaces": _maybe(["default"]),
+            "namespaceSelector": st.one_of(selector, ODD),
+            "matchLabelKeys": _maybe(["pod-template-hash"]),
+            "mismatchLabelKeys": _maybe(["tenant"]),
+        },
+    )
+    weighted = st.fixed_dictionaries({"weight": _maybe(50), "podAffinityTerm": st.one_of(pod_term, ODD)})
+    pod_affinity = st.fixed_dictionaries(
+        {},
+        optional={
+            "requiredDuringSchedulingIgnoredDuringExecution": st.one_of(st.lists(pod_term, max_size=2), ODD),
+            "preferredDuringSchedulingIgnoredDuringExecution": st.one_of(st.lists(weighted, max_size=2), ODD),
+        },
+    )
+    node_term = st.fixed_dictionaries(
+        {},
+        optional={
+            "matchExpressions": _maybe([{"key": "zone", "operator": "In", "values": ["a"]}]),
+            "matchFields": _maybe([{"key": "metadata.name", "operator": "In", "values": ["n1"]}]),
+        },
+    )
+    node_affinity = st.fixed_dictionaries(
+        {},
+        optional={
+            "requiredDuringSchedulingIgnoredDuringExecution": st.one_of(
+                st.fixed_dictionaries({"nodeSelectorTerms": st.one_of(st.lists(node_term, max_size=2), ODD)}),
+                ODD,
+            ),
+            "preferredDuringSchedulingIgnoredDuringExecution": st.one_of(
+                st.lists(st.fixed_dictionaries({"weight": _maybe(1), "preference": node_term}), max_size=2),
+                ODD,
+            ),
+        },
+    )
+    affinity = st.fixed_dictionaries(
+        {},
+        optional={
+            "podAffinity": st.one_of(pod_affinity, ODD),
+            "podAntiAffinity": st.one_of(pod_affinity, ODD),
+            "nodeAffinity": st.one_of(node_affinity, ODD),
+        },
+    )
+    spread = st.fixed_dictionaries(
+        {
+            "maxSkew": _maybe(1),
+            "topologyKey": _maybe("topology.kubernetes.io/zone"),
+            "whenUnsatisfiable": _maybe("DoNotSchedule"),
+        },
+        optional={
+            "labelSelector": st.one_of(selector, ODD),
+            "minDomains": _maybe(2),
+            "matchLabelKeys": _maybe(["pod-template-hash"]),
+            "nodeAffinityPolicy": _maybe("Honor"),
+            "nodeTaintsPolicy": _maybe("Ignore"),
+        },
+    )
+    toleration = st.fixed_dictionaries(
+        {},
+        optional={
+            "key": _maybe("dedicated"),
+            "operator": _maybe("Equal"),
+            "value": _maybe("x"),
+            "effect": _maybe("NoSchedule"),
+            "tolerationSeconds": _maybe(30),
+        },
+    )
+    container = st.fixed_dictionaries(
+        {"name": _maybe("c"), "image": _maybe("nginx")},
+        optional={"resources": _maybe({"requests": {"cpu": "100m", "memory": "1Gi"}, "limits": {"cpu": 1}})},
+    )
+    return st.fixed_dictionaries(
+        {"containers": st.one_of(st.lists(container, min_size=1, max_size=2), ODD)},
+        optional={
+            "affinity": st.one_of(affinity, ODD),
+            "topologySpreadConstraints": st.one_of(st.lists(spread, max_size=2), ODD),
+            "tolerations": st.one_of(st.lists(toleration, max_size=2), ODD),
+            "nodeSelector": _maybe({"zone": "a"}),
+            "nodeName": _maybe("n1"),
+            "priorityClassName": _maybe("high"),
+        },
+    )
+
+
+def _metadata(name: str) -> st.SearchStrategy[Any]:
+    return st.one_of(
+        st.fixed_dictionaries(
+            {"name": _maybe(name)},
+            optional={"namespace": _maybe("default"), "labels": _maybe({"app": "web"})},
+        ),
+        ODD,
+    )
+
+
+def _manifest() -> st.SearchStrategy[dict[str, Any]]:
+    template = st.fixed_dictionaries(
+        {"metadata": st.one_of(st.fixed_dictionaries({"labels": _maybe({"app": "web"})}), ODD)},
+        optional={"spec": st.one_of(_pod_spec(), ODD)},
+    )
+    workload_spec = st.fixed_dictionaries(
+        {"selector": _maybe({"matchLabels": {"app": "web"}}), "template": st.one_of(template, ODD)},
+        optional={"replicas": _maybe(3), "strategy": _maybe({"type": "RollingUpdate"})},
+    )
+
+    def typed(api: str, kind: str, spec: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+        return st.fixed_dictionaries(
+            {"apiVersion": st.just(api), "kind": st.just(kind), "metadata": _metadata(kind.lower())},
+            optional={"spec": spec},
+        )
+
+    pdb_spec = st.fixed_dictionaries(
+        {"selector": _maybe({"matchLabels": {"app": "web"}})},
+        optional={"minAvailable": _maybe(1), "maxUnavailable": _maybe("50%")},
+    )
+    node = st.fixed_dictionaries(
+        {
+            "apiVersion": st.just("v1"),
+            "kind": st.just("Node"),
+            "metadata": _metadata("n1"),
+        },
+        optional={
+            "spec": st.one_of(
+                st.fixed_dictionaries(
+                    {},
+                    optional={"taints": _maybe([{"key": "k", "effect": "NoSchedule"}]), "unschedulable": ODD},
+                ),
+                ODD,
+            ),
+            "status": st.one_of(
+                st.fixed_dictionaries(
+                    {}, optional={"allocatable": _maybe({"cpu": "4", "memory": "8Gi", "pods": "110"})}
+                ),
+                ODD,
+            ),
+        },
+    )
+    return st.one_of(
+        typed("apps/v1", "Deployment", st.one_of(workload_spec, ODD)),
+        typed("apps/v1", "StatefulSet", st.one_of(workload_spec, ODD)),
+        typed("apps/v1", "DaemonSet", st.one_of(workload_spec, ODD)),
+        typed("v1", "Pod", st.one_of(_pod_spec(), ODD)),
+        typed("policy/v1", "PodDisruptionBudget", st.one_of(pdb_spec, ODD)),
+        st.fixed_dictionaries(
+            {"apiVersion": st.just("v1"), "kind": st.just("Namespace"), "metadata": _metadata("default")}
+        ),
+        node,
+    )
+
+
+_CLUSTER = (
+    "apiVersion: v1\nkind: Node\nmetadata:\n  name: n{i}\n  labels:\n"
+    "    kubernetes.io/hostname: n{i}\n    topology.kubernetes.io/zone: z{i}\n"
+    "status:\n  allocatable: {{cpu: '4', memory: 8Gi, pods: '110'}}\n"
+)
+_RULE_NAMES = frozenset(rule.name for rule in RULES) | {"parse-error", "helm-template"}
+
+
+def _check_well_formed(result: LintResult, names: set[str]) -> None:
+    assert result.internal_errors == (), result.internal_errors
+    for finding in result.findings:
+        assert finding.file in names
+        assert finding.rule in _RULE_NAMES, finding.rule
+        assert isinstance(finding.severity, Severity)
+        assert finding.message and "\n" not in finding.message
+        assert finding.line is None or finding.line >= 1
+        assert finding.column is None or finding.column >= 1
+
+
+def _files(manifests: list[dict[str, Any]]) -> list[SourceFile]:
+    return [parse(f"m{index}.yaml", json.dumps(item)) for index, item in enumerate(manifests)]
+
+
+@settings(
+    max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None
+)
+@given(st.lists(_manifest(), min_size=1, max_size=4))
+def test_wrong_types_in_every_field_never_crash(manifests: list[dict[str, Any]]) -> None:
+    files = _files(manifests)
+    names = {file.name for file in files}
+    cluster = cluster_from([parse("cluster.yaml", "---\n".join(_CLUSTER.format(i=i) for i in range(3)))])
+    for kube in ("1.30", "1.37"):
+        _check_well_formed(lint(files, Settings(kube_version=kube)), names)
+    _check_well_formed(lint(files, Settings(), cluster=cluster), names)
+
+
+# --- determinism (hypothesis, valid manifests) --------------------------------------------------
+
+
+def _valid_workload(index: int) -> st.SearchStrategy[dict[str, Any]]:
+    app = st.sampled_from(["web", "db", "cache"])
+    key = st.sampled_from(["kubernetes.io/hostname", "topology.kubernetes.io/zone", "rack"])
+    term = st.builds(lambda a, k: {"labelSelector": {"matchLabels": {"app": a}}, "topologyKey": k}, app, key)
+    return st.builds(
+        lambda kind, label, replicas, anti, spread: {
+            "apiVersion": "apps/v1",
+            "kind": kind,
+            "metadata": {"name": f"w{index}", "labels": {"app": label}},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": label}},
+                "template": {
+                    "metadata": {"labels": {"app": label}},
+                    "spec": {
+                        "containers": [{"name": "c", "image": "nginx"}],
+                        "affinity": {
+                            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": anti}
+                        },
+                        "topologySpreadConstraints": spread,
+                    },
+                },
+            },
+        },
+        st.sampled_from(["Deployment", "StatefulSet"]),
+        app,
+        st.integers(1, 5),
+        st.lists(term, max_size=2),
+        st.lists(
+            st.builds(
+                lambda a, k: {
+                    "maxSkew": 1,
+                    "topologyKey": k,
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": a}},
+                },
+                app,
+                key,
+            ),
+            max_size=1,
+        ),
+    )
+
+
+def _keys(result: LintResult) -> list[tuple[Any, ...]]:
+    return [(f.file, f.line, f.column, f.rule, f.message, f.severity) for f in result.findings]
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, database=None)
+@given(
+    st.integers(2, 6).flatmap(lambda n: st.tuples(*(_valid_workload(i) for i in range(n)))),
+    st.randoms(use_true_random=False),
+)
+def test_deterministic_whatever_the_file_order(
+    workloads: tuple[dict[str, Any], ...], rng: random.Random
+) -> None:
+    """Without a cluster: the same findings for any file order. (With a cluster, `unschedulable`
+    messages differ between runs and orders: a bug, reported; see the xfail below.)"""
+    files = _files(list(workloads))
+    shuffled = list(files)
+    rng.shuffle(shuffled)
+    first, second = lint(files, Settings()), lint(shuffled, Settings())
+    assert first.internal_errors == () == second.internal_errors
+    assert [(f.file, f.line, f.column, f.rule, f.message) for f in first.findings] == [
+        (f.file, f.line, f.column, f.rule, f.message) for f in second.findings
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: placement messages (unschedulable, anti-affinity-exceeds-domains) name the nodes and "
+    "pods the simulation placed first, which follows the file order",
+)
+def test_json_output_identical_bytes_for_two_file_orders() -> None:
+    paths = sorted(str(path) for path in EXAMPLES.rglob("*.yaml") if "clusters" not in path.parts)
+    cluster = str(EXAMPLES / "clusters" / "topology.yaml")
+    forward = run_cli("lint", "--no-config", "--format", "json", "--cluster", cluster, *paths, cwd=REPO)
+    backward = run_cli(
+        "lint", "--no-config", "--format", "json", "--cluster", cluster, *paths[::-1], cwd=REPO
+    )
+    assert "Traceback" not in forward.stderr + backward.stderr
+    assert json.loads(forward.stdout)["findings"]
+    assert forward.returncode == backward.returncode
+    assert forward.stdout == backward.stdout
+
+
+# --- inputs never modified, nothing fetched -----------------------------------------------------
+
+
+def _checksums(root: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_inputs_never_modified(tmp_path: Path) -> None:
+    copy = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, copy)
+    before = _checksums(copy)
+    stamps = {path: path.stat().st_mtime_ns for path in copy.rglob("*") if path.is_file()}
+    lint_run = run_cli("lint", "--no-config", str(copy))
+    fix_run = run_cli("fix", "--no-config", "--diff", str(copy))
+    assert lint_run.returncode in (1, 2) and fix_run.returncode in (0, 1, 2)
+    assert "Traceback" not in lint_run.stderr + fix_run.stderr
+    assert fix_run.stdout.startswith("---") or "@@" in fix_run.stdout  # the diff was made
+    assert _checksums(copy) == before
+    assert {path: path.stat().st_mtime_ns for path in stamps} == stamps
+
+
+def test_no_network_via_cli(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    proxies = {name: dead for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}
+    cluster = str(EXAMPLES / "clusters" / "topology.yaml")
+    completed = run_cli("lint", "--no-config", "--cluster", cluster, str(EXAMPLES), env=proxies)
+    assert completed.returncode in (1, 2) and "Traceback" not in completed.stderr
+    assert "internal error" not in completed.stderr and "[schema]" in completed.stdout
+
+
+def test_no_network_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"network access: {args[1:]}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    files = load([str(EXAMPLES)])
+    cluster = cluster_from(load([str(EXAMPLES / "clusters" / "topology.yaml")]))
+    for result in (lint(files, Settings()), lint(files, Settings(), cluster=cluster)):
+        assert result.internal_errors == ()
+        assert result.findings
