@@ -6,25 +6,15 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import selector_text
-from kaffinity.pending import (
-    ANTI_AFFINITY_EXCEEDS,
-    Analysis,
-    Exceeds,
-    Stuck,
-    analysis,
-    pending_words,
-    plural,
-    replicas_field,
-)
+from kaffinity.graph import HOSTNAME, selector_text
 from kaffinity.rules.all_namespaces_anti_affinity import domain_word, name_list
 from kaffinity.rules.base import Rule
-from kaffinity.simulate import SimPod
-from kaffinity.topology import HOSTNAME
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
+    from kaffinity.pending import Analysis, Exceeds, Stuck
     from kaffinity.place import PlacementRun
+    from kaffinity.simulate import SimPod
 
 
 def _occupied(
@@ -77,6 +67,10 @@ def _occupied(
 
 
 def _check(context: Context) -> Iterator[Violation]:
+    if context.cluster is None:
+        return  # the analysis needs a declared cluster; no simulator import without one
+    from kaffinity.pending import ANTI_AFFINITY_EXCEEDS, analysis
+
     result = analysis(context)
     run = context.placement
     if result is None or result.stuck is None or run is None:
@@ -92,6 +86,8 @@ def _check(context: Context) -> Iterator[Violation]:
 def _violation(
     result: Analysis, run: PlacementRun, stuck: Stuck, exceeds: Exceeds, order: dict[int, int]
 ) -> Violation:
+    from kaffinity.pending import pending_words, plural, replicas_field
+
     shape = stuck.shape
     workload = shape.workload
     term = exceeds.term

@@ -7,26 +7,15 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.model import Requirement
-from kaffinity.pending import (
-    KUBELET_LABELS,
-    NO_ELIGIBLE_NODE,
-    Analysis,
-    Shape,
-    analysis,
-    cannot_run,
-    node_related,
-    pending_words,
-    plural,
-    taint_text,
-)
 from kaffinity.rules.all_namespaces_anti_affinity import name_list
 from kaffinity.rules.base import Rule
 from kaffinity.selectors import requirement_matches
-from kaffinity.simulate import SimNode, node_matches
 from kaffinity.source import DataPath
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
+    from kaffinity.pending import Analysis, Shape
+    from kaffinity.simulate import SimNode
 
 _SHOWN_NODES = 3
 
@@ -51,6 +40,8 @@ class _Why(NamedTuple):
 def _unlabelled(why: _Why, key: str, nodes: list[SimNode]) -> _Why:
     """A label every kubelet sets that no node of the cluster file carries: the file is
     incomplete (a hand-written or compact cluster), so a warning that says so."""
+    from kaffinity.pending import KUBELET_LABELS
+
     if key not in KUBELET_LABELS or any(key in node.labels for node in nodes):
         return why
     return why._replace(
@@ -64,6 +55,9 @@ def _unlabelled(why: _Why, key: str, nodes: list[SimNode]) -> _Why:
 def _explain(result: Analysis, shape: Shape) -> _Why:
     """Where, why, which nodes, and the fix: the first filter that leaves nothing, in the order
     a user reads the pod spec (nodeName, nodeSelector, node affinity, then taints and cordons)."""
+    from kaffinity.pending import plural
+    from kaffinity.simulate import node_matches
+
     sim = result.sim
     rules = shape.probe.rules
     nodes = sim.nodes
@@ -89,6 +83,8 @@ def _explain(result: Analysis, shape: Shape) -> _Why:
 
 
 def _by_selector(shape: Shape, nodes: list[SimNode]) -> _Why:
+    from kaffinity.pending import node_related, plural
+
     spec = shape.workload.pod.spec_path
     total = plural(len(nodes), "node")
     for key, value in shape.probe.rules.node_selector:
@@ -120,6 +116,8 @@ def _by_selector(shape: Shape, nodes: list[SimNode]) -> _Why:
 
 
 def _by_affinity(shape: Shape, selected: list[SimNode], total: int) -> _Why:
+    from kaffinity.pending import plural
+
     rules = shape.probe.rules
     terms = rules.node_terms or ()
     affinity = shape.workload.pod.affinity
@@ -171,6 +169,8 @@ def _by_affinity(shape: Shape, selected: list[SimNode], total: int) -> _Why:
 def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
     """Every node left is tainted (an untolerated NoSchedule / NoExecute taint) or cordoned: the
     filters TaintToleration and NodeUnschedulable (reference §F)."""
+    from kaffinity.pending import node_related, plural, taint_text
+
     rules = shape.probe.rules
     pod = shape.workload.pod
     untolerated = [
@@ -246,6 +246,10 @@ def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
 
 
 def _check(context: Context) -> Iterator[Violation]:
+    if context.cluster is None:
+        return  # the analysis needs a declared cluster; no simulator import without one
+    from kaffinity.pending import NO_ELIGIBLE_NODE, analysis, cannot_run, pending_words
+
     result = analysis(context)
     if result is None:
         return

@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph import PDB, Member
 from kaffinity.model import NodeSelectorTerm, PodDisruptionBudget, Workload, dig
-from kaffinity.rollout import scaled
 from kaffinity.rules.all_namespaces_anti_affinity import name_list, ordered
 from kaffinity.rules.base import Rule
 from kaffinity.selectors import node_term_matches, selector_matches
@@ -265,6 +264,8 @@ def _field(pdb: PodDisruptionBudget) -> tuple[DataPath, str]:
 
 def _verdict(pdb: PodDisruptionBudget, selected: _Selected) -> str | None:
     """Why the budget allows no disruption, or None when it allows some (or cannot be told)."""
+    from kaffinity.rollout import scaled
+
     scaled_policy = pdb.max_unavailable is not None or isinstance(pdb.min_available, str)
     _, written = _field(pdb)
     pods = f"{selected.pods} pod{'s' if selected.pods != 1 else ''}"

@@ -16,24 +16,12 @@ from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.model import PodAffinityTerm, TopologySpreadConstraint, dig
-from kaffinity.rollout import (
-    AFFINITY,
-    ANTI,
-    EXISTING_ANTI,
-    RESOURCES,
-    SPREAD,
-    Blocker,
-    Budget,
-    Deadlock,
-    scoped,
-    simulate,
-)
 from kaffinity.rules.base import Rule
-from kaffinity.simulate import REASON_TOO_MANY_PODS
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
     from kaffinity.place import PlacementRun
+    from kaffinity.rollout import Blocker, Deadlock
 
 #: How many names a list in a message shows before "and N more".
 _NAMED = 4
@@ -47,6 +35,8 @@ _REVISION_LABEL = {
 
 def _short(reason: str) -> bool:
     """A NodeResourcesFit reason: no room on the node."""
+    from kaffinity.simulate import REASON_TOO_MANY_PODS
+
     return reason == REASON_TOO_MANY_PODS or reason.startswith("Insufficient ")
 
 
@@ -71,6 +61,8 @@ def _pods(blocker: Blocker, relation: str) -> list[str]:
 
 
 def _because(deadlock: Deadlock, blocker: Blocker) -> str:
+    from kaffinity.rollout import AFFINITY, ANTI, EXISTING_ANTI, SPREAD
+
     nodes = _names(blocker.nodes)
     if blocker.kind in (ANTI, EXISTING_ANTI):
         seen = []
@@ -132,6 +124,8 @@ def _term(blocker: Blocker) -> PodAffinityTerm | TopologySpreadConstraint | None
 def _primary(deadlock: Deadlock) -> Blocker | None:
     """The rolled workload's own rule that blocks (where the finding goes): a term, else its
     resource requests; None when only other workloads' rules block."""
+    from kaffinity.rollout import AFFINITY, ANTI, SPREAD
+
     own = [blocker for blocker in deadlock.blockers if blocker.holder is deadlock.workload]
     for blocker in own:
         if blocker.kind in (ANTI, AFFINITY, SPREAD):
@@ -148,6 +142,8 @@ def _scope_hint(
     them select (and repel) the new pods by symmetry. So two rollouts are simulated: later ones
     (old and new pods both scoped) and the one that adds the key, as is or in place.
     """
+    from kaffinity.rollout import Budget, scoped, simulate
+
     workload = deadlock.workload
     copy = scoped(run.sim, workload, primary.path, label)
     if copy is None:
@@ -174,6 +170,8 @@ def _fix(
     run: PlacementRun, deadlock: Deadlock, primary: Blocker | None, version: str, gates: dict[str, bool]
 ) -> str:
     """Changes that the simulation shows complete the rollout; a generic hint if none does."""
+    from kaffinity.rollout import ANTI, RESOURCES, Budget, simulate
+
     workload = deadlock.workload
     kind = workload.ref.kind
     label = _REVISION_LABEL[kind]
@@ -241,6 +239,8 @@ def _check(context: Context) -> Iterator[Violation]:
     run = context.placement
     if run is None:
         return
+    from kaffinity.rollout import simulate
+
     settings = context.settings
     gates = dict(settings.feature_gates)
     # Pods Pending for want of room before any update: the cluster is over capacity already

@@ -7,23 +7,14 @@ from typing import TYPE_CHECKING
 
 from kaffinity.findings import Severity, Violation
 from kaffinity.model import dig
-from kaffinity.pending import (
-    SPREAD_UNSATISFIABLE,
-    Analysis,
-    SpreadCap,
-    Stuck,
-    analysis,
-    counts_text,
-    pending_words,
-    plural,
-)
 from kaffinity.rules.all_namespaces_anti_affinity import domain_word, name_list
 from kaffinity.rules.base import Rule
-from kaffinity.simulate import REASON_SPREAD, REASON_SPREAD_LABEL, Spread, spread_counts
 from kaffinity.source import DataPath
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
+    from kaffinity.pending import Analysis, SpreadCap, Stuck
+    from kaffinity.simulate import Spread
 
 
 def _head(spread: Spread) -> str:
@@ -35,6 +26,8 @@ def _written(stuck: Stuck, spread: Spread, field: str) -> bool:
 
 
 def _static(stuck: Stuck, cap: SpreadCap) -> tuple[DataPath, str, str]:
+    from kaffinity.pending import plural
+
     spread = cap.spread
     domain = domain_word(spread.topology_key)
     path = spread.source.path
@@ -91,6 +84,9 @@ def _static(stuck: Stuck, cap: SpreadCap) -> tuple[DataPath, str, str]:
 
 
 def _dynamic(result: Analysis, stuck: Stuck, spread: Spread) -> tuple[DataPath, str, str]:
+    from kaffinity.pending import counts_text, plural
+    from kaffinity.simulate import REASON_SPREAD, REASON_SPREAD_LABEL, spread_counts
+
     sim = result.sim
     rules = stuck.shape.probe.rules
     domain = domain_word(spread.topology_key)
@@ -138,6 +134,10 @@ def _dynamic(result: Analysis, stuck: Stuck, spread: Spread) -> tuple[DataPath, 
 
 
 def _check(context: Context) -> Iterator[Violation]:
+    if context.cluster is None:
+        return  # the analysis needs a declared cluster; no simulator import without one
+    from kaffinity.pending import SPREAD_UNSATISFIABLE, analysis, pending_words
+
     result = analysis(context)
     if result is None or result.stuck is None:
         return  # placement needed: quiet with --no-simulate

@@ -3,33 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.pending import (
-    AFFINITY,
-    ANTI,
-    KUBELET_LABELS,
-    PREFERRED_AFFINITY,
-    PREFERRED_ANTI,
-    SOFT_SPREAD,
-    SPREAD,
-    TOPOLOGY_KEY_ABSENT,
-    Absent,
-    Shape,
-    Stuck,
-    analysis,
-    cannot_run,
-    node_related,
-    pending_words,
-    plural,
-)
 from kaffinity.rules.all_namespaces_anti_affinity import name_list
 from kaffinity.rules.base import Rule
-from kaffinity.topology import HOSTNAME
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
+    from kaffinity.pending import Absent, Shape, Stuck
 
 #: Deprecated keys and the GA key that replaced them (API doc "Well-Known Labels": the
 #: failure-domain.beta.kubernetes.io labels are deprecated since 1.17).
@@ -38,21 +21,27 @@ _RENAMED = {
     "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
 }
 
-_CONSEQUENCE = {
-    # InterPodAffinity Filter: a node without a required term's key fails, first pod included
-    # (reference §D Filter step 1; the self-match exception still needs every key).
-    AFFINITY: "InterPodAffinity rejects every node without the key, even for the first pod",
-    # PodTopologySpread Filter: "node(s) didn't match pod topology spread constraints (missing
-    # required label)", UnschedulableAndUnresolvable (reference §E).
-    SPREAD: "PodTopologySpread rejects every node without the key (missing required label)",
-    # InterPodAffinity Filter step 2: a node without the key passes anti-affinity (reference §D).
-    ANTI: "a node without the key always passes anti-affinity, so this term keeps no pods apart",
-    # InterPodAffinity Score sums a term's weight only on nodes carrying its key (reference §D).
-    PREFERRED_AFFINITY: "the preference scores no node, so it has no effect",
-    PREFERRED_ANTI: "the preference scores no node, so it has no effect",
-    # PodTopologySpread Score: nodes without the key score 0 (reference §E), i.e. every node here.
-    SOFT_SPREAD: "every node scores the same for it, so it spreads nothing",
-}
+
+@cache
+def _consequences() -> dict[str, str]:
+    """What an absent key does, by the kind of rule that names it."""
+    from kaffinity.pending import AFFINITY, ANTI, PREFERRED_AFFINITY, PREFERRED_ANTI, SOFT_SPREAD, SPREAD
+
+    return {
+        # InterPodAffinity Filter: a node without a required term's key fails, first pod included
+        # (reference §D Filter step 1; the self-match exception still needs every key).
+        AFFINITY: "InterPodAffinity rejects every node without the key, even for the first pod",
+        # PodTopologySpread Filter: "node(s) didn't match pod topology spread constraints (missing
+        # required label)", UnschedulableAndUnresolvable (reference §E).
+        SPREAD: "PodTopologySpread rejects every node without the key (missing required label)",
+        # InterPodAffinity Filter step 2: a node without the key passes anti-affinity (reference §D).
+        ANTI: "a node without the key always passes anti-affinity, so this term keeps no pods apart",
+        # InterPodAffinity Score sums a term's weight only on nodes carrying its key (reference §D).
+        PREFERRED_AFFINITY: "the preference scores no node, so it has no effect",
+        PREFERRED_ANTI: "the preference scores no node, so it has no effect",
+        # PodTopologySpread Score: nodes without the key score 0 (reference §E), i.e. every node here.
+        SOFT_SPREAD: "every node scores the same for it, so it spreads nothing",
+    }
 
 
 def _typo(a: str, b: str) -> bool:
@@ -69,6 +58,8 @@ def _typo(a: str, b: str) -> bool:
 
 
 def _eligible_words(shape: Shape, total: int) -> str:
+    from kaffinity.pending import plural
+
     count = len(shape.eligible)
     names = name_list(node.name for node in shape.eligible)
     if count == total:
@@ -77,6 +68,9 @@ def _eligible_words(shape: Shape, total: int) -> str:
 
 
 def _fix(shape: Shape, absent: Absent) -> str:
+    from kaffinity.pending import ANTI, KUBELET_LABELS
+    from kaffinity.topology import HOSTNAME
+
     key = absent.key
     carried = sorted({label for node in shape.eligible for label in node.labels})
     if key in KUBELET_LABELS:
@@ -94,12 +88,14 @@ def _fix(shape: Shape, absent: Absent) -> str:
 
 
 def _message(shape: Shape, absent: Absent, total: int, stuck: Stuck | None) -> str:
+    from kaffinity.pending import KUBELET_LABELS, TOPOLOGY_KEY_ABSENT, cannot_run, pending_words
+
     where = _eligible_words(shape, total)
-    text = f"{absent.kind} on topologyKey {absent.key}, which {where} carries: {_CONSEQUENCE[absent.kind]}"
+    text = f"{absent.kind} on topologyKey {absent.key}, which {where} carries: {_consequences()[absent.kind]}"
     if absent.key in KUBELET_LABELS:
         text = (
             f"{absent.kind} on topologyKey {absent.key}, which {where} carries in the cluster file, although "
-            f"the kubelet sets it on every node: as declared, {_CONSEQUENCE[absent.kind]}"
+            f"the kubelet sets it on every node: as declared, {_consequences()[absent.kind]}"
         )
     if absent.blocks:
         if stuck is not None and stuck.rule == TOPOLOGY_KEY_ABSENT and shape.replicas:
@@ -110,6 +106,10 @@ def _message(shape: Shape, absent: Absent, total: int, stuck: Stuck | None) -> s
 
 
 def _check(context: Context) -> Iterator[Violation]:
+    if context.cluster is None:
+        return  # the analysis needs a declared cluster; no simulator import without one
+    from kaffinity.pending import analysis, node_related
+
     result = analysis(context)
     if result is None:
         return

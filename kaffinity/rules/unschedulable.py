@@ -4,60 +4,57 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from functools import cache
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph import selector_text
 from kaffinity.model import Workload, dig
-from kaffinity.pending import (
-    UNSCHEDULABLE,
-    Analysis,
-    Stuck,
-    analysis,
-    in_domains,
-    node_related,
-    pending_words,
-    plural,
-    replicas_field,
-)
 from kaffinity.rules.all_namespaces_anti_affinity import domain_word, name_list
 from kaffinity.rules.base import Rule
-from kaffinity.simulate import (
-    REASON_AFFINITY,
-    REASON_ANTI_AFFINITY,
-    REASON_EXISTING_ANTI,
-    REASON_PINNED,
-    REASON_SPREAD,
-    REASON_SPREAD_LABEL,
-    REASON_TOO_MANY_PODS,
-    SimPod,
-)
 from kaffinity.source import DataPath
-from kaffinity.topology import HOSTNAME
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
+    from kaffinity.pending import Analysis, Stuck
+    from kaffinity.simulate import SimPod
 
 _INSUFFICIENT = "Insufficient "
+
+
 #: The dynamic filters' reasons in filter order (NodeResourcesFit, PodTopologySpread,
 #: InterPodAffinity; reference §F): the first one wins a tie for the most nodes.
-_ORDER: tuple[str, ...] = (
-    REASON_TOO_MANY_PODS,
-    _INSUFFICIENT,
-    REASON_SPREAD_LABEL,
-    REASON_SPREAD,
-    REASON_AFFINITY,
-    REASON_ANTI_AFFINITY,
-    REASON_EXISTING_ANTI,
-)
+@cache
+def _order() -> tuple[str, ...]:
+    """The reasons in filter order."""
+    from kaffinity.simulate import (
+        REASON_AFFINITY,
+        REASON_ANTI_AFFINITY,
+        REASON_EXISTING_ANTI,
+        REASON_SPREAD,
+        REASON_SPREAD_LABEL,
+        REASON_TOO_MANY_PODS,
+    )
+
+    return (
+        REASON_TOO_MANY_PODS,
+        _INSUFFICIENT,
+        REASON_SPREAD_LABEL,
+        REASON_SPREAD,
+        REASON_AFFINITY,
+        REASON_ANTI_AFFINITY,
+        REASON_EXISTING_ANTI,
+    )
+
+
 _SHOWN = 3
 
 
 def _rank(reason: str) -> int:
-    for index, known in enumerate(_ORDER):
+    for index, known in enumerate(_order()):
         if reason == known or (known == _INSUFFICIENT and reason.startswith(_INSUFFICIENT)):
             return index
-    return len(_ORDER)  # a static filter's reason: only the other nodes' story
+    return len(_order())  # a static filter's reason: only the other nodes' story
 
 
 def quantity(resource: str, value: int) -> str:
@@ -95,6 +92,9 @@ def _request_path(workload: Workload, resource: str) -> DataPath:
 def _resources(
     result: Analysis, stuck: Stuck, reason: str
 ) -> tuple[DataPath | None, str, tuple[Related, ...], str]:
+    from kaffinity.pending import node_related, plural
+    from kaffinity.simulate import REASON_TOO_MANY_PODS
+
     workload = stuck.workload
     nodes = stuck.shape.eligible
     if reason == REASON_TOO_MANY_PODS:
@@ -144,6 +144,8 @@ def _resources(
 def _blockers(result: Analysis, pod: SimPod) -> list[tuple[SimPod, str, DataPath]]:
     """Placed pods whose required anti-affinity selects ``pod`` (the existing-pods check, §D
     step 3), with the domain each keeps it out of."""
+    from kaffinity.topology import HOSTNAME
+
     sim = result.sim
     labels = sim.namespace_labels(pod.namespace)
     found = []
@@ -187,6 +189,16 @@ def _where(pods: list[SimPod], key: str) -> list[str]:
 def _explain(
     result: Analysis, stuck: Stuck, reason: str
 ) -> tuple[DataPath | None, str, tuple[Related, ...], str]:
+    from kaffinity.pending import in_domains
+    from kaffinity.simulate import (
+        REASON_AFFINITY,
+        REASON_ANTI_AFFINITY,
+        REASON_EXISTING_ANTI,
+        REASON_SPREAD,
+        REASON_SPREAD_LABEL,
+        REASON_TOO_MANY_PODS,
+    )
+
     workload = stuck.workload
     pod = stuck.pending[0].pod
     rules = pod.rules
@@ -276,6 +288,9 @@ def _explain(
 
 
 def _violation(result: Analysis, stuck: Stuck) -> Violation:
+    from kaffinity.pending import pending_words, plural, replicas_field
+    from kaffinity.simulate import REASON_PINNED
+
     workload = stuck.workload
     total = len(result.sim.nodes)
     final = stuck.final[0] if stuck.final else None
@@ -297,7 +312,7 @@ def _violation(result: Analysis, stuck: Stuck) -> Violation:
             fix="free room on those nodes, or keep the DaemonSet off them (node affinity)",
         )
     counts = final.reasons if final is not None and final.reasons else {}
-    dynamic = [reason for reason in counts if _rank(reason) < len(_ORDER)]
+    dynamic = [reason for reason in counts if _rank(reason) < len(_order())]
     dominant = min(dynamic, key=lambda r: (-counts[r], _rank(r))) if dynamic else None
     path: DataPath | None = None
     detail = ""
@@ -359,6 +374,11 @@ def _no_match_reported(context: Context) -> set[int]:
 
 
 def _check(context: Context) -> Iterator[Violation]:
+    if context.cluster is None:
+        return  # the analysis needs a declared cluster; no simulator import without one
+    from kaffinity.pending import UNSCHEDULABLE, analysis
+    from kaffinity.simulate import REASON_AFFINITY
+
     result = analysis(context)
     if result is None or result.stuck is None:
         return  # placement needed: quiet with --no-simulate
