@@ -182,7 +182,13 @@ def lint(
     from kaffinity.progress import current
 
     progress = current()  # a command's progress indicator: which rule runs
-    checked = [rule for rule in enabled if rule.check is not None]
+    # Rules that read the declared cluster have nothing to say without one (and would import
+    # the offline scheduler to find that out).
+    checked = [
+        rule
+        for rule in enabled
+        if rule.check is not None and (context.cluster is not None or not rule.needs_cluster)
+    ]
     try:
         with progress.stage("checking rules", len(checked)):
             for rule in checked:

@@ -123,3 +123,33 @@ def test_a_crashing_rule_is_reported_and_other_rules_still_run() -> None:
     assert keys(result) == [("parse-error", 2, 1)]
     assert result.exit_code == 2
     assert "internal error in rule test-broken: KeyError" in result.internal_errors[0]
+
+
+def test_a_rule_that_needs_a_cluster_runs_only_with_one() -> None:
+    from kaffinity.config import Settings
+    from kaffinity.engine import lint
+    from kaffinity.findings import Severity
+    from kaffinity.loader import parse
+    from kaffinity.topology import cluster_from
+
+    calls: list[bool] = []
+
+    def check(context: object) -> object:
+        calls.append(getattr(context, "cluster", None) is not None)
+        return iter(())
+
+    rule = Rule(
+        "test-cluster",
+        "test",
+        Severity.ERROR,
+        "Cluster.",
+        "docs",
+        check=check,
+        needs_cluster=True,  # type: ignore[arg-type]
+    )
+    files = [parse("web.yaml", ZONE_ANTI)]
+    lint(files, Settings(), (rule,))
+    assert calls == []
+    nodes = parse("nodes.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n")
+    lint(files, Settings(), (rule,), cluster=cluster_from([nodes]))
+    assert calls == [True]

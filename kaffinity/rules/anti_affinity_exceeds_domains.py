@@ -67,8 +67,6 @@ def _occupied(
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    if context.cluster is None:
-        return  # the analysis needs a declared cluster; no simulator import without one
     from kaffinity.pending import ANTI_AFFINITY_EXCEEDS, analysis
 
     result = analysis(context)
@@ -182,6 +180,7 @@ RULE = Rule(
     summary="Required anti-affinity against its own pods admits fewer pods than the replicas asked for.",
     check=_check,
     needs_context=True,
+    needs_cluster=True,
     docs="""\
 ## What it finds
 A workload whose required pod anti-affinity term selects its own pods (one pod per node, per

@@ -246,8 +246,6 @@ def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    if context.cluster is None:
-        return  # the analysis needs a declared cluster; no simulator import without one
     from kaffinity.pending import NO_ELIGIBLE_NODE, analysis, cannot_run, pending_words
 
     result = analysis(context)
@@ -284,6 +282,7 @@ RULE = Rule(
     summary="nodeSelector, required node affinity and untolerated taints leave no node of the cluster.",
     check=_check,
     needs_context=True,
+    needs_cluster=True,
     docs="""\
 ## What it finds
 A workload whose pods no node of the declared cluster (`--cluster`) can take before any other

@@ -274,6 +274,7 @@ RULE = Rule(
     summary="A rolling update that can never finish on the declared cluster: a new pod stays Pending.",
     check=_check,
     needs_context=True,
+    needs_cluster=True,
     docs="""\
 ## What it finds
 With a declared cluster (`--cluster`), kaffinity places every pod, then rolls each Deployment,

@@ -134,8 +134,6 @@ def _dynamic(result: Analysis, stuck: Stuck, spread: Spread) -> tuple[DataPath, 
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    if context.cluster is None:
-        return  # the analysis needs a declared cluster; no simulator import without one
     from kaffinity.pending import SPREAD_UNSATISFIABLE, analysis, pending_words
 
     result = analysis(context)
@@ -164,6 +162,7 @@ RULE = Rule(
     summary="DoNotSchedule topology spread constraints that leave some replicas Pending on the cluster.",
     check=_check,
     needs_context=True,
+    needs_cluster=True,
     docs="""\
 ## What it finds
 A `whenUnsatisfiable: DoNotSchedule` topology spread constraint that keeps some of the

@@ -106,8 +106,6 @@ def _message(shape: Shape, absent: Absent, total: int, stuck: Stuck | None) -> s
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    if context.cluster is None:
-        return  # the analysis needs a declared cluster; no simulator import without one
     from kaffinity.pending import analysis, node_related
 
     result = analysis(context)
@@ -142,6 +140,7 @@ RULE = Rule(
     summary="A topologyKey that none of the nodes a workload may run on carries.",
     check=_check,
     needs_context=True,
+    needs_cluster=True,
     docs="""\
 ## What it finds
 A pod (anti-)affinity term or topology spread constraint whose `topologyKey` is a label none

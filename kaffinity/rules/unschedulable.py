@@ -374,8 +374,6 @@ def _no_match_reported(context: Context) -> set[int]:
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    if context.cluster is None:
-        return  # the analysis needs a declared cluster; no simulator import without one
     from kaffinity.pending import UNSCHEDULABLE, analysis
     from kaffinity.simulate import REASON_AFFINITY
 
@@ -402,6 +400,7 @@ RULE = Rule(
     summary="Pods that stay Pending on the declared cluster, with the scheduler's event text.",
     check=_check,
     needs_context=True,
+    needs_cluster=True,
     docs="""\
 ## What it finds
 Pods of a workload that stay Pending after kaffinity's offline scheduler has placed every pod
