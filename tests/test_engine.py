@@ -126,16 +126,18 @@ def test_a_crashing_rule_is_reported_and_other_rules_still_run() -> None:
 
 
 def test_a_rule_that_needs_a_cluster_runs_only_with_one() -> None:
+    from collections.abc import Iterator
+
     from kaffinity.config import Settings
-    from kaffinity.engine import lint
-    from kaffinity.findings import Severity
+    from kaffinity.engine import Context, lint
+    from kaffinity.findings import Severity, Violation
     from kaffinity.loader import parse
     from kaffinity.topology import cluster_from
 
     calls: list[bool] = []
 
-    def check(context: object) -> object:
-        calls.append(getattr(context, "cluster", None) is not None)
+    def check(context: Context) -> Iterator[Violation]:
+        calls.append(context.cluster is not None)
         return iter(())
 
     rule = Rule(
@@ -145,7 +147,7 @@ def test_a_rule_that_needs_a_cluster_runs_only_with_one() -> None:
         "Cluster.",
         "docs",
         check=check,
-        needs_cluster=True,  # type: ignore[arg-type]
+        needs_cluster=True,
     )
     files = [parse("web.yaml", ZONE_ANTI)]
     lint(files, Settings(), (rule,))
