@@ -583,26 +583,23 @@ def _walk(top: str, seen: set[tuple[int, int]], excluded: ExcludeFn | None) -> I
                 file.endswith(MANIFEST_SUFFIXES)
                 and not file.startswith(".")
                 and not (excluded is not None and excluded(full))
-                and _first_visit(full, seen)
-                and not _special(full)
+                and _first_visit(full, seen, regular=True)
             ):
                 yield full
 
 
-def _special(path: str) -> bool:
-    """A FIFO, socket or device found in a folder: never read (a FIFO would block the walk)."""
+def _first_visit(path: str, seen: set[tuple[int, int]], *, regular: bool = False) -> bool:
+    """Whether ``path`` is seen for the first time (one ``stat``, on the discovery hot path).
+    ``regular``: a FIFO, socket or device found in a folder is never read either (a FIFO would
+    block the walk). A path that cannot be stat'ed (broken link, loop) is visited: reading it
+    reports the problem."""
     try:
-        return not stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False  # broken links and loops: reading them reports the problem
-
-
-def _first_visit(path: str, seen: set[tuple[int, int]]) -> bool:
-    try:
-        stat = os.stat(path)
+        info = os.stat(path)
     except OSError:
         return True
-    identity = (stat.st_dev, stat.st_ino)
+    if regular and not stat.S_ISREG(info.st_mode):
+        return False
+    identity = (info.st_dev, info.st_ino)
     if identity in seen:
         return False
     seen.add(identity)
