@@ -134,3 +134,34 @@ def test_exclude_and_namespace_flags(tmp_path: Path) -> None:
 def test_force_color_and_no_color() -> None:
     assert "\x1b[" in run_cli("lint", "--no-config", FAIL, env={"FORCE_COLOR": "1", "NO_COLOR": ""}).stdout
     assert "\x1b[" not in run_cli("lint", "--no-config", "--color", "auto", FAIL).stdout
+
+
+def test_extra_reports_match_the_formats_they_name(tmp_path: Path) -> None:
+    """``--report FORMAT=FILE`` writes what ``--format FORMAT`` prints, from the same run."""
+    sarif, report = tmp_path / "out.sarif", tmp_path / "out.json"
+    both = run_cli(
+        "lint", "--no-config", "--format", "text", "--report", f"sarif={sarif}", "--report", f"json={report}",
+        UNUSED,
+    )  # fmt: skip
+    assert both.returncode == run_cli("lint", "--no-config", UNUSED).returncode
+    assert both.stdout == run_cli("lint", "--no-config", "--format", "text", UNUSED).stdout
+    for fmt, path in (("sarif", sarif), ("json", report)):
+        alone = run_cli("lint", "--no-config", "--format", fmt, UNUSED)
+        assert path.read_text(encoding="utf-8") == alone.stdout, fmt
+
+
+@pytest.mark.parametrize("value", ["sarif", "yaml=out.yaml", "json=", "=out.json"])
+def test_a_bad_report_option_is_a_usage_error(value: str, tmp_path: Path) -> None:
+    completed = run_cli("lint", "--no-config", "--report", value, CLEAN, cwd=tmp_path)
+    assert completed.returncode == 2
+    assert completed.stderr.startswith(f"kaffinity: error: --report '{value}' is not FORMAT=FILE")
+    assert len(completed.stderr.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unwritable_report_is_exit_2_without_traceback(tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "out.sarif"
+    completed = run_cli("lint", "--no-config", "--report", f"sarif={target}", CLEAN)
+    assert completed.returncode == 2
+    assert completed.stderr.strip().startswith(f"{target}: error: cannot write")
+    assert "Traceback" not in completed.stderr
