@@ -590,7 +590,9 @@ def _load_in_context(
         folder = start if os.path.isdir(start) else os.path.dirname(start) or "."
         context_paths = tuple(repository_manifests(folder) or ())
     if not context_paths:
-        skipped = _context_rules()
+        from kaffinity.rules import RULES
+
+        skipped = [rule for rule in RULES if rule.needs_context]
         categories = ", ".join(sorted({rule.category for rule in skipped}))
         typer.echo(
             "kaffinity: no context: not in a git repository and no context: in .kaffinity.yaml, "
@@ -613,12 +615,6 @@ def _load_in_context(
             err=True,
         )
     return [*files, *more], reported, True
-
-
-def _context_rules() -> tuple[Rule, ...]:
-    from kaffinity.rules import RULES
-
-    return tuple(rule for rule in RULES if rule.needs_context)
 
 
 def _shown_path(path: str) -> str:
