@@ -39,6 +39,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.expand import POD_ANTI_AFFINITY, affinity_terms, pod_labels
+from kaffinity.labels import HOSTNAME, REGION, ZONE
 from kaffinity.model import (
     LabelSelector,
     PodAffinityTerm,
@@ -60,12 +61,11 @@ FANOUT = 16
 
 #: Well-known topology keys from the smallest domain to the largest; a pod on one node is in
 #: that node's zone and region (``kubernetes.io/hostname`` ⊂ zone ⊂ region).
-HOSTNAME = "kubernetes.io/hostname"
 _LEVELS: dict[str, int] = {
     HOSTNAME: 0,
-    "topology.kubernetes.io/zone": 1,
+    ZONE: 1,
     "failure-domain.beta.kubernetes.io/zone": 1,
-    "topology.kubernetes.io/region": 2,
+    REGION: 2,
     "failure-domain.beta.kubernetes.io/region": 2,
 }
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.findings import Related, Severity
+from kaffinity.labels import HOSTNAME, REGION, ZONE
 from kaffinity.model import Taint, dig
 from kaffinity.place import daemon_nodes, placed
 from kaffinity.rules.all_namespaces_anti_affinity import domain_word, name_list
@@ -58,7 +59,6 @@ from kaffinity.simulate import (
     tolerates,
 )
 from kaffinity.source import DataPath
-from kaffinity.topology import HOSTNAME, REGION, ZONE
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context

@@ -25,6 +25,7 @@ from decimal import Decimal
 from functools import cache
 from typing import Any
 
+from kaffinity.labels import HOSTNAME, REGION, ZONE
 from kaffinity.loader import LoadProblem, SourceFile
 from kaffinity.model import Inventory, Namespace, Node, ObjectRef, Taint, Workload, build_inventory
 from kaffinity.quantity import parse_quantity
@@ -33,9 +34,6 @@ from kaffinity.source import DataPath, Document
 _FINISHED = ("Succeeded", "Failed")
 COMPACT_API_VERSION = "kaffinity.io/v1alpha1"
 COMPACT_KIND = "ClusterTopology"
-HOSTNAME = "kubernetes.io/hostname"
-ZONE = "topology.kubernetes.io/zone"
-REGION = "topology.kubernetes.io/region"
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import AFFINITY, ANTI_AFFINITY, HOSTNAME, selector_text, within
+from kaffinity.graph import AFFINITY, ANTI_AFFINITY, selector_text, within
+from kaffinity.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:

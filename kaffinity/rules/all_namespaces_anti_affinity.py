@@ -6,7 +6,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import ANTI_AFFINITY, HOSTNAME, AffinityGraph, Member, Relation, selector_text
+from kaffinity.graph import ANTI_AFFINITY, AffinityGraph, Member, Relation, selector_text
+from kaffinity.labels import HOSTNAME
 from kaffinity.model import dig
 from kaffinity.rules.base import Rule
 

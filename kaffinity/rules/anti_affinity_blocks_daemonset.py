@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import ANTI_AFFINITY, HOSTNAME, Member
+from kaffinity.graph import ANTI_AFFINITY, Member
+from kaffinity.labels import HOSTNAME
 from kaffinity.rules.all_namespaces_anti_affinity import domain_word, name_list, ordered
 from kaffinity.rules.base import Rule
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import AFFINITY, ANTI_AFFINITY, HOSTNAME, Member
+from kaffinity.graph import AFFINITY, ANTI_AFFINITY, Member
+from kaffinity.labels import HOSTNAME
 from kaffinity.model import dig, object_ref
 from kaffinity.rules.base import Rule
 from kaffinity.source import DataPath, Document

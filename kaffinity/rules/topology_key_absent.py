@@ -7,6 +7,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
+from kaffinity.labels import HOSTNAME
 from kaffinity.rules.all_namespaces_anti_affinity import name_list
 from kaffinity.rules.base import Rule
 
@@ -69,7 +70,6 @@ def _eligible_words(shape: Shape, total: int) -> str:
 
 def _fix(shape: Shape, absent: Absent) -> str:
     from kaffinity.pending import ANTI, KUBELET_LABELS
-    from kaffinity.topology import HOSTNAME
 
     key = absent.key
     carried = sorted({label for node in shape.eligible for label in node.labels})

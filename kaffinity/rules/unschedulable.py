@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph import selector_text
+from kaffinity.labels import HOSTNAME
 from kaffinity.model import Workload, dig
 from kaffinity.rules.all_namespaces_anti_affinity import domain_word, name_list
 from kaffinity.rules.base import Rule
@@ -144,8 +145,6 @@ def _resources(
 def _blockers(result: Analysis, pod: SimPod) -> list[tuple[SimPod, str, DataPath]]:
     """Placed pods whose required anti-affinity selects ``pod`` (the existing-pods check, §D
     step 3), with the domain each keeps it out of."""
-    from kaffinity.topology import HOSTNAME
-
     sim = result.sim
     labels = sim.namespace_labels(pod.namespace)
     found = []
