@@ -194,6 +194,22 @@ def lint(
             "--no-progress", help="No progress line on stderr (shown on a terminal after 2 s otherwise)."
         ),
     ] = False,
+    jobs: Annotated[
+        Optional[int],
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            help="Processes that parse files (default: one per core; the output is the same for any number).",
+        ),
+    ] = None,
+    max_file_size: Annotated[
+        Optional[str],
+        typer.Option(
+            "--max-file-size",
+            help="Largest file read, e.g. 64Mi (default 32Mi; also limits: in .kaffinity.yaml).",
+        ),
+    ] = None,
 ) -> None:
     """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage."""
     from kaffinity.engine import Context
@@ -205,7 +221,9 @@ def lint(
     extra_reports = _report_targets(reports or ())
     settings = _settings(
         config, no_config, kube_version, feature_gates, proposals, select, ignore, namespace, exclude
-    ).overridden(cluster=cluster, closed=closed, simulate=simulate)
+    ).overridden(cluster=cluster, closed=closed, simulate=simulate, jobs=jobs)
+    if max_file_size is not None:
+        settings = replace(settings, limits=replace(settings.limits, file_size=_size_option(max_file_size)))
     if fail_on is not None:
         threshold = None if fail_on is FailOn.none else Severity(fail_on.value)
         settings = replace(settings, fail_on=threshold)
@@ -530,6 +548,16 @@ def _settings(
     return settings
 
 
+def _size_option(value: str) -> int:
+    from kaffinity.config import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as error:
+        typer.echo(f"--max-file-size: {error}", err=True)
+        raise typer.Exit(2) from None
+
+
 def _load(
     paths: Optional[list[str]],
     settings: Settings,
@@ -540,7 +568,10 @@ def _load(
 
     targets = paths or ["."]
     excluded = ExcludeFn(settings.exclude) if settings.exclude else None
-    files: list[SourceFile] = load(targets, excluded, seen)
+    from kaffinity.parallel import default_jobs
+
+    jobs = settings.jobs or default_jobs()
+    files: list[SourceFile] = load(targets, excluded, seen, jobs=jobs, limits=settings.limits)
     if stdin_filename and STDIN in targets:
         # Findings take their file from the document: rename both.
         files = [
@@ -601,9 +632,10 @@ def _load_in_context(
         )
         return files, reported, False
     from kaffinity.loader import ExcludeFn, load
+    from kaffinity.parallel import default_jobs
 
     excluded = ExcludeFn(settings.exclude) if settings.exclude else None
-    more = load(context_paths, excluded, seen)
+    more = load(context_paths, excluded, seen, jobs=settings.jobs or default_jobs(), limits=settings.limits)
     broken = [file for file in more if any(problem.rule == "parse-error" for problem in file.problems)]
     if broken:
         first = broken[0]
@@ -664,7 +696,7 @@ def _load_cluster(settings: Settings) -> Cluster | None:
     if not os.path.exists(settings.cluster):
         typer.echo(f"{settings.cluster}: error: cluster file not found", err=True)
         raise typer.Exit(2)
-    return cluster_from(load([settings.cluster]), settings.namespace)
+    return cluster_from(load([settings.cluster], limits=settings.limits), settings.namespace)
 
 
 def _load_problems(files: list[SourceFile]) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kaffinity.findings import Severity
+from kaffinity.loader import DEFAULT_LIMITS, Limits
 from kaffinity.source import Document, Span
 
 CONFIG_NAMES = (".kaffinity.yaml", ".kaffinity.yml")
@@ -53,6 +54,9 @@ class Settings:
     base_dir: str = "."
     #: Plan the text edits of fixable findings (``kaffinity fix``); a lint only describes them.
     plan_fixes: bool = False
+    #: Processes that parse files (``--jobs``); None: one per core.
+    jobs: int | None = None
+    limits: Limits = DEFAULT_LIMITS
 
     def overridden(self, **changes: Any) -> Settings:
         """These settings with the given (non-None) values replaced: flags over the file."""
@@ -164,9 +168,34 @@ def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
         closed=bool(data.get("closed", False)),
         simulate=bool(data.get("simulate", True)),
         context=paths(data.get("context") or ()),
+        jobs=data.get("jobs"),
+        limits=_limits(data.get("limits") or {}),
         config_file=display,
         base_dir=base,
     )
+
+
+def _limits(data: Mapping[str, Any]) -> Limits:
+    file_size = data.get("file-size")
+    return Limits(
+        file_size=DEFAULT_LIMITS.file_size if file_size is None else parse_size(file_size),
+        depth=data.get("depth", DEFAULT_LIMITS.depth),
+        alias_nodes=data.get("alias-nodes", DEFAULT_LIMITS.alias_nodes),
+    )
+
+
+_SIZE_UNITS = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
+
+
+def parse_size(value: int | str) -> int:
+    """Bytes from ``64Mi``, ``512Ki``, ``2Gi`` or a number of bytes (the binary suffixes of
+    Kubernetes quantities); ValueError otherwise."""
+    text = str(value).strip()
+    digits = text.rstrip("KMGi")
+    unit = text[len(digits) :]
+    if not digits.isdigit() or unit not in _SIZE_UNITS or int(digits) < 1:
+        raise ValueError(f"'{value}' is not a size such as 64Mi, 512Ki or 1048576")
+    return int(digits) * _SIZE_UNITS[unit]
 
 
 def unknown_version(version: str) -> str:

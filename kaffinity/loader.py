@@ -41,12 +41,29 @@ STDIN = "-"
 STDIN_NAME = "<stdin>"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
-# Nesting beyond this is refused: no manifest comes close, and libyaml's composer recurses in C.
-MAX_DEPTH = 400
-# libyaml's composer crashes the interpreter somewhere past 20,000 levels; never hand it that.
+# libyaml's composer crashes the interpreter somewhere past 20,000 levels; never hand it that
+# (whatever Limits.depth says: its schema caps it here).
 _MAX_SCAN_DEPTH = 10_000
-# Extra nodes that aliases may add to one document (go-yaml refuses "excessive aliasing" too).
-MAX_ALIAS_EXPANSION = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one input may cost (``limits:`` in ``.kaffinity.yaml``, ``--max-file-size``).
+
+    Past a limit, the input is a ``parse-error`` naming the limit; the other files are linted.
+    """
+
+    #: Bytes per file (or stdin). Parsing costs about 5x a file's size in memory, and the largest
+    #: real manifests (CRD bundles) are a few MB; a `kubectl get -o yaml` dump may need more.
+    file_size: int = 32 * 1024 * 1024
+    #: Levels of nesting: no manifest comes close, and libyaml's composer recurses in C.
+    depth: int = 400
+    #: Nodes that aliases may add to one document: an alias bomb ("billion laughs") is refused,
+    #: as go-yaml refuses "excessive aliasing".
+    alias_nodes: int = 1_000_000
+
+
+DEFAULT_LIMITS = Limits()
 _SCALAR_SIZE = (None, 1)
 
 _STR = "tag:yaml.org,2002:str"
@@ -151,11 +168,12 @@ class _Builder:
     handled inline rather than through a call per node.
     """
 
-    __slots__ = ("aliases", "cache", "constructor", "duplicates", "expanded", "template")
+    __slots__ = ("aliases", "cache", "constructor", "duplicates", "expanded", "limits", "template")
 
-    def __init__(self, constructor: Any, aliases: bool) -> None:
+    def __init__(self, constructor: Any, aliases: bool, limits: Limits) -> None:
         self.constructor = constructor
         self.aliases = aliases
+        self.limits = limits
         self.cache: dict[int, tuple[Any, int]] = {}
         self.expanded = 0
         self.duplicates: list[DuplicateKey] = []
@@ -190,8 +208,8 @@ class _Builder:
             return self._build_shared(node, depth)
         if isinstance(node.value, str):
             return self.scalar(node)
-        if depth >= MAX_DEPTH:
-            raise _LoadError(f"nesting deeper than {MAX_DEPTH} levels", _span(node.start_mark))
+        if depth >= self.limits.depth:
+            raise _too_deep(self.limits, _span(node.start_mark))
         return self._mapping(node, depth) if node.id == "mapping" else self._sequence(node, depth)
 
     def _sequence(self, node: Any, depth: int) -> PosList:
@@ -246,8 +264,9 @@ class _Builder:
             position = (key_mark.line + 1) << COLUMN_BITS | (key_mark.column + 1)
             if key in result:
                 # The later value wins and keeps the first key's place in the order.
-                self.duplicates.append(DuplicateKey(key, unpack(position)))
-                positions[list(result).index(key)] = position
+                first = list(result).index(key)
+                self.duplicates.append(DuplicateKey(key, unpack(position), unpack(positions[first])))
+                positions[first] = position
             else:
                 positions.append(position)
             value = value_node.value
@@ -274,9 +293,10 @@ class _Builder:
         hit = self.cache.get(id(node))
         if hit is not None:
             self.expanded += hit[1]
-            if self.expanded > MAX_ALIAS_EXPANSION:
+            if self.expanded > self.limits.alias_nodes:
                 raise _LoadError(
-                    f"aliases expand this document beyond {MAX_ALIAS_EXPANSION:,} nodes (an alias bomb?)",
+                    f"aliases expand this document beyond {self.limits.alias_nodes:,} nodes (an alias bomb?; "
+                    "limits: alias-nodes)",
                     _span(node.start_mark),
                 )
             return hit[0]
@@ -284,8 +304,8 @@ class _Builder:
             result: Any = self.scalar(node)
             size = 1
         else:
-            if depth >= MAX_DEPTH:
-                raise _LoadError(f"nesting deeper than {MAX_DEPTH} levels", _span(node.start_mark))
+            if depth >= self.limits.depth:
+                raise _too_deep(self.limits, _span(node.start_mark))
             if node.id == "mapping":
                 result = self._mapping(node, depth)
                 children: Iterable[Any] = (value for _, value in node.value)
@@ -307,6 +327,10 @@ class _Builder:
                 if key not in target:
                     target[key] = value
                     target.pos.append(position)
+
+
+def _too_deep(limits: Limits, span: Span | None) -> _LoadError:
+    return _LoadError(f"nesting deeper than {limits.depth} levels (limits: depth)", span)
 
 
 def _span(mark: Any) -> Span:
@@ -341,22 +365,22 @@ def _byte_span(raw: bytes, offset: int) -> Span:
     return Span(raw.count(b"\n", 0, offset) + 1, column)
 
 
-def _check_nesting(text: str) -> None:
+def _check_nesting(text: str, limits: Limits = DEFAULT_LIMITS) -> None:
     """Refuse input nested so deep that libyaml's recursive composer would crash.
 
     A cheap upper bound first (counts in C); a bracket scan only for files with many brackets.
     """
-    if text.count("[") + text.count("{") > MAX_DEPTH:
+    if text.count("[") + text.count("{") > limits.depth:
         depth = 0
         for match in re.finditer(r"[\[\]{}]", text):
             depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
             if depth > _MAX_SCAN_DEPTH:
-                raise _LoadError(f"nesting deeper than {MAX_DEPTH} levels", _offset_span(text, match.start()))
+                raise _too_deep(limits, _offset_span(text, match.start()))
     if not any(pair in text for pair in _COMPACT_PAIRS):
         return  # no two block indicators in a row: no compact nesting (a regex scan costs more)
     for match in _COMPACT_NESTING.finditer(text):
         if match.group(1).count(" ") + match.group(1).count("\t") > _MAX_SCAN_DEPTH // 2:
-            raise _LoadError(f"nesting deeper than {MAX_DEPTH} levels", _offset_span(text, match.start(1)))
+            raise _too_deep(limits, _offset_span(text, match.start(1)))
 
 
 def _composer(text: str) -> Any:
@@ -393,14 +417,14 @@ def _composer(text: str) -> Any:
 _COMPOSER: Any = None
 
 
-def _documents(text: str) -> Iterator[tuple[Any, _Builder]]:
+def _documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[Any, _Builder]]:
     """Compose and build each document of ``text``; raises on bad input (see :func:`parse`)."""
-    _check_nesting(text)
+    _check_nesting(text, limits)
     loader = _composer(text)
     aliases = "&" in text and "*" in text
     try:
         while loader.check_node():
-            builder = _Builder(loader, aliases)
+            builder = _Builder(loader, aliases, limits)
             yield builder.build(loader.get_node(), 0), builder
     finally:
         loader.dispose()
@@ -409,7 +433,7 @@ def _documents(text: str) -> Iterator[tuple[Any, _Builder]]:
         vars(loader).clear()
 
 
-def _problem(text: str, error: Exception) -> LoadProblem:
+def _problem(text: str, error: Exception, limits: Limits = DEFAULT_LIMITS) -> LoadProblem:
     """The one-line parse-error for an exception raised while parsing ``text``."""
     from ruamel.yaml.error import MarkedYAMLError
 
@@ -424,7 +448,7 @@ def _problem(text: str, error: Exception) -> LoadProblem:
             message = f"{error.context}{where}: {message}"
         return LoadProblem("parse-error", message, _span(mark) if mark else None)
     if isinstance(error, RecursionError):
-        return LoadProblem("parse-error", f"nesting deeper than {MAX_DEPTH} levels", None)
+        return LoadProblem("parse-error", _too_deep(limits, None).message, None)
     position = getattr(error, "position", None)
     span = _offset_span(text, position) if isinstance(position, int) else None
     return LoadProblem("parse-error", _reader_message(error), span)
@@ -482,22 +506,24 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def parse(name: str, text: str) -> SourceFile:
+def parse(name: str, text: str, limits: Limits = DEFAULT_LIMITS) -> SourceFile:
     """Parse the text of one file into documents (List kinds flattened) and problems."""
     with _gc_paused():
-        return _parse(name, text)
+        return _parse(name, text, limits)
 
 
-def _parse(name: str, text: str) -> SourceFile:
+def _parse(name: str, text: str, limits: Limits) -> SourceFile:
     documents: list[Document] = []
     problems: list[LoadProblem] = []
     template: Span | None = None
     try:
-        for index, (data, builder) in enumerate(_documents(text)):
+        for index, (data, builder) in enumerate(_documents(text, limits)):
             template = template or builder.template
-            documents.extend(_objects(name, index, data, tuple(builder.duplicates)))
+            duplicates = tuple(builder.duplicates)
+            documents.extend(_objects(name, index, data, duplicates))
+            problems.extend(map(_duplicate_problem, duplicates))
     except _parse_errors() as error:
-        problems.append(_problem(text, error))
+        problems.append(_problem(text, error, limits))
     if "{{" in text and template is None and problems and _parses_without_actions(text):
         match = _HELM_ACTION.search(text)
         template = _offset_span(text, match.start()) if match is not None else None
@@ -508,6 +534,15 @@ def _parse(name: str, text: str) -> SourceFile:
         )
         return SourceFile(name, text, (), (LoadProblem("helm-template", message, template),))
     return SourceFile(name, text, tuple(documents), tuple(problems))
+
+
+def _duplicate_problem(duplicate: DuplicateKey) -> LoadProblem:
+    """A key given twice in one mapping. kubectl refuses the file: its YAML decoding is strict
+    ("yaml: unmarshal errors: mapping key "x" already defined at line N"), and so is the API
+    server's field validation, kubectl's default (``--validate=strict``; ``warn``/``ignore``
+    would apply the later value, which is what kaffinity lints the document with)."""
+    message = f'mapping key "{duplicate.key}" already defined at line {duplicate.first.line}'
+    return LoadProblem("parse-error", message, duplicate.span)
 
 
 def _reader_message(error: Exception) -> str:
@@ -563,12 +598,13 @@ def _with_type(data: PosDict, api_version: str, kind: str) -> PosDict:
     return copy
 
 
-def read_text(path: str) -> tuple[str, str, LoadProblem | None]:
-    """Display name, decoded text and the problem if the file could not be read or decoded."""
+def read_text(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str, LoadProblem | None]:
+    """Display name, decoded text and the problem if the file could not be read or decoded,
+    or is larger than ``limits.file_size`` (then no more than that is read)."""
     name = STDIN_NAME if path == STDIN else path
     try:
         if path == STDIN:
-            raw = sys.stdin.buffer.read()
+            raw = sys.stdin.buffer.read(limits.file_size + 1)
         else:
             # Opened without blocking: a named pipe with no writer would otherwise hang the run
             # (it reads as empty instead); reads then block as usual, so `<(helm template ...)` works.
@@ -577,9 +613,20 @@ def read_text(path: str) -> tuple[str, str, LoadProblem | None]:
             if nonblocking:
                 os.set_blocking(descriptor, True)
             with open(descriptor, "rb") as handle:
-                raw = handle.read()
+                size = os.fstat(descriptor).st_size
+                raw = b"" if size > limits.file_size else handle.read(limits.file_size + 1)
+                size = max(size, len(raw))
     except OSError as error:
         return name, "", LoadProblem("parse-error", f"cannot read: {error.strerror or error}", None)
+    if path == STDIN:
+        size = len(raw)
+    if size > limits.file_size:
+        known = f"{_size(size)}, " if size != limits.file_size + 1 else ""  # else: read up to the limit
+        message = (
+            f"{known}more than the limit of {_size(limits.file_size)} per file "
+            "(limits: file-size in .kaffinity.yaml, or --max-file-size)"
+        )
+        return name, "", LoadProblem("parse-error", message, Span(1, 1))
     try:
         return name, decode(raw), None
     except _LoadError as error:
@@ -588,12 +635,19 @@ def read_text(path: str) -> tuple[str, str, LoadProblem | None]:
         return name, "", LoadProblem("parse-error", f"cannot decode: {error.reason}", None)
 
 
-def read(path: str) -> SourceFile:
+def _size(size: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}".replace(".0 ", " ")
+    return f"{size} bytes"
+
+
+def read(path: str, limits: Limits = DEFAULT_LIMITS) -> SourceFile:
     """Read and parse one file, or stdin for ``-``."""
-    name, text, problem = read_text(path)
+    name, text, problem = read_text(path, limits)
     if problem is not None:
         return SourceFile(name, text, (), (problem,))
-    return parse(name, text)
+    return parse(name, text, limits)
 
 
 def discover(
@@ -715,10 +769,15 @@ def _glob_regex(pattern: str) -> str:
 
 
 def load(
-    paths: Sequence[str], excluded: ExcludeFn | None = None, seen: set[tuple[int, int]] | None = None
+    paths: Sequence[str],
+    excluded: ExcludeFn | None = None,
+    seen: set[tuple[int, int]] | None = None,
+    jobs: int = 1,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> list[SourceFile]:
     """Discover and read every manifest under ``paths`` (skipping those in ``seen``, see
-    :func:`discover`).
+    :func:`discover`), parsing in up to ``jobs`` processes (:mod:`kaffinity.parallel`; the
+    result is the same for any ``jobs``).
 
     What is loaded lives as long as the run, so it is moved out of the garbage collector's
     reach afterwards (``gc.freeze``): otherwise the first collection after loading walks every
@@ -735,8 +794,13 @@ def load(
             found = list(discover(paths, excluded, seen))
         files = []
         with progress.stage("reading files", len(found)):
-            for path in found:
-                progress.tick(path)
-                files.append(read(path))
+            if jobs > 1:
+                from kaffinity.parallel import read_all
+
+                files = read_all(found, jobs, limits, progress.tick)
+            else:
+                for path in found:
+                    progress.tick(path)
+                    files.append(read(path, limits))
     gc.freeze()
     return files

@@ -47,6 +47,11 @@ class PosDict(dict[str, Any]):
         self.span = span
         self.pos: list[int] = []
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Sent between processes (``--jobs``): a plain dict pickles in C, so one Python call per
+        # mapping rebuilds it, instead of the slots protocol's generic (and far slower) path.
+        return _posdict, (self.span, self.pos, dict(self))
+
     def key_position(self, key: str) -> int | None:
         for index, candidate in enumerate(self):
             if candidate == key:
@@ -63,6 +68,23 @@ class PosList(list[Any]):
         super().__init__()
         self.span = span
         self.pos: list[int] = []
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _poslist, (self.span, self.pos, list(self))
+
+
+def _posdict(span: Span, pos: list[int], items: dict[str, Any]) -> PosDict:
+    result = PosDict(span)
+    result.update(items)
+    result.pos = pos
+    return result
+
+
+def _poslist(span: Span, pos: list[int], items: list[Any]) -> PosList:
+    result = PosList(span)
+    result.extend(items)
+    result.pos = pos
+    return result
 
 
 def format_path(path: DataPath) -> str:
@@ -84,10 +106,12 @@ def _is_plain_segment(item: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class DuplicateKey:
-    """A key given twice in one mapping (the later value wins, as in go-yaml)."""
+    """A key given twice in one mapping (the later value wins, as in go-yaml): the position of
+    the later one, and of the first."""
 
     key: str
     span: Span
+    first: Span
 
 
 @dataclass(frozen=True, slots=True)
