@@ -266,6 +266,24 @@ def test_limits_from_the_config_file(tmp_path: Path) -> None:
     assert "parse-error" not in default.stdout, default.stdout
 
 
+def test_bad_limits_in_the_config_file_are_errors_at_their_lines(tmp_path: Path) -> None:
+    (tmp_path / ".kaffinity.yaml").write_text("jobs: 0\nlimits:\n  file-size: lots\n  depth: 20000\n")
+    completed = subprocess.run(
+        [sys.executable, "-m", "kaffinity", "lint", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 2 and completed.stdout == ""
+    assert sorted(completed.stderr.splitlines()) == [
+        ".kaffinity.yaml:1:1: error: jobs: 0 is less than the minimum of 1",
+        ".kaffinity.yaml:3:3: error: limits.file-size: 'lots' is not valid under any of the given schemas",
+        ".kaffinity.yaml:4:3: error: limits.depth: 20000 is greater than the maximum of 10000",
+    ]
+
+
 @pytest.mark.parametrize("value", ["lots", "0", "12Ti", "-5"])
 def test_bad_max_file_size_is_a_usage_error(value: str) -> None:
     completed = run_cli("lint", "--no-config", "--max-file-size", value, str(EXAMPLES))
