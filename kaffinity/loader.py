@@ -802,5 +802,8 @@ def load(
                 for path in found:
                     progress.tick(path)
                     files.append(read(path, limits))
-    gc.freeze()
+        # Frozen before the collector is enabled again: the first allocation after that would
+        # otherwise start a collection of the youngest generation, which is now every object
+        # loaded (0.4 s at 10,000 workloads).
+        gc.freeze()
     return files
