@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -27,6 +27,7 @@ from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend
 
+from kaffinity.fastschema import Check
 from kaffinity.resources import schema
 from kaffinity.source import DataPath
 
@@ -130,6 +131,38 @@ def validator_for(version: str, proposals: bool, api_version: str, kind: str) ->
 
 
 @cache
+def _valid_for(version: str, proposals: bool, api_version: str, kind: str) -> Check | None:
+    """Whether jsonschema finds nothing wrong, compiled (:mod:`kaffinity.fastschema`); None if
+    the schema uses a keyword the compiler does not handle."""
+    from kaffinity.fastschema import Unsupported, compile_schema
+
+    validator = validator_for(version, proposals, api_version, kind)
+    if validator is None:
+        return None
+    try:
+        return compile_schema(validator.schema, _fast_keywords(proposals))
+    except Unsupported:
+        return None
+
+
+def _fast_keywords(proposals: bool) -> dict[str, Callable[[Any], Check]]:
+    """kaffinity's keywords as closures, each exactly as its jsonschema function above decides."""
+
+    def known(names: frozenset[str]) -> Check:
+        return lambda item: not isinstance(item, dict) or names.issuperset(item)
+
+    def proposal_values(sources: Mapping[str, str]) -> Check:
+        return lambda item: proposals or not (isinstance(item, str) and item in sources)
+
+    return {
+        _KNOWN: known,
+        _SINCE: lambda since: lambda item: False,
+        _PROPOSAL: lambda source: lambda item: proposals,
+        _PROPOSAL_VALUES: proposal_values,
+    }
+
+
+@cache
 def _validator_class(proposals: bool) -> Any:
     """Draft 2020-12 with kaffinity's keywords; the proposal keywords depend on ``--proposals``."""
     return extend(  # type: ignore[no-untyped-call]
@@ -181,6 +214,9 @@ def check_object(data: Mapping[str, Any], version: str, proposals: bool = False)
     validator = validator_for(version, proposals, api_version, kind)
     if validator is None:
         return []
+    valid = _valid_for(version, proposals, api_version, kind)
+    if valid is not None and valid(data):
+        return []  # the common case, decided without jsonschema (see kaffinity.fastschema)
     problems: list[SchemaProblem] = []
     rejected: list[DataPath] = []  # proposal fields: what is inside them is moot
     mistyped: set[DataPath] = set()  # a value of the wrong type: one problem, not also a bad enum
