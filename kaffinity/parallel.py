@@ -19,6 +19,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import suppress
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -76,13 +77,12 @@ def read_all(
     """:func:`kaffinity.loader.read` of every path, in order, in ``jobs`` processes: this one
     and ``jobs - 1`` workers.
 
-    Every chunk of files is handed to the pool; meanwhile this process takes chunks from the end
-    of the list that no worker has started (cancelling their tasks) and reads them itself, until
-    it meets one a worker has. Sending a parsed file back costs about half of parsing it, so on
-    two cores one worker plus this process beat two workers. ``-`` (stdin) is read here. If the
-    pool breaks (a worker killed, say by the out-of-memory killer), the files it had not
-    returned are read here instead. ``tick(path)`` is called as each file is done (from the
-    pool's thread for the workers' files).
+    The workers take chunks of files from the front of the list, a few at a time, and this
+    process takes chunks from the back and reads them itself, until the two meet. Sending a
+    parsed file back costs about half of parsing it, so on two cores one worker plus this process
+    beat two workers. ``-`` (stdin) is read here. If the pool breaks (a worker killed, say by the
+    out-of-memory killer), the files it had not returned are read here instead. ``tick(path)`` is
+    called as each file is done (from the pool's thread for the workers' files).
     """
     from kaffinity.loader import STDIN, read
 
@@ -100,22 +100,30 @@ def read_all(
 
     chunks = list(_chunks(paths, CHUNK_FILES))
     results: list[list[SourceFile] | None] = [None] * len(chunks)
-    with ProcessPoolExecutor(jobs - 1, mp_context=_context()) as pool:
-        futures: list[Future[list[SourceFile]] | None] = []
-        for chunk in chunks:
-            future = None if STDIN in chunk else pool.submit(_read_chunk, chunk, limits)
-            if future is not None:
-                future.add_done_callback(partial(_ticked, tick, chunk))
-            futures.append(future)
-        for index in reversed(range(len(chunks))):
-            future = futures[index]
-            if future is not None and not future.cancel():
-                break
-            results[index] = read_ticked(chunks[index])
-        for index, future in enumerate(futures):
-            if results[index] is None and future is not None:
-                try:
-                    results[index] = future.result()
-                except BrokenProcessPool:
-                    results[index] = read_ticked(chunks[index])
-    return [file for result in results for file in result or ()]
+    futures: dict[int, Future[list[SourceFile]]] = {}
+    workers = jobs - 1
+    front, back = 0, len(chunks) - 1  # the next chunk for the pool, and for this process
+    with ProcessPoolExecutor(workers, mp_context=_context()) as pool:
+
+        def top_up() -> None:
+            # Tasks are handed out a few at a time (never cancelled: a cancelled task in a pool
+            # that then breaks makes Python 3.11's pool thread fail on its own).
+            nonlocal front
+            while front <= back and sum(not f.done() for f in futures.values()) < 2 * workers:
+                if STDIN not in chunks[front]:
+                    try:
+                        futures[front] = pool.submit(_read_chunk, chunks[front], limits)
+                    except BrokenProcessPool:
+                        return
+                    futures[front].add_done_callback(partial(_ticked, tick, chunks[front]))
+                front += 1
+
+        top_up()
+        while front <= back:
+            results[back] = read_ticked(chunks[back])
+            back -= 1
+            top_up()
+        for index, future in futures.items():
+            with suppress(BrokenProcessPool):  # read below, here
+                results[index] = future.result()
+    return [file for index, chunk in enumerate(chunks) for file in results[index] or read_ticked(chunk)]

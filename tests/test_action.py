@@ -435,10 +435,11 @@ def test_paths_are_split_and_globbed_but_never_run(
 
 
 def _workflow_blocks(text: str) -> list[dict[str, Any]]:
-    """The YAML blocks of a Markdown text that are workflows (they have ``jobs:``)."""
+    """The YAML blocks of a Markdown text that are workflows (a mapping of ``jobs:``; the
+    configuration's ``jobs:`` is a number)."""
     blocks = re.findall(r"```yaml\n(.*?)```", text, re.DOTALL)
     loaded = [YAML(typ="safe").load(block) for block in blocks]
-    return [block for block in loaded if isinstance(block, dict) and "jobs" in block]
+    return [block for block in loaded if isinstance(block, dict) and isinstance(block.get("jobs"), dict)]
 
 
 @pytest.mark.parametrize("document", ["README.md", "docs/github-action.md"])

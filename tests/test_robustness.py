@@ -244,14 +244,7 @@ def test_limits_from_the_config_file(tmp_path: Path) -> None:
     laughs = "a: &a [1, 2, 3, 4, 5]\nb: &b [*a, *a, *a, *a, *a]\nc: [*b, *b]\n"
     (tmp_path / "laughs.yaml").write_text(POD.format("l") + "  annotations: {}\n---\n" + laughs)
     (tmp_path / "zz-good.yaml").write_text(GOOD)
-    completed = subprocess.run(
-        [sys.executable, "-m", "kaffinity", "lint", "."],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    completed = run_cli("lint", ".", cwd=tmp_path)
     assert completed.returncode == 2 and completed.stderr == ""
     assert (
         "deep.yaml:5:23: error [parse-error] nesting deeper than 6 levels (limits: depth)" in completed.stdout
@@ -268,14 +261,7 @@ def test_limits_from_the_config_file(tmp_path: Path) -> None:
 
 def test_bad_limits_in_the_config_file_are_errors_at_their_lines(tmp_path: Path) -> None:
     (tmp_path / ".kaffinity.yaml").write_text("jobs: 0\nlimits:\n  file-size: lots\n  depth: 20000\n")
-    completed = subprocess.run(
-        [sys.executable, "-m", "kaffinity", "lint", "."],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    completed = run_cli("lint", ".", cwd=tmp_path)
     assert completed.returncode == 2 and completed.stdout == ""
     assert sorted(completed.stderr.splitlines()) == [
         ".kaffinity.yaml:1:1: error: jobs: 0 is less than the minimum of 1",
@@ -664,24 +650,30 @@ def _keys(result: LintResult) -> list[tuple[Any, ...]]:
 def test_deterministic_whatever_the_file_order(
     workloads: tuple[dict[str, Any], ...], rng: random.Random
 ) -> None:
-    """Without a cluster: the same findings for any file order. (With a cluster, `unschedulable`
-    messages differ between runs and orders: a bug, reported; see the xfail below.)"""
+    """The same findings (messages, related locations, fixes) for any file order, without a
+    cluster and with one whose three nodes the pods compete for: the simulation places them in
+    the scheduler's queue order, and the graph lists workloads in a canonical order, never in
+    the order of the files."""
     files = _files(list(workloads))
     shuffled = list(files)
     rng.shuffle(shuffled)
-    first, second = lint(files, Settings()), lint(shuffled, Settings())
-    assert first.internal_errors == () == second.internal_errors
-    assert [(f.file, f.line, f.column, f.rule, f.message) for f in first.findings] == [
-        (f.file, f.line, f.column, f.rule, f.message) for f in second.findings
-    ]
+    cluster = cluster_from([parse("cluster.yaml", "---\n".join(_CLUSTER.format(i=i) for i in range(3)))])
+
+    def keys(result: LintResult) -> list[tuple[Any, ...]]:
+        return [
+            (f.file, f.line, f.column, f.rule, f.message, f.related, f.fix, f.severity)
+            for f in result.findings
+        ]
+
+    for declared in (None, cluster):
+        first, second = (
+            lint(files, Settings(), cluster=declared),
+            lint(shuffled, Settings(), cluster=declared),
+        )
+        assert first.internal_errors == () == second.internal_errors
+        assert keys(first) == keys(second)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the graph rules list members in input order (graph.order): all-namespaces-anti-affinity's "
-    "'lock out' list, and suggest.outside_scope's 'matches, but in namespace' (pdb-no-match, "
-    "anti-affinity-no-match); the placement itself no longer follows the file order",
-)
 def test_json_output_identical_bytes_for_two_file_orders() -> None:
     paths = sorted(str(path) for path in EXAMPLES.rglob("*.yaml") if "clusters" not in path.parts)
     cluster = str(EXAMPLES / "clusters" / "topology.yaml")
