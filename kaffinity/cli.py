@@ -416,6 +416,7 @@ def place(
         namespaces=inventory.namespaces,
         filters=enabled,
         record=output_format is PlaceFormat.json,
+        classes=inventory.priority_classes,
     )
     _emit(render_json(run) if output_format is PlaceFormat.json else render_text(run), output)
     raise typer.Exit(2 if broken else 1 if run.pending else 0)

@@ -94,6 +94,7 @@ class Context:
             version=self.settings.kube_version,
             gates=self.settings.feature_gates,
             namespaces=self.inventory.namespaces,
+            classes=self.inventory.priority_classes,
         )
 
     @property

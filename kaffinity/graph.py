@@ -29,6 +29,12 @@ Topology spread constraints and disruption budgets count pods of their own names
 Candidates come from an index (label key → value → nodes, and namespace → nodes), never
 from every pair: a term is compared with the nodes carrying one of its required labels, or
 with the nodes of its namespaces when its selector requires no label.
+
+Members and budgets are added in a canonical order (:func:`kaffinity.model.canonical_key`:
+namespace, kind, name, then file and position), then the cluster's pod groups, never in the
+order the files were given: every list a rule takes from the graph (who a term locks out, who
+matches elsewhere, where a deadlock cycle starts), and the ``#2`` of a name given twice, are
+the same whatever that order.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from kaffinity.model import (
     PodDisruptionBudget,
     TopologySpreadConstraint,
     Workload,
+    canonical_key,
 )
 from kaffinity.selectors import NAMESPACE_NAME_LABEL, namespace_in_scope, selector_matches
 from kaffinity.source import DataPath, Document
@@ -148,7 +155,7 @@ class Placement:
 
 @dataclass(slots=True)
 class _Index:
-    """Label key → value → member ids, key → ids, namespace → ids (insertion-ordered)."""
+    """Label key → value → member ids, key → ids, namespace → ids (in :meth:`AffinityGraph.order`)."""
 
     pairs: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     keys: dict[str, list[str]] = field(default_factory=dict)
@@ -203,7 +210,7 @@ class AffinityGraph:
         self._matches: dict[tuple[Any, ...], tuple[frozenset[str], frozenset[str]]] = {}
         self._scope_cache: dict[tuple[Any, ...], bool | None] = {}
 
-        for workload in context.inventory.workloads:
+        for workload in sorted(context.inventory.workloads, key=lambda w: canonical_key(w.ref, w.doc)):
             if workload.ref.kind != "PodTemplate":  # a template alone creates no pods
                 self._add_member(self._workload_member(workload))
         if cluster is not None:
@@ -212,7 +219,7 @@ class AffinityGraph:
         for member in list(self.members.values()):
             if member.workload is not None:
                 self._add_terms(member)
-        for pdb in context.inventory.pdbs:
+        for pdb in sorted(context.inventory.pdbs, key=lambda pdb: canonical_key(pdb.ref, pdb.doc)):
             self._add_pdb(pdb)
 
     # --- building ---------------------------------------------------------------------------
@@ -373,11 +380,13 @@ class AffinityGraph:
         return self.pdbs[node].ref.namespace or self.default_namespace
 
     def labelled(self, key: str, value: str) -> list[str]:
-        """The members whose pods carry ``key=value`` (from the index; input order)."""
+        """The members whose pods carry ``key=value`` (from the index; in :meth:`order`)."""
         return self._index.pairs.get((key, value), [])
 
     def order(self, node: str) -> int:
-        """A member's position in the input (for listing members as the user wrote them)."""
+        """A member's rank in the canonical order (workloads by :func:`kaffinity.model.canonical_key`,
+        then the cluster's pod groups), so that the members a message lists, and their order, do
+        not depend on the order the files were given."""
         return self._rank[node]
 
     def _match(
@@ -487,7 +496,7 @@ class AffinityGraph:
         stuck = placement.stuck()
         needs: nx.DiGraph[str] = nx.DiGraph()
         needs.add_nodes_from(stuck)
-        for node in stuck:  # in input order, so that the cycles found do not depend on hashing
+        for node in stuck:  # in canonical order: the cycles found depend neither on hashing nor on file order
             needs.add_edges_from(
                 (node, other) for other in sorted(placement.candidates[node], key=self.order)
             )

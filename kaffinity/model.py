@@ -252,7 +252,18 @@ class PodDisruptionBudget:
     unhealthy_pod_eviction_policy: str | None
 
 
-Object = Workload | Namespace | Node | PodDisruptionBudget
+@dataclass(frozen=True, slots=True)
+class PriorityClass:
+    """A ``scheduling.k8s.io`` PriorityClass: the priority its name gives a pod
+    (``value``, None when not an integer) and whether it is the default for pods naming none."""
+
+    ref: ObjectRef
+    doc: Document
+    value: int | None
+    global_default: bool
+
+
+Object = Workload | Namespace | Node | PodDisruptionBudget | PriorityClass
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +275,15 @@ class Inventory:
     namespaces: tuple[Namespace, ...]
     nodes: tuple[Node, ...]
     pdbs: tuple[PodDisruptionBudget, ...]
+    priority_classes: tuple[PriorityClass, ...] = ()
+
+
+def canonical_key(ref: ObjectRef, doc: Document) -> tuple[str, str, str, str, int, tuple[int, ...]]:
+    """A sort key for objects that does not depend on the order the files were given:
+    (namespace, kind, name), then the file and the position in it, which tell apart objects
+    that share a name (one object in a cluster, several in a repository's overlays)."""
+    item = tuple(step for step in doc.prefix if isinstance(step, int))  # a List's items[i]
+    return (ref.namespace or "", ref.kind, ref.name, doc.file, doc.index, item)
 
 
 def pod_template_path(kind: str) -> DataPath | None:
@@ -278,6 +298,7 @@ def build_inventory(documents: Iterable[Document], default_namespace: str = DEFA
     namespaces: list[Namespace] = []
     nodes: list[Node] = []
     pdbs: list[PodDisruptionBudget] = []
+    classes: list[PriorityClass] = []
     for doc in docs:
         obj = build_object(doc, default_namespace)
         if isinstance(obj, Workload):
@@ -288,7 +309,20 @@ def build_inventory(documents: Iterable[Document], default_namespace: str = DEFA
             nodes.append(obj)
         elif isinstance(obj, PodDisruptionBudget):
             pdbs.append(obj)
-    return Inventory(docs, tuple(workloads), tuple(namespaces), tuple(nodes), tuple(pdbs))
+        elif isinstance(obj, PriorityClass):
+            classes.append(obj)
+    return Inventory(docs, tuple(workloads), tuple(namespaces), tuple(nodes), tuple(pdbs), tuple(classes))
+
+
+def priority_classes(documents: Iterable[Document]) -> tuple[PriorityClass, ...]:
+    """The PriorityClass objects among ``documents`` (a cluster file's, say), and nothing else."""
+    found = []
+    for doc in documents:
+        if isinstance(doc.data, Mapping) and doc.data.get("kind") == "PriorityClass":
+            obj = build_object(doc)
+            if isinstance(obj, PriorityClass):
+                found.append(obj)
+    return tuple(found)
 
 
 def object_ref(doc: Document, default_namespace: str = DEFAULT_NAMESPACE) -> ObjectRef:
@@ -311,6 +345,8 @@ def build_object(doc: Document, default_namespace: str = DEFAULT_NAMESPACE) -> O
         return None
     if kind in _WORKLOAD_GROUPS and api_version.startswith(_WORKLOAD_GROUPS[kind]):
         return _workload(doc, object_ref(doc, default_namespace))
+    if kind == "PriorityClass" and api_version.startswith("scheduling.k8s.io/"):
+        return _priority_class(doc)
     if api_version != "v1" and not (kind == "PodDisruptionBudget" and api_version.startswith("policy/")):
         return None
     if kind == "Namespace":
@@ -357,6 +393,17 @@ def _workload(doc: Document, ref: ObjectRef) -> Workload:
         ),
         pod=pod,
         template_path=template_path,
+    )
+
+
+def _priority_class(doc: Document) -> PriorityClass:
+    data = doc.data
+    name = _str(_map(data.get("metadata")).get("name")) or ""
+    return PriorityClass(
+        ObjectRef(str(data.get("apiVersion")), "PriorityClass", None, name),  # cluster-scoped
+        doc,
+        _int(data.get("value")),
+        data.get("globalDefault") is True,
     )
 
 

@@ -24,7 +24,8 @@ The first four are decided from the cluster's nodes and the workload alone (1 an
 simulation: they run with ``--no-simulate``); the simulation then says how many pods stay
 Pending. A Pending pod is first retried on the final state, as the scheduler's queue retries an
 unschedulable pod when a pod is added (``MoveAllToActiveOrBackoffQueue`` on Pod/Add events; the
-leftover flush every 30 s): a pod whose required affinity target comes later in the input is
+leftover flush every 30 s): a pod whose required affinity target comes later in the queue
+(:func:`kaffinity.place.queue_order`: lower priority, or later by namespace, kind and name) is
 placed then. The retried pods are unbound again afterwards, so later rules see the placement
 run as it was.
 """

@@ -13,8 +13,19 @@ Which pods exist, as their controllers create them:
   to that node (``ReplaceDaemonSetPodNodeNameNodeAffinity``);
 * pods for another scheduler (``schedulerName``) and PodTemplates are not placed.
 
-Pods are placed one replica at a time, workload by workload in input order (a controller creates
-a workload's replicas together and the scheduler's queue takes them first come, first served).
+Pods are placed one replica at a time, workload by workload, in the order of the scheduler's queue
+and never in the order of the files (:func:`queue_order`). kube-scheduler's activeQ is a heap
+sorted by the QueueSort plugin, PrioritySort (``pkg/scheduler/framework/plugins/queuesort``):
+higher pod priority first, then the earlier queue timestamp. A pod's priority is what the
+Priority admission plugin gives it (:func:`priority`): its template's ``spec.priority``, else the
+``value`` of the PriorityClass it names (a built-in ``system-*`` one, or one of the input or the
+cluster file), else, naming none, the value of the ``globalDefault`` class, else 0. Manifests
+carry no timestamps, so kaffinity's own choice breaks ties: (namespace, kind, name), then file
+and position for objects that share those (:func:`kaffinity.model.canonical_key`). A
+workload's replicas stay together, in replica order (a controller creates them together; a
+StatefulSet's in ordinal order, as OrderedReady does). DaemonSet pods take the same queue as the
+others, as they have since the scheduler places them (ScheduleDaemonSetPods). The cluster file's
+pods are bound before anything is placed.
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kaffinity.model import Namespace, Workload
+from kaffinity.model import Namespace, PriorityClass, Workload, canonical_key, dig, priority_classes
 from kaffinity.selectors import selector_matches
 from kaffinity.simulate import FILTERS, Placement, SimNode, SimPod, Simulation, node_matches
 from kaffinity.topology import Cluster, finished
@@ -32,6 +43,56 @@ PLACED_KINDS = frozenset(
     ("Pod", "Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job", "CronJob")
 )
 DEFAULT_SCHEDULER = "default-scheduler"
+# The PriorityClasses the API server creates (pkg/apis/scheduling/types.go): SystemCriticalPriority
+# is 2 * HighestUserDefinablePriority (1e9); system-node-critical is 1000 above it.
+SYSTEM_PRIORITIES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
+#: HighestUserDefinablePriority: a PriorityClass above it is refused (admission, validation).
+HIGHEST_USER_PRIORITY = 1_000_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Priorities:
+    """The priority each PriorityClass name gives, and what a pod naming none gets."""
+
+    values: Mapping[str, int] = field(default_factory=lambda: dict(SYSTEM_PRIORITIES))
+    default: int = 0
+
+    @classmethod
+    def of(cls, *sources: Iterable[PriorityClass]) -> Priorities:
+        """The classes of ``sources`` on top of the built-in ones, the cluster's first: a class
+        that exists keeps its (immutable) value, and the API refuses a second ``globalDefault``.
+
+        What the API server lets exist (pkg/apis/scheduling/validation, the Priority admission
+        plugin in plugin/pkg/admission/priority): no ``system-`` name but the built-in classes,
+        no user value above :data:`HIGHEST_USER_PRIORITY`; several ``globalDefault`` classes
+        within one source (the race the plugin allows for) give the lowest value. A name
+        defined twice in one source takes the definition first in :func:`canonical_key` order,
+        not in the order the files were given."""
+        values = dict(SYSTEM_PRIORITIES)
+        defaults: list[int] = []
+        for source in sources:
+            mine: dict[str, int] = {}
+            had_default = bool(defaults)
+            for pc in sorted(source, key=lambda pc: canonical_key(pc.ref, pc.doc)):
+                name, value = pc.ref.name, pc.value
+                if (
+                    value is None
+                    or value > HIGHEST_USER_PRIORITY
+                    or name.startswith("system-")
+                    or name in values
+                    or name in mine
+                    or (pc.global_default and had_default)
+                ):
+                    continue
+                mine[name] = value
+                if pc.global_default:
+                    defaults.append(value)
+            values.update(mine)
+        return cls(values, min(defaults, default=0))
+
+
+#: Only the built-in classes (none declared).
+SYSTEM = Priorities()
 
 
 @dataclass
@@ -46,6 +107,8 @@ class PlacementRun:
     pods: dict[int, list[SimPod]] = field(default_factory=dict)
     #: id(workload) -> its placements (Pending ones included)
     by_workload: dict[int, list[Placement]] = field(default_factory=dict)
+    #: the workloads in the order they were placed (:func:`queue_order`), placed kinds or not
+    queue: list[Workload] = field(default_factory=list)
 
     @property
     def pending(self) -> list[Placement]:
@@ -63,6 +126,7 @@ def placed(workload: Workload) -> bool:
 
 
 def namespace_labels(namespaces: Iterable[Namespace]) -> dict[str, dict[str, str]]:
+    """Labels per namespace name; the first Namespace of a name counts."""
     out: dict[str, dict[str, str]] = {}
     for namespace in namespaces:
         out.setdefault(namespace.ref.name, dict(namespace.labels))
@@ -82,7 +146,11 @@ def simulation(
         cluster.nodes,
         version=version,
         gates=gates,
-        namespaces=namespace_labels((*cluster.namespaces, *namespaces)),
+        # The cluster's Namespaces first; of the input's, one declared twice counts in canonical
+        # order, not in the order of the files.
+        namespaces=namespace_labels(
+            (*cluster.namespaces, *sorted(namespaces, key=lambda ns: canonical_key(ns.ref, ns.doc)))
+        ),
         filters=filters,
     )
     existing = []
@@ -104,17 +172,23 @@ def place_all(
     namespaces: Iterable[Namespace] = (),
     filters: Iterable[str] = FILTERS,
     record: bool = False,
+    classes: Iterable[PriorityClass] = (),
 ) -> PlacementRun:
-    """Place every pod of ``workloads`` on ``cluster``, in input order (shown by a command's
-    progress indicator, one tick per workload)."""
+    """Place every pod of ``workloads`` on ``cluster``, in the scheduler's queue order
+    (:func:`queue_order`; shown by a command's progress indicator, one tick per workload).
+
+    ``classes`` are the input's PriorityClass objects; the cluster file's are read here."""
     from kaffinity.progress import current as current_progress
 
     progress = current_progress()
     sim, existing = simulation(cluster, version=version, gates=gates, namespaces=namespaces, filters=filters)
     run = PlacementRun(sim, [], existing)
     claimed: set[SimPod] = set()
+    declared = priority_classes(doc for file in cluster.files for doc in file.documents)
+    priorities = Priorities.of(declared, classes)
+    run.queue = queue_order(workloads, priorities)
     with progress.stage("placing pods", len(workloads), "workloads"):
-        for workload in workloads:
+        for workload in run.queue:
             progress.tick(workload.ref)
             if not placed(workload):
                 continue
@@ -128,6 +202,39 @@ def place_all(
                 if placement.node is not None:
                     current.append(pod)
     return run
+
+
+def priority(workload: Workload, priorities: Priorities = SYSTEM) -> int:
+    """The priority of ``workload``'s pods, as ``corev1helpers.PodPriority`` reads it after the
+    Priority admission plugin (plugin/pkg/admission/priority): ``spec.priority`` (admission
+    rejects a value its class does not give), else the value of the class ``priorityClassName``
+    names, else, when it names none, the ``globalDefault`` class's value, else 0. A class that
+    does not exist counts as 0 (admission would refuse the pod)."""
+    spec = dig(workload.doc.data, workload.pod.spec_path)
+    if not isinstance(spec, Mapping):
+        return priorities.default
+    value = spec.get("priority")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    name = spec.get("priorityClassName")
+    if not isinstance(name, str) or not name:
+        return priorities.default
+    return priorities.values.get(name, 0)
+
+
+def queue_order(workloads: Iterable[Workload], priorities: Priorities = SYSTEM) -> list[Workload]:
+    """``workloads`` in the order their pods are placed, whatever the order of the input.
+
+    PrioritySort's ``Less`` (pkg/scheduler/framework/plugins/queuesort): the higher priority
+    first, then the earlier queue timestamp. Manifests have no timestamps: ties go by
+    :func:`kaffinity.model.canonical_key` ((namespace, kind, name), kaffinity's choice, then file
+    and position, which tell apart objects that share a name: they would be one object in a
+    cluster)."""
+
+    def key(workload: Workload) -> tuple[int, tuple[str, str, str, str, int, tuple[int, ...]]]:
+        return (-priority(workload, priorities), canonical_key(workload.ref, workload.doc))
+
+    return sorted(workloads, key=key)
 
 
 def owns(workload: Workload, pod: SimPod) -> bool:

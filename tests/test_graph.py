@@ -446,7 +446,8 @@ def test_graph_command_highlights_findings_and_writes_dot_and_json(tmp_path: Pat
     document = json.loads(out.read_text())
     assert document["directed"] and document["multigraph"]
     ids = [node["id"] for node in document["nodes"]]
-    assert ids == ["StatefulSet/shop/api", "StatefulSet/shop/db", "StatefulSet/other/lonely"]
+    # (namespace, kind, name) order, not the order of the file
+    assert ids == ["StatefulSet/other/lonely", "StatefulSet/shop/api", "StatefulSet/shop/db"]
     assert document["edges"] == []  # the selector now matches nothing
 
 

@@ -203,20 +203,23 @@ def test_all_namespaces_with_a_zone_key_is_an_error_naming_who_it_locks_out() ->
     (finding,) = result.findings
     assert finding.severity is Severity.ERROR
     assert "all namespaces" in finding.message and "topology.kubernetes.io/zone" in finding.message
-    assert "Deployment/finance/reports and Deployment/data/etl" in finding.message
+    # Named in (namespace, kind, name) order, whatever the order of the documents and files.
+    assert "Deployment/data/etl and Deployment/finance/reports" in finding.message
     assert "ops/local" not in finding.message  # same namespace: not what all-namespaces adds
     assert related_lines(finding) == [
-        line_of(text, "template:", 2),
         line_of(text, "template:", 3),
+        line_of(text, "template:", 2),
     ]
     assert finding.fix and "namespaces" in finding.fix
+    swapped = ALL_NAMESPACES + _batch("local", "ops") + _batch("etl", "data") + _batch("reports", "finance")
+    assert [f.message for f in run(swapped, ALL_NS).findings] == [finding.message]
 
 
 def test_many_victims_are_counted_and_none_is_said_so() -> None:
     text = ALL_NAMESPACES + "".join(_batch(f"job{n}", f"team{n}") for n in range(15))
     (finding,) = run(text, ALL_NS).findings
-    assert (
-        "Deployment/team0/job0, Deployment/team1/job1, Deployment/team2/job2 and 12 more" in finding.message
+    assert (  # the first three in (namespace, kind, name) order: team10 sorts before team2
+        "Deployment/team0/job0, Deployment/team1/job1, Deployment/team10/job10 and 12 more" in finding.message
     )
     assert len(finding.related) == 3
     (alone,) = run(ALL_NAMESPACES, ALL_NS).findings
@@ -437,7 +440,8 @@ def test_three_budgets_name_both_others() -> None:
     ]
     result = findings(*objects, rule=OVERLAP)
     assert len(result) == 3
-    assert "two and three" in result[0].message and len(result[0].related) == 2
+    # The others in (namespace, kind, name) order, not in the order they were written.
+    assert "three and two" in result[0].message and len(result[0].related) == 2
 
 
 def test_disjoint_other_namespace_nil_v1beta1_empty_and_scaled_to_zero_are_quiet() -> None:

@@ -11,6 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kaffinity.cli import app
+from kaffinity.config import Settings
+from kaffinity.engine import Context
 from kaffinity.loader import load, parse
 from kaffinity.model import build_inventory
 from kaffinity.place import place_all
@@ -405,6 +407,162 @@ def test_the_fast_path_chooses_what_the_full_scan_chooses() -> None:
     assert len(fast.placements) > 300
     assert [p.node for p in fast.placements] == [p.node for p in full.placements]
     assert fast.pending  # the corpus has pods that do not fit, so the comparison covers both
+
+
+ONE_SLOT = """\
+apiVersion: kaffinity.io/v1alpha1
+kind: ClusterTopology
+spec:
+  nodes: [{name: tiny, allocatable: {pods: 1, cpu: '4'}}]
+"""
+
+
+def _pod(name: str, namespace: str = "default", spec: str = "") -> str:
+    return f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: {namespace}}}
+spec:
+  containers: [{{name: c, image: i}}]
+{spec}"""
+
+
+def _winner(*manifests: str, cluster: str = ONE_SLOT) -> str:
+    """The pod that gets the one free slot when ``manifests`` are placed in this order (their
+    PriorityClass objects passed as the input's, as ``lint`` and ``place`` do)."""
+    inventories = [build_inventory(parse("w.yaml", text).documents) for text in manifests]
+    run = place_all(
+        [w for inventory in inventories for w in inventory.workloads],
+        cluster_from([parse("c.yaml", cluster)]),
+        version="1.37",
+        classes=[pc for inventory in inventories for pc in inventory.priority_classes],
+    )
+    (placed,) = [p for p in run.placements if p.node is not None]
+    return placed.pod.workload.ref.name
+
+
+def test_equal_priority_pods_queue_by_namespace_kind_and_name_not_by_file_order() -> None:
+    a, b, other = _pod("a"), _pod("b"), _pod("a", namespace="zz")
+    assert _winner(a, b) == _winner(b, a) == "a"
+    assert _winner(other, b) == _winner(b, other) == "b"  # namespace default before zz
+
+
+@pytest.mark.parametrize(
+    "high",
+    ["  priority: 1000\n", "  priorityClassName: system-cluster-critical\n"],
+    ids=["spec.priority", "system class"],
+)
+def test_a_higher_priority_pod_is_placed_first_even_when_listed_later(high: str) -> None:
+    """PrioritySort: the higher priority leaves the queue first (pkg/scheduler/framework/plugins/
+    queuesort), so it takes the one slot although the name order and the file order favour the other."""
+    low, urgent = _pod("a", spec="  priority: 10\n"), _pod("z", spec=high)
+    assert _winner(low, urgent) == _winner(urgent, low) == "z"
+    unknown = _pod("z", spec="  priorityClassName: not-declared\n")  # no such class: counts as 0
+    assert _winner(low, unknown) == "a"
+
+
+def _class(name: str, value: int, default: bool = False, api: str = "scheduling.k8s.io/v1") -> str:
+    return f"apiVersion: {api}\nkind: PriorityClass\nmetadata: {{name: {name}}}\nvalue: {value}\n" + (
+        "globalDefault: true\n" if default else ""
+    )
+
+
+def test_a_user_priority_class_puts_its_pods_first_whichever_file_declares_it() -> None:
+    """The Priority admission plugin (plugin/pkg/admission/priority) gives a pod the ``value`` of
+    the class it names; PrioritySort then takes it first. Without the class object the name
+    resolves to nothing (0) and the name order decides."""
+    plain, urgent = _pod("a"), _pod("z", spec="  priorityClassName: urgent\n")
+    assert _winner(plain, urgent) == "a"  # no PriorityClass declared
+    declared = _class("urgent", 1000)
+    assert _winner(plain, urgent, declared) == _winner(declared, urgent, plain) == "z"
+    # In the cluster file (an existing class) it counts as well.
+    assert _winner(plain, urgent, cluster=f"{ONE_SLOT}---\n{declared}") == "z"
+    # A negative value puts the pod behind those without a class.
+    first, sinking = _pod("a", spec="  priorityClassName: batch\n"), _pod("z")
+    assert _winner(first, sinking, _class("batch", -5)) == "z"
+    # An explicit spec.priority is kept as it is, whatever the class says.
+    pinned = _pod("z", spec="  priorityClassName: urgent\n  priority: -1\n")
+    assert _winner(plain, pinned, declared) == "a"
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        _class("system-urgent", 1000),  # the system- prefix is reserved (scheduling validation)
+        _class("urgent", 2_000_000_000),  # above HighestUserDefinablePriority (1e9)
+        _class("urgent", 1000, api="v1"),  # not the scheduling.k8s.io group: not a PriorityClass
+    ],
+    ids=["reserved name", "too high", "wrong group"],
+)
+def test_a_priority_class_the_api_server_refuses_gives_nothing(declared: str) -> None:
+    name = declared.split("name: ")[1].split("}", maxsplit=1)[0]
+    urgent = _pod("z", spec=f"  priorityClassName: {name}\n")
+    assert _winner(_pod("a"), urgent, declared) == "a"
+
+
+def test_the_global_default_class_gives_its_value_to_pods_that_name_no_class() -> None:
+    """A pod without ``priorityClassName`` gets the ``globalDefault`` class's value, else 0
+    (getDefaultPriority); a pod naming a class gets that class's value, not the default."""
+    nameless, low = _pod("z"), _pod("a", spec="  priorityClassName: low\n")
+    classes = (_class("low", 10), _class("standard", 100, default=True))
+    assert _winner(low, nameless) == "a"  # no classes: both 0, the name decides
+    assert _winner(low, nameless, *classes) == _winner(*classes[::-1], nameless, low) == "z"
+    # Several defaults (the race the plugin allows for): the lowest value is the default.
+    assert _winner(low, nameless, *classes, _class("cheap", 5, default=True)) == "a"
+    # The cluster's default exists already: the API refuses a second one from the input.
+    cluster = f"{ONE_SLOT}---\n{_class('cheap', 5, default=True)}"
+    assert _winner(low, nameless, *classes, cluster=cluster) == "a"
+    # A class already in the cluster keeps its value (PriorityClass value is immutable).
+    existing = f"{ONE_SLOT}---\n{_class('low', -10)}"
+    assert _winner(low, nameless, _class("low", 500), cluster=existing) == "z"
+
+
+def test_priority_classes_of_the_input_order_lint_and_place(tmp_path: Path) -> None:
+    """``kaffinity place`` and ``lint --cluster`` (Context.placement) read the input's classes."""
+    manifests = "---\n".join(
+        (_pod("a"), _pod("z", spec="  priorityClassName: urgent\n"), _class("urgent", 1000))
+    )
+    code, out = place(tmp_path, manifests, "--format", "json", cluster=ONE_SLOT)
+    assert code == 1
+    assert {pod["object"]["name"]: pod["node"] for pod in out["pods"]} == {"z": "tiny", "a": None}
+    cluster = cluster_from([parse("c.yaml", ONE_SLOT)])
+    run = Context([parse("app.yaml", manifests)], Settings(), cluster).placement
+    assert run is not None
+    assert [(p.pod.workload.ref.name, p.node) for p in run.placements] == [("z", "tiny"), ("a", None)]
+
+
+def test_a_statefulsets_replicas_are_placed_together_in_ordinal_order() -> None:
+    sts = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: c, image: i}]}
+"""
+    workloads = [*_workloads(_pod("z")), *_workloads(sts), *_workloads(_pod("a"))]
+    run = place_all(workloads, cluster_from(load([str(TOPOLOGY)])), version="1.37")
+    order = [(p.pod.workload.ref.name, p.pod.replica) for p in run.placements]
+    assert order == [("a", 0), ("z", 0), ("db", 0), ("db", 1), ("db", 2)]  # Pod < StatefulSet
+
+
+def test_placement_does_not_depend_on_the_file_order() -> None:
+    """Every example placed with the files given forwards and backwards: the same pods, nodes and
+    reasons. The examples compete for nodes (anti-affinity, spread, cpu), so the order matters."""
+    paths = sorted(str(path) for path in EXAMPLES.rglob("*.yaml") if "clusters" not in path.parts)
+
+    def placed(order: list[str]) -> tuple[int, str]:
+        args = ["place", "--no-config", "--format", "json", "--cluster", str(TOPOLOGY), *order]
+        result = runner.invoke(app, args)
+        return result.exit_code, result.stdout
+
+    forward, backward = placed(paths), placed(paths[::-1])
+    assert forward == backward
+    pods = json.loads(forward[1])["pods"]
+    assert any(pod["node"] is None for pod in pods) and any(pod["node"] for pod in pods)
 
 
 def test_a_compact_pool_without_ephemeral_storage_leaves_it_unchecked(tmp_path: Path) -> None:

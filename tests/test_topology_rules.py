@@ -574,8 +574,9 @@ def test_unschedulable_existing_pods_anti_affinity_names_the_blockers() -> None:
 
 
 def test_unschedulable_retries_a_pod_whose_affinity_target_comes_later() -> None:
-    """Placed in input order the front end waits for the cache; the scheduler retries it when the
-    cache's pods are added, so nothing is reported -- and the placement run is left as it was."""
+    """Placed in queue order (front < session-cache) the front end waits for the cache; the scheduler
+    retries it when the cache's pods are added, so nothing is reported -- and the placement run is
+    left as it was."""
     affinity = {
         "podAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -583,7 +584,7 @@ def test_unschedulable_retries_a_pod_whose_affinity_target_comes_later() -> None
             ]
         }
     }
-    objects = [workload("front", affinity=affinity), workload("cache")]
+    objects = [workload("front", affinity=affinity), workload("session-cache", labels={"app": "cache"})]
     context = context_of(objects, zones(2), select=("topology",))
     run_ = context.placement
     assert run_ is not None

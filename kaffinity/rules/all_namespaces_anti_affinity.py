@@ -37,7 +37,8 @@ def domain_word(key: str) -> str:
 
 
 def ordered(graph: AffinityGraph, nodes: Iterable[str]) -> list[Member]:
-    """Members in input order (the graph's insertion order), so messages are stable."""
+    """Members in the graph's canonical order (:meth:`AffinityGraph.order`), so messages name the same
+    members, in the same order, whatever the order of the files."""
     return [graph.members[node] for node in sorted(set(nodes), key=graph.order)]
 
 

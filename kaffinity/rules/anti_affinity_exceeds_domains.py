@@ -24,10 +24,12 @@ def _occupied(
     """The domains that pods placed before this workload's keep it out of, and its own pods that
     already ran there (claimed from the cluster file).
 
-    Before: the cluster file's pods and those of workloads earlier in the input (the simulation
-    places in input order). A domain is kept from the workload when such a pod matches the term
-    (InterPodAffinity Filter step 2, reference §D) or when such a pod's own required
-    anti-affinity on the same key matches this workload's pods (step 3, symmetry).
+    Before: the cluster file's pods and those of workloads earlier in the scheduler's queue (the
+    simulation places in that order, :func:`kaffinity.place.queue_order`: priority, then
+    namespace, kind and name; never the order of the files). A domain is kept from the workload
+    when such a pod matches the term (InterPodAffinity Filter step 2, reference §D) or when such
+    a pod's own required anti-affinity on the same key matches this workload's pods (step 3,
+    symmetry).
     """
     sim = result.sim
     workload = stuck.workload
@@ -74,7 +76,7 @@ def _check(context: Context) -> Iterator[Violation]:
     run = context.placement
     if result is None or result.stuck is None or run is None:
         return  # placement needed: quiet with --no-simulate
-    order = {id(workload): index for index, workload in enumerate(context.inventory.workloads)}
+    order = {id(workload): index for index, workload in enumerate(run.queue)}
     for stuck in result.stuck.values():
         exceeds = stuck.shape.exceeds
         if stuck.rule != ANTI_AFFINITY_EXCEEDS or exceeds is None:

@@ -412,7 +412,8 @@ untolerated taint(s).` (`FitError.Error`), followed by what makes the most nodes
 request and the most free on a node, the pods whose anti-affinity selects these pods, where the
 pods it requires run. A Pending pod is tried again once everything is placed, as the scheduler
 retries unschedulable pods when pods are added: a pod whose required affinity target comes
-later in the input is not reported. It needs the simulation (quiet with `--no-simulate`).
+later in the scheduler's queue (lower priority, or later by namespace, kind and name; never the
+order of the files) is not reported. It needs the simulation (quiet with `--no-simulate`).
 
 ## Why it matters
 The scheduler leaves such pods Pending until the cluster changes; nothing in the manifests
