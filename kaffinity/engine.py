@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING
 from kaffinity.config import Settings
 from kaffinity.findings import Finding, Location, Severity, Violation
 from kaffinity.loader import SourceFile
-from kaffinity.model import Inventory, ObjectRef, build_inventory, object_ref, pod_template_path
+from kaffinity.model import (
+    Inventory,
+    ObjectRef,
+    build_inventory,
+    canonical_key,
+    object_ref,
+    pod_template_path,
+)
 from kaffinity.rules import RULES
 from kaffinity.rules.base import Rule
 from kaffinity.source import Document, Span, format_path
@@ -63,8 +70,12 @@ class Context:
 
     @cached_property
     def namespace_labels(self) -> dict[str, dict[str, str]]:
-        """The labels of each Namespace object in the input, by name."""
-        return {namespace.ref.name: dict(namespace.labels) for namespace in self.inventory.namespaces}
+        """The labels of each Namespace object in the input, by name; of one declared twice, the
+        first in canonical order (as the placement reads them), whatever the order of the files."""
+        labels: dict[str, dict[str, str]] = {}
+        for namespace in sorted(self.inventory.namespaces, key=lambda ns: canonical_key(ns.ref, ns.doc)):
+            labels.setdefault(namespace.ref.name, dict(namespace.labels))
+        return labels
 
     @cached_property
     def expansions(self) -> Expansions:

@@ -268,7 +268,8 @@ Object = Workload | Namespace | Node | PodDisruptionBudget | PriorityClass
 
 @dataclass(frozen=True, slots=True)
 class Inventory:
-    """Everything kaffinity read, sorted by kind of object, in input order."""
+    """Everything kaffinity read, sorted by kind of object, in input order (the graph and the
+    placement put them in canonical order: see canonical_key)."""
 
     documents: tuple[Document, ...]
     workloads: tuple[Workload, ...]

@@ -735,3 +735,29 @@ def test_no_network_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     for result in (lint(files, Settings()), lint(files, Settings(), cluster=cluster)):
         assert result.internal_errors == ()
         assert result.findings
+
+
+def test_objects_declared_twice_resolve_the_same_whatever_the_file_order() -> None:
+    """A Namespace (labels) or an HPA target (minReplicas) declared twice: the first in canonical
+    order counts, not the first file given."""
+    from kaffinity.engine import Context
+    from kaffinity.rules.pdb_blocks_eviction import _hpas
+
+    first = parse(
+        "a.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n  labels: {tier: gold}\n---\n"
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: b, namespace: team}\n"
+        "spec: {scaleTargetRef: {kind: Deployment, name: web}, minReplicas: 5, maxReplicas: 9}\n",
+    )
+    second = parse(
+        "b.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n  labels: {tier: bronze}\n---\n"
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: a, namespace: team}\n"
+        "spec: {scaleTargetRef: {kind: Deployment, name: web}, minReplicas: 2, maxReplicas: 9}\n",
+    )
+    seen = set()
+    for files in ([first, second], [second, first]):
+        context = Context(files, Settings())
+        hpa = _hpas(context)[("team", "Deployment", "web")]
+        seen.add((str(context.namespace_labels), hpa[0].file, hpa[1]))
+    assert seen == {("{'team': {'tier': 'gold'}}", "b.yaml", 2)}

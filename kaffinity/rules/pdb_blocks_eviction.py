@@ -76,12 +76,14 @@ class _Selected:
 
 
 def _hpas(context: Context) -> dict[tuple[str, str, str], tuple[Document, int]]:
-    """HorizontalPodAutoscalers of the input: (namespace, kind, name) of the target -> minReplicas."""
+    """HorizontalPodAutoscalers of the input: (namespace, kind, name) of the target -> minReplicas.
+    Of two for one target, the first by (name, file, position) counts, whatever the file order."""
     found: dict[tuple[str, str, str], tuple[Document, int]] = {}
-    for doc in context.documents:
+    hpas = [
+        doc for doc in context.documents if isinstance(doc.data, Mapping) and doc.data.get("kind") == _HPA
+    ]
+    for doc in sorted(hpas, key=lambda doc: (str(dig(doc.data, ("metadata", "name"))), doc.file, doc.index)):
         data = doc.data
-        if not isinstance(data, Mapping) or data.get("kind") != _HPA:
-            continue
         namespace = dig(data, ("metadata", "namespace"))
         kind, name = (
             dig(data, ("spec", "scaleTargetRef", "kind")),
@@ -93,7 +95,7 @@ def _hpas(context: Context) -> dict[tuple[str, str, str], tuple[Document, int]]:
         namespace = namespace if isinstance(namespace, str) else context.settings.namespace
         # autoscaling/v2: minReplicas defaults to 1.
         count = minimum if isinstance(minimum, int) and not isinstance(minimum, bool) else 1
-        found[(namespace, kind, name)] = (doc, count)
+        found.setdefault((namespace, kind, name), (doc, count))
     return found
 
 
