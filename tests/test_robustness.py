@@ -674,6 +674,23 @@ def test_deterministic_whatever_the_file_order(
         assert keys(first) == keys(second)
 
 
+@settings(max_examples=4, deadline=None, derandomize=True, database=None)
+@given(st.integers(2, 6).flatmap(lambda n: st.tuples(*(_valid_workload(i) for i in range(n)))))
+def test_deterministic_whatever_the_jobs(tmp_path_factory: pytest.TempPathFactory, workloads: Any) -> None:
+    """The same files loaded with one process or with workers (enough files for a pool) give
+    the same findings."""
+    from kaffinity.parallel import MIN_FILES
+
+    folder = tmp_path_factory.mktemp("jobs")
+    for index in range(MIN_FILES + 10):
+        item = workloads[index % len(workloads)]
+        named = {**item, "metadata": {**item["metadata"], "name": f"{item['metadata']['name']}-{index}"}}
+        (folder / f"m{index:03}.yaml").write_text(json.dumps(named))
+    results = [lint(load([str(folder)], jobs=jobs), Settings()) for jobs in (1, 2, 3)]
+    assert all(result.internal_errors == () and result.documents == MIN_FILES + 10 for result in results)
+    assert _keys(results[0]) == _keys(results[1]) == _keys(results[2])
+
+
 def test_json_output_identical_bytes_for_two_file_orders() -> None:
     paths = sorted(str(path) for path in EXAMPLES.rglob("*.yaml") if "clusters" not in path.parts)
     cluster = str(EXAMPLES / "clusters" / "topology.yaml")
