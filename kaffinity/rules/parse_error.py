@@ -11,13 +11,20 @@ RULE = Rule(
     docs="""\
 ## What it finds
 Input kaffinity could not read: a missing or unreadable file, bytes that are not UTF-8 (or
-UTF-16/32 with a byte order mark), binary content, YAML or JSON that does not parse, nesting
-deeper than 400 levels, or aliases that expand a document beyond a million nodes.
+UTF-16/32 with a byte order mark), binary content, YAML or JSON that does not parse, or input
+past one of the `limits:` of `.kaffinity.yaml`: a file larger than `file-size` (32Mi; also
+`--max-file-size`), nesting deeper than `depth` (400 levels), aliases that expand a document
+beyond `alias-nodes` (a million nodes: an alias bomb).
+
+It also finds a key given twice in one mapping (`mapping key "selector" already defined at line
+6`), the message kubectl gives: its YAML decoding is strict, as is the API server's field
+validation, kubectl's default (`--validate=strict`).
 
 ## Why it matters
 kubectl and the API server would reject the file too, and nothing in it can be checked. The
 finding carries the parser's own line and column; documents before the error are still linted,
-as are all other files. The run exits with code 2.
+as are all other files (a document with a key given twice is linted with the later value, what
+`--validate=false` would apply). The run exits with code 2.
 
 ## Example
 ```yaml
