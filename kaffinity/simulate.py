@@ -47,7 +47,7 @@ import dataclasses
 import heapq
 import itertools
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -471,6 +471,28 @@ def _index_keys(selector: LabelSelector | None) -> tuple[tuple[str, str], ...] |
 # --- the simulation --------------------------------------------------------------------------
 
 
+class _AbsentNodes(Mapping[str, str]):
+    """The static reasons of a pinned pod's signature without a dict entry per node: every node
+    but the pinned one is absent from NodeAffinity's PreFilterResult; the pinned node has its
+    own reason, if any (``own``). ``pinned``: None when no node of that name exists."""
+
+    def __init__(self, nodes: Sequence[SimNode], pinned: str | None, own: str | None) -> None:
+        self.nodes, self.pinned, self.own = nodes, pinned, own
+
+    def __getitem__(self, name: str) -> str:
+        if name == self.pinned and self.own is not None:
+            return self.own
+        if name != self.pinned and any(node.name == name for node in self.nodes):
+            return REASON_PINNED
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return (node.name for node in self.nodes if node.name != self.pinned or self.own is not None)
+
+    def __len__(self) -> int:
+        return len(self.nodes) - (self.pinned is not None and self.own is None)
+
+
 class Simulation:
     """A cluster's nodes and pods, and the scheduler's filters over them."""
 
@@ -519,7 +541,9 @@ class Simulation:
         self._prefer_taints = bool(self._prefer_tainted)
         self._pods = _LabelIndex()
         self._anti = _TermIndex()
-        self._static: dict[tuple[Any, ...], tuple[list[SimNode], dict[str, str]]] = {}
+        self._static: dict[tuple[Any, ...], tuple[list[SimNode], Mapping[str, str]]] = {}
+        #: signature -> how many nodes fail the static filters for each reason
+        self._static_counts: dict[tuple[Any, ...], Counter[str]] = {}
         self._heaps: dict[tuple[Any, ...], _Heap] = {}
         self._static_sets: dict[tuple[Any, ...], set[SimNode]] = {}
         self._domains: dict[str, dict[str, list[SimNode]]] = {}
@@ -728,25 +752,25 @@ class Simulation:
     ) -> Placement:
         """Filter every node: the feasible ones, each other node's reasons, and the best node."""
         feasible: list[SimNode] = []
-        rejected: dict[str, list[str]] = {}
+        dynamic: dict[str, list[str]] = {}  # nodes that pass the static filters but not this pod's
         for node in static:
             reasons = state.filter(node)
             if reasons:
-                rejected[node.name] = reasons
+                dynamic[node.name] = reasons
             else:
                 feasible.append(node)
-        for name, reason in static_reasons.items():
-            rejected[name] = [reason]
         chosen = state.best(feasible) if feasible else None
         placement = Placement(pod, chosen.name if chosen else None)
         if record:
+            rejected = {**{name: [reason] for name, reason in static_reasons.items()}, **dynamic}
             placement.feasible = [node.name for node in self.nodes if node.name not in rejected]
             placement.rejected = {
                 node.name: rejected[node.name] for node in self.nodes if node.name in rejected
             }
         if chosen is None:
-            counts: Counter[str] = Counter()
-            for reasons in rejected.values():
+            # The static reasons are counted once per pod signature, not once per Pending pod.
+            counts = Counter(self._static_counts[pod.rules.signature()])
+            for reasons in dynamic.values():
                 counts.update(reasons)
             placement.reasons = counts
             self._pending[id(pod.rules)] = (self._version, placement)
@@ -829,21 +853,43 @@ class Simulation:
             if self._anti.holders.get(term) and term.matches(pod, ns_labels)
         ]
 
-    def static_filter(self, rules: Rules) -> tuple[list[SimNode], dict[str, str]]:
+    def static_filter(self, rules: Rules) -> tuple[list[SimNode], Mapping[str, str]]:
         """Nodes passing NodeUnschedulable, NodeName, TaintToleration and NodeAffinity, and the
-        first failing reason of every other node (computed once per pod signature)."""
+        first failing reason of every other node (computed once per pod signature).
+
+        A DaemonSet pod pinned to its node: NodeAffinity's PreFilter narrows the candidates to
+        that node (a ``PreFilterResult`` from the ``matchFields`` on ``metadata.name``), so the
+        scheduler filters that node alone and gives every other node the absent-nodes status,
+        "node(s) didn't satisfy plugin(s) [NodeAffinity]", whatever else it would fail
+        (``SetAbsentNodesStatus`` in pkg/scheduler/schedule_one.go). No other node is looked at:
+        a DaemonSet on 1,000 nodes is 1,000 pods, each with its own signature.
+        """
         key = rules.signature()
         found = self._static.get(key)
         if found is None:
             passed: list[SimNode] = []
-            reasons: dict[str, str] = {}
-            for node in self.nodes:
-                reason = self._static_reason(rules, node)
-                if reason is None:
+            reasons: Mapping[str, str]
+            if rules.pinned is not None and NODE_AFFINITY in self.filters:
+                node = self.by_name.get(rules.pinned)
+                own = self._static_reason(rules, node) if node is not None else None
+                if node is not None and own is None:
                     passed.append(node)
-                else:
-                    reasons[node.name] = reason
+                reasons = _AbsentNodes(self.nodes, rules.pinned if node is not None else None, own)
+                counts = Counter({REASON_PINNED: len(self.nodes) - (node is not None)})
+                if own is not None:
+                    counts[own] += 1
+            else:
+                found_reasons: dict[str, str] = {}
+                for node in self.nodes:
+                    reason = self._static_reason(rules, node)
+                    if reason is None:
+                        passed.append(node)
+                    else:
+                        found_reasons[node.name] = reason
+                reasons = found_reasons
+                counts = Counter(found_reasons.values())
             found = self._static[key] = (passed, reasons)
+            self._static_counts[key] = +counts  # without zero counts
         return found
 
     def _static_reason(self, rules: Rules, node: SimNode) -> str | None:

@@ -370,6 +370,47 @@ spec:
     assert len(run.placements) == 7 and not run.pending
 
 
+def test_a_pinned_daemonset_pod_is_filtered_on_its_own_node_only() -> None:
+    """NodeAffinity's PreFilter narrows a DaemonSet pod to its node: every other node gets the
+    absent-nodes status, even one whose taint the pod does not tolerate (upstream
+    SetAbsentNodesStatus); its own node is filtered as usual. The event reads as a real one:
+    "0/46 nodes are available: 1 Too many pods, 45 node(s) didn't satisfy plugin(s) [NodeAffinity]"."""
+    nodes = "".join(
+        f"apiVersion: v1\nkind: Node\nmetadata: {{name: n{index}}}\n"
+        + ("spec: {taints: [{key: gpu, value: 'y', effect: NoSchedule}]}\n" if index % 2 else "")
+        + "status: {allocatable: {pods: '1', cpu: '4'}}\n---\n"
+        for index in range(4)
+    )
+    busy = "apiVersion: v1\nkind: Pod\nmetadata: {name: busy, namespace: x}\n"
+    busy += "spec: {nodeName: n0, containers: [{name: c}]}\n"
+    cluster = cluster_from([parse("c.yaml", nodes + busy)])
+    daemon = """\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: infra}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: c, image: i}]
+"""
+    for record in (False, True):
+        run = place_all(_workloads(daemon), cluster, version="1.37", record=record)
+        # The controller runs it on the untainted nodes n0 (full) and n2.
+        assert [(p.pod.rules.pinned, p.node) for p in run.placements] == [("n0", None), ("n2", "n2")]
+        (pending,) = run.pending
+        assert pending.summary(4) == (
+            "0/4 nodes are available: 1 Too many pods, 3 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+        )
+        if record:
+            assert pending.feasible == []
+            assert pending.rejected == {
+                "n0": ["Too many pods"],
+                **{name: ["node(s) didn't satisfy plugin(s) [NodeAffinity]"] for name in ("n1", "n2", "n3")},
+            }
+
+
 def test_gt_lt_tolerations_need_their_gate() -> None:
     text = """\
 apiVersion: v1
