@@ -604,7 +604,7 @@ def read_text(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str, Loa
     name = STDIN_NAME if path == STDIN else path
     try:
         if path == STDIN:
-            raw = sys.stdin.buffer.read(limits.file_size + 1)
+            raw = _read_up_to(sys.stdin.buffer, limits.file_size + 1)
         else:
             # Opened without blocking: a named pipe with no writer would otherwise hang the run
             # (it reads as empty instead); reads then block as usual, so `<(helm template ...)` works.
@@ -613,8 +613,14 @@ def read_text(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str, Loa
             if nonblocking:
                 os.set_blocking(descriptor, True)
             with open(descriptor, "rb") as handle:
-                size = os.fstat(descriptor).st_size
-                raw = b"" if size > limits.file_size else handle.read(limits.file_size + 1)
+                info = os.fstat(descriptor)
+                size = info.st_size
+                if size > limits.file_size:
+                    raw = b""
+                elif stat.S_ISREG(info.st_mode):
+                    raw = handle.read()  # its size is known: read whole, as usual
+                else:  # a pipe: read up to the limit, in blocks
+                    raw = _read_up_to(handle, limits.file_size + 1)
                 size = max(size, len(raw))
     except OSError as error:
         return name, "", LoadProblem("parse-error", f"cannot read: {error.strerror or error}", None)
@@ -633,6 +639,20 @@ def read_text(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str, Loa
         return name, "", LoadProblem("parse-error", error.message, error.span)
     except UnicodeDecodeError as error:
         return name, "", LoadProblem("parse-error", f"cannot decode: {error.reason}", None)
+
+
+def _read_up_to(handle: Any, limit: int) -> bytes:
+    """The whole stream, or its first ``limit`` bytes, read in blocks (never a buffer of
+    ``limit`` bytes for a small stream)."""
+    blocks: list[bytes] = []
+    total = 0
+    while total < limit:
+        block = handle.read(min(1 << 20, limit - total))
+        if not block:
+            break
+        blocks.append(block)
+        total += len(block)
+    return blocks[0] if len(blocks) == 1 else b"".join(blocks)
 
 
 def _size(size: int) -> str:
