@@ -1,22 +1,31 @@
-"""Load throughput of kaffinity, and its ratio to the parse floor.
+"""Throughput of kaffinity, stage by stage, and its ratio to the parse floor.
 
-``python benchmarks/run.py [--quick] [--sizes 1000,10000] [--repeat N] [--output benchmarks/RESULTS.md]``
+``python benchmarks/run.py [--quick] [--sizes 1000,10000] [--repeat N] [--nodes 100,1000,5000] [-o FILE]``
 
 For each corpus size (workloads; the corpus comes from ``generate.py`` and is cached under
-``benchmarks/.corpus/``) it times, as the median of ``--repeat`` runs after one untimed run that
-checks the result:
+``benchmarks/.corpus/``) it times, as the median of ``--repeat`` runs after one run that checks
+the result:
 
 * ``read``: reading and decoding every file (kept out of ``floor`` and ``parse``);
 * ``floor``: composing every text with ruamel's C composer and nothing else;
 * ``parse``: ``kaffinity.loader.parse`` on the same texts, and (a diagnostic) the same with the
   cyclic garbage collector disabled;
 * ``load``: ``kaffinity.loader.load([dir])`` (discovery + read + parse);
-* ``lint``: ``lint(load([dir]), Settings())`` in-process, and ``engine``: ``lint`` alone;
-* ``cli``: ``python -m kaffinity lint DIR --format json -o /dev/null`` as a subprocess,
-  with its CPU time and peak RSS;
+* ``schema``, ``expand``, ``graph``: schema + API validation, the matchLabelKeys merge and the
+  affinity graph, each with its rules, on files loaded beforehand;
+* ``lint``: ``lint(load([dir]), Settings())`` in-process, and ``rules``: ``lint`` alone (every
+  rule that needs no cluster) on files loaded beforehand;
+* ``simulate``: ``lint`` with a declared cluster of 100, 1,000 and 5,000 generated Nodes (the
+  offline scheduler placing every pod, and the cluster's rules), in pods per second;
+* ``report``: rendering the corpus's lint result as text, JSON and SARIF;
+* ``cli``: ``python -m kaffinity lint DIR`` as a subprocess, with ``--jobs 1``, with the default
+  jobs (the two JSON outputs must be byte-identical) and with ``--cluster``, with CPU time and
+  peak RSS;
 
-and once per run the start-up of ``python -c pass``, ``python -m kaffinity --version`` and
-``kaffinity lint`` on one small file (median of 10). See ``benchmarks/README.md``.
+in-process stages also get the peak of memory they allocate, traced by ``tracemalloc`` in one
+extra, untimed run; and once per run the start-up of ``python -c pass``, ``python -m kaffinity
+--version`` and ``kaffinity lint`` on one small file (median of 10). The report ends with the
+targets and a verdict for each. See ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -38,9 +47,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from generate import GenerateResult, generate
 from ruamel.yaml.cyaml import CSafeLoader
@@ -51,6 +61,7 @@ from kaffinity.engine import Context, LintResult, lint
 from kaffinity.expand import expand
 from kaffinity.loader import SourceFile, discover, load, parse
 from kaffinity.model import build_inventory
+from kaffinity.report import render
 from kaffinity.validation import validate_documents
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -61,10 +72,38 @@ DEFAULT_SIZES = (1_000, 10_000)
 SEED = 1
 PER_FILE = 5
 STARTUP_REPEAT = 10
+#: Timed runs per stage without --repeat (--quick: 2, to stay under a minute); from LARGE_SIZE
+#: workloads up, 1.
+REPEAT, QUICK_REPEAT, LARGE_SIZE = 5, 2, 100_000
+#: A checking run at least this long (seconds) is the measurement: no further timed runs.
+LONG_RUN = 60.0
 # Targets (README.md): parse at most this many times the floor; growth per 10x workloads at most this.
 PARSE_TARGET = 2.0
 GROWTH_TARGET = 12.0
 VALIDATION_TARGET = 0.5  # validation adds at most half the load time
+TARGET_SIZE = 10_000  # the lint, --jobs and placement targets are set at 10,000 workloads
+MEMORY_TARGET_MIB = 1024.0  # peak memory at 100,000 workloads
+PODS_PER_SECOND_TARGET = 1_000.0  # placing the 10,000 workloads' pods on 1,000 nodes
+TARGET_NODES = 1_000
+VERSION_TARGET, SMALL_LINT_TARGET = 0.15, 0.4  # start-up: --version, lint of one small file
+
+#: The simulate stage's clusters at TARGET_SIZE workloads (--nodes); smaller corpora get the
+#: smallest, larger ones none (one 100,000-workload placement takes far longer than the rest).
+CLUSTERS = (100, 1_000, 5_000)
+ZONES = 3
+#: A cluster (other than the target's 1,000 nodes) whose simulate run is estimated to take longer
+#: than this (seconds; from the cluster before it, growing with the square of the nodes:
+#: DaemonSet pods and the nodes each pod is filtered against both grow with them) is skipped
+#: (--simulate-budget).
+SIMULATE_BUDGET = 900.0
+
+#: tracemalloc's run is skipped where it would need more than this: its own bookkeeping about
+#: doubles the size of the small objects a corpus is made of, and the inputs stay loaded.
+TRACE_LIMIT = 8 * 2**30
+TRACE_FACTOR = 3  # estimate: the traced peak at the previous size, scaled, times this
+TRACE_BYTES_PER_WORKLOAD = 40 * 1024 * TRACE_FACTOR  # without a previous size (~35 KiB loaded)
+#: ... and where a run traced would take longer than this (tracing slows these stages 5-6x).
+TRACE_SECONDS, TRACE_SLOWDOWN = 300.0, 6.0
 
 # Runs one command and reports its wall time, CPU time and peak RSS. It is a separate, small
 # process on purpose: Linux charges a child, at exec, with the high-water RSS of the process it
@@ -102,6 +141,14 @@ class Measurement:
     wall: list[float]
     cpu: list[float]
     rss_kib: list[int] = field(default_factory=list)
+    #: tracemalloc's peak in the untimed traced run (in-process stages); None: not traced
+    traced_kib: int | None = None
+    #: simulate: the cluster's nodes, the pods placed (Pending ones included) and the Pending
+    nodes: int = 0
+    pods: int = 0
+    pending: int = 0
+    #: cli with --jobs 1: whether its JSON output is byte-identical to the default jobs' run
+    same_output: bool | None = None
 
     @property
     def median(self) -> float:
@@ -118,6 +165,10 @@ class Measurement:
     @property
     def rss_mib(self) -> float | None:
         return max(self.rss_kib) / 1024 if self.rss_kib else None
+
+    @property
+    def traced_mib(self) -> float | None:
+        return self.traced_kib / 1024 if self.traced_kib is not None else None
 
 
 # --- corpus ----------------------------------------------------------------------------------
@@ -153,6 +204,20 @@ def corpus(workloads: int, cache: bool, scratch: str) -> Corpus:
     return Corpus(workloads, root, os.path.join(root, "manifests"), stats)
 
 
+def cluster_file(item: Corpus, nodes: int) -> str:
+    """``cluster.yaml`` of ``nodes`` Nodes as ``generate.py --nodes`` writes it beside this corpus
+    (the manifests do not depend on the nodes), kept in the corpus's folder."""
+    path = os.path.join(item.root, f"cluster-n{nodes}-z{ZONES}.yaml")
+    if not os.path.isfile(path):
+        partial = tempfile.mkdtemp(prefix=".cluster-", dir=item.root)
+        try:
+            generate(partial, item.workloads, per_file=PER_FILE, seed=SEED, nodes=nodes, zones=ZONES)
+            os.rename(os.path.join(partial, "cluster.yaml"), path)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+    return path
+
+
 def manifest_files(folder: str) -> list[str]:
     """Every manifest under ``folder``, in kaffinity's order (checked against its discovery)."""
     found = sorted(
@@ -169,9 +234,11 @@ def manifest_files(folder: str) -> list[str]:
 
 # --- timing ----------------------------------------------------------------------------------
 
+T = TypeVar("T")
+
 
 def timed(fn: Callable[[], object], repeat: int) -> tuple[list[float], list[float]]:
-    """Wall and CPU seconds of ``repeat`` calls of ``fn`` (warm it up before: see measure_size).
+    """Wall and CPU seconds of ``repeat`` calls of ``fn`` (warm it up before: see :func:`measure`).
 
     The garbage collector is left as the code under test sets it (on, unless that code pauses it).
     Each call starts after a full collection, and what a call returns is freed outside the timed
@@ -189,6 +256,99 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[list[float], list[floa
         del result
     gc.collect()
     return walls, cpus
+
+
+def with_collector(fn: Callable[[], T]) -> T:
+    return fn()
+
+
+def without_collector(fn: Callable[[], T]) -> T:
+    """``fn()`` with Python's cyclic garbage collector off (a diagnostic of what it costs)."""
+    gc.disable()
+    try:
+        return fn()
+    finally:
+        gc.enable()
+
+
+def traced_peak(fn: Callable[[], object]) -> int:
+    """The most memory (bytes) one call of ``fn`` holds at a time, traced by tracemalloc.
+
+    Only what the call allocates counts, not the inputs prepared before it. Tracing slows Python
+    code several times over, so this call is never a timed one."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        result = fn()
+        peak = tracemalloc.get_traced_memory()[1]
+        del result
+    finally:
+        tracemalloc.stop()
+    gc.collect()
+    return peak
+
+
+def _no_check(result: object) -> None:
+    return None
+
+
+@dataclass(slots=True)
+class Stage:
+    """One in-process stage. ``run`` is what is timed, on inputs prepared beforehand; ``check``
+    sees what the first, checking run returned; ``first`` (if given) replaces ``run`` in that run,
+    to keep what the check reads (the placement of ``simulate``). ``collector``: False times the
+    stage with the cyclic garbage collector off. ``trace``: False skips the tracemalloc run (the
+    collector changes the time, not what is allocated)."""
+
+    stage: str
+    label: str
+    run: Callable[[], object]
+    check: Callable[[Any], None] = _no_check
+    first: Callable[[], object] | None = None
+    collector: bool = True
+    trace: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How one size is measured: timed runs per stage, whether to trace memory, the clusters."""
+
+    repeat: int
+    trace: bool
+    clusters: tuple[int, ...]
+    simulate_budget: float = SIMULATE_BUDGET
+
+
+def measure(stage: Stage, item: Corpus, plan: Plan) -> Measurement:
+    """Check and warm up ``stage`` with one run, time it ``plan.repeat`` times, and trace the
+    memory of one more run. A checking run of :data:`LONG_RUN` seconds or more, or one with
+    ``repeat`` 1, is the measurement itself (any one-time cost is small beside it)."""
+    collector = with_collector if stage.collector else without_collector
+    gc.collect()
+    started, cpu_started = time.perf_counter(), time.process_time()
+    result = collector(stage.first or stage.run)
+    cpu = time.process_time() - cpu_started
+    wall = time.perf_counter() - started
+    stage.check(result)
+    del result
+    if plan.repeat == 1 or wall >= LONG_RUN:
+        walls, cpus = [wall], [cpu]
+    else:
+        walls, cpus = collector(lambda: timed(stage.run, plan.repeat))
+    traced = None
+    if plan.trace and stage.trace and wall * TRACE_SLOWDOWN <= TRACE_SECONDS:
+        traced = collector(lambda: traced_peak(stage.run)) // 1024
+    row = Measurement(
+        stage.stage, stage.label, item.stats.workloads, item.stats.objects, walls, cpus, traced_kib=traced
+    )
+    _print_row(row)
+    return row
+
+
+def _print_row(row: Measurement) -> None:
+    traced = f" {row.traced_mib:8.1f} MiB traced" if row.traced_mib is not None else ""
+    rss = f" {row.rss_mib:8.1f} MiB peak RSS" if row.rss_mib is not None else ""
+    print(f"  {row.label:<48} {row.median:8.3f} s wall {row.cpu_median:8.3f} s CPU{traced}{rss}", flush=True)
 
 
 @dataclass(slots=True)
@@ -219,9 +379,17 @@ def run_child(command: Sequence[str], cwd: str) -> ChildRun:
     return run
 
 
-def timed_child(command: Sequence[str], cwd: str, repeat: int) -> tuple[list[float], list[float], list[int]]:
-    run_child(command, cwd)  # warm-up (page cache; .pyc files where bytecode may be written)
-    runs = [run_child(command, cwd) for _ in range(repeat)]
+def timed_child(
+    command: Sequence[str], cwd: str, repeat: int, warm_up: bool = True
+) -> tuple[list[float], list[float], list[int]]:
+    """``repeat`` runs of ``command``, after one that warms up (page cache; .pyc files where
+    bytecode may be written) unless ``warm_up`` is False. As in :func:`measure`, a warm-up run is
+    the measurement if ``repeat`` is 1, and no run follows one of :data:`LONG_RUN` seconds or more."""
+    runs = [run_child(command, cwd)]
+    if warm_up and repeat > 1 and runs[0].wall < LONG_RUN:
+        runs = []
+    while len(runs) < repeat and (not runs or runs[-1].wall < LONG_RUN):
+        runs.append(run_child(command, cwd))
     return [r.wall for r in runs], [r.cpu for r in runs], [r.rss_kib for r in runs]
 
 
@@ -274,132 +442,329 @@ def check_load(files: Sequence[SourceFile], item: Corpus) -> None:
         )
 
 
-def timed_without_gc(texts: Sequence[tuple[str, str]], repeat: int) -> tuple[list[float], list[float]]:
-    """A diagnostic: ``parse`` without the cyclic garbage collector, to show what it costs."""
-    gc.disable()
-    try:
-        return timed(lambda: kaffinity_parse(texts), repeat)
-    finally:
-        gc.enable()
+def check_floor(documents: int, item: Corpus) -> None:
+    if documents != item.stats.documents:
+        raise RuntimeError(
+            f"the parse floor composed {documents} documents; {item.stats.documents} were written"
+        )
 
 
-def time_engine(folder: str, settings: Settings, repeat: int) -> tuple[list[float], list[float]]:
-    """``lint`` on files loaded beforehand; they are freed on return, before the next stage."""
-    files = load([folder])
-    lint(files, settings)
-    return timed(lambda: lint(files, settings), repeat)
+def floor_stage(texts: Sequence[tuple[str, str]], item: Corpus) -> Stage:
+    return Stage(
+        "floor",
+        "parse floor (C composer only)",
+        lambda: parse_floor(texts),
+        lambda documents: check_floor(documents, item),
+    )
 
 
-def time_validation(folder: str, settings: Settings, repeat: int) -> tuple[list[float], list[float]]:
+def load_stages(paths: Sequence[str], texts: Sequence[tuple[str, str]], item: Corpus) -> list[Stage]:
+    """Reading, the parse floor, kaffinity's parse (with and without the collector) and load."""
+    folder = item.manifests
+    return [
+        Stage("read", "read files (bytes -> str)", lambda: read_all(paths)),
+        floor_stage(texts, item),
+        Stage(
+            "parse", "kaffinity.loader.parse", lambda: kaffinity_parse(texts), lambda f: check_load(f, item)
+        ),
+        Stage(
+            "parse-nogc",
+            "kaffinity.loader.parse, gc disabled",
+            lambda: kaffinity_parse(texts),
+            lambda f: check_load(f, item),
+            collector=False,
+            trace=False,
+        ),
+        Stage("load", "kaffinity.loader.load([dir])", lambda: load([folder]), lambda f: check_load(f, item)),
+    ]
+
+
+def lint_stage(item: Corpus, settings: Settings) -> Stage:
+    """The whole command in-process: load and every rule that needs no cluster."""
+    folder = item.manifests
+    return Stage(
+        "lint",
+        "lint(load([dir]), Settings())",
+        lambda: lint(load([folder]), settings),
+        lambda result: check_lint(result, item),
+    )
+
+
+def rules_stage(item: Corpus, settings: Settings) -> Stage:
+    """Every rule that needs no cluster (``lint(files, settings)``: the engine with the whole
+    registry; the cluster's rules skip themselves) on files loaded beforehand."""
+    files = load([item.manifests])
+    return Stage(
+        "rules",
+        "every rule without a cluster: lint(files)",
+        lambda: lint(files, settings),
+        lambda result: check_lint(result, item),
+    )
+
+
+def validation_stage(item: Corpus, settings: Settings) -> Stage:
     """The six validation rules' shared work (:func:`validate_documents`) on loaded objects.
 
-    The first call, untimed, builds the validators of the version (once per version and kind)."""
-    documents = [doc for file in load([folder]) for doc in file.documents]
-    found = validate_documents(documents, settings)
-    if found:
-        raise RuntimeError(f"validation found problems in the generated corpus: {sorted(found)}")
-    return timed(lambda: validate_documents(documents, settings), repeat)
+    The first call, the checking one, builds the validators of the version (once per version
+    and kind)."""
+    documents = [doc for file in load([item.manifests]) for doc in file.documents]
+
+    def check(found: dict[str, list[Any]]) -> None:
+        if found:
+            raise RuntimeError(f"validation found problems in the generated corpus: {sorted(found)}")
+
+    return Stage(
+        "schema",
+        "schema + API validation (all objects)",
+        lambda: validate_documents(documents, settings),
+        check,
+    )
 
 
-def time_expansion(folder: str, settings: Settings, repeat: int) -> tuple[list[float], list[float]]:
+def _check_rules(result: LintResult, what: str) -> None:
+    if result.internal_errors:
+        raise RuntimeError(f"the {what} rules failed: {result.internal_errors}")
+
+
+def expansion_stage(item: Corpus, settings: Settings) -> Stage:
     """The merged selectors of every workload (:class:`kaffinity.expand.Expansions`) and the four
     expansion rules that read them, on files loaded beforehand."""
-    files = load([folder])
+    files = load([item.manifests])
     expansion = dataclasses.replace(settings, select=("expansion",))
-    result = lint(files, expansion)
-    if result.internal_errors:
-        raise RuntimeError(f"the expansion rules failed: {result.internal_errors}")
     inventory = build_inventory([doc for file in files for doc in file.documents])
     version, gates = settings.kube_version, settings.feature_gates
     if not any(term.applied for w in inventory.workloads for term in expand(w, version, gates).terms):
         raise RuntimeError("the generated corpus has no matchLabelKeys to merge")
-    return timed(lambda: lint(files, expansion), repeat)
+    return Stage(
+        "expand",
+        "matchLabelKeys merge + expansion rules",
+        lambda: lint(files, expansion),
+        lambda result: _check_rules(result, "expansion"),
+    )
 
 
-def time_graph(folder: str, settings: Settings, repeat: int) -> tuple[list[float], list[float]]:
+def graph_stage(item: Corpus, settings: Settings) -> Stage:
     """The affinity graph (typed inventory, merged selectors, index, networkx graph, placement)
     and every graph rule, on files loaded beforehand: ``lint`` with ``select=("graph",)``."""
-    files = load([folder])
+    files = load([item.manifests])
     graph_only = dataclasses.replace(settings, select=("graph",))
-    result = lint(files, graph_only)
-    if result.internal_errors:
-        raise RuntimeError(f"the graph rules failed: {result.internal_errors}")
-    graph = Context(files, graph_only).graph
-    if not any(data.get("type") == "selector" for _, data in graph.graph.nodes(data=True)):
-        raise RuntimeError("the generated corpus has no selector matching many workloads")
-    return timed(lambda: lint(files, graph_only), repeat)
+    contexts = [Context(files, graph_only)]  # the checking run's; it keeps the graph
+
+    def check(result: LintResult) -> None:
+        _check_rules(result, "graph")
+        graph = contexts.pop().graph.graph
+        if not any(data.get("type") == "selector" for _, data in graph.nodes(data=True)):
+            raise RuntimeError("the generated corpus has no selector matching many workloads")
+
+    return Stage(
+        "graph",
+        "affinity graph + graph rules",
+        lambda: lint(files, graph_only),
+        check,
+        first=lambda: lint(files, graph_only, context=contexts[0]),
+    )
+
+
+@dataclass(slots=True)
+class Placed:
+    """What the checking run of ``simulate`` placed: pods (Pending ones included) and Pending."""
+
+    pods: int = 0
+    pending: int = 0
+
+
+def simulate_stage(item: Corpus, settings: Settings, nodes: int) -> tuple[Stage, Placed]:
+    """``lint`` with a declared cluster, as ``kaffinity lint DIR --cluster FILE`` runs it: every
+    rule, the cluster's rules among them, and the offline scheduler placing every pod
+    (``Context.placement``), on manifests and a cluster loaded beforehand."""
+    from kaffinity.topology import cluster_from
+
+    cluster_path = cluster_file(item, nodes)
+    files = load([item.manifests])
+    cluster = cluster_from(load([cluster_path]), settings.namespace)
+    if len(cluster.nodes) != nodes:
+        raise RuntimeError(f"{cluster_path} declares {len(cluster.nodes)} nodes, not {nodes}")
+    placed = Placed()
+    contexts = [Context(files, settings, cluster)]  # the checking run's; it keeps the placement
+
+    def check(result: LintResult) -> None:
+        check_lint(result, item)
+        placement = contexts.pop().placement
+        if placement is None or not placement.placements:
+            raise RuntimeError("lint with a cluster placed no pods")
+        placed.pods, placed.pending = len(placement.placements), len(placement.pending)
+
+    stage = Stage(
+        f"simulate-{nodes}",
+        f"lint with a cluster of {nodes:,} nodes",
+        lambda: lint(files, settings, cluster=cluster),
+        check,
+        first=lambda: lint(files, settings, cluster=cluster, context=contexts[0]),
+    )
+    return stage, placed
+
+
+def report_stages(item: Corpus, settings: Settings) -> list[Stage]:
+    """Rendering the corpus's lint result (no cluster) as text (with code frames), JSON and SARIF,
+    as the CLI does (``kaffinity.report.render``)."""
+    files = load([item.manifests])
+    result = lint(files, settings)
+    check_lint(result, item)
+    sources = {file.name: file.text for file in files}
+
+    def check(text: str) -> None:
+        if not text:
+            raise RuntimeError("a report rendered nothing")
+
+    def check_json(text: str) -> None:
+        if len(json.loads(text)["findings"]) != len(result.findings):
+            raise RuntimeError("the JSON report does not list every finding")
+
+    def renderer(fmt: str) -> Callable[[], str]:
+        return lambda: render(result, fmt, sources=sources)
+
+    return [
+        Stage(
+            f"report-{fmt}",
+            f"render the lint result as {fmt}",
+            renderer(fmt),
+            check_json if fmt == "json" else check,
+        )
+        for fmt in ("text", "json", "sarif")
+    ]
 
 
 def measure_graph(item: Corpus, repeat: int) -> list[Measurement]:
     """``--stages graph``: the parse floor (for the ratio) and the graph stage only."""
-    folder = item.manifests
-    texts = read_all(manifest_files(folder))
-    rows = [
-        Measurement(
-            "floor",
-            "parse floor (C composer only)",
-            item.stats.workloads,
-            item.stats.objects,
-            *timed(lambda: parse_floor(texts), repeat),
-        ),
-        Measurement(
-            "graph",
-            "affinity graph + graph rules",
-            item.stats.workloads,
-            item.stats.objects,
-            *time_graph(folder, Settings(), repeat),
-        ),
+    texts = read_all(manifest_files(item.manifests))
+    plan = Plan(repeat, trace=False, clusters=())
+    return [
+        measure(floor_stage(texts, item), item, plan),
+        measure(graph_stage(item, Settings()), item, plan),
     ]
-    for row in rows:
-        print(f"  {row.label:<40} {row.median:8.3f} s wall {row.cpu_median:8.3f} s CPU", flush=True)
+
+
+def cli_has_jobs(cwd: str) -> bool:
+    """Whether ``kaffinity lint`` takes ``--jobs`` (the rows that need it are skipped otherwise)."""
+    environment = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    done = subprocess.run(
+        cli_command("lint", "--help"), cwd=cwd, capture_output=True, text=True, env=environment, check=False
+    )
+    return "--jobs" in done.stdout
+
+
+def measure_cli(
+    item: Corpus, repeat: int, cwd: str, scratch: str, jobs: bool, simulated: Measurement | None
+) -> list[Measurement]:
+    """The whole command as a subprocess: ``kaffinity lint DIR --jobs 1`` and with the default
+    jobs (their JSON outputs compared byte for byte), and with ``--cluster FILE`` on the cluster
+    of the ``simulated`` row (it places the same pods)."""
+    stats = item.stats
+
+    def child(stage: str, label: str, *arguments: str) -> Measurement:
+        command = cli_command("lint", item.manifests, "--format", "json", *arguments)
+        # No warm-up: the in-process stages have just read these files and imported these modules.
+        walls, cpus, rss = timed_child(command, cwd, repeat, warm_up=False)
+        row = Measurement(stage, label, stats.workloads, stats.objects, walls, cpus, rss)
+        _print_row(row)
+        return row
+
+    outputs = {
+        name: os.path.join(scratch, f"lint-{stats.workloads}-{name}.json") for name in ("jobs1", "default")
+    }
+    rows = []
+    if jobs:
+        single = child(
+            "cli-jobs1", "kaffinity lint DIR --jobs 1 (subprocess)", "--jobs", "1", "-o", outputs["jobs1"]
+        )
+        rows.append(single)
+    default_label = (
+        "kaffinity lint DIR (subprocess, default jobs)" if jobs else "kaffinity lint DIR (subprocess)"
+    )
+    rows.append(child("cli", default_label, "-o", outputs["default"]))
+    if jobs:
+        with open(outputs["jobs1"], "rb") as one, open(outputs["default"], "rb") as default:
+            single.same_output = one.read() == default.read()
+        print(f"  --jobs 1 and default jobs: JSON outputs {'identical' if single.same_output else 'DIFFER'}")
+    if simulated is not None:
+        nodes = simulated.nodes
+        path = cluster_file(item, nodes)
+        row = child(
+            "cli-cluster",
+            f"kaffinity lint DIR --cluster ({nodes:,} nodes)",
+            "--cluster",
+            path,
+            "-o",
+            os.devnull,
+        )
+        row.nodes, row.pods, row.pending = nodes, simulated.pods, simulated.pending
+        rows.append(row)
     return rows
 
 
-def measure_size(item: Corpus, repeat: int, cwd: str) -> list[Measurement]:
+def simulate_estimate(done: Sequence[Measurement], nodes: int) -> float | None:
+    """Seconds the simulate stage is expected to take on ``nodes`` nodes, from the largest
+    cluster measured below it: DaemonSet pods and the nodes each pod is filtered against both
+    grow with the nodes, so the time grows with their square."""
+    smaller = [row for row in done if row.nodes < nodes]
+    if not smaller:
+        return None
+    last = max(smaller, key=lambda row: row.nodes)
+    return last.median * (nodes / last.nodes) ** 2
+
+
+def measure_simulate(item: Corpus, plan: Plan, settings: Settings, notes: list[str]) -> list[Measurement]:
+    """``simulate`` on each of the plan's clusters, smallest first; one whose estimated time
+    exceeds the budget is skipped, with a note, unless it is the target's."""
+    rows: list[Measurement] = []
+    for nodes in sorted(plan.clusters):
+        estimate = simulate_estimate(rows, nodes)
+        if estimate is not None and estimate > plan.simulate_budget and nodes != TARGET_NODES:
+            note = (
+                f"simulate on {nodes:,} nodes at {item.workloads:,} workloads not run: estimated "
+                f"{estimate / 60:,.0f} min per run (budget {plan.simulate_budget / 60:,.0f} min, "
+                "--simulate-budget)"
+            )
+            print(f"  {note}", flush=True)
+            notes.append(note)
+            continue
+        stage, placed = simulate_stage(item, settings, nodes)
+        row = measure(stage, item, plan)
+        del stage
+        row.nodes, row.pods, row.pending = nodes, placed.pods, placed.pending
+        print(
+            f"    {placed.pods:,} pods ({placed.pending:,} Pending): "
+            f"{_rate(row.pods, row.cpu_median)} pods/s (CPU)"
+        )
+        rows.append(row)
+    return rows
+
+
+def measure_size(
+    item: Corpus, plan: Plan, cwd: str, scratch: str, jobs: bool, notes: list[str]
+) -> list[Measurement]:
     """Every stage at one size. Each stage's first call checks the result and warms it up."""
     stats = item.stats
     folder = item.manifests
     settings = Settings()
-    results: list[Measurement] = []
-
-    def record(
-        stage: str, label: str, times: tuple[list[float], list[float]], rss: Sequence[int] = ()
-    ) -> None:
-        walls, cpus = times
-        results.append(Measurement(stage, label, stats.workloads, stats.objects, walls, cpus, list(rss)))
-        print(
-            f"  {label:<40} {statistics.median(walls):8.3f} s wall {statistics.median(cpus):8.3f} s CPU",
-            flush=True,
-        )
-
     paths = manifest_files(folder)
     print(f"{stats.workloads:,} workloads: {len(paths):,} files, {stats.objects:,} objects", flush=True)
+    if not plan.trace:
+        print("  (no tracemalloc run at this size: see TRACE_LIMIT)", flush=True)
     texts = read_all(paths)
-    record("read", "read files (bytes -> str)", timed(lambda: read_all(paths), repeat))
-
-    if parse_floor(texts) != stats.documents:
-        raise RuntimeError("the parse floor composed a different number of documents than were written")
-    record("floor", "parse floor (C composer only)", timed(lambda: parse_floor(texts), repeat))
-
-    check_load(kaffinity_parse(texts), item)
-    record("parse", "kaffinity.loader.parse", timed(lambda: kaffinity_parse(texts), repeat))
-    record("parse-nogc", "kaffinity.loader.parse, gc disabled", timed_without_gc(texts, repeat))
-
-    check_load(load([folder]), item)
-    record("load", "kaffinity.loader.load([dir])", timed(lambda: load([folder]), repeat))
-
-    record("validate", "schema + API validation (all objects)", time_validation(folder, settings, repeat))
-    record("expand", "matchLabelKeys merge + expansion rules", time_expansion(folder, settings, repeat))
-    record("graph", "affinity graph + graph rules", time_graph(folder, settings, repeat))
-
-    check_lint(lint(load([folder]), settings), item)
-    record("lint", "lint(load([dir]), Settings())", timed(lambda: lint(load([folder]), settings), repeat))
-
-    record("engine", "lint(files, Settings()) (engine only)", time_engine(folder, settings, repeat))
-
-    command = cli_command("lint", folder, "--format", "json", "-o", os.devnull)
-    walls, cpus, rss = timed_child(command, cwd, repeat)
-    record("cli", "kaffinity lint DIR (subprocess)", (walls, cpus), rss)
+    results = [measure(stage, item, plan) for stage in load_stages(paths, texts, item)]
+    del texts
+    # Each stage loads its inputs when built and frees them once measured, before the next.
+    for build in (validation_stage, expansion_stage, graph_stage, lint_stage, rules_stage):
+        results.append(measure(build(item, settings), item, plan))
+    simulated = measure_simulate(item, plan, settings, notes)
+    results += simulated
+    results += [measure(stage, item, plan) for stage in report_stages(item, settings)]
+    # The CLI on the target's cluster if it was simulated, else on the smallest.
+    cluster = next(
+        (row for row in simulated if row.nodes == TARGET_NODES), simulated[0] if simulated else None
+    )
+    results += measure_cli(item, plan.repeat, cwd, scratch, jobs, cluster)
     return results
 
 
@@ -473,7 +838,8 @@ def machine(load_before: tuple[float, float, float], code: tuple[str, str]) -> l
         ("date", datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")),
         (
             "CPU",
-            f"{_cpu_model()} ({os.cpu_count()} logical cores, {usable} usable; all timings single-threaded)",
+            f"{_cpu_model()} ({os.cpu_count()} logical cores, {usable} usable; in-process timings "
+            "single-threaded)",
         ),
         ("OS", platform.platform()),
         ("Python", f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})"),
@@ -492,21 +858,40 @@ def _rate(count: int, seconds: float) -> str:
     return f"{count / seconds:,.0f}" if count and seconds > 0 else "-"
 
 
+def _mib(value: float | None) -> str:
+    return f"{value:,.0f}" if value is not None else "-"
+
+
 def results_table(rows: Sequence[Measurement], floors: dict[int, Measurement]) -> list[str]:
     lines = [
-        "| stage | workloads | objects | median s | min s | CPU s | objects/s | workloads/s | x floor "
-        "| x floor (CPU) | peak RSS MiB |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| stage | workloads | objects | median s | min s | CPU s | documents/s | workloads/s | x floor "
+        "| x floor (CPU) | peak MiB (traced) | peak RSS MiB |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for row in rows:
         floor = floors[row.workloads]
         ratio = f"{row.median / floor.median:.2f}"
         cpu_ratio = f"{row.cpu_median / floor.cpu_median:.2f}"
-        rss = f"{row.rss_mib:,.0f}" if row.rss_mib is not None else "-"
         lines.append(
             f"| {row.label} | {row.workloads:,} | {row.objects:,} | {row.median:.3f} | {row.best:.3f} "
             f"| {row.cpu_median:.3f} | {_rate(row.objects, row.median)} | {_rate(row.workloads, row.median)} "
-            f"| {ratio} | {cpu_ratio} | {rss} |"
+            f"| {ratio} | {cpu_ratio} | {_mib(row.traced_mib)} | {_mib(row.rss_mib)} |"
+        )
+    return lines
+
+
+def simulation_table(rows: Sequence[Measurement]) -> list[str]:
+    """The ``simulate`` rows (and the CLI with a cluster): pods placed and pods per second."""
+    lines = [
+        "| stage | workloads | nodes | pods | Pending | median s | CPU s | pods/s (CPU) | peak MiB (traced) "
+        "| peak RSS MiB |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row.label} | {row.workloads:,} | {row.nodes:,} | {f'{row.pods:,}' if row.pods else '-'} | "
+            f"{f'{row.pending:,}' if row.pods else '-'} | {row.median:.3f} | {row.cpu_median:.3f} | "
+            f"{_rate(row.pods, row.cpu_median)} | {_mib(row.traced_mib)} | {_mib(row.rss_mib)} |"
         )
     return lines
 
@@ -514,23 +899,29 @@ def results_table(rows: Sequence[Measurement], floors: dict[int, Measurement]) -
 def startup_table(rows: Sequence[Measurement]) -> list[str]:
     lines = ["| command | median s | min s | CPU s | peak RSS MiB |", "|---|--:|--:|--:|--:|"]
     for row in rows:
-        rss = f"{row.rss_mib:,.0f}" if row.rss_mib is not None else "-"
-        lines.append(f"| `{row.label}` | {row.median:.3f} | {row.best:.3f} | {row.cpu_median:.3f} | {rss} |")
+        lines.append(
+            f"| `{row.label}` | {row.median:.3f} | {row.best:.3f} | {row.cpu_median:.3f} "
+            f"| {_mib(row.rss_mib)} |"
+        )
     return lines
 
 
 def growth_table(by_size: dict[int, list[Measurement]]) -> list[str]:
+    """Each stage's median at one size divided by its median at the size before (stages are
+    matched by name; "-" where a stage ran at one of the two sizes only)."""
     sizes = sorted(by_size)
     if len(sizes) < 2:
         return []
     pairs = list(itertools.pairwise(sizes))
     header = "| stage | " + " | ".join(f"{a:,} -> {b:,} (linear: {b / a:.1f}x)" for a, b in pairs) + " |"
     lines = [header, "|---|" + "--:|" * len(pairs)]
-    for index, row in enumerate(by_size[sizes[0]]):
+    stages = {row.stage: row.label for size in sizes for row in by_size[size]}  # in order, first label
+    for stage, label in stages.items():
         cells = []
         for small, big in pairs:
-            cells.append(f"{by_size[big][index].median / by_size[small][index].median:.2f}x")
-        lines.append(f"| {row.label} | " + " | ".join(cells) + " |")
+            before, after = _find(by_size[small], stage), _find(by_size[big], stage)
+            cells.append(f"{after.median / before.median:.2f}x" if before and after else "-")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -550,6 +941,10 @@ def corpus_table(corpora: Sequence[Corpus]) -> list[str]:
 
 def _stage(rows: Sequence[Measurement], stage: str) -> Measurement:
     return next(row for row in rows if row.stage == stage)
+
+
+def _find(rows: Sequence[Measurement], stage: str) -> Measurement | None:
+    return next((row for row in rows if row.stage == stage), None)
 
 
 def _verdict(value: float, target: float) -> str:
@@ -597,13 +992,15 @@ def _growth_lines(by_size: dict[int, list[Measurement]]) -> list[str]:
     sizes = sorted(by_size)
     first, top = by_size[sizes[0]], by_size[sizes[-1]]
     ideal = sizes[-1] / sizes[0]
-    growth = {row.stage: _stage(top, row.stage).median / row.median for row in first}
-    # Stages that take under 5% of the floor's time (reading, the engine) are too short to judge.
+    growth = {
+        row.stage: big.median / row.median for row in first if (big := _find(top, row.stage)) is not None
+    }
+    # Stages that take under 5% of the floor's time (reading, rendering) are too short to judge.
     floor = _stage(top, "floor").median
     superlinear = [
         stage
         for stage, value in growth.items()
-        if value > ideal * 1.2 and stage != "cli" and _stage(top, stage).median >= 0.05 * floor
+        if value > ideal * 1.2 and not stage.startswith("cli") and _stage(top, stage).median >= 0.05 * floor
     ]
     line = (
         f"- Growth {sizes[0]:,} -> {sizes[-1]:,} (linear: {ideal:.0f}x): floor {growth['floor']:.1f}x, "
@@ -635,10 +1032,10 @@ def reading(by_size: dict[int, list[Measurement]], startup: Sequence[Measurement
     """A short interpretation, computed from the numbers so that it never goes stale."""
     sizes = sorted(by_size)
     top = by_size[sizes[-1]]
-    loaded, linted, engine, cli = (_stage(top, name) for name in ("load", "lint", "engine", "cli"))
+    loaded, linted, rules, cli = (_stage(top, name) for name in ("load", "lint", "rules", "cli"))
     small = _stage(startup, "small")
     lines = _load_lines(top)
-    validated = _stage(top, "validate")
+    validated = _stage(top, "schema")
     share = validated.cpu_median / loaded.cpu_median
     lines.append(
         f"- Schema and API-server validation of the {validated.workloads:,} workloads takes "
@@ -652,19 +1049,26 @@ def reading(by_size: dict[int, list[Measurement]], startup: Sequence[Measurement
         f"loaded files ({_rate(expanded.workloads, expanded.cpu_median)} workloads/s, "
         f"{expanded.cpu_median / loaded.cpu_median:.0%} of loading), the typed inventory included."
     )
-    extra = linted.median - loaded.median - engine.median
+    extra = linted.median - loaded.median - rules.median
     if extra > 0.1 * loaded.median:
         lines.append(
-            f"- The engine alone, on files loaded earlier, takes {engine.median:.2f} s, yet "
-            f"`lint(load([dir]))` takes {extra:.2f} s more than load and engine apart "
+            f"- The rules alone, on files loaded earlier, take {rules.median:.2f} s, yet "
+            f"`lint(load([dir]))` takes {extra:.2f} s more than load and rules apart "
             f"({linted.median:.2f} s): the first garbage collection after `load()` walks every object "
             "just loaded, which sat uncollected in the youngest generation while the collector was "
             "paused. A `gc.freeze()` after loading avoids it."
         )
     else:
         lines.append(
-            f"- The engine adds {engine.median:.2f} s to loading (in-process lint: {linted.median:.2f} s)."
+            f"- The rules add {rules.median:.2f} s to loading (in-process lint: {linted.median:.2f} s)."
         )
+    rendered = [row for row in top if row.stage.startswith("report-")]
+    lines.append(
+        "- Rendering the result takes "
+        + ", ".join(f"{row.cpu_median:.2f} s CPU as {row.stage.removeprefix('report-')}" for row in rendered)
+        + f" ({sum(row.cpu_median for row in rendered) / linted.cpu_median:.0%} of the in-process lint for "
+        "the three together)."
+    )
     lines.append(
         f"- The CLI takes {cli.median:.2f} s wall "
         f"({cli.cpu_median:.2f} s CPU) for {cli.workloads:,} workloads, {cli.median / linted.median:.2f}x "
@@ -685,12 +1089,152 @@ def reading(by_size: dict[int, list[Measurement]], startup: Sequence[Measurement
             f"- Load growth 10,000 -> 100,000: {growth:.1f}x "
             f"(target <= {GROWTH_TARGET:.0f}x: {_verdict(growth, GROWTH_TARGET)})."
         )
-    else:
-        lines.append(
-            f"- The 10,000 -> 100,000 growth target (<= {GROWTH_TARGET:.0f}x) is not measured by this run; "
-            "see README.md."
-        )
     return lines
+
+
+NOT_MEASURED = "not measured"
+
+
+def _single_core_cli(rows: Sequence[Measurement]) -> Measurement:
+    """``--jobs 1``; without ``--jobs`` the CLI runs on one core anyway."""
+    return _find(rows, "cli-jobs1") or _stage(rows, "cli")
+
+
+def _lint_target(by_size: dict[int, list[Measurement]]) -> tuple[str, str, str]:
+    size = TARGET_SIZE if TARGET_SIZE in by_size else max(by_size)
+    rows = by_size[size]
+    single, floor = _single_core_cli(rows), _stage(rows, "floor")
+    ratio = single.cpu_median / floor.cpu_median
+    measured = (
+        f"{ratio:.2f}x ({single.cpu_median:.2f} s CPU of `{single.label}` / {floor.cpu_median:.2f} s) "
+        f"at {size:,} workloads"
+    )
+    verdict = _verdict(ratio, PARSE_TARGET)
+    if size != TARGET_SIZE:
+        verdict = f"{NOT_MEASURED} at {TARGET_SIZE:,} ({verdict} at {size:,})"
+    return (
+        f"`kaffinity lint` (no cluster) <= {PARSE_TARGET:.0f}x the parse floor on one core",
+        measured,
+        verdict,
+    )
+
+
+def _jobs_target(by_size: dict[int, list[Measurement]]) -> tuple[str, str, str]:
+    name = "`--jobs N` (default: cores) gives output identical to `--jobs 1`"
+    compared = {size: row for size, rows in by_size.items() if (row := _find(rows, "cli-jobs1"))}
+    if not compared:
+        return name, "this kaffinity lint has no --jobs", NOT_MEASURED
+    differ = [size for size, row in compared.items() if not row.same_output]
+    speed = ", ".join(
+        f"{row.median / _stage(by_size[size], 'cli').median:.2f}x at {size:,}"
+        for size, row in sorted(compared.items())
+    )
+    where = ", ".join(f"{size:,}" for size in sorted(differ or compared))
+    measured = (
+        f"JSON {'differs' if differ else 'byte-identical'} at {where} workloads; "
+        f"speed-up of the default jobs over --jobs 1 (wall): {speed}"
+    )
+    return name, measured, "**not met**" if differ else "met"
+
+
+def _growth_target(by_size: dict[int, list[Measurement]]) -> tuple[str, str, str]:
+    name = f"100,000 workloads cost <= {GROWTH_TARGET:.0f}x the time of 10,000 (`kaffinity lint --jobs 1`)"
+    if not (TARGET_SIZE in by_size and LARGE_SIZE in by_size):
+        return name, "run `--sizes 10000,100000`", NOT_MEASURED
+    small, big = _single_core_cli(by_size[TARGET_SIZE]), _single_core_cli(by_size[LARGE_SIZE])
+    growth = big.median / small.median
+    lint_growth = _stage(by_size[LARGE_SIZE], "lint").median / _stage(by_size[TARGET_SIZE], "lint").median
+    measured = (
+        f"{growth:.1f}x ({small.median:.1f} -> {big.median:.1f} s wall); in-process lint {lint_growth:.1f}x"
+    )
+    return name, measured, _verdict(growth, GROWTH_TARGET)
+
+
+def _memory_target(by_size: dict[int, list[Measurement]]) -> tuple[str, str, str]:
+    name = f"peak memory at 100,000 workloads < {MEMORY_TARGET_MIB / 1024:.0f} GiB (the CLI's peak RSS)"
+
+    def peak(size: int) -> float:
+        return max(row.rss_mib or 0.0 for row in by_size[size] if row.stage in ("cli", "cli-jobs1"))
+
+    if LARGE_SIZE in by_size:
+        value = peak(LARGE_SIZE)
+        verdict = "met" if value < MEMORY_TARGET_MIB else "**not met**"
+        return name, f"{value:,.0f} MiB", verdict
+    sizes = sorted(by_size)
+    measured = f"{peak(sizes[-1]):,.0f} MiB at {sizes[-1]:,}"
+    if len(sizes) >= 2:
+        a, b = sizes[-2], sizes[-1]
+        guess = peak(b) + (peak(b) - peak(a)) / (b - a) * (LARGE_SIZE - b)
+        measured += f" (linear from {a:,}: about {guess:,.0f} MiB at {LARGE_SIZE:,})"
+    return name, measured, NOT_MEASURED
+
+
+def _placement_target(by_size: dict[int, list[Measurement]]) -> tuple[str, str, str]:
+    name = (
+        f"placing the pods of {TARGET_SIZE:,} workloads on {TARGET_NODES:,} nodes: >= "
+        f"{PODS_PER_SECOND_TARGET:,.0f} pods/s (`lint` with the cluster, CPU)"
+    )
+    row = _find(by_size.get(TARGET_SIZE, ()), f"simulate-{TARGET_NODES}")
+    if row is None:
+        others = [r for rows in by_size.values() for r in rows if r.stage.startswith("simulate-")]
+        seen = "; ".join(
+            f"{r.workloads:,} workloads on {r.nodes:,} nodes: {_rate(r.pods, r.cpu_median)} pods/s"
+            for r in others
+        )
+        return name, f"this run: {seen}" if seen else "no simulate run", NOT_MEASURED
+    rate = row.pods / row.cpu_median
+    measured = (
+        f"{rate:,.0f} pods/s ({row.pods:,} pods, {row.pending:,} Pending, in {row.cpu_median:.1f} s CPU)"
+    )
+    return name, measured, "met" if rate >= PODS_PER_SECOND_TARGET else "**not met**"
+
+
+def _startup_targets(startup: Sequence[Measurement]) -> list[tuple[str, str, str]]:
+    version, small = _stage(startup, "version"), _stage(startup, "small")
+    return [
+        (
+            f"start-up: `kaffinity --version` < {VERSION_TARGET} s",
+            f"{version.median:.3f} s",
+            "met" if version.median < VERSION_TARGET else "**not met**",
+        ),
+        (
+            f"start-up: `kaffinity lint` of one file < {SMALL_LINT_TARGET} s",
+            f"{small.median:.3f} s",
+            "met" if small.median < SMALL_LINT_TARGET else "**not met**",
+        ),
+    ]
+
+
+def targets(
+    by_size: dict[int, list[Measurement]], startup: Sequence[Measurement]
+) -> list[tuple[str, str, str]]:
+    """Each target of the issue: (what it asks, what this run measured, met / not met / not measured)."""
+    return [
+        _lint_target(by_size),
+        _jobs_target(by_size),
+        _growth_target(by_size),
+        _memory_target(by_size),
+        _placement_target(by_size),
+        *_startup_targets(startup),
+    ]
+
+
+def targets_table(by_size: dict[int, list[Measurement]], startup: Sequence[Measurement]) -> list[str]:
+    lines = ["| target | measured | verdict |", "|---|---|---|"]
+    lines += [f"| {name} | {measured} | {verdict} |" for name, measured, verdict in targets(by_size, startup)]
+    return lines
+
+
+def _runs(plans: dict[int, Plan]) -> str:
+    by_repeat: dict[int, list[int]] = {}
+    for size, plan in sorted(plans.items()):
+        by_repeat.setdefault(plan.repeat, []).append(size)
+    return "; ".join(
+        f"{'Median of ' if repeat > 1 else ''}{repeat} timed run{'s' if repeat > 1 else ''} at "
+        + ", ".join(f"{size:,}" for size in sizes)
+        + " workloads"
+        for repeat, sizes in by_repeat.items()
+    )
 
 
 def report(
@@ -698,26 +1242,35 @@ def report(
     corpora: Sequence[Corpus],
     by_size: dict[int, list[Measurement]],
     startup: Sequence[Measurement],
-    repeat: int,
+    plans: dict[int, Plan],
+    notes: Sequence[str],
     load_before: tuple[float, float, float],
     code: tuple[str, str],
 ) -> str:
     floors = {size: _stage(rows, "floor") for size, rows in by_size.items()}
     rows = [row for size in sorted(by_size) for row in by_size[size]]
+    untraced = [f"{size:,}" for size, plan in sorted(plans.items()) if not plan.trace]
     parts = [
         *_header(
-            "kaffinity load benchmarks",
+            "kaffinity benchmarks",
             "Written by `benchmarks/run.py`; see `benchmarks/README.md` for what each line measures.",
             command,
             machine(load_before, code),
         ),
-        f"Median of {repeat} timed runs, after one untimed run that checks the result (and warms up); "
-        f"start-up lines: median of {STARTUP_REPEAT}. "
+        f"{_runs(plans)}, after one run that checks the result (and warms up); that run is "
+        f"the measurement where one run is asked for or it took {LONG_RUN:.0f} s or more. Start-up lines: "
+        f"median of {STARTUP_REPEAT}. "
         "Reading the files is timed on its own (`read`) and excluded from both `parse floor` and "
         "`kaffinity.loader.parse`; `load`, `lint` and the CLI include it. `x floor` divides a stage's "
         "median by the parse floor's median at the same size; `x floor (CPU)` does the same with CPU "
         "seconds, which other processes on the machine disturb less. objects = Kubernetes objects, the items "
-        "of a `kind: List` counted one by one (what kaffinity calls documents).",
+        "of a `kind: List` counted one by one (what kaffinity calls documents; documents/s counts them). "
+        "`peak MiB (traced)`: the most memory an in-process stage held at once beyond its inputs, "
+        "traced by tracemalloc in one more, untimed run (`-`: not traced, as a traced run would "
+        f"take over {TRACE_SECONDS / 60:.0f} min"
+        + (f", or at {', '.join(untraced)} workloads, over {TRACE_LIMIT / 2**30:.0f} GiB" if untraced else "")
+        + ")"
+        + "; `peak RSS MiB`: the CLI process's (with --jobs, the largest process's, not their sum).",
         "",
         "## Corpus",
         "",
@@ -728,6 +1281,19 @@ def report(
         *results_table(rows, floors),
         "",
     ]
+    simulated = [row for row in rows if row.nodes]
+    if simulated:
+        parts += [
+            "## Simulation",
+            "",
+            "`lint` with a generated cluster, in-process on files loaded beforehand and as the CLI: "
+            "every rule and the offline scheduler placing every pod (DaemonSets: one per node they "
+            "may run on). pods/s divides the pods placed, Pending ones included, by the CPU seconds of "
+            "the whole lint.",
+            "",
+            *simulation_table(simulated),
+            "",
+        ]
     growth = growth_table(by_size)
     if growth:
         parts += ["## Growth", "", "Median time at the larger size divided by the median at the smaller.", ""]
@@ -737,9 +1303,14 @@ def report(
         "",
         *startup_table(startup),
         "",
+        "## Targets",
+        "",
+        *targets_table(by_size, startup),
+        "",
         "## Reading",
         "",
         *reading(by_size, startup),
+        *(f"- {note}." for note in notes),
         "",
     ]
     return "\n".join(parts)
@@ -920,15 +1491,61 @@ def place_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     return 0
 
 
+def trace_estimate(workloads: int, previous: dict[int, list[Measurement]]) -> int:
+    """Bytes the tracemalloc run at ``workloads`` may need: the largest traced peak at the size
+    before, scaled, times :data:`TRACE_FACTOR`; without one, a guess per workload."""
+    smaller = [size for size in previous if size < workloads]
+    if smaller:
+        size = max(smaller)
+        peak = max((row.traced_kib or 0) for row in previous[size]) * 1024
+        if peak:
+            return peak * workloads // size * TRACE_FACTOR
+    return workloads * TRACE_BYTES_PER_WORKLOAD
+
+
+def plan_for(workloads: int, args: argparse.Namespace, previous: dict[int, list[Measurement]]) -> Plan:
+    """Timed runs (``--repeat``, else 2 with ``--quick``, 5, and 1 from 100,000 workloads up),
+    tracing (where it fits in :data:`TRACE_LIMIT`) and the clusters of ``simulate`` at one size."""
+    repeat = args.repeat or (QUICK_REPEAT if args.quick else 1 if workloads >= LARGE_SIZE else REPEAT)
+    nodes: tuple[int, ...] = tuple(args.nodes or CLUSTERS)
+    if args.quick or workloads < TARGET_SIZE:
+        clusters = nodes[:1]
+    else:
+        clusters = nodes if workloads == TARGET_SIZE else ()
+    trace = trace_estimate(workloads, previous) <= TRACE_LIMIT
+    return Plan(repeat, trace, clusters, args.simulate_budget)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Load throughput of kaffinity against the parse floor.")
-    parser.add_argument(
-        "--quick", action="store_true", help="1,000 workloads, 3 runs; no RESULTS.md unless -o"
+    parser = argparse.ArgumentParser(
+        description="Throughput of kaffinity, stage by stage, against the parse floor."
     )
-    parser.add_argument("--sizes", type=_sizes, help="workload counts, comma-separated (default 1000,10000)")
-    parser.add_argument("--repeat", type=int, help="timed runs per stage (default 5; --quick: 3)")
+    parser.add_argument(
+        "--quick", action="store_true", help="1,000 workloads, 100 nodes, 2 runs; no RESULTS.md unless -o"
+    )
+    parser.add_argument(
+        "--sizes",
+        type=_sizes,
+        help="workload counts, comma-separated (default 1000,10000; e.g. 1000,10000,100000)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, help="timed runs per stage (default 5, 1 from 100,000 workloads up; --quick: 2)"
+    )
     parser.add_argument("--output", "-o", help=f"Markdown report (default {os.path.relpath(DEFAULT_OUTPUT)})")
     parser.add_argument("--no-cache", action="store_true", help="generate into a temporary folder")
+    parser.add_argument(
+        "--nodes",
+        type=_sizes,
+        help="clusters of the simulate stage at 10,000 workloads (default 100,1000,5000); smaller corpora "
+        "(and --quick) get the smallest",
+    )
+    parser.add_argument(
+        "--simulate-budget",
+        type=float,
+        default=SIMULATE_BUDGET,
+        help="skip a cluster whose simulate run is estimated to take longer than this many seconds "
+        f"(default {SIMULATE_BUDGET:.0f})",
+    )
     parser.add_argument(
         "--stages",
         choices=("all", "graph", "place"),
@@ -942,27 +1559,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.stages == "place":
         return place_main(args, argv)
     sizes: list[int] = args.sizes or ([1_000] if args.quick else list(DEFAULT_SIZES))
-    repeat: int = args.repeat or (3 if args.quick else 5)
     output: str | None = args.output or (None if args.quick else DEFAULT_OUTPUT)
     command = shlex.join(["python", "benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])
 
     load_before = os.getloadavg()
     code_before = code_identity()
     started = time.perf_counter()
+    by_size: dict[int, list[Measurement]] = {}
+    plans: dict[int, Plan] = {}
+    notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="kaffinity-bench-") as scratch:
         cwd = os.path.join(scratch, "cwd")  # no .kaffinity.yaml above it
         os.makedirs(cwd)
         if find_config(cwd) is not None:
             print(f"warning: {find_config(cwd)} applies to the CLI runs", file=sys.stderr)
+        jobs = cli_has_jobs(cwd)
+        if not jobs:
+            note = (
+                "`kaffinity lint` has no --jobs: the --jobs 1 rows and the identical-output check are skipped"
+            )
+            print(f"note: {note}", flush=True)
+            notes.append(note)
         corpora = [corpus(size, not args.no_cache, scratch) for size in sizes]
-        by_size = {item.workloads: measure_size(item, repeat, cwd) for item in corpora}
+        for item in corpora:
+            plans[item.workloads] = plan = plan_for(item.workloads, args, by_size)
+            by_size[item.workloads] = measure_size(item, plan, cwd, scratch, jobs, notes)
         print("start-up", flush=True)
         startup = measure_startup(corpus(1, not args.no_cache, scratch), cwd)
 
     code = (code_before, code_identity())
     if code[0].split()[1] != code[1].split()[1]:
         print(f"warning: kaffinity changed during the run ({code[0]} -> {code[1]})", file=sys.stderr)
-    text = report(command, corpora, by_size, startup, repeat, load_before, code)
+    text = report(command, corpora, by_size, startup, plans, notes, load_before, code)
     print()
     print(text)
     if output:
