@@ -346,8 +346,7 @@ def test_terminating_pods_count_for_affinity_but_not_for_spread() -> None:
     assert run.placements[0].feasible == ["n2"]  # InterPodAffinity counts every pod on the node
 
 
-def test_daemonset_runs_where_its_controller_puts_it() -> None:
-    daemon = """\
+AGENT = """\
 apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: agent, namespace: infra}
@@ -358,6 +357,10 @@ spec:
     spec:
       containers: [{name: c, image: i}]
 """
+
+
+def test_daemonset_runs_where_its_controller_puts_it() -> None:
+    daemon = AGENT
     cluster = cluster_from(load([str(TOPOLOGY)]))
     run = place_all(_workloads(daemon), cluster, version="1.37")
     assert [p.node for p in run.placements] == [
@@ -384,17 +387,7 @@ def test_a_pinned_daemonset_pod_is_filtered_on_its_own_node_only() -> None:
     busy = "apiVersion: v1\nkind: Pod\nmetadata: {name: busy, namespace: x}\n"
     busy += "spec: {nodeName: n0, containers: [{name: c}]}\n"
     cluster = cluster_from([parse("c.yaml", nodes + busy)])
-    daemon = """\
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: agent, namespace: infra}
-spec:
-  selector: {matchLabels: {app: agent}}
-  template:
-    metadata: {labels: {app: agent}}
-    spec:
-      containers: [{name: c, image: i}]
-"""
+    daemon = AGENT
     for record in (False, True):
         run = place_all(_workloads(daemon), cluster, version="1.37", record=record)
         # The controller runs it on the untainted nodes n0 (full) and n2.
