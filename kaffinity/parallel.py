@@ -1,29 +1,32 @@
-"""Reading and parsing files in worker processes (``--jobs N``).
+"""Reading and parsing files in several processes (``--jobs N``).
 
-Parsing is most of a large run's time and each file parses on its own, so ``N`` worker processes
-parse the files in chunks and send back what :func:`kaffinity.loader.read` returns: the same
-:class:`~kaffinity.loader.SourceFile` objects, in the same order, so the output is identical
-whatever ``N`` is. Everything after loading (the rules, which read across files) runs in the
-main process. Receiving a parsed file costs about a fifth of parsing it (``PosDict`` and
-``PosList`` pickle as plain containers, see :mod:`kaffinity.source`).
+Parsing is most of a large run's time and each file parses on its own, so this process and
+``N-1`` forked workers parse the files in chunks; the workers send back what
+:func:`kaffinity.loader.read` returns, and the files come out in the same order, as the same
+:class:`~kaffinity.loader.SourceFile` objects, so the output is identical whatever ``N`` is.
+Everything after loading (the rules, which read across files) runs in this process.
 
-A pool costs a few milliseconds to start where processes can be forked (Linux) and about
-0.1 s where they are spawned (macOS, Windows); below :data:`MIN_FILES` files it is not worth
-it, and the files are read in this process.
+Sending a parsed file back costs about half of parsing it (pickling in the worker, unpickling
+here, though ``PosDict`` and ``PosList`` pickle as plain containers: see :mod:`kaffinity.source`),
+so the gain is modest on two cores (1.2x at 10,000 workloads, ``benchmarks/RESULTS.md``) and
+grows with the cores. A pool costs a few milliseconds to start where processes can be forked
+(Linux) and about 0.1 s where they are spawned (macOS, Windows); below :data:`MIN_FILES` files
+it is not worth it, and the files are read in this process.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
 from contextlib import suppress
 from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import multiprocessing.context
+    from concurrent.futures import Future
+
     from kaffinity.loader import Limits, SourceFile
 
 #: Fewer files than this are read in this process: a pool does not pay for itself.
@@ -64,6 +67,8 @@ def _chunks(paths: Sequence[str], size: int) -> Iterator[Sequence[str]]:
 
 
 def _context() -> multiprocessing.context.BaseContext:
+    import multiprocessing
+
     # Forking is cheap and needs no re-import; it is the default only on Linux for good reason
     # (macOS system libraries are not fork-safe), so elsewhere the platform's default is kept.
     if sys.platform.startswith("linux"):
