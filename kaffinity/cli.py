@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from dataclasses import replace
@@ -240,6 +241,10 @@ def lint(
     if fmt == "auto":
         fmt = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
     from kaffinity.report import render
+
+    # What was loaded and checked lives until the process exits: the reports' allocations need
+    # not make the collector walk it all again.
+    gc.freeze()
 
     sources = {file.name: file.text for file in files}
     for target_format, target in extra_reports:

@@ -647,11 +647,14 @@ def _read_up_to(handle: Any, limit: int) -> bytes:
     blocks: list[bytes] = []
     total = 0
     while total < limit:
-        block = handle.read(min(1 << 20, limit - total))
-        if not block:
-            break
+        wanted = min(1 << 20, limit - total)
+        block = handle.read(wanted)
         blocks.append(block)
         total += len(block)
+        if len(block) < wanted:
+            # A buffered read returns less only at the end; reading again would wait for more
+            # on a terminal, where the end (Ctrl-D) is not lasting.
+            break
     return blocks[0] if len(blocks) == 1 else b"".join(blocks)
 
 
