@@ -91,13 +91,13 @@ def _worst(findings: Sequence[Finding]) -> Severity | None:
 
 
 def _shown(graph: AffinityGraph) -> list[str]:
-    """The nodes Mermaid and DOT draw: those with an edge, in input order."""
+    """The nodes Mermaid and DOT draw: those with an edge, in the graph's (canonical) order."""
     g = graph.graph
     return [node for node in g.nodes if g.degree(node) > 0]
 
 
 def _by_namespace(graph: AffinityGraph, shown: Sequence[str]) -> dict[str | None, list[str]]:
-    """The drawn nodes grouped by namespace (None: selector nodes), in input order."""
+    """The drawn nodes grouped by namespace (None: selector nodes), in the graph's (canonical) order."""
     groups: dict[str | None, list[str]] = {}
     for node in shown:
         groups.setdefault(graph.graph.nodes[node].get("namespace"), []).append(node)
