@@ -184,18 +184,15 @@ def _limits(data: Mapping[str, Any]) -> Limits:
     )
 
 
-_SIZE_UNITS = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
-
-
 def parse_size(value: int | str) -> int:
-    """Bytes from ``64Mi``, ``512Ki``, ``2Gi`` or a number of bytes (the binary suffixes of
-    Kubernetes quantities); ValueError otherwise."""
-    text = str(value).strip()
-    digits = text.rstrip("KMGi")
-    unit = text[len(digits) :]
-    if not digits.isdigit() or unit not in _SIZE_UNITS or int(digits) < 1:
+    """Bytes from a Kubernetes quantity (``64Mi``, ``512Ki``, ``2G``, ``1048576``); ValueError
+    for anything else, and for less than one byte."""
+    from kaffinity.quantity import parse_quantity
+
+    size = parse_quantity(value)
+    if size is None or size < 1:
         raise ValueError(f"'{value}' is not a size such as 64Mi, 512Ki or 1048576")
-    return int(digits) * _SIZE_UNITS[unit]
+    return int(size)
 
 
 def unknown_version(version: str) -> str:

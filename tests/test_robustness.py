@@ -270,7 +270,16 @@ def test_bad_limits_in_the_config_file_are_errors_at_their_lines(tmp_path: Path)
     ]
 
 
-@pytest.mark.parametrize("value", ["lots", "0", "12Ti", "-5"])
+@pytest.mark.parametrize(
+    ("value", "size"), [("64Mi", 64 << 20), ("100M", 100_000_000), ("1.5Ki", 1536), (4096, 4096)]
+)
+def test_sizes_are_kubernetes_quantities(value: str | int, size: int) -> None:
+    from kaffinity.config import parse_size
+
+    assert parse_size(value) == size
+
+
+@pytest.mark.parametrize("value", ["lots", "0", "12Xi", "-5", "0.5"])
 def test_bad_max_file_size_is_a_usage_error(value: str) -> None:
     completed = run_cli("lint", "--no-config", "--max-file-size", value, str(EXAMPLES))
     assert completed.returncode == 2
