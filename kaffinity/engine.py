@@ -22,6 +22,7 @@ from kaffinity.model import (
     ObjectRef,
     build_inventory,
     canonical_key,
+    namespace_labels,
     object_ref,
     pod_template_path,
 )
@@ -72,10 +73,7 @@ class Context:
     def namespace_labels(self) -> dict[str, dict[str, str]]:
         """The labels of each Namespace object in the input, by name; of one declared twice, the
         first in canonical order (as the placement reads them), whatever the order of the files."""
-        labels: dict[str, dict[str, str]] = {}
-        for namespace in sorted(self.inventory.namespaces, key=lambda ns: canonical_key(ns.ref, ns.doc)):
-            labels.setdefault(namespace.ref.name, dict(namespace.labels))
-        return labels
+        return namespace_labels(sorted(self.inventory.namespaces, key=canonical_key))
 
     @cached_property
     def expansions(self) -> Expansions:

@@ -210,7 +210,7 @@ class AffinityGraph:
         self._matches: dict[tuple[Any, ...], tuple[frozenset[str], frozenset[str]]] = {}
         self._scope_cache: dict[tuple[Any, ...], bool | None] = {}
 
-        for workload in sorted(context.inventory.workloads, key=lambda w: canonical_key(w.ref, w.doc)):
+        for workload in sorted(context.inventory.workloads, key=canonical_key):
             if workload.ref.kind != "PodTemplate":  # a template alone creates no pods
                 self._add_member(self._workload_member(workload))
         if cluster is not None:
@@ -219,7 +219,7 @@ class AffinityGraph:
         for member in list(self.members.values()):
             if member.workload is not None:
                 self._add_terms(member)
-        for pdb in sorted(context.inventory.pdbs, key=lambda pdb: canonical_key(pdb.ref, pdb.doc)):
+        for pdb in sorted(context.inventory.pdbs, key=canonical_key):
             self._add_pdb(pdb)
 
     # --- building ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from kaffinity.quantity import parse_quantity
 from kaffinity.source import DataPath, Document
@@ -279,12 +279,38 @@ class Inventory:
     priority_classes: tuple[PriorityClass, ...] = ()
 
 
-def canonical_key(ref: ObjectRef, doc: Document) -> tuple[str, str, str, str, int, tuple[int, ...]]:
+CanonicalKey = tuple[str, str, str, str, int, tuple[int, ...]]
+
+
+class Identified(Protocol):
+    """An object read from a document: a workload, a namespace, a budget, a class..."""
+
+    @property
+    def ref(self) -> ObjectRef: ...
+
+    @property
+    def doc(self) -> Document: ...
+
+
+def document_key(ref: ObjectRef, doc: Document) -> CanonicalKey:
     """A sort key for objects that does not depend on the order the files were given:
     (namespace, kind, name), then the file and the position in it, which tell apart objects
     that share a name (one object in a cluster, several in a repository's overlays)."""
     item = tuple(step for step in doc.prefix if isinstance(step, int))  # a List's items[i]
     return (ref.namespace or "", ref.kind, ref.name, doc.file, doc.index, item)
+
+
+def canonical_key(obj: Identified) -> CanonicalKey:
+    """:func:`document_key` of an object: ``sorted(objects, key=canonical_key)``."""
+    return document_key(obj.ref, obj.doc)
+
+
+def namespace_labels(namespaces: Iterable[Namespace]) -> dict[str, dict[str, str]]:
+    """Labels per namespace name; of a name given twice, the first Namespace counts."""
+    out: dict[str, dict[str, str]] = {}
+    for namespace in namespaces:
+        out.setdefault(namespace.ref.name, dict(namespace.labels))
+    return out
 
 
 def pod_template_path(kind: str) -> DataPath | None:

@@ -34,7 +34,15 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kaffinity.model import Namespace, PriorityClass, Workload, canonical_key, dig, priority_classes
+from kaffinity.model import (
+    Namespace,
+    PriorityClass,
+    Workload,
+    canonical_key,
+    dig,
+    namespace_labels,
+    priority_classes,
+)
 from kaffinity.selectors import selector_matches
 from kaffinity.simulate import FILTERS, Placement, SimNode, SimPod, Simulation, node_matches
 from kaffinity.topology import Cluster, finished
@@ -73,7 +81,7 @@ class Priorities:
         for source in sources:
             mine: dict[str, int] = {}
             had_default = bool(defaults)
-            for pc in sorted(source, key=lambda pc: canonical_key(pc.ref, pc.doc)):
+            for pc in sorted(source, key=canonical_key):
                 name, value = pc.ref.name, pc.value
                 if (
                     value is None
@@ -125,14 +133,6 @@ def placed(workload: Workload) -> bool:
     return workload.pod.scheduler_name == DEFAULT_SCHEDULER
 
 
-def namespace_labels(namespaces: Iterable[Namespace]) -> dict[str, dict[str, str]]:
-    """Labels per namespace name; the first Namespace of a name counts."""
-    out: dict[str, dict[str, str]] = {}
-    for namespace in namespaces:
-        out.setdefault(namespace.ref.name, dict(namespace.labels))
-    return out
-
-
 def simulation(
     cluster: Cluster,
     *,
@@ -148,9 +148,7 @@ def simulation(
         gates=gates,
         # The cluster's Namespaces first; of the input's, one declared twice counts in canonical
         # order, not in the order of the files.
-        namespaces=namespace_labels(
-            (*cluster.namespaces, *sorted(namespaces, key=lambda ns: canonical_key(ns.ref, ns.doc)))
-        ),
+        namespaces=namespace_labels((*cluster.namespaces, *sorted(namespaces, key=canonical_key))),
         filters=filters,
     )
     existing = []
@@ -232,7 +230,7 @@ def queue_order(workloads: Iterable[Workload], priorities: Priorities = SYSTEM) 
     cluster)."""
 
     def key(workload: Workload) -> tuple[int, tuple[str, str, str, str, int, tuple[int, ...]]]:
-        return (-priority(workload, priorities), canonical_key(workload.ref, workload.doc))
+        return (-priority(workload, priorities), canonical_key(workload))
 
     return sorted(workloads, key=key)
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph import PDB, Member
-from kaffinity.model import NodeSelectorTerm, PodDisruptionBudget, Workload, dig
+from kaffinity.model import NodeSelectorTerm, PodDisruptionBudget, Workload, dig, document_key, object_ref
 from kaffinity.rules.all_namespaces_anti_affinity import name_list, ordered
 from kaffinity.rules.base import Rule
 from kaffinity.selectors import node_term_matches, selector_matches
@@ -77,12 +77,13 @@ class _Selected:
 
 def _hpas(context: Context) -> dict[tuple[str, str, str], tuple[Document, int]]:
     """HorizontalPodAutoscalers of the input: (namespace, kind, name) of the target -> minReplicas.
-    Of two for one target, the first by (name, file, position) counts, whatever the file order."""
+    Of two for one target, the first in canonical order counts, whatever the file order."""
     found: dict[tuple[str, str, str], tuple[Document, int]] = {}
     hpas = [
         doc for doc in context.documents if isinstance(doc.data, Mapping) and doc.data.get("kind") == _HPA
     ]
-    for doc in sorted(hpas, key=lambda doc: (str(dig(doc.data, ("metadata", "name"))), doc.file, doc.index)):
+    default = context.settings.namespace
+    for doc in sorted(hpas, key=lambda doc: document_key(object_ref(doc, default), doc)):
         data = doc.data
         namespace = dig(data, ("metadata", "namespace"))
         kind, name = (
@@ -92,7 +93,7 @@ def _hpas(context: Context) -> dict[tuple[str, str, str], tuple[Document, int]]:
         minimum = dig(data, ("spec", "minReplicas"))
         if not isinstance(kind, str) or not isinstance(name, str):
             continue
-        namespace = namespace if isinstance(namespace, str) else context.settings.namespace
+        namespace = namespace if isinstance(namespace, str) else default
         # autoscaling/v2: minReplicas defaults to 1.
         count = minimum if isinstance(minimum, int) and not isinstance(minimum, bool) else 1
         found.setdefault((namespace, kind, name), (doc, count))
