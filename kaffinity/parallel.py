@@ -34,6 +34,8 @@ MIN_FILES = 64
 #: Files per task: small enough to keep every worker busy to the end, large enough that the
 #: round trips do not matter.
 CHUNK_FILES = 32
+#: ProcessPoolExecutor's limit on Windows.
+_MAX_WORKERS = 61
 
 
 def default_jobs() -> int:
@@ -56,9 +58,8 @@ def _ignore(path: str) -> None:
 
 
 def _ticked(tick: Callable[[str], None], chunk: Sequence[str], future: Future[list[SourceFile]]) -> None:
-    if not future.cancelled():
-        for path in chunk:
-            tick(path)
+    for path in chunk:
+        tick(path)
 
 
 def _chunks(paths: Sequence[str], size: int) -> Iterator[Sequence[str]]:
@@ -106,7 +107,9 @@ def read_all(
     chunks = list(_chunks(paths, CHUNK_FILES))
     results: list[list[SourceFile] | None] = [None] * len(chunks)
     futures: dict[int, Future[list[SourceFile]]] = {}
-    workers = jobs - 1
+    running: list[Future[list[SourceFile]]] = []  # submitted and not done (at most 2 per worker)
+    # No more workers than chunks (a fork pool starts them all at once), nor than Windows allows.
+    workers = min(jobs - 1, len(chunks), _MAX_WORKERS)
     front, back = 0, len(chunks) - 1  # the next chunk for the pool, and for this process
     with ProcessPoolExecutor(workers, mp_context=_context()) as pool:
 
@@ -114,13 +117,16 @@ def read_all(
             # Tasks are handed out a few at a time (never cancelled: a cancelled task in a pool
             # that then breaks makes Python 3.11's pool thread fail on its own).
             nonlocal front
-            while front <= back and sum(not f.done() for f in futures.values()) < 2 * workers:
+            running[:] = [future for future in running if not future.done()]
+            while front <= back and len(running) < 2 * workers:
                 if STDIN not in chunks[front]:
                     try:
-                        futures[front] = pool.submit(_read_chunk, chunks[front], limits)
-                    except BrokenProcessPool:
+                        future = pool.submit(_read_chunk, chunks[front], limits)
+                    except (BrokenProcessPool, OSError):  # e.g. fork refused: read here
                         return
-                    futures[front].add_done_callback(partial(_ticked, tick, chunks[front]))
+                    future.add_done_callback(partial(_ticked, tick, chunks[front]))
+                    futures[front] = future
+                    running.append(future)
                 front += 1
 
         top_up()

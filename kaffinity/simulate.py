@@ -476,18 +476,18 @@ class _AbsentNodes(Mapping[str, str]):
     but the pinned one is absent from NodeAffinity's PreFilterResult; the pinned node has its
     own reason, if any (``own``). ``pinned``: None when no node of that name exists."""
 
-    def __init__(self, nodes: Sequence[SimNode], pinned: str | None, own: str | None) -> None:
+    def __init__(self, nodes: Mapping[str, SimNode], pinned: str | None, own: str | None) -> None:
         self.nodes, self.pinned, self.own = nodes, pinned, own
 
     def __getitem__(self, name: str) -> str:
         if name == self.pinned and self.own is not None:
             return self.own
-        if name != self.pinned and any(node.name == name for node in self.nodes):
+        if name != self.pinned and name in self.nodes:
             return REASON_PINNED
         raise KeyError(name)
 
     def __iter__(self) -> Iterator[str]:
-        return (node.name for node in self.nodes if node.name != self.pinned or self.own is not None)
+        return (name for name in self.nodes if name != self.pinned or self.own is not None)
 
     def __len__(self) -> int:
         return len(self.nodes) - (self.pinned is not None and self.own is None)
@@ -874,7 +874,7 @@ class Simulation:
                 own = self._static_reason(rules, node) if node is not None else None
                 if node is not None and own is None:
                     passed.append(node)
-                reasons = _AbsentNodes(self.nodes, rules.pinned if node is not None else None, own)
+                reasons = _AbsentNodes(self.by_name, rules.pinned if node is not None else None, own)
                 counts = Counter({REASON_PINNED: len(self.nodes) - (node is not None)})
                 if own is not None:
                     counts[own] += 1

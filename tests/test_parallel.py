@@ -84,6 +84,20 @@ def test_a_broken_pool_falls_back_to_this_process(
     assert _snapshot(files) == _snapshot([read(path) for path in example_paths])
 
 
+def test_a_pool_that_cannot_start_reads_everything_here(
+    example_paths: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fork refused (too many processes, say): no traceback, every file read in this process."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", refuse)
+    files = parallel.read_all(example_paths, 64, DEFAULT_LIMITS)
+    assert _snapshot(files) == _snapshot([read(path) for path in example_paths])
+
+
 def test_limits_reach_the_workers(example_paths: list[str]) -> None:
     tiny = Limits(file_size=200)
     files = parallel.read_all(example_paths, 2, tiny)
