@@ -602,6 +602,7 @@ def read_text(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str, Loa
     """Display name, decoded text and the problem if the file could not be read or decoded,
     or is larger than ``limits.file_size`` (then no more than that is read)."""
     name = STDIN_NAME if path == STDIN else path
+    size: int | None = None  # the size a file reports (a pipe's, or stdin's, is not known)
     try:
         if path == STDIN:
             raw = _read_up_to(sys.stdin.buffer, limits.file_size + 1)
@@ -614,22 +615,18 @@ def read_text(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str, Loa
                 os.set_blocking(descriptor, True)
             with open(descriptor, "rb") as handle:
                 info = os.fstat(descriptor)
-                size = info.st_size
-                if size > limits.file_size:
-                    raw = b""
-                elif stat.S_ISREG(info.st_mode):
-                    raw = handle.read()  # its size is known: read whole, as usual
-                else:  # a pipe: read up to the limit, in blocks
+                if not stat.S_ISREG(info.st_mode):
                     raw = _read_up_to(handle, limits.file_size + 1)
-                size = max(size, len(raw))
+                elif info.st_size <= limits.file_size:
+                    raw = handle.read()
+                else:
+                    raw, size = b"", info.st_size  # never read
     except OSError as error:
         return name, "", LoadProblem("parse-error", f"cannot read: {error.strerror or error}", None)
-    if path == STDIN:
-        size = len(raw)
-    if size > limits.file_size:
-        known = f"{_size(size)}, " if size != limits.file_size + 1 else ""  # else: read up to the limit
+    if size is not None or len(raw) > limits.file_size:
+        what = f"{_size(size)}, more" if size is not None else "more"
         message = (
-            f"{known}more than the limit of {_size(limits.file_size)} per file "
+            f"{what} than the limit of {_size(limits.file_size)} per file "
             "(limits: file-size in .kaffinity.yaml, or --max-file-size)"
         )
         return name, "", LoadProblem("parse-error", message, Span(1, 1))
