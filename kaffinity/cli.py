@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from kaffinity.loader import SourceFile
     from kaffinity.rules.base import Rule
     from kaffinity.topology import Cluster
+    from kaffinity.units import Layout
 
 app = typer.Typer(
     name="kaffinity",
@@ -234,8 +235,11 @@ def lint(
         files, reported, has_context = _load_in_context(paths, settings, stdin_filename, changed, context)
         rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_context)
         declared = _load_cluster(settings)
-        lint_context = Context(files, settings, declared)
-        result = run_lint(files, settings, rules, cluster=declared, context=lint_context, reported=reported)
+        layout = _layout(files, paths, settings)
+        lint_context = Context(files, settings, declared, layout.units[0].documents)
+        result = run_lint(
+            files, settings, rules, cluster=declared, context=lint_context, reported=reported, layout=layout
+        )
 
     fmt = output_format.value
     if fmt == "auto":
@@ -591,6 +595,17 @@ def _load(
             for file in files
         ]
     return files
+
+
+def _layout(files: list[SourceFile], paths: Optional[list[str]], settings: Settings) -> Layout:
+    """The deployment units of what was read (kaffinity.units); notes about it on stderr."""
+    from kaffinity.units import read_layout
+
+    roots = [path for path in (paths or ["."]) if path != "-"]
+    layout = read_layout(files, roots, default_namespace=settings.namespace, limits=settings.limits)
+    for note in layout.notes:
+        typer.echo(f"kaffinity: note: {note}", err=True)
+    return layout
 
 
 def _load_in_context(

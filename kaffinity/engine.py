@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import traceback
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from kaffinity.graph import AffinityGraph
     from kaffinity.place import PlacementRun
     from kaffinity.topology import Cluster
+    from kaffinity.units import Layout
 
 _SPECIFICITY_ALL, _SPECIFICITY_CATEGORY, _SPECIFICITY_RULE = 0, 1, 2
 
@@ -49,12 +50,19 @@ class Context:
     """
 
     def __init__(
-        self, files: Sequence[SourceFile], settings: Settings, cluster: Cluster | None = None
+        self,
+        files: Sequence[SourceFile],
+        settings: Settings,
+        cluster: Cluster | None = None,
+        documents: Sequence[Document] | None = None,
     ) -> None:
         self.files = tuple(files)
         self.settings = settings
         #: The declared cluster (``--cluster``): nodes, namespaces and existing pods; None if none.
         self.cluster = cluster
+        if documents is not None:
+            # One deployment unit's objects (kaffinity.units), not every document of the files.
+            self.__dict__["documents"] = tuple(documents)
 
     @cached_property
     def documents(self) -> tuple[Document, ...]:
@@ -129,6 +137,8 @@ class LintResult:
     load_errors: bool
     internal_errors: tuple[str, ...] = ()
     severities: dict[str, Severity] = field(default_factory=dict)
+    #: The deployment units the input was read as, when there were several (kaffinity.units).
+    units: tuple[str, ...] = ()
 
     def failed(self, threshold: Severity | None) -> bool:
         return threshold is not None and any(f.severity.reaches(threshold) for f in self.findings)
@@ -168,6 +178,7 @@ def lint(
     cluster: Cluster | None = None,
     context: Context | None = None,
     reported: Collection[str] | None = None,
+    layout: Layout | None = None,
 ) -> LintResult:
     """Run every enabled rule over the loaded files (and consult the declared cluster, if any).
 
@@ -175,6 +186,8 @@ def lint(
     the caller reads afterwards; by default a new one. ``reported``: the names of the files to
     report on (``--changed``); the other files are context, read by the rules but not reported
     on, except where a finding names a reported file among its related places. None: all.
+    ``layout``: the deployment units (:mod:`kaffinity.units`): the rules that read every
+    manifest run once per unit, the others once per object; None: the files are one unit.
     """
     enabled = tuple(rule for rule in rules if rule_enabled(rule, settings.select, settings.ignore))
     # The loaded files live as long as the run: keep the collector from walking them again at
@@ -186,7 +199,7 @@ def lint(
     gc.disable()
     gc.freeze()
     try:
-        return _lint(files, settings, enabled, rules, cluster, context, reported)
+        return _lint(files, settings, enabled, rules, cluster, context, reported, layout)
     finally:
         gc.unfreeze()
         if collecting:
@@ -201,16 +214,23 @@ def _lint(
     cluster: Cluster | None,
     context: Context | None,
     reported: Collection[str] | None,
+    layout: Layout | None,
 ) -> LintResult:
-    run = _Run(files, settings, enabled, None if reported is None else frozenset(reported))
+    run = _Run(files, settings, enabled, None if reported is None else frozenset(reported), layout)
     run.load_problems(cluster.files if cluster is not None else ())
-    if context is None:
-        context = Context(files, settings, cluster)
-    # The rules that read one object at a time need only the reported files: in a pre-commit run
-    # the context is the whole repository, and validating it all would be wasted work.
-    local = context
+    several = layout is not None and layout.several
+    if context is None or (layout is not None and not several):
+        documents = layout.units[0].documents if layout is not None else None
+        context = Context(files, settings, cluster, documents)
+    # The rules that read one object at a time read every object once (of a unit's copy, the
+    # file's own); in a pre-commit run only the reported files: the context is the whole
+    # repository, and validating it all would be wasted work.
+    objects: Sequence[Document] | None = layout.documents if layout is not None else None
     if reported is not None:
-        local = Context([file for file in files if file.name in run.reported], settings, cluster)
+        objects = [
+            doc for doc in (objects if objects is not None else context.documents) if doc.file in run.reported
+        ]
+    local = context if objects is None else Context(files, settings, cluster, objects)
     from kaffinity.progress import current
 
     progress = current()  # a command's progress indicator: which rule runs
@@ -221,14 +241,29 @@ def _lint(
         for rule in enabled
         if rule.check is not None and (context.cluster is not None or not rule.needs_cluster)
     ]
-    with progress.stage("checking rules", len(checked)):
-        for rule in checked:
+    each = [rule for rule in checked if not rule.needs_context]
+    together = [rule for rule in checked if rule.needs_context]
+    units = layout.units if several and layout is not None else ()
+    with progress.stage("checking rules", len(each) + len(together) * max(1, len(units))):
+        for rule in each:
             progress.tick(rule.name)
-            run.check(rule, context if rule.needs_context else local)
+            run.check(rule, local)
+        if not units:
+            for rule in together:
+                progress.tick(rule.name)
+                run.check(rule, context)
+        for unit in units:
+            # One unit at a time: its graph and placement are dropped before the next is built.
+            run.unit = unit.name
+            unit_context = Context(files, settings, cluster, unit.documents)
+            for rule in together:
+                progress.tick(f"{rule.name} ({unit.name})")
+                run.check(rule, unit_context)
+        run.unit = ""
     run.unused_suppressions(rules)
     shown = files if reported is None else [file for file in files if file.name in run.reported]
     return LintResult(
-        findings=tuple(sorted(run.findings, key=Finding.sort_key)),
+        findings=tuple(sorted(run.merged(), key=Finding.sort_key)),
         rules=enabled,
         files=len(shown),
         documents=sum(len(file.documents) for file in shown),
@@ -240,6 +275,7 @@ def _lint(
         ),
         internal_errors=tuple(run.internal_errors),
         severities={rule.name: severity_of(rule, settings) for rule in enabled},
+        units=tuple(unit.name for unit in layout.units) if several and layout is not None else (),
     )
 
 
@@ -252,8 +288,11 @@ class _Run:
         settings: Settings,
         enabled: Sequence[Rule],
         reported: frozenset[str] | None = None,
+        layout: Layout | None = None,
     ) -> None:
         self.settings = settings
+        #: The unit whose rules run now ("" outside units); its findings name it.
+        self.unit = ""
         #: The files reported on; None: every file.
         self.reported = reported if reported is not None else frozenset(file.name for file in files)
         self.everything = reported is None
@@ -274,13 +313,16 @@ class _Run:
                     by_line.setdefault(line, []).append(suppression)
             if by_line:
                 self.comments[file.name] = by_line
-            for doc in file.documents:
-                kind = doc.data.get("kind")
-                template = pod_template_path(kind) if isinstance(kind, str) else None
-                found = list(annotation_suppressions(doc, [template] if template else []))
-                if found:
-                    self.annotations[id(doc)] = found
-                    self.all_suppressions.extend(found)
+        documents: dict[int, Document] = {id(doc): doc for file in files for doc in file.documents}
+        if layout is not None:  # rendered objects are documents of no file
+            documents.update((id(doc), doc) for doc in layout.documents)
+        for doc in documents.values():
+            kind = doc.data.get("kind")
+            template = pod_template_path(kind) if isinstance(kind, str) else None
+            found = list(annotation_suppressions(doc, [template] if template else []))
+            if found:
+                self.annotations[id(doc)] = found
+                self.all_suppressions.extend(found)
 
     def load_problems(self, cluster: Sequence[SourceFile] = ()) -> None:
         """The loader's problems, as findings: those of the reported files and of the cluster."""
@@ -346,7 +388,21 @@ class _Run:
                 suppression.used.add(name)
             self.suppressed += 1
         else:
+            if self.unit:
+                finding = replace(finding, units=(self.unit,))
             self.findings.append(finding)
+
+    def merged(self) -> list[Finding]:
+        """The findings, each once: a finding of several units names them all (a shared base)."""
+        out: dict[tuple[object, ...], Finding] = {}
+        for finding in self.findings:
+            key = (finding.file, finding.line, finding.column, finding.rule, finding.message)
+            first = out.get(key)
+            if first is None:
+                out[key] = finding
+            elif finding.units and not set(finding.units) <= set(first.units):
+                out[key] = replace(first, units=(*first.units, *finding.units))
+        return list(out.values())
 
     def _finding(
         self,

@@ -87,6 +87,9 @@ class Finding:
     related: tuple[Location, ...] = field(default=(), compare=False)
     fix: str | None = field(default=None, compare=False)
     edit: Edit | None = field(default=None, compare=False, repr=False)
+    #: The deployment units the finding was found in, when the input holds several
+    #: (kaffinity.units); empty for the rules that read one object at a time.
+    units: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def span(self) -> Span | None:

@@ -1,0 +1,564 @@
+"""Deployment units: which objects of a repository run in a cluster together.
+
+A repository holds more than one deployment: kustomize overlays over a shared base, a folder per
+environment, install variants (argo-cd's ``install.yaml`` and ``namespace-install.yaml``), a Helm
+chart. Only one copy of an object -- one ``kind/namespace/name`` -- ever exists in a cluster
+(kube-apiserver stores one object per name: a second ``kubectl apply`` replaces the first), so
+the rules that read several objects together (categories ``graph``, ``topology``, ``rollout``)
+and the offline scheduler must never see two copies at once. Each is run per *unit*: the objects
+that are deployed together. The rules that read one object at a time read every object once.
+
+How units are found (docs/repositories.md):
+
+1. A folder with a ``kustomization.yaml`` that no other kustomization uses is a unit: its
+   ``resources`` (and those of the bases and components it uses, recursively) are its objects.
+   The files a kustomization names as patches, replacements, generators or transformers are
+   *fragments*: parts of objects, never objects of their own, so they are not linted.
+2. A Helm chart folder (``Chart.yaml``) is a unit of its own.
+3. The remaining files: where two files define the same object with different content, they
+   are variants of each other. The folder that tells them apart (the first path component below
+   their common folder: ``envs/prod`` and ``envs/staging``; or the file itself when they sit side
+   by side) is a variant; every variant is a unit, with the files of the variant's folder and the
+   shared files around it (those in the same folder tree that belong to no variant, and those in
+   the folders above it). Files that take part in no variant form one more unit.
+4. ``units:`` in ``.kaffinity.yaml`` names the units instead (``one``: the whole input is one).
+
+Within a unit, an object defined twice with the same content is read once; defined twice with
+different content (a layout the inference could not tell apart), the first in canonical order
+is read and a note says so.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kaffinity.loader import DEFAULT_LIMITS, Limits, SourceFile
+from kaffinity.model import document_key, object_ref
+from kaffinity.source import Document
+
+#: The names kustomize looks for in a folder (sigs.k8s.io/kustomize/api/konfig
+#: RecognizedKustomizationFileNames), in its order.
+KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+#: Kustomization fields whose entries are objects (files or folders of another kustomization).
+_RESOURCE_FIELDS = ("resources", "bases", "components", "crds")
+#: Fields whose entries are files that are not objects of their own (kustomize's
+#: types.Kustomization: patches, replacements, generator and transformer configurations).
+_FRAGMENT_LIST_FIELDS = (
+    "patchesStrategicMerge",
+    "configurations",
+    "generators",
+    "transformers",
+    "validators",
+)
+_FRAGMENT_PATH_FIELDS = ("patches", "patchesJson6902", "replacements")
+
+Identity = tuple[str, str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """Objects deployed together. ``name`` is shown in reports (a folder or a file); ``source``
+    says how it was found: ``kustomize``, ``helm``, ``variant``, ``config`` or ``files``."""
+
+    name: str
+    source: str
+    documents: tuple[Document, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Kustomization:
+    """A kustomization file as read: the files and folders it names."""
+
+    path: str
+    folder: str
+    resource_files: tuple[str, ...]
+    folders: tuple[str, ...]  # bases, components, resources that are folders
+    fragments: tuple[str, ...]
+    uses_helm: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """How the input is read: the units, every object once, and what was left out."""
+
+    units: tuple[Unit, ...]
+    #: Every object once, for the rules that read one object at a time (fragments left out).
+    documents: tuple[Document, ...]
+    #: Files read as parts of objects (kustomize patches): never objects of their own.
+    fragments: frozenset[str] = frozenset()
+    kustomizations: tuple[Kustomization, ...] = ()
+    charts: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    #: Each document's units by id(document) (for the reports of ``place`` and ``graph``).
+    membership: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def several(self) -> bool:
+        return len(self.units) > 1
+
+
+def single(documents: Iterable[Document]) -> Layout:
+    """The whole input as one unit (``units: one``; a single file)."""
+    docs = tuple(documents)
+    return Layout((Unit("", "files", docs),), docs)
+
+
+def read_layout(
+    files: Sequence[SourceFile],
+    roots: Sequence[str] = (),
+    *,
+    default_namespace: str = "default",
+    configured: Sequence[tuple[str, Sequence[str]]] | str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Layout:
+    """Find the deployment units of the loaded ``files``.
+
+    ``roots``: the folders and files the user named (kustomizations are looked for below the
+    folders). ``configured``: ``units:`` of the config: ``"one"``, or (name, path prefixes) pairs.
+    """
+    if configured == "one":
+        return single(doc for file in files for doc in file.documents)
+    kustomizations = find_kustomizations(files, roots, limits)
+    fragments = frozenset(path for k in kustomizations.values() for path in k.fragments)
+    by_path = {os.path.normpath(file.name): file for file in files}
+    objects = [file for path, file in by_path.items() if path not in fragments]
+    documents = tuple(doc for file in objects for doc in file.documents)
+    notes: list[str] = []
+    units: list[Unit] = []
+    if isinstance(configured, Sequence) and not isinstance(configured, str) and configured:
+        units = _configured_units(objects, configured)
+    else:
+        claimed: set[str] = set()
+        units.extend(_kustomize_units(kustomizations, by_path, claimed))
+        units.extend(_chart_units(objects, claimed))
+        rest = [file for file in objects if os.path.normpath(file.name) not in claimed]
+        units.extend(_variant_units(rest, default_namespace))
+        if any(k.uses_helm for k in kustomizations.values()):
+            notes.append("kustomizations with helmCharts are read without their charts")
+    if not units:
+        units = [Unit("", "files", documents)]
+    clashes: list[Document] = []
+    units = [_once(unit, default_namespace, clashes) for unit in units]
+    if clashes:
+        first = min(clashes, key=lambda doc: (doc.file, doc.index))
+        notes.append(
+            f"{len(clashes)} object(s) defined again later in the same unit with other content "
+            f"(first: {first.file}:{first.span.line}): the last definition is read, as "
+            "`kubectl apply -f` leaves it (`units:` in .kaffinity.yaml can separate them)"
+        )
+    if len(units) == 1:
+        units = [Unit("", units[0].source, units[0].documents)]
+    membership: dict[int, list[str]] = defaultdict(list)
+    for unit in units:
+        for doc in unit.documents:
+            membership[id(doc)].append(unit.name)
+    return Layout(
+        tuple(units),
+        documents,
+        fragments,
+        tuple(kustomizations.values()),
+        tuple(sorted({u.name for u in units if u.source == "helm"})),
+        tuple(notes),
+        {key: tuple(names) for key, names in membership.items()},
+    )
+
+
+# --- kustomize -----------------------------------------------------------------------------
+
+
+def find_kustomizations(
+    files: Sequence[SourceFile], roots: Sequence[str], limits: Limits = DEFAULT_LIMITS
+) -> dict[str, Kustomization]:
+    """Every kustomization below the folders named, and in the folders of the files loaded and
+    above them (up to the folder named), by folder."""
+    candidates: set[str] = set()
+    for root in roots:
+        if os.path.isdir(root):
+            candidates.update(_walk_kustomizations(root))
+    folders = {os.path.dirname(os.path.normpath(file.name)) or "." for file in files}
+    for folder in folders:
+        path = _kustomization_in(folder)
+        if path is not None:
+            candidates.add(path)
+    found: dict[str, Kustomization] = {}
+    pending = sorted(candidates)
+    while pending:
+        path = pending.pop()
+        folder = os.path.dirname(path) or "."
+        if folder in found:
+            continue
+        kustomization = _read_kustomization(path, limits)
+        if kustomization is None:
+            continue
+        found[folder] = kustomization
+        for child in kustomization.folders:  # bases outside the walked folders
+            if child not in found:
+                child_path = _kustomization_in(child)
+                if child_path is not None:
+                    pending.append(child_path)
+    return found
+
+
+def _walk_kustomizations(root: str) -> Iterator[str]:
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in KUSTOMIZATION_NAMES:
+            if name in names:
+                yield os.path.normpath(os.path.join(folder, name))
+                break
+
+
+def _kustomization_in(folder: str) -> str | None:
+    for name in KUSTOMIZATION_NAMES:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return os.path.normpath(path)
+    return None
+
+
+def _read_kustomization(path: str, limits: Limits) -> Kustomization | None:
+    from kaffinity.loader import read
+
+    source = read(path, limits)
+    if source.problems or not source.documents:
+        return None
+    data = source.documents[0].data
+    if not isinstance(data, Mapping):
+        return None
+    folder = os.path.dirname(path) or "."
+    files: list[str] = []
+    folders: list[str] = []
+    fragments: list[str] = []
+    for key in _RESOURCE_FIELDS:
+        for entry in _strings(data.get(key)):
+            target = _local(folder, entry)
+            if target is None:
+                continue
+            if os.path.isdir(target):
+                folders.append(target)
+            else:
+                files.append(target)
+    for key in _FRAGMENT_LIST_FIELDS:
+        for entry in _strings(data.get(key)):
+            if "\n" not in entry and (target := _local(folder, entry)) is not None:
+                fragments.append(target)
+    for key in _FRAGMENT_PATH_FIELDS:
+        items = data.get(key)
+        for item in items if isinstance(items, list) else ():
+            if isinstance(item, Mapping) and isinstance(item.get("path"), str):
+                target = _local(folder, item["path"])
+                if target is not None:
+                    fragments.append(target)
+    return Kustomization(
+        path,
+        folder,
+        tuple(files),
+        tuple(folders),
+        tuple(fragments),
+        uses_helm=bool(data.get("helmCharts")),
+    )
+
+
+def _strings(value: Any) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+
+def _local(folder: str, entry: str) -> str | None:
+    """A kustomization entry as a local path; None for remote ones (URLs, git repositories)."""
+    if "://" in entry or entry.startswith(("git@", "github.com/", "gitlab.com/", "bitbucket.org/")):
+        return None
+    return os.path.normpath(os.path.join(folder, entry))
+
+
+def _kustomize_units(
+    kustomizations: Mapping[str, Kustomization], by_path: Mapping[str, SourceFile], claimed: set[str]
+) -> Iterator[Unit]:
+    """One unit per kustomization no other one uses (an overlay, or a lone base)."""
+    used = {child for k in kustomizations.values() for child in k.folders}
+    for folder in sorted(kustomizations):
+        members = _closure(folder, kustomizations)
+        for path in members:
+            claimed.add(path)
+        if folder in used:
+            continue
+        docs = tuple(doc for path in members if (file := by_path.get(path)) for doc in file.documents)
+        yield Unit(folder, "kustomize", docs)
+
+
+def _closure(folder: str, kustomizations: Mapping[str, Kustomization]) -> list[str]:
+    """The resource files of a kustomization and of those it uses, each once, in order."""
+    out: list[str] = []
+    seen: set[str] = set()
+    stack = [folder]
+    visited: set[str] = set()
+    while stack:
+        current = stack.pop(0)
+        if current in visited:
+            continue
+        visited.add(current)
+        kustomization = kustomizations.get(current)
+        if kustomization is None:
+            continue
+        for path in kustomization.resource_files:
+            if path not in seen:
+                seen.add(path)
+                out.append(path)
+        stack.extend(kustomization.folders)
+    return out
+
+
+# --- Helm ----------------------------------------------------------------------------------
+
+
+def chart_of(path: str, cache: dict[str, str | None] | None = None) -> str | None:
+    """The Helm chart folder (holding ``Chart.yaml``) a file belongs to, if any."""
+    cache = {} if cache is None else cache
+    folder = os.path.dirname(os.path.normpath(path)) or "."
+    trail: list[str] = []
+    found: str | None = None
+    while True:
+        if folder in cache:
+            found = cache[folder]
+            break
+        trail.append(folder)
+        if os.path.isfile(os.path.join(folder, "Chart.yaml")):
+            found = folder
+            break
+        parent = os.path.dirname(folder)
+        if not parent or parent == folder or folder in (".", os.sep):
+            break
+        folder = parent
+    for visited in trail:
+        cache[visited] = found
+    return found
+
+
+def _chart_units(files: Sequence[SourceFile], claimed: set[str]) -> list[Unit]:
+    cache: dict[str, str | None] = {}
+    by_chart: dict[str, list[Document]] = defaultdict(list)
+    for file in files:
+        path = os.path.normpath(file.name)
+        if path in claimed:
+            continue
+        chart = chart_of(path, cache)
+        if chart is not None:
+            claimed.add(path)
+            by_chart[chart].extend(file.documents)
+    return [Unit(chart, "helm", tuple(docs)) for chart, docs in sorted(by_chart.items())]
+
+
+# --- variants ------------------------------------------------------------------------------
+
+
+def identity(doc: Document, default_namespace: str) -> Identity | None:
+    """What makes an object one object in a cluster: group, kind, namespace and name."""
+    data = doc.data
+    if not isinstance(data, Mapping):
+        return None
+    kind, api_version = data.get("kind"), data.get("apiVersion")
+    metadata = data.get("metadata")
+    if not isinstance(kind, str) or not isinstance(api_version, str) or not isinstance(metadata, Mapping):
+        return None
+    if not isinstance(metadata.get("name"), str) or not metadata["name"]:
+        return None  # generateName: a new object each time
+    ref = object_ref(doc, default_namespace)
+    group = api_version.rpartition("/")[0]
+    return (group, kind, ref.namespace or "", ref.name)
+
+
+def _variant_units(files: Sequence[SourceFile], default_namespace: str) -> list[Unit]:
+    """Units of the files no kustomization or chart claims: variants where two files define the
+    same object differently, the shared files around them, and the rest."""
+    if not files:
+        return []
+    paths = [os.path.normpath(file.name) for file in files]
+    conflicts = _conflicts(files, paths, default_namespace)
+    if not conflicts:
+        return [Unit("", "files", tuple(doc for file in files for doc in file.documents))]
+    leaves: set[str] = set()
+    for component in _components(conflicts):
+        _split(sorted(component), _common_folder(component), conflicts, leaves)
+    leaf_of: dict[str, str] = {}
+    for path in paths:
+        owner = _deepest_prefix(path, leaves)
+        if owner is not None:
+            leaf_of[path] = owner
+    members: dict[str, list[str]] = defaultdict(list)
+    for path in paths:
+        if path in leaf_of:
+            members[leaf_of[path]].append(path)
+    by_path = dict(zip(paths, files, strict=True))
+    units: list[Unit] = []
+    placed: set[str] = set(leaf_of)
+    for scope, group in _variants(leaves, members, conflicts):
+        shared = [
+            path
+            for path in paths
+            if path not in leaf_of and (_under(path, scope) or _under(scope, os.path.dirname(path) or "."))
+        ]
+        placed.update(shared)
+        chosen = [path for leaf in group for path in members[leaf]]
+        docs = tuple(doc for path in (*chosen, *shared) for doc in by_path[path].documents)
+        extra = len(group) - 1
+        name = group[0] + (f" (+{extra} more)" if extra else "")
+        units.append(Unit(name, "variant", docs))
+    rest = [path for path in paths if path not in placed]
+    if rest:
+        units.append(Unit("(other files)", "files", tuple(d for p in rest for d in by_path[p].documents)))
+    return units
+
+
+def _variants(
+    leaves: Iterable[str], members: Mapping[str, list[str]], edges: Mapping[str, set[str]]
+) -> Iterator[tuple[str, list[str]]]:
+    """The variants, as (the folder they vary in, their leaves). A folder leaf (``envs/prod``)
+    is one variant. Files that vary side by side in one folder are grouped greedily, in name
+    order, into as few variants as keep every variant free of two copies of an object
+    (``c1-router.yaml`` and ``c1-mysql.yaml`` together, ``c2-*`` in another)."""
+    by_folder: dict[str, list[str]] = defaultdict(list)
+    for leaf in sorted(leaves):
+        if members[leaf] == [leaf]:  # a file
+            by_folder[os.path.dirname(leaf) or "."].append(leaf)
+        else:
+            yield os.path.dirname(leaf) or ".", [leaf]
+    for folder, side_by_side in sorted(by_folder.items()):
+        colours: list[tuple[list[str], set[str]]] = []  # leaves, and every file they conflict with
+        for leaf in side_by_side:
+            for group, clashing in colours:
+                if leaf not in clashing:
+                    group.append(leaf)
+                    clashing |= edges.get(leaf, set())
+                    break
+            else:
+                colours.append(([leaf], set(edges.get(leaf, set()))))
+        for group, _ in colours:
+            yield folder, group
+
+
+def _conflicts(
+    files: Sequence[SourceFile], paths: Sequence[str], default_namespace: str
+) -> dict[str, set[str]]:
+    """Files that define the same object with different content, as an adjacency map."""
+    seen: dict[Identity, list[tuple[str, Document]]] = defaultdict(list)
+    for path, file in zip(paths, files, strict=True):
+        for doc in file.documents:
+            key = identity(doc, default_namespace)
+            if key is not None:
+                seen[key].append((path, doc))
+    edges: dict[str, set[str]] = defaultdict(set)
+    for occurrences in seen.values():
+        if len(occurrences) < 2:
+            continue
+        for index, (path, doc) in enumerate(occurrences):
+            for other_path, other in occurrences[index + 1 :]:
+                if other_path != path and doc.data != other.data:
+                    edges[path].add(other_path)
+                    edges[other_path].add(path)
+    return edges
+
+
+def _components(edges: Mapping[str, set[str]]) -> Iterator[set[str]]:
+    seen: set[str] = set()
+    for start in sorted(edges):
+        if start in seen:
+            continue
+        component = {start}
+        stack = [start]
+        while stack:
+            for other in edges[stack.pop()]:
+                if other not in component:
+                    component.add(other)
+                    stack.append(other)
+        seen |= component
+        yield component
+
+
+def _split(paths: Sequence[str], folder: str, edges: Mapping[str, set[str]], leaves: set[str]) -> None:
+    """Group conflicting ``paths`` by the first path component below ``folder``; a group whose
+    files still conflict with each other is split again one level down."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for path in paths:
+        relative = os.path.relpath(path, folder)
+        head = relative.split(os.sep, 1)[0]
+        groups[os.path.normpath(os.path.join(folder, head))].append(path)
+    for key, members in groups.items():
+        inner = set(members)
+        if len(members) > 1 and any(edges[path] & inner for path in members):
+            _split(members, key, edges, leaves)
+        else:
+            leaves.add(key)
+
+
+def _common_folder(paths: Iterable[str]) -> str:
+    folders = [os.path.dirname(path) or "." for path in paths]
+    try:
+        return os.path.commonpath(folders) or "."
+    except ValueError:  # absolute and relative paths mixed
+        return "."
+
+
+def _under(path: str, folder: str) -> bool:
+    if folder in (".", ""):
+        return not path.startswith("..")
+    return path == folder or path.startswith(folder + os.sep)
+
+
+def _deepest_prefix(path: str, leaves: set[str]) -> str | None:
+    current = path
+    while True:
+        if current in leaves:
+            return current
+        parent = os.path.dirname(current)
+        if not parent or parent == current:
+            return None
+        current = parent
+
+
+# --- configured units ----------------------------------------------------------------------
+
+
+def _configured_units(
+    files: Sequence[SourceFile], configured: Sequence[tuple[str, Sequence[str]]]
+) -> list[Unit]:
+    """``units:`` of the config: each unit's files are those under its paths; files under no
+    unit's paths are shared by every unit."""
+    named = [(name, [os.path.normpath(p) for p in prefixes]) for name, prefixes in configured]
+    shared = [
+        file
+        for file in files
+        if not any(_under(os.path.normpath(file.name), p) for _, prefixes in named for p in prefixes)
+    ]
+    units = []
+    for name, prefixes in named:
+        members = [file for file in files if any(_under(os.path.normpath(file.name), p) for p in prefixes)]
+        units.append(Unit(name, "config", tuple(d for f in (*members, *shared) for d in f.documents)))
+    return units
+
+
+# --- one object once -----------------------------------------------------------------------
+
+
+def _once(unit: Unit, default_namespace: str, clashes: list[Document]) -> Unit:
+    """The unit with each object once. Of copies with different content the last applied is
+    read, as ``kubectl apply -f`` leaves it (files in lexical order, documents in file order:
+    the canonical order); the documents it replaces are added to ``clashes``."""
+    chosen: dict[Identity, Document] = {}
+    replaced: set[int] = set()
+    for doc in sorted(unit.documents, key=lambda d: document_key(object_ref(d, default_namespace), d)):
+        key = identity(doc, default_namespace)
+        if key is None:
+            continue
+        first = chosen.get(key)
+        if first is not None:
+            replaced.add(id(first))
+            if first.data != doc.data:
+                clashes.append(first)
+        chosen[key] = doc
+    if not replaced:
+        return unit
+    return Unit(unit.name, unit.source, tuple(doc for doc in unit.documents if id(doc) not in replaced))
