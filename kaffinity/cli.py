@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from kaffinity.loader import SourceFile
     from kaffinity.rules.base import Rule
     from kaffinity.topology import Cluster
-    from kaffinity.units import Layout
+    from kaffinity.units import Layout, Unit
 
 app = typer.Typer(
     name="kaffinity",
@@ -117,6 +117,18 @@ _Closed = Annotated[
 _StdinFilename = Annotated[
     Optional[str], typer.Option("--stdin-filename", help="Name to report for input read from stdin.")
 ]
+_Render = Annotated[
+    Optional[bool],
+    typer.Option(
+        "--render/--no-render",
+        help="Build kustomize overlays and render Helm charts (with kustomize/kubectl and helm, or "
+        "kaffinity[helm]) and lint the result, findings placed on the source files.",
+    ),
+]
+_Unit = Annotated[
+    Optional[str],
+    typer.Option("--unit", help="Only this deployment unit (see lint's report; docs/repositories.md)."),
+]
 
 
 @app.command()
@@ -212,6 +224,7 @@ def lint(
             help="Largest file read, e.g. 64Mi (default 32Mi; also limits: in .kaffinity.yaml).",
         ),
     ] = None,
+    build: _Render = None,
 ) -> None:
     """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage."""
     from kaffinity.engine import Context
@@ -223,7 +236,7 @@ def lint(
     extra_reports = _report_targets(reports or ())
     settings = _settings(
         config, no_config, kube_version, feature_gates, proposals, select, ignore, namespace, exclude
-    ).overridden(cluster=cluster, closed=closed, simulate=simulate, jobs=jobs)
+    ).overridden(cluster=cluster, closed=closed, simulate=simulate, jobs=jobs, render=build)
     if max_file_size is not None:
         settings = replace(settings, limits=replace(settings.limits, file_size=_size_option(max_file_size)))
     if fail_on is not None:
@@ -289,9 +302,11 @@ def expand(
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
     files = _load(paths, settings, stdin_filename)
-    broken = _load_problems(files)
+    layout = _layout(files, paths, settings)
+    broken = _input_problems(files, settings, layout)
     version, gates = settings.kube_version, settings.feature_gates
-    items = list(previews(files, version, gates, settings.namespace))
+    objects = [file for file in files if os.path.normpath(file.name) not in layout.fragments]
+    items = list(previews(objects, version, gates, settings.namespace))
     if output_format is ExpandFormat.json:
         sys.stdout.write(render_json(items, version, gates))
     elif output_format is ExpandFormat.yaml:
@@ -325,28 +340,32 @@ def graph(
     no_config: _NoConfig = False,
     namespace: _Namespace = None,
     stdin_filename: _StdinFilename = None,
+    unit: _Unit = None,
+    build: _Render = None,
 ) -> None:
     """Draw the affinity graph: which workloads each affinity, anti-affinity, spread constraint
-    and disruption budget reaches, with the graph rules' findings highlighted. Exit code 0, or 2
-    on bad input."""
+    and disruption budget reaches, with the graph rules' findings highlighted. With several
+    deployment units, one unit (--unit; default the first). Exit code 0, or 2 on bad input."""
     from kaffinity.engine import Context, rule_enabled
     from kaffinity.engine import lint as run_lint
     from kaffinity.picture import render_dot, render_json, render_mermaid
     from kaffinity.rules import RULES
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
-    settings = settings.overridden(cluster=cluster, closed=closed)
+    settings = settings.overridden(cluster=cluster, closed=closed, render=build)
     files = _load(paths, settings, stdin_filename)
     declared = _load_cluster(settings)
-    broken = _load_problems([*files, *(declared.files if declared is not None else ())])
+    layout = _layout(files, paths, settings)
+    broken = _input_problems(files, settings, layout, declared)
+    chosen = _choose_unit(layout, unit)
     # Only the graph rules the configuration enables: their findings are what the picture marks.
     drawn = tuple(
         rule
         for rule in RULES
         if rule.category == "graph" and rule_enabled(rule, settings.select, settings.ignore)
     )
-    context = Context(files, settings, declared)
-    result = run_lint(files, settings, drawn, cluster=declared, context=context)
+    context = Context(files, settings, declared, chosen.documents)
+    result = run_lint(files, settings, drawn, cluster=declared, context=context, layout=_only(layout, chosen))
     picture, findings = context.graph, result.findings
     if output_format is GraphFormat.json:
         text = render_json(picture, findings, settings.kube_version)
@@ -387,17 +406,20 @@ def place(
     no_config: _NoConfig = False,
     namespace: _Namespace = None,
     stdin_filename: _StdinFilename = None,
+    unit: _Unit = None,
+    build: _Render = None,
 ) -> None:
     """Place every pod of the given workloads on the declared cluster, as kube-scheduler's filters
-    would, and show each pod's node or why it stays Pending. Exit code 0 when every pod is placed,
-    1 when some stay Pending, 2 on bad input."""
+    would, and show each pod's node or why it stays Pending; with several deployment units, each
+    unit on its own (--unit: one of them). Exit code 0 when every pod is placed, 1 when some stay
+    Pending, 2 on bad input."""
     from kaffinity.model import build_inventory
     from kaffinity.place import place_all
     from kaffinity.report.placements import render_json, render_text
     from kaffinity.simulate import FILTERS
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
-    settings = settings.overridden(cluster=cluster)
+    settings = settings.overridden(cluster=cluster, render=build)
     enabled: tuple[str, ...] = FILTERS
     if filters is not None:
         names = _names([filters]) or ()
@@ -415,20 +437,32 @@ def place(
     files = _load(paths, settings, stdin_filename)
     declared = _load_cluster(settings)
     assert declared is not None
-    broken = _load_problems([*files, *declared.files])
-    inventory = build_inventory((doc for file in files for doc in file.documents), settings.namespace)
-    run = place_all(
-        inventory.workloads,
-        declared,
-        version=settings.kube_version,
-        gates=settings.feature_gates,
-        namespaces=inventory.namespaces,
-        filters=enabled,
-        record=output_format is PlaceFormat.json,
-        classes=inventory.priority_classes,
-    )
-    _emit(render_json(run) if output_format is PlaceFormat.json else render_text(run), output)
-    raise typer.Exit(2 if broken else 1 if run.pending else 0)
+    layout = _layout(files, paths, settings)
+    broken = _input_problems(files, settings, layout, declared)
+    units = [_choose_unit(layout, unit)] if unit is not None or not layout.several else list(layout.units)
+    runs = []
+    for chosen in units:  # each unit on the cluster as declared: only one of them is deployed
+        inventory = build_inventory(chosen.documents, settings.namespace)
+        runs.append(
+            (
+                chosen.name,
+                place_all(
+                    inventory.workloads,
+                    declared,
+                    version=settings.kube_version,
+                    gates=settings.feature_gates,
+                    namespaces=inventory.namespaces,
+                    filters=enabled,
+                    record=output_format is PlaceFormat.json,
+                    classes=inventory.priority_classes,
+                ),
+            )
+        )
+    shown = runs if len(runs) > 1 or runs[0][0] else []
+    run = runs[0][1]
+    text = render_json(run, shown) if output_format is PlaceFormat.json else render_text(run, shown)
+    _emit(text, output)
+    raise typer.Exit(2 if broken else 1 if any(each.pending for _, each in runs) else 0)
 
 
 @app.command()
@@ -456,8 +490,9 @@ def fix(
     settings = _settings(config, no_config, kube_version, feature_gates, select=select, namespace=namespace)
     settings = replace(settings, plan_fixes=True)
     files = _load(paths, settings, stdin_filename)
-    broken = _load_problems(files)
-    result = run_lint(files, settings)
+    layout = _layout(files, paths, replace(settings, render=False))  # fixes edit the files as written
+    broken = _input_problems(files, settings, layout)
+    result = run_lint(files, settings, layout=layout)
     stdin_name = stdin_filename or STDIN_NAME
     stdin_text = next((file.text for file in files if file.name == stdin_name), None)
     fixed, problems = fix_files(files, result.findings)
@@ -597,12 +632,59 @@ def _load(
     return files
 
 
+def _input_problems(
+    files: list[SourceFile], settings: Settings, layout: Layout, declared: Cluster | None = None
+) -> bool:
+    """What the loader found (unparsable files, unrendered Helm templates), on stderr as lint
+    reports it: suppressions and severities apply, and ``parse-error`` is always shown. True
+    when an input could not be read (exit code 2)."""
+    from kaffinity.engine import lint as run_lint
+    from kaffinity.rules import RULES
+
+    loader_rules = tuple(rule for rule in RULES if rule.name in ("parse-error", "helm-template"))
+    result = run_lint(files, settings, loader_rules, layout=layout)
+    for finding in result.findings:
+        where = f"{finding.file}:{finding.line}:{finding.column}" if finding.line else finding.file
+        typer.echo(f"{where}: {finding.severity.value} [{finding.rule}] {finding.message}", err=True)
+    broken = any(problem.rule == "parse-error" for file in files for problem in file.problems)
+    cluster_broken = _load_problems(list(declared.files)) if declared is not None else False
+    return broken or cluster_broken
+
+
+def _choose_unit(layout: Layout, name: Optional[str]) -> Unit:
+    """The unit named by ``--unit`` (exit 2 for an unknown name), else the first."""
+    if name is None:
+        if layout.several:
+            names = ", ".join(unit.name for unit in layout.units[:5])
+            more = f" and {len(layout.units) - 5} more" if len(layout.units) > 5 else ""
+            typer.echo(
+                f"kaffinity: note: {len(layout.units)} deployment units ({names}{more}); "
+                f"showing {layout.units[0].name} (choose one with --unit)",
+                err=True,
+            )
+        return layout.units[0]
+    for unit in layout.units:
+        if unit.name == name:
+            return unit
+    known = ", ".join(unit.name or "(the whole input)" for unit in layout.units)
+    typer.echo(f"kaffinity: error: --unit {name}: no such deployment unit (units: {known})", err=True)
+    raise typer.Exit(2)
+
+
+def _only(layout: Layout, unit: Unit) -> Layout:
+    from kaffinity.units import Layout as _Layout
+
+    return _Layout((unit,), layout.documents, layout.fragments)
+
+
 def _layout(files: list[SourceFile], paths: Optional[list[str]], settings: Settings) -> Layout:
     """The deployment units of what was read (kaffinity.units); notes about it on stderr."""
     from kaffinity.units import read_layout
 
     roots = [path for path in (paths or ["."]) if path != "-"]
-    layout = read_layout(files, roots, default_namespace=settings.namespace, limits=settings.limits)
+    layout = read_layout(
+        files, roots, default_namespace=settings.namespace, configured=settings.units, limits=settings.limits
+    )
     for note in layout.notes:
         typer.echo(f"kaffinity: note: {note}", err=True)
     return layout

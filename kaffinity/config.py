@@ -57,6 +57,12 @@ class Settings:
     #: Processes that parse files (``--jobs``); None: one per core.
     jobs: int | None = None
     limits: Limits = DEFAULT_LIMITS
+    #: Deployment units (kaffinity.units): "auto", "one", or (name, path prefixes) pairs.
+    units: str | tuple[tuple[str, tuple[str, ...]], ...] = "auto"
+    #: Build kustomize overlays and render Helm charts before linting (``--render``).
+    render: bool = False
+    #: Values files per chart folder, for rendering.
+    helm_values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def overridden(self, **changes: Any) -> Settings:
         """These settings with the given (non-None) values replaced: flags over the file."""
@@ -170,9 +176,20 @@ def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
         context=paths(data.get("context") or ()),
         jobs=data.get("jobs"),
         limits=_limits(data.get("limits") or {}),
+        units=_units(data.get("units", "auto"), paths),
+        render=bool(data.get("render", False)),
+        helm_values={
+            paths([chart])[0]: paths(files) for chart, files in (data.get("helm-values") or {}).items()
+        },
         config_file=display,
         base_dir=base,
     )
+
+
+def _units(value: Any, paths: Any) -> str | tuple[tuple[str, tuple[str, ...]], ...]:
+    if isinstance(value, str):
+        return value
+    return tuple((str(unit["name"]), tuple(paths(unit["paths"]))) for unit in value)
 
 
 def _limits(data: Mapping[str, Any]) -> Limits:

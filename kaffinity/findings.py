@@ -92,6 +92,18 @@ class Finding:
     units: tuple[str, ...] = field(default=(), compare=False)
 
     @property
+    def unit_label(self) -> str:
+        """Where the finding came from when the input holds several deployment units:
+        ``unit overlays/prod``, ``units a, b and 3 more``; empty otherwise."""
+        if not self.units:
+            return ""
+        if len(self.units) == 1:
+            return f"unit {self.units[0]}"
+        shown = ", ".join(self.units[:2])
+        more = len(self.units) - 2
+        return f"units {shown} and {more} more" if more > 0 else f"units {shown.replace(', ', ' and ')}"
+
+    @property
     def span(self) -> Span | None:
         return None if self.line is None or self.column is None else Span(self.line, self.column)
 

@@ -432,7 +432,7 @@ def _variants(
             for group, clashing in colours:
                 if leaf not in clashing:
                     group.append(leaf)
-                    clashing |= edges.get(leaf, set())
+                    clashing.update(edges.get(leaf, set()))
                     break
             else:
                 colours.append(([leaf], set(edges.get(leaf, set()))))
@@ -527,15 +527,16 @@ def _configured_units(
 ) -> list[Unit]:
     """``units:`` of the config: each unit's files are those under its paths; files under no
     unit's paths are shared by every unit."""
-    named = [(name, [os.path.normpath(p) for p in prefixes]) for name, prefixes in configured]
+    named = [(name, [os.path.abspath(p) for p in prefixes]) for name, prefixes in configured]
+    where = {id(file): os.path.abspath(file.name) for file in files}
     shared = [
         file
         for file in files
-        if not any(_under(os.path.normpath(file.name), p) for _, prefixes in named for p in prefixes)
+        if not any(_under(where[id(file)], p) for _, prefixes in named for p in prefixes)
     ]
     units = []
     for name, prefixes in named:
-        members = [file for file in files if any(_under(os.path.normpath(file.name), p) for p in prefixes)]
+        members = [file for file in files if any(_under(where[id(file)], p) for p in prefixes)]
         units.append(Unit(name, "config", tuple(d for f in (*members, *shared) for d in f.documents)))
     return units
 

@@ -28,6 +28,8 @@ def render(result: LintResult) -> str:
             properties.append(f"line={finding.line}")
             properties.append(f"col={finding.column}")
         properties.append(f"title={escape_property(f'kaffinity [{finding.rule}]')}")
-        message = finding.message if not finding.fix else f"{finding.message}\nfix: {finding.fix}"
+        message = finding.message if not finding.units else f"{finding.message} ({finding.unit_label})"
+        if finding.fix:
+            message += f"\nfix: {finding.fix}"
         lines.append(f"::{_COMMANDS[finding.severity]} {','.join(properties)}::{escape_data(message)}")
     return "".join(line + "\n" for line in lines)

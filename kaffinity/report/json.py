@@ -31,6 +31,7 @@ def as_dict(result: LintResult) -> dict[str, Any]:
             **{severity.value: severities[severity.value] for severity in Severity},
             "suppressed": result.suppressed,
             "rules": dict(sorted(Counter(finding.rule for finding in result.findings).items())),
+            "units": list(result.units),
         },
     }
 
@@ -51,6 +52,7 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
         else {"apiVersion": obj.api_version, "kind": obj.kind, "namespace": obj.namespace, "name": obj.name},
         "related": [_location(related) for related in finding.related],
         "fix": finding.fix,
+        "units": list(finding.units),
     }
 
 

@@ -196,9 +196,10 @@ def _table(findings: tuple[Finding, ...], links: GitHubLinks | None) -> str:
     shown = 0
     for finding in ordered:
         fix = escape(_cut(finding.fix)) if finding.fix else ""
+        message = f"{finding.message} ({finding.unit_label})" if finding.units else finding.message
         row = (
             f"| {finding.severity.value} | {_location(finding, links)} | `{finding.rule}` "
-            f"| {escape(_cut(finding.message))} | {fix} |"
+            f"| {escape(_cut(message))} | {fix} |"
         )
         if shown >= MAX_ROWS or size + len(row) + 1 > TABLE_BUDGET:
             break
@@ -223,7 +224,8 @@ def _graph(result: LintResult, context: Context | None) -> str:
     from kaffinity.picture import render_mermaid
 
     text = render_mermaid(graph, result.findings)
-    title = f"<summary>Affinity graph ({_plural(relations, 'relation')})</summary>"
+    of = f" of unit {result.units[0]}" if result.units else ""
+    title = f"<summary>Affinity graph{of} ({_plural(relations, 'relation')})</summary>"
     if len(text) > MERMAID_MAX_TEXT or relations > MERMAID_MAX_EDGES:
         body = (
             f"The graph is too large for GitHub to draw ({len(text):,} characters of Mermaid, "

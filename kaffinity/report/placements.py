@@ -3,7 +3,8 @@
 JSON (documented in docs/simulation.md, tested as a contract)::
 
     {"nodes": ["n1", ...],
-     "pods": [{"object": {"apiVersion", "kind", "namespace", "name"}, "replica": 0,
+     "pods": [{"unit": "" | "overlays/prod",
+               "object": {"apiVersion", "kind", "namespace", "name"}, "replica": 0,
                "node": "n2" | null, "feasible": ["n1", "n2"], "rejected": {"n3": ["reason", ...]}}]}
 
 ``feasible``: the nodes that pass every enabled filter when that pod is placed; ``rejected``:
@@ -13,6 +14,7 @@ every other node with the reasons of the first filter it failed.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from kaffinity.place import PlacementRun
@@ -24,21 +26,28 @@ def _object(placement: Placement) -> dict[str, Any]:
     return {"apiVersion": ref.api_version, "kind": ref.kind, "namespace": ref.namespace, "name": ref.name}
 
 
-def render_json(run: PlacementRun) -> str:
+def render_json(run: PlacementRun, units: Sequence[tuple[str, PlacementRun]] = ()) -> str:
+    """``units``: (name, run) of each deployment unit when the input holds several; each pod
+    then names its unit (``"unit"``), and the units are placed on the cluster one at a time."""
+    runs = units or [("", run)]
     pods = [
         {
+            "unit": unit,
             "object": _object(placement),
             "replica": placement.pod.replica,
             "node": placement.node,
             "feasible": placement.feasible or [],
             "rejected": placement.rejected or {},
         }
-        for placement in run.placements
+        for unit, each in runs
+        for placement in each.placements
     ]
     return json.dumps({"nodes": [node.name for node in run.sim.nodes], "pods": pods}, indent=2) + "\n"
 
 
-def render_text(run: PlacementRun) -> str:
+def render_text(run: PlacementRun, units: Sequence[tuple[str, PlacementRun]] = ()) -> str:
+    if units:
+        return "".join(f"== unit {name} ==\n{render_text(each)}" for name, each in units)
     total = len(run.sim.nodes)
     lines = []
     for placement in run.placements:

@@ -86,6 +86,8 @@ def _result(finding: Finding, index: dict[str, int], root: Path) -> dict[str, An
         properties["path"] = finding.path
     if finding.fix:
         properties["fix"] = finding.fix
+    if finding.units:
+        properties["units"] = list(finding.units)
     result["properties"] = properties
     return result
 

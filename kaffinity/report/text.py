@@ -41,6 +41,8 @@ def render(result: LintResult, *, color: bool = False, sources: dict[str, str]) 
                     else related.file
                 )
                 lines.append(f"    {style('note', _CYAN)}: {where}: {related.message or related.path}")
+            if finding.units:
+                lines.append(f"    {style('in', _CYAN)}: {finding.unit_label}")
             if finding.fix:
                 lines.append(f"    {style('fix', _GREEN)}: {finding.fix}")
         blocks.append("\n".join(lines))
