@@ -126,6 +126,9 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
     for error in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]):
         if error.validator == "additionalProperties" and not error.absolute_path:
             continue
+        if error.validator in ("oneOf", "anyOf") and error.context:
+            # The alternative that came closest: its error lies deepest in the value.
+            error = max(error.context, key=lambda inner: len(inner.absolute_path))
         path = tuple(error.absolute_path)
         where = ".".join(str(item) for item in path)
         errors.append(_at(doc.file, doc.locate(path), f"{where}: {error.message}"))

@@ -124,7 +124,8 @@ def read_layout(
     if configured == "one":
         return single(doc for file in files for doc in file.documents)
     kustomizations = find_kustomizations(files, roots, limits)
-    fragments = frozenset(path for k in kustomizations.values() for path in k.fragments)
+    # Patches and the kustomization files themselves: build input, never objects of a cluster.
+    fragments = frozenset(path for k in kustomizations.values() for path in (k.path, *k.fragments))
     by_path = {os.path.normpath(file.name): file for file in files}
     objects = [file for path, file in by_path.items() if path not in fragments]
     documents = tuple(doc for file in objects for doc in file.documents)
@@ -140,8 +141,10 @@ def read_layout(
         units.extend(_variant_units(rest, default_namespace))
         if any(k.uses_helm for k in kustomizations.values()):
             notes.append("kustomizations with helmCharts are read without their charts")
+    units = [unit for unit in units if unit.documents]
     if not units:
         units = [Unit("", "files", documents)]
+    units = [Unit(unit.name or "(other files)", unit.source, unit.documents) for unit in units]
     clashes: list[Document] = []
     units = [_once(unit, default_namespace, clashes) for unit in units]
     if clashes:

@@ -1,0 +1,267 @@
+"""A repository, not a folder of examples: deployment units (kaffinity.units), kustomize
+overlays and their patches, per-environment copies, install variants, and every command reading
+a repository the same way (docs/repositories.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kaffinity.loader import load, parse
+from kaffinity.units import read_layout
+
+from .conftest import REPO, SHARED, run_cli
+
+GITOPS = REPO / "tests" / "data" / "gitops"
+ARGO = SHARED / "corpus" / "real" / "argoproj__argo-cd"
+ARGO_INSTALLS = (
+    "manifests__install.yaml",
+    "manifests__namespace-install.yaml",
+    "manifests__ha__install.yaml",
+    "manifests__ha__namespace-install.yaml",
+)
+THREE_NODES = """\
+apiVersion: kaffinity.io/v1alpha1
+kind: ClusterTopology
+metadata: {name: three}
+spec:
+  zones:
+    - {name: a, pools: [{name: general, count: 1, allocatable: {cpu: "4", memory: 16Gi, pods: 110}}]}
+    - {name: b, pools: [{name: general, count: 1, allocatable: {cpu: "4", memory: 16Gi, pods: 110}}]}
+    - {name: c, pools: [{name: general, count: 1, allocatable: {cpu: "4", memory: 16Gi, pods: 110}}]}
+"""
+
+
+def _lint(*args: str, cwd: Path = GITOPS) -> tuple[int, dict[str, Any]]:
+    done = run_cli("lint", "--no-config", "--format", "json", *args, cwd=cwd)
+    return done.returncode, json.loads(done.stdout)
+
+
+def _where(report: dict[str, Any]) -> list[tuple[str, str, int, int, list[str]]]:
+    return [(f["rule"], f["file"], f["line"], f["column"], f["units"]) for f in report["findings"]]
+
+
+# --- per-environment copies ----------------------------------------------------------------------
+
+
+def test_environment_copies_are_units_each_read_with_its_own_files() -> None:
+    """envs/prod and envs/staging define Deployment shop/api twice (3 and 1 replicas), each with a
+    PDB: each environment is a unit, so the budgets never overlap and each counts its own pods."""
+    code, report = _lint("envs")
+    assert code == 0
+    assert _where(report) == [("pdb-blocks-eviction", "envs/staging/api-pdb.yaml", 7, 3, ["envs/staging"])]
+    assert report["summary"]["units"] == ["envs/prod", "envs/staging"]
+
+
+def test_without_units_the_copies_meet(tmp_path: Path) -> None:
+    """``units: one`` reads the folder as one deployment, as kaffinity did before: the copies
+    meet, and both budgets select both copies (what units exist to prevent)."""
+    config = tmp_path / "one.yaml"
+    config.write_text("units: one\n")
+    done = run_cli("lint", "--config", str(config), "--format", "json", "envs", cwd=GITOPS)
+    rules = {f["rule"] for f in json.loads(done.stdout)["findings"]}
+    assert "pdb-overlap" in rules
+
+
+def test_configured_units(tmp_path: Path) -> None:
+    """``units:`` names the units; files under none of their paths belong to every unit."""
+    shutil.copytree(GITOPS / "envs", tmp_path / "envs")
+    (tmp_path / "namespace.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n")
+    (tmp_path / ".kaffinity.yaml").write_text(
+        "units:\n  - {name: production, paths: [envs/prod]}\n  - {name: staging, paths: [envs/staging]}\n"
+    )
+    done = run_cli("lint", "--format", "json", "envs", "namespace.yaml", cwd=tmp_path)
+    report = json.loads(done.stdout)
+    assert report["summary"]["units"] == ["production", "staging"]
+    assert _where(report) == [("pdb-blocks-eviction", "envs/staging/api-pdb.yaml", 7, 3, ["staging"])]
+
+
+def test_configured_units_are_validated(tmp_path: Path) -> None:
+    (tmp_path / ".kaffinity.yaml").write_text("units:\n  - {name: prod}\n")
+    done = run_cli("lint", ".", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith(".kaffinity.yaml:2:5: error: units.0: 'paths' is a required property")
+
+
+# --- kustomize -----------------------------------------------------------------------------------
+
+
+def test_overlays_are_units_and_patches_are_fragments() -> None:
+    files = load([str(GITOPS / "base"), str(GITOPS / "overlays")])
+    layout = read_layout(files, [str(GITOPS / "base"), str(GITOPS / "overlays")])
+    names = [Path(unit.name).relative_to(GITOPS).as_posix() for unit in layout.units]
+    assert names == ["overlays/prod", "overlays/staging"]  # the base is used: not a unit of its own
+    assert {Path(path).relative_to(GITOPS).as_posix() for path in layout.fragments} == {
+        "base/kustomization.yaml",
+        "overlays/prod/kustomization.yaml",
+        "overlays/staging/kustomization.yaml",
+        "overlays/prod/replicas.yaml",
+        "overlays/prod/image.yaml",
+        "overlays/staging/single-replica.yaml",
+    }
+    for unit in layout.units:  # each overlay reads the base's objects
+        assert sorted(Path(doc.file).name for doc in unit.documents) == ["worker-pdb.yaml", "worker.yaml"]
+    assert all("overlays" not in doc.file for doc in layout.documents)
+
+
+def test_a_patch_is_never_a_workload() -> None:
+    """A strategic-merge patch (apiVersion, kind, metadata.name, spec.replicas) is not a
+    Deployment of its own: named alone, it is still read as part of its overlay."""
+    code, report = _lint("overlays/prod/replicas.yaml", "overlays/staging/single-replica.yaml", "base")
+    assert code == 0
+    assert report["findings"] == []
+    assert all("overlays" not in f["file"] for f in report["findings"])
+
+
+def test_kustomize_and_environments_together() -> None:
+    """The GitOps layout's manifests, linted together: only the real problem, once."""
+    code, report = _lint("base", "overlays", "envs")
+    assert code == 0
+    assert _where(report) == [("pdb-blocks-eviction", "envs/staging/api-pdb.yaml", 7, 3, ["envs/staging"])]
+
+
+# --- install variants ----------------------------------------------------------------------------
+
+
+def _key(finding: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        finding["rule"],
+        Path(finding["file"]).name,
+        finding["line"],
+        finding["column"],
+        finding["message"],
+    )
+
+
+@pytest.mark.skipif(not ARGO.is_dir(), reason="the real-world corpus is not here")
+@pytest.mark.parametrize("with_cluster", [False, True])
+def test_install_variants_together_report_nothing_alone_does_not(tmp_path: Path, with_cluster: bool) -> None:
+    """argo-cd's four install files (the real ones): linted together, nothing is reported that
+    linting each alone does not; with a 3-node cluster the copies no longer fill the nodes (the
+    run as one deployment reported `unschedulable` errors no install file gives alone)."""
+    for name in ARGO_INSTALLS:
+        shutil.copy(ARGO / name, tmp_path / name)
+    (tmp_path / "cluster.yaml").write_text(THREE_NODES)
+    cluster = ["--cluster", "cluster.yaml"] if with_cluster else []
+    _, together = _lint(*cluster, *ARGO_INSTALLS, cwd=tmp_path)
+    alone: set[tuple[Any, ...]] = set()
+    for name in ARGO_INSTALLS:
+        _, report = _lint(*cluster, name, cwd=tmp_path)
+        alone |= {_key(finding) for finding in report["findings"]}
+    found = {_key(finding) for finding in together["findings"]}
+    assert found
+    assert found <= alone
+    assert len(together["summary"]["units"]) >= 2
+    if with_cluster:
+        assert "unschedulable" not in {finding["rule"] for finding in together["findings"]}
+
+
+def test_two_copies_in_one_unit_read_as_kubectl_apply_leaves_them() -> None:
+    """One file defining an object twice with other content: the later one is read (``kubectl
+    apply -f`` applies the documents in order), and a note says so."""
+    text = (
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: b}\n"
+        "spec: {minAvailable: 1, selector: {matchLabels: {app: a}}}\n---\n"
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: b}\n"
+        "spec: {maxUnavailable: 1, selector: {matchLabels: {app: a}}}\n"
+    )
+    layout = read_layout([parse("pdb.yaml", text)])
+    (unit,) = layout.units
+    assert [doc.index for doc in unit.documents] == [1]
+    assert layout.notes and "pdb.yaml:1" in layout.notes[0]
+
+
+def test_identical_copies_are_one_object() -> None:
+    """The same object with the same content in two files is one object, and one unit."""
+    text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n"
+    layout = read_layout([parse("a.yaml", text), parse("b.yaml", text)])
+    (unit,) = layout.units
+    assert unit.name == ""
+    assert len(unit.documents) == 1
+    assert layout.notes == ()
+
+
+def test_side_by_side_variants_are_grouped() -> None:
+    """Variants in one folder are grouped into as few units as keep two copies apart:
+    c1-router.yaml goes with c1-mysql.yaml (GoogleCloudPlatform/kubernetes-engine-samples,
+    databases/gke-stateful-mysql), c2-* in another unit."""
+
+    def deployment(name: str, replicas: int) -> str:
+        return f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\nspec: {{replicas: {replicas}}}\n"
+
+    files = [
+        parse("k/c1-mysql.yaml", deployment("mysql", 1)),
+        parse("k/c1-router.yaml", deployment("router", 1)),
+        parse("k/c2-mysql.yaml", deployment("mysql", 2)),
+        parse("k/c2-router.yaml", deployment("router", 2)),
+        parse("k/shared.yaml", deployment("other", 1)),
+    ]
+    layout = read_layout(files)
+    grouped = [sorted(doc.file for doc in unit.documents) for unit in layout.units]
+    assert grouped == [
+        ["k/c1-mysql.yaml", "k/c1-router.yaml", "k/shared.yaml"],
+        ["k/c2-mysql.yaml", "k/c2-router.yaml", "k/shared.yaml"],
+    ]
+
+
+# --- every command reads a repository the same way -----------------------------------------------
+
+
+def test_place_places_each_unit_on_its_own(tmp_path: Path) -> None:
+    (tmp_path / "cluster.yaml").write_text(THREE_NODES)
+    done = run_cli(
+        "place",
+        "--no-config",
+        "--cluster",
+        str(tmp_path / "cluster.yaml"),
+        "--format",
+        "json",
+        "envs",
+        cwd=GITOPS,
+    )
+    assert done.returncode == 0, done.stderr
+    pods = json.loads(done.stdout)["pods"]
+    assert sorted((pod["unit"], pod["replica"]) for pod in pods) == [
+        ("envs/prod", 0),
+        ("envs/prod", 1),
+        ("envs/prod", 2),
+        ("envs/staging", 0),
+    ]
+    one = run_cli(
+        "place",
+        "--no-config",
+        "--cluster",
+        str(tmp_path / "cluster.yaml"),
+        "--unit",
+        "envs/staging",
+        "envs",
+        cwd=GITOPS,
+    )
+    assert one.returncode == 0
+    assert one.stdout.count("replica") == 1
+    bad = run_cli(
+        "place", "--no-config", "--cluster", str(tmp_path / "cluster.yaml"), "--unit", "x", "envs", cwd=GITOPS
+    )
+    assert bad.returncode == 2
+    assert "no such deployment unit" in bad.stderr
+
+
+def test_graph_draws_one_unit() -> None:
+    done = run_cli("graph", "--no-config", "--format", "json", "--unit", "envs/prod", "envs", cwd=GITOPS)
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    assert "api-prod" in text and "api-staging" not in text
+
+
+def test_expand_and_fix_leave_patches_alone() -> None:
+    """A patch that names matchLabelKeys is no workload: expand and fix never show or edit it."""
+    done = run_cli("expand", "--no-config", "--format", "json", "overlays", "base", cwd=GITOPS)
+    assert done.returncode == 0, done.stderr
+    assert "overlays" not in done.stdout
+    fixed = run_cli("fix", "--no-config", "--diff", "overlays", "base", cwd=GITOPS)
+    assert fixed.returncode in (0, 1)
+    assert "overlays/" not in fixed.stdout
