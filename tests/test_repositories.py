@@ -191,7 +191,10 @@ def test_side_by_side_variants_are_grouped() -> None:
     databases/gke-stateful-mysql), c2-* in another unit."""
 
     def deployment(name: str, replicas: int) -> str:
-        return f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\nspec: {{replicas: {replicas}}}\n"
+        return (
+            f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\n"
+            f"spec: {{replicas: {replicas}}}\n"
+        )
 
     files = [
         parse("k/c1-mysql.yaml", deployment("mysql", 1)),
