@@ -123,12 +123,13 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
                 _at(doc.file, doc.locate((key,)), f"unknown key '{key}'{_did_you_mean(key, known)}")
             )
     validator = Draft202012Validator(schema_doc)
-    for error in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]):
-        if error.validator == "additionalProperties" and not error.absolute_path:
+    for found in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]):
+        if found.validator == "additionalProperties" and not found.absolute_path:
             continue
-        if error.validator in ("oneOf", "anyOf") and error.context:
+        error = found
+        if found.validator in ("oneOf", "anyOf") and found.context:
             # The alternative that came closest: its error lies deepest in the value.
-            error = max(error.context, key=lambda inner: len(inner.absolute_path))
+            error = max(found.context, key=lambda inner: len(inner.absolute_path))
         path = tuple(error.absolute_path)
         where = ".".join(str(item) for item in path)
         errors.append(_at(doc.file, doc.locate(path), f"{where}: {error.message}"))
