@@ -138,7 +138,7 @@ def read_layout(
         units.extend(_kustomize_units(kustomizations, by_path, claimed))
         units.extend(_chart_units(objects, claimed))
         rest = [file for file in objects if os.path.normpath(file.name) not in claimed]
-        units.extend(_variant_units(rest, default_namespace))
+        units.extend(_variant_units(rest, default_namespace, notes))
         if any(k.uses_helm for k in kustomizations.values()):
             notes.append("kustomizations with helmCharts are read without their charts")
     units = [unit for unit in units if unit.documents]
@@ -374,54 +374,120 @@ def identity(doc: Document, default_namespace: str) -> Identity | None:
     return (group, kind, ref.namespace or "", ref.name)
 
 
-def _variant_units(files: Sequence[SourceFile], default_namespace: str) -> list[Unit]:
+#: What the units of a layout may hold together, as a multiple of the input's objects (plus a
+#: floor): past it, the remaining variants are read without the shared files around them, so
+#: a folder of a thousand fixtures that all define the same object stays linear.
+UNIT_BUDGET_FACTOR, UNIT_BUDGET_FLOOR = 20, 20_000
+
+Versions = dict[str, dict[Identity, int]]
+
+
+def _variant_units(files: Sequence[SourceFile], default_namespace: str, notes: list[str]) -> list[Unit]:
     """Units of the files no kustomization or chart claims: variants where two files define the
     same object differently, the shared files around them, and the rest."""
     if not files:
         return []
     paths = [os.path.normpath(file.name) for file in files]
-    conflicts = _conflicts(files, paths, default_namespace)
-    if not conflicts:
+    versions = _versions(files, paths, default_namespace)
+    if not versions:
         return [Unit("", "files", tuple(doc for file in files for doc in file.documents))]
     leaves: set[str] = set()
-    for component in _components(conflicts):
-        _split(sorted(component), _common_folder(component), conflicts, leaves)
-    leaf_of: dict[str, str] = {}
+    for component in _components(versions):
+        _split(sorted(component), _common_folder(component), versions, leaves)
+    # A folder leaf with leaves inside it (a repository that varies against another one, whose
+    # own files vary too) is refined: its other files are shared by the leaves inside it.
+    refined = {
+        ancestor
+        for leaf in leaves
+        for ancestor in _ancestors(leaf)
+        if ancestor in leaves and ancestor != leaf
+    }
+    final = leaves - refined
+    owner: dict[str, str] = {}
     for path in paths:
-        owner = _deepest_prefix(path, leaves)
-        if owner is not None:
-            leaf_of[path] = owner
+        found = _deepest_prefix(path, leaves)
+        if found is not None:
+            owner[path] = found
     members: dict[str, list[str]] = defaultdict(list)
+    free_by_folder: dict[str, list[str]] = defaultdict(list)
     for path in paths:
-        if path in leaf_of:
-            members[leaf_of[path]].append(path)
+        if owner.get(path) in final:
+            members[owner[path]].append(path)
+        else:
+            free_by_folder[os.path.dirname(path) or "."].append(path)
     by_path = dict(zip(paths, files, strict=True))
+    total = sum(len(file.documents) for file in files)
+    budget = UNIT_BUDGET_FACTOR * total + UNIT_BUDGET_FLOOR
     units: list[Unit] = []
-    placed: set[str] = set(leaf_of)
-    for scope, group in _variants(leaves, members, conflicts):
+    placed: set[str] = set()
+    alone = 0
+    for scope, group in _variants(final, members, versions):
         shared = [
-            path
-            for path in paths
-            if path not in leaf_of and (_under(path, scope) or _under(scope, os.path.dirname(path) or "."))
+            path for folder in _related_folders(scope, free_by_folder, owner, refined) for path in folder
         ]
-        placed.update(shared)
         chosen = [path for leaf in group for path in members[leaf]]
-        docs = tuple(doc for path in (*chosen, *shared) for doc in by_path[path].documents)
-        extra = len(group) - 1
-        name = group[0] + (f" (+{extra} more)" if extra else "")
-        units.append(Unit(name, "variant", docs))
+        docs = [doc for path in chosen for doc in by_path[path].documents]
+        context = [doc for path in shared for doc in by_path[path].documents]
+        if budget - len(docs) - len(context) < 0:
+            context, alone = [], alone + 1
+        else:
+            placed.update(shared)
+        budget -= len(docs) + len(context)
+        placed.update(chosen)
+        units.append(Unit(_name(group), "variant", (*docs, *context)))
+    if alone:
+        notes.append(
+            f"{alone} variant(s) read without the files they share with the others: the units "
+            f"would hold more than {UNIT_BUDGET_FACTOR} times the input's objects"
+        )
     rest = [path for path in paths if path not in placed]
     if rest:
         units.append(Unit("(other files)", "files", tuple(d for p in rest for d in by_path[p].documents)))
     return units
 
 
+def _name(group: Sequence[str]) -> str:
+    """A variant's name: its folder or file; of files grouped side by side, what their names
+    share (``k/c1-*``) and how many they are."""
+    if len(group) == 1:
+        return group[0]
+    return f"{os.path.commonprefix(list(group))}* ({len(group)} files)"
+
+
+def _related_folders(
+    scope: str, free_by_folder: Mapping[str, list[str]], owner: Mapping[str, str], refined: set[str]
+) -> Iterator[list[str]]:
+    """The shared files of a variant that varies in folder ``scope``: the files of no variant in
+    that folder tree and in the folders above it; of a refined folder leaf, only the files of
+    the leaves it contains."""
+    for folder, paths in free_by_folder.items():
+        if not (_under(folder, scope) or _under(scope, folder)):
+            continue
+        kept = [
+            path
+            for path in paths
+            if (leaf := owner.get(path)) is None or (leaf in refined and _under(scope, leaf))
+        ]
+        if kept:
+            yield kept
+
+
+def _ancestors(path: str) -> Iterator[str]:
+    current = path
+    while True:
+        yield current
+        parent = os.path.dirname(current)
+        if not parent or parent == current:
+            return
+        current = parent
+
+
 def _variants(
-    leaves: Iterable[str], members: Mapping[str, list[str]], edges: Mapping[str, set[str]]
+    leaves: Iterable[str], members: Mapping[str, list[str]], versions: Versions
 ) -> Iterator[tuple[str, list[str]]]:
     """The variants, as (the folder they vary in, their leaves). A folder leaf (``envs/prod``)
     is one variant. Files that vary side by side in one folder are grouped greedily, in name
-    order, into as few variants as keep every variant free of two copies of an object
+    order, into as few variants as keep every variant free of two versions of an object
     (``c1-router.yaml`` and ``c1-mysql.yaml`` together, ``c2-*`` in another)."""
     by_folder: dict[str, list[str]] = defaultdict(list)
     for leaf in sorted(leaves):
@@ -430,71 +496,106 @@ def _variants(
         else:
             yield os.path.dirname(leaf) or ".", [leaf]
     for folder, side_by_side in sorted(by_folder.items()):
-        colours: list[tuple[list[str], set[str]]] = []  # leaves, and every file they conflict with
+        colours: list[tuple[list[str], dict[Identity, int]]] = []  # leaves, and the versions they hold
         for leaf in side_by_side:
-            for group, clashing in colours:
-                if leaf not in clashing:
+            held = versions.get(leaf, {})
+            for group, chosen in colours:
+                if all(chosen.get(key, version) == version for key, version in held.items()):
                     group.append(leaf)
-                    clashing.update(edges.get(leaf, set()))
+                    chosen.update(held)
                     break
             else:
-                colours.append(([leaf], set(edges.get(leaf, set()))))
+                colours.append(([leaf], dict(held)))
         for group, _ in colours:
             yield folder, group
 
 
-def _conflicts(
-    files: Sequence[SourceFile], paths: Sequence[str], default_namespace: str
-) -> dict[str, set[str]]:
-    """Files that define the same object with different content, as an adjacency map."""
-    seen: dict[Identity, list[tuple[str, Document]]] = defaultdict(list)
+def _versions(files: Sequence[SourceFile], paths: Sequence[str], default_namespace: str) -> Versions:
+    """For each file that defines an object some other file defines with different content:
+    which version of each such object it holds (objects the same everywhere are left out)."""
+    seen: dict[Identity, dict[Any, int]] = defaultdict(dict)
+    held: dict[str, dict[Identity, int]] = defaultdict(dict)
     for path, file in zip(paths, files, strict=True):
         for doc in file.documents:
             key = identity(doc, default_namespace)
             if key is not None:
-                seen[key].append((path, doc))
-    edges: dict[str, set[str]] = defaultdict(set)
-    for occurrences in seen.values():
-        if len(occurrences) < 2:
-            continue
-        for index, (path, doc) in enumerate(occurrences):
-            for other_path, other in occurrences[index + 1 :]:
-                if other_path != path and doc.data != other.data:
-                    edges[path].add(other_path)
-                    edges[other_path].add(path)
-    return edges
+                contents = seen[key]
+                version = contents.setdefault(_frozen(doc.data), len(contents))
+                held[path][key] = version
+    varying = {key for key, contents in seen.items() if len(contents) > 1}
+    out: Versions = {}
+    for path, objects in held.items():
+        mine = {key: version for key, version in objects.items() if key in varying}
+        if mine:
+            out[path] = mine
+    # An object whose versions all sit in one file varies within that file, not across files.
+    holders: dict[Identity, set[str]] = defaultdict(set)
+    for path, objects in out.items():
+        for key in objects:
+            holders[key].add(path)
+    single_file = {key for key, where in holders.items() if len(where) < 2}
+    for path in list(out):
+        out[path] = {key: v for key, v in out[path].items() if key not in single_file}
+        if not out[path]:
+            del out[path]
+    return out
 
 
-def _components(edges: Mapping[str, set[str]]) -> Iterator[set[str]]:
-    seen: set[str] = set()
-    for start in sorted(edges):
-        if start in seen:
-            continue
-        component = {start}
-        stack = [start]
-        while stack:
-            for other in edges[stack.pop()]:
-                if other not in component:
-                    component.add(other)
-                    stack.append(other)
-        seen |= component
-        yield component
+def _frozen(value: Any) -> Any:
+    """A hashable copy of loaded data: equal for equal content, whatever the positions."""
+    if isinstance(value, dict):
+        return frozenset((key, _frozen(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return tuple(_frozen(item) for item in value)
+    return value
 
 
-def _split(paths: Sequence[str], folder: str, edges: Mapping[str, set[str]], leaves: set[str]) -> None:
+def _components(versions: Versions) -> Iterator[set[str]]:
+    """Files linked by the objects they define in different versions (union-find)."""
+    parent: dict[str, str] = {path: path for path in versions}
+
+    def root(path: str) -> str:
+        while parent[path] != path:
+            parent[path] = parent[parent[path]]
+            path = parent[path]
+        return path
+
+    first: dict[Identity, str] = {}
+    for path in sorted(versions):
+        for key in versions[path]:
+            other = first.setdefault(key, path)
+            a, b = root(path), root(other)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    groups: dict[str, set[str]] = defaultdict(set)
+    for path in versions:
+        groups[root(path)].add(path)
+    for head in sorted(groups):
+        yield groups[head]
+
+
+def _split(paths: Sequence[str], folder: str, versions: Versions, leaves: set[str]) -> None:
     """Group conflicting ``paths`` by the first path component below ``folder``; a group whose
-    files still conflict with each other is split again one level down."""
+    files still hold two versions of an object is split again one level down."""
     groups: dict[str, list[str]] = defaultdict(list)
     for path in paths:
         relative = os.path.relpath(path, folder)
         head = relative.split(os.sep, 1)[0]
         groups[os.path.normpath(os.path.join(folder, head))].append(path)
-    for key, members in groups.items():
-        inner = set(members)
-        if len(members) > 1 and any(edges[path] & inner for path in members):
-            _split(members, key, edges, leaves)
+    for key, group in groups.items():
+        if len(group) > 1 and _varies(group, versions) and key != folder:
+            _split(group, key, versions, leaves)
         else:
             leaves.add(key)
+
+
+def _varies(paths: Iterable[str], versions: Versions) -> bool:
+    chosen: dict[Identity, int] = {}
+    for path in paths:
+        for key, version in versions.get(path, {}).items():
+            if chosen.setdefault(key, version) != version:
+                return True
+    return False
 
 
 def _common_folder(paths: Iterable[str]) -> str:

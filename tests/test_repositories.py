@@ -204,6 +204,7 @@ def test_side_by_side_variants_are_grouped() -> None:
         parse("k/shared.yaml", deployment("other", 1)),
     ]
     layout = read_layout(files)
+    assert [unit.name for unit in layout.units] == ["k/c1-* (2 files)", "k/c2-* (2 files)"]
     grouped = [sorted(doc.file for doc in unit.documents) for unit in layout.units]
     assert grouped == [
         ["k/c1-mysql.yaml", "k/c1-router.yaml", "k/shared.yaml"],
