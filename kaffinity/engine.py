@@ -19,6 +19,7 @@ from kaffinity.findings import Finding, Location, Severity, Violation
 from kaffinity.loader import SourceFile
 from kaffinity.model import (
     Inventory,
+    Object,
     ObjectRef,
     build_inventory,
     canonical_key,
@@ -55,6 +56,7 @@ class Context:
         settings: Settings,
         cluster: Cluster | None = None,
         documents: Sequence[Document] | None = None,
+        objects: dict[int, Object | None] | None = None,
     ) -> None:
         self.files = tuple(files)
         self.settings = settings
@@ -63,6 +65,8 @@ class Context:
         if documents is not None:
             # One deployment unit's objects (kaffinity.units), not every document of the files.
             self.__dict__["documents"] = tuple(documents)
+        #: The typed view of each document, shared by the contexts of one run's units.
+        self.objects = objects
 
     @cached_property
     def documents(self) -> tuple[Document, ...]:
@@ -75,7 +79,7 @@ class Context:
 
     @cached_property
     def inventory(self) -> Inventory:
-        return build_inventory(self.documents, self.settings.namespace)
+        return build_inventory(self.documents, self.settings.namespace, self.objects)
 
     @cached_property
     def namespace_labels(self) -> dict[str, dict[str, str]]:
@@ -244,6 +248,7 @@ def _lint(
     each = [rule for rule in checked if not rule.needs_context]
     together = [rule for rule in checked if rule.needs_context]
     units = layout.units if several and layout is not None else ()
+    typed: dict[int, Object | None] = {}  # shared: units overlap (a base, shared files)
     with progress.stage("checking rules", len(each) + len(together) * max(1, len(units))):
         for rule in each:
             progress.tick(rule.name)
@@ -255,7 +260,7 @@ def _lint(
         for unit in units:
             # One unit at a time: its graph and placement are dropped before the next is built.
             run.unit = unit.name
-            unit_context = Context(files, settings, cluster, unit.documents)
+            unit_context = Context(files, settings, cluster, unit.documents, typed)
             for rule in together:
                 progress.tick(f"{rule.name} ({unit.name})")
                 run.check(rule, unit_context)

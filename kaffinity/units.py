@@ -451,7 +451,7 @@ def _name(group: Sequence[str]) -> str:
     share (``k/c1-*``) and how many they are."""
     if len(group) == 1:
         return group[0]
-    return f"{os.path.commonprefix(list(group))}* ({len(group)} files)"
+    return f"{os.path.commonprefix(list(group))}* ({len(group)} files)"  # noqa: RUF071 - by character: c1-*
 
 
 def _related_folders(
@@ -513,31 +513,26 @@ def _variants(
 def _versions(files: Sequence[SourceFile], paths: Sequence[str], default_namespace: str) -> Versions:
     """For each file that defines an object some other file defines with different content:
     which version of each such object it holds (objects the same everywhere are left out)."""
-    seen: dict[Identity, dict[Any, int]] = defaultdict(dict)
-    held: dict[str, dict[Identity, int]] = defaultdict(dict)
+    where: dict[Identity, list[tuple[str, Document]]] = defaultdict(list)
     for path, file in zip(paths, files, strict=True):
         for doc in file.documents:
             key = identity(doc, default_namespace)
             if key is not None:
-                contents = seen[key]
-                version = contents.setdefault(_frozen(doc.data), len(contents))
-                held[path][key] = version
+                where[key].append((path, doc))
+    seen: dict[Identity, dict[Any, int]] = defaultdict(dict)
+    held: dict[str, dict[Identity, int]] = defaultdict(dict)
+    for key, occurrences in where.items():
+        if len({path for path, _ in occurrences}) < 2:
+            continue  # defined in one file only (once, or again within that file)
+        contents = seen[key]
+        for path, doc in occurrences:
+            held[path][key] = contents.setdefault(_frozen(doc.data), len(contents))
     varying = {key for key, contents in seen.items() if len(contents) > 1}
     out: Versions = {}
     for path, objects in held.items():
         mine = {key: version for key, version in objects.items() if key in varying}
         if mine:
             out[path] = mine
-    # An object whose versions all sit in one file varies within that file, not across files.
-    holders: dict[Identity, set[str]] = defaultdict(set)
-    for path, objects in out.items():
-        for key in objects:
-            holders[key].add(path)
-    single_file = {key for key, where in holders.items() if len(where) < 2}
-    for path in list(out):
-        out[path] = {key: v for key, v in out[path].items() if key not in single_file}
-        if not out[path]:
-            del out[path]
     return out
 
 
