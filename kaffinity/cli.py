@@ -245,10 +245,12 @@ def lint(
     # Erased before any report is written; not while the user types the input on the terminal.
     typed = "-" in (paths or ()) and sys.stdin.isatty()
     with active(terminal(sys.stderr, enabled=not (no_progress or typed))):
-        files, reported, has_context = _load_in_context(paths, settings, stdin_filename, changed, context)
+        files, reported, has_context, roots = _load_in_context(
+            paths, settings, stdin_filename, changed, context
+        )
         rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_context)
         declared = _load_cluster(settings)
-        layout = _layout(files, paths, settings)
+        layout = _layout(files, roots, settings)
         lint_context = Context(files, settings, declared, layout.units[0].documents)
         result = run_lint(
             files, settings, rules, cluster=declared, context=lint_context, reported=reported, layout=layout
@@ -696,9 +698,10 @@ def _load_in_context(
     stdin_filename: Optional[str],
     changed: bool,
     context: Optional[list[str]],
-) -> tuple[list[SourceFile], Optional[set[str]], bool]:
-    """The files to lint, the names of those to report on (None: all), and whether the
-    cross-workload rules have what they need.
+) -> tuple[list[SourceFile], Optional[set[str]], bool, list[str]]:
+    """The files to lint, the names of those to report on (None: all), whether the
+    cross-workload rules have what they need, and the paths read (where kustomizations are
+    looked for).
 
     With ``--changed``, ``--context`` or ``context:`` in the config, PATHS are part of a larger
     set of manifests (the context) that the rules read but that is not reported on. The context
@@ -708,7 +711,7 @@ def _load_in_context(
     """
     context_paths = tuple(context) if context else tuple(_shown_path(path) for path in settings.context)
     if not changed and not context_paths:
-        return _load(paths, settings, stdin_filename), None, True
+        return _load(paths, settings, stdin_filename), None, True, list(paths or ["."])
     missing = [path for path in context_paths if not os.path.exists(path)]
     if missing:
         typer.echo(f"{missing[0]}: error: context path not found", err=True)
@@ -733,7 +736,7 @@ def _load_in_context(
             f"so the {len(skipped)} rules that need every manifest ({categories}) are skipped",
             err=True,
         )
-        return files, reported, False
+        return files, reported, False, list(paths or ["."])
     from kaffinity.loader import ExcludeFn, load
     from kaffinity.parallel import default_jobs
 
@@ -749,7 +752,7 @@ def _load_in_context(
             f"(first: {where}: {problem.message})",
             err=True,
         )
-    return [*files, *more], reported, True
+    return [*files, *more], reported, True, [*(paths or ()), *context_paths]
 
 
 def _shown_path(path: str) -> str:

@@ -128,8 +128,10 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
             continue
         error = found
         if found.validator in ("oneOf", "anyOf") and found.context:
-            # The alternative that came closest: its error lies deepest in the value.
-            error = max(found.context, key=lambda inner: len(inner.absolute_path))
+            # The alternative that came closest, when one did: its error lies deeper in the value.
+            deepest = max(found.context, key=lambda inner: len(inner.absolute_path))
+            if len(deepest.absolute_path) > len(found.absolute_path):
+                error = deepest
         path = tuple(error.absolute_path)
         where = ".".join(str(item) for item in path)
         errors.append(_at(doc.file, doc.locate(path), f"{where}: {error.message}"))

@@ -401,7 +401,7 @@ class _Run:
         """The findings, each once: a finding of several units names them all (a shared base)."""
         out: dict[tuple[object, ...], Finding] = {}
         for finding in self.findings:
-            key = (finding.file, finding.line, finding.column, finding.rule, finding.message)
+            key = (finding.file, finding.line, finding.column, finding.rule, finding.message, finding.path)
             first = out.get(key)
             if first is None:
                 out[key] = finding

@@ -183,6 +183,8 @@ def find_kustomizations(
     for root in roots:
         if os.path.isdir(root):
             candidates.update(_walk_kustomizations(root))
+        elif os.path.basename(root) in KUSTOMIZATION_NAMES:  # a repository's listing (--changed)
+            candidates.add(os.path.normpath(root))
     folders = {os.path.dirname(os.path.normpath(file.name)) or "." for file in files}
     for folder in folders:
         path = _kustomization_in(folder)
@@ -570,15 +572,19 @@ def _components(versions: Versions) -> Iterator[set[str]]:
 
 
 def _split(paths: Sequence[str], folder: str, versions: Versions, leaves: set[str]) -> None:
-    """Group conflicting ``paths`` by the first path component below ``folder``; a group whose
-    files still hold two versions of an object is split again one level down."""
+    """Group conflicting ``paths`` by the first path component below ``folder``. Sibling folders
+    that vary (``envs/prod`` and ``envs/staging``) are variants; a folder whose files vary only
+    against files beside it is looked into, and its varying files are the variants. A group
+    whose files still hold two versions of an object is split again one level down."""
     groups: dict[str, list[str]] = defaultdict(list)
     for path in paths:
         relative = os.path.relpath(path, folder)
         head = relative.split(os.sep, 1)[0]
         groups[os.path.normpath(os.path.join(folder, head))].append(path)
+    folders = [key for key, group in groups.items() if group != [key]]
     for key, group in groups.items():
-        if len(group) > 1 and _varies(group, versions) and key != folder:
+        inside = group != [key]
+        if key != folder and inside and (len(folders) < 2 or _varies(group, versions)):
             _split(group, key, versions, leaves)
         else:
             leaves.add(key)

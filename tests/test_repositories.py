@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -269,3 +270,19 @@ def test_expand_and_fix_leave_patches_alone() -> None:
     fixed = run_cli("fix", "--no-config", "--diff", "overlays", "base", cwd=GITOPS)
     assert fixed.returncode in (0, 1)
     assert "overlays/" not in fixed.stdout
+
+
+def test_pre_commit_reads_the_repository_as_units(tmp_path: Path) -> None:
+    """``lint --changed`` (the pre-commit hook) reads the git repository as context, in units:
+    the staging budget is reported with its unit, and the prod copy never meets it."""
+    shutil.copytree(GITOPS, tmp_path / "repo")
+    repo = tmp_path / "repo"
+    for command in (["git", "init", "-q"], ["git", "add", "."]):
+        subprocess.run(command, cwd=repo, check=True, capture_output=True)
+    done = run_cli(
+        "lint", "--no-config", "--format", "json", "--changed", "envs/staging/api-pdb.yaml", cwd=repo
+    )
+    report = json.loads(done.stdout)
+    assert _where(report) == [("pdb-blocks-eviction", "envs/staging/api-pdb.yaml", 7, 3, ["envs/staging"])]
+    overlays = {unit for unit in report["summary"]["units"] if unit.startswith("overlays")}
+    assert overlays == {"overlays/prod", "overlays/staging"}
