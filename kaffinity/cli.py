@@ -287,7 +287,7 @@ def expand(
     files = _load(paths, settings, stdin_filename)
     broken = _load_problems(files)
     version, gates = settings.kube_version, settings.feature_gates
-    items = list(previews(files, version, gates, settings.namespace))
+    items = list(previews(files, version, gates, settings.namespace, settings.workload_kinds))
     if output_format is ExpandFormat.json:
         sys.stdout.write(render_json(items, version, gates))
     elif output_format is ExpandFormat.yaml:
@@ -412,7 +412,9 @@ def place(
     declared = _load_cluster(settings)
     assert declared is not None
     broken = _load_problems([*files, *declared.files])
-    inventory = build_inventory((doc for file in files for doc in file.documents), settings.namespace)
+    inventory = build_inventory(
+        (doc for file in files for doc in file.documents), settings.namespace, settings.workload_kinds
+    )
     run = place_all(
         inventory.workloads,
         declared,

@@ -14,6 +14,7 @@ from typing import Any
 
 from kaffinity.findings import Severity
 from kaffinity.loader import DEFAULT_LIMITS, Limits
+from kaffinity.model import WorkloadKind
 from kaffinity.source import Document, Span
 
 CONFIG_NAMES = (".kaffinity.yaml", ".kaffinity.yml")
@@ -57,6 +58,9 @@ class Settings:
     #: Processes that parse files (``--jobs``); None: one per core.
     jobs: int | None = None
     limits: Limits = DEFAULT_LIMITS
+    #: Custom workload kinds configured (``workloads``), read before kaffinity's own
+    #: (:data:`kaffinity.model.CUSTOM_WORKLOADS`).
+    workload_kinds: tuple[WorkloadKind, ...] = ()
 
     def overridden(self, **changes: Any) -> Settings:
         """These settings with the given (non-None) values replaced: flags over the file."""
@@ -170,8 +174,31 @@ def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
         context=paths(data.get("context") or ()),
         jobs=data.get("jobs"),
         limits=_limits(data.get("limits") or {}),
+        workload_kinds=tuple(_workload_kind(entry, display) for entry in data.get("workloads") or ()),
         config_file=display,
         base_dir=base,
+    )
+
+
+def _workload_kind(entry: Mapping[str, Any], display: str) -> WorkloadKind:
+    """One ``workloads`` entry (validated by the schema) as a custom workload kind."""
+
+    def dotted(name: str) -> tuple[str, ...] | None:
+        value = entry.get(name)
+        return tuple(value.split(".")) if isinstance(value, str) else None
+
+    group, _, version = str(entry["apiVersion"]).rpartition("/")
+    template = dotted("template")
+    assert template is not None  # required by the schema
+    return WorkloadKind(
+        group,
+        str(entry["kind"]),
+        None if version == "*" else (version,),
+        template,
+        dotted("replicas"),
+        1,
+        selector=dotted("selector"),
+        source=display,
     )
 
 

@@ -67,7 +67,7 @@ class Context:
 
     @cached_property
     def inventory(self) -> Inventory:
-        return build_inventory(self.documents, self.settings.namespace)
+        return build_inventory(self.documents, self.settings.namespace, self.settings.workload_kinds)
 
     @cached_property
     def namespace_labels(self) -> dict[str, dict[str, str]]:
@@ -275,8 +275,12 @@ class _Run:
             if by_line:
                 self.comments[file.name] = by_line
             for doc in file.documents:
-                kind = doc.data.get("kind")
-                template = pod_template_path(kind) if isinstance(kind, str) else None
+                kind, api_version = doc.data.get("kind"), doc.data.get("apiVersion")
+                template = (
+                    pod_template_path(kind, api_version, settings.workload_kinds)
+                    if isinstance(kind, str) and isinstance(api_version, str)
+                    else None
+                )
                 found = list(annotation_suppressions(doc, [template] if template else []))
                 if found:
                     self.annotations[id(doc)] = found
