@@ -188,14 +188,14 @@ def _workload_kind(entry: Mapping[str, Any], display: str) -> WorkloadKind:
         return tuple(value.split(".")) if isinstance(value, str) else None
 
     group, _, version = str(entry["apiVersion"]).rpartition("/")
-    template = dotted("template")
+    template, replicas = dotted("template"), dotted("replicas")
     assert template is not None  # required by the schema
     return WorkloadKind(
         group,
         str(entry["kind"]),
         None if version == "*" else (version,),
         template,
-        dotted("replicas"),
+        (replicas,) if replicas is not None else (),
         1,
         selector=dotted("selector"),
         source=display,

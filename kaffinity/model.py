@@ -60,8 +60,9 @@ class WorkloadKind:
     versions: tuple[str, ...] | None
     #: Where the pod template (a core/v1 PodTemplateSpec: metadata and spec) is.
     template: DataPath
-    #: How many pods run at once: the field, and its default when the field is absent.
-    replicas: DataPath | None = None
+    #: How many pods run at once: the fields that say it (the first one written counts), and
+    #: the count when none is written.
+    replicas: tuple[DataPath, ...] = ()
     default_replicas: int = 1
     #: Job-like kinds: at most ``completions`` pods run at once (batch/v1 Job semantics).
     completions: DataPath | None = None
@@ -106,7 +107,7 @@ CUSTOM_WORKLOADS: tuple[WorkloadKind, ...] = (
         "Rollout",
         ("v1alpha1",),
         ("spec", "template"),
-        ("spec", "replicas"),
+        (("spec", "replicas"),),
         1,
         selector=("spec", "selector"),
         controller_labels=("rollouts-pod-template-hash",),
@@ -122,7 +123,7 @@ CUSTOM_WORKLOADS: tuple[WorkloadKind, ...] = (
         "CloneSet",
         _KRUISE_VERSIONS,
         ("spec", "template"),
-        ("spec", "replicas"),
+        (("spec", "replicas"),),
         1,
         selector=("spec", "selector"),
         controller_labels=(
@@ -140,7 +141,7 @@ CUSTOM_WORKLOADS: tuple[WorkloadKind, ...] = (
         "StatefulSet",
         _KRUISE_VERSIONS,
         ("spec", "template"),
-        ("spec", "replicas"),
+        (("spec", "replicas"),),
         1,
         selector=("spec", "selector"),
         controller="StatefulSet",
@@ -167,7 +168,7 @@ CUSTOM_WORKLOADS: tuple[WorkloadKind, ...] = (
         "ScaledJob",
         ("v1alpha1",),
         ("spec", "jobTargetRef", "template"),
-        ("spec", "jobTargetRef", "parallelism"),
+        (("spec", "jobTargetRef", "parallelism"),),
         1,
         completions=("spec", "jobTargetRef", "completions"),
         controller="Job",
@@ -182,13 +183,17 @@ CUSTOM_WORKLOADS: tuple[WorkloadKind, ...] = (
     # Knative Serving: pkg/apis/serving/v1/service_types.go ServiceSpec.ConfigurationSpec.Template
     # (RevisionTemplateSpec: metadata + RevisionSpec, a PodSpec inlined with Knative's own
     # fields). Pods run at the initial scale (config-autoscaler initial-scale, default 1), or the
-    # template's autoscaling.knative.dev/min-scale annotation when written. No selector.
+    # template's min-scale annotation when written (pkg/apis/autoscaling/register.go
+    # MinScaleAnnotation: "autoscaling.knative.dev/min-scale", or the older "minScale"). No selector.
     WorkloadKind(
         "serving.knative.dev",
         "Service",
         ("v1",),
         ("spec", "template"),
-        ("spec", "template", "metadata", "annotations", "autoscaling.knative.dev/min-scale"),
+        tuple(
+            ("spec", "template", "metadata", "annotations", f"autoscaling.knative.dev/{name}")
+            for name in ("min-scale", "minScale")
+        ),
         1,
         spec_fields=frozenset(
             ("containerConcurrency", "timeoutSeconds", "responseStartTimeoutSeconds", "idleTimeoutSeconds")
@@ -204,7 +209,7 @@ CUSTOM_WORKLOADS: tuple[WorkloadKind, ...] = (
         "DeploymentConfig",
         ("v1",),
         ("spec", "template"),
-        ("spec", "replicas"),
+        (("spec", "replicas"),),
         0,
         selector=("spec", "selector"),
         selector_map=True,
@@ -657,7 +662,9 @@ def _custom_workload(doc: Document, ref: ObjectRef, definition: WorkloadKind) ->
             selector = _label_selector(dig(data, definition.selector), definition.selector)
     replicas: int | None = None
     if definition.controller != "DaemonSet":
-        written = _count(dig(data, definition.replicas)) if definition.replicas is not None else None
+        written = next(
+            (count for path in definition.replicas if (count := _count(dig(data, path))) is not None), None
+        )
         replicas = definition.default_replicas if written is None else written
         if definition.completions is not None:
             completions = _int(dig(data, definition.completions))

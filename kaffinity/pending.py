@@ -590,11 +590,10 @@ def replicas_field(workload: Workload) -> DataPath | None:
     """The field that sets how many pods run at once, when written (else None)."""
     kind = workload.ref.kind
     if workload.custom is not None:
-        if workload.custom.replicas is None:
-            return None
-        path: DataPath = workload.custom.replicas
-    elif kind in ("Deployment", "ReplicaSet", "ReplicationController", "StatefulSet"):
-        path = ("spec", "replicas")
+        written = [path for path in workload.custom.replicas if dig(workload.doc.data, path) is not None]
+        return written[0] if written else None
+    if kind in ("Deployment", "ReplicaSet", "ReplicationController", "StatefulSet"):
+        path: DataPath = ("spec", "replicas")
     elif kind == "Job":
         path = ("spec", "parallelism")
     elif kind == "CronJob":
