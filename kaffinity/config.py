@@ -126,7 +126,8 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
             continue
         path = tuple(error.absolute_path)
         where = ".".join(str(item) for item in path)
-        errors.append(_at(doc.file, doc.locate(path), f"{where}: {error.message}"))
+        message = _pattern_message(path, error.instance) if error.validator == "pattern" else None
+        errors.append(_at(doc.file, doc.locate(path), f"{where}: {message or error.message}"))
     version = data.get("kube-version", DEFAULT_KUBE_VERSION)
     if isinstance(version, str) and version not in KUBE_VERSIONS:
         errors.append(_at(doc.file, doc.locate(("kube-version",)), unknown_version(version)))
@@ -148,6 +149,20 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
             if name not in names - {"all"}:
                 errors.append(_at(doc.file, doc.locate(("severity", name)), _unknown_rule(name, names)))
     return errors
+
+
+def _pattern_message(path: tuple[Any, ...], value: Any) -> str | None:
+    """A readable message for a ``workloads`` value that does not match its pattern."""
+    if len(path) != 3 or path[0] != "workloads":
+        return None
+    if path[2] == "apiVersion":
+        return (
+            f"'{value}' is not the group/version of a custom resource (example.com/v1, or "
+            "example.com/* for every version); the built-in kinds need no entry"
+        )
+    if path[2] == "kind":
+        return f"'{value}' is not a kind (a name such as MyApp)"
+    return f"'{value}' is not a dotted path of field names (such as spec.template)"
 
 
 def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
