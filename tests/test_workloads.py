@@ -289,3 +289,12 @@ def test_bad_workload_entries_are_config_errors_at_their_line(
 
 def test_settings_default_has_no_configured_kinds() -> None:
     assert Settings().workload_kinds == ()
+
+
+def test_the_docs_list_every_known_kind() -> None:
+    from kaffinity.model import CUSTOM_WORKLOADS
+
+    docs = (Path(__file__).parent.parent / "docs" / "workloads.md").read_text(encoding="utf-8")
+    for definition in CUSTOM_WORKLOADS:
+        assert f"`{definition.kind}`" in docs and f"`{definition.group}/" in docs, definition.kind
+        assert ".".join(definition.template) in docs, definition.kind
