@@ -298,3 +298,22 @@ def test_the_docs_list_every_known_kind() -> None:
     for definition in CUSTOM_WORKLOADS:
         assert f"`{definition.kind}`" in docs and f"`{definition.group}/" in docs, definition.kind
         assert ".".join(definition.template) in docs, definition.kind
+
+
+def test_place_and_expand_read_configured_and_known_kinds(tmp_path: Path) -> None:
+    (tmp_path / ".kaffinity.yaml").write_text(CONFIG)
+    (tmp_path / "app.yaml").write_text(MYAPP)
+    placed = run_cli("place", "--format", "json", "app.yaml", "--cluster", str(TOPOLOGY), cwd=tmp_path)
+    assert placed.returncode == 1 and "Traceback" not in placed.stderr  # MyApp's pods stay Pending
+    pods = json.loads(placed.stdout)["pods"]
+    assert sorted({(pod["object"]["kind"], pod["object"]["name"]) for pod in pods}) == [
+        ("MyApp", "app"),
+        ("Runner", "run"),
+    ]
+    rollout = (EXAMPLES / "controller-label-unavailable" / "pass-rollout.yaml").read_text()
+    (tmp_path / "rollout.yaml").write_text(rollout)
+    expanded = run_cli("expand", "--no-config", "--format", "json", "rollout.yaml", cwd=tmp_path)
+    (workload,) = json.loads(expanded.stdout)["workloads"]
+    assert workload["labels"]["rollouts-pod-template-hash"].startswith("<rollouts-pod-template-hash of")
+    (term,) = workload["terms"]
+    assert [use["key"] for use in term["applied"]] == ["rollouts-pod-template-hash"]
