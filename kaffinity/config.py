@@ -189,13 +189,13 @@ def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
         context=paths(data.get("context") or ()),
         jobs=data.get("jobs"),
         limits=_limits(data.get("limits") or {}),
-        workload_kinds=tuple(_workload_kind(entry, display) for entry in data.get("workloads") or ()),
+        workload_kinds=tuple(_workload_kind(entry) for entry in data.get("workloads") or ()),
         config_file=display,
         base_dir=base,
     )
 
 
-def _workload_kind(entry: Mapping[str, Any], display: str) -> WorkloadKind:
+def _workload_kind(entry: Mapping[str, Any]) -> WorkloadKind:
     """One ``workloads`` entry (validated by the schema) as a custom workload kind."""
 
     def dotted(name: str) -> tuple[str, ...] | None:
@@ -213,7 +213,6 @@ def _workload_kind(entry: Mapping[str, Any], display: str) -> WorkloadKind:
         (replicas,) if replicas is not None else (),
         1,
         selector=dotted("selector"),
-        source=display,
     )
 
 

@@ -77,14 +77,6 @@ class WorkloadKind:
     controller_labels: tuple[str, ...] = ()
     #: Fields of the template's spec that are the kind's own, not a PodSpec's (not validated).
     spec_fields: frozenset[str] = frozenset()
-    #: Where the paths and defaults come from (upstream types), for docs and messages.
-    source: str = ""
-
-    @property
-    def api_versions(self) -> str:
-        """``group/v1`` or ``group/*`` (every version), as docs and the config write it."""
-        versions = "*" if self.versions is None else "|".join(self.versions)
-        return f"{self.group}/{versions}"
 
     def matches(self, api_version: str, kind: str) -> bool:
         if kind != self.kind:
@@ -111,7 +103,6 @@ CUSTOM_WORKLOADS: tuple[WorkloadKind, ...] = (
         1,
         selector=("spec", "selector"),
         controller_labels=("rollouts-pod-template-hash",),
-        source="argo-rollouts pkg/apis/rollouts/v1alpha1/types.go (RolloutSpec)",
     ),
     # github.com/openkruise/kruise apis/apps/v1alpha1/cloneset_types.go, v1beta1 likewise;
     # apis/apps/defaults SetDefaultsCloneSet: replicas 1; strategy ReCreate/InPlace*, not a
@@ -131,7 +122,6 @@ CUSTOM_WORKLOADS: tuple[WorkloadKind, ...] = (
             "pod-template-hash",
             "apps.kruise.io/cloneset-instance-id",
         ),
-        source="kruise apis/apps/v1alpha1/cloneset_types.go, apis/apps/defaults SetDefaultsCloneSet",
     ),
     # Advanced StatefulSet, a fork of the upstream controller: apis/apps/v1beta1/statefulset_types.go,
     # apis/apps/defaults/v1beta1.go SetDefaultsStatefulSet (replicas 1, OrderedReady); pods named
@@ -146,7 +136,6 @@ CUSTOM_WORKLOADS: tuple[WorkloadKind, ...] = (
         selector=("spec", "selector"),
         controller="StatefulSet",
         controller_labels=("controller-revision-hash", "statefulset.kubernetes.io/pod-name"),
-        source="kruise apis/apps/v1beta1/statefulset_types.go, apis/apps/defaults SetDefaultsStatefulSet",
     ),
     # Advanced DaemonSet: apis/apps/v1alpha1/daemonset_types.go (selector, template); one pod
     # per eligible node, as the upstream DaemonSet it forks.
@@ -158,7 +147,6 @@ CUSTOM_WORKLOADS: tuple[WorkloadKind, ...] = (
         selector=("spec", "selector"),
         controller="DaemonSet",
         controller_labels=("controller-revision-hash",),
-        source="kruise apis/apps/v1alpha1/daemonset_types.go",
     ),
     # KEDA: apis/keda/v1alpha1/scaledjob_types.go ScaledJobSpec.JobTargetRef *batchv1.JobSpec;
     # each Job it creates runs parallelism pods (default 1) at most completions; the Jobs are
@@ -178,7 +166,6 @@ CUSTOM_WORKLOADS: tuple[WorkloadKind, ...] = (
             "batch.kubernetes.io/controller-uid",
             "controller-uid",
         ),
-        source="keda apis/keda/v1alpha1/scaledjob_types.go (ScaledJobSpec.JobTargetRef)",
     ),
     # Knative Serving: pkg/apis/serving/v1/service_types.go ServiceSpec.ConfigurationSpec.Template
     # (RevisionTemplateSpec: metadata + RevisionSpec, a PodSpec inlined with Knative's own
@@ -198,7 +185,6 @@ CUSTOM_WORKLOADS: tuple[WorkloadKind, ...] = (
         spec_fields=frozenset(
             ("containerConcurrency", "timeoutSeconds", "responseStartTimeoutSeconds", "idleTimeoutSeconds")
         ),
-        source="knative serving pkg/apis/serving/v1/revision_types.go (RevisionSpec)",
     ),
     # OpenShift: github.com/openshift/api apps/v1/types.go DeploymentConfigSpec: Template
     # *corev1.PodTemplateSpec, Replicas int32 (no default: 0 when absent), Selector
@@ -214,7 +200,6 @@ CUSTOM_WORKLOADS: tuple[WorkloadKind, ...] = (
         selector=("spec", "selector"),
         selector_map=True,
         controller="ReplicationController",
-        source="openshift/api apps/v1/types.go (DeploymentConfigSpec)",
     ),
 )
 
@@ -387,7 +372,8 @@ class Workload:
     ``replicas`` is the number of pods that run at once when rolled out, with the API defaults
     (1 for Deployments, ReplicaSets, ReplicationControllers, StatefulSets and Pods; Job and
     CronJob ``parallelism``, capped by ``completions``); None for a DaemonSet (one per eligible
-    node) and a PodTemplate (creates nothing itself).
+    node) and a PodTemplate (creates nothing itself). A custom kind's (``custom``) follow its
+    definition (:class:`WorkloadKind`).
     """
 
     ref: ObjectRef
