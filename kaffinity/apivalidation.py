@@ -25,13 +25,16 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kaffinity import gates as fg
 from kaffinity.expand import is_existing, merge_keys
 from kaffinity.labels import dns1123_label, dns1123_subdomain, label_value, qualified_name
 from kaffinity.model import dig, pod_template_path
 from kaffinity.source import DataPath, format_path
+
+if TYPE_CHECKING:
+    from kaffinity.model import WorkloadKind
 
 API_VALIDATION = "api-validation"
 API_WARNING = "api-warning"
@@ -92,8 +95,13 @@ class Problem:
     fix: str | None = None
 
 
-def validate(data: Mapping[str, Any], target: Target) -> list[Problem]:
-    """Everything the API server would reject, warn about or drop in this object's scheduling fields."""
+def validate(
+    data: Mapping[str, Any], target: Target, workload_kinds: Sequence[WorkloadKind] = ()
+) -> list[Problem]:
+    """Everything the API server would reject, warn about or drop in this object's scheduling
+    fields; ``workload_kinds``: the configured custom workload kinds, whose pod templates are
+    validated as the API server validates a pod template (the pods their controllers create
+    go through it)."""
     kind = data.get("kind")
     if not isinstance(kind, str):
         return []
@@ -106,7 +114,8 @@ def validate(data: Mapping[str, Any], target: Target) -> list[Problem]:
         if isinstance(spec, Mapping):
             checker.label_selector(spec.get("selector"), ("spec", "selector"))
         return checker.problems
-    base = pod_template_path(kind)
+    api_version = data.get("apiVersion")
+    base = pod_template_path(kind, api_version if isinstance(api_version, str) else None, workload_kinds)
     if base is None:
         return []
     template = dig(data, base)

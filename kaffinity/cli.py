@@ -308,7 +308,7 @@ def expand(
     broken = _input_problems(files, settings, layout)
     version, gates = settings.kube_version, settings.feature_gates
     objects = [file for file in files if os.path.normpath(file.name) not in layout.fragments]
-    items = list(previews(objects, version, gates, settings.namespace))
+    items = list(previews(objects, version, gates, settings.namespace, settings.workload_kinds))
     if output_format is ExpandFormat.json:
         sys.stdout.write(render_json(items, version, gates))
     elif output_format is ExpandFormat.yaml:
@@ -444,7 +444,7 @@ def place(
     units = [_choose_unit(layout, unit)] if unit is not None or not layout.several else list(layout.units)
     runs = []
     for chosen in units:  # each unit on the cluster as declared: only one of them is deployed
-        inventory = build_inventory(chosen.documents, settings.namespace)
+        inventory = build_inventory(chosen.documents, settings.namespace, settings.workload_kinds)
         runs.append(
             (
                 chosen.name,

@@ -14,6 +14,7 @@ from typing import Any
 
 from kaffinity.findings import Severity
 from kaffinity.loader import DEFAULT_LIMITS, Limits
+from kaffinity.model import WorkloadKind
 from kaffinity.source import Document, Span
 
 CONFIG_NAMES = (".kaffinity.yaml", ".kaffinity.yml")
@@ -63,6 +64,9 @@ class Settings:
     render: bool = False
     #: Values files per chart folder, for rendering.
     helm_values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Custom workload kinds configured (``workloads``), read before kaffinity's own
+    #: (:data:`kaffinity.model.CUSTOM_WORKLOADS`).
+    workload_kinds: tuple[WorkloadKind, ...] = ()
 
     def overridden(self, **changes: Any) -> Settings:
         """These settings with the given (non-None) values replaced: flags over the file."""
@@ -134,7 +138,8 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
                 error = deepest
         path = tuple(error.absolute_path)
         where = ".".join(str(item) for item in path)
-        errors.append(_at(doc.file, doc.locate(path), f"{where}: {error.message}"))
+        message = _pattern_message(path, error.instance) if error.validator == "pattern" else None
+        errors.append(_at(doc.file, doc.locate(path), f"{where}: {message or error.message}"))
     version = data.get("kube-version", DEFAULT_KUBE_VERSION)
     if isinstance(version, str) and version not in KUBE_VERSIONS:
         errors.append(_at(doc.file, doc.locate(("kube-version",)), unknown_version(version)))
@@ -156,6 +161,20 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
             if name not in names - {"all"}:
                 errors.append(_at(doc.file, doc.locate(("severity", name)), _unknown_rule(name, names)))
     return errors
+
+
+def _pattern_message(path: tuple[Any, ...], value: Any) -> str | None:
+    """A readable message for a ``workloads`` value that does not match its pattern."""
+    if len(path) != 3 or path[0] != "workloads":
+        return None
+    if path[2] == "apiVersion":
+        return (
+            f"'{value}' is not the group/version of a custom resource (example.com/v1, or "
+            "example.com/* for every version); the built-in kinds need no entry"
+        )
+    if path[2] == "kind":
+        return f"'{value}' is not a kind (a name such as MyApp)"
+    return f"'{value}' is not a dotted path of field names (such as spec.template)"
 
 
 def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
@@ -187,6 +206,7 @@ def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
         helm_values={
             paths([chart])[0]: paths(files) for chart, files in (data.get("helm-values") or {}).items()
         },
+        workload_kinds=tuple(_workload_kind(entry) for entry in data.get("workloads") or ()),
         config_file=display,
         base_dir=base,
     )
@@ -196,6 +216,27 @@ def _units(value: Any, paths: Any) -> str | tuple[tuple[str, tuple[str, ...]], .
     if isinstance(value, str):
         return value
     return tuple((str(unit["name"]), tuple(paths(unit["paths"]))) for unit in value)
+
+
+def _workload_kind(entry: Mapping[str, Any]) -> WorkloadKind:
+    """One ``workloads`` entry (validated by the schema) as a custom workload kind."""
+
+    def dotted(name: str) -> tuple[str, ...] | None:
+        value = entry.get(name)
+        return tuple(value.split(".")) if isinstance(value, str) else None
+
+    group, _, version = str(entry["apiVersion"]).rpartition("/")
+    template, replicas = dotted("template"), dotted("replicas")
+    assert template is not None  # required by the schema
+    return WorkloadKind(
+        group,
+        str(entry["kind"]),
+        None if version == "*" else (version,),
+        template,
+        (replicas,) if replicas is not None else (),
+        1,
+        selector=dotted("selector"),
+    )
 
 
 def _limits(data: Mapping[str, Any]) -> Limits:

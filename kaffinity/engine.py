@@ -79,7 +79,9 @@ class Context:
 
     @cached_property
     def inventory(self) -> Inventory:
-        return build_inventory(self.documents, self.settings.namespace, self.objects)
+        return build_inventory(
+            self.documents, self.settings.namespace, self.settings.workload_kinds, self.objects
+        )
 
     @cached_property
     def namespace_labels(self) -> dict[str, dict[str, str]]:
@@ -322,8 +324,12 @@ class _Run:
         if layout is not None:  # rendered objects are documents of no file
             documents.update((id(doc), doc) for doc in layout.documents)
         for doc in documents.values():
-            kind = doc.data.get("kind")
-            template = pod_template_path(kind) if isinstance(kind, str) else None
+            kind, api_version = doc.data.get("kind"), doc.data.get("apiVersion")
+            template = (
+                pod_template_path(kind, api_version, settings.workload_kinds)
+                if isinstance(kind, str) and isinstance(api_version, str)
+                else None
+            )
             found = list(annotation_suppressions(doc, [template] if template else []))
             if found:
                 self.annotations[id(doc)] = found

@@ -136,12 +136,25 @@ CONTROLLER_LABELS: dict[str, ControllerLabel] = {
             "the Job controller, for Indexed Jobs",
             since="1.28",
         ),
+        # Custom workload kinds (kaffinity.model.CUSTOM_WORKLOADS lists who sets what, with
+        # sources): argo-rollouts DefaultRolloutUniqueLabelKey; kruise CloneSetInstanceID.
+        ControllerLabel(
+            "rollouts-pod-template-hash", ("Rollout",), "revision", "the Argo Rollouts controller"
+        ),
+        ControllerLabel(
+            "apps.kruise.io/cloneset-instance-id", ("CloneSet",), "pod", "the OpenKruise CloneSet controller"
+        ),
     )
 }
 # What to use instead of a controller label that the workload's controller does not set.
 _INSTEAD: dict[str, dict[str, str]] = {
-    "pod-template-hash": {"StatefulSet": "controller-revision-hash", "DaemonSet": "controller-revision-hash"},
-    "controller-revision-hash": {"Deployment": "pod-template-hash"},
+    "pod-template-hash": {
+        "StatefulSet": "controller-revision-hash",
+        "DaemonSet": "controller-revision-hash",
+        "Rollout": "rollouts-pod-template-hash",
+    },
+    "controller-revision-hash": {"Deployment": "pod-template-hash", "Rollout": "rollouts-pod-template-hash"},
+    "rollouts-pod-template-hash": {"Deployment": "pod-template-hash"},
     "pod-template-generation": {
         "Deployment": "pod-template-hash",
         "StatefulSet": "controller-revision-hash",
@@ -158,20 +171,27 @@ def is_existing(data: Mapping[str, Any]) -> bool:
 
 
 def _job_spec(workload: Workload) -> Mapping[str, Any]:
-    path = ("spec",) if workload.ref.kind == "Job" else ("spec", "jobTemplate", "spec")
+    if workload.custom is not None:
+        path = workload.custom.template[:-1]  # the JobSpec that holds the template
+    else:
+        path = ("spec",) if workload.ref.kind == "Job" else ("spec", "jobTemplate", "spec")
     spec = dig(workload.doc.data, path)
     return spec if isinstance(spec, Mapping) else {}
 
 
 def unavailable(label: ControllerLabel, workload: Workload, version: str) -> str | None:
     """Why ``workload``'s pods never carry ``label``; None when they do."""
-    kind = workload.ref.kind
-    if kind not in label.kinds:
+    custom = workload.custom
+    if custom is not None:
+        # A custom kind's controller sets what its definition lists, whatever its kind's name.
+        if label.key not in custom.controller_labels:
+            return f"{label.key} is not set on the pods of a {custom.kind} ({custom.group})"
+    elif workload.ref.kind not in label.kinds:
         owners = " and ".join(f"{k}s" for k in label.kinds)
         return f"{label.key} is set by {label.setter} on the pods of {owners} only"
     if label.since is not None and fg.minor(version) < fg.minor(label.since):
         return f"{label.key} is set from Kubernetes {label.since} on, not in {version}"
-    if kind in _JOB_KINDS:
+    if workload.controller in _JOB_KINDS:
         job = _job_spec(workload)
         if label.varies != "pod" and job.get("manualSelector") is True:
             return f"{label.key} is not added to a Job with manualSelector: true"
@@ -209,7 +229,7 @@ def pod_labels(
     value (a StatefulSet's pod ``web-2``, index ``2``).
     """
     labels = dict(workload.pod.labels)
-    kind = workload.ref.kind
+    kind = workload.controller
     owner = str(workload.ref) if qualified else None
     for label in controller_labels(workload, version):
         if kind in _JOB_KINDS and label.key in labels:

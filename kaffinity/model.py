@@ -7,6 +7,11 @@ reports a term and the engine finds its line.
 
 The model never fails on odd input: a field of the wrong type reads as absent (the schema rules
 report it); a kind or apiVersion kaffinity does not know is not a workload.
+
+Besides the nine built-in kinds, objects of custom resources that embed a pod template are
+workloads too: the ones kaffinity knows (:data:`CUSTOM_WORKLOADS`: Argo Rollouts, OpenKruise,
+KEDA, Knative, OpenShift) and those configured in ``.kaffinity.yaml`` (``workloads``, passed in
+as ``workload_kinds``). See docs/workloads.md.
 """
 
 from __future__ import annotations
@@ -40,6 +45,171 @@ _WORKLOAD_GROUPS: dict[str, tuple[str, ...]] = {
     "CronJob": ("batch/",),
 }
 WORKLOAD_KINDS = frozenset(_WORKLOAD_GROUPS)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadKind:
+    """A kind beyond the built-in ones whose objects create pods from an embedded pod template:
+    a custom resource kaffinity knows (:data:`CUSTOM_WORKLOADS`) or one configured in
+    ``.kaffinity.yaml`` (``workloads``). Keyed by API group and kind, never by kind alone (an
+    ``apps.kruise.io`` StatefulSet is not an ``apps/v1`` one)."""
+
+    group: str
+    kind: str
+    #: The versions of the group it applies to; None: every version.
+    versions: tuple[str, ...] | None
+    #: Where the pod template (a core/v1 PodTemplateSpec: metadata and spec) is.
+    template: DataPath
+    #: How many pods run at once: the fields that say it (the first one written counts), and
+    #: the count when none is written.
+    replicas: tuple[DataPath, ...] = ()
+    default_replicas: int = 1
+    #: Job-like kinds: at most ``completions`` pods run at once (batch/v1 Job semantics).
+    completions: DataPath | None = None
+    #: The pods' label selector (a metav1 LabelSelector), if the kind has one.
+    selector: DataPath | None = None
+    #: The selector is a plain label map defaulting to the template's labels (as a ReplicationController's).
+    selector_map: bool = False
+    #: The built-in kind whose pods these resemble for placement: ReplicaSet (interchangeable
+    #: replicas), StatefulSet (ordinal pods), DaemonSet (one pod per eligible node) or Job.
+    controller: str = "ReplicaSet"
+    #: Labels the kind's controller adds to every pod (see kaffinity.expand.CONTROLLER_LABELS).
+    controller_labels: tuple[str, ...] = ()
+    #: Fields of the template's spec that are the kind's own, not a PodSpec's (not validated).
+    spec_fields: frozenset[str] = frozenset()
+
+    def matches(self, api_version: str, kind: str) -> bool:
+        if kind != self.kind:
+            return False
+        group, _, version = api_version.rpartition("/")
+        return group == self.group and (self.versions is None or version in self.versions)
+
+
+_KRUISE_VERSIONS = ("v1alpha1", "v1beta1")
+#: Custom resources whose objects kaffinity reads as workloads. Paths and defaults from each
+#: project's Go types and defaulting functions (cited per entry); strategies are not modelled
+#: (the rollout rules skip these kinds).
+CUSTOM_WORKLOADS: tuple[WorkloadKind, ...] = (
+    # github.com/argoproj/argo-rollouts pkg/apis/rollouts/v1alpha1/types.go RolloutSpec: Template
+    # corev1.PodTemplateSpec, Replicas (*int32, "Defaults to 1"), Selector; a Rollout with
+    # spec.workloadRef has no template and is not read as a workload (its Deployment is).
+    # DefaultRolloutUniqueLabelKey "rollouts-pod-template-hash" is set on every pod.
+    WorkloadKind(
+        "argoproj.io",
+        "Rollout",
+        ("v1alpha1",),
+        ("spec", "template"),
+        (("spec", "replicas"),),
+        1,
+        selector=("spec", "selector"),
+        controller_labels=("rollouts-pod-template-hash",),
+    ),
+    # github.com/openkruise/kruise apis/apps/v1alpha1/cloneset_types.go, v1beta1 likewise;
+    # apis/apps/defaults SetDefaultsCloneSet: replicas 1; strategy ReCreate/InPlace*, not a
+    # rolling update of Deployment's kind. cloneset utils WriteRevisionHash sets
+    # controller-revision-hash and its short form as pod-template-hash; each pod gets
+    # apps.kruise.io/cloneset-instance-id.
+    WorkloadKind(
+        "apps.kruise.io",
+        "CloneSet",
+        _KRUISE_VERSIONS,
+        ("spec", "template"),
+        (("spec", "replicas"),),
+        1,
+        selector=("spec", "selector"),
+        controller_labels=(
+            "controller-revision-hash",
+            "pod-template-hash",
+            "apps.kruise.io/cloneset-instance-id",
+        ),
+    ),
+    # Advanced StatefulSet, a fork of the upstream controller: apis/apps/v1beta1/statefulset_types.go,
+    # apis/apps/defaults/v1beta1.go SetDefaultsStatefulSet (replicas 1, OrderedReady); pods named
+    # by ordinal with controller-revision-hash and statefulset.kubernetes.io/pod-name.
+    WorkloadKind(
+        "apps.kruise.io",
+        "StatefulSet",
+        _KRUISE_VERSIONS,
+        ("spec", "template"),
+        (("spec", "replicas"),),
+        1,
+        selector=("spec", "selector"),
+        controller="StatefulSet",
+        controller_labels=("controller-revision-hash", "statefulset.kubernetes.io/pod-name"),
+    ),
+    # Advanced DaemonSet: apis/apps/v1alpha1/daemonset_types.go (selector, template); one pod
+    # per eligible node, as the upstream DaemonSet it forks.
+    WorkloadKind(
+        "apps.kruise.io",
+        "DaemonSet",
+        _KRUISE_VERSIONS,
+        ("spec", "template"),
+        selector=("spec", "selector"),
+        controller="DaemonSet",
+        controller_labels=("controller-revision-hash",),
+    ),
+    # KEDA: apis/keda/v1alpha1/scaledjob_types.go ScaledJobSpec.JobTargetRef *batchv1.JobSpec;
+    # each Job it creates runs parallelism pods (default 1) at most completions; the Jobs are
+    # batch/v1 Jobs, so kube-apiserver labels their pods (job-name, controller-uid).
+    WorkloadKind(
+        "keda.sh",
+        "ScaledJob",
+        ("v1alpha1",),
+        ("spec", "jobTargetRef", "template"),
+        (("spec", "jobTargetRef", "parallelism"),),
+        1,
+        completions=("spec", "jobTargetRef", "completions"),
+        controller="Job",
+        controller_labels=(
+            "batch.kubernetes.io/job-name",
+            "job-name",
+            "batch.kubernetes.io/controller-uid",
+            "controller-uid",
+        ),
+    ),
+    # Knative Serving: pkg/apis/serving/v1/service_types.go ServiceSpec.ConfigurationSpec.Template
+    # (RevisionTemplateSpec: metadata + RevisionSpec, a PodSpec inlined with Knative's own
+    # fields). Pods run at the initial scale (config-autoscaler initial-scale, default 1), or the
+    # template's min-scale annotation when written (pkg/apis/autoscaling/register.go
+    # MinScaleAnnotation: "autoscaling.knative.dev/min-scale", or the older "minScale"). No selector.
+    WorkloadKind(
+        "serving.knative.dev",
+        "Service",
+        ("v1",),
+        ("spec", "template"),
+        tuple(
+            ("spec", "template", "metadata", "annotations", f"autoscaling.knative.dev/{name}")
+            for name in ("min-scale", "minScale")
+        ),
+        1,
+        spec_fields=frozenset(
+            ("containerConcurrency", "timeoutSeconds", "responseStartTimeoutSeconds", "idleTimeoutSeconds")
+        ),
+    ),
+    # OpenShift: github.com/openshift/api apps/v1/types.go DeploymentConfigSpec: Template
+    # *corev1.PodTemplateSpec, Replicas int32 (no default: 0 when absent), Selector
+    # map[string]string (defaulted to the template's labels); each revision is a
+    # ReplicationController.
+    WorkloadKind(
+        "apps.openshift.io",
+        "DeploymentConfig",
+        ("v1",),
+        ("spec", "template"),
+        (("spec", "replicas"),),
+        0,
+        selector=("spec", "selector"),
+        selector_map=True,
+        controller="ReplicationController",
+    ),
+)
+
+
+def workload_kind(api_version: str, kind: str, custom: Iterable[WorkloadKind] = ()) -> WorkloadKind | None:
+    """The definition of a custom workload kind: configured ones first, then kaffinity's own."""
+    for definition in (*custom, *CUSTOM_WORKLOADS):
+        if definition.matches(api_version, kind):
+            return definition
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +372,8 @@ class Workload:
     ``replicas`` is the number of pods that run at once when rolled out, with the API defaults
     (1 for Deployments, ReplicaSets, ReplicationControllers, StatefulSets and Pods; Job and
     CronJob ``parallelism``, capped by ``completions``); None for a DaemonSet (one per eligible
-    node) and a PodTemplate (creates nothing itself).
+    node) and a PodTemplate (creates nothing itself). A custom kind's (``custom``) follow its
+    definition (:class:`WorkloadKind`).
     """
 
     ref: ObjectRef
@@ -213,6 +384,14 @@ class Workload:
     pod_management_policy: str | None
     pod: PodView
     template_path: DataPath
+    #: The definition of a custom resource kind (None for the nine built-in kinds).
+    custom: WorkloadKind | None = None
+
+    @property
+    def controller(self) -> str:
+        """The built-in kind whose controller creates these pods the same way (one pod per node,
+        ordinal pods, interchangeable replicas...): the kind itself for a built-in kind."""
+        return self.custom.controller if self.custom is not None else self.ref.kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,9 +492,27 @@ def namespace_labels(namespaces: Iterable[Namespace]) -> dict[str, dict[str, str
     return out
 
 
-def pod_template_path(kind: str) -> DataPath | None:
-    """Where a workload kind keeps its pod template; None for other kinds."""
-    return _TEMPLATE_PATHS.get(kind, ("spec", "template")) if kind in WORKLOAD_KINDS else None
+def custom_workload_kind(
+    data: Mapping[str, Any], workload_kinds: Iterable[WorkloadKind] = ()
+) -> WorkloadKind | None:
+    """The custom workload kind of an object (a custom resource's group has a dot), or None."""
+    kind, api_version = data.get("kind"), data.get("apiVersion")
+    if not isinstance(kind, str) or not isinstance(api_version, str):
+        return None
+    if "." not in api_version.partition("/")[0]:
+        return None
+    return workload_kind(api_version, kind, workload_kinds)
+
+
+def pod_template_path(
+    kind: str, api_version: str | None = None, workload_kinds: Iterable[WorkloadKind] = ()
+) -> DataPath | None:
+    """Where a workload kind keeps its pod template; None for other kinds. Without
+    ``api_version``, the built-in kinds by name alone; with it, custom kinds too."""
+    if api_version is None or (kind in _WORKLOAD_GROUPS and api_version.startswith(_WORKLOAD_GROUPS[kind])):
+        return _TEMPLATE_PATHS.get(kind, ("spec", "template")) if kind in WORKLOAD_KINDS else None
+    definition = workload_kind(api_version, kind, workload_kinds)
+    return definition.template if definition is not None else None
 
 
 _UNBUILT: Any = object()
@@ -324,11 +521,14 @@ _UNBUILT: Any = object()
 def build_inventory(
     documents: Iterable[Document],
     default_namespace: str = DEFAULT_NAMESPACE,
+    workload_kinds: Iterable[WorkloadKind] = (),
     cache: dict[int, Object | None] | None = None,
 ) -> Inventory:
-    """Reduce loaded documents to the typed objects kaffinity reads. ``cache``: the typed view
-    of each document already built, by id(document), shared by inventories of overlapping sets
-    of documents (the deployment units of one run, which share their base files)."""
+    """Reduce loaded documents to the typed objects kaffinity reads. ``workload_kinds``: the
+    custom workload kinds configured (Settings.workload_kinds). ``cache``: the typed view of
+    each document already built, by id(document), shared by inventories of overlapping sets of
+    documents (the deployment units of one run, which share their base files)."""
+    custom = tuple(workload_kinds)
     docs = tuple(documents)
     workloads: list[Workload] = []
     namespaces: list[Namespace] = []
@@ -337,9 +537,9 @@ def build_inventory(
     classes: list[PriorityClass] = []
     for doc in docs:
         if cache is None:
-            obj = build_object(doc, default_namespace)
+            obj = build_object(doc, default_namespace, custom)
         elif (obj := cache.get(id(doc), _UNBUILT)) is _UNBUILT:
-            obj = cache[id(doc)] = build_object(doc, default_namespace)
+            obj = cache[id(doc)] = build_object(doc, default_namespace, custom)
         if isinstance(obj, Workload):
             workloads.append(obj)
         elif isinstance(obj, Namespace):
@@ -376,7 +576,9 @@ def object_ref(doc: Document, default_namespace: str = DEFAULT_NAMESPACE) -> Obj
     return ObjectRef(str(data.get("apiVersion")), kind, namespace, name)
 
 
-def build_object(doc: Document, default_namespace: str = DEFAULT_NAMESPACE) -> Object | None:
+def build_object(
+    doc: Document, default_namespace: str = DEFAULT_NAMESPACE, workload_kinds: Iterable[WorkloadKind] = ()
+) -> Object | None:
     """The typed view of one document, or None for kinds kaffinity does not read."""
     data = doc.data
     kind, api_version = data.get("kind"), data.get("apiVersion")
@@ -384,6 +586,9 @@ def build_object(doc: Document, default_namespace: str = DEFAULT_NAMESPACE) -> O
         return None
     if kind in _WORKLOAD_GROUPS and api_version.startswith(_WORKLOAD_GROUPS[kind]):
         return _workload(doc, object_ref(doc, default_namespace))
+    definition = custom_workload_kind(data, workload_kinds)
+    if definition is not None:
+        return _custom_workload(doc, object_ref(doc, default_namespace), definition)
     if kind == "PriorityClass" and api_version.startswith("scheduling.k8s.io/"):
         return _priority_class(doc)
     if api_version != "v1" and not (kind == "PodDisruptionBudget" and api_version.startswith("policy/")):
@@ -433,6 +638,54 @@ def _workload(doc: Document, ref: ObjectRef) -> Workload:
         pod=pod,
         template_path=template_path,
     )
+
+
+def _custom_workload(doc: Document, ref: ObjectRef, definition: WorkloadKind) -> Workload | None:
+    """A custom resource's object as a workload; None without a pod template (an Argo Rollout
+    with ``workloadRef``, a patch that sets a few fields)."""
+    data = doc.data
+    template = dig(data, definition.template)
+    if not isinstance(template, Mapping):
+        return None
+    pod = _pod_view(template, definition.template)
+    selector: LabelSelector | None = None
+    if definition.selector is not None:
+        if definition.selector_map:
+            raw = _labels(dig(data, definition.selector)) or pod.labels
+            selector = LabelSelector(raw, (), definition.selector)
+        else:
+            selector = _label_selector(dig(data, definition.selector), definition.selector)
+    replicas: int | None = None
+    if definition.controller != "DaemonSet":
+        written = next(
+            (count for path in definition.replicas if (count := _count(dig(data, path))) is not None), None
+        )
+        replicas = definition.default_replicas if written is None else written
+        if definition.completions is not None:
+            completions = _int(dig(data, definition.completions))
+            replicas = replicas if completions is None else min(replicas, completions)
+    return Workload(
+        ref=ref,
+        doc=doc,
+        replicas=replicas,
+        selector=selector,
+        strategy=None,
+        pod_management_policy=(
+            _str(_map(data.get("spec")).get("podManagementPolicy")) or "OrderedReady"
+            if definition.controller == "StatefulSet"
+            else None
+        ),
+        pod=pod,
+        template_path=definition.template,
+        custom=definition,
+    )
+
+
+def _count(value: Any) -> int | None:
+    """An integer field, or a string of digits (an annotation such as Knative's min-scale)."""
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return _int(value)
 
 
 def _priority_class(doc: Document) -> PriorityClass:

@@ -156,7 +156,7 @@ class Shape:
         if self.invalid:
             return None
         if not self.eligible:
-            return None if self.workload.ref.kind == "DaemonSet" else NO_ELIGIBLE_NODE
+            return None if self.workload.controller == "DaemonSet" else NO_ELIGIBLE_NODE
         if any(absent.blocks for absent in self.absent):
             return TOPOLOGY_KEY_ABSENT
         if self.exceeds is not None and self.replicas > len(self.exceeds.domains):
@@ -254,7 +254,7 @@ class _Statics:
         self._values: dict[tuple[tuple[Any, ...], str], tuple[frozenset[str], bool]] = {}
 
     def eligible(self, workload: Workload, probe: SimPod) -> tuple[tuple[Any, ...], list[SimNode]]:
-        daemon = workload.ref.kind == "DaemonSet"
+        daemon = workload.controller == "DaemonSet"
         key = (daemon, probe.rules.signature())
         found = self._eligible.get(key)
         if found is None:
@@ -283,7 +283,7 @@ def _shape(sim: Simulation, statics: _Statics, workload: Workload) -> Shape:
     probe = sim.pod(workload)
     signature, eligible = statics.eligible(workload, probe)
     # A DaemonSet asks for one pod per node it targets.
-    replicas = len(eligible) if workload.ref.kind == "DaemonSet" else max(workload.replicas or 0, 0)
+    replicas = len(eligible) if workload.controller == "DaemonSet" else max(workload.replicas or 0, 0)
     shape = Shape(workload, probe, eligible, replicas)
     rules = probe.rules
     terms = (*rules.affinity, *rules.anti, *rules.preferred_affinity, *rules.preferred_anti)
@@ -346,7 +346,7 @@ def _probes(sim: Simulation, shape: Shape) -> list[SimPod]:
     """Pods of the workload to test a selector on: the first and, if different, the last replica
     (a StatefulSet's pods differ by their pod-name / pod-index labels)."""
     probes = [shape.probe]
-    if shape.workload.ref.kind == "StatefulSet" and shape.replicas > 1:
+    if shape.workload.controller == "StatefulSet" and shape.replicas > 1:
         probes.append(sim.pod(shape.workload, shape.replicas - 1))
     return probes
 
@@ -589,6 +589,9 @@ def node_related(node: SimNode, message: str, path: DataPath | None = None) -> R
 def replicas_field(workload: Workload) -> DataPath | None:
     """The field that sets how many pods run at once, when written (else None)."""
     kind = workload.ref.kind
+    if workload.custom is not None:
+        written = [path for path in workload.custom.replicas if dig(workload.doc.data, path) is not None]
+        return written[0] if written else None
     if kind in ("Deployment", "ReplicaSet", "ReplicationController", "StatefulSet"):
         path: DataPath = ("spec", "replicas")
     elif kind == "Job":
@@ -615,14 +618,14 @@ def pending_words(stuck: Stuck) -> str:
     if not pending:
         return "no pod is Pending now (its existing pods run), but every pod it creates anew stays Pending"
     workload = stuck.workload
-    if workload.ref.kind == "DaemonSet":
+    if workload.controller == "DaemonSet":
         nodes = [p.pod.rules.pinned or "?" for p in pending]
         if len(nodes) == 1:
             return f"its pod for node {nodes[0]} stays Pending"
         return f"its pods for {len(nodes)} nodes ({name_list(nodes)}) stay Pending"
     names = [pod_word(p) for p in pending]
     if (
-        workload.ref.kind == "StatefulSet"
+        workload.controller == "StatefulSet"
         and workload.pod_management_policy == "OrderedReady"
         and len(names) > 1
     ):

@@ -125,7 +125,7 @@ class PlacementRun:
 
 def placed(workload: Workload) -> bool:
     """Whether kaffinity places ``workload``'s pods (a kind that creates pods, for this scheduler)."""
-    kind = workload.ref.kind
+    kind = workload.controller  # a custom kind's pods are placed like those of its model
     if kind not in PLACED_KINDS:
         return False
     if kind == "Pod" and finished(workload):
@@ -260,14 +260,14 @@ def _claim(sim: Simulation, workload: Workload, claimed: set[SimPod]) -> list[Si
 
 
 def _new_pods(sim: Simulation, workload: Workload, current: list[SimPod]) -> Iterable[SimPod]:
-    if workload.ref.kind == "DaemonSet":
+    if workload.controller == "DaemonSet":
         taken = {pod.node.name for pod in current if pod.node is not None}
         for node in daemon_nodes(sim, workload):
             if node.name not in taken:
                 yield sim.daemon_pod(workload, node)
         return
     wanted = max(workload.replicas or 0, 0)
-    if workload.ref.kind == "StatefulSet":
+    if workload.controller == "StatefulSet":
         # Ordinals are identities: the missing ones are created (web-1 when web-0, web-2 run).
         ordinals = {ordinal_of(pod, workload) for pod in current}
         free = (i for i in range(wanted) if i not in ordinals)

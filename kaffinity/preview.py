@@ -21,7 +21,7 @@ from typing import Any
 from kaffinity.edits import Edit, add_entry, append_items, apply
 from kaffinity.expand import SCHEDULER, TermExpansion, WorkloadExpansion, expand
 from kaffinity.loader import SourceFile
-from kaffinity.model import LabelSelector, Workload, build_object, dig
+from kaffinity.model import LabelSelector, Workload, WorkloadKind, build_object, dig
 from kaffinity.source import format_path
 
 #: The documented shape of ``kaffinity expand --format json`` (docs/expansion.md).
@@ -49,12 +49,16 @@ class Previewed:
 
 
 def previews(
-    files: Sequence[SourceFile], version: str, gates: Mapping[str, bool], namespace: str
+    files: Sequence[SourceFile],
+    version: str,
+    gates: Mapping[str, bool],
+    namespace: str,
+    workload_kinds: Sequence[WorkloadKind] = (),
 ) -> Iterator[Previewed]:
     """Every workload with a term that names label keys, in input order."""
     for file in files:
         for doc in file.documents:
-            workload = build_object(doc, namespace)
+            workload = build_object(doc, namespace, workload_kinds)
             if isinstance(workload, Workload):
                 expansion = expand(workload, version, gates)
                 if expansion.terms:

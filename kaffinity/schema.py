@@ -214,7 +214,37 @@ def check_object(data: Mapping[str, Any], version: str, proposals: bool = False)
     validator = validator_for(version, proposals, api_version, kind)
     if validator is None:
         return []
-    valid = _valid_for(version, proposals, api_version, kind)
+    return _check(data, validator, _valid_for(version, proposals, api_version, kind), version)
+
+
+#: The definition that validates the pod template of a custom workload kind.
+_TEMPLATE = "kaffinity.PodTemplateSpec"
+
+
+@cache
+def _template_validator(version: str, proposals: bool) -> Validator:
+    validator: Validator = _validator_class(proposals)(_inlined(version, _TEMPLATE))
+    return validator
+
+
+@cache
+def _template_valid(version: str, proposals: bool) -> Check | None:
+    from kaffinity.fastschema import Unsupported, compile_schema
+
+    try:
+        return compile_schema(_template_validator(version, proposals).schema, _fast_keywords(proposals))
+    except Unsupported:
+        return None
+
+
+def check_template(template: Any, version: str, proposals: bool = False) -> list[SchemaProblem]:
+    """Every schema problem of a custom workload's pod template (a core/v1 PodTemplateSpec),
+    at paths relative to the template."""
+    validator = _template_validator(version, proposals)
+    return _check(template, validator, _template_valid(version, proposals), version)
+
+
+def _check(data: Any, validator: Validator, valid: Check | None, version: str) -> list[SchemaProblem]:
     if valid is not None and valid(data):
         return []  # the common case, decided without jsonschema (see kaffinity.fastschema)
     problems: list[SchemaProblem] = []

@@ -269,7 +269,7 @@ class SimPod:
         ref = self.workload.ref
         if self.existing or ref.kind == "Pod":
             return ref.name
-        if ref.kind == "StatefulSet":
+        if self.workload.controller == "StatefulSet":
             return f"{ref.name}-{self.replica}"
         return f"{ref.name}[{self.replica}]"
 
@@ -611,7 +611,7 @@ class Simulation:
         pod_anti = affinity.pod_anti_affinity if affinity else None
         tolerations = pod.tolerations
         node_terms = node_affinity.required if node_affinity else None
-        if workload.ref.kind == "DaemonSet":
+        if workload.controller == "DaemonSet":
             extra = [*DAEMON_TOLERATIONS, *((HOST_NETWORK_TOLERATION,) if pod.host_network else ())]
             tolerations = tolerations + tuple(Toleration(k, "Exists", "", e, None, ()) for k, e in extra)
             if pinned is not None:

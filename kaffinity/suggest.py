@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import difflib
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,9 @@ from kaffinity.model import (
     PodAffinityTerm,
     PodDisruptionBudget,
     Requirement,
+    WorkloadKind,
+    custom_workload_kind,
+    dig,
     object_ref,
 )
 from kaffinity.selectors import (
@@ -397,13 +400,17 @@ def _runs_pods(data: Any, depth: int = 0) -> bool:
     return any(key in _POD_KEYS or _runs_pods(value, depth + 1) for key, value in data.items())
 
 
-def custom_resource(doc: Document) -> bool:
-    """Whether the document is a custom resource that looks like it makes an operator run pods."""
+def custom_resource(doc: Document, workload_kinds: Iterable[WorkloadKind] = ()) -> bool:
+    """Whether the document is a custom resource that looks like it makes an operator run pods
+    the input does not show (not a custom workload kind: its pods are in the graph)."""
     api_version, kind = doc.data.get("apiVersion"), doc.data.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str) or "/" not in api_version:
         return False
     group = api_version.split("/", 1)[0]
     if "." not in group or group in _BUILTIN_GROUPS or kind in WORKLOAD_KINDS:
+        return False
+    definition = custom_workload_kind(doc.data, workload_kinds)
+    if definition is not None and isinstance(dig(doc.data, definition.template), Mapping):
         return False
     return _runs_pods(doc.data.get("spec"))
 
@@ -447,7 +454,7 @@ def unknown_pods(context: Context, relation: Relation) -> str | None:
                 fragments.setdefault(member.namespace, []).append(member)
         custom: dict[str, list[Document]] = {}
         for doc in context.inventory.documents:
-            if custom_resource(doc):
+            if custom_resource(doc, context.settings.workload_kinds):
                 namespace = object_ref(doc, graph.default_namespace).namespace or graph.default_namespace
                 custom.setdefault(namespace, []).append(doc)
         found = _Unknowns(fragments, custom, frozenset(member.namespace for member in graph.members.values()))

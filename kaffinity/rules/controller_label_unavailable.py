@@ -60,6 +60,12 @@ used by a workload whose controller does not add it:
 (Sources: the Deployment, StatefulSet, DaemonSet and Job controllers; the Job strategy's
 `generateSelector` in kube-apiserver.) Bare Pods, ReplicaSets and ReplicationControllers get none.
 
+Workloads of custom resources get what their own controller sets (docs/workloads.md): an Argo
+Rollout's pods carry `rollouts-pod-template-hash` (not `pod-template-hash`); an OpenKruise
+CloneSet's `controller-revision-hash`, `pod-template-hash` and `apps.kruise.io/cloneset-instance-id`;
+an Advanced StatefulSet's `controller-revision-hash` and `statefulset.kubernetes.io/pod-name`; a
+KEDA ScaledJob's pods the Job labels.
+
 ## Why it matters
 `matchLabelKeys: [pod-template-hash]` is the well-known fix for rolling updates of Deployments
 (KEP-3633 story 1, KEP-3243); copied into a StatefulSet or DaemonSet it does nothing, because
@@ -80,6 +86,7 @@ topologySpreadConstraints:
 
 ## Fix
 Use the label the workload's controller sets (`controller-revision-hash` for StatefulSets and
-DaemonSets, `pod-template-hash` for Deployments), or remove the key.
+DaemonSets, `pod-template-hash` for Deployments, `rollouts-pod-template-hash` for Argo Rollouts),
+or remove the key.
 """,
 )

@@ -28,7 +28,7 @@ def _check(context: Context) -> Iterator[Violation]:
     target = Target(settings.kube_version, dict(settings.feature_gates), settings.proposals)
     for workload in context.inventory.workloads:
         kind = workload.ref.kind
-        if kind not in _CREATORS or not context.expansions.of(workload).applied:
+        if workload.controller not in _CREATORS or not context.expansions.of(workload).applied:
             continue
         template = dig(workload.doc.data, workload.template_path)
         if not isinstance(template, dict):
@@ -47,7 +47,9 @@ def _check(context: Context) -> Iterator[Violation]:
         }
         prefix = format_path(workload.template_path) + "."
         accepted = {
-            (p.field, p.message) for p in validate(workload.doc.data, target) if p.rule == API_VALIDATION
+            (p.field, p.message)
+            for p in validate(workload.doc.data, target, settings.workload_kinds)
+            if p.rule == API_VALIDATION
         }
         for problem in validate(created, target):
             field = prefix + problem.field

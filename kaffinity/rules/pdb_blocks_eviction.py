@@ -132,14 +132,14 @@ def _count_workload(context: Context, member: Member, selected: _Selected, hpas:
     workload = member.workload
     assert workload is not None
     ref = workload.ref
-    kind = ref.kind
+    kind = workload.controller  # a custom kind (Argo Rollout...) counts as the kind it resembles
     namespace = ref.namespace or context.settings.namespace
     replicas_path: DataPath = (
         ("spec", "replicas") if dig(workload.doc.data, ("spec", "replicas")) is not None else ("spec",)
     )
     if kind in _SCALED:
         count = workload.replicas or 0
-        hpa = hpas.get((namespace, kind, ref.name))
+        hpa = hpas.get((namespace, ref.kind, ref.name))
         if hpa is not None:
             count = hpa[1]
             selected.parts.append(f"{ref}: {count} replicas at the HorizontalPodAutoscaler's minReplicas")

@@ -131,7 +131,7 @@ def _check(context: Context) -> Iterator[Violation]:
     for member in graph.workloads():
         workload = member.workload
         assert workload is not None
-        if workload.ref.kind not in REPLICATED:
+        if workload.controller not in REPLICATED:
             continue
         if not workload.pod.labels:
             # A template without labels is a fragment (a kustomize patch, a test fixture): apps/v1
