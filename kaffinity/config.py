@@ -57,6 +57,8 @@ class Settings:
     #: Processes that parse files (``--jobs``); None: one per core.
     jobs: int | None = None
     limits: Limits = DEFAULT_LIMITS
+    #: Leave out what git ignores when walking a folder in a git work tree (``--no-gitignore``).
+    gitignore: bool = True
 
     def overridden(self, **changes: Any) -> Settings:
         """These settings with the given (non-None) values replaced: flags over the file."""
@@ -167,6 +169,7 @@ def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
         cluster=paths([cluster])[0] if isinstance(cluster, str) else None,
         closed=bool(data.get("closed", False)),
         simulate=bool(data.get("simulate", True)),
+        gitignore=bool(data.get("gitignore", True)),
         context=paths(data.get("context") or ()),
         jobs=data.get("jobs"),
         limits=_limits(data.get("limits") or {}),
