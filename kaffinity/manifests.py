@@ -55,12 +55,20 @@ _BY_NAME = {
 _COMPOSE = re.compile(r"(?:docker-)?compose(?:[.-][^/]*)?\.ya?ml\Z")
 _VALUES = re.compile(r"values[^/]*\.ya?ml\Z")
 
-# Top-level keys at the start of a line (YAML block style, possibly quoted) with a value, or
-# JSON / flow-style keys with a string value.
-_API_VERSION = re.compile(
-    r"""^(?:apiVersion|"apiVersion"|'apiVersion')[ \t]*:[ \t]*[^\s#]|"apiVersion"\s*:\s*\"""", re.M
-)
-_KIND = re.compile(r"""^(?:kind|"kind"|'kind')[ \t]*:[ \t]*[^\s#]|"kind"\s*:\s*\"""", re.M)
+
+def _top_level_key(key: str, other: str) -> re.Pattern[str]:
+    """``key`` as a top-level key with a scalar value: in YAML block style at the start of a
+    line (``apiVersion: v1``, the key possibly quoted); in JSON at most four spaces in (``jq``
+    indents by two, ``kubectl -o json`` by four; keys nested deeper, such as an Azure template's
+    resources, do not count), possibly after the opening brace and the ``other`` key."""
+    value = r"[ \t]*:[ \t]*[^\s#{\[]"
+    yaml = rf"^(?:{key}|'{key}'){value}"
+    json = rf'^[ \t]{{0,4}}(?:\{{[ \t]*)?(?:"{other}"\s*:\s*"[^"\n]*"\s*,\s*)?"{key}"\s*:\s*[^\s#{{\[]'
+    return re.compile(f"{yaml}|{json}", re.M)
+
+
+_API_VERSION = _top_level_key("apiVersion", "kind")
+_KIND = _top_level_key("kind", "apiVersion")
 
 
 def is_kustomization(path: str) -> bool:
@@ -88,8 +96,18 @@ def skip_reason_for_name(path: str) -> str | None:
 
 def looks_like_manifest(text: str) -> bool:
     """Whether ``text`` is clearly meant as a Kubernetes manifest, even if it does not parse:
-    it has ``apiVersion:`` and ``kind:`` keys at the start of a line (or as JSON keys with a
-    string value). A cheap scan of the text, for files whose parse failed."""
+    it has top-level ``apiVersion`` and ``kind`` keys with values (YAML keys at the start of a
+    line, JSON keys near it). A cheap scan of the text, for files whose parse failed.
+
+    >>> looks_like_manifest("apiVersion: v1\\nkind: Pod\\nmetadata: {name: [\\n")
+    True
+    >>> looks_like_manifest('{\\n  "apiVersion": "v1",\\n  "kind": "Pod",\\n')
+    True
+    >>> looks_like_manifest("apiVersion: v2\\nname: chart\\n")  # Chart.yaml: no kind
+    False
+    >>> looks_like_manifest("- k8s:\\n    definition:\\n      apiVersion: v1\\n      kind: Pod\\n")
+    False
+    """
     return _API_VERSION.search(text) is not None and _KIND.search(text) is not None
 
 
