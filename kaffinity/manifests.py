@@ -61,9 +61,10 @@ def _top_level_key(key: str, other: str) -> re.Pattern[str]:
     line (``apiVersion: v1``, the key possibly quoted); in JSON at most four spaces in (``jq``
     indents by two, ``kubectl -o json`` by four; keys nested deeper, such as an Azure template's
     resources, do not count), possibly after the opening brace and the ``other`` key."""
-    value = r"[ \t]*:[ \t]*[^\s#{\[]"
-    yaml = rf"^(?:{key}|'{key}'){value}"
-    json = rf'^[ \t]{{0,4}}(?:\{{[ \t]*)?(?:"{other}"\s*:\s*"[^"\n]*"\s*,\s*)?"{key}"\s*:\s*[^\s#{{\[]'
+    # A scalar, or a template action (a chart template's `apiVersion: {{ template "x" . }}`).
+    scalar = r"(?:[^\s#{\[]|\{\{)"
+    yaml = rf"^(?:{key}|'{key}')[ \t]*:[ \t]*{scalar}"
+    json = rf'^[ \t]{{0,4}}(?:\{{[ \t]*)?(?:"{other}"\s*:\s*"[^"\n]*"\s*,\s*)?"{key}"\s*:\s*{scalar}'
     return re.compile(f"{yaml}|{json}", re.M)
 
 

@@ -172,6 +172,7 @@ def test_an_empty_list_is_a_manifest(tmp_path: Path) -> None:
         ('{"apiVersion": "v1", "kind": "Pod", "metadata": {', True),
         ('{"kind":"Pod","apiVersion":"v1"', True),
         ("---\nfoo: 1\n---\napiVersion: v1\nkind: ConfigMap\ndata: [\n", True),
+        ('kind: NetworkPolicy\napiVersion: {{ template "minio.apiVersion" . }}\n', True),  # a chart template
         ("apiVersion: v2\nname: rook-ceph\n", False),  # Chart.yaml
         ("swagger: '2.0'\ndefinitions:\n  x:\n    kind: HTTPProxy\n    apiVersion: v1\n", False),
         ('{\n  "resources": [\n    {\n      "apiVersion": "2019-01-01",\n      "kind": "StorageV2"\n', False),
