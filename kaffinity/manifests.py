@@ -33,7 +33,10 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kaffinity.loader import SourceFile
 
 #: The names kustomize reads in a folder (sigs.k8s.io/kustomize/api/konfig
 #: ``RecognizedKustomizationFileNames``).
@@ -112,13 +115,8 @@ def looks_like_manifest(text: str) -> bool:
     return _API_VERSION.search(text) is not None and _KIND.search(text) is not None
 
 
-def is_object(data: Any) -> bool:
-    """Whether one parsed document is a Kubernetes object: a mapping with a string ``apiVersion``
-    and ``kind`` (a ``List`` counts, whatever its items)."""
-    return (
-        isinstance(data, dict)
-        and isinstance(data.get("apiVersion"), str)
-        and isinstance(data.get("kind"), str)
-        and bool(data["apiVersion"])
-        and bool(data["kind"])
-    )
+def is_manifest_file(file: SourceFile) -> bool:
+    """Whether a loaded file is read as Kubernetes manifests (not skipped, see
+    :attr:`kaffinity.loader.SourceFile.skipped`). A file that could not be read or parsed but is
+    meant as a manifest counts: its ``parse-error`` is reported."""
+    return file.skipped is None
