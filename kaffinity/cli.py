@@ -225,6 +225,14 @@ def lint(
         ),
     ] = None,
     build: _Render = None,
+    no_gitignore: Annotated[
+        bool,
+        typer.Option(
+            "--no-gitignore",
+            help="Also read the files git ignores in the folders walked "
+            "(default: left out; also gitignore: in the config).",
+        ),
+    ] = False,
 ) -> None:
     """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage."""
     from kaffinity.engine import Context
@@ -237,6 +245,8 @@ def lint(
     settings = _settings(
         config, no_config, kube_version, feature_gates, proposals, select, ignore, namespace, exclude
     ).overridden(cluster=cluster, closed=closed, simulate=simulate, jobs=jobs, render=build)
+    if no_gitignore:
+        settings = replace(settings, gitignore=False)
     if max_file_size is not None:
         settings = replace(settings, limits=replace(settings.limits, file_size=_size_option(max_file_size)))
     if fail_on is not None:
@@ -618,7 +628,9 @@ def _load(
     from kaffinity.parallel import default_jobs
 
     jobs = settings.jobs or default_jobs()
-    files: list[SourceFile] = load(targets, excluded, seen, jobs=jobs, limits=settings.limits)
+    files: list[SourceFile] = load(
+        targets, excluded, seen, jobs=jobs, limits=settings.limits, gitignore=settings.gitignore
+    )
     if stdin_filename and STDIN in targets:
         # Findings take their file from the document: rename both.
         files = [
@@ -741,7 +753,14 @@ def _load_in_context(
     from kaffinity.parallel import default_jobs
 
     excluded = ExcludeFn(settings.exclude) if settings.exclude else None
-    more = load(context_paths, excluded, seen, jobs=settings.jobs or default_jobs(), limits=settings.limits)
+    more = load(
+        context_paths,
+        excluded,
+        seen,
+        jobs=settings.jobs or default_jobs(),
+        limits=settings.limits,
+        gitignore=settings.gitignore,
+    )
     broken = [file for file in more if any(problem.rule == "parse-error" for problem in file.problems)]
     if broken:
         first = broken[0]
@@ -802,17 +821,23 @@ def _load_cluster(settings: Settings) -> Cluster | None:
     if not os.path.exists(settings.cluster):
         typer.echo(f"{settings.cluster}: error: cluster file not found", err=True)
         raise typer.Exit(2)
-    return cluster_from(load([settings.cluster], limits=settings.limits), settings.namespace)
+    # A cluster file is read whatever it holds: what it lacks is reported by cluster_from.
+    files = load([settings.cluster], limits=settings.limits, gitignore=False, manifests_only=False)
+    return cluster_from(files, settings.namespace)
 
 
 def _load_problems(files: list[SourceFile]) -> bool:
-    """Report files that could not be loaded (one line each, on stderr); True if there were any."""
+    """Report the loader's problems (one line each, on stderr); True if a file could not be
+    read or parsed (``parse-error``, exit 2). An unrendered Helm template is a warning, as in
+    lint."""
     found = False
     for file in files:
         for problem in file.problems:
             where = f"{file.name}:{problem.span.line}:{problem.span.column}" if problem.span else file.name
-            typer.echo(f"{where}: error [{problem.rule}] {problem.message}", err=True)
-            found = True
+            load_error = problem.rule == "parse-error"
+            severity = "error" if load_error else "warning"
+            typer.echo(f"{where}: {severity} [{problem.rule}] {problem.message}", err=True)
+            found = found or load_error
     return found
 
 

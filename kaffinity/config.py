@@ -67,6 +67,8 @@ class Settings:
     #: Custom workload kinds configured (``workloads``), read before kaffinity's own
     #: (:data:`kaffinity.model.CUSTOM_WORKLOADS`).
     workload_kinds: tuple[WorkloadKind, ...] = ()
+    #: Leave out what git ignores when walking a folder in a git work tree (``--no-gitignore``).
+    gitignore: bool = True
 
     def overridden(self, **changes: Any) -> Settings:
         """These settings with the given (non-None) values replaced: flags over the file."""
@@ -198,6 +200,7 @@ def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
         cluster=paths([cluster])[0] if isinstance(cluster, str) else None,
         closed=bool(data.get("closed", False)),
         simulate=bool(data.get("simulate", True)),
+        gitignore=bool(data.get("gitignore", True)),
         context=paths(data.get("context") or ()),
         jobs=data.get("jobs"),
         limits=_limits(data.get("limits") or {}),

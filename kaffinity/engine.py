@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from kaffinity.units import Layout
 
 _SPECIFICITY_ALL, _SPECIFICITY_CATEGORY, _SPECIFICITY_RULE = 0, 1, 2
+#: The rule of input that could not be read or parsed: always reported, and the run exits 2.
+LOAD_ERROR = "parse-error"
 
 
 class Context:
@@ -145,6 +147,8 @@ class LintResult:
     severities: dict[str, Severity] = field(default_factory=dict)
     #: The deployment units the input was read as, when there were several (kaffinity.units).
     units: tuple[str, ...] = ()
+    #: Files read and skipped: not Kubernetes manifests (``SourceFile.skipped``); not in ``files``.
+    skipped: int = 0
 
     def failed(self, threshold: Severity | None) -> bool:
         return threshold is not None and any(f.severity.reaches(threshold) for f in self.findings)
@@ -269,19 +273,29 @@ def _lint(
         run.unit = ""
     run.unused_suppressions(rules)
     shown = files if reported is None else [file for file in files if file.name in run.reported]
+    skipped = sum(1 for file in shown if file.skipped is not None)
+    # A load error is reported whatever the selection: its rule is listed with the run's rules.
+    from kaffinity.rules import BY_NAME
+
+    forced = sorted({finding.rule for finding in run.findings} - set(run.enabled))
+    shown_rules = enabled + tuple(BY_NAME[name] for name in forced)
     return LintResult(
         findings=tuple(sorted(run.merged(), key=Finding.sort_key)),
-        rules=enabled,
-        files=len(shown),
+        rules=shown_rules,
+        files=len(shown) - skipped,
+        skipped=skipped,
         documents=sum(len(file.documents) for file in shown),
         suppressed=run.suppressed,
         load_errors=any(
-            problem.rule == "parse-error"
+            problem.rule == LOAD_ERROR
             for file in (*shown, *(cluster.files if cluster is not None else ()))
             for problem in file.problems
         ),
         internal_errors=tuple(run.internal_errors),
-        severities={rule.name: severity_of(rule, settings) for rule in enabled},
+        severities={
+            rule.name: severity_of(rule, settings) if rule.name in run.enabled else rule.severity
+            for rule in shown_rules
+        },
         units=tuple(unit.name for unit in layout.units) if several and layout is not None else (),
     )
 
@@ -336,13 +350,26 @@ class _Run:
                 self.all_suppressions.extend(found)
 
     def load_problems(self, cluster: Sequence[SourceFile] = ()) -> None:
-        """The loader's problems, as findings: those of the reported files and of the cluster."""
+        """The loader's problems, as findings: those of the reported files and of the cluster.
+
+        A load error (``parse-error``: input that could not be read or parsed) is always
+        reported, at its own severity (error), whatever ``--select``/``--ignore``, ``severity:``
+        and suppressions say: the run exits 2 because of it, and must say why. Other problems
+        (``helm-template``) are findings like any other.
+        """
+        from kaffinity.rules import BY_NAME
+
         for always, files in ((False, self.files), (True, cluster)):
             for file in files:
                 for problem in file.problems:
-                    rule = self.enabled.get(problem.rule)
-                    if rule is not None:
+                    if problem.rule == LOAD_ERROR:
+                        rule = BY_NAME[LOAD_ERROR]
                         finding = self._finding(rule, file.name, problem.span, problem.message)
+                        self.add(replace(finding, severity=rule.severity), always=always, load_error=True)
+                        continue
+                    enabled = self.enabled.get(problem.rule)
+                    if enabled is not None:
+                        finding = self._finding(enabled, file.name, problem.span, problem.message)
                         self.add(finding, always=always)
 
     def check(self, rule: Rule, context: Context) -> None:
@@ -378,15 +405,26 @@ class _Run:
         )
         self.add(finding, self.annotations.get(id(doc), ()))
 
-    def add(self, finding: Finding, annotations: Iterable[Suppression] = (), *, always: bool = False) -> None:
+    def add(
+        self,
+        finding: Finding,
+        annotations: Iterable[Suppression] = (),
+        *,
+        always: bool = False,
+        load_error: bool = False,
+    ) -> None:
         """Record a finding unless an annotation on its object or a comment covers it, or it
-        concerns only context files (neither it nor a related place is in a reported file)."""
+        concerns only context files (neither it nor a related place is in a reported file).
+        ``load_error``: no suppression covers it."""
         if not (
             always
             or self.everything
             or finding.file in self.reported
             or any(place.file in self.reported for place in finding.related)
         ):
+            return
+        if load_error:
+            self.findings.append(finding)
             return
         comments = self.comments.get(finding.file, {}).get(finding.line or 0, [])
         covering = [

@@ -113,12 +113,18 @@ class LoadProblem:
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A file (or stdin) as loaded: its text, its objects and what went wrong."""
+    """A file (or stdin) as loaded: its text, its objects and what went wrong.
+
+    ``skipped``: why the file is not a Kubernetes manifest (:mod:`kaffinity.manifests`), or None
+    for a manifest. A skipped file has no text, documents or problems: nothing in it is linted
+    or reported, and reports count it apart (``summary.skipped``).
+    """
 
     name: str
     text: str
     documents: tuple[Document, ...]
     problems: tuple[LoadProblem, ...]
+    skipped: str | None = None
 
 
 class _LoadError(Exception):
@@ -601,6 +607,16 @@ def _with_type(data: PosDict, api_version: str, kind: str) -> PosDict:
 def read_text(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str, LoadProblem | None]:
     """Display name, decoded text and the problem if the file could not be read or decoded,
     or is larger than ``limits.file_size`` (then no more than that is read)."""
+    name, raw, problem = _read_bytes(path, limits)
+    if problem is not None:
+        return name, "", problem
+    text, problem = _decoded(raw)
+    return name, text, problem
+
+
+def _read_bytes(path: str, limits: Limits) -> tuple[str, bytes, LoadProblem | None]:
+    """Display name, the bytes, and the problem if the file could not be read or is larger than
+    ``limits.file_size`` (then no more than that is read)."""
     name = STDIN_NAME if path == STDIN else path
     size: int | None = None  # the size a file reports (a pipe's, or stdin's, is not known)
     try:
@@ -622,20 +638,24 @@ def read_text(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str, Loa
                 else:
                     raw, size = b"", info.st_size  # never read
     except OSError as error:
-        return name, "", LoadProblem("parse-error", f"cannot read: {error.strerror or error}", None)
+        return name, b"", LoadProblem("parse-error", f"cannot read: {error.strerror or error}", None)
     if size is not None or len(raw) > limits.file_size:
         what = f"{_size(size)}, more" if size is not None else "more"
         message = (
             f"{what} than the limit of {_size(limits.file_size)} per file "
             "(limits: file-size in .kaffinity.yaml, or --max-file-size)"
         )
-        return name, "", LoadProblem("parse-error", message, Span(1, 1))
+        return name, b"", LoadProblem("parse-error", message, Span(1, 1))
+    return name, raw, None
+
+
+def _decoded(raw: bytes) -> tuple[str, LoadProblem | None]:
     try:
-        return name, decode(raw), None
+        return decode(raw), None
     except _LoadError as error:
-        return name, "", LoadProblem("parse-error", error.message, error.span)
+        return "", LoadProblem("parse-error", error.message, error.span)
     except UnicodeDecodeError as error:
-        return name, "", LoadProblem("parse-error", f"cannot decode: {error.reason}", None)
+        return "", LoadProblem("parse-error", f"cannot decode: {error.reason}", None)
 
 
 def _read_up_to(handle: Any, limit: int) -> bytes:
@@ -662,16 +682,58 @@ def _size(size: int) -> str:
     return f"{size} bytes"
 
 
-def read(path: str, limits: Limits = DEFAULT_LIMITS) -> SourceFile:
-    """Read and parse one file, or stdin for ``-``."""
-    name, text, problem = read_text(path, limits)
+def read(path: str, limits: Limits = DEFAULT_LIMITS, *, manifests_only: bool = True) -> SourceFile:
+    """Read and parse one file, or stdin for ``-``.
+
+    ``manifests_only``: a file that is not a Kubernetes manifest comes back skipped, with its
+    reason (:mod:`kaffinity.manifests`: by name without reading it, or by content); off for
+    inputs that are not manifests by design (the cluster file).
+    """
+    if manifests_only and path != STDIN:
+        from kaffinity.manifests import skip_reason_for_name
+
+        reason = skip_reason_for_name(path)
+        if reason is not None:
+            return SourceFile(path, "", (), (), reason)
+    name, raw, problem = _read_bytes(path, limits)
     if problem is not None:
-        return SourceFile(name, text, (), (problem,))
-    return parse(name, text, limits)
+        return SourceFile(name, "", (), (problem,))  # unreadable, or past the size limit
+    text, problem = _decoded(raw)
+    if problem is not None:
+        file = SourceFile(name, "", (), (problem,))
+        if manifests_only and path != STDIN:
+            # Not text: only the bytes can say whether it was meant as a manifest.
+            return _classified(file, raw.decode("utf-8", "replace"))
+        return file
+    file = parse(name, text, limits)
+    return _classified(file, text, stdin=path == STDIN) if manifests_only else file
+
+
+def _classified(file: SourceFile, text: str, *, stdin: bool = False) -> SourceFile:
+    """``file``, or the same file skipped when it is no Kubernetes manifest: it holds no object,
+    and its text does not look like a manifest either (a broken one is still reported). On
+    stdin, which is piped to kaffinity on purpose, every problem is reported."""
+    if file.documents:
+        return file
+    from kaffinity.manifests import looks_like_manifest
+
+    if looks_like_manifest(text) or (stdin and file.problems):
+        return file
+    if file.problems:
+        reason = "does not parse as YAML or JSON, and has no apiVersion and kind"
+    elif text.strip():
+        reason = "no Kubernetes object (no document with apiVersion and kind)"
+    else:
+        reason = "empty"
+    return SourceFile(file.name, "", (), (), reason)
 
 
 def discover(
-    paths: Iterable[str], excluded: ExcludeFn | None = None, seen: set[tuple[int, int]] | None = None
+    paths: Iterable[str],
+    excluded: ExcludeFn | None = None,
+    seen: set[tuple[int, int]] | None = None,
+    *,
+    gitignore: bool = True,
 ) -> Iterator[str]:
     """Expand paths into manifest files, in a stable order.
 
@@ -680,6 +742,9 @@ def discover(
     followed once (loops survive). ``-`` stands for stdin. A path that does not exist is yielded
     as is, so that reading it reports the problem. ``seen``: the (device, inode) pairs of files
     and folders already read by an earlier call, which are skipped (the set is updated).
+    ``gitignore``: in a folder inside a git work tree, what git ignores (``.gitignore``,
+    ``.git/info/exclude``, the global excludes file) is not walked; files named explicitly are
+    read whatever git says (:func:`kaffinity.repository.ignored_paths`, one git call per folder).
     """
     if seen is None:
         seen = set()
@@ -690,19 +755,28 @@ def discover(
         if excluded is not None and excluded(path):
             continue
         if os.path.isdir(path):
-            yield from _walk(path, seen, excluded)
+            yield from _walk(path, seen, excluded, gitignore)
         elif _first_visit(path, seen):
             yield path
 
 
-def _walk(top: str, seen: set[tuple[int, int]], excluded: ExcludeFn | None) -> Iterator[str]:
+def _walk(
+    top: str, seen: set[tuple[int, int]], excluded: ExcludeFn | None, gitignore: bool = True
+) -> Iterator[str]:
     if not _first_visit(top, seen):
         return
+    ignored: frozenset[str] = frozenset()
+    if gitignore:
+        from kaffinity.repository import ignored_paths
+
+        ignored = ignored_paths(top)
     for root, dirs, files in os.walk(top, followlinks=True):
         kept = []
         for directory in sorted(dirs):
             full = os.path.join(root, directory)
             if directory.startswith(".") or (excluded is not None and excluded(full)):
+                continue
+            if ignored and os.path.normpath(full) in ignored:
                 continue
             if _first_visit(full, seen):
                 kept.append(directory)
@@ -713,6 +787,7 @@ def _walk(top: str, seen: set[tuple[int, int]], excluded: ExcludeFn | None) -> I
                 file.endswith(MANIFEST_SUFFIXES)
                 and not file.startswith(".")
                 and not (excluded is not None and excluded(full))
+                and not (ignored and os.path.normpath(full) in ignored)
                 and _first_visit(full, seen, regular=True)
             ):
                 yield full
@@ -794,10 +869,14 @@ def load(
     seen: set[tuple[int, int]] | None = None,
     jobs: int = 1,
     limits: Limits = DEFAULT_LIMITS,
+    *,
+    gitignore: bool = True,
+    manifests_only: bool = True,
 ) -> list[SourceFile]:
-    """Discover and read every manifest under ``paths`` (skipping those in ``seen``, see
-    :func:`discover`), parsing in up to ``jobs`` processes (:mod:`kaffinity.parallel`; the
-    result is the same for any ``jobs``).
+    """Discover and read every manifest under ``paths`` (skipping those in ``seen``, and in
+    folders what git ignores unless ``gitignore`` is off, see :func:`discover`), parsing in up to
+    ``jobs`` processes (:mod:`kaffinity.parallel`; the result is the same for any ``jobs``).
+    Files that are not Kubernetes manifests come back skipped (:func:`read`, ``manifests_only``).
 
     What is loaded lives as long as the run, so it is moved out of the garbage collector's
     reach afterwards (``gc.freeze``): otherwise the first collection after loading walks every
@@ -811,17 +890,17 @@ def load(
     progress = current()
     with _gc_paused():
         with progress.stage("finding files"):
-            found = list(discover(paths, excluded, seen))
+            found = list(discover(paths, excluded, seen, gitignore=gitignore))
         files = []
         with progress.stage("reading files", len(found)):
             if jobs > 1:
                 from kaffinity.parallel import read_all
 
-                files = read_all(found, jobs, limits, progress.tick)
+                files = read_all(found, jobs, limits, progress.tick, manifests_only=manifests_only)
             else:
                 for path in found:
                     progress.tick(path)
-                    files.append(read(path, limits))
+                    files.append(read(path, limits, manifests_only=manifests_only))
         # Frozen before the collector is enabled again: the first allocation after that would
         # otherwise start a collection of the youngest generation, which is now every object
         # loaded (0.4 s at 10,000 workloads).

@@ -46,11 +46,11 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _read_chunk(paths: Sequence[str], limits: Limits) -> list[SourceFile]:
+def _read_chunk(paths: Sequence[str], limits: Limits, manifests_only: bool = True) -> list[SourceFile]:
     """A worker's task: read and parse some files (never raises for bad input)."""
     from kaffinity.loader import read
 
-    return [read(path, limits) for path in paths]
+    return [read(path, limits, manifests_only=manifests_only) for path in paths]
 
 
 def _ignore(path: str) -> None:
@@ -78,7 +78,12 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 def read_all(
-    paths: Sequence[str], jobs: int, limits: Limits, tick: Callable[[str], None] = _ignore
+    paths: Sequence[str],
+    jobs: int,
+    limits: Limits,
+    tick: Callable[[str], None] = _ignore,
+    *,
+    manifests_only: bool = True,
 ) -> list[SourceFile]:
     """:func:`kaffinity.loader.read` of every path, in order, in ``jobs`` processes: this one
     and ``jobs - 1`` workers.
@@ -96,7 +101,7 @@ def read_all(
         files = []
         for path in chunk:
             tick(path)
-            files.append(read(path, limits))
+            files.append(read(path, limits, manifests_only=manifests_only))
         return files
 
     if jobs <= 1 or len(paths) < MIN_FILES:
@@ -121,7 +126,7 @@ def read_all(
             while front <= back and len(running) < 2 * workers:
                 if STDIN not in chunks[front]:
                     try:
-                        future = pool.submit(_read_chunk, chunks[front], limits)
+                        future = pool.submit(_read_chunk, chunks[front], limits, manifests_only)
                     except (BrokenProcessPool, OSError):  # e.g. fork refused: read here
                         return
                     future.add_done_callback(partial(_ticked, tick, chunks[front]))

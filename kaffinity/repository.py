@@ -47,6 +47,24 @@ def repository_manifests(start: str = ".") -> list[str] | None:
     return files
 
 
+def ignored_paths(folder: str) -> frozenset[str]:
+    """What git ignores below ``folder`` (``.gitignore``, ``.git/info/exclude``, the global
+    excludes file): untracked files and whole folders, as normalised paths that start with
+    ``folder`` as given. Empty when ``folder`` is in no work tree or git is unavailable; tracked
+    files are never ignored, as in git. One ``git ls-files`` call; a folder git ignores entirely
+    was named on purpose, so nothing below it counts as ignored.
+    """
+    listed = _git(folder, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory")
+    if not listed:
+        return frozenset()
+    ignored = set()
+    for name in listed.split("\0"):
+        path = os.path.normpath(os.path.join(folder, name))
+        if name and path != os.path.normpath(folder):
+            ignored.add(path)
+    return frozenset(ignored)
+
+
 def _git(cwd: str, *args: str) -> str | None:
     try:
         done = subprocess.run(

@@ -229,7 +229,7 @@ def _kustomization_in(folder: str) -> str | None:
 def _read_kustomization(path: str, limits: Limits) -> Kustomization | None:
     from kaffinity.loader import read
 
-    source = read(path, limits)
+    source = read(path, limits, manifests_only=False)
     if source.problems or not source.documents:
         return None
     data = source.documents[0].data

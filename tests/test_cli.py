@@ -120,7 +120,7 @@ def test_installed_command_runs_from_any_folder(tmp_path: Path) -> None:
 
 def test_exclude_and_namespace_flags(tmp_path: Path) -> None:
     (tmp_path / "vendor").mkdir()
-    (tmp_path / "vendor" / "broken.yaml").write_text("a: [\n")
+    (tmp_path / "vendor" / "broken.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: [\n")
     (tmp_path / "app.yaml").write_text(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {kaffinity.io/ignore: all}\n"
     )

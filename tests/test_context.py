@@ -217,7 +217,7 @@ def test_an_unreadable_context_file_is_noted_not_reported(tmp_path: Path) -> Non
     (tmp_path / "web.yaml").write_text(WEB)
     (tmp_path / "ctx").mkdir()
     (tmp_path / "ctx" / "cache.yaml").write_text(CACHE)
-    (tmp_path / "ctx" / "broken.yaml").write_text("a: [\n")
+    (tmp_path / "ctx" / "broken.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: [\n")
     code, report, stderr = _lint(tmp_path, "--no-config", "--context", "ctx", "web.yaml")
     assert (code, report["findings"]) == (0, [])
     assert stderr.startswith("kaffinity: note: 1 context file(s) could not be read")
@@ -227,7 +227,7 @@ def test_an_unreadable_context_file_is_noted_not_reported(tmp_path: Path) -> Non
 def test_a_broken_changed_file_still_exits_2(tmp_path: Path) -> None:
     (tmp_path / "ctx").mkdir()
     (tmp_path / "ctx" / "cache.yaml").write_text(CACHE)
-    (tmp_path / "web.yaml").write_text("a: [\n")
+    (tmp_path / "web.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: [\n")
     code, report, _ = _lint(tmp_path, "--no-config", "--context", "ctx", "web.yaml")
     assert code == 2
     assert _rules(report) == [("web.yaml", "parse-error")]

@@ -454,7 +454,7 @@ def test_graph_command_highlights_findings_and_writes_dot_and_json(tmp_path: Pat
 def test_graph_command_reports_bad_input_and_a_missing_cluster(tmp_path: Path) -> None:
     good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
     good.write_text(PAIR)
-    bad.write_text("kind: [unclosed\n")
+    bad.write_text("apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n")
     result = runner.invoke(app, ["graph", "--no-config", str(good), str(bad)])
     assert result.exit_code == 2
     assert "bad.yaml:" in result.stderr and "Traceback" not in result.output

@@ -18,23 +18,36 @@ GOOD = (
     "  annotations:\n    kaffinity.io/ignore: nothing-here\n"
 )
 
+# Each is clearly meant as a manifest (apiVersion and kind keys at the start of a line), so
+# it is a parse-error; the same damage in YAML that is no manifest is skipped (NOT_MANIFESTS).
+_MANIFEST = b"apiVersion: v1\nkind: List\n"
+_BOMB = b'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + b"".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n".encode() for i in range(8)
+)
 HOSTILE: dict[str, tuple[bytes, int | None]] = {
     # name: (content, the line the error must name; None when no line exists)
     "malformed.yaml": (b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: [x\n  labels: {}\n", 5),
-    "binary.yaml": (b"apiVersion: v1\n\x00\x01\x02\xff\xfe", 2),
+    "binary.yaml": (b"apiVersion: v1\nkind: Pod\n\x00\x01\x02\xff\xfe", 3),
     "latin1.yaml": (b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: caf\xe9\n", 4),
-    "deep.yaml": (b"a: " + b"[" * 10_000 + b"]" * 10_000 + b"\n", 1),
-    "deeper.json": (b"[" * 200_000 + b"]" * 200_000, 1),
-    "compact.yaml": (b"- " * 30_000 + b"x\n", 1),
-    "bomb.yaml": (
-        b'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
-        + b"".join(
-            f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n".encode()
-            for i in range(8)
-        ),
-        None,
+    "deep.yaml": (_MANIFEST + b"a: " + b"[" * 10_000 + b"]" * 10_000 + b"\n", 3),
+    "deeper.json": (
+        b'{"apiVersion": "v1", "kind": "List", "items": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
+        1,
     ),
+    "compact.yaml": (_MANIFEST + b"items:\n" + b"- " * 30_000 + b"x\n", 4),
+    "bomb.yaml": (_MANIFEST + _BOMB, None),
     "tabs.yaml": (b"apiVersion: v1\nkind: Pod\nmetadata:\n\tname: x\n", 4),
+}
+# The same hostile content in files that do not look like manifests: skipped quietly, and
+# still no traceback, no hang, no memory blow-up.
+NOT_MANIFESTS: dict[str, bytes] = {
+    "binary.yaml": b"\x00\x01\x02\xff\xfe",
+    "latin1.yaml": b"name: caf\xe9\n",
+    "deep.yaml": b"a: " + b"[" * 10_000 + b"]" * 10_000 + b"\n",
+    "deeper.json": b"[" * 200_000 + b"]" * 200_000,
+    "compact.yaml": b"- " * 30_000 + b"x\n",
+    "bomb.yaml": _BOMB,
+    "tabs.yaml": b"services:\n\tweb: {}\n",
 }
 
 
@@ -58,6 +71,18 @@ def test_each_hostile_file_gives_one_line_error_exit_2(hostile_dir: Path, name: 
     line = HOSTILE[name][1]
     prefix = f"{hostile_dir / name}:{line}:" if line else f"{hostile_dir / name}:"
     assert headline[0].startswith(prefix), headline[0]
+
+
+def test_hostile_files_that_are_no_manifests_are_skipped(tmp_path: Path) -> None:
+    for name, content in NOT_MANIFESTS.items():
+        (tmp_path / name).write_bytes(content)
+    (tmp_path / "zz-good.yaml").write_text(GOOD)
+    completed = run_cli("lint", "--no-config", "--format", "json", str(tmp_path))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert completed.stderr == ""
+    report = json.loads(completed.stdout)
+    assert [finding["rule"] for finding in report["findings"]] == ["unused-suppression"]
+    assert (report["summary"]["files"], report["summary"]["skipped"]) == (1, len(NOT_MANIFESTS))
 
 
 def test_alias_bomb_names_its_line(hostile_dir: Path) -> None:

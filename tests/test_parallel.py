@@ -41,11 +41,11 @@ def _snapshot(files: Sequence[SourceFile]) -> list[Any]:
 
 
 # Tasks are sent to workers by name, so these stand-ins live at module level.
-def _tagged(paths: Sequence[str], limits: Limits) -> list[SourceFile]:
+def _tagged(paths: Sequence[str], limits: Limits, manifests_only: bool = True) -> list[SourceFile]:
     return [SourceFile(f"{os.getpid()}:{path}", "", (), ()) for path in paths]
 
 
-def _die(paths: Sequence[str], limits: Limits) -> list[SourceFile]:
+def _die(paths: Sequence[str], limits: Limits, manifests_only: bool = True) -> list[SourceFile]:
     os._exit(9)
 
 

@@ -137,11 +137,11 @@ def test_github_escaping_follows_the_actions_toolkit() -> None:
 
 def test_github_annotations(tmp_path: Path) -> None:
     bad = tmp_path / "we:ird,name.yaml"
-    bad.write_text("a: [\n")
+    bad.write_text("apiVersion: v1\nkind: Pod\nmetadata: [\n")
     code, out = _report("github", str(bad))
     assert code == 2
     escaped = escape_property(str(bad))
-    assert out.startswith(f"::error file={escaped},line=2,col=1,title=kaffinity [parse-error]::")
+    assert out.startswith(f"::error file={escaped},line=4,col=1,title=kaffinity [parse-error]::")
     assert out.count("\n") == 1
 
 

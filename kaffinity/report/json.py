@@ -26,6 +26,7 @@ def as_dict(result: LintResult) -> dict[str, Any]:
         "findings": [finding_dict(finding) for finding in result.findings],
         "summary": {
             "files": result.files,
+            "skipped": result.skipped,
             "documents": result.documents,
             "findings": len(result.findings),
             **{severity.value: severities[severity.value] for severity in Severity},

@@ -163,6 +163,8 @@ def _counts(result: LintResult) -> str:
     counts = Counter(finding.severity for finding in result.findings)
     rows = [(severity.value, counts[severity]) for severity in _ORDER]
     rows += [("files", result.files), ("documents", result.documents), ("suppressed", result.suppressed)]
+    if result.skipped:
+        rows.append(("skipped (not manifests)", result.skipped))
     lines = ["| | count |", "|---|---:|"]
     lines += [f"| {name} | {count} |" for name, count in rows]
     return "\n".join(lines)

@@ -73,6 +73,9 @@ def _summary(result: LintResult, style: Style) -> str:
     counts = Counter(finding.severity for finding in result.findings)
     files = f"{result.files} file{'s' if result.files != 1 else ''}"
     suppressed = f", {result.suppressed} suppressed" if result.suppressed else ""
+    if result.skipped:
+        # Files that are not Kubernetes manifests (mkdocs.yml, compose files, workflows, ...).
+        suppressed += f"; {result.skipped} other YAML/JSON file{'s' if result.skipped != 1 else ''} skipped"
     if not result.findings:
         return f"No problems found in {files}{suppressed}."
     parts = [

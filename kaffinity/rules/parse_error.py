@@ -20,11 +20,18 @@ It also finds a key given twice in one mapping (`mapping key "selector" already 
 6`), the message kubectl gives: its YAML decoding is strict, as is the API server's field
 validation, kubectl's default (`--validate=strict`).
 
+Only files meant as Kubernetes manifests are reported: YAML for other tools (mkdocs, Docker
+Compose, GitHub workflows, Ansible, Helm values) that does not parse is skipped quietly, as is
+any file without a document that has `apiVersion` and `kind` (docs/input-files.md). A file
+that cannot be read, or is past the size limit, is always reported.
+
 ## Why it matters
 kubectl and the API server would reject the file too, and nothing in it can be checked. The
 finding carries the parser's own line and column; documents before the error are still linted,
 as are all other files (a document with a key given twice is linted with the later value, what
-`--validate=false` would apply). The run exits with code 2.
+`--validate=false` would apply). The run exits with code 2, and the finding is reported
+whatever `--select`, `--ignore`, `severity:` and suppressions say: exit code 2 always comes
+with its reason.
 
 ## Example
 ```yaml
