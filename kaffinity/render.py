@@ -876,6 +876,8 @@ def _first_error(errors: str) -> str:
             line = klog.group(1).encode("utf-8").decode("unicode_escape", "replace")
         for prefix in ("Error: ", "error: "):
             line = line.removeprefix(prefix)
+        if "MalformedYAMLError: " in line:  # past the chain of "accumulating resources from ..."
+            line = line[line.index("MalformedYAMLError: ") :]
         return _one_line(line)
     return "no error message"
 
@@ -885,16 +887,24 @@ def _one_line(text: str, limit: int = 400) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-_YAML_ERROR = re.compile(r"yaml: line (\d+): .*? in File: (\S+)")
+_YAML_ERROR = re.compile(r"yaml: line (\d+): .*? in File: ([^\s\"']+)")
+_ACCUMULATING = re.compile(r"accumulating resources from '([^']+)'")
 
 
 def _error_place(errors: str, directory: str, kustomization: str) -> tuple[str, Span | None]:
-    """Where a kustomize error points: a resource's YAML error names the file and line."""
+    """Where a kustomize error points: a resource's YAML error names its file (relative to the
+    kustomization that lists it, which the chain of "accumulating resources from" names) and line."""
     match = _YAML_ERROR.search(errors)
     if match is not None:
-        path = os.path.join(directory, match.group(2))
-        if os.path.isfile(path):
-            return os.path.normpath(path), Span(int(match.group(1)), 1)
+        folders = [directory]
+        for step in _ACCUMULATING.findall(errors):
+            deeper = os.path.join(folders[-1], step)
+            if os.path.isdir(deeper):
+                folders.append(deeper)
+        for folder in reversed(folders):
+            path = os.path.join(folder, match.group(2))
+            if os.path.isfile(path):
+                return os.path.normpath(path), Span(int(match.group(1)), 1)
     match = re.search(r"invalid Kustomization: yaml: line (\d+)", errors)
     if match is not None:
         return kustomization, Span(int(match.group(1)), 1)
