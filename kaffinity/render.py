@@ -545,7 +545,9 @@ def map_helm_sources(
         for doc, origin in zip(file.documents, origins, strict=True)
         if origin
     )
+    totals = Counter(origin[0] for origin in origins if origin)
     seen: Counter[tuple[str, Any]] = Counter()
+    places: Counter[str] = Counter()
     texts: dict[str, str | None] = {}
     mapped: dict[str, list[Document]] = {}
     kept: list[Document] = []
@@ -559,6 +561,8 @@ def map_helm_sources(
         kind = doc.data.get("kind")
         ordinal = seen[(template, kind)]
         seen[(template, kind)] += 1
+        order = (places[template], totals[template])
+        places[template] += 1
         path = _template_path(template, chart_root)
         if path is not None and path not in texts:
             _, read_back, problem = read_text(path, limits)
@@ -566,7 +570,7 @@ def map_helm_sources(
         text = texts.get(path) if path is not None else None
         repointed = None
         if path is not None and text is not None:
-            repointed = _repoint_template(doc, path, text, ordinal, counts[(template, kind)])
+            repointed = _repoint_template(doc, path, text, ordinal, counts[(template, kind)], order)
         if path is None or repointed is None:
             kept.append(doc)
             sections.append(Section(file.name, first, last, path or template))
@@ -641,12 +645,23 @@ def _template_path(template: str, chart_root: str | None) -> str | None:
     return None
 
 
-def _repoint_template(doc: Document, path: str, text: str, ordinal: int, count: int) -> Document | None:
+def _repoint_template(
+    doc: Document, path: str, text: str, ordinal: int, count: int, order: tuple[int, int]
+) -> Document | None:
     lines = text.splitlines()
     blocks = _template_documents(lines)
-    block = _choose_block(blocks, doc.data.get("kind"), ordinal, count)
+    block = _choose_block(blocks, doc.data.get("kind"), _name(doc.data), ordinal, count, order)
     if block is None:
-        return None
+        if any(blocks):
+            return None
+        # The whole object comes from a named template (`{{ include "x.podMonitor" . }}`): every
+        # path is at the line that includes it.
+        match = _INCLUDE_LINE.search(text)
+        if match is None:
+            return None
+        line = text.count("\n", 0, match.start()) + 1
+        span = Span(line, match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1)
+        return replace(doc, file=path, index=0, root=PosDict(span), prefix=(), span=span)
     index, entries = block
     root = template_positions(doc.data, entries)
     if not isinstance(root, PosDict):
@@ -660,22 +675,60 @@ def _repoint_template(doc: Document, path: str, text: str, ordinal: int, count: 
     return replace(doc, file=path, index=index, root=root, prefix=(), span=span)
 
 
+_INCLUDE_LINE = re.compile(r"\{\{-?\s*(?:include|template)\s")
+
+
 def _choose_block(
-    blocks: list[list[_Entry]], kind: Any, ordinal: int, count: int
+    blocks: list[list[_Entry]], kind: Any, name: str, ordinal: int, count: int, order: tuple[int, int]
 ) -> tuple[int, list[_Entry]] | None:
     """The part of a template (between ``---`` lines) that rendered the ``ordinal``-th object of
-    this kind from it: the parts whose literal ``kind:`` is that kind, else the only part."""
+    this kind from it (of ``count``; ``order``: its place among all the objects the template
+    rendered, and their number): among the parts whose literal ``kind:`` is that kind, the
+    one whose ``metadata.name`` pattern fits the rendered name best (most literal characters),
+    else by order when every such part rendered; with no such part, the only part whose kind is
+    not spelled out."""
     usable = [(index, entries) for index, entries in enumerate(blocks) if entries]
-    of_kind = [
-        (index, entries)
-        for index, entries in usable
-        if any(entry.key == "kind" and entry.column == 1 and entry.value == kind for entry in entries)
-    ]
+    kinds = [_top_value(entries, "kind") for _, entries in usable]
+    of_kind = [part for part, literal in zip(usable, kinds, strict=True) if literal == kind]
     if len(of_kind) == 1:
         return of_kind[0]  # also a `range` that renders several objects from one part
     if len(of_kind) > 1:
+        fits = [(_name_fit(entries, name), (index, entries)) for index, entries in of_kind]
+        best = max(fit for fit, _ in fits)
+        chosen = [part for fit, part in fits if fit == best]
+        if best >= 0 and len(chosen) == 1:
+            return chosen[0]
         return of_kind[ordinal] if len(of_kind) == count and ordinal < len(of_kind) else None
-    return usable[0] if len(usable) == 1 else None
+    unknown = [
+        part for part, literal in zip(usable, kinds, strict=True) if literal is None or "{{" in literal
+    ]
+    if len(unknown) == 1:
+        return unknown[0]
+    # Kinds the template computes (`kind: {{ ternary "Role" "ClusterRole" ... }}`): by order,
+    # when every part rendered one object.
+    place, total = order
+    return usable[place] if unknown and len(usable) == total and place < total else None
+
+
+def _top_value(entries: Sequence[_Entry], key: str) -> str | None:
+    return next((entry.value for entry in entries if entry.key == key and entry.column == 1), None)
+
+
+_ACTION = re.compile(r"\{\{.*?\}\}")
+
+
+def _name_fit(entries: Sequence[_Entry], name: str) -> int:
+    """How well a part's ``metadata.name`` fits the rendered name: the number of its literal
+    characters when its pattern (actions as wildcards) matches, -1 when it does not or is absent."""
+    in_metadata = False
+    for entry in entries:
+        if entry.column == 1:
+            in_metadata = entry.key == "metadata"
+        elif in_metadata and entry.key == "name":
+            literal = _ACTION.split(entry.value)
+            pattern = ".*".join(re.escape(piece) for piece in literal)
+            return sum(map(len, literal)) if re.fullmatch(pattern, name, re.S) else -1
+    return -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -861,19 +914,23 @@ def _run(command: list[str], timeout: float) -> tuple[str, str, int] | str:
     return done.stdout, done.stderr, done.returncode
 
 
-_KLOG = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ \S+\] "command failed" err="(.*)"$')
+_KLOG = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ \S+\] "command failed" err=(?:"(.*)"|<)$')
 
 
 def _first_error(errors: str) -> str:
-    """The first useful line of a tool's error output (kubectl's klog line unwrapped, helm's
-    and kustomize's ``Error:`` prefix removed)."""
-    for raw in errors.splitlines():
+    """The first useful line of a tool's error output (kubectl's klog line unwrapped, also its
+    multi-line ``err=<`` form; helm's and kustomize's ``Error:`` prefix removed)."""
+    lines = errors.splitlines()
+    for number, raw in enumerate(lines):
         line = raw.strip()
         if not line or line.startswith(("WARNING", "Warning:", "walk.go")):
             continue
         klog = _KLOG.match(line)
-        if klog is not None:
+        if klog is not None and klog.group(1) is not None:
             line = klog.group(1).encode("utf-8").decode("unicode_escape", "replace")
+        elif klog is not None:
+            rest = itertools.takewhile(lambda text: text.strip() != ">", lines[number + 1 :])
+            line = " ".join(text.strip() for text in rest)
         for prefix in ("Error: ", "error: "):
             line = line.removeprefix(prefix)
         if "MalformedYAMLError: " in line:  # past the chain of "accumulating resources from ..."

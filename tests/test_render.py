@@ -517,3 +517,72 @@ def walk(data: Any, prefix: tuple[Any, ...] = ()) -> Any:
     items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
     for key, value in items:
         yield from walk(value, (*prefix, key))
+
+
+def stream_of(chart: Path, manifests: list[tuple[str, str]]) -> Any:
+    text = "".join(f"---\n# Source: {source}\n{body}" for source, body in manifests)
+    return map_helm_sources(parse("<stdin>", text), str(chart))
+
+
+def test_parts_of_one_template_told_apart_by_name_kind_or_order(tmp_path: Path) -> None:
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    # Shaped as pulsar's broker-service-account.yaml and argo-events' rbac.yaml.
+    (templates / "accounts.yaml").write_text(
+        "{{- if .Values.broker }}\n"  # 1
+        "apiVersion: v1\n"  # 2
+        "kind: ServiceAccount\n"  # 3
+        "metadata:\n"  # 4
+        '  name: "{{ .Release.Name }}-broker-acct"\n'  # 5
+        "---\n"  # 6
+        "{{- end }}\n"  # 7
+        "apiVersion: v1\n"  # 8
+        "kind: ServiceAccount\n"  # 9
+        "metadata:\n"  # 10
+        "  name: {{ .Release.Name }}-{{ .Values.component }}\n"  # 11
+    )
+    (templates / "rbac.yaml").write_text(
+        'kind: {{ ternary "Role" "ClusterRole" .Values.namespaced }}\n'  # 1
+        "metadata:\n"  # 2
+        "  name: x\n"  # 3
+        "---\n"  # 4
+        'kind: {{ ternary "RoleBinding" "ClusterRoleBinding" .Values.namespaced }}\n'  # 5
+        "metadata:\n"  # 6
+        "  name: x\n"  # 7
+    )
+    (templates / "monitor.yaml").write_text('{{/* the whole object */}}\n{{- include "chart.monitor" . }}\n')
+    account = "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {}\n"
+    rendered = stream_of(
+        tmp_path,
+        [
+            ("web/templates/accounts.yaml", account.format("demo-functions")),
+            ("web/templates/accounts.yaml", account.format("demo-broker-acct")),
+            ("web/templates/rbac.yaml", "apiVersion: v1\nkind: ClusterRole\nmetadata:\n  name: x\n"),
+            ("web/templates/rbac.yaml", "apiVersion: v1\nkind: ClusterRoleBinding\nmetadata:\n  name: x\n"),
+            ("web/templates/monitor.yaml", "apiVersion: v1\nkind: PodMonitor\nmetadata:\n  name: m\n"),
+        ],
+    )
+    assert [
+        (doc.data["metadata"]["name"], doc.locate(("metadata", "name"))) for doc in rendered.documents
+    ] == [
+        ("demo-functions", Span(11, 3)),  # `-acct` does not fit it: the other part
+        ("demo-broker-acct", Span(5, 3)),
+        ("x", Span(3, 3)),
+        ("x", Span(7, 3)),
+        ("m", Span(2, 1)),  # the include that writes the whole object
+    ]
+
+
+def test_kubectls_multi_line_error_is_one_line() -> None:
+    from kaffinity.render import _first_error as first_error
+
+    errors = (
+        'E1125 16:12:03.217387   17098 run.go:72] "command failed" err=<\n'
+        "\taccumulating resources: accumulating resources from 'https://example.com/x.yaml': Get\n"
+        "\t: exit status 128\n"
+        " >\n"
+    )
+    assert first_error(errors) == (
+        "accumulating resources: accumulating resources from 'https://example.com/x.yaml': "
+        "Get : exit status 128"
+    )
