@@ -23,6 +23,7 @@ the template or file it came from.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import os
 import re
@@ -648,8 +649,7 @@ def _template_path(template: str, chart_root: str | None) -> str | None:
 def _repoint_template(
     doc: Document, path: str, text: str, ordinal: int, count: int, order: tuple[int, int]
 ) -> Document | None:
-    lines = text.splitlines()
-    blocks = _template_documents(lines)
+    blocks = _template_blocks(text)
     block = _choose_block(blocks, doc.data.get("kind"), _name(doc.data), ordinal, count, order)
     if block is None:
         if any(blocks):
@@ -673,6 +673,13 @@ def _repoint_template(
             span = unpack(position)
             break
     return replace(doc, file=path, index=index, root=root, prefix=(), span=span)
+
+
+@functools.lru_cache(maxsize=64)
+def _template_blocks(text: str) -> list[list[_Entry]]:
+    """:func:`_template_documents` of a template's text, once per template (a ``range`` renders
+    many objects from one)."""
+    return _template_documents(text.splitlines())
 
 
 _INCLUDE_LINE = re.compile(r"\{\{-?\s*(?:include|template)\s")
@@ -799,76 +806,96 @@ def template_positions(rendered: Any, entries: Sequence[_Entry]) -> Any:
         return None
     first = entries[0]
     top = PosDict(Span(first.line, first.column))
-    return _fill(rendered, entries, 0, len(entries), top)
+    return _Layout(entries).fill(rendered, 0, len(entries), top)
 
 
-def _fill(rendered: Any, entries: Sequence[_Entry], lo: int, hi: int, out: PosDict | None = None) -> Any:
-    if isinstance(rendered, dict):
-        keys = [i for i in range(lo, hi) if entries[i].key is not None]
-        if not keys:
-            return None
-        column = min(entries[i].column for i in keys)
-        result = out if out is not None else PosDict(Span(entries[keys[0]].line, column))
-        for i in keys:
-            entry = entries[i]
-            key = entry.key
-            if key is None or entry.column != column or key not in rendered or key in result:
-                continue
-            end = _block_end(entries, i, hi, list_value=isinstance(rendered[key], list))
-            result[key] = _fill(rendered[key], entries, i + 1, end)
-            result.pos.append(entry.line << COLUMN_BITS | entry.column)
-        return result
-    if isinstance(rendered, list):
-        dashes = [i for i in range(lo, hi) if entries[i].key is None]
-        if not dashes:
-            return None
-        column = min(entries[i].column for i in dashes)
-        dashes = [i for i in dashes if entries[i].column == column]
-        result_list = PosList(Span(entries[dashes[0]].line, column))
-        pairs = _pair_dashes(rendered, entries, dashes, hi)
-        for index, item in enumerate(rendered):
-            dash = pairs.get(index)
-            if dash is None:
-                result_list.append(None)
-                result_list.pos.append(None)  # type: ignore[arg-type] # no position: the list's
-                continue
-            end = _block_end(entries, dash, hi, list_value=False)
-            result_list.append(_fill(item, entries, dash + 1, end))
-            result_list.pos.append(entries[dash].line << COLUMN_BITS | entries[dash].column)
-        return result_list
-    return None
+class _Layout:
+    """The entries of a template part, with where each one's block ends (computed once: a CRD
+    template has tens of thousands of keys)."""
+
+    def __init__(self, entries: Sequence[_Entry]) -> None:
+        self.entries = entries
+        count = len(entries)
+        #: The next entry as shallow as entry i (its block ends there).
+        self.ends = [count] * count
+        #: The same for a key whose value is a list, whose `- ` items may stand at its column.
+        self.list_ends = [count] * count
+        open_plain: list[int] = []
+        open_list: list[int] = []
+        for j, entry in enumerate(entries):
+            while open_plain and entries[open_plain[-1]].column >= entry.column:
+                self.ends[open_plain.pop()] = j
+            open_plain.append(j)
+            while open_list and (
+                entry.column < entries[open_list[-1]].column
+                or (entry.column == entries[open_list[-1]].column and entry.key is not None)
+            ):
+                self.list_ends[open_list.pop()] = j
+            open_list.append(j)
+
+    def children(self, lo: int, hi: int, *, dashes: bool) -> list[int]:
+        """The shallowest keys (or dashes) in ``lo..hi``, skipping over the blocks below them."""
+        found = []
+        index = lo
+        while index < hi:
+            found.append(index)
+            index = min(self.ends[index], hi)
+        wanted = [i for i in found if (self.entries[i].key is None) == dashes]
+        if not wanted:
+            return []
+        column = min(self.entries[i].column for i in wanted)
+        return [i for i in wanted if self.entries[i].column == column]
+
+    def fill(self, rendered: Any, lo: int, hi: int, out: PosDict | None = None) -> Any:
+        entries = self.entries
+        if isinstance(rendered, dict):
+            keys = self.children(lo, hi, dashes=False)
+            if not keys:
+                return None
+            result = out if out is not None else PosDict(Span(entries[keys[0]].line, entries[keys[0]].column))
+            for i in keys:
+                entry = entries[i]
+                key = entry.key
+                if key is None or key not in rendered or key in result:
+                    continue
+                end = min(self.list_ends[i] if isinstance(rendered[key], list) else self.ends[i], hi)
+                result[key] = self.fill(rendered[key], i + 1, end)
+                result.pos.append(entry.line << COLUMN_BITS | entry.column)
+            return result
+        if isinstance(rendered, list):
+            dashes = self.children(lo, hi, dashes=True)
+            if not dashes:
+                return None
+            items = PosList(Span(entries[dashes[0]].line, entries[dashes[0]].column))
+            pairs = self.pair(rendered, dashes, hi)
+            for index, item in enumerate(rendered):
+                dash = pairs.get(index)
+                if dash is None:
+                    items.append(None)
+                    items.pos.append(None)  # type: ignore[arg-type] # no position: the list's
+                    continue
+                items.append(self.fill(item, dash + 1, min(self.ends[dash], hi)))
+                items.pos.append(entries[dash].line << COLUMN_BITS | entries[dash].column)
+            return items
+        return None
+
+    def pair(self, rendered: list[Any], dashes: list[int], hi: int) -> dict[int, int]:
+        """Rendered items to template dashes: by a merge key spelled out literally (``- name:
+        web``), then by order when as many items as dashes are left, else a lone dash (a
+        ``range``) takes the rest."""
+        entries = self.entries
+        literals: list[dict[str, str]] = []
+        for dash in dashes:
+            literal = {}
+            for i in self.children(dash + 1, min(self.ends[dash], hi), dashes=False):
+                key = entries[i].key
+                if key in _MERGE_KEYS and "{{" not in entries[i].value:
+                    literal[key] = entries[i].value
+            literals.append(literal)
+        return _pair_literals(rendered, dashes, literals)
 
 
-def _block_end(entries: Sequence[_Entry], start: int, hi: int, *, list_value: bool) -> int:
-    """The end of the block below ``entries[start]``: the next entry as shallow as it (a list
-    given as a key's value may start at the key's own column, as `- ` items)."""
-    column = entries[start].column
-    for i in range(start + 1, hi):
-        entry = entries[i]
-        if entry.column < column or (entry.column == column and not (list_value and entry.key is None)):
-            return i
-    return hi
-
-
-def _pair_dashes(
-    rendered: list[Any], entries: Sequence[_Entry], dashes: list[int], hi: int
-) -> dict[int, int]:
-    """Rendered items to template dashes: by a merge key spelled out literally (``- name: web``),
-    then by order when as many items as dashes are left, else a lone dash (a ``range``) takes
-    the rest."""
-    literals: list[dict[str, str]] = []
-    for dash in dashes:
-        end = _block_end(entries, dash, hi, list_value=False)
-        column = entries[dash + 1].column if dash + 1 < end else 0
-        literals.append(
-            {
-                key: entries[i].value
-                for i in range(dash + 1, end)
-                if (key := entries[i].key) in _MERGE_KEYS
-                and entries[i].column == column
-                and "{{" not in entries[i].value
-            }
-        )
+def _pair_literals(rendered: list[Any], dashes: list[int], literals: list[dict[str, str]]) -> dict[int, int]:
     pairs: dict[int, int] = {}
     used: set[int] = set()
     for index, item in enumerate(rendered):
