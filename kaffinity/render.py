@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kaffinity.loader import DEFAULT_LIMITS, Limits, LoadProblem, SourceFile, parse, read, read_text
-from kaffinity.source import COLUMN_BITS, Document, PosDict, PosList, Span, unpack
+from kaffinity.source import COLUMN_BITS, DataPath, Document, PosDict, PosList, Span, unpack
 
 #: Seconds a build may take (a kustomization with remote bases fetches them; a stuck network
 #: must not hang a commit hook).
@@ -80,6 +80,9 @@ class Rendered:
     files: tuple[SourceFile, ...]
     seconds: float = 0.0
     sections: tuple[Section, ...] = field(default=())
+    #: By ``id`` of a rendered document: the overlay's patches that touch it, as (patch file,
+    #: tree of positions shaped like the document), in the order kustomize applies them.
+    patches: dict[int, tuple[tuple[str, Any], ...]] = field(default_factory=dict, compare=False)
 
     @property
     def documents(self) -> tuple[Document, ...]:
@@ -92,6 +95,22 @@ class Rendered:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    def patch_place(self, doc: Document, path: DataPath) -> tuple[str, Span] | None:
+        """Where one of the overlay's patches spells ``path`` (a field it added or set), when
+        that is more precise than the origin file: a patch that spells the path deeper than
+        the origin does, or the whole of it (the patch's value is the one rendered). None: the
+        finding belongs at ``doc.file``, ``doc.locate(path)``."""
+        patches = self.patches.get(id(doc))
+        if not patches:
+            return None
+        best, _ = _recorded_depth(doc.root, tuple(path), doc.span)
+        place: tuple[str, Span] | None = None
+        for file, tree in patches:
+            depth, span = _recorded_depth(tree, tuple(path), doc.span)
+            if depth > best or (depth == best == len(path) and depth > 0):
+                best, place = depth, (file, span)
+        return place
 
     def origin(self, file: str, line: int) -> str | None:
         """The template that produced ``line`` of the rendered ``file``, when the documents there
@@ -192,7 +211,8 @@ def render_kustomization(
             )
         built = parse(f"{kustomization} (rendered)", output, limits)
         files = _map_kustomize(built, wrapper, directory, kustomization, limits)
-    return Rendered(directory, engine, files, time.perf_counter() - started)
+    patches = _overlay_patches(kustomization, directory, files, limits)
+    return Rendered(directory, engine, files, time.perf_counter() - started, patches=patches)
 
 
 def _map_kustomize(
@@ -225,6 +245,143 @@ def _map_kustomize(
     if built.problems:
         files.append(SourceFile(built.name, built.text, (), built.problems))
     return tuple(files)
+
+
+def _recorded_depth(root: Any, path: DataPath, default: Span) -> tuple[int, Span]:
+    """:func:`~kaffinity.source.locate`, also telling how many steps of ``path`` the position
+    found is for (0: the root's)."""
+    best, depth, node = getattr(root, "span", default), 0, root
+    for step, item in enumerate(path, start=1):
+        if isinstance(node, PosDict) and isinstance(item, str) and item in node:
+            position = node.key_position(item)
+        elif isinstance(node, PosList) and isinstance(item, int) and 0 <= item < len(node):
+            position = node.pos[item]
+        else:
+            break
+        if position is not None:
+            best, depth = unpack(position), step
+        node = node[item]
+    return depth, best
+
+
+def _overlay_patches(
+    kustomization: str, directory: str, files: Sequence[SourceFile], limits: Limits
+) -> dict[int, tuple[tuple[str, Any], ...]]:
+    """The patch files of the overlay's own kustomization (``patches``, ``patchesStrategicMerge``,
+    ``patchesJson6902`` entries with a ``path``), aligned with each rendered object they touch.
+    A strategic-merge patch touches the object of its kind and name; a JSON 6902 one the
+    object its ``target`` names, and only its ``add``/``replace`` values count."""
+    config = _raw_documents(_text_of(kustomization, limits), limits)
+    if not config or not isinstance(config[0], dict):
+        return {}
+    entries: list[tuple[str, dict[str, Any] | None]] = []
+    for key in ("patches", "patchesStrategicMerge", "patchesJson6902"):
+        listed = config[0].get(key)
+        for entry in listed if isinstance(listed, list) else ():
+            relative = (
+                entry if isinstance(entry, str) else entry.get("path") if isinstance(entry, dict) else None
+            )
+            target = entry.get("target") if isinstance(entry, dict) else None
+            if isinstance(relative, str):
+                entries.append((relative, target if isinstance(target, dict) else None))
+    found: dict[int, list[tuple[str, Any]]] = {}
+    documents = [doc for file in files for doc in file.documents]
+    for relative, target in entries:
+        path = os.path.normpath(os.path.join(directory, relative))
+        if not os.path.isfile(path):
+            continue
+        raw = _raw_documents(_text_of(path, limits), limits)
+        for doc in documents:
+            for tree in _patch_trees(doc, raw, target):
+                found.setdefault(id(doc), []).append((path, tree))
+    return {key: tuple(value) for key, value in found.items()}
+
+
+def _patch_trees(doc: Document, raw: list[Any], target: dict[str, Any] | None) -> list[Any]:
+    trees: list[Any] = []
+    name = _name(doc.data)
+    for patch in raw:
+        if isinstance(patch, PosDict) and patch.get("kind") == doc.data.get("kind"):
+            own = _name(patch)
+            if own and own in name and (target is None or _targets(target, doc)):
+                trees.append(_without_identity(_align(doc.data, patch)))  # strategic merge
+        elif isinstance(patch, PosList) and target is not None and _targets(target, doc):
+            trees.extend(_json_patch_trees(doc.data, patch))
+    return trees
+
+
+def _without_identity(tree: Any) -> Any:
+    """A strategic-merge patch's apiVersion, kind and name only say which object it patches:
+    they keep the place they have in the origin file."""
+    if isinstance(tree, PosDict):
+        for key in ("apiVersion", "kind"):
+            if key in tree:
+                _remove_key(tree, key)
+        metadata = tree.get("metadata")
+        if isinstance(metadata, PosDict) and "name" in metadata:
+            _remove_key(metadata, "name")
+    return tree
+
+
+def _targets(target: dict[str, Any], doc: Document) -> bool:
+    kind, name = target.get("kind"), target.get("name")
+    return (kind is None or kind == doc.data.get("kind")) and (
+        not isinstance(name, str) or name in _name(doc.data)
+    )
+
+
+def _json_patch_trees(data: Any, operations: PosList) -> list[Any]:
+    """A tree per ``add``/``replace`` operation: no positions down to its ``path`` (the patch
+    spells none of those fields), then its ``value`` aligned with the rendered value there."""
+    trees = []
+    for operation in operations:
+        if not isinstance(operation, PosDict) or operation.get("op") not in ("add", "replace"):
+            continue
+        pointer = operation.get("path")
+        position = operation.key_position("value")
+        if not isinstance(pointer, str) or not pointer.startswith("/") or position is None:
+            continue
+        steps: list[Any] = []
+        node = data
+        for raw_step in pointer[1:].split("/"):
+            step: Any = raw_step.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list):
+                step = len(node) - 1 if step == "-" else int(step) if step.isdigit() else None
+                if step is None or not 0 <= step < len(node):
+                    break
+            elif not isinstance(node, dict) or step not in node:
+                break
+            steps.append(step)
+            node = node[step]
+        else:
+            leaf = _align(node, operation["value"])
+            tree: Any = leaf
+            for index, step in enumerate(reversed(steps)):
+                holder: Any = PosDict(operation.span) if isinstance(step, str) else PosList(operation.span)
+                if isinstance(step, int):
+                    holder.extend([None] * step)
+                    holder.pos.extend([None] * step)
+                holder_value = tree
+                if isinstance(holder, PosDict):
+                    holder[step] = holder_value
+                else:
+                    holder.append(holder_value)
+                # Only the operation's own path end has a place: its `value:` key.
+                holder.pos.append(position if index == 0 else None)
+                tree = holder
+            trees.append(tree)
+    return trees
+
+
+def _raw_documents(text: str, limits: Limits) -> list[Any]:
+    """The documents of a YAML text with positions, whatever they hold (a kustomization without
+    apiVersion/kind, a JSON 6902 patch is a list); none when it does not parse."""
+    from kaffinity.loader import _documents, _parse_errors  # the loader's own builder
+
+    try:
+        return [data for data, _ in _documents(text, limits)]
+    except _parse_errors():
+        return []
 
 
 def _pop_origin(data: Any) -> dict[str, str] | None:

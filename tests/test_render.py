@@ -146,6 +146,31 @@ def test_json6902_overlay_and_findings_of_the_rendered_unit() -> None:
 
 
 @needs_kustomize
+@pytest.mark.usefixtures("in_render_data")
+def test_a_field_an_overlay_patch_sets_can_be_placed_in_the_patch() -> None:
+    prod = render_kustomization("kustomize/overlays/prod", Limits())
+    web = only(prod, "Deployment")
+    spread = "kustomize/overlays/prod/web-spread.yaml"
+    assert prod.patch_place(web, (*TEMPLATE_SPEC, "topologySpreadConstraints", 0, "topologyKey")) == (
+        spread,
+        Span(12, 11),
+    )
+    assert prod.patch_place(web, (*TEMPLATE_SPEC, "containers", 0, "image")) == (spread, Span(19, 11))
+    assert prod.patch_place(web, ("spec", "replicas")) == (spread, Span(7, 3))  # its value is rendered
+    # What the base spells better stays there: the base's container, the name.
+    assert prod.patch_place(web, (*TEMPLATE_SPEC, "containers", 1, "image")) is None
+    assert prod.patch_place(web, ("metadata", "name")) is None
+    assert prod.patch_place(web, (*ANTI_AFFINITY, 0)) is None
+    assert prod.patch_place(only(prod, "Service"), ("spec", "ports")) is None
+    staging = render_kustomization("kustomize/overlays/staging", Limits())
+    web = only(staging, "Deployment")
+    json_patch = "kustomize/overlays/staging/web-json-patch.yaml"
+    assert staging.patch_place(web, (*TEMPLATE_SPEC, "tolerations", 0, "key")) == (json_patch, Span(8, 7))
+    assert staging.patch_place(web, ("spec", "replicas")) == (json_patch, Span(4, 3))
+    assert staging.patch_place(web, TEMPLATE_SPEC) is None  # the operation spells no parent
+
+
+@needs_kustomize
 def test_an_absolute_directory_gives_absolute_names() -> None:
     rendered = render_kustomization(str(KUSTOMIZE / "overlays" / "staging"), Limits())
     assert sorted(by_file(rendered)) == [
