@@ -267,7 +267,7 @@ def _field(pdb: PodDisruptionBudget) -> tuple[DataPath, str]:
 
 def _verdict(pdb: PodDisruptionBudget, selected: _Selected) -> str | None:
     """Why the budget allows no disruption, or None when it allows some (or cannot be told)."""
-    from kaffinity.rollout import scaled
+    from kaffinity.fenceposts import scaled
 
     scaled_policy = pdb.max_unavailable is not None or isinstance(pdb.min_available, str)
     _, written = _field(pdb)
