@@ -1,0 +1,89 @@
+"""Issue 17 point 7: findings the real corpus showed to be false, and the typo class that was missed.
+
+Each case is built from a real file (trimmed fixtures in examples/, the source named in them).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from kaffinity.findings import Severity
+
+from .conftest import EXAMPLES, lint_paths, lint_text
+
+# -- revision-unscoped: "the rollout hangs" only when no old pod can go first -------------------
+
+
+def _self_anti(strategy: str, replicas: int = 3) -> str:
+    return textwrap.dedent(
+        f"""\
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {{name: web}}
+        spec:
+          replicas: {replicas}
+          selector: {{matchLabels: {{app: web}}}}
+          {strategy}
+          template:
+            metadata: {{labels: {{app: web}}}}
+            spec:
+              containers: [{{name: web, image: nginx}}]
+              affinity:
+                podAntiAffinity:
+                  requiredDuringSchedulingIgnoredDuringExecution:
+                  - labelSelector: {{matchLabels: {{app: web}}}}
+                    topologyKey: kubernetes.io/hostname
+        """
+    )
+
+
+@pytest.mark.parametrize(
+    ("strategy", "replicas", "severity"),
+    [
+        # maxUnavailable resolves to 0 (25% of 3 rounded down): only a surge pod, which waits forever.
+        ("", 3, Severity.WARNING),
+        ("strategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}", 3, Severity.WARNING),
+        ("strategy: {rollingUpdate: {maxUnavailable: 10%}}", 5, Severity.WARNING),
+        # maxUnavailable >= 1: reconcileOldReplicaSets removes an old pod while the surge pod waits.
+        ("", 4, Severity.INFO),  # 25% of 4 = 1
+        ("strategy: {rollingUpdate: {maxSurge: 25%, maxUnavailable: 1}}", 3, Severity.INFO),
+        # maxSurge 0 (or both 0: the controller takes maxUnavailable 1): nothing ever waits.
+        ("strategy: {rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}", 3, None),
+        ("strategy: {rollingUpdate: {maxSurge: 0, maxUnavailable: 0}}", 3, None),
+        ("strategy: {type: Recreate}", 3, None),
+    ],
+)
+def test_revision_unscoped_follows_the_rollout_arithmetic(
+    strategy: str, replicas: int, severity: Severity | None
+) -> None:
+    result = lint_text(_self_anti(strategy, replicas), select=("revision-unscoped",))
+    assert [finding.severity for finding in result.findings] == ([severity] if severity else [])
+
+
+def test_revision_unscoped_on_linkerd_ha_is_an_info() -> None:
+    """linkerd's HA control plane (maxUnavailable 1): the rollout finishes, as rollout-deadlock's
+    simulation says; the finding says so, at info."""
+    path = EXAMPLES / "revision-unscoped" / "fail-max-unavailable.yaml"
+    (finding,) = lint_paths(path, select=("revision-unscoped",)).findings
+    assert (finding.rule, finding.line, finding.column, finding.severity) == (
+        "revision-unscoped",
+        29,
+        13,
+        Severity.INFO,
+    )
+    # The configured severity still wins over the finding's own.
+    (finding,) = lint_paths(
+        path, select=("revision-unscoped",), severity={"revision-unscoped": Severity.ERROR}
+    ).findings
+    assert finding.severity is Severity.ERROR
+
+
+def test_linkerd_ha_rollout_finishes_on_a_cluster_of_as_many_nodes() -> None:
+    """The arithmetic agrees with the rollout simulation: three nodes, three replicas, no deadlock."""
+    path = EXAMPLES / "revision-unscoped" / "fail-max-unavailable.yaml"
+    result = lint_paths(
+        path, select=("rollout-deadlock", "unschedulable"), cluster="examples/clusters/rollout-deadlock.yaml"
+    )
+    assert result.findings == ()
