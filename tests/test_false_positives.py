@@ -87,3 +87,22 @@ def test_linkerd_ha_rollout_finishes_on_a_cluster_of_as_many_nodes() -> None:
         path, select=("rollout-deadlock", "unschedulable"), cluster="examples/clusters/rollout-deadlock.yaml"
     )
     assert result.findings == ()
+
+
+# -- replicas-not-spread: hostNetwork gives every container port a hostPort ---------------------
+
+
+def test_host_network_replicas_are_spread_by_their_host_ports() -> None:
+    """istio's hello-host-network (7 replicas, hostNetwork, containerPort 80): quiet."""
+    path = EXAMPLES / "replicas-not-spread" / "pass-host-network.yaml"
+    assert lint_paths(path, select=("replicas-not-spread",)).findings == ()
+
+
+def test_host_network_without_ports_is_still_not_spread() -> None:
+    """No container port, no defaulted hostPort: the scheduler may put the replicas together."""
+    path = EXAMPLES / "replicas-not-spread" / "pass-host-network.yaml"
+    text = path.read_text(encoding="utf-8").replace(
+        "          ports:\n            - name: http\n              containerPort: 80\n", ""
+    )
+    result = lint_text(text, select=("replicas-not-spread",))
+    assert [(f.rule, f.line) for f in result.findings] == [("replicas-not-spread", 11)]
