@@ -177,3 +177,34 @@ def test_own_value_typo_quiet_when_another_workload_carries_it() -> None:
         """
     )
     assert lint_text(other, select=("anti-affinity-no-match",)).findings == ()
+
+
+# -- budgets the API server refuses: api-validation, and nothing else ---------------------------
+
+
+def test_refused_budgets_are_api_validation_errors_only() -> None:
+    """polaris' minAvailable 150% (and a budget with both fields): four api-validation errors at
+    upstream's field paths; pdb-blocks-eviction and pdb-overlap, which reported them, are quiet."""
+    result = lint_paths(EXAMPLES / "api-validation" / "fail-pdb.yaml")
+    assert [(f.rule, f.line, f.path) for f in result.findings] == [
+        ("api-validation", 29, "spec.minAvailable"),
+        ("api-validation", 40, "spec.minAvailable"),
+        ("api-validation", 41, "spec.maxUnavailable"),
+        ("api-validation", 41, "spec"),
+    ]
+
+
+def test_refused_budget_that_selects_nothing_is_not_pdb_no_match() -> None:
+    text = textwrap.dedent(
+        """\
+        apiVersion: policy/v1
+        kind: PodDisruptionBudget
+        metadata: {name: web}
+        spec:
+          maxUnavailable: 150%
+          selector: {matchLabels: {app: web}}
+        """
+    )
+    assert [f.rule for f in lint_text(text, closed=True).findings] == ["api-validation"]
+    valid = text.replace("150%", "50%")
+    assert [f.rule for f in lint_text(valid, closed=True).findings] == ["pdb-no-match"]
