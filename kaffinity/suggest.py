@@ -45,6 +45,7 @@ from kaffinity.model import (
     Requirement,
     object_ref,
 )
+from kaffinity.precedence import gives_way
 from kaffinity.selectors import (
     NAMESPACE_NAME_LABEL,
     namespace_in_scope,
@@ -607,13 +608,16 @@ def silent_terms(
     required: bool,
     kinds: tuple[str, ...],
     describe: Callable[[Relation], tuple[str, str]],
+    rule: str,
     own_values: bool = False,
 ) -> Iterator[Violation]:
     """Findings on terms of ``kinds`` that match no pod, not even their own, and look like a mistake.
 
     ``describe`` names the term ("preferred pod affinity (weight 5)") and what its silence means.
     ``own_values``: a term meant for the workload's own pods with a wrong value is such a mistake
-    too (:func:`own_typo`). Shared by preferred-no-match and anti-affinity-no-match.
+    too (:func:`own_typo`). ``rule``: whose findings these are (a term without labelSelector is
+    api-warning's, unless this rule is the more severe: :mod:`kaffinity.precedence`). Shared by
+    preferred-no-match and anti-affinity-no-match.
     """
     graph = context.graph
     for member in graph.workloads():
@@ -622,9 +626,18 @@ def silent_terms(
         for relation in graph.terms(member.id, required=required):
             if relation.kind not in kinds or relation.reach:
                 continue
-            # A term without labelSelector matches no pod either, but api-warning reports that
-            # ("a null labelSelector results in matching no pod", pkg/api/pod/warnings.go).
+            # A term without labelSelector matches no pod either: api-warning says so in the API
+            # server's words ("a null labelSelector results in matching no pod",
+            # pkg/api/pod/warnings.go); this finding gives way unless it is the more severe.
             if written_selector(relation) is None:
+                if not gives_way(context, (rule, None), ("api-warning", None), tie_to_other=True):
+                    what, consequence = describe(relation)
+                    yield Violation(
+                        relation.doc,
+                        relation.path,
+                        f"{what} has no labelSelector, and a null selector matches no pod; {consequence}",
+                        fix="add a labelSelector naming the pods it means, or remove the term",
+                    )
                 continue
             if unknown_pods(context, relation) is not None:
                 continue  # pods the input does not show (a fragment's, an operator's) might match

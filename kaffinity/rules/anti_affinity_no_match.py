@@ -14,17 +14,22 @@ if TYPE_CHECKING:
     from kaffinity.engine import Context
 
 
+RULE_NAME = "anti-affinity-no-match"
+
+
 def _describe(relation: Relation) -> tuple[str, str]:
     where = relation.topology_key or "any topology"
     return "required pod anti-affinity", f"the pods are not kept apart on {where}"
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    return silent_terms(context, required=True, kinds=(ANTI_AFFINITY,), describe=_describe, own_values=True)
+    return silent_terms(
+        context, required=True, kinds=(ANTI_AFFINITY,), describe=_describe, rule=RULE_NAME, own_values=True
+    )
 
 
 RULE = Rule(
-    name="anti-affinity-no-match",
+    name=RULE_NAME,
     category="graph",
     severity=Severity.WARNING,
     summary="Required pod anti-affinity that matches no pod, not even its own: it keeps nothing apart.",

@@ -10,6 +10,7 @@ from kaffinity.expand import POD_AFFINITY, POD_ANTI_AFFINITY, SPREAD, affinity_t
 from kaffinity.fenceposts import Budget, deployment_budget
 from kaffinity.findings import Severity, Violation
 from kaffinity.model import PodAffinityTerm, TopologySpreadConstraint, Workload, dig
+from kaffinity.precedence import gives_way
 from kaffinity.rules.base import Rule
 from kaffinity.selectors import namespace_in_scope, selector_matches
 from kaffinity.source import PosDict, unpack
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from kaffinity.engine import Context
 
 REVISION_LABEL = "pod-template-hash"
+RULE_NAME = "revision-unscoped"
 
 _WHY = {
     POD_ANTI_AFFINITY: (
@@ -52,8 +54,14 @@ def unscoped_terms(
         for constraint in workload.pod.topology_spread_constraints
         if constraint.when_unsatisfiable == "DoNotSchedule"
     ]
-    terms = [(kind, term) for kind, term in terms if REVISION_LABEL not in term.match_label_keys]
-    if not terms:  # none, or all scoped (where the gate drops the field, gated-field-dropped says so)
+    # Scoped terms are fine, unless the target drops the field: then the term counts every
+    # revision after all, which gated-field-dropped (or field-unavailable) reports too.
+    terms = [
+        (kind, term)
+        for kind, term in terms
+        if REVISION_LABEL not in term.match_label_keys or not supported(context, kind).enabled
+    ]
+    if not terms:
         return
     expansions = context.expansions
     own = pod_labels(workload, expansions.version, qualified=True)
@@ -106,6 +114,14 @@ def _anti_affinity(workload: Workload) -> tuple[str, Severity | None] | None:
     return _SLOWER.format(budget=budget.text, unavailable=budget.unavailable), Severity.INFO
 
 
+def _dropped_elsewhere(context: Context, state: fg.GateState, severity: Severity | None) -> bool:
+    """Whether the rule that reports the dropped ``matchLabelKeys`` (``gated-field-dropped``; a
+    version without the field: ``field-unavailable``) describes this term at least as severely:
+    then this finding gives way to it (kaffinity.precedence)."""
+    field_rule = "field-unavailable" if state.stage is None else "gated-field-dropped"
+    return gives_way(context, (RULE_NAME, severity), (field_rule, None), tie_to_other=True)
+
+
 def _where(workload: Workload, term: PodAffinityTerm | TopologySpreadConstraint) -> str:
     """Where the key goes, from the positions the loader kept: the column of the term's keys."""
     data = dig(workload.doc.data, term.path)
@@ -135,6 +151,8 @@ def _check(context: Context) -> Iterator[Violation]:
                     continue
                 message, severity = effect
             state = supported(context, kind)
+            if REVISION_LABEL in term.match_label_keys and _dropped_elsewhere(context, state, severity):
+                continue
             fix = None
             if state.enabled:
                 # Planning the edit composes the file again: only `kaffinity fix` pays for it.
@@ -165,7 +183,7 @@ def _check(context: Context) -> Iterator[Violation]:
 
 
 RULE = Rule(
-    name="revision-unscoped",
+    name=RULE_NAME,
     category="expansion",
     severity=Severity.WARNING,
     summary="A Deployment's required (anti-)affinity or spread counts old and new revisions together.",
