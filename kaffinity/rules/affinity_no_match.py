@@ -37,8 +37,14 @@ def _check(context: Context) -> Iterator[Violation]:
 def _pending(context: Context) -> dict[int, Severity | None]:
     """The workloads (id of their document) whose Pending pods ``unschedulable`` reports for want
     of a pod their required affinity matches, with that finding's own severity."""
-    if context.cluster is None or not context.settings.simulate:
-        return {}
+    from kaffinity.precedence import reported_at
+
+    if (
+        context.cluster is None
+        or not context.settings.simulate
+        or reported_at(context, "unschedulable") is None
+    ):
+        return {}  # no simulation, or nobody to give way to: never run it for this
     from kaffinity.pending import affinity_pending
 
     return affinity_pending(context)
