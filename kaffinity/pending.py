@@ -206,6 +206,46 @@ class Analysis:
 _CACHE: weakref.WeakKeyDictionary[Context, Analysis] = weakref.WeakKeyDictionary()
 
 
+def reporter(context: Context, result: Analysis, workload: Workload) -> str | None:
+    """The rule that reports ``workload``'s Pending pods (or its static problem) in this run.
+
+    The rule the analysis assigned (:meth:`Analysis.reported_by`, the first that applies), unless
+    it gives way to ``unschedulable`` (:mod:`kaffinity.precedence`): when it does not run or is
+    configured below ``unschedulable``, the Pending pods are still reported, as ``unschedulable``.
+    A finding a rule downgrades itself because the cluster file looks incomplete stays with it:
+    that doubt holds for every finding about these pods, ``unschedulable``'s too.
+    """
+    from kaffinity.precedence import gives_way
+
+    rule = result.reported_by(workload)
+    stuck = result.stuck.get(id(workload)) if result.stuck is not None else None
+    if rule is None or rule == UNSCHEDULABLE or stuck is None or not stuck.pending:
+        return rule
+    if gives_way(context, (rule, None), (UNSCHEDULABLE, None), tie_to_other=False):
+        return UNSCHEDULABLE
+    return rule
+
+
+def affinity_pending(context: Context) -> dict[int, Severity | None]:
+    """The workloads (id of their document) whose Pending pods ``unschedulable`` reports while
+    their required pod affinity finds no pod (a node reason), with that finding's own severity
+    (None: the rule's). ``affinity-no-match`` describes the same pods."""
+    result = analysis(context)
+    if result is None or result.stuck is None:
+        return {}
+    found: dict[int, Severity | None] = {}
+    for stuck in result.stuck.values():
+        reasons = stuck.final[0].reasons if stuck.final else None
+        if (
+            stuck.pending
+            and reasons
+            and REASON_AFFINITY in reasons
+            and reporter(context, result, stuck.workload) == UNSCHEDULABLE
+        ):
+            found[id(stuck.workload.doc)] = None
+    return found
+
+
 def analysis(context: Context) -> Analysis | None:
     """The shared analysis of the lint run (None without a declared cluster)."""
     if context.cluster is None:

@@ -208,7 +208,10 @@ def test_severity_is_error_when_the_input_is_closed_and_configured_severity_wins
     assert _only(configured, "affinity-no-match").severity is Severity.INFO
 
 
-def test_a_nil_label_selector_is_left_to_api_warning() -> None:
+def test_a_nil_label_selector_is_an_error_beside_api_warning() -> None:
+    """A null selector matches no pod, in the input or not: the pods never schedule, an error
+    that api-warning's warning on the same term must not hide (issue 17 point 5). Configured
+    down to a warning, it gives way to api-warning's words."""
     text = _statefulset(
         "api",
         "{app: api}",
@@ -216,7 +219,16 @@ def test_a_nil_label_selector_is_left_to_api_warning() -> None:
         "            - topologyKey: kubernetes.io/hostname\n",
     )
     result = lint_text(text, select=(*RULES, "api-warning"))
-    assert [f.rule for f in result.findings] == ["api-warning"]
+    assert sorted((f.rule, f.severity) for f in result.findings) == [
+        ("affinity-no-match", Severity.ERROR),
+        ("api-warning", Severity.WARNING),
+    ]
+    configured = lint_text(
+        text, select=(*RULES, "api-warning"), severity={"affinity-no-match": Severity.WARNING}
+    )
+    assert [f.rule for f in configured.findings] == ["api-warning"]
+    alone = lint_text(text, select=("affinity-no-match",), severity={"affinity-no-match": Severity.WARNING})
+    assert [f.rule for f in alone.findings] == ["affinity-no-match"]
 
 
 def test_a_pod_bound_by_node_name_is_not_scheduled_and_not_reported() -> None:

@@ -10,20 +10,19 @@ import pytest
 
 from kaffinity.config import Settings
 from kaffinity.engine import Context, LintResult, lint
+from kaffinity.fenceposts import (
+    Budget,
+    daemonset_budget,
+    deployment_budget,
+    scaled,
+    statefulset_budget,
+    statefulset_parallel_gate,
+)
 from kaffinity.findings import Finding, Severity
 from kaffinity.loader import load, parse
 from kaffinity.model import build_inventory
 from kaffinity.place import place_all
-from kaffinity.rollout import (
-    Budget,
-    daemonset_budget,
-    deletion_order,
-    deployment_budget,
-    scaled,
-    simulate,
-    statefulset_budget,
-    statefulset_parallel_gate,
-)
+from kaffinity.rollout import deletion_order, simulate
 from kaffinity.topology import cluster_from
 
 from .conftest import EXAMPLES

@@ -595,7 +595,8 @@ def test_unschedulable_retries_a_pod_whose_affinity_target_comes_later() -> None
     assert {sim_node.name: len(sim_node.pods) for sim_node in run_.sim.nodes} == before
 
 
-def test_unschedulable_leaves_a_no_match_affinity_to_affinity_no_match() -> None:
+def test_unschedulable_and_affinity_no_match_keep_the_more_severe() -> None:
+    """Issue 17 point 5: the same Pending pods, described by both rules; the error is kept."""
     affinity = {
         "podAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -607,13 +608,27 @@ def test_unschedulable_leaves_a_no_match_affinity_to_affinity_no_match() -> None
         }
     }
     objects = [workload("front", "StatefulSet", 1, affinity=affinity)]
+    # The cluster file lists no pods: affinity-no-match is a warning, unschedulable an error.
     both = run(objects, zones(2), select=("topology", "affinity-no-match"))
-    assert rules_of(both) == ["affinity-no-match"]
+    assert [(f.rule, f.severity) for f in both.findings] == [("unschedulable", Severity.ERROR)]
     alone = run(objects, zones(2))
     assert (
         "no running pod matches its required pod affinity (app=nothing)"
         in only(alone, "unschedulable").message
     )
+    # --closed: affinity-no-match is an error too, and a tie goes to it (it names near misses).
+    closed = run(objects, zones(2), select=("topology", "affinity-no-match"), closed=True)
+    assert [(f.rule, f.severity) for f in closed.findings] == [("affinity-no-match", Severity.ERROR)]
+    # Configured severities count: unschedulable lowered to info gives way to the warning.
+    lowered = run(
+        objects,
+        zones(2),
+        select=("topology", "affinity-no-match"),
+        severity={"unschedulable": Severity.INFO},
+    )
+    assert [(f.rule, f.severity) for f in lowered.findings] == [("affinity-no-match", Severity.WARNING)]
+    # Either alone reports the pods.
+    assert rules_of(run(objects, zones(2), select=("affinity-no-match",))) == ["affinity-no-match"]
 
 
 def test_unschedulable_undeclared_ephemeral_storage_is_a_warning_about_the_cluster_file() -> None:
@@ -678,7 +693,32 @@ def test_each_pending_workload_is_reported_by_exactly_one_rule() -> None:
 @pytest.mark.parametrize("rule", TOPOLOGY_RULES)
 def test_configured_severity_wins(rule: str) -> None:
     result = run(MIXED, zones(3), severity={rule: Severity.INFO})
-    assert [f.severity for f in result.findings if f.rule == rule] == [Severity.INFO]
+    if rule == "unschedulable":
+        assert [f.severity for f in result.findings if f.rule == rule] == [Severity.INFO]
+        return
+    # Issue 17 point 5: configured below unschedulable, a rule gives its Pending pods to
+    # unschedulable's error (kaffinity.precedence): an info never hides an error.
+    assert [f.rule for f in result.findings if f.rule == rule] == []
+    assert sorted(f.object.name for f in result.findings if f.rule == "unschedulable" and f.object) == sorted(
+        ["fat", {v: k for k, v in EXPECTED_OWNER.items()}[rule]]
+    )
+
+
+EXPECTED_OWNER = {
+    "nosel": "no-eligible-node",
+    "typo": "topology-key-absent",
+    "kafka": "anti-affinity-exceeds-domains",
+    "api": "spread-unsatisfiable",
+}
+
+
+@pytest.mark.parametrize(("name", "rule"), EXPECTED_OWNER.items())
+def test_selecting_unschedulable_alone_still_reports_every_pending_workload(name: str, rule: str) -> None:
+    """With the specific rule not selected, the Pending pods are unschedulable's (at error)."""
+    result = run(MIXED, zones(3), select=("unschedulable",))
+    assert name in {f.object.name for f in result.findings if f.object is not None}
+    both = run(MIXED, zones(3), select=("unschedulable", rule))
+    assert {f.object.name: f.rule for f in both.findings if f.object is not None}[name] == rule
 
 
 def test_the_analysis_is_shared_by_the_rules_of_one_run() -> None:

@@ -105,3 +105,28 @@ def test_summary(capsys: pytest.CaptureFixture[str]) -> None:
             f"(valid accepted {accepted}/{len(valid)}, invalid rejected {rejected}/{len(INVALID)}); "
             f"error paths match {paths}/{len(INVALID)}"
         )
+
+
+# -- PodDisruptionBudgets ------------------------------------------------------------------------
+
+BUDGETS = YAML(typ="safe", pure=True).load(
+    (Path(__file__).resolve().parent / "data" / "upstream_pdb_validation.yaml").read_text(encoding="utf-8")
+)
+
+
+def budget(case: dict[str, Any]) -> str:
+    spec = dict(case["spec"])
+    spec.setdefault("selector", {"matchLabels": {"app": "web"}})
+    document = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "case"}}
+    return json.dumps({**document, "spec": spec}, indent=2)
+
+
+@pytest.mark.parametrize("case", BUDGETS, ids=[case["name"] for case in BUDGETS])
+def test_upstream_budget_case(case: dict[str, Any]) -> None:
+    """Every case: the same verdict as upstream, and a finding at upstream's field path."""
+    result = lint([parse("case.yaml", budget(case))], Settings())
+    errors = [finding for finding in result.findings if finding.rule in ERROR_RULES]
+    if case["valid"]:
+        assert errors == [], describe(tuple(errors))
+    else:
+        assert case["path"] in [finding.path for finding in errors], describe(tuple(errors))

@@ -70,7 +70,7 @@ def _occupied(
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.pending import ANTI_AFFINITY_EXCEEDS, analysis
+    from kaffinity.pending import ANTI_AFFINITY_EXCEEDS, analysis, reporter
 
     result = analysis(context)
     run = context.placement
@@ -79,7 +79,7 @@ def _check(context: Context) -> Iterator[Violation]:
     order = {id(workload): index for index, workload in enumerate(run.queue)}
     for stuck in result.stuck.values():
         exceeds = stuck.shape.exceeds
-        if stuck.rule != ANTI_AFFINITY_EXCEEDS or exceeds is None:
+        if exceeds is None or reporter(context, result, stuck.workload) != ANTI_AFFINITY_EXCEEDS:
             continue
         yield _violation(result, run, stuck, exceeds, order)
 

@@ -29,7 +29,12 @@ API server uses (`Invalid value`, `Required value`, `Forbidden`, `Duplicate valu
   key of the selector; from 1.34, with the selector merge, the post-merge duplicate check);
 - tolerations: empty key needs `Exists`, `tolerationSeconds` needs `NoExecute`, `Exists` takes no
   value, `Equal` values are label values; `Lt`/`Gt` (1.35+) need the
-  `TaintTolerationComparisonOperators` gate and a canonical integer.
+  `TaintTolerationComparisonOperators` gate and a canonical integer;
+- PodDisruptionBudgets (`pkg/apis/policy/validation` `ValidatePodDisruptionBudgetSpec`): not
+  both `minAvailable` and `maxUnavailable` (reported at `spec`), each an integer of at least 0 or
+  a percentage (`[0-9]+%`: a string such as `"1"` is refused) of at most 100%, and a valid label
+  selector. A refused budget is never created: the rules about what budgets protect
+  (`pdb-blocks-eviction`, `pdb-no-match`, `pdb-overlap`) leave it out.
 
 A bare Pod is validated after the create-time merge of `matchLabelKeys` into its selectors, as
 the API server does; pod templates are validated as written.

@@ -246,13 +246,13 @@ def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.pending import NO_ELIGIBLE_NODE, analysis, cannot_run, pending_words
+    from kaffinity.pending import NO_ELIGIBLE_NODE, analysis, cannot_run, pending_words, reporter
 
     result = analysis(context)
     if result is None:
         return
     for shape in result.shapes.values():
-        if result.reported_by(shape.workload) != NO_ELIGIBLE_NODE:
+        if reporter(context, result, shape.workload) != NO_ELIGIBLE_NODE:
             continue
         why = _explain(result, shape)
         severity = why.severity

@@ -36,6 +36,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kaffinity.apivalidation import budget_refused
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph import PDB, Member
 from kaffinity.model import NodeSelectorTerm, PodDisruptionBudget, Workload, dig, document_key, object_ref
@@ -267,7 +268,7 @@ def _field(pdb: PodDisruptionBudget) -> tuple[DataPath, str]:
 
 def _verdict(pdb: PodDisruptionBudget, selected: _Selected) -> str | None:
     """Why the budget allows no disruption, or None when it allows some (or cannot be told)."""
-    from kaffinity.rollout import scaled
+    from kaffinity.fenceposts import scaled
 
     scaled_policy = pdb.max_unavailable is not None or isinstance(pdb.min_available, str)
     _, written = _field(pdb)
@@ -318,7 +319,10 @@ def _verdict(pdb: PodDisruptionBudget, selected: _Selected) -> str | None:
 def _check(context: Context) -> Iterator[Violation]:
     graph = context.graph
     hpas = _hpas(context)
+    version = context.settings.kube_version
     for node, pdb in graph.pdbs.items():
+        if budget_refused(pdb.doc.data, version):
+            continue  # the API server refuses it (api-validation): it protects nothing
         for relation in graph.terms(node, PDB):
             if relation.selector is None or not relation.matches:
                 continue  # selects nothing: pdb-no-match

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kaffinity.apivalidation import budget_refused
 from kaffinity.findings import Severity, Violation
 from kaffinity.graph import PDB, selector_text
 from kaffinity.rules.base import Rule
@@ -23,7 +24,10 @@ def _check(context: Context) -> Iterator[Violation]:
     graph = context.graph
     cluster = context.cluster
     nobody = "no workload or existing pod" if cluster is not None and cluster.has_pods else "no workload"
+    version = context.settings.kube_version
     for node, pdb in graph.pdbs.items():
+        if budget_refused(pdb.doc.data, version):
+            continue  # the API server refuses it (api-validation): it selects nothing
         for relation in graph.terms(node, PDB):
             if relation.reach:
                 continue

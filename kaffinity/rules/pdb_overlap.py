@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kaffinity.apivalidation import budget_refused
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph import PDB, AffinityGraph, Member, Relation
 from kaffinity.rules.all_namespaces_anti_affinity import name_list, ordered
@@ -41,7 +42,13 @@ def _identity(graph: AffinityGraph, relation: Relation) -> tuple[str | None, str
 
 def _check(context: Context) -> Iterator[Violation]:
     graph = context.graph
-    budgets = [relation for relation in graph.relations if relation.kind == PDB and _selects(relation)]
+    version = context.settings.kube_version
+    # A budget the API server refuses (api-validation) never exists: it overlaps nothing.
+    budgets = [
+        relation
+        for relation in graph.relations
+        if relation.kind == PDB and _selects(relation) and not budget_refused(relation.doc.data, version)
+    ]
     by_member: dict[str, list[Relation]] = {}
     for relation in budgets:
         for node in relation.matches:

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from kaffinity.engine import Context
 
 
+RULE_NAME = "preferred-no-match"
+
+
 def _describe(relation: Relation) -> tuple[str, str]:
     kind = "affinity" if relation.kind == AFFINITY else "anti-affinity"
     weight = f" (weight {relation.weight})" if relation.weight is not None else ""
@@ -21,11 +24,13 @@ def _describe(relation: Relation) -> tuple[str, str]:
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    return silent_terms(context, required=False, kinds=(AFFINITY, ANTI_AFFINITY), describe=_describe)
+    return silent_terms(
+        context, required=False, kinds=(AFFINITY, ANTI_AFFINITY), describe=_describe, rule=RULE_NAME
+    )
 
 
 RULE = Rule(
-    name="preferred-no-match",
+    name=RULE_NAME,
     category="graph",
     severity=Severity.INFO,
     summary="A preferred pod (anti-)affinity term that matches no pod, not even its own: it does nothing.",
@@ -48,7 +53,8 @@ even the workload's own) and no existing pod of the cluster file, when it looks 
 Otherwise it stays quiet: the pods a preferred term means may be deployed from elsewhere. It also
 stays quiet when a Namespace not in the input might hold matching pods, when a workload of the
 input has no pod labels (a kustomize fragment), and when a custom resource in scope may make an
-operator run pods. A term without `labelSelector` is left to `api-warning`.
+operator run pods. A term without `labelSelector` is left to `api-warning` (a warning, the API server's own
+words), unless that does not run.
 
 ## Why it matters
 A preferred term adds its weight to the score of nodes whose topology domain runs a pod the

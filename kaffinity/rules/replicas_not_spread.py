@@ -63,15 +63,20 @@ def _autoscalers(context: Context) -> dict[tuple[str, str, str], list[_Autoscale
 
 
 def _host_port(member: Member) -> bool:
-    """Whether a container asks for a hostPort: two such pods never share a node (NodePorts filter)."""
+    """Whether a container port gets a hostPort: two such pods never share a node (the NodePorts
+    filter). Written, or defaulted: with ``hostNetwork: true`` pod defaulting sets ``hostPort =
+    containerPort`` on every port of the containers and init containers that has none
+    (``pkg/apis/core/v1/defaults.go``, ``SetDefaults_PodSpec`` / ``defaultHostNetworkPorts``; since
+    1.28 on the pods only, not in the templates, which changes nothing for the pods)."""
     workload = member.workload
     assert workload is not None
     spec = dig(workload.doc.data, workload.pod.spec_path)
     if not isinstance(spec, dict):
         return False
+    field = "containerPort" if workload.pod.host_network else "hostPort"
     containers = [c for key in ("containers", "initContainers") for c in _list(spec.get(key))]
     return any(
-        isinstance(port, dict) and _int(port.get("hostPort"))
+        isinstance(port, dict) and (_int(port.get("hostPort")) or _int(port.get(field)))
         for container in containers
         if isinstance(container, dict)
         for port in _list(container.get("ports"))
@@ -104,7 +109,8 @@ def _spread(context: Context, member: Member) -> bool:
     - pod anti-affinity, required or preferred, that matches its own pods;
     - pod affinity that matches its own pods: packing them together is a choice, not an omission;
     - a nodeSelector on kubernetes.io/hostname or a nodeName: one node on purpose;
-    - a hostPort: the NodePorts filter (reference §F) already keeps two replicas off one node.
+    - a hostPort, written or given by ``hostNetwork: true`` to every container port: the NodePorts
+      filter already keeps two replicas off one node.
     """
     workload = member.workload
     assert workload is not None
@@ -207,7 +213,9 @@ Not reported: DaemonSets, Jobs, CronJobs and Pods; one replica; a workload with 
 spread constraint (whatever it selects: demanding a particular form is a known false positive of
 other linters); one whose pod affinity selects its own pods (packed on purpose); one pinned to
 a node (`nodeName`, or a `nodeSelector` on `kubernetes.io/hostname`); one with a `hostPort`
-(two such pods never share a node); a pod template without labels (a fragment such as a
+on a container port, written or given by `hostNetwork: true` (pod defaulting sets `hostPort =
+containerPort` on every port without one: `SetDefaults_PodSpec`), since the scheduler's
+NodePorts filter never puts two such pods on one node; a pod template without labels (a fragment such as a
 kustomize patch: the real pods' labels, and what spreads them, are defined elsewhere).
 
 ## Why it matters

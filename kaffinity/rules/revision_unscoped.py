@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING
 
 from kaffinity import gates as fg
 from kaffinity.expand import POD_AFFINITY, POD_ANTI_AFFINITY, SPREAD, affinity_terms, pod_labels
+from kaffinity.fenceposts import Budget, deployment_budget
 from kaffinity.findings import Severity, Violation
 from kaffinity.model import PodAffinityTerm, TopologySpreadConstraint, Workload, dig
+from kaffinity.precedence import gives_way
 from kaffinity.rules.base import Rule
 from kaffinity.selectors import namespace_in_scope, selector_matches
 from kaffinity.source import PosDict, unpack
@@ -17,12 +19,13 @@ if TYPE_CHECKING:
     from kaffinity.engine import Context
 
 REVISION_LABEL = "pod-template-hash"
+RULE_NAME = "revision-unscoped"
 
 _WHY = {
     POD_ANTI_AFFINITY: (
         "required pod anti-affinity selects this Deployment's own pods of every revision: during a "
         "rolling update each new pod must also keep away from the old ones, and with one pod per "
-        "topology domain the surge pod has nowhere to go and the rollout hangs"
+        "topology domain the surge pod has nowhere to go{strategy} and the rollout hangs"
     ),
     POD_AFFINITY: (
         "required pod affinity is satisfied by this Deployment's own pods of every revision: during a "
@@ -51,8 +54,14 @@ def unscoped_terms(
         for constraint in workload.pod.topology_spread_constraints
         if constraint.when_unsatisfiable == "DoNotSchedule"
     ]
-    terms = [(kind, term) for kind, term in terms if REVISION_LABEL not in term.match_label_keys]
-    if not terms:  # none, or all scoped (where the gate drops the field, gated-field-dropped says so)
+    # Scoped terms are fine, unless the target drops the field: then the term counts every
+    # revision after all, which gated-field-dropped (or field-unavailable) reports too.
+    terms = [
+        (kind, term)
+        for kind, term in terms
+        if REVISION_LABEL not in term.match_label_keys or not supported(context, kind).enabled
+    ]
+    if not terms:
         return
     expansions = context.expansions
     own = pod_labels(workload, expansions.version, qualified=True)
@@ -65,6 +74,52 @@ def unscoped_terms(
         ):
             continue
         yield kind, term
+
+
+#: The anti-affinity message when the strategy lets an old pod go first: the rollout finishes.
+_SLOWER = (
+    "required pod anti-affinity selects this Deployment's own pods of every revision: during a "
+    "rolling update each new pod must also keep away from the old ones, so with one pod per "
+    "topology domain a surge pod stays Pending until an old pod is removed; with {budget} the "
+    "controller removes up to {unavailable} while it waits, so the rollout finishes, but without "
+    "the surge it asks for (and a cluster autoscaler may add a node for the Pending pod)"
+)
+
+
+def anti_affinity_budget(workload: Workload) -> Budget | None:
+    """The strategy's numbers when they decide what an unscoped self anti-affinity does to the
+    rollout: ``deploymentutil.ResolveFenceposts`` against ``spec.replicas`` (None: they do not
+    resolve; the API server rejects such a strategy)."""
+    replicas = workload.replicas if workload.replicas is not None else 1
+    return deployment_budget(workload, max(replicas, 1))
+
+
+def _anti_affinity(workload: Workload) -> tuple[str, Severity | None] | None:
+    """What an unscoped required self anti-affinity does to this Deployment's rollout.
+
+    ``rolling.go`` ``reconcileOldReplicaSets`` scales old ReplicaSets down by at most ``all pods -
+    (replicas - maxUnavailable) - new pods unavailable``: with the surge pod Pending that is
+    ``maxUnavailable``. So the rollout hangs (every domain held by an old pod, the surge pod
+    Pending, nothing removed) only when maxUnavailable resolves to 0; with maxUnavailable >= 1 an
+    old pod goes, its domain frees, and the rollout finishes with its surge wasted (info); with
+    maxSurge 0 nothing waits on the term (nothing to say: it is the workaround the fix names).
+    None: nothing to report.
+    """
+    budget = anti_affinity_budget(workload)
+    if budget is None or budget.unavailable == 0:
+        strategy = f"; with {budget.text} no old pod is removed while it is Pending," if budget else ","
+        return _WHY[POD_ANTI_AFFINITY].format(strategy=strategy), None
+    if budget.surge == 0:
+        return None
+    return _SLOWER.format(budget=budget.text, unavailable=budget.unavailable), Severity.INFO
+
+
+def _dropped_elsewhere(context: Context, state: fg.GateState, severity: Severity | None) -> bool:
+    """Whether the rule that reports the dropped ``matchLabelKeys`` (``gated-field-dropped``; a
+    version without the field: ``field-unavailable``) describes this term at least as severely:
+    then this finding gives way to it (kaffinity.precedence)."""
+    field_rule = "field-unavailable" if state.stage is None else "gated-field-dropped"
+    return gives_way(context, (RULE_NAME, severity), (field_rule, None), tie_to_other=True)
 
 
 def _where(workload: Workload, term: PodAffinityTerm | TopologySpreadConstraint) -> str:
@@ -89,7 +144,15 @@ def _check(context: Context) -> Iterator[Violation]:
     version = context.settings.kube_version
     for workload in context.inventory.workloads:
         for kind, term in unscoped_terms(context, workload):
+            message, severity = _WHY[kind], None
+            if kind == POD_ANTI_AFFINITY:
+                effect = _anti_affinity(workload)
+                if effect is None:
+                    continue
+                message, severity = effect
             state = supported(context, kind)
+            if REVISION_LABEL in term.match_label_keys and _dropped_elsewhere(context, state, severity):
+                continue
             fix = None
             if state.enabled:
                 # Planning the edit composes the file again: only `kaffinity fix` pays for it.
@@ -114,11 +177,13 @@ def _check(context: Context) -> Iterator[Violation]:
                     else f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable "
                     "the gate"
                 )
-            yield Violation(workload.doc, term.path, _WHY[kind], fix=hint, edit=fix.edit if fix else None)
+            yield Violation(
+                workload.doc, term.path, message, fix=hint, edit=fix.edit if fix else None, severity=severity
+            )
 
 
 RULE = Rule(
-    name="revision-unscoped",
+    name=RULE_NAME,
     category="expansion",
     severity=Severity.WARNING,
     summary="A Deployment's required (anti-)affinity or spread counts old and new revisions together.",
@@ -135,9 +200,25 @@ During a rolling update old and new ReplicaSets run side by side. Without the re
 scheduler evaluates both together:
 
 - required self anti-affinity (one pod per node or zone): the surge pod must avoid the old pods
-  too; when every eligible domain already holds one (replicas = nodes) it stays Pending, no old
-  pod is removed, and the rollout never finishes (kubernetes issues 56539, 116891, 103584;
-  the KEP-3633 motivation);
+  too; when every eligible domain already holds one (replicas = nodes) it stays Pending. What
+  happens next is the strategy's arithmetic (`pkg/controller/deployment/rolling.go`,
+  `reconcileOldReplicaSets`: old pods are removed while `all pods - (replicas - maxUnavailable) -
+  new pods unavailable` is positive, i.e. up to `maxUnavailable` with the surge pod Pending;
+  `maxSurge` and `maxUnavailable` resolved against `spec.replicas` as `ResolveFenceposts` does:
+  surge rounded up, unavailable down):
+  - `maxUnavailable` resolves to 0 (the default 25% with fewer than 4 replicas, or `maxSurge`
+    only): no old pod is removed and the rollout never finishes (kubernetes issues 56539,
+    116891, 103584; the KEP-3633 motivation). A **warning**; with a cluster, `rollout-deadlock`
+    replays it and reports the error.
+  - `maxUnavailable` of 1 or more, with a surge: an old pod goes first and frees its domain, so
+    the rollout finishes, one `maxUnavailable` at a time, but the surge it asks for never runs
+    and a Pending pod appears at each step (a cluster autoscaler may add a node for it). An
+    **info**: the manifest works, and `matchLabelKeys` gives the surge back (the KEP-3633
+    motivation: old pods "preventing new version Pods from finding nodes").
+  - `maxSurge: 0`: the controller removes an old pod before it creates a new one, the new pod
+    takes the freed domain, and nothing waits on the term: nothing is reported (it is the
+    workaround the fix names for clusters without `matchLabelKeys`).
+  - `Recreate` removes every old pod first: never concerned.
 - spread constraints count the old pods toward the skew, so the new pods land skewed once the
   old ones are gone (KEP-3243 motivation);
 - required self affinity places the new pods by where the old revision runs (KEP-3633 story 1).

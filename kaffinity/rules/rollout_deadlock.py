@@ -142,7 +142,8 @@ def _scope_hint(
     them select (and repel) the new pods by symmetry. So two rollouts are simulated: later ones
     (old and new pods both scoped) and the one that adds the key, as is or in place.
     """
-    from kaffinity.rollout import Budget, scoped, simulate
+    from kaffinity.fenceposts import Budget
+    from kaffinity.rollout import scoped, simulate
 
     workload = deadlock.workload
     copy = scoped(run.sim, workload, primary.path, label)
@@ -170,7 +171,8 @@ def _fix(
     run: PlacementRun, deadlock: Deadlock, primary: Blocker | None, version: str, gates: dict[str, bool]
 ) -> str:
     """Changes that the simulation shows complete the rollout; a generic hint if none does."""
-    from kaffinity.rollout import ANTI, RESOURCES, Budget, simulate
+    from kaffinity.fenceposts import Budget
+    from kaffinity.rollout import ANTI, RESOURCES, simulate
 
     workload = deadlock.workload
     kind = workload.ref.kind

@@ -134,13 +134,13 @@ def _dynamic(result: Analysis, stuck: Stuck, spread: Spread) -> tuple[DataPath, 
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.pending import SPREAD_UNSATISFIABLE, analysis, pending_words
+    from kaffinity.pending import SPREAD_UNSATISFIABLE, analysis, pending_words, reporter
 
     result = analysis(context)
     if result is None or result.stuck is None:
         return  # placement needed: quiet with --no-simulate
     for stuck in result.stuck.values():
-        if stuck.rule != SPREAD_UNSATISFIABLE:
+        if reporter(context, result, stuck.workload) != SPREAD_UNSATISFIABLE:
             continue
         cap = stuck.shape.spread
         if cap is not None:
@@ -178,7 +178,8 @@ workload's pods Pending on the declared cluster:
   at the skew limit. The message gives the matching pods per domain.
 
 Workloads whose pods fit nowhere for another reason are left to the other topology rules
-(each Pending workload is reported by one rule). It needs the simulation (quiet with
+(each Pending workload is reported by one rule; by `unschedulable` when this rule does not run
+or is configured below it). It needs the simulation (quiet with
 `--no-simulate`).
 
 ## Why it matters

@@ -106,7 +106,7 @@ def _message(shape: Shape, absent: Absent, total: int, stuck: Stuck | None) -> s
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.pending import analysis, node_related
+    from kaffinity.pending import TOPOLOGY_KEY_ABSENT, analysis, node_related, reporter
 
     result = analysis(context)
     if result is None:
@@ -114,8 +114,10 @@ def _check(context: Context) -> Iterator[Violation]:
     total = len(result.sim.nodes)
     for shape in result.shapes.values():
         stuck = result.stuck.get(id(shape.workload)) if result.stuck is not None else None
+        # Pods it keeps Pending that unschedulable reports instead (kaffinity.precedence).
+        handed = reporter(context, result, shape.workload) not in (TOPOLOGY_KEY_ABSENT, None)
         for absent in shape.absent:
-            if absent.severity is None:
+            if absent.severity is None or (absent.blocks and handed):
                 continue
             related: dict[tuple[int, tuple[object, ...]], Related] = {}
             for node in shape.eligible:

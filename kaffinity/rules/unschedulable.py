@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -358,38 +359,49 @@ def _undeclared(stuck: Stuck, reasons: list[str]) -> list[str]:
     return found
 
 
-def _no_match_reported(context: Context) -> set[int]:
-    """The workloads (id of their document) that ``affinity-no-match`` reports, when it is enabled:
-    a required pod affinity that no pod can satisfy is that rule's finding (with the namespaces
-    and near-misses it knows), and the pods it leaves Pending are not reported twice."""
-    from kaffinity.engine import rule_enabled
-    from kaffinity.rules import affinity_no_match
-
-    rule = affinity_no_match.RULE
-    settings = context.settings
-    if rule.check is None or not rule_enabled(rule, settings.select, settings.ignore):
-        return set()
-    return {id(violation.doc) for violation in rule.check(context)}
-
-
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.pending import UNSCHEDULABLE, analysis
+    from kaffinity.nomatch import RULE as NO_MATCH
+    from kaffinity.nomatch import affinity_no_match, strongest
+    from kaffinity.pending import UNSCHEDULABLE, analysis, reporter
+    from kaffinity.precedence import gives_way, reported_at
     from kaffinity.simulate import REASON_AFFINITY
 
     result = analysis(context)
     if result is None or result.stuck is None:
         return  # placement needed: quiet with --no-simulate
-    no_match: set[int] | None = None
+    no_match: tuple[Violation, ...] | None = None
+    strength: dict[int, Severity | None] = {}
     for stuck in result.stuck.values():
-        if stuck.rule != UNSCHEDULABLE or not stuck.pending:
+        if not stuck.pending or reporter(context, result, stuck.workload) != UNSCHEDULABLE:
             continue
+        violation = _violation(result, stuck)
         reasons = stuck.final[0].reasons if stuck.final else None
         if reasons and REASON_AFFINITY in reasons:
+            # The same pods as affinity-no-match's finding (a required affinity no pod can
+            # satisfy): the more severe of the two is kept, a tie goes to affinity-no-match
+            # (kaffinity.precedence); when this one is kept, it takes that rule's hint.
             if no_match is None:
-                no_match = _no_match_reported(context)
-            if id(stuck.workload.doc) in no_match:
-                continue
-        yield _violation(result, stuck)
+                no_match = affinity_no_match(context) if reported_at(context, NO_MATCH) is not None else ()
+                strength = strongest(no_match)
+            key = id(stuck.workload.doc)
+            if key in strength:
+                if gives_way(
+                    context,
+                    (UNSCHEDULABLE, violation.severity),
+                    (NO_MATCH, strength[key]),
+                    tie_to_other=True,
+                ):
+                    continue
+                violation = _with_hint(violation, [v for v in no_match if id(v.doc) == key])
+        yield violation
+
+
+def _with_hint(violation: Violation, others: list[Violation]) -> Violation:
+    """The "did you mean" of affinity-no-match's finding on the same pods, in this one's fix."""
+    for other in others:
+        if other.fix and other.fix.startswith("did you mean"):
+            return replace(violation, fix=f"{other.fix.split(' Otherwise ')[0]} Otherwise {violation.fix}")
+    return violation
 
 
 RULE = Rule(
@@ -402,18 +414,22 @@ RULE = Rule(
     needs_cluster=True,
     docs="""\
 ## What it finds
-Pods of a workload that stay Pending after kaffinity's offline scheduler has placed every pod
-of the input on the declared cluster (`--cluster`), for a reason none of the other topology
-rules reports (no eligible node, an absent topologyKey, anti-affinity with too few domains, an
-unsatisfiable spread constraint): not enough cpu or memory, full nodes, a required pod affinity
-whose pods run where this one may not, the required anti-affinity of other pods... The message
-is the scheduler's own event text, `0/6 nodes are available: 3 Insufficient cpu, 3 node(s) had
-untolerated taint(s).` (`FitError.Error`), followed by what makes the most nodes fail: the
-request and the most free on a node, the pods whose anti-affinity selects these pods, where the
-pods it requires run. A Pending pod is tried again once everything is placed, as the scheduler
-retries unschedulable pods when pods are added: a pod whose required affinity target comes
-later in the scheduler's queue (lower priority, or later by namespace, kind and name; never the
-order of the files) is not reported. It needs the simulation (quiet with `--no-simulate`).
+Pods of a workload that stay Pending after kaffinity's offline scheduler has placed every pod of
+the input on the declared cluster (`--cluster`), for a reason none of the other topology rules
+reports (no eligible node, an absent topologyKey, anti-affinity with too few domains, an
+unsatisfiable spread constraint) -- or that one of them would report but does not run or is
+configured below this rule's severity, so that the Pending pods are always reported
+(`kaffinity.precedence`; a tie goes to the specific rule): not enough cpu or memory, full nodes,
+a required pod affinity whose pods run where this one may not, the required anti-affinity of
+other pods... The message is the scheduler's own event text, `0/6 nodes are available: 3
+Insufficient cpu, 3 node(s) had untolerated taint(s).` (`FitError.Error`), followed by what
+makes the most nodes fail: the request and the most free on a node, the pods whose anti-affinity
+selects these pods, where the pods it requires run. A Pending pod is tried again once everything
+is placed, as the scheduler retries unschedulable pods when pods are added: a pod whose required
+affinity target comes later in the scheduler's queue (lower priority, or later by namespace,
+kind and name; never the order of the files) is not reported. Pods whose required pod affinity
+matches no pod at all are also `affinity-no-match`'s: the more severe finding of the two is
+kept, a tie going to `affinity-no-match`. It needs the simulation (quiet with `--no-simulate`).
 
 ## Why it matters
 The scheduler leaves such pods Pending until the cluster changes; nothing in the manifests
