@@ -260,7 +260,7 @@ def lint(
         )
         rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_context)
         declared = _load_cluster(settings)
-        layout = _layout(files, roots, settings)
+        files, layout = _layout(files, roots, settings)
         lint_context = Context(files, settings, declared, layout.units[0].documents)
         result = run_lint(
             files, settings, rules, cluster=declared, context=lint_context, reported=reported, layout=layout
@@ -314,7 +314,7 @@ def expand(
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
     files = _load(paths, settings, stdin_filename)
-    layout = _layout(files, paths, settings)
+    files, layout = _layout(files, paths, settings)
     broken = _input_problems(files, settings, layout)
     version, gates = settings.kube_version, settings.feature_gates
     objects = [file for file in files if os.path.normpath(file.name) not in layout.fragments]
@@ -367,7 +367,7 @@ def graph(
     settings = settings.overridden(cluster=cluster, closed=closed, render=build)
     files = _load(paths, settings, stdin_filename)
     declared = _load_cluster(settings)
-    layout = _layout(files, paths, settings)
+    files, layout = _layout(files, paths, settings)
     broken = _input_problems(files, settings, layout, declared)
     chosen = _choose_unit(layout, unit)
     # Only the graph rules the configuration enables: their findings are what the picture marks.
@@ -449,7 +449,7 @@ def place(
     files = _load(paths, settings, stdin_filename)
     declared = _load_cluster(settings)
     assert declared is not None
-    layout = _layout(files, paths, settings)
+    files, layout = _layout(files, paths, settings)
     broken = _input_problems(files, settings, layout, declared)
     units = [_choose_unit(layout, unit)] if unit is not None or not layout.several else list(layout.units)
     runs = []
@@ -470,7 +470,7 @@ def place(
                 ),
             )
         )
-    shown = runs if len(runs) > 1 or runs[0][0] else []
+    shown = runs if len(runs) > 1 else []
     run = runs[0][1]
     text = render_json(run, shown) if output_format is PlaceFormat.json else render_text(run, shown)
     _emit(text, output)
@@ -502,7 +502,8 @@ def fix(
     settings = _settings(config, no_config, kube_version, feature_gates, select=select, namespace=namespace)
     settings = replace(settings, plan_fixes=True)
     files = _load(paths, settings, stdin_filename)
-    layout = _layout(files, paths, replace(settings, render=False))  # fixes edit the files as written
+    # Fixes edit the files as written: never rendered objects.
+    files, layout = _layout(files, paths, replace(settings, render=False))
     broken = _input_problems(files, settings, layout)
     result = run_lint(files, settings, layout=layout)
     stdin_name = stdin_filename or STDIN_NAME
@@ -631,6 +632,8 @@ def _load(
     files: list[SourceFile] = load(
         targets, excluded, seen, jobs=jobs, limits=settings.limits, gitignore=settings.gitignore
     )
+    if STDIN in targets:
+        files = _map_rendered_stdin(files, settings, stdin_filename)
     if stdin_filename and STDIN in targets:
         # Findings take their file from the document: rename both.
         files = [
@@ -688,20 +691,63 @@ def _choose_unit(layout: Layout, name: Optional[str]) -> Unit:
 def _only(layout: Layout, unit: Unit) -> Layout:
     from kaffinity.units import Layout as _Layout
 
-    return _Layout((unit,), layout.documents, layout.fragments)
+    return _Layout((unit,), layout.documents, layout.fragments, places=layout.places)
 
 
-def _layout(files: list[SourceFile], paths: Optional[list[str]], settings: Settings) -> Layout:
-    """The deployment units of what was read (kaffinity.units); notes about it on stderr."""
-    from kaffinity.units import read_layout
+def _layout(
+    files: list[SourceFile], paths: Optional[list[str]], settings: Settings
+) -> tuple[list[SourceFile], Layout]:
+    """The deployment units of what was read (kaffinity.units), built with the tools when
+    ``--render`` asks; notes about it on stderr. The files come back with those the rendered
+    objects point at, and without the helm-template problems of the charts rendered."""
+    from kaffinity.units import read_layout, render_units
 
     roots = [path for path in (paths or ["."]) if path != "-"]
     layout = read_layout(
         files, roots, default_namespace=settings.namespace, configured=settings.units, limits=settings.limits
     )
+    if settings.render:
+        built = render_units(layout, limits=settings.limits, helm_values=settings.helm_values, namespace=None)
+        layout = built.layout
+        if built.charts:
+            from kaffinity.units import chart_of
+
+            rendered = {os.path.abspath(chart) for chart in built.charts}
+            cache: dict[str, Optional[str]] = {}
+            files = [
+                replace(file, problems=tuple(p for p in file.problems if p.rule != "helm-template"))
+                if (chart := chart_of(file.name, cache)) is not None and os.path.abspath(chart) in rendered
+                else file
+                for file in files
+            ]
+        files = [*files, *built.files]
     for note in layout.notes:
         typer.echo(f"kaffinity: note: {note}", err=True)
-    return layout
+    return files, layout
+
+
+def _map_rendered_stdin(
+    files: list[SourceFile], settings: Settings, stdin_filename: Optional[str]
+) -> list[SourceFile]:
+    """``helm template ... | kaffinity lint -``: the documents of the stream are pointed at the
+    templates its ``# Source:`` comments name, where those are on disk (kaffinity.render):
+    below the chart folder ``--stdin-filename`` names, else below the working folder."""
+    from kaffinity.loader import STDIN_NAME
+
+    chart = (
+        stdin_filename
+        if stdin_filename and os.path.isfile(os.path.join(stdin_filename, "Chart.yaml"))
+        else None
+    )
+    out: list[SourceFile] = []
+    for file in files:
+        if file.name == STDIN_NAME and "# Source: " in file.text and not file.problems:
+            from kaffinity.render import map_helm_sources
+
+            out.extend(map_helm_sources(file, chart, settings.limits).files)
+        else:
+            out.append(file)
+    return out
 
 
 def _load_in_context(

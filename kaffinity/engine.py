@@ -314,6 +314,10 @@ class _Run:
         self.settings = settings
         #: The unit whose rules run now ("" outside units); its findings name it.
         self.unit = ""
+        #: Rendered objects whose fields an overlay patch may have set (kaffinity.units).
+        self.places = layout.places if layout is not None else {}
+        #: The unit of each rendered object (a finding on it names the unit that built it).
+        self.membership = layout.membership if layout is not None else {}
         #: The files reported on; None: every file.
         self.reported = reported if reported is not None else frozenset(file.name for file in files)
         self.everything = reported is None
@@ -325,7 +329,11 @@ class _Run:
         self.all_suppressions: list[Suppression] = []
         self.annotations: dict[int, list[Suppression]] = {}
         self.files = files
+        read: set[str] = set()
         for file in files:
+            if file.name in read:  # a file and the rendered objects that point at it: once
+                continue
+            read.add(file.name)
             by_line: dict[int, list[Suppression]] = {}
             for suppression in comment_suppressions(file.name, file.text):
                 self.all_suppressions.append(suppression)
@@ -387,13 +395,19 @@ class _Run:
     def add_violation(self, rule: Rule, violation: Violation) -> None:
         doc = violation.doc
         span = doc.locate(violation.path)
+        file = doc.file
+        place = self.places.get(id(doc))
+        if place is not None:  # a rendered object: the overlay patch that set the field, if any
+            found = place(doc, violation.path)
+            if found is not None:
+                file, span = found
         related = tuple(
             Location(other.doc.file, other.doc.locate(other.path), format_path(other.path), other.message)
             for other in violation.related
         )
         finding = self._finding(
             rule,
-            doc.file,
+            file,
             span,
             violation.message,
             path=violation.field if violation.field is not None else format_path(violation.path),
@@ -403,6 +417,8 @@ class _Run:
             edit=violation.edit,
             severity=violation.severity,
         )
+        if not self.unit and id(doc) in self.membership:
+            finding = replace(finding, units=self.membership[id(doc)])
         self.add(finding, self.annotations.get(id(doc), ()))
 
     def add(

@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kaffinity.loader import DEFAULT_LIMITS, Limits, SourceFile
 from kaffinity.model import document_key, object_ref
-from kaffinity.source import Document
+from kaffinity.source import DataPath, Document, Span
 
 #: The names kustomize looks for in a folder (sigs.k8s.io/kustomize/api/konfig
 #: RecognizedKustomizationFileNames), in its order.
@@ -68,6 +68,8 @@ class Unit:
     name: str
     source: str
     documents: tuple[Document, ...]
+    #: The files the unit claims (a kustomization's resources, a chart's files), normalised.
+    files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +96,14 @@ class Layout:
     kustomizations: tuple[Kustomization, ...] = ()
     charts: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
-    #: Each document's units by id(document) (for the reports of ``place`` and ``graph``).
+    #: The unit of each rendered object, by id(document): a finding of a rule that reads one
+    #: object at a time names it, as the object exists only in that unit's build.
     membership: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+    #: For rendered objects, by id(document): where an overlay's patch spells a data path,
+    #: when that is more precise than the file the object comes from (Rendered.patch_place).
+    places: Mapping[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = field(
+        default_factory=dict
+    )
 
     @property
     def several(self) -> bool:
@@ -141,10 +149,11 @@ def read_layout(
         units.extend(_variant_units(rest, default_namespace, notes))
         if any(k.uses_helm for k in kustomizations.values()):
             notes.append("kustomizations with helmCharts are read without their charts")
-    units = [unit for unit in units if unit.documents]
+    # A chart whose templates are all unrendered has no object yet, but is a unit (--render).
+    units = [unit for unit in units if unit.documents or unit.source in ("helm", "kustomize")]
     if not units:
         units = [Unit("", "files", documents)]
-    units = [Unit(unit.name or "(other files)", unit.source, unit.documents) for unit in units]
+    units = [Unit(unit.name or "(other files)", unit.source, unit.documents, unit.files) for unit in units]
     clashes: list[Document] = []
     units = [_once(unit, default_namespace, clashes) for unit in units]
     if clashes:
@@ -154,12 +163,8 @@ def read_layout(
             f"(first: {first.file}:{first.span.line}): the last definition is read, as "
             "`kubectl apply -f` leaves it (`units:` in .kaffinity.yaml can separate them)"
         )
-    if len(units) == 1:
-        units = [Unit("", units[0].source, units[0].documents)]
-    membership: dict[int, list[str]] = defaultdict(list)
-    for unit in units:
-        for doc in unit.documents:
-            membership[id(doc)].append(unit.name)
+    if len(units) == 1 and units[0].source in ("files", "variant"):
+        units = [Unit("", units[0].source, units[0].documents, units[0].files)]
     return Layout(
         tuple(units),
         documents,
@@ -167,8 +172,95 @@ def read_layout(
         tuple(kustomizations.values()),
         tuple(sorted({u.name for u in units if u.source == "helm"})),
         tuple(notes),
-        {key: tuple(names) for key, names in membership.items()},
     )
+
+
+# --- rendering -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedLayout:
+    """A layout whose kustomize and Helm units were built (``--render``), and the files the
+    rendered objects point at (their text serves the reports and comment suppressions)."""
+
+    layout: Layout
+    files: tuple[SourceFile, ...]
+    #: The charts rendered: their templates' ``helm-template`` problems no longer apply.
+    charts: tuple[str, ...]
+
+
+def render_units(
+    layout: Layout,
+    *,
+    limits: Limits = DEFAULT_LIMITS,
+    helm_values: Mapping[str, Sequence[str]] | None = None,
+    namespace: str | None = None,
+) -> RenderedLayout:
+    """Build each kustomize unit (kustomize, or kubectl kustomize) and render each chart (helm,
+    or helm-python-sdk) with kaffinity.render; the rules then read what the tools produce, each
+    object pointed at the file that defines it. A unit that cannot be built keeps the objects of
+    its files as written, and the failure is a ``parse-error`` of its kustomization or chart;
+    without the tool, a note says once that the units were read as written."""
+    from kaffinity.render import helm_engine, kustomize_engine, render_chart, render_kustomization
+
+    engines = {"kustomize": kustomize_engine(), "helm": helm_engine()}
+    values = {os.path.abspath(chart): list(files) for chart, files in (helm_values or {}).items()}
+    units: list[Unit] = []
+    extra: list[SourceFile] = []
+    charts: list[str] = []
+    replaced: set[str] = set()
+    notes = list(layout.notes)
+    missing: set[str] = set()
+    places: dict[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
+    for unit in layout.units:
+        if unit.source not in engines:
+            units.append(unit)
+            continue
+        if engines[unit.source] is None:
+            missing.add(unit.source)
+            units.append(unit)
+            continue
+        if unit.source == "kustomize":
+            rendered = render_kustomization(unit.name, limits)
+        else:
+            chart_values = values.get(os.path.abspath(unit.name), [])
+            rendered = render_chart(unit.name, chart_values, namespace=namespace, limits=limits)
+        extra.extend(rendered.files)
+        if not rendered.ok:
+            units.append(unit)
+            continue
+        replaced.update(unit.files)
+        places.update((key, rendered.patch_place) for key in rendered.patches)
+        if unit.source == "helm":
+            charts.append(unit.name)
+        units.append(Unit(unit.name, f"{unit.source} (rendered)", rendered.documents, unit.files))
+    if "kustomize" in missing:
+        notes.append("kustomize overlays read as written (no kustomize or kubectl on the PATH to build them)")
+    if "helm" in missing:
+        notes.append("Helm charts not rendered (no helm on the PATH, and kaffinity[helm] is not installed)")
+    rendered_docs = {
+        id(doc): doc for unit in units if unit.source.endswith("(rendered)") for doc in unit.documents
+    }
+    documents = tuple(
+        [doc for doc in layout.documents if os.path.normpath(doc.file) not in replaced]
+        + list(rendered_docs.values())
+    )
+    membership: dict[int, list[str]] = defaultdict(list)
+    for unit in units:
+        if unit.source.endswith("(rendered)"):
+            for doc in unit.documents:
+                membership[id(doc)].append(unit.name)
+    new = Layout(
+        tuple(units),
+        documents,
+        layout.fragments,
+        layout.kustomizations,
+        layout.charts,
+        tuple(notes),
+        {key: tuple(names) for key, names in membership.items()},
+        places,
+    )
+    return RenderedLayout(new, tuple(extra), tuple(charts))
 
 
 # --- kustomize -----------------------------------------------------------------------------
@@ -292,7 +384,7 @@ def _kustomize_units(
         if folder in used:
             continue
         docs = tuple(doc for path in members if (file := by_path.get(path)) for doc in file.documents)
-        yield Unit(folder, "kustomize", docs)
+        yield Unit(folder, "kustomize", docs, tuple(members))
 
 
 def _closure(folder: str, kustomizations: Mapping[str, Kustomization]) -> list[str]:
@@ -346,6 +438,7 @@ def chart_of(path: str, cache: dict[str, str | None] | None = None) -> str | Non
 def _chart_units(files: Sequence[SourceFile], claimed: set[str]) -> list[Unit]:
     cache: dict[str, str | None] = {}
     by_chart: dict[str, list[Document]] = defaultdict(list)
+    members: dict[str, list[str]] = defaultdict(list)
     for file in files:
         path = os.path.normpath(file.name)
         if path in claimed:
@@ -354,7 +447,8 @@ def _chart_units(files: Sequence[SourceFile], claimed: set[str]) -> list[Unit]:
         if chart is not None:
             claimed.add(path)
             by_chart[chart].extend(file.documents)
-    return [Unit(chart, "helm", tuple(docs)) for chart, docs in sorted(by_chart.items())]
+            members[chart].append(path)
+    return [Unit(chart, "helm", tuple(by_chart[chart]), tuple(members[chart])) for chart in sorted(members)]
 
 
 # --- variants ------------------------------------------------------------------------------
@@ -667,4 +761,5 @@ def _once(unit: Unit, default_namespace: str, clashes: list[Document]) -> Unit:
         chosen[key] = doc
     if not replaced:
         return unit
-    return Unit(unit.name, unit.source, tuple(doc for doc in unit.documents if id(doc) not in replaced))
+    kept = tuple(doc for doc in unit.documents if id(doc) not in replaced)
+    return Unit(unit.name, unit.source, kept, unit.files)
