@@ -101,6 +101,7 @@ def test_overlays_are_units_and_patches_are_fragments() -> None:
         "overlays/prod/kustomization.yaml",
         "overlays/staging/kustomization.yaml",
         "overlays/prod/replicas.yaml",
+        "overlays/prod/one-per-node.yaml",
         "overlays/prod/image.yaml",
         "overlays/staging/single-replica.yaml",
     }
@@ -286,3 +287,105 @@ def test_pre_commit_reads_the_repository_as_units(tmp_path: Path) -> None:
     assert _where(report) == [("pdb-blocks-eviction", "envs/staging/api-pdb.yaml", 7, 3, ["envs/staging"])]
     overlays = {unit for unit in report["summary"]["units"] if unit.startswith("overlays")}
     assert overlays == {"overlays/prod", "overlays/staging"}
+
+
+# --- the whole repository, as `kaffinity lint .` reads it ----------------------------------------
+
+KUBECTL = shutil.which("kubectl") or shutil.which("kustomize")
+try:
+    import helm_python  # noqa: F401 - the engine kaffinity[helm] brings
+
+    HELM_SDK = True
+except ImportError:
+    HELM_SDK = bool(shutil.which("helm"))
+
+
+def _git_repository(tmp_path: Path) -> Path:
+    """The GitOps fixture as a git work tree whose .gitignore leaves out build/."""
+    repo = tmp_path / "repo"
+    shutil.copytree(GITOPS, repo)
+    (repo / ".gitignore").write_text("build/\n")
+    for command in (["git", "init", "-q"], ["git", "add", "."]):
+        subprocess.run(command, cwd=repo, check=True, capture_output=True)
+    return repo
+
+
+def test_lint_dot_reports_only_the_real_problems(tmp_path: Path) -> None:
+    """`kaffinity lint .` at the root of a GitOps repository: overlays with patches, environment
+    copies, a chart, mkdocs.yml (python tags), docker-compose.yml (a key given twice), a build
+    folder git ignores. Only the real problem, exit 0; the chart's template is a warning."""
+    repo = _git_repository(tmp_path)
+    code, report = _lint("--no-render", ".", cwd=repo)
+    assert code == 0
+    found = [(rule, Path(file).as_posix(), line) for rule, file, line, _, _ in _where(report)]
+    assert found == [
+        ("helm-template", "charts/web/templates/deployment.yaml", 4),
+        ("pdb-blocks-eviction", "envs/staging/api-pdb.yaml", 7),
+    ]
+    assert report["summary"]["skipped"] >= 2  # mkdocs.yml, docker-compose.yml
+
+
+@pytest.mark.skipif(not KUBECTL, reason="neither kubectl nor kustomize is on the PATH")
+@pytest.mark.skipif(not HELM_SDK, reason="no helm binary and helm-python-sdk (kaffinity[helm]) not installed")
+def test_lint_dot_rendered(tmp_path: Path) -> None:
+    """With --render the overlays are built and the chart rendered: the prod overlay's patch
+    makes the rollout hang, reported on the patch's line and naming the unit; the chart
+    renders cleanly (no helm-template warning)."""
+    repo = _git_repository(tmp_path)
+    code, report = _lint("--render", ".", cwd=repo)
+    assert code == 0
+    found = [
+        (rule, Path(file).as_posix(), line, column, units)
+        for rule, file, line, column, units in _where(report)
+    ]
+    assert found == [
+        ("pdb-blocks-eviction", "envs/staging/api-pdb.yaml", 7, 3, ["envs/staging"]),
+        ("revision-unscoped", "overlays/prod/one-per-node.yaml", 15, 15, ["overlays/prod"]),
+    ]
+    assert "charts/web" in report["summary"]["units"]
+    (repo / ".kaffinity.yaml").write_text("render: true\n")
+    done = run_cli("lint", "--format", "json", ".", cwd=repo)
+    assert _where(json.loads(done.stdout)) == _where(report)
+
+
+@pytest.mark.skipif(not HELM_SDK, reason="no helm binary and helm-python-sdk (kaffinity[helm]) not installed")
+def test_place_renders_the_chart(tmp_path: Path) -> None:
+    """place --render places the rendered chart's replicas (values.yaml: 2)."""
+    (tmp_path / "cluster.yaml").write_text(THREE_NODES)
+    done = run_cli(
+        "place",
+        "--no-config",
+        "--render",
+        "--cluster",
+        str(tmp_path / "cluster.yaml"),
+        "--format",
+        "json",
+        "charts",
+        cwd=GITOPS,
+    )
+    assert done.returncode == 0, done.stderr
+    pods = json.loads(done.stdout)["pods"]
+    assert [(pod["object"]["name"], pod["replica"]) for pod in pods] == [
+        ("release-name-web", 0),
+        ("release-name-web", 1),
+    ]
+
+
+def test_rendered_stdin_names_the_template() -> None:
+    """`helm template web ./chart/web | kaffinity lint - --stdin-filename chart/web`: a finding
+    names the template file and its line, not <stdin>."""
+    render = REPO / "tests" / "data" / "repos" / "render"
+    stream = (render / "stdin" / "helm-template.yaml").read_text()
+    done = run_cli(
+        "lint",
+        "--no-config",
+        "--format",
+        "json",
+        "-",
+        "--stdin-filename",
+        "chart/web",
+        stdin=stream,
+        cwd=render,
+    )
+    where = {(f["rule"], f["file"], f["line"]) for f in json.loads(done.stdout)["findings"]}
+    assert ("revision-unscoped", "chart/web/templates/deployment.yaml", 18) in where
