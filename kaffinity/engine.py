@@ -245,11 +245,15 @@ def _lint(
 
     progress = current()  # a command's progress indicator: which rule runs
     # Rules that read the declared cluster have nothing to say without one (and would import
-    # the offline scheduler to find that out).
+    # the offline scheduler to find that out), nor with one that could not all be read: its
+    # missing nodes would make every pod Pending (the parse-error says why, exit code 2).
+    usable = context.cluster is not None and not any(
+        problem.rule == "parse-error" for file in context.cluster.files for problem in file.problems
+    )
     checked = [
         rule
         for rule in enabled
-        if rule.check is not None and (context.cluster is not None or not rule.needs_cluster)
+        if rule.check is not None and (usable or not rule.needs_cluster)
     ]
     each = [rule for rule in checked if not rule.needs_context]
     together = [rule for rule in checked if rule.needs_context]

@@ -517,7 +517,12 @@ def _variant_units(files: Sequence[SourceFile], default_namespace: str, notes: l
     units: list[Unit] = []
     placed: set[str] = set()
     alone = 0
-    for scope, group in _variants(final, members, versions):
+    needs = {
+        leaf: _needs(by_path[leaf], default_namespace)
+        for leaf in final
+        if members[leaf] == [leaf] and leaf in by_path
+    }
+    for scope, group in _variants(final, members, versions, needs):
         shared = [
             path for folder in _related_folders(scope, free_by_folder, owner, refined) for path in folder
         ]
@@ -579,12 +584,18 @@ def _ancestors(path: str) -> Iterator[str]:
 
 
 def _variants(
-    leaves: Iterable[str], members: Mapping[str, list[str]], versions: Versions
+    leaves: Iterable[str],
+    members: Mapping[str, list[str]],
+    versions: Versions,
+    needs: Mapping[str, _Needs],
 ) -> Iterator[tuple[str, list[str]]]:
     """The variants, as (the folder they vary in, their leaves). A folder leaf (``envs/prod``)
-    is one variant. Files that vary side by side in one folder are grouped greedily, in name
-    order, into as few variants as keep every variant free of two versions of an object
-    (``c1-router.yaml`` and ``c1-mysql.yaml`` together, ``c2-*`` in another)."""
+    is one variant. Files that vary side by side in one folder are variants of their own,
+    except where one needs another's pods: a required pod affinity is a dependency (its pods
+    cannot start alone), so ``c1-router.yaml`` (affinity to app=mysql) goes with
+    ``c1-mysql.yaml`` and ``c2-router.yaml`` with ``c2-mysql.yaml``, in name order and never
+    two versions of an object in one variant. Nothing else groups files: fixtures side by side
+    (a folder of test cases) are separate deployments."""
     by_folder: dict[str, list[str]] = defaultdict(list)
     for leaf in sorted(leaves):
         if members[leaf] == [leaf]:  # a file
@@ -592,18 +603,62 @@ def _variants(
         else:
             yield os.path.dirname(leaf) or ".", [leaf]
     for folder, side_by_side in sorted(by_folder.items()):
-        colours: list[tuple[list[str], dict[Identity, int]]] = []  # leaves, and the versions they hold
+        groups: list[tuple[list[str], dict[Identity, int]]] = []  # leaves, and the versions they hold
         for leaf in side_by_side:
             held = versions.get(leaf, {})
-            for group, chosen in colours:
-                if all(chosen.get(key, version) == version for key, version in held.items()):
+            for group, chosen in groups:
+                if all(chosen.get(key, version) == version for key, version in held.items()) and any(
+                    _depends(needs.get(leaf), needs.get(other)) for other in group
+                ):
                     group.append(leaf)
                     chosen.update(held)
                     break
             else:
-                colours.append(([leaf], dict(held)))
-        for group, _ in colours:
+                groups.append(([leaf], dict(held)))
+        for group, _ in groups:
             yield folder, group
+
+
+@dataclass(frozen=True, slots=True)
+class _Needs:
+    """What a file's workloads require of other pods (required pod affinity: namespace and
+    selector) and the pods they create (namespace and labels)."""
+
+    requires: tuple[tuple[str, Any], ...]
+    pods: tuple[tuple[str, Mapping[str, str]], ...]
+
+
+def _needs(file: SourceFile, default_namespace: str) -> _Needs:
+    from kaffinity.model import Workload, build_object
+
+    requires: list[tuple[str, Any]] = []
+    pods: list[tuple[str, Mapping[str, str]]] = []
+    for doc in file.documents:
+        workload = build_object(doc, default_namespace)
+        if not isinstance(workload, Workload):
+            continue
+        namespace = workload.ref.namespace or default_namespace
+        pods.append((namespace, dict(workload.pod.labels)))
+        affinity = workload.pod.affinity
+        terms = affinity.pod_affinity.required if affinity and affinity.pod_affinity else ()
+        for term in terms:
+            for scope in term.namespaces or (namespace,):
+                requires.append((scope, term.label_selector))
+    return _Needs(tuple(requires), tuple(pods))
+
+
+def _depends(one: _Needs | None, other: _Needs | None) -> bool:
+    """Whether either needs the other's pods (a required pod affinity that they match)."""
+    from kaffinity.selectors import selector_matches
+
+    if one is None or other is None:
+        return False
+    return any(
+        scope == namespace and selector_matches(selector, labels)
+        for first, second in ((one, other), (other, one))
+        for scope, selector in first.requires
+        for namespace, labels in second.pods
+    )
 
 
 def _versions(files: Sequence[SourceFile], paths: Sequence[str], default_namespace: str) -> Versions:

@@ -187,31 +187,50 @@ def test_identical_copies_are_one_object() -> None:
     assert layout.notes == ()
 
 
-def test_side_by_side_variants_are_grouped() -> None:
-    """Variants in one folder are grouped into as few units as keep two copies apart:
-    c1-router.yaml goes with c1-mysql.yaml (GoogleCloudPlatform/kubernetes-engine-samples,
-    databases/gke-stateful-mysql), c2-* in another unit."""
+def test_side_by_side_variants_are_grouped_by_required_affinity() -> None:
+    """Variants side by side in one folder are separate units, except that a required pod
+    affinity is a dependency: c1-router.yaml goes with the c1-mysql.yaml whose pods it needs
+    (GoogleCloudPlatform/kubernetes-engine-samples, databases/gke-stateful-mysql), c2-* in
+    another unit. Fixtures with no such dependency stay apart (a PDB golden file beside a
+    Deployment golden file of another test case is not deployed with it)."""
 
-    def deployment(name: str, replicas: int) -> str:
+    def workload(name: str, replicas: int, needs: str = "") -> str:
+        affinity = (
+            "      affinity:\n        podAffinity:\n"
+            "          requiredDuringSchedulingIgnoredDuringExecution:\n"
+            f"          - labelSelector: {{matchLabels: {{app: {needs}}}}}\n"
+            "            topologyKey: kubernetes.io/hostname\n"
+            if needs
+            else ""
+        )
         return (
             f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\n"
-            f"spec: {{replicas: {replicas}}}\n"
+            f"spec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{app: {name}}}}}\n"
+            f"  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n"
+            f"      containers: [{{name: c, image: i}}]\n{affinity}"
         )
 
+    pdb = (
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: p}\n"
+        "spec: {minAvailable: %d, selector: {matchLabels: {app: mysql}}}\n"
+    )
     files = [
-        parse("k/c1-mysql.yaml", deployment("mysql", 1)),
-        parse("k/c1-router.yaml", deployment("router", 1)),
-        parse("k/c2-mysql.yaml", deployment("mysql", 2)),
-        parse("k/c2-router.yaml", deployment("router", 2)),
-        parse("k/shared.yaml", deployment("other", 1)),
+        parse("k/c1-mysql.yaml", workload("mysql", 1)),
+        parse("k/c1-router.yaml", workload("router", 1, needs="mysql")),
+        parse("k/c2-mysql.yaml", workload("mysql", 2)),
+        parse("k/c2-router.yaml", workload("router", 2, needs="mysql")),
+        parse("k/pdb-a.yaml", pdb % 1),
+        parse("k/pdb-b.yaml", pdb % 2),
     ]
     layout = read_layout(files)
-    assert [unit.name for unit in layout.units] == ["k/c1-* (2 files)", "k/c2-* (2 files)"]
-    grouped = [sorted(doc.file for doc in unit.documents) for unit in layout.units]
-    assert grouped == [
-        ["k/c1-mysql.yaml", "k/c1-router.yaml", "k/shared.yaml"],
-        ["k/c2-mysql.yaml", "k/c2-router.yaml", "k/shared.yaml"],
+    assert [unit.name for unit in layout.units] == [
+        "k/c1-* (2 files)",
+        "k/c2-* (2 files)",
+        "k/pdb-a.yaml",
+        "k/pdb-b.yaml",
     ]
+    grouped = [sorted(doc.file for doc in unit.documents) for unit in layout.units]
+    assert grouped[:2] == [["k/c1-mysql.yaml", "k/c1-router.yaml"], ["k/c2-mysql.yaml", "k/c2-router.yaml"]]
 
 
 # --- every command reads a repository the same way -----------------------------------------------
