@@ -250,11 +250,7 @@ def _lint(
     usable = context.cluster is not None and not any(
         problem.rule == "parse-error" for file in context.cluster.files for problem in file.problems
     )
-    checked = [
-        rule
-        for rule in enabled
-        if rule.check is not None and (usable or not rule.needs_cluster)
-    ]
+    checked = [rule for rule in enabled if rule.check is not None and (usable or not rule.needs_cluster)]
     each = [rule for rule in checked if not rule.needs_context]
     together = [rule for rule in checked if rule.needs_context]
     units = layout.units if several and layout is not None else ()

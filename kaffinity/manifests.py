@@ -57,6 +57,9 @@ _BY_NAME = {
 # docker-compose.yml, and the override files next to them).
 _COMPOSE = re.compile(r"(?:docker-)?compose(?:[.-][^/]*)?\.ya?ml\Z")
 _VALUES = re.compile(r"values[^/]*\.ya?ml\Z")
+# kuttl test steps (kuttl.dev docs, "Asserts and Errors"): NN-assert.yaml and NN-errors.yaml hold
+# the state a test expects to find (or not) in the cluster, partial objects that are never applied.
+_KUTTL_ASSERT = re.compile(r"\d+-(?:assert|errors)(?:-[^/]*)?\.ya?ml\Z")
 
 
 def _top_level_key(key: str, other: str) -> re.Pattern[str]:
@@ -90,6 +93,8 @@ def skip_reason_for_name(path: str) -> str | None:
         return reason
     if _COMPOSE.match(base):
         return "Docker Compose file"
+    if _KUTTL_ASSERT.match(base):
+        return "kuttl test assertion"
     parts = os.path.normpath(path).replace(os.sep, "/").split("/")
     if len(parts) >= 3 and parts[-3:-1] == [".github", "workflows"]:
         return "GitHub workflow"

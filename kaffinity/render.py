@@ -226,7 +226,7 @@ def _map_kustomize(
         source = None
         if target is not None and origin is not None and "path" in origin:
             if target not in origins:
-                origins[target] = read(target, limits)
+                origins[target] = read(target, limits, manifests_only=False)
             source = _find_source(doc, origins[target])
         if source is None:
             # Generated (configMapGenerator, ...): the generator's entry in the kustomization
@@ -235,7 +235,7 @@ def _map_kustomize(
             generated = target is not None and origin is not None and "path" not in origin
             target = target if generated and target is not None else kustomization
             if target not in origins:
-                origins[target] = read(target, limits)
+                origins[target] = read(target, limits, manifests_only=False)
             source = _kustomization_place(doc, origins[target], generated=generated)
             mapped.setdefault(target, []).append(source)
             continue

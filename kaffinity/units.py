@@ -163,7 +163,7 @@ def read_layout(
             f"(first: {first.file}:{first.span.line}): the last definition is read, as "
             "`kubectl apply -f` leaves it (`units:` in .kaffinity.yaml can separate them)"
         )
-    if len(units) == 1 and units[0].source in ("files", "variant"):
+    if len(units) == 1 and units[0].source in ("files", "variant", "fixture"):
         units = [Unit("", units[0].source, units[0].documents, units[0].files)]
     return Layout(
         tuple(units),
@@ -478,9 +478,31 @@ UNIT_BUDGET_FACTOR, UNIT_BUDGET_FLOOR = 20, 20_000
 Versions = dict[str, dict[Identity, int]]
 
 
+#: Folders of test data, and golden files: each file is a test case of its own, never deployed
+#: with the files around it (istio's operator/pkg/helm/testdata/output/*.golden.yaml).
+FIXTURE_FOLDERS = frozenset(("testdata", "fixtures", "__fixtures__", "golden", "__snapshots__"))
+_GOLDEN = (".golden.yaml", ".golden.yml", ".golden.json")
+
+
+def is_fixture(path: str) -> bool:
+    """A test fixture: a golden file, or a file in a test-data folder."""
+    parts = os.path.normpath(path).split(os.sep)
+    return path.endswith(_GOLDEN) or any(part in FIXTURE_FOLDERS for part in parts[:-1])
+
+
 def _variant_units(files: Sequence[SourceFile], default_namespace: str, notes: list[str]) -> list[Unit]:
-    """Units of the files no kustomization or chart claims: variants where two files define the
-    same object differently, the shared files around them, and the rest."""
+    """Units of the files no kustomization or chart claims: each test fixture on its own;
+    variants where two files define the same object differently, the shared files around them,
+    and the rest."""
+    fixtures = [file for file in files if is_fixture(file.name)]
+    if fixtures:
+        others = [file for file in files if not is_fixture(file.name)]
+        own = [
+            Unit(os.path.normpath(file.name), "fixture", file.documents, (os.path.normpath(file.name),))
+            for file in fixtures
+            if file.documents
+        ]
+        return own + _variant_units(others, default_namespace, notes)
     if not files:
         return []
     paths = [os.path.normpath(file.name) for file in files]
@@ -523,8 +545,23 @@ def _variant_units(files: Sequence[SourceFile], default_namespace: str, notes: l
         if members[leaf] == [leaf] and leaf in by_path
     }
     for scope, group in _variants(final, members, versions, needs):
+
+        def depends(path: str, group: list[str] = group) -> bool:
+            if path not in needs:
+                needs[path] = _needs(by_path[path], default_namespace)
+            return any(_joins(needs[path], needs.get(leaf)) for leaf in group)
+
         shared = [
-            path for folder in _related_folders(scope, free_by_folder, owner, refined) for path in folder
+            path
+            for folder in _related_folders(
+                scope,
+                free_by_folder,
+                owner,
+                refined,
+                beside=members[group[0]] != [group[0]],
+                depends=depends,
+            )
+            for path in folder
         ]
         chosen = [path for leaf in group for path in members[leaf]]
         docs = [doc for path in chosen for doc in by_path[path].documents]
@@ -556,18 +593,30 @@ def _name(group: Sequence[str]) -> str:
 
 
 def _related_folders(
-    scope: str, free_by_folder: Mapping[str, list[str]], owner: Mapping[str, str], refined: set[str]
+    scope: str,
+    free_by_folder: Mapping[str, list[str]],
+    owner: Mapping[str, str],
+    refined: set[str],
+    *,
+    beside: bool,
+    depends: Callable[[str], bool] = lambda path: False,
 ) -> Iterator[list[str]]:
     """The shared files of a variant that varies in folder ``scope``: the files of no variant in
     that folder tree and in the folders above it; of a refined folder leaf, only the files of
-    the leaves it contains."""
+    the leaves it contains. A variant *file* (``beside`` false) does not share the files beside
+    it in its own folder: files side by side that vary are alternatives, and so, as far as
+    anything can tell, are the files next to them (a folder of test cases holds one deployment
+    per file, and a budget of one case must not count the pods of another), except those it
+    ``depends`` on (a required pod affinity to their pods, or theirs to its)."""
     for folder, paths in free_by_folder.items():
         if not (_under(folder, scope) or _under(scope, folder)):
             continue
+        alongside = folder == scope and not beside
         kept = [
             path
             for path in paths
-            if (leaf := owner.get(path)) is None or (leaf in refined and _under(scope, leaf))
+            if ((leaf := owner.get(path)) is None or (leaf in refined and _under(scope, leaf)))
+            and (not alongside or depends(path))
         ]
         if kept:
             yield kept
@@ -626,15 +675,20 @@ class _Needs:
 
     requires: tuple[tuple[str, Any], ...]
     pods: tuple[tuple[str, Mapping[str, str]], ...]
+    #: The disruption budgets' selectors (namespace and selector).
+    budgets: tuple[tuple[str, Any], ...] = ()
 
 
 def _needs(file: SourceFile, default_namespace: str) -> _Needs:
-    from kaffinity.model import Workload, build_object
+    from kaffinity.model import PodDisruptionBudget, Workload, build_object
 
     requires: list[tuple[str, Any]] = []
     pods: list[tuple[str, Mapping[str, str]]] = []
+    budgets: list[tuple[str, Any]] = []
     for doc in file.documents:
         workload = build_object(doc, default_namespace)
+        if isinstance(workload, PodDisruptionBudget):
+            budgets.append((workload.ref.namespace or default_namespace, workload.selector))
         if not isinstance(workload, Workload):
             continue
         namespace = workload.ref.namespace or default_namespace
@@ -644,7 +698,24 @@ def _needs(file: SourceFile, default_namespace: str) -> _Needs:
         for term in terms:
             for scope in term.namespaces or (namespace,):
                 requires.append((scope, term.label_selector))
-    return _Needs(tuple(requires), tuple(pods))
+    return _Needs(tuple(requires), tuple(pods), tuple(budgets))
+
+
+def _joins(shared: _Needs, variant: _Needs | None) -> bool:
+    """Whether a file beside a variant goes with it: the variant needs its pods (required pod
+    affinity), or it reads the variant's pods (its required affinity or disruption budget
+    selects them: a budget kept beside c1-mysql.yaml and c2-mysql.yaml is for either)."""
+    from kaffinity.selectors import selector_matches
+
+    if variant is None:
+        return False
+    readers = ((shared.requires + shared.budgets, variant.pods), (variant.requires, shared.pods))
+    return any(
+        scope == namespace and selector_matches(selector, labels)
+        for selectors, pods in readers
+        for scope, selector in selectors
+        for namespace, labels in pods
+    )
 
 
 def _depends(one: _Needs | None, other: _Needs | None) -> bool:
