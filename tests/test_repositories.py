@@ -408,3 +408,18 @@ def test_rendered_stdin_names_the_template() -> None:
     )
     where = {(f["rule"], f["file"], f["line"]) for f in json.loads(done.stdout)["findings"]}
     assert ("revision-unscoped", "chart/web/templates/deployment.yaml", 18) in where
+
+
+def test_the_readme_configuration_is_valid(tmp_path: Path) -> None:
+    """The `.kaffinity.yaml` the README shows (units, render, helm-values, workloads...) is
+    accepted as it is written."""
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("## Configuration", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / ".kaffinity.yaml").write_text(block)
+    for folder in ("cluster", "manifests", "charts/web"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "cluster" / "nodes.yaml").write_text(THREE_NODES)
+    (tmp_path / "charts/web/values-prod.yaml").write_text("replicaCount: 2\n")
+    done = run_cli("lint", "--format", "json", "--no-render", "manifests", cwd=tmp_path)
+    assert "error:" not in done.stderr, done.stderr
+    assert done.returncode == 0
