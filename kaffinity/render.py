@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kaffinity.loader import DEFAULT_LIMITS, Limits, LoadProblem, SourceFile, parse, read, read_text
-from kaffinity.source import COLUMN_BITS, DataPath, Document, PosDict, PosList, Span, unpack
+from kaffinity.source import COLUMN_BITS, DataPath, Document, PosDict, PosList, Span, locate_depth, unpack
 
 #: Seconds a build may take (a kustomization with remote bases fetches them; a stuck network
 #: must not hang a commit hook).
@@ -104,10 +104,10 @@ class Rendered:
         patches = self.patches.get(id(doc))
         if not patches:
             return None
-        best, _ = _recorded_depth(doc.root, tuple(path), doc.span)
+        best, _ = locate_depth(doc.root, tuple(path), doc.span)
         place: tuple[str, Span] | None = None
         for file, tree in patches:
-            depth, span = _recorded_depth(tree, tuple(path), doc.span)
+            depth, span = locate_depth(tree, tuple(path), doc.span)
             if depth > best or (depth == best == len(path) and depth > 0):
                 best, place = depth, (file, span)
         return place
@@ -245,23 +245,6 @@ def _map_kustomize(
     if built.problems:
         files.append(SourceFile(built.name, built.text, (), built.problems))
     return tuple(files)
-
-
-def _recorded_depth(root: Any, path: DataPath, default: Span) -> tuple[int, Span]:
-    """:func:`~kaffinity.source.locate`, also telling how many steps of ``path`` the position
-    found is for (0: the root's)."""
-    best, depth, node = getattr(root, "span", default), 0, root
-    for step, item in enumerate(path, start=1):
-        if isinstance(node, PosDict) and isinstance(item, str) and item in node:
-            position = node.key_position(item)
-        elif isinstance(node, PosList) and isinstance(item, int) and 0 <= item < len(node):
-            position = node.pos[item]
-        else:
-            break
-        if position is not None:
-            best, depth = unpack(position), step
-        node = node[item]
-    return depth, best
 
 
 def _overlay_patches(

@@ -139,9 +139,15 @@ class Document:
 
 def locate(data: Any, path: DataPath, default: Span) -> Span:
     """Follow ``path`` through ``data`` and return the deepest recorded position on the way."""
+    return locate_depth(data, path, default)[1]
+
+
+def locate_depth(data: Any, path: DataPath, default: Span) -> tuple[int, Span]:
+    """:func:`locate`, also telling how many steps of ``path`` the position found is for (0:
+    the root's): a rendered object compares where its origin and a patch spell a path."""
     best: Span = getattr(data, "span", default)
-    node = data
-    for item in path:
+    depth, node = 0, data
+    for step, item in enumerate(path, start=1):
         if isinstance(node, PosDict) and isinstance(item, str) and item in node:
             position = node.key_position(item)
         elif isinstance(node, PosList) and isinstance(item, int) and 0 <= item < len(node):
@@ -149,6 +155,6 @@ def locate(data: Any, path: DataPath, default: Span) -> Span:
         else:
             break
         if position is not None:
-            best = unpack(position)
+            best, depth = unpack(position), step
         node = node[item]
-    return best
+    return depth, best
