@@ -544,25 +544,9 @@ def _variant_units(files: Sequence[SourceFile], default_namespace: str, notes: l
         for leaf in final
         if members[leaf] == [leaf] and leaf in by_path
     }
+    tree = _Tree(owner, members, free_by_folder, refined)
     for scope, group in _variants(final, members, versions, needs):
-
-        def depends(path: str, group: list[str] = group) -> bool:
-            if path not in needs:
-                needs[path] = _needs(by_path[path], default_namespace)
-            return any(_joins(needs[path], needs.get(leaf)) for leaf in group)
-
-        shared = [
-            path
-            for folder in _related_folders(
-                scope,
-                free_by_folder,
-                owner,
-                refined,
-                beside=members[group[0]] != [group[0]],
-                depends=depends,
-            )
-            for path in folder
-        ]
+        shared = _shared(scope, group, tree, needs, by_path, default_namespace)
         chosen = [path for leaf in group for path in members[leaf]]
         docs = [doc for path in chosen for doc in by_path[path].documents]
         context = [doc for path in shared for doc in by_path[path].documents]
@@ -584,6 +568,47 @@ def _variant_units(files: Sequence[SourceFile], default_namespace: str, notes: l
     return units
 
 
+@dataclass(frozen=True, slots=True)
+class _Tree:
+    """Where the variants are: each file's deepest variant (``owner``), each final variant's
+    files (``members``), the files of no final variant by folder, and the refined variants."""
+
+    owner: Mapping[str, str]
+    members: Mapping[str, list[str]]
+    free_by_folder: Mapping[str, list[str]]
+    refined: set[str]
+
+
+def _shared(
+    scope: str,
+    group: Sequence[str],
+    tree: _Tree,
+    needs: dict[str, _Needs],
+    by_path: Mapping[str, SourceFile],
+    default_namespace: str,
+) -> list[str]:
+    """The shared files of a variant (see :func:`_related_folders`)."""
+    files_of_its_own = tree.members[group[0]] == [group[0]]
+    beside: list[str] = []
+    if files_of_its_own:
+        beside = [
+            path
+            for path in tree.free_by_folder.get(scope, ())
+            if (leaf := tree.owner.get(path)) is None or (leaf in tree.refined and _under(scope, leaf))
+        ]
+        for path in beside:
+            if path not in needs:
+                needs[path] = _needs(by_path[path], default_namespace)
+    joining = _alongside(group, beside, needs)
+    return [
+        path
+        for folder in _related_folders(
+            scope, tree.free_by_folder, tree.owner, tree.refined, beside=not files_of_its_own, joining=joining
+        )
+        for path in folder
+    ]
+
+
 def _name(group: Sequence[str]) -> str:
     """A variant's name: its folder or file; of files grouped side by side, what their names
     share (``k/c1-*``) and how many they are."""
@@ -599,24 +624,29 @@ def _related_folders(
     refined: set[str],
     *,
     beside: bool,
-    depends: Callable[[str], bool] = lambda path: False,
+    joining: set[str] | frozenset[str] = frozenset(),
 ) -> Iterator[list[str]]:
-    """The shared files of a variant that varies in folder ``scope``: the files of no variant in
-    that folder tree and in the folders above it; of a refined folder leaf, only the files of
-    the leaves it contains. A variant *file* (``beside`` false) does not share the files beside
-    it in its own folder: files side by side that vary are alternatives, and so, as far as
-    anything can tell, are the files next to them (a folder of test cases holds one deployment
-    per file, and a budget of one case must not count the pods of another), except those it
-    ``depends`` on (a required pod affinity to their pods, or theirs to its)."""
+    """The shared files of a variant that varies in folder ``scope`` (the files of no variant;
+    of a refined folder leaf, only the files of the leaves it contains):
+
+    - a variant *folder* (``beside``: ``envs/prod``) shares the files of ``scope`` itself
+      (``envs/common.yaml``) and of the folders above it, not those of the folders beside it
+      (in a repository of samples, ``ai-ml/a`` and ``ai-ml/b`` are other samples);
+    - a variant *file* shares the files of the folders above and below ``scope``, not those
+      beside it in its own folder: files side by side that vary are alternatives, and so, as
+      far as anything can tell, are the files next to them (a folder of test cases holds one
+      deployment per file, and a budget of one case must not count the pods of another),
+      except those ``joining`` it (:func:`_alongside`)."""
     for folder, paths in free_by_folder.items():
-        if not (_under(folder, scope) or _under(scope, folder)):
+        above = _under(scope, folder)  # scope itself, or a folder above it
+        if not (above or (not beside and _under(folder, scope))):
             continue
         alongside = folder == scope and not beside
         kept = [
             path
             for path in paths
             if ((leaf := owner.get(path)) is None or (leaf in refined and _under(scope, leaf)))
-            and (not alongside or depends(path))
+            and (not alongside or path in joining)
         ]
         if kept:
             yield kept
@@ -701,21 +731,46 @@ def _needs(file: SourceFile, default_namespace: str) -> _Needs:
     return _Needs(tuple(requires), tuple(pods), tuple(budgets))
 
 
-def _joins(shared: _Needs, variant: _Needs | None) -> bool:
-    """Whether a file beside a variant goes with it: the variant needs its pods (required pod
-    affinity), or it reads the variant's pods (its required affinity or disruption budget
-    selects them: a budget kept beside c1-mysql.yaml and c2-mysql.yaml is for either)."""
+def _alongside(group: Sequence[str], beside: Sequence[str], needs: Mapping[str, _Needs]) -> set[str]:
+    """The files beside a variant file that go with it: those that read its pods (a required
+    affinity or a disruption budget that selects them: ``mysql-pdb.yaml`` beside
+    ``c1-mysql.yaml`` and ``c2-mysql.yaml`` is for either), and, for each pod affinity it
+    requires, the files whose pods it needs; of several such files (``c1-mysql.yaml`` and
+    ``c2-mysql.yaml`` for ``c1-router.yaml``), those whose names share the most with the
+    variant's: they are alternatives, and the closest name is the one meant."""
     from kaffinity.selectors import selector_matches
 
-    if variant is None:
-        return False
-    readers = ((shared.requires + shared.budgets, variant.pods), (variant.requires, shared.pods))
-    return any(
-        scope == namespace and selector_matches(selector, labels)
-        for selectors, pods in readers
-        for scope, selector in selectors
-        for namespace, labels in pods
-    )
+    def provides(path: str, scope: str, selector: Any) -> bool:
+        return any(
+            namespace == scope and selector_matches(selector, labels)
+            for namespace, labels in needs[path].pods
+        )
+
+    chosen: set[str] = set()
+    for leaf in group:
+        mine = needs.get(leaf)
+        if mine is None:
+            continue
+        for path in beside:
+            readers = needs[path].requires + needs[path].budgets
+            if any(
+                scope == namespace and selector_matches(selector, labels)
+                for scope, selector in readers
+                for namespace, labels in mine.pods
+            ):
+                chosen.add(path)
+        for scope, selector in mine.requires:
+            providers = [path for path in beside if provides(path, scope, selector)]
+            if not providers:
+                continue
+            name = os.path.basename(leaf)
+            closeness = {
+                path: len(os.path.commonprefix([name, os.path.basename(path)]))  # noqa: RUF071 - by character
+                for path in providers
+            }
+            best = max(closeness.values())
+            chosen.update(path for path in providers if closeness[path] == best)
+    return chosen
 
 
 def _depends(one: _Needs | None, other: _Needs | None) -> bool:
