@@ -82,6 +82,11 @@ class Kustomization:
     folders: tuple[str, ...]  # bases, components, resources that are folders
     fragments: tuple[str, ...]
     uses_helm: bool = False
+    #: Resources or bases fetched from elsewhere (a URL, a git repository): building it needs
+    #: the network, so --render reads it as written.
+    remote: bool = False
+    #: ``kind: Component``: a piece other kustomizations use, never deployed alone.
+    component: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,67 +205,95 @@ def render_units(
     or helm-python-sdk) with kaffinity.render; the rules then read what the tools produce, each
     object pointed at the file that defines it. A unit that cannot be built keeps the objects of
     its files as written, and the failure is a ``parse-error`` of its kustomization or chart;
-    without the tool, a note says once that the units were read as written."""
-    from kaffinity.render import helm_engine, kustomize_engine, render_chart, render_kustomization
-
-    engines = {"kustomize": kustomize_engine(), "helm": helm_engine()}
-    values = {os.path.abspath(chart): list(files) for chart, files in (helm_values or {}).items()}
-    units: list[Unit] = []
-    extra: list[SourceFile] = []
-    charts: list[str] = []
-    replaced: set[str] = set()
-    notes = list(layout.notes)
-    missing: set[str] = set()
-    places: dict[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
-    for unit in layout.units:
-        if unit.source not in engines:
-            units.append(unit)
-            continue
-        if engines[unit.source] is None:
-            missing.add(unit.source)
-            units.append(unit)
-            continue
-        if unit.source == "kustomize":
-            rendered = render_kustomization(unit.name, limits)
-        else:
-            chart_values = values.get(os.path.abspath(unit.name), [])
-            rendered = render_chart(unit.name, chart_values, namespace=namespace, limits=limits)
-        extra.extend(rendered.files)
-        if not rendered.ok:
-            units.append(unit)
-            continue
-        replaced.update(unit.files)
-        places.update((key, rendered.patch_place) for key in rendered.patches)
-        if unit.source == "helm":
-            charts.append(unit.name)
-        units.append(Unit(unit.name, f"{unit.source} (rendered)", rendered.documents, unit.files))
-    if "kustomize" in missing:
-        notes.append("kustomize overlays read as written (no kustomize or kubectl on the PATH to build them)")
-    if "helm" in missing:
-        notes.append("Helm charts not rendered (no helm on the PATH, and kaffinity[helm] is not installed)")
-    rendered_docs = {
-        id(doc): doc for unit in units if unit.source.endswith("(rendered)") for doc in unit.documents
-    }
+    without the tool, or for an overlay that needs the network (remote resources), a note says
+    once that those units were read as written."""
+    builder = _Builder(layout, limits, helm_values or {}, namespace)
+    units = [builder.build(unit) for unit in layout.units]
+    rendered = [unit for unit in units if unit.source.endswith("(rendered)")]
     documents = tuple(
-        [doc for doc in layout.documents if os.path.normpath(doc.file) not in replaced]
-        + list(rendered_docs.values())
+        [doc for doc in layout.documents if os.path.normpath(doc.file) not in builder.replaced]
+        + list({id(doc): doc for unit in rendered for doc in unit.documents}.values())
     )
     membership: dict[int, list[str]] = defaultdict(list)
-    for unit in units:
-        if unit.source.endswith("(rendered)"):
-            for doc in unit.documents:
-                membership[id(doc)].append(unit.name)
+    for unit in rendered:
+        for doc in unit.documents:
+            membership[id(doc)].append(unit.name)
     new = Layout(
         tuple(units),
         documents,
         layout.fragments,
         layout.kustomizations,
         layout.charts,
-        tuple(notes),
+        (*layout.notes, *builder.notes()),
         {key: tuple(names) for key, names in membership.items()},
-        places,
+        builder.places,
     )
-    return RenderedLayout(new, tuple(extra), tuple(charts))
+    return RenderedLayout(new, tuple(builder.files), tuple(builder.charts))
+
+
+class _Builder:
+    """Renders the units of one layout (:func:`render_units`) and remembers what it did."""
+
+    def __init__(
+        self, layout: Layout, limits: Limits, helm_values: Mapping[str, Sequence[str]], namespace: str | None
+    ) -> None:
+        from kaffinity.render import helm_engine, kustomize_engine
+
+        self.limits = limits
+        self.namespace = namespace
+        self.engines = {"kustomize": kustomize_engine(), "helm": helm_engine()}
+        self.values = {os.path.abspath(chart): list(files) for chart, files in helm_values.items()}
+        by_folder = {k.folder: k for k in layout.kustomizations}
+        # An overlay whose closure names a remote resource needs the network to build.
+        self.networked = {folder for folder in by_folder if _needs_network(folder, by_folder)}
+        self.files: list[SourceFile] = []
+        self.charts: list[str] = []
+        self.replaced: set[str] = set()
+        self.missing: set[str] = set()
+        self.remote: list[str] = []
+        self.places: dict[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
+
+    def build(self, unit: Unit) -> Unit:
+        from kaffinity.render import render_chart, render_kustomization
+
+        if unit.source not in self.engines:
+            return unit
+        if self.engines[unit.source] is None:
+            self.missing.add(unit.source)
+            return unit
+        if unit.source == "kustomize" and unit.name in self.networked:
+            self.remote.append(unit.name)
+            return unit
+        if unit.source == "kustomize":
+            rendered = render_kustomization(unit.name, self.limits)
+        else:
+            values = self.values.get(os.path.abspath(unit.name), [])
+            rendered = render_chart(unit.name, values, namespace=self.namespace, limits=self.limits)
+        self.files.extend(rendered.files)
+        if not rendered.ok:
+            return unit
+        self.replaced.update(unit.files)
+        self.places.update((key, rendered.patch_place) for key in rendered.patches)
+        if unit.source == "helm":
+            self.charts.append(unit.name)
+        return Unit(unit.name, f"{unit.source} (rendered)", rendered.documents, unit.files)
+
+    def notes(self) -> list[str]:
+        notes = []
+        if self.remote:
+            notes.append(
+                f"{len(self.remote)} kustomization(s) read as written: they name remote resources, "
+                f"which building needs the network to fetch (first: {self.remote[0]})"
+            )
+        if "kustomize" in self.missing:
+            notes.append(
+                "kustomize overlays read as written (no kustomize or kubectl on the PATH to build them)"
+            )
+        if "helm" in self.missing:
+            notes.append(
+                "Helm charts not rendered (no helm on the PATH, and kaffinity[helm] is not installed)"
+            )
+        return notes
 
 
 # --- kustomize -----------------------------------------------------------------------------
@@ -319,22 +352,25 @@ def _kustomization_in(folder: str) -> str | None:
 
 
 def _read_kustomization(path: str, limits: Limits) -> Kustomization | None:
-    from kaffinity.loader import read
+    from kaffinity.loader import parse_data, read_text
 
-    source = read(path, limits, manifests_only=False)
-    if source.problems or not source.documents:
+    # apiVersion and kind are optional in a kustomization: read the mapping as it is.
+    _, text, problem = read_text(path, limits)
+    if problem is not None:
         return None
-    data = source.documents[0].data
-    if not isinstance(data, Mapping):
+    data, problem = parse_data(text)
+    if problem is not None or not isinstance(data, Mapping):
         return None
     folder = os.path.dirname(path) or "."
     files: list[str] = []
     folders: list[str] = []
     fragments: list[str] = []
+    remote = False
     for key in _RESOURCE_FIELDS:
         for entry in _strings(data.get(key)):
             target = _local(folder, entry)
             if target is None:
+                remote = True
                 continue
             if os.path.isdir(target):
                 folders.append(target)
@@ -358,6 +394,8 @@ def _read_kustomization(path: str, limits: Limits) -> Kustomization | None:
         tuple(folders),
         tuple(fragments),
         uses_helm=bool(data.get("helmCharts")),
+        remote=remote,
+        component=data.get("kind") == "Component",
     )
 
 
@@ -381,10 +419,29 @@ def _kustomize_units(
         members = _closure(folder, kustomizations)
         for path in members:
             claimed.add(path)
-        if folder in used:
+        if folder in used or kustomizations[folder].component:
             continue
         docs = tuple(doc for path in members if (file := by_path.get(path)) for doc in file.documents)
         yield Unit(folder, "kustomize", docs, tuple(members))
+
+
+def _needs_network(folder: str, kustomizations: Mapping[str, Kustomization]) -> bool:
+    """Whether building the kustomization in ``folder`` fetches a remote resource (its own or a
+    base's, recursively)."""
+    seen: set[str] = set()
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        kustomization = kustomizations.get(current)
+        if kustomization is None:
+            continue
+        if kustomization.remote:
+            return True
+        stack.extend(kustomization.folders)
+    return False
 
 
 def _closure(folder: str, kustomizations: Mapping[str, Kustomization]) -> list[str]:

@@ -423,3 +423,64 @@ def test_the_readme_configuration_is_valid(tmp_path: Path) -> None:
     done = run_cli("lint", "--format", "json", "--no-render", "manifests", cwd=tmp_path)
     assert "error:" not in done.stderr, done.stderr
     assert done.returncode == 0
+
+
+def test_test_fixtures_are_units_of_their_own(tmp_path: Path) -> None:
+    """A golden file and a file in a testdata folder are test cases: a budget in one never
+    counts the pods of another (istio's operator/pkg/helm/testdata/output/*.golden.yaml)."""
+    golden = tmp_path / "testdata" / "output"
+    golden.mkdir(parents=True)
+    deployment = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: istiod, namespace: istio-system}\n"
+        "spec:\n  replicas: 1\n  selector: {matchLabels: {app: istiod}}\n"
+        "  template:\n    metadata: {labels: {app: istiod}}\n    spec: {containers: [{name: c, image: i}]}\n"
+    )
+    budget = (
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: istiod, namespace: istio-system}\n"
+        "spec: {minAvailable: 1, selector: {matchLabels: {app: istiod}}}\n"
+    )
+    (golden / "deployment.golden.yaml").write_text(deployment)
+    (golden / "pdb-2replicas.golden.yaml").write_text(budget)
+    code, report = _lint("testdata", cwd=tmp_path)
+    assert (code, report["findings"]) == (0, [])
+    assert len(report["summary"]["units"]) == 2
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "deployment.yaml").write_text(deployment)
+    (tmp_path / "app" / "pdb.yaml").write_text(budget)
+    code, report = _lint("app", cwd=tmp_path)  # the same files in an application folder: one unit
+    assert [(f["rule"], f["file"]) for f in report["findings"]] == [("pdb-blocks-eviction", "app/pdb.yaml")]
+
+
+def test_kuttl_assertions_are_not_manifests(tmp_path: Path) -> None:
+    """kuttl's NN-assert.yaml holds the state a test expects, never applied (open-telemetry/
+    opentelemetry-operator tests/e2e-pdb/target-allocator/00-assert.yaml)."""
+    case = tmp_path / "tests" / "e2e-pdb"
+    case.mkdir(parents=True)
+    (case / "00-assert.yaml").write_text(
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: a}\nspec: {minAvailable: 1}\n"
+    )
+    code, report = _lint("tests", cwd=tmp_path)
+    assert (code, report["findings"], report["summary"]["skipped"]) == (0, [], 1)
+
+
+def test_components_and_remote_overlays(tmp_path: Path) -> None:
+    """A kustomize Component is never a unit of its own; an overlay with a remote resource is
+    read as written under --render (building it needs the network), with a note."""
+    shutil.copytree(GITOPS / "base", tmp_path / "base")
+    (tmp_path / "component").mkdir()
+    (tmp_path / "component" / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [pdb.yaml]\n"
+    )
+    (tmp_path / "component" / "pdb.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {mode: fast}\n"
+    )
+    (tmp_path / "remote").mkdir()
+    (tmp_path / "remote" / "kustomization.yaml").write_text(
+        "resources:\n  - ../base\n  - https://github.com/argoproj/argo-cd//manifests/crds\n"
+        "components: [../component]\n"
+    )
+    layout = read_layout(load([str(tmp_path)]), [str(tmp_path)])
+    assert [Path(unit.name).name for unit in layout.units] == ["remote"]
+    done = run_cli("lint", "--no-config", "--render", "--format", "json", ".", cwd=tmp_path)
+    assert "1 kustomization(s) read as written: they name remote resources" in done.stderr
+    assert json.loads(done.stdout)["findings"] == []
