@@ -436,8 +436,8 @@ def test_test_fixtures_are_units_of_their_own(tmp_path: Path) -> None:
         "  template:\n    metadata: {labels: {app: istiod}}\n    spec: {containers: [{name: c, image: i}]}\n"
     )
     budget = (
-        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: istiod, namespace: istio-system}\n"
-        "spec: {minAvailable: 1, selector: {matchLabels: {app: istiod}}}\n"
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\n"
+        "metadata: {name: istiod, namespace: istio-system}\nspec: {minAvailable: 1, selector: {matchLabels: {app: istiod}}}\n"
     )
     (golden / "deployment.golden.yaml").write_text(deployment)
     (golden / "pdb-2replicas.golden.yaml").write_text(budget)
