@@ -437,7 +437,8 @@ def test_test_fixtures_are_units_of_their_own(tmp_path: Path) -> None:
     )
     budget = (
         "apiVersion: policy/v1\nkind: PodDisruptionBudget\n"
-        "metadata: {name: istiod, namespace: istio-system}\nspec: {minAvailable: 1, selector: {matchLabels: {app: istiod}}}\n"
+        "metadata: {name: istiod, namespace: istio-system}\n"
+        "spec: {minAvailable: 1, selector: {matchLabels: {app: istiod}}}\n"
     )
     (golden / "deployment.golden.yaml").write_text(deployment)
     (golden / "pdb-2replicas.golden.yaml").write_text(budget)
