@@ -261,7 +261,9 @@ def lint(
         rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_context)
         declared = _load_cluster(settings)
         files, layout = _layout(files, roots, settings)
-        lint_context = Context(files, settings, declared, layout.units[0].documents)
+        # The first unit's context: the Markdown report draws its graph; the units share the
+        # typed objects built from their documents.
+        lint_context = Context(files, settings, declared, layout.units[0].documents, {})
         result = run_lint(
             files, settings, rules, cluster=declared, context=lint_context, reported=reported, layout=layout
         )

@@ -229,9 +229,10 @@ def _lint(
     run = _Run(files, settings, enabled, None if reported is None else frozenset(reported), layout)
     run.load_problems(cluster.files if cluster is not None else ())
     several = layout is not None and layout.several
-    if context is None or (layout is not None and not several):
+    typed: dict[int, Object | None] = {}  # shared: units overlap (a base, shared files)
+    if context is None:
         documents = layout.units[0].documents if layout is not None else None
-        context = Context(files, settings, cluster, documents)
+        context = Context(files, settings, cluster, documents, typed)
     # The rules that read one object at a time read every object once (of a unit's copy, the
     # file's own); in a pre-commit run only the reported files: the context is the whole
     # repository, and validating it all would be wasted work.
@@ -240,7 +241,9 @@ def _lint(
         objects = [
             doc for doc in (objects if objects is not None else context.documents) if doc.file in run.reported
         ]
-    local = context if objects is None else Context(files, settings, cluster, objects)
+    local = context
+    if objects is not None and not _same(objects, context.documents):
+        local = Context(files, settings, cluster, objects, context.objects or typed)
     from kaffinity.progress import current
 
     progress = current()  # a command's progress indicator: which rule runs
@@ -254,7 +257,7 @@ def _lint(
     each = [rule for rule in checked if not rule.needs_context]
     together = [rule for rule in checked if rule.needs_context]
     units = layout.units if several and layout is not None else ()
-    typed: dict[int, Object | None] = {}  # shared: units overlap (a base, shared files)
+    typed = context.objects if context.objects is not None else typed
     with progress.stage("checking rules", len(each) + len(together) * max(1, len(units))):
         for rule in each:
             progress.tick(rule.name)
@@ -266,7 +269,11 @@ def _lint(
         for unit in units:
             # One unit at a time: its graph and placement are dropped before the next is built.
             run.unit = unit.name
-            unit_context = Context(files, settings, cluster, unit.documents, typed)
+            unit_context = (
+                context
+                if _same(unit.documents, context.documents)
+                else Context(files, settings, cluster, unit.documents, typed)
+            )
             for rule in together:
                 progress.tick(f"{rule.name} ({unit.name})")
                 run.check(rule, unit_context)
@@ -298,6 +305,11 @@ def _lint(
         },
         units=tuple(unit.name for unit in layout.units) if several and layout is not None else (),
     )
+
+
+def _same(one: Sequence[Document], other: Sequence[Document]) -> bool:
+    """The same documents, in the same order (identity: a unit that is the whole input)."""
+    return len(one) == len(other) and all(a is b for a, b in zip(one, other, strict=True))
 
 
 class _Run:

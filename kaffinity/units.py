@@ -31,7 +31,7 @@ is read and a note says so.
 from __future__ import annotations
 
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -520,11 +520,17 @@ def identity(doc: Document, default_namespace: str) -> Identity | None:
     metadata = data.get("metadata")
     if not isinstance(kind, str) or not isinstance(api_version, str) or not isinstance(metadata, Mapping):
         return None
-    if not isinstance(metadata.get("name"), str) or not metadata["name"]:
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
         return None  # generateName: a new object each time
-    ref = object_ref(doc, default_namespace)
-    group = api_version.rpartition("/")[0]
-    return (group, kind, ref.namespace or "", ref.name)
+    # As kaffinity.model.object_ref names it: namespaced kinds default to the default namespace.
+    namespace = "" if kind in _CLUSTER_SCOPED else metadata.get("namespace")
+    if not isinstance(namespace, str) or (not namespace and kind not in _CLUSTER_SCOPED):
+        namespace = default_namespace
+    return (api_version.rpartition("/")[0], kind, namespace, name)
+
+
+_CLUSTER_SCOPED = frozenset(("Namespace", "Node"))
 
 
 #: What the units of a layout may hold together, as a multiple of the input's objects (plus a
@@ -985,10 +991,15 @@ def _once(unit: Unit, default_namespace: str, clashes: list[Document]) -> Unit:
     """The unit with each object once. Of copies with different content the last applied is
     read, as ``kubectl apply -f`` leaves it (files in lexical order, documents in file order:
     the canonical order); the documents it replaces are added to ``clashes``."""
+    keys = {id(doc): identity(doc, default_namespace) for doc in unit.documents}
+    counts = Counter(key for key in keys.values() if key is not None)
+    if not counts or counts.most_common(1)[0][1] < 2:
+        return unit  # every object once: nothing to choose (the common case, and no sort)
     chosen: dict[Identity, Document] = {}
     replaced: set[int] = set()
-    for doc in sorted(unit.documents, key=lambda d: document_key(object_ref(d, default_namespace), d)):
-        key = identity(doc, default_namespace)
+    repeated = [doc for doc in unit.documents if (key := keys[id(doc)]) is not None and counts[key] > 1]
+    for doc in sorted(repeated, key=lambda d: document_key(object_ref(d, default_namespace), d)):
+        key = keys[id(doc)]
         if key is None:
             continue
         first = chosen.get(key)
