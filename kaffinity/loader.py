@@ -96,6 +96,13 @@ _HELM_ACTION = re.compile(
     r"\{\{-?\s*(?:\.Values\b|\.Release\b|\.Chart\b|\.Capabilities\b|\.Files\b|\$\.Values\b"
     r"|include\s|template\s|tpl\s|toYaml\s|if\s|else\b|end\b|range\s|with\s|define\s)"
 )
+# Inside a value that parses, only what Helm alone writes: Go's own actions (if, with, range,
+# end, template) are also Prometheus and Alertmanager templating, rendered into the rules of
+# kube-prometheus ("{{ with $labels.cluster -}} on Cluster {{ . }} {{- end }}").
+_HELM_IN_VALUE = re.compile(
+    r"\{\{-?\s*(?:\.Values\b|\.Release\b|\.Chart\b|\.Capabilities\b|\.Files\b|\$\.Values\b"
+    r"|include\s|tpl\s|toYaml\s)"
+)
 _ACTION = re.compile(r"\{\{.*?\}\}", re.S)
 _ACTION_LINE = re.compile(r"^[ \t]*\{\{[^\n]*?\}\}[ \t]*$", re.M)
 _COMPACT_NESTING = re.compile(r"^[ \t]*((?:[-?][ \t]+){50,})", re.M)
@@ -205,7 +212,7 @@ class _Builder:
                     ) from None
         if node.style:
             return value
-        if "{{" in value and self.template is None and _HELM_ACTION.search(value):
+        if "{{" in value and self.template is None and _HELM_IN_VALUE.search(value):
             self.template = _span(node.start_mark)
         return resolve_plain(value)
 

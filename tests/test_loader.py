@@ -203,6 +203,27 @@ def test_go_templates_inside_strings_are_content_not_helm() -> None:
     assert len(source.documents) == 1
 
 
+def test_prometheus_rule_templates_in_plain_values_are_content_not_helm() -> None:
+    """Go's own actions (with, if, range, end, template) in a plain value that parses are
+    Prometheus templating, not Helm: prometheus-operator/kube-prometheus,
+    manifests/kubernetesControlPlane-prometheusRule.yaml (KubePersistentVolumeFillingUp)."""
+    text = (
+        "apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\n"
+        "metadata: {name: kubernetes-monitoring-rules, namespace: monitoring}\nspec:\n  groups:\n"
+        "  - name: kubernetes-storage\n    rules:\n    - alert: KubePersistentVolumeFillingUp\n"
+        "      annotations:\n"
+        "        description: The PersistentVolume claimed by {{ $labels.persistentvolumeclaim }} in "
+        "Namespace {{ $labels.namespace }} {{ with $labels.cluster -}} on Cluster {{ . }} {{- end }} "
+        "is only {{ $value | humanizePercentage }} free.\n"
+    )
+    source = parse("rule.yaml", text)
+    assert source.problems == ()
+    assert len(source.documents) == 1
+    # Helm's own names in a plain value still make a template.
+    helm = parse("t.yaml", text.replace("{{ $labels.namespace }}", '{{ include "ns" . }}'))
+    assert [problem.rule for problem in helm.problems] == ["helm-template"]
+
+
 def test_format_path() -> None:
     assert format_path(("spec", "template", "spec", "affinity", "x", 0, "topologyKey")) == (
         "spec.template.spec.affinity.x[0].topologyKey"
