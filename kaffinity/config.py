@@ -259,7 +259,7 @@ def parse_size(value: int | str) -> int:
     size = parse_quantity(value)
     if size is None or size < 1:
         raise ValueError(f"'{value}' is not a size such as 64Mi, 512Ki or 1048576")
-    return int(size)
+    return int(min(size, 2**63 - 1))  # more than any file; int() of 1e1000000 would be a million digits
 
 
 def unknown_version(version: str) -> str:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
+from kaffinity.quantity import CONTEXT as QUANTITY_CONTEXT
 from kaffinity.quantity import parse_quantity
 from kaffinity.source import DataPath, Document
 
@@ -801,7 +802,7 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
             _add(sidecars, requests)
         else:
             for name, value in requests.items():
-                need = value + sidecars.get(name, Decimal(0))
+                need = QUANTITY_CONTEXT.add(value, sidecars.get(name, Decimal(0)))
                 init_peak[name] = max(init_peak.get(name, Decimal(0)), need)
     _add(total, sidecars)
     for name, value in init_peak.items():
@@ -829,7 +830,7 @@ def _quantities(raw: Mapping[str, Any]) -> dict[str, Decimal]:
 
 def _add(total: dict[str, Decimal], more: Mapping[str, Decimal]) -> None:
     for name, value in more.items():
-        total[name] = total.get(name, Decimal(0)) + value
+        total[name] = QUANTITY_CONTEXT.add(total.get(name, Decimal(0)), value)
 
 
 def _affinity(raw: Mapping[str, Any], path: DataPath) -> Affinity:

@@ -32,8 +32,10 @@ _EXACT = Context(prec=999_999_999, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[InvalidO
 
 #: quantity.go's ``splitREString``, which its ``ErrFormatWrong`` message quotes.
 SPLIT_RE = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-#: ``ErrFormatWrong``'s text, the error kube-apiserver reports for a string that is no quantity.
-FORMAT_ERROR = f"quantities must match the regular expression '{SPLIT_RE}'"
+#: ParseQuantity's errors, as kube-apiserver reports them when it cannot decode an object.
+FORMAT_ERROR = f"quantities must match the regular expression '{SPLIT_RE}'"  # ErrFormatWrong
+NUMERIC_ERROR = "unable to parse numeric part of quantity"  # ErrNumeric
+SUFFIX_ERROR = "unable to parse quantity's suffix"  # ErrSuffix
 
 _DIGITS = frozenset("0123456789")
 _SUFFIX_CHARS = frozenset("eEinumkKMGTP")
@@ -57,16 +59,39 @@ SCHEDULER_CEILING = 10**30
 
 def parse_quantity(value: object) -> Decimal | None:
     """The quantity's value in base units, or None when kube-apiserver would not take it as one."""
-    if isinstance(value, bool):
+    parsed = _parse_value(value)
+    return parsed if isinstance(parsed, Decimal) else None
+
+
+def quantity_error(value: object) -> str | None:
+    """Why kube-apiserver cannot decode ``value`` (a manifest's YAML value) as a quantity, in its
+    words; None when it can (``null`` included: an unset quantity)."""
+    if value is None:
         return None
+    parsed = _parse_value(value)
+    return parsed if isinstance(parsed, str) else None
+
+
+def _parse_value(value: object) -> Decimal | str:
+    if isinstance(value, bool):
+        return FORMAT_ERROR  # UnmarshalJSON gets the text true/false
     if isinstance(value, int):
         return Decimal(value)
     if isinstance(value, float):
-        # json.Marshal writes a float64 as shortest round-trip digits, as repr does.
-        return parse_quantity_string(repr(value)) if math.isfinite(value) else None
+        # json.Marshal writes a float64 as shortest round-trip digits, as repr does; it refuses
+        # NaN and the infinities (sigs.k8s.io/yaml's YAMLToJSON fails on them).
+        if not math.isfinite(value):
+            return f"json: unsupported value: {'NaN' if math.isnan(value) else f'{value:+}'.title()}"
+        return _parse_text(repr(value))
     if isinstance(value, str):
-        return parse_quantity_string(value.strip(_GO_SPACE))
-    return None
+        return _parse_text(value.strip(_GO_SPACE))
+    return FORMAT_ERROR
+
+
+def parse_quantity_string(text: str) -> Decimal | None:
+    """``ParseQuantity(text)``: no white space trimmed."""
+    parsed = _parse_text(text)
+    return parsed if isinstance(parsed, Decimal) else None
 
 
 def _wrap32(value: int) -> int:
@@ -133,19 +158,19 @@ def _decimal(negative: bool, digits: str, exponent: int) -> Decimal:
     return Decimal(f"{'-' if negative else ''}{digits}E{exponent}")
 
 
-def parse_quantity_string(text: str) -> Decimal | None:
-    """``ParseQuantity(text)``: no white space trimmed."""
+def _parse_text(text: str) -> Decimal | str:
+    """``ParseQuantity``: the value, or the error's text."""
     if not text:
-        return None
+        return FORMAT_ERROR
     if text == "0":
         return Decimal(0)
     parts = _split(text)
     if parts is None:
-        return None
+        return FORMAT_ERROR
     positive, value, num, denom, suffix = parts
     interpreted = _interpret(suffix)
     if interpreted is None:
-        return None
+        return SUFFIX_ERROR
     base, exponent, form = interpreted
 
     # The int64 fast path: exact, and it never rounds or caps.
@@ -169,7 +194,7 @@ def parse_quantity_string(text: str) -> Decimal | None:
     unsigned = value.lstrip("+-")
     integer, _, fraction = unsigned.partition(".")
     if not (integer + fraction):
-        return None  # ErrNumeric
+        return NUMERIC_ERROR
     inf_scale = len(fraction)
     if base == 10:
         inf_scale = _wrap32(inf_scale + _wrap32(-exponent))

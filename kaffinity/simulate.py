@@ -306,12 +306,11 @@ class SimNode:
 
 def scheduler_units(resources: Iterable[tuple[str, Decimal]]) -> dict[str, int]:
     """Quantities as the scheduler counts them: cpu in millicores, the rest in units, rounded up
-    (``resource.Quantity.MilliValue`` / ``Value``)."""
-    out = {}
-    for name, value in resources:
-        scaled = value * 1000 if name == "cpu" else value
-        out[name] = int(scaled.to_integral_value(rounding="ROUND_CEILING"))
-    return out
+    (``resource.Quantity.MilliValue`` / ``Value``); a count past ``quantity.SCHEDULER_CEILING`` (far
+    past int64, where the scheduler's own counts overflow) as that ceiling."""
+    from kaffinity.quantity import scheduler_count
+
+    return {name: scheduler_count(value, milli=name == "cpu") for name, value in resources}
 
 
 @dataclass(slots=True)

@@ -11,9 +11,13 @@ import pytest
 from ruamel.yaml import YAML
 
 from kaffinity.quantity import (
+    FORMAT_ERROR,
+    NUMERIC_ERROR,
     SCHEDULER_CEILING,
+    SUFFIX_ERROR,
     parse_quantity,
     parse_quantity_string,
+    quantity_error,
     scheduler_count,
 )
 
@@ -108,3 +112,25 @@ def test_scheduler_count() -> None:
     assert scheduler_count(Decimal("1e1000000")) == SCHEDULER_CEILING
     assert scheduler_count(Decimal("1e2147483647"), milli=True) == SCHEDULER_CEILING
     assert scheduler_count(Decimal("-1e1000000")) == -SCHEDULER_CEILING
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("1EB", FORMAT_ERROR),
+        ("", FORMAT_ERROR),
+        (True, FORMAT_ERROR),
+        ("1Ke3", SUFFIX_ERROR),
+        ("Ei", NUMERIC_ERROR),
+        (float("nan"), "json: unsupported value: NaN"),
+        (float("inf"), "json: unsupported value: +Inf"),
+        (float("-inf"), "json: unsupported value: -Inf"),
+        ("1Ei", None),
+        (None, None),
+        (" 1 ", None),
+    ],
+    ids=repr,
+)
+def test_quantity_error(value: object, error: str | None) -> None:
+    """ParseQuantity's error (quantity.go ErrFormatWrong, ErrSuffix, ErrNumeric)."""
+    assert quantity_error(value) == error
