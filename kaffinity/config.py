@@ -259,7 +259,8 @@ def parse_size(value: int | str) -> int:
     size = parse_quantity(value)
     if size is None or size < 1:
         raise ValueError(f"'{value}' is not a size such as 64Mi, 512Ki or 1048576")
-    return int(min(size, 2**63 - 1))  # more than any file; int() of 1e1000000 would be a million digits
+    # Capped at int64 (more than any file): int() of 1e1000000 would have a million digits.
+    return min(int(size), 2**63 - 1) if size.adjusted() < 19 else 2**63 - 1
 
 
 def unknown_version(version: str) -> str:
