@@ -194,6 +194,10 @@ def _match_labels_keys(selector: Mapping[str, Any]) -> set[Any]:
     return set(labels) if isinstance(labels, Mapping) else set()
 
 
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _quote(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
@@ -326,6 +330,35 @@ class _Checker:
                 self.pod_affinity(affinity.get(group), (*path, "affinity", group))
         self.tolerations(spec.get("tolerations"), (*path, "tolerations"))
         self.spread_constraints(spec.get("topologySpreadConstraints"), (*path, "topologySpreadConstraints"))
+        self.quantities(spec, path)
+
+    def quantities(self, spec: Mapping[str, Any], path: DataPath) -> None:
+        """Resource quantities kube-apiserver cannot decode: ``resource.Quantity.UnmarshalJSON``
+        fails with ParseQuantity's error and the whole object is refused (``1EB``, ``.nan``)."""
+        from kaffinity.quantity import quantity_error
+
+        places: list[tuple[Any, DataPath]] = [
+            (spec.get("overhead"), (*path, "overhead")),
+            *(
+                (_map(spec.get("resources")).get(kind), (*path, "resources", kind))
+                for kind in ("requests", "limits")
+            ),
+        ]
+        for group in ("initContainers", "containers", "ephemeralContainers"):
+            for i, container in _items(spec.get(group)):
+                resources = _map(container.get("resources"))
+                for kind in ("requests", "limits"):
+                    places.append((resources.get(kind), (*path, group, i, "resources", kind)))
+        for i, volume in _items(spec.get("volumes")):
+            empty_dir = _map(volume.get("emptyDir"))
+            if "sizeLimit" in empty_dir:
+                places.append(({"sizeLimit": empty_dir["sizeLimit"]}, (*path, "volumes", i, "emptyDir")))
+        for values, here in places:
+            if isinstance(values, Mapping):
+                for name, value in values.items():
+                    error = quantity_error(value)
+                    if error is not None:
+                        self.invalid((*here, name), value, error)
 
     def node_selector_warnings(self, selector: Any, path: DataPath) -> None:
         if isinstance(selector, Mapping):

@@ -108,7 +108,39 @@ def _checked(file: SourceFile, invalid: set[int]) -> SourceFile:
                 )
                 invalid.add(id(doc))
                 break  # one clear line per document
+            else:
+                bad = _bad_quantity(doc.data)
+                if bad is not None:
+                    path, error = bad
+                    where = ".".join(str(part) for part in path)
+                    message = f"invalid {COMPACT_KIND} at {where}: {error}"
+                    problems.append(LoadProblem("parse-error", message, doc.locate(path)))
+                    invalid.add(id(doc))
     return dataclasses.replace(file, problems=file.problems + tuple(problems)) if problems else file
+
+
+def _bad_quantity(data: Mapping[str, Any]) -> tuple[DataPath, str] | None:
+    """The first allocatable quantity of a compact document that does not parse (as
+    ``resource.ParseQuantity`` would refuse it in a Node's status), with the parser's error."""
+    from kaffinity.quantity import quantity_error
+
+    spec = data.get("spec")
+    if not isinstance(spec, Mapping):
+        return None
+    owners: list[tuple[Mapping[str, Any], DataPath]] = [
+        (pool, ("spec", "zones", z, "pools", p))
+        for z, zone in _items(spec.get("zones"))
+        for p, pool in _items(zone.get("pools"))
+    ]
+    owners += [(node, ("spec", "nodes", n)) for n, node in _items(spec.get("nodes"))]
+    for owner, path in owners:
+        resources = owner.get("allocatable")
+        if isinstance(resources, Mapping):
+            for key, value in resources.items():
+                error = quantity_error(value)
+                if error is not None:
+                    return (*path, "allocatable", key), f"{value!r} is no quantity: {error}"
+    return None
 
 
 def expand_topology(doc: Document) -> Iterator[Node]:
