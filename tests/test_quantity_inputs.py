@@ -1,0 +1,170 @@
+"""Issue 18: quantities that used to crash (``1Ei`` read as an exponent, ``1EB``, ``.nan``, ``.inf``,
+``1.0e+400``, ``"1e1000000"``) in a Deployment's requests, a Node's and a ClusterTopology pool's
+allocatable, and ``--max-file-size``: every command answers, and what kube-apiserver would refuse is
+reported where it stands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import EXAMPLES, run_cli
+
+#: The memory values of the issue, as a manifest writes them, and whether kube-apiserver decodes them.
+VALID = ["1Ei", '"1e1000000"']
+INVALID = ["1EB", ".nan", ".inf", "1.0e+400"]
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: 1
+  strategy: {{type: Recreate}}
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+        - name: c
+          image: nginx
+          resources:
+            requests:
+              memory: {memory}
+"""
+#: Line and column of the ``memory`` key above (where kaffinity reports a field).
+MEMORY_AT = (16, 15)
+
+NODE = """\
+apiVersion: v1
+kind: Node
+metadata: {{name: n1}}
+status:
+  allocatable: {{cpu: "4", pods: "110", memory: {memory}}}
+"""
+
+TOPOLOGY = """\
+apiVersion: kaffinity.io/v1alpha1
+kind: ClusterTopology
+spec:
+  zones:
+    - name: a
+      pools:
+        - name: big
+          count: 1
+          allocatable:
+            cpu: "4"
+            memory: {memory}
+"""
+
+
+def _write(tmp_path: Path, name: str, template: str, memory: str) -> str:
+    path = tmp_path / name
+    path.write_text(template.format(memory=memory), encoding="utf-8")
+    return str(path)
+
+
+def _answers(completed: object) -> None:
+    """No internal error, no traceback."""
+    stderr = getattr(completed, "stderr", "")
+    assert "internal error" not in stderr
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("memory", VALID + INVALID)
+def test_requests_lint(tmp_path: Path, memory: str) -> None:
+    manifest = _write(tmp_path, "web.yaml", DEPLOYMENT, memory)
+    completed = run_cli("lint", "--no-config", "--format", "json", manifest)
+    _answers(completed)
+    findings = json.loads(completed.stdout)["findings"]
+    if memory in VALID:
+        assert completed.returncode == 0
+        assert findings == []
+    else:
+        assert completed.returncode == 1
+        assert [(f["rule"], f["line"], f["column"]) for f in findings] == [("api-validation", *MEMORY_AT)]
+        assert findings[0]["path"] == "spec.template.spec.containers[0].resources.requests.memory"
+
+
+@pytest.mark.parametrize("memory", VALID + INVALID)
+@pytest.mark.parametrize("command", ["expand", "graph"])
+def test_requests_expand_graph(tmp_path: Path, memory: str, command: str) -> None:
+    completed = run_cli(command, "--no-config", _write(tmp_path, "web.yaml", DEPLOYMENT, memory))
+    _answers(completed)
+    assert completed.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("memory", "placed"),
+    [
+        ("1Ei", True),  # 2^60 bytes on a node with 2^60
+        ('"1e1000000"', False),  # more than the node has
+        ("1EB", True),  # no quantity: no request (and lint says the API server refuses it)
+        (".nan", True),
+    ],
+)
+def test_requests_on_a_cluster(tmp_path: Path, memory: str, placed: bool) -> None:
+    manifest = _write(tmp_path, "web.yaml", DEPLOYMENT, memory)
+    node = _write(tmp_path, "node.yaml", NODE, "1Ei")
+    place = run_cli("place", "--no-config", "--cluster", node, manifest)
+    _answers(place)
+    assert place.returncode == (0 if placed else 1)
+    assert ("-> n1" in place.stdout) is placed
+    if not placed:
+        assert "Insufficient memory" in place.stdout
+    lint = run_cli("lint", "--no-config", "--format", "json", "--cluster", node, manifest)
+    _answers(lint)
+    rules = {finding["rule"] for finding in json.loads(lint.stdout)["findings"]}
+    assert ("unschedulable" in rules) is not placed
+
+
+@pytest.mark.parametrize("memory", VALID + INVALID)
+def test_node_allocatable(tmp_path: Path, memory: str) -> None:
+    """A Node's allocatable that is no quantity counts as not declared (kube-apiserver never
+    stores one); a huge one is more than any request."""
+    manifest = _write(tmp_path, "web.yaml", DEPLOYMENT, "1Gi")
+    node = _write(tmp_path, "node.yaml", NODE, memory)
+    place = run_cli("place", "--no-config", "--cluster", node, manifest)
+    _answers(place)
+    assert place.returncode == (0 if memory in VALID else 1)
+    lint = run_cli("lint", "--no-config", "--cluster", node, manifest)
+    _answers(lint)
+    assert lint.returncode in (0, 1)
+
+
+@pytest.mark.parametrize("memory", VALID + INVALID)
+def test_topology_allocatable(tmp_path: Path, memory: str) -> None:
+    manifest = _write(tmp_path, "web.yaml", DEPLOYMENT, "1Gi")
+    topology = _write(tmp_path, "cluster.yaml", TOPOLOGY, memory)
+    completed = run_cli("place", "--no-config", "--cluster", topology, manifest)
+    _answers(completed)
+    if memory in VALID:
+        assert completed.returncode == 0
+        assert "-> big-a-0" in completed.stdout
+    else:
+        assert completed.returncode == 2
+        error = completed.stderr.strip().splitlines()[-1]
+        assert error.startswith(f"{topology}:11:13: error [parse-error] invalid ClusterTopology at ")
+        assert "spec.zones.0.pools.0.allocatable.memory" in error
+
+
+@pytest.mark.parametrize("size", ["1Ei", "1e1000000", "9Ei"])
+def test_huge_max_file_size(size: str) -> None:
+    completed = run_cli("lint", "--no-config", "--max-file-size", size, str(EXAMPLES / "README.md"))
+    _answers(completed)
+    assert completed.returncode != 2 or "--max-file-size" not in completed.stderr
+
+
+def test_max_file_size_not_a_quantity() -> None:
+    completed = run_cli("lint", "--no-config", "--max-file-size", "1EB", str(EXAMPLES))
+    assert completed.returncode == 2
+    assert completed.stderr.strip() == "--max-file-size: '1EB' is not a size such as 64Mi, 512Ki or 1048576"
+
+
+@pytest.mark.parametrize(("size", "expected"), [("1Ei", 2**60), ("1e1000000", 2**63 - 1), ("9Ei", 2**63 - 1)])
+def test_parse_size_huge(size: str, expected: int) -> None:
+    from kaffinity.config import parse_size
+
+    assert parse_size(size) == expected
