@@ -30,6 +30,10 @@ API server uses (`Invalid value`, `Required value`, `Forbidden`, `Duplicate valu
 - tolerations: empty key needs `Exists`, `tolerationSeconds` needs `NoExecute`, `Exists` takes no
   value, `Equal` values are label values; `Lt`/`Gt` (1.35+) need the
   `TaintTolerationComparisonOperators` gate and a canonical integer;
+- resource quantities (containers' `resources.requests` / `limits`, pod-level `resources`,
+  `overhead`, `emptyDir.sizeLimit`) that k8s.io/apimachinery's `resource.ParseQuantity` refuses
+  (`1EB`, `1 Gi`, a YAML `.nan` or `.inf`): the API server cannot decode the object, and says so
+  in the parser's words (`quantities must match the regular expression ...`);
 - PodDisruptionBudgets (`pkg/apis/policy/validation` `ValidatePodDisruptionBudgetSpec`): not
   both `minAvailable` and `maxUnavailable` (reported at `spec`), each an integer of at least 0 or
   a percentage (`[0-9]+%`: a string such as `"1"` is refused) of at most 100%, and a valid label
