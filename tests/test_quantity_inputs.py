@@ -168,3 +168,14 @@ def test_parse_size_huge(size: str, expected: int) -> None:
     from kaffinity.config import parse_size
 
     assert parse_size(size) == expected
+
+
+def test_huge_request_is_reported_as_huge(tmp_path: Path) -> None:
+    """A request past the scheduler's counting range is named as such, not as a wrapped number."""
+    manifest = _write(tmp_path, "web.yaml", DEPLOYMENT, '"1e1000000"')
+    node = _write(tmp_path, "node.yaml", NODE, "1Ei")
+    completed = run_cli("lint", "--no-config", "--format", "json", "--cluster", node, manifest)
+    _answers(completed)
+    [finding] = json.loads(completed.stdout)["findings"]
+    assert (finding["rule"], finding["line"], finding["column"]) == ("unschedulable", *MEMORY_AT)
+    assert "it requests at least 1e30 memory" in finding["message"]

@@ -61,6 +61,10 @@ def _rank(reason: str) -> int:
 
 def quantity(resource: str, value: int) -> str:
     """A scheduler quantity as a manifest writes it (cpu in millicores, bytes in binary units)."""
+    from kaffinity.quantity import SCHEDULER_CEILING
+
+    if value >= SCHEDULER_CEILING:  # a huge quantity, counted as the ceiling
+        return f"at least 1e{len(str(SCHEDULER_CEILING)) - (4 if resource == 'cpu' else 1)}"
     if resource == "cpu":
         return str(value // 1000) if value % 1000 == 0 else f"{value}m"
     if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
