@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from kaffinity.quantity import (
@@ -21,6 +23,8 @@ from kaffinity.quantity import (
     scheduler_count,
 )
 
+#: Strings shaped like quantities, suffixes and exponents included.
+QUANTITY_LIKE = r"[+-]?[0-9]{0,25}(\.[0-9]{0,25})?([eEinumkKMGTP]{0,3}[+-]?[0-9]{0,12})?"
 DATA = Path(__file__).resolve().parent / "data" / "upstream_quantity.yaml"
 TABLES: dict[str, Any] = YAML(typ="safe", pure=True).load(DATA.read_text(encoding="utf-8"))
 
@@ -134,3 +138,21 @@ def test_scheduler_count() -> None:
 def test_quantity_error(value: object, error: str | None) -> None:
     """ParseQuantity's error (quantity.go ErrFormatWrong, ErrSuffix, ErrNumeric)."""
     assert quantity_error(value) == error
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.text(),
+        st.from_regex(QUANTITY_LIKE, fullmatch=True),
+        st.floats(),
+        st.integers(),
+    )
+)
+def test_never_raises(value: object) -> None:
+    """Any YAML scalar: a finite Decimal or None, never an exception."""
+    parsed = parse_quantity(value)
+    assert parsed is None or parsed.is_finite()
+    if parsed is not None:
+        scheduler_count(parsed)
+        scheduler_count(parsed, milli=True)
