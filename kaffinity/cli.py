@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from kaffinity import __version__
+from kaffinity.display import escape, quote_name, utf8
 
 if TYPE_CHECKING:
     from kaffinity.config import Settings
@@ -284,7 +285,7 @@ def lint(
     use_color = _use_color(color, output)
     _emit(render(result, fmt, color=use_color, sources=sources, context=lint_context), output)
     for message in result.internal_errors:
-        typer.echo(f"kaffinity: {message}", err=True)
+        _say(f"kaffinity: {message}")
     if result.exit_code:
         raise typer.Exit(result.exit_code)
     raise typer.Exit(1 if result.failed(settings.fail_on) else 0)
@@ -328,7 +329,7 @@ def expand(
     elif items:
         sys.stdout.write(render_diff(items, version))
     if not items and output_format is not ExpandFormat.json:
-        typer.echo("kaffinity: no workload uses matchLabelKeys or mismatchLabelKeys", err=True)
+        _say("kaffinity: no workload uses matchLabelKeys or mismatchLabelKeys")
     raise typer.Exit(2 if broken else 0)
 
 
@@ -389,7 +390,7 @@ def graph(
         text = render_mermaid(picture, findings)
     _emit(text, output)
     for message in result.internal_errors:
-        typer.echo(f"kaffinity: {message}", err=True)
+        _say(f"kaffinity: {message}")
     raise typer.Exit(2 if broken or result.internal_errors else 0)
 
 
@@ -439,14 +440,13 @@ def place(
         names = _names([filters]) or ()
         unknown = [name for name in names if name not in FILTERS]
         if unknown:
-            typer.echo(
+            _say(
                 f"kaffinity: error: unknown filter plugin {', '.join(unknown)} (known: {', '.join(FILTERS)})",
-                err=True,
             )
             raise typer.Exit(2)
         enabled = tuple(name for name in FILTERS if name in names)
     if settings.cluster is None:
-        typer.echo("kaffinity: error: place needs --cluster FILE (or cluster: in the config)", err=True)
+        _say("kaffinity: error: place needs --cluster FILE (or cluster: in the config)")
         raise typer.Exit(2)
     files = _load(paths, settings, stdin_filename)
     declared = _load_cluster(settings)
@@ -512,7 +512,7 @@ def fix(
     stdin_text = next((file.text for file in files if file.name == stdin_name), None)
     fixed, problems = fix_files(files, result.findings)
     for problem in problems:
-        typer.echo(problem, err=True)
+        _say(problem)
     for item in fixed:
         if diff:
             sys.stdout.writelines(
@@ -531,11 +531,11 @@ def fix(
             continue
         if not diff:
             rules = sorted({finding.rule for finding in item.findings})
-            typer.echo(f"{item.file}: fixed {len(item.findings)} ({', '.join(rules)})", err=True)
+            _say(f"{quote_name(item.file)}: fixed {len(item.findings)} ({', '.join(rules)})")
     if not diff and stdin_text is not None and all(item.file != stdin_name for item in fixed):
         sys.stdout.write(stdin_text)  # stdin in, stdin out: unchanged when nothing to fix
     if not fixed:
-        typer.echo("kaffinity: nothing to fix", err=True)
+        _say("kaffinity: nothing to fix")
     raise typer.Exit(2 if broken or problems else (1 if diff and fixed else 0))
 
 
@@ -545,13 +545,13 @@ def _write_back(path: str, text: str) -> bool:
         with open(path, "rb") as handle:
             start = handle.read(4)
         if start.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
-            typer.echo(f"{path}: error: fix writes UTF-8 files only; this one is UTF-16/32", err=True)
+            _say(f"{quote_name(path)}: error: fix writes UTF-8 files only; this one is UTF-16/32")
             return False
         bom = start.startswith(b"\xef\xbb\xbf")
         with open(path, "wb") as handle:
             handle.write((b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8"))
     except OSError as error:
-        typer.echo(f"{path}: error: cannot write: {error.strerror or error}", err=True)
+        _say(f"{quote_name(path)}: error: cannot write: {error.strerror or error}")
         return False
     return True
 
@@ -603,7 +603,7 @@ def _settings(
         check_target(settings.kube_version, settings.feature_gates)
     except ConfigError as error:
         for message in error.messages:
-            typer.echo(message, err=True)
+            _say(message)
         raise typer.Exit(2) from None
     return settings
 
@@ -614,7 +614,7 @@ def _size_option(value: str) -> int:
     try:
         return parse_size(value)
     except ValueError as error:
-        typer.echo(f"--max-file-size: {error}", err=True)
+        _say(f"--max-file-size: {error}")
         raise typer.Exit(2) from None
 
 
@@ -663,8 +663,9 @@ def _input_problems(
     loader_rules = tuple(rule for rule in RULES if rule.name in ("parse-error", "helm-template"))
     result = run_lint(files, settings, loader_rules, layout=layout)
     for finding in result.findings:
-        where = f"{finding.file}:{finding.line}:{finding.column}" if finding.line else finding.file
-        typer.echo(f"{where}: {finding.severity.value} [{finding.rule}] {finding.message}", err=True)
+        name = quote_name(finding.file)
+        where = f"{name}:{finding.line}:{finding.column}" if finding.line else name
+        _say(f"{where}: {finding.severity.value} [{finding.rule}] {finding.message}")
     broken = any(problem.rule == "parse-error" for file in files for problem in file.problems)
     cluster_broken = _load_problems(list(declared.files)) if declared is not None else False
     return broken or cluster_broken
@@ -676,17 +677,16 @@ def _choose_unit(layout: Layout, name: Optional[str]) -> Unit:
         if layout.several:
             names = ", ".join(unit.name for unit in layout.units[:5])
             more = f" and {len(layout.units) - 5} more" if len(layout.units) > 5 else ""
-            typer.echo(
+            _say(
                 f"kaffinity: note: {len(layout.units)} deployment units ({names}{more}); "
                 f"showing {layout.units[0].name} (choose one with --unit)",
-                err=True,
             )
         return layout.units[0]
     for unit in layout.units:
         if unit.name == name:
             return unit
     known = ", ".join(unit.name or "(the whole input)" for unit in layout.units)
-    typer.echo(f"kaffinity: error: --unit {name}: no such deployment unit (units: {known})", err=True)
+    _say(f"kaffinity: error: --unit {name}: no such deployment unit (units: {known})")
     raise typer.Exit(2)
 
 
@@ -724,7 +724,7 @@ def _layout(
             ]
         files = [*files, *built.files]
     for note in layout.notes:
-        typer.echo(f"kaffinity: note: {note}", err=True)
+        _say(f"kaffinity: note: {note}")
     return files, layout
 
 
@@ -774,7 +774,7 @@ def _load_in_context(
         return _load(paths, settings, stdin_filename), None, True, list(paths or ["."])
     missing = [path for path in context_paths if not os.path.exists(path)]
     if missing:
-        typer.echo(f"{missing[0]}: error: context path not found", err=True)
+        _say(f"{quote_name(missing[0])}: error: context path not found")
         raise typer.Exit(2)
     seen: set[tuple[int, int]] = set()
     files = _load(paths, settings, stdin_filename, seen)
@@ -791,10 +791,9 @@ def _load_in_context(
 
         skipped = [rule for rule in RULES if rule.needs_context]
         categories = ", ".join(sorted({rule.category for rule in skipped}))
-        typer.echo(
+        _say(
             "kaffinity: no context: not in a git repository and no context: in .kaffinity.yaml, "
             f"so the {len(skipped)} rules that need every manifest ({categories}) are skipped",
-            err=True,
         )
         return files, reported, False, list(paths or ["."])
     from kaffinity.loader import ExcludeFn, load
@@ -814,10 +813,9 @@ def _load_in_context(
         first = broken[0]
         problem = next(problem for problem in first.problems if problem.rule == "parse-error")
         where = f"{first.name}:{problem.span.line}" if problem.span else first.name
-        typer.echo(
+        _say(
             f"kaffinity: note: {len(broken)} context file(s) could not be read and are left out "
             f"(first: {where}: {problem.message})",
-            err=True,
         )
     return [*files, *more], reported, True, [*(paths or ()), *context_paths]
 
@@ -836,18 +834,26 @@ def _report_targets(values: list[str] | tuple[str, ...]) -> list[tuple[str, str]
     for value in values:
         fmt, sep, target = value.partition("=")
         if not sep or not target or fmt not in FORMATS:
-            typer.echo(
+            _say(
                 f"kaffinity: error: --report '{value}' is not FORMAT=FILE with FORMAT one of "
                 f"{', '.join(FORMATS)}",
-                err=True,
             )
             raise typer.Exit(2)
         targets.append((fmt, target))
     return targets
 
 
+def _say(message: str) -> None:
+    """One message on stderr, with the control characters and undecodable bytes that come from
+    the input (a file name, a ``--stdin-filename``) escaped (``kaffinity.display``); the line
+    breaks of the message itself are kept."""
+    typer.echo("\n".join(escape(line) for line in message.split("\n")), err=True)
+
+
 def _emit(text: str, output: Optional[str]) -> None:
-    """Write ``text`` to ``output`` (a file), or to stdout; exit 2 when the file cannot be written."""
+    """Write ``text`` to ``output`` (a file), or to stdout; exit 2 when the file cannot be written.
+    Undecodable bytes still in ``text`` (lone surrogates) are escaped: the output is UTF-8."""
+    text = utf8(text)
     if not output:
         sys.stdout.write(text)
         return
@@ -855,7 +861,7 @@ def _emit(text: str, output: Optional[str]) -> None:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as error:
-        typer.echo(f"{output}: error: cannot write: {error.strerror or error}", err=True)
+        _say(f"{quote_name(output)}: error: cannot write: {error.strerror or error}")
         raise typer.Exit(2) from None
 
 
@@ -867,7 +873,7 @@ def _load_cluster(settings: Settings) -> Cluster | None:
     from kaffinity.topology import cluster_from
 
     if not os.path.exists(settings.cluster):
-        typer.echo(f"{settings.cluster}: error: cluster file not found", err=True)
+        _say(f"{quote_name(str(settings.cluster))}: error: cluster file not found")
         raise typer.Exit(2)
     # A cluster file is read whatever it holds: what it lacks is reported by cluster_from.
     files = load([settings.cluster], limits=settings.limits, gitignore=False, manifests_only=False)
@@ -881,10 +887,11 @@ def _load_problems(files: list[SourceFile]) -> bool:
     found = False
     for file in files:
         for problem in file.problems:
-            where = f"{file.name}:{problem.span.line}:{problem.span.column}" if problem.span else file.name
+            name = quote_name(file.name)
+            where = f"{name}:{problem.span.line}:{problem.span.column}" if problem.span else name
             load_error = problem.rule == "parse-error"
             severity = "error" if load_error else "warning"
-            typer.echo(f"{where}: {severity} [{problem.rule}] {problem.message}", err=True)
+            _say(f"{where}: {severity} [{problem.rule}] {problem.message}")
             found = found or load_error
     return found
 
@@ -917,7 +924,7 @@ def rules(
 
             close = difflib.get_close_matches(name, list(BY_NAME), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            typer.echo(f"kaffinity: error: unknown rule '{name}'{hint}", err=True)
+            _say(f"kaffinity: error: unknown rule '{name}'{hint}")
             raise typer.Exit(2)
         selected: tuple[Rule, ...] = (rule,)
     else:
@@ -1001,7 +1008,7 @@ def schema(
     else:
         file = described[name][0]
     if problem:
-        typer.echo(problem, err=True)
+        _say(problem)
         raise typer.Exit(2)
     data = schema_text(file).encode("utf-8")  # bytes: no newline translation on any platform
     if not output:
@@ -1013,7 +1020,7 @@ def schema(
         with open(output, "wb") as handle:
             handle.write(data)
     except OSError as error:
-        typer.echo(f"{output}: error: cannot write: {error.strerror or error}", err=True)
+        _say(f"{quote_name(output)}: error: cannot write: {error.strerror or error}")
         raise typer.Exit(2) from None
 
 
