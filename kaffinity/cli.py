@@ -496,20 +496,29 @@ def fix(
     """Apply safe fixes in place, changing no other byte of the files (stdin: the fixed stream on
     stdout). Exit code 0; with --diff, 1 when there is something to fix; 2 on bad input."""
     import difflib
+    import io
+    import shutil
 
     from kaffinity.engine import lint as run_lint
     from kaffinity.fixes import fix_files
-    from kaffinity.loader import STDIN_NAME
+    from kaffinity.loader import STDIN, STDIN_NAME, _read_up_to
 
     settings = _settings(config, no_config, kube_version, feature_gates, select=select, namespace=namespace)
     settings = replace(settings, plan_fixes=True)
+    # stdin in, stdin out, as in place: every byte kept that a fix does not change (a byte order
+    # mark too), and a stream that cannot be fixed comes out as it went in. The bytes are read
+    # here (the loader then reads the same bytes) so that they can be written back exactly.
+    stdin_bytes: bytes | None = None
+    stdin_rest = sys.stdin.buffer if sys.stdin is not None else None
+    if paths and STDIN in paths and stdin_rest is not None:
+        stdin_bytes = _read_up_to(stdin_rest, settings.limits.file_size + 1)
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin_bytes))
     files = _load(paths, settings, stdin_filename)
     # Fixes edit the files as written: never rendered objects.
     files, layout = _layout(files, paths, replace(settings, render=False))
     broken = _input_problems(files, settings, layout)
     result = run_lint(files, settings, layout=layout)
     stdin_name = stdin_filename or STDIN_NAME
-    stdin_text = next((file.text for file in files if file.name == stdin_name), None)
     fixed, problems = fix_files(files, result.findings)
     for problem in problems:
         _say(problem)
@@ -524,19 +533,38 @@ def fix(
                     f"{item.file} (fixed)",
                 )
             )
-        elif item.file == stdin_name:
-            sys.stdout.write(item.fixed)
+        elif item.file == stdin_name and stdin_bytes is not None:
+            if _wide(stdin_bytes):
+                _say(f"{quote_name(item.file)}: error: fix writes UTF-8 files only; this one is UTF-16/32")
+                broken = True
+                continue
+            bom = _BOM if stdin_bytes.startswith(_BOM) else b""
+            sys.stdout.flush()
+            sys.stdout.buffer.write(bom + item.fixed.encode("utf-8"))
+            stdin_bytes = None  # written
         elif not _write_back(item.file, item.fixed):
             broken = True
             continue
         if not diff:
             rules = sorted({finding.rule for finding in item.findings})
             _say(f"{quote_name(item.file)}: fixed {len(item.findings)} ({', '.join(rules)})")
-    if not diff and stdin_text is not None and all(item.file != stdin_name for item in fixed):
-        sys.stdout.write(stdin_text)  # stdin in, stdin out: unchanged when nothing to fix
+    if not diff and stdin_bytes is not None and stdin_rest is not None:
+        # Nothing fixed (or nothing could be): the stream as it came, every byte of it.
+        sys.stdout.flush()
+        sys.stdout.buffer.write(stdin_bytes)
+        shutil.copyfileobj(stdin_rest, sys.stdout.buffer)  # past the size limit: not read yet
     if not fixed:
         _say("kaffinity: nothing to fix")
     raise typer.Exit(2 if broken or problems else (1 if diff and fixed else 0))
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _wide(start: bytes) -> bool:
+    """Whether bytes start with the byte order mark of UTF-16 or UTF-32 (the loader reads
+    them; fix writes UTF-8 only)."""
+    return start.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff"))
 
 
 def _write_back(path: str, text: str) -> bool:
@@ -544,12 +572,12 @@ def _write_back(path: str, text: str) -> bool:
     try:
         with open(path, "rb") as handle:
             start = handle.read(4)
-        if start.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        if _wide(start):
             _say(f"{quote_name(path)}: error: fix writes UTF-8 files only; this one is UTF-16/32")
             return False
-        bom = start.startswith(b"\xef\xbb\xbf")
+        bom = start.startswith(_BOM)
         with open(path, "wb") as handle:
-            handle.write((b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8"))
+            handle.write((_BOM if bom else b"") + text.encode("utf-8"))
     except OSError as error:
         _say(f"{quote_name(path)}: error: cannot write: {error.strerror or error}")
         return False
