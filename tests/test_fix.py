@@ -326,3 +326,15 @@ def test_fix_stdin_with_a_nul_byte_as_in_place(tmp_path: Path) -> None:
     assert completed.returncode == in_place.returncode == 2
     assert b"[parse-error]" in completed.stderr and "[parse-error]" in in_place.stderr
     assert completed.stdout == raw and path.read_bytes() == raw  # nothing lost, nothing changed
+
+
+def test_lint_does_not_promise_a_fix_through_an_alias() -> None:
+    """A term shared through a YAML alias cannot be edited safely: lint says so (it planned the
+    fix) instead of "kaffinity fix adds it", and fix changes nothing."""
+    term = "      - &spread\n        maxSkew: 1\n"
+    text = SPREAD_KEYS.replace("      - maxSkew: 1\n", term).replace("        KEYS\n", "      - *spread\n")
+    found = lint_text(text, select=("revision-unscoped",)).findings
+    assert [(f.rule, f.line) for f in found] == [("revision-unscoped", 12), ("revision-unscoped", 12)]
+    assert all(f.fix is not None and "by hand" in f.fix for f in found)
+    completed = run_cli("fix", "--no-config", "-", stdin=text)
+    assert completed.stdout == text and "nothing to fix" in completed.stderr

@@ -138,6 +138,12 @@ def supported(context: Context, kind: str) -> fg.GateState:
     return fg.gate_state(gate, settings.kube_version, settings.feature_gates)
 
 
+def _may_share(text: str) -> bool:
+    """Whether a file may hold an alias (``&a`` ... ``*a``) or a merge key (``<<``), which
+    ``kaffinity fix`` does not edit through (as the loader's own test for aliases)."""
+    return ("&" in text and "*" in text) or "<<" in text
+
+
 def _check(context: Context) -> Iterator[Violation]:
     from kaffinity.fixes import revision_fix
 
@@ -155,12 +161,15 @@ def _check(context: Context) -> Iterator[Violation]:
                 continue
             fix = None
             if state.enabled:
-                # Planning the edit composes the file again: only `kaffinity fix` pays for it.
-                fix = revision_fix(context, workload, term) if context.settings.plan_fixes else None
+                # Planning the edit composes the file again: only `kaffinity fix` pays for it, and
+                # lint where a YAML alias or merge key may keep the fix from editing the term (so
+                # that the hint promises the fix only where `kaffinity fix` makes it).
+                plan = context.settings.plan_fixes or _may_share(context.texts.get(workload.doc.file, ""))
+                fix = revision_fix(context, workload, term) if plan else None
                 hint = f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term'
                 if fix is not None:
                     hint += f" ({fix.describe(context.texts[fix.file])})"
-                elif not context.settings.plan_fixes:
+                elif not plan:
                     hint += (
                         f"{_where(workload, term)} (kaffinity fix adds it; fix --diff shows the lines first)"
                     )
