@@ -350,6 +350,16 @@ def _span(mark: Any) -> Span:
     return Span(mark.line + 1, mark.column + 1)
 
 
+def _in_text(text: str, span: Span) -> Span:
+    """``span`` kept inside ``text``: the C reader ends a file without a final newline with one
+    of its own, and marks the end of input on the line after it, which the file does not have;
+    that is the end of the last line."""
+    breaks = list(re.finditer("\r\n|[\r\n\x85\u2028\u2029]", text))  # YAML 1.1's, as the reader
+    if span.line <= len(breaks) + 1:
+        return span
+    return Span(len(breaks) + 1, len(text) - (breaks[-1].end() if breaks else 0) + 1)
+
+
 def _offset_span(text: str, offset: int) -> Span:
     line_start = text.rfind("\n", 0, offset) + 1
     return Span(text.count("\n", 0, offset) + 1, offset - line_start + 1)
@@ -459,7 +469,7 @@ def _problem(text: str, error: Exception, limits: Limits = DEFAULT_LIMITS) -> Lo
             started = error.context_mark
             where = f" (started at line {started.line + 1}, column {started.column + 1})" if started else ""
             message = f"{error.context}{where}: {message}"
-        return LoadProblem("parse-error", message, _span(mark) if mark else None)
+        return LoadProblem("parse-error", message, _in_text(text, _span(mark)) if mark else None)
     if isinstance(error, RecursionError):
         return LoadProblem("parse-error", _too_deep(limits, None).message, None)
     position = getattr(error, "position", None)
