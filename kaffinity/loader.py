@@ -543,7 +543,7 @@ def _parse(name: str, text: str, limits: Limits) -> SourceFile:
         for index, (data, builder) in enumerate(_documents(text, limits)):
             template = template or builder.template
             duplicates = tuple(builder.duplicates)
-            documents.extend(_objects(name, index, data, duplicates))
+            documents.extend(_objects(name, index, data, duplicates, problems))
             problems.extend(map(_duplicate_problem, duplicates))
     except _parse_errors() as error:
         problems.append(_problem(text, error, limits))
@@ -573,11 +573,14 @@ def _reader_message(error: Exception) -> str:
     return f"cannot read input: {reason}" if reason else str(error).splitlines()[0]
 
 
-def _objects(name: str, index: int, data: Any, duplicates: tuple[DuplicateKey, ...]) -> Iterator[Document]:
-    """The Kubernetes objects of one document: itself, or the items of a List."""
+def _objects(
+    name: str, index: int, data: Any, duplicates: tuple[DuplicateKey, ...], problems: list[LoadProblem]
+) -> Iterator[Document]:
+    """The Kubernetes objects of one document: itself, or the items of a List (a List whose
+    items kubectl cannot decode adds to ``problems``)."""
     if not isinstance(data, PosDict):
         return
-    yield from _flatten(name, index, data, data, (), duplicates, None)
+    yield from _flatten(name, index, data, data, (), duplicates, None, problems)
 
 
 def _flatten(
@@ -588,6 +591,7 @@ def _flatten(
     prefix: DataPath,
     duplicates: tuple[DuplicateKey, ...],
     list_kind: tuple[str, str] | None,
+    problems: list[LoadProblem],
 ) -> Iterator[Document]:
     kind = data.get("kind")
     api_version = data.get("apiVersion")
@@ -598,14 +602,44 @@ def _flatten(
     if not isinstance(kind, str) or not isinstance(api_version, str) or not kind or not api_version:
         return
     items = data.get("items")
+    if kind == "List" and items is not None and not isinstance(items, PosList):
+        # kubectl decodes a List's items as a list of objects (apimachinery's
+        # UnstructuredJSONScheme, decodeToList: `Items []json.RawMessage`): anything else
+        # fails the whole file ("cannot unmarshal ... into ... items").
+        span = locate(root, (*prefix, "items"), root.span)
+        problems.append(
+            LoadProblem("parse-error", f"List items must be a list of objects, not {_shown(items)}", span)
+        )
+        return
     if kind.endswith("List") and isinstance(items, PosList):
         item_kind = (api_version, kind[: -len("List")]) if kind != "List" else None
         for position, item in enumerate(items):
+            path = (*prefix, "items", position)
             if isinstance(item, PosDict):
-                yield from _flatten(name, index, root, item, (*prefix, "items", position), (), item_kind)
+                yield from _flatten(name, index, root, item, path, (), item_kind, problems)
+            elif kind == "List":
+                # Each item is decoded into an object (a JSON object): a scalar or a list fails.
+                span = locate(root, path, root.span)
+                message = f"List item must be an object, not {_shown(item)}"
+                problems.append(LoadProblem("parse-error", message, span))
         return
     span = locate(root, prefix or ("apiVersion",), root.span)
     yield Document(name, index, data, root, span, prefix, duplicates)
+
+
+def _shown(value: Any) -> str:
+    """A value's kind in words, for a message."""
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a scalar"
 
 
 def _with_type(data: PosDict, api_version: str, kind: str) -> PosDict:

@@ -300,3 +300,26 @@ def test_parse_error_at_the_end_names_a_line_the_file_has(text: str, span: Span)
     end-of-input mark was on a line the file does not have."""
     (problem,) = parse("f.yaml", text).problems
     assert (problem.rule, problem.span) == ("parse-error", span)
+
+
+@pytest.mark.parametrize(
+    ("items", "spans"),
+    [
+        ("items: 5", [Span(3, 1)]),
+        ("items: {a: 1}", [Span(3, 1)]),
+        (
+            'items: [5, "x", [1], {apiVersion: v1, kind: Pod, metadata: {name: p}}]',
+            [Span(3, 9), Span(3, 12), Span(3, 17)],
+        ),
+        ("items: []", []),
+        ("items:", []),
+    ],
+)
+def test_a_list_whose_items_kubectl_cannot_decode_is_a_parse_error(items: str, spans: list[Span]) -> None:
+    """Issue 18: `kind: List` with non-list or scalar items passed silently; kubectl fails the file."""
+    source = parse("f.yaml", f"apiVersion: v1\nkind: List\n{items}\n")
+    assert [(problem.rule, problem.span) for problem in source.problems] == [
+        ("parse-error", s) for s in spans
+    ]
+    if "kind: Pod" in items:
+        assert [document.data["kind"] for document in source.documents] == ["Pod"]  # the good item stays
