@@ -611,7 +611,16 @@ def _settings(
     try:
         config_path = None if no_config else (config or find_config())
         if config is not None and not no_config and not os.path.isfile(config):
-            raise ConfigError([f"{config}: error: config file not found"])
+            # A pipe (`--config <(...)`) or a device is read as a file (bounded by the size limit).
+            what = (
+                "is a folder"
+                if os.path.isdir(config)
+                else "not found"
+                if not os.path.exists(config)
+                else None
+            )
+            if what is not None:
+                raise ConfigError([f"{quote_name(config)}: error: config file {what}"])
         settings: Settings = load_settings(config_path, rule_names, sorted(CATEGORIES))
         selected, ignored = _names(select), _names(ignore)
         for option, names in (("--select", selected), ("--ignore", ignored)):

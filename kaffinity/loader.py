@@ -483,10 +483,13 @@ def _parse_errors() -> tuple[type[Exception], ...]:
     return (_LoadError, YAMLError, RecursionError)
 
 
-def parse_data(text: str) -> tuple[Any, LoadProblem | None]:
-    """The data of the first document of ``text`` (a config file), or the problem."""
+def parse_data(text: str, *, strict: bool = False) -> tuple[Any, LoadProblem | None]:
+    """The data of the first document of ``text`` (a config file), or the problem; ``strict``:
+    a key given twice in a mapping is the problem, as in a manifest."""
     try:
-        for data, _ in _documents(text):
+        for data, builder in _documents(text):
+            if strict and builder.duplicates:
+                return data, _duplicate_problem(builder.duplicates[0])
             return data, None
     except _parse_errors() as error:
         return None, _problem(text, error)
