@@ -620,8 +620,10 @@ def _flatten(
             path = (*prefix, "items", position)
             if isinstance(item, PosDict):
                 yield from _flatten(name, index, root, item, path, (), item_kind, problems)
-            elif kind == "List":
-                # Each item is decoded into an object (a JSON object): a scalar or a list fails.
+            elif kind == "List" and item is not None:
+                # Each item is decoded into an object (a JSON object): a scalar or a list fails
+                # (json.Unmarshal of null leaves the object empty: a null item is only skipped,
+                # as linkerd's `inject` golden files hold them; real corpus).
                 span = locate(root, path, root.span)
                 message = f"List item must be an object, not {_shown(item)}"
                 problems.append(LoadProblem("parse-error", message, span))

@@ -313,6 +313,7 @@ def test_parse_error_at_the_end_names_a_line_the_file_has(text: str, span: Span)
         ),
         ("items: []", []),
         ("items:", []),
+        ("items: [null, {apiVersion: v1, kind: Pod, metadata: {name: p}}]", []),  # null: skipped
     ],
 )
 def test_a_list_whose_items_kubectl_cannot_decode_is_a_parse_error(items: str, spans: list[Span]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -138,10 +139,17 @@ def supported(context: Context, kind: str) -> fg.GateState:
     return fg.gate_state(gate, settings.kube_version, settings.feature_gates)
 
 
+_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[\w.-]", re.MULTILINE)
+_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[\w.-]", re.MULTILINE)
+_MERGE = re.compile(r"<<\s*:")
+
+
 def _may_share(text: str) -> bool:
-    """Whether a file may hold an alias (``&a`` ... ``*a``) or a merge key (``<<``), which
-    ``kaffinity fix`` does not edit through (as the loader's own test for aliases)."""
-    return ("&" in text and "*" in text) or "<<" in text
+    """Whether a file may hold an alias (``&a`` ... ``*a``) or a merge key (``<<:``), which
+    ``kaffinity fix`` does not edit through (a cheap test on the text; a false positive only
+    costs planning the fix, whose hint is then the exact edit)."""
+    aliased = _ANCHOR.search(text) is not None and _ALIAS.search(text) is not None
+    return aliased or _MERGE.search(text) is not None
 
 
 def _check(context: Context) -> Iterator[Violation]:
