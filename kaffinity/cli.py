@@ -529,8 +529,8 @@ def fix(
                 for line in difflib.unified_diff(
                     item.text.splitlines(keepends=True),
                     item.fixed.splitlines(keepends=True),
-                    f"{item.file} (as written)",
-                    f"{item.file} (fixed)",
+                    f"{quote_name(item.file)} (as written)",
+                    f"{quote_name(item.file)} (fixed)",
                 )
             )
         elif item.file == stdin_name and stdin_bytes is not None:

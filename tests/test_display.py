@@ -170,3 +170,39 @@ def test_graph_labels_escaped(tmp_path: Path, fmt: str) -> None:
         assert "we\\\\nb\\\\033[31m" in text  # DOT shows the backslash
     else:
         json.loads(text)
+
+
+@pytest.mark.parametrize("fmt", ["diff", "yaml", "json"])
+def test_expand_output_escaped(hostile: Path, fmt: str) -> None:
+    # A label key with an ESC-sequence in matchLabelKeys: expand's note quotes it.
+    (hostile / "keys.yaml").write_text(
+        HOSTILE.replace('{"\\\\e]0;pwned\\\\a": x, app: web}', "{app: web}").replace(
+            "      nodeSelector:", '            matchLabelKeys: ["k\\\\e[31m"]\n      nodeSelector:'
+        )
+    )
+    completed = _run("expand", "--no-config", "--format", fmt, ".", cwd=hostile)
+    assert completed.returncode in (0, 1), completed.stderr
+    assert _RAW.search(completed.stdout) is None
+    text = completed.stdout.decode("utf-8")
+    if fmt == "json":
+        json.loads(text)
+
+
+def test_place_text_escaped(tmp_path: Path) -> None:
+    (tmp_path / os.fsdecode(b"w\xff\x1b.yaml")).write_text(
+        HOSTILE.replace("nodeSelector", "tolerations: []\n      x")
+    )
+    (tmp_path / "cluster.yaml").write_text("")
+    for fmt in ("text", "json"):
+        completed = _run(
+            "place", "--no-config", "--cluster", "cluster.yaml", "--format", fmt, ".", cwd=tmp_path
+        )
+        assert completed.returncode == 1, completed.stderr
+        assert _RAW.search(completed.stdout) is None
+        text = completed.stdout.decode("utf-8")
+        if fmt == "text":
+            assert text.startswith(
+                '"./w\\377\\033.yaml":1:1: Deployment/n\\ns\\302\\233/we\\nb\\033[31m replica 0'
+            )
+        else:
+            json.loads(text)
