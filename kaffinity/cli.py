@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from kaffinity import __version__
+from kaffinity.display import escape, quote_name, utf8
 
 if TYPE_CHECKING:
     from kaffinity.config import Settings
@@ -284,7 +285,7 @@ def lint(
     use_color = _use_color(color, output)
     _emit(render(result, fmt, color=use_color, sources=sources, context=lint_context), output)
     for message in result.internal_errors:
-        typer.echo(f"kaffinity: {message}", err=True)
+        _say(f"kaffinity: {message}")
     if result.exit_code:
         raise typer.Exit(result.exit_code)
     raise typer.Exit(1 if result.failed(settings.fail_on) else 0)
@@ -328,7 +329,7 @@ def expand(
     elif items:
         sys.stdout.write(render_diff(items, version))
     if not items and output_format is not ExpandFormat.json:
-        typer.echo("kaffinity: no workload uses matchLabelKeys or mismatchLabelKeys", err=True)
+        _say("kaffinity: no workload uses matchLabelKeys or mismatchLabelKeys")
     raise typer.Exit(2 if broken else 0)
 
 
@@ -389,7 +390,7 @@ def graph(
         text = render_mermaid(picture, findings)
     _emit(text, output)
     for message in result.internal_errors:
-        typer.echo(f"kaffinity: {message}", err=True)
+        _say(f"kaffinity: {message}")
     raise typer.Exit(2 if broken or result.internal_errors else 0)
 
 
@@ -439,14 +440,13 @@ def place(
         names = _names([filters]) or ()
         unknown = [name for name in names if name not in FILTERS]
         if unknown:
-            typer.echo(
+            _say(
                 f"kaffinity: error: unknown filter plugin {', '.join(unknown)} (known: {', '.join(FILTERS)})",
-                err=True,
             )
             raise typer.Exit(2)
         enabled = tuple(name for name in FILTERS if name in names)
     if settings.cluster is None:
-        typer.echo("kaffinity: error: place needs --cluster FILE (or cluster: in the config)", err=True)
+        _say("kaffinity: error: place needs --cluster FILE (or cluster: in the config)")
         raise typer.Exit(2)
     files = _load(paths, settings, stdin_filename)
     declared = _load_cluster(settings)
@@ -496,23 +496,32 @@ def fix(
     """Apply safe fixes in place, changing no other byte of the files (stdin: the fixed stream on
     stdout). Exit code 0; with --diff, 1 when there is something to fix; 2 on bad input."""
     import difflib
+    import io
+    import shutil
 
     from kaffinity.engine import lint as run_lint
     from kaffinity.fixes import fix_files
-    from kaffinity.loader import STDIN_NAME
+    from kaffinity.loader import STDIN, STDIN_NAME, _read_up_to
 
     settings = _settings(config, no_config, kube_version, feature_gates, select=select, namespace=namespace)
     settings = replace(settings, plan_fixes=True)
+    # stdin in, stdin out, as in place: every byte kept that a fix does not change (a byte order
+    # mark too), and a stream that cannot be fixed comes out as it went in. The bytes are read
+    # here (the loader then reads the same bytes) so that they can be written back exactly.
+    stdin_bytes: bytes | None = None
+    stdin_rest = sys.stdin.buffer if sys.stdin is not None else None
+    if paths and STDIN in paths and stdin_rest is not None:
+        stdin_bytes = _read_up_to(stdin_rest, settings.limits.file_size + 1)
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin_bytes))
     files = _load(paths, settings, stdin_filename)
     # Fixes edit the files as written: never rendered objects.
     files, layout = _layout(files, paths, replace(settings, render=False))
     broken = _input_problems(files, settings, layout)
     result = run_lint(files, settings, layout=layout)
     stdin_name = stdin_filename or STDIN_NAME
-    stdin_text = next((file.text for file in files if file.name == stdin_name), None)
     fixed, problems = fix_files(files, result.findings)
     for problem in problems:
-        typer.echo(problem, err=True)
+        _say(problem)
     for item in fixed:
         if diff:
             sys.stdout.writelines(
@@ -520,23 +529,42 @@ def fix(
                 for line in difflib.unified_diff(
                     item.text.splitlines(keepends=True),
                     item.fixed.splitlines(keepends=True),
-                    f"{item.file} (as written)",
-                    f"{item.file} (fixed)",
+                    f"{quote_name(item.file)} (as written)",
+                    f"{quote_name(item.file)} (fixed)",
                 )
             )
-        elif item.file == stdin_name:
-            sys.stdout.write(item.fixed)
+        elif item.file == stdin_name and stdin_bytes is not None:
+            if _wide(stdin_bytes):
+                _say(f"{quote_name(item.file)}: error: fix writes UTF-8 files only; this one is UTF-16/32")
+                broken = True
+                continue
+            bom = _BOM if stdin_bytes.startswith(_BOM) else b""
+            sys.stdout.flush()
+            sys.stdout.buffer.write(bom + item.fixed.encode("utf-8"))
+            stdin_bytes = None  # written
         elif not _write_back(item.file, item.fixed):
             broken = True
             continue
         if not diff:
             rules = sorted({finding.rule for finding in item.findings})
-            typer.echo(f"{item.file}: fixed {len(item.findings)} ({', '.join(rules)})", err=True)
-    if not diff and stdin_text is not None and all(item.file != stdin_name for item in fixed):
-        sys.stdout.write(stdin_text)  # stdin in, stdin out: unchanged when nothing to fix
+            _say(f"{quote_name(item.file)}: fixed {len(item.findings)} ({', '.join(rules)})")
+    if not diff and stdin_bytes is not None and stdin_rest is not None:
+        # Nothing fixed (or nothing could be): the stream as it came, every byte of it.
+        sys.stdout.flush()
+        sys.stdout.buffer.write(stdin_bytes)
+        shutil.copyfileobj(stdin_rest, sys.stdout.buffer)  # past the size limit: not read yet
     if not fixed:
-        typer.echo("kaffinity: nothing to fix", err=True)
+        _say("kaffinity: nothing to fix")
     raise typer.Exit(2 if broken or problems else (1 if diff and fixed else 0))
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _wide(start: bytes) -> bool:
+    """Whether bytes start with the byte order mark of UTF-16 or UTF-32 (the loader reads
+    them; fix writes UTF-8 only)."""
+    return start.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff"))
 
 
 def _write_back(path: str, text: str) -> bool:
@@ -544,14 +572,14 @@ def _write_back(path: str, text: str) -> bool:
     try:
         with open(path, "rb") as handle:
             start = handle.read(4)
-        if start.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
-            typer.echo(f"{path}: error: fix writes UTF-8 files only; this one is UTF-16/32", err=True)
+        if _wide(start):
+            _say(f"{quote_name(path)}: error: fix writes UTF-8 files only; this one is UTF-16/32")
             return False
-        bom = start.startswith(b"\xef\xbb\xbf")
+        bom = start.startswith(_BOM)
         with open(path, "wb") as handle:
-            handle.write((b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8"))
+            handle.write((_BOM if bom else b"") + text.encode("utf-8"))
     except OSError as error:
-        typer.echo(f"{path}: error: cannot write: {error.strerror or error}", err=True)
+        _say(f"{quote_name(path)}: error: cannot write: {error.strerror or error}")
         return False
     return True
 
@@ -583,7 +611,16 @@ def _settings(
     try:
         config_path = None if no_config else (config or find_config())
         if config is not None and not no_config and not os.path.isfile(config):
-            raise ConfigError([f"{config}: error: config file not found"])
+            # A pipe (`--config <(...)`) or a device is read as a file (bounded by the size limit).
+            what = (
+                "is a folder"
+                if os.path.isdir(config)
+                else "not found"
+                if not os.path.exists(config)
+                else None
+            )
+            if what is not None:
+                raise ConfigError([f"{quote_name(config)}: error: config file {what}"])
         settings: Settings = load_settings(config_path, rule_names, sorted(CATEGORIES))
         selected, ignored = _names(select), _names(ignore)
         for option, names in (("--select", selected), ("--ignore", ignored)):
@@ -603,7 +640,7 @@ def _settings(
         check_target(settings.kube_version, settings.feature_gates)
     except ConfigError as error:
         for message in error.messages:
-            typer.echo(message, err=True)
+            _say(message)
         raise typer.Exit(2) from None
     return settings
 
@@ -614,7 +651,7 @@ def _size_option(value: str) -> int:
     try:
         return parse_size(value)
     except ValueError as error:
-        typer.echo(f"--max-file-size: {error}", err=True)
+        _say(f"--max-file-size: {error}")
         raise typer.Exit(2) from None
 
 
@@ -663,8 +700,9 @@ def _input_problems(
     loader_rules = tuple(rule for rule in RULES if rule.name in ("parse-error", "helm-template"))
     result = run_lint(files, settings, loader_rules, layout=layout)
     for finding in result.findings:
-        where = f"{finding.file}:{finding.line}:{finding.column}" if finding.line else finding.file
-        typer.echo(f"{where}: {finding.severity.value} [{finding.rule}] {finding.message}", err=True)
+        name = quote_name(finding.file)
+        where = f"{name}:{finding.line}:{finding.column}" if finding.line else name
+        _say(f"{where}: {finding.severity.value} [{finding.rule}] {finding.message}")
     broken = any(problem.rule == "parse-error" for file in files for problem in file.problems)
     cluster_broken = _load_problems(list(declared.files)) if declared is not None else False
     return broken or cluster_broken
@@ -676,17 +714,16 @@ def _choose_unit(layout: Layout, name: Optional[str]) -> Unit:
         if layout.several:
             names = ", ".join(unit.name for unit in layout.units[:5])
             more = f" and {len(layout.units) - 5} more" if len(layout.units) > 5 else ""
-            typer.echo(
+            _say(
                 f"kaffinity: note: {len(layout.units)} deployment units ({names}{more}); "
                 f"showing {layout.units[0].name} (choose one with --unit)",
-                err=True,
             )
         return layout.units[0]
     for unit in layout.units:
         if unit.name == name:
             return unit
     known = ", ".join(unit.name or "(the whole input)" for unit in layout.units)
-    typer.echo(f"kaffinity: error: --unit {name}: no such deployment unit (units: {known})", err=True)
+    _say(f"kaffinity: error: --unit {name}: no such deployment unit (units: {known})")
     raise typer.Exit(2)
 
 
@@ -724,7 +761,7 @@ def _layout(
             ]
         files = [*files, *built.files]
     for note in layout.notes:
-        typer.echo(f"kaffinity: note: {note}", err=True)
+        _say(f"kaffinity: note: {note}")
     return files, layout
 
 
@@ -774,7 +811,7 @@ def _load_in_context(
         return _load(paths, settings, stdin_filename), None, True, list(paths or ["."])
     missing = [path for path in context_paths if not os.path.exists(path)]
     if missing:
-        typer.echo(f"{missing[0]}: error: context path not found", err=True)
+        _say(f"{quote_name(missing[0])}: error: context path not found")
         raise typer.Exit(2)
     seen: set[tuple[int, int]] = set()
     files = _load(paths, settings, stdin_filename, seen)
@@ -791,10 +828,9 @@ def _load_in_context(
 
         skipped = [rule for rule in RULES if rule.needs_context]
         categories = ", ".join(sorted({rule.category for rule in skipped}))
-        typer.echo(
+        _say(
             "kaffinity: no context: not in a git repository and no context: in .kaffinity.yaml, "
             f"so the {len(skipped)} rules that need every manifest ({categories}) are skipped",
-            err=True,
         )
         return files, reported, False, list(paths or ["."])
     from kaffinity.loader import ExcludeFn, load
@@ -814,10 +850,9 @@ def _load_in_context(
         first = broken[0]
         problem = next(problem for problem in first.problems if problem.rule == "parse-error")
         where = f"{first.name}:{problem.span.line}" if problem.span else first.name
-        typer.echo(
+        _say(
             f"kaffinity: note: {len(broken)} context file(s) could not be read and are left out "
             f"(first: {where}: {problem.message})",
-            err=True,
         )
     return [*files, *more], reported, True, [*(paths or ()), *context_paths]
 
@@ -836,18 +871,26 @@ def _report_targets(values: list[str] | tuple[str, ...]) -> list[tuple[str, str]
     for value in values:
         fmt, sep, target = value.partition("=")
         if not sep or not target or fmt not in FORMATS:
-            typer.echo(
+            _say(
                 f"kaffinity: error: --report '{value}' is not FORMAT=FILE with FORMAT one of "
                 f"{', '.join(FORMATS)}",
-                err=True,
             )
             raise typer.Exit(2)
         targets.append((fmt, target))
     return targets
 
 
+def _say(message: str) -> None:
+    """One message on stderr, with the control characters and undecodable bytes that come from
+    the input (a file name, a ``--stdin-filename``) escaped (``kaffinity.display``); the line
+    breaks of the message itself are kept."""
+    typer.echo("\n".join(escape(line) for line in message.split("\n")), err=True)
+
+
 def _emit(text: str, output: Optional[str]) -> None:
-    """Write ``text`` to ``output`` (a file), or to stdout; exit 2 when the file cannot be written."""
+    """Write ``text`` to ``output`` (a file), or to stdout; exit 2 when the file cannot be written.
+    Undecodable bytes still in ``text`` (lone surrogates) are escaped: the output is UTF-8."""
+    text = utf8(text)
     if not output:
         sys.stdout.write(text)
         return
@@ -855,7 +898,7 @@ def _emit(text: str, output: Optional[str]) -> None:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as error:
-        typer.echo(f"{output}: error: cannot write: {error.strerror or error}", err=True)
+        _say(f"{quote_name(output)}: error: cannot write: {error.strerror or error}")
         raise typer.Exit(2) from None
 
 
@@ -867,7 +910,7 @@ def _load_cluster(settings: Settings) -> Cluster | None:
     from kaffinity.topology import cluster_from
 
     if not os.path.exists(settings.cluster):
-        typer.echo(f"{settings.cluster}: error: cluster file not found", err=True)
+        _say(f"{quote_name(str(settings.cluster))}: error: cluster file not found")
         raise typer.Exit(2)
     # A cluster file is read whatever it holds: what it lacks is reported by cluster_from.
     files = load([settings.cluster], limits=settings.limits, gitignore=False, manifests_only=False)
@@ -881,10 +924,11 @@ def _load_problems(files: list[SourceFile]) -> bool:
     found = False
     for file in files:
         for problem in file.problems:
-            where = f"{file.name}:{problem.span.line}:{problem.span.column}" if problem.span else file.name
+            name = quote_name(file.name)
+            where = f"{name}:{problem.span.line}:{problem.span.column}" if problem.span else name
             load_error = problem.rule == "parse-error"
             severity = "error" if load_error else "warning"
-            typer.echo(f"{where}: {severity} [{problem.rule}] {problem.message}", err=True)
+            _say(f"{where}: {severity} [{problem.rule}] {problem.message}")
             found = found or load_error
     return found
 
@@ -917,7 +961,7 @@ def rules(
 
             close = difflib.get_close_matches(name, list(BY_NAME), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            typer.echo(f"kaffinity: error: unknown rule '{name}'{hint}", err=True)
+            _say(f"kaffinity: error: unknown rule '{name}'{hint}")
             raise typer.Exit(2)
         selected: tuple[Rule, ...] = (rule,)
     else:
@@ -1001,7 +1045,7 @@ def schema(
     else:
         file = described[name][0]
     if problem:
-        typer.echo(problem, err=True)
+        _say(problem)
         raise typer.Exit(2)
     data = schema_text(file).encode("utf-8")  # bytes: no newline translation on any platform
     if not output:
@@ -1013,7 +1057,7 @@ def schema(
         with open(output, "wb") as handle:
             handle.write(data)
     except OSError as error:
-        typer.echo(f"{output}: error: cannot write: {error.strerror or error}", err=True)
+        _say(f"{quote_name(output)}: error: cannot write: {error.strerror or error}")
         raise typer.Exit(2) from None
 
 

@@ -100,7 +100,7 @@ def load_settings(path: str | None, rule_names: Sequence[str], categories: Seque
     _, text, problem = read_text(path)
     data: Any = None
     if problem is None:
-        data, problem = parse_data(text)
+        data, problem = parse_data(text, strict=True)  # a key twice: which one was meant?
     if problem is not None:
         raise ConfigError([_at(display, problem.span, problem.message)])
     if data is None:
@@ -160,8 +160,17 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
     severity = data.get("severity")
     if isinstance(severity, dict):
         for name in severity:
-            if name not in names - {"all"}:
-                errors.append(_at(doc.file, doc.locate(("severity", name)), _unknown_rule(name, names)))
+            at = doc.locate(("severity", name))
+            if name == "all":  # a rule's or a category's severity only: each rule has its own default
+                errors.append(
+                    _at(
+                        doc.file,
+                        at,
+                        "severity: 'all' cannot be given one severity; name rules or categories",
+                    )
+                )
+            elif name not in names:
+                errors.append(_at(doc.file, at, _unknown_rule(name, names - {"all"})))
     return errors
 
 

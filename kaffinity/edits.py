@@ -279,6 +279,52 @@ def append_items(
     return _checked(text, edit, doc_index, sequence_path, lambda old: [*old, *expected])
 
 
+def fill_null(text: str, doc_index: int, path: DataPath, value: Any) -> Edit | None:
+    """Give the mapping entry at ``path`` whose value is null (``key:``, ``key: null``,
+    ``key: ~``, or an explicit ``? key`` without a value) the value ``value``, in flow style;
+    or None. The null scalar is replaced; an empty one gets the value after its colon (or a
+    new ``: value`` line under the ``?``)."""
+    from kaffinity.loader import resolve_plain
+
+    found = _find(text, doc_index, path)
+    if found is None or found.key is None or not _is_scalar(found.node):
+        return None
+    node = found.node
+    if node.style or resolve_plain(node.value) is not None:
+        return None  # (a tag such as ``!!str`` on the null is caught by the check below)
+    try:
+        writer = _Writer(text, found.layout, None)
+        written = writer.flow(value)
+        expected = _plain(value)
+    except _Unsupported:
+        return None
+    start, end = node.start_mark.index, node.end_mark.index
+    if node.value:  # null, Null, NULL, ~
+        edit = Edit(start, end, written)
+    else:
+        key_end = found.key.end_mark.index
+        colon = text.find(":", key_end, max(start, key_end))
+        if colon >= 0 and text.startswith(" ", colon + 1):  # "key: " -> "key: value"
+            edit = Edit(colon + 2, colon + 2, written)
+        elif colon >= 0:
+            edit = Edit(colon + 1, colon + 1, " " + written)
+        else:  # "? key" alone: the value on a line of its own, its ":" under the "?"
+            line_start = max(text.rfind("\n", 0, key_end), text.rfind("\r", 0, key_end)) + 1
+            question = text.rfind("?", line_start, key_end)
+            if question < 0 or found.parent is None or found.parent.flow_style:
+                return None
+            try:
+                newline = writer.newline(writer.line_end(key_end))
+            except _Unsupported:
+                return None
+            edit = Edit(key_end, key_end, f"{newline}{' ' * (question - line_start)}: {written}")
+    return _checked(text, edit, doc_index, path, lambda old: expected if old is None else _fail())
+
+
+def _fail() -> Any:
+    raise TypeError("the value is not null")
+
+
 def apply(text: str, edits: Iterable[Edit]) -> str:
     """Apply edits made on ``text``; ValueError if two overlap or start at the same offset
     (two insertions at one place have no defined order)."""

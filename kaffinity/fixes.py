@@ -8,8 +8,9 @@ quoting, key order, indentation, line endings. Each fixed file is parsed again a
 the same objects with only the intended change, or nothing is written.
 
 Fixes so far: ``revision-unscoped`` → add ``matchLabelKeys: [pod-template-hash]`` to the term (or
-``pod-template-hash`` to its existing ``matchLabelKeys``), only where the target version keeps
-the field.
+``pod-template-hash`` to its existing ``matchLabelKeys``, or to an empty ``[]``, or in place of a
+null value: ``matchLabelKeys:``, ``null``, ``~``, an explicit ``? matchLabelKeys``), only where the
+target version keeps the field: every term shape the rule's hint promises the fix for.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kaffinity.edits import Edit, add_entry, append_items, apply
+from kaffinity.edits import Edit, add_entry, append_items, apply, fill_null, find_node
 from kaffinity.model import PodAffinityTerm, TopologySpreadConstraint, Workload
 
 if TYPE_CHECKING:
@@ -57,10 +58,18 @@ def revision_fix(
     if text is None:
         return None
     path = (*doc.prefix, *term.path)
+    keys = (*path, "matchLabelKeys")
+    # Every shape the term can have: keys to extend, an empty list (``[]``), a null value
+    # (``matchLabelKeys:``, ``null``, ``~``, ``? matchLabelKeys``), or no such key.
     if term.match_label_keys:
-        edit = append_items(text, doc.index, (*path, "matchLabelKeys"), [REVISION_LABEL])
+        edit = append_items(text, doc.index, keys, [REVISION_LABEL])
     else:
         edit = add_entry(text, doc.index, path, "matchLabelKeys", [REVISION_LABEL])
+        if edit is None and (node := find_node(text, doc.index, keys)) is not None:
+            if node.id == "sequence":
+                edit = append_items(text, doc.index, keys, [REVISION_LABEL])
+            else:
+                edit = fill_null(text, doc.index, keys, [REVISION_LABEL])
     if edit is None:
         return None
     return Fix(doc.file, edit)

@@ -350,6 +350,16 @@ def _span(mark: Any) -> Span:
     return Span(mark.line + 1, mark.column + 1)
 
 
+def _in_text(text: str, span: Span) -> Span:
+    """``span`` kept inside ``text``: the C reader ends a file without a final newline with one
+    of its own, and marks the end of input on the line after it, which the file does not have;
+    that is the end of the last line."""
+    breaks = list(re.finditer("\r\n|[\r\n\x85\u2028\u2029]", text))  # YAML 1.1's, as the reader
+    if span.line <= len(breaks) + 1:
+        return span
+    return Span(len(breaks) + 1, len(text) - (breaks[-1].end() if breaks else 0) + 1)
+
+
 def _offset_span(text: str, offset: int) -> Span:
     line_start = text.rfind("\n", 0, offset) + 1
     return Span(text.count("\n", 0, offset) + 1, offset - line_start + 1)
@@ -459,7 +469,7 @@ def _problem(text: str, error: Exception, limits: Limits = DEFAULT_LIMITS) -> Lo
             started = error.context_mark
             where = f" (started at line {started.line + 1}, column {started.column + 1})" if started else ""
             message = f"{error.context}{where}: {message}"
-        return LoadProblem("parse-error", message, _span(mark) if mark else None)
+        return LoadProblem("parse-error", message, _in_text(text, _span(mark)) if mark else None)
     if isinstance(error, RecursionError):
         return LoadProblem("parse-error", _too_deep(limits, None).message, None)
     position = getattr(error, "position", None)
@@ -473,10 +483,13 @@ def _parse_errors() -> tuple[type[Exception], ...]:
     return (_LoadError, YAMLError, RecursionError)
 
 
-def parse_data(text: str) -> tuple[Any, LoadProblem | None]:
-    """The data of the first document of ``text`` (a config file), or the problem."""
+def parse_data(text: str, *, strict: bool = False) -> tuple[Any, LoadProblem | None]:
+    """The data of the first document of ``text`` (a config file), or the problem; ``strict``:
+    a key given twice in a mapping is the problem, as in a manifest."""
     try:
-        for data, _ in _documents(text):
+        for data, builder in _documents(text):
+            if strict and builder.duplicates:
+                return data, _duplicate_problem(builder.duplicates[0])
             return data, None
     except _parse_errors() as error:
         return None, _problem(text, error)
@@ -533,7 +546,7 @@ def _parse(name: str, text: str, limits: Limits) -> SourceFile:
         for index, (data, builder) in enumerate(_documents(text, limits)):
             template = template or builder.template
             duplicates = tuple(builder.duplicates)
-            documents.extend(_objects(name, index, data, duplicates))
+            documents.extend(_objects(name, index, data, duplicates, problems))
             problems.extend(map(_duplicate_problem, duplicates))
     except _parse_errors() as error:
         problems.append(_problem(text, error, limits))
@@ -563,11 +576,14 @@ def _reader_message(error: Exception) -> str:
     return f"cannot read input: {reason}" if reason else str(error).splitlines()[0]
 
 
-def _objects(name: str, index: int, data: Any, duplicates: tuple[DuplicateKey, ...]) -> Iterator[Document]:
-    """The Kubernetes objects of one document: itself, or the items of a List."""
+def _objects(
+    name: str, index: int, data: Any, duplicates: tuple[DuplicateKey, ...], problems: list[LoadProblem]
+) -> Iterator[Document]:
+    """The Kubernetes objects of one document: itself, or the items of a List (a List whose
+    items kubectl cannot decode adds to ``problems``)."""
     if not isinstance(data, PosDict):
         return
-    yield from _flatten(name, index, data, data, (), duplicates, None)
+    yield from _flatten(name, index, data, data, (), duplicates, None, problems)
 
 
 def _flatten(
@@ -578,6 +594,7 @@ def _flatten(
     prefix: DataPath,
     duplicates: tuple[DuplicateKey, ...],
     list_kind: tuple[str, str] | None,
+    problems: list[LoadProblem],
 ) -> Iterator[Document]:
     kind = data.get("kind")
     api_version = data.get("apiVersion")
@@ -588,14 +605,46 @@ def _flatten(
     if not isinstance(kind, str) or not isinstance(api_version, str) or not kind or not api_version:
         return
     items = data.get("items")
+    if kind == "List" and items is not None and not isinstance(items, PosList):
+        # kubectl decodes a List's items as a list of objects (apimachinery's
+        # UnstructuredJSONScheme, decodeToList: `Items []json.RawMessage`): anything else
+        # fails the whole file ("cannot unmarshal ... into ... items").
+        span = locate(root, (*prefix, "items"), root.span)
+        problems.append(
+            LoadProblem("parse-error", f"List items must be a list of objects, not {_shown(items)}", span)
+        )
+        return
     if kind.endswith("List") and isinstance(items, PosList):
         item_kind = (api_version, kind[: -len("List")]) if kind != "List" else None
         for position, item in enumerate(items):
+            path = (*prefix, "items", position)
             if isinstance(item, PosDict):
-                yield from _flatten(name, index, root, item, (*prefix, "items", position), (), item_kind)
+                yield from _flatten(name, index, root, item, path, (), item_kind, problems)
+            elif kind == "List" and item is not None:
+                # Each item is decoded into an object (a JSON object): a scalar or a list fails
+                # (json.Unmarshal of null leaves the object empty: a null item is only skipped,
+                # as linkerd's `inject` golden files hold them; real corpus).
+                span = locate(root, path, root.span)
+                message = f"List item must be an object, not {_shown(item)}"
+                problems.append(LoadProblem("parse-error", message, span))
         return
     span = locate(root, prefix or ("apiVersion",), root.span)
     yield Document(name, index, data, root, span, prefix, duplicates)
+
+
+def _shown(value: Any) -> str:
+    """A value's kind in words, for a message."""
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a scalar"
 
 
 def _with_type(data: PosDict, api_version: str, kind: str) -> PosDict:

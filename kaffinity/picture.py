@@ -16,6 +16,7 @@ from typing import Any
 
 import networkx as nx
 
+from kaffinity.display import escape, utf8_tree
 from kaffinity.findings import Finding, Severity
 from kaffinity.graph import AFFINITY, ANTI_AFFINITY, PDB, SELECTS, SPREAD, AffinityGraph
 
@@ -180,8 +181,10 @@ def _mermaid_arrow(data: Mapping[str, Any]) -> str:
 
 
 def _mermaid_text(text: str) -> str:
-    """Mermaid's entity codes for the characters that end or break a quoted label."""
-    return re.sub(r'["<>#]', lambda m: f"#{ord(m.group(0))};", text)
+    """Mermaid's entity codes for the characters that end or break a quoted label; control
+    characters (a line break in a name ends the statement) and undecodable bytes are shown as
+    C-style escapes first (``kaffinity.display.escape``)."""
+    return re.sub(r'["<>#]', lambda m: f"#{ord(m.group(0))};", escape(text))
 
 
 def render_dot(graph: AffinityGraph, findings: Iterable[Finding]) -> str:
@@ -236,7 +239,9 @@ def render_dot(graph: AffinityGraph, findings: Iterable[Finding]) -> str:
 
 
 def _dot(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    """A DOT quoted string (only ``"`` is escaped there, and a backslash before it); control
+    characters and undecodable bytes shown as C-style escapes (``kaffinity.display.escape``)."""
+    return '"' + escape(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _dot_attrs(attrs: Mapping[str, str]) -> str:
@@ -275,4 +280,4 @@ def render_json(graph: AffinityGraph, findings: Iterable[Finding], version: str)
     except TypeError:  # pragma: no cover - older networkx names the key "links"
         document = nx.node_link_data(plain)
         document["edges"] = document.pop("links")
-    return json.dumps(document, indent=2) + "\n"
+    return json.dumps(utf8_tree(document), indent=2) + "\n"

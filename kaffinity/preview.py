@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kaffinity.display import escape, json_name, quote_name, utf8_tree
 from kaffinity.edits import Edit, add_entry, append_items, apply
 from kaffinity.expand import SCHEDULER, TermExpansion, WorkloadExpansion, expand
 from kaffinity.loader import SourceFile
@@ -101,9 +102,8 @@ def _edited(items: Sequence[Previewed], version: str) -> dict[str, tuple[str, st
                 edit = merge_edit(text, item.workload, term, version)
                 if edit is None:
                     span = item.workload.doc.locate(term.path)
-                    failed.append(
-                        f"{name}:{span.line}: cannot show the merge of {format_path(term.path)} in place"
-                    )
+                    where = f"{quote_name(name)}:{span.line}"
+                    failed.append(f"{where}: cannot show the merge of {format_path(term.path)} in place")
                 else:
                     edits.append(edit)
         out[name] = (text, apply(text, edits), failed)
@@ -118,12 +118,12 @@ def render_diff(items: Sequence[Previewed], version: str) -> str:
         diff = difflib.unified_diff(
             text.splitlines(keepends=True),
             new.splitlines(keepends=True),
-            f"{name} (as written)",
-            f"{name} (pods as created, Kubernetes {version})",
+            f"{quote_name(name)} (as written)",
+            f"{quote_name(name)} (pods as created, Kubernetes {version})",
         )
         chunk = "".join(line if line.endswith("\n") else line + "\n" for line in diff)
         lines.append(chunk)
-        lines += [f"# {note}\n" for note in (*failed, *notes.get(name, ()))]
+        lines += [f"# {escape(note)}\n" for note in (*failed, *notes.get(name, ()))]
     return "".join(lines)
 
 
@@ -135,7 +135,7 @@ def render_yaml(files: Sequence[SourceFile], items: Sequence[Previewed], version
         text = edited[file.name][1] if file.name in edited else file.text
         if len(shown) > 1:
             separator = "" if number == 0 else "---\n"
-            out.append(f"{separator}# Source: {file.name}\n")
+            out.append(f"{separator}# Source: {quote_name(file.name)}\n")
         out.append(text if text.endswith("\n") else text + "\n")
     return "".join(out)
 
@@ -145,7 +145,7 @@ def _notes(items: Sequence[Previewed]) -> dict[str, list[str]]:
     for item in items:
         for term in item.expansion.terms:
             line = item.workload.doc.locate(term.path).line
-            where = f"{item.file.name}:{line}: {item.workload.ref}"
+            where = f"{quote_name(item.file.name)}:{line}: {item.workload.ref}"
             for use in term.ignored:
                 notes.setdefault(item.file.name, []).append(
                     f"{where}: {use.field} '{use.key}' not merged: {use.reason}"
@@ -178,7 +178,7 @@ def render_json(items: Sequence[Previewed], version: str, gates: Mapping[str, bo
         ref, doc = item.workload.ref, item.workload.doc
         workloads.append(
             {
-                "file": item.file.name,
+                "file": json_name(item.file.name),
                 "line": doc.span.line,
                 "object": {
                     "apiVersion": ref.api_version,
@@ -191,7 +191,9 @@ def render_json(items: Sequence[Previewed], version: str, gates: Mapping[str, bo
             }
         )
     return (
-        json.dumps({"kubeVersion": version, "featureGates": dict(gates), "workloads": workloads}, indent=2)
+        json.dumps(
+            utf8_tree({"kubeVersion": version, "featureGates": dict(gates), "workloads": workloads}), indent=2
+        )
         + "\n"
     )
 

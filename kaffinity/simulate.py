@@ -325,7 +325,10 @@ class Placement:
     reasons: Counter[str] | None = None
 
     def summary(self, total: int) -> str:
-        """The scheduler's event text for a Pending pod (``FitError.Error``)."""
+        """The scheduler's event text for a Pending pod (``FitError.Error``; with no node at
+        all, ``ErrNoNodesAvailable`` of pkg/scheduler/schedule_one.go)."""
+        if total == 0:
+            return "no nodes available to schedule pods"
         counts = self.reasons or Counter()
         parts = sorted(f"{count} {reason}" for reason, count in counts.items())
         return f"0/{total} nodes are available: {', '.join(parts)}."

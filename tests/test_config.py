@@ -78,6 +78,13 @@ def test_all_settings_are_read(tmp_path: Path) -> None:
             ["not a feature gate of Kubernetes 1.37", "removed in 1.32"],
         ),
         ("a: [\n", ":2:1:", ["did not find expected node content"]),
+        # Issue 18: a key twice was accepted silently (a parse-error in manifests).
+        (
+            "kube-version: '1.30'\nfail-on: error\nkube-version: '1.33'\n",
+            ":3:1:",
+            ['"kube-version" already defined at line 1'],
+        ),
+        ("severity: {all: error}\n", ":1:12:", ["'all'"]),
     ],
 )
 def test_invalid_config_is_one_line_per_problem_at_its_line(
@@ -148,3 +155,17 @@ def test_exclude_from_file_and_flag_each_anchor_at_their_own_folder(tmp_path: Pa
     assert [line.split(":")[0] for line in completed.stdout.splitlines() if "[helm-template]" in line] == [
         "./web/b.yaml"
     ]
+
+
+def test_severity_all_is_not_its_own_suggestion(tmp_path: Path) -> None:
+    (tmp_path / ".kaffinity.yaml").write_text("severity: {all: error}\n")
+    completed = run_cli("lint", "-", cwd=tmp_path, stdin="apiVersion: v1\nkind: Pod\n")
+    assert completed.returncode == 2 and "did you mean" not in completed.stderr
+
+
+@pytest.mark.parametrize(("path", "words"), [("/dev/zero", "more than the limit"), (".", "is a folder")])
+def test_config_that_is_no_regular_file(tmp_path: Path, path: str, words: str) -> None:
+    """Issue 18: `--config /dev/zero` said "not found"; a device or a pipe is read (bounded)."""
+    completed = run_cli("lint", "--config", path, "-", cwd=tmp_path, stdin="apiVersion: v1\nkind: Pod\n")
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr
+    assert words in completed.stderr and "not found" not in completed.stderr

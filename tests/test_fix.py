@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -218,3 +221,120 @@ def test_fix_leaves_a_utf16_file_alone(tmp_path: Path) -> None:
     assert completed.returncode == 2 and "Traceback" not in completed.stderr
     assert f"{path}: error: fix writes UTF-8 files only" in completed.stderr
     assert path.read_bytes() == raw
+
+
+# --- every term shape lint calls fixable (issue 18 item 6) -------------------------------------
+
+SPREAD_KEYS = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      topologySpreadConstraints:
+      - maxSkew: 1
+        topologyKey: zone
+        whenUnsatisfiable: DoNotSchedule
+        labelSelector:
+          matchLabels: {app: web}
+        KEYS
+      containers: [{name: c, image: nginx}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("keys", "fixed"),
+    [
+        ("matchLabelKeys: []", "matchLabelKeys: [pod-template-hash]"),
+        ("matchLabelKeys: null", "matchLabelKeys: [pod-template-hash]"),
+        ("matchLabelKeys: ~  # none", "matchLabelKeys: [pod-template-hash]  # none"),
+        ("matchLabelKeys:", "matchLabelKeys: [pod-template-hash]"),
+        ("? matchLabelKeys", "? matchLabelKeys\n        : [pod-template-hash]"),
+        ("? matchLabelKeys\n        : []", "? matchLabelKeys\n        : [pod-template-hash]"),
+        ("? matchLabelKeys\n        :", "? matchLabelKeys\n        : [pod-template-hash]"),
+        ("? matchLabelKeys\n        : [a]", "? matchLabelKeys\n        : [a, pod-template-hash]"),
+    ],
+)
+def test_fix_keeps_the_promise_of_lint_for_every_term_shape(keys: str, fixed: str) -> None:
+    text = SPREAD_KEYS.replace("KEYS", keys)
+    found = lint_text(text, select=("revision-unscoped",)).findings
+    assert [(f.rule, f.line, f.column) for f in found] == [("revision-unscoped", 12, 9)]
+    assert found[0].fix is not None and "kaffinity fix adds it" in found[0].fix
+    completed = run_cli("fix", "--no-config", "-", stdin=text)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == SPREAD_KEYS.replace("KEYS", fixed)
+    assert lint_text(completed.stdout, select=("revision-unscoped",)).findings == ()
+
+
+def test_fix_fills_a_null_in_a_flow_term() -> None:
+    term = (
+        "      - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, matchLabelKeys: ,\n"
+        "         labelSelector: {matchLabels: {app: web}}}\n"
+    )
+    text = (
+        SPREAD_KEYS[: SPREAD_KEYS.index("      - maxSkew")]
+        + term
+        + "      containers: [{name: c, image: nginx}]\n"
+    )
+    completed = run_cli("fix", "--no-config", "-", stdin=text)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == text.replace("matchLabelKeys: ,", "matchLabelKeys: [pod-template-hash],")
+
+
+# --- fix -: every byte kept that a fix does not change ------------------------------------------
+
+
+def _fix_stdin(raw: bytes) -> subprocess.CompletedProcess[bytes]:
+    environment = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
+    return subprocess.run(
+        [sys.executable, "-m", "kaffinity", "fix", "--no-config", "-"],
+        input=raw,
+        capture_output=True,
+        env=environment,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_fix_stdin_keeps_a_byte_order_mark() -> None:
+    completed = _fix_stdin(b"\xef\xbb\xbf" + ODD_BUT_VALID.replace("\n", "\r\n").encode())
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == b"\xef\xbb\xbf" + ODD_BUT_VALID_FIXED.replace("\n", "\r\n").encode()
+    unchanged = b"\xef\xbb\xbf" + ODD_BUT_VALID_FIXED.encode()
+    assert _fix_stdin(unchanged).stdout == unchanged
+
+
+def test_fix_stdin_refuses_utf16_as_in_place(tmp_path: Path) -> None:
+    raw = ODD_BUT_VALID.encode("utf-16")
+    completed = _fix_stdin(raw)
+    assert completed.returncode == 2
+    assert b"<stdin>: error: fix writes UTF-8 files only" in completed.stderr
+    assert completed.stdout == raw  # the stream as it came
+
+
+def test_fix_stdin_with_a_nul_byte_as_in_place(tmp_path: Path) -> None:
+    raw = ODD_BUT_VALID.encode() + b"# \x00\n"
+    completed = _fix_stdin(raw)
+    path = tmp_path / "nul.yaml"
+    path.write_bytes(raw)
+    in_place = run_cli("fix", "--no-config", str(path))
+    assert completed.returncode == in_place.returncode == 2
+    assert b"[parse-error]" in completed.stderr and "[parse-error]" in in_place.stderr
+    assert completed.stdout == raw and path.read_bytes() == raw  # nothing lost, nothing changed
+
+
+def test_lint_does_not_promise_a_fix_through_an_alias() -> None:
+    """A term shared through a YAML alias cannot be edited safely: lint says so (it planned the
+    fix) instead of "kaffinity fix adds it", and fix changes nothing."""
+    term = "      - &spread\n        maxSkew: 1\n"
+    text = SPREAD_KEYS.replace("      - maxSkew: 1\n", term).replace("        KEYS\n", "      - *spread\n")
+    found = lint_text(text, select=("revision-unscoped",)).findings
+    assert [(f.rule, f.line) for f in found] == [("revision-unscoped", 12), ("revision-unscoped", 12)]
+    assert all(f.fix is not None and "by hand" in f.fix for f in found)
+    completed = run_cli("fix", "--no-config", "-", stdin=text)
+    assert completed.stdout == text and "nothing to fix" in completed.stderr

@@ -284,3 +284,43 @@ def test_broken_rendered_file_with_templates_in_strings_is_a_parse_error() -> No
     source = parse("broken.yaml", text)
     assert [p.rule for p in source.problems] == ["parse-error"]
     assert len(source.documents) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p", Span(3, 19)),  # no final newline: line 3
+        ("apiVersion: v1\rkind: Pod\rmetadata: {name: p", Span(3, 19)),  # old Mac line breaks
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p\n", Span(4, 1)),  # the line after the last
+        ("apiVersion: v1\r\nkind: Pod\r\nmetadata: {name: p\r\nspec: x\r\n", Span(4, 5)),
+    ],
+)
+def test_parse_error_at_the_end_names_a_line_the_file_has(text: str, span: Span) -> None:
+    """Issue 18: the reader ends a file without a final newline with one of its own, and its
+    end-of-input mark was on a line the file does not have."""
+    (problem,) = parse("f.yaml", text).problems
+    assert (problem.rule, problem.span) == ("parse-error", span)
+
+
+@pytest.mark.parametrize(
+    ("items", "spans"),
+    [
+        ("items: 5", [Span(3, 1)]),
+        ("items: {a: 1}", [Span(3, 1)]),
+        (
+            'items: [5, "x", [1], {apiVersion: v1, kind: Pod, metadata: {name: p}}]',
+            [Span(3, 9), Span(3, 12), Span(3, 17)],
+        ),
+        ("items: []", []),
+        ("items:", []),
+        ("items: [null, {apiVersion: v1, kind: Pod, metadata: {name: p}}]", []),  # null: skipped
+    ],
+)
+def test_a_list_whose_items_kubectl_cannot_decode_is_a_parse_error(items: str, spans: list[Span]) -> None:
+    """Issue 18: `kind: List` with non-list or scalar items passed silently; kubectl fails the file."""
+    source = parse("f.yaml", f"apiVersion: v1\nkind: List\n{items}\n")
+    assert [(problem.rule, problem.span) for problem in source.problems] == [
+        ("parse-error", s) for s in spans
+    ]
+    if "kind: Pod" in items:
+        assert [document.data["kind"] for document in source.documents] == ["Pod"]  # the good item stays

@@ -651,3 +651,37 @@ def test_no_simulate_flag_and_config_turn_the_placement_off(
     (tmp_path / ".kaffinity.yaml").write_text("simulate: false\n")
     assert "rollout-deadlock" not in _rules_reported(str(ROLLOUT))
     assert "rollout-deadlock" in _rules_reported("--simulate", str(ROLLOUT))
+
+
+EMPTY_CLUSTER_WORKLOAD = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers: [{name: c, image: nginx}]
+"""
+
+
+def test_an_empty_cluster_file_says_no_nodes_available(tmp_path: Path) -> None:
+    """Issue 18: an empty cluster file gave "0/0 nodes are available: ." and a no-eligible-node
+    message about a nodeSelector the workload does not have; kube-scheduler says
+    ErrNoNodesAvailable (pkg/scheduler/schedule_one.go)."""
+    (tmp_path / "cluster.yaml").write_text("")
+    (tmp_path / "web.yaml").write_text(EMPTY_CLUSTER_WORKLOAD)
+    cluster, web = str(tmp_path / "cluster.yaml"), str(tmp_path / "web.yaml")
+    placed = CliRunner().invoke(app, ["place", "--no-config", "--cluster", cluster, web])
+    assert placed.exit_code == 1
+    assert placed.output.splitlines()[0].endswith("replica 0 Pending: no nodes available to schedule pods")
+    linted = CliRunner().invoke(app, ["lint", "--no-config", "--format", "json", "--cluster", cluster, web])
+    findings = json.loads(linted.output)["findings"]
+    assert [(f["rule"], f["line"], f["path"]) for f in findings] == [
+        ("no-eligible-node", 11, "spec.template.spec")
+    ]
+    assert "nodeSelector" not in findings[0]["message"]

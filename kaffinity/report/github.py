@@ -1,11 +1,15 @@
 """GitHub Actions workflow commands (``::error file=...,line=...::message``).
 
 Escaping follows the actions toolkit (``@actions/core`` ``command.ts``): in the message ``%``,
-CR and LF are percent-encoded; in properties ``:`` and ``,`` are too.
+CR and LF are percent-encoded; in properties ``:`` and ``,`` are too. Before that, the control
+characters that come from the input (a label key, a file name) are escaped as in the text
+format (``kaffinity.display``): the log shows ESC-sequences as colours, and a line break in a
+name would otherwise end the command.
 """
 
 from __future__ import annotations
 
+from kaffinity.display import escape, quote_name
 from kaffinity.engine import LintResult
 from kaffinity.findings import Severity
 
@@ -23,13 +27,15 @@ def escape_property(text: str) -> str:
 def render(result: LintResult) -> str:
     lines = []
     for finding in result.findings:
-        properties = [f"file={escape_property(finding.file)}"]
+        properties = [f"file={escape_property(quote_name(finding.file))}"]
         if finding.line is not None:
             properties.append(f"line={finding.line}")
             properties.append(f"col={finding.column}")
         properties.append(f"title={escape_property(f'kaffinity [{finding.rule}]')}")
-        message = finding.message if not finding.units else f"{finding.message} ({finding.unit_label})"
+        message = escape(finding.message)
+        if finding.units:
+            message += f" ({escape(finding.unit_label)})"
         if finding.fix:
-            message += f"\nfix: {finding.fix}"
+            message += f"\nfix: {escape(finding.fix)}"
         lines.append(f"::{_COMMANDS[finding.severity]} {','.join(properties)}::{escape_data(message)}")
     return "".join(line + "\n" for line in lines)

@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from kaffinity import __version__
+from kaffinity.display import json_name, utf8_tree
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Location, Severity
 
@@ -15,7 +16,8 @@ JSON_VERSION = 1
 
 
 def render(result: LintResult) -> str:
-    return json.dumps(as_dict(result), indent=2, ensure_ascii=False) + "\n"
+    # Always valid UTF-8: undecodable bytes of a file name (lone surrogates) are escaped.
+    return json.dumps(utf8_tree(as_dict(result)), indent=2, ensure_ascii=False) + "\n"
 
 
 def as_dict(result: LintResult) -> dict[str, Any]:
@@ -44,7 +46,7 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
         "category": finding.category,
         "severity": finding.severity.value,
         "message": finding.message,
-        "file": finding.file,
+        "file": json_name(finding.file),
         "line": finding.line,
         "column": finding.column,
         "path": finding.path,
@@ -59,7 +61,7 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
 
 def _location(location: Location) -> dict[str, Any]:
     return {
-        "file": location.file,
+        "file": json_name(location.file),
         "line": location.span.line if location.span else None,
         "column": location.span.column if location.span else None,
         "path": location.path,

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from kaffinity import display
 from kaffinity.findings import Finding, Severity
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ class GitHubLinks:
         if relative is None:
             return None
         anchor = f"#L{line}" if line is not None else ""
-        path = quote(relative.replace(os.sep, "/"), safe="/")
+        path = quote(os.fsencode(relative.replace(os.sep, "/")), safe="/")
         return f"{self.server}/{self.repository}/blob/{quote(self.sha, safe='')}/{path}{anchor}"
 
 
@@ -100,7 +101,9 @@ def escape(text: str) -> str:
     """``text`` made safe for a table cell: no markup, no cell or row break."""
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MARKDOWN.sub(r"\\\1", text)
-    return "<br>".join(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    # Other control characters and undecodable bytes as C-style escapes (kaffinity.display).
+    return "<br>".join(display.escape(line) for line in lines)
 
 
 def _cut(text: str) -> str:
@@ -184,7 +187,8 @@ def _notes(result: LintResult) -> str:
 
 
 def _location(finding: Finding, links: GitHubLinks | None) -> str:
-    where = finding.file if finding.line is None else f"{finding.file}:{finding.line}:{finding.column}"
+    name = display.quote_name(finding.file)
+    where = name if finding.line is None else f"{name}:{finding.line}:{finding.column}"
     url = links.url(finding.file, finding.line) if links is not None else None
     text = escape(where)
     return f"[{text}]({url})" if url else text

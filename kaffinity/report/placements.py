@@ -17,6 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from kaffinity.display import escape, quote_name, utf8_tree
 from kaffinity.place import PlacementRun
 from kaffinity.simulate import Placement
 
@@ -42,23 +43,24 @@ def render_json(run: PlacementRun, units: Sequence[tuple[str, PlacementRun]] = (
         for unit, each in runs
         for placement in each.placements
     ]
-    return json.dumps({"nodes": [node.name for node in run.sim.nodes], "pods": pods}, indent=2) + "\n"
+    document = utf8_tree({"nodes": [node.name for node in run.sim.nodes], "pods": pods})
+    return json.dumps(document, indent=2) + "\n"
 
 
 def render_text(run: PlacementRun, units: Sequence[tuple[str, PlacementRun]] = ()) -> str:
     if units:
-        return "".join(f"== unit {name} ==\n{render_text(each)}" for name, each in units)
+        return "".join(f"== unit {escape(name)} ==\n{render_text(each)}" for name, each in units)
     total = len(run.sim.nodes)
     lines = []
     for placement in run.placements:
         pod = placement.pod
         span = pod.workload.doc.span
-        where = f"{pod.workload.doc.file}:{span.line}:{span.column}"
-        who = f"{pod.workload.ref} replica {pod.replica}"
+        where = f"{quote_name(pod.workload.doc.file)}:{span.line}:{span.column}"
+        who = escape(f"{pod.workload.ref} replica {pod.replica}")
         if placement.node is not None:
-            lines.append(f"{where}: {who} -> {placement.node}")
+            lines.append(f"{where}: {who} -> {escape(placement.node)}")
         else:
-            lines.append(f"{where}: {who} Pending: {placement.summary(total)}")
+            lines.append(f"{where}: {who} Pending: {escape(placement.summary(total))}")
     pending = len(run.pending)
     lines.append(
         f"{len(run.placements) - pending} pod(s) placed, {pending} Pending, on {total} node(s)"

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from kaffinity import __version__
+from kaffinity.display import utf8_tree
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Severity
 from kaffinity.loader import STDIN_NAME
@@ -23,7 +24,9 @@ _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: 
 
 
 def render(result: LintResult) -> str:
-    return json.dumps(as_dict(result), indent=2, ensure_ascii=False) + "\n"
+    # Always valid UTF-8: undecodable bytes in a message (lone surrogates) are escaped; in a URI
+    # they are percent-encoded (RFC 3986 over the name's own bytes).
+    return json.dumps(utf8_tree(as_dict(result)), indent=2, ensure_ascii=False) + "\n"
 
 
 def as_dict(result: LintResult) -> dict[str, Any]:
@@ -110,4 +113,4 @@ def _artifact(file: str, root: Path) -> dict[str, Any]:
         relative = path.relative_to(root)
     except ValueError:
         return {"uri": path.as_uri()}
-    return {"uri": quote(relative.as_posix()), "uriBaseId": "%SRCROOT%"}
+    return {"uri": quote(os.fsencode(relative.as_posix())), "uriBaseId": "%SRCROOT%"}

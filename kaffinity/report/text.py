@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Callable
 from itertools import groupby
 
+from kaffinity.display import escape, quote_name
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Severity
 
@@ -35,34 +36,32 @@ def render(result: LintResult, *, color: bool = False, sources: dict[str, str]) 
             lines.append(_headline(finding, style))
             lines.extend(_frame(finding, lines_of[file], style))
             for related in finding.related:
-                where = (
-                    f"{related.file}:{related.span.line}:{related.span.column}"
-                    if related.span
-                    else related.file
-                )
-                lines.append(f"    {style('note', _CYAN)}: {where}: {related.message or related.path}")
+                name = quote_name(related.file)
+                where = f"{name}:{related.span.line}:{related.span.column}" if related.span else name
+                note = escape(related.message or related.path)
+                lines.append(f"    {style('note', _CYAN)}: {where}: {note}")
             if finding.units:
-                lines.append(f"    {style('in', _CYAN)}: {finding.unit_label}")
+                lines.append(f"    {style('in', _CYAN)}: {escape(finding.unit_label)}")
             if finding.fix:
-                lines.append(f"    {style('fix', _GREEN)}: {finding.fix}")
+                lines.append(f"    {style('fix', _GREEN)}: {escape(finding.fix)}")
         blocks.append("\n".join(lines))
     blocks.append(_summary(result, style))
     return "\n\n".join(blocks) + "\n"
 
 
 def _headline(finding: Finding, style: Style) -> str:
-    where = finding.file
+    where = quote_name(finding.file)
     if finding.line is not None:
         where += f":{finding.line}:{finding.column}"
     severity = style(finding.severity.value, _COLORS[finding.severity], _BOLD)
-    return f"{style(where, _BOLD)}: {severity} {style(f'[{finding.rule}]', _DIM)} {finding.message}"
+    return f"{style(where, _BOLD)}: {severity} {style(f'[{finding.rule}]', _DIM)} {escape(finding.message)}"
 
 
 def _frame(finding: Finding, lines: list[str], style: Style) -> list[str]:
     """The source line and a caret under the column."""
     if finding.line is None or finding.column is None or not 0 < finding.line <= len(lines):
         return []
-    source = lines[finding.line - 1].replace("\t", " ")
+    source = escape(lines[finding.line - 1].replace("\t", " "))
     gutter = str(finding.line)
     pad = " " * len(gutter)
     caret = style("^", _COLORS[finding.severity], _BOLD)

@@ -61,6 +61,15 @@ def _explain(result: Analysis, shape: Shape) -> _Why:
     sim = result.sim
     rules = shape.probe.rules
     nodes = sim.nodes
+    if not nodes:
+        # kube-scheduler with no node at all: ErrNoNodesAvailable (pkg/scheduler/schedule_one.go),
+        # whatever the pod asks for.
+        return _Why(
+            shape.workload.pod.spec_path,
+            "the cluster file declares no node: no nodes available to schedule pods",
+            (),
+            "declare the cluster's nodes in the cluster file",
+        )
     if rules.node_name:
         nodes = [node for node in nodes if node.name == rules.node_name]
         if not nodes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -138,6 +139,19 @@ def supported(context: Context, kind: str) -> fg.GateState:
     return fg.gate_state(gate, settings.kube_version, settings.feature_gates)
 
 
+_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[\w.-]", re.MULTILINE)
+_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[\w.-]", re.MULTILINE)
+_MERGE = re.compile(r"<<\s*:")
+
+
+def _may_share(text: str) -> bool:
+    """Whether a file may hold an alias (``&a`` ... ``*a``) or a merge key (``<<:``), which
+    ``kaffinity fix`` does not edit through (a cheap test on the text; a false positive only
+    costs planning the fix, whose hint is then the exact edit)."""
+    aliased = _ANCHOR.search(text) is not None and _ALIAS.search(text) is not None
+    return aliased or _MERGE.search(text) is not None
+
+
 def _check(context: Context) -> Iterator[Violation]:
     from kaffinity.fixes import revision_fix
 
@@ -155,12 +169,15 @@ def _check(context: Context) -> Iterator[Violation]:
                 continue
             fix = None
             if state.enabled:
-                # Planning the edit composes the file again: only `kaffinity fix` pays for it.
-                fix = revision_fix(context, workload, term) if context.settings.plan_fixes else None
+                # Planning the edit composes the file again: only `kaffinity fix` pays for it, and
+                # lint where a YAML alias or merge key may keep the fix from editing the term (so
+                # that the hint promises the fix only where `kaffinity fix` makes it).
+                plan = context.settings.plan_fixes or _may_share(context.texts.get(workload.doc.file, ""))
+                fix = revision_fix(context, workload, term) if plan else None
                 hint = f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term'
                 if fix is not None:
                     hint += f" ({fix.describe(context.texts[fix.file])})"
-                elif not context.settings.plan_fixes:
+                elif not plan:
                     hint += (
                         f"{_where(workload, term)} (kaffinity fix adds it; fix --diff shows the lines first)"
                     )
