@@ -126,7 +126,9 @@ class Context:
                 max_pods=self.settings.limits.pods,
             )
         except TooManyPods as error:  # the rules that place pods say nothing; the others run
-            self.notices.append(f"{error}; no pod was placed, and the rules that read the placement did not run")
+            self.notices.append(
+                f"{error}; no pod was placed, and the rules that read the placement did not run"
+            )
             return None
 
     @property

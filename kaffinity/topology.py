@@ -59,7 +59,7 @@ def cluster_from(
     checked = tuple(_checked(file, invalid) for file in files)
     documents = [doc for file in checked for doc in file.documents]
     inventory: Inventory = build_inventory(documents, default_namespace)
-    checked, refused = _counted(checked, invalid, len(inventory.nodes), max_nodes)
+    checked, refused = _counted(checked, invalid, inventory.nodes, max_nodes)
     if refused:
         invalid.update(id(doc) for doc in documents)
     pods = tuple(
@@ -67,7 +67,7 @@ def cluster_from(
         for workload in inventory.workloads
         if workload.ref.kind == "Pod" and workload.pod.node_name and not finished(workload)
     )
-    nodes = list(inventory.nodes)
+    nodes = [] if refused else list(inventory.nodes)
     for doc in documents:
         if _is_compact(doc.data) and id(doc) not in invalid:
             nodes.extend(expand_topology(doc))
@@ -79,7 +79,9 @@ def declared_nodes(doc: Document) -> int:
     spec = doc.data.get("spec")
     if not isinstance(spec, Mapping):
         return 0
-    total = sum(1 for _, raw in _items(spec.get("nodes")) if isinstance(raw.get("name"), str) and raw.get("name"))
+    total = sum(
+        1 for _, raw in _items(spec.get("nodes")) if isinstance(raw.get("name"), str) and raw.get("name")
+    )
     for _, zone in _items(spec.get("zones")):
         if not isinstance(zone.get("name"), str) or not zone.get("name"):
             continue
@@ -91,39 +93,38 @@ def declared_nodes(doc: Document) -> int:
 
 
 def _counted(
-    files: tuple[SourceFile, ...], invalid: set[int], objects: int, limit: int
+    files: tuple[SourceFile, ...], invalid: set[int], objects: Sequence[Node], limit: int
 ) -> tuple[tuple[SourceFile, ...], bool]:
-    """``files``, with a load problem on the compact document whose nodes take the total past
-    ``limit`` (``objects``: the Node objects, counted first); and whether one did."""
-    total = objects
-    out = list(files)
-    for index, file in enumerate(files):
+    """``files``, with a load problem where the nodes declared pass ``limit`` (``objects``: the
+    Node objects, counted first, then each compact document's pools); and whether they do."""
+    total = len(objects)
+    problem: LoadProblem | None = None
+    name = ""
+    if total > limit:  # Node objects alone: the first one past the limit
+        node = objects[limit]
+        message = f"this cluster declares {total:,} nodes, more than the {limit:,} allowed (limits: nodes)"
+        problem, name = LoadProblem("parse-error", message, node.doc.locate(node.path)), node.doc.file
+    for file in files if problem is None else ():
         for doc in file.documents:
             if not _is_compact(doc.data) or id(doc) in invalid:
                 continue
             total += declared_nodes(doc)
             if total > limit:
                 where = ("spec", "zones") if isinstance(doc.data.get("spec"), Mapping) else ()
-                problem = LoadProblem(
-                    "parse-error",
-                    f"this cluster declares at least {total:,} nodes, more than the {limit:,} allowed (limits: nodes)",
-                    doc.locate(where),
+                message = (
+                    f"this cluster declares at least {total:,} nodes, more than the {limit:,} allowed "
+                    "(limits: nodes)"
                 )
-                out[index] = dataclasses.replace(file, problems=file.problems + (problem,))
-                return tuple(out), True
-    if total > limit:  # Node objects alone: the first one past the limit
-        nodes = [doc for file in files for doc in file.documents if doc.data.get("kind") == "Node"]
-        doc = nodes[min(limit, len(nodes) - 1)] if nodes else None
-        if doc is not None:
-            problem = LoadProblem(
-                "parse-error",
-                f"this cluster declares {total:,} nodes, more than the {limit:,} allowed (limits: nodes)",
-                doc.locate(()),
-            )
-            index = next(i for i, file in enumerate(files) if doc in file.documents)
-            out[index] = dataclasses.replace(files[index], problems=files[index].problems + (problem,))
-            return tuple(out), True
-    return tuple(out), False
+                problem, name = LoadProblem("parse-error", message, doc.locate(where)), file.name
+                break
+        if problem is not None:
+            break
+    if problem is None:
+        return files, False
+    index = next((i for i, file in enumerate(files) if file.name == name), 0)
+    out = list(files)
+    out[index] = dataclasses.replace(out[index], problems=(*out[index].problems, problem))
+    return tuple(out), True
 
 
 def finished(pod: Workload) -> bool:
