@@ -63,7 +63,7 @@ class Limits:
     alias_nodes: int = 1_000_000
     #: Pods one placement may create (replicas, Job parallelism, one DaemonSet pod per eligible
     #: node, summed over the workloads of a deployment unit): past it the unit is not placed.
-    #: The largest real clusters run about 150,000 pods (Kubernetes' scalability thresholds).
+    #: Kubernetes supports "no more than 150,000 total pods" ("Considerations for large clusters").
     pods: int = 150_000
     #: Nodes a cluster file may declare (Node objects and ClusterTopology pools, in total): 5,000
     #: is Kubernetes' documented largest cluster ("Considerations for large clusters"); the
