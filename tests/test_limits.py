@@ -196,4 +196,5 @@ def test_nodes_of_a_list_count_too(tmp_path: Path) -> None:
     )
     result = run_cli("place", "--config", paths["two.yaml"], "--cluster", paths["nodes.yaml"], paths["web.yaml"])
     assert result.returncode == 2
-    assert f"{paths['nodes.yaml']}:6:5: error [parse-error] this cluster declares 3 nodes" in result.stderr
+    where = f"{paths['nodes.yaml']}:6:5: error [parse-error]"
+    assert f"{where} this cluster declares 3 nodes" in result.stderr
