@@ -194,7 +194,8 @@ def test_nodes_of_a_list_count_too(tmp_path: Path) -> None:
             "two.yaml": "limits: {nodes: 2}\n",
         },
     )
-    result = run_cli("place", "--config", paths["two.yaml"], "--cluster", paths["nodes.yaml"], paths["web.yaml"])
+    cluster = paths["nodes.yaml"]
+    result = run_cli("place", "--config", paths["two.yaml"], "--cluster", cluster, paths["web.yaml"])
     assert result.returncode == 2
     where = f"{paths['nodes.yaml']}:6:5: error [parse-error]"
     assert f"{where} this cluster declares 3 nodes" in result.stderr
