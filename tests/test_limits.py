@@ -199,3 +199,23 @@ def test_nodes_of_a_list_count_too(tmp_path: Path) -> None:
     assert result.returncode == 2
     where = f"{paths['nodes.yaml']}:6:5: error [parse-error]"
     assert f"{where} this cluster declares 3 nodes" in result.stderr
+
+
+def test_the_pod_limit_is_per_deployment_unit(tmp_path: Path) -> None:
+    """Each unit is placed by itself: the limit bounds one placement, not their sum."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    (tmp_path / "b" / "web.yaml").write_text(DEPLOYMENT.replace("2147483647", "2"))
+    (tmp_path / ".kaffinity.yaml").write_text(
+        "units: [{name: a, paths: [a]}, {name: b, paths: [b]}]\nlimits: {pods: 3}\ncluster: cluster.yaml\n"
+    )
+    (tmp_path / "a" / "web.yaml").write_text(DEPLOYMENT.replace("2147483647", "2"))
+    within = run_cli("lint", "a", "b", cwd=tmp_path)
+    assert within.returncode in (0, 1), within.stderr
+    assert "limits: pods" not in within.stderr
+    (tmp_path / "a" / "web.yaml").write_text(DEPLOYMENT.replace("2147483647", "4"))
+    past = run_cli("lint", "a", "b", cwd=tmp_path)
+    notices = [line for line in past.stderr.splitlines() if "limits: pods" in line]
+    assert len(notices) == 1
+    assert notices[0].startswith("kaffinity: note: a: the workloads ask for 4 pods")
