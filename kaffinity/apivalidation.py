@@ -208,6 +208,10 @@ class _Checker:
         self.is_pod = is_pod
         self.pod_labels: dict[str, str] = {}
         self.problems: list[Problem] = []
+        #: The nodes checked already, by id (kept alive, so that no id is reused): a node that
+        #: YAML aliases repeat is checked once, and its errors, at one place in the file, are
+        #: reported once (a term anchored once and aliased 141 times made 141,000 errors).
+        self.seen: dict[tuple[int, bool], Any] = {}
 
     # -- reporting, in field.Error's words --------------------------------------------------
 
@@ -256,9 +260,17 @@ class _Checker:
                 for detail in label_value(value):
                     self.invalid((*path, key), value, detail, at)
 
+    def once(self, node: Any, flag: bool) -> bool:
+        """Whether ``node`` (checked with ``flag``) is seen for the first time."""
+        key = (id(node), flag)
+        if key in self.seen:
+            return False
+        self.seen[key] = node
+        return True
+
     def label_selector(self, selector: Any, path: DataPath, pod_selector: bool = False) -> None:
         """metav1 ``ValidateLabelSelector``; ``pod_selector``: a pod affinity term's (Gt/Lt proposal)."""
-        if not isinstance(selector, Mapping):
+        if not isinstance(selector, Mapping) or not self.once(selector, pod_selector):
             return
         self.labels(selector.get("matchLabels"), (*path, "matchLabels"))
         for i, expression in _items(selector.get("matchExpressions")):
@@ -404,6 +416,8 @@ class _Checker:
             self.invalid(path, weight, "must be in the range 1-100")
 
     def node_selector_term(self, term: Mapping[str, Any], path: DataPath, required: bool) -> None:
+        if not self.once(term, required):
+            return
         for j, requirement in _items(term.get("matchExpressions")):
             here = (*path, "matchExpressions", j)
             operator, values = requirement.get("operator"), requirement.get("values")

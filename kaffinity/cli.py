@@ -284,6 +284,8 @@ def lint(
         _emit(text, target)
     use_color = _use_color(color, output)
     _emit(render(result, fmt, color=use_color, sources=sources, context=lint_context), output)
+    for message in result.notices:
+        _say(f"kaffinity: note: {message}")
     for message in result.internal_errors:
         _say(f"kaffinity: {message}")
     if result.exit_code:
@@ -389,7 +391,7 @@ def graph(
     else:
         text = render_mermaid(picture, findings)
     _emit(text, output)
-    for message in result.internal_errors:
+    for message in (*(f"note: {notice}" for notice in result.notices), *result.internal_errors):
         _say(f"kaffinity: {message}")
     raise typer.Exit(2 if broken or result.internal_errors else 0)
 
@@ -429,7 +431,7 @@ def place(
     unit on its own (--unit: one of them). Exit code 0 when every pod is placed, 1 when some stay
     Pending, 2 on bad input."""
     from kaffinity.model import build_inventory
-    from kaffinity.place import place_all
+    from kaffinity.place import TooManyPods, place_all
     from kaffinity.report.placements import render_json, render_text
     from kaffinity.simulate import FILTERS
 
@@ -457,21 +459,23 @@ def place(
     runs = []
     for chosen in units:  # each unit on the cluster as declared: only one of them is deployed
         inventory = build_inventory(chosen.documents, settings.namespace, settings.workload_kinds)
-        runs.append(
-            (
-                chosen.name,
-                place_all(
-                    inventory.workloads,
-                    declared,
-                    version=settings.kube_version,
-                    gates=settings.feature_gates,
-                    namespaces=inventory.namespaces,
-                    filters=enabled,
-                    record=output_format is PlaceFormat.json,
-                    classes=inventory.priority_classes,
-                ),
+        try:
+            placement = place_all(
+                inventory.workloads,
+                declared,
+                version=settings.kube_version,
+                gates=settings.feature_gates,
+                namespaces=inventory.namespaces,
+                filters=enabled,
+                record=output_format is PlaceFormat.json,
+                classes=inventory.priority_classes,
+                max_pods=settings.limits.pods,
             )
-        )
+        except TooManyPods as error:
+            where = f"unit {chosen.name}: " if len(units) > 1 else ""
+            _say(f"kaffinity: error: {where}{error}; no pod was placed")
+            raise typer.Exit(2) from None
+        runs.append((chosen.name, placement))
     shown = runs if len(runs) > 1 else []
     run = runs[0][1]
     text = render_json(run, shown) if output_format is PlaceFormat.json else render_text(run, shown)
@@ -914,7 +918,7 @@ def _load_cluster(settings: Settings) -> Cluster | None:
         raise typer.Exit(2)
     # A cluster file is read whatever it holds: what it lacks is reported by cluster_from.
     files = load([settings.cluster], limits=settings.limits, gitignore=False, manifests_only=False)
-    return cluster_from(files, settings.namespace)
+    return cluster_from(files, settings.namespace, settings.limits.nodes)
 
 
 def _load_problems(files: list[SourceFile]) -> bool:

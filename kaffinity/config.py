@@ -257,6 +257,9 @@ def _limits(data: Mapping[str, Any]) -> Limits:
         file_size=DEFAULT_LIMITS.file_size if file_size is None else parse_size(file_size),
         depth=data.get("depth", DEFAULT_LIMITS.depth),
         alias_nodes=data.get("alias-nodes", DEFAULT_LIMITS.alias_nodes),
+        pods=data.get("pods", DEFAULT_LIMITS.pods),
+        nodes=data.get("nodes", DEFAULT_LIMITS.nodes),
+        findings=data.get("findings", DEFAULT_LIMITS.findings),
     )
 
 

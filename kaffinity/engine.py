@@ -69,6 +69,8 @@ class Context:
             self.__dict__["documents"] = tuple(documents)
         #: The typed view of each document, shared by the contexts of one run's units.
         self.objects = objects
+        #: Work not done because it passed a limit (``limits:``), one line each, for the run.
+        self.notices: list[str] = []
 
     @cached_property
     def documents(self) -> tuple[Document, ...]:
@@ -111,16 +113,23 @@ class Context:
         (``kaffinity.simulate``); None without a cluster or with ``--no-simulate``."""
         if self.cluster is None or not self.settings.simulate:
             return None
-        from kaffinity.place import place_all
+        from kaffinity.place import TooManyPods, place_all
 
-        return place_all(
-            self.inventory.workloads,
-            self.cluster,
-            version=self.settings.kube_version,
-            gates=self.settings.feature_gates,
-            namespaces=self.inventory.namespaces,
-            classes=self.inventory.priority_classes,
-        )
+        try:
+            return place_all(
+                self.inventory.workloads,
+                self.cluster,
+                version=self.settings.kube_version,
+                gates=self.settings.feature_gates,
+                namespaces=self.inventory.namespaces,
+                classes=self.inventory.priority_classes,
+                max_pods=self.settings.limits.pods,
+            )
+        except TooManyPods as error:  # the rules that place pods say nothing; the others run
+            self.notices.append(
+                f"{error}; no pod was placed, and the rules that read the placement did not run"
+            )
+            return None
 
     @property
     def complete(self) -> bool:
@@ -149,6 +158,8 @@ class LintResult:
     units: tuple[str, ...] = ()
     #: Files read and skipped: not Kubernetes manifests (``SourceFile.skipped``); not in ``files``.
     skipped: int = 0
+    #: Work left undone because it passed a limit (``limits:``): one line each, naming the limit.
+    notices: tuple[str, ...] = ()
 
     def failed(self, threshold: Severity | None) -> bool:
         return threshold is not None and any(f.severity.reaches(threshold) for f in self.findings)
@@ -277,7 +288,11 @@ def _lint(
             for rule in together:
                 progress.tick(f"{rule.name} ({unit.name})")
                 run.check(rule, unit_context)
+            run.notice(unit_context.notices, unit.name)
         run.unit = ""
+    run.notice(context.notices)
+    if local is not context:
+        run.notice(local.notices)
     run.unused_suppressions(rules)
     shown = files if reported is None else [file for file in files if file.name in run.reported]
     skipped = sum(1 for file in shown if file.skipped is not None)
@@ -286,8 +301,9 @@ def _lint(
 
     forced = sorted({finding.rule for finding in run.findings} - set(run.enabled))
     shown_rules = enabled + tuple(BY_NAME[name] for name in forced)
+    merged = run.merged()  # before the notices are read: it adds that of limits: findings
     return LintResult(
-        findings=tuple(sorted(run.merged(), key=Finding.sort_key)),
+        findings=tuple(sorted(merged, key=Finding.sort_key)),
         rules=shown_rules,
         files=len(shown) - skipped,
         skipped=skipped,
@@ -304,6 +320,7 @@ def _lint(
             for rule in shown_rules
         },
         units=tuple(unit.name for unit in layout.units) if several and layout is not None else (),
+        notices=tuple(run.notices),
     )
 
 
@@ -335,6 +352,11 @@ class _Run:
         self.everything = reported is None
         self.enabled = {rule.name: rule for rule in enabled}
         self.findings: list[Finding] = []
+        #: Each finding's place in ``findings`` by its position (:meth:`_key`).
+        self.positions: dict[tuple[object, ...], int] = {}
+        #: Findings past ``limits: findings``, not kept.
+        self.dropped = 0
+        self.notices: list[str] = []
         self.suppressed = 0
         self.internal_errors: list[str] = []
         self.comments: dict[str, dict[int, list[Suppression]]] = {}
@@ -467,18 +489,46 @@ class _Run:
         else:
             if self.unit:
                 finding = replace(finding, units=(self.unit,))
-            self.findings.append(finding)
+            # One YAML node reached through many aliases is reported once: its copies differ
+            # in their data paths only (an alias bomb under alias-nodes made 141,000 findings).
+            key = self._key(finding)
+            index = self.positions.get(key)
+            if index is not None:
+                first = self.findings[index]
+                if finding.units and not set(finding.units) <= set(first.units):
+                    self.findings[index] = replace(first, units=(*first.units, *finding.units))
+            elif len(self.findings) >= self.settings.limits.findings:
+                self.dropped += 1
+            else:
+                self.positions[key] = len(self.findings)
+                self.findings.append(finding)
+
+    @staticmethod
+    def _key(finding: Finding) -> tuple[object, ...]:
+        """Where a finding is and what it says, not its data path: the copies an alias makes of a
+        node are one place in the file (kubectl's error names that place once, too)."""
+        return (finding.file, finding.line, finding.column, finding.rule, finding.message)
+
+    def notice(self, messages: list[str], unit: str = "") -> None:
+        """Take the notices of a context (each once: a context may serve several units)."""
+        self.notices.extend(f"{unit}: {message}" if unit else message for message in messages)
+        messages.clear()
 
     def merged(self) -> list[Finding]:
         """The findings, each once: a finding of several units names them all (a shared base)."""
         out: dict[tuple[object, ...], Finding] = {}
         for finding in self.findings:
-            key = (finding.file, finding.line, finding.column, finding.rule, finding.message, finding.path)
+            key = self._key(finding)
             first = out.get(key)
             if first is None:
                 out[key] = finding
             elif finding.units and not set(finding.units) <= set(first.units):
                 out[key] = replace(first, units=(*first.units, *finding.units))
+        if self.dropped:
+            self.notices.append(
+                f"{self.dropped:,} more findings were not reported: a run reports at most "
+                f"{self.settings.limits.findings:,} (limits: findings)"
+            )
         return list(out.values())
 
     def _finding(

@@ -61,6 +61,16 @@ class Limits:
     #: Nodes that aliases may add to one document: an alias bomb ("billion laughs") is refused,
     #: as go-yaml refuses "excessive aliasing".
     alias_nodes: int = 1_000_000
+    #: Pods one placement may create (replicas, Job parallelism, one DaemonSet pod per eligible
+    #: node, summed over the workloads of a deployment unit): past it the unit is not placed.
+    #: Kubernetes supports "no more than 150,000 total pods" ("Considerations for large clusters").
+    pods: int = 150_000
+    #: Nodes a cluster file may declare (Node objects and ClusterTopology pools, in total): 5,000
+    #: is Kubernetes' documented largest cluster ("Considerations for large clusters"); the
+    #: default leaves a margin for the few clusters run past it.
+    nodes: int = 15_000
+    #: Findings one run may report; past it, the rest are dropped and a notice says so.
+    findings: int = 100_000
 
 
 DEFAULT_LIMITS = Limits()

@@ -123,6 +123,31 @@ class PlacementRun:
         return [placement for placement in self.placements if placement.node is None]
 
 
+class TooManyPods(Exception):
+    """The pods a placement would create pass ``limits: pods``: it is not run."""
+
+    def __init__(self, pods: int, limit: int) -> None:
+        self.pods, self.limit = pods, limit
+        super().__init__(
+            f"the workloads ask for {pods:,} pods, more than the {limit:,} one placement may create "
+            "(raise limits: pods in .kaffinity.yaml)"
+        )
+
+
+def pods_wanted(sim: Simulation, workloads: Iterable[Workload]) -> int:
+    """How many pods placing ``workloads`` may create: replicas (Jobs: the pods running at once),
+    one DaemonSet pod per node its controller runs it on; counted before any pod is built."""
+    total = 0
+    for workload in workloads:
+        if not placed(workload):
+            continue
+        if workload.controller == "DaemonSet":
+            total += len(daemon_nodes(sim, workload))
+        else:
+            total += max(workload.replicas or 0, 0)
+    return total
+
+
 def placed(workload: Workload) -> bool:
     """Whether kaffinity places ``workload``'s pods (a kind that creates pods, for this scheduler)."""
     kind = workload.controller  # a custom kind's pods are placed like those of its model
@@ -171,15 +196,22 @@ def place_all(
     filters: Iterable[str] = FILTERS,
     record: bool = False,
     classes: Iterable[PriorityClass] = (),
+    max_pods: int | None = None,
 ) -> PlacementRun:
     """Place every pod of ``workloads`` on ``cluster``, in the scheduler's queue order
     (:func:`queue_order`; shown by a command's progress indicator, one tick per workload).
 
-    ``classes`` are the input's PriorityClass objects; the cluster file's are read here."""
+    ``classes`` are the input's PriorityClass objects; the cluster file's are read here.
+    ``max_pods`` (``limits: pods``): :class:`TooManyPods` when the workloads ask for more pods
+    (:func:`pods_wanted`), before any is placed."""
     from kaffinity.progress import current as current_progress
 
     progress = current_progress()
     sim, existing = simulation(cluster, version=version, gates=gates, namespaces=namespaces, filters=filters)
+    if max_pods is not None:
+        wanted = pods_wanted(sim, workloads)
+        if wanted > max_pods:
+            raise TooManyPods(wanted, max_pods)
     run = PlacementRun(sim, [], existing)
     claimed: set[SimPod] = set()
     declared = priority_classes(doc for file in cluster.files for doc in file.documents)

@@ -9,6 +9,7 @@ Lines and columns are 1-based and counted from the start of the file, whatever t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, NamedTuple, TypeAlias
 
 PathItem: TypeAlias = str | int
@@ -100,6 +101,7 @@ def format_path(path: DataPath) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=4096)  # a manifest set's keys are few; paths are rendered by the million
 def _is_plain_segment(item: str) -> bool:
     return item != "" and all(c.isalnum() or c in "_-" for c in item)
 

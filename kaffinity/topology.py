@@ -26,7 +26,7 @@ from functools import cache
 from typing import Any
 
 from kaffinity.labels import HOSTNAME, REGION, ZONE
-from kaffinity.loader import LoadProblem, SourceFile
+from kaffinity.loader import DEFAULT_LIMITS, LoadProblem, SourceFile
 from kaffinity.model import Inventory, Namespace, Node, ObjectRef, Taint, Workload, build_inventory
 from kaffinity.quantity import parse_quantity
 from kaffinity.source import DataPath, Document
@@ -49,21 +49,82 @@ class Cluster:
         return bool(self.pods)
 
 
-def cluster_from(files: Sequence[SourceFile], default_namespace: str = "default") -> Cluster:
+def cluster_from(
+    files: Sequence[SourceFile], default_namespace: str = "default", max_nodes: int = DEFAULT_LIMITS.nodes
+) -> Cluster:
+    """The cluster ``files`` declare. Past ``max_nodes`` nodes in total (``limits: nodes``), the
+    document that passes it is a ``parse-error`` naming the limit and no compact document is
+    expanded: the count is taken before any node is built."""
     invalid: set[int] = set()  # id() of compact documents that break the schema: not expanded
     checked = tuple(_checked(file, invalid) for file in files)
     documents = [doc for file in checked for doc in file.documents]
     inventory: Inventory = build_inventory(documents, default_namespace)
+    checked, refused = _counted(checked, invalid, inventory.nodes, max_nodes)
+    if refused:
+        invalid.update(id(doc) for doc in documents)
     pods = tuple(
         workload
         for workload in inventory.workloads
         if workload.ref.kind == "Pod" and workload.pod.node_name and not finished(workload)
     )
-    nodes = list(inventory.nodes)
+    nodes = [] if refused else list(inventory.nodes)
     for doc in documents:
         if _is_compact(doc.data) and id(doc) not in invalid:
             nodes.extend(expand_topology(doc))
     return Cluster(checked, tuple(nodes), inventory.namespaces, pods)
+
+
+def declared_nodes(doc: Document) -> int:
+    """How many Nodes a ClusterTopology document declares (without building them)."""
+    spec = doc.data.get("spec")
+    if not isinstance(spec, Mapping):
+        return 0
+    total = sum(
+        1 for _, raw in _items(spec.get("nodes")) if isinstance(raw.get("name"), str) and raw.get("name")
+    )
+    for _, zone in _items(spec.get("zones")):
+        if not isinstance(zone.get("name"), str) or not zone.get("name"):
+            continue
+        for _, pool in _items(zone.get("pools")):
+            count = pool.get("count")
+            if isinstance(pool.get("name"), str) and isinstance(count, int) and not isinstance(count, bool):
+                total += max(count, 0)
+    return total
+
+
+def _counted(
+    files: tuple[SourceFile, ...], invalid: set[int], objects: Sequence[Node], limit: int
+) -> tuple[tuple[SourceFile, ...], bool]:
+    """``files``, with a load problem where the nodes declared pass ``limit`` (``objects``: the
+    Node objects, counted first, then each compact document's pools); and whether they do."""
+    total = len(objects)
+    problem: LoadProblem | None = None
+    name = ""
+    if total > limit:  # Node objects alone: the first one past the limit
+        node = objects[limit]
+        message = f"this cluster declares {total:,} nodes, more than the {limit:,} allowed (limits: nodes)"
+        problem, name = LoadProblem("parse-error", message, node.doc.locate(node.path)), node.doc.file
+    for file in files if problem is None else ():
+        for doc in file.documents:
+            if not _is_compact(doc.data) or id(doc) in invalid:
+                continue
+            total += declared_nodes(doc)
+            if total > limit:
+                where = ("spec", "zones") if isinstance(doc.data.get("spec"), Mapping) else ()
+                message = (
+                    f"this cluster declares at least {total:,} nodes, more than the {limit:,} allowed "
+                    "(limits: nodes)"
+                )
+                problem, name = LoadProblem("parse-error", message, doc.locate(where)), file.name
+                break
+        if problem is not None:
+            break
+    if problem is None:
+        return files, False
+    index = next((i for i, file in enumerate(files) if file.name == name), 0)
+    out = list(files)
+    out[index] = dataclasses.replace(out[index], problems=(*out[index].problems, problem))
+    return tuple(out), True
 
 
 def finished(pod: Workload) -> bool:

@@ -181,6 +181,8 @@ def _notes(result: LintResult) -> str:
             f"- {_plural(parse_errors, 'input')} could not be read or parsed "
             "(the `parse-error` findings below); every other file was linted."
         )
+    for message in result.notices:
+        lines.append(f"- {escape(_cut(message))}")
     for message in result.internal_errors:
         lines.append(f"- internal error: {escape(_cut(message))}")
     return "\n".join(lines)
