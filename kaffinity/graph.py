@@ -39,7 +39,7 @@ the same whatever that order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -109,6 +109,80 @@ class Member:
             return str(self.workload.ref)
         count, labels = len(self.pods), _labels_text(self.labels)
         return f"{count} existing pod{'s' if count != 1 else ''} in {self.namespace} ({labels})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Listing:
+    """A set of members in the canonical order (:meth:`AffinityGraph.order`), named, for messages
+    that list the first few and count the rest: built once per distinct set
+    (:meth:`AffinityGraph.listing`), not sorted again for each of the many terms that match the
+    same set (issue 18: N workloads whose terms all match each other took quadratic time)."""
+
+    members: tuple[Member, ...]
+    ids: frozenset[str]
+    names: tuple[str, ...]  # str(member)
+    #: ``ends[i]``: the index past the run of members that share ``members[i]``'s namespace.
+    ends: tuple[int, ...]
+    copies: Mapping[str, int]  # members per name (a name given twice)
+    #: Distinct names per namespace (a name tells its namespace: names never cross namespaces).
+    per_namespace: Mapping[str, int]
+
+    @classmethod
+    def of(cls, members: Sequence[Member]) -> Listing:
+        names = tuple(str(member) for member in members)
+        ends = [0] * len(members)
+        end = len(members)
+        for index in range(len(members) - 1, -1, -1):
+            if index + 1 < len(members) and members[index + 1].namespace != members[index].namespace:
+                end = index + 1
+            ends[index] = end
+        copies: dict[str, int] = {}
+        per_namespace: dict[str, int] = {}
+        for member, name in zip(members, names, strict=True):
+            if name not in copies:
+                per_namespace[member.namespace] = per_namespace.get(member.namespace, 0) + 1
+            copies[name] = copies.get(name, 0) + 1
+        return cls(
+            tuple(members),
+            frozenset(member.id for member in members),
+            names,
+            tuple(ends),
+            copies,
+            per_namespace,
+        )
+
+    def first(
+        self, shown: int, skip: Member | None = None, other_than: str | None = None
+    ) -> tuple[list[Member], list[str], int]:
+        """Leaving out member ``skip`` and the members of namespace ``other_than``: the first
+        ``shown`` members, the first ``shown`` distinct names, and how many distinct names there
+        are (what :func:`kaffinity.rules.all_namespaces_anti_affinity.name_list` needs), in time
+        that does not grow with the set: runs of the left-out namespace are skipped whole."""
+        members: list[Member] = []
+        names: list[str] = []
+        seen: set[str] = set()
+        index, size = 0, len(self.members)
+        while index < size and (len(members) < shown or len(names) < shown):
+            member = self.members[index]
+            if member.namespace == other_than:
+                index = self.ends[index]
+                continue
+            name = self.names[index]
+            index += 1
+            if member is skip:
+                continue
+            if len(members) < shown:
+                members.append(member)
+            if name not in seen and len(names) < shown:
+                seen.add(name)
+                names.append(name)
+        if other_than is not None:
+            count = len(self.copies) - self.per_namespace.get(other_than, 0)
+        else:
+            count = len(self.copies)
+        if skip is not None and other_than is None and skip.id in self.ids and self.copies[str(skip)] == 1:
+            count -= 1
+        return members, names, count
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -209,6 +283,7 @@ class AffinityGraph:
         self._index = _Index()
         self._matches: dict[tuple[Any, ...], tuple[frozenset[str], frozenset[str]]] = {}
         self._scope_cache: dict[tuple[Any, ...], bool | None] = {}
+        self._listings: dict[frozenset[str], Listing] = {}
 
         for workload in sorted(context.inventory.workloads, key=canonical_key):
             if workload.ref.kind != "PodTemplate":  # a template alone creates no pods
@@ -382,6 +457,15 @@ class AffinityGraph:
     def labelled(self, key: str, value: str) -> list[str]:
         """The members whose pods carry ``key=value`` (from the index; in :meth:`order`)."""
         return self._index.pairs.get((key, value), [])
+
+    def listing(self, nodes: frozenset[str]) -> Listing:
+        """``nodes`` as a :class:`Listing`, sorted once per distinct set (terms with the same
+        selector and scope share one matched set)."""
+        found = self._listings.get(nodes)
+        if found is None:
+            found = Listing.of([self.members[node] for node in sorted(nodes, key=self.order)])
+            self._listings[nodes] = found
+        return found
 
     def order(self, node: str) -> int:
         """A member's rank in the canonical order (workloads by :func:`kaffinity.model.canonical_key`,
