@@ -151,6 +151,9 @@ class Listing:
             per_namespace,
         )
 
+    def ids_in_order(self) -> Iterator[str]:
+        return (member.id for member in self.members)
+
     def first(
         self, shown: int, skip: Member | None = None, other_than: str | None = None
     ) -> tuple[list[Member], list[str], int]:
@@ -205,7 +208,8 @@ class Relation:
 
     @property
     def reach(self) -> frozenset[str]:
-        return self.matches | self.maybe
+        # The matched set itself when nothing is maybe (the common case): shared, not copied.
+        return self.matches | self.maybe if self.maybe else self.matches
 
 
 @dataclass(slots=True)
@@ -219,7 +223,11 @@ class Placement:
     matches its own terms: a least fixpoint over the graph, computed with a worklist.
     """
 
-    candidates: dict[str, frozenset[str]]  # per workload with required affinity: who can satisfy it
+    #: Per workload with required affinity: who can satisfy it, the workload itself left in when
+    #: its terms match it (not copied without it for each workload: the sets are shared, and N
+    #: workloads whose terms match each other would cost N copies of N; issue 18). Whether it can
+    #: follow itself is :attr:`self_match`.
+    candidates: dict[str, frozenset[str]]
     self_match: frozenset[str]
     placeable: frozenset[str]
 
@@ -545,20 +553,25 @@ class AffinityGraph:
                 continue
             reaches = sorted((relation.reach for relation in required), key=len)
             smallest, rest = reaches[0], reaches[1:]
-            common = frozenset(node for node in smallest if all(node in other for other in rest))
+            common = (
+                frozenset(node for node in smallest if all(node in other for other in rest))
+                if rest
+                else smallest
+            )
             if member.id in common:
                 self_match.add(member.id)
-            candidates[member.id] = common - {member.id}
+            candidates[member.id] = common
         placeable = {node for node in self.members if node not in candidates} | self_match
         waiting: dict[str, list[str]] = {}
         for node, nodes in candidates.items():
             if node in placeable:
                 continue
-            if any(other in placeable for other in nodes):
+            if any(other in placeable for other in nodes):  # not itself: it is not placeable
                 placeable.add(node)
             else:
                 for other in nodes:
-                    waiting.setdefault(other, []).append(node)
+                    if other != node:
+                        waiting.setdefault(other, []).append(node)
         queue = [node for node in placeable if node in waiting]
         while queue:
             for node in waiting.pop(queue.pop(), ()):
@@ -582,7 +595,9 @@ class AffinityGraph:
         needs.add_nodes_from(stuck)
         for node in stuck:  # in canonical order: the cycles found depend neither on hashing nor on file order
             needs.add_edges_from(
-                (node, other) for other in sorted(placement.candidates[node], key=self.order)
+                (node, other)
+                for other in self.listing(placement.candidates[node]).ids_in_order()
+                if other != node
             )
         return needs
 
