@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
 from functools import partial
 from typing import TYPE_CHECKING
@@ -51,10 +51,10 @@ def _read_chunk(paths: Sequence[str], limits: Limits, manifests_only: bool = Tru
     pickled on its own, or None for a file to read again in the parent (see :func:`_sendable`)."""
     from kaffinity.loader import read
 
-    return [_sendable(read(path, limits, manifests_only=manifests_only)) for path in paths]
+    return [_sendable(read(path, limits, manifests_only=manifests_only), limits) for path in paths]
 
 
-def _sendable(file: SourceFile) -> bytes | None:
+def _sendable(file: SourceFile, limits: Limits | None = None) -> bytes | None:
     """``file`` pickled, or None when the parent must read it itself: where the answer could
     depend on the process that reads it.
 
@@ -64,16 +64,41 @@ def _sendable(file: SourceFile) -> bytes | None:
     at a depth that depends on how deep the reading process's stack already is. Such files are
     rare, and reading them in the parent gives exactly what ``--jobs 1`` gives, whatever the
     platform's C stack or recursion limit; pickling each file on its own keeps one deep file
-    from taking its chunk (or the whole run, as in issue 18) with it.
+    from taking its chunk (or the whole run, as in issue 18) with it. Under a ``depth:`` above
+    the default, a file nested deeper than the default is read in the parent too, whether or not
+    pickle refuses it (its C recursion limit is not the interpreter's on Python 3.12 and later).
     """
     import pickle
 
+    from kaffinity.loader import DEFAULT_LIMITS
+
     if any(problem.message.startswith(_TOO_DEEP) for problem in file.problems):
         return None
+    if limits is not None and limits.depth > DEFAULT_LIMITS.depth:
+        roots = {id(doc.root): doc.root for doc in file.documents}  # a List's items share one
+        if any(_deeper_than(root, DEFAULT_LIMITS.depth) for root in roots.values()):
+            return None
     try:
         return pickle.dumps(file, pickle.HIGHEST_PROTOCOL)
     except RecursionError:
         return None
+
+
+def _deeper_than(value: object, levels: int) -> bool:
+    """Whether mappings and sequences nest more than ``levels`` deep in ``value`` (no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > levels:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 #: How :func:`kaffinity.loader.read` words a file nested too deep (or a RecursionError).

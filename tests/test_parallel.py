@@ -210,3 +210,25 @@ def test_a_file_too_deep_to_pickle_is_read_here(tmp_path: Path) -> None:
     finally:
         sys.setrecursionlimit(limit)
     assert parallel._sendable(read(str(EXAMPLES / "clusters" / "topology.yaml"))) is not None
+
+
+def test_under_a_larger_depth_limit_files_deeper_than_the_default_are_read_here(tmp_path: Path) -> None:
+    """Where pickle's C recursion limit is not the interpreter's (Python 3.12+), a worker could
+    parse and send a file that this process, its stack deeper, cannot parse: under a raised
+    ``depth:`` every file nested deeper than the default is read here."""
+    large = Limits(depth=10_000)
+    deep, shallow = tmp_path / "deep.yaml", tmp_path / "shallow.yaml"
+    deep.write_text(_nested("deep", DEFAULT_LIMITS.depth + 1))
+    shallow.write_text(_nested("shallow", DEFAULT_LIMITS.depth))
+    deep_file, shallow_file = read(str(deep), large), read(str(shallow), large)
+    assert deep_file.problems == () == shallow_file.problems
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)  # so that pickle does not refuse either (short of the C stack)
+    try:
+        assert parallel._sendable(deep_file, large) is None
+        assert parallel._sendable(shallow_file, large) is not None
+        assert parallel._sendable(deep_file) is not None  # the default limit: pickle decides
+    finally:
+        sys.setrecursionlimit(limit)
