@@ -39,7 +39,7 @@ the same whatever that order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -112,6 +112,83 @@ class Member:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class Listing:
+    """A set of members in the canonical order (:meth:`AffinityGraph.order`), named, for messages
+    that list the first few and count the rest: built once per distinct set
+    (:meth:`AffinityGraph.listing`), not sorted again for each of the many terms that match the
+    same set (issue 18: N workloads whose terms all match each other took quadratic time)."""
+
+    members: tuple[Member, ...]
+    ids: frozenset[str]
+    names: tuple[str, ...]  # str(member)
+    #: ``ends[i]``: the index past the run of members that share ``members[i]``'s namespace.
+    ends: tuple[int, ...]
+    copies: Mapping[str, int]  # members per name (a name given twice)
+    #: Distinct names per namespace (a name tells its namespace: names never cross namespaces).
+    per_namespace: Mapping[str, int]
+
+    @classmethod
+    def of(cls, members: Sequence[Member]) -> Listing:
+        names = tuple(str(member) for member in members)
+        ends = [0] * len(members)
+        end = len(members)
+        for index in range(len(members) - 1, -1, -1):
+            if index + 1 < len(members) and members[index + 1].namespace != members[index].namespace:
+                end = index + 1
+            ends[index] = end
+        copies: dict[str, int] = {}
+        per_namespace: dict[str, int] = {}
+        for member, name in zip(members, names, strict=True):
+            if name not in copies:
+                per_namespace[member.namespace] = per_namespace.get(member.namespace, 0) + 1
+            copies[name] = copies.get(name, 0) + 1
+        return cls(
+            tuple(members),
+            frozenset(member.id for member in members),
+            names,
+            tuple(ends),
+            copies,
+            per_namespace,
+        )
+
+    def ids_in_order(self) -> Iterator[str]:
+        return (member.id for member in self.members)
+
+    def first(
+        self, shown: int, skip: Member | None = None, other_than: str | None = None
+    ) -> tuple[list[Member], list[str], int]:
+        """Leaving out member ``skip`` and the members of namespace ``other_than``: the first
+        ``shown`` members, the first ``shown`` distinct names, and how many distinct names there
+        are (what :func:`kaffinity.rules.all_namespaces_anti_affinity.name_list` needs), in time
+        that does not grow with the set: runs of the left-out namespace are skipped whole."""
+        members: list[Member] = []
+        names: list[str] = []
+        seen: set[str] = set()
+        index, size = 0, len(self.members)
+        while index < size and (len(members) < shown or len(names) < shown):
+            member = self.members[index]
+            if member.namespace == other_than:
+                index = self.ends[index]
+                continue
+            name = self.names[index]
+            index += 1
+            if member is skip:
+                continue
+            if len(members) < shown:
+                members.append(member)
+            if name not in seen and len(names) < shown:
+                seen.add(name)
+                names.append(name)
+        if other_than is not None:
+            count = len(self.copies) - self.per_namespace.get(other_than, 0)
+        else:
+            count = len(self.copies)
+        if skip is not None and other_than is None and skip.id in self.ids and self.copies[str(skip)] == 1:
+            count -= 1
+        return members, names, count
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Relation:
     """One term (or budget) and the nodes it matches."""
 
@@ -131,7 +208,8 @@ class Relation:
 
     @property
     def reach(self) -> frozenset[str]:
-        return self.matches | self.maybe
+        # The matched set itself when nothing is maybe (the common case): shared, not copied.
+        return self.matches | self.maybe if self.maybe else self.matches
 
 
 @dataclass(slots=True)
@@ -145,7 +223,11 @@ class Placement:
     matches its own terms: a least fixpoint over the graph, computed with a worklist.
     """
 
-    candidates: dict[str, frozenset[str]]  # per workload with required affinity: who can satisfy it
+    #: Per workload with required affinity: who can satisfy it, the workload itself left in when
+    #: its terms match it (not copied without it for each workload: the sets are shared, and N
+    #: workloads whose terms match each other would cost N copies of N; issue 18). Whether it can
+    #: follow itself is :attr:`self_match`.
+    candidates: dict[str, frozenset[str]]
     self_match: frozenset[str]
     placeable: frozenset[str]
 
@@ -209,6 +291,7 @@ class AffinityGraph:
         self._index = _Index()
         self._matches: dict[tuple[Any, ...], tuple[frozenset[str], frozenset[str]]] = {}
         self._scope_cache: dict[tuple[Any, ...], bool | None] = {}
+        self._listings: dict[frozenset[str], Listing] = {}
 
         for workload in sorted(context.inventory.workloads, key=canonical_key):
             if workload.ref.kind != "PodTemplate":  # a template alone creates no pods
@@ -383,6 +466,15 @@ class AffinityGraph:
         """The members whose pods carry ``key=value`` (from the index; in :meth:`order`)."""
         return self._index.pairs.get((key, value), [])
 
+    def listing(self, nodes: frozenset[str]) -> Listing:
+        """``nodes`` as a :class:`Listing`, sorted once per distinct set (terms with the same
+        selector and scope share one matched set)."""
+        found = self._listings.get(nodes)
+        if found is None:
+            found = Listing.of([self.members[node] for node in sorted(nodes, key=self.order)])
+            self._listings[nodes] = found
+        return found
+
     def order(self, node: str) -> int:
         """A member's rank in the canonical order (workloads by :func:`kaffinity.model.canonical_key`,
         then the cluster's pod groups), so that the members a message lists, and their order, do
@@ -461,20 +553,25 @@ class AffinityGraph:
                 continue
             reaches = sorted((relation.reach for relation in required), key=len)
             smallest, rest = reaches[0], reaches[1:]
-            common = frozenset(node for node in smallest if all(node in other for other in rest))
+            common = (
+                frozenset(node for node in smallest if all(node in other for other in rest))
+                if rest
+                else smallest
+            )
             if member.id in common:
                 self_match.add(member.id)
-            candidates[member.id] = common - {member.id}
+            candidates[member.id] = common
         placeable = {node for node in self.members if node not in candidates} | self_match
         waiting: dict[str, list[str]] = {}
         for node, nodes in candidates.items():
             if node in placeable:
                 continue
-            if any(other in placeable for other in nodes):
+            if any(other in placeable for other in nodes):  # not itself: it is not placeable
                 placeable.add(node)
             else:
                 for other in nodes:
-                    waiting.setdefault(other, []).append(node)
+                    if other != node:
+                        waiting.setdefault(other, []).append(node)
         queue = [node for node in placeable if node in waiting]
         while queue:
             for node in waiting.pop(queue.pop(), ()):
@@ -498,7 +595,9 @@ class AffinityGraph:
         needs.add_nodes_from(stuck)
         for node in stuck:  # in canonical order: the cycles found depend neither on hashing nor on file order
             needs.add_edges_from(
-                (node, other) for other in sorted(placement.candidates[node], key=self.order)
+                (node, other)
+                for other in self.listing(placement.candidates[node]).ids_in_order()
+                if other != node
             )
         return needs
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
 from functools import partial
 from typing import TYPE_CHECKING
@@ -46,18 +46,83 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _read_chunk(paths: Sequence[str], limits: Limits, manifests_only: bool = True) -> list[SourceFile]:
-    """A worker's task: read and parse some files (never raises for bad input)."""
+def _read_chunk(paths: Sequence[str], limits: Limits, manifests_only: bool = True) -> list[bytes | None]:
+    """A worker's task: read and parse some files (never raises for bad input), each file
+    pickled on its own, or None for a file to read again in the parent (see :func:`_sendable`)."""
     from kaffinity.loader import read
 
-    return [read(path, limits, manifests_only=manifests_only) for path in paths]
+    return [_sendable(read(path, limits, manifests_only=manifests_only), limits) for path in paths]
+
+
+def _sendable(file: SourceFile, limits: Limits | None = None) -> bytes | None:
+    """``file`` pickled, or None when the parent must read it itself: where the answer could
+    depend on the process that reads it.
+
+    Pickling recurses (in C) once or more per level of nesting, so a file nested a few hundred
+    levels deep (under the default ``limits.depth`` of 400) overflows the recursion limit in
+    pickle where parsing did not; so does parsing, past about 480 levels (a larger ``depth:``),
+    at a depth that depends on how deep the reading process's stack already is. Such files are
+    rare, and reading them in the parent gives exactly what ``--jobs 1`` gives, whatever the
+    platform's C stack or recursion limit; pickling each file on its own keeps one deep file
+    from taking its chunk (or the whole run, as in issue 18) with it. Under a ``depth:`` above
+    the default, a file nested deeper than the default is read in the parent too, whether or not
+    pickle refuses it (its C recursion limit is not the interpreter's on Python 3.12 and later).
+    """
+    import pickle
+
+    from kaffinity.loader import DEFAULT_LIMITS
+
+    if any(problem.message.startswith(_TOO_DEEP) for problem in file.problems):
+        return None
+    if limits is not None and limits.depth > DEFAULT_LIMITS.depth:
+        roots = {id(doc.root): doc.root for doc in file.documents}  # a List's items share one
+        if any(_deeper_than(root, DEFAULT_LIMITS.depth) for root in roots.values()):
+            return None
+    try:
+        return pickle.dumps(file, pickle.HIGHEST_PROTOCOL)
+    except RecursionError:
+        return None
+
+
+def _deeper_than(value: object, levels: int) -> bool:
+    """Whether mappings and sequences nest more than ``levels`` deep in ``value`` (no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > levels:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+#: How :func:`kaffinity.loader.read` words a file nested too deep (or a RecursionError).
+_TOO_DEEP = "nesting deeper than "
+
+
+def _received(
+    chunk: Sequence[str], sent: Sequence[bytes | None], read_here: Callable[[str], SourceFile]
+) -> list[SourceFile]:
+    """A worker's answer for ``chunk``, unpickled (iteratively, in C: no recursion limit), with
+    the files it could not send read here."""
+    import pickle
+
+    return [
+        read_here(path) if data is None else pickle.loads(data)
+        for path, data in zip(chunk, sent, strict=True)
+    ]
 
 
 def _ignore(path: str) -> None:
     pass
 
 
-def _ticked(tick: Callable[[str], None], chunk: Sequence[str], future: Future[list[SourceFile]]) -> None:
+def _ticked(tick: Callable[[str], None], chunk: Sequence[str], future: Future[list[bytes | None]]) -> None:
     for path in chunk:
         tick(path)
 
@@ -104,6 +169,9 @@ def read_all(
             files.append(read(path, limits, manifests_only=manifests_only))
         return files
 
+    def read_untold(path: str) -> SourceFile:  # ticked already, when the worker's chunk was done
+        return read(path, limits, manifests_only=manifests_only)
+
     if jobs <= 1 or len(paths) < MIN_FILES:
         return read_ticked(paths)
     from concurrent.futures import ProcessPoolExecutor
@@ -111,8 +179,8 @@ def read_all(
 
     chunks = list(_chunks(paths, CHUNK_FILES))
     results: list[list[SourceFile] | None] = [None] * len(chunks)
-    futures: dict[int, Future[list[SourceFile]]] = {}
-    running: list[Future[list[SourceFile]]] = []  # submitted and not done (at most 2 per worker)
+    futures: dict[int, Future[list[bytes | None]]] = {}
+    running: list[Future[list[bytes | None]]] = []  # submitted and not done (at most 2 per worker)
     # No more workers than chunks (a fork pool starts them all at once), nor than Windows allows.
     workers = min(jobs - 1, len(chunks), _MAX_WORKERS)
     front, back = 0, len(chunks) - 1  # the next chunk for the pool, and for this process
@@ -141,5 +209,5 @@ def read_all(
             top_up()
         for index, future in futures.items():
             with suppress(BrokenProcessPool):  # read below, here
-                results[index] = future.result()
+                results[index] = _received(chunks[index], future.result(), read_untold)
     return [file for index, chunk in enumerate(chunks) for file in results[index] or read_ticked(chunk)]

@@ -41,11 +41,11 @@ def _snapshot(files: Sequence[SourceFile]) -> list[Any]:
 
 
 # Tasks are sent to workers by name, so these stand-ins live at module level.
-def _tagged(paths: Sequence[str], limits: Limits, manifests_only: bool = True) -> list[SourceFile]:
-    return [SourceFile(f"{os.getpid()}:{path}", "", (), ()) for path in paths]
+def _tagged(paths: Sequence[str], limits: Limits, manifests_only: bool = True) -> list[bytes | None]:
+    return [parallel._sendable(SourceFile(f"{os.getpid()}:{path}", "", (), ())) for path in paths]
 
 
-def _die(paths: Sequence[str], limits: Limits, manifests_only: bool = True) -> list[SourceFile]:
+def _die(paths: Sequence[str], limits: Limits, manifests_only: bool = True) -> list[bytes | None]:
     os._exit(9)
 
 
@@ -135,3 +135,100 @@ def test_jobs_zero_is_a_usage_error() -> None:
     completed = run_cli("lint", "--no-config", "--jobs", "0", str(EXAMPLES))
     assert completed.returncode == 2
     assert "--jobs" in completed.stderr and "Traceback" not in completed.stderr
+
+
+def _nested(name: str, levels: int) -> str:
+    """A ConfigMap nested ``levels`` deep in all (its mapping, ``data`` and the lists)."""
+    lists = levels - 2
+    head = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n"
+    return f"{head}  a: {'[' * lists}{']' * lists}\n"
+
+
+def _hostile_folder(folder: Path, deep: dict[str, int]) -> None:
+    from .test_hostile import HOSTILE, NOT_MANIFESTS
+    from .test_robustness import MALFORMED
+
+    for name, (content, _) in {**HOSTILE, **MALFORMED}.items():
+        (folder / name).write_bytes(content)
+    (folder / "not-manifests").mkdir()
+    for name, content in NOT_MANIFESTS.items():
+        (folder / "not-manifests" / name).write_bytes(content)
+    for name, levels in deep.items():
+        (folder / f"{name}.yaml").write_text(_nested(name, levels))
+    for index in range(parallel.MIN_FILES):
+        (folder / f"pod-{index:03}.yaml").write_text(
+            f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p{index}\n"
+        )
+
+
+def _same_for_any_jobs(folder: Path, *options: str) -> str:
+    outputs = {}
+    for jobs in ("1", "2", "3"):
+        completed = run_cli("lint", *options, "--format", "json", "--jobs", jobs, ".", cwd=folder)
+        assert "internal error" not in completed.stderr and "Traceback" not in completed.stderr, (
+            completed.stderr
+        )
+        assert completed.returncode == 2  # the hostile files are parse errors
+        outputs[jobs] = completed.stdout
+    assert outputs["1"] == outputs["2"] == outputs["3"]
+    return outputs["1"]
+
+
+def test_every_hostile_file_and_deep_files_same_output_for_any_jobs(tmp_path: Path) -> None:
+    """Issue 18: one file nested 240 levels deep made ``--jobs 2`` abort the whole run
+    (RecursionError pickling it back), where ``--jobs 1`` was clean. At the default depth limit
+    (400) a file nested 400 levels deep is read, one nested 401 levels is a parse error."""
+    import json
+
+    _hostile_folder(tmp_path, {"deep-240": 240, "deep-400": 400, "deep-401": 401})
+    report = json.loads(_same_for_any_jobs(tmp_path, "--no-config"))
+    errors = {Path(item["file"]).name for item in report["findings"] if item["rule"] == "parse-error"}
+    assert "deep-401.yaml" in errors and "deep-240.yaml" not in errors and "deep-400.yaml" not in errors
+    assert len(errors) >= 12  # the malformed and hostile files, as their own tests say
+
+
+def test_deep_files_under_the_largest_depth_limit_same_output_for_any_jobs(tmp_path: Path) -> None:
+    """``limits: depth`` up to the schema's cap: whatever ``--jobs 1`` says of files nested
+    thousands of levels deep, the workers say the same."""
+    _hostile_folder(tmp_path, {"deep-1000": 1000, "deep-5000": 5000, "deep-9999": 9999, "deep-10000": 10000})
+    (tmp_path / ".kaffinity.yaml").write_text("limits:\n  depth: 10000\n")
+    _same_for_any_jobs(tmp_path)
+
+
+def test_a_file_too_deep_to_pickle_is_read_here(tmp_path: Path) -> None:
+    """A worker that cannot pickle a file sends None for it alone, and this process reads it."""
+    deep = tmp_path / "deep.yaml"
+    deep.write_text(_nested("deep", 400))
+    file = read(str(deep))
+    assert file.problems == ()
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(200)
+    try:
+        assert parallel._sendable(file) is None
+    finally:
+        sys.setrecursionlimit(limit)
+    assert parallel._sendable(read(str(EXAMPLES / "clusters" / "topology.yaml"))) is not None
+
+
+def test_under_a_larger_depth_limit_files_deeper_than_the_default_are_read_here(tmp_path: Path) -> None:
+    """Where pickle's C recursion limit is not the interpreter's (Python 3.12+), a worker could
+    parse and send a file that this process, its stack deeper, cannot parse: under a raised
+    ``depth:`` every file nested deeper than the default is read here."""
+    large = Limits(depth=10_000)
+    deep, shallow = tmp_path / "deep.yaml", tmp_path / "shallow.yaml"
+    deep.write_text(_nested("deep", DEFAULT_LIMITS.depth + 1))
+    shallow.write_text(_nested("shallow", DEFAULT_LIMITS.depth))
+    deep_file, shallow_file = read(str(deep), large), read(str(shallow), large)
+    assert deep_file.problems == () == shallow_file.problems
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)  # so that pickle does not refuse either (short of the C stack)
+    try:
+        assert parallel._sendable(deep_file, large) is None
+        assert parallel._sendable(shallow_file, large) is not None
+        assert parallel._sendable(deep_file) is not None  # the default limit: pickle decides
+    finally:
+        sys.setrecursionlimit(limit)

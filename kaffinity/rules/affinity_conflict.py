@@ -26,7 +26,7 @@ from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
-    from kaffinity.graph import AffinityGraph, Member, Relation
+    from kaffinity.graph import AffinityGraph, Listing, Member, Relation
 
 #: How many workloads or reasons a message names before it says "and N more".
 _NAMED = 3
@@ -114,30 +114,40 @@ def _unique(found: Iterator[Block]) -> list[Block]:
     return list(seen.values())
 
 
+def _pool(listing: Listing, node: str, self_match: bool) -> Iterator[str]:
+    """Who ``node``'s pods could join: the others in canonical order, then itself if it may
+    follow itself (the self-match exception)."""
+    yield from (other for other in listing.ids_in_order() if other != node)
+    if self_match:
+        yield node
+
+
 def _check(context: Context) -> Iterator[Violation]:
     graph = context.graph
     placement = graph.placement
-    rank = {node: index for index, node in enumerate(graph.members)}
     for member in graph.workloads():
         node = member.id
         workload = member.workload
         assert workload is not None
         if node not in placement.candidates:
             continue  # no required pod affinity
-        others = sorted(placement.candidates[node], key=rank.__getitem__)
-        pool = [*others, node] if node in placement.self_match else others
-        if not pool:
+        candidates = placement.candidates[node]  # itself included when its terms match it
+        if len(candidates) == (node in candidates) and node not in placement.self_match:
             continue  # the terms match nothing together: affinity-no-match says so
+        # The others in canonical order, sorted once per distinct set (graph.listing), and walked
+        # only until one can be joined: N workloads whose terms match each other cost N, not N².
+        listing = graph.listing(candidates)
         for term in graph.terms(node, AFFINITY, required=True):
             key = term.topology_key
             if not key:
                 continue  # API validation rejects an empty topologyKey (reference §A.3)
             why: dict[str, list[Block]] = {}
-            for candidate in pool:
+            for candidate in _pool(listing, node, node in placement.self_match):
                 why[candidate] = blocks(graph, node, candidate, key)
                 if not why[candidate]:
                     break  # this pod can join that candidate: the term can hold
             else:
+                others = [other for other in listing.ids_in_order() if other != node]
                 violation = _violation(graph, term, workload.replicas, node, others, why)
                 if violation is not None:
                     yield violation

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
@@ -42,16 +42,25 @@ def ordered(graph: AffinityGraph, nodes: Iterable[str]) -> list[Member]:
     return [graph.members[node] for node in sorted(set(nodes), key=graph.order)]
 
 
-def _victims(graph: AffinityGraph, owner: Member, relation: Relation, empty: bool) -> list[Member]:
-    """Who the term locks out: others in any namespace for ``{}``, else those of other namespaces.
+def counted_list(names: Sequence[str], count: int, shown: int = SHOWN) -> str:
+    """:func:`name_list` from the first ``shown`` distinct names and the count of all of them."""
+    return (
+        name_list(names, shown) if count <= shown else ", ".join(names[:shown]) + f" and {count - shown} more"
+    )
+
+
+def _victims(
+    graph: AffinityGraph, owner: Member, relation: Relation, empty: bool
+) -> tuple[list[Member], str]:
+    """Who the term locks out: others in any namespace for ``{}``, else those of other namespaces:
+    the first few (for ``related``) and their names as a message lists them.
 
     Only certain matches (``relation.matches``): a Namespace nobody declared might carry the
     labels a selector asks for, but naming it would be a guess.
     """
-    members = ordered(graph, relation.matches - {owner.id})
-    if empty:
-        return members
-    return [member for member in members if member.namespace != owner.namespace]
+    listing = graph.listing(relation.matches)
+    members, names, count = listing.first(SHOWN, skip=owner, other_than=None if empty else owner.namespace)
+    return members, counted_list(names, count) if count else ""
 
 
 def _check(context: Context) -> Iterator[Violation]:
@@ -81,10 +90,10 @@ def _violation(graph: AffinityGraph, owner: Member, relation: Relation, empty: b
         f"{key}): through symmetry the first of these pods on a {domain} keeps every other pod of "
         f"{scope} out of that whole {domain}"
     )
-    victims = _victims(graph, owner, relation, empty)
+    victims, names = _victims(graph, owner, relation, empty)
     if victims:
         where = "" if empty else "in other namespaces "
-        message += f"; {where}it would lock out {name_list(str(member) for member in victims)}"
+        message += f"; {where}it would lock out {names}"
     else:
         message += "; nothing else in the input matches it yet, but any pod created later that does will be"
     if key == HOSTNAME:

@@ -29,14 +29,25 @@ def _disjoint(a: Member, b: Member) -> bool:
 
 def _check(context: Context) -> Iterator[Violation]:
     graph = context.graph
+    # Only the DaemonSets of a term's matches count: with none in the input there is nothing to
+    # do, and a term's matches are intersected with them, never sorted whole (issue 18: N
+    # workloads whose terms match each other took quadratic time).
+    daemonsets = frozenset(
+        member.id
+        for member in graph.workloads()
+        if member.workload is not None and member.workload.ref.kind == "DaemonSet"
+    )
+    if not daemonsets:
+        return
     for owner in graph.workloads():
         for relation in graph.terms(owner.id, ANTI_AFFINITY, required=True):
             key = relation.topology_key or ""
             daemons = [
                 member
-                for member in ordered(graph, relation.matches - {owner.id})  # its own term does not count
+                for member in ordered(
+                    graph, (relation.matches & daemonsets) - {owner.id}
+                )  # its own term does not count
                 if member.workload is not None
-                and member.workload.ref.kind == "DaemonSet"
                 # Apart on nodes is apart in a node-sized domain only: two node pools share zones.
                 and not (key == HOSTNAME and _disjoint(owner, member))
             ]

@@ -320,13 +320,20 @@ def _check(context: Context) -> Iterator[Violation]:
     graph = context.graph
     hpas = _hpas(context)
     version = context.settings.kube_version
+    # What a budget selects depends on the matched set alone: counted once per distinct set, not
+    # once per budget (issue 18: N/10 budgets selecting all N workloads were quadratic).
+    counted: dict[frozenset[str], _Selected] = {}
     for node, pdb in graph.pdbs.items():
         if budget_refused(pdb.doc.data, version):
             continue  # the API server refuses it (api-validation): it protects nothing
         for relation in graph.terms(node, PDB):
             if relation.selector is None or not relation.matches:
                 continue  # selects nothing: pdb-no-match
-            selected = _select(context, ordered(graph, relation.matches), hpas)
+            selected = counted.get(relation.matches)
+            if selected is None:
+                selected = counted[relation.matches] = _select(
+                    context, ordered(graph, relation.matches), hpas
+                )
             if selected.pods <= 0 and not selected.unknown:
                 continue
             verdict = _verdict(pdb, selected)

@@ -49,30 +49,64 @@ def _check(context: Context) -> Iterator[Violation]:
         for relation in graph.relations
         if relation.kind == PDB and _selects(relation) and not budget_refused(relation.doc.data, version)
     ]
-    by_member: dict[str, list[Relation]] = {}
-    for relation in budgets:
-        for node in relation.matches:
-            by_member.setdefault(node, []).append(relation)
-    for relation in budgets:
-        me = _identity(graph, relation)
-        shared = [
-            member
-            for member in ordered(graph, relation.matches)
-            if _has_pods(member) and any(_identity(graph, other) != me for other in by_member[member.id])
-        ]
-        if not shared:
+    # Budgets with the same matched set (the same selector in the same namespace, or one
+    # reaching every namespace) are grouped, and everything that depends on the set alone is
+    # worked out once per group: N workloads and N/10 budgets whose selectors all match each
+    # other cost N, plus the report's own size, not N² (issue 18).
+    groups: dict[frozenset[str], list[int]] = {}
+    for index, relation in enumerate(budgets):
+        groups.setdefault(relation.matches, []).append(index)
+    sets = list(groups)
+    in_groups: dict[str, list[int]] = {}  # member -> the groups whose set holds it
+    for group, matches in enumerate(sets):
+        for node in matches:
+            in_groups.setdefault(node, []).append(group)
+    identities = [_identity(graph, relation) for relation in budgets]
+    crowded: dict[tuple[int, ...], bool] = {}  # groups -> whether two budgets' identities differ
+
+    def shared_by_many(member: Member) -> bool:
+        key = tuple(in_groups[member.id])
+        found = crowded.get(key)
+        if found is None:
+            found = crowded[key] = (
+                len({identities[index] for group in key for index in groups[sets[group]]}) > 1
+            )
+        return found
+
+    # Per matched set: the members some other budget selects too (a budget's own identity is
+    # among any member's, so "another identity" is "two identities"), their names, and the
+    # budgets that select them.
+    overlaps: dict[frozenset[str], tuple[str, set[int]]] = {}
+    for relation_index, relation in enumerate(budgets):
+        me = identities[relation_index]
+        found = overlaps.get(relation.matches)
+        if found is None:
+            shared = [
+                member
+                for member in ordered(graph, relation.matches)
+                if _has_pods(member) and shared_by_many(member)
+            ]
+            selecting = {
+                index
+                for group in {group for member in shared for group in in_groups[member.id]}
+                for index in groups[sets[group]]
+            }
+            found = overlaps[relation.matches] = (
+                name_list(str(member) for member in shared) if shared else "",
+                selecting,
+            )
+        shared_names, selecting = found
+        if not shared_names:
             continue
         others = [
-            other
-            for other in budgets
-            if _identity(graph, other) != me and any(other in by_member[member.id] for member in shared)
+            other for index, other in enumerate(budgets) if index in selecting and identities[index] != me
         ]
         other_names = name_list(graph.pdbs[other.owner].ref.name for other in others)
         # registry/core/pod/storage/eviction.go: a pod with more than one matching budget is
         # refused with HTTP 500 (reference §G); kubectl drain fails that pod and stops.
         message = (
             f"this PodDisruptionBudget and {other_names} both select the pods of "
-            f"{name_list(str(member) for member in shared)}: evicting such a pod fails with HTTP 500 "
+            f"{shared_names}: evicting such a pod fails with HTTP 500 "
             '"This pod has more than one PodDisruptionBudget, which the eviction subresource does not '
             'support", so draining their nodes (kubectl drain, node upgrades, cluster-autoscaler) fails'
         )

@@ -1,0 +1,169 @@
+"""No quadratic step (issue 18 item 4): N workloads whose selectors all match each other cost
+about N, for every rule category.
+
+Each Deployment carries required pod anti-affinity against every namespace, required and
+preferred pod affinity and a topology spread constraint, all selecting ``tier: web`` (every
+workload's pods); one PodDisruptionBudget per ten Deployments selects them all too, and a
+DaemonSet's pods carry the label. Before the fix, anti-affinity-blocks-daemonset sorted the whole
+matched set once per workload (N = 1,000 / 2,000 / 4,000: 1.0 / 2.7 / 16.4 s). The cost is CPU
+time in this process (``time.process_time``: other processes on a loaded machine do not count),
+the best of a few runs with the cyclic garbage collector off, for N and 4N: 4x the input may cost
+at most 5x the time.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import time
+from typing import Any
+
+import pytest
+
+from kaffinity.config import Settings
+from kaffinity.engine import lint
+from kaffinity.loader import SourceFile, parse
+from kaffinity.rules import RULES
+from kaffinity.topology import Cluster, cluster_from
+
+SMALL, LARGE = 250, 1000
+RUNS = 3
+#: 4x the input, at most this many times the time (linear is 4; N log N sorting a little more).
+MAX_RATIO = 5.0
+
+_WEB = {"matchLabels": {"tier": "web"}}
+_NODE = (
+    "apiVersion: v1\nkind: Node\nmetadata:\n  name: n{i}\n  labels:\n"
+    "    kubernetes.io/hostname: n{i}\n    topology.kubernetes.io/zone: z{zone}\n"
+    "status:\n  allocatable: {{cpu: '4', memory: 8Gi, pods: '110'}}\n"
+)
+
+
+def _deployment(index: int) -> dict[str, Any]:
+    labels = {"tier": "web", "app": f"a{index}"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": f"d{index}", "namespace": f"ns{index % 2}"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "nginx:1",
+                            "resources": {"requests": {"cpu": "10m", "memory": "10Mi"}},
+                        }
+                    ],
+                    "topologySpreadConstraints": [
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": "topology.kubernetes.io/zone",
+                            "whenUnsatisfiable": "DoNotSchedule",
+                            "labelSelector": _WEB,
+                        }
+                    ],
+                    "affinity": {
+                        "podAntiAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [
+                                {
+                                    "labelSelector": _WEB,
+                                    "topologyKey": "kubernetes.io/hostname",
+                                    "namespaceSelector": {},
+                                }
+                            ]
+                        },
+                        "podAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [
+                                {"labelSelector": _WEB, "topologyKey": "topology.kubernetes.io/zone"}
+                            ],
+                            "preferredDuringSchedulingIgnoredDuringExecution": [
+                                {
+                                    "weight": 10,
+                                    "podAffinityTerm": {
+                                        "labelSelector": _WEB,
+                                        "topologyKey": "kubernetes.io/hostname",
+                                    },
+                                }
+                            ],
+                        },
+                    },
+                },
+            },
+        },
+    }
+
+
+def _manifests(count: int) -> SourceFile:
+    docs: list[dict[str, Any]] = []
+    for index in range(count):
+        docs.append(_deployment(index))
+        if index % 10 == 0:
+            docs.append(
+                {
+                    "apiVersion": "policy/v1",
+                    "kind": "PodDisruptionBudget",
+                    "metadata": {"name": f"p{index}", "namespace": f"ns{index % 2}"},
+                    "spec": {"minAvailable": 1, "selector": _WEB},
+                }
+            )
+    daemon = {"tier": "web", "app": "agent"}
+    docs.append(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "agent", "namespace": "ns0"},
+            "spec": {
+                "selector": {"matchLabels": daemon},
+                "template": {
+                    "metadata": {"labels": daemon},
+                    "spec": {"containers": [{"name": "c", "image": "x:1"}]},
+                },
+            },
+        }
+    )
+    return parse("scale.yaml", "".join(f"---\n{json.dumps(doc)}\n" for doc in docs))
+
+
+def _cluster() -> Cluster:
+    return cluster_from(
+        [parse("cluster.yaml", "---\n".join(_NODE.format(i=i, zone=i % 3) for i in range(12)))]
+    )
+
+
+def _cost(files: list[SourceFile], category: str, cluster: Cluster) -> float:
+    rules = [rule for rule in RULES if rule.category == category]
+    best = float("inf")
+    for _ in range(RUNS):
+        # The cyclic collector off while timing: its full passes cost what the whole process
+        # holds (earlier tests' objects too), which is not the cost of the rules.
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.process_time()
+            result = lint(files, Settings(), rules=rules, cluster=cluster)
+            best = min(best, time.process_time() - start)
+        finally:
+            gc.enable()
+        assert result.internal_errors == ()
+    return best
+
+
+@pytest.mark.parametrize("category", sorted({rule.category for rule in RULES}))
+def test_four_times_the_workloads_cost_at_most_five_times_the_time(category: str) -> None:
+    cluster = _cluster()
+    small, large = [_manifests(SMALL)], [_manifests(LARGE)]
+    # The large input first: whatever is built once per process (imports, caches) counts against it.
+    large_cost = _cost(large, category, cluster)
+    small_cost = _cost(small, category, cluster)
+    assert large_cost <= MAX_RATIO * max(small_cost, 0.01), (category, small_cost, large_cost)
+
+
+def test_the_input_is_what_the_rules_look_at() -> None:
+    """The generated input does reach the rules the test is about."""
+    result = lint([_manifests(30)], Settings(), cluster=_cluster())
+    found = {finding.rule for finding in result.findings}
+    assert {"all-namespaces-anti-affinity", "anti-affinity-blocks-daemonset", "pdb-overlap"} <= found
