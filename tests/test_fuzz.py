@@ -1,0 +1,298 @@
+"""A mutation fuzzer that stays (issue 18 item 8): the examples and cluster files, mutated line by
+line with hostile values, must never make kaffinity fail.
+
+Oracles, for every mutant (alone, and linted against a cluster, itself mutated sometimes):
+
+- loading never raises; a rule never fails (no "internal error");
+- every finding names a line of its file (or none, for a file that could not be read);
+- the same input gives the same findings twice (determinism);
+- every report format renders, and the JSON and SARIF ones parse;
+- ``fix`` only inserts text, and fixing what it fixed finds nothing more to fix;
+- each mutant is linted within a bounded time.
+
+In CI it runs a bounded, derandomized number of mutants (``KAFFINITY_FUZZ_EXAMPLES``, default
+60). ``KAFFINITY_FUZZ_MINUTES=60`` is the long mode for release checks: random mutants for that
+long, counts printed. A failure it finds becomes a regression test beside the code it breaks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kaffinity.config import Settings
+from kaffinity.engine import LintResult, lint
+from kaffinity.loader import SourceFile, parse
+from kaffinity.report import render
+from kaffinity.topology import Cluster, cluster_from
+
+from .conftest import EXAMPLES
+
+SEEDS = sorted(
+    path for path in EXAMPLES.rglob("*") if path.suffix in (".yaml", ".yml", ".json") and path.is_file()
+)
+CLUSTERS = sorted((EXAMPLES / "clusters").glob("*.yaml"))
+#: Values the fuzzing campaign of issue 18 found trouble with, and more of their kind.
+HOSTILE = [
+    "1Ei",
+    "1EB",
+    "8Ei",
+    ".nan",
+    ".inf",
+    "-.inf",
+    '"1e1000000"',
+    "1.0e+400",
+    "2147483647",
+    "-2147483648",
+    "99999999999999999999999999",
+    "-1",
+    "0",
+    "''",
+    "null",
+    "[]",
+    "{}",
+    "~",
+    '"\\e]0;title\\a"',
+    '"a\\nb: c"',
+    "!!python/name:os.system",
+    "!!binary aGVsbG8=",
+    "{{ .Values.x }}",
+    '"0.5"',
+    "1e3",
+    "0x10",
+    "yes",
+    "'100%'",
+    "'150%'",
+    "'-5%'",
+    "kubernetes.io/hostname",
+    "\u00e9\u00e8\u202e",
+]
+#: Keys whose values reach arithmetic (quantities, counts, percentages): mutated more often.
+NUMERIC_KEYS = re.compile(
+    r"^\s*-?\s*(cpu|memory|pods|ephemeral-storage|nvidia\.com/gpu|replicas|parallelism|completions|"
+    r"maxSkew|minDomains|minAvailable|maxUnavailable|maxSurge|weight|count|minReplicas|maxReplicas|"
+    r"value|priority|topologyKey|key|operator):"
+)
+_VALUE = re.compile(r"([\w./-]+)(:[ \t]+)([^,{}\[\]\s#][^,{}\[\]#]*?)(?=\s*(?:[,}\]]|#|$))")
+_QUANTITY_KEYS = {"cpu", "memory", "pods", "ephemeral-storage", "nvidia.com/gpu", "storage"}
+#: What the API reads as a quantity or a count, and breaks arithmetic when hostile.
+NUMBERS = ["1Ei", "1EB", "8Ei", ".nan", ".inf", '"1e1000000"', "1.0e+400", "2147483647", "-1", "0", "1e3"]
+EXAMPLES_DEFAULT = 60
+LONG_MINUTES = float(os.environ.get("KAFFINITY_FUZZ_MINUTES", "0") or 0)
+#: Seconds one mutant may take to lint (with a cluster): far above what any takes today.
+PER_MUTANT_SECONDS = 30.0
+
+
+@st.composite
+def _mutant(draw: st.DrawFn, seeds: list[Path]) -> tuple[str, str]:
+    """A seed file's text with a few line mutations."""
+    path = draw(st.sampled_from(seeds))
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    for _ in range(draw(st.integers(1, 4))):
+        if not lines:
+            break
+        at = draw(st.integers(0, len(lines) - 1))
+        kind = draw(
+            st.sampled_from(["value", "value", "value", "delete", "copy", "indent", "alias", "cut", "swap"])
+        )
+        line = lines[at]
+        if kind == "value" and ":" in line:
+            key = line.split(":", 1)[0]
+            lines[at] = f"{key}: {draw(st.sampled_from(HOSTILE))}"
+        elif kind == "token" and (values := list(_VALUE.finditer(line))):
+            # One value of the line, flow mappings included ({cpu: 100m, memory: 1Gi}); a
+            # quantity or a count gets a hostile number more often.
+            match = draw(st.sampled_from(values))
+            numeric = match.group(1) in _QUANTITY_KEYS or NUMERIC_KEYS.match(match.group(1) + ":")
+            hostile = draw(st.sampled_from(NUMBERS if numeric and draw(st.booleans()) else HOSTILE))
+            lines[at] = line[: match.start(3)] + hostile + line[match.end(3) :]
+        elif kind == "delete":
+            del lines[at]
+        elif kind == "copy":
+            lines.insert(at, line)
+        elif kind == "indent":
+            shift = draw(st.sampled_from([-2, 2, 4]))
+            lines[at] = (
+                line[-shift:] if shift < 0 and line.startswith(" " * -shift) else " " * max(shift, 0) + line
+            )
+        elif kind == "alias" and ":" in line and not line.rstrip().endswith(":"):
+            key, _, value = line.partition(":")
+            lines[at] = f"{key}: &fuzz {value.strip() or 'x'}"
+            lines.append(lines[at].replace("&fuzz", "*fuzz").split(":", 1)[0] + ": *fuzz")
+        elif kind == "cut":
+            lines = lines[:at]
+        elif kind == "swap" and len(lines) > 1:
+            other = draw(st.integers(0, len(lines) - 1))
+            lines[at], lines[other] = lines[other], lines[at]
+    return path.name, "\n".join(lines)
+
+
+def _paths(data: object, path: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """The paths of the values of ``data`` whose key names a quantity or a count."""
+    found: list[tuple[object, ...]] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(key, str) and (key in _QUANTITY_KEYS or NUMERIC_KEYS.match(key + ":")):
+                found.append((*path, key))
+            found.extend(_paths(value, (*path, key)))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            found.extend(_paths(value, (*path, index)))
+    return found
+
+
+_PARSED = {
+    path: [doc.data for doc in parse(path.name, path.read_text(encoding="utf-8")).documents] for path in SEEDS
+}
+_TARGETS = [
+    (path, index) for path, docs in _PARSED.items() for index, data in enumerate(docs) if _paths(data)
+]
+
+
+@st.composite
+def _targeted(draw: st.DrawFn) -> tuple[str, str]:
+    """One object of an example with one quantity or count replaced by a hostile number (the
+    values that crashed kaffinity: ``memory: 1Ei``, ``.nan``, ``replicas: 2147483647``), as
+    JSON (a YAML document too)."""
+    path, index = draw(st.sampled_from(_TARGETS))
+    data = json.loads(json.dumps(_PARSED[path][index]))
+    target = draw(st.sampled_from(_paths(data)))
+    parent = data
+    for step in target[:-1]:
+        parent = parent[step]
+    value = draw(st.sampled_from(NUMBERS))
+    parent[target[-1]] = {".nan": float("nan"), ".inf": float("inf")}.get(value, value.strip('"'))
+    return path.name, json.dumps(data, allow_nan=True)
+
+
+def _check(result: LintResult, files: list[SourceFile]) -> None:
+    assert not result.internal_errors, result.internal_errors
+    lines = {file.name: file.text.count("\n") + 1 for file in files}
+    for finding in result.findings:
+        if finding.line is not None and finding.file in lines:
+            assert 1 <= finding.line <= lines[finding.file], finding
+    sources = {file.name: file.text for file in files}
+    for fmt in ("text", "json", "sarif", "github", "markdown"):
+        out = render(result, fmt, sources=sources)
+        if fmt in ("json", "sarif"):
+            json.loads(out)
+
+
+def _keys(result: LintResult) -> list[tuple[object, ...]]:
+    return [(f.file, f.line, f.column, f.rule, f.message) for f in result.findings]
+
+
+def _fix_inserts_only(files: list[SourceFile]) -> None:
+    from kaffinity.fixes import fix_files
+
+    planning = Settings(plan_fixes=True)
+    fixed, _ = fix_files(files, lint(files, planning).findings)
+    for item in fixed:
+        original, new = item.text, item.fixed
+        # Insertion only: the original is a subsequence of the fixed text.
+        it = iter(new)
+        assert all(char in it for char in original), item.file
+        again = [parse(item.file, new)]
+        refixed, _ = fix_files(again, lint(again, planning).findings)
+        assert not refixed, f"{item.file}: fixing the fixed text changed it again"
+
+
+def _cluster(text: str | None) -> Cluster | None:
+    if text is None:
+        return None
+    return cluster_from([parse("cluster.yaml", text)], "default")
+
+
+def _one(mutant: tuple[str, str], cluster_text: str | None) -> None:
+    name, text = mutant
+    started = time.monotonic()
+    files = [parse(name, text)]
+    cluster = _cluster(cluster_text)
+    result = lint(files, Settings(), cluster=cluster)
+    _check(result, files)
+    assert _keys(lint(files, Settings(), cluster=_cluster(cluster_text))) == _keys(result)
+    if cluster is None:
+        _fix_inserts_only(files)
+    assert time.monotonic() - started < PER_MUTANT_SECONDS, f"{name}: took too long"
+
+
+def _clusters() -> st.SearchStrategy[str | None]:
+    plain = st.sampled_from(CLUSTERS).map(lambda path: path.read_text(encoding="utf-8"))
+    mutated = _mutant(CLUSTERS).map(lambda pair: pair[1])
+    return st.one_of(st.none(), plain, mutated)
+
+
+@pytest.mark.skipif(LONG_MINUTES > 0, reason="the long mode runs instead (KAFFINITY_FUZZ_MINUTES)")
+@settings(
+    max_examples=int(os.environ.get("KAFFINITY_FUZZ_EXAMPLES", EXAMPLES_DEFAULT)),
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.one_of(_mutant(SEEDS), _targeted()), _clusters())
+def test_mutated_examples_never_break_kaffinity(mutant: tuple[str, str], cluster: str | None) -> None:
+    _one(mutant, cluster)
+
+
+@pytest.mark.skipif(LONG_MINUTES <= 0, reason="long mode: set KAFFINITY_FUZZ_MINUTES (release checks)")
+def test_fuzz_for_minutes(tmp_path: Path) -> None:
+    deadline = time.monotonic() + LONG_MINUTES * 60
+    count = 0
+
+    @settings(
+        max_examples=10**9,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.one_of(_mutant(SEEDS), _targeted()), _clusters())
+    def run(mutant: tuple[str, str], cluster: str | None) -> None:
+        nonlocal count
+        if time.monotonic() > deadline:
+            return
+        count += 1
+        _one(mutant, cluster)
+
+    while time.monotonic() < deadline:
+        run()
+    print(f"fuzz: {count} mutants in {LONG_MINUTES:g} minutes, no failure")
+
+
+def _fields() -> list[tuple[Path, int, tuple[object, ...]]]:
+    """The first three places of each quantity or count key among the examples' objects."""
+    chosen: list[tuple[Path, int, tuple[object, ...]]] = []
+    per_key: dict[object, int] = {}
+    for path, index in _TARGETS:
+        for target in _paths(_PARSED[path][index]):
+            if per_key.get(target[-1], 0) < 3:
+                per_key[target[-1]] = per_key.get(target[-1], 0) + 1
+                chosen.append((path, index, target))
+    return chosen
+
+
+@pytest.mark.parametrize("value", NUMBERS)
+def test_hostile_numbers_in_every_numeric_field(value: str) -> None:
+    """Every kind of quantity or count field of the examples (three places each) with each
+    hostile number, linted alone and on a cluster: no rule fails (issue 18: ``memory: 1Ei``,
+    ``.nan``, ``1.0e+400``, ``replicas: 2147483647``)."""
+    cluster = (EXAMPLES / "clusters" / "topology.yaml").read_text(encoding="utf-8")
+    for path, index, target in _fields():
+        data = json.loads(json.dumps(_PARSED[path][index]))
+        parent = data
+        for step in target[:-1]:
+            parent = parent[step]
+        parent[target[-1]] = {".nan": float("nan"), ".inf": float("inf")}.get(value, value.strip('"'))
+        name = f"{path.parent.name}-{path.name}"
+        text = json.dumps(data, allow_nan=True)
+        files = [parse(name, text)]
+        for declared in (None, _cluster(cluster)):
+            result = lint(files, Settings(), cluster=declared)
+            assert not result.internal_errors, (name, target, result.internal_errors[:1])
