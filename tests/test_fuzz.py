@@ -305,3 +305,72 @@ def test_hostile_numbers_in_every_numeric_field(value: str) -> None:
         for declared in (None, _cluster(cluster)):
             result = lint(files, Settings(), cluster=declared)
             assert not result.internal_errors, (name, target, result.internal_errors[:1])
+
+
+# --- what the fuzzer found -------------------------------------------------------------------
+
+AFFINITY_TO_UNLABELLED = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: pg}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: pg}}
+  template:
+    metadata: {labels: {app: pg}}
+    spec: {containers: [{name: pg, image: postgres}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers: [{name: api, image: api}]
+      affinity:
+        podAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector: {matchLabels: {app: pg}}
+              topologyKey: kubernetes.io/hostname
+"""
+NODE_WITHOUT_LABELS = """\
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: v1
+    kind: Node
+    metadata:
+      name: node-a
+      labels: {kubernetes.io/hostname: node-a, topology.kubernetes.io/zone: zone-a}
+    status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
+  - apiVersion: v1
+    kind: Node
+    metadata: {name: node-b}
+    status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
+  - apiVersion: v1
+    kind: Node
+    metadata:
+      name: node-c
+      labels: {kubernetes.io/hostname: node-c, topology.kubernetes.io/zone: zone-c}
+    status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: queue-legacy-0, namespace: other, labels: {app: queue}}
+    spec: {nodeName: node-a, containers: [{name: queue, image: rabbitmq}]}
+    status: {phase: Running}
+"""
+
+
+def test_required_affinity_to_pods_on_a_node_without_the_key() -> None:
+    """Found by the long mode: the pods a required affinity needs run only on a node without its
+    topology key (a cluster file's node without labels); `unschedulable` failed with an
+    IndexError describing the empty set of domains."""
+    files = [parse("app.yaml", AFFINITY_TO_UNLABELLED)]
+    result = lint(files, Settings(), cluster=_cluster(NODE_WITHOUT_LABELS))
+    assert not result.internal_errors
+    assert [(f.rule, f.line, f.column) for f in result.findings if f.rule == "unschedulable"] == [
+        ("unschedulable", 24, 15)
+    ]

@@ -21,6 +21,8 @@ SHOWN = 3
 def name_list(names: Iterable[str], shown: int = SHOWN) -> str:
     """``a, b, c and 12 more`` (or ``a and b``): the first few distinct names and a count of the rest."""
     items = list(dict.fromkeys(names))
+    if not items:
+        return "none"
     if len(items) <= shown:
         return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
     return ", ".join(items[:shown]) + f" and {len(items) - shown} more"

@@ -221,15 +221,24 @@ def _explain(
         key = term.topology_key
         targets = _matching(result, pod, anti=False)
         selector = name_list(selector_text(t.source.label_selector) for t in rules.affinity)
+        values = {t.node.labels[key] for t in targets if t.node is not None and key in t.node.labels}
         if not targets:
             text = (
                 f"no running pod matches its required pod affinity ({selector}), and it does not match "
                 "it itself"
             )
             fix = "deploy the pods it requires, or correct the selector (or make the term preferred)"
+        elif not values:
+            # The pods it requires run only on nodes without the term's topology key: no node is
+            # in their domain (InterPodAffinity: a node lacking the key satisfies no term).
+            nodes = name_list(sorted({t.node.name for t in targets if t.node is not None}) or ["no node"])
+            text = (
+                f"the pods its required pod affinity ({selector}) matches run only on nodes without "
+                f"the label {key} ({nodes}), so no node shares their {domain_word(key)}"
+            )
+            fix = f"label those nodes with {key}, or relax the term"
         else:
             # The nodes of the domains where the pods it requires run: why each is ruled out.
-            values = {t.node.labels[key] for t in targets if t.node is not None and key in t.node.labels}
             rejected = (stuck.final[0].rejected or {}) if stuck.final else {}
             there: Counter[str] = Counter()
             for node in result.sim.nodes:
