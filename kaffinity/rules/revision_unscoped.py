@@ -156,6 +156,7 @@ def _check(context: Context) -> Iterator[Violation]:
     from kaffinity.fixes import revision_fix
 
     version = context.settings.kube_version
+    shares: dict[str, bool] = {}  # per file: scanning its text once per term was quadratic
     for workload in context.inventory.workloads:
         for kind, term in unscoped_terms(context, workload):
             message, severity = _WHY[kind], None
@@ -172,7 +173,10 @@ def _check(context: Context) -> Iterator[Violation]:
                 # Planning the edit composes the file again: only `kaffinity fix` pays for it, and
                 # lint where a YAML alias or merge key may keep the fix from editing the term (so
                 # that the hint promises the fix only where `kaffinity fix` makes it).
-                plan = context.settings.plan_fixes or _may_share(context.texts.get(workload.doc.file, ""))
+                file = workload.doc.file
+                if file not in shares:
+                    shares[file] = _may_share(context.texts.get(file, ""))
+                plan = context.settings.plan_fixes or shares[file]
                 fix = revision_fix(context, workload, term) if plan else None
                 hint = f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term'
                 if fix is not None:
