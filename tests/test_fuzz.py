@@ -256,8 +256,10 @@ def test_fuzz_for_minutes(tmp_path: Path) -> None:
     deadline = time.monotonic() + LONG_MINUTES * 60
     count = 0
 
+    # Batches of random mutants (hypothesis stops only after its max_examples): a new random
+    # batch while there is time.
     @settings(
-        max_examples=10**9,
+        max_examples=200,
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
