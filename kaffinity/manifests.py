@@ -40,7 +40,17 @@ if TYPE_CHECKING:
 
 #: The names kustomize reads in a folder (sigs.k8s.io/kustomize/api/konfig
 #: ``RecognizedKustomizationFileNames``).
-KUSTOMIZATION_NAMES = frozenset(("kustomization.yaml", "kustomization.yml", "Kustomization"))
+KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
+def find_kustomization(folder: str) -> str | None:
+    """The kustomization file of ``folder`` (the first of the names kustomize accepts), or None."""
+    for name in KUSTOMIZATION_NAMES:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return os.path.normpath(path)
+    return None
+
 
 _BY_NAME = {
     "mkdocs.yml": "mkdocs configuration",

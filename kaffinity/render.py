@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kaffinity.loader import DEFAULT_LIMITS, Limits, LoadProblem, SourceFile, parse, read, read_text
+from kaffinity.manifests import KUSTOMIZATION_NAMES, find_kustomization
 from kaffinity.source import COLUMN_BITS, DataPath, Document, PosDict, PosList, Span, locate_depth, unpack
 
 #: Seconds a build may take (a kustomization with remote bases fetches them; a stuck network
@@ -47,7 +48,6 @@ DEFAULT_TIMEOUT = 120.0
 RENDER_PROBLEM = "parse-error"
 
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
-KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 _SOURCE_COMMENT = re.compile(r"^# Source: (\S.*?)\s*$", re.M)
 _SUPPRESSION_COMMENT = re.compile(r"(?:^|(?<=\s))#\s*kaffinity:\s*ignore\[[^\]]*\].*$")
 _SEPARATOR = re.compile(r"^---(?:[ \t].*)?$", re.M)
@@ -145,15 +145,6 @@ def helm_engine() -> str | None:
     return None
 
 
-def find_kustomization(directory: str) -> str | None:
-    """The kustomization file of ``directory`` (the names kustomize accepts), or None."""
-    for name in KUSTOMIZATION_FILES:
-        path = os.path.join(directory, name)
-        if os.path.isfile(path):
-            return path
-    return None
-
-
 # --- kustomize -----------------------------------------------------------------------------
 
 
@@ -169,7 +160,7 @@ def render_kustomization(
     """
     started = time.perf_counter()
     engine = kustomize_engine()
-    kustomization = find_kustomization(directory) or os.path.join(directory, KUSTOMIZATION_FILES[0])
+    kustomization = find_kustomization(directory) or os.path.join(directory, KUSTOMIZATION_NAMES[0])
 
     def failed(message: str, where: str = kustomization, span: Span | None = None) -> Rendered:
         problem = SourceFile(

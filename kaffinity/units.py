@@ -37,12 +37,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kaffinity.loader import DEFAULT_LIMITS, Limits, SourceFile
+from kaffinity.manifests import KUSTOMIZATION_NAMES, find_kustomization
 from kaffinity.model import document_key, object_ref
 from kaffinity.source import DataPath, Document, Span
-
-#: The names kustomize looks for in a folder (sigs.k8s.io/kustomize/api/konfig
-#: RecognizedKustomizationFileNames), in its order.
-KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
 #: Kustomization fields whose entries are objects (files or folders of another kustomization).
 _RESOURCE_FIELDS = ("resources", "bases", "components", "crds")
@@ -99,7 +96,6 @@ class Layout:
     #: Files read as parts of objects (kustomize patches): never objects of their own.
     fragments: frozenset[str] = frozenset()
     kustomizations: tuple[Kustomization, ...] = ()
-    charts: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     #: The unit of each rendered object, by id(document): a finding of a rule that reads one
     #: object at a time names it, as the object exists only in that unit's build.
@@ -175,7 +171,6 @@ def read_layout(
         documents,
         fragments,
         tuple(kustomizations.values()),
-        tuple(sorted({u.name for u in units if u.source == "helm"})),
         tuple(notes),
     )
 
@@ -223,7 +218,6 @@ def render_units(
         documents,
         layout.fragments,
         layout.kustomizations,
-        layout.charts,
         (*layout.notes, *builder.notes()),
         {key: tuple(names) for key, names in membership.items()},
         builder.places,
@@ -312,7 +306,7 @@ def find_kustomizations(
             candidates.add(os.path.normpath(root))
     folders = {os.path.dirname(os.path.normpath(file.name)) or "." for file in files}
     for folder in folders:
-        path = _kustomization_in(folder)
+        path = find_kustomization(folder)
         if path is not None:
             candidates.add(path)
     found: dict[str, Kustomization] = {}
@@ -328,7 +322,7 @@ def find_kustomizations(
         found[folder] = kustomization
         for child in kustomization.folders:  # bases outside the walked folders
             if child not in found:
-                child_path = _kustomization_in(child)
+                child_path = find_kustomization(child)
                 if child_path is not None:
                     pending.append(child_path)
     return found
@@ -341,14 +335,6 @@ def _walk_kustomizations(root: str) -> Iterator[str]:
             if name in names:
                 yield os.path.normpath(os.path.join(folder, name))
                 break
-
-
-def _kustomization_in(folder: str) -> str | None:
-    for name in KUSTOMIZATION_NAMES:
-        path = os.path.join(folder, name)
-        if os.path.isfile(path):
-            return os.path.normpath(path)
-    return None
 
 
 def _read_kustomization(path: str, limits: Limits) -> Kustomization | None:
