@@ -101,7 +101,9 @@ def _mutant(draw: st.DrawFn, seeds: list[Path]) -> tuple[str, str]:
             break
         at = draw(st.integers(0, len(lines) - 1))
         kind = draw(
-            st.sampled_from(["value", "value", "value", "delete", "copy", "indent", "alias", "cut", "swap"])
+            st.sampled_from(
+                ["value", "value", "token", "token", "delete", "copy", "indent", "alias", "cut", "swap"]
+            )
         )
         line = lines[at]
         if kind == "value" and ":" in line:
@@ -111,7 +113,7 @@ def _mutant(draw: st.DrawFn, seeds: list[Path]) -> tuple[str, str]:
             # One value of the line, flow mappings included ({cpu: 100m, memory: 1Gi}); a
             # quantity or a count gets a hostile number more often.
             match = draw(st.sampled_from(values))
-            numeric = match.group(1) in _QUANTITY_KEYS or NUMERIC_KEYS.match(match.group(1) + ":")
+            numeric = match.group(1) in _QUANTITY_KEYS or bool(NUMERIC_KEYS.match(match.group(1) + ":"))
             hostile = draw(st.sampled_from(NUMBERS if numeric and draw(st.booleans()) else HOSTILE))
             lines[at] = line[: match.start(3)] + hostile + line[match.end(3) :]
         elif kind == "delete":
@@ -253,8 +255,13 @@ def test_mutated_examples_never_break_kaffinity(mutant: tuple[str, str], cluster
 
 @pytest.mark.skipif(LONG_MINUTES <= 0, reason="long mode: set KAFFINITY_FUZZ_MINUTES (release checks)")
 def test_fuzz_for_minutes(tmp_path: Path) -> None:
+    """Random mutants until the time is up. A failing mutant is kept (in
+    ``KAFFINITY_FUZZ_FAILURES``, a folder, or the test's temporary one) and the run goes on, so
+    one hour shows every failure it can find; the test fails at the end if there was one."""
     deadline = time.monotonic() + LONG_MINUTES * 60
-    count = 0
+    kept = Path(os.environ.get("KAFFINITY_FUZZ_FAILURES") or tmp_path)
+    kept.mkdir(parents=True, exist_ok=True)
+    counts = {"mutants": 0, "with a cluster": 0, "failures": 0}
 
     # Batches of random mutants (hypothesis stops only after its max_examples): a new random
     # batch while there is time.
@@ -266,15 +273,25 @@ def test_fuzz_for_minutes(tmp_path: Path) -> None:
     )
     @given(st.one_of(_mutant(SEEDS), _targeted()), _clusters())
     def run(mutant: tuple[str, str], cluster: str | None) -> None:
-        nonlocal count
         if time.monotonic() > deadline:
             return
-        count += 1
-        _one(mutant, cluster)
+        counts["mutants"] += 1
+        counts["with a cluster"] += cluster is not None
+        try:
+            _one(mutant, cluster)
+        except Exception as error:  # noqa: BLE001 - every failure is kept, the run goes on
+            counts["failures"] += 1
+            case = kept / f"failure-{counts['failures']:04d}"
+            case.mkdir()
+            (case / mutant[0]).write_text(mutant[1], encoding="utf-8")
+            if cluster is not None:
+                (case / "cluster.yaml").write_text(cluster, encoding="utf-8")
+            (case / "error.txt").write_text(f"{type(error).__name__}: {error}"[:4000], encoding="utf-8")
 
     while time.monotonic() < deadline:
         run()
-    print(f"fuzz: {count} mutants in {LONG_MINUTES:g} minutes, no failure")
+    print(f"fuzz: {LONG_MINUTES:g} minutes: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    assert not counts["failures"], f"{counts['failures']} failing mutants kept in {kept}"
 
 
 def _fields() -> list[tuple[Path, int, tuple[object, ...]]]:
