@@ -458,12 +458,37 @@ def _documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[Any
     try:
         while loader.check_node():
             builder = _Builder(loader, aliases, limits)
-            yield builder.build(loader.get_node(), 0), builder
+            node = loader.get_node()
+            with _frames_for(limits.depth):
+                data = builder.build(node, 0)
+            yield data, builder
     finally:
         loader.dispose()
         # ruamel's loader refers to itself (as its own parser, composer and constructor); break
         # the cycle so the loader is freed at once rather than by the cyclic garbage collector.
         vars(loader).clear()
+
+
+@contextmanager
+def _frames_for(levels: int) -> Iterator[None]:
+    """Room on the interpreter's stack for :class:`_Builder` to recurse ``levels`` deep (two
+    frames a level): a file under ``limits.depth`` is never refused as too deep because of the
+    interpreter's default recursion limit (1,000 frames: about 480 levels). The limit is put
+    back afterwards; ``limits.depth`` itself is capped (10,000) well inside the C stack."""
+    needed = 2 * levels + _FRAMES_IN_USE
+    before = sys.getrecursionlimit()
+    if needed <= before:
+        yield
+        return
+    sys.setrecursionlimit(needed)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
+
+
+#: Frames below the builder: the command, the engine, a worker or a test runner.
+_FRAMES_IN_USE = 400
 
 
 def _problem(text: str, error: Exception, limits: Limits = DEFAULT_LIMITS) -> LoadProblem:

@@ -190,9 +190,16 @@ def test_every_hostile_file_and_deep_files_same_output_for_any_jobs(tmp_path: Pa
 def test_deep_files_under_the_largest_depth_limit_same_output_for_any_jobs(tmp_path: Path) -> None:
     """``limits: depth`` up to the schema's cap: whatever ``--jobs 1`` says of files nested
     thousands of levels deep, the workers say the same."""
-    _hostile_folder(tmp_path, {"deep-1000": 1000, "deep-5000": 5000, "deep-9999": 9999, "deep-10000": 10000})
+    import json
+
+    deep = {"deep-1000": 1000, "deep-5000": 5000, "deep-10000": 10000, "deep-10001": 10001}
+    _hostile_folder(tmp_path, deep)
     (tmp_path / ".kaffinity.yaml").write_text("limits:\n  depth: 10000\n")
-    _same_for_any_jobs(tmp_path)
+    report = json.loads(_same_for_any_jobs(tmp_path))
+    errors = {Path(item["file"]).name for item in report["findings"] if item["rule"] == "parse-error"}
+    # Read up to the limit (the interpreter's default recursion limit refused them past ~480
+    # levels, as "nesting deeper than 10000 levels"); one level more is refused.
+    assert {name for name in errors if name.startswith("deep-")} == {"deep-10001.yaml"}
 
 
 def test_a_file_too_deep_to_pickle_is_read_here(tmp_path: Path) -> None:
