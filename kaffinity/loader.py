@@ -58,8 +58,10 @@ class Limits:
     file_size: int = 32 * 1024 * 1024
     #: Levels of nesting: no manifest comes close, and libyaml's composer recurses in C.
     depth: int = 400
-    #: Nodes that aliases may add to one document: an alias bomb ("billion laughs") is refused,
-    #: as go-yaml refuses "excessive aliasing".
+    #: Nodes that aliases may add to one file, its documents together: an alias bomb ("billion
+    #: laughs") is refused, as go-yaml refuses "excessive aliasing". Per file, not per document
+    #: (go-yaml's count): every node an alias adds is walked by the schema and the rules, so
+    #: many documents each under a per-document limit made a 224 KB file cost 80 s.
     alias_nodes: int = 1_000_000
     #: Pods one placement may create (replicas, Job parallelism, one DaemonSet pod per eligible
     #: node, summed over the workloads of a deployment unit): past it the unit is not placed.
@@ -318,7 +320,7 @@ class _Builder:
             self.expanded += hit[1]
             if self.expanded > self.limits.alias_nodes:
                 raise _LoadError(
-                    f"aliases expand this document beyond {self.limits.alias_nodes:,} nodes (an alias bomb?; "
+                    f"aliases expand this file beyond {self.limits.alias_nodes:,} nodes (an alias bomb?; "
                     "limits: alias-nodes)",
                     _span(node.start_mark),
                 )
@@ -455,12 +457,15 @@ def _documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[Any
     _check_nesting(text, limits)
     loader = _composer(text)
     aliases = "&" in text and "*" in text
+    expanded = 0
     try:
         while loader.check_node():
             builder = _Builder(loader, aliases, limits)
+            builder.expanded = expanded  # alias-nodes counts the whole file
             node = loader.get_node()
             with _frames_for(limits.depth):
                 data = builder.build(node, 0)
+            expanded = builder.expanded
             yield data, builder
     finally:
         loader.dispose()

@@ -249,10 +249,7 @@ def test_limits_from_the_config_file(tmp_path: Path) -> None:
     assert (
         "deep.yaml:5:23: error [parse-error] nesting deeper than 6 levels (limits: depth)" in completed.stdout
     )
-    assert (
-        "laughs.yaml:7:4: error [parse-error] aliases expand this document beyond 20 nodes"
-        in completed.stdout
-    )
+    assert "laughs.yaml:7:4: error [parse-error] aliases expand this file beyond 20 nodes" in completed.stdout
     assert GOOD_FINDING in completed.stdout
     # The defaults accept both files.
     default = run_cli("lint", "--no-config", str(tmp_path / "deep.yaml"), str(tmp_path / "laughs.yaml"))

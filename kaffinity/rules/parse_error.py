@@ -13,7 +13,7 @@ RULE = Rule(
 Input kaffinity could not read: a missing or unreadable file, bytes that are not UTF-8 (or
 UTF-16/32 with a byte order mark), binary content, YAML or JSON that does not parse, or input
 past one of the `limits:` of `.kaffinity.yaml`: a file larger than `file-size` (32Mi; also
-`--max-file-size`), nesting deeper than `depth` (400 levels), aliases that expand a document
+`--max-file-size`), nesting deeper than `depth` (400 levels), aliases that expand a file
 beyond `alias-nodes` (a million nodes: an alias bomb), or a cluster file (`--cluster`) that
 declares more than `nodes` nodes (15,000; Node objects and `ClusterTopology` pools together:
 docs/simulation.md).
