@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from kaffinity.config import Settings
-from kaffinity.findings import Finding, Location, Severity, Violation
+from kaffinity.findings import MAX_RELATED, Finding, Location, Severity, Violation
 from kaffinity.loader import SourceFile
 from kaffinity.model import (
     Inventory,
@@ -437,7 +437,7 @@ class _Run:
                 file, span = found
         related = tuple(
             Location(other.doc.file, other.doc.locate(other.path), format_path(other.path), other.message)
-            for other in violation.related
+            for other in violation.related[:MAX_RELATED]
         )
         finding = self._finding(
             rule,

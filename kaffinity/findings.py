@@ -50,6 +50,12 @@ class Related:
     message: str = ""
 
 
+#: Related places one finding shows at most; its message names and counts the rest ("b1, b2, b3
+#: and 997 more"). A thousand budgets selecting the same pods made each of a thousand findings
+#: list the other 999: a 183 MB report (issue 18).
+MAX_RELATED = 10
+
+
 @dataclass(frozen=True, slots=True)
 class Violation:
     """What a rule's check yields: a data path on one object, the message, and optional extras.

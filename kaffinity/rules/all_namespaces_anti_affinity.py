@@ -18,14 +18,17 @@ if TYPE_CHECKING:
 SHOWN = 3
 
 
-def name_list(names: Iterable[str], shown: int = SHOWN) -> str:
-    """``a, b, c and 12 more`` (or ``a and b``): the first few distinct names and a count of the rest."""
+def name_list(names: Iterable[str], shown: int = SHOWN, total: int | None = None) -> str:
+    """``a, b, c and 12 more`` (or ``a and b``): the first few distinct names and a count of the rest.
+
+    ``total``: how many distinct names there are, when ``names`` holds only the first ones."""
     items = list(dict.fromkeys(names))
+    count = max(len(items), total or 0)
     if not items:
         return "none"
-    if len(items) <= shown:
+    if count <= shown:
         return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-    return ", ".join(items[:shown]) + f" and {len(items) - shown} more"
+    return ", ".join(items[:shown]) + f" and {count - shown} more"
 
 
 def domain_word(key: str) -> str:

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kaffinity.apivalidation import budget_refused
-from kaffinity.findings import Related, Severity, Violation
+from kaffinity.findings import MAX_RELATED, Related, Severity, Violation
 from kaffinity.graph import PDB, AffinityGraph, Member, Relation
-from kaffinity.rules.all_namespaces_anti_affinity import name_list, ordered
+from kaffinity.rules.all_namespaces_anti_affinity import SHOWN, name_list, ordered
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def _check(context: Context) -> Iterator[Violation]:
     # Per matched set: the members some other budget selects too (a budget's own identity is
     # among any member's, so "another identity" is "two identities"), their names, and the
     # budgets that select them.
-    overlaps: dict[frozenset[str], tuple[str, set[int]]] = {}
+    overlaps: dict[frozenset[str], tuple[str, list[int], dict[str, set[tuple[str | None, str]]]]] = {}
     for relation_index, relation in enumerate(budgets):
         me = identities[relation_index]
         found = overlaps.get(relation.matches)
@@ -86,22 +86,37 @@ def _check(context: Context) -> Iterator[Violation]:
                 for member in ordered(graph, relation.matches)
                 if _has_pods(member) and shared_by_many(member)
             ]
-            selecting = {
-                index
-                for group in {group for member in shared for group in in_groups[member.id]}
-                for index in groups[sets[group]]
-            }
+            selecting = sorted(
+                {
+                    index
+                    for group in {group for member in shared for group in in_groups[member.id]}
+                    for index in groups[sets[group]]
+                }
+            )
+            identities_named: dict[str, set[tuple[str | None, str]]] = {}
+            for index in selecting:
+                identities_named.setdefault(identities[index][1], set()).add(identities[index])
             found = overlaps[relation.matches] = (
                 name_list(str(member) for member in shared) if shared else "",
                 selecting,
+                identities_named,
             )
-        shared_names, selecting = found
+        shared_names, selecting, identities_named = found
         if not shared_names:
             continue
-        others = [
-            other for index, other in enumerate(budgets) if index in selecting and identities[index] != me
-        ]
-        other_names = name_list(graph.pdbs[other.owner].ref.name for other in others)
+        # The other budgets: the first few, named and related, and a count of the rest's names
+        # (distinct names of the set, less this budget's unless another budget shares it), so
+        # that N budgets selecting the same pods cost N x SHOWN, not N² (issue 18).
+        others: list[Relation] = []
+        shown: dict[str, None] = {}
+        for index in selecting:
+            if identities[index] != me:
+                others.append(budgets[index])
+                shown.setdefault(identities[index][1])
+                if len(others) >= MAX_RELATED and len(shown) >= SHOWN:
+                    break
+        names = len(identities_named) - (identities_named[me[1]] == {me})
+        other_names = name_list(shown, total=names)
         # registry/core/pod/storage/eviction.go: a pod with more than one matching budget is
         # refused with HTTP 500 (reference §G); kubectl drain fails that pod and stops.
         message = (
@@ -112,7 +127,7 @@ def _check(context: Context) -> Iterator[Violation]:
         )
         related = tuple(
             Related(other.doc, other.path, f"PodDisruptionBudget {graph.pdbs[other.owner].ref.name}")
-            for other in others
+            for other in others[:MAX_RELATED]
         )
         fix = "make the selectors disjoint, or keep one PodDisruptionBudget for these pods"
         yield Violation(relation.doc, relation.path, message, related=related, fix=fix)
