@@ -181,6 +181,15 @@ def test_findings_past_the_limit_are_dropped_with_one_notice(tmp_path: Path) -> 
     notices = [line for line in capped.stderr.splitlines() if "limits: findings" in line]
     assert len(notices) == 1
     assert notices[0].startswith("kaffinity: note: ")
+    # The same note in the reports a machine reads: JSON's summary, SARIF's invocation.
+    assert json.loads(capped.stdout)["summary"]["notices"] == [notices[0].removeprefix("kaffinity: note: ")]
+    assert json.loads(full.stdout)["summary"]["notices"] == []
+    sarif = run_cli("lint", "--config", paths["cfg.yaml"], paths["pods.yaml"], "--format", "sarif")
+    (invocation,) = json.loads(sarif.stdout)["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is True
+    assert [
+        (item["level"], item["message"]["text"]) for item in invocation["toolExecutionNotifications"]
+    ] == [("note", notices[0].removeprefix("kaffinity: note: "))]
 
 
 def test_nodes_of_a_list_count_too(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ def as_dict(result: LintResult) -> dict[str, Any]:
             "suppressed": result.suppressed,
             "rules": dict(sorted(Counter(finding.rule for finding in result.findings).items())),
             "units": list(result.units),
+            "notices": list(result.notices),
         },
     }
 

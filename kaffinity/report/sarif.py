@@ -58,6 +58,20 @@ def as_dict(result: LintResult) -> dict[str, Any]:
                         ],
                     }
                 },
+                # What a limit left undone (a unit not placed, findings dropped) and any rule that
+                # failed: SARIF's tool execution notifications, as on stderr (docs/output.md).
+                "invocations": [
+                    {
+                        "executionSuccessful": not result.internal_errors,
+                        "toolExecutionNotifications": [
+                            *({"level": "note", "message": {"text": text}} for text in result.notices),
+                            *(
+                                {"level": "error", "message": {"text": text}}
+                                for text in result.internal_errors
+                            ),
+                        ],
+                    }
+                ],
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
                 "results": [_result(finding, index, root) for finding in result.findings],
                 "columnKind": "unicodeCodePoints",
