@@ -13,6 +13,7 @@ Bad input never raises: a file that cannot be read, decoded or parsed yields a
 
 from __future__ import annotations
 
+import binascii
 import gc
 import os
 import re
@@ -217,11 +218,18 @@ class _Builder:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
-                    return self.constructor.construct_object(node)
-                except (ValueError, KeyError, TypeError, OverflowError):
+                    constructed = self.constructor.construct_object(node)
+                except (ValueError, KeyError, TypeError, OverflowError, binascii.Error):
                     raise _LoadError(
                         f"{value!r} is not a valid {tag.rsplit(':', 1)[-1]}", _span(node.start_mark)
                     ) from None
+            if isinstance(constructed, bytes):
+                # `!!binary`: go-yaml decodes the base64 into a Go string, which becomes a JSON
+                # string (invalid UTF-8 replaced) on its way to the API server.
+                return constructed.decode("utf-8", "replace")
+            if not isinstance(constructed, (str, int, float, type(None))):
+                return value  # `!!timestamp` (a date): JSON has no such type, the text stays
+            return constructed
         if node.style:
             return value
         if "{{" in value and self.template is None and _HELM_IN_VALUE.search(value):

@@ -54,6 +54,7 @@ deadlock of the rollout.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -158,14 +159,12 @@ class _Session:
         a way that can help: a pod deleted, or one added when the pod needs pod affinity."""
         if not pending or not (self.freed or (self.added and pending[0].rules.affinity)):
             return False
-        placed = False
-        while pending:
-            if not self.place(pending[0]):
-                break
-            pending.pop(0)
-            placed = True
+        placed = 0
+        while placed < len(pending) and self.place(pending[placed]):
+            placed += 1
+        del pending[:placed]  # at once: a pop(0) each was quadratic in a long queue
         self.freed = self.added = False
-        return placed
+        return placed > 0
 
     def settle(self, pods: list[SimPod], template: Workload) -> list[SimPod]:
         """Replace the bound ``pods`` by pods of ``template`` (old revision) on the same nodes."""
@@ -269,7 +268,8 @@ def _deployment(
     if budget is None:
         return None
     sim = session.sim
-    old = list(current)
+    old = dict.fromkeys(current)  # in order, and a pod deleted in O(1)
+    victims = _Victims(session, list(old))
     new: list[SimPod] = []
     pending: list[SimPod] = []
     min_available = replicas - budget.unavailable
@@ -282,6 +282,7 @@ def _deployment(
             for _ in range(min(replicas + budget.surge - total, replicas - len(new))):
                 pod = sim.pod(session.template, len(new), NEW_REVISION)
                 new.append(pod)
+                victims.mine.add(pod)
                 if pending or not session.place(pod):
                     pending.append(pod)
             continue
@@ -291,12 +292,12 @@ def _deployment(
             # (cleanupUnhealthyReplicas has nothing to do: every old pod runs, see simulate)
             available = len(old) + len(new) - len(pending)
             if max_scaled_down > 0 and available > min_available:
-                victims = deletion_order(old, [*old, *new])[: min(available - min_available, len(old))]
-                for pod in victims:
+                chosen = victims.take(min(available - min_available, len(old)))
+                for pod in chosen:
                     session.delete(pod)
-                    old.remove(pod)
-                deleted += len(victims)
-                progressed = progressed or bool(victims)
+                    del old[pod]
+                deleted += len(chosen)
+                progressed = progressed or bool(chosen)
         if not progressed:
             break
     placed = len(new) - len(pending)
@@ -314,7 +315,9 @@ def _deployment(
     done = [f"placing {_count(placed, 'new pod')}"] if placed else []
     done += [f"removing {_count(deleted, 'old pod')}"] if deleted else []
     progress = " and ".join(done)
-    return _deadlock(session, workload, pending[0], "a pod of the new revision", budget, wait, progress, old)
+    return _deadlock(
+        session, workload, pending[0], "a pod of the new revision", budget, wait, progress, list(old)
+    )
 
 
 def _statefulset(
@@ -499,6 +502,67 @@ def _count(number: int, noun: str) -> str:
 
 
 # --- deletion order --------------------------------------------------------------------------
+
+
+class _Victims:
+    """The old pods of a Deployment rollout in :func:`deletion_order`, kept up to date as the
+    rollout places and deletes pods: sorting every old pod at each step made a rollout with
+    ``maxSurge: 1`` quadratic (8,000 replicas: 22 s). A heap of the old pods by rank; when a
+    pod of the workload comes to or leaves a node, the old pods on that node are ranked again
+    (their count of same-owner pods on the node changed)."""
+
+    def __init__(self, session: _Session, old: list[SimPod]) -> None:
+        self.session = session
+        self.mine: set[SimPod] = set(old)  # the workload's pods, old and new: `related`
+        self.on_node: Counter[str] = Counter(pod.node.name for pod in old if pod.node is not None)
+        self.old_on: dict[str, list[SimPod]] = {}
+        # The last tie-break, newer first, and then the order of ``old`` (a stable sort).
+        ordered = sorted(old, key=_created, reverse=True)
+        self.rank = {pod: position for position, pod in enumerate(ordered)}
+        self.stamp: dict[SimPod, int] = {}
+        self.heap: list[tuple[bool, int, int, int, int, SimPod]] = []
+        self.bound = len(session.bound)
+        self.removed = len(session.removed)
+        for pod in old:
+            if pod.node is not None:
+                self.old_on.setdefault(pod.node.name, []).append(pod)
+            self._push(pod)
+
+    def _push(self, pod: SimPod) -> None:
+        stamp = self.stamp[pod] = self.stamp.get(pod, 0) + 1
+        node = pod.node
+        key = (node is not None, _deletion_cost(pod), -(self.on_node[node.name] if node is not None else 0))
+        heapq.heappush(self.heap, (*key, self.rank[pod], stamp, pod))
+
+    def _catch_up(self) -> None:
+        """Count the pods the session placed and deleted since the last step."""
+        changed: set[str] = set()
+        for pod in self.session.bound[self.bound :]:
+            if pod in self.mine and pod.node is not None:
+                self.on_node[pod.node.name] += 1
+                changed.add(pod.node.name)
+        for pod, node in self.session.removed[self.removed :]:
+            if pod in self.mine:
+                self.on_node[node.name] -= 1
+                changed.add(node.name)
+        self.bound, self.removed = len(self.session.bound), len(self.session.removed)
+        for name in changed:
+            for pod in self.old_on.get(name, ()):
+                self._push(pod)
+
+    def take(self, count: int) -> list[SimPod]:
+        """The first ``count`` old pods in deletion order, no longer old once taken."""
+        self._catch_up()
+        chosen: list[SimPod] = []
+        while self.heap and len(chosen) < count:
+            *_, stamp, pod = heapq.heappop(self.heap)
+            if self.stamp.get(pod) != stamp:
+                continue  # ranked again since, or taken
+            chosen.append(pod)
+            del self.stamp[pod]
+            if pod.node is not None:
+                self.old_on[pod.node.name].remove(pod)
+        return chosen
 
 
 def _deletion_cost(pod: SimPod) -> int:

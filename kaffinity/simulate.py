@@ -557,6 +557,12 @@ class Simulation:
         self._version = 0
         self._rules: dict[tuple[Any, ...], Rules] = {}
         self._spread_nodes: dict[tuple[Any, ...], tuple[frozenset[SimNode], frozenset[str]]] = {}
+        #: Every bind (+1) and unbind (-1), in order: cached spread counts catch up from it.
+        self._log: list[tuple[SimPod, SimNode, int]] = []
+        #: (namespace, id(spread), id(nodes)) -> (spread, nodes, counts, log position)
+        self._spread_cache: dict[
+            tuple[str, int, int], tuple[Spread, frozenset[SimNode], Counter[str], int]
+        ] = {}
 
     # -- pods --------------------------------------------------------------------------------
 
@@ -678,6 +684,7 @@ class Simulation:
         self._pods.add(pod)
         for term in pod.rules.anti:
             self._anti.add(term, node)
+        self._logged(pod, node, 1)
         self._changed(node)
 
     def unbind(self, pod: SimPod) -> None:
@@ -694,7 +701,16 @@ class Simulation:
         self._pods.remove(pod)
         for term in pod.rules.anti:
             self._anti.remove(term, node)
+        self._logged(pod, node, -1)
         self._changed(node)
+
+    def _logged(self, pod: SimPod, node: SimNode, delta: int) -> None:
+        if len(self._log) > max(65_536, 4 * len(self._pods.all)):
+            # Counts too far behind cost more to catch up than to count again: start afresh
+            # (amortized, each event is read a bounded number of times; the log stays small).
+            self._log.clear()
+            self._spread_cache.clear()
+        self._log.append((pod, node, delta))
 
     def _changed(self, node: SimNode) -> None:
         self._version += 1
@@ -846,6 +862,19 @@ class Simulation:
             heap = self._heaps[key] = _Heap(static)
         return heap
 
+    def domain_heap(self, rules: Rules, static: set[SimNode], key: str, value: str) -> _Heap:
+        """The nodes of one topology domain that pass ``rules``' static filters, as a heap."""
+        signature = (rules.signature(), key, value)
+        heap = self._heaps.get(signature)
+        if heap is None:
+            heap = self._heaps[signature] = _Heap(n for n in self.domain_nodes(key, value) if n in static)
+        return heap
+
+    def domain_values(self, key: str) -> list[str]:
+        """The values of label ``key`` among the nodes, in the order nodes first carry them."""
+        self.domain_nodes(key, "")
+        return list(self._domains[key])
+
     def _anti_terms_for(self, pod: SimPod) -> list[Term]:
         """Placed pods' required anti-affinity terms that select ``pod`` (symmetry)."""
         ns_labels = self.namespace_labels(pod.namespace)
@@ -974,6 +1003,31 @@ class Simulation:
     def candidates(self, selector: LabelSelector | None) -> Iterable[SimPod]:
         return self._pods.candidates(selector)
 
+    def spread_counts(self, namespace: str, spread: Spread, nodes: frozenset[SimNode]) -> Counter[str]:
+        """:func:`spread_counts`, counted once per constraint and then kept up to date from the
+        binds and unbinds since: a Deployment of P pods spread over its own pods counted every
+        placed pod for each new one (P²: 3,000 pods, 36 s). Read-only for the caller."""
+        key = (namespace, id(spread), id(nodes))
+        found = self._spread_cache.get(key)
+        if found is None:
+            counts = spread_counts(self, namespace, spread, nodes)
+            self._spread_cache[key] = (spread, nodes, counts, len(self._log))
+            return counts
+        _, _, counts, seen = found
+        selector = spread.selector
+        if seen < len(self._log) and selector is not None and not selector.is_empty:
+            topology_key = spread.topology_key
+            for pod, node, delta in self._log[seen:]:
+                if (
+                    node in nodes
+                    and not pod.terminating
+                    and pod.namespace == namespace
+                    and selector_matches(selector, pod.labels)
+                ):
+                    counts[node.labels[topology_key]] += delta
+        self._spread_cache[key] = (spread, nodes, counts, len(self._log))
+        return counts
+
 
 def node_matches(
     node_selector: Sequence[tuple[str, str]],
@@ -1072,7 +1126,7 @@ class _State:
 
     def _spread_counts(self, rules: Rules, spread: Spread) -> tuple[Counter[str], frozenset[str]]:
         eligible, domains = self.sim.spread_nodes(rules, spread)
-        return spread_counts(self.sim, rules.namespace, spread, eligible), domains
+        return self.sim.spread_counts(rules.namespace, spread, eligible), domains
 
     def filter(self, node: SimNode) -> list[str]:
         """The dynamic filters on ``node``, in order; the first failing plugin's reasons."""
@@ -1185,7 +1239,9 @@ class _State:
         allowed = self._affinity_domains()
         for bonus in sorted({*classes, _DEFAULT}, reverse=True):
             if bonus == _DEFAULT and allowed is None:
-                found = heap.best(lambda node: not self.filter(node), _HEAP_TRIES, special.__contains__)
+                narrowed, found = self._best_by_domain(static, special)
+                if not narrowed:
+                    found = heap.best(lambda node: not self.filter(node), _HEAP_TRIES, special.__contains__)
                 if found is None:
                     continue
                 return found
@@ -1200,6 +1256,38 @@ class _State:
                 if node in static and not self.filter(node):
                     return node
         return None
+
+    def _best_by_domain(
+        self, static: set[SimNode], special: Mapping[SimNode, Any]
+    ) -> tuple[bool, SimNode | bool | None]:
+        """With a DoNotSchedule spread constraint, the best default-class node from the heaps of
+        the domains whose skew it allows (its Filter depends on the node's domain alone): the
+        whole-cluster heap would try the most free nodes of a full zone first, give up and
+        filter every node (5,000 pods spread over the zones of 5,000 nodes: 109 s). The best
+        node of each allowed domain, then the best of those: the same node as the whole heap's.
+        First: whether a constraint narrowed the domains (if not, ask the whole heap); then the
+        node, None when none fits, False when a heap gave up (filter every node)."""
+        if not self.spread:
+            return False, None
+        spread, counts, minimum, self_match = self.spread[0]
+        key = spread.topology_key
+        values = [
+            value
+            for value in self.sim.domain_values(key)
+            if counts.get(value, 0) + int(self_match) - minimum <= spread.max_skew
+        ]
+        if len(values) == len(self.sim.domain_values(key)):
+            return False, None  # every domain allowed: the whole heap is as good
+        best: SimNode | None = None
+        for value in values:
+            found = self.sim.domain_heap(self.pod.rules, static, key, value).best(
+                lambda node: not self.filter(node), _HEAP_TRIES, special.__contains__
+            )
+            if found is False:
+                return True, False
+            if isinstance(found, SimNode) and (best is None or _by_free(found) < _by_free(best)):
+                best = found
+        return True, best
 
     def _affinity_domains(self) -> set[SimNode] | None:
         """With required pod affinity and a matching pod somewhere, the nodes of the domains

@@ -393,3 +393,39 @@ def test_required_affinity_to_pods_on_a_node_without_the_key() -> None:
     assert [(f.rule, f.line, f.column) for f in result.findings if f.rule == "unschedulable"] == [
         ("unschedulable", 24, 15)
     ]
+
+
+BINARY_AND_TIMESTAMP = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: cache}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: cache}}
+  template:
+    metadata:
+      labels: {app: cache}
+      annotations: {built: !!timestamp 2001-12-14}
+    spec:
+      containers: [{name: cache, image: "redis:7"}]
+      volumes:
+        - name: scratch
+          emptyDir:
+            sizeLimit: !!binary aGVsbG8=
+"""
+
+
+def test_binary_and_timestamp_tags_are_strings() -> None:
+    """Found by the long mode (an hour, issue 18): `!!binary` made a bytes value and `!!timestamp`
+    a date, neither of which JSON has; every rule that serialises the object failed. go-yaml
+    decodes `!!binary` into a string, and the API server gets the JSON string; a timestamp's
+    text stays a string. `sizeLimit: hello` is then not a quantity, as the API server says."""
+    files = [parse("cache.yaml", BINARY_AND_TIMESTAMP)]
+    result = lint(files, Settings())
+    assert not result.internal_errors
+    template = files[0].documents[0].data["spec"]["template"]
+    assert template["metadata"]["annotations"]["built"] == "2001-12-14"
+    assert template["spec"]["volumes"][0]["emptyDir"]["sizeLimit"] == "hello"
+    assert [(f.rule, f.line, f.column) for f in result.findings if f.rule == "api-validation"] == [
+        ("api-validation", 16, 13)
+    ]
