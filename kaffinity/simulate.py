@@ -430,6 +430,8 @@ class _TermIndex:
 
     def __init__(self) -> None:
         self.holders: dict[Term, Counter[SimNode]] = {}
+        #: term -> its holders per value of its topology key (what the symmetry check reads)
+        self.domains: dict[Term, Counter[str]] = {}
         self.by_pair: dict[tuple[str, str], set[Term]] = {}
         self.scan: set[Term] = set()
 
@@ -442,7 +444,11 @@ class _TermIndex:
                 self.scan.add(term)
             for pair in keys or ():
                 self.by_pair.setdefault(pair, set()).add(term)
+            self.domains[term] = Counter()
         holders[node] += 1
+        value = node.labels.get(term.topology_key)
+        if value is not None:
+            self.domains[term][value] += 1
 
     def remove(self, term: Term, node: SimNode) -> None:
         holders = self.holders.get(term)
@@ -450,6 +456,9 @@ class _TermIndex:
             holders[node] -= 1
             if holders[node] <= 0:
                 del holders[node]
+            value = node.labels.get(term.topology_key)
+            if value is not None:
+                self.domains[term][value] -= 1
 
     def candidates(self, labels: Mapping[str, str]) -> set[Term]:
         found = set(self.scan)
@@ -560,6 +569,8 @@ class Simulation:
         #: Every bind (+1) and unbind (-1), in order: cached spread counts catch up from it.
         self._log: list[tuple[SimPod, SimNode, int]] = []
         #: (namespace, id(spread), id(nodes)) -> (spread, nodes, counts, log position)
+        #: tuple(map(id, terms)) -> (placed pods matching them all by domain, log position)
+        self._term_cache: dict[tuple[int, ...], tuple[_TermCounts, int]] = {}
         self._spread_cache: dict[
             tuple[str, int, int], tuple[Spread, frozenset[SimNode], Counter[str], int]
         ] = {}
@@ -710,6 +721,7 @@ class Simulation:
             # (amortized, each event is read a bounded number of times; the log stays small).
             self._log.clear()
             self._spread_cache.clear()
+            self._term_cache.clear()
         self._log.append((pod, node, delta))
 
     def _changed(self, node: SimNode) -> None:
@@ -1003,6 +1015,25 @@ class Simulation:
     def candidates(self, selector: LabelSelector | None) -> Iterable[SimPod]:
         return self._pods.candidates(selector)
 
+    def term_counts(self, terms: tuple[Term, ...]) -> _TermCounts:
+        """The placed pods matching every one of ``terms``, per domain of each term's key
+        (InterPodAffinity PreFilter), counted once and then kept up to date from the binds and
+        unbinds since (each pod counted every placed pod: 3,000 pods with hostname
+        anti-affinity on 5,000 nodes took 22 s). Read-only for the caller."""
+        key = tuple(map(id, terms))
+        found = self._term_cache.get(key)
+        if found is None:
+            counts = _TermCounts(terms)
+            for other in self.candidates(terms[0].selector):
+                if other.node is not None:
+                    counts.count(self, other, other.node, 1)
+        else:
+            counts, seen = found
+            for pod, node, delta in self._log[seen:]:
+                counts.count(self, pod, node, delta)
+        self._term_cache[key] = (counts, len(self._log))
+        return counts
+
     def spread_counts(self, namespace: str, spread: Spread, nodes: frozenset[SimNode]) -> Counter[str]:
         """:func:`spread_counts`, counted once per constraint and then kept up to date from the
         binds and unbinds since: a Deployment of P pods spread over its own pods counted every
@@ -1065,6 +1096,28 @@ def spread_counts(sim: Simulation, namespace: str, spread: Spread, nodes: Iterab
     return counts
 
 
+class _TermCounts:
+    """Pods matching all of some pod affinity terms, per (topology key, value) of each term's
+    key; ``total`` is 0 exactly when no matching pod is in any domain (an empty map upstream)."""
+
+    __slots__ = ("pairs", "terms", "total")
+
+    def __init__(self, terms: tuple[Term, ...]) -> None:
+        self.terms = terms
+        self.pairs: Counter[tuple[str, str]] = Counter()
+        self.total = 0
+
+    def count(self, sim: Simulation, pod: SimPod, node: SimNode, delta: int) -> None:
+        ns_labels = sim.namespace_labels(pod.namespace)
+        if not all(term.matches(pod, ns_labels) for term in self.terms):
+            return
+        for term in self.terms:
+            value = node.labels.get(term.topology_key)
+            if value is not None:
+                self.pairs[(term.topology_key, value)] += delta
+                self.total += delta
+
+
 def _by_free(node: SimNode) -> tuple[float, str]:
     return (-node.free, node.name)
 
@@ -1081,37 +1134,23 @@ class _State:
         self.ipa = INTER_POD_AFFINITY in on
         self.pts = POD_TOPOLOGY_SPREAD in on and bool(rules.spread)
         # InterPodAffinity PreFilter (reference §D).
-        self.existing_anti: Counter[tuple[str, str]] = Counter()
-        self.affinity_counts: Counter[tuple[str, str]] = Counter()
-        self.anti_counts: Counter[tuple[str, str]] = Counter()
+        # existingAntiAffinityCounts: per placed pod's term selecting this pod, its holders by
+        # the value of its key; affinityCounts and antiAffinityCounts likewise, per term (the
+        # Filter reads each term's own key, so per-term counts answer as upstream's one map).
+        self.existing_anti: list[tuple[str, Counter[str]]] = []
+        self.affinity = _TermCounts(())
+        self.anti: list[_TermCounts] = []
         self.self_match = False
         if self.ipa:
             for term in anti_terms:
-                for node, count in sim._anti.holders[term].items():
-                    value = node.labels.get(term.topology_key)
-                    if value is not None:
-                        self.existing_anti[(term.topology_key, value)] += count
+                self.existing_anti.append((term.topology_key, sim._anti.domains[term]))
             if rules.affinity:
-                first = rules.affinity[0]
-                for other in sim.candidates(first.selector):
-                    if other.node is None:
-                        continue
-                    ns_labels = sim.namespace_labels(other.namespace)
-                    if not all(t.matches(other, ns_labels) for t in rules.affinity):
-                        continue
-                    for term in rules.affinity:
-                        value = other.node.labels.get(term.topology_key)
-                        if value is not None:
-                            self.affinity_counts[(term.topology_key, value)] += 1
+                self.affinity = sim.term_counts(rules.affinity)
                 # podMatchesAllAffinityTerms: the first pod of a series may match itself.
                 own = sim.namespace_labels(pod.namespace)
                 self.self_match = all(t.matches(pod, own) for t in rules.affinity)
-            for term in rules.anti:
-                for other in sim.candidates(term.selector):
-                    if other.node is not None and term.matches(other, sim.namespace_labels(other.namespace)):
-                        value = other.node.labels.get(term.topology_key)
-                        if value is not None:
-                            self.anti_counts[(term.topology_key, value)] += 1
+            self.anti = [sim.term_counts((term,)) for term in rules.anti]
+        self.affinity_counts = self.affinity.pairs
         # PodTopologySpread PreFilter (reference §E).
         self.spread: list[tuple[Spread, Counter[str], int, bool]] = []
         if self.pts:
@@ -1164,17 +1203,17 @@ class _State:
                 return REASON_AFFINITY
             if self.affinity_counts[(term.topology_key, value)] <= 0:
                 exists = False
-        if not exists and not (not self.affinity_counts and self.self_match):
+        if not exists and not (not self.affinity.total and self.self_match):
             return REASON_AFFINITY
-        if self.anti_counts:
-            for term in rules.anti:
+        for term, counts in zip(rules.anti, self.anti, strict=True):
+            if counts.total:
                 value = labels.get(term.topology_key)
-                if value is not None and self.anti_counts[(term.topology_key, value)] > 0:
+                if value is not None and counts.pairs[(term.topology_key, value)] > 0:
                     return REASON_ANTI_AFFINITY
-        if self.existing_anti:
-            for pair in labels.items():
-                if self.existing_anti[pair] > 0:
-                    return REASON_EXISTING_ANTI
+        for key, holders in self.existing_anti:
+            value = labels.get(key)
+            if value is not None and holders[value] > 0:
+                return REASON_EXISTING_ANTI
         return None
 
     # -- scoring -----------------------------------------------------------------------------
@@ -1236,9 +1275,10 @@ class _State:
         classes: dict[tuple[int, ...], list[SimNode]] = {}
         for node, bonus in special.items():
             classes.setdefault(bonus, []).append(node)
-        allowed = self._affinity_domains()
+        domains = self._affinity_values()
+        allowed = self._affinity_domains(domains) if domains is not None and classes else None
         for bonus in sorted({*classes, _DEFAULT}, reverse=True):
-            if bonus == _DEFAULT and allowed is None:
+            if bonus == _DEFAULT and domains is None:
                 narrowed, found = self._best_by_domain(static, special)
                 if not narrowed:
                     found = heap.best(lambda node: not self.filter(node), _HEAP_TRIES, special.__contains__)
@@ -1246,11 +1286,20 @@ class _State:
                     continue
                 return found
             if bonus == _DEFAULT:
-                assert allowed is not None
+                assert domains is not None
+                # The heaps of the domains holding a matching pod (sorting a zone's nodes for
+                # every pod cost 1.4 ms a pod on 5,000 nodes); if one gives up, sort them.
+                found = self._best_in_domains(static, special, *domains)
+                if found is None:
+                    continue
+                if found is not False:
+                    return found
+                allowed = allowed if allowed is not None else self._affinity_domains(domains)
                 nodes = [node for node in allowed if node not in special]
             else:
                 nodes = classes[bonus]
-                if allowed is not None:
+                if domains is not None:
+                    allowed = allowed if allowed is not None else self._affinity_domains(domains)
                     nodes = [node for node in nodes if node in allowed]
             for node in sorted(nodes, key=_by_free):
                 if node in static and not self.filter(node):
@@ -1278,29 +1327,44 @@ class _State:
         ]
         if len(values) == len(self.sim.domain_values(key)):
             return False, None  # every domain allowed: the whole heap is as good
+        return True, self._best_in_domains(static, special, key, values)
+
+    def _affinity_values(self) -> tuple[str, list[str]] | None:
+        """With required pod affinity and a matching pod somewhere, the first term's key and
+        the values of the domains holding one; None when the affinity restricts nothing here."""
+        rules = self.pod.rules
+        if not (self.ipa and rules.affinity and self.affinity.total):
+            return None
+        key = rules.affinity[0].topology_key
+        return key, [
+            value
+            for (term_key, value), count in self.affinity_counts.items()
+            if term_key == key and count > 0
+        ]
+
+    def _affinity_domains(self, domains: tuple[str, list[str]]) -> set[SimNode]:
+        """The nodes of :meth:`_affinity_values`' domains."""
+        key, values = domains
+        nodes: set[SimNode] = set()
+        for value in values:
+            nodes.update(self.sim.domain_nodes(key, value))
+        return nodes
+
+    def _best_in_domains(
+        self, static: set[SimNode], special: Mapping[SimNode, Any], key: str, values: Iterable[str]
+    ) -> SimNode | bool | None:
+        """The best default-class node that passes the filters among the domains ``key`` =
+        ``values``, from their heaps: None when none does, False when a heap gave up."""
         best: SimNode | None = None
         for value in values:
             found = self.sim.domain_heap(self.pod.rules, static, key, value).best(
                 lambda node: not self.filter(node), _HEAP_TRIES, special.__contains__
             )
             if found is False:
-                return True, False
+                return False
             if isinstance(found, SimNode) and (best is None or _by_free(found) < _by_free(best)):
                 best = found
-        return True, best
-
-    def _affinity_domains(self) -> set[SimNode] | None:
-        """With required pod affinity and a matching pod somewhere, the nodes of the domains
-        (of the first term's key) holding one; None when the affinity restricts nothing here."""
-        rules = self.pod.rules
-        if not (self.ipa and rules.affinity and self.affinity_counts):
-            return None
-        key = rules.affinity[0].topology_key
-        nodes: set[SimNode] = set()
-        for (term_key, value), count in self.affinity_counts.items():
-            if term_key == key and count > 0:
-                nodes.update(self.sim.domain_nodes(key, value))
-        return nodes
+        return best
 
     def _preferred_counts(self) -> Counter[tuple[str, str]]:
         """(key, value) -> the weights of the preferred terms times the pods they match there
