@@ -257,11 +257,29 @@ def test_mutated_examples_never_break_kaffinity(mutant: tuple[str, str], cluster
 def test_fuzz_for_minutes(tmp_path: Path) -> None:
     """Random mutants until the time is up. A failing mutant is kept (in
     ``KAFFINITY_FUZZ_FAILURES``, a folder, or the test's temporary one) and the run goes on, so
-    one hour shows every failure it can find; the test fails at the end if there was one."""
+    one hour shows every failure it can find; the test fails at the end if there was one.
+
+    Time and memory are oracles too: a mutant that runs past ``PER_MUTANT_SECONDS`` is stopped
+    (an alarm) and one that needs more than ``KAFFINITY_FUZZ_MEMORY`` bytes of address space
+    (default 6 GiB) fails with MemoryError; both are kept as failures. The mutant being run is
+    written to ``current/`` first, so that even a run killed from outside shows its culprit."""
+    import resource
+    import signal
+
     deadline = time.monotonic() + LONG_MINUTES * 60
     kept = Path(os.environ.get("KAFFINITY_FUZZ_FAILURES") or tmp_path)
     kept.mkdir(parents=True, exist_ok=True)
+    current = kept / "current"
+    current.mkdir(exist_ok=True)
     counts = {"mutants": 0, "with a cluster": 0, "failures": 0}
+    memory = int(os.environ.get("KAFFINITY_FUZZ_MEMORY") or 6 * 2**30)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (memory, hard))
+
+    def too_long(signum: int, frame: object) -> None:
+        raise TimeoutError(f"a mutant ran past {PER_MUTANT_SECONDS:g} s")
+
+    previous = signal.signal(signal.SIGALRM, too_long)
 
     # Batches of random mutants (hypothesis stops only after its max_examples): a new random
     # batch while there is time.
@@ -277,6 +295,9 @@ def test_fuzz_for_minutes(tmp_path: Path) -> None:
             return
         counts["mutants"] += 1
         counts["with a cluster"] += cluster is not None
+        (current / "mutant.yaml").write_text(mutant[1], encoding="utf-8")
+        (current / "cluster.yaml").write_text(cluster or "", encoding="utf-8")
+        signal.alarm(int(PER_MUTANT_SECONDS) + 1)
         try:
             _one(mutant, cluster)
         except Exception as error:  # noqa: BLE001 - every failure is kept, the run goes on
@@ -287,9 +308,15 @@ def test_fuzz_for_minutes(tmp_path: Path) -> None:
             if cluster is not None:
                 (case / "cluster.yaml").write_text(cluster, encoding="utf-8")
             (case / "error.txt").write_text(f"{type(error).__name__}: {error}"[:4000], encoding="utf-8")
+        finally:
+            signal.alarm(0)
 
-    while time.monotonic() < deadline:
-        run()
+    try:
+        while time.monotonic() < deadline:
+            run()
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
     print(f"fuzz: {LONG_MINUTES:g} minutes: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     assert not counts["failures"], f"{counts['failures']} failing mutants kept in {kept}"
 
