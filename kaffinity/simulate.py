@@ -1373,11 +1373,8 @@ class _State:
         rules = self.pod.rules
         for terms, sign in ((rules.preferred_affinity, 1), (rules.preferred_anti, -1)):
             for term in terms:
-                for other in self.sim.candidates(term.selector):
-                    if other.node is not None and term.matches(
-                        other, self.sim.namespace_labels(other.namespace)
-                    ):
-                        value = other.node.labels.get(term.topology_key)
-                        if value is not None:
-                            totals[(term.topology_key, value)] += sign * term.weight
+                # The matching pods by domain, kept up to date (not counted again for each pod).
+                for pair, count in self.sim.term_counts((term,)).pairs.items():
+                    if count:
+                        totals[pair] += sign * term.weight * count
         return totals
