@@ -357,6 +357,11 @@ class Session:
     the terminal too)."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None, typed_stdin: bool = False) -> None:
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            # Ctrl-C as on a terminal: tests started in the background (`cmd &` in a script)
+            # ignore SIGINT and a child inherits that, so the run under test never installed
+            # Python's handler and the Ctrl-C test saw it finish normally.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         self.master, slave = pty.openpty()
         environment = {**os.environ, **TTY_ENV, "COLUMNS": "120", **(env or {})}
         if "NO_COLOR" not in (env or {}):
