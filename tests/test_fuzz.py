@@ -23,6 +23,7 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -165,14 +166,18 @@ def _targeted(draw: st.DrawFn) -> tuple[str, str]:
     values that crashed kaffinity: ``memory: 1Ei``, ``.nan``, ``replicas: 2147483647``), as
     JSON (a YAML document too)."""
     path, index = draw(st.sampled_from(_TARGETS))
-    data = json.loads(json.dumps(_PARSED[path][index]))
-    target = draw(st.sampled_from(_paths(data)))
-    parent = data
+    target = draw(st.sampled_from(_paths(_PARSED[path][index])))
+    return path.name, _with_number(_PARSED[path][index], target, draw(st.sampled_from(NUMBERS)))
+
+
+def _with_number(data: object, target: tuple[object, ...], value: str) -> str:
+    """A copy of ``data`` with the hostile number ``value`` at ``target``, as JSON."""
+    copy: Any = json.loads(json.dumps(data))
+    parent = copy
     for step in target[:-1]:
         parent = parent[step]
-    value = draw(st.sampled_from(NUMBERS))
     parent[target[-1]] = {".nan": float("nan"), ".inf": float("inf")}.get(value, value.strip('"'))
-    return path.name, json.dumps(data, allow_nan=True)
+    return json.dumps(copy, allow_nan=True)
 
 
 def _check(result: LintResult, files: list[SourceFile]) -> None:
@@ -340,14 +345,8 @@ def test_hostile_numbers_in_every_numeric_field(value: str) -> None:
     ``.nan``, ``1.0e+400``, ``replicas: 2147483647``)."""
     cluster = (EXAMPLES / "clusters" / "topology.yaml").read_text(encoding="utf-8")
     for path, index, target in _fields():
-        data = json.loads(json.dumps(_PARSED[path][index]))
-        parent = data
-        for step in target[:-1]:
-            parent = parent[step]
-        parent[target[-1]] = {".nan": float("nan"), ".inf": float("inf")}.get(value, value.strip('"'))
         name = f"{path.parent.name}-{path.name}"
-        text = json.dumps(data, allow_nan=True)
-        files = [parse(name, text)]
+        files = [parse(name, _with_number(_PARSED[path][index], target, value))]
         for declared in (None, _cluster(cluster)):
             result = lint(files, Settings(), cluster=declared)
             assert not result.internal_errors, (name, target, result.internal_errors[:1])

@@ -150,6 +150,21 @@ def _once(files: list[SourceFile], rules: list[Rule], cluster: Cluster) -> float
     return cost
 
 
+def _costs(
+    small: list[SourceFile], large: list[SourceFile], rules: list[Rule], cluster: Cluster
+) -> tuple[float, float]:
+    """The cost of each input, best of RUNS. A first run of each pays what is built once per
+    process (imports, caches); then the two are timed in turn, so that a slow moment of a
+    loaded machine weighs on both alike."""
+    _once(small, rules, cluster)
+    _once(large, rules, cluster)
+    small_cost = large_cost = float("inf")
+    for _ in range(RUNS):
+        large_cost = min(large_cost, _once(large, rules, cluster))
+        small_cost = min(small_cost, _once(small, rules, cluster))
+    return small_cost, large_cost
+
+
 @pytest.mark.parametrize("category", sorted({rule.category for rule in RULES}))
 def test_four_times_the_workloads_cost_at_most_five_times_the_time(category: str) -> None:
     cluster = _cluster()
@@ -158,12 +173,7 @@ def test_four_times_the_workloads_cost_at_most_five_times_the_time(category: str
     # A first run of each pays what is built once per process (imports, caches); then the two
     # sizes are timed in turn, best of RUNS each, so that a slow moment of a loaded machine
     # weighs on both alike.
-    _once(small, rules, cluster)
-    _once(large, rules, cluster)
-    small_cost = large_cost = float("inf")
-    for _ in range(RUNS):
-        large_cost = min(large_cost, _once(large, rules, cluster))
-        small_cost = min(small_cost, _once(small, rules, cluster))
+    small_cost, large_cost = _costs(small, large, rules, cluster)
     assert large_cost <= MAX_RATIO * max(small_cost, 0.01), (category, small_cost, large_cost)
 
 
@@ -211,12 +221,7 @@ def test_four_times_the_budgets_on_the_same_pods_cost_at_most_five_times_the_tim
     rules = [rule for rule in RULES if rule.category == "graph"]
     cluster = _cluster()
     small, large = [_budgets(SMALL)], [_budgets(LARGE)]
-    _once(small, rules, cluster)
-    _once(large, rules, cluster)
-    small_cost = large_cost = float("inf")
-    for _ in range(RUNS):
-        large_cost = min(large_cost, _once(large, rules, cluster))
-        small_cost = min(small_cost, _once(small, rules, cluster))
+    small_cost, large_cost = _costs(small, large, rules, cluster)
     assert large_cost <= MAX_RATIO * max(small_cost, 0.01), (small_cost, large_cost)
     overlaps = [f for f in lint(large, Settings(), rules=rules).findings if f.rule == "pdb-overlap"]
     assert len(overlaps) == LARGE
@@ -267,11 +272,6 @@ def test_four_times_the_replicas_of_one_workload_cost_at_most_five_times_the_tim
     rules = [rule for rule in RULES if rule.category in ("topology", "rollout")]
     small = [parse("web.yaml", _REPLICATED.format(replicas=SMALL))]
     large = [parse("web.yaml", _REPLICATED.format(replicas=LARGE))]
-    _once(small, rules, cluster)
-    _once(large, rules, cluster)
-    small_cost = large_cost = float("inf")
-    for _ in range(RUNS):
-        large_cost = min(large_cost, _once(large, rules, cluster))
-        small_cost = min(small_cost, _once(small, rules, cluster))
+    small_cost, large_cost = _costs(small, large, rules, cluster)
     assert large_cost <= MAX_RATIO * max(small_cost, 0.01), (small_cost, large_cost)
     assert lint(large, Settings(), rules=rules, cluster=cluster).findings == ()  # every pod placed, rolled
