@@ -364,6 +364,12 @@ class PodView:
     host_network: bool
     metadata_path: DataPath
     spec_path: DataPath
+    #: (protocol, hostIP, hostPort) of every container port with a host port (:func:`host_ports`)
+    host_ports: tuple[tuple[str, str, int], ...] = ()
+    #: ``spec.schedulingGates`` is not empty: the scheduler leaves the pod alone (KEP-3521)
+    gated: bool = False
+    #: ``spec.preemptionPolicy`` (core/v1 default PreemptLowerPriority)
+    preemption_policy: str = "PreemptLowerPriority"
 
 
 @dataclass(frozen=True, slots=True)
@@ -778,7 +784,37 @@ def _pod_view(template: Mapping[str, Any], base: DataPath) -> PodView:
         host_network=spec.get("hostNetwork") is True,
         metadata_path=(*base, "metadata"),
         spec_path=spec_path,
+        host_ports=host_ports(spec),
+        gated=bool(spec.get("schedulingGates")),
+        preemption_policy=_str(spec.get("preemptionPolicy")) or "PreemptLowerPriority",
     )
+
+
+#: HostPortInfo's wildcard address (pkg/scheduler/framework/types.go ``DefaultBindAllHostIP``).
+ANY_HOST_IP = "0.0.0.0"
+
+
+def host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:
+    """The host ports a pod takes, as the NodePorts plugin reads them (``util.GetHostPorts``,
+    pkg/scheduler/util: ``spec.containers`` and sidecar init containers), with the API defaults: protocol TCP,
+    and with ``hostNetwork: true`` a container port without ``hostPort`` takes its
+    ``containerPort`` on the host (core/v1 ``SetDefaults_Pod``). ``hostIP`` empty is
+    ``0.0.0.0`` (``HostPortInfo.sanitize``)."""
+    host_network = spec.get("hostNetwork") is True
+    found: list[tuple[str, str, int]] = []
+    for group in ("containers", "initContainers"):
+        for _, container in _items(spec.get(group)):
+            if group == "initContainers" and container.get("restartPolicy") != "Always":
+                continue  # GetHostPorts counts sidecars only: other init containers have exited
+            for _, port in _items(container.get("ports")):
+                number = _int(port.get("hostPort"))
+                if not number and host_network:
+                    number = _int(port.get("containerPort"))
+                if not number or number <= 0:
+                    continue
+                protocol = _str(port.get("protocol")) or "TCP"
+                found.append((protocol, _str(port.get("hostIP")) or ANY_HOST_IP, number))
+    return tuple(found)
 
 
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:

@@ -458,13 +458,19 @@ _CORDON = Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule", ())
 
 def static_reason(sim: Simulation, rules: Rules, node: SimNode) -> str | None:
     """Why the static filters reject ``node`` for ``rules``, in words (None: they do not)."""
-    if node.unschedulable and not any(tolerates(t, _CORDON) for t in rules.tolerations):
-        return "cordoned (spec.unschedulable)"
-    if rules.node_name and rules.node_name != node.name:
-        return f"not spec.nodeName {rules.node_name}"
-    taint = sim.untolerated(rules.tolerations, node.taints)
-    if taint is not None:
-        return f"untolerated taint {taint_text(taint)}"
+    if rules.node_name:
+        # The kubelet admits a pod with spec.nodeName (simulate.Simulation._admit_reason).
+        if rules.node_name != node.name:
+            return f"not spec.nodeName {rules.node_name}"
+        taint = sim.untolerated(rules.tolerations, node.taints, ("NoExecute",))
+        if taint is not None:
+            return f"untolerated taint {taint_text(taint)}: the kubelet rejects the pod"
+    else:
+        if node.unschedulable and not any(tolerates(t, _CORDON) for t in rules.tolerations):
+            return "cordoned (spec.unschedulable)"
+        taint = sim.untolerated(rules.tolerations, node.taints)
+        if taint is not None:
+            return f"untolerated taint {taint_text(taint)}"
     if rules.pinned is not None and rules.pinned != node.name:
         return "not the DaemonSet pod's node"
     if not node_matches(rules.node_selector, (), node.labels, node.name):

@@ -55,6 +55,7 @@ from typing import Any
 from kaffinity import gates as fg
 from kaffinity.expand import expand, pod_labels
 from kaffinity.model import (
+    ANY_HOST_IP,
     LabelSelector,
     Node,
     NodeSelectorTerm,
@@ -71,6 +72,7 @@ NODE_UNSCHEDULABLE = "NodeUnschedulable"
 NODE_NAME = "NodeName"
 TAINT_TOLERATION = "TaintToleration"
 NODE_AFFINITY = "NodeAffinity"
+NODE_PORTS = "NodePorts"
 NODE_RESOURCES_FIT = "NodeResourcesFit"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 INTER_POD_AFFINITY = "InterPodAffinity"
@@ -79,6 +81,7 @@ FILTERS = (
     NODE_NAME,
     TAINT_TOLERATION,
     NODE_AFFINITY,
+    NODE_PORTS,
     NODE_RESOURCES_FIT,
     POD_TOPOLOGY_SPREAD,
     INTER_POD_AFFINITY,
@@ -90,6 +93,8 @@ REASON_NODE_NAME = "node(s) didn't match the requested node name"
 REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_PINNED = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
 REASON_TOO_MANY_PODS = "Too many pods"
+#: pkg/scheduler/framework/plugins/nodeports ``ErrReason``
+REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
 REASON_SPREAD_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
 REASON_SPREAD = "node(s) didn't match pod topology spread constraints"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -111,6 +116,9 @@ HOST_NETWORK_TOLERATION = ("node.kubernetes.io/network-unavailable", "NoSchedule
 _NONZERO = {"cpu": 100, "memory": 200 * 1024 * 1024}
 _DEFAULT_MAX_PODS = 110
 _FITS: list[str] = []  # no reasons (never appended to)
+_PORTS = [REASON_PORTS]
+_BLOCKING = ("NoSchedule", "NoExecute")
+_NO_EXECUTE = ("NoExecute",)
 _DEFAULT = (0, 0, 0, 0, 0)
 #: Marks a ClusterTopology node whose pool declares no ephemeral-storage (left unchecked).
 _UNCHECKED = "kaffinity.io/ephemeral-storage-unchecked"
@@ -206,6 +214,8 @@ class Rules:
     spread: tuple[Spread, ...]
     soft_spread: tuple[Spread, ...]
     requests: dict[str, int]
+    #: (protocol, hostIP, hostPort) the pod takes on its node (NodePorts)
+    ports: tuple[tuple[str, str, int], ...] = ()
     #: requests NodeResourcesFit checks (positive, not ``pods``), and what scoring counts
     wants: tuple[tuple[str, int], ...] = ()
     nonzero: dict[str, int] = field(default_factory=dict)
@@ -287,6 +297,8 @@ class SimNode:
     requested: dict[str, int] = field(default_factory=dict)
     nonzero: dict[str, int] = field(default_factory=dict)
     pods: list[SimPod] = field(default_factory=list)
+    #: (protocol, hostPort) -> the host IPs its pods bind it on, with counts (HostPortInfo)
+    ports: dict[tuple[str, int], Counter[str]] = field(default_factory=dict)
     version: int = 0
     heaps: list[_Heap] = field(default_factory=list)
     #: LeastAllocated's view, kept current: the mean free share of cpu and memory.
@@ -653,7 +665,8 @@ class Simulation:
         requests = scheduler_units(pod.requests)
         return Rules(
             namespace=namespace,
-            node_name=pod.node_name if workload.ref.kind == "Pod" else None,
+            # Pods created with spec.nodeName skip the scheduler, a template's too (#75913).
+            node_name=pod.node_name if pinned is None else None,
             pinned=pinned,
             node_selector=pod.node_selector,
             node_terms=node_terms,
@@ -668,6 +681,7 @@ class Simulation:
             spread=tuple(s for s in spreads if s.hard),
             soft_spread=tuple(s for s in spreads if not s.hard),
             requests=requests,
+            ports=pod.host_ports,
             wants=tuple((name, value) for name, value in requests.items() if value > 0 and name != "pods"),
             nonzero=_nonzero(requests),
         )
@@ -692,6 +706,8 @@ class Simulation:
             node.requested[resource] = node.requested.get(resource, 0) + value
         for resource, value in pod.rules.nonzero.items():
             node.nonzero[resource] = node.nonzero.get(resource, 0) + value
+        for protocol, ip, port in pod.rules.ports:
+            node.ports.setdefault((protocol, port), Counter())[ip] += 1
         self._pods.add(pod)
         for term in pod.rules.anti:
             self._anti.add(term, node)
@@ -709,6 +725,14 @@ class Simulation:
             node.requested[resource] = node.requested.get(resource, 0) - value
         for resource, value in pod.rules.nonzero.items():
             node.nonzero[resource] = node.nonzero.get(resource, 0) - value
+        for protocol, ip, port in pod.rules.ports:
+            held = node.ports.get((protocol, port))
+            if held is not None:
+                held[ip] -= 1
+                if held[ip] <= 0:
+                    del held[ip]
+                if not held:
+                    del node.ports[(protocol, port)]
         self._pods.remove(pod)
         for term in pod.rules.anti:
             self._anti.remove(term, node)
@@ -753,9 +777,11 @@ class Simulation:
             # The same pod template found no node, and nothing moved since: the same answer.
             return dataclasses.replace(pending[1], pod=pod)
         static, static_reasons = self.static_filter(rules)
-        anti_terms = self._anti_terms_for(pod) if INTER_POD_AFFINITY in self.filters else []
+        anti_terms = (
+            self._anti_terms_for(pod) if INTER_POD_AFFINITY in self.filters and not rules.node_name else []
+        )
         if not record and rules.plain and not anti_terms and not self._prefer_taints:
-            chosen = self._heap(rules, static).best(lambda node: not self._resources(rules, node))
+            chosen = self._heap(rules, static).best(lambda node: not self.node_fit(rules, node))
             if isinstance(chosen, SimNode):
                 return self._placed(pod, chosen, bind)
             return self._scan(pod, _State(self, pod, anti_terms), static, static_reasons, record)
@@ -937,6 +963,8 @@ class Simulation:
 
     def _static_reason(self, rules: Rules, node: SimNode) -> str | None:
         on = self.filters
+        if rules.node_name:
+            return self._admit_reason(rules, node)
         if NODE_UNSCHEDULABLE in on and node.unschedulable:
             cordon = Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule", ())
             if not any(tolerates(t, cordon) for t in rules.tolerations):
@@ -954,14 +982,40 @@ class Simulation:
                 return REASON_NODE_AFFINITY
         return None
 
-    def untolerated(self, tolerations: Sequence[Toleration], taints: Sequence[Taint]) -> Taint | None:
+    def _admit_reason(self, rules: Rules, node: SimNode) -> str | None:
+        """A pod with ``spec.nodeName`` never meets the scheduler: the kubelet of that node admits
+        it (pkg/kubelet/lifecycle/predicate.go ``Admit``) when the scheduler's general filters
+        pass (NodeName, NodePorts, NodeAffinity, NodeResourcesFit; the last two are dynamic and
+        checked in :meth:`node_fit`) and no NoExecute taint is untolerated. A cordon and
+        NoSchedule taints do not stop it (kubernetes/kubernetes#114654); a NoExecute taint makes
+        the kubelet reject it, and its controller creates another, forever (#75913)."""
+        on = self.filters
+        if NODE_NAME in on and rules.node_name != node.name:
+            return REASON_NODE_NAME
+        if TAINT_TOLERATION in on:
+            taint = self.untolerated(rules.tolerations, node.taints, _NO_EXECUTE)
+            if taint is not None:
+                return taint_reason(taint, self.version)
+        if NODE_AFFINITY in on and not node_matches(rules.node_selector, rules.node_terms, node.labels, node.name):
+            return REASON_NODE_AFFINITY
+        return None
+
+    def untolerated(
+        self, tolerations: Sequence[Toleration], taints: Sequence[Taint], effects: tuple[str, ...] = _BLOCKING
+    ) -> Taint | None:
         """The first NoSchedule / NoExecute taint nothing tolerates (``FindMatchingUntoleratedTaint``)."""
         for taint in taints:
-            if taint.effect not in ("NoSchedule", "NoExecute"):
+            if taint.effect not in effects:
                 continue
             if not any(tolerates(t, taint, self._comparison) for t in tolerations):
                 return taint
         return None
+
+    def node_fit(self, rules: Rules, node: SimNode) -> list[str]:
+        """NodePorts, then NodeResourcesFit: the first one's reasons; empty when the pod fits."""
+        if rules.ports and NODE_PORTS in self.filters and port_conflict(rules.ports, node.ports):
+            return _PORTS
+        return self._resources(rules, node)
 
     def _resources(self, rules: Rules, node: SimNode) -> list[str]:
         """NodeResourcesFit's reasons (``fitsRequest``); empty when the pod fits."""
@@ -1074,6 +1128,21 @@ def node_matches(
     return any(node_term_matches(term, labels, name) for term in terms)
 
 
+def port_conflict(
+    wanted: Iterable[tuple[str, str, int]], held: Mapping[tuple[str, int], Mapping[str, int]]
+) -> bool:
+    """Whether one of ``wanted`` (protocol, hostIP, hostPort) clashes with the ports a node's
+    pods hold (``HostPortInfo.CheckConflict``, pkg/scheduler/framework/types.go): 0.0.0.0 clashes
+    with the same protocol and port on any address, any address with 0.0.0.0 or itself."""
+    for protocol, ip, port in wanted:
+        ips = held.get((protocol, port))
+        if not ips:
+            continue
+        if ip == ANY_HOST_IP or ips.get(ANY_HOST_IP) or ips.get(ip):
+            return True
+    return False
+
+
 def _nonzero(requests: Mapping[str, int]) -> dict[str, int]:
     return {resource: requests.get(resource) or default for resource, default in _NONZERO.items()}
 
@@ -1131,8 +1200,9 @@ class _State:
         self._special: dict[SimNode, tuple[int, ...]] | None = None
         rules = pod.rules
         on = sim.filters
-        self.ipa = INTER_POD_AFFINITY in on
-        self.pts = POD_TOPOLOGY_SPREAD in on and bool(rules.spread)
+        # The kubelet admits a pod with spec.nodeName without these two (``_admit_reason``).
+        self.ipa = INTER_POD_AFFINITY in on and not rules.node_name
+        self.pts = POD_TOPOLOGY_SPREAD in on and bool(rules.spread) and not rules.node_name
         # InterPodAffinity PreFilter (reference §D).
         # existingAntiAffinityCounts: per placed pod's term selecting this pod, its holders by
         # the value of its key; affinityCounts and antiAffinityCounts likewise, per term (the
@@ -1169,7 +1239,7 @@ class _State:
 
     def filter(self, node: SimNode) -> list[str]:
         """The dynamic filters on ``node``, in order; the first failing plugin's reasons."""
-        reasons = self.sim._resources(self.pod.rules, node)
+        reasons = self.sim.node_fit(self.pod.rules, node)
         if reasons:
             return reasons
         if self.pts:

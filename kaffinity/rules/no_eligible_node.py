@@ -14,6 +14,7 @@ from kaffinity.source import DataPath
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
+    from kaffinity.model import Workload
     from kaffinity.pending import Analysis, Shape
     from kaffinity.simulate import SimNode
 
@@ -182,13 +183,17 @@ def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
 
     rules = shape.probe.rules
     pod = shape.workload.pod
+    # The kubelet admits a pod with spec.nodeName on a cordoned node, past NoSchedule taints.
+    effects = ("NoExecute",) if rules.node_name else ("NoSchedule", "NoExecute")
     untolerated = [
         (node, taint)
         for node in selected
-        if (taint := result.sim.untolerated(rules.tolerations, node.taints)) is not None
+        if (taint := result.sim.untolerated(rules.tolerations, node.taints, effects)) is not None
     ]
     tainted = {id(node) for node, _ in untolerated}
-    cordoned = [node for node in selected if node.unschedulable and id(node) not in tainted]
+    cordoned = [
+        node for node in selected if node.unschedulable and id(node) not in tainted and not rules.node_name
+    ]
     parts = []
     related: list[Related] = []
     if len(untolerated) == 1:
@@ -254,6 +259,18 @@ def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
     return _Why(path, message, tuple(related), fix)
 
 
+def _rejected_words(workload: Workload, node: str) -> str:
+    """A pod with spec.nodeName skips the scheduler: the kubelet of its node rejects it
+    (pkg/kubelet/lifecycle/predicate.go), the pod fails, and a controller replaces it with
+    another that fails the same way (kubernetes/kubernetes#75913)."""
+    if workload.ref.kind == "Pod":
+        return f"the kubelet of {node} rejects the pod, which fails without running"
+    return (
+        f"the kubelet of {node} rejects every pod the {workload.controller} creates, which fails, "
+        "and the controller creates another, forever"
+    )
+
+
 def _check(context: Context) -> Iterator[Violation]:
     from kaffinity.pending import NO_ELIGIBLE_NODE, analysis, cannot_run, pending_words, reporter
 
@@ -266,7 +283,10 @@ def _check(context: Context) -> Iterator[Violation]:
         why = _explain(result, shape)
         severity = why.severity
         stuck = result.stuck.get(id(shape.workload)) if result.stuck is not None else None
-        if stuck is not None and shape.replicas:
+        named = shape.probe.rules.node_name
+        if named and named in result.sim.by_name and shape.replicas:
+            outcome = _rejected_words(shape.workload, named)
+        elif stuck is not None and shape.replicas:
             outcome = pending_words(stuck)  # its own old pods may still run (IgnoredDuringExecution)
         elif shape.replicas:
             outcome = cannot_run(shape.replicas)
