@@ -433,7 +433,7 @@ def place(
     from kaffinity.model import build_inventory
     from kaffinity.place import TooManyPods, place_all
     from kaffinity.report.placements import render_json, render_text
-    from kaffinity.simulate import FILTERS
+    from kaffinity.simulate import STEPS as FILTERS
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
     settings = settings.overridden(cluster=cluster, render=build)
@@ -470,6 +470,8 @@ def place(
                 record=output_format is PlaceFormat.json,
                 classes=inventory.priority_classes,
                 max_pods=settings.limits.pods,
+                pdbs=inventory.pdbs,
+                max_nodes=settings.limits.nodes,
             )
         except TooManyPods as error:
             where = f"unit {chosen.name}: " if len(units) > 1 else ""

@@ -124,6 +124,8 @@ class Context:
                 namespaces=self.inventory.namespaces,
                 classes=self.inventory.priority_classes,
                 max_pods=self.settings.limits.pods,
+                pdbs=self.inventory.pdbs,
+                max_nodes=self.settings.limits.nodes,
             )
         except TooManyPods as error:  # the rules that place pods say nothing; the others run
             self.notices.append(

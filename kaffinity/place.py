@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from kaffinity.model import (
     Namespace,
+    PodDisruptionBudget,
     PriorityClass,
     Workload,
     canonical_key,
@@ -44,7 +45,7 @@ from kaffinity.model import (
     priority_classes,
 )
 from kaffinity.selectors import selector_matches
-from kaffinity.simulate import FILTERS, Placement, SimNode, SimPod, Simulation, node_matches
+from kaffinity.simulate import STEPS, Placement, SimNode, SimPod, Simulation, node_matches
 from kaffinity.topology import Cluster, finished
 
 PLACED_KINDS = frozenset(
@@ -164,9 +165,19 @@ def simulation(
     version: str,
     gates: Mapping[str, bool] | None = None,
     namespaces: Iterable[Namespace] = (),
-    filters: Iterable[str] = FILTERS,
+    filters: Iterable[str] = STEPS,
+    priorities: Priorities | None = None,
+    pdbs: Iterable[PodDisruptionBudget] = (),
+    max_nodes: int | None = None,
 ) -> tuple[Simulation, list[SimPod]]:
-    """A simulation of ``cluster`` with its existing pods bound (pods on unknown nodes are left out)."""
+    """A simulation of ``cluster`` with its existing pods bound (pods on unknown nodes are left out).
+
+    ``priorities``: the PriorityClasses (default: the cluster file's); ``pdbs``: the input's
+    budgets, beside the cluster's, for preemption; ``max_nodes``: how far autoscaling may grow
+    the cluster (``limits: nodes``)."""
+    if priorities is None:
+        priorities = Priorities.of(priority_classes(doc for file in cluster.files for doc in file.documents))
+    chosen = priorities
     sim = Simulation(
         cluster.nodes,
         version=version,
@@ -175,6 +186,10 @@ def simulation(
         # order, not in the order of the files.
         namespaces=namespace_labels((*cluster.namespaces, *sorted(namespaces, key=canonical_key))),
         filters=filters,
+        priority=lambda workload: priority(workload, chosen),
+        pools=cluster.pools,
+        pdbs=(*cluster.pdbs, *pdbs),
+        max_nodes=max_nodes,
     )
     existing = []
     for workload in cluster.pods:
@@ -193,10 +208,12 @@ def place_all(
     version: str,
     gates: Mapping[str, bool] | None = None,
     namespaces: Iterable[Namespace] = (),
-    filters: Iterable[str] = FILTERS,
+    filters: Iterable[str] = STEPS,
     record: bool = False,
     classes: Iterable[PriorityClass] = (),
     max_pods: int | None = None,
+    pdbs: Iterable[PodDisruptionBudget] = (),
+    max_nodes: int | None = None,
 ) -> PlacementRun:
     """Place every pod of ``workloads`` on ``cluster``, in the scheduler's queue order
     (:func:`queue_order`; shown by a command's progress indicator, one tick per workload).
@@ -207,16 +224,28 @@ def place_all(
     from kaffinity.progress import current as current_progress
 
     progress = current_progress()
-    sim, existing = simulation(cluster, version=version, gates=gates, namespaces=namespaces, filters=filters)
+    declared = priority_classes(doc for file in cluster.files for doc in file.documents)
+    priorities = Priorities.of(declared, classes)
+    sim, existing = simulation(
+        cluster,
+        version=version,
+        gates=gates,
+        namespaces=namespaces,
+        filters=filters,
+        priorities=priorities,
+        pdbs=pdbs,
+        max_nodes=max_nodes,
+    )
     if max_pods is not None:
         wanted = pods_wanted(sim, workloads)
         if wanted > max_pods:
             raise TooManyPods(wanted, max_pods)
     run = PlacementRun(sim, [], existing)
     claimed: set[SimPod] = set()
-    declared = priority_classes(doc for file in cluster.files for doc in file.documents)
-    priorities = Priorities.of(declared, classes)
     run.queue = queue_order(workloads, priorities)
+    daemons = [w for w in run.queue if placed(w) and w.controller == "DaemonSet"]
+    if daemons and sim.pools:
+        sim.on_new_node = lambda node: _daemon_pods_for(sim, daemons, node)
     with progress.stage("placing pods", len(workloads), "workloads"):
         for workload in run.queue:
             progress.tick(workload.ref)
@@ -226,12 +255,28 @@ def place_all(
             run.pods[id(workload)] = current
             mine = run.by_workload.setdefault(id(workload), [])
             for pod in _new_pods(sim, workload, current):
-                placement = sim.place(pod, record=record)
+                placement = sim.place(pod, record=record, post=True)
                 run.placements.append(placement)
                 mine.append(placement)
                 if placement.node is not None:
                     current.append(pod)
     return run
+
+
+def _daemon_pods_for(sim: Simulation, daemons: list[Workload], node: SimNode) -> list[SimPod]:
+    """The DaemonSet pods that run on a node autoscaling adds, bound at once: cluster-autoscaler
+    counts them on its template node, and the DaemonSet controller creates them with the node."""
+    bound = []
+    for workload in daemons:
+        probe = sim.pod(workload)
+        rules = probe.rules
+        if node_matches(rules.node_selector, rules.node_terms, node.labels, node.name) and (
+            sim.untolerated(rules.tolerations, node.taints) is None
+        ):
+            pod = sim.daemon_pod(workload, node)
+            sim.bind(pod, node)
+            bound.append(pod)
+    return bound
 
 
 def priority(workload: Workload, priorities: Priorities = SYSTEM) -> int:
@@ -294,6 +339,8 @@ def _claim(sim: Simulation, workload: Workload, claimed: set[SimPod]) -> list[Si
 def _new_pods(sim: Simulation, workload: Workload, current: list[SimPod]) -> Iterable[SimPod]:
     if workload.controller == "DaemonSet":
         taken = {pod.node.name for pod in current if pod.node is not None}
+        # its pods on nodes autoscaling added came with the node (Simulation.on_new_node)
+        taken.update(n.name for n, _ in sim.added if any(p.workload is workload for p in n.daemons))
         for node in daemon_nodes(sim, workload):
             if node.name not in taken:
                 yield sim.daemon_pod(workload, node)

@@ -144,12 +144,20 @@ class _Session:
         self.bound: list[SimPod] = []
         self.removed: list[tuple[SimPod, SimNode]] = []
         self.freed = self.added = False  # since the Pending pods were last tried
+        #: nodes autoscaling added for this rollout's pods, and pods preemption evicted
+        self.grown: list[SimNode] = []
+        self.preempted: list[tuple[SimPod, SimNode]] = []
 
     def place(self, pod: SimPod) -> bool:
-        placement = self.sim.place(pod)
+        # As the cluster would: preemption, else a node from the autoscaler (Simulation.post_filter).
+        placement = self.sim.place(pod, post=True)
         if placement.node is None:
             return False
         self.bound.append(pod)
+        self.removed.extend(placement.victims)
+        self.preempted.extend(placement.victims)
+        if placement.added is not None:
+            self.grown.append(placement.added[0])
         self.added = True
         return True
 
@@ -195,11 +203,15 @@ class _Session:
         created = {id(pod) for pod in self.bound}
         for pod in reversed(self.bound):
             self.sim.unbind(pod)
+        for node in reversed(self.grown):
+            self.sim.remove_node(node)
         for pod, node in reversed(self.removed):
-            if id(pod) not in created:  # pods made during the rollout are gone for good
+            # pods made during the rollout are gone for good, and so is a node added for it
+            if id(pod) not in created and self.sim.by_name.get(node.name) is node:
                 self.sim.bind(pod, node)
         self.bound.clear()
         self.removed.clear()
+        self.grown.clear()
 
 
 # --- the controllers -------------------------------------------------------------------------

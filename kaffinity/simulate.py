@@ -50,7 +50,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kaffinity import gates as fg
 from kaffinity.expand import expand, pod_labels
@@ -66,6 +66,10 @@ from kaffinity.model import (
     Workload,
 )
 from kaffinity.selectors import NAMESPACE_NAME_LABEL, node_term_matches, selector_matches
+
+if TYPE_CHECKING:
+    from kaffinity.model import PodDisruptionBudget
+    from kaffinity.topology import Pool
 
 # The default profile's filters, in upstream order (reference §F).
 NODE_UNSCHEDULABLE = "NodeUnschedulable"
@@ -87,6 +91,12 @@ FILTERS = (
     INTER_POD_AFFINITY,
 )
 
+#: Not a filter plugin: the PostFilter steps ``--filters`` may name (both on by default).
+PREEMPTION = "DefaultPreemption"
+AUTOSCALING = "Autoscaling"
+#: The filters and the PostFilter steps, all on by default.
+STEPS = (*FILTERS, PREEMPTION, AUTOSCALING)
+
 # Reason strings, as the plugins write them.
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_NODE_NAME = "node(s) didn't match the requested node name"
@@ -100,6 +110,9 @@ REASON_SPREAD = "node(s) didn't match pod topology spread constraints"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
+#: Reasons whose status is UnschedulableAndUnresolvable: removing pods cannot change them, so
+#: preemption skips the node (the static filters' reasons, never candidates anyway, too).
+_UNRESOLVABLE = frozenset((REASON_AFFINITY, REASON_SPREAD_LABEL))
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 #: Tolerations the DaemonSet controller adds to its pods (``util.AddOrUpdateDaemonPodTolerations``).
@@ -117,6 +130,11 @@ _NONZERO = {"cpu": 100, "memory": 200 * 1024 * 1024}
 _DEFAULT_MAX_PODS = 110
 _FITS: list[str] = []  # no reasons (never appended to)
 _PORTS = [REASON_PORTS]
+#: cluster-autoscaler ``--expendable-pods-priority-cutoff`` default: lower pods never scale up.
+EXPENDABLE_CUTOFF = -10
+#: DefaultPreemption's defaults (``DefaultPreemptionArgs``): candidates looked for.
+MIN_CANDIDATES = 100
+CANDIDATE_PERCENT = 10
 _BLOCKING = ("NoSchedule", "NoExecute")
 _NO_EXECUTE = ("NoExecute",)
 _DEFAULT = (0, 0, 0, 0, 0)
@@ -220,6 +238,9 @@ class Rules:
     wants: tuple[tuple[str, int], ...] = ()
     nonzero: dict[str, int] = field(default_factory=dict)
     sig: tuple[Any, ...] | None = None
+    #: the pod's priority (the Priority admission plugin's) and whether it may preempt
+    priority: int = 0
+    preempts: bool = True
 
     @property
     def plain(self) -> bool:
@@ -269,6 +290,9 @@ class SimPod:
     existing: bool = False
     terminating: bool = False
     node: SimNode | None = None
+    #: ``status.startTime`` of an existing pod (RFC 3339); "~" (after every time) for a new one,
+    #: as ``util.GetPodStartTime`` takes "now" for a pod without one
+    started: str = "~"
 
     @property
     def namespace(self) -> str:
@@ -303,6 +327,8 @@ class SimNode:
     heaps: list[_Heap] = field(default_factory=list)
     #: LeastAllocated's view, kept current: the mean free share of cpu and memory.
     free: float = 1.0
+    #: on a node autoscaling added: the DaemonSet pods bound with it
+    daemons: list[SimPod] = field(default_factory=list)
 
     def refresh(self) -> None:
         shares = []
@@ -314,6 +340,110 @@ class SimNode:
             self.free = sum(shares) / len(shares)
         else:  # nothing declared: fewer pods is freer
             self.free = 1 - len(self.pods) / _DEFAULT_MAX_PODS
+
+
+def _sim_node(node: Node) -> SimNode:
+    allocatable = scheduler_units(node.allocatable) if node.allocatable else None
+    if allocatable is not None and node.path and "ephemeral-storage" not in allocatable:
+        # A ClusterTopology pool that does not say: every kubelet reports its disk, so
+        # leave it unchecked rather than report every pod short of ephemeral-storage.
+        allocatable[_UNCHECKED] = 1
+    sim = SimNode(node, node.ref.name, dict(node.labels), node.taints, allocatable, node.unschedulable)
+    sim.refresh()
+    return sim
+
+
+class _Growth:
+    """A pool as the simulation grows it: its nodes, and what its limits leave."""
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+        self.count = pool.count
+        self.nodes: list[SimNode] = []
+        #: Karpenter limits: what the pool's nodes hold now
+        self.used: Counter[str] = Counter()
+        self.size = scheduler_units(pool.allocatable) if pool.allocatable else None
+
+    def start(self, nodes: Iterable[SimNode]) -> None:
+        if self.pool.limits:
+            from kaffinity.topology import KARPENTER_POOL_LABEL
+
+            for node in nodes:
+                if node.labels.get(KARPENTER_POOL_LABEL) == self.pool.name and node.allocatable:
+                    self.used.update(node.allocatable)
+
+    def word(self) -> str:
+        return f"pool {self.pool.name}" if self.pool.kind != "NodePool" else f"NodePool {self.pool.name}"
+
+    def full(self) -> str | None:
+        """Why the pool may not grow (None: it may)."""
+        pool = self.pool
+        if pool.max is not None and self.count >= pool.max:
+            return f"{self.word()} is at its max of {pool.max} node{'s' if pool.max != 1 else ''}"
+        if pool.limits:
+            if self.size is None:
+                return f"{self.word()} has limits but no node to take the size of a new one from"
+            for resource, limit in scheduler_units(pool.limits).items():
+                if resource == "nodes":
+                    if self.count + 1 > limit:
+                        return f"{self.word()} is at its limit of {limit} nodes"
+                elif self.used.get(resource, 0) + self.size.get(resource, 0) > limit:
+                    return f"{self.word()} would pass its {resource} limit"
+        return None
+
+    def new_node(self, variant: tuple[tuple[str, str], ...], taken: Mapping[str, SimNode]) -> Node:
+        from kaffinity.labels import HOSTNAME
+        from kaffinity.model import ObjectRef
+
+        index = self.count
+        while f"{self.pool.prefix}{index}" in taken:
+            index += 1
+        name = f"{self.pool.prefix}{index}"
+        pool = self.pool
+        return Node(
+            ref=ObjectRef("v1", "Node", None, name),
+            doc=pool.doc,
+            labels=(*variant, (HOSTNAME, name)),
+            taints=pool.taints,
+            allocatable=pool.allocatable or (),
+            unschedulable=False,
+            path=pool.path,
+        )
+
+    def grow(self, node: SimNode) -> None:
+        self.count += 1
+        self.nodes.append(node)
+        if self.size:
+            self.used.update(self.size)
+
+    def shrink(self, node: SimNode) -> None:
+        if node in self.nodes:
+            self.nodes.remove(node)
+            self.count -= 1
+            if self.size:
+                self.used.subtract(self.size)
+
+
+def _later_first(time: str) -> tuple[int, ...]:
+    """A sort key that puts the later RFC 3339 time (same format) first."""
+    return tuple(-ord(char) for char in time)
+
+
+def _disrupted(pdb: PodDisruptionBudget) -> Mapping[str, Any]:
+    """``status.disruptedPods``: pods whose eviction the budget already counted."""
+    status = pdb.doc.data.get("status")
+    found = status.get("disruptedPods") if isinstance(status, Mapping) else None
+    return found if isinstance(found, Mapping) else {}
+
+
+def _scaled(value: int | str, total: int) -> int:
+    """``intstr.GetScaledValueFromIntOrPercent`` rounding up."""
+    if isinstance(value, int):
+        return value
+    text = value.strip()
+    if text.endswith("%") and text[:-1].isdigit():
+        return -(-int(text[:-1]) * total // 100)
+    return 0
 
 
 def scheduler_units(resources: Iterable[tuple[str, Decimal]]) -> dict[str, int]:
@@ -335,6 +465,12 @@ class Placement:
     rejected: dict[str, list[str]] | None = None
     #: reason -> number of nodes, for the event summary (always set when the pod is Pending)
     reasons: Counter[str] | None = None
+    #: the pods preemption evicted to make room (DefaultPreemption), with the node each ran on
+    victims: tuple[tuple[SimPod, SimNode], ...] = ()
+    #: the node an autoscaler added for this pod (with its pool), when none could take it
+    added: tuple[SimNode, Pool] | None = None
+    #: the pod is Pending and an autoscaler could not help: why (pool at its max, ...)
+    no_scale_up: str | None = None
 
     def summary(self, total: int) -> str:
         """The scheduler's event text for a Pending pod (``FitError.Error``; with no node at
@@ -526,9 +662,24 @@ class Simulation:
         version: str,
         gates: Mapping[str, bool] | None = None,
         namespaces: Mapping[str, Mapping[str, str]] | None = None,
-        filters: Iterable[str] = FILTERS,
+        filters: Iterable[str] = STEPS,
+        priority: Callable[[Workload], int] | None = None,
+        pools: Sequence[Pool] = (),
+        pdbs: Sequence[PodDisruptionBudget] = (),
+        max_nodes: int | None = None,
     ) -> None:
         self.version = version
+        self._priority: Callable[[Workload], int] = priority or (lambda workload: 0)
+        self.pools = [_Growth(pool) for pool in sorted(pools, key=lambda pool: -pool.weight)]
+        self.pdbs = tuple(pdbs)
+        self.max_nodes = max_nodes
+        #: nodes autoscaling added, in order, with their pools
+        self.added: list[tuple[SimNode, Pool]] = []
+        #: called with each node autoscaling adds: binds what runs there from the start (the
+        #: DaemonSet pods cluster-autoscaler puts on its template node); returns those pods
+        self.on_new_node: Callable[[SimNode], list[SimPod]] = lambda node: []
+        #: id(rules) -> cluster version at which PostFilter last found nothing for that template
+        self._post_failed: dict[int, tuple[int, str | None]] = {}
         self.gates = dict(gates or {})
         self.filters = frozenset(filters)
         self._fit = NODE_RESOURCES_FIT in self.filters
@@ -542,28 +693,30 @@ class Simulation:
         for node in nodes:
             if node.ref.name in self.by_name:
                 continue  # a node listed twice: the first declaration counts
-            allocatable = scheduler_units(node.allocatable) if node.allocatable else None
-            if allocatable is not None and node.path and "ephemeral-storage" not in allocatable:
-                # A ClusterTopology pool that does not say: every kubelet reports its disk, so
-                # leave it unchecked rather than report every pod short of ephemeral-storage.
-                allocatable[_UNCHECKED] = 1
-            sim = SimNode(
-                node,
-                node.ref.name,
-                dict(node.labels),
-                node.taints,
-                allocatable,
-                node.unschedulable,
-            )
-            sim.refresh()
+            sim = _sim_node(node)
             self.nodes.append(sim)
             self.by_name[sim.name] = sim
+        for growth in self.pools:
+            growth.start(self.nodes)
+        self._pods = _LabelIndex()
+        self._anti = _TermIndex()
+        self._version = 0
+        self._rules: dict[tuple[Any, ...], Rules] = {}
+        #: Every bind (+1) and unbind (-1), in order: cached spread counts catch up from it.
+        self._log: list[tuple[SimPod, SimNode, int]] = []
+        #: tuple(map(id, terms)) -> (placed pods matching them all by domain, log position)
+        #: (pod counts per domain do not change when an empty node comes or goes)
+        self._term_cache: dict[tuple[int, ...], tuple[_TermCounts, int]] = {}
+        self._node_caches()
+
+    def _node_caches(self) -> None:
+        """(Re)start everything computed from the node list (once, and when autoscaling changes it)."""
+        for node in self.nodes:
+            node.heaps.clear()
         self._prefer_tainted = [
             n for n in self.nodes if any(t.effect == "PreferNoSchedule" for t in n.taints)
         ]
         self._prefer_taints = bool(self._prefer_tainted)
-        self._pods = _LabelIndex()
-        self._anti = _TermIndex()
         self._static: dict[tuple[Any, ...], tuple[list[SimNode], Mapping[str, str]]] = {}
         #: signature -> how many nodes fail the static filters for each reason
         self._static_counts: dict[tuple[Any, ...], Counter[str]] = {}
@@ -575,14 +728,9 @@ class Simulation:
         self._prefer: dict[tuple[Any, ...], dict[SimNode, int]] = {}
         #: id(rules) -> (cluster version, placement) of the last pod of that template found Pending
         self._pending: dict[int, tuple[int, Placement]] = {}
-        self._version = 0
-        self._rules: dict[tuple[Any, ...], Rules] = {}
+        self._version += 1
         self._spread_nodes: dict[tuple[Any, ...], tuple[frozenset[SimNode], frozenset[str]]] = {}
-        #: Every bind (+1) and unbind (-1), in order: cached spread counts catch up from it.
-        self._log: list[tuple[SimPod, SimNode, int]] = []
         #: (namespace, id(spread), id(nodes)) -> (spread, nodes, counts, log position)
-        #: tuple(map(id, terms)) -> (placed pods matching them all by domain, log position)
-        self._term_cache: dict[tuple[int, ...], tuple[_TermCounts, int]] = {}
         self._spread_cache: dict[
             tuple[str, int, int], tuple[Spread, frozenset[SimNode], Counter[str], int]
         ] = {}
@@ -602,8 +750,17 @@ class Simulation:
         labels = dict(workload.pod.labels)
         metadata = workload.doc.data.get("metadata")
         terminating = isinstance(metadata, Mapping) and metadata.get("deletionTimestamp") is not None
+        status = workload.doc.data.get("status")
+        started = status.get("startTime") if isinstance(status, Mapping) else None
         return SimPod(
-            workload, 0, "existing", labels, self._rules_of(workload, labels, "existing"), True, terminating
+            workload,
+            0,
+            "existing",
+            labels,
+            self._rules_of(workload, labels, "existing"),
+            True,
+            terminating,
+            started=str(started) if started is not None else "~",
         )
 
     def daemon_pod(self, workload: Workload, node: SimNode, revision: str = "revision 1") -> SimPod:
@@ -682,6 +839,8 @@ class Simulation:
             soft_spread=tuple(s for s in spreads if not s.hard),
             requests=requests,
             ports=pod.host_ports,
+            priority=self._priority(workload),
+            preempts=pod.preemption_policy != "Never",
             wants=tuple((name, value) for name, value in requests.items() if value > 0 and name != "pods"),
             nonzero=_nonzero(requests),
         )
@@ -757,7 +916,16 @@ class Simulation:
 
     # -- placing -----------------------------------------------------------------------------
 
-    def place(self, pod: SimPod, *, record: bool = False, bind: bool = True) -> Placement:
+    def place(self, pod: SimPod, *, record: bool = False, bind: bool = True, post: bool = False) -> Placement:
+        """Schedule ``pod`` (:meth:`_schedule`); with ``post``, a pod that fits nowhere then goes
+        through PostFilter as the cluster would handle it: preemption of lower-priority pods
+        (DefaultPreemption), else a node added by the autoscaler (:meth:`post_filter`)."""
+        placement = self._schedule(pod, record=record, bind=bind)
+        if placement.node is None and post and bind:
+            return self.post_filter(pod, placement)
+        return placement
+
+    def _schedule(self, pod: SimPod, *, record: bool = False, bind: bool = True) -> Placement:
         """Schedule ``pod``: the chosen node (bound unless ``bind`` is false), or Pending.
 
         With ``record`` every node is filtered and the feasible nodes and every rejection are
@@ -791,6 +959,235 @@ class Simulation:
             if isinstance(chosen, SimNode):
                 return self._placed(pod, chosen, bind)
         return self._scan(pod, state, static, static_reasons, record, bind)
+
+    # -- PostFilter: preemption, then autoscaling ----------------------------------------------
+
+    def post_filter(self, pod: SimPod, pending: Placement) -> Placement:
+        """What happens to a pod no node takes. DefaultPreemption first (the scheduler's
+        PostFilter): when removing lower-priority pods from a node makes it fit, they are
+        evicted and the pod is bound there. Else, cluster-autoscaler or Karpenter: a pool that
+        may still grow and whose new node would take the pod gets that node. cluster-autoscaler
+        leaves a pod the scheduler preempts for to the preemption (``FilterOutExpendableAndSplit``:
+        pods with a nominated node wait for it), and never scales up for an expendable pod
+        (priority below ``--expendable-pods-priority-cutoff``, -10 by default)."""
+        rules = pod.rules
+        failed = self._post_failed.get(id(rules))
+        if failed is not None and failed[0] == self._version:
+            return dataclasses.replace(pending, no_scale_up=failed[1])
+        version = self._version
+        found = self._preempt(pod) if rules.preempts and PREEMPTION in self.filters else None
+        if found is not None:
+            node, victims = found
+            for victim, _ in victims:
+                self.unbind(victim)
+            self.bind(pod, node)
+            return dataclasses.replace(pending, node=node.name, victims=victims, reasons=None)
+        why: str | None = None
+        if self.pools and AUTOSCALING in self.filters:
+            if rules.priority < EXPENDABLE_CUTOFF:
+                why = f"its priority {rules.priority} is below cluster-autoscaler's expendable-pods cutoff {EXPENDABLE_CUTOFF}"
+            else:
+                grown = self._scale_up(pod)
+                if isinstance(grown, tuple):
+                    return dataclasses.replace(pending, node=grown[0].name, added=grown, reasons=None)
+                why = grown
+        self._post_failed[id(rules)] = (version, why)
+        return dataclasses.replace(pending, no_scale_up=why)
+
+    def _preempt(self, pod: SimPod) -> tuple[SimNode, tuple[tuple[SimPod, SimNode], ...]] | None:
+        """DefaultPreemption's choice (pkg/scheduler/framework/preemption ``DryRunPreemption``,
+        ``SelectVictimsOnNode``, ``pickOneNodeForPreemption``): the nodes that pass the static
+        filters and fail only for reasons removing pods can change; on each, every pod of lower
+        priority is removed, and when the pod then fits, they are put back one by one, the most
+        important first (those whose eviction a PodDisruptionBudget forbids before the others),
+        as long as the pod still fits; the rest are the victims. Of the candidates (upstream
+        stops after max(100, 10% of the nodes); kaffinity starts at the first node where
+        upstream starts at a random one), the node with the fewest budget violations, then the
+        lowest highest victim priority, the smallest priority sum, the fewest victims."""
+        rules = pod.rules
+        static = self.static_filter(rules)[0]
+        state = _State(self, pod, self._anti_terms_for(pod))
+        wanted = max(MIN_CANDIDATES, len(self.nodes) * CANDIDATE_PERCENT // 100)
+        best: tuple[tuple[Any, ...], SimNode, list[SimPod]] | None = None
+        found = 0
+        for index, node in enumerate(static):
+            reasons = state.filter(node)
+            if not reasons or any(reason in _UNRESOLVABLE for reason in reasons) or self._too_big(rules, node):
+                continue
+            lower = [other for other in node.pods if other.rules.priority < rules.priority]
+            if not lower:
+                continue
+            chosen = self._victims_on(pod, node, lower)
+            if chosen is None:
+                continue
+            victims, violations = chosen
+            if not victims:
+                continue
+            priorities = [victim.rules.priority for victim in victims]
+            top = max(priorities)
+            earliest = min(victim.started for victim in victims if victim.rules.priority == top)
+            key = (
+                violations,
+                top,
+                sum(p + 2**31 for p in priorities),
+                len(victims),
+                _later_first(earliest),
+                index,
+            )
+            if best is None or key < best[0]:
+                best = (key, node, victims)
+            found += 1
+            if found >= wanted:
+                break
+        if best is None:
+            return None
+        return best[1], tuple((victim, best[1]) for victim in best[2])
+
+    def _too_big(self, rules: Rules, node: SimNode) -> bool:
+        """A request past the node's allocatable: NodeResourcesFit says UnschedulableAndUnresolvable
+        (``fit.go``), no eviction can help."""
+        allocatable = node.allocatable
+        if allocatable is None or not self._fit:
+            return False
+        unchecked = _UNCHECKED in allocatable
+        return any(
+            want > allocatable.get(resource, 0)
+            for resource, want in rules.wants
+            if not (unchecked and resource == "ephemeral-storage")
+        )
+
+    def _fits_on(self, pod: SimPod, node: SimNode) -> bool:
+        return not _State(self, pod, self._anti_terms_for(pod)).filter(node)
+
+    def _victims_on(self, pod: SimPod, node: SimNode, lower: list[SimPod]) -> tuple[list[SimPod], int] | None:
+        """``SelectVictimsOnNode``: the pods to evict from ``node`` and how many of them a
+        budget protects; None when removing every lower-priority pod does not make room."""
+        for other in lower:
+            self.unbind(other)
+        try:
+            if not self._fits_on(pod, node):
+                return None
+            # MoreImportantPod: higher priority first, then the earlier start.
+            ordered = sorted(lower, key=lambda other: (-other.rules.priority, other.started))
+            protected = self._protected(ordered)
+            victims: list[SimPod] = []
+            violations = 0
+            for group, violating in (([p for p in ordered if p in protected], True),
+                                     ([p for p in ordered if p not in protected], False)):
+                for other in group:
+                    self.bind(other, node)
+                    if not self._fits_on(pod, node):
+                        self.unbind(other)
+                        victims.append(other)
+                        violations += violating
+            return victims, violations
+        finally:
+            for other in lower:
+                if other.node is None:
+                    self.bind(other, node)
+
+    def _protected(self, pods: list[SimPod]) -> set[SimPod]:
+        """``filterPodsWithPDBViolation``: the pods (most important first) whose eviction would
+        take a PodDisruptionBudget below zero disruptions allowed; a budget with an empty
+        selector protects nothing here, as upstream's preemption reads it."""
+        allowed: dict[int, int] = {}
+        found: set[SimPod] = set()
+        for pod in pods:
+            for pdb in self.pdbs:
+                selector = pdb.selector
+                if (
+                    selector is None
+                    or selector.is_empty
+                    or (pdb.ref.namespace or "default") != pod.namespace
+                    or not selector_matches(selector, pod.labels)
+                    or pod.name in _disrupted(pdb)
+                ):
+                    continue
+                if id(pdb) not in allowed:
+                    allowed[id(pdb)] = self._disruptions_allowed(pdb)
+                allowed[id(pdb)] -= 1
+                if allowed[id(pdb)] < 0:
+                    found.add(pod)
+        return found
+
+    def _disruptions_allowed(self, pdb: PodDisruptionBudget) -> int:
+        """A budget's ``status.disruptionsAllowed`` when the file has it (a captured cluster);
+        else as the disruption controller computes it from the pods it covers now, all healthy
+        (pkg/controller/disruption: percentages round up)."""
+        status = pdb.doc.data.get("status")
+        if isinstance(status, Mapping):
+            value = status.get("disruptionsAllowed")
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        namespace = pdb.ref.namespace or "default"
+        healthy = sum(
+            1
+            for pod in self.candidates(pdb.selector)
+            if pod.node is not None and pod.namespace == namespace and pdb.selector is not None
+            and selector_matches(pdb.selector, pod.labels)
+        )
+        if pdb.min_available is not None:
+            desired = _scaled(pdb.min_available, healthy)
+        elif pdb.max_unavailable is not None:
+            desired = healthy - _scaled(pdb.max_unavailable, healthy)
+        else:
+            return healthy
+        return max(healthy - desired, 0)
+
+    # -- autoscaling -------------------------------------------------------------------------
+
+    def _scale_up(self, pod: SimPod) -> tuple[SimNode, Pool] | str:
+        """A new node of the first pool (by Karpenter weight, then file order; cluster-
+        autoscaler's default expander picks at random) that may grow and whose node takes the
+        pod once added: bound there. Else why none helps."""
+        rules = pod.rules
+        reasons: list[str] = []
+        if self.max_nodes is not None and len(self.nodes) >= self.max_nodes:
+            return f"the cluster already has {len(self.nodes):,} nodes, the most kaffinity simulates (limits: nodes)"
+        for growth in self.pools:
+            full = growth.full()
+            if full is not None:
+                reasons.append(full)
+                continue
+            fitted = False
+            for variant in growth.pool.variants:
+                node = _sim_node(growth.new_node(variant, self.by_name))
+                static = self._static_reason(rules, node)
+                if static is not None or self.node_fit(rules, node):
+                    continue
+                fitted = True
+                self.add_node(node, growth)
+                if self._fits_on(pod, node):
+                    self.bind(pod, node)
+                    return node, growth.pool
+                self.remove_node(node)
+            if not fitted:
+                reasons.append(f"a new node of {growth.word()} would not take it")
+            else:
+                reasons.append(f"its pod would not fit on a new node of {growth.word()} either")
+        return "; ".join(reasons) or "no pool may grow"
+
+    def add_node(self, node: SimNode, growth: _Growth | None = None) -> None:
+        """A node autoscaling added, with what runs on it from the start (``on_new_node``)."""
+        self.nodes.append(node)
+        self.by_name[node.name] = node
+        if growth is not None:
+            growth.grow(node)
+            self.added.append((node, growth.pool))
+        self._node_caches()
+        node.daemons = self.on_new_node(node)
+
+    def remove_node(self, node: SimNode) -> None:
+        """Undo :meth:`add_node` (a trial that did not help, a rollout restored); the pods
+        bound there must be gone but for the ones ``on_new_node`` put there."""
+        for pod in list(node.daemons):
+            self.unbind(pod)
+        self.nodes.remove(node)
+        del self.by_name[node.name]
+        for growth in self.pools:
+            growth.shrink(node)
+        self.added = [(n, p) for n, p in self.added if n is not node]
+        self._node_caches()
 
     def _placed(self, pod: SimPod, node: SimNode, bind: bool) -> Placement:
         if bind:

@@ -19,6 +19,7 @@ never linted, only consulted.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -27,7 +28,16 @@ from typing import Any
 
 from kaffinity.labels import HOSTNAME, REGION, ZONE
 from kaffinity.loader import DEFAULT_LIMITS, LoadProblem, SourceFile
-from kaffinity.model import Inventory, Namespace, Node, ObjectRef, Taint, Workload, build_inventory
+from kaffinity.model import (
+    Inventory,
+    Namespace,
+    Node,
+    ObjectRef,
+    PodDisruptionBudget,
+    Taint,
+    Workload,
+    build_inventory,
+)
 from kaffinity.quantity import parse_quantity
 from kaffinity.source import DataPath, Document
 
@@ -43,6 +53,10 @@ class Cluster:
     namespaces: tuple[Namespace, ...]
     #: Pods bound to a node and still running: the cluster's existing pods.
     pods: tuple[Workload, ...]
+    #: Node groups an autoscaler may grow (compact pools with ``max``, Karpenter NodePools).
+    pools: tuple[Pool, ...] = ()
+    #: The cluster's PodDisruptionBudgets (preemption avoids the victims they protect).
+    pdbs: tuple[PodDisruptionBudget, ...] = ()
 
     @property
     def has_pods(self) -> bool:
@@ -71,7 +85,13 @@ def cluster_from(
     for doc in documents:
         if _is_compact(doc.data) and id(doc) not in invalid:
             nodes.extend(expand_topology(doc))
-    return Cluster(checked, tuple(nodes), inventory.namespaces, pods)
+    pools: list[Pool] = []
+    if not refused:
+        for doc in documents:
+            if _is_compact(doc.data) and id(doc) not in invalid:
+                pools.extend(compact_pools(doc))
+        pools.extend(karpenter_pools(documents, nodes))
+    return Cluster(checked, tuple(nodes), inventory.namespaces, pods, tuple(pools), inventory.pdbs)
 
 
 def declared_nodes(doc: Document) -> int:
@@ -170,7 +190,7 @@ def _checked(file: SourceFile, invalid: set[int]) -> SourceFile:
                 invalid.add(id(doc))
                 break  # one clear line per document
             else:
-                bad = _bad_quantity(doc.data)
+                bad = _bad_quantity(doc.data) or _bad_size(doc.data)
                 if bad is not None:
                     path, error = bad
                     where = ".".join(str(part) for part in path)
@@ -178,6 +198,23 @@ def _checked(file: SourceFile, invalid: set[int]) -> SourceFile:
                     problems.append(LoadProblem("parse-error", message, doc.locate(path)))
                     invalid.add(id(doc))
     return dataclasses.replace(file, problems=file.problems + tuple(problems)) if problems else file
+
+
+def _bad_size(data: Mapping[str, Any]) -> tuple[DataPath, str] | None:
+    """A pool whose ``max`` is below its ``count`` (or ``min``): no autoscaler accepts that."""
+    spec = data.get("spec")
+    if not isinstance(spec, Mapping):
+        return None
+    for z, zone in _items(spec.get("zones")):
+        for p, pool in _items(zone.get("pools")):
+            most = pool.get("max")
+            if not isinstance(most, int):
+                continue
+            for field in ("count", "min"):
+                value = pool.get(field)
+                if isinstance(value, int) and value > most:
+                    return ("spec", "zones", z, "pools", p, "max"), f"max {most} is below {field} {value}"
+    return None
 
 
 def _bad_quantity(data: Mapping[str, Any]) -> tuple[DataPath, str] | None:
@@ -260,6 +297,148 @@ def _compact_node(
         unschedulable=raw.get("unschedulable") is True,
         path=path,
     )
+
+
+# --- autoscaling ----------------------------------------------------------------------------
+
+
+KARPENTER_API = "karpenter.sh/v1"
+KARPENTER_POOL_LABEL = "karpenter.sh/nodepool"
+KARPENTER_CAPACITY_TYPE = "karpenter.sh/capacity-type"
+#: The label values Karpenter's nodes carry when a NodePool leaves them open, as assumed here
+#: (its defaults: on-demand capacity, amd64, linux).
+KARPENTER_DEFAULTS = {KARPENTER_CAPACITY_TYPE: "on-demand", "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux"}
+#: How many label choices of a NodePool's requirements are tried for one pod (zones x values).
+MAX_VARIANTS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """A node group an autoscaler may grow: what a new node looks like and how far it may grow.
+
+    ``variants``: the label sets a new node may have (one per zone of a compact pool; a
+    Karpenter NodePool's requirement values, zone by zone), each without its hostname.
+    ``allocatable`` None: the size of a new node is not known (its resources go unchecked).
+    """
+
+    name: str
+    kind: str  # "ClusterTopology" or "NodePool"
+    doc: Document
+    path: DataPath
+    variants: tuple[tuple[tuple[str, str], ...], ...]
+    taints: tuple[Taint, ...]
+    allocatable: tuple[tuple[str, Decimal], ...] | None
+    #: the nodes it has now
+    count: int
+    #: the most nodes it may have (None: no count limit, only ``limits``)
+    max: int | None
+    #: Karpenter ``spec.limits``: the most of each resource its nodes may hold together
+    limits: tuple[tuple[str, Decimal], ...] = ()
+    #: Karpenter ``spec.weight``: pools are tried from the highest
+    weight: int = 0
+    #: node name prefix of the nodes it adds
+    prefix: str = ""
+
+
+def compact_pools(doc: Document) -> Iterator[Pool]:
+    """The pools of a ClusterTopology with ``max`` (cluster-autoscaler node groups: one per pool
+    and zone, as node groups are per zone)."""
+    data = doc.data
+    spec = data.get("spec") if isinstance(data.get("spec"), Mapping) else {}
+    common = _strings(spec.get("labels"))
+    for z, zone in _items(spec.get("zones")):
+        name = zone.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        region = zone.get("region")
+        for p, pool in _items(zone.get("pools")):
+            pool_name, count, most = pool.get("name"), pool.get("count"), pool.get("max")
+            if not isinstance(pool_name, str) or not isinstance(count, int) or not isinstance(most, int):
+                continue
+            labels = {**common, **_strings(pool.get("labels")), ZONE: name}
+            if isinstance(region, str) and region:
+                labels[REGION] = region
+            template = _compact_node(doc, "template", labels, pool, ("spec", "zones", z, "pools", p))
+            yield Pool(
+                pool_name,
+                COMPACT_KIND,
+                doc,
+                ("spec", "zones", z, "pools", p),
+                (tuple(labels.items()),),
+                template.taints,
+                template.allocatable if isinstance(pool.get("allocatable"), Mapping) else None,
+                max(count, 0),
+                max(most, 0),
+                prefix=f"{pool_name}-{name}-",
+            )
+
+
+def karpenter_pools(documents: Sequence[Document], nodes: Sequence[Node]) -> Iterator[Pool]:
+    """Karpenter ``karpenter.sh/v1`` NodePools: a new node carries the template's labels and
+    taints (``startupTaints`` are lifted once the node is ready, so scheduling ignores them) and
+    one value of each ``In`` requirement, in each zone the requirements allow (else the zones of
+    the cluster's nodes); its size is that of the pool's existing nodes (label
+    ``karpenter.sh/nodepool``), unknown without one. ``spec.limits`` caps what its nodes hold."""
+    zones = sorted({label for node in nodes for key, label in node.labels if key == ZONE})
+    for doc in documents:
+        data = doc.data
+        if not isinstance(data, Mapping) or data.get("kind") != "NodePool" or data.get("apiVersion") != KARPENTER_API:
+            continue
+        metadata = data.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, Mapping) else None
+        spec = data.get("spec")
+        if not isinstance(name, str) or not name or not isinstance(spec, Mapping):
+            continue
+        template = spec.get("template") if isinstance(spec.get("template"), Mapping) else {}
+        meta = template.get("metadata") if isinstance(template.get("metadata"), Mapping) else {}
+        pod_spec = template.get("spec") if isinstance(template.get("spec"), Mapping) else {}
+        labels = {**KARPENTER_DEFAULTS, **_strings(meta.get("labels")), KARPENTER_POOL_LABEL: name}
+        choices: dict[str, list[str]] = {ZONE: list(zones)} if zones else {}
+        for _, requirement in _items(pod_spec.get("requirements")):
+            key, operator = requirement.get("key"), requirement.get("operator")
+            values = [v for v in requirement.get("values") or () if isinstance(v, str)]
+            if not isinstance(key, str):
+                continue
+            if operator == "In" and values:
+                choices[key] = values
+            elif operator == "NotIn" and key in choices:
+                choices[key] = [v for v in choices[key] if v not in values]
+            elif operator == "DoesNotExist":
+                choices.pop(key, None)
+                labels.pop(key, None)
+        variants = []
+        keys = sorted(choices)
+        for combo in itertools.islice(itertools.product(*(choices[k] for k in keys)), MAX_VARIANTS):
+            variants.append(tuple({**labels, **dict(zip(keys, combo, strict=True))}.items()))
+        path: DataPath = ("spec", "template", "spec")
+        taints = tuple(
+            Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "")), (*path, "taints", i))
+            for i, t in _items(pod_spec.get("taints"))
+        )
+        own = [node for node in nodes if (KARPENTER_POOL_LABEL, name) in node.labels]
+        sized = next((node for node in own if node.allocatable), None)
+        limits: dict[str, Decimal] = {}
+        raw_limits = spec.get("limits")
+        if isinstance(raw_limits, Mapping):
+            for key, value in raw_limits.items():
+                quantity = parse_quantity(value)
+                if quantity is not None:
+                    limits[str(key)] = quantity
+        weight = spec.get("weight")
+        yield Pool(
+            name,
+            "NodePool",
+            doc,
+            ("spec",),
+            tuple(variants) or (tuple(labels.items()),),
+            taints,
+            sized.allocatable if sized is not None else None,
+            len(own),
+            None,
+            tuple(sorted(limits.items())),
+            weight if isinstance(weight, int) and not isinstance(weight, bool) else 0,
+            prefix=f"{name}-",
+        )
 
 
 def _items(value: Any) -> Iterator[tuple[int, Mapping[str, Any]]]:

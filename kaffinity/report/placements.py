@@ -5,10 +5,14 @@ JSON (documented in docs/simulation.md, tested as a contract)::
     {"nodes": ["n1", ...],
      "pods": [{"unit": "" | "overlays/prod",
                "object": {"apiVersion", "kind", "namespace", "name"}, "replica": 0,
-               "node": "n2" | null, "feasible": ["n1", "n2"], "rejected": {"n3": ["reason", ...]}}]}
+               "node": "n2" | null, "feasible": ["n1", "n2"], "rejected": {"n3": ["reason", ...]},
+               "victims": [{"namespace", "name", "node"}], "added": "general-a-3" | null}],
+     "added": [{"node": "general-a-3", "pool": "general", "kind": "ClusterTopology" | "NodePool"}]}
 
 ``feasible``: the nodes that pass every enabled filter when that pod is placed; ``rejected``:
-every other node with the reasons of the first filter it failed.
+every other node with the reasons of the first filter it failed. ``victims``: the pods
+preemption evicted for it; ``added``: the node the autoscaler added for it (and, at the top, every
+node autoscaling added, in order).
 """
 
 from __future__ import annotations
@@ -39,12 +43,34 @@ def render_json(run: PlacementRun, units: Sequence[tuple[str, PlacementRun]] = (
             "node": placement.node,
             "feasible": placement.feasible or [],
             "rejected": placement.rejected or {},
+            "victims": [
+                {"namespace": victim.namespace, "name": victim.name, "node": node.name}
+                for victim, node in placement.victims
+            ],
+            "added": placement.added[0].name if placement.added else None,
         }
         for unit, each in runs
         for placement in each.placements
     ]
-    document = utf8_tree({"nodes": [node.name for node in run.sim.nodes], "pods": pods})
+    added = [
+        {"node": node.name, "pool": pool.name, "kind": pool.kind}
+        for _, each in runs
+        for node, pool in each.sim.added
+    ]
+    nodes = [node.name for node in run.sim.nodes]
+    document = utf8_tree({"nodes": nodes, "pods": pods, "added": added})
     return json.dumps(document, indent=2) + "\n"
+
+
+def _how(placement: Placement) -> str:
+    """`` (new node of pool general)``, `` (preempting ns/a on n1, ...)``; "" when simply placed."""
+    if placement.added is not None:
+        pool = placement.added[1]
+        return f" (new node of {'NodePool' if pool.kind == 'NodePool' else 'pool'} {pool.name})"
+    if placement.victims:
+        names = ", ".join(f"{victim.namespace}/{victim.name}" for victim, _ in placement.victims)
+        return f" (preempting {names})"
+    return ""
 
 
 def render_text(run: PlacementRun, units: Sequence[tuple[str, PlacementRun]] = ()) -> str:
@@ -58,12 +84,19 @@ def render_text(run: PlacementRun, units: Sequence[tuple[str, PlacementRun]] = (
         where = f"{quote_name(pod.workload.doc.file)}:{span.line}:{span.column}"
         who = escape(f"{pod.workload.ref} replica {pod.replica}")
         if placement.node is not None:
-            lines.append(f"{where}: {who} -> {escape(placement.node)}")
+            lines.append(f"{where}: {who} -> {escape(placement.node)}{escape(_how(placement))}")
+        elif pod.rules.node_name:
+            # spec.nodeName: no scheduler involved, the node's kubelet refuses the pod
+            reasons = ", ".join(sorted(placement.reasons or ())) or "no such node"
+            lines.append(f"{where}: {who} rejected (spec.nodeName {escape(pod.rules.node_name)}): {escape(reasons)}")
         else:
-            lines.append(f"{where}: {who} Pending: {escape(placement.summary(total))}")
+            why = f" (no scale-up: {placement.no_scale_up})" if placement.no_scale_up else ""
+            lines.append(f"{where}: {who} Pending: {escape(placement.summary(total) + why)}")
     pending = len(run.pending)
+    grown = len(run.sim.added)
     lines.append(
         f"{len(run.placements) - pending} pod(s) placed, {pending} Pending, on {total} node(s)"
+        + (f" ({grown} added by autoscaling)" if grown else "")
         + (f" ({len(run.existing)} existing pod(s))" if run.existing else "")
     )
     return "\n".join(lines) + "\n"
