@@ -401,11 +401,44 @@ def _exceeds(sim: Simulation, statics: _Statics, signature: tuple[Any, ...], sha
         if not term.topology_key or not _self_matches(sim, term, probes):
             continue
         values, everywhere = statics.values(signature, shape.eligible, term.topology_key)
-        if not everywhere or len(values) >= shape.replicas:
+        if (
+            not everywhere
+            or len(values) + growth_domains(sim, shape.probe.rules, term.topology_key, values)
+            >= shape.replicas
+        ):
             continue
         if best is None or len(values) < len(best.domains):
             best = Exceeds(term, tuple(sorted(values)))
     return best
+
+
+def growth_domains(sim: Simulation, rules: Rules, key: str, values: Iterable[str]) -> int:
+    """How many more domains of ``key`` the pools an autoscaler may still grow would give a pod
+    with ``rules``: each new node is a hostname of its own (up to the pool's max; a NodePool
+    without a node count is not bounded here); other keys, the values of its new nodes' labels
+    that no eligible node has yet. Only pools whose new node passes the static filters count."""
+    from kaffinity.simulate import sim_node
+
+    known = set(values)
+    extra = 0
+    for growth in sim.pools:
+        if growth.full() is not None:
+            continue
+        for variant in growth.pool.variants:
+            node = sim_node(growth.new_node(variant, sim.by_name))
+            if sim.static_reason_of(rules, node) is not None:
+                continue
+            if key == HOSTNAME:
+                most = growth.pool.max
+                if most is None:  # a NodePool bounded by resources only: as many as needed
+                    return 1 << 30
+                extra += most - growth.count
+                break
+            value = node.labels.get(key)
+            if value is not None and value not in known:
+                known.add(value)
+                extra += 1
+    return extra
 
 
 def _spread_cap(sim: Simulation, shape: Shape) -> SpreadCap | None:
@@ -681,6 +714,13 @@ def pending_words(stuck: Stuck) -> str:
         )
     verb = "stays" if len(names) == 1 else "stay"
     return f"{name_list(names)} {verb} Pending"
+
+
+def no_scale_up(stuck: Stuck) -> str:
+    """``; the autoscaler cannot help: pool general is at its max of 3 nodes`` when the cluster
+    declares pools that may grow and none took the Pending pods ("" otherwise)."""
+    why = stuck.pending[0].no_scale_up if stuck.pending else None
+    return f"; the autoscaler cannot help: {why}" if why else ""
 
 
 def in_domains(key: str, values: list[str]) -> str:

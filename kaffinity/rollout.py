@@ -67,6 +67,7 @@ from kaffinity.simulate import (
     REASON_AFFINITY,
     REASON_ANTI_AFFINITY,
     REASON_EXISTING_ANTI,
+    REASON_PORTS,
     REASON_SPREAD,
     REASON_SPREAD_LABEL,
     REASON_TOO_MANY_PODS,
@@ -612,7 +613,14 @@ def deletion_order(pods: Iterable[SimPod], related: Iterable[SimPod]) -> list[Si
 
 # --- why the new pod stays Pending -----------------------------------------------------------
 
-_DYNAMIC = {REASON_ANTI_AFFINITY, REASON_EXISTING_ANTI, REASON_AFFINITY, REASON_SPREAD, REASON_SPREAD_LABEL}
+_DYNAMIC = {
+    REASON_ANTI_AFFINITY,
+    REASON_EXISTING_ANTI,
+    REASON_AFFINITY,
+    REASON_SPREAD,
+    REASON_SPREAD_LABEL,
+    REASON_PORTS,
+}
 
 
 def _resource_reason(reason: str) -> bool:

@@ -342,7 +342,8 @@ class SimNode:
             self.free = 1 - len(self.pods) / _DEFAULT_MAX_PODS
 
 
-def _sim_node(node: Node) -> SimNode:
+def sim_node(node: Node) -> SimNode:
+    """The simulation's view of ``node`` (scheduler units; unchecked disk for a compact pool)."""
     allocatable = scheduler_units(node.allocatable) if node.allocatable else None
     if allocatable is not None and node.path and "ephemeral-storage" not in allocatable:
         # A ClusterTopology pool that does not say: every kubelet reports its disk, so
@@ -693,7 +694,7 @@ class Simulation:
         for node in nodes:
             if node.ref.name in self.by_name:
                 continue  # a node listed twice: the first declaration counts
-            sim = _sim_node(node)
+            sim = sim_node(node)
             self.nodes.append(sim)
             self.by_name[sim.name] = sim
         for growth in self.pools:
@@ -985,7 +986,10 @@ class Simulation:
         why: str | None = None
         if self.pools and AUTOSCALING in self.filters:
             if rules.priority < EXPENDABLE_CUTOFF:
-                why = f"its priority {rules.priority} is below cluster-autoscaler's expendable-pods cutoff {EXPENDABLE_CUTOFF}"
+                why = (
+                    f"its priority {rules.priority} is below cluster-autoscaler's expendable-pods "
+                    f"cutoff {EXPENDABLE_CUTOFF}"
+                )
             else:
                 grown = self._scale_up(pod)
                 if isinstance(grown, tuple):
@@ -1012,7 +1016,11 @@ class Simulation:
         found = 0
         for index, node in enumerate(static):
             reasons = state.filter(node)
-            if not reasons or any(reason in _UNRESOLVABLE for reason in reasons) or self._too_big(rules, node):
+            if (
+                not reasons
+                or any(reason in _UNRESOLVABLE for reason in reasons)
+                or self._too_big(rules, node)
+            ):
                 continue
             lower = [other for other in node.pods if other.rules.priority < rules.priority]
             if not lower:
@@ -1072,8 +1080,10 @@ class Simulation:
             protected = self._protected(ordered)
             victims: list[SimPod] = []
             violations = 0
-            for group, violating in (([p for p in ordered if p in protected], True),
-                                     ([p for p in ordered if p not in protected], False)):
+            for group, violating in (
+                ([p for p in ordered if p in protected], True),
+                ([p for p in ordered if p not in protected], False),
+            ):
                 for other in group:
                     self.bind(other, node)
                     if not self._fits_on(pod, node):
@@ -1123,7 +1133,9 @@ class Simulation:
         healthy = sum(
             1
             for pod in self.candidates(pdb.selector)
-            if pod.node is not None and pod.namespace == namespace and pdb.selector is not None
+            if pod.node is not None
+            and pod.namespace == namespace
+            and pdb.selector is not None
             and selector_matches(pdb.selector, pod.labels)
         )
         if pdb.min_available is not None:
@@ -1143,7 +1155,10 @@ class Simulation:
         rules = pod.rules
         reasons: list[str] = []
         if self.max_nodes is not None and len(self.nodes) >= self.max_nodes:
-            return f"the cluster already has {len(self.nodes):,} nodes, the most kaffinity simulates (limits: nodes)"
+            return (
+                f"the cluster already has {len(self.nodes):,} nodes, the most kaffinity simulates "
+                "(limits: nodes)"
+            )
         for growth in self.pools:
             full = growth.full()
             if full is not None:
@@ -1151,7 +1166,7 @@ class Simulation:
                 continue
             fitted = False
             for variant in growth.pool.variants:
-                node = _sim_node(growth.new_node(variant, self.by_name))
+                node = sim_node(growth.new_node(variant, self.by_name))
                 static = self._static_reason(rules, node)
                 if static is not None or self.node_fit(rules, node):
                     continue
@@ -1358,6 +1373,10 @@ class Simulation:
             self._static_counts[key] = +counts  # without zero counts
         return found
 
+    def static_reason_of(self, rules: Rules, node: SimNode) -> str | None:
+        """The first static filter's reason for ``node`` (which need not be in the cluster)."""
+        return self._static_reason(rules, node)
+
     def _static_reason(self, rules: Rules, node: SimNode) -> str | None:
         on = self.filters
         if rules.node_name:
@@ -1393,7 +1412,9 @@ class Simulation:
             taint = self.untolerated(rules.tolerations, node.taints, _NO_EXECUTE)
             if taint is not None:
                 return taint_reason(taint, self.version)
-        if NODE_AFFINITY in on and not node_matches(rules.node_selector, rules.node_terms, node.labels, node.name):
+        if NODE_AFFINITY in on and not node_matches(
+            rules.node_selector, rules.node_terms, node.labels, node.name
+        ):
             return REASON_NODE_AFFINITY
         return None
 

@@ -307,7 +307,11 @@ KARPENTER_POOL_LABEL = "karpenter.sh/nodepool"
 KARPENTER_CAPACITY_TYPE = "karpenter.sh/capacity-type"
 #: The label values Karpenter's nodes carry when a NodePool leaves them open, as assumed here
 #: (its defaults: on-demand capacity, amd64, linux).
-KARPENTER_DEFAULTS = {KARPENTER_CAPACITY_TYPE: "on-demand", "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux"}
+KARPENTER_DEFAULTS = {
+    KARPENTER_CAPACITY_TYPE: "on-demand",
+    "kubernetes.io/arch": "amd64",
+    "kubernetes.io/os": "linux",
+}
 #: How many label choices of a NodePool's requirements are tried for one pod (zones x values).
 MAX_VARIANTS = 64
 
@@ -382,16 +386,20 @@ def karpenter_pools(documents: Sequence[Document], nodes: Sequence[Node]) -> Ite
     zones = sorted({label for node in nodes for key, label in node.labels if key == ZONE})
     for doc in documents:
         data = doc.data
-        if not isinstance(data, Mapping) or data.get("kind") != "NodePool" or data.get("apiVersion") != KARPENTER_API:
+        if (
+            not isinstance(data, Mapping)
+            or data.get("kind") != "NodePool"
+            or data.get("apiVersion") != KARPENTER_API
+        ):
             continue
         metadata = data.get("metadata")
         name = metadata.get("name") if isinstance(metadata, Mapping) else None
         spec = data.get("spec")
         if not isinstance(name, str) or not name or not isinstance(spec, Mapping):
             continue
-        template = spec.get("template") if isinstance(spec.get("template"), Mapping) else {}
-        meta = template.get("metadata") if isinstance(template.get("metadata"), Mapping) else {}
-        pod_spec = template.get("spec") if isinstance(template.get("spec"), Mapping) else {}
+        template = _mapping(spec.get("template"))
+        meta = _mapping(template.get("metadata"))
+        pod_spec = _mapping(template.get("spec"))
         labels = {**KARPENTER_DEFAULTS, **_strings(meta.get("labels")), KARPENTER_POOL_LABEL: name}
         choices: dict[str, list[str]] = {ZONE: list(zones)} if zones else {}
         for _, requirement in _items(pod_spec.get("requirements")):
@@ -412,7 +420,12 @@ def karpenter_pools(documents: Sequence[Document], nodes: Sequence[Node]) -> Ite
             variants.append(tuple({**labels, **dict(zip(keys, combo, strict=True))}.items()))
         path: DataPath = ("spec", "template", "spec")
         taints = tuple(
-            Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "")), (*path, "taints", i))
+            Taint(
+                str(t.get("key", "")),
+                str(t.get("value", "") or ""),
+                str(t.get("effect", "")),
+                (*path, "taints", i),
+            )
             for i, t in _items(pod_spec.get("taints"))
         )
         own = [node for node in nodes if (KARPENTER_POOL_LABEL, name) in node.labels]
@@ -439,6 +452,10 @@ def karpenter_pools(documents: Sequence[Document], nodes: Sequence[Node]) -> Ite
             weight if isinstance(weight, int) and not isinstance(weight, bool) else 0,
             prefix=f"{name}-",
         )
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _items(value: Any) -> Iterator[tuple[int, Mapping[str, Any]]]:

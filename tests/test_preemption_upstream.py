@@ -59,4 +59,6 @@ def test_upstream_preemption_case(tmp_path: Path, case: dict[str, Any]) -> None:
     assert result.exit_code in (0, 1), result.output
     placed = json.loads(result.stdout)["pods"][0]
     assert placed["node"] == case["node"], case.get("note", "")
-    assert sorted(victim["name"] for victim in placed["victims"]) == sorted(case["victims"]), case.get("note", "")
+    assert sorted(victim["name"] for victim in placed["victims"]) == sorted(case["victims"]), case.get(
+        "note", ""
+    )

@@ -139,7 +139,8 @@ def test_place_json_contract(tmp_path: Path) -> None:
     assert code == 1
     assert report["nodes"][2] == "gpu-eu-west-1a-0" and len(report["nodes"]) == 7
     first, last = report["pods"][0], report["pods"][6]
-    assert set(first) == {"unit", "object", "replica", "node", "feasible", "rejected"}
+    assert set(first) == {"unit", "object", "replica", "node", "feasible", "rejected", "victims", "added"}
+    assert first["victims"] == [] and first["added"] is None and report["added"] == []
     assert first["unit"] == ""  # one deployment unit (docs/repositories.md)
     assert first["object"] == {
         "apiVersion": "apps/v1",

@@ -88,7 +88,9 @@ def render_text(run: PlacementRun, units: Sequence[tuple[str, PlacementRun]] = (
         elif pod.rules.node_name:
             # spec.nodeName: no scheduler involved, the node's kubelet refuses the pod
             reasons = ", ".join(sorted(placement.reasons or ())) or "no such node"
-            lines.append(f"{where}: {who} rejected (spec.nodeName {escape(pod.rules.node_name)}): {escape(reasons)}")
+            lines.append(
+                f"{where}: {who} rejected (spec.nodeName {escape(pod.rules.node_name)}): {escape(reasons)}"
+            )
         else:
             why = f" (no scale-up: {placement.no_scale_up})" if placement.no_scale_up else ""
             lines.append(f"{where}: {who} Pending: {escape(placement.summary(total) + why)}")

@@ -18,6 +18,8 @@ from kaffinity.rules import (
     helm_template,
     match_label_key_missing,
     merged_selector_rejected,
+    needs_preemption,
+    needs_scale_up,
     no_eligible_node,
     parse_error,
     pdb_blocks_eviction,
@@ -65,6 +67,8 @@ RULES: tuple[Rule, ...] = (
     anti_affinity_exceeds_domains.RULE,
     spread_unsatisfiable.RULE,
     unschedulable.RULE,
+    needs_preemption.RULE,
+    needs_scale_up.RULE,
     rollout_deadlock.RULE,
     pdb_blocks_eviction.RULE,
 )

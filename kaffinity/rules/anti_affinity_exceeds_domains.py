@@ -87,7 +87,7 @@ def _check(context: Context) -> Iterator[Violation]:
 def _violation(
     result: Analysis, run: PlacementRun, stuck: Stuck, exceeds: Exceeds, order: dict[int, int]
 ) -> Violation:
-    from kaffinity.pending import pending_words, plural, replicas_field
+    from kaffinity.pending import no_scale_up, pending_words, plural, replicas_field
 
     shape = stuck.shape
     workload = shape.workload
@@ -172,7 +172,11 @@ def _violation(
             "the term preferredDuringSchedulingIgnoredDuringExecution (or a topology spread constraint)"
         )
     return Violation(
-        workload.doc, (*term.source.path, "topologyKey"), message, related=tuple(related), fix=fix
+        workload.doc,
+        (*term.source.path, "topologyKey"),
+        message + no_scale_up(stuck),
+        related=tuple(related),
+        fix=fix,
     )
 
 

@@ -134,7 +134,7 @@ def _dynamic(result: Analysis, stuck: Stuck, spread: Spread) -> tuple[DataPath, 
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.pending import SPREAD_UNSATISFIABLE, analysis, pending_words, reporter
+    from kaffinity.pending import SPREAD_UNSATISFIABLE, analysis, no_scale_up, pending_words, reporter
 
     result = analysis(context)
     if result is None or result.stuck is None:
@@ -152,6 +152,7 @@ def _check(context: Context) -> Iterator[Violation]:
         message += f": {pending_words(stuck)}"
         if stuck.final:
             message += f" ({stuck.final[0].summary(len(result.sim.nodes))})"
+        message += no_scale_up(stuck)
         yield Violation(stuck.workload.doc, where, message, fix=fix)
 
 

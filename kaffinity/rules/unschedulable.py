@@ -33,12 +33,14 @@ def _order() -> tuple[str, ...]:
         REASON_AFFINITY,
         REASON_ANTI_AFFINITY,
         REASON_EXISTING_ANTI,
+        REASON_PORTS,
         REASON_SPREAD,
         REASON_SPREAD_LABEL,
         REASON_TOO_MANY_PODS,
     )
 
     return (
+        REASON_PORTS,
         REASON_TOO_MANY_PODS,
         _INSUFFICIENT,
         REASON_SPREAD_LABEL,
@@ -198,6 +200,7 @@ def _explain(
         REASON_AFFINITY,
         REASON_ANTI_AFFINITY,
         REASON_EXISTING_ANTI,
+        REASON_PORTS,
         REASON_SPREAD,
         REASON_SPREAD_LABEL,
         REASON_TOO_MANY_PODS,
@@ -208,6 +211,17 @@ def _explain(
     rules = pod.rules
     if reason == REASON_TOO_MANY_PODS or reason.startswith(_INSUFFICIENT):
         return _resources(result, stuck, reason)
+    if reason == REASON_PORTS and rules.ports:
+        # NodePorts (pkg/scheduler/framework/plugins/nodeports): one pod per node per host port.
+        ports = name_list(sorted({f"{protocol} {port}" for protocol, _, port in rules.ports}))
+        return (
+            workload.pod.spec_path,
+            f"it asks for host port {ports}, which other pods already hold on every node it may run on "
+            "(one pod per node and port)",
+            (),
+            "run no more replicas than nodes (or a DaemonSet), or drop hostPort and reach the pods "
+            "through a Service",
+        )
     if reason in (REASON_SPREAD, REASON_SPREAD_LABEL) and rules.spread:
         spread = rules.spread[0]
         return (
@@ -301,7 +315,7 @@ def _explain(
 
 
 def _violation(result: Analysis, stuck: Stuck) -> Violation:
-    from kaffinity.pending import pending_words, plural, replicas_field
+    from kaffinity.pending import no_scale_up, pending_words, plural, replicas_field
     from kaffinity.simulate import REASON_PINNED
 
     workload = stuck.workload
@@ -336,6 +350,7 @@ def _violation(result: Analysis, stuck: Stuck) -> Violation:
     message = f"{pending_words(stuck)}: {summary}"
     if detail:
         message += f" ({detail})"
+    message += no_scale_up(stuck)
     severity = None
     undeclared = _undeclared(stuck, dynamic)
     if undeclared:

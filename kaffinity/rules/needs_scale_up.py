@@ -1,0 +1,93 @@
+"""needs-scale-up: pods that fit on the declared cluster only once an autoscaler adds nodes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from kaffinity.findings import Related, Severity, Violation
+from kaffinity.rules.all_namespaces_anti_affinity import name_list
+from kaffinity.rules.base import Rule
+
+if TYPE_CHECKING:
+    from kaffinity.engine import Context
+
+
+def _check(context: Context) -> Iterator[Violation]:
+    from kaffinity.pending import replicas_field
+
+    run = context.placement
+    if run is None:
+        return
+    for workload in run.queue:
+        grown = [p for p in run.by_workload.get(id(workload), ()) if p.added is not None]
+        if not grown:
+            continue
+        pools: Counter[tuple[str, str]] = Counter()
+        where = {}
+        for placement in grown:
+            assert placement.added is not None
+            pool = placement.added[1]
+            word = f"NodePool {pool.name}" if pool.kind == "NodePool" else f"pool {pool.name}"
+            pools[(word, pool.prefix)] += 1
+            where[(word, pool.prefix)] = pool
+        parts = [
+            f"{count} more node{'s' if count != 1 else ''} of {word}" for (word, _), count in pools.items()
+        ]
+        pods = name_list(placement.pod.name for placement in grown)
+        verb = "fits" if len(grown) == 1 else "fit"
+        related = tuple(
+            Related(
+                pool.doc,
+                pool.path,
+                f"{word} may grow" + (f" (max {pool.max})" if pool.max is not None else ""),
+            )
+            for (word, _), pool in where.items()
+        )
+        yield Violation(
+            workload.doc,
+            replicas_field(workload) or workload.pod.spec_path,
+            f"{pods} {verb} on no node the cluster has now: it needs {name_list(parts)}, which the "
+            "autoscaler adds (the pods stay Pending until the new nodes are ready, typically minutes)",
+            related=related,
+            fix="nothing, if scaling up is intended; else give the cluster room, or lower the replicas "
+            "or requests",
+        )
+
+
+RULE = Rule(
+    name="needs-scale-up",
+    category="topology",
+    severity=Severity.INFO,
+    summary="Pods fit only once an autoscaler adds nodes to a pool that may grow.",
+    check=_check,
+    needs_context=True,
+    needs_cluster=True,
+    docs="""\
+## What it finds
+A workload whose pods no current node of the declared cluster takes, but a node that an
+autoscaler would add does: a `ClusterTopology` pool with `max` above `count` (a
+cluster-autoscaler node group), or a Karpenter `NodePool` (`karpenter.sh/v1`) within its
+`limits`. kaffinity adds the node as they would -- one at a time, for a pod that fits nowhere
+and that preemption cannot place, with the DaemonSet pods that run on it, never past `max`, the
+NodePool limits or `limits: nodes` -- and names how many nodes of which pool it took.
+
+## Why it matters
+Nothing is wrong: this is what autoscaling is for. But the pods wait for a new node (minutes),
+and a rollout that needs one is only as fast as the cloud provider. The finding is information;
+when the pool is at its max, the pods stay Pending and `unschedulable`, `rollout-deadlock` or
+the other topology rules report them, saying that the autoscaler cannot help.
+
+## Example
+```yaml
+# cluster: pool general, count 3, max 6
+kind: Deployment
+spec:
+  replicas: 5      # one per node (hostname anti-affinity): 2 more nodes
+```
+
+## Fix
+None needed. To keep the pods off a scale-up, give the cluster room or lower the replicas.
+""",
+)

@@ -1,0 +1,292 @@
+"""What real clusters do beyond the filters: preemption, autoscaling pools, host ports, nodeName.
+
+Each scenario is one of issue 19's reports, linted (or placed) against a small declared cluster;
+the assertions compare rule, line and column, and the placement's nodes and victims.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from kaffinity.cli import app
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def _lint(tmp_path: Path, cluster: str, manifests: str, *extra: str) -> list[tuple[str, int, int]]:
+    c = _write(tmp_path, "cluster.yaml", cluster)
+    m = _write(tmp_path, "app.yaml", manifests)
+    result = CliRunner().invoke(
+        app, ["lint", "--no-config", "--cluster", str(c), str(m), "--format", "json", *extra]
+    )
+    assert result.exit_code in (0, 1), result.output
+    report: dict[str, Any] = json.loads(result.stdout)
+    return sorted((f["rule"], f["line"], f["column"]) for f in report["findings"])
+
+
+def _place(tmp_path: Path, cluster: str, manifests: str) -> dict[str, Any]:
+    c = _write(tmp_path, "cluster.yaml", cluster)
+    m = _write(tmp_path, "app.yaml", manifests)
+    result = CliRunner().invoke(
+        app, ["place", "--no-config", "--cluster", str(c), str(m), "--format", "json"]
+    )
+    assert result.exit_code in (0, 1), result.output
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def _node(name: str, cpu: str = "4", taints: str = "[]") -> str:
+    return f"""\
+    apiVersion: v1
+    kind: Node
+    metadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}
+    spec: {{taints: {taints}}}
+    status: {{allocatable: {{cpu: "{cpu}", memory: 16Gi, pods: "110"}}}}
+    """
+
+
+def _batch(name: str, node: str, priority: int = 0, cpu: str = "3") -> str:
+    return f"""\
+    apiVersion: v1
+    kind: Pod
+    metadata: {{name: {name}, namespace: batch, labels: {{app: batch}}}}
+    spec:
+      nodeName: {node}
+      priority: {priority}
+      containers: [{{name: c, image: i, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+    """
+
+
+def _service(priority: int, policy: str = "PreemptLowerPriority", cpu: str = "2") -> str:
+    return f"""\
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {{name: api, namespace: payments}}
+    spec:
+      replicas: 1
+      selector: {{matchLabels: {{app: api}}}}
+      template:
+        metadata: {{labels: {{app: api}}}}
+        spec:
+          priority: {priority}
+          preemptionPolicy: {policy}
+          containers: [{{name: c, image: i, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+    """
+
+
+CROWDED = "---\n".join([_node("n1"), _node("n2"), _batch("b1", "n1"), _batch("b2", "n2", priority=5)])
+
+
+# --- preemption -----------------------------------------------------------------------------------
+
+
+def test_a_higher_priority_pod_preempts_the_lowest_priority_victim(tmp_path: Path) -> None:
+    report = _place(tmp_path, CROWDED, _service(1000))
+    pod = report["pods"][0]
+    assert pod["node"] == "n1"  # b1 (priority 0) is a cheaper victim than b2 (priority 5)
+    assert pod["victims"] == [{"namespace": "batch", "name": "b1", "node": "n1"}]
+    assert _lint(tmp_path, CROWDED, _service(1000)) == [("needs-preemption", 10, 7)]
+
+
+def test_no_preemption_between_equal_priorities(tmp_path: Path) -> None:
+    report = _place(tmp_path, CROWDED, _service(0))
+    assert report["pods"][0]["node"] is None and report["pods"][0]["victims"] == []
+    assert _lint(tmp_path, CROWDED, _service(0)) == [("unschedulable", 12, 63)]
+
+
+def test_preemption_policy_never_waits(tmp_path: Path) -> None:
+    report = _place(tmp_path, CROWDED, _service(1000, "Never"))
+    assert report["pods"][0]["node"] is None and report["pods"][0]["victims"] == []
+    assert [rule for rule, *_ in _lint(tmp_path, CROWDED, _service(1000, "Never"))] == ["unschedulable"]
+
+
+def test_no_preemption_when_the_victims_would_not_free_enough(tmp_path: Path) -> None:
+    # 5 cpu on 4-cpu nodes: UnschedulableAndUnresolvable, no eviction helps.
+    report = _place(tmp_path, CROWDED, _service(1000, cpu="5"))
+    assert report["pods"][0]["node"] is None and report["pods"][0]["victims"] == []
+
+
+def test_a_budget_steers_preemption_to_unprotected_pods(tmp_path: Path) -> None:
+    pdb = """\
+    apiVersion: policy/v1
+    kind: PodDisruptionBudget
+    metadata: {name: b1, namespace: batch}
+    spec: {selector: {matchLabels: {app: batch, name: b1}}, maxUnavailable: 0}
+    """
+    cluster = "---\n".join(
+        [
+            _node("n1"),
+            _node("n2"),
+            _batch("b1", "n1").replace("app: batch}", "app: batch, name: b1}"),
+            _batch("b2", "n2"),
+            pdb,
+        ]
+    )
+    report = _place(tmp_path, cluster, _service(1000))
+    assert report["pods"][0]["victims"] == [{"namespace": "batch", "name": "b2", "node": "n2"}]
+
+
+# --- autoscaling ----------------------------------------------------------------------------------
+
+
+def _pool(count: int, most: int) -> str:
+    return f"""\
+    apiVersion: kaffinity.io/v1alpha1
+    kind: ClusterTopology
+    metadata: {{name: auto}}
+    spec:
+      zones:
+        - name: a
+          pools:
+            - {{name: general, count: {count}, max: {most}, allocatable: {{cpu: "4", memory: 16Gi, pods: 110}}}}
+    """
+
+
+ANTI = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 5
+  strategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector: {matchLabels: {app: web}}
+              matchLabelKeys: [pod-template-hash]
+              topologyKey: kubernetes.io/hostname
+      containers: [{name: c, image: i, resources: {requests: {cpu: 100m}}}]
+"""
+
+
+def test_a_pool_grows_for_anti_affinity_replicas_and_the_surge_pod(tmp_path: Path) -> None:
+    report = _place(tmp_path, _pool(3, 6), ANTI)
+    assert [pod["added"] for pod in report["pods"]] == [None, None, None, "general-a-3", "general-a-4"]
+    assert [entry["node"] for entry in report["added"]] == ["general-a-3", "general-a-4"]
+    # The surge pod of the rollout gets a sixth node: no rollout-deadlock, no exceeds.
+    assert _lint(tmp_path, _pool(3, 6), ANTI) == [("needs-scale-up", 5, 3)]
+    assert _lint(tmp_path, _pool(3, 6), ANTI, "--no-simulate") == []
+
+
+def test_the_same_pool_at_its_max(tmp_path: Path) -> None:
+    assert _lint(tmp_path, _pool(3, 3), ANTI) == [("anti-affinity-exceeds-domains", 16, 15)]
+    # Anti-affinity across revisions: the surge pod needs a sixth node, which pool max 5 refuses.
+    unscoped = ANTI.replace("              matchLabelKeys: [pod-template-hash]\n", "")
+    assert ("rollout-deadlock", 14, 15) not in _lint(tmp_path, _pool(3, 6), unscoped)
+    assert ("rollout-deadlock", 14, 15) in _lint(tmp_path, _pool(3, 5), unscoped)
+
+
+def test_expendable_pods_do_not_scale_up(tmp_path: Path) -> None:
+    expendable = ANTI.replace("      affinity:", "      priority: -20\n      affinity:")
+    report = _place(tmp_path, _pool(3, 6), expendable)
+    assert report["added"] == [] and [pod["node"] for pod in report["pods"]][3:] == [None, None]
+
+
+def test_a_karpenter_nodepool_grows_within_its_limits(tmp_path: Path) -> None:
+    cluster = """\
+    apiVersion: v1
+    kind: Node
+    metadata:
+      name: default-abcde
+      labels: {kubernetes.io/hostname: default-abcde, karpenter.sh/nodepool: default, topology.kubernetes.io/zone: a}
+    status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
+    ---
+    apiVersion: karpenter.sh/v1
+    kind: NodePool
+    metadata: {name: default}
+    spec:
+      template:
+        spec:
+          requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
+          nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      limits: {cpu: "12"}
+    """
+    report = _place(tmp_path, cluster, ANTI)
+    # 4 cpu each, 12 cpu in all: two more nodes, then the limit.
+    assert [entry["node"] for entry in report["added"]] == ["default-1", "default-2"]
+    assert [pod["node"] for pod in report["pods"]][3:] == [None, None]
+
+
+# --- host ports -----------------------------------------------------------------------------------
+
+
+INGRESS = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ingress-nginx-controller, namespace: ingress-nginx}
+spec:
+  replicas: REPLICAS
+  strategy: {rollingUpdate: STRATEGY}
+  selector: {matchLabels: {app: ingress}}
+  template:
+    metadata: {labels: {app: ingress}}
+    spec:
+      containers:
+        - name: controller
+          image: registry.k8s.io/ingress-nginx/controller
+          ports: [{containerPort: 8443, hostPort: 8443}]
+"""
+
+
+def test_host_port_pods_beyond_the_nodes_stay_pending(tmp_path: Path) -> None:
+    cluster = "---\n".join(_node(f"n{i}") for i in range(4))
+    manifest = INGRESS.replace("REPLICAS", "5").replace("STRATEGY", "{maxSurge: 0, maxUnavailable: 1}")
+    assert _lint(tmp_path, cluster, manifest) == [("unschedulable", 10, 5)]
+
+
+def test_host_network_takes_the_container_ports(tmp_path: Path) -> None:
+    cluster = "---\n".join(_node(f"n{i}") for i in range(2))
+    manifest = (
+        INGRESS.replace("REPLICAS", "3")
+        .replace("STRATEGY", "{maxSurge: 0, maxUnavailable: 1}")
+        .replace(", hostPort: 8443", "")
+        .replace("    spec:\n      containers:", "    spec:\n      hostNetwork: true\n      containers:")
+    )
+    report = _place(tmp_path, cluster, manifest)
+    assert [pod["node"] is None for pod in report["pods"]] == [False, False, True]
+
+
+def test_host_port_rollouts_on_one_node(tmp_path: Path) -> None:
+    surge = INGRESS.replace("REPLICAS", "1").replace("STRATEGY", "{maxSurge: 1, maxUnavailable: 0}")
+    assert _lint(tmp_path, _node("minikube"), surge) == [("rollout-deadlock", 6, 3)]
+    replace = INGRESS.replace("REPLICAS", "1").replace("STRATEGY", "{maxSurge: 0, maxUnavailable: 1}")
+    assert _lint(tmp_path, _node("minikube"), replace) == []
+
+
+# --- spec.nodeName --------------------------------------------------------------------------------
+
+
+def _pinned(kind: str, node: str) -> str:
+    pod_spec = f"nodeName: {node}\n      containers: [{{name: c, image: i}}]"
+    if kind == "Pod":
+        return f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: default}}\nspec:\n  {pod_spec.replace('      ', '  ')}\n"
+    return (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: default}\nspec:\n"
+        "  selector: {matchLabels: {app: d}}\n  template:\n    metadata: {labels: {app: d}}\n"
+        f"    spec:\n      {pod_spec}\n"
+    )
+
+
+def test_node_name_on_a_no_schedule_node_runs(tmp_path: Path) -> None:
+    cluster = _node("infra", taints="[{key: dedicated, value: infra, effect: NoSchedule}]")
+    assert _lint(tmp_path, cluster, _pinned("Pod", "infra")) == []
+    assert _place(tmp_path, cluster, _pinned("Pod", "infra"))["pods"][0]["node"] == "infra"
+
+
+def test_node_name_on_a_no_execute_node_is_killed_forever(tmp_path: Path) -> None:
+    cluster = _node("sick", taints="[{key: node.kubernetes.io/not-ready, effect: NoExecute}]")
+    assert _lint(tmp_path, cluster, _pinned("Deployment", "sick")) == [("no-eligible-node", 8, 5)]
+    assert _lint(tmp_path, cluster, _pinned("Pod", "sick")) == [("no-eligible-node", 4, 1)]
