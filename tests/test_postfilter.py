@@ -147,7 +147,10 @@ def _pool(count: int, most: int) -> str:
       zones:
         - name: a
           pools:
-            - {{name: general, count: {count}, max: {most}, allocatable: {{cpu: "4", memory: 16Gi, pods: 110}}}}
+            - name: general
+              count: {count}
+              max: {most}
+              allocatable: {{cpu: "4", memory: 16Gi, pods: 110}}
     """
 
 
@@ -201,7 +204,10 @@ def test_a_karpenter_nodepool_grows_within_its_limits(tmp_path: Path) -> None:
     kind: Node
     metadata:
       name: default-abcde
-      labels: {kubernetes.io/hostname: default-abcde, karpenter.sh/nodepool: default, topology.kubernetes.io/zone: a}
+      labels:
+        kubernetes.io/hostname: default-abcde
+        karpenter.sh/nodepool: default
+        topology.kubernetes.io/zone: a
     status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
     ---
     apiVersion: karpenter.sh/v1
@@ -272,7 +278,8 @@ def test_host_port_rollouts_on_one_node(tmp_path: Path) -> None:
 def _pinned(kind: str, node: str) -> str:
     pod_spec = f"nodeName: {node}\n      containers: [{{name: c, image: i}}]"
     if kind == "Pod":
-        return f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: default}}\nspec:\n  {pod_spec.replace('      ', '  ')}\n"
+        spec = pod_spec.replace("      ", "  ")
+        return f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: default}}\nspec:\n  {spec}\n"
     return (
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: default}\nspec:\n"
         "  selector: {matchLabels: {app: d}}\n  template:\n    metadata: {labels: {app: d}}\n"
