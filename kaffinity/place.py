@@ -156,7 +156,10 @@ def placed(workload: Workload) -> bool:
         return False
     if kind == "Pod" and finished(workload):
         return False
-    return workload.pod.scheduler_name == DEFAULT_SCHEDULER
+    # A pod with schedulingGates waits outside the scheduler's queue until something (Kueue, a
+    # webhook's controller) removes them (KEP-3521; the SchedulingGates PreEnqueue plugin): it is
+    # not placed, and no rule calls it Pending.
+    return workload.pod.scheduler_name == DEFAULT_SCHEDULER and not workload.pod.gated
 
 
 def simulation(

@@ -373,6 +373,18 @@ class _Growth:
                 if node.labels.get(KARPENTER_POOL_LABEL) == self.pool.name and node.allocatable:
                     self.used.update(node.allocatable)
 
+    def rank(self, rules: Rules, node: SimNode, order: int, variant: int) -> tuple[Any, ...]:
+        """The autoscaler's preference for this pool's ``node`` (smaller first)."""
+        pool = self.pool
+        if pool.kind == "NodePool":
+            return (0, -pool.weight, tuple(-ord(char) for char in pool.name), order, variant)
+        waste = 0.0
+        for resource in ("cpu", "memory"):
+            total = node.allocatable.get(resource) if node.allocatable else None
+            if total:
+                waste += (total - rules.nonzero.get(resource, 0)) / total
+        return (1, waste, order, variant)
+
     def word(self) -> str:
         return f"pool {self.pool.name}" if self.pool.kind != "NodePool" else f"NodePool {self.pool.name}"
 
@@ -671,7 +683,7 @@ class Simulation:
     ) -> None:
         self.version = version
         self._priority: Callable[[Workload], int] = priority or (lambda workload: 0)
-        self.pools = [_Growth(pool) for pool in sorted(pools, key=lambda pool: -pool.weight)]
+        self.pools = [_Growth(pool) for pool in pools]
         self.pdbs = tuple(pdbs)
         self.max_nodes = max_nodes
         #: nodes autoscaling added, in order, with their pools
@@ -1149,38 +1161,43 @@ class Simulation:
     # -- autoscaling -------------------------------------------------------------------------
 
     def _scale_up(self, pod: SimPod) -> tuple[SimNode, Pool] | str:
-        """A new node of the first pool (by Karpenter weight, then file order; cluster-
-        autoscaler's default expander picks at random) that may grow and whose node takes the
-        pod once added: bound there. Else why none helps."""
+        """A new node for ``pod``, bound there; else why no pool helps.
+
+        The pools that may still grow and whose new node passes the static filters and has room
+        are tried in the order their autoscaler would choose them: Karpenter NodePools first,
+        by ``weight``, then by name in reverse (``OrderByWeight``); then cluster-autoscaler node
+        groups by the least-waste expander (its default since 1.30: the smallest unused share
+        of cpu and memory on the new node, here for this one pod), then file order. Each is
+        added, with its DaemonSet pods, and kept if the pod then passes every filter there (a
+        new zone or hostname changes spread and affinity counts), else taken away again."""
         rules = pod.rules
-        reasons: list[str] = []
         if self.max_nodes is not None and len(self.nodes) >= self.max_nodes:
             return (
                 f"the cluster already has {len(self.nodes):,} nodes, the most kaffinity simulates "
                 "(limits: nodes)"
             )
-        for growth in self.pools:
+        reasons: dict[str, str] = {}
+        options: list[tuple[tuple[Any, ...], _Growth, SimNode]] = []
+        for order, growth in enumerate(self.pools):
             full = growth.full()
             if full is not None:
-                reasons.append(full)
+                reasons[growth.word()] = full
                 continue
-            fitted = False
-            for variant in growth.pool.variants:
+            reasons[growth.word()] = f"a new node of {growth.word()} would not take it"
+            for index, variant in enumerate(growth.pool.variants):
                 node = sim_node(growth.new_node(variant, self.by_name))
-                static = self._static_reason(rules, node)
-                if static is not None or self.node_fit(rules, node):
+                if self._static_reason(rules, node) is not None or self.node_fit(rules, node):
                     continue
-                fitted = True
-                self.add_node(node, growth)
-                if self._fits_on(pod, node):
-                    self.bind(pod, node)
-                    return node, growth.pool
-                self.remove_node(node)
-            if not fitted:
-                reasons.append(f"a new node of {growth.word()} would not take it")
-            else:
-                reasons.append(f"its pod would not fit on a new node of {growth.word()} either")
-        return "; ".join(reasons) or "no pool may grow"
+                options.append((growth.rank(rules, node, order, index), growth, node))
+        options.sort(key=lambda option: option[0])
+        for _, growth, node in options:
+            self.add_node(node, growth)
+            if self._fits_on(pod, node):
+                self.bind(pod, node)
+                return node, growth.pool
+            self.remove_node(node)
+            reasons[growth.word()] = f"its pod would not fit on a new node of {growth.word()} either"
+        return "; ".join(reasons.values()) or "no pool may grow"
 
     def add_node(self, node: SimNode, growth: _Growth | None = None) -> None:
         """A node autoscaling added, with what runs on it from the start (``on_new_node``)."""

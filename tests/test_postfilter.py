@@ -297,3 +297,48 @@ def test_node_name_on_a_no_execute_node_is_killed_forever(tmp_path: Path) -> Non
     cluster = _node("sick", taints="[{key: node.kubernetes.io/not-ready, effect: NoExecute}]")
     assert _lint(tmp_path, cluster, _pinned("Deployment", "sick")) == [("no-eligible-node", 8, 5)]
     assert _lint(tmp_path, cluster, _pinned("Pod", "sick")) == [("no-eligible-node", 4, 1)]
+
+
+def test_cluster_autoscaler_picks_the_pool_that_wastes_least(tmp_path: Path) -> None:
+    cluster = """\
+    apiVersion: kaffinity.io/v1alpha1
+    kind: ClusterTopology
+    metadata: {name: two-pools}
+    spec:
+      zones:
+        - name: a
+          pools:
+            - {name: big, count: 0, max: 3, allocatable: {cpu: "16", memory: 64Gi, pods: 110}}
+            - {name: small, count: 0, max: 3, allocatable: {cpu: "2", memory: 8Gi, pods: 110}}
+    """
+    report = _place(tmp_path, cluster, _service(0, cpu="1"))
+    assert report["added"] == [{"node": "small-a-0", "pool": "small", "kind": "ClusterTopology"}]
+    report = _place(tmp_path, cluster, _service(0, cpu="3"))  # too big for a small node
+    assert report["added"] == [{"node": "big-a-0", "pool": "big", "kind": "ClusterTopology"}]
+
+
+def test_karpenter_tries_the_heaviest_nodepool_first(tmp_path: Path) -> None:
+    def pool(name: str, weight: int) -> str:
+        return f"""\
+        apiVersion: karpenter.sh/v1
+        kind: NodePool
+        metadata: {{name: {name}}}
+        spec:
+          weight: {weight}
+          template:
+            spec:
+              requirements: [{{key: topology.kubernetes.io/zone, operator: In, values: [a]}}]
+              nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+        """
+
+    cluster = "---\n".join([textwrap.dedent(pool("spot", 10)), textwrap.dedent(pool("on-demand", 50))])
+    report = _place(tmp_path, cluster, _service(0, cpu="1"))
+    assert [(entry["pool"], entry["kind"]) for entry in report["added"]] == [("on-demand", "NodePool")]
+
+
+def test_gated_pods_are_not_placed(tmp_path: Path) -> None:
+    gated = _service(0, cpu="50").replace(
+        "          priority: 0", "          schedulingGates: [{name: kueue.x-k8s.io/admission}]"
+    )
+    assert _place(tmp_path, CROWDED, gated)["pods"] == []
+    assert _lint(tmp_path, CROWDED, gated) == []
