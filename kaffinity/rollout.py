@@ -58,6 +58,7 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 from kaffinity.fenceposts import Budget, daemonset_budget, deployment_budget, statefulset_budget
@@ -77,6 +78,9 @@ from kaffinity.simulate import (
     Simulation,
 )
 from kaffinity.source import DataPath, Document
+
+if TYPE_CHECKING:
+    from kaffinity.topology import Pool
 
 #: The revision the simulated update rolls out (the placed pods are ``revision 1``).
 NEW_REVISION = "revision 2"
@@ -133,6 +137,8 @@ class Deadlock:
     progress: str
     #: the old pods still running when it stopped, by node
     old_nodes: list[str]
+    #: why no autoscaler adds a node for the pod (None: the cluster declares no pool that grows)
+    no_scale_up: str | None = None
 
 
 class _Session:
@@ -146,7 +152,7 @@ class _Session:
         self.removed: list[tuple[SimPod, SimNode]] = []
         self.freed = self.added = False  # since the Pending pods were last tried
         #: nodes autoscaling added for this rollout's pods, and pods preemption evicted
-        self.grown: list[SimNode] = []
+        self.grown: list[tuple[SimNode, Pool]] = []
         self.preempted: list[tuple[SimPod, SimNode]] = []
 
     def place(self, pod: SimPod) -> bool:
@@ -158,7 +164,7 @@ class _Session:
         self.removed.extend(placement.victims)
         self.preempted.extend(placement.victims)
         if placement.added is not None:
-            self.grown.append(placement.added[0])
+            self.grown.append(placement.added)
         self.added = True
         return True
 
@@ -204,7 +210,7 @@ class _Session:
         created = {id(pod) for pod in self.bound}
         for pod in reversed(self.bound):
             self.sim.unbind(pod)
-        for node in reversed(self.grown):
+        for node, _ in reversed(self.grown):
             self.sim.remove_node(node)
         for pod, node in reversed(self.removed):
             # pods made during the rollout are gone for good, and so is a node added for it
@@ -237,6 +243,7 @@ def simulate(
     template: Workload | None = None,
     settled: bool = False,
     roomy: bool = False,
+    grown: list[tuple[SimNode, Pool]] | None = None,
 ) -> Deadlock | None:
     """Roll ``workload`` out from the placed state; the deadlock, or None when it completes
     (or cannot be simulated). The simulation is left as it was. To check a suggested fix,
@@ -244,7 +251,8 @@ def simulate(
     changed copy of ``workload``, see :func:`scoped`); with ``settled`` the old pods are made
     of ``template`` too (the state once a rollout of that change has completed). With ``roomy``
     a stall where some node lacks room for the new pod is not reported (the caller knows the
-    cluster is over capacity already)."""
+    cluster is over capacity already). ``grown`` receives the nodes autoscaling added for the
+    rollout (taken away again with the rest)."""
     if not rolls_out(workload) or id(workload) not in run.by_workload:
         return None
     session = _Session(run.sim, template or workload, roomy)
@@ -261,6 +269,8 @@ def simulate(
             return _statefulset(session, workload, current, version, dict(gates or {}), budget)
         return _daemonset(session, workload, current, budget)
     finally:
+        if grown is not None:
+            grown.extend(session.grown)
         session.restore()
 
 
@@ -679,6 +689,7 @@ def _deadlock(
         static=static,
         progress=progress,
         old_nodes=old_nodes,
+        no_scale_up=sim.post_failure(pod),
     )
 
 

@@ -1010,6 +1010,12 @@ class Simulation:
         self._post_failed[id(rules)] = (version, why)
         return dataclasses.replace(pending, no_scale_up=why)
 
+    def post_failure(self, pod: SimPod) -> str | None:
+        """Why PostFilter's last try for this pod's template found no autoscaler to help, if
+        nothing changed since (None: not tried, or no pool)."""
+        failed = self._post_failed.get(id(pod.rules))
+        return failed[1] if failed is not None and failed[0] == self._version else None
+
     def _preempt(self, pod: SimPod) -> tuple[SimNode, tuple[tuple[SimPod, SimNode], ...]] | None:
         """DefaultPreemption's choice (pkg/scheduler/framework/preemption ``DryRunPreemption``,
         ``SelectVictimsOnNode``, ``pickOneNodeForPreemption``): the nodes that pass the static

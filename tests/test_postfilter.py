@@ -272,6 +272,20 @@ def test_host_port_rollouts_on_one_node(tmp_path: Path) -> None:
     assert _lint(tmp_path, _node("minikube"), replace) == []
 
 
+def test_a_host_port_rollout_that_needs_a_new_node(tmp_path: Path) -> None:
+    surge = INGRESS.replace("REPLICAS", "1").replace("STRATEGY", "{maxSurge: 1, maxUnavailable: 0}")
+    # A pool that may grow: the surge pod gets a second node (information, not a deadlock).
+    assert _lint(tmp_path, _pool(1, 2), surge) == [("rollout-deadlock", 6, 3)]
+    c = _write(tmp_path, "cluster.yaml", _pool(1, 2))
+    m = _write(tmp_path, "app.yaml", surge)
+    result = CliRunner().invoke(app, ["lint", "--no-config", "--cluster", str(c), str(m), "--format", "json"])
+    assert [f["severity"] for f in json.loads(result.stdout)["findings"]] == ["info"]
+    # At its max it cannot: the deadlock, an error.
+    assert _lint(tmp_path, _pool(1, 1), surge) == [("rollout-deadlock", 6, 3)]
+    result = CliRunner().invoke(app, ["lint", "--no-config", "--cluster", str(c), str(m), "--format", "json"])
+    assert [f["severity"] for f in json.loads(result.stdout)["findings"]] == ["error"]
+
+
 # --- spec.nodeName --------------------------------------------------------------------------------
 
 

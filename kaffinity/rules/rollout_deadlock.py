@@ -11,6 +11,7 @@ pattern without a cluster).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -20,8 +21,11 @@ from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
+    from kaffinity.model import Workload
     from kaffinity.place import PlacementRun
     from kaffinity.rollout import Blocker, Deadlock
+    from kaffinity.simulate import SimNode
+    from kaffinity.topology import Pool
 
 #: How many names a list in a message shows before "and N more".
 _NAMED = 4
@@ -206,8 +210,19 @@ def _fix(
 
 def _message(deadlock: Deadlock) -> str:
     summary = deadlock.placement.summary(deadlock.nodes)
+    from kaffinity.simulate import REASON_PORTS
+
     reasons = [_because(deadlock, b) for b in deadlock.blockers]
+    ports = deadlock.pod.rules.ports
+    if not reasons and ports and REASON_PORTS in (deadlock.placement.reasons or ()):
+        # NodePorts: one pod per node and host port, and the old pods hold them.
+        taken = sorted({f"{protocol} {port}" for protocol, _, port in ports})
+        reasons = [
+            f"pods already hold its host port{'s' if len(taken) > 1 else ''} {', '.join(taken)} on the nodes"
+        ]
     because = "; ".join(reasons) if reasons else "no node passes the scheduler's filters"
+    if deadlock.no_scale_up:
+        because += f" (the autoscaler cannot help: {deadlock.no_scale_up})"
     after = f" (after {deadlock.progress})" if deadlock.progress else ""
     return (
         f"the rolling update can never finish{after}: {deadlock.pod_name} stays Pending ({summary}) because "
@@ -237,6 +252,28 @@ def _related(deadlock: Deadlock, primary: Blocker | None, run: PlacementRun) -> 
     return tuple(related)
 
 
+def _scale_up_finding(workload: Workload, grown: list[tuple[SimNode, Pool]]) -> Violation:
+    """The rollout completes only because an autoscaler adds nodes for its new pods: information."""
+    pools = Counter(
+        f"NodePool {pool.name}" if pool.kind == "NodePool" else f"pool {pool.name}" for _, pool in grown
+    )
+    needs = ", ".join(f"{count} node{'s' if count != 1 else ''} of {word}" for word, count in pools.items())
+    strategy = workload.strategy
+    path = (
+        strategy.path
+        if strategy is not None and dig(workload.doc.data, strategy.path) is not None
+        else ("spec",)
+    )
+    return Violation(
+        workload.doc,
+        path,
+        f"the rolling update finishes only once the autoscaler adds {needs} for its new pods (they wait "
+        "Pending for the new nodes, typically minutes)",
+        severity=Severity.INFO,
+        fix="nothing, if that is intended; else leave room for the new pods, or roll out with maxSurge: 0",
+    )
+
+
 def _check(context: Context) -> Iterator[Violation]:
     run = context.placement
     if run is None:
@@ -249,8 +286,13 @@ def _check(context: Context) -> Iterator[Violation]:
     # (unschedulable reports it), and a replacement pod finding no room is its consequence.
     full = any(_short(reason) for placement in run.pending for reason in (placement.reasons or ()))
     for workload in context.inventory.workloads:
-        deadlock = simulate(run, workload, version=settings.kube_version, gates=gates, roomy=full)
+        grown: list[tuple[SimNode, Pool]] = []
+        deadlock = simulate(
+            run, workload, version=settings.kube_version, gates=gates, roomy=full, grown=grown
+        )
         if deadlock is None:
+            if grown:
+                yield _scale_up_finding(workload, grown)
             continue
         primary = _primary(deadlock)
         path = primary.path if primary is not None else ("spec",)
@@ -321,6 +363,11 @@ It stays quiet, so that each problem is reported once, where it starts:
   `no-eligible-node`), whatever the rollout does;
 - when the new pod only lacks room and the placed state already leaves pods Pending for want of
   room: the cluster is over capacity before any update.
+
+On a cluster with pools that may grow (a `ClusterTopology` pool with `max`, a Karpenter
+`NodePool`), a new pod that fits nowhere gets a node from the autoscaler, as in the cluster: the
+rollout then finishes and the rule says so at **info** level ("finishes only once the autoscaler
+adds 1 node of pool general"); a deadlock at a pool's max says that the autoscaler cannot help.
 
 ## Why it matters
 The Deployment never finishes: `kubectl rollout status` hangs, the Progressing condition turns
