@@ -1434,6 +1434,91 @@ def place_corpus(workloads: int, nodes: int, scratch: str) -> tuple[list[Any], A
     return [w for w in inventory.workloads if w.ref.kind != "DaemonSet"], cluster
 
 
+#: The PostFilter case: (workloads, nodes), and what the crowded cluster's existing pods request.
+POSTFILTER_CASE = (3_400, 1_000)
+CROWDING_POD = {"cpu": "1500m", "memory": "4Gi"}
+SPILL_POOL = """\
+apiVersion: kaffinity.io/v1alpha1
+kind: ClusterTopology
+metadata: {name: spill}
+spec:
+  zones:
+    - name: eu-west-1a
+      region: eu-west-1
+      pools:
+        - name: spill
+          count: 0
+          max: 1000
+          labels: {node.kubernetes.io/pool: general}
+          allocatable: {cpu: "8", memory: 32Gi, pods: 110}
+"""
+
+
+def postfilter_rows(scratch: str, repeat: int) -> list[str]:
+    """What preemption and autoscaling cost (issue 19): the ``PostFilter`` table's rows.
+
+    On the 1,000-node case: the filters alone; with preemption and autoscaling on but nothing for
+    them to do (every pod priority 0, no pool: what ``lint --cluster`` pays by default); with a
+    pool that may grow by 1,000 nodes; and a crowded cluster (one existing priority-0 pod of
+    1.5 cpu per node) under workloads of priority 1,000, filters only and with preemption."""
+    from kaffinity.model import build_inventory
+    from kaffinity.place import place_all
+    from kaffinity.simulate import FILTERS, PREEMPTION, STEPS
+    from kaffinity.topology import cluster_from
+
+    workloads, nodes = POSTFILTER_CASE
+    chosen, cluster = place_corpus(workloads, nodes, scratch)
+    folder = os.path.join(scratch, f"place-{workloads}-{nodes}")
+    spill = os.path.join(scratch, "spill.yaml")
+    with open(spill, "w", encoding="utf-8") as handle:
+        handle.write(SPILL_POOL)
+    grown = cluster_from(load([os.path.join(folder, "cluster.yaml"), spill]))
+    crowd = os.path.join(scratch, "crowd.yaml")
+    with open(crowd, "w", encoding="utf-8") as handle:
+        for node in cluster.nodes:
+            handle.write(
+                "---\napiVersion: v1\nkind: Pod\n"
+                f"metadata: {{name: batch-{node.ref.name}, namespace: batch, labels: {{app: batch}}}}\n"
+                f"spec: {{nodeName: {node.ref.name}, priority: 0, containers: [{{name: c, image: i, "
+                f"resources: {{requests: {{cpu: {CROWDING_POD['cpu']}, "
+                f"memory: {CROWDING_POD['memory']}}}}}}}]}}\n"
+                'status: {phase: Running, startTime: "2026-11-25T08:00:00Z"}\n'
+            )
+    crowded = cluster_from(load([os.path.join(folder, "cluster.yaml"), crowd]))
+    services = os.path.join(scratch, "services.yaml")
+    with open(services, "w", encoding="utf-8") as handle:
+        handle.write("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: services}\n")
+        handle.write("value: 1000\nglobalDefault: true\n")
+    classes = build_inventory(doc for file in load([services]) for doc in file.documents).priority_classes
+    version = Settings().kube_version
+    cases: list[tuple[str, Any, tuple[str, ...], Any]] = [
+        ("filters only", cluster, FILTERS, ()),
+        ("+ preemption and autoscaling, nothing to do", cluster, STEPS, ()),
+        ("+ a pool that may grow by 1,000 nodes", grown, STEPS, ()),
+        ("crowded, priority 1,000 over 0: filters only", crowded, FILTERS, classes),
+        ("crowded, priority 1,000 over 0: + preemption", crowded, (*FILTERS, PREEMPTION), classes),
+    ]
+    rows = []
+    for label, declared, filters, chosen_classes in cases:
+
+        def run(
+            declared: Any = declared, filters: tuple[str, ...] = filters, picked: Any = chosen_classes
+        ) -> Any:
+            return place_all(chosen, declared, version=version, filters=filters, classes=picked)
+
+        first = run()
+        pods, pending = len(first.placements), len(first.pending)
+        victims = sum(len(p.victims) for p in first.placements)
+        added = len(first.sim.added)
+        del first
+        cpu = statistics.median(timed(run, repeat)[1])
+        print(f"  {label}: {pods:,} pods, {pending:,} Pending: {cpu:.2f} s CPU", flush=True)
+        rows.append(
+            f"| {label} | {pods:,} | {pending:,} | {victims:,} | {added:,} | {cpu:.2f} | {_rate(pods, cpu)} |"
+        )
+    return rows
+
+
 def place_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     """``--stages place``: the offline scheduler placing every pod, in pods per second."""
     from kaffinity.place import place_all
@@ -1471,6 +1556,7 @@ def place_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
                 f"{statistics.median(lint_mode[1]):.2f} s CPU, recorded {record[1][0]:.2f} s",
                 flush=True,
             )
+        post_rows = postfilter_rows(scratch, repeat)
     lines = [
         *_header(
             "kaffinity offline-scheduler benchmark",
@@ -1495,6 +1581,23 @@ def place_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             f"| {picked:,} | {ruled:,} | {node_count:,} | {pods:,} | {pending:,} | {cpu:.2f} | "
             f"{_rate(pods, cpu)} | {record[1][0]:.2f} | {_rate(pods, record[1][0])} |"
         )
+    workloads, nodes = POSTFILTER_CASE
+    lines += [
+        "",
+        "## PostFilter: preemption and autoscaling",
+        "",
+        f"The {workloads:,}-workload corpus on its {nodes:,} nodes again (`placing`, median of "
+        f"{repeat}), with "
+        "the PostFilter steps: first with nothing for them to do (the default of `lint --cluster`: "
+        "the Pending pods try them and fail), then with a pool of 8-cpu nodes that may grow by "
+        "1,000, then on a crowded cluster: every node runs one existing priority-0 pod of "
+        f"{CROWDING_POD['cpu']} cpu and {CROWDING_POD['memory']}, and every workload gets priority "
+        "1,000 (a `globalDefault` PriorityClass), so a pod that finds no room preempts.",
+        "",
+        "| case | pods | Pending | evicted | nodes added | CPU s | pods/s |",
+        "|---|--:|--:|--:|--:|--:|--:|",
+        *post_rows,
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     with open(output, "w", encoding="utf-8") as handle:

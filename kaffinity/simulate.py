@@ -713,6 +713,10 @@ class Simulation:
             growth.start(self.nodes)
         self._pods = _LabelIndex()
         self._anti = _TermIndex()
+        #: priority -> bound pods of that priority (preemption needs a lower one somewhere)
+        self._priorities: Counter[int] = Counter()
+        #: the node preemption is trying pods out on: its heap entries are refreshed once, after
+        self._trial: SimNode | None = None
         self._version = 0
         self._rules: dict[tuple[Any, ...], Rules] = {}
         #: Every bind (+1) and unbind (-1), in order: cached spread counts catch up from it.
@@ -881,6 +885,7 @@ class Simulation:
         for protocol, ip, port in pod.rules.ports:
             node.ports.setdefault((protocol, port), Counter())[ip] += 1
         self._pods.add(pod)
+        self._priorities[pod.rules.priority] += 1
         for term in pod.rules.anti:
             self._anti.add(term, node)
         self._logged(pod, node, 1)
@@ -906,6 +911,9 @@ class Simulation:
                 if not held:
                     del node.ports[(protocol, port)]
         self._pods.remove(pod)
+        self._priorities[pod.rules.priority] -= 1
+        if not self._priorities[pod.rules.priority]:
+            del self._priorities[pod.rules.priority]
         for term in pod.rules.anti:
             self._anti.remove(term, node)
         self._logged(pod, node, -1)
@@ -924,8 +932,9 @@ class Simulation:
         self._version += 1
         node.refresh()
         node.version += 1
-        for heap in node.heaps:
-            heap.push(node)
+        if self._trial is not node:
+            for heap in node.heaps:
+                heap.push(node)
 
     # -- placing -----------------------------------------------------------------------------
 
@@ -933,12 +942,24 @@ class Simulation:
         """Schedule ``pod`` (:meth:`_schedule`); with ``post``, a pod that fits nowhere then goes
         through PostFilter as the cluster would handle it: preemption of lower-priority pods
         (DefaultPreemption), else a node added by the autoscaler (:meth:`post_filter`)."""
-        placement = self._schedule(pod, record=record, bind=bind)
-        if placement.node is None and post and bind:
-            return self.post_filter(pod, placement)
+        post = (
+            post and bind and bool(PREEMPTION in self.filters or (AUTOSCALING in self.filters and self.pools))
+        )
+        # With PostFilter to come, the reasons of a pod no node takes are left for later: most
+        # such pods are then placed, and filtering every node for reasons nobody reads was most
+        # of the cost of preemption.
+        placement = self._schedule(pod, record=record, bind=bind, lazy=post and not record)
+        if placement.node is None and post:
+            placed = self.post_filter(pod, placement)
+            if placed.node is None and placed.reasons is None:
+                found = self._schedule(pod, record=record, bind=bind)
+                return dataclasses.replace(found, no_scale_up=placed.no_scale_up)
+            return placed
         return placement
 
-    def _schedule(self, pod: SimPod, *, record: bool = False, bind: bool = True) -> Placement:
+    def _schedule(
+        self, pod: SimPod, *, record: bool = False, bind: bool = True, lazy: bool = False
+    ) -> Placement:
         """Schedule ``pod``: the chosen node (bound unless ``bind`` is false), or Pending.
 
         With ``record`` every node is filtered and the feasible nodes and every rejection are
@@ -965,12 +986,16 @@ class Simulation:
             chosen = self._heap(rules, static).best(lambda node: not self.node_fit(rules, node))
             if isinstance(chosen, SimNode):
                 return self._placed(pod, chosen, bind)
+            if lazy:
+                return Placement(pod, None)  # no node: reasons once PostFilter could not help
             return self._scan(pod, _State(self, pod, anti_terms), static, static_reasons, record)
         state = _State(self, pod, anti_terms)
         if not record:
             chosen = state.choose(self._heap(rules, static), self._static_set(rules))
             if isinstance(chosen, SimNode):
                 return self._placed(pod, chosen, bind)
+            if chosen is None and lazy:
+                return Placement(pod, None)  # no node: reasons once PostFilter could not help
         return self._scan(pod, state, static, static_reasons, record, bind)
 
     # -- PostFilter: preemption, then autoscaling ----------------------------------------------
@@ -1027,23 +1052,32 @@ class Simulation:
         upstream starts at a random one), the node with the fewest budget violations, then the
         lowest highest victim priority, the smallest priority sum, the fewest victims."""
         rules = pod.rules
+        if not self._priorities or min(self._priorities) >= rules.priority:
+            return None  # no pod of lower priority runs anywhere: nothing to evict
         static = self.static_filter(rules)[0]
-        state = _State(self, pod, self._anti_terms_for(pod))
+        anti_terms = self._anti_terms_for(pod)
+        state: _State | None = None  # made for the first node worth filtering
+        # Nothing but resources decides (no pod or spread rule, no host port, no existing pod's
+        # anti-affinity selecting it): victims are chosen by arithmetic, nothing is unbound.
+        plain = not (rules.affinity or rules.anti or rules.spread or rules.ports or anti_terms)
         wanted = max(MIN_CANDIDATES, len(self.nodes) * CANDIDATE_PERCENT // 100)
         best: tuple[tuple[Any, ...], SimNode, list[SimPod]] | None = None
         found = 0
         for index, node in enumerate(static):
-            reasons = state.filter(node)
-            if (
-                not reasons
-                or any(reason in _UNRESOLVABLE for reason in reasons)
-                or self._too_big(rules, node)
-            ):
-                continue
             lower = [other for other in node.pods if other.rules.priority < rules.priority]
-            if not lower:
+            # Removing every lower pod must at least make room (a necessary condition, cheap).
+            if not lower or not self._room_without(rules, node, lower):
                 continue
-            chosen = self._victims_on(pod, node, lower)
+            if state is None:
+                state = _State(self, pod, anti_terms)
+            reasons = state.filter(node)
+            if not reasons or any(reason in _UNRESOLVABLE for reason in reasons):
+                continue
+            if self._too_big(rules, node):
+                continue
+            chosen = (
+                self._victims_by_room(rules, node, lower) if plain else self._victims_on(pod, node, lower)
+            )
             if chosen is None:
                 continue
             victims, violations = chosen
@@ -1082,12 +1116,51 @@ class Simulation:
             if not (unchecked and resource == "ephemeral-storage")
         )
 
+    def _room_without(self, rules: Rules, node: SimNode, lower: list[SimPod]) -> bool:
+        """Whether ``rules``' requests fit ``node`` once the pods ``lower`` are gone
+        (NodeResourcesFit's arithmetic, nothing unbound)."""
+        allocatable = node.allocatable
+        if allocatable is None or not self._fit:
+            return True
+        pods = allocatable.get("pods")
+        if pods is not None and len(node.pods) - len(lower) >= pods:
+            return False
+        unchecked = _UNCHECKED in allocatable
+        for resource, want in rules.wants:
+            if unchecked and resource == "ephemeral-storage":
+                continue
+            freed = sum(other.rules.requests.get(resource, 0) for other in lower)
+            if want > allocatable.get(resource, 0) - node.requested.get(resource, 0) + freed:
+                return False
+        return True
+
+    def _victims_by_room(self, rules: Rules, node: SimNode, lower: list[SimPod]) -> tuple[list[SimPod], int]:
+        """``SelectVictimsOnNode`` for a pod only NodeResourcesFit can stop: the same reprieve
+        (most important first, budget-protected pods before the others), in arithmetic."""
+        ordered = sorted(lower, key=lambda other: (-other.rules.priority, other.started))
+        protected = self._protected(ordered)
+        gone = list(ordered)
+        victims: list[SimPod] = []
+        violations = 0
+        for group, violating in (
+            ([p for p in ordered if p in protected], True),
+            ([p for p in ordered if p not in protected], False),
+        ):
+            for other in group:
+                gone.remove(other)
+                if not self._room_without(rules, node, gone):
+                    gone.append(other)
+                    victims.append(other)
+                    violations += violating
+        return victims, violations
+
     def _fits_on(self, pod: SimPod, node: SimNode) -> bool:
         return not _State(self, pod, self._anti_terms_for(pod)).filter(node)
 
     def _victims_on(self, pod: SimPod, node: SimNode, lower: list[SimPod]) -> tuple[list[SimPod], int] | None:
         """``SelectVictimsOnNode``: the pods to evict from ``node`` and how many of them a
         budget protects; None when removing every lower-priority pod does not make room."""
+        self._trial = node
         for other in lower:
             self.unbind(other)
         try:
@@ -1113,6 +1186,8 @@ class Simulation:
             for other in lower:
                 if other.node is None:
                     self.bind(other, node)
+            self._trial = None
+            self._changed(node)  # its heap entries, once
 
     def _protected(self, pods: list[SimPod]) -> set[SimPod]:
         """``filterPodsWithPDBViolation``: the pods (most important first) whose eviction would
