@@ -742,6 +742,12 @@ class Simulation:
         self._domains: dict[str, dict[str, list[SimNode]]] = {}
         self._missing: dict[str, list[SimNode]] = {}
         self._node_pref: dict[tuple[Any, ...], dict[SimNode, int]] = {}
+        self._node_pref_rules: dict[tuple[Any, ...], Rules] = {}
+        #: (signature, label) -> the label's values on the nodes passing the static filters, and
+        #: whether every such node carries it
+        self._static_values: dict[tuple[tuple[Any, ...], str], tuple[set[str], list[bool]]] = {}
+        #: signature -> a Rules of that signature (to extend the caches to a node added later)
+        self._static_rules: dict[tuple[Any, ...], Rules] = {}
         self._prefer: dict[tuple[Any, ...], dict[SimNode, int]] = {}
         #: id(rules) -> (cluster version, placement) of the last pod of that template found Pending
         self._pending: dict[int, tuple[int, Placement]] = {}
@@ -1287,8 +1293,65 @@ class Simulation:
         if growth is not None:
             growth.grow(node)
             self.added.append((node, growth.pool))
-        self._node_caches()
+        self._extend_caches(node)
         node.daemons = self.on_new_node(node)
+
+    def _extend_caches(self, node: SimNode) -> None:
+        """The node-derived caches with one more node, without computing them again: a scale-up
+        adds nodes one at a time, and starting afresh each time was quadratic in nodes added."""
+        self._version += 1
+        heaps_by_signature: dict[tuple[Any, ...], list[tuple[tuple[Any, ...], _Heap]]] = {}
+        for key, heap in self._heaps.items():
+            if len(key) == 3 and isinstance(key[0], tuple):  # (signature, topology key, value)
+                heaps_by_signature.setdefault(key[0], []).append((key, heap))
+            else:
+                heaps_by_signature.setdefault(key, []).append((key, heap))
+        for signature, (passed, reasons) in self._static.items():
+            rules = self._static_rules[signature]
+            if isinstance(reasons, _AbsentNodes):  # a pinned pod: every other node is absent
+                self._static_counts[signature][REASON_PINNED] += 1
+                continue
+            reason = self._static_reason(rules, node)
+            if reason is not None:
+                assert isinstance(reasons, dict)
+                reasons[node.name] = reason
+                self._static_counts[signature][reason] += 1
+                continue
+            passed.append(node)
+            for (owner, label), (values, everywhere) in self._static_values.items():
+                if owner == signature:
+                    if label in node.labels:
+                        values.add(node.labels[label])
+                    else:
+                        everywhere[0] = False
+            found = self._static_sets.get(signature)
+            if found is not None:
+                found.add(node)
+            for key, heap in heaps_by_signature.get(signature, ()):
+                if len(key) != 3 or node.labels.get(key[1]) == key[2]:
+                    node.heaps.append(heap)
+                    heap.push(node)
+        for label, index in self._domains.items():
+            if label in node.labels:
+                index.setdefault(node.labels[label], []).append(node)
+        for label, missing in self._missing.items():
+            if label not in node.labels:
+                missing.append(node)
+        if any(t.effect == "PreferNoSchedule" for t in node.taints):
+            self._prefer_tainted.append(node)
+            self._prefer_taints = True
+            self._prefer.clear()
+        for key, preferred in self._node_pref.items():
+            total = sum(
+                weight
+                for weight, term in self._node_pref_rules[key].node_preferred
+                if node_term_matches(term, node.labels, node.name)
+            )
+            if total:
+                preferred[node] = total
+        # The spread domains and their counts are keyed by node sets: counted again when needed.
+        self._spread_nodes.clear()
+        self._spread_cache.clear()
 
     def remove_node(self, node: SimNode) -> None:
         """Undo :meth:`add_node` (a trial that did not help, a rollout restored); the pods
@@ -1300,7 +1363,44 @@ class Simulation:
         for growth in self.pools:
             growth.shrink(node)
         self.added = [(n, p) for n, p in self.added if n is not node]
-        self._node_caches()
+        self._shrink_caches(node)
+
+    def _shrink_caches(self, node: SimNode) -> None:
+        """The node-derived caches without ``node`` (the last added, no pod left on it)."""
+        self._version += 1
+        node.version += 1  # every heap entry of it goes stale
+        node.heaps.clear()
+        for signature, (passed, reasons) in self._static.items():
+            if isinstance(reasons, _AbsentNodes):
+                self._static_counts[signature][REASON_PINNED] -= 1
+                continue
+            assert isinstance(reasons, dict)
+            reason = reasons.pop(node.name, None)
+            if reason is not None:
+                self._static_counts[signature][reason] -= 1
+                if not self._static_counts[signature][reason]:
+                    del self._static_counts[signature][reason]
+            elif node in passed:
+                passed.remove(node)
+                self._static_sets.get(signature, set()).discard(node)
+        for label, index in self._domains.items():
+            value = node.labels.get(label)
+            if value is not None and node in index.get(value, ()):
+                index[value].remove(node)
+                if not index[value]:
+                    del index[value]
+        for missing in self._missing.values():
+            if node in missing:
+                missing.remove(node)
+        if node in self._prefer_tainted:
+            self._prefer_tainted.remove(node)
+            self._prefer_taints = bool(self._prefer_tainted)
+            self._prefer.clear()
+        for preferred in self._node_pref.values():
+            preferred.pop(node, None)
+        self._static_values.clear()
+        self._spread_nodes.clear()
+        self._spread_cache.clear()
 
     def _placed(self, pod: SimPod, node: SimNode, bind: bool) -> Placement:
         if bind:
@@ -1401,6 +1501,7 @@ class Simulation:
                 if total:
                     found[node] = total
             self._node_pref[key] = found
+            self._node_pref_rules[key] = rules
         return found
 
     def _heap(self, rules: Rules, static: list[SimNode]) -> _Heap:
@@ -1417,6 +1518,17 @@ class Simulation:
         if heap is None:
             heap = self._heaps[signature] = _Heap(n for n in self.domain_nodes(key, value) if n in static)
         return heap
+
+    def static_values(self, rules: Rules, label: str) -> tuple[set[str], bool]:
+        """The values of ``label`` on the nodes passing ``rules``' static filters, and whether
+        every one of them carries it (kept up to date as autoscaling adds nodes)."""
+        key = (rules.signature(), label)
+        found = self._static_values.get(key)
+        if found is None:
+            nodes = self.static_filter(rules)[0]
+            values = {node.labels[label] for node in nodes if label in node.labels}
+            found = self._static_values[key] = (values, [all(label in node.labels for node in nodes)])
+        return found[0], found[1][0]
 
     def domain_values(self, key: str) -> list[str]:
         """The values of label ``key`` among the nodes, in the order nodes first carry them."""
@@ -1469,6 +1581,7 @@ class Simulation:
                 counts = Counter(found_reasons.values())
             found = self._static[key] = (passed, reasons)
             self._static_counts[key] = +counts  # without zero counts
+            self._static_rules[key] = rules
         return found
 
     def static_reason_of(self, rules: Rules, node: SimNode) -> str | None:
@@ -1857,6 +1970,8 @@ class _State:
         domains holding a matching pod can pass, so only their nodes are tried. None: no node
         fits; False: the heap gave up after ``_HEAP_TRIES`` nodes (filter them all instead).
         """
+        if self._anti_full():
+            return None
         special = self.special()
         classes: dict[tuple[int, ...], list[SimNode]] = {}
         for node, bonus in special.items():
@@ -1889,6 +2004,23 @@ class _State:
                 if node in static and not self.filter(node):
                     return node
         return None
+
+    def _anti_full(self) -> bool:
+        """A required anti-affinity term already matches a pod in every domain of the nodes
+        passing the static filters (each carrying its key): no node can pass. Told from the
+        domain counts, without filtering each node: a pod of a workload with one replica per
+        hostname found every node taken in O(domains) instead of O(nodes) filter calls."""
+        if not self.ipa:
+            return False
+        rules = self.pod.rules
+        for term, counts in zip(rules.anti, self.anti, strict=True):
+            if not counts.total:
+                continue
+            values, everywhere = self.sim.static_values(rules, term.topology_key)
+            key = term.topology_key
+            if everywhere and all(counts.pairs.get((key, value), 0) > 0 for value in values):
+                return True
+        return False
 
     def _spread_values(self) -> tuple[str, list[str]] | None:
         """With a DoNotSchedule spread constraint, its key and the values of the domains whose
