@@ -149,6 +149,8 @@ class Shape:
     #: A term without topologyKey: the API server rejects the object (api-validation says so),
     #: so it has no pods and none of these rules reports it.
     invalid: bool = False
+    #: No node passes the static filters, but a node an autoscaler may add would.
+    growable: bool = False
 
     @property
     def rule(self) -> str | None:
@@ -156,7 +158,9 @@ class Shape:
         if self.invalid:
             return None
         if not self.eligible:
-            return None if self.workload.controller == "DaemonSet" else NO_ELIGIBLE_NODE
+            if self.workload.controller == "DaemonSet" or self.growable:
+                return None
+            return NO_ELIGIBLE_NODE
         if any(absent.blocks for absent in self.absent):
             return TOPOLOGY_KEY_ABSENT
         if self.exceeds is not None and self.replicas > len(self.exceeds.domains):
@@ -332,6 +336,7 @@ def _shape(sim: Simulation, statics: _Statics, workload: Workload) -> Shape:
         shape.invalid = True
         return shape
     if not eligible:
+        shape.growable = _growable(sim, rules)
         return shape
     for kind, terms in (
         (AFFINITY, rules.affinity),
@@ -410,6 +415,18 @@ def _exceeds(sim: Simulation, statics: _Statics, signature: tuple[Any, ...], sha
         if best is None or len(values) < len(best.domains):
             best = Exceeds(term, tuple(sorted(values)))
     return best
+
+
+def _growable(sim: Simulation, rules: Rules) -> bool:
+    """Whether a pool that may still grow adds a node passing ``rules``' static filters."""
+    from kaffinity.simulate import sim_node
+
+    return any(
+        sim.static_reason_of(rules, sim_node(growth.new_node(variant, sim.by_name))) is None
+        for growth in sim.pools
+        if growth.full() is None
+        for variant in growth.pool.variants
+    )
 
 
 def growth_domains(sim: Simulation, rules: Rules, key: str, values: Iterable[str]) -> int:

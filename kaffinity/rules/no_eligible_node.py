@@ -259,6 +259,21 @@ def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
     return _Why(path, message, tuple(related), fix)
 
 
+def _autoscaling_words(result: Analysis) -> str:
+    """With pools that may grow: that none of their new nodes would do either, and how many of
+    the nodes counted the autoscaler added for other workloads."""
+    sim = result.sim
+    if not sim.pools:
+        return ""
+    names = name_list(growth.word() for growth in sim.pools)
+    added = (
+        f"; {len(sim.added)} of the nodes are new ones the autoscaler added for other pods"
+        if sim.added
+        else ""
+    )
+    return f"{added}; a new node of {names} would not take it either"
+
+
 def _rejected_words(workload: Workload, node: str) -> str:
     """A pod with spec.nodeName skips the scheduler: the kubelet of its node rejects it
     (pkg/kubelet/lifecycle/predicate.go), the pod fails, and a controller replaces it with
@@ -297,7 +312,7 @@ def _check(context: Context) -> Iterator[Violation]:
         yield Violation(
             shape.workload.doc,
             why.path,
-            f"{why.message}; {outcome}",
+            f"{why.message}{_autoscaling_words(result)}; {outcome}",
             related=why.related,
             fix=why.fix,
             severity=severity,
