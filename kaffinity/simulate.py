@@ -1253,8 +1253,9 @@ class Simulation:
         The pools that may still grow and whose new node passes the static filters and has room
         are tried in the order their autoscaler would choose them: Karpenter NodePools first,
         by ``weight``, then by name in reverse (``OrderByWeight``); then cluster-autoscaler node
-        groups by the least-waste expander (its default since 1.30: the smallest unused share
-        of cpu and memory on the new node, here for this one pod), then file order. Each is
+        groups by the least-waste expander (the default of current releases, config/flags.go;
+        older ones picked at random: the smallest unused share of cpu and memory on the new
+        node, here for this one pod), then file order. Each is
         added, with its DaemonSet pods, and kept if the pod then passes every filter there (a
         new zone or hostname changes spread and affinity counts), else taken away again."""
         rules = pod.rules
