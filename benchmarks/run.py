@@ -1467,6 +1467,8 @@ def postfilter_rows(scratch: str, repeat: int) -> list[str]:
     from kaffinity.topology import cluster_from
 
     workloads, nodes = POSTFILTER_CASE
+    scratch = os.path.join(scratch, "postfilter")  # its own corpus: the other cases' may be there
+    os.makedirs(scratch, exist_ok=True)
     chosen, cluster = place_corpus(workloads, nodes, scratch)
     folder = os.path.join(scratch, f"place-{workloads}-{nodes}")
     spill = os.path.join(scratch, "spill.yaml")

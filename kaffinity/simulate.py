@@ -484,15 +484,24 @@ class Placement:
     added: tuple[SimNode, Pool] | None = None
     #: the pod is Pending and an autoscaler could not help: why (pool at its max, ...)
     no_scale_up: str | None = None
+    #: what DefaultPreemption's PostFilter adds to the event of a pod it cannot place
+    #: (``preemption: 0/3 nodes are available: ...``); None when it is off or would place it
+    post_message: str | None = None
 
     def summary(self, total: int) -> str:
         """The scheduler's event text for a Pending pod (``FitError.Error``; with no node at
         all, ``ErrNoNodesAvailable`` of pkg/scheduler/schedule_one.go)."""
         if total == 0:
             return "no nodes available to schedule pods"
-        counts = self.reasons or Counter()
-        parts = sorted(f"{count} {reason}" for reason, count in counts.items())
-        return f"0/{total} nodes are available: {', '.join(parts)}."
+        text = _fit_error(total, self.reasons or Counter())
+        # FitError.Error appends the PostFilter message after a space (pkg/scheduler/framework/types.go).
+        return f"{text} {self.post_message}" if self.post_message else text
+
+
+def _fit_error(total: int, counts: Mapping[str, int]) -> str:
+    """``FitError.Error``: ``0/<N> nodes are available: `` and the sorted ``<count> <reason>``."""
+    parts = sorted(f"{count} {reason}" for reason, count in counts.items())
+    return f"0/{total} nodes are available: {', '.join(parts)}."
 
 
 class _Heap:
@@ -1041,6 +1050,76 @@ class Simulation:
         self._post_failed[id(rules)] = (version, why)
         return dataclasses.replace(pending, no_scale_up=why)
 
+    def _preemption_message(
+        self, pod: SimPod, state: _State, static: list[SimNode], dynamic: Mapping[str, list[str]]
+    ) -> str | None:
+        """What DefaultPreemption says of a pod no node takes (the scheduler appends it to the
+        event): ``preemption: `` and, when the pod may not preempt,
+        ``not eligible due to preemptionPolicy=Never.``; else the FitError of its dry run
+        (``Evaluator.Preempt``): the nodes it never tries (their reason UnschedulableAndUnresolvable)
+        ``Preemption is not helpful for scheduling``, a node without a lower-priority pod
+        ``No preemption victims found for incoming pod``, another node the reasons it still fails
+        for with every lower-priority pod removed. None when preemption would place the pod."""
+        rules = pod.rules
+        if not rules.preempts:
+            return "preemption: not eligible due to preemptionPolicy=Never."
+        counts: Counter[str] = Counter()
+        lower_anywhere = bool(self._priorities) and min(self._priorities) < rules.priority
+        tried = 0
+        for node in static:
+            reasons = dynamic.get(node.name)
+            if not reasons or any(r in _UNRESOLVABLE for r in reasons) or self._too_big(rules, node):
+                continue
+            tried += 1
+            lower = (
+                [other for other in node.pods if other.rules.priority < rules.priority]
+                if lower_anywhere
+                else []
+            )
+            if not lower:
+                counts["No preemption victims found for incoming pod"] += 1
+                continue
+            after = self._reasons_without(pod, state, node, lower)
+            if not after:
+                return None  # a candidate: preemption places the pod
+            counts.update(after)
+        counts["Preemption is not helpful for scheduling"] += len(self.nodes) - tried
+        return f"preemption: {_fit_error(len(self.nodes), +counts)}"
+
+    def _reasons_without(self, pod: SimPod, state: _State, node: SimNode, lower: list[SimPod]) -> list[str]:
+        """The filters' reasons for ``node`` once the pods ``lower`` are gone (nothing changes)."""
+        rules = pod.rules
+        if not (rules.affinity or rules.anti or rules.spread or rules.ports or state.existing_anti):
+            if self._room_without(rules, node, lower):
+                return []
+            return self._short_without(rules, node, lower)
+        self._trial = node
+        for other in lower:
+            self.unbind(other)
+        try:
+            return list(_State(self, pod, self._anti_terms_for(pod)).filter(node))
+        finally:
+            for other in lower:
+                self.bind(other, node)
+            self._trial = None
+            self._changed(node)
+
+    def _short_without(self, rules: Rules, node: SimNode, lower: list[SimPod]) -> list[str]:
+        """NodeResourcesFit's reasons once ``lower`` are gone (``fitsRequest``'s order)."""
+        allocatable = node.allocatable or {}
+        found = []
+        pods = allocatable.get("pods")
+        if pods is not None and len(node.pods) - len(lower) >= pods:
+            found.append(REASON_TOO_MANY_PODS)
+        unchecked = _UNCHECKED in allocatable
+        for resource, want in rules.wants:
+            if unchecked and resource == "ephemeral-storage":
+                continue
+            freed = sum(other.rules.requests.get(resource, 0) for other in lower)
+            if want > allocatable.get(resource, 0) - node.requested.get(resource, 0) + freed:
+                found.append(f"Insufficient {resource}")
+        return found
+
     def post_failure(self, pod: SimPod) -> str | None:
         """Why PostFilter's last try for this pod's template found no autoscaler to help, if
         nothing changed since (None: not tried, or no pool)."""
@@ -1440,6 +1519,8 @@ class Simulation:
             for reasons in dynamic.values():
                 counts.update(reasons)
             placement.reasons = counts
+            if PREEMPTION in self.filters and not pod.rules.node_name:
+                placement.post_message = self._preemption_message(pod, state, static, dynamic)
             self._pending[id(pod.rules)] = (self._version, placement)
         elif bind:
             self.bind(pod, chosen)

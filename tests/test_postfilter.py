@@ -415,3 +415,41 @@ def test_nodes_added_one_by_one_keep_the_caches_exact(tmp_path: Path) -> None:
         assert {value: len(nodes) for value, nodes in index.items()} == dict(
             Counter(node.labels[label] for node in sim.nodes if label in node.labels)
         )
+
+
+def _event(tmp_path: Path, cluster: str, manifests: str) -> str:
+    c = _write(tmp_path, "cluster.yaml", cluster)
+    m = _write(tmp_path, "app.yaml", manifests)
+    result = CliRunner().invoke(app, ["place", "--no-config", "--cluster", str(c), str(m)])
+    return result.stdout.splitlines()[0].split(" Pending: ", 1)[1]
+
+
+def test_the_event_ends_with_what_preemption_said(tmp_path: Path) -> None:
+    """FitError.Error appends DefaultPreemption's PostFilter message (pkg/scheduler/framework)."""
+    assert _event(tmp_path, CROWDED, _service(0)) == (
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    )
+    assert _event(tmp_path, CROWDED, _service(1000, "Never")) == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+    )
+    # Larger than any node: not even tried.
+    assert _event(tmp_path, CROWDED, _service(1000, cpu="5")) == (
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
+    # Priority 3 may evict b1 (0) from n1, not h1 (5) beside it nor b2 (5) on n2: 3 cpu still
+    # do not fit on n1 once b1 is gone, and that is the reason given for it.
+    mixed = "---\n".join(
+        [
+            _node("n1"),
+            _node("n2"),
+            _batch("b1", "n1", cpu="1"),
+            _batch("h1", "n1", priority=5, cpu="2"),
+            _batch("b2", "n2", priority=5),
+        ]
+    )
+    assert _event(tmp_path, mixed, _service(3, cpu="3")) == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
+        "1 Insufficient cpu, 1 No preemption victims found for incoming pod."
+    )

@@ -124,7 +124,11 @@ def test_place_text_reports_each_pod_and_the_schedulers_event(tmp_path: Path) ->
     assert len({line.rsplit(" ", 1)[1] for line in lines[:6]}) == 6  # one per general node
     assert lines[6].endswith(
         "Deployment/shop/web replica 6 Pending: 0/7 nodes are available: "
-        "1 node(s) had untolerated taint(s), 6 node(s) didn't match pod anti-affinity rules."
+        "1 node(s) had untolerated taint(s), 6 node(s) didn't match pod anti-affinity rules. "
+        # DefaultPreemption's PostFilter message: the tainted node is not tried, the others hold
+        # no pod of lower priority (pkg/scheduler/framework/preemption Evaluator.Preempt).
+        "preemption: 0/7 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "6 No preemption victims found for incoming pod."
     )
     assert lines[-1] == "6 pod(s) placed, 1 Pending, on 7 node(s)"
 
@@ -396,7 +400,9 @@ def test_a_pinned_daemonset_pod_is_filtered_on_its_own_node_only() -> None:
         assert [(p.pod.rules.pinned, p.node) for p in run.placements] == [("n0", None), ("n2", "n2")]
         (pending,) = run.pending
         assert pending.summary(4) == (
-            "0/4 nodes are available: 1 Too many pods, 3 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+            "0/4 nodes are available: 1 Too many pods, 3 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+            "preemption: 0/4 nodes are available: 1 No preemption victims found for incoming pod, "
+            "3 Preemption is not helpful for scheduling."
         )
         if record:
             assert pending.feasible == []
