@@ -1068,7 +1068,7 @@ class Simulation:
         tried = 0
         for node in static:
             reasons = dynamic.get(node.name)
-            if not reasons or any(r in _UNRESOLVABLE for r in reasons) or self._too_big(rules, node):
+            if not reasons or not self._resolvable(rules, node, reasons):
                 continue
             tried += 1
             lower = (
@@ -1089,10 +1089,20 @@ class Simulation:
     def _reasons_without(self, pod: SimPod, state: _State, node: SimNode, lower: list[SimPod]) -> list[str]:
         """The filters' reasons for ``node`` once the pods ``lower`` are gone (nothing changes)."""
         rules = pod.rules
-        if not (rules.affinity or rules.anti or rules.spread or rules.ports or state.existing_anti):
-            if self._room_without(rules, node, lower):
-                return []
-            return self._short_without(rules, node, lower)
+        if rules.ports and NODE_PORTS in self.filters:
+            # NodePorts comes first: the ports the remaining pods hold.
+            gone = set(lower)
+            held: dict[tuple[str, int], Counter[str]] = {}
+            for other in node.pods:
+                if other not in gone:
+                    for protocol, ip, port in other.rules.ports:
+                        held.setdefault((protocol, port), Counter())[ip] += 1
+            if port_conflict(rules.ports, held):
+                return [REASON_PORTS]
+        if not self._room_without(rules, node, lower):
+            return self._short_without(rules, node, lower)  # NodeResourcesFit, before the rest
+        if not (rules.affinity or rules.anti or rules.spread or state.existing_anti):
+            return []
         self._trial = node
         for other in lower:
             self.unbind(other)
@@ -1156,9 +1166,7 @@ class Simulation:
             if state is None:
                 state = _State(self, pod, anti_terms)
             reasons = state.filter(node)
-            if not reasons or any(reason in _UNRESOLVABLE for reason in reasons):
-                continue
-            if self._too_big(rules, node):
+            if not reasons or not self._resolvable(rules, node, reasons):
                 continue
             chosen = (
                 self._victims_by_room(rules, node, lower) if plain else self._victims_on(pod, node, lower)
@@ -1187,6 +1195,15 @@ class Simulation:
         if best is None:
             return None
         return best[1], tuple((victim, best[1]) for victim in best[2])
+
+    def _resolvable(self, rules: Rules, node: SimNode, reasons: list[str]) -> bool:
+        """Whether a node's failure is Unschedulable rather than UnschedulableAndUnresolvable:
+        not a required affinity nobody satisfies or a missing spread key, nor a request above
+        the node's allocatable (the only NodeResourcesFit failure that is unresolvable)."""
+        if not _UNRESOLVABLE.isdisjoint(reasons):
+            return False
+        short = reasons[-1].startswith("Insufficient ")  # "Too many pods" comes first, if at all
+        return not (short and self._too_big(rules, node))
 
     def _too_big(self, rules: Rules, node: SimNode) -> bool:
         """A request past the node's allocatable: NodeResourcesFit says UnschedulableAndUnresolvable
