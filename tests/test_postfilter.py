@@ -453,3 +453,14 @@ def test_the_event_ends_with_what_preemption_said(tmp_path: Path) -> None:
         "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
         "1 Insufficient cpu, 1 No preemption victims found for incoming pod."
     )
+
+
+def test_place_says_the_kubelet_rejects_a_node_name_pod(tmp_path: Path) -> None:
+    cluster = _node("sick", taints="[{key: node.kubernetes.io/not-ready, effect: NoExecute}]")
+    c = _write(tmp_path, "cluster.yaml", cluster)
+    m = _write(tmp_path, "app.yaml", _pinned("Pod", "sick"))
+    result = CliRunner().invoke(app, ["place", "--no-config", "--cluster", str(c), str(m)])
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[0].endswith(
+        "Pod/default/p replica 0 rejected (spec.nodeName sick): node(s) had untolerated taint(s)"
+    )

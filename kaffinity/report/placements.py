@@ -23,7 +23,7 @@ from typing import Any
 
 from kaffinity.display import escape, quote_name, utf8_tree
 from kaffinity.place import PlacementRun
-from kaffinity.simulate import Placement
+from kaffinity.simulate import REASON_NODE_NAME, Placement
 
 
 def _object(placement: Placement) -> dict[str, Any]:
@@ -87,7 +87,9 @@ def render_text(run: PlacementRun, units: Sequence[tuple[str, PlacementRun]] = (
             lines.append(f"{where}: {who} -> {escape(placement.node)}{escape(_how(placement))}")
         elif pod.rules.node_name:
             # spec.nodeName: no scheduler involved, the node's kubelet refuses the pod
-            reasons = ", ".join(sorted(placement.reasons or ())) or "no such node"
+            # The other nodes' "didn't match the requested node name" says nothing here.
+            own = sorted(reason for reason in placement.reasons or () if reason != REASON_NODE_NAME)
+            reasons = ", ".join(own) or "no such node"
             lines.append(
                 f"{where}: {who} rejected (spec.nodeName {escape(pod.rules.node_name)}): {escape(reasons)}"
             )
