@@ -214,14 +214,18 @@ def _explain(
     if reason == REASON_PORTS and rules.ports:
         # NodePorts (pkg/scheduler/framework/plugins/nodeports): one pod per node per host port.
         ports = name_list(sorted({f"{protocol} {port}" for protocol, _, port in rules.ports}))
-        return (
-            workload.pod.spec_path,
-            f"it asks for host port {ports}, which other pods already hold on every node it may run on "
-            "(one pod per node and port)",
-            (),
-            "run no more replicas than nodes (or a DaemonSet), or drop hostPort and reach the pods "
-            "through a Service",
+        network = workload.pod.host_network
+        why = " (hostNetwork: every containerPort is one)" if network else ""
+        text = (
+            f"it asks for host port {ports}{why}, which other pods already hold on every node it may "
+            "run on (one pod per node and port)"
         )
+        fix = "run no more replicas than nodes (or a DaemonSet), or " + (
+            "leave the host network and reach the pods through a Service"
+            if network
+            else "drop hostPort and reach the pods through a Service"
+        )
+        return workload.pod.spec_path, text, (), fix
     if reason in (REASON_SPREAD, REASON_SPREAD_LABEL) and rules.spread:
         spread = rules.spread[0]
         return (
