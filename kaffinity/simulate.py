@@ -1237,11 +1237,27 @@ class Simulation:
         return True
 
     def _victims_by_room(self, rules: Rules, node: SimNode, lower: list[SimPod]) -> tuple[list[SimPod], int]:
-        """``SelectVictimsOnNode`` for a pod only NodeResourcesFit can stop: the same reprieve
-        (most important first, budget-protected pods before the others), in arithmetic."""
+        """``SelectVictimsOnNode`` for a pod only NodeResourcesFit can stop: the same reprieve,
+        in arithmetic (nothing is unbound)."""
+        gone = list(lower)
+
+        def put_back(other: SimPod) -> bool:
+            gone.remove(other)
+            if self._room_without(rules, node, gone):
+                return True
+            gone.append(other)
+            return False
+
+        return self._reprieve(lower, put_back)
+
+    def _reprieve(self, lower: list[SimPod], put_back: Callable[[SimPod], bool]) -> tuple[list[SimPod], int]:
+        """The reprieve of ``SelectVictimsOnNode``: the removed pods go back one at a time, the
+        most important first (``MoreImportantPod``: higher priority, then the earlier start),
+        those whose eviction a budget forbids before the others; ``put_back`` puts one back and
+        says whether the pod still fits (else it took it out again: a victim). The victims, and
+        how many of them a budget protected."""
         ordered = sorted(lower, key=lambda other: (-other.rules.priority, other.started))
         protected = self._protected(ordered)
-        gone = list(ordered)
         victims: list[SimPod] = []
         violations = 0
         for group, violating in (
@@ -1249,9 +1265,7 @@ class Simulation:
             ([p for p in ordered if p not in protected], False),
         ):
             for other in group:
-                gone.remove(other)
-                if not self._room_without(rules, node, gone):
-                    gone.append(other)
+                if not put_back(other):
                     victims.append(other)
                     violations += violating
         return victims, violations
@@ -1265,25 +1279,18 @@ class Simulation:
         self._trial = node
         for other in lower:
             self.unbind(other)
+
+        def put_back(other: SimPod) -> bool:
+            self.bind(other, node)
+            if self._fits_on(pod, node):
+                return True
+            self.unbind(other)
+            return False
+
         try:
             if not self._fits_on(pod, node):
                 return None
-            # MoreImportantPod: higher priority first, then the earlier start.
-            ordered = sorted(lower, key=lambda other: (-other.rules.priority, other.started))
-            protected = self._protected(ordered)
-            victims: list[SimPod] = []
-            violations = 0
-            for group, violating in (
-                ([p for p in ordered if p in protected], True),
-                ([p for p in ordered if p not in protected], False),
-            ):
-                for other in group:
-                    self.bind(other, node)
-                    if not self._fits_on(pod, node):
-                        self.unbind(other)
-                        victims.append(other)
-                        violations += violating
-            return victims, violations
+            return self._reprieve(lower, put_back)
         finally:
             for other in lower:
                 if other.node is None:

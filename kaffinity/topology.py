@@ -241,10 +241,10 @@ def _bad_quantity(data: Mapping[str, Any]) -> tuple[DataPath, str] | None:
     return None
 
 
-def expand_topology(doc: Document) -> Iterator[Node]:
-    """The Nodes a ClusterTopology document declares, in order (zones, pools, then nodes)."""
-    data = doc.data
-    spec = data.get("spec") if isinstance(data.get("spec"), Mapping) else {}
+def _zone_pools(doc: Document) -> Iterator[tuple[DataPath, str, int, Mapping[str, Any], dict[str, str]]]:
+    """Each well-formed pool of a ClusterTopology, per zone: its path, name, ``count``, raw
+    mapping and the labels its nodes share (the common ones, the pool's, zone and region)."""
+    spec = _mapping(doc.data.get("spec"))
     common = _strings(spec.get("labels"))
     for z, zone in _items(spec.get("zones")):
         name = zone.get("name")
@@ -255,13 +255,20 @@ def expand_topology(doc: Document) -> Iterator[Node]:
             pool_name, count = pool.get("name"), pool.get("count")
             if not isinstance(pool_name, str) or not isinstance(count, int) or isinstance(count, bool):
                 continue
-            path: DataPath = ("spec", "zones", z, "pools", p)
-            for i in range(max(count, 0)):
-                node_name = f"{pool_name}-{name}-{i}"
-                labels = {**common, **_strings(pool.get("labels")), HOSTNAME: node_name, ZONE: name}
-                if isinstance(region, str) and region:
-                    labels[REGION] = region
-                yield _compact_node(doc, node_name, labels, pool, path)
+            labels = {**common, **_strings(pool.get("labels")), ZONE: name}
+            if isinstance(region, str) and region:
+                labels[REGION] = region
+            yield ("spec", "zones", z, "pools", p), f"{pool_name}-{name}-", max(count, 0), pool, labels
+
+
+def expand_topology(doc: Document) -> Iterator[Node]:
+    """The Nodes a ClusterTopology document declares, in order (zones, pools, then nodes)."""
+    spec = _mapping(doc.data.get("spec"))
+    common = _strings(spec.get("labels"))
+    for path, prefix, count, pool, labels in _zone_pools(doc):
+        for i in range(count):
+            node_name = f"{prefix}{i}"
+            yield _compact_node(doc, node_name, {**labels, HOSTNAME: node_name}, pool, path)
     for n, raw in _items(spec.get("nodes")):
         single = raw.get("name")
         if isinstance(single, str) and single:
@@ -347,34 +354,23 @@ class Pool:
 def compact_pools(doc: Document) -> Iterator[Pool]:
     """The pools of a ClusterTopology with ``max`` (cluster-autoscaler node groups: one per pool
     and zone, as node groups are per zone)."""
-    data = doc.data
-    spec = data.get("spec") if isinstance(data.get("spec"), Mapping) else {}
-    common = _strings(spec.get("labels"))
-    for z, zone in _items(spec.get("zones")):
-        name = zone.get("name")
-        if not isinstance(name, str) or not name:
+    for path, prefix, count, pool, labels in _zone_pools(doc):
+        most = pool.get("max")
+        if not isinstance(most, int) or isinstance(most, bool):
             continue
-        region = zone.get("region")
-        for p, pool in _items(zone.get("pools")):
-            pool_name, count, most = pool.get("name"), pool.get("count"), pool.get("max")
-            if not isinstance(pool_name, str) or not isinstance(count, int) or not isinstance(most, int):
-                continue
-            labels = {**common, **_strings(pool.get("labels")), ZONE: name}
-            if isinstance(region, str) and region:
-                labels[REGION] = region
-            template = _compact_node(doc, "template", labels, pool, ("spec", "zones", z, "pools", p))
-            yield Pool(
-                pool_name,
-                COMPACT_KIND,
-                doc,
-                ("spec", "zones", z, "pools", p),
-                (tuple(labels.items()),),
-                template.taints,
-                template.allocatable if isinstance(pool.get("allocatable"), Mapping) else None,
-                max(count, 0),
-                max(most, 0),
-                prefix=f"{pool_name}-{name}-",
-            )
+        template = _compact_node(doc, "template", labels, pool, path)
+        yield Pool(
+            str(pool.get("name")),
+            COMPACT_KIND,
+            doc,
+            path,
+            (tuple(labels.items()),),
+            template.taints,
+            template.allocatable if isinstance(pool.get("allocatable"), Mapping) else None,
+            count,
+            max(most, 0),
+            prefix=prefix,
+        )
 
 
 def karpenter_pools(documents: Sequence[Document], nodes: Sequence[Node]) -> Iterator[Pool]:
