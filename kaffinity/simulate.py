@@ -1116,7 +1116,9 @@ class Simulation:
 
     def _short_without(self, rules: Rules, node: SimNode, lower: list[SimPod]) -> list[str]:
         """NodeResourcesFit's reasons once ``lower`` are gone (``fitsRequest``'s order)."""
-        allocatable = node.allocatable or {}
+        allocatable = node.allocatable
+        if allocatable is None or not self._fit:
+            return []
         found = []
         pods = allocatable.get("pods")
         if pods is not None and len(node.pods) - len(lower) >= pods:
@@ -1221,20 +1223,7 @@ class Simulation:
     def _room_without(self, rules: Rules, node: SimNode, lower: list[SimPod]) -> bool:
         """Whether ``rules``' requests fit ``node`` once the pods ``lower`` are gone
         (NodeResourcesFit's arithmetic, nothing unbound)."""
-        allocatable = node.allocatable
-        if allocatable is None or not self._fit:
-            return True
-        pods = allocatable.get("pods")
-        if pods is not None and len(node.pods) - len(lower) >= pods:
-            return False
-        unchecked = _UNCHECKED in allocatable
-        for resource, want in rules.wants:
-            if unchecked and resource == "ephemeral-storage":
-                continue
-            freed = sum(other.rules.requests.get(resource, 0) for other in lower)
-            if want > allocatable.get(resource, 0) - node.requested.get(resource, 0) + freed:
-                return False
-        return True
+        return not self._short_without(rules, node, lower)
 
     def _victims_by_room(self, rules: Rules, node: SimNode, lower: list[SimPod]) -> tuple[list[SimPod], int]:
         """``SelectVictimsOnNode`` for a pod only NodeResourcesFit can stop: the same reprieve,

@@ -279,15 +279,7 @@ def expand_topology(doc: Document) -> Iterator[Node]:
 def _compact_node(
     doc: Document, name: str, labels: Mapping[str, str], raw: Mapping[str, Any], path: DataPath
 ) -> Node:
-    taints = tuple(
-        Taint(
-            str(t.get("key", "")),
-            str(t.get("value", "") or ""),
-            str(t.get("effect", "")),
-            (*path, "taints", i),
-        )
-        for i, t in _items(raw.get("taints"))
-    )
+    taints = _taints(raw, path)
     allocatable: dict[str, Decimal] = {}
     resources = raw.get("allocatable")
     if isinstance(resources, Mapping):
@@ -414,16 +406,7 @@ def karpenter_pools(documents: Sequence[Document], nodes: Sequence[Node]) -> Ite
         keys = sorted(choices)
         for combo in itertools.islice(itertools.product(*(choices[k] for k in keys)), MAX_VARIANTS):
             variants.append(tuple({**labels, **dict(zip(keys, combo, strict=True))}.items()))
-        path: DataPath = ("spec", "template", "spec")
-        taints = tuple(
-            Taint(
-                str(t.get("key", "")),
-                str(t.get("value", "") or ""),
-                str(t.get("effect", "")),
-                (*path, "taints", i),
-            )
-            for i, t in _items(pod_spec.get("taints"))
-        )
+        taints = _taints(pod_spec, ("spec", "template", "spec"))
         own = [node for node in nodes if (KARPENTER_POOL_LABEL, name) in node.labels]
         sized = next((node for node in own if node.allocatable), None)
         limits: dict[str, Decimal] = {}
@@ -448,6 +431,19 @@ def karpenter_pools(documents: Sequence[Document], nodes: Sequence[Node]) -> Ite
             weight if isinstance(weight, int) and not isinstance(weight, bool) else 0,
             prefix=f"{name}-",
         )
+
+
+def _taints(owner: Mapping[str, Any], path: DataPath) -> tuple[Taint, ...]:
+    """The ``taints`` of a pool, a node or a NodePool template, with their positions."""
+    return tuple(
+        Taint(
+            str(t.get("key", "")),
+            str(t.get("value", "") or ""),
+            str(t.get("effect", "")),
+            (*path, "taints", i),
+        )
+        for i, t in _items(owner.get("taints"))
+    )
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
