@@ -714,3 +714,9 @@ def _labels_text(labels: Mapping[str, str]) -> str:
 def _where(doc: Document, path: DataPath) -> str:
     span = doc.locate(path)
     return f"{doc.file}:{span.line}:{span.column}"
+
+
+def ordered(graph: AffinityGraph, nodes: Iterable[str]) -> list[Member]:
+    """Members in the graph's canonical order (:meth:`AffinityGraph.order`), so messages name the same
+    members, in the same order, whatever the order of the files."""
+    return [graph.members[node] for node in sorted(set(nodes), key=graph.order)]

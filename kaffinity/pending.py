@@ -42,7 +42,6 @@ from kaffinity.findings import Related, Severity
 from kaffinity.labels import HOSTNAME, REGION, ZONE
 from kaffinity.model import Taint, dig
 from kaffinity.place import daemon_nodes, placed
-from kaffinity.rules.all_namespaces_anti_affinity import domain_word, name_list
 from kaffinity.selectors import selector_matches
 from kaffinity.simulate import (
     REASON_AFFINITY,
@@ -60,6 +59,7 @@ from kaffinity.simulate import (
     tolerates,
 )
 from kaffinity.source import DataPath
+from kaffinity.wording import domain_word, name_list
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context

@@ -15,8 +15,8 @@ from kaffinity.engine import LintResult, lint
 from kaffinity.findings import Finding, Severity
 from kaffinity.loader import parse
 from kaffinity.rules import BY_NAME
-from kaffinity.rules.all_namespaces_anti_affinity import name_list
 from kaffinity.topology import cluster_from
+from kaffinity.wording import name_list
 
 from .conftest import lint_text
 

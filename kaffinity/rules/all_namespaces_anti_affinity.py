@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
@@ -10,48 +10,10 @@ from kaffinity.graph import ANTI_AFFINITY, AffinityGraph, Member, Relation, sele
 from kaffinity.labels import HOSTNAME
 from kaffinity.model import dig
 from kaffinity.rules.base import Rule
+from kaffinity.wording import SHOWN, counted_list, domain_word
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
-
-#: How many names a message lists before "and N more".
-SHOWN = 3
-
-
-def name_list(names: Iterable[str], shown: int = SHOWN, total: int | None = None) -> str:
-    """``a, b, c and 12 more`` (or ``a and b``): the first few distinct names and a count of the rest.
-
-    ``total``: how many distinct names there are, when ``names`` holds only the first ones."""
-    items = list(dict.fromkeys(names))
-    count = max(len(items), total or 0)
-    if not items:
-        return "none"
-    if count <= shown:
-        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-    return ", ".join(items[:shown]) + f" and {count - shown} more"
-
-
-def domain_word(key: str) -> str:
-    """``node``, ``zone``, ``region`` for the well-known keys, else ``<key> domain``."""
-    if key == HOSTNAME:
-        return "node"
-    for word in ("zone", "region"):
-        if key in (f"topology.kubernetes.io/{word}", f"failure-domain.beta.kubernetes.io/{word}"):
-            return word
-    return f"{key} domain"
-
-
-def ordered(graph: AffinityGraph, nodes: Iterable[str]) -> list[Member]:
-    """Members in the graph's canonical order (:meth:`AffinityGraph.order`), so messages name the same
-    members, in the same order, whatever the order of the files."""
-    return [graph.members[node] for node in sorted(set(nodes), key=graph.order)]
-
-
-def counted_list(names: Sequence[str], count: int, shown: int = SHOWN) -> str:
-    """:func:`name_list` from the first ``shown`` distinct names and the count of all of them."""
-    return (
-        name_list(names, shown) if count <= shown else ", ".join(names[:shown]) + f" and {count - shown} more"
-    )
 
 
 def _victims(

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import ANTI_AFFINITY, Member
+from kaffinity.graph import ANTI_AFFINITY, Member, ordered
 from kaffinity.labels import HOSTNAME
-from kaffinity.rules.all_namespaces_anti_affinity import domain_word, name_list, ordered
 from kaffinity.rules.base import Rule
+from kaffinity.wording import domain_word, name_list
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context

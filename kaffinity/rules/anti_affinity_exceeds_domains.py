@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph import selector_text
 from kaffinity.labels import HOSTNAME
-from kaffinity.rules.all_namespaces_anti_affinity import domain_word, name_list
 from kaffinity.rules.base import Rule
+from kaffinity.wording import domain_word, name_list
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from kaffinity.expand import UNAVAILABLE, instead
 from kaffinity.findings import Severity, Violation
 from kaffinity.rules.base import Rule
-from kaffinity.rules.match_label_key_missing import lost
+from kaffinity.wording import lost
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context

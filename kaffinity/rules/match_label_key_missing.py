@@ -6,25 +6,13 @@ import difflib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kaffinity.expand import MISSING, SPREAD, KeyUse, TermExpansion
+from kaffinity.expand import MISSING
 from kaffinity.findings import Severity, Violation
 from kaffinity.rules.base import Rule
+from kaffinity.wording import lost
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
-
-
-def term_words(term: TermExpansion) -> str:
-    kind = {"podAffinity": "pod affinity term", "podAntiAffinity": "pod anti-affinity term"}
-    return kind.get(term.kind, "spread constraint")
-
-
-def lost(term: TermExpansion, use: KeyUse) -> str:
-    """What the term does without the key."""
-    if use.field == "mismatchLabelKeys":
-        return f"the {term_words(term)} does not exclude pods with the same {use.key}"
-    what = "counts" if term.kind == SPREAD else "matches"
-    return f"the {term_words(term)} {what} every pod its labelSelector selects, whatever their {use.key}"
 
 
 def _check(context: Context) -> Iterator[Violation]:

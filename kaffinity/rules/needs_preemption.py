@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.model import dig
-from kaffinity.rules.all_namespaces_anti_affinity import name_list
 from kaffinity.rules.base import Rule
 from kaffinity.source import DataPath
+from kaffinity.wording import name_list
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context

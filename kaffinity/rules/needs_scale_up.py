@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.rules.all_namespaces_anti_affinity import name_list
 from kaffinity.rules.base import Rule
+from kaffinity.wording import name_list
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.model import Requirement
-from kaffinity.rules.all_namespaces_anti_affinity import name_list
 from kaffinity.rules.base import Rule
 from kaffinity.selectors import requirement_matches
 from kaffinity.source import DataPath
+from kaffinity.wording import name_list
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context

@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING, Any
 
 from kaffinity.apivalidation import budget_refused
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import PDB, Member
+from kaffinity.graph import PDB, Member, ordered
 from kaffinity.model import NodeSelectorTerm, PodDisruptionBudget, Workload, dig, document_key, object_ref
-from kaffinity.rules.all_namespaces_anti_affinity import name_list, ordered
 from kaffinity.rules.base import Rule
 from kaffinity.selectors import node_term_matches, selector_matches
 from kaffinity.source import DataPath, Document
+from kaffinity.wording import name_list
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from kaffinity.apivalidation import budget_refused
 from kaffinity.findings import MAX_RELATED, Related, Severity, Violation
-from kaffinity.graph import PDB, AffinityGraph, Member, Relation
-from kaffinity.rules.all_namespaces_anti_affinity import SHOWN, name_list, ordered
+from kaffinity.graph import PDB, AffinityGraph, Member, Relation, ordered
 from kaffinity.rules.base import Rule
+from kaffinity.wording import SHOWN, name_list
 
 if TYPE_CHECKING:
     from kaffinity.engine import Context
