@@ -57,7 +57,8 @@ from ruamel.yaml.cyaml import CSafeLoader
 
 import kaffinity
 from kaffinity.config import Settings, find_config
-from kaffinity.engine import Context, LintResult, lint
+from kaffinity.context import Context
+from kaffinity.engine import LintResult, lint
 from kaffinity.expand import expand
 from kaffinity.loader import SourceFile, discover, load, parse
 from kaffinity.model import build_inventory

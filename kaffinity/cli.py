@@ -236,7 +236,7 @@ def lint(
     ] = False,
 ) -> None:
     """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage."""
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
     from kaffinity.engine import lint as run_lint
     from kaffinity.findings import Severity
     from kaffinity.progress import active, terminal
@@ -363,7 +363,7 @@ def graph(
     """Draw the affinity graph: which workloads each affinity, anti-affinity, spread constraint
     and disruption budget reaches, with the graph rules' findings highlighted. With several
     deployment units, one unit (--unit; default the first). Exit code 0, or 2 on bad input."""
-    from kaffinity.engine import Context, rule_enabled
+    from kaffinity.context import Context, rule_enabled
     from kaffinity.engine import lint as run_lint
     from kaffinity.picture import render_dot, render_json, render_mermaid
     from kaffinity.rules import RULES

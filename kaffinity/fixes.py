@@ -23,7 +23,7 @@ from kaffinity.edits import Edit, add_entry, append_items, apply, fill_null, fin
 from kaffinity.model import PodAffinityTerm, TopologySpreadConstraint, Workload
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
     from kaffinity.findings import Finding
     from kaffinity.loader import SourceFile
 

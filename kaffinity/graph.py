@@ -60,7 +60,7 @@ from kaffinity.source import DataPath, Document
 if TYPE_CHECKING:
     import networkx as nx
 
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 AFFINITY, ANTI_AFFINITY, SPREAD, PDB, SELECTS = "affinity", "anti-affinity", "spread", "pdb", "selects"
 #: A term matching more nodes than this points at a shared selector node instead.

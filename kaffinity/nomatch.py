@@ -17,7 +17,7 @@ from kaffinity.selectors import selector_matches
 from kaffinity.suggest import hint, nobody, unknown_pods, written_selector
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 RULE = "affinity-no-match"
 

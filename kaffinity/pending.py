@@ -62,7 +62,7 @@ from kaffinity.source import DataPath
 from kaffinity.wording import domain_word, name_list
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
     from kaffinity.model import Workload
     from kaffinity.place import PlacementRun
 

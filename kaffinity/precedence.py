@@ -6,7 +6,7 @@ affinity that nothing satisfies, ``unschedulable`` finds the pods it leaves Pend
 gate drops the field is ``gated-field-dropped``'s finding and ``revision-unscoped``'s. Reporting
 both says the same thing twice, so one rule gives way to the other -- but only to a finding that
 is at least as severe, so that a warning never hides an error (issue 17, point 5). What counts is
-the severity each finding is reported at (:func:`kaffinity.engine.severity_of`: the configured
+the severity each finding is reported at (:func:`kaffinity.context.severity_of`: the configured
 one, else the finding's own, else the rule's), and whether the other rule runs at all: with
 ``--select`` or ``--ignore`` leaving it out, nothing gives way to it.
 
@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING
 from kaffinity.findings import Severity
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 
 def reported_at(context: Context, rule: str, own: Severity | None = None) -> Severity | None:
     """The severity a finding of ``rule`` whose own severity is ``own`` is reported at; None when
     the rule does not run (not selected, or it needs a cluster and there is none)."""
-    from kaffinity.engine import rule_enabled, severity_of
+    from kaffinity.context import rule_enabled, severity_of
     from kaffinity.rules import BY_NAME
 
     found = BY_NAME[rule]

@@ -58,7 +58,7 @@ from kaffinity.selectors import (
 from kaffinity.source import Document
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 #: How close two values must be (``difflib.SequenceMatcher.ratio``) to be offered.
 CUTOFF = 0.8

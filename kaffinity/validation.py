@@ -16,7 +16,7 @@ from kaffinity.findings import Violation
 from kaffinity.source import DataPath, Document
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
     from kaffinity.model import WorkloadKind
     from kaffinity.rules.base import Check
     from kaffinity.schema import SchemaProblem

@@ -132,7 +132,8 @@ def test_a_rule_that_needs_a_cluster_runs_only_with_one() -> None:
     from collections.abc import Iterator
 
     from kaffinity.config import Settings
-    from kaffinity.engine import Context, lint
+    from kaffinity.context import Context
+    from kaffinity.engine import lint
     from kaffinity.findings import Severity, Violation
     from kaffinity.loader import parse
     from kaffinity.topology import cluster_from

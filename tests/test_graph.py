@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from kaffinity import graph as graph_module
 from kaffinity.cli import app
 from kaffinity.config import Settings
-from kaffinity.engine import Context
+from kaffinity.context import Context
 from kaffinity.graph import AFFINITY, ANTI_AFFINITY, PDB, SELECTS, SPREAD, AffinityGraph, within
 from kaffinity.loader import load, parse
 from kaffinity.picture import render_mermaid

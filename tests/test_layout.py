@@ -53,3 +53,22 @@ def test_no_module_but_the_registry_imports_a_rule_module(path: Path) -> None:
     leaked = sorted((_imported(path) & _rule_modules()) - {own})
     where = path.relative_to(PACKAGE)
     assert not leaked, f"{where} imports rule module(s) {leaked}: move what they share to a shared module"
+
+
+#: The modules above the engine: the command line and the reports of its result.
+ABOVE_ENGINE = {PACKAGE / "cli.py", PACKAGE / "__main__.py", *(PACKAGE / "report").glob("*.py")}
+
+
+def test_the_reports_are_found() -> None:
+    assert len(ABOVE_ENGINE) >= 7 and all(path.exists() for path in ABOVE_ENGINE)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for path in MODULES if path not in ABOVE_ENGINE and path != PACKAGE / "engine.py"],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_only_the_command_line_and_the_reports_import_the_engine(path: Path) -> None:
+    """What a rule and its helpers read is :class:`kaffinity.context.Context`, below them; the
+    engine that runs the rules imports them, so nothing below it may import it back."""
+    assert "kaffinity.engine" not in _imported(path), f"{path.relative_to(PACKAGE)} imports kaffinity.engine"

@@ -14,7 +14,8 @@ import pytest
 from markdown_it import MarkdownIt
 
 from kaffinity.config import Settings
-from kaffinity.engine import Context, LintResult
+from kaffinity.context import Context
+from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Severity
 from kaffinity.loader import load, parse
 from kaffinity.report import markdown

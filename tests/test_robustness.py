@@ -765,7 +765,7 @@ def test_no_network_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_objects_declared_twice_resolve_the_same_whatever_the_file_order() -> None:
     """A Namespace (labels) or an HPA target (minReplicas) declared twice: the first in canonical
     order counts, not the first file given."""
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
     from kaffinity.rules.pdb_blocks_eviction import _hpas
 
     first = parse(

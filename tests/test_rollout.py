@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from kaffinity.config import Settings
-from kaffinity.engine import Context, LintResult, lint
+from kaffinity.context import Context
+from kaffinity.engine import LintResult, lint
 from kaffinity.fenceposts import (
     Budget,
     daemonset_budget,

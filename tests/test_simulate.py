@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from kaffinity.cli import app
 from kaffinity.config import Settings
-from kaffinity.engine import Context
+from kaffinity.context import Context
 from kaffinity.loader import load, parse
 from kaffinity.model import build_inventory
 from kaffinity.place import place_all

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from kaffinity.config import Settings
-from kaffinity.engine import Context, LintResult, lint
+from kaffinity.context import Context
+from kaffinity.engine import LintResult, lint
 from kaffinity.findings import Finding, Severity
 from kaffinity.loader import parse
 from kaffinity.pending import analysis

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context, LintResult
+    from kaffinity.context import Context
+    from kaffinity.engine import LintResult
 
 FORMATS = ("text", "json", "sarif", "github", "markdown")
 

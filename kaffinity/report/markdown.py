@@ -38,7 +38,8 @@ from kaffinity import display
 from kaffinity.findings import Finding, Severity
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context, LintResult
+    from kaffinity.context import Context
+    from kaffinity.engine import LintResult
 
 #: At most this many findings in the table; the rest are counted.
 MAX_ROWS = 200

@@ -25,7 +25,7 @@ from kaffinity.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
     from kaffinity.graph import AffinityGraph, Listing, Member, Relation
 
 #: How many workloads or reasons a message names before it says "and N more".

@@ -23,7 +23,7 @@ from kaffinity.graph import AFFINITY
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
     from kaffinity.graph import AffinityGraph, Relation
 
 #: How many workloads a message names before it says "and N more".

@@ -10,7 +10,7 @@ from kaffinity.precedence import gives_way
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 
 def _check(context: Context) -> Iterator[Violation]:

@@ -13,7 +13,7 @@ from kaffinity.rules.base import Rule
 from kaffinity.wording import SHOWN, counted_list, domain_word
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 
 def _victims(

@@ -12,7 +12,7 @@ from kaffinity.rules.base import Rule
 from kaffinity.wording import domain_word, name_list
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
     from kaffinity.pending import Analysis, Exceeds, Stuck
     from kaffinity.place import PlacementRun
     from kaffinity.simulate import SimPod

@@ -11,7 +11,7 @@ from kaffinity.rules.base import Rule
 from kaffinity.suggest import silent_terms
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 
 RULE_NAME = "anti-affinity-no-match"

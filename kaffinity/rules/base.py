@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from kaffinity.findings import Severity, Violation
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 Check = Callable[["Context"], Iterator[Violation]]
 

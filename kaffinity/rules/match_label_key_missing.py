@@ -12,7 +12,7 @@ from kaffinity.rules.base import Rule
 from kaffinity.wording import lost
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 
 def _check(context: Context) -> Iterator[Violation]:

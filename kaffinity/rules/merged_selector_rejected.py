@@ -12,7 +12,7 @@ from kaffinity.rules.base import Rule
 from kaffinity.source import format_path
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 # Kinds whose controller creates the pods (a PodTemplate creates none; a bare Pod is validated
 # with the merge already, and the API server refuses it at `kubectl apply`).

@@ -12,7 +12,7 @@ from kaffinity.source import DataPath
 from kaffinity.wording import name_list
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
     from kaffinity.model import Workload
 
 #: Victims shown in the message and as related positions.

@@ -11,7 +11,7 @@ from kaffinity.rules.base import Rule
 from kaffinity.wording import name_list
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 
 def _check(context: Context) -> Iterator[Violation]:

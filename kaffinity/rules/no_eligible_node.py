@@ -13,7 +13,7 @@ from kaffinity.source import DataPath
 from kaffinity.wording import name_list
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
     from kaffinity.model import Workload
     from kaffinity.pending import Analysis, Shape
     from kaffinity.simulate import SimNode

@@ -46,7 +46,7 @@ from kaffinity.source import DataPath, Document
 from kaffinity.wording import name_list
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 #: Controllers the disruption controller finds a scale for (``finders``).
 _SCALED = frozenset(("Deployment", "ReplicaSet", "ReplicationController", "StatefulSet"))

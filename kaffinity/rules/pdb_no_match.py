@@ -12,7 +12,7 @@ from kaffinity.rules.base import Rule
 from kaffinity.suggest import hint, owner_namespace, unknown_pods
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 _UNPROTECTED = (
     "evictions (kubectl drain, node upgrades, the cluster autoscaler) are not limited by it, so the pods "

@@ -14,7 +14,7 @@ from kaffinity.rules.base import Rule
 from kaffinity.source import DataPath, Document
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 #: The kinds whose replicas a spread constraint is about (DaemonSets run one pod per node; Jobs,
 #: CronJobs and Pods are not long-running replicated services).

@@ -17,7 +17,7 @@ from kaffinity.selectors import namespace_in_scope, selector_matches
 from kaffinity.source import PosDict, unpack
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
 
 REVISION_LABEL = "pod-template-hash"
 RULE_NAME = "revision-unscoped"

@@ -20,7 +20,7 @@ from kaffinity.model import PodAffinityTerm, TopologySpreadConstraint, dig
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
     from kaffinity.model import Workload
     from kaffinity.place import PlacementRun
     from kaffinity.rollout import Blocker, Deadlock

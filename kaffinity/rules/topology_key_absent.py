@@ -12,7 +12,7 @@ from kaffinity.rules.base import Rule
 from kaffinity.wording import name_list
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
     from kaffinity.pending import Absent, Shape, Stuck
 
 #: Deprecated keys and the GA key that replaced them (API doc "Well-Known Labels": the

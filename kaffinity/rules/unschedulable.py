@@ -17,7 +17,7 @@ from kaffinity.source import DataPath
 from kaffinity.wording import domain_word, name_list
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Context
+    from kaffinity.context import Context
     from kaffinity.pending import Analysis, Stuck
     from kaffinity.simulate import SimPod
 
