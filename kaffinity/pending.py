@@ -419,14 +419,7 @@ def _exceeds(sim: Simulation, statics: _Statics, signature: tuple[Any, ...], sha
 
 def _growable(sim: Simulation, rules: Rules) -> bool:
     """Whether a pool that may still grow adds a node passing ``rules``' static filters."""
-    from kaffinity.simulate import sim_node
-
-    return any(
-        sim.static_reason_of(rules, sim_node(growth.new_node(variant, sim.by_name))) is None
-        for growth in sim.pools
-        if growth.full() is None
-        for variant in growth.pool.variants
-    )
+    return next(sim.growth_nodes(rules), None) is not None
 
 
 def growth_domains(sim: Simulation, rules: Rules, key: str, values: Iterable[str]) -> int:
@@ -434,27 +427,21 @@ def growth_domains(sim: Simulation, rules: Rules, key: str, values: Iterable[str
     with ``rules``: each new node is a hostname of its own (up to the pool's max; a NodePool
     without a node count is not bounded here); other keys, the values of its new nodes' labels
     that no eligible node has yet. Only pools whose new node passes the static filters count."""
-    from kaffinity.simulate import sim_node
-
     known = set(values)
     extra = 0
-    for growth in sim.pools:
-        if growth.full() is not None:
+    counted: set[int] = set()
+    for _, _, growth, node in sim.growth_nodes(rules):
+        if key == HOSTNAME:
+            if growth.pool.max is None:  # a NodePool bounded by resources only: as many as needed
+                return 1 << 30
+            if id(growth) not in counted:
+                counted.add(id(growth))
+                extra += growth.pool.max - growth.count
             continue
-        for variant in growth.pool.variants:
-            node = sim_node(growth.new_node(variant, sim.by_name))
-            if sim.static_reason_of(rules, node) is not None:
-                continue
-            if key == HOSTNAME:
-                most = growth.pool.max
-                if most is None:  # a NodePool bounded by resources only: as many as needed
-                    return 1 << 30
-                extra += most - growth.count
-                break
-            value = node.labels.get(key)
-            if value is not None and value not in known:
-                known.add(value)
-                extra += 1
+        value = node.labels.get(key)
+        if value is not None and value not in known:
+            known.add(value)
+            extra += 1
     return extra
 
 

@@ -377,7 +377,7 @@ class _Growth:
         """The autoscaler's preference for this pool's ``node`` (smaller first)."""
         pool = self.pool
         if pool.kind == "NodePool":
-            return (0, -pool.weight, tuple(-ord(char) for char in pool.name), order, variant)
+            return (0, -pool.weight, _later_first(pool.name), order, variant)
         waste = 0.0
         for resource in ("cpu", "memory"):
             total = node.allocatable.get(resource) if node.allocatable else None
@@ -437,9 +437,9 @@ class _Growth:
                 self.used.subtract(self.size)
 
 
-def _later_first(time: str) -> tuple[int, ...]:
-    """A sort key that puts the later RFC 3339 time (same format) first."""
-    return tuple(-ord(char) for char in time)
+def _later_first(text: str) -> tuple[int, ...]:
+    """A sort key that puts the later string first (RFC 3339 times of one format; names)."""
+    return tuple(-ord(char) for char in text)
 
 
 def _disrupted(pdb: PodDisruptionBudget) -> Mapping[str, Any]:
@@ -447,16 +447,6 @@ def _disrupted(pdb: PodDisruptionBudget) -> Mapping[str, Any]:
     status = pdb.doc.data.get("status")
     found = status.get("disruptedPods") if isinstance(status, Mapping) else None
     return found if isinstance(found, Mapping) else {}
-
-
-def _scaled(value: int | str, total: int) -> int:
-    """``intstr.GetScaledValueFromIntOrPercent`` rounding up."""
-    if isinstance(value, int):
-        return value
-    text = value.strip()
-    if text.endswith("%") and text[:-1].isdigit():
-        return -(-int(text[:-1]) * total // 100)
-    return 0
 
 
 def scheduler_units(resources: Iterable[tuple[str, Decimal]]) -> dict[str, int]:
@@ -736,9 +726,8 @@ class Simulation:
         self._node_caches()
 
     def _node_caches(self) -> None:
-        """(Re)start everything computed from the node list (once, and when autoscaling changes it)."""
-        for node in self.nodes:
-            node.heaps.clear()
+        """Everything computed from the node list, built on first use (autoscaling keeps it
+        current node by node: :meth:`_extend_caches`, :meth:`_shrink_caches`)."""
         self._prefer_tainted = [
             n for n in self.nodes if any(t.effect == "PreferNoSchedule" for t in n.taints)
         ]
@@ -760,7 +749,6 @@ class Simulation:
         self._prefer: dict[tuple[Any, ...], dict[SimNode, int]] = {}
         #: id(rules) -> (cluster version, placement) of the last pod of that template found Pending
         self._pending: dict[int, tuple[int, Placement]] = {}
-        self._version += 1
         self._spread_nodes: dict[tuple[Any, ...], tuple[frozenset[SimNode], frozenset[str]]] = {}
         #: (namespace, id(spread), id(nodes)) -> (spread, nodes, counts, log position)
         self._spread_cache: dict[
@@ -1099,8 +1087,9 @@ class Simulation:
                         held.setdefault((protocol, port), Counter())[ip] += 1
             if port_conflict(rules.ports, held):
                 return [REASON_PORTS]
-        if not self._room_without(rules, node, lower):
-            return self._short_without(rules, node, lower)  # NodeResourcesFit, before the rest
+        short = self._resources(rules, node, lower)
+        if short:
+            return short  # NodeResourcesFit, before the rest
         if not (rules.affinity or rules.anti or rules.spread or state.existing_anti):
             return []
         self._trial = node
@@ -1113,24 +1102,6 @@ class Simulation:
                 self.bind(other, node)
             self._trial = None
             self._changed(node)
-
-    def _short_without(self, rules: Rules, node: SimNode, lower: list[SimPod]) -> list[str]:
-        """NodeResourcesFit's reasons once ``lower`` are gone (``fitsRequest``'s order)."""
-        allocatable = node.allocatable
-        if allocatable is None or not self._fit:
-            return []
-        found = []
-        pods = allocatable.get("pods")
-        if pods is not None and len(node.pods) - len(lower) >= pods:
-            found.append(REASON_TOO_MANY_PODS)
-        unchecked = _UNCHECKED in allocatable
-        for resource, want in rules.wants:
-            if unchecked and resource == "ephemeral-storage":
-                continue
-            freed = sum(other.rules.requests.get(resource, 0) for other in lower)
-            if want > allocatable.get(resource, 0) - node.requested.get(resource, 0) + freed:
-                found.append(f"Insufficient {resource}")
-        return found
 
     def post_failure(self, pod: SimPod) -> str | None:
         """Why PostFilter's last try for this pod's template found no autoscaler to help, if
@@ -1163,7 +1134,7 @@ class Simulation:
         for index, node in enumerate(static):
             lower = [other for other in node.pods if other.rules.priority < rules.priority]
             # Removing every lower pod must at least make room (a necessary condition, cheap).
-            if not lower or not self._room_without(rules, node, lower):
+            if not lower or self._resources(rules, node, lower):
                 continue
             if state is None:
                 state = _State(self, pod, anti_terms)
@@ -1220,11 +1191,6 @@ class Simulation:
             if not (unchecked and resource == "ephemeral-storage")
         )
 
-    def _room_without(self, rules: Rules, node: SimNode, lower: list[SimPod]) -> bool:
-        """Whether ``rules``' requests fit ``node`` once the pods ``lower`` are gone
-        (NodeResourcesFit's arithmetic, nothing unbound)."""
-        return not self._short_without(rules, node, lower)
-
     def _victims_by_room(self, rules: Rules, node: SimNode, lower: list[SimPod]) -> tuple[list[SimPod], int]:
         """``SelectVictimsOnNode`` for a pod only NodeResourcesFit can stop: the same reprieve,
         in arithmetic (nothing is unbound)."""
@@ -1232,7 +1198,7 @@ class Simulation:
 
         def put_back(other: SimPod) -> bool:
             gone.remove(other)
-            if self._room_without(rules, node, gone):
+            if not self._resources(rules, node, gone):
                 return True
             gone.append(other)
             return False
@@ -1329,10 +1295,12 @@ class Simulation:
             and pdb.selector is not None
             and selector_matches(pdb.selector, pod.labels)
         )
+        from kaffinity.fenceposts import scaled
+
         if pdb.min_available is not None:
-            desired = _scaled(pdb.min_available, healthy)
+            desired = scaled(pdb.min_available, healthy, True) or 0
         elif pdb.max_unavailable is not None:
-            desired = healthy - _scaled(pdb.max_unavailable, healthy)
+            desired = healthy - (scaled(pdb.max_unavailable, healthy, True) or 0)
         else:
             return healthy
         return max(healthy - desired, 0)
@@ -1356,19 +1324,15 @@ class Simulation:
                 f"the cluster already has {len(self.nodes):,} nodes, the most kaffinity simulates "
                 "(limits: nodes)"
             )
-        reasons: dict[str, str] = {}
-        options: list[tuple[tuple[Any, ...], _Growth, SimNode]] = []
-        for order, growth in enumerate(self.pools):
-            full = growth.full()
-            if full is not None:
-                reasons[growth.word()] = full
-                continue
-            reasons[growth.word()] = f"a new node of {growth.word()} would not take it"
-            for index, variant in enumerate(growth.pool.variants):
-                node = sim_node(growth.new_node(variant, self.by_name))
-                if self._static_reason(rules, node) is not None or self.node_fit(rules, node):
-                    continue
-                options.append((growth.rank(rules, node, order, index), growth, node))
+        reasons = {
+            growth.word(): growth.full() or f"a new node of {growth.word()} would not take it"
+            for growth in self.pools
+        }
+        options = [
+            (growth.rank(rules, node, order, index), growth, node)
+            for order, index, growth, node in self.growth_nodes(rules)
+            if not self.node_fit(rules, node)
+        ]
         options.sort(key=lambda option: option[0])
         for _, growth, node in options:
             self.add_node(node, growth)
@@ -1378,6 +1342,17 @@ class Simulation:
             self.remove_node(node)
             reasons[growth.word()] = f"its pod would not fit on a new node of {growth.word()} either"
         return "; ".join(reasons.values()) or "no pool may grow"
+
+    def growth_nodes(self, rules: Rules) -> Iterator[tuple[int, int, _Growth, SimNode]]:
+        """The nodes the pools that may still grow would add, one per label variant, that pass
+        ``rules``' static filters; with the pool's and the variant's index (nothing is added)."""
+        for order, growth in enumerate(self.pools):
+            if growth.full() is not None:
+                continue
+            for index, variant in enumerate(growth.pool.variants):
+                node = sim_node(growth.new_node(variant, self.by_name))
+                if self._static_reason(rules, node) is None:
+                    yield order, index, growth, node
 
     def add_node(self, node: SimNode, growth: _Growth | None = None) -> None:
         """A node autoscaling added, with what runs on it from the start (``on_new_node``)."""
@@ -1679,10 +1654,6 @@ class Simulation:
             self._static_rules[key] = rules
         return found
 
-    def static_reason_of(self, rules: Rules, node: SimNode) -> str | None:
-        """The first static filter's reason for ``node`` (which need not be in the cluster)."""
-        return self._static_reason(rules, node)
-
     def _static_reason(self, rules: Rules, node: SimNode) -> str | None:
         on = self.filters
         if rules.node_name:
@@ -1741,21 +1712,25 @@ class Simulation:
             return _PORTS
         return self._resources(rules, node)
 
-    def _resources(self, rules: Rules, node: SimNode) -> list[str]:
-        """NodeResourcesFit's reasons (``fitsRequest``); empty when the pod fits."""
+    def _resources(self, rules: Rules, node: SimNode, gone: Sequence[SimPod] = ()) -> list[str]:
+        """NodeResourcesFit's reasons (``fitsRequest``), with the pods ``gone`` taken off the node
+        first (what preemption asks; nothing is unbound); empty when the pod fits."""
         allocatable = node.allocatable
         if allocatable is None or not self._fit:
             return _FITS
         reasons = None
         pods = allocatable.get("pods")
-        if pods is not None and len(node.pods) >= pods:
+        if pods is not None and len(node.pods) - len(gone) >= pods:
             reasons = [REASON_TOO_MANY_PODS]
         requested = node.requested
         unchecked = _UNCHECKED in allocatable
         for resource, want in rules.wants:
             if unchecked and resource == "ephemeral-storage":
                 continue
-            if want > allocatable.get(resource, 0) - requested.get(resource, 0):
+            free = allocatable.get(resource, 0) - requested.get(resource, 0)
+            if gone:
+                free += sum(other.rules.requests.get(resource, 0) for other in gone)
+            if want > free:
                 if reasons is None:
                     reasons = []
                 reasons.append(f"Insufficient {resource}")
