@@ -45,7 +45,7 @@ from kaffinity.model import (
     priority_classes,
 )
 from kaffinity.selectors import selector_matches
-from kaffinity.simulate import STEPS, Placement, SimNode, SimPod, Simulation, node_matches
+from kaffinity.simulate import STEPS, Placement, Rules, SimNode, SimPod, Simulation, node_matches
 from kaffinity.topology import Cluster, finished
 
 PLACED_KINDS = frozenset(
@@ -271,11 +271,7 @@ def _daemon_pods_for(sim: Simulation, daemons: list[Workload], node: SimNode) ->
     counts them on its template node, and the DaemonSet controller creates them with the node."""
     bound = []
     for workload in daemons:
-        probe = sim.pod(workload)
-        rules = probe.rules
-        if node_matches(rules.node_selector, rules.node_terms, node.labels, node.name) and (
-            sim.untolerated(rules.tolerations, node.taints) is None
-        ):
+        if runs_daemon(sim, sim.pod(workload).rules, node):
             pod = sim.daemon_pod(workload, node)
             sim.bind(pod, node)
             bound.append(pod)
@@ -374,11 +370,14 @@ def ordinal_of(pod: SimPod, owner: Workload) -> int | None:
 
 def daemon_nodes(sim: Simulation, workload: Workload) -> list[SimNode]:
     """The nodes the DaemonSet controller runs ``workload``'s pods on (``nodeShouldRunDaemonPod``)."""
-    probe = sim.pod(workload)
-    rules = probe.rules
-    return [
-        node
-        for node in sim.nodes
-        if node_matches(rules.node_selector, rules.node_terms, node.labels, node.name)
+    rules = sim.pod(workload).rules
+    return [node for node in sim.nodes if runs_daemon(sim, rules, node)]
+
+
+def runs_daemon(sim: Simulation, rules: Rules, node: SimNode) -> bool:
+    """``nodeShouldRunDaemonPod``: the nodeSelector and required node affinity match ``node``,
+    and the pod (with the tolerations the controller adds) tolerates its taints."""
+    return (
+        node_matches(rules.node_selector, rules.node_terms, node.labels, node.name)
         and sim.untolerated(rules.tolerations, node.taints) is None
-    ]
+    )

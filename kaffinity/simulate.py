@@ -385,23 +385,20 @@ class _Growth:
                 waste += (total - rules.nonzero.get(resource, 0)) / total
         return (1, waste, order, variant)
 
-    def word(self) -> str:
-        return f"pool {self.pool.name}" if self.pool.kind != "NodePool" else f"NodePool {self.pool.name}"
-
     def full(self) -> str | None:
         """Why the pool may not grow (None: it may)."""
         pool = self.pool
         if pool.max is not None and self.count >= pool.max:
-            return f"{self.word()} is at its max of {pool.max} node{'s' if pool.max != 1 else ''}"
+            return f"{self.pool.word} is at its max of {pool.max} node{'s' if pool.max != 1 else ''}"
         if pool.limits:
             if self.size is None:
-                return f"{self.word()} has limits but no node to take the size of a new one from"
+                return f"{self.pool.word} has limits but no node to take the size of a new one from"
             for resource, limit in scheduler_units(pool.limits).items():
                 if resource == "nodes":
                     if self.count + 1 > limit:
-                        return f"{self.word()} is at its limit of {limit} nodes"
+                        return f"{self.pool.word} is at its limit of {limit} nodes"
                 elif self.used.get(resource, 0) + self.size.get(resource, 0) > limit:
-                    return f"{self.word()} would pass its {resource} limit"
+                    return f"{self.pool.word} would pass its {resource} limit"
         return None
 
     def new_node(self, variant: tuple[tuple[str, str], ...], taken: Mapping[str, SimNode]) -> Node:
@@ -1325,7 +1322,7 @@ class Simulation:
                 "(limits: nodes)"
             )
         reasons = {
-            growth.word(): growth.full() or f"a new node of {growth.word()} would not take it"
+            growth.pool.word: growth.full() or f"a new node of {growth.pool.word} would not take it"
             for growth in self.pools
         }
         options = [
@@ -1340,7 +1337,7 @@ class Simulation:
                 self.bind(pod, node)
                 return node, growth.pool
             self.remove_node(node)
-            reasons[growth.word()] = f"its pod would not fit on a new node of {growth.word()} either"
+            reasons[growth.pool.word] = f"its pod would not fit on a new node of {growth.pool.word} either"
         return "; ".join(reasons.values()) or "no pool may grow"
 
     def growth_nodes(self, rules: Rules) -> Iterator[tuple[int, int, _Growth, SimNode]]:

@@ -342,6 +342,14 @@ class Pool:
     #: node name prefix of the nodes it adds
     prefix: str = ""
 
+    @property
+    def word(self) -> str:
+        """How messages name it: ``NodePool default``, ``pool general in zone eu-west-1a``."""
+        if self.kind == "NodePool":
+            return f"NodePool {self.name}"
+        zone = dict(self.variants[0]).get(ZONE) if self.variants else None
+        return f"pool {self.name} in zone {zone}" if zone else f"pool {self.name}"
+
 
 def compact_pools(doc: Document) -> Iterator[Pool]:
     """The pools of a ClusterTopology with ``max`` (cluster-autoscaler node groups: one per pool

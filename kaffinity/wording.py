@@ -13,6 +13,7 @@ from kaffinity.labels import HOSTNAME
 
 if TYPE_CHECKING:
     from kaffinity.expand import KeyUse, TermExpansion
+    from kaffinity.topology import Pool
 
 #: How many names a message lists before "and N more".
 SHOWN = 3
@@ -62,3 +63,16 @@ def lost(term: TermExpansion, use: KeyUse) -> str:
         return f"the {term_words(term)} does not exclude pods with the same {use.key}"
     what = "counts" if term.kind == SPREAD else "matches"
     return f"the {term_words(term)} {what} every pod its labelSelector selects, whatever their {use.key}"
+
+
+def pool_nodes(pools: Iterable[Pool], more: bool = False) -> str:
+    """``2 (more) nodes of pool general in zone a and 1 node of NodePool spot``: one pool per
+    node added, counted by pool in the order they first come."""
+    counts: dict[str, int] = {}
+    for pool in pools:
+        counts[pool.word] = counts.get(pool.word, 0) + 1
+    extra = "more " if more else ""
+    return name_list(
+        (f"{count} {extra}node{'s' if count != 1 else ''} of {word}" for word, count in counts.items()),
+        shown=len(counts),
+    )

@@ -65,8 +65,7 @@ def render_json(run: PlacementRun, units: Sequence[tuple[str, PlacementRun]] = (
 def _how(placement: Placement) -> str:
     """`` (new node of pool general)``, `` (preempting ns/a on n1, ...)``; "" when simply placed."""
     if placement.added is not None:
-        pool = placement.added[1]
-        return f" (new node of {'NodePool' if pool.kind == 'NodePool' else 'pool'} {pool.name})"
+        return f" (new node of {placement.added[1].word})"
     if placement.victims:
         names = ", ".join(f"{victim.namespace}/{victim.name}" for victim, _ in placement.victims)
         return f" (preempting {names})"

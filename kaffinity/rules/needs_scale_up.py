@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.rules.base import Rule
-from kaffinity.wording import name_list
+from kaffinity.wording import name_list, pool_nodes
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
@@ -24,32 +23,23 @@ def _check(context: Context) -> Iterator[Violation]:
         grown = [p for p in run.by_workload.get(id(workload), ()) if p.added is not None]
         if not grown:
             continue
-        pools: Counter[tuple[str, str]] = Counter()
-        where = {}
-        for placement in grown:
-            assert placement.added is not None
-            pool = placement.added[1]
-            word = f"NodePool {pool.name}" if pool.kind == "NodePool" else f"pool {pool.name}"
-            pools[(word, pool.prefix)] += 1
-            where[(word, pool.prefix)] = pool
-        parts = [
-            f"{count} more node{'s' if count != 1 else ''} of {word}" for (word, _), count in pools.items()
-        ]
+        pools = [placement.added[1] for placement in grown if placement.added is not None]
         pods = name_list(placement.pod.name for placement in grown)
         verb = "fits" if len(grown) == 1 else "fit"
         related = tuple(
             Related(
                 pool.doc,
                 pool.path,
-                f"{word} may grow" + (f" (max {pool.max})" if pool.max is not None else ""),
+                f"{pool.word} may grow" + (f" (max {pool.max})" if pool.max is not None else ""),
             )
-            for (word, _), pool in where.items()
+            for pool in {pool.word: pool for pool in pools}.values()
         )
         yield Violation(
             workload.doc,
             replicas_field(workload) or workload.pod.spec_path,
-            f"{pods} {verb} on no node the cluster has now: it needs {name_list(parts)}, which the "
-            "autoscaler adds (the pods stay Pending until the new nodes are ready, typically minutes)",
+            f"{pods} {verb} on no node the cluster has now: it needs {pool_nodes(pools, more=True)}, "
+            "which the autoscaler adds (the pods stay Pending until the new nodes are ready, typically "
+            "minutes)",
             related=related,
             fix="nothing, if scaling up is intended; else give the cluster room, or lower the replicas "
             "or requests",

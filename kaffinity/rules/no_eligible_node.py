@@ -265,7 +265,7 @@ def _autoscaling_words(result: Analysis) -> str:
     sim = result.sim
     if not sim.pools:
         return ""
-    names = name_list(growth.word() for growth in sim.pools)
+    names = name_list(growth.pool.word for growth in sim.pools)
     added = (
         f"; {len(sim.added)} of the nodes are new ones the autoscaler added for other pods"
         if sim.added

@@ -11,7 +11,6 @@ pattern without a cluster).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -254,10 +253,9 @@ def _related(deadlock: Deadlock, primary: Blocker | None, run: PlacementRun) -> 
 
 def _scale_up_finding(workload: Workload, grown: list[tuple[SimNode, Pool]]) -> Violation:
     """The rollout completes only because an autoscaler adds nodes for its new pods: information."""
-    pools = Counter(
-        f"NodePool {pool.name}" if pool.kind == "NodePool" else f"pool {pool.name}" for _, pool in grown
-    )
-    needs = ", ".join(f"{count} node{'s' if count != 1 else ''} of {word}" for word, count in pools.items())
+    from kaffinity.wording import pool_nodes
+
+    needs = pool_nodes(pool for _, pool in grown)
     strategy = workload.strategy
     path = (
         strategy.path
