@@ -400,7 +400,8 @@ def karpenter_pools(documents: Sequence[Document], nodes: Sequence[Node]) -> Ite
         choices: dict[str, list[str]] = {ZONE: list(zones)} if zones else {}
         for _, requirement in _items(pod_spec.get("requirements")):
             key, operator = requirement.get("key"), requirement.get("operator")
-            values = [v for v in requirement.get("values") or () if isinstance(v, str)]
+            raw_values = requirement.get("values")
+            values = [v for v in raw_values if isinstance(v, str)] if isinstance(raw_values, list) else []
             if not isinstance(key, str):
                 continue
             if operator == "In" and values:

@@ -464,3 +464,79 @@ def test_place_says_the_kubelet_rejects_a_node_name_pod(tmp_path: Path) -> None:
     assert result.stdout.splitlines()[0].endswith(
         "Pod/default/p replica 0 rejected (spec.nodeName sick): node(s) had untolerated taint(s)"
     )
+
+
+# --- bad input in the autoscaling parts of a cluster file ------------------------------------------
+
+
+def test_a_malformed_nodepool_is_read_without_error(tmp_path: Path) -> None:
+    """Fields of the wrong type are skipped (values an int: it crashed once), nothing grows wrong."""
+    cluster = """\
+    apiVersion: karpenter.sh/v1
+    kind: NodePool
+    metadata: {name: weird}
+    spec:
+      limits: [1, 2]
+      template:
+        metadata: labels
+        spec:
+          taints: {key: a}
+          requirements:
+            - {key: topology.kubernetes.io/zone, operator: In, values: 5}
+            - {key: kubernetes.io/arch, operator: NotIn, values: 7}
+            - junk
+    ---
+    apiVersion: karpenter.sh/v1
+    kind: NodePool
+    metadata: {name: w2}
+    spec: {template: {spec: {requirements: 5}}}
+    """
+    c = _write(tmp_path, "cluster.yaml", cluster)
+    m = _write(tmp_path, "app.yaml", _service(0, cpu="1"))
+    result = CliRunner().invoke(
+        app, ["place", "--no-config", "--cluster", str(c), str(m), "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert [entry["pool"] for entry in json.loads(result.stdout)["added"]] == ["weird"]
+
+
+def test_a_pool_whose_max_is_below_its_count_is_a_load_error(tmp_path: Path) -> None:
+    c = _write(tmp_path, "cluster.yaml", _pool(3, 2))
+    m = _write(tmp_path, "app.yaml", _service(0, cpu="1"))
+    result = CliRunner().invoke(app, ["lint", "--no-config", "--cluster", str(c), str(m), "--format", "json"])
+    assert result.exit_code == 2
+    findings = json.loads(result.stdout)["findings"]
+    assert [(f["rule"], f["line"], f["column"]) for f in findings] == [
+        ("parse-error", 10, 11)
+    ]  # the max field
+
+
+def test_autoscaling_stops_at_the_limits(tmp_path: Path) -> None:
+    """``limits: nodes`` bounds the simulated cluster; a NodePool's ``nodes`` limit its own nodes."""
+    config = _write(tmp_path, "kaffinity.yaml", "limits: {nodes: 4}\n")
+    c = _write(tmp_path, "cluster.yaml", _pool(3, 6))
+    m = _write(tmp_path, "app.yaml", ANTI)
+    result = CliRunner().invoke(
+        app, ["place", "--config", str(config), "--cluster", str(c), str(m), "--format", "json"]
+    )
+    assert [entry["node"] for entry in json.loads(result.stdout)["added"]] == ["general-a-3"]
+    nodepool = """\
+    apiVersion: karpenter.sh/v1
+    kind: NodePool
+    metadata: {name: default}
+    spec:
+      limits: {nodes: 2}
+      template: {spec: {requirements: []}}
+    """
+    report = _place(
+        tmp_path,
+        nodepool
+        + "---\n"
+        + _node("default-a", cpu="4").replace(
+            "kubernetes.io/hostname: default-a",
+            "kubernetes.io/hostname: default-a, karpenter.sh/nodepool: default",
+        ),
+        ANTI,
+    )
+    # one node exists, the limit allows one more
+    assert [entry["node"] for entry in report["added"]] == ["default-1"]
