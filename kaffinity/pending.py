@@ -54,6 +54,7 @@ from kaffinity.simulate import (
     Simulation,
     Spread,
     Term,
+    blocking_effects,
     node_matches,
     spread_counts,
     tolerates,
@@ -499,7 +500,7 @@ def static_reason(sim: Simulation, rules: Rules, node: SimNode) -> str | None:
         # The kubelet admits a pod with spec.nodeName (simulate.Simulation._admit_reason).
         if rules.node_name != node.name:
             return f"not spec.nodeName {rules.node_name}"
-        taint = sim.untolerated(rules.tolerations, node.taints, ("NoExecute",))
+        taint = sim.untolerated(rules.tolerations, node.taints, blocking_effects(rules))
         if taint is not None:
             return f"untolerated taint {taint_text(taint)}: the kubelet rejects the pod"
     else:

@@ -151,9 +151,8 @@ class _Session:
         self.bound: list[SimPod] = []
         self.removed: list[tuple[SimPod, SimNode]] = []
         self.freed = self.added = False  # since the Pending pods were last tried
-        #: nodes autoscaling added for this rollout's pods, and pods preemption evicted
+        #: nodes autoscaling added for this rollout's pods (preemption's victims go to ``removed``)
         self.grown: list[tuple[SimNode, Pool]] = []
-        self.preempted: list[tuple[SimPod, SimNode]] = []
 
     def place(self, pod: SimPod) -> bool:
         # As the cluster would: preemption, else a node from the autoscaler (Simulation.post_filter).
@@ -162,7 +161,6 @@ class _Session:
             return False
         self.bound.append(pod)
         self.removed.extend(placement.victims)
-        self.preempted.extend(placement.victims)
         if placement.added is not None:
             self.grown.append(placement.added)
         self.added = True

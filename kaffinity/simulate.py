@@ -137,6 +137,15 @@ MIN_CANDIDATES = 100
 CANDIDATE_PERCENT = 10
 _BLOCKING = ("NoSchedule", "NoExecute")
 _NO_EXECUTE = ("NoExecute",)
+
+
+def blocking_effects(rules: Rules) -> tuple[str, ...]:
+    """The taint effects that keep a pod off a node: NoSchedule and NoExecute for the scheduler
+    (TaintToleration); NoExecute alone for a pod with ``spec.nodeName``, which the kubelet admits
+    (pkg/kubelet/lifecycle/predicate.go)."""
+    return _NO_EXECUTE if rules.node_name else _BLOCKING
+
+
 _DEFAULT = (0, 0, 0, 0, 0)
 #: Marks a ClusterTopology node whose pool declares no ephemeral-storage (left unchecked).
 _UNCHECKED = "kaffinity.io/ephemeral-storage-unchecked"
@@ -1683,7 +1692,7 @@ class Simulation:
         if NODE_NAME in on and rules.node_name != node.name:
             return REASON_NODE_NAME
         if TAINT_TOLERATION in on:
-            taint = self.untolerated(rules.tolerations, node.taints, _NO_EXECUTE)
+            taint = self.untolerated(rules.tolerations, node.taints, blocking_effects(rules))
             if taint is not None:
                 return taint_reason(taint, self.version)
         if NODE_AFFINITY in on and not node_matches(

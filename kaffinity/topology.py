@@ -82,14 +82,12 @@ def cluster_from(
         if workload.ref.kind == "Pod" and workload.pod.node_name and not finished(workload)
     )
     nodes = [] if refused else list(inventory.nodes)
-    for doc in documents:
+    pools: list[Pool] = []
+    for doc in documents:  # none when refused: every document is then in ``invalid``
         if _is_compact(doc.data) and id(doc) not in invalid:
             nodes.extend(expand_topology(doc))
-    pools: list[Pool] = []
+            pools.extend(compact_pools(doc))
     if not refused:
-        for doc in documents:
-            if _is_compact(doc.data) and id(doc) not in invalid:
-                pools.extend(compact_pools(doc))
         pools.extend(karpenter_pools(documents, nodes))
     return Cluster(checked, tuple(nodes), inventory.namespaces, pods, tuple(pools), inventory.pdbs)
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 _SHOWN = 5
 
 
-def priority_path(workload: Workload) -> DataPath:
+def _priority_path(workload: Workload) -> DataPath:
     """Where the pod template says its priority: ``priorityClassName`` or ``priority``."""
     for field in ("priorityClassName", "priority"):
         path = (*workload.pod.spec_path, field)
@@ -38,11 +38,13 @@ def _check(context: Context) -> Iterator[Violation]:
             continue
         victims = [(victim, node) for placement in preempting for victim, node in placement.victims]
         pods = name_list(placement.pod.name for placement in preempting)
-        shown = [
-            f"{victim.namespace}/{victim.name} (priority {victim.rules.priority}) on {node.name}"
-            for victim, node in victims[:_SHOWN]
-        ]
-        more = f" and {len(victims) - _SHOWN} more" if len(victims) > _SHOWN else ""
+        evicted = name_list(
+            (
+                f"{victim.namespace}/{victim.name} (priority {victim.rules.priority}) on {node.name}"
+                for victim, node in victims
+            ),
+            shown=_SHOWN,
+        )
         priority = preempting[0].pod.rules.priority
         verb = "runs" if len(preempting) == 1 else "run"
         related = tuple(
@@ -55,9 +57,9 @@ def _check(context: Context) -> Iterator[Violation]:
         )
         yield Violation(
             workload.doc,
-            priority_path(workload),
+            _priority_path(workload),
             f"{pods} {verb} only by preempting lower-priority pods (its priority {priority}): the scheduler "
-            f"evicts {'; '.join(shown)}{more}",
+            f"evicts {evicted}",
             related=related,
             fix="add nodes (or let an autoscaler add them) so that no pod has to be evicted; or lower the "
             "requests; if evicting them is intended, suppress this finding",

@@ -183,8 +183,10 @@ def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
 
     rules = shape.probe.rules
     pod = shape.workload.pod
+    from kaffinity.simulate import blocking_effects
+
     # The kubelet admits a pod with spec.nodeName on a cordoned node, past NoSchedule taints.
-    effects = ("NoExecute",) if rules.node_name else ("NoSchedule", "NoExecute")
+    effects = blocking_effects(rules)
     untolerated = [
         (node, taint)
         for node in selected
