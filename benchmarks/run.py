@@ -1436,7 +1436,8 @@ def place_corpus(workloads: int, nodes: int, scratch: str) -> tuple[list[Any], A
 
 
 #: The PostFilter case: (workloads, nodes), and what the crowded cluster's existing pods request.
-POSTFILTER_CASE = (3_400, 1_000)
+POSTFILTER_CASE = (3_400, 1_000)  # one of PLACE_CASES: its corpus is generated once
+assert POSTFILTER_CASE in PLACE_CASES
 CROWDING_POD = {"cpu": "1500m", "memory": "4Gi"}
 SPILL_POOL = """\
 apiVersion: kaffinity.io/v1alpha1
@@ -1455,22 +1456,21 @@ spec:
 """
 
 
-def postfilter_rows(scratch: str, repeat: int) -> list[str]:
+def postfilter_rows(scratch: str, repeat: int, chosen: list[Any], cluster: Any) -> list[str]:
     """What preemption and autoscaling cost (issue 19): the ``PostFilter`` table's rows.
 
     On the 1,000-node case: the filters alone; with preemption and autoscaling on but nothing for
     them to do (every pod priority 0, no pool: what ``lint --cluster`` pays by default); with a
     pool that may grow by 1,000 nodes; and a crowded cluster (one existing priority-0 pod of
-    1.5 cpu per node) under workloads of priority 1,000, filters only and with preemption."""
+    1.5 cpu per node) under workloads of priority 1,000, filters only and with preemption.
+    ``chosen`` and ``cluster``: the case's workloads and cluster, as :func:`place_corpus` made
+    them in ``scratch`` for the placement table."""
     from kaffinity.model import build_inventory
     from kaffinity.place import place_all
     from kaffinity.simulate import FILTERS, PREEMPTION, STEPS
     from kaffinity.topology import cluster_from
 
     workloads, nodes = POSTFILTER_CASE
-    scratch = os.path.join(scratch, "postfilter")  # its own corpus: the other cases' may be there
-    os.makedirs(scratch, exist_ok=True)
-    chosen, cluster = place_corpus(workloads, nodes, scratch)
     folder = os.path.join(scratch, f"place-{workloads}-{nodes}")
     spill = os.path.join(scratch, "spill.yaml")
     with open(spill, "w", encoding="utf-8") as handle:
@@ -1536,6 +1536,8 @@ def place_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     with tempfile.TemporaryDirectory(prefix="kaffinity-bench-") as scratch:
         for workloads, nodes in PLACE_CASES:
             chosen, cluster = place_corpus(workloads, nodes, scratch)
+            if (workloads, nodes) == POSTFILTER_CASE:
+                post_case = (chosen, cluster)
             ruled = sum(
                 1
                 for w in chosen
@@ -1559,7 +1561,7 @@ def place_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
                 f"{statistics.median(lint_mode[1]):.2f} s CPU, recorded {record[1][0]:.2f} s",
                 flush=True,
             )
-        post_rows = postfilter_rows(scratch, repeat)
+        post_rows = postfilter_rows(scratch, repeat, *post_case)
     lines = [
         *_header(
             "kaffinity offline-scheduler benchmark",
