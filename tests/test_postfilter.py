@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from kaffinity.cli import app
 
@@ -23,23 +23,30 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def _lint(tmp_path: Path, cluster: str, manifests: str, *extra: str) -> list[tuple[str, int, int]]:
+def _invoke(tmp_path: Path, command: str, cluster: str, manifests: str, *extra: str) -> Result:
+    """``kaffinity <command> --no-config --cluster cluster.yaml app.yaml <extra>`` (``extra`` may
+    name a ``--config``, which then replaces ``--no-config``)."""
     c = _write(tmp_path, "cluster.yaml", cluster)
     m = _write(tmp_path, "app.yaml", manifests)
-    result = CliRunner().invoke(
-        app, ["lint", "--no-config", "--cluster", str(c), str(m), "--format", "json", *extra]
-    )
+    config = [] if "--config" in extra else ["--no-config"]
+    return CliRunner().invoke(app, [command, *config, "--cluster", str(c), str(m), *extra])
+
+
+def _findings(tmp_path: Path, cluster: str, manifests: str, *extra: str) -> list[dict[str, Any]]:
+    result = _invoke(tmp_path, "lint", cluster, manifests, "--format", "json", *extra)
     assert result.exit_code in (0, 1), result.output
-    report: dict[str, Any] = json.loads(result.stdout)
-    return sorted((f["rule"], f["line"], f["column"]) for f in report["findings"])
+    findings: list[dict[str, Any]] = json.loads(result.stdout)["findings"]
+    return findings
 
 
-def _place(tmp_path: Path, cluster: str, manifests: str) -> dict[str, Any]:
-    c = _write(tmp_path, "cluster.yaml", cluster)
-    m = _write(tmp_path, "app.yaml", manifests)
-    result = CliRunner().invoke(
-        app, ["place", "--no-config", "--cluster", str(c), str(m), "--format", "json"]
+def _lint(tmp_path: Path, cluster: str, manifests: str, *extra: str) -> list[tuple[str, int, int]]:
+    return sorted(
+        (f["rule"], f["line"], f["column"]) for f in _findings(tmp_path, cluster, manifests, *extra)
     )
+
+
+def _place(tmp_path: Path, cluster: str, manifests: str, *extra: str) -> dict[str, Any]:
+    result = _invoke(tmp_path, "place", cluster, manifests, "--format", "json", *extra)
     assert result.exit_code in (0, 1), result.output
     report: dict[str, Any] = json.loads(result.stdout)
     return report
@@ -277,14 +284,10 @@ def test_a_host_port_rollout_that_needs_a_new_node(tmp_path: Path) -> None:
     surge = INGRESS.replace("REPLICAS", "1").replace("STRATEGY", "{maxSurge: 1, maxUnavailable: 0}")
     # A pool that may grow: the surge pod gets a second node (information, not a deadlock).
     assert _lint(tmp_path, _pool(1, 2), surge) == [("rollout-deadlock", 6, 3)]
-    c = _write(tmp_path, "cluster.yaml", _pool(1, 2))
-    m = _write(tmp_path, "app.yaml", surge)
-    result = CliRunner().invoke(app, ["lint", "--no-config", "--cluster", str(c), str(m), "--format", "json"])
-    assert [f["severity"] for f in json.loads(result.stdout)["findings"]] == ["info"]
+    assert [f["severity"] for f in _findings(tmp_path, _pool(1, 2), surge)] == ["info"]
     # At its max it cannot: the deadlock, an error.
     assert _lint(tmp_path, _pool(1, 1), surge) == [("rollout-deadlock", 6, 3)]
-    result = CliRunner().invoke(app, ["lint", "--no-config", "--cluster", str(c), str(m), "--format", "json"])
-    assert [f["severity"] for f in json.loads(result.stdout)["findings"]] == ["error"]
+    assert [f["severity"] for f in _findings(tmp_path, _pool(1, 1), surge)] == ["error"]
 
 
 # --- spec.nodeName --------------------------------------------------------------------------------
@@ -418,9 +421,7 @@ def test_nodes_added_one_by_one_keep_the_caches_exact(tmp_path: Path) -> None:
 
 
 def _event(tmp_path: Path, cluster: str, manifests: str) -> str:
-    c = _write(tmp_path, "cluster.yaml", cluster)
-    m = _write(tmp_path, "app.yaml", manifests)
-    result = CliRunner().invoke(app, ["place", "--no-config", "--cluster", str(c), str(m)])
+    result = _invoke(tmp_path, "place", cluster, manifests)
     return result.stdout.splitlines()[0].split(" Pending: ", 1)[1]
 
 
@@ -457,9 +458,7 @@ def test_the_event_ends_with_what_preemption_said(tmp_path: Path) -> None:
 
 def test_place_says_the_kubelet_rejects_a_node_name_pod(tmp_path: Path) -> None:
     cluster = _node("sick", taints="[{key: node.kubernetes.io/not-ready, effect: NoExecute}]")
-    c = _write(tmp_path, "cluster.yaml", cluster)
-    m = _write(tmp_path, "app.yaml", _pinned("Pod", "sick"))
-    result = CliRunner().invoke(app, ["place", "--no-config", "--cluster", str(c), str(m)])
+    result = _invoke(tmp_path, "place", cluster, _pinned("Pod", "sick"))
     assert result.exit_code == 1
     assert result.stdout.splitlines()[0].endswith(
         "Pod/default/p replica 0 rejected (spec.nodeName sick): node(s) had untolerated taint(s)"
@@ -491,19 +490,13 @@ def test_a_malformed_nodepool_is_read_without_error(tmp_path: Path) -> None:
     metadata: {name: w2}
     spec: {template: {spec: {requirements: 5}}}
     """
-    c = _write(tmp_path, "cluster.yaml", cluster)
-    m = _write(tmp_path, "app.yaml", _service(0, cpu="1"))
-    result = CliRunner().invoke(
-        app, ["place", "--no-config", "--cluster", str(c), str(m), "--format", "json"]
-    )
+    result = _invoke(tmp_path, "place", cluster, _service(0, cpu="1"), "--format", "json")
     assert result.exit_code == 0, result.output
     assert [entry["pool"] for entry in json.loads(result.stdout)["added"]] == ["weird"]
 
 
 def test_a_pool_whose_max_is_below_its_count_is_a_load_error(tmp_path: Path) -> None:
-    c = _write(tmp_path, "cluster.yaml", _pool(3, 2))
-    m = _write(tmp_path, "app.yaml", _service(0, cpu="1"))
-    result = CliRunner().invoke(app, ["lint", "--no-config", "--cluster", str(c), str(m), "--format", "json"])
+    result = _invoke(tmp_path, "lint", _pool(3, 2), _service(0, cpu="1"), "--format", "json")
     assert result.exit_code == 2
     findings = json.loads(result.stdout)["findings"]
     assert [(f["rule"], f["line"], f["column"]) for f in findings] == [
@@ -514,12 +507,8 @@ def test_a_pool_whose_max_is_below_its_count_is_a_load_error(tmp_path: Path) -> 
 def test_autoscaling_stops_at_the_limits(tmp_path: Path) -> None:
     """``limits: nodes`` bounds the simulated cluster; a NodePool's ``nodes`` limit its own nodes."""
     config = _write(tmp_path, "kaffinity.yaml", "limits: {nodes: 4}\n")
-    c = _write(tmp_path, "cluster.yaml", _pool(3, 6))
-    m = _write(tmp_path, "app.yaml", ANTI)
-    result = CliRunner().invoke(
-        app, ["place", "--config", str(config), "--cluster", str(c), str(m), "--format", "json"]
-    )
-    assert [entry["node"] for entry in json.loads(result.stdout)["added"]] == ["general-a-3"]
+    report = _place(tmp_path, _pool(3, 6), ANTI, "--config", str(config))
+    assert [entry["node"] for entry in report["added"]] == ["general-a-3"]
     nodepool = """\
     apiVersion: karpenter.sh/v1
     kind: NodePool
