@@ -1021,7 +1021,6 @@ class Simulation:
         failed = self._post_failed.get(id(rules))
         if failed is not None and failed[0] == self._version:
             return dataclasses.replace(pending, no_scale_up=failed[1])
-        version = self._version
         found = self._preempt(pod) if rules.preempts and PREEMPTION in self.filters else None
         if found is not None:
             node, victims = found
@@ -1041,7 +1040,9 @@ class Simulation:
                 if isinstance(grown, tuple):
                     return dataclasses.replace(pending, node=grown[0].name, added=grown, reasons=None)
                 why = grown
-        self._post_failed[id(rules)] = (version, why)
+        # Stamped after the attempt: its trials (pods taken off and put back, nodes added and
+        # taken away) leave the cluster as it was, but count as changes.
+        self._post_failed[id(rules)] = (self._version, why)
         return dataclasses.replace(pending, no_scale_up=why)
 
     def _preemption_message(

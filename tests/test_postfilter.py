@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner, Result
 
 from kaffinity.cli import app
@@ -529,3 +530,28 @@ def test_autoscaling_stops_at_the_limits(tmp_path: Path) -> None:
     )
     # one node exists, the limit allows one more
     assert [entry["node"] for entry in report["added"]] == ["default-1"]
+
+
+def test_a_failed_scale_up_is_tried_once_per_template(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Its trial (a node added, then taken away) leaves the cluster as it was: the replicas after
+    the first are not tried again (each trial filters the new node and rebuilds nothing, but a
+    Pending workload of 1,000 replicas would try 1,000 times)."""
+    from kaffinity.simulate import Simulation
+
+    added: list[str] = []
+    original = Simulation.add_node
+
+    def counting(self: Simulation, node: Any, growth: Any = None) -> None:
+        added.append(node.name)
+        original(self, node, growth)
+
+    monkeypatch.setattr(Simulation, "add_node", counting)
+    # Required affinity to pods nobody runs: no node, old or new, passes InterPodAffinity.
+    lonely = ANTI.replace("podAntiAffinity:", "podAffinity:").replace(
+        "{matchLabels: {app: web}}", "{matchLabels: {app: db}}"
+    )
+    report = _place(tmp_path, _pool(3, 6), lonely)
+    assert [pod["node"] for pod in report["pods"]] == [None] * 5
+    assert added == ["general-a-3"]
