@@ -8,9 +8,9 @@ the result:
 
 * ``read``: reading and decoding every file (kept out of ``floor`` and ``parse``);
 * ``floor``: composing every text with ruamel's C composer and nothing else;
-* ``parse``: ``kaffinity.loader.parse`` on the same texts, and (a diagnostic) the same with the
+* ``parse``: ``kaffinity.load.parse.parse`` on the same texts, and (a diagnostic) the same with the
   cyclic garbage collector disabled;
-* ``load``: ``kaffinity.loader.load([dir])`` (discovery + read + parse);
+* ``load``: ``kaffinity.load.files.load([dir])`` (discovery + read + parse);
 * ``schema``, ``expand``, ``graph``: schema + API validation, the matchLabelKeys merge and the
   affinity graph, each with its rules, on files loaded beforehand;
 * ``lint``: ``lint(load([dir]), Settings())`` in-process, and ``rules``: ``lint`` alone (every
@@ -59,11 +59,12 @@ import kaffinity
 from kaffinity.config import Settings, find_config
 from kaffinity.context import Context
 from kaffinity.engine import LintResult, lint
-from kaffinity.expand import expand
-from kaffinity.loader import SourceFile, discover, load, parse
-from kaffinity.model import build_inventory
+from kaffinity.expand.merge import expand
+from kaffinity.k8s.model import build_inventory
+from kaffinity.load.files import discover, load
+from kaffinity.load.parse import SourceFile, parse
 from kaffinity.report import render
-from kaffinity.validation import validate_documents
+from kaffinity.validate.documents import validate_documents
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -466,17 +467,22 @@ def load_stages(paths: Sequence[str], texts: Sequence[tuple[str, str]], item: Co
         Stage("read", "read files (bytes -> str)", lambda: read_all(paths)),
         floor_stage(texts, item),
         Stage(
-            "parse", "kaffinity.loader.parse", lambda: kaffinity_parse(texts), lambda f: check_load(f, item)
+            "parse",
+            "kaffinity.load.parse.parse",
+            lambda: kaffinity_parse(texts),
+            lambda f: check_load(f, item),
         ),
         Stage(
             "parse-nogc",
-            "kaffinity.loader.parse, gc disabled",
+            "kaffinity.load.parse.parse, gc disabled",
             lambda: kaffinity_parse(texts),
             lambda f: check_load(f, item),
             collector=False,
             trace=False,
         ),
-        Stage("load", "kaffinity.loader.load([dir])", lambda: load([folder]), lambda f: check_load(f, item)),
+        Stage(
+            "load", "kaffinity.load.files.load([dir])", lambda: load([folder]), lambda f: check_load(f, item)
+        ),
     ]
 
 
@@ -528,7 +534,7 @@ def _check_rules(result: LintResult, what: str) -> None:
 
 
 def expansion_stage(item: Corpus, settings: Settings) -> Stage:
-    """The merged selectors of every workload (:class:`kaffinity.expand.Expansions`) and the four
+    """The merged selectors of every workload (:class:`kaffinity.expand.merge.Expansions`) and the four
     expansion rules that read them, on files loaded beforehand."""
     files = load([item.manifests])
     expansion = dataclasses.replace(settings, select=("expansion",))
@@ -578,7 +584,7 @@ def simulate_stage(item: Corpus, settings: Settings, nodes: int) -> tuple[Stage,
     """``lint`` with a declared cluster, as ``kaffinity lint DIR --cluster FILE`` runs it: every
     rule, the cluster's rules among them, and the offline scheduler placing every pod
     (``Context.placement``), on manifests and a cluster loaded beforehand."""
-    from kaffinity.topology import cluster_from
+    from kaffinity.simulate.cluster import cluster_from
 
     cluster_path = cluster_file(item, nodes)
     files = load([item.manifests])
@@ -972,11 +978,11 @@ def _load_lines(top: Sequence[Measurement]) -> list[str]:
     nogc_ratio = nogc.cpu_median / floor.cpu_median
     collector = parsed.cpu_median - nogc.cpu_median
     lines = [
-        f"- At {floor.workloads:,} workloads, `kaffinity.loader.load([dir])`, the path the CLI takes, "
+        f"- At {floor.workloads:,} workloads, `kaffinity.load.files.load([dir])`, the path the CLI takes, "
         f"runs at **{load_ratio:.2f}x** the parse floor ({loaded.cpu_median:.2f} s against "
         f"{floor.cpu_median:.2f} s CPU, discovery and reading included; target <= {PARSE_TARGET:.0f}x: "
         f"{_verdict(load_ratio, PARSE_TARGET)}).",
-        f"- `kaffinity.loader.parse` called file by file takes **{parse_ratio:.2f}x** the floor "
+        f"- `kaffinity.load.parse.parse` called file by file takes **{parse_ratio:.2f}x** the floor "
         f"({_verdict(parse_ratio, PARSE_TARGET)}), and {nogc_ratio:.2f}x with the garbage collector "
         f"disabled: the collector costs {collector:.2f} s of its {parsed.cpu_median:.2f} s CPU "
         f"({collector / parsed.cpu_median:.0%}), rescanning the containers built so far, in which it "
@@ -1274,7 +1280,7 @@ def report(
         f"the measurement where one run is asked for or it took {LONG_RUN:.0f} s or more. Start-up lines: "
         f"median of {STARTUP_REPEAT}. "
         "Reading the files is timed on its own (`read`) and excluded from both `parse floor` and "
-        "`kaffinity.loader.parse`; `load`, `lint` and the CLI include it. `x floor` divides a stage's "
+        "`kaffinity.load.parse.parse`; `load`, `lint` and the CLI include it. `x floor` divides a stage's "
         "median by the parse floor's median at the same size; `x floor (CPU)` does the same with CPU "
         "seconds, which other processes on the machine disturb less. objects = Kubernetes objects, the items "
         "of a `kind: List` counted one by one (what kaffinity calls documents; documents/s counts them). "
@@ -1425,7 +1431,7 @@ PLACE_SCHEDULED_SHARE = 0.2
 def place_corpus(workloads: int, nodes: int, scratch: str) -> tuple[list[Any], Any]:
     """A generated corpus's workloads, DaemonSets left out (on 1,000 nodes one DaemonSet alone
     is 1,000 pods), and its cluster of ``nodes`` Nodes."""
-    from kaffinity.topology import cluster_from
+    from kaffinity.simulate.cluster import cluster_from
 
     folder = os.path.join(scratch, f"place-{workloads}-{nodes}")
     generate(folder, workloads, nodes=nodes, scheduled_share=PLACE_SCHEDULED_SHARE)
@@ -1465,10 +1471,10 @@ def postfilter_rows(scratch: str, repeat: int, chosen: list[Any], cluster: Any) 
     1.5 cpu per node) under workloads of priority 1,000, filters only and with preemption.
     ``chosen`` and ``cluster``: the case's workloads and cluster, as :func:`place_corpus` made
     them in ``scratch`` for the placement table."""
-    from kaffinity.model import build_inventory
-    from kaffinity.place import place_all
-    from kaffinity.simulate import FILTERS, PREEMPTION, STEPS
-    from kaffinity.topology import cluster_from
+    from kaffinity.k8s.model import build_inventory
+    from kaffinity.simulate.cluster import cluster_from
+    from kaffinity.simulate.place import place_all
+    from kaffinity.simulate.scheduler import FILTERS, PREEMPTION, STEPS
 
     workloads, nodes = POSTFILTER_CASE
     folder = os.path.join(scratch, f"place-{workloads}-{nodes}")
@@ -1524,7 +1530,7 @@ def postfilter_rows(scratch: str, repeat: int, chosen: list[Any], cluster: Any) 
 
 def place_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     """``--stages place``: the offline scheduler placing every pod, in pods per second."""
-    from kaffinity.place import place_all
+    from kaffinity.simulate.place import place_all
 
     repeat: int = args.repeat or 3
     output: str = args.output or os.path.join(ROOT, PLACE_OUTPUT_NAME)
@@ -1565,10 +1571,10 @@ def place_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     lines = [
         *_header(
             "kaffinity offline-scheduler benchmark",
-            "Written by `benchmarks/run.py --stages place`: `kaffinity.place.place_all` placing every pod "
-            "of a generated corpus (DaemonSets left out; a fifth of the pod templates carry scheduling "
-            "rules) on a generated cluster, on workloads loaded beforehand. `placing` is what `lint "
-            "--cluster` runs (median of "
+            "Written by `benchmarks/run.py --stages place`: `kaffinity.simulate.place.place_all` placing "
+            "every pod of a generated corpus (DaemonSets left out; a fifth of the pod templates carry "
+            "scheduling rules) on a generated cluster, on workloads loaded beforehand. `placing` is what "
+            "`lint --cluster` runs (median of "
             f"{repeat} runs after one untimed run); `recorded` is what `kaffinity place --format json` "
             "runs, which filters every node for every pod to list the feasible ones (one run).",
             command,

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from kaffinity import __version__
-from kaffinity.display import escape, quote_name, utf8
+from kaffinity.load.display import escape, quote_name, utf8
 
 if TYPE_CHECKING:
     from kaffinity.config import Settings
-    from kaffinity.loader import SourceFile
+    from kaffinity.load.parse import SourceFile
+    from kaffinity.repo.units import Layout, Unit
     from kaffinity.rules.base import Rule
-    from kaffinity.topology import Cluster
-    from kaffinity.units import Layout, Unit
+    from kaffinity.simulate.cluster import Cluster
 
 app = typer.Typer(
     name="kaffinity",
@@ -239,7 +239,7 @@ def lint(
     from kaffinity.context import Context
     from kaffinity.engine import lint as run_lint
     from kaffinity.findings import Severity
-    from kaffinity.progress import active, terminal
+    from kaffinity.load.progress import active, terminal
     from kaffinity.rules import RULES
 
     extra_reports = _report_targets(reports or ())
@@ -315,7 +315,7 @@ def expand(
 ) -> None:
     """Show the label selectors kube-apiserver stores in the pods each workload creates, with
     matchLabelKeys / mismatchLabelKeys merged in. Exit code 0, or 2 on bad input."""
-    from kaffinity.preview import previews, render_diff, render_json, render_yaml
+    from kaffinity.expand.preview import previews, render_diff, render_json, render_yaml
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
     files = _load(paths, settings, stdin_filename)
@@ -363,10 +363,11 @@ def graph(
     """Draw the affinity graph: which workloads each affinity, anti-affinity, spread constraint
     and disruption budget reaches, with the graph rules' findings highlighted. With several
     deployment units, one unit (--unit; default the first). Exit code 0, or 2 on bad input."""
-    from kaffinity.context import Context, rule_enabled
+    from kaffinity.context import Context
     from kaffinity.engine import lint as run_lint
-    from kaffinity.picture import render_dot, render_json, render_mermaid
+    from kaffinity.graph.picture import render_dot, render_json, render_mermaid
     from kaffinity.rules import RULES
+    from kaffinity.rules.base import rule_enabled
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
     settings = settings.overridden(cluster=cluster, closed=closed, render=build)
@@ -430,10 +431,10 @@ def place(
     would, and show each pod's node or why it stays Pending; with several deployment units, each
     unit on its own (--unit: one of them). Exit code 0 when every pod is placed, 1 when some stay
     Pending, 2 on bad input."""
-    from kaffinity.model import build_inventory
-    from kaffinity.place import TooManyPods, place_all
+    from kaffinity.k8s.model import build_inventory
     from kaffinity.report.placements import render_json, render_text
-    from kaffinity.simulate import STEPS as FILTERS
+    from kaffinity.simulate.place import TooManyPods, place_all
+    from kaffinity.simulate.scheduler import STEPS as FILTERS
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
     settings = settings.overridden(cluster=cluster, render=build)
@@ -506,8 +507,9 @@ def fix(
     import shutil
 
     from kaffinity.engine import lint as run_lint
-    from kaffinity.fixes import fix_files
-    from kaffinity.loader import STDIN, STDIN_NAME, _read_up_to
+    from kaffinity.expand.fixes import fix_files
+    from kaffinity.load.parse import STDIN, STDIN_NAME
+    from kaffinity.load.read import _read_up_to
 
     settings = _settings(config, no_config, kube_version, feature_gates, select=select, namespace=namespace)
     settings = replace(settings, plan_fixes=True)
@@ -605,12 +607,12 @@ def _settings(
     from kaffinity.config import (
         ConfigError,
         check_rule_names,
+        check_target,
         find_config,
         load_settings,
         parse_feature_gates,
     )
-    from kaffinity.gates import check_target
-    from kaffinity.loader import anchor_patterns
+    from kaffinity.load.files import anchor_patterns
     from kaffinity.rules import CATEGORIES, RULES
 
     rule_names = [rule.name for rule in RULES]
@@ -667,11 +669,12 @@ def _load(
     stdin_filename: Optional[str],
     seen: Optional[set[tuple[int, int]]] = None,
 ) -> list[SourceFile]:
-    from kaffinity.loader import STDIN, STDIN_NAME, ExcludeFn, load
+    from kaffinity.load.files import ExcludeFn, load
+    from kaffinity.load.parse import STDIN, STDIN_NAME
 
     targets = paths or ["."]
     excluded = ExcludeFn(settings.exclude) if settings.exclude else None
-    from kaffinity.parallel import default_jobs
+    from kaffinity.load.parallel import default_jobs
 
     jobs = settings.jobs or default_jobs()
     files: list[SourceFile] = load(
@@ -734,7 +737,7 @@ def _choose_unit(layout: Layout, name: Optional[str]) -> Unit:
 
 
 def _only(layout: Layout, unit: Unit) -> Layout:
-    from kaffinity.units import Layout as _Layout
+    from kaffinity.repo.units import Layout as _Layout
 
     return _Layout((unit,), layout.documents, layout.fragments, places=layout.places)
 
@@ -742,10 +745,10 @@ def _only(layout: Layout, unit: Unit) -> Layout:
 def _layout(
     files: list[SourceFile], paths: Optional[list[str]], settings: Settings
 ) -> tuple[list[SourceFile], Layout]:
-    """The deployment units of what was read (kaffinity.units), built with the tools when
+    """The deployment units of what was read (kaffinity.repo.units), built with the tools when
     ``--render`` asks; notes about it on stderr. The files come back with those the rendered
     objects point at, and without the helm-template problems of the charts rendered."""
-    from kaffinity.units import read_layout, render_units
+    from kaffinity.repo.units import read_layout, render_units
 
     roots = [path for path in (paths or ["."]) if path != "-"]
     layout = read_layout(
@@ -755,7 +758,7 @@ def _layout(
         built = render_units(layout, limits=settings.limits, helm_values=settings.helm_values, namespace=None)
         layout = built.layout
         if built.charts:
-            from kaffinity.units import chart_of
+            from kaffinity.repo.units import chart_of
 
             rendered = {os.path.abspath(chart) for chart in built.charts}
             cache: dict[str, Optional[str]] = {}
@@ -775,9 +778,9 @@ def _map_rendered_stdin(
     files: list[SourceFile], settings: Settings, stdin_filename: Optional[str]
 ) -> list[SourceFile]:
     """``helm template ... | kaffinity lint -``: the documents of the stream are pointed at the
-    templates its ``# Source:`` comments name, where those are on disk (kaffinity.render):
+    templates its ``# Source:`` comments name, where those are on disk (kaffinity.repo.render):
     below the chart folder ``--stdin-filename`` names, else below the working folder."""
-    from kaffinity.loader import STDIN_NAME
+    from kaffinity.load.parse import STDIN_NAME
 
     chart = (
         stdin_filename
@@ -787,7 +790,7 @@ def _map_rendered_stdin(
     out: list[SourceFile] = []
     for file in files:
         if file.name == STDIN_NAME and "# Source: " in file.text and not file.problems:
-            from kaffinity.render import map_helm_sources
+            from kaffinity.repo.render import map_helm_sources
 
             out.extend(map_helm_sources(file, chart, settings.limits).files)
         else:
@@ -823,7 +826,7 @@ def _load_in_context(
     files = _load(paths, settings, stdin_filename, seen)
     reported = {file.name for file in files}
     if not context_paths:
-        from kaffinity.repository import repository_manifests
+        from kaffinity.load.repository import repository_manifests
 
         # The repository of the first file named (pre-commit runs at its root anyway).
         start = next((path for path in paths or () if path != "-" and os.path.exists(path)), ".")
@@ -839,8 +842,8 @@ def _load_in_context(
             f"so the {len(skipped)} rules that need every manifest ({categories}) are skipped",
         )
         return files, reported, False, list(paths or ["."])
-    from kaffinity.loader import ExcludeFn, load
-    from kaffinity.parallel import default_jobs
+    from kaffinity.load.files import ExcludeFn, load
+    from kaffinity.load.parallel import default_jobs
 
     excluded = ExcludeFn(settings.exclude) if settings.exclude else None
     more = load(
@@ -888,7 +891,7 @@ def _report_targets(values: list[str] | tuple[str, ...]) -> list[tuple[str, str]
 
 def _say(message: str) -> None:
     """One message on stderr, with the control characters and undecodable bytes that come from
-    the input (a file name, a ``--stdin-filename``) escaped (``kaffinity.display``); the line
+    the input (a file name, a ``--stdin-filename``) escaped (``kaffinity.load.display``); the line
     breaks of the message itself are kept."""
     typer.echo("\n".join(escape(line) for line in message.split("\n")), err=True)
 
@@ -912,8 +915,8 @@ def _load_cluster(settings: Settings) -> Cluster | None:
     """The declared cluster, if any; a path that does not exist is a usage error (exit 2)."""
     if settings.cluster is None:
         return None
-    from kaffinity.loader import load
-    from kaffinity.topology import cluster_from
+    from kaffinity.load.files import load
+    from kaffinity.simulate.cluster import cluster_from
 
     if not os.path.exists(settings.cluster):
         _say(f"{quote_name(str(settings.cluster))}: error: cluster file not found")
@@ -957,7 +960,7 @@ def rules(
     ] = RulesFormat.text,
 ) -> None:
     """List the rules, or explain one (what it finds, why it matters, example, fix)."""
-    from kaffinity.docs import rule_catalogue, rule_json, rule_table, rule_text
+    from kaffinity.report.docs import rule_catalogue, rule_json, rule_table, rule_text
     from kaffinity.rules import BY_NAME, RULES
 
     if name is not None:
@@ -1019,7 +1022,7 @@ def schema(
     """Print a JSON schema kaffinity ships, byte for byte: for an editor's YAML language server
     (docs/editors.md) or any JSON Schema 2020-12 validator."""
     from kaffinity.config import DEFAULT_KUBE_VERSION, KUBE_VERSIONS, ConfigError, check_kube_version
-    from kaffinity.resources import schema_text
+    from kaffinity.load.resources import schema_text
 
     described = {
         "config": ("config.schema.json", ".kaffinity.yaml"),

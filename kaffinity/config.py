@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kaffinity.findings import Severity
-from kaffinity.loader import DEFAULT_LIMITS, Limits
-from kaffinity.model import WorkloadKind
-from kaffinity.source import Document, Span
+from kaffinity.k8s.model import WorkloadKind
+from kaffinity.load.parse import DEFAULT_LIMITS, Limits
+from kaffinity.load.source import Document, Span
 
 CONFIG_NAMES = (".kaffinity.yaml", ".kaffinity.yml")
 #: The Kubernetes minors kaffinity knows; the newest is the default target.
@@ -58,14 +58,14 @@ class Settings:
     #: Processes that parse files (``--jobs``); None: one per core.
     jobs: int | None = None
     limits: Limits = DEFAULT_LIMITS
-    #: Deployment units (kaffinity.units): "auto", "one", or (name, path prefixes) pairs.
+    #: Deployment units (kaffinity.repo.units): "auto", "one", or (name, path prefixes) pairs.
     units: str | tuple[tuple[str, tuple[str, ...]], ...] = "auto"
     #: Build kustomize overlays and render Helm charts before linting (``--render``).
     render: bool = False
     #: Values files per chart folder, for rendering.
     helm_values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Custom workload kinds configured (``workloads``), read before kaffinity's own
-    #: (:data:`kaffinity.model.CUSTOM_WORKLOADS`).
+    #: (:data:`kaffinity.k8s.model.CUSTOM_WORKLOADS`).
     workload_kinds: tuple[WorkloadKind, ...] = ()
     #: Leave out what git ignores when walking a folder in a git work tree (``--no-gitignore``).
     gitignore: bool = True
@@ -93,8 +93,9 @@ def load_settings(path: str | None, rule_names: Sequence[str], categories: Seque
     """Read and validate a config file; no file gives the defaults."""
     if path is None:
         return Settings()
-    from kaffinity.loader import parse_data, read_text
-    from kaffinity.source import PosDict
+    from kaffinity.load.parse import parse_data
+    from kaffinity.load.read import read_text
+    from kaffinity.load.source import PosDict
 
     display = os.path.relpath(path)
     _, text, problem = read_text(path)
@@ -115,7 +116,7 @@ def load_settings(path: str | None, rule_names: Sequence[str], categories: Seque
 def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str]) -> list[str]:
     from jsonschema import Draft202012Validator
 
-    from kaffinity.resources import schema
+    from kaffinity.load.resources import schema
 
     data = doc.data
     if not isinstance(data, dict):
@@ -147,7 +148,7 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
         errors.append(_at(doc.file, doc.locate(("kube-version",)), unknown_version(version)))
     gates = data.get("feature-gates")
     if isinstance(version, str) and version in KUBE_VERSIONS and isinstance(gates, dict):
-        from kaffinity.gates import gate_problems
+        from kaffinity.k8s.gates import gate_problems
 
         valid = {name: value for name, value in gates.items() if isinstance(value, bool)}
         for name, message in gate_problems(version, valid):
@@ -189,7 +190,7 @@ def _pattern_message(path: tuple[Any, ...], value: Any) -> str | None:
 
 
 def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
-    from kaffinity.loader import anchor_patterns
+    from kaffinity.load.files import anchor_patterns
 
     def paths(values: Sequence[str]) -> tuple[str, ...]:
         return tuple(os.path.normpath(os.path.join(base, value)) for value in values)
@@ -266,7 +267,7 @@ def _limits(data: Mapping[str, Any]) -> Limits:
 def parse_size(value: int | str) -> int:
     """Bytes from a Kubernetes quantity (``64Mi``, ``512Ki``, ``2G``, ``1048576``); ValueError
     for anything else, and for less than one byte."""
-    from kaffinity.quantity import parse_quantity
+    from kaffinity.k8s.quantity import parse_quantity
 
     size = parse_quantity(value)
     if size is None or size < 1:
@@ -316,3 +317,19 @@ def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
 def _at(file: str, span: Span | None, message: str) -> str:
     where = f"{file}:{span.line}:{span.column}" if span else file
     return f"{where}: error: {message}"
+
+
+def check_target(version: str, gates: Mapping[str, bool]) -> None:
+    """A version kaffinity knows, and gates that version's kube-apiserver would start with."""
+    check_kube_version(version)
+    check_gates(version, gates)
+
+
+def check_gates(version: str, gates: Mapping[str, bool]) -> None:
+    """Refuse the gates :func:`kaffinity.k8s.gates.gate_problems` finds (flags and config file
+    alike)."""
+    from kaffinity.k8s.gates import gate_problems
+
+    errors = [f"feature gates: {message}" for _, message in gate_problems(version, gates)]
+    if errors:
+        raise ConfigError(errors)

@@ -8,24 +8,21 @@ properties, so that a rule that needs none of them costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from kaffinity.config import Settings
 from kaffinity.findings import Severity, Violation
-from kaffinity.loader import SourceFile
-from kaffinity.model import Inventory, Object, build_inventory, canonical_key, namespace_labels
-from kaffinity.source import Document
+from kaffinity.k8s.model import Inventory, Object, build_inventory, canonical_key, namespace_labels
+from kaffinity.load.parse import SourceFile
+from kaffinity.load.source import Document
 
 if TYPE_CHECKING:
-    from kaffinity.expand import Expansions
-    from kaffinity.graph import AffinityGraph
-    from kaffinity.place import PlacementRun
-    from kaffinity.rules.base import Rule
-    from kaffinity.topology import Cluster
-
-_SPECIFICITY_ALL, _SPECIFICITY_CATEGORY, _SPECIFICITY_RULE = 0, 1, 2
+    from kaffinity.expand.merge import Expansions
+    from kaffinity.graph.affinity import AffinityGraph
+    from kaffinity.simulate.cluster import Cluster
+    from kaffinity.simulate.place import PlacementRun
 
 
 class Context:
@@ -48,12 +45,16 @@ class Context:
         #: The declared cluster (``--cluster``): nodes, namespaces and existing pods; None if none.
         self.cluster = cluster
         if documents is not None:
-            # One deployment unit's objects (kaffinity.units), not every document of the files.
+            # One deployment unit's objects (kaffinity.repo.units), not every document of the files.
             self.__dict__["documents"] = tuple(documents)
         #: The typed view of each document, shared by the contexts of one run's units.
         self.objects = objects
         #: Work not done because it passed a limit (``limits:``), one line each, for the run.
         self.notices: list[str] = []
+        #: Every rule this run runs, by name: (the severity configured for it, rule over
+        #: category, or None; its own). Set by the engine, which knows the registry; read by
+        #: :mod:`kaffinity.explain.precedence`. Empty: no rule gives way to another.
+        self.running: Mapping[str, tuple[Severity | None, Severity]] = {}
 
     @cached_property
     def documents(self) -> tuple[Document, ...]:
@@ -79,24 +80,26 @@ class Context:
     @cached_property
     def expansions(self) -> Expansions:
         """The merged selectors of every workload (matchLabelKeys / mismatchLabelKeys)."""
-        from kaffinity.expand import Expansions
+        from kaffinity.expand.merge import Expansions
 
         return Expansions(self.settings.kube_version, self.settings.feature_gates)
 
     @cached_property
     def graph(self) -> AffinityGraph:
         """The affinity graph of every workload, existing pod group and disruption budget."""
-        from kaffinity.graph import AffinityGraph
+        from kaffinity.graph.affinity import AffinityGraph
 
-        return AffinityGraph(self)
+        return AffinityGraph(
+            self.inventory, self.settings, self.expansions, self.namespace_labels, self.cluster
+        )
 
     @cached_property
     def placement(self) -> PlacementRun | None:
         """Every linted pod placed on the declared cluster by the offline scheduler
-        (``kaffinity.simulate``); None without a cluster or with ``--no-simulate``."""
+        (``kaffinity.simulate.scheduler``); None without a cluster or with ``--no-simulate``."""
         if self.cluster is None or not self.settings.simulate:
             return None
-        from kaffinity.place import TooManyPods, place_all
+        from kaffinity.simulate.place import TooManyPods, place_all
 
         try:
             return place_all(
@@ -124,29 +127,6 @@ class Context:
     @cached_property
     def validation(self) -> dict[str, list[Violation]]:
         """What the schemas and the API server's validation say of every object, by rule name."""
-        from kaffinity.validation import validate_documents
+        from kaffinity.validate.documents import validate_documents
 
         return validate_documents(self.documents, self.settings)
-
-
-def rule_enabled(rule: Rule, select: Iterable[str], ignore: Iterable[str]) -> bool:
-    """The most specific mention wins (rule over category over ``all``); ties go to ignore."""
-    return _specificity(rule, select) > _specificity(rule, ignore)
-
-
-def _specificity(rule: Rule, names: Iterable[str]) -> int:
-    best = -1
-    for name in names:
-        if name == rule.name:
-            return _SPECIFICITY_RULE
-        if name == rule.category:
-            best = max(best, _SPECIFICITY_CATEGORY)
-        elif name == "all":
-            best = max(best, _SPECIFICITY_ALL)
-    return best
-
-
-def severity_of(rule: Rule, settings: Settings, default: Severity | None = None) -> Severity:
-    """The configured severity (rule over category), else the finding's own, else the rule's."""
-    configured = settings.severity
-    return configured.get(rule.name) or configured.get(rule.category) or default or rule.severity

@@ -14,24 +14,24 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kaffinity.config import Settings
-from kaffinity.context import Context, rule_enabled, severity_of
+from kaffinity.context import Context
 from kaffinity.findings import MAX_RELATED, Finding, Location, Severity, Violation
-from kaffinity.loader import SourceFile
-from kaffinity.model import (
+from kaffinity.k8s.model import (
     Object,
     ObjectRef,
     object_ref,
     pod_template_path,
 )
+from kaffinity.load.parse import SourceFile
+from kaffinity.load.source import Document, Span, format_path
 from kaffinity.rules import RULES
-from kaffinity.rules.base import Rule
-from kaffinity.source import Document, Span, format_path
+from kaffinity.rules.base import Rule, rule_enabled, severity_of
 from kaffinity.suppress import Suppression, annotation_suppressions, comment_suppressions
 
 if TYPE_CHECKING:
-    from kaffinity.edits import Edit
-    from kaffinity.topology import Cluster
-    from kaffinity.units import Layout
+    from kaffinity.load.edits import Edit
+    from kaffinity.repo.units import Layout
+    from kaffinity.simulate.cluster import Cluster
 
 #: The rule of input that could not be read or parsed: always reported, and the run exits 2.
 LOAD_ERROR = "parse-error"
@@ -47,7 +47,7 @@ class LintResult:
     load_errors: bool
     internal_errors: tuple[str, ...] = ()
     severities: dict[str, Severity] = field(default_factory=dict)
-    #: The deployment units the input was read as, when there were several (kaffinity.units).
+    #: The deployment units the input was read as, when there were several (kaffinity.repo.units).
     units: tuple[str, ...] = ()
     #: Files read and skipped: not Kubernetes manifests (``SourceFile.skipped``); not in ``files``.
     skipped: int = 0
@@ -77,7 +77,7 @@ def lint(
     the caller reads afterwards; by default a new one. ``reported``: the names of the files to
     report on (``--changed``); the other files are context, read by the rules but not reported
     on, except where a finding names a reported file among its related places. None: all.
-    ``layout``: the deployment units (:mod:`kaffinity.units`): the rules that read every
+    ``layout``: the deployment units (:mod:`kaffinity.repo.units`): the rules that read every
     manifest run once per unit, the others once per object; None: the files are one unit.
     """
     enabled = tuple(rule for rule in rules if rule_enabled(rule, settings.select, settings.ignore))
@@ -98,6 +98,20 @@ def lint(
             gc.enable()
 
 
+def _running(settings: Settings, cluster: Cluster | None) -> dict[str, tuple[Severity | None, Severity]]:
+    """Every registered rule that runs with these settings, by name: (its configured severity,
+    rule over category, or None; its own). What :mod:`kaffinity.explain.precedence` reads to
+    decide which of two findings about the same pods is kept."""
+    configured = settings.severity
+    return {
+        rule.name: (configured.get(rule.name) or configured.get(rule.category), rule.severity)
+        for rule in RULES
+        if rule.check is not None
+        and rule_enabled(rule, settings.select, settings.ignore)
+        and not (rule.needs_cluster and cluster is None)
+    }
+
+
 def _lint(
     files: Sequence[SourceFile],
     settings: Settings,
@@ -115,6 +129,8 @@ def _lint(
     if context is None:
         documents = layout.units[0].documents if layout is not None else None
         context = Context(files, settings, cluster, documents, typed)
+    running = _running(settings, cluster)
+    context.running = running
     # The rules that read one object at a time read every object once (of a unit's copy, the
     # file's own); in a pre-commit run only the reported files: the context is the whole
     # repository, and validating it all would be wasted work.
@@ -126,7 +142,8 @@ def _lint(
     local = context
     if objects is not None and not _same(objects, context.documents):
         local = Context(files, settings, cluster, objects, context.objects or typed)
-    from kaffinity.progress import current
+        local.running = running
+    from kaffinity.load.progress import current
 
     progress = current()  # a command's progress indicator: which rule runs
     # Rules that read the declared cluster have nothing to say without one (and would import
@@ -156,6 +173,7 @@ def _lint(
                 if _same(unit.documents, context.documents)
                 else Context(files, settings, cluster, unit.documents, typed)
             )
+            unit_context.running = running
             for rule in together:
                 progress.tick(f"{rule.name} ({unit.name})")
                 run.check(rule, unit_context)
@@ -214,7 +232,7 @@ class _Run:
         self.settings = settings
         #: The unit whose rules run now ("" outside units); its findings name it.
         self.unit = ""
-        #: Rendered objects whose fields an overlay patch may have set (kaffinity.units).
+        #: Rendered objects whose fields an overlay patch may have set (kaffinity.repo.units).
         self.places = layout.places if layout is not None else {}
         #: The unit of each rendered object (a finding on it names the unit that built it).
         self.membership = layout.membership if layout is not None else {}

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from kaffinity.model import ObjectRef
-from kaffinity.source import DataPath, Document, Span
+from kaffinity.k8s.model import ObjectRef
+from kaffinity.load.source import DataPath, Document, Span
 
 if TYPE_CHECKING:
-    from kaffinity.edits import Edit
+    from kaffinity.load.edits import Edit
 
 
 class Severity(str, Enum):
@@ -94,7 +94,7 @@ class Finding:
     fix: str | None = field(default=None, compare=False)
     edit: Edit | None = field(default=None, compare=False, repr=False)
     #: The deployment units the finding was found in, when the input holds several
-    #: (kaffinity.units); empty for the rules that read one object at a time.
+    #: (kaffinity.repo.units); empty for the rules that read one object at a time.
     units: tuple[str, ...] = field(default=(), compare=False)
 
     @property

@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from kaffinity.model import dig
-from kaffinity.source import DataPath, Document, Span
+from kaffinity.k8s.model import dig
+from kaffinity.load.source import DataPath, Document, Span
 
 ANNOTATION = "kaffinity.io/ignore"
 _COMMENT = re.compile(r"(?:^|(?<=\s))#\s*kaffinity:\s*ignore\[([^\]]*)\]")

@@ -16,10 +16,11 @@ import pytest
 from kaffinity.config import Settings
 from kaffinity.engine import LintResult, lint
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.loader import load, parse
+from kaffinity.load.files import load
+from kaffinity.load.parse import parse
 from kaffinity.rules import RULES
 from kaffinity.rules.base import Rule
-from kaffinity.topology import cluster_from
+from kaffinity.simulate.cluster import cluster_from
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"

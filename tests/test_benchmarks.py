@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from kaffinity.config import Settings
-from kaffinity.loader import load
-from kaffinity.model import build_inventory
-from kaffinity.place import place_all
-from kaffinity.topology import cluster_from
+from kaffinity.k8s.model import build_inventory
+from kaffinity.load.files import load
+from kaffinity.simulate.cluster import cluster_from
+from kaffinity.simulate.place import place_all
 
 from .conftest import REPO
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kaffinity import __version__
-from kaffinity.docs import rule_catalogue
+from kaffinity.report.docs import rule_catalogue
 from kaffinity.rules import RULES
 
 from .conftest import EXAMPLES, REPO, run_cli, run_json

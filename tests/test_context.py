@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kaffinity.repository import repository_manifests
+from kaffinity.load.repository import repository_manifests
 from tests.conftest import run_cli
 
 CACHE = """\

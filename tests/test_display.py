@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kaffinity.display import escape, json_name, quote_name, utf8, utf8_tree
+from kaffinity.load.display import escape, json_name, quote_name, utf8, utf8_tree
 
 from .conftest import REPO
 

@@ -1,4 +1,4 @@
-"""Minimal text edits (kaffinity.edits): expected output byte for byte, and the data it loads as."""
+"""Minimal text edits (kaffinity.load.edits): expected output byte for byte, and the data it loads as."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from kaffinity.edits import Edit, add_entry, append_items, apply, compose, find_node, verify
-from kaffinity.loader import decode, parse
-from kaffinity.source import DataPath
+from kaffinity.load.edits import Edit, add_entry, append_items, apply, compose, find_node, verify
+from kaffinity.load.parse import decode, parse
+from kaffinity.load.source import DataPath
 
 from .conftest import SHARED
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from kaffinity.config import Settings
 from kaffinity.engine import lint
-from kaffinity.loader import parse
+from kaffinity.load.parse import parse
+from kaffinity.load.source import Span
 from kaffinity.rules.base import Rule
-from kaffinity.source import Span
 
 from .conftest import EXAMPLES, keys, lint_text
 
@@ -135,8 +135,8 @@ def test_a_rule_that_needs_a_cluster_runs_only_with_one() -> None:
     from kaffinity.context import Context
     from kaffinity.engine import lint
     from kaffinity.findings import Severity, Violation
-    from kaffinity.loader import parse
-    from kaffinity.topology import cluster_from
+    from kaffinity.load.parse import parse
+    from kaffinity.simulate.cluster import cluster_from
 
     calls: list[bool] = []
 
@@ -168,7 +168,7 @@ def test_linting_again_and_again_leaves_no_uncollected_garbage() -> None:
     with a cluster 300 more times leaves the oldest generation about as large."""
     import gc
 
-    from kaffinity.topology import cluster_from
+    from kaffinity.simulate.cluster import cluster_from
 
     text = (EXAMPLES / "rollout-deadlock" / "fail.yaml").read_text(encoding="utf-8")
     cluster_text = (EXAMPLES / "clusters" / "topology.yaml").read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The matchLabelKeys / mismatchLabelKeys merge (kaffinity/expand.py) and the rules built on it.
+"""The matchLabelKeys / mismatchLabelKeys merge (kaffinity/expand/merge.py) and the rules built on it.
 
 The KEP examples are asserted as the KEPs print them: KEP-3633 stories 1 and 2 and the
 kube-apiserver diff of its design section, and the KEP-3243 example.
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kaffinity.expand import (
+from kaffinity.expand.merge import (
     APISERVER,
     EXISTING,
     GATE_OFF,
@@ -27,8 +27,8 @@ from kaffinity.expand import (
     expand,
     pod_labels,
 )
-from kaffinity.loader import parse
-from kaffinity.model import Workload, build_inventory
+from kaffinity.k8s.model import Workload, build_inventory
+from kaffinity.load.parse import parse
 
 from .conftest import added_lines, lint_text, run_cli
 from .test_validation import deployment, line_of, pod

@@ -1,4 +1,4 @@
-"""The compiled validity check (kaffinity.fastschema) answers exactly as jsonschema does."""
+"""The compiled validity check (kaffinity.validate.fastschema) answers exactly as jsonschema does."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kaffinity.config import KUBE_VERSIONS
-from kaffinity.loader import load
-from kaffinity.schema import _entry_points, _valid_for, check_object, validator_for
+from kaffinity.load.files import load
+from kaffinity.validate.schema import _entry_points, _valid_for, check_object, validator_for
 
 from .conftest import EXAMPLES, SHARED
 

@@ -11,8 +11,9 @@ import pytest
 
 from kaffinity.config import Settings
 from kaffinity.engine import lint
-from kaffinity.fixes import fix_files
-from kaffinity.loader import load, parse
+from kaffinity.expand.fixes import fix_files
+from kaffinity.load.files import load
+from kaffinity.load.parse import parse
 
 from .conftest import SHARED, added_lines, lint_text, run_cli
 

@@ -31,9 +31,9 @@ from hypothesis import strategies as st
 
 from kaffinity.config import Settings
 from kaffinity.engine import LintResult, lint
-from kaffinity.loader import SourceFile, parse
+from kaffinity.load.parse import SourceFile, parse
 from kaffinity.report import render
-from kaffinity.topology import Cluster, cluster_from
+from kaffinity.simulate.cluster import Cluster, cluster_from
 
 from .conftest import EXAMPLES
 
@@ -198,7 +198,7 @@ def _keys(result: LintResult) -> list[tuple[object, ...]]:
 
 
 def _fix_inserts_only(files: list[SourceFile]) -> None:
-    from kaffinity.fixes import fix_files
+    from kaffinity.expand.fixes import fix_files
 
     planning = Settings(plan_fixes=True)
     fixed, _ = fix_files(files, lint(files, planning).findings)

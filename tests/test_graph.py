@@ -11,14 +11,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from kaffinity import graph as graph_module
 from kaffinity.cli import app
 from kaffinity.config import Settings
 from kaffinity.context import Context
-from kaffinity.graph import AFFINITY, ANTI_AFFINITY, PDB, SELECTS, SPREAD, AffinityGraph, within
-from kaffinity.loader import load, parse
-from kaffinity.picture import render_mermaid
-from kaffinity.topology import cluster_from
+from kaffinity.graph import affinity as graph_module
+from kaffinity.graph.affinity import AFFINITY, ANTI_AFFINITY, PDB, SELECTS, SPREAD, AffinityGraph, within
+from kaffinity.graph.picture import render_mermaid
+from kaffinity.load.files import load
+from kaffinity.load.parse import parse
+from kaffinity.simulate.cluster import cluster_from
 
 from .conftest import run_cli
 

@@ -16,9 +16,10 @@ import pytest
 from kaffinity.config import Settings
 from kaffinity.engine import LintResult, lint
 from kaffinity.findings import Finding, Severity
-from kaffinity.loader import load, parse
+from kaffinity.load.files import load
+from kaffinity.load.parse import parse
 from kaffinity.rules import BY_NAME
-from kaffinity.topology import cluster_from
+from kaffinity.simulate.cluster import cluster_from
 
 from .conftest import EXAMPLES, lint_paths
 

@@ -1,4 +1,5 @@
-"""affinity-no-match, preferred-no-match, pdb-no-match and the "did you mean" hints (kaffinity.suggest)."""
+"""affinity-no-match, preferred-no-match, pdb-no-match and the "did you mean" hints
+(kaffinity.explain.suggest)."""
 
 from __future__ import annotations
 

@@ -12,11 +12,11 @@ import pytest
 
 from kaffinity.config import Settings
 from kaffinity.engine import LintResult, lint
+from kaffinity.explain.wording import name_list
 from kaffinity.findings import Finding, Severity
-from kaffinity.loader import parse
+from kaffinity.load.parse import parse
 from kaffinity.rules import BY_NAME
-from kaffinity.topology import cluster_from
-from kaffinity.wording import name_list
+from kaffinity.simulate.cluster import cluster_from
 
 from .conftest import lint_text
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kaffinity.loader import parse
+from kaffinity.load.parse import parse
 
 from .conftest import EXAMPLES, run_cli
 
@@ -144,8 +144,8 @@ def _replaced(data: Any, path: tuple[Any, ...], value: Any) -> Any:
 )
 def test_validation_survives_any_value_anywhere(example: str) -> None:
     """Every field of the examples replaced by values of every odd shape: no validation crashes."""
-    from kaffinity.apivalidation import Target, validate
-    from kaffinity.schema import check_object
+    from kaffinity.validate.apiserver import Target, validate
+    from kaffinity.validate.schema import check_object
 
     (doc,) = parse(example, (EXAMPLES / example).read_text(encoding="utf-8")).documents
     deployment = json.loads(json.dumps(doc.data))
@@ -168,7 +168,7 @@ def test_expansion_survives_any_value_anywhere(example: str) -> None:
     """The merge, its rules and its preview on every odd shape of every field: no crash."""
     from kaffinity.config import Settings
     from kaffinity.engine import lint
-    from kaffinity.preview import previews, render_diff, render_json, render_yaml
+    from kaffinity.expand.preview import previews, render_diff, render_json, render_yaml
 
     (doc,) = parse(example, (EXAMPLES / example).read_text(encoding="utf-8")).documents
     deployment = json.loads(json.dumps(doc.data))

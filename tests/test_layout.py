@@ -1,74 +1,139 @@
-"""The layout keeps its promises (issue 20): rule modules are leaves.
+"""The layout keeps its promises (issue 20; ``docs/architecture.md``): layers, no circles, leaves.
 
-A rule module imports shared helpers (``kaffinity.wording``, ``kaffinity.pending``, the model, the
-graph...) and never another rule module; nothing outside ``kaffinity/rules/`` imports a rule module
-but the registry (``kaffinity/rules/__init__.py``). Read from the source with ``ast``, imports
-inside functions and under ``TYPE_CHECKING`` included, so a new such import fails here.
+* Every module belongs to one layer (:data:`LAYERS`, from the input to the command line) and
+  imports only from its own layer or the ones below it.
+* No import circle, between packages or inside one.
+* Rule modules are leaves: they import shared helpers (``kaffinity.explain``, the graph, the
+  model...) and never another rule module; nothing imports a rule module but the registry
+  (``kaffinity/rules/__init__.py``).
+
+Imports are read from the source with ``ast``, those inside functions and under
+``TYPE_CHECKING`` included: a type-only import is still a dependency a reader has to follow, so
+a new upward one fails here too.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "kaffinity"
 RULES = PACKAGE / "rules"
-SHARED = {"kaffinity.rules.base"}
+
+#: The layers, lowest first: a module may import from its own layer and the ones before it.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("kaffinity",),  # the package itself: __version__
+    ("kaffinity.load",),
+    ("kaffinity.k8s",),
+    ("kaffinity.repo",),
+    ("kaffinity.findings",),
+    ("kaffinity.suppress",),
+    ("kaffinity.config",),
+    ("kaffinity.expand",),
+    ("kaffinity.validate",),
+    ("kaffinity.simulate",),
+    ("kaffinity.graph",),
+    ("kaffinity.context",),
+    ("kaffinity.explain",),
+    ("kaffinity.rules",),
+    ("kaffinity.engine",),
+    ("kaffinity.report",),
+    ("kaffinity.cli",),
+    ("kaffinity.__main__",),
+)
+
+
+def _name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
 def _imported(path: Path) -> set[str]:
-    """Every module ``path`` imports, by its dotted name (``from a.b import c`` counts ``a.b`` and,
-    when ``a.b.c`` is a module, ``a.b.c``)."""
+    """Every kaffinity module ``path`` imports, by dotted name (``from a.b import c`` counts
+    ``a.b`` and, when ``a.b.c`` is a module, ``a.b.c``)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
+            assert node.level == 0, f"{path}: relative import"
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return found
+    return {name for name in found if name in MODULES} - {_name(path)}
 
 
-def _rule_modules() -> set[str]:
-    return {
-        f"kaffinity.rules.{path.stem}"
-        for path in RULES.glob("*.py")
-        if path.stem != "__init__" and f"kaffinity.rules.{path.stem}" not in SHARED
-    }
+IMPORTS = {name: _imported(path) for name, path in MODULES.items()}
+
+
+def layer_of(module: str) -> int:
+    """The index of the layer ``module`` belongs to: the most specific prefix that names one."""
+    best, length = -1, -1
+    for index, layer in enumerate(LAYERS):
+        for prefix in layer:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > length:
+                best, length = index, len(prefix)
+    return best
+
+
+def test_every_module_has_a_layer() -> None:
+    assert len(MODULES) >= 80
+    assert [name for name in MODULES if layer_of(name) < 0] == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_only_from_its_layer_or_below(module: str) -> None:
+    mine = layer_of(module)
+    upward = sorted(name for name in IMPORTS[module] if layer_of(name) > mine)
+    assert not upward, f"{module} (layer {LAYERS[mine][0]}) imports from above it: {upward}"
+
+
+def _cycles() -> Iterator[list[str]]:
+    graph = nx.DiGraph((module, name) for module, names in IMPORTS.items() for name in names)
+    yield from nx.simple_cycles(graph)
+
+
+def test_no_import_circle() -> None:
+    assert [sorted(cycle) for cycle in _cycles()] == []
+
+
+def test_the_checks_would_fail() -> None:
+    """The checks above see what they are meant to: an upward import and a circle, made up."""
+    assert layer_of("kaffinity.load.parse") < layer_of("kaffinity.engine")
+    assert layer_of("kaffinity.rules.base") == layer_of("kaffinity.rules.unschedulable")
+    made_up = nx.DiGraph([("a", "b"), ("b", "a")])
+    assert list(nx.simple_cycles(made_up))
+    assert "kaffinity.load.parse" in IMPORTS["kaffinity.load.files"]  # imports are read
+    assert "kaffinity.simulate.cluster" in IMPORTS["kaffinity.explain.wording"]  # TYPE_CHECKING too
+    assert "kaffinity.explain.precedence" in IMPORTS["kaffinity.explain.pending"]  # lazy too
+
+
+def test_at_most_a_dozen_modules_at_the_top() -> None:
+    top = [path.name for path in PACKAGE.glob("*.py")]
+    assert len(top) <= 12, top
+
+
+@pytest.mark.parametrize("path", [path for path in MODULES.values() if path.name == "__init__.py"])
+def test_every_package_says_what_it_owns(path: Path) -> None:
+    docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    assert docstring and len(docstring) > 60, f"{path.relative_to(PACKAGE.parent)}: no docstring"
+
+
+SHARED = {"kaffinity.rules.base"}
+RULE_MODULES = {name for name in MODULES if name.startswith("kaffinity.rules.") and name not in SHARED}
 
 
 def test_the_rule_modules_are_found() -> None:
-    assert len(_rule_modules()) >= 30  # the check below must have something to check
+    assert len(RULE_MODULES) >= 30  # the check below must have something to check
 
 
-#: Every module but the registry (``rules/__init__.py``), the one place that lists the rules.
-MODULES = sorted(path for path in PACKAGE.rglob("*.py") if path != RULES / "__init__.py")
-
-
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_no_module_but_the_registry_imports_a_rule_module(path: Path) -> None:
-    own = f"kaffinity.rules.{path.stem}" if path.parent == RULES else None
-    leaked = sorted((_imported(path) & _rule_modules()) - {own})
-    where = path.relative_to(PACKAGE)
-    assert not leaked, f"{where} imports rule module(s) {leaked}: move what they share to a shared module"
-
-
-#: The modules above the engine: the command line and the reports of its result.
-ABOVE_ENGINE = {PACKAGE / "cli.py", PACKAGE / "__main__.py", *(PACKAGE / "report").glob("*.py")}
-
-
-def test_the_reports_are_found() -> None:
-    assert len(ABOVE_ENGINE) >= 7 and all(path.exists() for path in ABOVE_ENGINE)
-
-
-@pytest.mark.parametrize(
-    "path",
-    [path for path in MODULES if path not in ABOVE_ENGINE and path != PACKAGE / "engine.py"],
-    ids=lambda p: str(p.relative_to(PACKAGE)),
-)
-def test_only_the_command_line_and_the_reports_import_the_engine(path: Path) -> None:
-    """What a rule and its helpers read is :class:`kaffinity.context.Context`, below them; the
-    engine that runs the rules imports them, so nothing below it may import it back."""
-    assert "kaffinity.engine" not in _imported(path), f"{path.relative_to(PACKAGE)} imports kaffinity.engine"
+@pytest.mark.parametrize("module", sorted(set(MODULES) - {"kaffinity.rules"}))
+def test_no_module_but_the_registry_imports_a_rule_module(module: str) -> None:
+    leaked = sorted(IMPORTS[module] & RULE_MODULES)
+    assert not leaked, f"{module} imports rule module(s) {leaked}: move what they share to kaffinity.explain"

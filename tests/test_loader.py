@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kaffinity.loader import ExcludeFn, discover, parse, read, resolve_plain
-from kaffinity.source import Span, format_path
+from kaffinity.load.files import ExcludeFn, discover
+from kaffinity.load.parse import parse, resolve_plain
+from kaffinity.load.read import read
+from kaffinity.load.source import Span, format_path
 
 from .conftest import run_json
 

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from kaffinity import repository
-from kaffinity.loader import discover, load, read
-from kaffinity.manifests import is_kustomization, looks_like_manifest, skip_reason_for_name
+from kaffinity.load import repository
+from kaffinity.load.files import discover, load
+from kaffinity.load.manifests import is_kustomization, looks_like_manifest, skip_reason_for_name
+from kaffinity.load.read import read
 
 from .conftest import EXAMPLES, run_cli, run_json
 

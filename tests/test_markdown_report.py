@@ -17,7 +17,8 @@ from kaffinity.config import Settings
 from kaffinity.context import Context
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Severity
-from kaffinity.loader import load, parse
+from kaffinity.load.files import load
+from kaffinity.load.parse import parse
 from kaffinity.report import markdown
 from kaffinity.report.markdown import MAX_ROWS, github_links, render
 

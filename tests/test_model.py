@@ -6,9 +6,9 @@ from decimal import Decimal
 
 import pytest
 
-from kaffinity.loader import parse
-from kaffinity.model import Inventory, Node, PodDisruptionBudget, build_inventory
-from kaffinity.quantity import parse_quantity
+from kaffinity.k8s.model import Inventory, Node, PodDisruptionBudget, build_inventory
+from kaffinity.k8s.quantity import parse_quantity
+from kaffinity.load.parse import parse
 
 
 def _inventory(text: str) -> Inventory:

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from kaffinity import parallel
-from kaffinity.loader import DEFAULT_LIMITS, Limits, SourceFile, discover, read
-from kaffinity.source import PosDict, PosList
+from kaffinity.load import parallel
+from kaffinity.load.files import discover
+from kaffinity.load.parse import DEFAULT_LIMITS, Limits, SourceFile
+from kaffinity.load.read import read
+from kaffinity.load.source import PosDict, PosList
 
 from .conftest import EXAMPLES, run_cli
 

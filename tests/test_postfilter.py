@@ -366,10 +366,10 @@ def test_gated_pods_are_not_placed(tmp_path: Path) -> None:
 def test_nodes_added_one_by_one_keep_the_caches_exact(tmp_path: Path) -> None:
     """Autoscaling extends the node caches (static filters, heaps, domains) instead of computing
     them again: they must hold what a fresh computation over every node gives."""
-    from kaffinity.loader import load
-    from kaffinity.model import build_inventory
-    from kaffinity.place import place_all
-    from kaffinity.topology import cluster_from
+    from kaffinity.k8s.model import build_inventory
+    from kaffinity.load.files import load
+    from kaffinity.simulate.cluster import cluster_from
+    from kaffinity.simulate.place import place_all
 
     cluster = _write(
         tmp_path,
@@ -538,7 +538,7 @@ def test_a_failed_scale_up_is_tried_once_per_template(
     """Its trial (a node added, then taken away) leaves the cluster as it was: the replicas after
     the first are not tried again (each trial filters the new node and rebuilds nothing, but a
     Pending workload of 1,000 replicas would try 1,000 times)."""
-    from kaffinity.simulate import Simulation
+    from kaffinity.simulate.scheduler import Simulation
 
     added: list[str] = []
     original = Simulation.add_node

@@ -20,7 +20,7 @@ from ruamel.yaml import YAML
 from typer.testing import CliRunner
 
 from kaffinity.cli import app
-from kaffinity.simulate import AUTOSCALING, STEPS
+from kaffinity.simulate.scheduler import AUTOSCALING, STEPS
 
 DATA = Path(__file__).resolve().parent / "data" / "upstream_preemption.yaml"
 

@@ -1,4 +1,4 @@
-"""The progress indicator (kaffinity/progress.py): drawn on a terminal only, only after the delay,
+"""The progress indicator (kaffinity/load/progress.py): drawn on a terminal only, only after the delay,
 erased before anything else is written; the hooks in the loader, the engine and the scheduler;
 the command line through a real pseudo-terminal."""
 
@@ -22,8 +22,8 @@ import pytest
 
 from kaffinity.config import Settings
 from kaffinity.engine import lint
-from kaffinity.loader import load
-from kaffinity.progress import (
+from kaffinity.load.files import load
+from kaffinity.load.progress import (
     DELAY_VARIABLE,
     NULL,
     SWITCH_VARIABLE,
@@ -34,7 +34,7 @@ from kaffinity.progress import (
     terminal,
 )
 from kaffinity.rules import RULES
-from kaffinity.topology import cluster_from
+from kaffinity.simulate.cluster import cluster_from
 
 from .conftest import REPO
 
@@ -240,8 +240,8 @@ def test_a_short_run_imports_no_rich() -> None:
     loaded: rich is imported only when drawing starts."""
     script = (
         "import io, sys\n"
-        "from kaffinity.progress import TerminalProgress, active\n"
-        "from kaffinity.loader import load\n"
+        "from kaffinity.load.progress import TerminalProgress, active\n"
+        "from kaffinity.load.files import load\n"
         "from kaffinity.engine import lint\n"
         "from kaffinity.config import Settings\n"
         "class T(io.StringIO):\n"

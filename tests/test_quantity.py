@@ -1,4 +1,4 @@
-"""kaffinity.quantity against upstream's resource.Quantity parsing tests (data/upstream_quantity.yaml)."""
+"""kaffinity.k8s.quantity against upstream's resource.Quantity parsing tests (data/upstream_quantity.yaml)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from kaffinity.quantity import (
+from kaffinity.k8s.quantity import (
     FORMAT_ERROR,
     NUMERIC_ERROR,
     SCHEDULER_CEILING,

@@ -21,8 +21,9 @@ import pytest
 
 from kaffinity.config import Settings
 from kaffinity.engine import lint
-from kaffinity.loader import Limits, parse
-from kaffinity.render import (
+from kaffinity.load.parse import Limits, parse
+from kaffinity.load.source import Document, Span
+from kaffinity.repo.render import (
     Rendered,
     helm_engine,
     kustomize_engine,
@@ -31,8 +32,7 @@ from kaffinity.render import (
     render_kustomization,
     template_positions,
 )
-from kaffinity.render import _template_documents as template_documents
-from kaffinity.source import Document, Span
+from kaffinity.repo.render import _template_documents as template_documents
 
 DATA = Path(__file__).parent / "data" / "repos" / "render"
 KUSTOMIZE = DATA / "kustomize"
@@ -599,7 +599,7 @@ def test_parts_of_one_template_told_apart_by_name_kind_or_order(tmp_path: Path) 
 
 
 def test_kubectls_multi_line_error_is_one_line() -> None:
-    from kaffinity.render import _first_error as first_error
+    from kaffinity.repo.render import _first_error as first_error
 
     errors = (
         'E1125 16:12:03.217387   17098 run.go:72] "command failed" err=<\n'

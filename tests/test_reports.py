@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from jsonschema import Draft7Validator, Draft202012Validator
 
+from kaffinity.load.resources import schema
 from kaffinity.report import render
 from kaffinity.report.github import escape_data, escape_property
-from kaffinity.resources import schema
 from kaffinity.rules import BY_NAME
 from kaffinity.rules.base import Rule
 

@@ -1,4 +1,4 @@
-"""A repository, not a folder of examples: deployment units (kaffinity.units), kustomize
+"""A repository, not a folder of examples: deployment units (kaffinity.repo.units), kustomize
 overlays and their patches, per-environment copies, install variants, and every command reading
 a repository the same way (docs/repositories.md)."""
 
@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from kaffinity.loader import load, parse
-from kaffinity.units import read_layout
+from kaffinity.load.files import load
+from kaffinity.load.parse import parse
+from kaffinity.repo.units import read_layout
 
 from .conftest import REPO, SHARED, run_cli
 

@@ -29,9 +29,10 @@ from hypothesis import strategies as st
 from kaffinity.config import Settings
 from kaffinity.engine import LintResult, lint
 from kaffinity.findings import Severity
-from kaffinity.loader import SourceFile, load, parse
+from kaffinity.load.files import load
+from kaffinity.load.parse import SourceFile, parse
 from kaffinity.rules import RULES
-from kaffinity.topology import cluster_from
+from kaffinity.simulate.cluster import cluster_from
 
 from .conftest import EXAMPLES, REPO, run_cli
 
@@ -687,7 +688,7 @@ def test_deterministic_whatever_the_file_order(
 def test_deterministic_whatever_the_jobs(tmp_path_factory: pytest.TempPathFactory, workloads: Any) -> None:
     """The same files loaded with one process or with workers (enough files for a pool) give
     the same findings."""
-    from kaffinity.parallel import MIN_FILES
+    from kaffinity.load.parallel import MIN_FILES
 
     folder = tmp_path_factory.mktemp("jobs")
     for index in range(MIN_FILES + 10):

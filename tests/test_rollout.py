@@ -11,7 +11,8 @@ import pytest
 from kaffinity.config import Settings
 from kaffinity.context import Context
 from kaffinity.engine import LintResult, lint
-from kaffinity.fenceposts import (
+from kaffinity.findings import Finding, Severity
+from kaffinity.k8s.fenceposts import (
     Budget,
     daemonset_budget,
     deployment_budget,
@@ -19,12 +20,12 @@ from kaffinity.fenceposts import (
     statefulset_budget,
     statefulset_parallel_gate,
 )
-from kaffinity.findings import Finding, Severity
-from kaffinity.loader import load, parse
-from kaffinity.model import build_inventory
-from kaffinity.place import place_all
-from kaffinity.rollout import deletion_order, simulate
-from kaffinity.topology import cluster_from
+from kaffinity.k8s.model import build_inventory
+from kaffinity.load.files import load
+from kaffinity.load.parse import parse
+from kaffinity.simulate.cluster import cluster_from
+from kaffinity.simulate.place import place_all
+from kaffinity.simulate.rollout import deletion_order, simulate
 
 from .conftest import EXAMPLES
 

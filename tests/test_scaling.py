@@ -22,10 +22,10 @@ import pytest
 
 from kaffinity.config import Settings
 from kaffinity.engine import lint
-from kaffinity.loader import SourceFile, parse
+from kaffinity.load.parse import SourceFile, parse
 from kaffinity.rules import RULES
 from kaffinity.rules.base import Rule
-from kaffinity.topology import Cluster, cluster_from
+from kaffinity.simulate.cluster import Cluster, cluster_from
 
 SMALL, LARGE = 250, 1000
 RUNS = 3

@@ -26,9 +26,9 @@ from jsonschema import ValidationError
 from jsonschema.validators import validator_for
 
 from kaffinity.config import DEFAULT_KUBE_VERSION, KUBE_VERSIONS
-from kaffinity.loader import parse
-from kaffinity.resources import schema
-from kaffinity.source import DataPath, format_path
+from kaffinity.load.parse import parse
+from kaffinity.load.resources import schema
+from kaffinity.load.source import DataPath, format_path
 
 from .conftest import REPO, lint_text, run_cli
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from kaffinity.loader import load
-from kaffinity.resources import schema
+from kaffinity.load.files import load
+from kaffinity.load.resources import schema
 
 from .conftest import EXAMPLES, REPO
 

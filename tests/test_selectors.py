@@ -1,12 +1,12 @@
-"""Selector matching as apimachinery and the scheduler match (kaffinity.selectors)."""
+"""Selector matching as apimachinery and the scheduler match (kaffinity.k8s.selectors)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kaffinity.loader import parse
-from kaffinity.model import LabelSelector, NodeSelectorTerm, Requirement, build_object
-from kaffinity.selectors import node_term_matches, requirement_matches, selector_matches
+from kaffinity.k8s.model import LabelSelector, NodeSelectorTerm, Requirement, build_object
+from kaffinity.k8s.selectors import node_term_matches, requirement_matches, selector_matches
+from kaffinity.load.parse import parse
 
 
 def _req(key: str, operator: str, *values: str) -> Requirement:

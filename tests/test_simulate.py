@@ -13,11 +13,12 @@ from typer.testing import CliRunner
 from kaffinity.cli import app
 from kaffinity.config import Settings
 from kaffinity.context import Context
-from kaffinity.loader import load, parse
-from kaffinity.model import build_inventory
-from kaffinity.place import place_all
-from kaffinity.simulate import Simulation
-from kaffinity.topology import cluster_from
+from kaffinity.k8s.model import build_inventory
+from kaffinity.load.files import load
+from kaffinity.load.parse import parse
+from kaffinity.simulate.cluster import cluster_from
+from kaffinity.simulate.place import place_all
+from kaffinity.simulate.scheduler import Simulation
 
 from .conftest import EXAMPLES, REPO
 

@@ -1,7 +1,7 @@
 """Start-up stays light: what ``kaffinity --version`` and a one-file lint import.
 
 kaffinity runs on every commit (pre-commit), so a run pays for its imports each time (issue 8:
-``--version`` under 0.15 s, a one-file lint under 0.4 s). The simulator (``kaffinity.simulate``,
+``--version`` under 0.15 s, a one-file lint under 0.4 s). The simulator (``kaffinity.simulate.scheduler``,
 ``place``, ``pending``, ``rollout``) is needed only with ``--cluster``; networkx only for graph
 algorithms; jsonschema and ruamel only once manifests are read. Each command runs in a fresh
 interpreter (``python -c``) that calls the CLI's entry point and then lists ``sys.modules``:
@@ -16,7 +16,12 @@ import sys
 
 from .conftest import EXAMPLES, REPO
 
-_SIMULATOR = ("kaffinity.simulate", "kaffinity.rollout", "kaffinity.pending", "kaffinity.place")
+_SIMULATOR = (
+    "kaffinity.simulate.scheduler",
+    "kaffinity.simulate.rollout",
+    "kaffinity.explain.pending",
+    "kaffinity.simulate.place",
+)
 
 # Runs the real entry point in-process; whatever it exits with, prints the imported modules on a
 # marked last line of stdout.
@@ -72,7 +77,7 @@ def test_one_file_lint_without_a_cluster_imports_no_simulator() -> None:
     # The lint really ran: it read and validated the file and reported its findings.
     assert code == "1"
     assert "[revision-unscoped]" in output
-    assert {"kaffinity.loader", "kaffinity.engine", "jsonschema"} <= modules
+    assert {"kaffinity.load.parse", "kaffinity.engine", "jsonschema"} <= modules
     assert _packages(modules, *_SIMULATOR, "networkx") == set()
 
 

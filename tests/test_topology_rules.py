@@ -1,4 +1,4 @@
-"""The topology rules (kaffinity/pending.py and kaffinity/rules/{topology_key_absent,no_eligible_node,
+"""The topology rules (kaffinity/explain/pending.py and kaffinity/rules/{topology_key_absent,no_eligible_node,
 anti_affinity_exceeds_domains,spread_unsatisfiable,unschedulable}.py): each Pending workload is
 reported by exactly one rule, with counts, nodes and domains in the message."""
 
@@ -14,11 +14,11 @@ import pytest
 from kaffinity.config import Settings
 from kaffinity.context import Context
 from kaffinity.engine import LintResult, lint
+from kaffinity.explain.pending import analysis
 from kaffinity.findings import Finding, Severity
-from kaffinity.loader import parse
-from kaffinity.pending import analysis
+from kaffinity.load.parse import parse
 from kaffinity.rules import RULES
-from kaffinity.topology import cluster_from
+from kaffinity.simulate.cluster import cluster_from
 
 TOPOLOGY_RULES = (
     "topology-key-absent",
@@ -698,7 +698,7 @@ def test_configured_severity_wins(rule: str) -> None:
         assert [f.severity for f in result.findings if f.rule == rule] == [Severity.INFO]
         return
     # Issue 17 point 5: configured below unschedulable, a rule gives its Pending pods to
-    # unschedulable's error (kaffinity.precedence): an info never hides an error.
+    # unschedulable's error (kaffinity.explain.precedence): an info never hides an error.
     assert [f.rule for f in result.findings if f.rule == rule] == []
     assert sorted(f.object.name for f in result.findings if f.rule == "unschedulable" and f.object) == sorted(
         ["fat", {v: k for k, v in EXPECTED_OWNER.items()}[rule]]

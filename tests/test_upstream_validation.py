@@ -20,7 +20,7 @@ from ruamel.yaml import YAML
 from kaffinity.config import Settings
 from kaffinity.engine import lint
 from kaffinity.findings import Finding
-from kaffinity.loader import parse
+from kaffinity.load.parse import parse
 
 DATA = Path(__file__).resolve().parent / "data" / "upstream_validation.yaml"
 #: Findings that mean "the API server would refuse this object".

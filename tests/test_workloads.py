@@ -1,5 +1,5 @@
 """Workloads beyond the nine built-in kinds: custom resources that embed a pod template, the ones
-kaffinity knows (kaffinity.model.CUSTOM_WORKLOADS) and those configured in .kaffinity.yaml."""
+kaffinity knows (kaffinity.k8s.model.CUSTOM_WORKLOADS) and those configured in .kaffinity.yaml."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from kaffinity.config import Settings
-from kaffinity.expand import pod_labels
-from kaffinity.loader import load, parse
-from kaffinity.model import Workload, WorkloadKind, build_inventory, pod_template_path
-from kaffinity.place import place_all
-from kaffinity.topology import cluster_from
+from kaffinity.expand.merge import pod_labels
+from kaffinity.k8s.model import Workload, WorkloadKind, build_inventory, pod_template_path
+from kaffinity.load.files import load
+from kaffinity.load.parse import parse
+from kaffinity.simulate.cluster import cluster_from
+from kaffinity.simulate.place import place_all
 
 from .conftest import EXAMPLES, keys, lint_text, run_cli
 
@@ -292,7 +293,7 @@ def test_settings_default_has_no_configured_kinds() -> None:
 
 
 def test_the_docs_list_every_known_kind() -> None:
-    from kaffinity.model import CUSTOM_WORKLOADS
+    from kaffinity.k8s.model import CUSTOM_WORKLOADS
 
     docs = (Path(__file__).parent.parent / "docs" / "workloads.md").read_text(encoding="utf-8")
     for definition in CUSTOM_WORKLOADS:

@@ -3,15 +3,15 @@
 Escaping follows the actions toolkit (``@actions/core`` ``command.ts``): in the message ``%``,
 CR and LF are percent-encoded; in properties ``:`` and ``,`` are too. Before that, the control
 characters that come from the input (a label key, a file name) are escaped as in the text
-format (``kaffinity.display``): the log shows ESC-sequences as colours, and a line break in a
+format (``kaffinity.load.display``): the log shows ESC-sequences as colours, and a line break in a
 name would otherwise end the command.
 """
 
 from __future__ import annotations
 
-from kaffinity.display import escape, quote_name
 from kaffinity.engine import LintResult
 from kaffinity.findings import Severity
+from kaffinity.load.display import escape, quote_name
 
 _COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 

@@ -7,9 +7,9 @@ from collections import Counter
 from typing import Any
 
 from kaffinity import __version__
-from kaffinity.display import json_name, utf8_tree
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Location, Severity
+from kaffinity.load.display import json_name, utf8_tree
 
 #: Bumped only on a change that breaks consumers of the JSON report.
 JSON_VERSION = 1

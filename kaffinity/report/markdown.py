@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from kaffinity import display
 from kaffinity.findings import Finding, Severity
+from kaffinity.load import display
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
@@ -103,7 +103,7 @@ def escape(text: str) -> str:
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MARKDOWN.sub(r"\\\1", text)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    # Other control characters and undecodable bytes as C-style escapes (kaffinity.display).
+    # Other control characters and undecodable bytes as C-style escapes (kaffinity.load.display).
     return "<br>".join(display.escape(line) for line in lines)
 
 
@@ -230,7 +230,7 @@ def _graph(result: LintResult, context: Context | None) -> str:
     relations = graph.graph.number_of_edges()
     if not relations:
         return ""
-    from kaffinity.picture import render_mermaid
+    from kaffinity.graph.picture import render_mermaid
 
     text = render_mermaid(graph, result.findings)
     of = f" of unit {result.units[0]}" if result.units else ""

@@ -21,9 +21,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from kaffinity.display import escape, quote_name, utf8_tree
-from kaffinity.place import PlacementRun
-from kaffinity.simulate import REASON_NODE_NAME, Placement
+from kaffinity.load.display import escape, quote_name, utf8_tree
+from kaffinity.simulate.place import PlacementRun
+from kaffinity.simulate.scheduler import REASON_NODE_NAME, Placement
 
 
 def _object(placement: Placement) -> dict[str, Any]:

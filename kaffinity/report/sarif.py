@@ -13,11 +13,11 @@ from typing import Any
 from urllib.parse import quote
 
 from kaffinity import __version__
-from kaffinity.display import utf8_tree
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Severity
-from kaffinity.loader import STDIN_NAME
-from kaffinity.source import Span
+from kaffinity.load.display import utf8_tree
+from kaffinity.load.parse import STDIN_NAME
+from kaffinity.load.source import Span
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}

@@ -6,9 +6,9 @@ from collections import Counter
 from collections.abc import Callable
 from itertools import groupby
 
-from kaffinity.display import escape, quote_name
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Severity
+from kaffinity.load.display import escape, quote_name
 
 _COLORS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "34"}
 _BOLD, _DIM, _CYAN, _GREEN = "1", "2", "36", "32"

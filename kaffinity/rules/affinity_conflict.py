@@ -6,7 +6,7 @@ affinity terms (step 1). It may not share a domain of its own required anti-affi
 a pod they match (step 2), nor the domain of an existing pod's required anti-affinity term that
 matches it (step 3: anti-affinity is symmetric, design doc "A comment on symmetry"). When
 sharing the affinity domain implies sharing the anti-affinity one (same key, or hostname ⊂ zone
-⊂ region: :func:`kaffinity.graph.within`) for every pod that could satisfy the affinity, no node
+⊂ region: :func:`kaffinity.graph.affinity.within`) for every pod that could satisfy the affinity, no node
 passes all three steps.
 
 Only certain matches block (``Relation.matches``, never ``maybe``): a term that might match
@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import AFFINITY, ANTI_AFFINITY, selector_text, within
-from kaffinity.labels import HOSTNAME
+from kaffinity.graph.affinity import AFFINITY, ANTI_AFFINITY, selector_text, within
+from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.graph import AffinityGraph, Listing, Member, Relation
+    from kaffinity.graph.affinity import AffinityGraph, Listing, Member, Relation
 
 #: How many workloads or reasons a message names before it says "and N more".
 _NAMED = 3

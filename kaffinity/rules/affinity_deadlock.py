@@ -19,12 +19,12 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import AFFINITY
+from kaffinity.graph.affinity import AFFINITY
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.graph import AffinityGraph, Relation
+    from kaffinity.graph.affinity import AffinityGraph, Relation
 
 #: How many workloads a message names before it says "and N more".
 _NAMED = 3

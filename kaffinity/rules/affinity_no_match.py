@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kaffinity.explain.precedence import gives_way
 from kaffinity.findings import Severity, Violation
-from kaffinity.precedence import gives_way
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
@@ -14,10 +14,10 @@ if TYPE_CHECKING:
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    """The findings of :func:`kaffinity.nomatch.affinity_no_match`, except on workloads whose
-    Pending pods ``unschedulable`` reports at a higher severity (kaffinity.precedence)."""
-    from kaffinity.nomatch import RULE as NAME
-    from kaffinity.nomatch import affinity_no_match, strongest
+    """The findings of :func:`kaffinity.explain.nomatch.affinity_no_match`, except on workloads whose
+    Pending pods ``unschedulable`` reports at a higher severity (kaffinity.explain.precedence)."""
+    from kaffinity.explain.nomatch import RULE as NAME
+    from kaffinity.explain.nomatch import affinity_no_match, strongest
 
     found = affinity_no_match(context)
     pending = _pending(context)
@@ -37,7 +37,7 @@ def _check(context: Context) -> Iterator[Violation]:
 def _pending(context: Context) -> dict[int, Severity | None]:
     """The workloads (id of their document) whose Pending pods ``unschedulable`` reports for want
     of a pod their required affinity matches, with that finding's own severity."""
-    from kaffinity.precedence import reported_at
+    from kaffinity.explain.precedence import reported_at
 
     if (
         context.cluster is None
@@ -45,7 +45,7 @@ def _pending(context: Context) -> dict[int, Severity | None]:
         or reported_at(context, "unschedulable") is None
     ):
         return {}  # no simulation, or nobody to give way to: never run it for this
-    from kaffinity.pending import affinity_pending
+    from kaffinity.explain.pending import affinity_pending
 
     return affinity_pending(context)
 
@@ -88,7 +88,7 @@ With a declared cluster, `unschedulable` finds the same pods Pending. Of the two
 more severe is kept (a tie goes to this rule, which names near misses): with a cluster file that
 lists no pods this rule's warning gives way to `unschedulable`'s error, which takes the hint. The
 same holds whichever rules are selected and whatever severities are configured
-(`kaffinity.precedence`).
+(`kaffinity.explain.precedence`).
 
 When the selector nearly matches labels that exist in the term's namespaces (the same value
 under another key, `app: zk` vs `app.kubernetes.io/name: zk`; the same key with a close value),

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kaffinity.explain.wording import SHOWN, counted_list, domain_word
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import ANTI_AFFINITY, AffinityGraph, Member, Relation, selector_text
-from kaffinity.labels import HOSTNAME
-from kaffinity.model import dig
+from kaffinity.graph.affinity import ANTI_AFFINITY, AffinityGraph, Member, Relation, selector_text
+from kaffinity.k8s.labels import HOSTNAME
+from kaffinity.k8s.model import dig
 from kaffinity.rules.base import Rule
-from kaffinity.wording import SHOWN, counted_list, domain_word
 
 if TYPE_CHECKING:
     from kaffinity.context import Context

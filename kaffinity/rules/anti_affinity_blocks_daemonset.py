@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import ANTI_AFFINITY, Member, ordered
-from kaffinity.labels import HOSTNAME
+from kaffinity.graph.affinity import ANTI_AFFINITY, Member, ordered
+from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
-from kaffinity.wording import domain_word, name_list
 
 if TYPE_CHECKING:
     from kaffinity.context import Context

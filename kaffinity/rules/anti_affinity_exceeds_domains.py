@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import selector_text
-from kaffinity.labels import HOSTNAME
+from kaffinity.graph.affinity import selector_text
+from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
-from kaffinity.wording import domain_word, name_list
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.pending import Analysis, Exceeds, Stuck
-    from kaffinity.place import PlacementRun
-    from kaffinity.simulate import SimPod
+    from kaffinity.explain.pending import Analysis, Exceeds, Stuck
+    from kaffinity.simulate.place import PlacementRun
+    from kaffinity.simulate.scheduler import SimPod
 
 
 def _occupied(
@@ -25,7 +25,7 @@ def _occupied(
     already ran there (claimed from the cluster file).
 
     Before: the cluster file's pods and those of workloads earlier in the scheduler's queue (the
-    simulation places in that order, :func:`kaffinity.place.queue_order`: priority, then
+    simulation places in that order, :func:`kaffinity.simulate.place.queue_order`: priority, then
     namespace, kind and name; never the order of the files). A domain is kept from the workload
     when such a pod matches the term (InterPodAffinity Filter step 2, reference §D) or when such
     a pod's own required anti-affinity on the same key matches this workload's pods (step 3,
@@ -70,7 +70,7 @@ def _occupied(
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.pending import ANTI_AFFINITY_EXCEEDS, analysis, reporter
+    from kaffinity.explain.pending import ANTI_AFFINITY_EXCEEDS, analysis, reporter
 
     result = analysis(context)
     run = context.placement
@@ -87,7 +87,7 @@ def _check(context: Context) -> Iterator[Violation]:
 def _violation(
     result: Analysis, run: PlacementRun, stuck: Stuck, exceeds: Exceeds, order: dict[int, int]
 ) -> Violation:
-    from kaffinity.pending import no_scale_up, pending_words, plural, replicas_field
+    from kaffinity.explain.pending import no_scale_up, pending_words, plural, replicas_field
 
     shape = stuck.shape
     workload = shape.workload

@@ -1,8 +1,7 @@
 """api-validation: what kube-apiserver's hand-written validation rejects in scheduling fields."""
 
 from kaffinity.findings import Severity
-from kaffinity.rules.base import Rule
-from kaffinity.validation import validation_check
+from kaffinity.rules.base import Rule, validation_check
 
 RULE = Rule(
     name="api-validation",

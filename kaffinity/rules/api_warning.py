@@ -1,8 +1,7 @@
 """api-warning: what kube-apiserver accepts but answers with a warning."""
 
 from kaffinity.findings import Severity
-from kaffinity.rules.base import Rule
-from kaffinity.validation import validation_check
+from kaffinity.rules.base import Rule, validation_check
 
 RULE = Rule(
     name="api-warning",

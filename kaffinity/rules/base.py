@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Severity, Violation
 
 if TYPE_CHECKING:
+    from kaffinity.config import Settings
     from kaffinity.context import Context
 
 Check = Callable[["Context"], Iterator[Violation]]
@@ -35,3 +36,38 @@ class Rule:
     #: The rule reads the declared cluster (``--cluster``): the engine skips it without one, so
     #: a lint without a cluster never imports the offline scheduler.
     needs_cluster: bool = False
+
+
+def validation_check(rule: str) -> Check:
+    """The check of one validation rule: its share of :func:`validate_documents`."""
+
+    def check(context: Context) -> Iterator[Violation]:
+        yield from context.validation.get(rule, ())
+
+    return check
+
+
+_SPECIFICITY_ALL, _SPECIFICITY_CATEGORY, _SPECIFICITY_RULE = 0, 1, 2
+
+
+def rule_enabled(rule: Rule, select: Iterable[str], ignore: Iterable[str]) -> bool:
+    """The most specific mention wins (rule over category over ``all``); ties go to ignore."""
+    return _specificity(rule, select) > _specificity(rule, ignore)
+
+
+def _specificity(rule: Rule, names: Iterable[str]) -> int:
+    best = -1
+    for name in names:
+        if name == rule.name:
+            return _SPECIFICITY_RULE
+        if name == rule.category:
+            best = max(best, _SPECIFICITY_CATEGORY)
+        elif name == "all":
+            best = max(best, _SPECIFICITY_ALL)
+    return best
+
+
+def severity_of(rule: Rule, settings: Settings, default: Severity | None = None) -> Severity:
+    """The configured severity (rule over category), else the finding's own, else the rule's."""
+    configured = settings.severity
+    return configured.get(rule.name) or configured.get(rule.category) or default or rule.severity

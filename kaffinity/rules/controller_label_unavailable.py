@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kaffinity.expand import UNAVAILABLE, instead
+from kaffinity.expand.merge import UNAVAILABLE, instead
+from kaffinity.explain.wording import lost
 from kaffinity.findings import Severity, Violation
 from kaffinity.rules.base import Rule
-from kaffinity.wording import lost
 
 if TYPE_CHECKING:
     from kaffinity.context import Context

@@ -1,8 +1,7 @@
 """field-unavailable: a field the target Kubernetes version does not know at all."""
 
 from kaffinity.findings import Severity
-from kaffinity.rules.base import Rule
-from kaffinity.validation import validation_check
+from kaffinity.rules.base import Rule, validation_check
 
 RULE = Rule(
     name="field-unavailable",

@@ -1,8 +1,7 @@
 """gated-field-dropped: a field the API server drops silently because its feature gate is off."""
 
 from kaffinity.findings import Severity
-from kaffinity.rules.base import Rule
-from kaffinity.validation import validation_check
+from kaffinity.rules.base import Rule, validation_check
 
 RULE = Rule(
     name="gated-field-dropped",

@@ -6,10 +6,10 @@ import difflib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kaffinity.expand import MISSING
+from kaffinity.expand.merge import MISSING
+from kaffinity.explain.wording import lost
 from kaffinity.findings import Severity, Violation
 from kaffinity.rules.base import Rule
-from kaffinity.wording import lost
 
 if TYPE_CHECKING:
     from kaffinity.context import Context

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from kaffinity.expand import pod_labels
+from kaffinity.expand.merge import pod_labels
 from kaffinity.findings import Severity, Violation
-from kaffinity.model import dig
+from kaffinity.k8s.model import dig
+from kaffinity.load.source import format_path
 from kaffinity.rules.base import Rule
-from kaffinity.source import format_path
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
@@ -22,7 +22,7 @@ _CREATORS = frozenset(
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.apivalidation import API_VALIDATION, Target, validate
+    from kaffinity.validate.apiserver import API_VALIDATION, Target, validate
 
     settings = context.settings
     target = Target(settings.kube_version, dict(settings.feature_gates), settings.proposals)

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kaffinity.explain.wording import name_list
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.model import dig
+from kaffinity.k8s.model import dig
+from kaffinity.load.source import DataPath
 from kaffinity.rules.base import Rule
-from kaffinity.source import DataPath
-from kaffinity.wording import name_list
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.model import Workload
+    from kaffinity.k8s.model import Workload
 
 #: Victims shown in the message and as related positions.
 _SHOWN = 5

@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kaffinity.explain.wording import name_list, pool_nodes
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.rules.base import Rule
-from kaffinity.wording import name_list, pool_nodes
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.pending import replicas_field
+    from kaffinity.explain.pending import replicas_field
 
     run = context.placement
     if run is None:

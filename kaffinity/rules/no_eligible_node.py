@@ -5,18 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
+from kaffinity.explain.wording import name_list
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.model import Requirement
+from kaffinity.k8s.model import Requirement
+from kaffinity.k8s.selectors import requirement_matches
+from kaffinity.load.source import DataPath
 from kaffinity.rules.base import Rule
-from kaffinity.selectors import requirement_matches
-from kaffinity.source import DataPath
-from kaffinity.wording import name_list
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.model import Workload
-    from kaffinity.pending import Analysis, Shape
-    from kaffinity.simulate import SimNode
+    from kaffinity.explain.pending import Analysis, Shape
+    from kaffinity.k8s.model import Workload
+    from kaffinity.simulate.scheduler import SimNode
 
 _SHOWN_NODES = 3
 
@@ -41,7 +41,7 @@ class _Why(NamedTuple):
 def _unlabelled(why: _Why, key: str, nodes: list[SimNode]) -> _Why:
     """A label every kubelet sets that no node of the cluster file carries: the file is
     incomplete (a hand-written or compact cluster), so a warning that says so."""
-    from kaffinity.pending import KUBELET_LABELS
+    from kaffinity.explain.pending import KUBELET_LABELS
 
     if key not in KUBELET_LABELS or any(key in node.labels for node in nodes):
         return why
@@ -56,8 +56,8 @@ def _unlabelled(why: _Why, key: str, nodes: list[SimNode]) -> _Why:
 def _explain(result: Analysis, shape: Shape) -> _Why:
     """Where, why, which nodes, and the fix: the first filter that leaves nothing, in the order
     a user reads the pod spec (nodeName, nodeSelector, node affinity, then taints and cordons)."""
-    from kaffinity.pending import plural
-    from kaffinity.simulate import node_matches
+    from kaffinity.explain.pending import plural
+    from kaffinity.simulate.scheduler import node_matches
 
     sim = result.sim
     rules = shape.probe.rules
@@ -93,7 +93,7 @@ def _explain(result: Analysis, shape: Shape) -> _Why:
 
 
 def _by_selector(shape: Shape, nodes: list[SimNode]) -> _Why:
-    from kaffinity.pending import node_related, plural
+    from kaffinity.explain.pending import node_related, plural
 
     spec = shape.workload.pod.spec_path
     total = plural(len(nodes), "node")
@@ -126,7 +126,7 @@ def _by_selector(shape: Shape, nodes: list[SimNode]) -> _Why:
 
 
 def _by_affinity(shape: Shape, selected: list[SimNode], total: int) -> _Why:
-    from kaffinity.pending import plural
+    from kaffinity.explain.pending import plural
 
     rules = shape.probe.rules
     terms = rules.node_terms or ()
@@ -179,11 +179,11 @@ def _by_affinity(shape: Shape, selected: list[SimNode], total: int) -> _Why:
 def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
     """Every node left is tainted (an untolerated NoSchedule / NoExecute taint) or cordoned: the
     filters TaintToleration and NodeUnschedulable (reference §F)."""
-    from kaffinity.pending import node_related, plural, taint_text
+    from kaffinity.explain.pending import node_related, plural, taint_text
 
     rules = shape.probe.rules
     pod = shape.workload.pod
-    from kaffinity.simulate import blocking_effects
+    from kaffinity.simulate.scheduler import blocking_effects
 
     # The kubelet admits a pod with spec.nodeName on a cordoned node, past NoSchedule taints.
     effects = blocking_effects(rules)
@@ -289,7 +289,7 @@ def _rejected_words(workload: Workload, node: str) -> str:
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.pending import NO_ELIGIBLE_NODE, analysis, cannot_run, pending_words, reporter
+    from kaffinity.explain.pending import NO_ELIGIBLE_NODE, analysis, cannot_run, pending_words, reporter
 
     result = analysis(context)
     if result is None:

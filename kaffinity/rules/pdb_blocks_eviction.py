@@ -36,14 +36,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kaffinity.apivalidation import budget_refused
+from kaffinity.explain.wording import name_list
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import PDB, Member, ordered
-from kaffinity.model import NodeSelectorTerm, PodDisruptionBudget, Workload, dig, document_key, object_ref
+from kaffinity.graph.affinity import PDB, Member, ordered
+from kaffinity.k8s.model import NodeSelectorTerm, PodDisruptionBudget, Workload, dig, document_key, object_ref
+from kaffinity.k8s.selectors import node_term_matches, selector_matches
+from kaffinity.load.source import DataPath, Document
 from kaffinity.rules.base import Rule
-from kaffinity.selectors import node_term_matches, selector_matches
-from kaffinity.source import DataPath, Document
-from kaffinity.wording import name_list
+from kaffinity.validate.apiserver import budget_refused
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
@@ -268,7 +268,7 @@ def _field(pdb: PodDisruptionBudget) -> tuple[DataPath, str]:
 
 def _verdict(pdb: PodDisruptionBudget, selected: _Selected) -> str | None:
     """Why the budget allows no disruption, or None when it allows some (or cannot be told)."""
-    from kaffinity.fenceposts import scaled
+    from kaffinity.k8s.fenceposts import scaled
 
     scaled_policy = pdb.max_unavailable is not None or isinstance(pdb.min_available, str)
     _, written = _field(pdb)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kaffinity.apivalidation import budget_refused
+from kaffinity.explain.suggest import hint, owner_namespace, unknown_pods
 from kaffinity.findings import Severity, Violation
-from kaffinity.graph import PDB, selector_text
+from kaffinity.graph.affinity import PDB, selector_text
 from kaffinity.rules.base import Rule
-from kaffinity.suggest import hint, owner_namespace, unknown_pods
+from kaffinity.validate.apiserver import budget_refused
 
 if TYPE_CHECKING:
     from kaffinity.context import Context

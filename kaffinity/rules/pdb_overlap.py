@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kaffinity.apivalidation import budget_refused
+from kaffinity.explain.wording import SHOWN, name_list
 from kaffinity.findings import MAX_RELATED, Related, Severity, Violation
-from kaffinity.graph import PDB, AffinityGraph, Member, Relation, ordered
+from kaffinity.graph.affinity import PDB, AffinityGraph, Member, Relation, ordered
 from kaffinity.rules.base import Rule
-from kaffinity.wording import SHOWN, name_list
+from kaffinity.validate.apiserver import budget_refused
 
 if TYPE_CHECKING:
     from kaffinity.context import Context

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kaffinity.explain.suggest import silent_terms
 from kaffinity.findings import Severity, Violation
-from kaffinity.graph import AFFINITY, ANTI_AFFINITY, Relation
+from kaffinity.graph.affinity import AFFINITY, ANTI_AFFINITY, Relation
 from kaffinity.rules.base import Rule
-from kaffinity.suggest import silent_terms
 
 if TYPE_CHECKING:
     from kaffinity.context import Context

@@ -1,8 +1,7 @@
 """proposal-field: a field or operator that exists only in a Kubernetes proposal."""
 
 from kaffinity.findings import Severity
-from kaffinity.rules.base import Rule
-from kaffinity.validation import validation_check
+from kaffinity.rules.base import Rule, validation_check
 
 RULE = Rule(
     name="proposal-field",

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import AFFINITY, ANTI_AFFINITY, Member
-from kaffinity.labels import HOSTNAME
-from kaffinity.model import dig, object_ref
+from kaffinity.graph.affinity import AFFINITY, ANTI_AFFINITY, Member
+from kaffinity.k8s.labels import HOSTNAME
+from kaffinity.k8s.model import dig, object_ref
+from kaffinity.load.source import DataPath, Document
 from kaffinity.rules.base import Rule
-from kaffinity.source import DataPath, Document
 
 if TYPE_CHECKING:
     from kaffinity.context import Context

@@ -6,15 +6,15 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kaffinity import gates as fg
-from kaffinity.expand import POD_AFFINITY, POD_ANTI_AFFINITY, SPREAD, affinity_terms, pod_labels
-from kaffinity.fenceposts import Budget, deployment_budget
+from kaffinity.expand.merge import POD_AFFINITY, POD_ANTI_AFFINITY, SPREAD, affinity_terms, pod_labels
+from kaffinity.explain.precedence import gives_way
 from kaffinity.findings import Severity, Violation
-from kaffinity.model import PodAffinityTerm, TopologySpreadConstraint, Workload, dig
-from kaffinity.precedence import gives_way
+from kaffinity.k8s import gates as fg
+from kaffinity.k8s.fenceposts import Budget, deployment_budget
+from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload, dig
+from kaffinity.k8s.selectors import namespace_in_scope, selector_matches
+from kaffinity.load.source import PosDict, unpack
 from kaffinity.rules.base import Rule
-from kaffinity.selectors import namespace_in_scope, selector_matches
-from kaffinity.source import PosDict, unpack
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
@@ -118,7 +118,7 @@ def _anti_affinity(workload: Workload) -> tuple[str, Severity | None] | None:
 def _dropped_elsewhere(context: Context, state: fg.GateState, severity: Severity | None) -> bool:
     """Whether the rule that reports the dropped ``matchLabelKeys`` (``gated-field-dropped``; a
     version without the field: ``field-unavailable``) describes this term at least as severely:
-    then this finding gives way to it (kaffinity.precedence)."""
+    then this finding gives way to it (kaffinity.explain.precedence)."""
     field_rule = "field-unavailable" if state.stage is None else "gated-field-dropped"
     return gives_way(context, (RULE_NAME, severity), (field_rule, None), tie_to_other=True)
 
@@ -153,7 +153,7 @@ def _may_share(text: str) -> bool:
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.fixes import revision_fix
+    from kaffinity.expand.fixes import revision_fix
 
     version = context.settings.kube_version
     shares: dict[str, bool] = {}  # per file: scanning its text once per term was quadratic
@@ -177,7 +177,7 @@ def _check(context: Context) -> Iterator[Violation]:
                 if file not in shares:
                     shares[file] = _may_share(context.texts.get(file, ""))
                 plan = context.settings.plan_fixes or shares[file]
-                fix = revision_fix(context, workload, term) if plan else None
+                fix = revision_fix(context.texts, workload, term) if plan else None
                 hint = f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term'
                 if fix is not None:
                     hint += f" ({fix.describe(context.texts[fix.file])})"

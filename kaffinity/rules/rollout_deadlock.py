@@ -1,6 +1,6 @@
 """rollout-deadlock: a rolling update that can never finish on the declared cluster.
 
-The rollout is simulated by :mod:`kaffinity.rollout` (the Deployment, StatefulSet and DaemonSet
+The rollout is simulated by :mod:`kaffinity.simulate.rollout` (the Deployment, StatefulSet and DaemonSet
 controllers' steps, the offline scheduler for every new pod) from the placed state
 (``Context.placement``); the rule reports a workload whose rollout reaches a state where no step
 can make progress: a new pod stays Pending, and the controller will not remove an old pod (or
@@ -15,16 +15,16 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.model import PodAffinityTerm, TopologySpreadConstraint, dig
+from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, dig
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.model import Workload
-    from kaffinity.place import PlacementRun
-    from kaffinity.rollout import Blocker, Deadlock
-    from kaffinity.simulate import SimNode
-    from kaffinity.topology import Pool
+    from kaffinity.k8s.model import Workload
+    from kaffinity.simulate.cluster import Pool
+    from kaffinity.simulate.place import PlacementRun
+    from kaffinity.simulate.rollout import Blocker, Deadlock
+    from kaffinity.simulate.scheduler import SimNode
 
 #: How many names a list in a message shows before "and N more".
 _NAMED = 4
@@ -38,7 +38,7 @@ _REVISION_LABEL = {
 
 def _short(reason: str) -> bool:
     """A NodeResourcesFit reason: no room on the node."""
-    from kaffinity.simulate import REASON_TOO_MANY_PODS
+    from kaffinity.simulate.scheduler import REASON_TOO_MANY_PODS
 
     return reason == REASON_TOO_MANY_PODS or reason.startswith("Insufficient ")
 
@@ -64,7 +64,7 @@ def _pods(blocker: Blocker, relation: str) -> list[str]:
 
 
 def _because(deadlock: Deadlock, blocker: Blocker) -> str:
-    from kaffinity.rollout import AFFINITY, ANTI, EXISTING_ANTI, SPREAD
+    from kaffinity.simulate.rollout import AFFINITY, ANTI, EXISTING_ANTI, SPREAD
 
     nodes = _names(blocker.nodes)
     if blocker.kind in (ANTI, EXISTING_ANTI):
@@ -127,7 +127,7 @@ def _term(blocker: Blocker) -> PodAffinityTerm | TopologySpreadConstraint | None
 def _primary(deadlock: Deadlock) -> Blocker | None:
     """The rolled workload's own rule that blocks (where the finding goes): a term, else its
     resource requests; None when only other workloads' rules block."""
-    from kaffinity.rollout import AFFINITY, ANTI, SPREAD
+    from kaffinity.simulate.rollout import AFFINITY, ANTI, SPREAD
 
     own = [blocker for blocker in deadlock.blockers if blocker.holder is deadlock.workload]
     for blocker in own:
@@ -145,8 +145,8 @@ def _scope_hint(
     them select (and repel) the new pods by symmetry. So two rollouts are simulated: later ones
     (old and new pods both scoped) and the one that adds the key, as is or in place.
     """
-    from kaffinity.fenceposts import Budget
-    from kaffinity.rollout import scoped, simulate
+    from kaffinity.k8s.fenceposts import Budget
+    from kaffinity.simulate.rollout import scoped, simulate
 
     workload = deadlock.workload
     copy = scoped(run.sim, workload, primary.path, label)
@@ -174,8 +174,8 @@ def _fix(
     run: PlacementRun, deadlock: Deadlock, primary: Blocker | None, version: str, gates: dict[str, bool]
 ) -> str:
     """Changes that the simulation shows complete the rollout; a generic hint if none does."""
-    from kaffinity.fenceposts import Budget
-    from kaffinity.rollout import ANTI, RESOURCES, simulate
+    from kaffinity.k8s.fenceposts import Budget
+    from kaffinity.simulate.rollout import ANTI, RESOURCES, simulate
 
     workload = deadlock.workload
     kind = workload.ref.kind
@@ -209,7 +209,7 @@ def _fix(
 
 def _message(deadlock: Deadlock) -> str:
     summary = deadlock.placement.summary(deadlock.nodes)
-    from kaffinity.simulate import REASON_PORTS
+    from kaffinity.simulate.scheduler import REASON_PORTS
 
     reasons = [_because(deadlock, b) for b in deadlock.blockers]
     ports = deadlock.pod.rules.ports
@@ -253,7 +253,7 @@ def _related(deadlock: Deadlock, primary: Blocker | None, run: PlacementRun) -> 
 
 def _scale_up_finding(workload: Workload, grown: list[tuple[SimNode, Pool]]) -> Violation:
     """The rollout completes only because an autoscaler adds nodes for its new pods: information."""
-    from kaffinity.wording import pool_nodes
+    from kaffinity.explain.wording import pool_nodes
 
     needs = pool_nodes(pool for _, pool in grown)
     strategy = workload.strategy
@@ -276,7 +276,7 @@ def _check(context: Context) -> Iterator[Violation]:
     run = context.placement
     if run is None:
         return
-    from kaffinity.rollout import simulate
+    from kaffinity.simulate.rollout import simulate
 
     settings = context.settings
     gates = dict(settings.feature_gates)
@@ -330,7 +330,7 @@ event text, the rule that keeps it off each node (the term, reported at its line
 workload's term or an existing pod's, as a related location), the nodes, and why the
 controller waits.
 
-The controllers, as upstream implements them (`kaffinity/rollout.py` has the details):
+The controllers, as upstream implements them (`kaffinity/simulate/rollout.py` has the details):
 
 - **Deployment** (`pkg/controller/deployment/rolling.go`): `maxSurge` / `maxUnavailable`
   (default 25% each) are resolved as `ResolveFenceposts`: surge rounded up, unavailable rounded

@@ -1,8 +1,7 @@
 """schema: a scheduling field of the wrong type, an unknown field, or a value outside its enumeration."""
 
 from kaffinity.findings import Severity
-from kaffinity.rules.base import Rule
-from kaffinity.validation import validation_check
+from kaffinity.rules.base import Rule, validation_check
 
 RULE = Rule(
     name="schema",

@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Severity, Violation
-from kaffinity.model import dig
+from kaffinity.k8s.model import dig
+from kaffinity.load.source import DataPath
 from kaffinity.rules.base import Rule
-from kaffinity.source import DataPath
-from kaffinity.wording import domain_word, name_list
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.pending import Analysis, SpreadCap, Stuck
-    from kaffinity.simulate import Spread
+    from kaffinity.explain.pending import Analysis, SpreadCap, Stuck
+    from kaffinity.simulate.scheduler import Spread
 
 
 def _head(spread: Spread) -> str:
@@ -26,7 +26,7 @@ def _written(stuck: Stuck, spread: Spread, field: str) -> bool:
 
 
 def _static(stuck: Stuck, cap: SpreadCap) -> tuple[DataPath, str, str]:
-    from kaffinity.pending import plural
+    from kaffinity.explain.pending import plural
 
     spread = cap.spread
     domain = domain_word(spread.topology_key)
@@ -84,8 +84,8 @@ def _static(stuck: Stuck, cap: SpreadCap) -> tuple[DataPath, str, str]:
 
 
 def _dynamic(result: Analysis, stuck: Stuck, spread: Spread) -> tuple[DataPath, str, str]:
-    from kaffinity.pending import counts_text, plural
-    from kaffinity.simulate import REASON_SPREAD, REASON_SPREAD_LABEL, spread_counts
+    from kaffinity.explain.pending import counts_text, plural
+    from kaffinity.simulate.scheduler import REASON_SPREAD, REASON_SPREAD_LABEL, spread_counts
 
     sim = result.sim
     rules = stuck.shape.probe.rules
@@ -134,7 +134,7 @@ def _dynamic(result: Analysis, stuck: Stuck, spread: Spread) -> tuple[DataPath, 
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.pending import SPREAD_UNSATISFIABLE, analysis, no_scale_up, pending_words, reporter
+    from kaffinity.explain.pending import SPREAD_UNSATISFIABLE, analysis, no_scale_up, pending_words, reporter
 
     result = analysis(context)
     if result is None or result.stuck is None:

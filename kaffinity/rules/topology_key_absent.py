@@ -6,14 +6,14 @@ from collections.abc import Iterator
 from functools import cache
 from typing import TYPE_CHECKING
 
+from kaffinity.explain.wording import name_list
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.labels import HOSTNAME
+from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
-from kaffinity.wording import name_list
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.pending import Absent, Shape, Stuck
+    from kaffinity.explain.pending import Absent, Shape, Stuck
 
 #: Deprecated keys and the GA key that replaced them (API doc "Well-Known Labels": the
 #: failure-domain.beta.kubernetes.io labels are deprecated since 1.17).
@@ -26,7 +26,14 @@ _RENAMED = {
 @cache
 def _consequences() -> dict[str, str]:
     """What an absent key does, by the kind of rule that names it."""
-    from kaffinity.pending import AFFINITY, ANTI, PREFERRED_AFFINITY, PREFERRED_ANTI, SOFT_SPREAD, SPREAD
+    from kaffinity.explain.pending import (
+        AFFINITY,
+        ANTI,
+        PREFERRED_AFFINITY,
+        PREFERRED_ANTI,
+        SOFT_SPREAD,
+        SPREAD,
+    )
 
     return {
         # InterPodAffinity Filter: a node without a required term's key fails, first pod included
@@ -59,7 +66,7 @@ def _typo(a: str, b: str) -> bool:
 
 
 def _eligible_words(shape: Shape, total: int) -> str:
-    from kaffinity.pending import plural
+    from kaffinity.explain.pending import plural
 
     count = len(shape.eligible)
     names = name_list(node.name for node in shape.eligible)
@@ -69,7 +76,7 @@ def _eligible_words(shape: Shape, total: int) -> str:
 
 
 def _fix(shape: Shape, absent: Absent) -> str:
-    from kaffinity.pending import ANTI, KUBELET_LABELS
+    from kaffinity.explain.pending import ANTI, KUBELET_LABELS
 
     key = absent.key
     carried = sorted({label for node in shape.eligible for label in node.labels})
@@ -88,7 +95,7 @@ def _fix(shape: Shape, absent: Absent) -> str:
 
 
 def _message(shape: Shape, absent: Absent, total: int, stuck: Stuck | None) -> str:
-    from kaffinity.pending import KUBELET_LABELS, TOPOLOGY_KEY_ABSENT, cannot_run, pending_words
+    from kaffinity.explain.pending import KUBELET_LABELS, TOPOLOGY_KEY_ABSENT, cannot_run, pending_words
 
     where = _eligible_words(shape, total)
     text = f"{absent.kind} on topologyKey {absent.key}, which {where} carries: {_consequences()[absent.kind]}"
@@ -106,7 +113,7 @@ def _message(shape: Shape, absent: Absent, total: int, stuck: Stuck | None) -> s
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.pending import TOPOLOGY_KEY_ABSENT, analysis, node_related, reporter
+    from kaffinity.explain.pending import TOPOLOGY_KEY_ABSENT, analysis, node_related, reporter
 
     result = analysis(context)
     if result is None:
@@ -114,7 +121,7 @@ def _check(context: Context) -> Iterator[Violation]:
     total = len(result.sim.nodes)
     for shape in result.shapes.values():
         stuck = result.stuck.get(id(shape.workload)) if result.stuck is not None else None
-        # Pods it keeps Pending that unschedulable reports instead (kaffinity.precedence).
+        # Pods it keeps Pending that unschedulable reports instead (kaffinity.explain.precedence).
         handed = reporter(context, result, shape.workload) not in (TOPOLOGY_KEY_ABSENT, None)
         for absent in shape.absent:
             if absent.severity is None or (absent.blocks and handed):

@@ -8,18 +8,18 @@ from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING
 
+from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph import selector_text
-from kaffinity.labels import HOSTNAME
-from kaffinity.model import Workload, dig
+from kaffinity.graph.affinity import selector_text
+from kaffinity.k8s.labels import HOSTNAME
+from kaffinity.k8s.model import Workload, dig
+from kaffinity.load.source import DataPath
 from kaffinity.rules.base import Rule
-from kaffinity.source import DataPath
-from kaffinity.wording import domain_word, name_list
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.pending import Analysis, Stuck
-    from kaffinity.simulate import SimPod
+    from kaffinity.explain.pending import Analysis, Stuck
+    from kaffinity.simulate.scheduler import SimPod
 
 _INSUFFICIENT = "Insufficient "
 
@@ -29,7 +29,7 @@ _INSUFFICIENT = "Insufficient "
 @cache
 def _order() -> tuple[str, ...]:
     """The reasons in filter order."""
-    from kaffinity.simulate import (
+    from kaffinity.simulate.scheduler import (
         REASON_AFFINITY,
         REASON_ANTI_AFFINITY,
         REASON_EXISTING_ANTI,
@@ -63,7 +63,7 @@ def _rank(reason: str) -> int:
 
 def quantity(resource: str, value: int) -> str:
     """A scheduler quantity as a manifest writes it (cpu in millicores, bytes in binary units)."""
-    from kaffinity.quantity import SCHEDULER_CEILING
+    from kaffinity.k8s.quantity import SCHEDULER_CEILING
 
     if value >= SCHEDULER_CEILING:  # a huge quantity, counted as the ceiling
         return f"at least 1e{len(str(SCHEDULER_CEILING)) - (4 if resource == 'cpu' else 1)}"
@@ -100,8 +100,8 @@ def _request_path(workload: Workload, resource: str) -> DataPath:
 def _resources(
     result: Analysis, stuck: Stuck, reason: str
 ) -> tuple[DataPath | None, str, tuple[Related, ...], str]:
-    from kaffinity.pending import node_related, plural
-    from kaffinity.simulate import REASON_TOO_MANY_PODS
+    from kaffinity.explain.pending import node_related, plural
+    from kaffinity.simulate.scheduler import REASON_TOO_MANY_PODS
 
     workload = stuck.workload
     nodes = stuck.shape.eligible
@@ -195,8 +195,8 @@ def _where(pods: list[SimPod], key: str) -> list[str]:
 def _explain(
     result: Analysis, stuck: Stuck, reason: str
 ) -> tuple[DataPath | None, str, tuple[Related, ...], str]:
-    from kaffinity.pending import in_domains
-    from kaffinity.simulate import (
+    from kaffinity.explain.pending import in_domains
+    from kaffinity.simulate.scheduler import (
         REASON_AFFINITY,
         REASON_ANTI_AFFINITY,
         REASON_EXISTING_ANTI,
@@ -319,8 +319,8 @@ def _explain(
 
 
 def _violation(result: Analysis, stuck: Stuck) -> Violation:
-    from kaffinity.pending import no_scale_up, pending_words, plural, replicas_field
-    from kaffinity.simulate import REASON_PINNED
+    from kaffinity.explain.pending import no_scale_up, pending_words, plural, replicas_field
+    from kaffinity.simulate.scheduler import REASON_PINNED
 
     workload = stuck.workload
     total = len(result.sim.nodes)
@@ -392,11 +392,11 @@ def _undeclared(stuck: Stuck, reasons: list[str]) -> list[str]:
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.nomatch import RULE as NO_MATCH
-    from kaffinity.nomatch import affinity_no_match, strongest
-    from kaffinity.pending import UNSCHEDULABLE, analysis, reporter
-    from kaffinity.precedence import gives_way, reported_at
-    from kaffinity.simulate import REASON_AFFINITY
+    from kaffinity.explain.nomatch import RULE as NO_MATCH
+    from kaffinity.explain.nomatch import affinity_no_match, strongest
+    from kaffinity.explain.pending import UNSCHEDULABLE, analysis, reporter
+    from kaffinity.explain.precedence import gives_way, reported_at
+    from kaffinity.simulate.scheduler import REASON_AFFINITY
 
     result = analysis(context)
     if result is None or result.stuck is None:
@@ -411,7 +411,7 @@ def _check(context: Context) -> Iterator[Violation]:
         if reasons and REASON_AFFINITY in reasons:
             # The same pods as affinity-no-match's finding (a required affinity no pod can
             # satisfy): the more severe of the two is kept, a tie goes to affinity-no-match
-            # (kaffinity.precedence); when this one is kept, it takes that rule's hint.
+            # (kaffinity.explain.precedence); when this one is kept, it takes that rule's hint.
             if no_match is None:
                 no_match = affinity_no_match(context) if reported_at(context, NO_MATCH) is not None else ()
                 strength = strongest(no_match)
@@ -451,7 +451,7 @@ the input on the declared cluster (`--cluster`), for a reason none of the other 
 reports (no eligible node, an absent topologyKey, anti-affinity with too few domains, an
 unsatisfiable spread constraint) -- or that one of them would report but does not run or is
 configured below this rule's severity, so that the Pending pods are always reported
-(`kaffinity.precedence`; a tie goes to the specific rule): not enough cpu or memory, full nodes,
+(`kaffinity.explain.precedence`; a tie goes to the specific rule): not enough cpu or memory, full nodes,
 a required pod affinity whose pods run where this one may not, the required anti-affinity of
 other pods... The message is the scheduler's own event text, `0/6 nodes are available: 3
 Insufficient cpu, 3 node(s) had untolerated taint(s).` (`FitError.Error`), followed by what

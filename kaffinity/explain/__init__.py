@@ -1,0 +1,7 @@
+"""What several rules share: their wording (names, domains, terms), which of two findings about
+the same pods is kept, why pods stay Pending (one reason, one rule), required affinity that
+nothing satisfies, and "did you mean" suggestions.
+
+Everything here reads a :class:`kaffinity.context.Context`; rule modules import it, and never
+each other. May import: :mod:`kaffinity.context` and every stage below it.
+"""

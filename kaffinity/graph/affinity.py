@@ -1,0 +1,734 @@
+"""The affinity graph: which workloads each scheduling term and disruption budget reaches.
+
+Built once per lint (``Context.graph``): members, relations and the placement analysis the rules
+read, and, on first use (drawing, cycles), a networkx ``MultiDiGraph`` of them:
+
+* a node per workload (the pods it creates) and, when the cluster file lists running pods,
+  per group of existing pods with the same namespace and labels; a node per
+  PodDisruptionBudget;
+* an edge per (term, matched pods), with the term's ``kind`` (affinity, anti-affinity,
+  spread, pdb), ``required``, ``weight``, ``topology_key``, namespace ``scope`` and
+  ``relation`` (the :class:`Relation`, whose ``doc`` and ``path`` place the term; ``location``
+  gives file:line:column, looked up only when asked for);
+* a term that matches more than :data:`FANOUT` nodes gets one edge to a *selector* node
+  instead, and the selector node one ``selects`` edge to each member; identical selectors in
+  the same scope share the selector node, so a label like ``tier: batch`` selected in every
+  namespace by hundreds of workloads costs its members once, not once per term.
+
+Matching is upstream's (reference §D; ``PodAffinityTerm`` API doc; the scheduler's
+``AffinityTerm.Matches``): the selector kube-apiserver merges from ``matchLabelKeys`` /
+``mismatchLabelKeys`` (:mod:`kaffinity.expand.merge`, with controller labels kept apart per
+workload); the namespaces are the union of ``namespaces`` and ``namespaceSelector``'s, the
+owner's own only when both are unset, ``namespaceSelector: {}`` every namespace; selectors on
+Namespace labels are resolved against the Namespace objects of the input and of the cluster
+file. A Namespace nobody declared has only its automatic ``kubernetes.io/metadata.name``
+label known: a term that might reach it through other labels matches it *maybe*, which the
+rules treat as "cannot rule it out". A nil selector matches nothing, ``{}`` everything.
+Topology spread constraints and disruption budgets count pods of their own namespace only.
+
+Candidates come from an index (label key → value → nodes, and namespace → nodes), never
+from every pair: a term is compared with the nodes carrying one of its required labels, or
+with the nodes of its namespaces when its selector requires no label.
+
+Members and budgets are added in a canonical order (:func:`kaffinity.k8s.model.canonical_key`:
+namespace, kind, name, then file and position), then the cluster's pod groups, never in the
+order the files were given: every list a rule takes from the graph (who a term locks out, who
+matches elsewhere, where a deadlock cycle starts), and the ``#2`` of a name given twice, are
+the same whatever that order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from kaffinity.expand.merge import POD_ANTI_AFFINITY, affinity_terms, pod_labels
+from kaffinity.k8s.labels import HOSTNAME, REGION, ZONE
+from kaffinity.k8s.model import (
+    LabelSelector,
+    PodAffinityTerm,
+    PodDisruptionBudget,
+    TopologySpreadConstraint,
+    Workload,
+    canonical_key,
+)
+from kaffinity.k8s.selectors import NAMESPACE_NAME_LABEL, namespace_in_scope, selector_matches
+from kaffinity.load.source import DataPath, Document
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from kaffinity.config import Settings
+    from kaffinity.expand.merge import Expansions
+    from kaffinity.k8s.model import Inventory
+    from kaffinity.simulate.cluster import Cluster
+
+AFFINITY, ANTI_AFFINITY, SPREAD, PDB, SELECTS = "affinity", "anti-affinity", "spread", "pdb", "selects"
+#: A term matching more nodes than this points at a shared selector node instead.
+FANOUT = 16
+
+#: Well-known topology keys from the smallest domain to the largest; a pod on one node is in
+#: that node's zone and region (``kubernetes.io/hostname`` ⊂ zone ⊂ region).
+_LEVELS: dict[str, int] = {
+    HOSTNAME: 0,
+    ZONE: 1,
+    "failure-domain.beta.kubernetes.io/zone": 1,
+    REGION: 2,
+    "failure-domain.beta.kubernetes.io/region": 2,
+}
+
+
+def within(inner: str, outer: str) -> bool:
+    """Whether sharing an ``inner`` domain implies sharing the ``outer`` one (same or nested key)."""
+    if inner == outer:
+        return True
+    a, b = _LEVELS.get(inner), _LEVELS.get(outer)
+    return a is not None and b is not None and a <= b
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Member:
+    """Pods a selector can match: one workload's, or a group of the cluster's existing pods."""
+
+    id: str
+    namespace: str
+    labels: Mapping[str, str]
+    workload: Workload | None = None
+    #: The existing pods of a group (from the cluster file); empty for a workload.
+    pods: tuple[Workload, ...] = ()
+
+    @property
+    def existing(self) -> bool:
+        return self.workload is None
+
+    @property
+    def doc(self) -> Document:
+        return self.workload.doc if self.workload is not None else self.pods[0].doc
+
+    def __str__(self) -> str:
+        if self.workload is not None:
+            return str(self.workload.ref)
+        count, labels = len(self.pods), _labels_text(self.labels)
+        return f"{count} existing pod{'s' if count != 1 else ''} in {self.namespace} ({labels})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Listing:
+    """A set of members in the canonical order (:meth:`AffinityGraph.order`), named, for messages
+    that list the first few and count the rest: built once per distinct set
+    (:meth:`AffinityGraph.listing`), not sorted again for each of the many terms that match the
+    same set (issue 18: N workloads whose terms all match each other took quadratic time)."""
+
+    members: tuple[Member, ...]
+    ids: frozenset[str]
+    names: tuple[str, ...]  # str(member)
+    #: ``ends[i]``: the index past the run of members that share ``members[i]``'s namespace.
+    ends: tuple[int, ...]
+    copies: Mapping[str, int]  # members per name (a name given twice)
+    #: Distinct names per namespace (a name tells its namespace: names never cross namespaces).
+    per_namespace: Mapping[str, int]
+
+    @classmethod
+    def of(cls, members: Sequence[Member]) -> Listing:
+        names = tuple(str(member) for member in members)
+        ends = [0] * len(members)
+        end = len(members)
+        for index in range(len(members) - 1, -1, -1):
+            if index + 1 < len(members) and members[index + 1].namespace != members[index].namespace:
+                end = index + 1
+            ends[index] = end
+        copies: dict[str, int] = {}
+        per_namespace: dict[str, int] = {}
+        for member, name in zip(members, names, strict=True):
+            if name not in copies:
+                per_namespace[member.namespace] = per_namespace.get(member.namespace, 0) + 1
+            copies[name] = copies.get(name, 0) + 1
+        return cls(
+            tuple(members),
+            frozenset(member.id for member in members),
+            names,
+            tuple(ends),
+            copies,
+            per_namespace,
+        )
+
+    def ids_in_order(self) -> Iterator[str]:
+        return (member.id for member in self.members)
+
+    def first(
+        self, shown: int, skip: Member | None = None, other_than: str | None = None
+    ) -> tuple[list[Member], list[str], int]:
+        """Leaving out member ``skip`` and the members of namespace ``other_than``: the first
+        ``shown`` members, the first ``shown`` distinct names, and how many distinct names there
+        are (what :func:`kaffinity.rules.all_namespaces_anti_affinity.name_list` needs), in time
+        that does not grow with the set: runs of the left-out namespace are skipped whole."""
+        members: list[Member] = []
+        names: list[str] = []
+        seen: set[str] = set()
+        index, size = 0, len(self.members)
+        while index < size and (len(members) < shown or len(names) < shown):
+            member = self.members[index]
+            if member.namespace == other_than:
+                index = self.ends[index]
+                continue
+            name = self.names[index]
+            index += 1
+            if member is skip:
+                continue
+            if len(members) < shown:
+                members.append(member)
+            if name not in seen and len(names) < shown:
+                seen.add(name)
+                names.append(name)
+        if other_than is not None:
+            count = len(self.copies) - self.per_namespace.get(other_than, 0)
+        else:
+            count = len(self.copies)
+        if skip is not None and other_than is None and skip.id in self.ids and self.copies[str(skip)] == 1:
+            count -= 1
+        return members, names, count
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Relation:
+    """One term (or budget) and the nodes it matches."""
+
+    owner: str  # node id of the workload (or budget) that holds the term
+    doc: Document
+    kind: str  # AFFINITY, ANTI_AFFINITY, SPREAD or PDB
+    required: bool
+    weight: int | None
+    term: PodAffinityTerm | TopologySpreadConstraint | PodDisruptionBudget
+    path: DataPath  # of the term in ``doc``
+    topology_key: str | None
+    selector: LabelSelector | None  # merged, as the scheduler evaluates it
+    scope: str  # the namespaces the term reaches, in words
+    all_namespaces: bool
+    matches: frozenset[str]  # member ids the term certainly matches
+    maybe: frozenset[str]  # would match if an undeclared Namespace has the labels it selects
+
+    @property
+    def reach(self) -> frozenset[str]:
+        # The matched set itself when nothing is maybe (the common case): shared, not copied.
+        return self.matches | self.maybe if self.maybe else self.matches
+
+
+@dataclass(slots=True)
+class Placement:
+    """Which workloads' pods can be placed at all, as far as required pod affinity goes.
+
+    The scheduler admits a pod with required affinity on a node whose domains hold, for every
+    term, a pod matching *all* terms; or, when no pod anywhere matches them all, if the pod
+    matches all its own terms (the self-match exception; interpodaffinity ``Filter``). So a
+    workload can start once any workload it could follow has started, or by itself if it
+    matches its own terms: a least fixpoint over the graph, computed with a worklist.
+    """
+
+    #: Per workload with required affinity: who can satisfy it, the workload itself left in when
+    #: its terms match it (not copied without it for each workload: the sets are shared, and N
+    #: workloads whose terms match each other would cost N copies of N; issue 18). Whether it can
+    #: follow itself is :attr:`self_match`.
+    candidates: dict[str, frozenset[str]]
+    self_match: frozenset[str]
+    placeable: frozenset[str]
+
+    def stuck(self) -> list[str]:
+        return [node for node in self.candidates if node not in self.placeable]
+
+
+@dataclass(slots=True)
+class _Index:
+    """Label key → value → member ids, key → ids, namespace → ids (in :meth:`AffinityGraph.order`)."""
+
+    pairs: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    keys: dict[str, list[str]] = field(default_factory=dict)
+    namespaces: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, member: Member) -> None:
+        for pair in member.labels.items():
+            self.pairs.setdefault(pair, []).append(member.id)
+            self.keys.setdefault(pair[0], []).append(member.id)
+        self.namespaces.setdefault(member.namespace, []).append(member.id)
+
+    def narrowest(self, selector: LabelSelector, namespaces: Iterable[str] | None) -> Iterable[str]:
+        """The smallest candidate list the selector's required labels or the namespaces give."""
+        options: list[list[str]] = []
+        for pair in selector.match_labels:
+            options.append(self.pairs.get(pair, []))
+        for requirement in selector.match_expressions:
+            if requirement.operator == "In":
+                options.append(
+                    [m for value in requirement.values for m in self.pairs.get((requirement.key, value), [])]
+                )
+            elif requirement.operator in ("Exists", "Gt", "Lt"):
+                options.append(self.keys.get(requirement.key, []))
+        if namespaces is not None:
+            options.append([m for ns in namespaces for m in self.namespaces.get(ns, [])])
+        if not options:
+            return [m for ids in self.namespaces.values() for m in ids]
+        return min(options, key=len)
+
+
+class AffinityGraph:
+    """The graph, its members and relations, and the analyses rules share."""
+
+    def __init__(
+        self,
+        inventory: Inventory,
+        settings: Settings,
+        expansions: Expansions,
+        namespace_labels: Mapping[str, Mapping[str, str]],
+        cluster: Cluster | None = None,
+    ) -> None:
+        """The graph of ``inventory``'s workloads and budgets (and ``cluster``'s existing pods),
+        with the namespaces' labels of the input, completed by the cluster's."""
+        self.version = settings.kube_version
+        self.proposals = settings.proposals
+        self.default_namespace = settings.namespace
+        self.expansions = expansions
+        self.namespace_labels: dict[str, dict[str, str]] = {
+            name: dict(labels) for name, labels in namespace_labels.items()
+        }
+        if cluster is not None:
+            for namespace in cluster.namespaces:
+                self.namespace_labels.setdefault(namespace.ref.name, dict(namespace.labels))
+        self.members: dict[str, Member] = {}
+        self.relations: list[Relation] = []
+        self.by_owner: dict[str, list[Relation]] = {}
+        self.pdbs: dict[str, PodDisruptionBudget] = {}
+        self._workload_ids: dict[int, str] = {}
+        self._rank: dict[str, int] = {}
+        self._index = _Index()
+        self._matches: dict[tuple[Any, ...], tuple[frozenset[str], frozenset[str]]] = {}
+        self._scope_cache: dict[tuple[Any, ...], bool | None] = {}
+        self._listings: dict[frozenset[str], Listing] = {}
+
+        for workload in sorted(inventory.workloads, key=canonical_key):
+            if workload.ref.kind != "PodTemplate":  # a template alone creates no pods
+                self._add_member(self._workload_member(workload))
+        if cluster is not None:
+            for member in _pod_groups(cluster.pods, self.default_namespace):
+                self._add_member(member)
+        for member in list(self.members.values()):
+            if member.workload is not None:
+                self._add_terms(member)
+        for pdb in sorted(inventory.pdbs, key=canonical_key):
+            self._add_pdb(pdb)
+
+    # --- building ---------------------------------------------------------------------------
+
+    def _unique(self, name: str) -> str:
+        node, n = name, 1
+        while node in self.members or node in self.pdbs:
+            n += 1
+            node = f"{name}#{n}"
+        return node
+
+    def _workload_member(self, workload: Workload) -> Member:
+        node = self._unique(str(workload.ref))
+        self._workload_ids[id(workload)] = node
+        labels = pod_labels(workload, self.version, qualified=True)
+        return Member(node, workload.ref.namespace or self.default_namespace, labels, workload)
+
+    def _add_member(self, member: Member) -> None:
+        self._rank[member.id] = len(self.members)
+        self.members[member.id] = member
+        self._index.add(member)
+
+    def _add_terms(self, member: Member) -> None:
+        workload = member.workload
+        assert workload is not None
+        for kind, required, term in affinity_terms(workload):
+            weight = None
+            if not required:
+                weight = _weight(workload, term.path)
+            self._relate(
+                member.id,
+                workload.doc,
+                ANTI_AFFINITY if kind == POD_ANTI_AFFINITY else AFFINITY,
+                required,
+                weight,
+                term,
+                self.expansions.selector(workload, term),
+                member.namespace,
+            )
+        for constraint in workload.pod.topology_spread_constraints:
+            self._relate(
+                member.id,
+                workload.doc,
+                SPREAD,
+                constraint.when_unsatisfiable != "ScheduleAnyway",
+                None,
+                constraint,
+                self.expansions.selector(workload, constraint),
+                member.namespace,
+            )
+
+    def _add_pdb(self, pdb: PodDisruptionBudget) -> None:
+        node = self._unique(str(pdb.ref))
+        namespace = pdb.ref.namespace or self.default_namespace
+        self.pdbs[node] = pdb
+        selector = pdb.selector
+        if selector is not None and selector.is_empty and pdb.ref.api_version == "policy/v1beta1":
+            selector = None  # policy/v1beta1: an empty selector selects no pods (v1: every pod)
+        self._relate(node, pdb.doc, PDB, True, None, pdb, selector, namespace)
+
+    def _relate(
+        self,
+        owner: str,
+        doc: Document,
+        kind: str,
+        required: bool,
+        weight: int | None,
+        term: PodAffinityTerm | TopologySpreadConstraint | PodDisruptionBudget,
+        selector: LabelSelector | None,
+        namespace: str,
+    ) -> None:
+        pod_term = term if isinstance(term, PodAffinityTerm) else None
+        scope_key = _scope_key(pod_term, namespace)
+        matches, maybe = self._match(selector, pod_term, namespace, scope_key)
+        path = ("spec", "selector") if isinstance(term, PodDisruptionBudget) else term.path
+        topology_key = None if isinstance(term, PodDisruptionBudget) else term.topology_key
+        relation = Relation(
+            owner=owner,
+            doc=doc,
+            kind=kind,
+            required=required,
+            weight=weight,
+            term=term,
+            path=path,
+            topology_key=topology_key,
+            selector=selector,
+            scope=_scope_text(pod_term, namespace),
+            all_namespaces=pod_term is not None
+            and pod_term.namespace_selector is not None
+            and pod_term.namespace_selector.is_empty,
+            matches=matches,
+            maybe=maybe,
+        )
+        self.relations.append(relation)
+        self.by_owner.setdefault(owner, []).append(relation)
+
+    @cached_property
+    def graph(self) -> nx.MultiDiGraph[str]:
+        """The networkx graph of the members, budgets and relations, built on first use.
+
+        The rules read the relations and :attr:`placement` directly; drawing (``kaffinity
+        graph``) and cycle finding need networkx, so a lint whose rules never ask for it does not
+        even import it (pre-commit starts kaffinity on every commit).
+        """
+        import networkx as nx
+
+        graph: nx.MultiDiGraph[str] = nx.MultiDiGraph()
+        for member in self.members.values():
+            workload = member.workload
+            graph.add_node(
+                member.id,
+                type="workload" if workload is not None else "pods",
+                kind=workload.ref.kind if workload is not None else "Pod",
+                name=workload.ref.name if workload is not None else str(member),
+                namespace=member.namespace,
+                replicas=workload.replicas if workload is not None else len(member.pods),
+            )
+        for node, pdb in self.pdbs.items():
+            graph.add_node(
+                node, type="pdb", kind=pdb.ref.kind, name=pdb.ref.name, namespace=self.namespace_of(node)
+            )
+        selector_nodes: dict[tuple[Any, ...], str] = {}
+        for relation in self.relations:
+            attrs = {
+                "kind": relation.kind,
+                "required": relation.required,
+                "weight": relation.weight,
+                "topology_key": relation.topology_key,
+                "scope": relation.scope,
+                "relation": relation,
+            }
+            reach = relation.reach
+            if len(reach) <= FANOUT:
+                for target in sorted(reach, key=self.order):
+                    graph.add_edge(relation.owner, target, certain=target in relation.matches, **attrs)
+                continue
+            # Many matches: one shared node per matched set and selector, its members linked once.
+            key = (_selector_key(relation.selector), reach)
+            hub = selector_nodes.get(key)
+            if hub is None:
+                hub = selector_nodes[key] = f"selector:{len(selector_nodes) + 1}"
+                graph.add_node(
+                    hub,
+                    type="selector",
+                    name=f"{_selector_text(relation.selector)} in {relation.scope}",
+                    members=len(reach),
+                )
+                for target in sorted(reach, key=self.order):
+                    graph.add_edge(hub, target, kind=SELECTS, certain=target in relation.matches)
+            graph.add_edge(relation.owner, hub, **attrs)
+        return graph
+
+    def namespace_of(self, node: str) -> str:
+        """The namespace of a member or budget."""
+        member = self.members.get(node)
+        if member is not None:
+            return member.namespace
+        return self.pdbs[node].ref.namespace or self.default_namespace
+
+    def labelled(self, key: str, value: str) -> list[str]:
+        """The members whose pods carry ``key=value`` (from the index; in :meth:`order`)."""
+        return self._index.pairs.get((key, value), [])
+
+    def listing(self, nodes: frozenset[str]) -> Listing:
+        """``nodes`` as a :class:`Listing`, sorted once per distinct set (terms with the same
+        selector and scope share one matched set)."""
+        found = self._listings.get(nodes)
+        if found is None:
+            found = Listing.of([self.members[node] for node in sorted(nodes, key=self.order)])
+            self._listings[nodes] = found
+        return found
+
+    def order(self, node: str) -> int:
+        """A member's rank in the canonical order (workloads by :func:`kaffinity.k8s.model.canonical_key`,
+        then the cluster's pod groups), so that the members a message lists, and their order, do
+        not depend on the order the files were given."""
+        return self._rank[node]
+
+    def _match(
+        self,
+        selector: LabelSelector | None,
+        term: PodAffinityTerm | None,
+        namespace: str,
+        scope_key: tuple[Any, ...],
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        if selector is None:  # a nil selector matches nothing (LabelSelectorAsSelector)
+            return frozenset(), frozenset()
+        key = (_selector_key(selector), scope_key)
+        found = self._matches.get(key)
+        if found is not None:
+            return found
+        namespaces: Iterable[str] | None = None
+        if term is None or (not term.namespaces and term.namespace_selector is None):
+            namespaces = (namespace,)
+        elif term.namespace_selector is None:
+            namespaces = term.namespaces
+        matches: list[str] = []
+        maybe: list[str] = []
+        members = self.members
+        for node in self._index.narrowest(selector, namespaces):
+            member = members[node]
+            if not selector_matches(selector, member.labels, self.proposals):
+                continue
+            in_scope = self._in_scope(term, scope_key, namespace, member.namespace)
+            if in_scope:
+                matches.append(node)
+            elif in_scope is None:
+                maybe.append(node)
+        found = (frozenset(matches), frozenset(maybe))
+        self._matches[key] = found
+        return found
+
+    def _in_scope(
+        self, term: PodAffinityTerm | None, scope_key: tuple[Any, ...], owner: str, namespace: str
+    ) -> bool | None:
+        if term is None:
+            return namespace == owner
+        key = (scope_key, namespace)
+        if key not in self._scope_cache:
+            self._scope_cache[key] = namespace_in_scope(
+                term, owner, namespace, self.namespace_labels.get(namespace)
+            )
+        return self._scope_cache[key]
+
+    # --- queries ----------------------------------------------------------------------------
+
+    def node_of(self, workload: Workload) -> str | None:
+        return self._workload_ids.get(id(workload))
+
+    def terms(self, owner: str, kind: str | None = None, required: bool | None = None) -> list[Relation]:
+        return [
+            relation
+            for relation in self.by_owner.get(owner, ())
+            if (kind is None or relation.kind == kind) and (required is None or relation.required == required)
+        ]
+
+    def workloads(self) -> Iterator[Member]:
+        return (member for member in self.members.values() if member.workload is not None)
+
+    @cached_property
+    def placement(self) -> Placement:
+        """Who can be placed, given required pod affinity alone (see :class:`Placement`)."""
+        candidates: dict[str, frozenset[str]] = {}
+        self_match: set[str] = set()
+        for member in self.workloads():
+            required = self.terms(member.id, AFFINITY, required=True)
+            if not required:
+                continue
+            reaches = sorted((relation.reach for relation in required), key=len)
+            smallest, rest = reaches[0], reaches[1:]
+            common = (
+                frozenset(node for node in smallest if all(node in other for other in rest))
+                if rest
+                else smallest
+            )
+            if member.id in common:
+                self_match.add(member.id)
+            candidates[member.id] = common
+        placeable = {node for node in self.members if node not in candidates} | self_match
+        waiting: dict[str, list[str]] = {}
+        for node, nodes in candidates.items():
+            if node in placeable:
+                continue
+            if any(other in placeable for other in nodes):  # not itself: it is not placeable
+                placeable.add(node)
+            else:
+                for other in nodes:
+                    if other != node:
+                        waiting.setdefault(other, []).append(node)
+        queue = [node for node in placeable if node in waiting]
+        while queue:
+            for node in waiting.pop(queue.pop(), ()):
+                if node not in placeable:
+                    placeable.add(node)
+                    if node in waiting:
+                        queue.append(node)
+        return Placement(candidates, frozenset(self_match), frozenset(placeable))
+
+    def requires(self) -> nx.DiGraph[str]:
+        """The stuck workloads and who each needs (a DiGraph: an edge w → x when x could satisfy w)."""
+        return self._needs
+
+    @cached_property
+    def _needs(self) -> nx.DiGraph[str]:
+        import networkx as nx
+
+        placement = self.placement
+        stuck = placement.stuck()
+        needs: nx.DiGraph[str] = nx.DiGraph()
+        needs.add_nodes_from(stuck)
+        for node in stuck:  # in canonical order: the cycles found depend neither on hashing nor on file order
+            needs.add_edges_from(
+                (node, other)
+                for other in self.listing(placement.candidates[node]).ids_in_order()
+                if other != node
+            )
+        return needs
+
+    def deadlocks(self) -> list[list[str]]:
+        """Cycles of required affinity no member of which can start; each in order, once."""
+        if not self.placement.stuck():
+            return []  # the common case: no networkx needed
+        import networkx as nx
+
+        needs = self.requires()
+
+        cycles: list[list[str]] = []
+        order = self._rank
+        for component in nx.strongly_connected_components(needs):
+            if len(component) < 2:
+                continue
+            start = min(component, key=order.__getitem__)
+            edges = nx.find_cycle(needs.subgraph(component), source=start)
+            cycles.append([edge[0] for edge in edges])
+        cycles.sort(key=lambda cycle: order[cycle[0]])
+        return cycles
+
+    def location(self, node: str) -> str:
+        """Where a node's object is written (``file:line:column`` of its name); "" for selectors."""
+        member = self.members.get(node)
+        if member is not None:
+            return _where(member.doc, ("metadata", "name"))
+        pdb = self.pdbs.get(node)
+        return _where(pdb.doc, ("metadata", "name")) if pdb is not None else ""
+
+    @staticmethod
+    def term_location(relation: Relation) -> str:
+        """Where a relation's term is written (``file:line:column``)."""
+        return _where(relation.doc, relation.path)
+
+
+def _pod_groups(pods: Iterable[Workload], default_namespace: str) -> list[Member]:
+    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[Workload]] = {}
+    for pod in pods:
+        namespace = pod.ref.namespace or default_namespace
+        groups.setdefault((namespace, tuple(sorted(pod.pod.labels))), []).append(pod)
+    members = []
+    for (namespace, labels), group in groups.items():
+        node = f"pods:{namespace}/{_labels_text(dict(labels)) or group[0].ref.name}"
+        members.append(Member(node, namespace, dict(labels), None, tuple(group)))
+    return members
+
+
+def _weight(workload: Workload, path: DataPath) -> int | None:
+    """The weight of a preferred term (``path`` ends in ``podAffinityTerm``)."""
+    affinity = workload.pod.affinity
+    if affinity is None:
+        return None
+    for kind in (affinity.pod_affinity, affinity.pod_anti_affinity):
+        for weighted in kind.preferred if kind is not None else ():
+            if weighted.term.path == path:
+                return weighted.weight
+    return None
+
+
+def _scope_key(term: PodAffinityTerm | None, namespace: str) -> tuple[Any, ...]:
+    if term is None or (not term.namespaces and term.namespace_selector is None):
+        return ("own", namespace)
+    selector = term.namespace_selector
+    return ("listed", tuple(sorted(term.namespaces)), None if selector is None else _selector_key(selector))
+
+
+def _selector_key(selector: LabelSelector | None) -> tuple[Any, ...] | None:
+    if selector is None:
+        return None
+    return (
+        tuple(sorted(selector.match_labels)),
+        tuple(sorted((r.key, r.operator, tuple(sorted(r.values))) for r in selector.match_expressions)),
+    )
+
+
+def _scope_text(term: PodAffinityTerm | None, namespace: str) -> str:
+    if term is None or (not term.namespaces and term.namespace_selector is None):
+        return f"namespace {namespace}"
+    parts = []
+    if term.namespaces:
+        parts.append("namespace" + ("s " if len(term.namespaces) > 1 else " ") + ", ".join(term.namespaces))
+    selector = term.namespace_selector
+    if selector is not None:
+        if selector.is_empty:
+            return "all namespaces"
+        parts.append(f"namespaces labelled {_selector_text(selector)}")
+    return " and ".join(parts)
+
+
+def _selector_text(selector: LabelSelector | None) -> str:
+    if selector is None:
+        return "(no selector)"
+    if selector.is_empty:
+        return "{} (everything)"
+    parts = [f"{key}={value}" for key, value in selector.match_labels]
+    for r in selector.match_expressions:
+        if r.operator in ("Exists", "DoesNotExist"):
+            parts.append(r.key if r.operator == "Exists" else f"!{r.key}")
+        else:
+            parts.append(f"{r.key} {r.operator.lower()} ({','.join(r.values)})")
+    return ",".join(parts)
+
+
+def selector_text(selector: LabelSelector | None) -> str:
+    """A selector in kubectl's ``-l`` syntax (``app=web,tier in (a,b)``)."""
+    return _selector_text(selector)
+
+
+def _labels_text(labels: Mapping[str, str]) -> str:
+    return ",".join(f"{key}={value}" for key, value in labels.items() if key != NAMESPACE_NAME_LABEL)
+
+
+def _where(doc: Document, path: DataPath) -> str:
+    span = doc.locate(path)
+    return f"{doc.file}:{span.line}:{span.column}"
+
+
+def ordered(graph: AffinityGraph, nodes: Iterable[str]) -> list[Member]:
+    """Members in the graph's canonical order (:meth:`AffinityGraph.order`), so messages name the same
+    members, in the same order, whatever the order of the files."""
+    return [graph.members[node] for node in sorted(set(nodes), key=graph.order)]

@@ -1,0 +1,214 @@
+"""Reading and parsing files in several processes (``--jobs N``).
+
+Parsing is most of a large run's time and each file parses on its own, so this process and
+``N-1`` forked workers parse the files in chunks; the workers send back what
+:func:`kaffinity.load.read.read` returns, and the files come out in the same order, as the same
+:class:`~kaffinity.load.parse.SourceFile` objects, so the output is identical whatever ``N`` is.
+Everything after loading (the rules, which read across files) runs in this process.
+
+Sending a parsed file back costs about half of parsing it (pickling in the worker, unpickling
+here, though ``PosDict`` and ``PosList`` pickle as plain containers: see :mod:`kaffinity.load.source`),
+so the gain is modest on two cores (1.2x at 10,000 workloads, ``benchmarks/RESULTS.md``) and
+grows with the cores. A pool costs a few milliseconds to start where processes can be forked
+(Linux) and about 0.1 s where they are spawned (macOS, Windows); below :data:`MIN_FILES` files
+it is not worth it, and the files are read in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import suppress
+from functools import partial
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import multiprocessing.context
+    from concurrent.futures import Future
+
+    from kaffinity.load.parse import Limits, SourceFile
+
+#: Fewer files than this are read in this process: a pool does not pay for itself.
+MIN_FILES = 64
+#: Files per task: small enough to keep every worker busy to the end, large enough that the
+#: round trips do not matter.
+CHUNK_FILES = 32
+#: ProcessPoolExecutor's limit on Windows.
+_MAX_WORKERS = 61
+
+
+def default_jobs() -> int:
+    """The number of cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _read_chunk(paths: Sequence[str], limits: Limits, manifests_only: bool = True) -> list[bytes | None]:
+    """A worker's task: read and parse some files (never raises for bad input), each file
+    pickled on its own, or None for a file to read again in the parent (see :func:`_sendable`)."""
+    from kaffinity.load.read import read
+
+    return [_sendable(read(path, limits, manifests_only=manifests_only), limits) for path in paths]
+
+
+def _sendable(file: SourceFile, limits: Limits | None = None) -> bytes | None:
+    """``file`` pickled, or None when the parent must read it itself: where the answer could
+    depend on the process that reads it.
+
+    Pickling recurses (in C) once or more per level of nesting, so a file nested a few hundred
+    levels deep (under the default ``limits.depth`` of 400) overflows the recursion limit in
+    pickle where parsing did not; so does parsing, past about 480 levels (a larger ``depth:``),
+    at a depth that depends on how deep the reading process's stack already is. Such files are
+    rare, and reading them in the parent gives exactly what ``--jobs 1`` gives, whatever the
+    platform's C stack or recursion limit; pickling each file on its own keeps one deep file
+    from taking its chunk (or the whole run, as in issue 18) with it. Under a ``depth:`` above
+    the default, a file nested deeper than the default is read in the parent too, whether or not
+    pickle refuses it (its C recursion limit is not the interpreter's on Python 3.12 and later).
+    """
+    import pickle
+
+    from kaffinity.load.parse import DEFAULT_LIMITS
+
+    if any(problem.message.startswith(_TOO_DEEP) for problem in file.problems):
+        return None
+    if limits is not None and limits.depth > DEFAULT_LIMITS.depth:
+        roots = {id(doc.root): doc.root for doc in file.documents}  # a List's items share one
+        if any(_deeper_than(root, DEFAULT_LIMITS.depth) for root in roots.values()):
+            return None
+    try:
+        return pickle.dumps(file, pickle.HIGHEST_PROTOCOL)
+    except RecursionError:
+        return None
+
+
+def _deeper_than(value: object, levels: int) -> bool:
+    """Whether mappings and sequences nest more than ``levels`` deep in ``value`` (no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > levels:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+#: How :func:`kaffinity.load.read.read` words a file nested too deep (or a RecursionError).
+_TOO_DEEP = "nesting deeper than "
+
+
+def _received(
+    chunk: Sequence[str], sent: Sequence[bytes | None], read_here: Callable[[str], SourceFile]
+) -> list[SourceFile]:
+    """A worker's answer for ``chunk``, unpickled (iteratively, in C: no recursion limit), with
+    the files it could not send read here."""
+    import pickle
+
+    return [
+        read_here(path) if data is None else pickle.loads(data)
+        for path, data in zip(chunk, sent, strict=True)
+    ]
+
+
+def _ignore(path: str) -> None:
+    pass
+
+
+def _ticked(tick: Callable[[str], None], chunk: Sequence[str], future: Future[list[bytes | None]]) -> None:
+    for path in chunk:
+        tick(path)
+
+
+def _chunks(paths: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(paths), size):
+        yield paths[start : start + size]
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    import multiprocessing
+
+    # Forking is cheap and needs no re-import; it is the default only on Linux for good reason
+    # (macOS system libraries are not fork-safe), so elsewhere the platform's default is kept.
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def read_all(
+    paths: Sequence[str],
+    jobs: int,
+    limits: Limits,
+    tick: Callable[[str], None] = _ignore,
+    *,
+    manifests_only: bool = True,
+) -> list[SourceFile]:
+    """:func:`kaffinity.load.read.read` of every path, in order, in ``jobs`` processes: this one
+    and ``jobs - 1`` workers.
+
+    The workers take chunks of files from the front of the list, a few at a time, and this
+    process takes chunks from the back and reads them itself, until the two meet. Sending a
+    parsed file back costs about half of parsing it, so on two cores one worker plus this process
+    beat two workers. ``-`` (stdin) is read here. If the pool breaks (a worker killed, say by the
+    out-of-memory killer), the files it had not returned are read here instead. ``tick(path)`` is
+    called as each file is done (from the pool's thread for the workers' files).
+    """
+    from kaffinity.load.parse import STDIN
+    from kaffinity.load.read import read
+
+    def read_ticked(chunk: Sequence[str]) -> list[SourceFile]:
+        files = []
+        for path in chunk:
+            tick(path)
+            files.append(read(path, limits, manifests_only=manifests_only))
+        return files
+
+    def read_untold(path: str) -> SourceFile:  # ticked already, when the worker's chunk was done
+        return read(path, limits, manifests_only=manifests_only)
+
+    if jobs <= 1 or len(paths) < MIN_FILES:
+        return read_ticked(paths)
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    chunks = list(_chunks(paths, CHUNK_FILES))
+    results: list[list[SourceFile] | None] = [None] * len(chunks)
+    futures: dict[int, Future[list[bytes | None]]] = {}
+    running: list[Future[list[bytes | None]]] = []  # submitted and not done (at most 2 per worker)
+    # No more workers than chunks (a fork pool starts them all at once), nor than Windows allows.
+    workers = min(jobs - 1, len(chunks), _MAX_WORKERS)
+    front, back = 0, len(chunks) - 1  # the next chunk for the pool, and for this process
+    with ProcessPoolExecutor(workers, mp_context=_context()) as pool:
+
+        def top_up() -> None:
+            # Tasks are handed out a few at a time (never cancelled: a cancelled task in a pool
+            # that then breaks makes Python 3.11's pool thread fail on its own).
+            nonlocal front
+            running[:] = [future for future in running if not future.done()]
+            while front <= back and len(running) < 2 * workers:
+                if STDIN not in chunks[front]:
+                    try:
+                        future = pool.submit(_read_chunk, chunks[front], limits, manifests_only)
+                    except (BrokenProcessPool, OSError):  # e.g. fork refused: read here
+                        return
+                    future.add_done_callback(partial(_ticked, tick, chunks[front]))
+                    futures[front] = future
+                    running.append(future)
+                front += 1
+
+        top_up()
+        while front <= back:
+            results[back] = read_ticked(chunks[back])
+            back -= 1
+            top_up()
+        for index, future in futures.items():
+            with suppress(BrokenProcessPool):  # read below, here
+                results[index] = _received(chunks[index], future.result(), read_untold)
+    return [file for index, chunk in enumerate(chunks) for file in results[index] or read_ticked(chunk)]

@@ -1,0 +1,706 @@
+"""Load manifests from files, directories and stdin, keeping the position of every key and item.
+
+Parsing uses ruamel's C composer (``ruamel.yaml.cyaml.CSafeLoader`` from ``ruamel.yaml.clib``):
+libyaml builds the node tree in C and every node's ``start_mark`` carries line and column. We
+then turn nodes into :class:`~kaffinity.load.source.PosDict` / :class:`~kaffinity.load.source.PosList`
+ourselves, resolving plain scalars the way Kubernetes reads YAML (sigs.k8s.io/yaml on top of
+go-yaml v2, i.e. YAML 1.1: ``yes``/``on`` are booleans, ``017`` is octal, non-string keys become
+strings as in the YAML-to-JSON conversion). The round-trip loader is kept for writing files back.
+
+Bad input never raises: a file that cannot be read, decoded or parsed yields a
+:class:`LoadProblem` with the parser's line, and the documents before the error are kept.
+"""
+
+from __future__ import annotations
+
+import binascii
+import gc
+import re
+import sys
+import warnings
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from sys import intern
+from typing import Any
+
+from kaffinity.load.source import (
+    COLUMN_BITS,
+    DataPath,
+    Document,
+    DuplicateKey,
+    PosDict,
+    PosList,
+    Span,
+    locate,
+    unpack,
+)
+
+STDIN = "-"
+STDIN_NAME = "<stdin>"
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+# libyaml's composer crashes the interpreter somewhere past 20,000 levels; never hand it that
+# (whatever Limits.depth says: its schema caps it here).
+_MAX_SCAN_DEPTH = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one input may cost (``limits:`` in ``.kaffinity.yaml``, ``--max-file-size``).
+
+    Past a limit, the input is a ``parse-error`` naming the limit; the other files are linted.
+    """
+
+    #: Bytes per file (or stdin). Parsing costs about 5x a file's size in memory, and the largest
+    #: real manifests (CRD bundles) are a few MB; a `kubectl get -o yaml` dump may need more.
+    file_size: int = 32 * 1024 * 1024
+    #: Levels of nesting: no manifest comes close, and libyaml's composer recurses in C.
+    depth: int = 400
+    #: Nodes that aliases may add to one file, its documents together: an alias bomb ("billion
+    #: laughs") is refused, as go-yaml refuses "excessive aliasing". Per file, not per document
+    #: (go-yaml's count): every node an alias adds is walked by the schema and the rules, so
+    #: many documents each under a per-document limit made a 224 KB file cost 80 s.
+    alias_nodes: int = 1_000_000
+    #: Pods one placement may create (replicas, Job parallelism, one DaemonSet pod per eligible
+    #: node, summed over the workloads of a deployment unit): past it the unit is not placed.
+    #: Kubernetes supports "no more than 150,000 total pods" ("Considerations for large clusters").
+    pods: int = 150_000
+    #: Nodes a cluster file may declare (Node objects and ClusterTopology pools, in total): 5,000
+    #: is Kubernetes' documented largest cluster ("Considerations for large clusters"); the
+    #: default leaves a margin for the few clusters run past it.
+    nodes: int = 15_000
+    #: Findings one run may report; past it, the rest are dropped and a notice says so.
+    findings: int = 100_000
+
+
+DEFAULT_LIMITS = Limits()
+_SCALAR_SIZE = (None, 1)
+
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+# The tag our composer gives every scalar without an explicit one (we resolve those ourselves).
+_IMPLICIT = "?"
+_YAML11_BOOL = {
+    **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "true", "True", "TRUE"), True),
+    **dict.fromkeys(("n", "N", "no", "No", "NO", "off", "Off", "OFF", "false", "False", "FALSE"), False),
+}
+_YAML11_NULL = frozenset(("", "~", "null", "Null", "NULL"))
+_YAML11_SPECIAL_FLOAT = {
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), float("inf")),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), float("-inf")),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), float("nan")),
+}
+# First characters of every plain scalar that resolve_plain may turn into something other than
+# the string itself (nulls, YAML 1.1 booleans, numbers); "" too: the empty scalar is null.
+_RESOLVE = frozenset("~nNyYoOtTfF+-.0123456789") | {""}
+# Plain keys as resolved and interned (bounded: the keys of a manifest set are few).
+_PLAIN_KEYS: dict[str, str] = {}
+_PLAIN_KEYS_SIZE = 100_000
+_OCTAL = re.compile(r"[-+]?0[0-7]+\Z")
+_INT = re.compile(r"[-+]?(?:0[bB][01]+|0[xX][0-9a-fA-F]+|0[oO][0-7]+|[1-9][0-9]*|0)\Z")
+_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?\Z")
+# Actions that only a Helm chart's templates contain; Go templates also live, rendered, inside
+# string values (Prometheus and Alertmanager rules: `{{ $labels.pod }}`), which must not count.
+_HELM_ACTION = re.compile(
+    r"\{\{-?\s*(?:\.Values\b|\.Release\b|\.Chart\b|\.Capabilities\b|\.Files\b|\$\.Values\b"
+    r"|include\s|template\s|tpl\s|toYaml\s|if\s|else\b|end\b|range\s|with\s|define\s)"
+)
+# Inside a value that parses, only what Helm alone writes: Go's own actions (if, with, range,
+# end, template) are also Prometheus and Alertmanager templating, rendered into the rules of
+# kube-prometheus ("{{ with $labels.cluster -}} on Cluster {{ . }} {{- end }}").
+_HELM_IN_VALUE = re.compile(
+    r"\{\{-?\s*(?:\.Values\b|\.Release\b|\.Chart\b|\.Capabilities\b|\.Files\b|\$\.Values\b"
+    r"|include\s|tpl\s|toYaml\s)"
+)
+_ACTION = re.compile(r"\{\{.*?\}\}", re.S)
+_ACTION_LINE = re.compile(r"^[ \t]*\{\{[^\n]*?\}\}[ \t]*$", re.M)
+_COMPACT_NESTING = re.compile(r"^[ \t]*((?:[-?][ \t]+){50,})", re.M)
+_COMPACT_PAIRS = ("- -", "- ?", "? -", "? ?", "\t")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadProblem:
+    """Input that could not be used: rule ``parse-error`` or ``helm-template``."""
+
+    rule: str
+    message: str
+    span: Span | None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A file (or stdin) as loaded: its text, its objects and what went wrong.
+
+    ``skipped``: why the file is not a Kubernetes manifest (:mod:`kaffinity.load.manifests`), or None
+    for a manifest. A skipped file has no text, documents or problems: nothing in it is linted
+    or reported, and reports count it apart (``summary.skipped``).
+    """
+
+    name: str
+    text: str
+    documents: tuple[Document, ...]
+    problems: tuple[LoadProblem, ...]
+    skipped: str | None = None
+
+
+class LoadError(Exception):
+    def __init__(self, message: str, span: Span | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+
+
+def resolve_plain(text: str) -> Any:
+    """Resolve a plain (unquoted) scalar as go-yaml v2 does for Kubernetes manifests."""
+    if text in _YAML11_NULL:
+        return None
+    boolean = _YAML11_BOOL.get(text)
+    if boolean is not None:
+        return boolean
+    if text[0] not in "+-.0123456789":
+        return text
+    special = _YAML11_SPECIAL_FLOAT.get(text)
+    if special is not None:
+        return special
+    plain = text.replace("_", "")
+    if _OCTAL.match(plain):
+        return int(plain, 8)
+    if _INT.match(plain):
+        return int(plain, 0)
+    if _FLOAT.match(plain):  # also `08`, `09`: not octal, so go-yaml reads a float
+        return float(plain)
+    return text
+
+
+def _key_string(value: Any) -> str:
+    """Map keys become strings, as in sigs.k8s.io/yaml's conversion to JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class _Builder:
+    """Turns a composed node tree into PosDict/PosList/scalars, with positions.
+
+    This walk is the loader's hot path (the C composer is the other half), so scalars are
+    handled inline rather than through a call per node.
+    """
+
+    __slots__ = ("aliases", "cache", "constructor", "duplicates", "expanded", "limits", "template")
+
+    def __init__(self, constructor: Any, aliases: bool, limits: Limits) -> None:
+        self.constructor = constructor
+        self.aliases = aliases
+        self.limits = limits
+        self.cache: dict[int, tuple[Any, int]] = {}
+        self.expanded = 0
+        self.duplicates: list[DuplicateKey] = []
+        self.template: Span | None = None
+
+    def scalar(self, node: Any) -> Any:
+        value: str = node.value
+        if node.ctag.suffix is not _IMPLICIT:
+            # An explicit tag (`!!str 0777`, `!!int "3"`); unknown ones (`!Ref x`) keep the text.
+            tag = node.tag
+            if tag == _STR or not tag.startswith("tag:yaml.org,2002:"):
+                return value
+            # ruamel's constructors raise plain ValueError/KeyError on `!!int x`, `!!bool x`
+            # (not a YAMLError) and warn on stderr for `!!float 1e3`: both are bad input, so
+            # they become this file's one-line parse error, and the warning is silenced.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    constructed = self.constructor.construct_object(node)
+                except (ValueError, KeyError, TypeError, OverflowError, binascii.Error):
+                    raise LoadError(
+                        f"{value!r} is not a valid {tag.rsplit(':', 1)[-1]}", _span(node.start_mark)
+                    ) from None
+            if isinstance(constructed, bytes):
+                # `!!binary`: go-yaml decodes the base64 into a Go string, which becomes a JSON
+                # string (invalid UTF-8 replaced) on its way to the API server.
+                return constructed.decode("utf-8", "replace")
+            if not isinstance(constructed, (str, int, float, type(None))):
+                return value  # `!!timestamp` (a date): JSON has no such type, the text stays
+            return constructed
+        if node.style:
+            return value
+        if "{{" in value and self.template is None and _HELM_IN_VALUE.search(value):
+            self.template = _span(node.start_mark)
+        return resolve_plain(value)
+
+    def build(self, node: Any, depth: int) -> Any:
+        if self.aliases:
+            return self._build_shared(node, depth)
+        if isinstance(node.value, str):
+            return self.scalar(node)
+        if depth >= self.limits.depth:
+            raise _too_deep(self.limits, _span(node.start_mark))
+        return self._mapping(node, depth) if node.id == "mapping" else self._sequence(node, depth)
+
+    def _sequence(self, node: Any, depth: int) -> PosList:
+        mark = node.start_mark
+        result = PosList(Span(mark.line + 1, mark.column + 1))
+        positions = result.pos
+        append = result.append
+        for item in node.value:
+            item_mark = item.start_mark
+            positions.append((item_mark.line + 1) << COLUMN_BITS | (item_mark.column + 1))
+            value = item.value
+            if value.__class__ is not str:
+                append(self.build(item, depth + 1))
+            elif (
+                not item.style
+                and item.ctag.suffix is _IMPLICIT
+                and value[:1] not in _RESOLVE
+                and "{{" not in value
+            ):
+                append(value)  # the common plain string, inline (see _mapping)
+            else:
+                append(self.scalar(item))
+        return result
+
+    def _mapping(self, node: Any, depth: int) -> PosDict:
+        mark = node.start_mark
+        result = PosDict(Span(mark.line + 1, mark.column + 1))
+        positions = result.pos
+        merges: list[Any] = []
+        scalar = self.scalar
+        keys = _PLAIN_KEYS
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key.__class__ is not str:
+                # Also what an unquoted `{{ .Values.x }}` is: a flow mapping used as a key.
+                raise LoadError("a mapping key must be a scalar", _span(key_node.start_mark))
+            if not key_node.style:
+                resolved = keys.get(key)
+                if resolved is None:
+                    if key == "<<":
+                        merges.append(value_node)
+                        continue
+                    # Keys repeat in every object: one (interned) string each saves memory, and
+                    # the cache saves resolving the same plain key again.
+                    resolved = intern(_key_string(resolve_plain(key)))
+                    if len(keys) < _PLAIN_KEYS_SIZE:
+                        keys[key] = resolved
+                key = resolved
+            else:
+                key = intern(key)
+            key_mark = key_node.start_mark
+            position = (key_mark.line + 1) << COLUMN_BITS | (key_mark.column + 1)
+            if key in result:
+                # The later value wins and keeps the first key's place in the order.
+                first = list(result).index(key)
+                self.duplicates.append(DuplicateKey(key, unpack(position), unpack(positions[first])))
+                positions[first] = position
+            else:
+                positions.append(position)
+            value = value_node.value
+            if value.__class__ is not str:
+                result[key] = self.build(value_node, depth + 1)
+            elif (
+                not value_node.style
+                and value_node.ctag.suffix is _IMPLICIT
+                and value[:1] not in _RESOLVE
+                and "{{" not in value
+            ):
+                # The common case inline: a plain scalar that can only be a string (no YAML 1.1
+                # null, boolean or number starts with its first character) and no template.
+                result[key] = value
+            else:
+                result[key] = scalar(value_node)
+        for merge in merges:
+            self._merge(result, merge, depth)
+        return result
+
+    def _build_shared(self, node: Any, depth: int) -> Any:
+        """Build where aliases may occur: an aliased node is built once and its object shared,
+        and the size that aliases expand the document to is capped."""
+        hit = self.cache.get(id(node))
+        if hit is not None:
+            self.expanded += hit[1]
+            if self.expanded > self.limits.alias_nodes:
+                raise LoadError(
+                    f"aliases expand this file beyond {self.limits.alias_nodes:,} nodes (an alias bomb?; "
+                    "limits: alias-nodes)",
+                    _span(node.start_mark),
+                )
+            return hit[0]
+        if isinstance(node.value, str):
+            result: Any = self.scalar(node)
+            size = 1
+        else:
+            if depth >= self.limits.depth:
+                raise _too_deep(self.limits, _span(node.start_mark))
+            if node.id == "mapping":
+                result = self._mapping(node, depth)
+                children: Iterable[Any] = (value for _, value in node.value)
+            else:
+                result = self._sequence(node, depth)
+                children = node.value
+            size = 1 + sum(self.cache.get(id(child), _SCALAR_SIZE)[1] for child in children)
+        self.cache[id(node)] = (result, size)
+        return result
+
+    def _merge(self, target: PosDict, node: Any, depth: int) -> None:
+        """YAML merge keys (``<<: *base``), which go-yaml v2 honours: explicit keys win."""
+        sources = node.value if node.id == "sequence" else [node]
+        for source in sources:
+            merged = self.build(source, depth + 1)
+            if not isinstance(merged, PosDict):
+                raise LoadError("a merge key (<<) needs a mapping", _span(source.start_mark))
+            for (key, value), position in zip(merged.items(), merged.pos, strict=True):
+                if key not in target:
+                    target[key] = value
+                    target.pos.append(position)
+
+
+def _too_deep(limits: Limits, span: Span | None) -> LoadError:
+    return LoadError(f"nesting deeper than {limits.depth} levels (limits: depth)", span)
+
+
+def _span(mark: Any) -> Span:
+    return Span(mark.line + 1, mark.column + 1)
+
+
+def _in_text(text: str, span: Span) -> Span:
+    """``span`` kept inside ``text``: the C reader ends a file without a final newline with one
+    of its own, and marks the end of input on the line after it, which the file does not have;
+    that is the end of the last line."""
+    breaks = list(re.finditer("\r\n|[\r\n\x85\u2028\u2029]", text))  # YAML 1.1's, as the reader
+    if span.line <= len(breaks) + 1:
+        return span
+    return Span(len(breaks) + 1, len(text) - (breaks[-1].end() if breaks else 0) + 1)
+
+
+def _offset_span(text: str, offset: int) -> Span:
+    line_start = text.rfind("\n", 0, offset) + 1
+    return Span(text.count("\n", 0, offset) + 1, offset - line_start + 1)
+
+
+def decode(raw: bytes) -> str:
+    """Decode file bytes as YAML allows (UTF-8, or UTF-16/32 with a byte order mark)."""
+    if raw.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return raw.decode("utf-32")
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return raw.decode("utf-16")
+    if b"\x00" in raw:
+        offset = raw.index(b"\x00")
+        raise LoadError("binary file (NUL byte), not YAML or JSON", _byte_span(raw, offset))
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise LoadError(
+            f"not valid UTF-8 (byte 0x{raw[error.start]:02x})", _byte_span(raw, error.start)
+        ) from None
+
+
+def _byte_span(raw: bytes, offset: int) -> Span:
+    line_start = raw.rfind(b"\n", 0, offset) + 1
+    column = len(raw[line_start:offset].decode("utf-8", "replace")) + 1
+    return Span(raw.count(b"\n", 0, offset) + 1, column)
+
+
+def _check_nesting(text: str, limits: Limits = DEFAULT_LIMITS) -> None:
+    """Refuse input nested so deep that libyaml's recursive composer would crash.
+
+    A cheap upper bound first (counts in C); a bracket scan only for files with many brackets.
+    """
+    if text.count("[") + text.count("{") > limits.depth:
+        depth = 0
+        for match in re.finditer(r"[\[\]{}]", text):
+            depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
+            if depth > _MAX_SCAN_DEPTH:
+                raise _too_deep(limits, _offset_span(text, match.start()))
+    if not any(pair in text for pair in _COMPACT_PAIRS):
+        return  # no two block indicators in a row: no compact nesting (a regex scan costs more)
+    for match in _COMPACT_NESTING.finditer(text):
+        if match.group(1).count(" ") + match.group(1).count("\t") > _MAX_SCAN_DEPTH // 2:
+            raise _too_deep(limits, _offset_span(text, match.start(1)))
+
+
+def _composer(text: str) -> Any:
+    """ruamel's C composer, minus its implicit tag resolution: we resolve plain scalars
+    ourselves (YAML 1.1, as Kubernetes does), so every implicit tag is left generic.
+
+    The composer calls three Python hooks per node; they are made as cheap as they can be
+    (measured on the benchmark corpus: composing takes 0.64x the time of the stock
+    ``CSafeLoader``). ``resolve`` hands out one shared ``Tag`` per kind, so no node builds its
+    own; the YAML-path resolver hooks, unused here, are C builtins that do nothing with their
+    arguments instead of Python methods.
+    """
+    global _COMPOSER  # noqa: PLW0603 - built once, on first use, to keep start-up light
+    if _COMPOSER is None:
+        from ruamel.yaml.cyaml import CSafeLoader
+        from ruamel.yaml.nodes import MappingNode, ScalarNode
+        from ruamel.yaml.tag import Tag
+
+        scalar_tag, map_tag, seq_tag = Tag(suffix=_IMPLICIT), Tag(suffix=_MAP), Tag(suffix=_SEQ)
+
+        class Composer(CSafeLoader):
+            descend_resolver = staticmethod(slice)  # type: ignore[assignment]  # slice(parent, index): a C no-op
+            ascend_resolver = staticmethod(tuple)  # type: ignore[assignment]  # tuple(): likewise
+
+            def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+                if kind is ScalarNode:
+                    return scalar_tag
+                return map_tag if kind is MappingNode else seq_tag
+
+        _COMPOSER = Composer
+    return _COMPOSER(text)
+
+
+_COMPOSER: Any = None
+
+
+def _documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[Any, _Builder]]:
+    """Compose and build each document of ``text``; raises on bad input (see :func:`parse`)."""
+    _check_nesting(text, limits)
+    loader = _composer(text)
+    aliases = "&" in text and "*" in text
+    expanded = 0
+    try:
+        while loader.check_node():
+            builder = _Builder(loader, aliases, limits)
+            builder.expanded = expanded  # alias-nodes counts the whole file
+            node = loader.get_node()
+            with _frames_for(limits.depth):
+                data = builder.build(node, 0)
+            expanded = builder.expanded
+            yield data, builder
+    finally:
+        loader.dispose()
+        # ruamel's loader refers to itself (as its own parser, composer and constructor); break
+        # the cycle so the loader is freed at once rather than by the cyclic garbage collector.
+        vars(loader).clear()
+
+
+@contextmanager
+def _frames_for(levels: int) -> Iterator[None]:
+    """Room on the interpreter's stack for :class:`_Builder` to recurse ``levels`` deep (two
+    frames a level): a file under ``limits.depth`` is never refused as too deep because of the
+    interpreter's default recursion limit (1,000 frames: about 480 levels). The limit is put
+    back afterwards; ``limits.depth`` itself is capped (10,000) well inside the C stack."""
+    needed = 2 * levels + _FRAMES_IN_USE
+    before = sys.getrecursionlimit()
+    if needed <= before:
+        yield
+        return
+    sys.setrecursionlimit(needed)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
+
+
+#: Frames below the builder: the command, the engine, a worker or a test runner.
+_FRAMES_IN_USE = 400
+
+
+def _problem(text: str, error: Exception, limits: Limits = DEFAULT_LIMITS) -> LoadProblem:
+    """The one-line parse-error for an exception raised while parsing ``text``."""
+    from ruamel.yaml.error import MarkedYAMLError
+
+    if isinstance(error, LoadError):
+        return LoadProblem("parse-error", error.message, error.span)
+    if isinstance(error, MarkedYAMLError):
+        mark = error.problem_mark or error.context_mark
+        message = error.problem or "invalid YAML"
+        if error.context:
+            started = error.context_mark
+            where = f" (started at line {started.line + 1}, column {started.column + 1})" if started else ""
+            message = f"{error.context}{where}: {message}"
+        return LoadProblem("parse-error", message, _in_text(text, _span(mark)) if mark else None)
+    if isinstance(error, RecursionError):
+        return LoadProblem("parse-error", _too_deep(limits, None).message, None)
+    position = getattr(error, "position", None)
+    span = _offset_span(text, position) if isinstance(position, int) else None
+    return LoadProblem("parse-error", _reader_message(error), span)
+
+
+def _parse_errors() -> tuple[type[Exception], ...]:
+    from ruamel.yaml.error import YAMLError
+
+    return (LoadError, YAMLError, RecursionError)
+
+
+def parse_data(text: str, *, strict: bool = False) -> tuple[Any, LoadProblem | None]:
+    """The data of the first document of ``text`` (a config file), or the problem; ``strict``:
+    a key given twice in a mapping is the problem, as in a manifest."""
+    try:
+        for data, builder in _documents(text):
+            if strict and builder.duplicates:
+                return data, _duplicate_problem(builder.duplicates[0])
+            return data, None
+    except _parse_errors() as error:
+        return None, _problem(text, error)
+    return None, None
+
+
+def _parses_without_actions(text: str) -> bool:
+    """Whether ``text`` is valid YAML once its template actions are taken out.
+
+    A chart template fails to parse because of its actions; rendered output that merely holds
+    templates inside strings (and is broken elsewhere) still fails without them, and is then a
+    plain parse error. Lines holding only an action are emptied; other actions become a word.
+    """
+    if _HELM_ACTION.search(text) is None:
+        return False
+    stripped = _ACTION_LINE.sub("", text)
+    stripped = _ACTION.sub(lambda match: "helm" + "\n" * match.group().count("\n"), stripped)
+    try:
+        for _ in _documents(stripped):
+            pass
+    except _parse_errors():
+        return False
+    return True
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while loading.
+
+    Loading allocates millions of long-lived objects and no cycles; the collector's repeated
+    scans of them cost more than parsing (measured on the real-world corpus: 4.2 s with it,
+    1.6 s without). Nested pauses are free.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def parse(name: str, text: str, limits: Limits = DEFAULT_LIMITS) -> SourceFile:
+    """Parse the text of one file into documents (List kinds flattened) and problems."""
+    with gc_paused():
+        return _parse(name, text, limits)
+
+
+def _parse(name: str, text: str, limits: Limits) -> SourceFile:
+    documents: list[Document] = []
+    problems: list[LoadProblem] = []
+    template: Span | None = None
+    try:
+        for index, (data, builder) in enumerate(_documents(text, limits)):
+            template = template or builder.template
+            duplicates = tuple(builder.duplicates)
+            documents.extend(_objects(name, index, data, duplicates, problems))
+            problems.extend(map(_duplicate_problem, duplicates))
+    except _parse_errors() as error:
+        problems.append(_problem(text, error, limits))
+    if "{{" in text and template is None and problems and _parses_without_actions(text):
+        match = _HELM_ACTION.search(text)
+        template = _offset_span(text, match.start()) if match is not None else None
+    if template is not None:
+        message = (
+            "unrendered Helm template: lint the rendered output instead, "
+            "e.g. `helm template RELEASE CHART | kaffinity lint -`"
+        )
+        return SourceFile(name, text, (), (LoadProblem("helm-template", message, template),))
+    return SourceFile(name, text, tuple(documents), tuple(problems))
+
+
+def _duplicate_problem(duplicate: DuplicateKey) -> LoadProblem:
+    """A key given twice in one mapping. kubectl refuses the file: its YAML decoding is strict
+    ("yaml: unmarshal errors: mapping key "x" already defined at line N"), and so is the API
+    server's field validation, kubectl's default (``--validate=strict``; ``warn``/``ignore``
+    would apply the later value, which is what kaffinity lints the document with)."""
+    message = f'mapping key "{duplicate.key}" already defined at line {duplicate.first.line}'
+    return LoadProblem("parse-error", message, duplicate.span)
+
+
+def _reader_message(error: Exception) -> str:
+    reason = getattr(error, "reason", None)
+    return f"cannot read input: {reason}" if reason else str(error).splitlines()[0]
+
+
+def _objects(
+    name: str, index: int, data: Any, duplicates: tuple[DuplicateKey, ...], problems: list[LoadProblem]
+) -> Iterator[Document]:
+    """The Kubernetes objects of one document: itself, or the items of a List (a List whose
+    items kubectl cannot decode adds to ``problems``)."""
+    if not isinstance(data, PosDict):
+        return
+    yield from _flatten(name, index, data, data, (), duplicates, None, problems)
+
+
+def _flatten(
+    name: str,
+    index: int,
+    root: PosDict,
+    data: PosDict,
+    prefix: DataPath,
+    duplicates: tuple[DuplicateKey, ...],
+    list_kind: tuple[str, str] | None,
+    problems: list[LoadProblem],
+) -> Iterator[Document]:
+    kind = data.get("kind")
+    api_version = data.get("apiVersion")
+    if list_kind is not None and (not kind or not api_version):
+        # Typed lists from the API (`DeploymentList`) leave apiVersion/kind off their items.
+        data = _with_type(data, api_version or list_kind[0], kind or list_kind[1])
+        kind, api_version = data["kind"], data["apiVersion"]
+    if not isinstance(kind, str) or not isinstance(api_version, str) or not kind or not api_version:
+        return
+    items = data.get("items")
+    if kind == "List" and items is not None and not isinstance(items, PosList):
+        # kubectl decodes a List's items as a list of objects (apimachinery's
+        # UnstructuredJSONScheme, decodeToList: `Items []json.RawMessage`): anything else
+        # fails the whole file ("cannot unmarshal ... into ... items").
+        span = locate(root, (*prefix, "items"), root.span)
+        problems.append(
+            LoadProblem("parse-error", f"List items must be a list of objects, not {_shown(items)}", span)
+        )
+        return
+    if kind.endswith("List") and isinstance(items, PosList):
+        item_kind = (api_version, kind[: -len("List")]) if kind != "List" else None
+        for position, item in enumerate(items):
+            path = (*prefix, "items", position)
+            if isinstance(item, PosDict):
+                yield from _flatten(name, index, root, item, path, (), item_kind, problems)
+            elif kind == "List" and item is not None:
+                # Each item is decoded into an object (a JSON object): a scalar or a list fails
+                # (json.Unmarshal of null leaves the object empty: a null item is only skipped,
+                # as linkerd's `inject` golden files hold them; real corpus).
+                span = locate(root, path, root.span)
+                message = f"List item must be an object, not {_shown(item)}"
+                problems.append(LoadProblem("parse-error", message, span))
+        return
+    span = locate(root, prefix or ("apiVersion",), root.span)
+    yield Document(name, index, data, root, span, prefix, duplicates)
+
+
+def _shown(value: Any) -> str:
+    """A value's kind in words, for a message."""
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a scalar"
+
+
+def _with_type(data: PosDict, api_version: str, kind: str) -> PosDict:
+    """A copy of a typed List's item with the apiVersion and kind of the List (placed at the item)."""
+    copy = PosDict(data.span)
+    copy.update(data)
+    copy.pos.extend(data.pos)
+    at_item = data.span.line << COLUMN_BITS | data.span.column
+    for key, value in (("apiVersion", api_version), ("kind", kind)):
+        if key not in copy:
+            copy[key] = value
+            copy.pos.append(at_item)
+    return copy

@@ -1,0 +1,82 @@
+"""The repository's manifests: the default context of ``kaffinity lint --changed``.
+
+pre-commit passes only the files a commit changes, but the cross-workload rules need every
+manifest the changed ones may meet. Unless ``context:`` names them, they are the manifests of the
+git work tree around the working directory, as git lists them: tracked files and untracked ones
+that ``.gitignore`` does not exclude (so rendered charts and vendored folders that are ignored
+stay out), with the suffixes and the hidden-entry rule that folder discovery uses.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from kaffinity.load.parse import MANIFEST_SUFFIXES
+
+#: A stuck git (a network file system, a lock) must not hang a commit hook.
+_GIT_TIMEOUT = 30
+
+
+def repository_manifests(start: str = ".") -> list[str] | None:
+    """The manifest files of the git work tree holding ``start``, relative to the working
+    directory, in a stable order; None when ``start`` is in no work tree or git is unavailable."""
+    top = _git(start, "rev-parse", "--show-toplevel")
+    if top is None:
+        return None
+    listed = _git(
+        top.strip(),
+        "ls-files",
+        "-z",
+        "--cached",
+        "--others",
+        "--exclude-standard",
+        "--",
+        *(f"*{suffix}" for suffix in MANIFEST_SUFFIXES),
+    )
+    if listed is None:
+        return None
+    root = top.strip()
+    files = []
+    for name in sorted(set(filter(None, listed.split("\0")))):
+        if any(part.startswith(".") for part in name.split("/")):
+            continue  # as folder discovery does: .github/, .pre-commit-config.yaml, ...
+        path = os.path.join(root, name)
+        if os.path.isfile(path):  # listed in the index but deleted from the work tree
+            files.append(os.path.relpath(path))
+    return files
+
+
+def ignored_paths(folder: str) -> frozenset[str]:
+    """What git ignores below ``folder`` (``.gitignore``, ``.git/info/exclude``, the global
+    excludes file): untracked files and whole folders, as normalised paths that start with
+    ``folder`` as given. Empty when ``folder`` is in no work tree or git is unavailable; tracked
+    files are never ignored, as in git. One ``git ls-files`` call; a folder git ignores entirely
+    was named on purpose, so nothing below it counts as ignored.
+    """
+    listed = _git(folder, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory")
+    if not listed:
+        return frozenset()
+    ignored = set()
+    for name in listed.split("\0"):
+        path = os.path.normpath(os.path.join(folder, name))
+        if name and path != os.path.normpath(folder):
+            ignored.add(path)
+    return frozenset(ignored)
+
+
+def _git(cwd: str, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="surrogateescape",
+            timeout=_GIT_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None

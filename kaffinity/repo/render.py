@@ -1,0 +1,1170 @@
+"""Render kustomize overlays and Helm charts, and map what they produce back to the files that define it.
+
+Rules read the *rendered* objects (an overlay's patches applied, a chart's values filled in), but a
+finding must name the file a person edits. Each rendered :class:`~kaffinity.load.source.Document` keeps
+its rendered ``data`` and has ``file``/``root``/``prefix``/``span`` pointed at its origin, so
+``doc.locate(path)`` gives the nearest position recorded in the origin file:
+
+- **kustomize** (``kustomize build``, else ``kubectl kustomize``): the overlay is built through a
+  temporary kustomization that lists it as a resource and sets ``buildMetadata: [originAnnotations]``
+  (the user's files are never touched); kustomize then annotates each object with
+  ``config.kubernetes.io/origin`` (the resource file it came from, or the kustomization that
+  generated it). The annotation is removed before rules see the object.
+- **Helm** (a ``helm`` binary, else the ``helm-python-sdk`` package, ``kaffinity[helm]``): rendered
+  manifests carry ``# Source: <chart>/templates/x.yaml`` (helm template prints it; we add it to the
+  SDK's output), and positions are found in the template text by indentation, since a template
+  with ``{{ }}`` actions is seldom YAML. The same mapping serves rendered output piped on stdin.
+
+Positions come from the origin file only; where the origin cannot be read or its object not found,
+the document keeps its rendered position (never a made-up line) and :meth:`Rendered.origin` names
+the template or file it came from.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kaffinity.load.manifests import KUSTOMIZATION_NAMES, find_kustomization
+from kaffinity.load.parse import DEFAULT_LIMITS, Limits, LoadProblem, SourceFile, parse
+from kaffinity.load.read import read, read_text
+from kaffinity.load.source import (
+    COLUMN_BITS,
+    DataPath,
+    Document,
+    PosDict,
+    PosList,
+    Span,
+    locate_depth,
+    unpack,
+)
+
+#: Seconds a build may take (a kustomization with remote bases fetches them; a stuck network
+#: must not hang a commit hook).
+DEFAULT_TIMEOUT = 120.0
+#: The rule of a render failure: bad input, as a manifest that does not parse.
+RENDER_PROBLEM = "parse-error"
+
+ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
+_SOURCE_COMMENT = re.compile(r"^# Source: (\S.*?)\s*$", re.M)
+_SUPPRESSION_COMMENT = re.compile(r"(?:^|(?<=\s))#\s*kaffinity:\s*ignore\[[^\]]*\].*$")
+_SEPARATOR = re.compile(r"^---(?:[ \t].*)?$", re.M)
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """Lines ``first..last`` of a rendered file (stdin, or a render whose origin is not on disk)
+    that came from ``origin`` (a chart template, as ``# Source:`` names it)."""
+
+    file: str
+    first: int
+    last: int
+    origin: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """What rendering one unit (an overlay, a chart, a rendered stream) gave.
+
+    ``files``: one :class:`SourceFile` per file the rendered documents point at, with that file's
+    text (comment suppressions are read from it) and the documents in rendered order; a file
+    whose documents could not be mapped keeps the rendered text and positions. A failed render
+    is a file with one problem (rule ``parse-error``) naming the kustomization, the chart, or the
+    template and line the tool gave.
+    """
+
+    unit: str
+    engine: str | None
+    files: tuple[SourceFile, ...]
+    seconds: float = 0.0
+    sections: tuple[Section, ...] = field(default=())
+    #: By ``id`` of a rendered document: the overlay's patches that touch it, as (patch file,
+    #: tree of positions shaped like the document), in the order kustomize applies them.
+    patches: dict[int, tuple[tuple[str, Any], ...]] = field(default_factory=dict, compare=False)
+
+    @property
+    def documents(self) -> tuple[Document, ...]:
+        return tuple(doc for file in self.files for doc in file.documents)
+
+    @property
+    def problems(self) -> tuple[tuple[str, LoadProblem], ...]:
+        return tuple((file.name, problem) for file in self.files for problem in file.problems)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def patch_place(self, doc: Document, path: DataPath) -> tuple[str, Span] | None:
+        """Where one of the overlay's patches spells ``path`` (a field it added or set), when
+        that is more precise than the origin file: a patch that spells the path deeper than
+        the origin does, or the whole of it (the patch's value is the one rendered). None: the
+        finding belongs at ``doc.file``, ``doc.locate(path)``."""
+        patches = self.patches.get(id(doc))
+        if not patches:
+            return None
+        best, _ = locate_depth(doc.root, tuple(path), doc.span)
+        place: tuple[str, Span] | None = None
+        for file, tree in patches:
+            depth, span = locate_depth(tree, tuple(path), doc.span)
+            if depth > best or (depth == best == len(path) and depth > 0):
+                best, place = depth, (file, span)
+        return place
+
+    def origin(self, file: str, line: int) -> str | None:
+        """The template that produced ``line`` of the rendered ``file``, when the documents there
+        could not be mapped to it (the template is not on disk): for a report to show
+        ``<stdin>:1209 (from web/templates/deployment.yaml)``."""
+        for section in self.sections:
+            if section.file == file and section.first <= line <= section.last:
+                return section.origin
+        return None
+
+
+# --- engines -------------------------------------------------------------------------------
+
+
+def kustomize_engine() -> str | None:
+    """``"kustomize"`` (a standalone binary on the PATH), ``"kubectl kustomize"``, or None."""
+    if shutil.which("kustomize"):
+        return "kustomize"
+    if shutil.which("kubectl"):
+        return "kubectl kustomize"
+    return None
+
+
+def helm_engine() -> str | None:
+    """``"helm binary"`` (``helm`` on the PATH wins), ``"helm-python-sdk"`` (``kaffinity[helm]``), or None."""
+    if shutil.which("helm"):
+        return "helm binary"
+    import importlib.util
+
+    if importlib.util.find_spec("helm_python") is not None:
+        return "helm-python-sdk"
+    return None
+
+
+# --- kustomize -----------------------------------------------------------------------------
+
+
+def render_kustomization(
+    directory: str, limits: Limits = DEFAULT_LIMITS, *, timeout: float = DEFAULT_TIMEOUT
+) -> Rendered:
+    """Build the kustomization in ``directory`` and point each object at the file defining it.
+
+    Resources point at their document in the resource file (found by kind and name, with the
+    overlay's namePrefix/nameSuffix around it); generated objects (configMapGenerator, ...) at
+    the kustomization that generated them. Fields that a patch added have no position in the
+    resource file and resolve to their nearest ancestor there.
+    """
+    started = time.perf_counter()
+    engine = kustomize_engine()
+    kustomization = find_kustomization(directory) or os.path.join(directory, KUSTOMIZATION_NAMES[0])
+
+    def failed(message: str, where: str = kustomization, span: Span | None = None) -> Rendered:
+        problem = SourceFile(
+            where, _text_of(where, limits), (), (LoadProblem(RENDER_PROBLEM, message, span),)
+        )
+        return Rendered(directory, engine, (problem,), time.perf_counter() - started)
+
+    if not os.path.isfile(kustomization):
+        return failed(f"cannot render: no kustomization file in {directory}", directory)
+    if engine is None:
+        return failed("cannot render: neither kustomize nor kubectl is on the PATH")
+    command = ["kustomize", "build"] if engine == "kustomize" else ["kubectl", "kustomize"]
+    with tempfile.TemporaryDirectory(prefix="kaffinity-render-") as scratch:
+        # Real paths on both sides: kustomize resolves the relative path from the real folder
+        # (the temporary folder may sit behind a symlink, as /tmp does on macOS).
+        wrapper = os.path.realpath(scratch)
+        target = os.path.relpath(os.path.realpath(directory), wrapper)
+        with open(os.path.join(wrapper, "kustomization.yaml"), "w", encoding="utf-8") as handle:
+            handle.write(
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                f"resources:\n  - {_yaml_string(target)}\nbuildMetadata: [originAnnotations]\n"
+            )
+        outcome = _run([*command, wrapper], timeout)
+        if isinstance(outcome, str):
+            return failed(f"{engine}: {outcome}")
+        output, errors, code = outcome
+        if code != 0:
+            # The wrapper's error names paths relative to the temporary folder: build the
+            # overlay itself for the message a user knows.
+            again = _run([*command, directory], timeout)
+            if not isinstance(again, str) and again[2] != 0:
+                errors = again[1]
+            return failed(
+                f"{engine} failed: {_first_error(errors)}", *_error_place(errors, directory, kustomization)
+            )
+        if len(output) > limits.file_size:
+            return failed(
+                f"{engine}: the rendered output is larger than the limit of {limits.file_size} bytes"
+            )
+        built = parse(f"{kustomization} (rendered)", output, limits)
+        files = _map_kustomize(built, wrapper, directory, kustomization, limits)
+    patches = _overlay_patches(kustomization, directory, files, limits)
+    return Rendered(directory, engine, files, time.perf_counter() - started, patches=patches)
+
+
+def _map_kustomize(
+    built: SourceFile, wrapper: str, directory: str, kustomization: str, limits: Limits
+) -> tuple[SourceFile, ...]:
+    origins: dict[str, SourceFile] = {}
+    mapped: dict[str, list[Document]] = {}
+    for doc in built.documents:
+        origin = _pop_origin(doc.data)
+        target = _origin_file(origin, wrapper, directory) if origin is not None else None
+        source = None
+        if target is not None and origin is not None and "path" in origin:
+            if target not in origins:
+                origins[target] = read(target, limits, manifests_only=False)
+            source = _find_source(doc, origins[target])
+        if source is None:
+            # Generated (configMapGenerator, ...): the generator's entry in the kustomization
+            # that configured it; no origin (a remote resource) or its object not found: the
+            # overlay's `resources`.
+            generated = target is not None and origin is not None and "path" not in origin
+            target = target if generated and target is not None else kustomization
+            if target not in origins:
+                origins[target] = read(target, limits, manifests_only=False)
+            source = _kustomization_place(doc, origins[target], generated=generated)
+            mapped.setdefault(target, []).append(source)
+            continue
+        assert target is not None  # a source was found in it
+        mapped.setdefault(target, []).append(_repoint(doc, source))
+    files = [SourceFile(name, origins[name].text, tuple(docs), ()) for name, docs in mapped.items()]
+    if built.problems:
+        files.append(SourceFile(built.name, built.text, (), built.problems))
+    return tuple(files)
+
+
+def _overlay_patches(
+    kustomization: str, directory: str, files: Sequence[SourceFile], limits: Limits
+) -> dict[int, tuple[tuple[str, Any], ...]]:
+    """The patch files of the overlay's own kustomization (``patches``, ``patchesStrategicMerge``,
+    ``patchesJson6902`` entries with a ``path``), aligned with each rendered object they touch.
+    A strategic-merge patch touches the object of its kind and name; a JSON 6902 one the
+    object its ``target`` names, and only its ``add``/``replace`` values count."""
+    config = _raw_documents(_text_of(kustomization, limits), limits)
+    if not config or not isinstance(config[0], dict):
+        return {}
+    entries: list[tuple[str, dict[str, Any] | None]] = []
+    for key in ("patches", "patchesStrategicMerge", "patchesJson6902"):
+        listed = config[0].get(key)
+        for entry in listed if isinstance(listed, list) else ():
+            relative = (
+                entry if isinstance(entry, str) else entry.get("path") if isinstance(entry, dict) else None
+            )
+            target = entry.get("target") if isinstance(entry, dict) else None
+            if isinstance(relative, str):
+                entries.append((relative, target if isinstance(target, dict) else None))
+    found: dict[int, list[tuple[str, Any]]] = {}
+    documents = [doc for file in files for doc in file.documents]
+    for relative, target in entries:
+        path = os.path.normpath(os.path.join(directory, relative))
+        if not os.path.isfile(path):
+            continue
+        raw = _raw_documents(_text_of(path, limits), limits)
+        for doc in documents:
+            for tree in _patch_trees(doc, raw, target):
+                found.setdefault(id(doc), []).append((path, tree))
+    return {key: tuple(value) for key, value in found.items()}
+
+
+def _patch_trees(doc: Document, raw: list[Any], target: dict[str, Any] | None) -> list[Any]:
+    trees: list[Any] = []
+    name = _name(doc.data)
+    for patch in raw:
+        if isinstance(patch, PosDict) and patch.get("kind") == doc.data.get("kind"):
+            own = _name(patch)
+            if own and own in name and (target is None or _targets(target, doc)):
+                trees.append(_without_identity(_align(doc.data, patch)))  # strategic merge
+        elif isinstance(patch, PosList) and target is not None and _targets(target, doc):
+            trees.extend(_json_patch_trees(doc.data, patch))
+    return trees
+
+
+def _without_identity(tree: Any) -> Any:
+    """A strategic-merge patch's apiVersion, kind and name only say which object it patches:
+    they keep the place they have in the origin file."""
+    if isinstance(tree, PosDict):
+        for key in ("apiVersion", "kind"):
+            if key in tree:
+                _remove_key(tree, key)
+        metadata = tree.get("metadata")
+        if isinstance(metadata, PosDict) and "name" in metadata:
+            _remove_key(metadata, "name")
+    return tree
+
+
+def _targets(target: dict[str, Any], doc: Document) -> bool:
+    kind, name = target.get("kind"), target.get("name")
+    return (kind is None or kind == doc.data.get("kind")) and (
+        not isinstance(name, str) or name in _name(doc.data)
+    )
+
+
+def _json_patch_trees(data: Any, operations: PosList) -> list[Any]:
+    """A tree per ``add``/``replace`` operation: no positions down to its ``path`` (the patch
+    spells none of those fields), then its ``value`` aligned with the rendered value there."""
+    trees = []
+    for operation in operations:
+        if not isinstance(operation, PosDict) or operation.get("op") not in ("add", "replace"):
+            continue
+        pointer = operation.get("path")
+        position = operation.key_position("value")
+        if not isinstance(pointer, str) or not pointer.startswith("/") or position is None:
+            continue
+        steps: list[Any] = []
+        node = data
+        for raw_step in pointer[1:].split("/"):
+            step: Any = raw_step.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list):
+                step = len(node) - 1 if step == "-" else int(step) if step.isdigit() else None
+                if step is None or not 0 <= step < len(node):
+                    break
+            elif not isinstance(node, dict) or step not in node:
+                break
+            steps.append(step)
+            node = node[step]
+        else:
+            leaf = _align(node, operation["value"])
+            tree: Any = leaf
+            for index, step in enumerate(reversed(steps)):
+                holder: Any = PosDict(operation.span) if isinstance(step, str) else PosList(operation.span)
+                if isinstance(step, int):
+                    holder.extend([None] * step)
+                    holder.pos.extend([None] * step)
+                holder_value = tree
+                if isinstance(holder, PosDict):
+                    holder[step] = holder_value
+                else:
+                    holder.append(holder_value)
+                # Only the operation's own path end has a place: its `value:` key.
+                holder.pos.append(position if index == 0 else None)
+                tree = holder
+            trees.append(tree)
+    return trees
+
+
+def _raw_documents(text: str, limits: Limits) -> list[Any]:
+    """The documents of a YAML text with positions, whatever they hold (a kustomization without
+    apiVersion/kind, a JSON 6902 patch is a list); none when it does not parse."""
+    from kaffinity.load.parse import _documents, _parse_errors  # the loader's own builder
+
+    try:
+        return [data for data, _ in _documents(text, limits)]
+    except _parse_errors():
+        return []
+
+
+def _pop_origin(data: Any) -> dict[str, str] | None:
+    """Remove kustomize's origin annotation (and an annotations mapping it leaves empty) and
+    return its top-level fields (``path``, ``repo``, ``configuredIn``)."""
+    metadata = data.get("metadata") if isinstance(data, dict) else None
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    if not isinstance(annotations, dict) or ORIGIN_ANNOTATION not in annotations:
+        return None
+    value = _remove_key(annotations, ORIGIN_ANNOTATION)
+    if not annotations and isinstance(metadata, dict):
+        _remove_key(metadata, "annotations")
+    if not isinstance(value, str):
+        return None
+    fields: dict[str, str] = {}
+    for line in value.splitlines():
+        key, colon, rest = line.partition(": ")
+        if colon and key in ("path", "repo", "ref", "configuredIn"):
+            fields[key] = rest.strip().strip("'\"")
+    return fields
+
+
+def _remove_key(mapping: dict[str, Any], key: str) -> Any:
+    """Remove ``key``, keeping a PosDict's positions aligned with its keys."""
+    if isinstance(mapping, PosDict):
+        index = list(mapping).index(key)
+        if index < len(mapping.pos):
+            del mapping.pos[index]
+    return mapping.pop(key)
+
+
+def _origin_file(origin: dict[str, Any], wrapper: str, directory: str) -> str | None:
+    """The file an origin names (paths are relative to the temporary kustomization), named as
+    the input names its files: relative to the working directory if ``directory`` was."""
+    if origin.get("repo"):
+        return None  # a remote base: nothing on disk to point at
+    relative = origin.get("path") or origin.get("configuredIn")
+    if not isinstance(relative, str):
+        return None
+    path = os.path.normpath(os.path.join(wrapper, relative))
+    if not os.path.isfile(path):
+        return None
+    return path if os.path.isabs(directory) else os.path.relpath(path)
+
+
+def _find_source(doc: Document, source: SourceFile) -> Document | None:
+    """The document of ``source`` that ``doc`` was rendered from: same kind, and a name that
+    the rendered name holds (namePrefix/nameSuffix around it); the longest such name."""
+    kind = doc.data.get("kind")
+    name = _name(doc.data)
+    candidates = [other for other in source.documents if other.data.get("kind") == kind]
+    if len(candidates) <= 1:
+        return candidates[0] if candidates else None
+    named = [other for other in candidates if (own := _name(other.data)) and own in name]
+    return max(named, key=lambda other: len(_name(other.data)), default=None)
+
+
+def _kustomization_place(doc: Document, kustomization: SourceFile, *, generated: bool) -> Document:
+    """``doc`` pointed at a kustomization: at the generator entry whose ``name`` the rendered
+    name holds (``- name: web-config``), else at the generators' (or ``resources``) key; every
+    path inside it resolves there. The kustomization need not parse as a manifest (it often
+    has no apiVersion/kind), so its keys are found by indentation."""
+    entries = _template_documents(kustomization.text.splitlines())[0]
+    name = _name(doc.data)
+    wanted = "Generator" if generated else "resources"
+    section: str | None = None
+    best: _Entry | None = None
+    fallback: _Entry | None = None
+    for entry in entries:
+        if entry.column == 1 and entry.key is not None:
+            section = entry.key
+            if section.endswith(wanted) and fallback is None:
+                fallback = entry
+        elif (
+            generated
+            and section is not None
+            and section.endswith(wanted)
+            and entry.key == "name"
+            and entry.value
+            and entry.value in name
+            and (best is None or len(entry.value) > len(best.value))
+        ):
+            best = entry
+    place = best or fallback or (entries[0] if entries else None)
+    span = Span(place.line, place.column) if place is not None else Span(1, 1)
+    return replace(doc, file=kustomization.name, index=0, root=PosDict(span), prefix=(), span=span)
+
+
+def _name(data: Any) -> str:
+    metadata = data.get("metadata") if isinstance(data, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def _repoint(doc: Document, source: Document) -> Document:
+    """``doc``'s rendered data, with positions taken from ``source`` (aligned item by item)."""
+    root = _align(doc.data, _at(source.root, source.prefix))
+    return replace(doc, file=source.file, index=source.index, root=root, prefix=(), span=source.span)
+
+
+def _at(root: Any, prefix: Sequence[Any]) -> Any:
+    node = root
+    for step in prefix:
+        node = node[step]
+    return node
+
+
+#: Strategic-merge keys of the pod spec's lists (k8s.io/api/core/v1 types.go, `patchMergeKey`),
+#: by which a rendered list item is paired with the source item it came from: a strategic-merge
+#: patch adds items (kustomize puts a new container first) and so shifts indices.
+_MERGE_KEYS = ("name", "containerPort", "mountPath", "devicePath", "topologyKey", "ip", "key", "port")
+
+
+def _align(rendered: Any, source: Any) -> Any:
+    """A tree shaped like ``rendered`` holding the positions of the matching nodes of ``source``;
+    what the source lacks is left out (its position is then its nearest ancestor's)."""
+    if isinstance(rendered, dict) and isinstance(source, PosDict):
+        out = PosDict(source.span)
+        for (key, value), position in zip(source.items(), source.pos, strict=False):
+            if key in rendered:
+                out[key] = _align(rendered[key], value)
+                out.pos.append(position)
+        return out
+    if isinstance(rendered, list) and isinstance(source, PosList):
+        items = PosList(source.span)
+        for index, item in enumerate(rendered):
+            match = _pair(item, index, rendered, source)
+            items.append(_align(item, source[match]) if match is not None else None)
+            # No position: locate() stops at the list and reports its key.
+            items.pos.append(source.pos[match] if match is not None else None)  # type: ignore[arg-type]
+        return items
+    return None
+
+
+def _pair(item: Any, index: int, rendered: list[Any], source: PosList) -> int | None:
+    if isinstance(item, dict):
+        for key in _MERGE_KEYS:
+            if key in item:
+                for position, candidate in enumerate(source):
+                    if isinstance(candidate, dict) and candidate.get(key) == item[key]:
+                        return position
+                break
+    for position, candidate in enumerate(source):
+        if candidate == item:
+            return position
+    return index if len(rendered) == len(source) else None
+
+
+# --- Helm ----------------------------------------------------------------------------------
+
+
+def render_chart(
+    chart_dir: str,
+    values_files: Sequence[str] = (),
+    release: str = "release-name",
+    namespace: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Rendered:
+    """Render a chart as ``helm template RELEASE CHART [--namespace NS] [-f VALUES]...`` would,
+    and point each object at its template (see :func:`map_helm_sources`).
+
+    ``release`` defaults to helm template's own default name. The ``helm`` binary wins when it
+    is on the PATH; else the helm-python-sdk package renders in this process.
+    """
+    started = time.perf_counter()
+    engine = helm_engine()
+    chart_file = os.path.join(chart_dir, "Chart.yaml")
+
+    def failed(message: str, where: str = chart_file, span: Span | None = None) -> Rendered:
+        problem = SourceFile(
+            where, _text_of(where, limits), (), (LoadProblem(RENDER_PROBLEM, message, span),)
+        )
+        return Rendered(chart_dir, engine, (problem,), time.perf_counter() - started)
+
+    if not os.path.isfile(chart_file):
+        return failed(f"cannot render: no Chart.yaml in {chart_dir}", chart_dir)
+    if engine is None:
+        return failed(
+            "cannot render: no helm on the PATH and helm-python-sdk is not installed (kaffinity[helm])"
+        )
+    for values in values_files:
+        if not os.path.isfile(values):
+            return failed(f"cannot render: values file {values} not found")
+    if engine == "helm binary":
+        command = ["helm", "template", release, chart_dir]
+        if namespace:
+            command += ["--namespace", namespace]
+        for values in values_files:
+            command += ["--values", values]
+        outcome = _run(command, timeout)
+        if isinstance(outcome, str):
+            return failed(f"helm template: {outcome}")
+        output, errors, code = outcome
+        if code != 0:
+            return failed(
+                f"helm template failed: {_first_error(errors)}",
+                *_template_place(errors, chart_dir, chart_file),
+            )
+    else:
+        rendered = _sdk_render(chart_dir, values_files, release, namespace, timeout)
+        if isinstance(rendered, _Failure):
+            where = (
+                (rendered.file, rendered.span)
+                if rendered.file
+                else _template_place(rendered.message, chart_dir, chart_file)
+            )
+            return failed(f"helm-python-sdk: {rendered.message}", *where)
+        output = rendered
+    if len(output) > limits.file_size:
+        return failed(
+            f"helm template: the rendered output is larger than the limit of {limits.file_size} bytes"
+        )
+    stream = parse(f"helm template {chart_dir}", output, limits)
+    mapped = map_helm_sources(stream, chart_dir, limits)
+    return Rendered(chart_dir, engine, mapped.files, time.perf_counter() - started, mapped.sections)
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    message: str
+    file: str | None = None
+    span: Span | None = None
+
+
+def _sdk_render(
+    chart_dir: str, values_files: Sequence[str], release: str, namespace: str | None, timeout: float
+) -> str | _Failure:
+    """Render with helm-python-sdk (Helm's Go engine in-process) into ``helm template``'s output
+    shape: ``---``, ``# Source: <template>``, one manifest each; partials and NOTES.txt left out
+    as helm template does. A call into the library cannot be interrupted: it runs in a daemon
+    thread, abandoned after ``timeout``."""
+    import helm_python as helm
+
+    values: dict[str, Any] = {}
+    for path in values_files:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                _merge_values(values, helm.values_from_yaml(handle.read()))
+        except (OSError, UnicodeDecodeError, helm.HelmError) as error:
+            return _Failure(_one_line(str(error)), path)
+    result: list[dict[str, str] | BaseException] = []
+
+    def work() -> None:
+        try:
+            with helm.Chart.load(chart_dir) as chart:
+                result.append(
+                    chart.render(values or None, name=release, namespace=namespace, is_install=True)
+                )
+        except BaseException as error:  # noqa: BLE001 - handed to the caller, reported as a problem
+            result.append(error)
+
+    thread = threading.Thread(target=work, name="kaffinity-helm-render", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not result:
+        return _Failure(f"rendering took longer than {timeout:g} s")
+    outcome = result[0]
+    if isinstance(outcome, helm.HelmError):
+        return _Failure(_one_line(str(outcome)))
+    if isinstance(outcome, BaseException):
+        return _Failure(f"{type(outcome).__name__}: {_one_line(str(outcome))}")
+    return _as_helm_output(outcome)
+
+
+def _merge_values(base: dict[str, Any], override: dict[str, Any]) -> None:
+    """Later values files win, maps merged key by key (helm's pkg/cli/values ``mergeMaps``)."""
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge_values(base[key], value)
+        else:
+            base[key] = value
+
+
+def _as_helm_output(manifests: dict[str, str]) -> str:
+    """helm template's stream: each manifest after ``---`` and ``# Source:`` (helm's
+    pkg/action ``renderResources``: NOTES.txt and partials are not manifests; a template's
+    empty documents are dropped, as releaseutil.SplitManifests does)."""
+    out: list[str] = []
+    for name in sorted(manifests):
+        base = name.rsplit("/", 1)[-1]
+        if base.startswith("_") or base == "NOTES.txt" or name.endswith("/NOTES.txt"):
+            continue
+        for piece in _SEPARATOR.split(manifests[name]):
+            if piece.strip() and not all(
+                not line.strip() or line.lstrip().startswith("#") for line in piece.splitlines()
+            ):
+                out.append(f"---\n# Source: {name}\n{piece.strip(chr(10))}\n")
+    return "".join(out)
+
+
+# --- `# Source:` mapping -------------------------------------------------------------------
+
+
+def map_helm_sources(
+    file: SourceFile, chart_root: str | None = None, limits: Limits = DEFAULT_LIMITS
+) -> Rendered:
+    """Point the documents of rendered Helm output at the templates its ``# Source:`` comments name.
+
+    A template is looked for under ``chart_root`` (``<chart>/templates/x.yaml`` is
+    ``chart_root/templates/x.yaml``; a subchart's ``<chart>/charts/sub/...`` likewise), else
+    relative to the working directory (as ``<chart>/templates/x.yaml``, or as
+    ``templates/x.yaml`` when the working directory is the chart). A mapped document's
+    positions are found in the template text by indentation (:func:`template_positions`); the
+    template's text comes with it, so ``# kaffinity: ignore[...]`` comments there apply.
+    Documents with no ``# Source:``, whose template is not on disk, or whose part of the template
+    cannot be told, stay in ``file`` at their rendered position; :meth:`Rendered.origin` then
+    names their template.
+    """
+    started = time.perf_counter()
+    parts = _sources_by_line(file.text)
+    if not parts:
+        return Rendered(file.name, None, (file,), time.perf_counter() - started)
+    starts = [part[0] for part in parts]
+    origins = [_source_of(parts, starts, doc) for doc in file.documents]
+    counts = Counter(
+        (origin[0], doc.data.get("kind"))
+        for doc, origin in zip(file.documents, origins, strict=True)
+        if origin
+    )
+    totals = Counter(origin[0] for origin in origins if origin)
+    seen: Counter[tuple[str, Any]] = Counter()
+    places: Counter[str] = Counter()
+    texts: dict[str, str | None] = {}
+    mapped: dict[str, list[Document]] = {}
+    kept: list[Document] = []
+    sections: list[Section] = []
+    moved: list[tuple[int, int]] = []  # the lines of the documents pointed at their template
+    for doc, origin in zip(file.documents, origins, strict=True):
+        if origin is None:
+            kept.append(doc)
+            continue
+        template, first, last = origin
+        kind = doc.data.get("kind")
+        ordinal = seen[(template, kind)]
+        seen[(template, kind)] += 1
+        order = (places[template], totals[template])
+        places[template] += 1
+        path = _template_path(template, chart_root)
+        if path is not None and path not in texts:
+            _, read_back, problem = read_text(path, limits)
+            texts[path] = read_back if problem is None else None
+        text = texts.get(path) if path is not None else None
+        repointed = None
+        if path is not None and text is not None:
+            repointed = _repoint_template(doc, path, text, ordinal, counts[(template, kind)], order)
+        if path is None or repointed is None:
+            kept.append(doc)
+            sections.append(Section(file.name, first, last, path or template))
+        else:
+            mapped.setdefault(path, []).append(repointed)
+            moved.append((first, last))
+    files = [SourceFile(path, texts[path] or "", tuple(docs), ()) for path, docs in mapped.items()]
+    if kept or file.problems:
+        text = _without_suppressions(file.text, moved)
+        files.insert(0, SourceFile(file.name, text, tuple(kept), file.problems))
+    return Rendered(file.name, None, tuple(files), time.perf_counter() - started, tuple(sections))
+
+
+def _without_suppressions(text: str, ranges: Sequence[tuple[int, int]]) -> str:
+    """``text`` with the ``# kaffinity: ignore[...]`` comments of the lines in ``ranges`` removed:
+    helm copies a template's comments into its output, and a comment whose document now points at
+    the template (where the same comment applies) must not also stand, unused, in the stream."""
+    if "kaffinity:" not in text or not ranges:
+        return text
+    lines = text.split("\n")
+    for first, last in ranges:
+        for number in range(first, min(last, len(lines)) + 1):
+            line = lines[number - 1]
+            if "kaffinity:" in line:
+                lines[number - 1] = _SUPPRESSION_COMMENT.sub("", line).rstrip()
+    return "\n".join(lines)
+
+
+def _sources_by_line(text: str) -> list[tuple[int, int, str | None]]:
+    """The rendered stream's documents as (first line, last line, template or None), in order;
+    empty when no ``# Source:`` comment is in it."""
+    if "# Source: " not in text:
+        return []
+    separators = [text.count("\n", 0, match.start()) + 1 for match in _SEPARATOR.finditer(text)]
+    bounds = [1, *(line for line in separators if line > 1), text.count("\n") + 2]
+    parts: list[tuple[int, int, str | None]] = [
+        (start, end - 1, None) for start, end in itertools.pairwise(bounds)
+    ]
+    starts = [part[0] for part in parts]
+    for match in _SOURCE_COMMENT.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        index = bisect.bisect_right(starts, line) - 1
+        first, last, template = parts[index]
+        if template is None:  # the first `# Source:` of a document names it
+            parts[index] = (first, last, match.group(1))
+    return parts
+
+
+def _source_of(
+    parts: list[tuple[int, int, str | None]], starts: list[int], doc: Document
+) -> tuple[str, int, int] | None:
+    line = getattr(doc.root, "span", doc.span).line
+    index = bisect.bisect_right(starts, line) - 1
+    if index < 0:
+        return None
+    first, last, template = parts[index]
+    return (template, first, last) if template is not None else None
+
+
+def _template_path(template: str, chart_root: str | None) -> str | None:
+    """The file on disk that a ``# Source:`` path names, or None."""
+    parts = template.split("/")
+    candidates = []
+    if chart_root is not None and len(parts) > 1:
+        candidates.append(os.path.join(chart_root, *parts[1:]))
+    candidates.append(os.path.join(*parts))
+    if len(parts) > 1 and os.path.isfile("Chart.yaml"):
+        candidates.append(os.path.join(*parts[1:]))
+    for candidate in candidates:
+        if os.path.isfile(candidate):
+            return os.path.normpath(candidate)
+    return None
+
+
+def _repoint_template(
+    doc: Document, path: str, text: str, ordinal: int, count: int, order: tuple[int, int]
+) -> Document | None:
+    blocks = _template_blocks(text)
+    block = _choose_block(blocks, doc.data.get("kind"), _name(doc.data), ordinal, count, order)
+    if block is None:
+        if any(blocks):
+            return None
+        # The whole object comes from a named template (`{{ include "x.podMonitor" . }}`): every
+        # path is at the line that includes it.
+        match = _INCLUDE_LINE.search(text)
+        if match is None:
+            return None
+        line = text.count("\n", 0, match.start()) + 1
+        span = Span(line, match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1)
+        return replace(doc, file=path, index=0, root=PosDict(span), prefix=(), span=span)
+    index, entries = block
+    root = template_positions(doc.data, entries)
+    if not isinstance(root, PosDict):
+        return None
+    span = root.span
+    for key in ("apiVersion", "kind"):
+        position = root.key_position(key)
+        if position is not None:
+            span = unpack(position)
+            break
+    return replace(doc, file=path, index=index, root=root, prefix=(), span=span)
+
+
+@functools.lru_cache(maxsize=64)
+def _template_blocks(text: str) -> list[list[_Entry]]:
+    """:func:`_template_documents` of a template's text, once per template (a ``range`` renders
+    many objects from one)."""
+    return _template_documents(text.splitlines())
+
+
+_INCLUDE_LINE = re.compile(r"\{\{-?\s*(?:include|template)\s")
+
+
+def _choose_block(
+    blocks: list[list[_Entry]], kind: Any, name: str, ordinal: int, count: int, order: tuple[int, int]
+) -> tuple[int, list[_Entry]] | None:
+    """The part of a template (between ``---`` lines) that rendered the ``ordinal``-th object of
+    this kind from it (of ``count``; ``order``: its place among all the objects the template
+    rendered, and their number): among the parts whose literal ``kind:`` is that kind, the
+    one whose ``metadata.name`` pattern fits the rendered name best (most literal characters),
+    else by order when every such part rendered; with no such part, the only part whose kind is
+    not spelled out."""
+    usable = [(index, entries) for index, entries in enumerate(blocks) if entries]
+    kinds = [_top_value(entries, "kind") for _, entries in usable]
+    of_kind = [part for part, literal in zip(usable, kinds, strict=True) if literal == kind]
+    if len(of_kind) == 1:
+        return of_kind[0]  # also a `range` that renders several objects from one part
+    if len(of_kind) > 1:
+        fits = [(_name_fit(entries, name), (index, entries)) for index, entries in of_kind]
+        best = max(fit for fit, _ in fits)
+        chosen = [part for fit, part in fits if fit == best]
+        if best >= 0 and len(chosen) == 1:
+            return chosen[0]
+        return of_kind[ordinal] if len(of_kind) == count and ordinal < len(of_kind) else None
+    unknown = [
+        part for part, literal in zip(usable, kinds, strict=True) if literal is None or "{{" in literal
+    ]
+    if len(unknown) == 1:
+        return unknown[0]
+    # Kinds the template computes (`kind: {{ ternary "Role" "ClusterRole" ... }}`): by order,
+    # when every part rendered one object.
+    place, total = order
+    return usable[place] if unknown and len(usable) == total and place < total else None
+
+
+def _top_value(entries: Sequence[_Entry], key: str) -> str | None:
+    return next((entry.value for entry in entries if entry.key == key and entry.column == 1), None)
+
+
+_ACTION = re.compile(r"\{\{.*?\}\}")
+
+
+def _name_fit(entries: Sequence[_Entry], name: str) -> int:
+    """How well a part's ``metadata.name`` fits the rendered name: the number of its literal
+    characters when its pattern (actions as wildcards) matches, -1 when it does not or is absent."""
+    in_metadata = False
+    for entry in entries:
+        if entry.column == 1:
+            in_metadata = entry.key == "metadata"
+        elif in_metadata and entry.key == "name":
+            literal = _ACTION.split(entry.value)
+            pattern = ".*".join(re.escape(piece) for piece in literal)
+            return sum(map(len, literal)) if re.fullmatch(pattern, name, re.S) else -1
+    return -1
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """A key (``key`` set) or a list item's dash (``key`` None) on a template line."""
+
+    line: int
+    column: int
+    key: str | None
+    value: str = ""
+
+
+#: A mapping key at the start of a line's rest: "quoted", 'quoted' or plain, then `:` and a space
+#: or the end of the line (so `image: nginx:1.27` is the key `image`, and `- http://x` no key).
+_KEY = re.compile(
+    r"""(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'"""
+    r"""|([^\s#'"{\[\]&*!|>%@`-][^#]*?|-[^\s#][^#]*?))[ \t]*:(?:[ \t]+|$)"""
+)
+_ACTION_ONLY = re.compile(r"^\s*\{\{.*\}\}\s*$")
+_BLOCK_SCALAR = re.compile(r"^[|>][-+0-9]*\s*(?:#.*)?$")
+
+
+def _template_documents(lines: list[str]) -> list[list[_Entry]]:
+    """The keys and dashes of each ``---``-separated part of a template, with their positions."""
+    blocks: list[list[_Entry]] = [[]]
+    scalar_indent: int | None = None  # inside a block scalar (`key: |`) deeper than this
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip(" "))
+        if scalar_indent is not None:
+            if not stripped or indent > scalar_indent:
+                continue
+            scalar_indent = None
+        if _SEPARATOR.match(line):
+            blocks.append([])
+            continue
+        if not stripped or stripped.startswith("#") or _ACTION_ONLY.match(line):
+            continue
+        column = indent + 1
+        rest = line[indent:]
+        while rest.startswith("- ") or rest == "-":
+            blocks[-1].append(_Entry(number, column, None))
+            skipped = len(rest) - len(rest[1:].lstrip(" "))
+            column += skipped
+            rest = rest[skipped:]
+        match = _KEY.match(rest)
+        if match is None:
+            continue
+        key = match.group(1) if match.group(1) is not None else match.group(2)
+        if key is None:
+            key = match.group(3)
+        elif match.group(2) is not None:
+            key = key.replace("''", "'")
+        value = rest[match.end() :].split(" #", 1)[0].strip()
+        blocks[-1].append(_Entry(number, column, key, value.strip("'\"")))
+        if _BLOCK_SCALAR.match(value):
+            scalar_indent = column - 1
+    return blocks
+
+
+def template_positions(rendered: Any, entries: Sequence[_Entry]) -> Any:
+    """A tree shaped like ``rendered`` with the positions its keys and items have in a template
+    (``entries`` from one part of it): each key is looked for among the direct children of its
+    parent's block (the shallowest keys below it), list items by their dash; what the template
+    does not spell out (a block from ``toYaml .Values.x``, an ``include``) is left out, and
+    resolves to its nearest ancestor: the line that includes it."""
+    if not entries:
+        return None
+    first = entries[0]
+    top = PosDict(Span(first.line, first.column))
+    return _Layout(entries).fill(rendered, 0, len(entries), top)
+
+
+class _Layout:
+    """The entries of a template part, with where each one's block ends (computed once: a CRD
+    template has tens of thousands of keys)."""
+
+    def __init__(self, entries: Sequence[_Entry]) -> None:
+        self.entries = entries
+        count = len(entries)
+        #: The next entry as shallow as entry i (its block ends there).
+        self.ends = [count] * count
+        #: The same for a key whose value is a list, whose `- ` items may stand at its column.
+        self.list_ends = [count] * count
+        open_plain: list[int] = []
+        open_list: list[int] = []
+        for j, entry in enumerate(entries):
+            while open_plain and entries[open_plain[-1]].column >= entry.column:
+                self.ends[open_plain.pop()] = j
+            open_plain.append(j)
+            while open_list and (
+                entry.column < entries[open_list[-1]].column
+                or (entry.column == entries[open_list[-1]].column and entry.key is not None)
+            ):
+                self.list_ends[open_list.pop()] = j
+            open_list.append(j)
+
+    def children(self, lo: int, hi: int, *, dashes: bool) -> list[int]:
+        """The shallowest keys (or dashes) in ``lo..hi``, skipping over the blocks below them."""
+        found = []
+        index = lo
+        while index < hi:
+            found.append(index)
+            index = min(self.ends[index], hi)
+        wanted = [i for i in found if (self.entries[i].key is None) == dashes]
+        if not wanted:
+            return []
+        column = min(self.entries[i].column for i in wanted)
+        return [i for i in wanted if self.entries[i].column == column]
+
+    def fill(self, rendered: Any, lo: int, hi: int, out: PosDict | None = None) -> Any:
+        entries = self.entries
+        if isinstance(rendered, dict):
+            keys = self.children(lo, hi, dashes=False)
+            if not keys:
+                return None
+            result = out if out is not None else PosDict(Span(entries[keys[0]].line, entries[keys[0]].column))
+            for i in keys:
+                entry = entries[i]
+                key = entry.key
+                if key is None or key not in rendered or key in result:
+                    continue
+                end = min(self.list_ends[i] if isinstance(rendered[key], list) else self.ends[i], hi)
+                result[key] = self.fill(rendered[key], i + 1, end)
+                result.pos.append(entry.line << COLUMN_BITS | entry.column)
+            return result
+        if isinstance(rendered, list):
+            dashes = self.children(lo, hi, dashes=True)
+            if not dashes:
+                return None
+            items = PosList(Span(entries[dashes[0]].line, entries[dashes[0]].column))
+            pairs = self.pair(rendered, dashes, hi)
+            for index, item in enumerate(rendered):
+                dash = pairs.get(index)
+                if dash is None:
+                    items.append(None)
+                    items.pos.append(None)  # type: ignore[arg-type] # no position: the list's
+                    continue
+                items.append(self.fill(item, dash + 1, min(self.ends[dash], hi)))
+                items.pos.append(entries[dash].line << COLUMN_BITS | entries[dash].column)
+            return items
+        return None
+
+    def pair(self, rendered: list[Any], dashes: list[int], hi: int) -> dict[int, int]:
+        """Rendered items to template dashes: by a merge key spelled out literally (``- name:
+        web``), then by order when as many items as dashes are left, else a lone dash (a
+        ``range``) takes the rest."""
+        entries = self.entries
+        literals: list[dict[str, str]] = []
+        for dash in dashes:
+            literal = {}
+            for i in self.children(dash + 1, min(self.ends[dash], hi), dashes=False):
+                key = entries[i].key
+                if key in _MERGE_KEYS and "{{" not in entries[i].value:
+                    literal[key] = entries[i].value
+            literals.append(literal)
+        return _pair_literals(rendered, dashes, literals)
+
+
+def _pair_literals(rendered: list[Any], dashes: list[int], literals: list[dict[str, str]]) -> dict[int, int]:
+    pairs: dict[int, int] = {}
+    used: set[int] = set()
+    for index, item in enumerate(rendered):
+        if not isinstance(item, dict):
+            continue
+        for position, literal in enumerate(literals):
+            if position in used:
+                continue
+            key = next((key for key in _MERGE_KEYS if key in item and key in literal), None)
+            if key is not None and literal[key] == str(item[key]):
+                pairs[index] = dashes[position]
+                used.add(position)
+                break
+    rest = [index for index in range(len(rendered)) if index not in pairs]
+    free = [dashes[position] for position in range(len(dashes)) if position not in used]
+    if len(rest) == len(free):
+        pairs.update(zip(rest, free, strict=True))
+    elif len(dashes) == 1 and not used:
+        pairs.update(dict.fromkeys(rest, dashes[0]))
+    return pairs
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _run(command: list[str], timeout: float) -> tuple[str, str, int] | str:
+    """Output, errors and exit code of a command, or why it could not run."""
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return f"did not finish within {timeout:g} s"
+    except OSError as error:
+        return f"cannot run {command[0]}: {error.strerror or error}"
+    return done.stdout, done.stderr, done.returncode
+
+
+_KLOG = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ \S+\] "command failed" err=(?:"(.*)"|<)$')
+
+
+def _first_error(errors: str) -> str:
+    """The first useful line of a tool's error output (kubectl's klog line unwrapped, also its
+    multi-line ``err=<`` form; helm's and kustomize's ``Error:`` prefix removed)."""
+    lines = errors.splitlines()
+    for number, raw in enumerate(lines):
+        line = raw.strip()
+        if not line or line.startswith(("WARNING", "Warning:", "walk.go")):
+            continue
+        klog = _KLOG.match(line)
+        if klog is not None and klog.group(1) is not None:
+            line = klog.group(1).encode("utf-8").decode("unicode_escape", "replace")
+        elif klog is not None:
+            rest = itertools.takewhile(lambda text: text.strip() != ">", lines[number + 1 :])
+            line = " ".join(text.strip() for text in rest)
+        for prefix in ("Error: ", "error: "):
+            line = line.removeprefix(prefix)
+        if "MalformedYAMLError: " in line:  # past the chain of "accumulating resources from ..."
+            line = line[line.index("MalformedYAMLError: ") :]
+        return _one_line(line)
+    return "no error message"
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+_YAML_ERROR = re.compile(r"yaml: line (\d+): .*? in File: ([^\s\"']+)")
+_ACCUMULATING = re.compile(r"accumulating resources from '([^']+)'")
+
+
+def _error_place(errors: str, directory: str, kustomization: str) -> tuple[str, Span | None]:
+    """Where a kustomize error points: a resource's YAML error names its file (relative to the
+    kustomization that lists it, which the chain of "accumulating resources from" names) and line."""
+    match = _YAML_ERROR.search(errors)
+    if match is not None:
+        folders = [directory]
+        for step in _ACCUMULATING.findall(errors):
+            deeper = os.path.join(folders[-1], step)
+            if os.path.isdir(deeper):
+                folders.append(deeper)
+        for folder in reversed(folders):
+            path = os.path.join(folder, match.group(2))
+            if os.path.isfile(path):
+                return os.path.normpath(path), Span(int(match.group(1)), 1)
+    match = re.search(r"invalid Kustomization: yaml: line (\d+)", errors)
+    if match is not None:
+        return kustomization, Span(int(match.group(1)), 1)
+    return kustomization, None
+
+
+_TEMPLATE_ERROR = re.compile(
+    r"(?P<path>[^\s():\"]+\.(?:yaml|yml|tpl|json|txt)):(?P<line>\d+)(?::(?P<column>\d+))?"
+)
+
+
+def _template_place(errors: str, chart_dir: str, chart_file: str) -> tuple[str, Span | None]:
+    """Where a template error points (``template: web/templates/x.yaml:12:3: ...``, ``parse
+    error at (web/templates/x.yaml:12)``): lines of the template source, as Go's text/template
+    counts them. "YAML parse error on x.yaml: ... line N" counts lines of the *rendered*
+    output, so only the template is named then."""
+    match = _TEMPLATE_ERROR.search(errors)
+    if match is not None:
+        path = _template_path(match.group("path"), chart_dir)
+        if path is not None:
+            return path, Span(int(match.group("line")), int(match.group("column") or 1))
+    match = re.search(r"YAML parse error on (\S+?):", errors)
+    if match is not None:
+        path = _template_path(match.group(1), chart_dir)
+        if path is not None:
+            return path, None
+    return chart_file, None
+
+
+def _text_of(path: str, limits: Limits) -> str:
+    if not os.path.isfile(path):
+        return ""
+    _, text, problem = read_text(path, limits)
+    return text if problem is None else ""
+
+
+def _yaml_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
