@@ -168,7 +168,7 @@ def lint(
     exclude: Annotated[
         Optional[list[str]], typer.Option("--exclude", help="Glob of files or folders to skip (repeatable).")
     ] = None,
-    cluster: _Cluster = None,
+    cluster_file: _Cluster = None,
     closed: _Closed = None,
     simulate: Annotated[
         Optional[bool],
@@ -245,7 +245,7 @@ def lint(
     extra_reports = _report_targets(reports or ())
     settings = _settings(
         config, no_config, kube_version, feature_gates, proposals, select, ignore, namespace, exclude
-    ).overridden(cluster=cluster, closed=closed, simulate=simulate, jobs=jobs, render=build)
+    ).overridden(cluster=cluster_file, closed=closed, simulate=simulate, jobs=jobs, render=build)
     if no_gitignore:
         settings = replace(settings, gitignore=False)
     if max_file_size is not None:
@@ -259,14 +259,14 @@ def lint(
         files, reported, has_context, roots = _load_in_context(
             paths, settings, stdin_filename, changed, context
         )
-        rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_context)
-        declared = _load_cluster(settings)
+        rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_all_manifests)
+        cluster = _load_cluster(settings)
         files, layout = _layout(files, roots, settings)
         # The first unit's context: the Markdown report draws its graph; the units share the
         # typed objects built from their documents.
-        lint_context = Context(files, settings, declared, layout.units[0].documents, {})
+        lint_context = Context(files, settings, cluster, layout.units[0].documents, {})
         result = run_lint(
-            files, settings, rules, cluster=declared, context=lint_context, reported=reported, layout=layout
+            files, settings, rules, cluster=cluster, context=lint_context, reported=reported, layout=layout
         )
 
     fmt = output_format.value
@@ -349,7 +349,7 @@ def graph(
         typer.Option("--format", "-f", help="mermaid (GitHub Markdown), dot (graphviz) or json (node-link)."),
     ] = GraphFormat.mermaid,
     output: _Output = None,
-    cluster: _Cluster = None,
+    cluster_file: _Cluster = None,
     closed: _Closed = None,
     kube_version: _KubeVersion = None,
     feature_gates: _FeatureGates = None,
@@ -370,11 +370,11 @@ def graph(
     from kaffinity.rules.base import rule_enabled
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
-    settings = settings.overridden(cluster=cluster, closed=closed, render=build)
+    settings = settings.overridden(cluster=cluster_file, closed=closed, render=build)
     files = _load(paths, settings, stdin_filename)
-    declared = _load_cluster(settings)
+    cluster = _load_cluster(settings)
     files, layout = _layout(files, paths, settings)
-    broken = _input_problems(files, settings, layout, declared)
+    broken = _input_problems(files, settings, layout, cluster)
     chosen = _choose_unit(layout, unit)
     # Only the graph rules the configuration enables: their findings are what the picture marks.
     drawn = tuple(
@@ -382,8 +382,8 @@ def graph(
         for rule in RULES
         if rule.category == "graph" and rule_enabled(rule, settings.select, settings.ignore)
     )
-    context = Context(files, settings, declared, chosen.documents)
-    result = run_lint(files, settings, drawn, cluster=declared, context=context, layout=_only(layout, chosen))
+    context = Context(files, settings, cluster, chosen.documents)
+    result = run_lint(files, settings, drawn, cluster=cluster, context=context, layout=_only(layout, chosen))
     picture, findings = context.graph, result.findings
     if output_format is GraphFormat.json:
         text = render_json(picture, findings, settings.kube_version)
@@ -405,7 +405,7 @@ class PlaceFormat(str, Enum):
 @app.command()
 def place(
     paths: _Paths = None,
-    cluster: _Cluster = None,
+    cluster_file: _Cluster = None,
     filters: Annotated[
         Optional[str],
         typer.Option(
@@ -437,7 +437,7 @@ def place(
     from kaffinity.simulate.scheduler import STEPS as FILTERS
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
-    settings = settings.overridden(cluster=cluster, render=build)
+    settings = settings.overridden(cluster=cluster_file, render=build)
     enabled: tuple[str, ...] = FILTERS
     if filters is not None:
         names = _names([filters]) or ()
@@ -452,10 +452,10 @@ def place(
         _say("kaffinity: error: place needs --cluster FILE (or cluster: in the config)")
         raise typer.Exit(2)
     files = _load(paths, settings, stdin_filename)
-    declared = _load_cluster(settings)
-    assert declared is not None
+    cluster = _load_cluster(settings)
+    assert cluster is not None
     files, layout = _layout(files, paths, settings)
-    broken = _input_problems(files, settings, layout, declared)
+    broken = _input_problems(files, settings, layout, cluster)
     units = [_choose_unit(layout, unit)] if unit is not None or not layout.several else list(layout.units)
     runs = []
     for chosen in units:  # each unit on the cluster as declared: only one of them is deployed
@@ -463,7 +463,7 @@ def place(
         try:
             placement = place_all(
                 inventory.workloads,
-                declared,
+                cluster,
                 version=settings.kube_version,
                 gates=settings.feature_gates,
                 namespaces=inventory.namespaces,
@@ -698,7 +698,7 @@ def _load(
 
 
 def _input_problems(
-    files: list[SourceFile], settings: Settings, layout: Layout, declared: Cluster | None = None
+    files: list[SourceFile], settings: Settings, layout: Layout, cluster: Cluster | None = None
 ) -> bool:
     """What the loader found (unparsable files, unrendered Helm templates), on stderr as lint
     reports it: suppressions and severities apply, and ``parse-error`` is always shown. True
@@ -713,7 +713,7 @@ def _input_problems(
         where = f"{name}:{finding.line}:{finding.column}" if finding.line else name
         _say(f"{where}: {finding.severity.value} [{finding.rule}] {finding.message}")
     broken = any(problem.rule == "parse-error" for file in files for problem in file.problems)
-    cluster_broken = _load_problems(list(declared.files)) if declared is not None else False
+    cluster_broken = _load_problems(list(cluster.files)) if cluster is not None else False
     return broken or cluster_broken
 
 
@@ -813,7 +813,7 @@ def _load_in_context(
     set of manifests (the context) that the rules read but that is not reported on. The context
     is ``--context``, else ``context:``, else (with ``--changed``) the git repository's manifests.
     Without any, ``--changed`` has no context: it says so once and the rules that need every
-    manifest (``Rule.needs_context``) are skipped rather than guess.
+    manifest (``Rule.needs_all_manifests``) are skipped rather than guess.
     """
     context_paths = tuple(context) if context else tuple(_shown_path(path) for path in settings.context)
     if not changed and not context_paths:
@@ -835,7 +835,7 @@ def _load_in_context(
     if not context_paths:
         from kaffinity.rules import RULES
 
-        skipped = [rule for rule in RULES if rule.needs_context]
+        skipped = [rule for rule in RULES if rule.needs_all_manifests]
         categories = ", ".join(sorted({rule.category for rule in skipped}))
         _say(
             "kaffinity: no context: not in a git repository and no context: in .kaffinity.yaml, "

@@ -153,8 +153,8 @@ def _lint(
         problem.rule == "parse-error" for file in context.cluster.files for problem in file.problems
     )
     checked = [rule for rule in enabled if rule.check is not None and (usable or not rule.needs_cluster)]
-    each = [rule for rule in checked if not rule.needs_context]
-    together = [rule for rule in checked if rule.needs_context]
+    each = [rule for rule in checked if not rule.needs_all_manifests]
+    together = [rule for rule in checked if rule.needs_all_manifests]
     units = layout.units if several and layout is not None else ()
     typed = context.objects if context.objects is not None else typed
     with progress.stage("checking rules", len(each) + len(together) * max(1, len(units))):

@@ -15,7 +15,15 @@ from kaffinity.cli import app
 from kaffinity.config import Settings
 from kaffinity.context import Context
 from kaffinity.graph import affinity as graph_module
-from kaffinity.graph.affinity import AFFINITY, ANTI_AFFINITY, PDB, SELECTS, SPREAD, AffinityGraph, within
+from kaffinity.graph.affinity import (
+    RELATION_AFFINITY,
+    RELATION_ANTI_AFFINITY,
+    RELATION_PDB,
+    RELATION_SELECTS,
+    RELATION_SPREAD,
+    AffinityGraph,
+    within,
+)
 from kaffinity.graph.picture import render_mermaid
 from kaffinity.load.files import load
 from kaffinity.load.parse import parse
@@ -91,7 +99,9 @@ def build(
     return Context(files, Settings(**settings), declared).graph
 
 
-def matched(graph: AffinityGraph, owner: str, kind: str = ANTI_AFFINITY) -> tuple[set[str], set[str]]:
+def matched(
+    graph: AffinityGraph, owner: str, kind: str = RELATION_ANTI_AFFINITY
+) -> tuple[set[str], set[str]]:
     (relation,) = graph.terms(owner, kind)
     return set(relation.matches), set(relation.maybe)
 
@@ -224,12 +234,12 @@ def test_spread_and_disruption_budgets_count_their_own_namespace() -> None:
         workload("b", "two", {"app": "b", "tier": "x"}),
         pdb,
     )
-    (spreading,) = g.terms("StatefulSet/one/a", SPREAD)
+    (spreading,) = g.terms("StatefulSet/one/a", RELATION_SPREAD)
     assert set(spreading.matches) == {"StatefulSet/one/a"} and not spreading.required
-    (budget,) = g.terms("PodDisruptionBudget/one/x", PDB)
+    (budget,) = g.terms("PodDisruptionBudget/one/x", RELATION_PDB)
     assert set(budget.matches) == {"StatefulSet/one/a"}
     edges = {(u, v, d["kind"]) for u, v, d in g.graph.edges(data=True)}
-    assert ("PodDisruptionBudget/one/x", "StatefulSet/one/a", PDB) in edges
+    assert ("PodDisruptionBudget/one/x", "StatefulSet/one/a", RELATION_PDB) in edges
 
 
 def test_a_term_matching_many_points_at_one_shared_selector_node() -> None:
@@ -245,9 +255,9 @@ def test_a_term_matching_many_points_at_one_shared_selector_node() -> None:
     (node,) = selectors
     assert g.graph.nodes[node]["members"] == count
     assert g.graph.in_degree(node) == 5
-    assert sum(1 for _, _, d in g.graph.out_edges(node, data=True) if d["kind"] == SELECTS) == count
+    assert sum(1 for _, _, d in g.graph.out_edges(node, data=True) if d["kind"] == RELATION_SELECTS) == count
     assert g.graph.number_of_edges() == 5 + count
-    assert len(g.terms("StatefulSet/web/web0", ANTI_AFFINITY)[0].matches) == count
+    assert len(g.terms("StatefulSet/web/web0", RELATION_ANTI_AFFINITY)[0].matches) == count
     drawn = render_mermaid(g, [])
     assert f'{{{{"selector tier=batch in all namespaces ({count} matches)"}}}}' in drawn
     assert drawn.count("-.-x") == 5 and drawn.count(" -.- ") == count  # 5 terms, members linked once
@@ -293,7 +303,7 @@ def test_placement_finds_cycles_in_order_and_the_self_match_exception_breaks_the
         workload("f", "one", {"app": "f", "group": "g"}, affinity=need("e")),
     )
     assert g.deadlocks() == [["StatefulSet/one/a", "StatefulSet/one/b", "StatefulSet/one/c"]]
-    placement = g.placement
+    placement = g.startable
     assert set(placement.stuck()) == {
         "StatefulSet/one/a",
         "StatefulSet/one/b",
@@ -314,8 +324,8 @@ def test_a_single_pod_must_match_every_required_affinity_term() -> None:
         workload("b", "one", {"app": "b"}),
         workload("c", "one", {"app": "c"}),
     )
-    assert g.placement.candidates["StatefulSet/one/a"] == frozenset()
-    assert g.placement.stuck() == ["StatefulSet/one/a"]
+    assert g.startable.candidates["StatefulSet/one/a"] == frozenset()
+    assert g.startable.stuck() == ["StatefulSet/one/a"]
 
 
 def test_existing_pods_are_grouped_and_satisfy_affinity() -> None:
@@ -336,7 +346,7 @@ def test_existing_pods_are_grouped_and_satisfy_affinity() -> None:
     groups = [m for m in g.members.values() if m.existing]
     assert [len(m.pods) for m in groups] == [2]
     assert str(groups[0]) == "2 existing pods in one (app=b)"
-    assert "StatefulSet/one/a" in g.placement.placeable
+    assert "StatefulSet/one/a" in g.startable.placeable
     assert g.deadlocks() == [["StatefulSet/one/x", "StatefulSet/one/y"]]
 
 
@@ -365,11 +375,11 @@ def test_edges_carry_kind_strength_key_scope_and_location() -> None:
     g = Context([parse("a.yaml", text)], Settings()).graph
     ((source, target, data),) = g.graph.edges(data=True)
     assert (source, target) == ("StatefulSet/one/a", "StatefulSet/one/a")
-    assert data["kind"] == ANTI_AFFINITY and data["required"] is False and data["weight"] == 40
+    assert data["kind"] == RELATION_ANTI_AFFINITY and data["required"] is False and data["weight"] == 40
     assert data["topology_key"] == "topology.kubernetes.io/zone" and data["scope"] == "namespace one"
     assert g.term_location(data["relation"]) == "a.yaml:15:15"  # the podAffinityTerm
     assert g.location("StatefulSet/one/a") == "a.yaml:3:12"  # metadata: {name: a, ...}
-    assert AFFINITY != ANTI_AFFINITY
+    assert RELATION_AFFINITY != RELATION_ANTI_AFFINITY
 
 
 # --- kaffinity graph ---------------------------------------------------------------------------

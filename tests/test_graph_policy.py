@@ -150,7 +150,7 @@ def test_the_rules_are_graph_rules_with_their_severities() -> None:
     assert BY_NAME[DAEMON].severity is Severity.WARNING
     assert BY_NAME[OVERLAP].severity is Severity.WARNING
     assert BY_NAME[SPREAD].severity is Severity.INFO
-    assert all(BY_NAME[name].needs_context for name in (ALL_NS, DAEMON, OVERLAP, SPREAD))
+    assert all(BY_NAME[name].needs_all_manifests for name in (ALL_NS, DAEMON, OVERLAP, SPREAD))
 
 
 def test_name_list_shows_the_first_few_distinct_names_and_counts_the_rest() -> None:

@@ -407,7 +407,7 @@ def test_nodes_added_one_by_one_keep_the_caches_exact(tmp_path: Path) -> None:
     sim = run.sim
     assert len(sim.added) >= 10 and not run.pending, (len(sim.added), len(run.pending))
     for signature, (passed, reasons) in sim._static.items():
-        rules = sim._static_rules[signature]
+        rules = sim._static_constraints[signature]
         fresh = [node for node in sim.nodes if sim._static_reason(rules, node) is None]
         assert passed == fresh
         assert set(reasons) == {node.name for node in sim.nodes} - {node.name for node in fresh}

@@ -398,7 +398,7 @@ def test_a_pinned_daemonset_pod_is_filtered_on_its_own_node_only() -> None:
     for record in (False, True):
         run = place_all(_workloads(daemon), cluster, version="1.37", record=record)
         # The controller runs it on the untainted nodes n0 (full) and n2.
-        assert [(p.pod.rules.pinned, p.node) for p in run.placements] == [("n0", None), ("n2", "n2")]
+        assert [(p.pod.constraints.pinned, p.node) for p in run.placements] == [("n0", None), ("n2", "n2")]
         (pending,) = run.pending
         assert pending.summary(4) == (
             "0/4 nodes are available: 1 Too many pods, 3 node(s) didn't satisfy plugin(s) [NodeAffinity]. "

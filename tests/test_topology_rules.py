@@ -187,7 +187,7 @@ def test_without_a_cluster_every_topology_rule_is_silent() -> None:
     assert run(objects, None).findings == ()
 
 
-def test_no_simulate_keeps_the_static_rules_and_silences_the_others() -> None:
+def test_no_simulate_keeps_the_static_constraints_and_silences_the_others() -> None:
     objects = [
         workload("db", "StatefulSet", 5, affinity=anti("topology.kubernetes.io/zone", {"app": "db"})),
         workload("gpu", nodeSelector={"accelerator": "h100"}),

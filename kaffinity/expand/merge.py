@@ -49,7 +49,7 @@ from kaffinity.load.source import DataPath
 
 POD_AFFINITY = "podAffinity"
 POD_ANTI_AFFINITY = "podAntiAffinity"
-SPREAD = "topologySpreadConstraints"
+TOPOLOGY_SPREAD_CONSTRAINTS = "topologySpreadConstraints"
 APISERVER = "kube-apiserver"
 SCHEDULER = "kube-scheduler"
 
@@ -397,7 +397,7 @@ def expand(
                 workload,
                 version,
                 labels,
-                (SPREAD, required, constraint.path, constraint.topology_key),
+                (TOPOLOGY_SPREAD_CONSTRAINTS, required, constraint.path, constraint.topology_key),
                 constraint.label_selector,
                 (constraint.match_label_keys, ()),
                 merger=APISERVER if by_apiserver else SCHEDULER,

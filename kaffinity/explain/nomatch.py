@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from kaffinity.explain.precedence import gives_way
 from kaffinity.explain.suggest import hint, nobody, unknown_pods, written_selector
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import AFFINITY, AffinityGraph, Member, Relation, selector_text
+from kaffinity.graph.affinity import RELATION_AFFINITY, AffinityGraph, Member, Relation, selector_text
 from kaffinity.k8s.selectors import selector_matches
 
 if TYPE_CHECKING:
@@ -141,14 +141,14 @@ def _no_single_pod(context: Context, member: Member, terms: list[Relation]) -> V
 
 def _find(context: Context) -> Iterator[Violation]:
     graph = context.graph
-    placement = graph.placement
+    startable = graph.startable
     for member in graph.workloads():
         workload = member.workload
         assert workload is not None
         if workload.pod.node_name:
             continue  # bound by spec.nodeName: the scheduler never places it, nor checks its affinity
-        terms = graph.terms(member.id, AFFINITY, required=True)
-        if not terms or member.id in placement.self_match:
+        terms = graph.terms(member.id, RELATION_AFFINITY, required=True)
+        if not terms or member.id in startable.self_match:
             continue  # nothing required, or the first-pod exception lets its first pod start (§D)
         # A term without labelSelector matches no pod, in the input or not, and not the pod itself:
         # its pods are certain never to schedule (an error). api-warning says the API server's
@@ -167,7 +167,7 @@ def _find(context: Context) -> Iterator[Violation]:
         ]
         for relation in dead:
             yield _dead_term(context, member, relation, terms)
-        if not dead and not nil and not placement.candidates.get(member.id):
+        if not dead and not nil and not startable.candidates.get(member.id):
             yield _no_single_pod(context, member, terms)
 
 

@@ -49,8 +49,8 @@ from kaffinity.simulate.scheduler import (
     REASON_AFFINITY,
     REASON_SPREAD,
     UNSCHEDULABLE_TAINT,
+    Constraints,
     Placement,
-    Rules,
     SimNode,
     SimPod,
     Simulation,
@@ -94,12 +94,12 @@ WELL_KNOWN_KEYS = frozenset(
 )
 
 # What kind of term a topologyKey belongs to (the message names it).
-AFFINITY = "required pod affinity"
-ANTI = "required pod anti-affinity"
-PREFERRED_AFFINITY = "preferred pod affinity"
-PREFERRED_ANTI = "preferred pod anti-affinity"
-SPREAD = "DoNotSchedule topology spread constraint"
-SOFT_SPREAD = "ScheduleAnyway topology spread constraint"
+TERM_AFFINITY = "required pod affinity"
+TERM_ANTI = "required pod anti-affinity"
+TERM_PREFERRED_AFFINITY = "preferred pod affinity"
+TERM_PREFERRED_ANTI = "preferred pod anti-affinity"
+TERM_SPREAD = "DoNotSchedule topology spread constraint"
+TERM_SOFT_SPREAD = "ScheduleAnyway topology spread constraint"
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,10 +300,12 @@ class _Statics:
 
     def eligible(self, workload: Workload, probe: SimPod) -> tuple[tuple[Any, ...], list[SimNode]]:
         daemon = workload.controller == "DaemonSet"
-        key = (daemon, probe.rules.signature())
+        key = (daemon, probe.constraints.signature())
         found = self._eligible.get(key)
         if found is None:
-            found = daemon_nodes(self.sim, workload) if daemon else eligible_nodes(self.sim, probe.rules)
+            found = (
+                daemon_nodes(self.sim, workload) if daemon else eligible_nodes(self.sim, probe.constraints)
+            )
             self._eligible[key] = found
         return key, found
 
@@ -318,10 +320,10 @@ class _Statics:
         return found
 
 
-def eligible_nodes(sim: Simulation, rules: Rules) -> list[SimNode]:
-    """The nodes passing the static filters for a pod with ``rules`` (the scheduler's first four:
+def eligible_nodes(sim: Simulation, constraints: Constraints) -> list[SimNode]:
+    """The nodes passing the static filters for a pod with ``constraints`` (the scheduler's first four:
     NodeUnschedulable, NodeName, TaintToleration, NodeAffinity; reference §F)."""
-    return list(sim.static_filter(rules)[0])
+    return list(sim.static_filter(constraints)[0])
 
 
 def _shape(sim: Simulation, statics: _Statics, workload: Workload) -> Shape:
@@ -330,29 +332,36 @@ def _shape(sim: Simulation, statics: _Statics, workload: Workload) -> Shape:
     # A DaemonSet asks for one pod per node it targets.
     replicas = len(eligible) if workload.controller == "DaemonSet" else max(workload.replicas or 0, 0)
     shape = Shape(workload, probe, eligible, replicas)
-    rules = probe.rules
-    terms = (*rules.affinity, *rules.anti, *rules.preferred_affinity, *rules.preferred_anti)
-    keys = [t.topology_key for t in terms] + [s.topology_key for s in (*rules.spread, *rules.soft_spread)]
+    constraints = probe.constraints
+    terms = (
+        *constraints.affinity,
+        *constraints.anti,
+        *constraints.preferred_affinity,
+        *constraints.preferred_anti,
+    )
+    keys = [t.topology_key for t in terms] + [
+        s.topology_key for s in (*constraints.spread, *constraints.soft_spread)
+    ]
     if not all(keys):
         shape.invalid = True
         return shape
     if not eligible:
-        shape.growable = _growable(sim, rules)
+        shape.growable = _growable(sim, constraints)
         return shape
     for kind, terms in (
-        (AFFINITY, rules.affinity),
-        (ANTI, rules.anti),
-        (PREFERRED_AFFINITY, rules.preferred_affinity),
-        (PREFERRED_ANTI, rules.preferred_anti),
+        (TERM_AFFINITY, constraints.affinity),
+        (TERM_ANTI, constraints.anti),
+        (TERM_PREFERRED_AFFINITY, constraints.preferred_affinity),
+        (TERM_PREFERRED_ANTI, constraints.preferred_anti),
     ):
         for term in terms:
             _absent(shape, statics, signature, kind, term.topology_key, term.source)
-    for spread in (*rules.spread, *rules.soft_spread):
+    for spread in (*constraints.spread, *constraints.soft_spread):
         _absent(
             shape,
             statics,
             signature,
-            SPREAD if spread.hard else SOFT_SPREAD,
+            TERM_SPREAD if spread.hard else TERM_SOFT_SPREAD,
             spread.topology_key,
             spread.source,
         )
@@ -371,13 +380,13 @@ def _absent(
     values, _ = statics.values(signature, shape.eligible, key)
     if values:
         return
-    blocks = kind in (AFFINITY, SPREAD)
+    blocks = kind in (TERM_AFFINITY, TERM_SPREAD)
     severity: Severity | None
     if blocks:
         # A cluster file without the hostname label every kubelet sets is the file's mistake,
         # not the manifest's: still the reason its pods stay Pending here, but a warning.
         severity = Severity.WARNING if key in KUBELET_LABELS else Severity.ERROR
-    elif kind == ANTI:
+    elif kind == TERM_ANTI:
         severity = None if key in KUBELET_LABELS else Severity.WARNING
     else:
         severity = None if key in WELL_KNOWN_KEYS else Severity.INFO
@@ -403,13 +412,13 @@ def _exceeds(sim: Simulation, statics: _Statics, signature: tuple[Any, ...], sha
     eligible node carries bounds the pods."""
     best: Exceeds | None = None
     probes = _probes(sim, shape)
-    for term in shape.probe.rules.anti:
+    for term in shape.probe.constraints.anti:
         if not term.topology_key or not _self_matches(sim, term, probes):
             continue
         values, everywhere = statics.values(signature, shape.eligible, term.topology_key)
         if (
             not everywhere
-            or len(values) + growth_domains(sim, shape.probe.rules, term.topology_key, values)
+            or len(values) + growth_domains(sim, shape.probe.constraints, term.topology_key, values)
             >= shape.replicas
         ):
             continue
@@ -418,20 +427,20 @@ def _exceeds(sim: Simulation, statics: _Statics, signature: tuple[Any, ...], sha
     return best
 
 
-def _growable(sim: Simulation, rules: Rules) -> bool:
-    """Whether a pool that may still grow adds a node passing ``rules``' static filters."""
-    return next(sim.growth_nodes(rules), None) is not None
+def _growable(sim: Simulation, constraints: Constraints) -> bool:
+    """Whether a pool that may still grow adds a node passing ``constraints``' static filters."""
+    return next(sim.growth_nodes(constraints), None) is not None
 
 
-def growth_domains(sim: Simulation, rules: Rules, key: str, values: Iterable[str]) -> int:
+def growth_domains(sim: Simulation, constraints: Constraints, key: str, values: Iterable[str]) -> int:
     """How many more domains of ``key`` the pools an autoscaler may still grow would give a pod
-    with ``rules``: each new node is a hostname of its own (up to the pool's max; a NodePool
+    with ``constraints``: each new node is a hostname of its own (up to the pool's max; a NodePool
     without a node count is not bounded here); other keys, the values of its new nodes' labels
     that no eligible node has yet. Only pools whose new node passes the static filters count."""
     known = set(values)
     extra = 0
     counted: set[int] = set()
-    for _, _, growth, node in sim.growth_nodes(rules):
+    for _, _, growth, node in sim.growth_nodes(constraints):
         if key == HOSTNAME:
             if growth.pool.max is None:  # a NodePool bounded by resources only: as many as needed
                 return 1 << 30
@@ -450,11 +459,11 @@ def _spread_cap(sim: Simulation, shape: Shape) -> SpreadCap | None:
     """A hard constraint that holds the global minimum at 0 for good (§E PreFilter: fewer
     domains than minDomains makes it 0; so does a counted domain the pod can never run in and
     that holds no matching pod): each usable domain then takes at most maxSkew matching pods."""
-    rules = shape.probe.rules
-    keys = [s.topology_key for s in rules.spread]
+    constraints = shape.probe.constraints
+    keys = [s.topology_key for s in constraints.spread]
     usable_nodes = [node for node in shape.eligible if all(k in node.labels for k in keys)]
     probes = _probes(sim, shape)
-    for spread in rules.spread:
+    for spread in constraints.spread:
         selector = spread.selector
         # countPodsMatchSelector counts nothing for a nil or empty selector (§E bug note), and a
         # selector that misses the pod's own labels is not raised by its own pods.
@@ -462,13 +471,13 @@ def _spread_cap(sim: Simulation, shape: Shape) -> SpreadCap | None:
             continue
         if not all(selector_matches(selector, pod.labels) for pod in probes):
             continue
-        nodes, domains = sim.spread_nodes(rules, spread)
+        nodes, domains = sim.spread_nodes(constraints, spread)
         usable = {node.labels[spread.topology_key] for node in usable_nodes}
         if not usable:
             continue  # no eligible node has every key: the simulation's reasons say so
-        counts = spread_counts(sim, rules.namespace, spread, nodes)
+        counts = spread_counts(sim, constraints.namespace, spread, nodes)
         dead = {
-            domain: _dead_reason(sim, rules, spread, nodes, domain)
+            domain: _dead_reason(sim, constraints, spread, nodes, domain)
             for domain in sorted(domains - usable)
             if counts.get(domain, 0) == 0
         }
@@ -480,40 +489,42 @@ def _spread_cap(sim: Simulation, shape: Shape) -> SpreadCap | None:
     return None
 
 
-def _dead_reason(sim: Simulation, rules: Rules, spread: Spread, nodes: Iterable[SimNode], domain: str) -> str:
+def _dead_reason(
+    sim: Simulation, constraints: Constraints, spread: Spread, nodes: Iterable[SimNode], domain: str
+) -> str:
     """Why the pod never runs on the counted nodes of ``domain`` (their first static reason)."""
     reasons: list[str] = []
     counted = set(nodes)
     for node in sim.nodes:
         if node not in counted or node.labels.get(spread.topology_key) != domain:
             continue
-        reasons.append(static_reason(sim, rules, node) or "its other constraints")
+        reasons.append(static_reason(sim, constraints, node) or "its other constraints")
     return ", ".join(dict.fromkeys(reasons))
 
 
 _CORDON = Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule", ())
 
 
-def static_reason(sim: Simulation, rules: Rules, node: SimNode) -> str | None:
-    """Why the static filters reject ``node`` for ``rules``, in words (None: they do not)."""
-    if rules.node_name:
+def static_reason(sim: Simulation, constraints: Constraints, node: SimNode) -> str | None:
+    """Why the static filters reject ``node`` for ``constraints``, in words (None: they do not)."""
+    if constraints.node_name:
         # The kubelet admits a pod with spec.nodeName (simulate.Simulation._admit_reason).
-        if rules.node_name != node.name:
-            return f"not spec.nodeName {rules.node_name}"
-        taint = sim.untolerated(rules.tolerations, node.taints, blocking_effects(rules))
+        if constraints.node_name != node.name:
+            return f"not spec.nodeName {constraints.node_name}"
+        taint = sim.untolerated(constraints.tolerations, node.taints, blocking_effects(constraints))
         if taint is not None:
             return f"untolerated taint {taint_text(taint)}: the kubelet rejects the pod"
     else:
-        if node.unschedulable and not any(tolerates(t, _CORDON) for t in rules.tolerations):
+        if node.unschedulable and not any(tolerates(t, _CORDON) for t in constraints.tolerations):
             return "cordoned (spec.unschedulable)"
-        taint = sim.untolerated(rules.tolerations, node.taints)
+        taint = sim.untolerated(constraints.tolerations, node.taints)
         if taint is not None:
             return f"untolerated taint {taint_text(taint)}"
-    if rules.pinned is not None and rules.pinned != node.name:
+    if constraints.pinned is not None and constraints.pinned != node.name:
         return "not the DaemonSet pod's node"
-    if not node_matches(rules.node_selector, (), node.labels, node.name):
+    if not node_matches(constraints.node_selector, (), node.labels, node.name):
         return "nodeSelector does not match"
-    if not node_matches((), rules.node_terms, node.labels, node.name):
+    if not node_matches((), constraints.node_terms, node.labels, node.name):
         return "required node affinity does not match"
     return None
 
@@ -596,7 +607,7 @@ def _settle(sim: Simulation, waiting: dict[int, list[Placement]], bound: list[Si
     while progress:
         progress = False
         for pending in waiting.values():
-            daemon = bool(pending) and pending[0].pod.rules.pinned is not None
+            daemon = bool(pending) and pending[0].pod.constraints.pinned is not None
             index = 0
             while index < len(pending):
                 if sim.place(pending[index].pod).node is not None:
@@ -619,7 +630,7 @@ def _finals(sim: Simulation, pending: list[Placement], recorded: bool = False) -
     see it; nothing is bound. The others keep the reasons of their own attempt (as `kaffinity
     place` shows them): every node that rejected them still does -- unless ``recorded`` asks
     for every node's rejection."""
-    count = SHOWN_DAEMON_PODS if pending[0].pod.rules.pinned is not None else 1
+    count = SHOWN_DAEMON_PODS if pending[0].pod.constraints.pinned is not None else 1
     finals = []
     for placement in pending[:count]:
         if recorded or _may_change(placement):
@@ -629,29 +640,29 @@ def _finals(sim: Simulation, pending: list[Placement], recorded: bool = False) -
     return finals
 
 
-def _with_rules(pod: SimPod, rules: Rules) -> SimPod:
-    return SimPod(pod.workload, pod.replica, pod.revision, pod.labels, rules)
+def _with_rules(pod: SimPod, constraints: Constraints) -> SimPod:
+    return SimPod(pod.workload, pod.replica, pod.revision, pod.labels, constraints)
 
 
 def _blocking_spread(result: Analysis, pod: SimPod) -> Spread | None:
     """The hard spread constraint without which ``pod`` would be placed now (None: dropping
     them all would not help, so spread is not the reason)."""
-    rules = pod.rules
-    if not rules.spread:
+    constraints = pod.constraints
+    if not constraints.spread:
         return None
     sim = result.sim
-    if not _fits(sim, pod, dataclasses.replace(rules, spread=())):
+    if not _fits(sim, pod, dataclasses.replace(constraints, spread=())):
         return None
-    for spread in rules.spread:
-        others = tuple(s for s in rules.spread if s is not spread)
-        if _fits(sim, pod, dataclasses.replace(rules, spread=others)):
+    for spread in constraints.spread:
+        others = tuple(s for s in constraints.spread if s is not spread)
+        if _fits(sim, pod, dataclasses.replace(constraints, spread=others)):
             return spread
-    return rules.spread[0]
+    return constraints.spread[0]
 
 
-def _fits(sim: Simulation, pod: SimPod, rules: Rules) -> bool:
-    """Whether ``pod`` with ``rules`` instead of its own would be placed now (nothing is bound)."""
-    return sim.place(_with_rules(pod, rules), bind=False).node is not None
+def _fits(sim: Simulation, pod: SimPod, constraints: Constraints) -> bool:
+    """Whether ``pod`` with ``constraints`` instead of its own would be placed now (nothing is bound)."""
+    return sim.place(_with_rules(pod, constraints), bind=False).node is not None
 
 
 # --- words ---------------------------------------------------------------------------------------
@@ -690,8 +701,8 @@ def replicas_field(workload: Workload) -> DataPath | None:
 def pod_word(placement: Placement) -> str:
     """A Pending pod, named as its controller names it (a DaemonSet's: by its node)."""
     pod = placement.pod
-    if pod.rules.pinned is not None:
-        return f"its pod for node {pod.rules.pinned}"
+    if pod.constraints.pinned is not None:
+        return f"its pod for node {pod.constraints.pinned}"
     return pod.name
 
 
@@ -703,7 +714,7 @@ def pending_words(stuck: Stuck) -> str:
         return "no pod is Pending now (its existing pods run), but every pod it creates anew stays Pending"
     workload = stuck.workload
     if workload.controller == "DaemonSet":
-        nodes = [p.pod.rules.pinned or "?" for p in pending]
+        nodes = [p.pod.constraints.pinned or "?" for p in pending]
         if len(nodes) == 1:
             return f"its pod for node {nodes[0]} stays Pending"
         return f"its pods for {len(nodes)} nodes ({name_list(nodes)}) stay Pending"

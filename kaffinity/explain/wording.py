@@ -57,11 +57,11 @@ def term_words(term: TermExpansion) -> str:
 
 def lost(term: TermExpansion, use: KeyUse) -> str:
     """What a matchLabelKeys / mismatchLabelKeys term does without the key it names."""
-    from kaffinity.expand.merge import SPREAD
+    from kaffinity.expand.merge import TOPOLOGY_SPREAD_CONSTRAINTS
 
     if use.field == "mismatchLabelKeys":
         return f"the {term_words(term)} does not exclude pods with the same {use.key}"
-    what = "counts" if term.kind == SPREAD else "matches"
+    what = "counts" if term.kind == TOPOLOGY_SPREAD_CONSTRAINTS else "matches"
     return f"the {term_words(term)} {what} every pod its labelSelector selects, whatever their {use.key}"
 
 

@@ -3,16 +3,16 @@
 Built once per lint (``Context.graph``): members, relations and the placement analysis the rules
 read, and, on first use (drawing, cycles), a networkx ``MultiDiGraph`` of them:
 
-* a node per workload (the pods it creates) and, when the cluster file lists running pods,
-  per group of existing pods with the same namespace and labels; a node per
+* a vertex per workload (the pods it creates) and, when the cluster file lists running pods,
+  per group of existing pods with the same namespace and labels; a vertex per
   PodDisruptionBudget;
 * an edge per (term, matched pods), with the term's ``kind`` (affinity, anti-affinity,
   spread, pdb), ``required``, ``weight``, ``topology_key``, namespace ``scope`` and
   ``relation`` (the :class:`Relation`, whose ``doc`` and ``path`` place the term; ``location``
   gives file:line:column, looked up only when asked for);
-* a term that matches more than :data:`FANOUT` nodes gets one edge to a *selector* node
-  instead, and the selector node one ``selects`` edge to each member; identical selectors in
-  the same scope share the selector node, so a label like ``tier: batch`` selected in every
+* a term that matches more than :data:`FANOUT` vertices gets one edge to a *selector*
+  vertex instead, and the selector vertex one ``selects`` edge to each member; identical selectors in
+  the same scope share the selector vertex, so a label like ``tier: batch`` selected in every
   namespace by hundreds of workloads costs its members once, not once per term.
 
 Matching is upstream's (reference §D; ``PodAffinityTerm`` API doc; the scheduler's
@@ -26,9 +26,9 @@ label known: a term that might reach it through other labels matches it *maybe*,
 rules treat as "cannot rule it out". A nil selector matches nothing, ``{}`` everything.
 Topology spread constraints and disruption budgets count pods of their own namespace only.
 
-Candidates come from an index (label key → value → nodes, and namespace → nodes), never
-from every pair: a term is compared with the nodes carrying one of its required labels, or
-with the nodes of its namespaces when its selector requires no label.
+Candidates come from an index (label key → value → vertices, and namespace → vertices),
+never from every pair: a term is compared with the vertices carrying one of its required
+labels, or with the vertices of its namespaces when its selector requires no label.
 
 Members and budgets are added in a canonical order (:func:`kaffinity.k8s.model.canonical_key`:
 namespace, kind, name, then file and position), then the cluster's pod groups, never in the
@@ -65,8 +65,14 @@ if TYPE_CHECKING:
     from kaffinity.k8s.model import Inventory
     from kaffinity.simulate.cluster import Cluster
 
-AFFINITY, ANTI_AFFINITY, SPREAD, PDB, SELECTS = "affinity", "anti-affinity", "spread", "pdb", "selects"
-#: A term matching more nodes than this points at a shared selector node instead.
+RELATION_AFFINITY, RELATION_ANTI_AFFINITY, RELATION_SPREAD, RELATION_PDB, RELATION_SELECTS = (
+    "affinity",
+    "anti-affinity",
+    "spread",
+    "pdb",
+    "selects",
+)
+#: A term matching more vertices than this points at a shared selector vertex instead.
 FANOUT = 16
 
 #: Well-known topology keys from the smallest domain to the largest; a pod on one node is in
@@ -193,9 +199,9 @@ class Listing:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Relation:
-    """One term (or budget) and the nodes it matches."""
+    """One term (or budget) and the vertices (member ids) it matches."""
 
-    owner: str  # node id of the workload (or budget) that holds the term
+    owner: str  # vertex (member id) of the workload (or budget) that holds the term
     doc: Document
     kind: str  # AFFINITY, ANTI_AFFINITY, SPREAD or PDB
     required: bool
@@ -216,7 +222,7 @@ class Relation:
 
 
 @dataclass(slots=True)
-class Placement:
+class Startable:
     """Which workloads' pods can be placed at all, as far as required pod affinity goes.
 
     The scheduler admits a pod with required affinity on a node whose domains hold, for every
@@ -235,7 +241,7 @@ class Placement:
     placeable: frozenset[str]
 
     def stuck(self) -> list[str]:
-        return [node for node in self.candidates if node not in self.placeable]
+        return [vertex for vertex in self.candidates if vertex not in self.placeable]
 
 
 @dataclass(slots=True)
@@ -320,17 +326,17 @@ class AffinityGraph:
     # --- building ---------------------------------------------------------------------------
 
     def _unique(self, name: str) -> str:
-        node, n = name, 1
-        while node in self.members or node in self.pdbs:
+        vertex, n = name, 1
+        while vertex in self.members or vertex in self.pdbs:
             n += 1
-            node = f"{name}#{n}"
-        return node
+            vertex = f"{name}#{n}"
+        return vertex
 
     def _workload_member(self, workload: Workload) -> Member:
-        node = self._unique(str(workload.ref))
-        self._workload_ids[id(workload)] = node
+        vertex = self._unique(str(workload.ref))
+        self._workload_ids[id(workload)] = vertex
         labels = pod_labels(workload, self.version, qualified=True)
-        return Member(node, workload.ref.namespace or self.default_namespace, labels, workload)
+        return Member(vertex, workload.ref.namespace or self.default_namespace, labels, workload)
 
     def _add_member(self, member: Member) -> None:
         self._rank[member.id] = len(self.members)
@@ -347,7 +353,7 @@ class AffinityGraph:
             self._relate(
                 member.id,
                 workload.doc,
-                ANTI_AFFINITY if kind == POD_ANTI_AFFINITY else AFFINITY,
+                RELATION_ANTI_AFFINITY if kind == POD_ANTI_AFFINITY else RELATION_AFFINITY,
                 required,
                 weight,
                 term,
@@ -358,7 +364,7 @@ class AffinityGraph:
             self._relate(
                 member.id,
                 workload.doc,
-                SPREAD,
+                RELATION_SPREAD,
                 constraint.when_unsatisfiable != "ScheduleAnyway",
                 None,
                 constraint,
@@ -367,13 +373,13 @@ class AffinityGraph:
             )
 
     def _add_pdb(self, pdb: PodDisruptionBudget) -> None:
-        node = self._unique(str(pdb.ref))
+        vertex = self._unique(str(pdb.ref))
         namespace = pdb.ref.namespace or self.default_namespace
-        self.pdbs[node] = pdb
+        self.pdbs[vertex] = pdb
         selector = pdb.selector
         if selector is not None and selector.is_empty and pdb.ref.api_version == "policy/v1beta1":
             selector = None  # policy/v1beta1: an empty selector selects no pods (v1: every pod)
-        self._relate(node, pdb.doc, PDB, True, None, pdb, selector, namespace)
+        self._relate(vertex, pdb.doc, RELATION_PDB, True, None, pdb, selector, namespace)
 
     def _relate(
         self,
@@ -432,11 +438,11 @@ class AffinityGraph:
                 namespace=member.namespace,
                 replicas=workload.replicas if workload is not None else len(member.pods),
             )
-        for node, pdb in self.pdbs.items():
+        for vertex, pdb in self.pdbs.items():
             graph.add_node(
-                node, type="pdb", kind=pdb.ref.kind, name=pdb.ref.name, namespace=self.namespace_of(node)
+                vertex, type="pdb", kind=pdb.ref.kind, name=pdb.ref.name, namespace=self.namespace_of(vertex)
             )
-        selector_nodes: dict[tuple[Any, ...], str] = {}
+        selector_vertices: dict[tuple[Any, ...], str] = {}
         for relation in self.relations:
             attrs = {
                 "kind": relation.kind,
@@ -453,9 +459,9 @@ class AffinityGraph:
                 continue
             # Many matches: one shared node per matched set and selector, its members linked once.
             key = (_selector_key(relation.selector), reach)
-            hub = selector_nodes.get(key)
+            hub = selector_vertices.get(key)
             if hub is None:
-                hub = selector_nodes[key] = f"selector:{len(selector_nodes) + 1}"
+                hub = selector_vertices[key] = f"selector:{len(selector_vertices) + 1}"
                 graph.add_node(
                     hub,
                     type="selector",
@@ -463,35 +469,35 @@ class AffinityGraph:
                     members=len(reach),
                 )
                 for target in sorted(reach, key=self.order):
-                    graph.add_edge(hub, target, kind=SELECTS, certain=target in relation.matches)
+                    graph.add_edge(hub, target, kind=RELATION_SELECTS, certain=target in relation.matches)
             graph.add_edge(relation.owner, hub, **attrs)
         return graph
 
-    def namespace_of(self, node: str) -> str:
+    def namespace_of(self, vertex: str) -> str:
         """The namespace of a member or budget."""
-        member = self.members.get(node)
+        member = self.members.get(vertex)
         if member is not None:
             return member.namespace
-        return self.pdbs[node].ref.namespace or self.default_namespace
+        return self.pdbs[vertex].ref.namespace or self.default_namespace
 
     def labelled(self, key: str, value: str) -> list[str]:
         """The members whose pods carry ``key=value`` (from the index; in :meth:`order`)."""
         return self._index.pairs.get((key, value), [])
 
-    def listing(self, nodes: frozenset[str]) -> Listing:
-        """``nodes`` as a :class:`Listing`, sorted once per distinct set (terms with the same
+    def listing(self, vertices: frozenset[str]) -> Listing:
+        """``vertices`` as a :class:`Listing`, sorted once per distinct set (terms with the same
         selector and scope share one matched set)."""
-        found = self._listings.get(nodes)
+        found = self._listings.get(vertices)
         if found is None:
-            found = Listing.of([self.members[node] for node in sorted(nodes, key=self.order)])
-            self._listings[nodes] = found
+            found = Listing.of([self.members[vertex] for vertex in sorted(vertices, key=self.order)])
+            self._listings[vertices] = found
         return found
 
-    def order(self, node: str) -> int:
+    def order(self, vertex: str) -> int:
         """A member's rank in the canonical order (workloads by :func:`kaffinity.k8s.model.canonical_key`,
         then the cluster's pod groups), so that the members a message lists, and their order, do
         not depend on the order the files were given."""
-        return self._rank[node]
+        return self._rank[vertex]
 
     def _match(
         self,
@@ -514,15 +520,15 @@ class AffinityGraph:
         matches: list[str] = []
         maybe: list[str] = []
         members = self.members
-        for node in self._index.narrowest(selector, namespaces):
-            member = members[node]
+        for vertex in self._index.narrowest(selector, namespaces):
+            member = members[vertex]
             if not selector_matches(selector, member.labels, self.proposals):
                 continue
             in_scope = self._in_scope(term, scope_key, namespace, member.namespace)
             if in_scope:
-                matches.append(node)
+                matches.append(vertex)
             elif in_scope is None:
-                maybe.append(node)
+                maybe.append(vertex)
         found = (frozenset(matches), frozenset(maybe))
         self._matches[key] = found
         return found
@@ -555,43 +561,43 @@ class AffinityGraph:
         return (member for member in self.members.values() if member.workload is not None)
 
     @cached_property
-    def placement(self) -> Placement:
-        """Who can be placed, given required pod affinity alone (see :class:`Placement`)."""
+    def startable(self) -> Startable:
+        """Who can be placed, given required pod affinity alone (see :class:`Startable`)."""
         candidates: dict[str, frozenset[str]] = {}
         self_match: set[str] = set()
         for member in self.workloads():
-            required = self.terms(member.id, AFFINITY, required=True)
+            required = self.terms(member.id, RELATION_AFFINITY, required=True)
             if not required:
                 continue
             reaches = sorted((relation.reach for relation in required), key=len)
             smallest, rest = reaches[0], reaches[1:]
             common = (
-                frozenset(node for node in smallest if all(node in other for other in rest))
+                frozenset(vertex for vertex in smallest if all(vertex in other for other in rest))
                 if rest
                 else smallest
             )
             if member.id in common:
                 self_match.add(member.id)
             candidates[member.id] = common
-        placeable = {node for node in self.members if node not in candidates} | self_match
+        placeable = {vertex for vertex in self.members if vertex not in candidates} | self_match
         waiting: dict[str, list[str]] = {}
-        for node, nodes in candidates.items():
-            if node in placeable:
+        for vertex, vertices in candidates.items():
+            if vertex in placeable:
                 continue
-            if any(other in placeable for other in nodes):  # not itself: it is not placeable
-                placeable.add(node)
+            if any(other in placeable for other in vertices):  # not itself: it is not placeable
+                placeable.add(vertex)
             else:
-                for other in nodes:
-                    if other != node:
-                        waiting.setdefault(other, []).append(node)
-        queue = [node for node in placeable if node in waiting]
+                for other in vertices:
+                    if other != vertex:
+                        waiting.setdefault(other, []).append(vertex)
+        queue = [vertex for vertex in placeable if vertex in waiting]
         while queue:
-            for node in waiting.pop(queue.pop(), ()):
-                if node not in placeable:
-                    placeable.add(node)
-                    if node in waiting:
-                        queue.append(node)
-        return Placement(candidates, frozenset(self_match), frozenset(placeable))
+            for vertex in waiting.pop(queue.pop(), ()):
+                if vertex not in placeable:
+                    placeable.add(vertex)
+                    if vertex in waiting:
+                        queue.append(vertex)
+        return Startable(candidates, frozenset(self_match), frozenset(placeable))
 
     def requires(self) -> nx.DiGraph[str]:
         """The stuck workloads and who each needs (a DiGraph: an edge w → x when x could satisfy w)."""
@@ -601,21 +607,23 @@ class AffinityGraph:
     def _needs(self) -> nx.DiGraph[str]:
         import networkx as nx
 
-        placement = self.placement
+        placement = self.startable
         stuck = placement.stuck()
         needs: nx.DiGraph[str] = nx.DiGraph()
         needs.add_nodes_from(stuck)
-        for node in stuck:  # in canonical order: the cycles found depend neither on hashing nor on file order
+        for (
+            vertex
+        ) in stuck:  # in canonical order: the cycles found depend neither on hashing nor on file order
             needs.add_edges_from(
-                (node, other)
-                for other in self.listing(placement.candidates[node]).ids_in_order()
-                if other != node
+                (vertex, other)
+                for other in self.listing(placement.candidates[vertex]).ids_in_order()
+                if other != vertex
             )
         return needs
 
     def deadlocks(self) -> list[list[str]]:
         """Cycles of required affinity no member of which can start; each in order, once."""
-        if not self.placement.stuck():
+        if not self.startable.stuck():
             return []  # the common case: no networkx needed
         import networkx as nx
 
@@ -632,12 +640,12 @@ class AffinityGraph:
         cycles.sort(key=lambda cycle: order[cycle[0]])
         return cycles
 
-    def location(self, node: str) -> str:
+    def location(self, vertex: str) -> str:
         """Where a node's object is written (``file:line:column`` of its name); "" for selectors."""
-        member = self.members.get(node)
+        member = self.members.get(vertex)
         if member is not None:
             return _where(member.doc, ("metadata", "name"))
-        pdb = self.pdbs.get(node)
+        pdb = self.pdbs.get(vertex)
         return _where(pdb.doc, ("metadata", "name")) if pdb is not None else ""
 
     @staticmethod
@@ -653,8 +661,8 @@ def _pod_groups(pods: Iterable[Workload], default_namespace: str) -> list[Member
         groups.setdefault((namespace, tuple(sorted(pod.pod.labels))), []).append(pod)
     members = []
     for (namespace, labels), group in groups.items():
-        node = f"pods:{namespace}/{_labels_text(dict(labels)) or group[0].ref.name}"
-        members.append(Member(node, namespace, dict(labels), None, tuple(group)))
+        vertex = f"pods:{namespace}/{_labels_text(dict(labels)) or group[0].ref.name}"
+        members.append(Member(vertex, namespace, dict(labels), None, tuple(group)))
     return members
 
 
@@ -728,7 +736,7 @@ def _where(doc: Document, path: DataPath) -> str:
     return f"{doc.file}:{span.line}:{span.column}"
 
 
-def ordered(graph: AffinityGraph, nodes: Iterable[str]) -> list[Member]:
+def ordered(graph: AffinityGraph, vertices: Iterable[str]) -> list[Member]:
     """Members in the graph's canonical order (:meth:`AffinityGraph.order`), so messages name the same
     members, in the same order, whatever the order of the files."""
-    return [graph.members[node] for node in sorted(set(nodes), key=graph.order)]
+    return [graph.members[vertex] for vertex in sorted(set(vertices), key=graph.order)]

@@ -17,15 +17,22 @@ from typing import Any
 import networkx as nx
 
 from kaffinity.findings import Finding, Severity
-from kaffinity.graph.affinity import AFFINITY, ANTI_AFFINITY, PDB, SELECTS, SPREAD, AffinityGraph
+from kaffinity.graph.affinity import (
+    RELATION_AFFINITY,
+    RELATION_ANTI_AFFINITY,
+    RELATION_PDB,
+    RELATION_SELECTS,
+    RELATION_SPREAD,
+    AffinityGraph,
+)
 from kaffinity.load.display import escape, utf8_tree
 
 _COLOURS = {
-    AFFINITY: "#2e7d32",
-    ANTI_AFFINITY: "#c62828",
-    SPREAD: "#1565c0",
-    PDB: "#6d6d6d",
-    SELECTS: "#9e9e9e",
+    RELATION_AFFINITY: "#2e7d32",
+    RELATION_ANTI_AFFINITY: "#c62828",
+    RELATION_SPREAD: "#1565c0",
+    RELATION_PDB: "#6d6d6d",
+    RELATION_SELECTS: "#9e9e9e",
 }
 _FILL = {"error": "#ffebee", "warning": "#fff8e1", "info": "#e3f2fd"}
 _STROKE = {"error": "#c62828", "warning": "#f9a825", "info": "#1565c0"}
@@ -117,14 +124,14 @@ def _label(data: Mapping[str, Any]) -> str:
 
 
 def _edge_label(data: Mapping[str, Any]) -> str:
-    if data["kind"] == SELECTS:
+    if data["kind"] == RELATION_SELECTS:
         return ""
     parts = [str(data["kind"])]
     if data.get("topology_key"):
         parts.append(str(data["topology_key"]))
     if data.get("weight") is not None:
         parts.append(f"w{data['weight']}")
-    if data["kind"] == SPREAD and not data["required"]:
+    if data["kind"] == RELATION_SPREAD and not data["required"]:
         parts.append("ScheduleAnyway")
     return " ".join(parts)
 
@@ -174,9 +181,9 @@ def render_mermaid(graph: AffinityGraph, findings: Iterable[Finding]) -> str:
 
 def _mermaid_arrow(data: Mapping[str, Any]) -> str:
     kind, required = data["kind"], data.get("required", True)
-    if kind == SELECTS:
+    if kind == RELATION_SELECTS:
         return "-.-"
-    head = "x" if kind == ANTI_AFFINITY else ">"
+    head = "x" if kind == RELATION_ANTI_AFFINITY else ">"
     return f"=={head}" if required else f"-.-{head}"
 
 
@@ -222,13 +229,13 @@ def render_dot(graph: AffinityGraph, findings: Iterable[Finding]) -> str:
     for source, target, data in g.edges(data=True):
         kind = data["kind"]
         attrs = {"color": _COLOURS[kind]}
-        if kind == SELECTS:
+        if kind == RELATION_SELECTS:
             attrs["style"] = "dotted"
             attrs["arrowhead"] = "none"
         else:
             attrs["style"] = "bold" if data.get("required") else "dashed"
             attrs["label"] = _edge_label(data)
-            if kind == ANTI_AFFINITY:
+            if kind == RELATION_ANTI_AFFINITY:
                 attrs["arrowhead"] = "tee"
         lines.append(f"  {_dot(source)} -> {_dot(target)} [{_dot_attrs(attrs)}];")
     hidden = g.number_of_nodes() - len(shown)

@@ -84,14 +84,13 @@ def render_text(run: PlacementRun, units: Sequence[tuple[str, PlacementRun]] = (
         who = escape(f"{pod.workload.ref} replica {pod.replica}")
         if placement.node is not None:
             lines.append(f"{where}: {who} -> {escape(placement.node)}{escape(_how(placement))}")
-        elif pod.rules.node_name:
+        elif pod.constraints.node_name:
             # spec.nodeName: no scheduler involved, the node's kubelet refuses the pod
             # The other nodes' "didn't match the requested node name" says nothing here.
             own = sorted(reason for reason in placement.reasons or () if reason != REASON_NODE_NAME)
             reasons = ", ".join(own) or "no such node"
-            lines.append(
-                f"{where}: {who} rejected (spec.nodeName {escape(pod.rules.node_name)}): {escape(reasons)}"
-            )
+            named = escape(pod.constraints.node_name)
+            lines.append(f"{where}: {who} rejected (spec.nodeName {named}): {escape(reasons)}")
         else:
             why = f" (no scale-up: {placement.no_scale_up})" if placement.no_scale_up else ""
             lines.append(f"{where}: {who} Pending: {escape(placement.summary(total) + why)}")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import AFFINITY, ANTI_AFFINITY, selector_text, within
+from kaffinity.graph.affinity import RELATION_AFFINITY, RELATION_ANTI_AFFINITY, selector_text, within
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 
@@ -57,24 +57,24 @@ class Block:
     symmetric: bool  # the candidate's own term (reference §D Filter step 3), not the pod's
 
 
-def blocks(graph: AffinityGraph, node: str, candidate: str, key: str) -> list[Block]:
-    """Why a pod of ``node`` cannot share the ``key`` domain of a pod of ``candidate``.
+def blocks(graph: AffinityGraph, vertex: str, candidate: str, key: str) -> list[Block]:
+    """Why a pod of ``vertex`` cannot share the ``key`` domain of a pod of ``candidate``.
 
-    (i) ``node``'s own required anti-affinity matches the candidate (Filter step 2); (ii) the
-    candidate's required anti-affinity matches ``node``'s pods (step 3, symmetry). Either
+    (i) ``vertex``'s own required anti-affinity matches the candidate (Filter step 2); (ii) the
+    candidate's required anti-affinity matches ``vertex``'s pods (step 3, symmetry). Either
     blocks only if sharing the ``key`` domain implies sharing the anti-affinity term's domain.
     Existing pods' terms are not in the graph, so they never block through symmetry here.
     """
     found = [
         Block(anti, False)
-        for anti in graph.terms(node, ANTI_AFFINITY, required=True)
+        for anti in graph.terms(vertex, RELATION_ANTI_AFFINITY, required=True)
         if candidate in anti.matches and anti.topology_key and within(key, anti.topology_key)
     ]
-    if candidate != node:
+    if candidate != vertex:
         found += [
             Block(anti, True)
-            for anti in graph.terms(candidate, ANTI_AFFINITY, required=True)
-            if node in anti.matches and anti.topology_key and within(key, anti.topology_key)
+            for anti in graph.terms(candidate, RELATION_ANTI_AFFINITY, required=True)
+            if vertex in anti.matches and anti.topology_key and within(key, anti.topology_key)
         ]
     return found
 
@@ -114,41 +114,41 @@ def _unique(found: Iterator[Block]) -> list[Block]:
     return list(seen.values())
 
 
-def _pool(listing: Listing, node: str, self_match: bool) -> Iterator[str]:
-    """Who ``node``'s pods could join: the others in canonical order, then itself if it may
+def _pool(listing: Listing, vertex: str, self_match: bool) -> Iterator[str]:
+    """Who ``vertex``'s pods could join: the others in canonical order, then itself if it may
     follow itself (the self-match exception)."""
-    yield from (other for other in listing.ids_in_order() if other != node)
+    yield from (other for other in listing.ids_in_order() if other != vertex)
     if self_match:
-        yield node
+        yield vertex
 
 
 def _check(context: Context) -> Iterator[Violation]:
     graph = context.graph
-    placement = graph.placement
+    startable = graph.startable
     for member in graph.workloads():
-        node = member.id
+        vertex = member.id
         workload = member.workload
         assert workload is not None
-        if node not in placement.candidates:
+        if vertex not in startable.candidates:
             continue  # no required pod affinity
-        candidates = placement.candidates[node]  # itself included when its terms match it
-        if len(candidates) == (node in candidates) and node not in placement.self_match:
+        candidates = startable.candidates[vertex]  # itself included when its terms match it
+        if len(candidates) == (vertex in candidates) and vertex not in startable.self_match:
             continue  # the terms match nothing together: affinity-no-match says so
         # The others in canonical order, sorted once per distinct set (graph.listing), and walked
         # only until one can be joined: N workloads whose terms match each other cost N, not N².
         listing = graph.listing(candidates)
-        for term in graph.terms(node, AFFINITY, required=True):
+        for term in graph.terms(vertex, RELATION_AFFINITY, required=True):
             key = term.topology_key
             if not key:
                 continue  # API validation rejects an empty topologyKey (reference §A.3)
             why: dict[str, list[Block]] = {}
-            for candidate in _pool(listing, node, node in placement.self_match):
-                why[candidate] = blocks(graph, node, candidate, key)
+            for candidate in _pool(listing, vertex, vertex in startable.self_match):
+                why[candidate] = blocks(graph, vertex, candidate, key)
                 if not why[candidate]:
                     break  # this pod can join that candidate: the term can hold
             else:
-                others = [other for other in listing.ids_in_order() if other != node]
-                violation = _violation(graph, term, workload.replicas, node, others, why)
+                others = [other for other in listing.ids_in_order() if other != vertex]
+                violation = _violation(graph, term, workload.replicas, vertex, others, why)
                 if violation is not None:
                     yield violation
                 break  # one finding per workload: the first term (in order) that cannot hold
@@ -158,7 +158,7 @@ def _violation(
     graph: AffinityGraph,
     term: Relation,
     replicas: int | None,
-    node: str,
+    vertex: str,
     others: list[str],
     why: dict[str, list[Block]],
 ) -> Violation | None:
@@ -189,7 +189,7 @@ def _violation(
         if len(others) > 1:
             target = "a pod of " + target
         message = f"required pod affinity puts this pod {_place(key)} {target}, but {reasons}: "
-        if node in why:
+        if vertex in why:
             message += (
                 "only a first pod started before any of them exists can run (the self-match exception); "
                 "every other pod stays Pending"
@@ -212,7 +212,7 @@ RULE = Rule(
     severity=Severity.ERROR,
     summary="Required pod affinity that required pod anti-affinity (own or symmetric) makes impossible.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     docs="""\
 ## What it finds
 A workload with required pod affinity whose every possible partner is ruled out by required

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import AFFINITY
+from kaffinity.graph.affinity import RELATION_AFFINITY
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
@@ -30,22 +30,22 @@ if TYPE_CHECKING:
 _NAMED = 3
 
 
-def blocking_terms(graph: AffinityGraph, node: str) -> list[Relation]:
-    """The required affinity terms that keep ``node`` from starting by itself.
+def blocking_terms(graph: AffinityGraph, vertex: str) -> list[Relation]:
+    """The required affinity terms that keep ``vertex`` from starting by itself.
 
     A workload starts by itself when its pods match all its own required affinity terms (the
     self-match exception, reference §D Filter step 1), so the terms its own pods do not match
     are the ones to blame; a stuck workload has at least one. Every required term reaches every
     candidate (a single pod must match them all), so these terms all point to the next member.
     """
-    terms = graph.terms(node, AFFINITY, required=True)
-    return [term for term in terms if node not in term.reach] or terms
+    terms = graph.terms(vertex, RELATION_AFFINITY, required=True)
+    return [term for term in terms if vertex not in term.reach] or terms
 
 
-def _names(graph: AffinityGraph, nodes: Sequence[str]) -> str:
-    names = [str(graph.members[node]) for node in nodes[:_NAMED]]
-    if len(nodes) > _NAMED:
-        names.append(f"{len(nodes) - _NAMED} more")
+def _names(graph: AffinityGraph, vertices: Sequence[str]) -> str:
+    names = [str(graph.members[vertex]) for vertex in vertices[:_NAMED]]
+    if len(vertices) > _NAMED:
+        names.append(f"{len(vertices) - _NAMED} more")
     if len(names) == 1:
         return names[0]
     return ", ".join(names[:-1]) + " or " + names[-1]
@@ -54,7 +54,7 @@ def _names(graph: AffinityGraph, nodes: Sequence[str]) -> str:
 def cycle_text(graph: AffinityGraph, cycle: Sequence[str], start: int = 0) -> str:
     """``A needs a pod of B, which needs a pod of A``, starting at ``cycle[start]``."""
     order = [*cycle[start:], *cycle[:start], cycle[start]]
-    names = [str(graph.members[node]) for node in order]
+    names = [str(graph.members[vertex]) for vertex in order]
     return f"{names[0]} needs a pod of {names[1]}" + "".join(f", which needs a pod of {n}" for n in names[2:])
 
 
@@ -71,7 +71,7 @@ def _reaching(graph: AffinityGraph, cycles: list[list[str]]) -> dict[str, list[i
     only behind a term that matches nothing reach no cycle: affinity-no-match reports those.
     """
     needs = graph.requires()
-    in_cycle = {node for cycle in cycles for node in cycle}
+    in_cycle = {vertex for cycle in cycles for vertex in cycle}
     waiting: dict[str, list[int]] = {}
     for index, cycle in enumerate(cycles):
         seen = set(cycle)
@@ -97,26 +97,26 @@ def _check(context: Context) -> Iterator[Violation]:
     )
     for cycle in cycles:
         who = "neither" if len(cycle) == 2 else "none"
-        for index, node in enumerate(cycle):
+        for index, vertex in enumerate(cycle):
             related = tuple(
                 Related(term.doc, term.path, _needs(graph, cycle, other))
                 for other, member in enumerate(cycle)
-                if member != node
+                if member != vertex
                 for term in blocking_terms(graph, member)
             )
             message = (
                 f"required pod affinity deadlock: {cycle_text(graph, cycle, index)}: {who} can be "
                 f"scheduled first ({why})"
             )
-            for term in blocking_terms(graph, node):
+            for term in blocking_terms(graph, vertex):
                 yield Violation(term.doc, term.path, message, related, fix=_FIX)
     needs = graph.requires()
-    for node, indexes in sorted(_reaching(graph, cycles).items(), key=lambda item: graph.order(item[0])):
-        candidates = sorted(needs.successors(node), key=graph.order)
+    for vertex, indexes in sorted(_reaching(graph, cycles).items(), key=lambda item: graph.order(item[0])):
+        candidates = sorted(needs.successors(vertex), key=graph.order)
         deadlocks = "; and ".join(cycle_text(graph, cycles[i]) for i in indexes)
         which = "which can never start" if len(candidates) == 1 else "none of which can ever start"
         message = (
-            f"required pod affinity waits on a deadlock: {graph.members[node]} needs a pod of "
+            f"required pod affinity waits on a deadlock: {graph.members[vertex]} needs a pod of "
             f"{_names(graph, candidates)}, {which}: {deadlocks} "
             f"(a required pod affinity deadlock{'s' if len(indexes) > 1 else ''})"
         )
@@ -126,7 +126,7 @@ def _check(context: Context) -> Iterator[Violation]:
             for k, member in enumerate(cycles[i])
             for term in blocking_terms(graph, member)
         )
-        for term in blocking_terms(graph, node):
+        for term in blocking_terms(graph, vertex):
             yield Violation(term.doc, term.path, message, related, fix=_WAITER_FIX)
 
 
@@ -144,7 +144,7 @@ RULE = Rule(
     severity=Severity.ERROR,
     summary="Workloads whose required pod affinity needs each other's pods, so none can start first.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     docs="""\
 ## What it finds
 A cycle of required pod affinity (A needs a pod of B, B needs a pod of A, …) in which no

@@ -56,7 +56,7 @@ RULE = Rule(
     severity=Severity.WARNING,
     summary="Required pod affinity that no workload or existing pod can satisfy: the pods never schedule.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     docs="""\
 ## What it finds
 A required pod affinity term (`podAffinity.requiredDuringSchedulingIgnoredDuringExecution`) of

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.wording import SHOWN, counted_list, domain_word
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import ANTI_AFFINITY, AffinityGraph, Member, Relation, selector_text
+from kaffinity.graph.affinity import RELATION_ANTI_AFFINITY, AffinityGraph, Member, Relation, selector_text
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.k8s.model import dig
 from kaffinity.rules.base import Rule
@@ -33,7 +33,7 @@ def _victims(
 def _check(context: Context) -> Iterator[Violation]:
     graph = context.graph
     for owner in graph.workloads():
-        for relation in graph.terms(owner.id, ANTI_AFFINITY, required=True):
+        for relation in graph.terms(owner.id, RELATION_ANTI_AFFINITY, required=True):
             empty = relation.selector is not None and relation.selector.is_empty
             if not (relation.all_namespaces or empty):
                 continue
@@ -90,7 +90,7 @@ RULE = Rule(
     severity=Severity.ERROR,
     summary="Required pod anti-affinity against every namespace (namespaceSelector: {}) or every pod ({}).",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     docs="""\
 ## What it finds
 A required pod anti-affinity term (`requiredDuringSchedulingIgnoredDuringExecution`) whose scope

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import ANTI_AFFINITY, Member, ordered
+from kaffinity.graph.affinity import RELATION_ANTI_AFFINITY, Member, ordered
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 
@@ -40,7 +40,7 @@ def _check(context: Context) -> Iterator[Violation]:
     if not daemonsets:
         return
     for owner in graph.workloads():
-        for relation in graph.terms(owner.id, ANTI_AFFINITY, required=True):
+        for relation in graph.terms(owner.id, RELATION_ANTI_AFFINITY, required=True):
             key = relation.topology_key or ""
             daemons = [
                 member
@@ -85,7 +85,7 @@ RULE = Rule(
     severity=Severity.WARNING,
     summary="Required pod anti-affinity matching a DaemonSet's pods: the two exclude each other.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     docs="""\
 ## What it finds
 A workload's required pod anti-affinity term that certainly matches the pods of a DaemonSet of

@@ -61,7 +61,7 @@ def _occupied(
             continue
         for pod in node.pods:
             if before(pod) and any(
-                t.topology_key == key and t.matches(probe, probe_labels) for t in pod.rules.anti
+                t.topology_key == key and t.matches(probe, probe_labels) for t in pod.constraints.anti
             ):
                 found = taken.setdefault(value, [])
                 if all(pod is not other for other, _ in found):
@@ -186,7 +186,7 @@ RULE = Rule(
     severity=Severity.ERROR,
     summary="Required anti-affinity against its own pods admits fewer pods than the replicas asked for.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     needs_cluster=True,
     docs="""\
 ## What it finds

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.suggest import silent_terms
 from kaffinity.findings import Severity, Violation
-from kaffinity.graph.affinity import ANTI_AFFINITY, Relation
+from kaffinity.graph.affinity import RELATION_ANTI_AFFINITY, Relation
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
@@ -24,7 +24,12 @@ def _describe(relation: Relation) -> tuple[str, str]:
 
 def _check(context: Context) -> Iterator[Violation]:
     return silent_terms(
-        context, required=True, kinds=(ANTI_AFFINITY,), describe=_describe, rule=RULE_NAME, own_values=True
+        context,
+        required=True,
+        kinds=(RELATION_ANTI_AFFINITY,),
+        describe=_describe,
+        rule=RULE_NAME,
+        own_values=True,
     )
 
 
@@ -34,7 +39,7 @@ RULE = Rule(
     severity=Severity.WARNING,
     summary="Required pod anti-affinity that matches no pod, not even its own: it keeps nothing apart.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     docs="""\
 ## What it finds
 A required pod anti-affinity term whose selector, as the API server merges it with

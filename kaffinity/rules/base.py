@@ -32,7 +32,7 @@ class Rule:
     docs: str
     check: Check | None = None
     #: The rule needs every manifest of the repository (see ``context:``), not just some files.
-    needs_context: bool = False
+    needs_all_manifests: bool = False
     #: The rule reads the declared cluster (``--cluster``): the engine skips it without one, so
     #: a lint without a cluster never imports the offline scheduler.
     needs_cluster: bool = False

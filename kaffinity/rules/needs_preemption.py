@@ -40,12 +40,12 @@ def _check(context: Context) -> Iterator[Violation]:
         pods = name_list(placement.pod.name for placement in preempting)
         evicted = name_list(
             (
-                f"{victim.namespace}/{victim.name} (priority {victim.rules.priority}) on {node.name}"
+                f"{victim.namespace}/{victim.name} (priority {victim.constraints.priority}) on {node.name}"
                 for victim, node in victims
             ),
             shown=_SHOWN,
         )
-        priority = preempting[0].pod.rules.priority
+        priority = preempting[0].pod.constraints.priority
         verb = "runs" if len(preempting) == 1 else "run"
         related = tuple(
             Related(
@@ -72,7 +72,7 @@ RULE = Rule(
     severity=Severity.WARNING,
     summary="Pods run on the declared cluster only by preempting lower-priority pods.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     needs_cluster=True,
     docs="""\
 ## What it finds

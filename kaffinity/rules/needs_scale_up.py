@@ -52,7 +52,7 @@ RULE = Rule(
     severity=Severity.INFO,
     summary="Pods fit only once an autoscaler adds nodes to a pool that may grow.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     needs_cluster=True,
     docs="""\
 ## What it finds

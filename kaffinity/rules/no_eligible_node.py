@@ -60,7 +60,7 @@ def _explain(result: Analysis, shape: Shape) -> _Why:
     from kaffinity.simulate.scheduler import node_matches
 
     sim = result.sim
-    rules = shape.probe.rules
+    constraints = shape.probe.constraints
     nodes = sim.nodes
     if not nodes:
         # kube-scheduler with no node at all: ErrNoNodesAvailable (pkg/scheduler/schedule_one.go),
@@ -71,21 +71,25 @@ def _explain(result: Analysis, shape: Shape) -> _Why:
             (),
             "declare the cluster's nodes in the cluster file",
         )
-    if rules.node_name:
-        nodes = [node for node in nodes if node.name == rules.node_name]
+    if constraints.node_name:
+        nodes = [node for node in nodes if node.name == constraints.node_name]
         if not nodes:
             total = plural(len(sim.nodes), "node")
             return _Why(
                 (*shape.workload.pod.spec_path, "nodeName"),
-                f"spec.nodeName {rules.node_name} names none of the cluster's {total}",
+                f"spec.nodeName {constraints.node_name} names none of the cluster's {total}",
                 (),
                 "name a node of the cluster, or leave spec.nodeName to the scheduler",
             )
-    selected = [node for node in nodes if node_matches(rules.node_selector, None, node.labels, node.name)]
+    selected = [
+        node for node in nodes if node_matches(constraints.node_selector, None, node.labels, node.name)
+    ]
     if not selected:
         return _by_selector(shape, nodes)
-    if rules.node_terms is not None:
-        matching = [node for node in selected if node_matches((), rules.node_terms, node.labels, node.name)]
+    if constraints.node_terms is not None:
+        matching = [
+            node for node in selected if node_matches((), constraints.node_terms, node.labels, node.name)
+        ]
         if not matching:
             return _by_affinity(shape, selected, len(nodes))
         selected = matching
@@ -97,7 +101,7 @@ def _by_selector(shape: Shape, nodes: list[SimNode]) -> _Why:
 
     spec = shape.workload.pod.spec_path
     total = plural(len(nodes), "node")
-    for key, value in shape.probe.rules.node_selector:
+    for key, value in shape.probe.constraints.node_selector:
         if any(node.labels.get(key) == value for node in nodes):
             continue
         have = _values(nodes, key)
@@ -115,7 +119,7 @@ def _by_selector(shape: Shape, nodes: list[SimNode]) -> _Why:
             "correct the label, or label the nodes meant to run this workload",
         )
         return _unlabelled(why, key, nodes)
-    text = ",".join(f"{key}={value}" for key, value in shape.probe.rules.node_selector)
+    text = ",".join(f"{key}={value}" for key, value in shape.probe.constraints.node_selector)
     return _Why(
         (*spec, "nodeSelector"),
         f"nodeSelector {text} matches none of the cluster's {total}: each label is on some node, "
@@ -128,14 +132,14 @@ def _by_selector(shape: Shape, nodes: list[SimNode]) -> _Why:
 def _by_affinity(shape: Shape, selected: list[SimNode], total: int) -> _Why:
     from kaffinity.explain.pending import plural
 
-    rules = shape.probe.rules
-    terms = rules.node_terms or ()
+    constraints = shape.probe.constraints
+    terms = constraints.node_terms or ()
     affinity = shape.workload.pod.affinity
     node_affinity = affinity.node_affinity if affinity is not None else None
     path: DataPath = shape.workload.pod.spec_path
     if node_affinity is not None:
         path = (*node_affinity.path, "requiredDuringSchedulingIgnoredDuringExecution")
-    if rules.node_selector:
+    if constraints.node_selector:
         among = f"the {plural(len(selected), 'node')} the nodeSelector leaves"
     else:
         among = f"the cluster's {plural(total, 'node')}"
@@ -181,20 +185,22 @@ def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
     filters TaintToleration and NodeUnschedulable (reference §F)."""
     from kaffinity.explain.pending import node_related, plural, taint_text
 
-    rules = shape.probe.rules
+    constraints = shape.probe.constraints
     pod = shape.workload.pod
     from kaffinity.simulate.scheduler import blocking_effects
 
     # The kubelet admits a pod with spec.nodeName on a cordoned node, past NoSchedule taints.
-    effects = blocking_effects(rules)
+    effects = blocking_effects(constraints)
     untolerated = [
         (node, taint)
         for node in selected
-        if (taint := result.sim.untolerated(rules.tolerations, node.taints, effects)) is not None
+        if (taint := result.sim.untolerated(constraints.tolerations, node.taints, effects)) is not None
     ]
     tainted = {id(node) for node, _ in untolerated}
     cordoned = [
-        node for node in selected if node.unschedulable and id(node) not in tainted and not rules.node_name
+        node
+        for node in selected
+        if node.unschedulable and id(node) not in tainted and not constraints.node_name
     ]
     parts = []
     related: list[Related] = []
@@ -224,9 +230,9 @@ def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
     selection = [
         name
         for name, present in (
-            ("spec.nodeName", bool(rules.node_name)),
-            ("nodeSelector", bool(rules.node_selector)),
-            ("required node affinity", rules.node_terms is not None),
+            ("spec.nodeName", bool(constraints.node_name)),
+            ("nodeSelector", bool(constraints.node_selector)),
+            ("required node affinity", constraints.node_terms is not None),
         )
         if present
     ]
@@ -241,7 +247,7 @@ def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
     path: DataPath = pod.spec_path
     if pod.tolerations:
         path = (*pod.spec_path, "tolerations")
-    elif rules.node_selector:
+    elif constraints.node_selector:
         path = (*pod.spec_path, "nodeSelector")
     elif pod.affinity is not None and pod.affinity.node_affinity is not None:
         path = (*pod.affinity.node_affinity.path, "requiredDuringSchedulingIgnoredDuringExecution")
@@ -300,7 +306,7 @@ def _check(context: Context) -> Iterator[Violation]:
         why = _explain(result, shape)
         severity = why.severity
         stuck = result.stuck.get(id(shape.workload)) if result.stuck is not None else None
-        named = shape.probe.rules.node_name
+        named = shape.probe.constraints.node_name
         if named and named in result.sim.by_name and shape.replicas:
             outcome = _rejected_words(shape.workload, named)
         elif stuck is not None and shape.replicas:
@@ -327,7 +333,7 @@ RULE = Rule(
     severity=Severity.ERROR,
     summary="nodeSelector, required node affinity and untolerated taints leave no node of the cluster.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     needs_cluster=True,
     docs="""\
 ## What it finds

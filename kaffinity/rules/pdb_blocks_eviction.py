@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from kaffinity.explain.wording import name_list
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import PDB, Member, ordered
+from kaffinity.graph.affinity import RELATION_PDB, Member, ordered
 from kaffinity.k8s.model import NodeSelectorTerm, PodDisruptionBudget, Workload, dig, document_key, object_ref
 from kaffinity.k8s.selectors import node_term_matches, selector_matches
 from kaffinity.load.source import DataPath, Document
@@ -326,7 +326,7 @@ def _check(context: Context) -> Iterator[Violation]:
     for node, pdb in graph.pdbs.items():
         if budget_refused(pdb.doc.data, version):
             continue  # the API server refuses it (api-validation): it protects nothing
-        for relation in graph.terms(node, PDB):
+        for relation in graph.terms(node, RELATION_PDB):
             if relation.selector is None or not relation.matches:
                 continue  # selects nothing: pdb-no-match
             selected = counted.get(relation.matches)
@@ -387,7 +387,7 @@ RULE = Rule(
     severity=Severity.WARNING,
     summary="A PodDisruptionBudget that allows no disruption: node drains and evictions never finish.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     docs="""\
 ## What it finds
 A PodDisruptionBudget that allows zero disruptions even when every pod it selects is running

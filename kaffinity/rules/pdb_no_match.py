@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.suggest import hint, owner_namespace, unknown_pods
 from kaffinity.findings import Severity, Violation
-from kaffinity.graph.affinity import PDB, selector_text
+from kaffinity.graph.affinity import RELATION_PDB, selector_text
 from kaffinity.rules.base import Rule
 from kaffinity.validate.apiserver import budget_refused
 
@@ -28,7 +28,7 @@ def _check(context: Context) -> Iterator[Violation]:
     for node, pdb in graph.pdbs.items():
         if budget_refused(pdb.doc.data, version):
             continue  # the API server refuses it (api-validation): it selects nothing
-        for relation in graph.terms(node, PDB):
+        for relation in graph.terms(node, RELATION_PDB):
             if relation.reach:
                 continue
             namespace = owner_namespace(graph, relation)
@@ -66,7 +66,7 @@ RULE = Rule(
     severity=Severity.WARNING,
     summary="A PodDisruptionBudget whose selector matches no pod in its namespace: nothing is protected.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     docs="""\
 ## What it finds
 A PodDisruptionBudget whose `spec.selector` matches no workload's pods in the budget's namespace

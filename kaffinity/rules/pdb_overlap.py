@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.wording import SHOWN, name_list
 from kaffinity.findings import MAX_RELATED, Related, Severity, Violation
-from kaffinity.graph.affinity import PDB, AffinityGraph, Member, Relation, ordered
+from kaffinity.graph.affinity import RELATION_PDB, AffinityGraph, Member, Relation, ordered
 from kaffinity.rules.base import Rule
 from kaffinity.validate.apiserver import budget_refused
 
@@ -47,7 +47,9 @@ def _check(context: Context) -> Iterator[Violation]:
     budgets = [
         relation
         for relation in graph.relations
-        if relation.kind == PDB and _selects(relation) and not budget_refused(relation.doc.data, version)
+        if relation.kind == RELATION_PDB
+        and _selects(relation)
+        and not budget_refused(relation.doc.data, version)
     ]
     # Budgets with the same matched set (the same selector in the same namespace, or one
     # reaching every namespace) are grouped, and everything that depends on the set alone is
@@ -139,7 +141,7 @@ RULE = Rule(
     severity=Severity.WARNING,
     summary="Pods selected by more than one PodDisruptionBudget: the eviction API refuses them.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     docs="""\
 ## What it finds
 PodDisruptionBudgets whose selectors select the same pods (of a workload of the input, or

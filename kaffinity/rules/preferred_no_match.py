@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.suggest import silent_terms
 from kaffinity.findings import Severity, Violation
-from kaffinity.graph.affinity import AFFINITY, ANTI_AFFINITY, Relation
+from kaffinity.graph.affinity import RELATION_AFFINITY, RELATION_ANTI_AFFINITY, Relation
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
@@ -18,14 +18,18 @@ RULE_NAME = "preferred-no-match"
 
 
 def _describe(relation: Relation) -> tuple[str, str]:
-    kind = "affinity" if relation.kind == AFFINITY else "anti-affinity"
+    kind = "affinity" if relation.kind == RELATION_AFFINITY else "anti-affinity"
     weight = f" (weight {relation.weight})" if relation.weight is not None else ""
     return f"preferred pod {kind}{weight}", "the term never changes a node's score and does nothing"
 
 
 def _check(context: Context) -> Iterator[Violation]:
     return silent_terms(
-        context, required=False, kinds=(AFFINITY, ANTI_AFFINITY), describe=_describe, rule=RULE_NAME
+        context,
+        required=False,
+        kinds=(RELATION_AFFINITY, RELATION_ANTI_AFFINITY),
+        describe=_describe,
+        rule=RULE_NAME,
     )
 
 
@@ -35,7 +39,7 @@ RULE = Rule(
     severity=Severity.INFO,
     summary="A preferred pod (anti-)affinity term that matches no pod, not even its own: it does nothing.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     docs="""\
 ## What it finds
 A preferred pod affinity or anti-affinity term

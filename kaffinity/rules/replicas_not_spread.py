@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import AFFINITY, ANTI_AFFINITY, Member
+from kaffinity.graph.affinity import RELATION_AFFINITY, RELATION_ANTI_AFFINITY, Member
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.k8s.model import dig, object_ref
 from kaffinity.load.source import DataPath, Document
@@ -126,7 +126,7 @@ def _spread(context: Context, member: Member) -> bool:
     graph = context.graph
     return any(
         member.id in relation.matches
-        for kind in (ANTI_AFFINITY, AFFINITY)
+        for kind in (RELATION_ANTI_AFFINITY, RELATION_AFFINITY)
         for relation in graph.terms(member.id, kind)
     )
 
@@ -170,7 +170,7 @@ def _check(context: Context) -> Iterator[Violation]:
         if replicas < 2 or _spread(context, member):
             continue
         kind = workload.ref.kind
-        others = graph.terms(member.id, ANTI_AFFINITY)
+        others = graph.terms(member.id, RELATION_ANTI_AFFINITY)
         missing = (
             f"its pod anti-affinity does not select its own pods (labels {_labels(workload.pod.labels)})"
             if others
@@ -200,7 +200,7 @@ RULE = Rule(
     severity=Severity.INFO,
     summary="Several replicas and no anti-affinity or topology spread constraint to spread them.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     docs="""\
 ## What it finds
 A Deployment, StatefulSet, ReplicaSet or ReplicationController with more than one replica that

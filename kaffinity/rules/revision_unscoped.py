@@ -6,7 +6,13 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kaffinity.expand.merge import POD_AFFINITY, POD_ANTI_AFFINITY, SPREAD, affinity_terms, pod_labels
+from kaffinity.expand.merge import (
+    POD_AFFINITY,
+    POD_ANTI_AFFINITY,
+    TOPOLOGY_SPREAD_CONSTRAINTS,
+    affinity_terms,
+    pod_labels,
+)
 from kaffinity.explain.precedence import gives_way
 from kaffinity.findings import Severity, Violation
 from kaffinity.k8s import gates as fg
@@ -32,7 +38,7 @@ _WHY = {
         "required pod affinity is satisfied by this Deployment's own pods of every revision: during a "
         "rolling update the new pods are placed by where the old revision's pods run (KEP-3633 story 1)"
     ),
-    SPREAD: (
+    TOPOLOGY_SPREAD_CONSTRAINTS: (
         "this DoNotSchedule spread constraint counts this Deployment's own pods of every revision: "
         "during a rolling update the old pods count toward the skew, and once they are gone the new "
         "pods can be left unbalanced (KEP-3243)"
@@ -51,7 +57,7 @@ def unscoped_terms(
         (kind, term) for kind, required, term in affinity_terms(workload) if required
     ]
     terms += [
-        (SPREAD, constraint)
+        (TOPOLOGY_SPREAD_CONSTRAINTS, constraint)
         for constraint in workload.pod.topology_spread_constraints
         if constraint.when_unsatisfiable == "DoNotSchedule"
     ]
@@ -135,7 +141,11 @@ def _where(workload: Workload, term: PodAffinityTerm | TopologySpreadConstraint)
 def supported(context: Context, kind: str) -> fg.GateState:
     """The gate that decides whether the target keeps ``matchLabelKeys`` on this kind of term."""
     settings = context.settings
-    gate = fg.MATCH_LABEL_KEYS_IN_SPREAD if kind == SPREAD else fg.MATCH_LABEL_KEYS_IN_POD_AFFINITY
+    gate = (
+        fg.MATCH_LABEL_KEYS_IN_SPREAD
+        if kind == TOPOLOGY_SPREAD_CONSTRAINTS
+        else fg.MATCH_LABEL_KEYS_IN_POD_AFFINITY
+    )
     return fg.gate_state(gate, settings.kube_version, settings.feature_gates)
 
 
@@ -194,7 +204,7 @@ def _check(context: Context) -> Iterator[Violation]:
                 hint = (
                     f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable the "
                     "gate, or roll out with maxSurge: 0 and maxUnavailable: 1"
-                    if kind != SPREAD
+                    if kind != TOPOLOGY_SPREAD_CONSTRAINTS
                     else f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable "
                     "the gate"
                 )

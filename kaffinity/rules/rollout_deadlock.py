@@ -64,10 +64,15 @@ def _pods(blocker: Blocker, relation: str) -> list[str]:
 
 
 def _because(deadlock: Deadlock, blocker: Blocker) -> str:
-    from kaffinity.simulate.rollout import AFFINITY, ANTI, EXISTING_ANTI, SPREAD
+    from kaffinity.simulate.rollout import (
+        BLOCKER_AFFINITY,
+        BLOCKER_ANTI,
+        BLOCKER_EXISTING_ANTI,
+        BLOCKER_SPREAD,
+    )
 
     nodes = _names(blocker.nodes)
-    if blocker.kind in (ANTI, EXISTING_ANTI):
+    if blocker.kind in (BLOCKER_ANTI, BLOCKER_EXISTING_ANTI):
         seen = []
         if _pods(blocker, "old"):
             seen.append("the old revision's pods")
@@ -78,7 +83,7 @@ def _because(deadlock: Deadlock, blocker: Blocker) -> str:
             seen.append(("pod " if len(other) == 1 else "pods ") + _names(other))
         what = " and ".join(seen) or "pods"
         verb = "runs" if len(blocker.pods) == 1 else "run"
-        if blocker.kind == ANTI:
+        if blocker.kind == BLOCKER_ANTI:
             return (
                 f"its required pod anti-affinity term ({_term_text(blocker)}) keeps it away from {what}, "
                 f"which {verb} on {nodes}"
@@ -91,9 +96,9 @@ def _because(deadlock: Deadlock, blocker: Blocker) -> str:
                 f"that selects it, which keeps it off {nodes}"
             )
         return f"the required pod anti-affinity of {_holder(blocker)} selects it and keeps it off {nodes}"
-    if blocker.kind == AFFINITY:
+    if blocker.kind == BLOCKER_AFFINITY:
         return f"its required pod affinity term ({_term_text(blocker)}) finds no pod it selects near {nodes}"
-    if blocker.kind == SPREAD:
+    if blocker.kind == BLOCKER_SPREAD:
         return f"its DoNotSchedule topology spread constraint would exceed maxSkew on {nodes}"
     reasons = ", ".join(sorted(blocker.reasons))
     return f"its resource requests do not fit beside the pods already on {nodes} ({reasons})"
@@ -127,11 +132,11 @@ def _term(blocker: Blocker) -> PodAffinityTerm | TopologySpreadConstraint | None
 def _primary(deadlock: Deadlock) -> Blocker | None:
     """The rolled workload's own rule that blocks (where the finding goes): a term, else its
     resource requests; None when only other workloads' rules block."""
-    from kaffinity.simulate.rollout import AFFINITY, ANTI, SPREAD
+    from kaffinity.simulate.rollout import BLOCKER_AFFINITY, BLOCKER_ANTI, BLOCKER_SPREAD
 
     own = [blocker for blocker in deadlock.blockers if blocker.holder is deadlock.workload]
     for blocker in own:
-        if blocker.kind in (ANTI, AFFINITY, SPREAD):
+        if blocker.kind in (BLOCKER_ANTI, BLOCKER_AFFINITY, BLOCKER_SPREAD):
             return blocker
     return own[0] if own else None
 
@@ -175,7 +180,7 @@ def _fix(
 ) -> str:
     """Changes that the simulation shows complete the rollout; a generic hint if none does."""
     from kaffinity.k8s.fenceposts import Budget
-    from kaffinity.simulate.rollout import ANTI, RESOURCES, simulate
+    from kaffinity.simulate.rollout import BLOCKER_ANTI, BLOCKER_RESOURCES, simulate
 
     workload = deadlock.workload
     kind = workload.ref.kind
@@ -189,14 +194,19 @@ def _fix(
                 "roll out with maxSurge: 0 and maxUnavailable: 1 (simulated: the rollout then completes)"
             )
         tried.append("replacing pods in place (maxSurge: 0, maxUnavailable: 1)")
-    if primary is not None and primary.kind == ANTI and _pods(primary, "old") and kind != "StatefulSet":
+    if (
+        primary is not None
+        and primary.kind == BLOCKER_ANTI
+        and _pods(primary, "old")
+        and kind != "StatefulSet"
+    ):
         hint = _scope_hint(run, deadlock, primary, label, version, gates)
         if hint:
             hints.append(hint)
         tried.append(f"matchLabelKeys: [{label}]")
     if hints:
         return "; or ".join(hints)
-    if any(b.kind == RESOURCES for b in deadlock.blockers):
+    if any(b.kind == BLOCKER_RESOURCES for b in deadlock.blockers):
         hint = "leave room on a node for the replacement pod (or lower its requests)"
     else:
         hint = "relax the rule that keeps the new pod off every node, or add a node it may use"
@@ -212,7 +222,7 @@ def _message(deadlock: Deadlock) -> str:
     from kaffinity.simulate.scheduler import REASON_PORTS
 
     reasons = [_because(deadlock, b) for b in deadlock.blockers]
-    ports = deadlock.pod.rules.ports
+    ports = deadlock.pod.constraints.ports
     if not reasons and ports and REASON_PORTS in (deadlock.placement.reasons or ()):
         # NodePorts: one pod per node and host port, and the old pods hold them.
         taken = sorted({f"{protocol} {port}" for protocol, _, port in ports})
@@ -315,7 +325,7 @@ RULE = Rule(
     severity=Severity.ERROR,
     summary="A rolling update that can never finish on the declared cluster: a new pod stays Pending.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     needs_cluster=True,
     docs="""\
 ## What it finds

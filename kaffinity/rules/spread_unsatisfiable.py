@@ -88,7 +88,7 @@ def _dynamic(result: Analysis, stuck: Stuck, spread: Spread) -> tuple[DataPath, 
     from kaffinity.simulate.scheduler import REASON_SPREAD, REASON_SPREAD_LABEL, spread_counts
 
     sim = result.sim
-    rules = stuck.shape.probe.rules
+    constraints = stuck.shape.probe.constraints
     domain = domain_word(spread.topology_key)
     final = stuck.final[0] if stuck.final else None
     rejected = (final.rejected or {}) if final is not None else {}
@@ -98,15 +98,15 @@ def _dynamic(result: Analysis, stuck: Stuck, spread: Spread) -> tuple[DataPath, 
     where: DataPath = (*spread.source.path, "topologyKey")
     fix = ""
     if lacking:
-        keys = name_list(dict.fromkeys(s.topology_key for s in rules.spread))
+        keys = name_list(dict.fromkeys(s.topology_key for s in constraints.spread))
         parts.append(
             f"{plural(len(lacking), 'node')} it may run on ({name_list(lacking)}) lack {keys}, and "
             "PodTopologySpread rejects a node without every hard constraint's key (missing required label)"
         )
         fix = f"label those nodes with {keys}, or keep the pods off them with node affinity"
     if skewed:
-        nodes, domains = sim.spread_nodes(rules, spread)
-        counts = spread_counts(sim, rules.namespace, spread, nodes)
+        nodes, domains = sim.spread_nodes(constraints, spread)
+        counts = spread_counts(sim, constraints.namespace, spread, nodes)
         ordered = sorted(domains)
         minimum = (
             0 if len(domains) < spread.min_domains else min((counts.get(d, 0) for d in ordered), default=0)
@@ -162,7 +162,7 @@ RULE = Rule(
     severity=Severity.ERROR,
     summary="DoNotSchedule topology spread constraints that leave some replicas Pending on the cluster.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     needs_cluster=True,
     docs="""\
 ## What it finds

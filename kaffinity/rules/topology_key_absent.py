@@ -27,28 +27,28 @@ _RENAMED = {
 def _consequences() -> dict[str, str]:
     """What an absent key does, by the kind of rule that names it."""
     from kaffinity.explain.pending import (
-        AFFINITY,
-        ANTI,
-        PREFERRED_AFFINITY,
-        PREFERRED_ANTI,
-        SOFT_SPREAD,
-        SPREAD,
+        TERM_AFFINITY,
+        TERM_ANTI,
+        TERM_PREFERRED_AFFINITY,
+        TERM_PREFERRED_ANTI,
+        TERM_SOFT_SPREAD,
+        TERM_SPREAD,
     )
 
     return {
         # InterPodAffinity Filter: a node without a required term's key fails, first pod included
         # (reference §D Filter step 1; the self-match exception still needs every key).
-        AFFINITY: "InterPodAffinity rejects every node without the key, even for the first pod",
+        TERM_AFFINITY: "InterPodAffinity rejects every node without the key, even for the first pod",
         # PodTopologySpread Filter: "node(s) didn't match pod topology spread constraints (missing
         # required label)", UnschedulableAndUnresolvable (reference §E).
-        SPREAD: "PodTopologySpread rejects every node without the key (missing required label)",
+        TERM_SPREAD: "PodTopologySpread rejects every node without the key (missing required label)",
         # InterPodAffinity Filter step 2: a node without the key passes anti-affinity (reference §D).
-        ANTI: "a node without the key always passes anti-affinity, so this term keeps no pods apart",
+        TERM_ANTI: "a node without the key always passes anti-affinity, so this term keeps no pods apart",
         # InterPodAffinity Score sums a term's weight only on nodes carrying its key (reference §D).
-        PREFERRED_AFFINITY: "the preference scores no node, so it has no effect",
-        PREFERRED_ANTI: "the preference scores no node, so it has no effect",
+        TERM_PREFERRED_AFFINITY: "the preference scores no node, so it has no effect",
+        TERM_PREFERRED_ANTI: "the preference scores no node, so it has no effect",
         # PodTopologySpread Score: nodes without the key score 0 (reference §E), i.e. every node here.
-        SOFT_SPREAD: "every node scores the same for it, so it spreads nothing",
+        TERM_SOFT_SPREAD: "every node scores the same for it, so it spreads nothing",
     }
 
 
@@ -76,7 +76,7 @@ def _eligible_words(shape: Shape, total: int) -> str:
 
 
 def _fix(shape: Shape, absent: Absent) -> str:
-    from kaffinity.explain.pending import ANTI, KUBELET_LABELS
+    from kaffinity.explain.pending import KUBELET_LABELS, TERM_ANTI
 
     key = absent.key
     carried = sorted({label for node in shape.eligible for label in node.labels})
@@ -87,7 +87,7 @@ def _fix(shape: Shape, absent: Absent) -> str:
     close = [label for label in carried if _typo(key, label)]
     if close:
         return f"did you mean {close[0]}? The nodes carry that label"
-    if absent.kind == ANTI:
+    if absent.kind == TERM_ANTI:
         return f"use a key the nodes carry (e.g. {HOSTNAME}), or label the nodes with {key}"
     if absent.blocks:
         return f"use a key the nodes carry (e.g. {HOSTNAME}), or label the nodes with {key}"
@@ -148,7 +148,7 @@ RULE = Rule(
     severity=Severity.ERROR,
     summary="A topologyKey that none of the nodes a workload may run on carries.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     needs_cluster=True,
     docs="""\
 ## What it finds

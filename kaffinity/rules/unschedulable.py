@@ -114,7 +114,7 @@ def _resources(
         )
         return None, text, (), "add nodes, or raise the nodes' pod capacity (kubelet maxPods)"
     resource = reason[len(_INSUFFICIENT) :]
-    want = stuck.shape.probe.rules.requests.get(resource, 0)
+    want = stuck.shape.probe.constraints.requests.get(resource, 0)
     best = None
     for node in nodes:
         if not node.allocatable:
@@ -157,7 +157,7 @@ def _blockers(result: Analysis, pod: SimPod) -> list[tuple[SimPod, str, DataPath
     found = []
     for node in sim.nodes:
         for other in node.pods:
-            for term in other.rules.anti:
+            for term in other.constraints.anti:
                 key = term.topology_key
                 if key in node.labels and term.matches(pod, labels):
                     where = (
@@ -172,7 +172,7 @@ def _blockers(result: Analysis, pod: SimPod) -> list[tuple[SimPod, str, DataPath
 def _matching(result: Analysis, pod: SimPod, anti: bool) -> list[SimPod]:
     """Placed pods its required (anti-)affinity terms match (affinity: all terms at once, §D)."""
     sim = result.sim
-    terms = pod.rules.anti if anti else pod.rules.affinity
+    terms = pod.constraints.anti if anti else pod.constraints.affinity
     if not terms:
         return []
     found: dict[int, SimPod] = {}
@@ -208,12 +208,12 @@ def _explain(
 
     workload = stuck.workload
     pod = stuck.pending[0].pod
-    rules = pod.rules
+    constraints = pod.constraints
     if reason == REASON_TOO_MANY_PODS or reason.startswith(_INSUFFICIENT):
         return _resources(result, stuck, reason)
-    if reason == REASON_PORTS and rules.ports:
+    if reason == REASON_PORTS and constraints.ports:
         # NodePorts (pkg/scheduler/framework/plugins/nodeports): one pod per node per host port.
-        ports = name_list(sorted({f"{protocol} {port}" for protocol, _, port in rules.ports}))
+        ports = name_list(sorted({f"{protocol} {port}" for protocol, _, port in constraints.ports}))
         network = workload.pod.host_network
         why = " (hostNetwork: every containerPort is one)" if network else ""
         text = (
@@ -226,19 +226,19 @@ def _explain(
             else "drop hostPort and reach the pods through a Service"
         )
         return workload.pod.spec_path, text, (), fix
-    if reason in (REASON_SPREAD, REASON_SPREAD_LABEL) and rules.spread:
-        spread = rules.spread[0]
+    if reason in (REASON_SPREAD, REASON_SPREAD_LABEL) and constraints.spread:
+        spread = constraints.spread[0]
         return (
             (*spread.source.path, "topologyKey"),
             "its DoNotSchedule spread constraints rule out some nodes and the other filters the rest",
             (),
             "see the reasons per node with kaffinity place",
         )
-    if reason == REASON_AFFINITY and rules.affinity:
-        term = rules.affinity[0]
+    if reason == REASON_AFFINITY and constraints.affinity:
+        term = constraints.affinity[0]
         key = term.topology_key
         targets = _matching(result, pod, anti=False)
-        selector = name_list(selector_text(t.source.label_selector) for t in rules.affinity)
+        selector = name_list(selector_text(t.source.label_selector) for t in constraints.affinity)
         values = {t.node.labels[key] for t in targets if t.node is not None and key in t.node.labels}
         if not targets:
             text = (
@@ -286,9 +286,9 @@ def _explain(
                     ),
                 )
         return term.source.path, text, (), fix
-    if reason == REASON_ANTI_AFFINITY and rules.anti:
+    if reason == REASON_ANTI_AFFINITY and constraints.anti:
         others = _matching(result, pod, anti=True)
-        term = rules.anti[0]
+        term = constraints.anti[0]
         key = term.topology_key
         text = (
             f"pods its required pod anti-affinity matches ({name_list(p.name for p in others)}) run "
@@ -329,7 +329,7 @@ def _violation(result: Analysis, stuck: Stuck) -> Violation:
     if workload.ref.kind == "DaemonSet":
         parts = []
         for placement in stuck.final[:_SHOWN]:
-            node = placement.pod.rules.pinned or ""
+            node = placement.pod.constraints.pinned or ""
             reasons = (placement.rejected or {}).get(node) or [
                 reason for reason in placement.reasons or () if reason != REASON_PINNED
             ]
@@ -442,7 +442,7 @@ RULE = Rule(
     severity=Severity.ERROR,
     summary="Pods that stay Pending on the declared cluster, with the scheduler's event text.",
     check=_check,
-    needs_context=True,
+    needs_all_manifests=True,
     needs_cluster=True,
     docs="""\
 ## What it finds

@@ -46,7 +46,15 @@ from kaffinity.k8s.model import (
 )
 from kaffinity.k8s.selectors import selector_matches
 from kaffinity.simulate.cluster import Cluster, finished
-from kaffinity.simulate.scheduler import STEPS, Placement, Rules, SimNode, SimPod, Simulation, node_matches
+from kaffinity.simulate.scheduler import (
+    STEPS,
+    Constraints,
+    Placement,
+    SimNode,
+    SimPod,
+    Simulation,
+    node_matches,
+)
 
 PLACED_KINDS = frozenset(
     ("Pod", "Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job", "CronJob")
@@ -271,7 +279,7 @@ def _daemon_pods_for(sim: Simulation, daemons: list[Workload], node: SimNode) ->
     counts them on its template node, and the DaemonSet controller creates them with the node."""
     bound = []
     for workload in daemons:
-        if runs_daemon(sim, sim.pod(workload).rules, node):
+        if runs_daemon(sim, sim.pod(workload).constraints, node):
             pod = sim.daemon_pod(workload, node)
             sim.bind(pod, node)
             bound.append(pod)
@@ -370,14 +378,14 @@ def ordinal_of(pod: SimPod, owner: Workload) -> int | None:
 
 def daemon_nodes(sim: Simulation, workload: Workload) -> list[SimNode]:
     """The nodes the DaemonSet controller runs ``workload``'s pods on (``nodeShouldRunDaemonPod``)."""
-    rules = sim.pod(workload).rules
-    return [node for node in sim.nodes if runs_daemon(sim, rules, node)]
+    constraints = sim.pod(workload).constraints
+    return [node for node in sim.nodes if runs_daemon(sim, constraints, node)]
 
 
-def runs_daemon(sim: Simulation, rules: Rules, node: SimNode) -> bool:
+def runs_daemon(sim: Simulation, constraints: Constraints, node: SimNode) -> bool:
     """``nodeShouldRunDaemonPod``: the nodeSelector and required node affinity match ``node``,
     and the pod (with the tolerations the controller adds) tolerates its taints."""
     return (
-        node_matches(rules.node_selector, rules.node_terms, node.labels, node.name)
-        and sim.untolerated(rules.tolerations, node.taints) is None
+        node_matches(constraints.node_selector, constraints.node_terms, node.labels, node.name)
+        and sim.untolerated(constraints.tolerations, node.taints) is None
     )

@@ -94,11 +94,11 @@ ROLLED_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 _COPIES: WeakKeyDictionary[Simulation, list[object]] = WeakKeyDictionary()
 
 # What blocks a new pod, by kind of rule.
-ANTI = "anti-affinity"
-EXISTING_ANTI = "existing anti-affinity"
-AFFINITY = "affinity"
-SPREAD = "spread"
-RESOURCES = "resources"
+BLOCKER_ANTI = "anti-affinity"
+BLOCKER_EXISTING_ANTI = "existing anti-affinity"
+BLOCKER_AFFINITY = "affinity"
+BLOCKER_SPREAD = "spread"
+BLOCKER_RESOURCES = "resources"
 
 # --- what a deadlock is ----------------------------------------------------------------------
 
@@ -170,7 +170,7 @@ class _Session:
         """The scheduler retries Pending pods, in order; the first that fails stops the round
         (the rest are alike and would fail too). Nothing is retried until the cluster changed in
         a way that can help: a pod deleted, or one added when the pod needs pod affinity."""
-        if not pending or not (self.freed or (self.added and pending[0].rules.affinity)):
+        if not pending or not (self.freed or (self.added and pending[0].constraints.affinity)):
             return False
         placed = 0
         while placed < len(pending) and self.place(pending[placed]):
@@ -419,7 +419,7 @@ class _DaemonRollout:
         self.budget = budget
         self.old: dict[str, SimPod] = {}  # node -> old pod
         for pod in current:
-            where = pod.node.name if pod.node is not None else pod.rules.pinned
+            where = pod.node.name if pod.node is not None else pod.constraints.pinned
             if where is not None and where not in self.old:
                 self.old[where] = pod
         self.new: dict[str, SimPod] = {}
@@ -500,7 +500,7 @@ def _daemonset(
     if not rollout.pending:
         return None
     stuck = rollout.pending[0]
-    node_name = stuck.rules.pinned or "?"
+    node_name = stuck.constraints.pinned or "?"
     if budget.surge > 0:
         wait = (
             f"with a surge ({budget.text}) the DaemonSet controller deletes an old pod only once the new "
@@ -637,7 +637,7 @@ def _resource_reason(reason: str) -> bool:
 
 def _pod_name(pod: SimPod) -> str:
     if pod.workload.ref.kind == "DaemonSet" and not pod.existing:
-        return f"{pod.workload.ref.name} on {pod.rules.pinned}"
+        return f"{pod.workload.ref.name} on {pod.constraints.pinned}"
     return pod.name
 
 
@@ -713,7 +713,7 @@ def blockers(
             entry.nodes.append(node)
         entry.reasons.add(reason)
 
-    rules = pod.rules
+    constraints = pod.constraints
     own_doc = pod.workload.doc
     by_reason: dict[str, list[SimNode]] = {}
     for node in sim.nodes:
@@ -722,7 +722,7 @@ def blockers(
 
     # The new pod's own required anti-affinity: pods it selects in the node's domain.
     for node in by_reason.get(REASON_ANTI_AFFINITY, []):
-        for term in rules.anti:
+        for term in constraints.anti:
             value = node.labels.get(term.topology_key)
             if value is None:
                 continue
@@ -734,7 +734,7 @@ def blockers(
                 and term.matches(other, sim.namespace_labels(other.namespace))
             ]
             if seen:
-                entry = blocker(ANTI, own_doc, term.source.path, pod.workload)
+                entry = blocker(BLOCKER_ANTI, own_doc, term.source.path, pod.workload)
                 note(entry, node.name, REASON_ANTI_AFFINITY)
                 for other in seen:
                     entry.pods[_pod_name(other)] = _relation(other, workload)
@@ -745,7 +745,7 @@ def blockers(
         own_ns = sim.namespace_labels(pod.namespace)
         for holder_node in sim.nodes:
             for other in holder_node.pods:
-                for term in other.rules.anti:
+                for term in other.constraints.anti:
                     value = holder_node.labels.get(term.topology_key)
                     if value is None or not term.matches(pod, own_ns):
                         continue
@@ -753,25 +753,25 @@ def blockers(
                     if not hits:
                         continue
                     mine = other.workload is pod.workload and not other.existing
-                    kind = ANTI if mine else EXISTING_ANTI
+                    kind = BLOCKER_ANTI if mine else BLOCKER_EXISTING_ANTI
                     entry = blocker(kind, other.workload.doc, term.source.path, other.workload)
                     for n in hits:
                         note(entry, n.name, REASON_EXISTING_ANTI)
                     entry.pods[_pod_name(other)] = _relation(other, workload)
 
     for node in by_reason.get(REASON_AFFINITY, []):
-        for term in rules.affinity:
-            entry = blocker(AFFINITY, own_doc, term.source.path, pod.workload)
+        for term in constraints.affinity:
+            entry = blocker(BLOCKER_AFFINITY, own_doc, term.source.path, pod.workload)
             note(entry, node.name, REASON_AFFINITY)
     for reason in (REASON_SPREAD, REASON_SPREAD_LABEL):
         for node in by_reason.get(reason, []):
-            for spread in rules.spread:
-                entry = blocker(SPREAD, own_doc, spread.source.path, pod.workload)
+            for spread in constraints.spread:
+                entry = blocker(BLOCKER_SPREAD, own_doc, spread.source.path, pod.workload)
                 note(entry, node.name, reason)
     containers = (*pod.workload.template_path, "spec", "containers")
     for reason, nodes in by_reason.items():
         if _resource_reason(reason):
-            entry = blocker(RESOURCES, own_doc, containers, pod.workload)
+            entry = blocker(BLOCKER_RESOURCES, own_doc, containers, pod.workload)
             for node in nodes:
                 note(entry, node.name, reason)
     return list(found.values())

@@ -139,11 +139,11 @@ _BLOCKING = ("NoSchedule", "NoExecute")
 _NO_EXECUTE = ("NoExecute",)
 
 
-def blocking_effects(rules: Rules) -> tuple[str, ...]:
+def blocking_effects(constraints: Constraints) -> tuple[str, ...]:
     """The taint effects that keep a pod off a node: NoSchedule and NoExecute for the scheduler
     (TaintToleration); NoExecute alone for a pod with ``spec.nodeName``, which the kubelet admits
     (pkg/kubelet/lifecycle/predicate.go)."""
-    return _NO_EXECUTE if rules.node_name else _BLOCKING
+    return _NO_EXECUTE if constraints.node_name else _BLOCKING
 
 
 _DEFAULT = (0, 0, 0, 0, 0)
@@ -224,7 +224,7 @@ class Spread:
 
 
 @dataclass(slots=True)
-class Rules:
+class Constraints:
     """Everything about a pod the filters read, shared by the pods of one workload revision."""
 
     namespace: str
@@ -295,7 +295,7 @@ class SimPod:
     replica: int
     revision: str
     labels: dict[str, str]
-    rules: Rules
+    constraints: Constraints
     existing: bool = False
     terminating: bool = False
     node: SimNode | None = None
@@ -305,7 +305,7 @@ class SimPod:
 
     @property
     def namespace(self) -> str:
-        return self.rules.namespace
+        return self.constraints.namespace
 
     @property
     def name(self) -> str:
@@ -382,7 +382,7 @@ class _Growth:
                 if node.labels.get(KARPENTER_POOL_LABEL) == self.pool.name and node.allocatable:
                     self.used.update(node.allocatable)
 
-    def rank(self, rules: Rules, node: SimNode, order: int, variant: int) -> tuple[Any, ...]:
+    def rank(self, constraints: Constraints, node: SimNode, order: int, variant: int) -> tuple[Any, ...]:
         """The autoscaler's preference for this pool's ``node`` (smaller first)."""
         pool = self.pool
         if pool.kind == "NodePool":
@@ -391,7 +391,7 @@ class _Growth:
         for resource in ("cpu", "memory"):
             total = node.allocatable.get(resource) if node.allocatable else None
             if total:
-                waste += (total - rules.nonzero.get(resource, 0)) / total
+                waste += (total - constraints.nonzero.get(resource, 0)) / total
         return (1, waste, order, variant)
 
     def full(self) -> str | None:
@@ -696,7 +696,7 @@ class Simulation:
         #: called with each node autoscaling adds: binds what runs there from the start (the
         #: DaemonSet pods cluster-autoscaler puts on its template node); returns those pods
         self.on_new_node: Callable[[SimNode], list[SimPod]] = lambda node: []
-        #: id(rules) -> cluster version at which PostFilter last found nothing for that template
+        #: id(constraints) -> cluster version at which PostFilter last found nothing for that template
         self._post_failed: dict[int, tuple[int, str | None]] = {}
         self.gates = dict(gates or {})
         self.filters = frozenset(filters)
@@ -723,7 +723,7 @@ class Simulation:
         #: the node preemption is trying pods out on: its heap entries are refreshed once, after
         self._trial: SimNode | None = None
         self._version = 0
-        self._rules: dict[tuple[Any, ...], Rules] = {}
+        self._constraints: dict[tuple[Any, ...], Constraints] = {}
         #: Every bind (+1) and unbind (-1), in order: cached spread counts catch up from it.
         self._log: list[tuple[SimPod, SimNode, int]] = []
         #: tuple(map(id, terms)) -> (placed pods matching them all by domain, log position)
@@ -746,14 +746,14 @@ class Simulation:
         self._domains: dict[str, dict[str, list[SimNode]]] = {}
         self._missing: dict[str, list[SimNode]] = {}
         self._node_pref: dict[tuple[Any, ...], dict[SimNode, int]] = {}
-        self._node_pref_rules: dict[tuple[Any, ...], Rules] = {}
+        self._node_pref_constraints: dict[tuple[Any, ...], Constraints] = {}
         #: (signature, label) -> the label's values on the nodes passing the static filters, and
         #: whether every such node carries it
         self._static_values: dict[tuple[tuple[Any, ...], str], tuple[set[str], list[bool]]] = {}
         #: signature -> a Rules of that signature (to extend the caches to a node added later)
-        self._static_rules: dict[tuple[Any, ...], Rules] = {}
+        self._static_constraints: dict[tuple[Any, ...], Constraints] = {}
         self._prefer: dict[tuple[Any, ...], dict[SimNode, int]] = {}
-        #: id(rules) -> (cluster version, placement) of the last pod of that template found Pending
+        #: id(constraints) -> (cluster version, placement) of the last pod of that template found Pending
         self._pending: dict[int, tuple[int, Placement]] = {}
         self._spread_nodes: dict[tuple[Any, ...], tuple[frozenset[SimNode], frozenset[str]]] = {}
         #: (namespace, id(spread), id(nodes)) -> (spread, nodes, counts, log position)
@@ -769,7 +769,7 @@ class Simulation:
     def pod(self, workload: Workload, replica: int = 0, revision: str = "revision 1") -> SimPod:
         """Replica ``replica`` of ``workload`` at ``revision`` (its run-time labels differ per revision)."""
         labels = pod_labels(workload, self.version, replica=replica, revision=revision, qualified=True)
-        return SimPod(workload, replica, revision, labels, self._rules_of(workload, labels, revision))
+        return SimPod(workload, replica, revision, labels, self._constraints_of(workload, labels, revision))
 
     def existing(self, workload: Workload) -> SimPod:
         """A pod of the cluster file, as stored (its selectors were merged when it was created)."""
@@ -783,7 +783,7 @@ class Simulation:
             0,
             "existing",
             labels,
-            self._rules_of(workload, labels, "existing"),
+            self._constraints_of(workload, labels, "existing"),
             True,
             terminating,
             started=str(started) if started is not None else "~",
@@ -792,19 +792,21 @@ class Simulation:
     def daemon_pod(self, workload: Workload, node: SimNode, revision: str = "revision 1") -> SimPod:
         """A DaemonSet's pod for ``node``: pinned there, with the controller's tolerations."""
         labels = pod_labels(workload, self.version, revision=revision, qualified=True)
-        rules = self._rules_of(workload, labels, revision, pinned=node.name)
-        return SimPod(workload, 0, revision, labels, rules)
+        constraints = self._constraints_of(workload, labels, revision, pinned=node.name)
+        return SimPod(workload, 0, revision, labels, constraints)
 
-    def _rules_of(
+    def _constraints_of(
         self, workload: Workload, labels: dict[str, str], revision: str, pinned: str | None = None
-    ) -> Rules:
+    ) -> Constraints:
         key = (id(workload), revision, pinned, tuple(sorted(labels.items())))
-        found = self._rules.get(key)
+        found = self._constraints.get(key)
         if found is None:
-            found = self._rules[key] = self._build_rules(workload, labels, pinned)
+            found = self._constraints[key] = self._build_constraints(workload, labels, pinned)
         return found
 
-    def _build_rules(self, workload: Workload, labels: dict[str, str], pinned: str | None) -> Rules:
+    def _build_constraints(
+        self, workload: Workload, labels: dict[str, str], pinned: str | None
+    ) -> Constraints:
         pod = workload.pod
         namespace = workload.ref.namespace or "default"
         expansion = expand(workload, self.version, self.gates, qualified=True, labels=labels)
@@ -846,7 +848,7 @@ class Simulation:
                 )
             )
         requests = scheduler_units(pod.requests)
-        return Rules(
+        return Constraints(
             namespace=namespace,
             # Pods created with spec.nodeName skip the scheduler, a template's too (#75913).
             node_name=pod.node_name if pinned is None else None,
@@ -887,15 +889,15 @@ class Simulation:
         """Put ``pod`` on ``node`` (a placement, or an existing pod of the cluster)."""
         pod.node = node
         node.pods.append(pod)
-        for resource, value in pod.rules.requests.items():
+        for resource, value in pod.constraints.requests.items():
             node.requested[resource] = node.requested.get(resource, 0) + value
-        for resource, value in pod.rules.nonzero.items():
+        for resource, value in pod.constraints.nonzero.items():
             node.nonzero[resource] = node.nonzero.get(resource, 0) + value
-        for protocol, ip, port in pod.rules.ports:
+        for protocol, ip, port in pod.constraints.ports:
             node.ports.setdefault((protocol, port), Counter())[ip] += 1
         self._pods.add(pod)
-        self._priorities[pod.rules.priority] += 1
-        for term in pod.rules.anti:
+        self._priorities[pod.constraints.priority] += 1
+        for term in pod.constraints.anti:
             self._anti.add(term, node)
         self._logged(pod, node, 1)
         self._changed(node)
@@ -907,11 +909,11 @@ class Simulation:
             return
         pod.node = None
         node.pods.remove(pod)
-        for resource, value in pod.rules.requests.items():
+        for resource, value in pod.constraints.requests.items():
             node.requested[resource] = node.requested.get(resource, 0) - value
-        for resource, value in pod.rules.nonzero.items():
+        for resource, value in pod.constraints.nonzero.items():
             node.nonzero[resource] = node.nonzero.get(resource, 0) - value
-        for protocol, ip, port in pod.rules.ports:
+        for protocol, ip, port in pod.constraints.ports:
             held = node.ports.get((protocol, port))
             if held is not None:
                 held[ip] -= 1
@@ -920,10 +922,10 @@ class Simulation:
                 if not held:
                     del node.ports[(protocol, port)]
         self._pods.remove(pod)
-        self._priorities[pod.rules.priority] -= 1
-        if not self._priorities[pod.rules.priority]:
-            del self._priorities[pod.rules.priority]
-        for term in pod.rules.anti:
+        self._priorities[pod.constraints.priority] -= 1
+        if not self._priorities[pod.constraints.priority]:
+            del self._priorities[pod.constraints.priority]
+        for term in pod.constraints.anti:
             self._anti.remove(term, node)
         self._logged(pod, node, -1)
         self._changed(node)
@@ -977,22 +979,24 @@ class Simulation:
         leaves at the default score comes from a heap in (most free, name) order, and only the
         nodes a preference or a taint sets apart are scored one by one.
         """
-        rules = pod.rules
-        pending = self._pending.get(id(rules))
+        constraints = pod.constraints
+        pending = self._pending.get(id(constraints))
         if (
             pending is not None
             and pending[0] == self._version
-            and pending[1].pod.rules is rules
+            and pending[1].pod.constraints is constraints
             and (not record or pending[1].rejected is not None)
         ):
             # The same pod template found no node, and nothing moved since: the same answer.
             return dataclasses.replace(pending[1], pod=pod)
-        static, static_reasons = self.static_filter(rules)
+        static, static_reasons = self.static_filter(constraints)
         anti_terms = (
-            self._anti_terms_for(pod) if INTER_POD_AFFINITY in self.filters and not rules.node_name else []
+            self._anti_terms_for(pod)
+            if INTER_POD_AFFINITY in self.filters and not constraints.node_name
+            else []
         )
-        if not record and rules.plain and not anti_terms and not self._prefer_taints:
-            chosen = self._heap(rules, static).best(lambda node: not self.node_fit(rules, node))
+        if not record and constraints.plain and not anti_terms and not self._prefer_taints:
+            chosen = self._heap(constraints, static).best(lambda node: not self.node_fit(constraints, node))
             if isinstance(chosen, SimNode):
                 return self._placed(pod, chosen, bind)
             if lazy:
@@ -1000,7 +1004,7 @@ class Simulation:
             return self._scan(pod, _State(self, pod, anti_terms), static, static_reasons, record)
         state = _State(self, pod, anti_terms)
         if not record:
-            chosen = state.choose(self._heap(rules, static), self._static_set(rules))
+            chosen = state.choose(self._heap(constraints, static), self._static_set(constraints))
             if isinstance(chosen, SimNode):
                 return self._placed(pod, chosen, bind)
             if chosen is None and lazy:
@@ -1017,11 +1021,11 @@ class Simulation:
         leaves a pod the scheduler preempts for to the preemption (``FilterOutExpendableAndSplit``:
         pods with a nominated node wait for it), and never scales up for an expendable pod
         (priority below ``--expendable-pods-priority-cutoff``, -10 by default)."""
-        rules = pod.rules
-        failed = self._post_failed.get(id(rules))
+        constraints = pod.constraints
+        failed = self._post_failed.get(id(constraints))
         if failed is not None and failed[0] == self._version:
             return dataclasses.replace(pending, no_scale_up=failed[1])
-        found = self._preempt(pod) if rules.preempts and PREEMPTION in self.filters else None
+        found = self._preempt(pod) if constraints.preempts and PREEMPTION in self.filters else None
         if found is not None:
             node, victims = found
             for victim, _ in victims:
@@ -1030,9 +1034,9 @@ class Simulation:
             return dataclasses.replace(pending, node=node.name, victims=victims, reasons=None)
         why: str | None = None
         if self.pools and AUTOSCALING in self.filters:
-            if rules.priority < EXPENDABLE_CUTOFF:
+            if constraints.priority < EXPENDABLE_CUTOFF:
                 why = (
-                    f"its priority {rules.priority} is below cluster-autoscaler's expendable-pods "
+                    f"its priority {constraints.priority} is below cluster-autoscaler's expendable-pods "
                     f"cutoff {EXPENDABLE_CUTOFF}"
                 )
             else:
@@ -1042,7 +1046,7 @@ class Simulation:
                 why = grown
         # Stamped after the attempt: its trials (pods taken off and put back, nodes added and
         # taken away) leave the cluster as it was, but count as changes.
-        self._post_failed[id(rules)] = (self._version, why)
+        self._post_failed[id(constraints)] = (self._version, why)
         return dataclasses.replace(pending, no_scale_up=why)
 
     def _preemption_message(
@@ -1055,19 +1059,19 @@ class Simulation:
         ``Preemption is not helpful for scheduling``, a node without a lower-priority pod
         ``No preemption victims found for incoming pod``, another node the reasons it still fails
         for with every lower-priority pod removed. None when preemption would place the pod."""
-        rules = pod.rules
-        if not rules.preempts:
+        constraints = pod.constraints
+        if not constraints.preempts:
             return "preemption: not eligible due to preemptionPolicy=Never."
         counts: Counter[str] = Counter()
-        lower_anywhere = bool(self._priorities) and min(self._priorities) < rules.priority
+        lower_anywhere = bool(self._priorities) and min(self._priorities) < constraints.priority
         tried = 0
         for node in static:
             reasons = dynamic.get(node.name)
-            if not reasons or not self._resolvable(rules, node, reasons):
+            if not reasons or not self._resolvable(constraints, node, reasons):
                 continue
             tried += 1
             lower = (
-                [other for other in node.pods if other.rules.priority < rules.priority]
+                [other for other in node.pods if other.constraints.priority < constraints.priority]
                 if lower_anywhere
                 else []
             )
@@ -1083,21 +1087,21 @@ class Simulation:
 
     def _reasons_without(self, pod: SimPod, state: _State, node: SimNode, lower: list[SimPod]) -> list[str]:
         """The filters' reasons for ``node`` once the pods ``lower`` are gone (nothing changes)."""
-        rules = pod.rules
-        if rules.ports and NODE_PORTS in self.filters:
+        constraints = pod.constraints
+        if constraints.ports and NODE_PORTS in self.filters:
             # NodePorts comes first: the ports the remaining pods hold.
             gone = set(lower)
             held: dict[tuple[str, int], Counter[str]] = {}
             for other in node.pods:
                 if other not in gone:
-                    for protocol, ip, port in other.rules.ports:
+                    for protocol, ip, port in other.constraints.ports:
                         held.setdefault((protocol, port), Counter())[ip] += 1
-            if port_conflict(rules.ports, held):
+            if port_conflict(constraints.ports, held):
                 return [REASON_PORTS]
-        short = self._resources(rules, node, lower)
+        short = self._resources(constraints, node, lower)
         if short:
             return short  # NodeResourcesFit, before the rest
-        if not (rules.affinity or rules.anti or rules.spread or state.existing_anti):
+        if not (constraints.affinity or constraints.anti or constraints.spread or state.existing_anti):
             return []
         self._trial = node
         for other in lower:
@@ -1113,7 +1117,7 @@ class Simulation:
     def post_failure(self, pod: SimPod) -> str | None:
         """Why PostFilter's last try for this pod's template found no autoscaler to help, if
         nothing changed since (None: not tried, or no pool)."""
-        failed = self._post_failed.get(id(pod.rules))
+        failed = self._post_failed.get(id(pod.constraints))
         return failed[1] if failed is not None and failed[0] == self._version else None
 
     def _preempt(self, pod: SimPod) -> tuple[SimNode, tuple[tuple[SimPod, SimNode], ...]] | None:
@@ -1126,39 +1130,43 @@ class Simulation:
         stops after max(100, 10% of the nodes); kaffinity starts at the first node where
         upstream starts at a random one), the node with the fewest budget violations, then the
         lowest highest victim priority, the smallest priority sum, the fewest victims."""
-        rules = pod.rules
-        if not self._priorities or min(self._priorities) >= rules.priority:
+        constraints = pod.constraints
+        if not self._priorities or min(self._priorities) >= constraints.priority:
             return None  # no pod of lower priority runs anywhere: nothing to evict
-        static = self.static_filter(rules)[0]
+        static = self.static_filter(constraints)[0]
         anti_terms = self._anti_terms_for(pod)
         state: _State | None = None  # made for the first node worth filtering
         # Nothing but resources decides (no pod or spread rule, no host port, no existing pod's
         # anti-affinity selecting it): victims are chosen by arithmetic, nothing is unbound.
-        plain = not (rules.affinity or rules.anti or rules.spread or rules.ports or anti_terms)
+        plain = not (
+            constraints.affinity or constraints.anti or constraints.spread or constraints.ports or anti_terms
+        )
         wanted = max(MIN_CANDIDATES, len(self.nodes) * CANDIDATE_PERCENT // 100)
         best: tuple[tuple[Any, ...], SimNode, list[SimPod]] | None = None
         found = 0
         for index, node in enumerate(static):
-            lower = [other for other in node.pods if other.rules.priority < rules.priority]
+            lower = [other for other in node.pods if other.constraints.priority < constraints.priority]
             # Removing every lower pod must at least make room (a necessary condition, cheap).
-            if not lower or self._resources(rules, node, lower):
+            if not lower or self._resources(constraints, node, lower):
                 continue
             if state is None:
                 state = _State(self, pod, anti_terms)
             reasons = state.filter(node)
-            if not reasons or not self._resolvable(rules, node, reasons):
+            if not reasons or not self._resolvable(constraints, node, reasons):
                 continue
             chosen = (
-                self._victims_by_room(rules, node, lower) if plain else self._victims_on(pod, node, lower)
+                self._victims_by_room(constraints, node, lower)
+                if plain
+                else self._victims_on(pod, node, lower)
             )
             if chosen is None:
                 continue
             victims, violations = chosen
             if not victims:
                 continue
-            priorities = [victim.rules.priority for victim in victims]
+            priorities = [victim.constraints.priority for victim in victims]
             top = max(priorities)
-            earliest = min(victim.started for victim in victims if victim.rules.priority == top)
+            earliest = min(victim.started for victim in victims if victim.constraints.priority == top)
             key = (
                 violations,
                 top,
@@ -1176,16 +1184,16 @@ class Simulation:
             return None
         return best[1], tuple((victim, best[1]) for victim in best[2])
 
-    def _resolvable(self, rules: Rules, node: SimNode, reasons: list[str]) -> bool:
+    def _resolvable(self, constraints: Constraints, node: SimNode, reasons: list[str]) -> bool:
         """Whether a node's failure is Unschedulable rather than UnschedulableAndUnresolvable:
         not a required affinity nobody satisfies or a missing spread key, nor a request above
         the node's allocatable (the only NodeResourcesFit failure that is unresolvable)."""
         if not _UNRESOLVABLE.isdisjoint(reasons):
             return False
         short = reasons[-1].startswith("Insufficient ")  # "Too many pods" comes first, if at all
-        return not (short and self._too_big(rules, node))
+        return not (short and self._too_big(constraints, node))
 
-    def _too_big(self, rules: Rules, node: SimNode) -> bool:
+    def _too_big(self, constraints: Constraints, node: SimNode) -> bool:
         """A request past the node's allocatable: NodeResourcesFit says UnschedulableAndUnresolvable
         (``fit.go``), no eviction can help."""
         allocatable = node.allocatable
@@ -1194,18 +1202,20 @@ class Simulation:
         unchecked = _UNCHECKED in allocatable
         return any(
             want > allocatable.get(resource, 0)
-            for resource, want in rules.wants
+            for resource, want in constraints.wants
             if not (unchecked and resource == "ephemeral-storage")
         )
 
-    def _victims_by_room(self, rules: Rules, node: SimNode, lower: list[SimPod]) -> tuple[list[SimPod], int]:
+    def _victims_by_room(
+        self, constraints: Constraints, node: SimNode, lower: list[SimPod]
+    ) -> tuple[list[SimPod], int]:
         """``SelectVictimsOnNode`` for a pod only NodeResourcesFit can stop: the same reprieve,
         in arithmetic (nothing is unbound)."""
         gone = list(lower)
 
         def put_back(other: SimPod) -> bool:
             gone.remove(other)
-            if not self._resources(rules, node, gone):
+            if not self._resources(constraints, node, gone):
                 return True
             gone.append(other)
             return False
@@ -1218,7 +1228,7 @@ class Simulation:
         those whose eviction a budget forbids before the others; ``put_back`` puts one back and
         says whether the pod still fits (else it took it out again: a victim). The victims, and
         how many of them a budget protected."""
-        ordered = sorted(lower, key=lambda other: (-other.rules.priority, other.started))
+        ordered = sorted(lower, key=lambda other: (-other.constraints.priority, other.started))
         protected = self._protected(ordered)
         victims: list[SimPod] = []
         violations = 0
@@ -1325,7 +1335,7 @@ class Simulation:
         node, here for this one pod), then file order. Each is
         added, with its DaemonSet pods, and kept if the pod then passes every filter there (a
         new zone or hostname changes spread and affinity counts), else taken away again."""
-        rules = pod.rules
+        constraints = pod.constraints
         if self.max_nodes is not None and len(self.nodes) >= self.max_nodes:
             return (
                 f"the cluster already has {len(self.nodes):,} nodes, the most kaffinity simulates "
@@ -1336,9 +1346,9 @@ class Simulation:
             for growth in self.pools
         }
         options = [
-            (growth.rank(rules, node, order, index), growth, node)
-            for order, index, growth, node in self.growth_nodes(rules)
-            if not self.node_fit(rules, node)
+            (growth.rank(constraints, node, order, index), growth, node)
+            for order, index, growth, node in self.growth_nodes(constraints)
+            if not self.node_fit(constraints, node)
         ]
         options.sort(key=lambda option: option[0])
         for _, growth, node in options:
@@ -1350,15 +1360,15 @@ class Simulation:
             reasons[growth.pool.word] = f"its pod would not fit on a new node of {growth.pool.word} either"
         return "; ".join(reasons.values()) or "no pool may grow"
 
-    def growth_nodes(self, rules: Rules) -> Iterator[tuple[int, int, _Growth, SimNode]]:
+    def growth_nodes(self, constraints: Constraints) -> Iterator[tuple[int, int, _Growth, SimNode]]:
         """The nodes the pools that may still grow would add, one per label variant, that pass
-        ``rules``' static filters; with the pool's and the variant's index (nothing is added)."""
+        ``constraints``' static filters; with the pool's and the variant's index (nothing is added)."""
         for order, growth in enumerate(self.pools):
             if growth.full() is not None:
                 continue
             for index, variant in enumerate(growth.pool.variants):
                 node = sim_node(growth.new_node(variant, self.by_name))
-                if self._static_reason(rules, node) is None:
+                if self._static_reason(constraints, node) is None:
                     yield order, index, growth, node
 
     def add_node(self, node: SimNode, growth: _Growth | None = None) -> None:
@@ -1382,11 +1392,11 @@ class Simulation:
             else:
                 heaps_by_signature.setdefault(key, []).append((key, heap))
         for signature, (passed, reasons) in self._static.items():
-            rules = self._static_rules[signature]
+            constraints = self._static_constraints[signature]
             if isinstance(reasons, _AbsentNodes):  # a pinned pod: every other node is absent
                 self._static_counts[signature][REASON_PINNED] += 1
                 continue
-            reason = self._static_reason(rules, node)
+            reason = self._static_reason(constraints, node)
             if reason is not None:
                 assert isinstance(reasons, dict)
                 reasons[node.name] = reason
@@ -1419,7 +1429,7 @@ class Simulation:
         for key, preferred in self._node_pref.items():
             total = sum(
                 weight
-                for weight, term in self._node_pref_rules[key].node_preferred
+                for weight, term in self._node_pref_constraints[key].node_preferred
                 if node_term_matches(term, node.labels, node.name)
             )
             if total:
@@ -1510,22 +1520,22 @@ class Simulation:
             }
         if chosen is None:
             # The static reasons are counted once per pod signature, not once per Pending pod.
-            counts = Counter(self._static_counts[pod.rules.signature()])
+            counts = Counter(self._static_counts[pod.constraints.signature()])
             for reasons in dynamic.values():
                 counts.update(reasons)
             placement.reasons = counts
-            if PREEMPTION in self.filters and not pod.rules.node_name:
+            if PREEMPTION in self.filters and not pod.constraints.node_name:
                 placement.post_message = self._preemption_message(pod, state, static, dynamic)
-            self._pending[id(pod.rules)] = (self._version, placement)
+            self._pending[id(pod.constraints)] = (self._version, placement)
         elif bind:
             self.bind(pod, chosen)
         return placement
 
-    def _static_set(self, rules: Rules) -> set[SimNode]:
-        key = rules.signature()
+    def _static_set(self, constraints: Constraints) -> set[SimNode]:
+        key = constraints.signature()
         found = self._static_sets.get(key)
         if found is None:
-            found = self._static_sets[key] = set(self.static_filter(rules)[0])
+            found = self._static_sets[key] = set(self.static_filter(constraints)[0])
         return found
 
     def domain_nodes(self, key: str, value: str) -> list[SimNode]:
@@ -1545,9 +1555,9 @@ class Simulation:
             found = self._missing[key] = [node for node in self.nodes if key not in node.labels]
         return found
 
-    def prefer_taints(self, rules: Rules) -> dict[SimNode, int]:
+    def prefer_taints(self, constraints: Constraints) -> dict[SimNode, int]:
         """Untolerated PreferNoSchedule taints per node (TaintToleration Score; nonzero only)."""
-        key = rules.signature()[-1]  # the tolerations
+        key = constraints.signature()[-1]  # the tolerations
         found = self._prefer.get(key)
         if found is None:
             found = {}
@@ -1556,53 +1566,53 @@ class Simulation:
                     1
                     for taint in node.taints
                     if taint.effect == "PreferNoSchedule"
-                    and not any(tolerates(t, taint, self._comparison) for t in rules.tolerations)
+                    and not any(tolerates(t, taint, self._comparison) for t in constraints.tolerations)
                 )
                 if count:
                     found[node] = count
             self._prefer[key] = found
         return found
 
-    def node_preference(self, rules: Rules) -> dict[SimNode, int]:
+    def node_preference(self, constraints: Constraints) -> dict[SimNode, int]:
         """Summed weights of the preferred node-affinity terms each node matches (nonzero only)."""
-        key = tuple((weight, _node_term_key(term)) for weight, term in rules.node_preferred)
+        key = tuple((weight, _node_term_key(term)) for weight, term in constraints.node_preferred)
         found = self._node_pref.get(key)
         if found is None:
             found = {}
             for node in self.nodes:
                 total = sum(
                     weight
-                    for weight, term in rules.node_preferred
+                    for weight, term in constraints.node_preferred
                     if node_term_matches(term, node.labels, node.name)
                 )
                 if total:
                     found[node] = total
             self._node_pref[key] = found
-            self._node_pref_rules[key] = rules
+            self._node_pref_constraints[key] = constraints
         return found
 
-    def _heap(self, rules: Rules, static: list[SimNode]) -> _Heap:
-        key = rules.signature()
+    def _heap(self, constraints: Constraints, static: list[SimNode]) -> _Heap:
+        key = constraints.signature()
         heap = self._heaps.get(key)
         if heap is None:
             heap = self._heaps[key] = _Heap(static)
         return heap
 
-    def domain_heap(self, rules: Rules, static: set[SimNode], key: str, value: str) -> _Heap:
-        """The nodes of one topology domain that pass ``rules``' static filters, as a heap."""
-        signature = (rules.signature(), key, value)
+    def domain_heap(self, constraints: Constraints, static: set[SimNode], key: str, value: str) -> _Heap:
+        """The nodes of one topology domain that pass ``constraints``' static filters, as a heap."""
+        signature = (constraints.signature(), key, value)
         heap = self._heaps.get(signature)
         if heap is None:
             heap = self._heaps[signature] = _Heap(n for n in self.domain_nodes(key, value) if n in static)
         return heap
 
-    def static_values(self, rules: Rules, label: str) -> tuple[set[str], bool]:
-        """The values of ``label`` on the nodes passing ``rules``' static filters, and whether
+    def static_values(self, constraints: Constraints, label: str) -> tuple[set[str], bool]:
+        """The values of ``label`` on the nodes passing ``constraints``' static filters, and whether
         every one of them carries it (kept up to date as autoscaling adds nodes)."""
-        key = (rules.signature(), label)
+        key = (constraints.signature(), label)
         found = self._static_values.get(key)
         if found is None:
-            nodes = self.static_filter(rules)[0]
+            nodes = self.static_filter(constraints)[0]
             values = {node.labels[label] for node in nodes if label in node.labels}
             found = self._static_values[key] = (values, [all(label in node.labels for node in nodes)])
         return found[0], found[1][0]
@@ -1621,7 +1631,7 @@ class Simulation:
             if self._anti.holders.get(term) and term.matches(pod, ns_labels)
         ]
 
-    def static_filter(self, rules: Rules) -> tuple[list[SimNode], Mapping[str, str]]:
+    def static_filter(self, constraints: Constraints) -> tuple[list[SimNode], Mapping[str, str]]:
         """Nodes passing NodeUnschedulable, NodeName, TaintToleration and NodeAffinity, and the
         first failing reason of every other node (computed once per pod signature).
 
@@ -1632,24 +1642,24 @@ class Simulation:
         (``SetAbsentNodesStatus`` in pkg/scheduler/schedule_one.go). No other node is looked at:
         a DaemonSet on 1,000 nodes is 1,000 pods, each with its own signature.
         """
-        key = rules.signature()
+        key = constraints.signature()
         found = self._static.get(key)
         if found is None:
             passed: list[SimNode] = []
             reasons: Mapping[str, str]
-            if rules.pinned is not None and NODE_AFFINITY in self.filters:
-                node = self.by_name.get(rules.pinned)
-                own = self._static_reason(rules, node) if node is not None else None
+            if constraints.pinned is not None and NODE_AFFINITY in self.filters:
+                node = self.by_name.get(constraints.pinned)
+                own = self._static_reason(constraints, node) if node is not None else None
                 if node is not None and own is None:
                     passed.append(node)
-                reasons = _AbsentNodes(self.by_name, rules.pinned if node is not None else None, own)
+                reasons = _AbsentNodes(self.by_name, constraints.pinned if node is not None else None, own)
                 counts = Counter({REASON_PINNED: len(self.nodes) - (node is not None)})
                 if own is not None:
                     counts[own] += 1
             else:
                 found_reasons: dict[str, str] = {}
                 for node in self.nodes:
-                    reason = self._static_reason(rules, node)
+                    reason = self._static_reason(constraints, node)
                     if reason is None:
                         passed.append(node)
                     else:
@@ -1658,31 +1668,31 @@ class Simulation:
                 counts = Counter(found_reasons.values())
             found = self._static[key] = (passed, reasons)
             self._static_counts[key] = +counts  # without zero counts
-            self._static_rules[key] = rules
+            self._static_constraints[key] = constraints
         return found
 
-    def _static_reason(self, rules: Rules, node: SimNode) -> str | None:
+    def _static_reason(self, constraints: Constraints, node: SimNode) -> str | None:
         on = self.filters
-        if rules.node_name:
-            return self._admit_reason(rules, node)
+        if constraints.node_name:
+            return self._admit_reason(constraints, node)
         if NODE_UNSCHEDULABLE in on and node.unschedulable:
             cordon = Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule", ())
-            if not any(tolerates(t, cordon) for t in rules.tolerations):
+            if not any(tolerates(t, cordon) for t in constraints.tolerations):
                 return REASON_UNSCHEDULABLE
-        if NODE_NAME in on and rules.node_name and rules.node_name != node.name:
+        if NODE_NAME in on and constraints.node_name and constraints.node_name != node.name:
             return REASON_NODE_NAME
         if TAINT_TOLERATION in on:
-            taint = self.untolerated(rules.tolerations, node.taints)
+            taint = self.untolerated(constraints.tolerations, node.taints)
             if taint is not None:
                 return taint_reason(taint, self.version)
         if NODE_AFFINITY in on:
-            if rules.pinned is not None and rules.pinned != node.name:
+            if constraints.pinned is not None and constraints.pinned != node.name:
                 return REASON_PINNED
-            if not node_matches(rules.node_selector, rules.node_terms, node.labels, node.name):
+            if not node_matches(constraints.node_selector, constraints.node_terms, node.labels, node.name):
                 return REASON_NODE_AFFINITY
         return None
 
-    def _admit_reason(self, rules: Rules, node: SimNode) -> str | None:
+    def _admit_reason(self, constraints: Constraints, node: SimNode) -> str | None:
         """A pod with ``spec.nodeName`` never meets the scheduler: the kubelet of that node admits
         it (pkg/kubelet/lifecycle/predicate.go ``Admit``) when the scheduler's general filters
         pass (NodeName, NodePorts, NodeAffinity, NodeResourcesFit; the last two are dynamic and
@@ -1690,14 +1700,14 @@ class Simulation:
         NoSchedule taints do not stop it (kubernetes/kubernetes#114654); a NoExecute taint makes
         the kubelet reject it, and its controller creates another, forever (#75913)."""
         on = self.filters
-        if NODE_NAME in on and rules.node_name != node.name:
+        if NODE_NAME in on and constraints.node_name != node.name:
             return REASON_NODE_NAME
         if TAINT_TOLERATION in on:
-            taint = self.untolerated(rules.tolerations, node.taints, blocking_effects(rules))
+            taint = self.untolerated(constraints.tolerations, node.taints, blocking_effects(constraints))
             if taint is not None:
                 return taint_reason(taint, self.version)
         if NODE_AFFINITY in on and not node_matches(
-            rules.node_selector, rules.node_terms, node.labels, node.name
+            constraints.node_selector, constraints.node_terms, node.labels, node.name
         ):
             return REASON_NODE_AFFINITY
         return None
@@ -1713,13 +1723,13 @@ class Simulation:
                 return taint
         return None
 
-    def node_fit(self, rules: Rules, node: SimNode) -> list[str]:
+    def node_fit(self, constraints: Constraints, node: SimNode) -> list[str]:
         """NodePorts, then NodeResourcesFit: the first one's reasons; empty when the pod fits."""
-        if rules.ports and NODE_PORTS in self.filters and port_conflict(rules.ports, node.ports):
+        if constraints.ports and NODE_PORTS in self.filters and port_conflict(constraints.ports, node.ports):
             return _PORTS
-        return self._resources(rules, node)
+        return self._resources(constraints, node)
 
-    def _resources(self, rules: Rules, node: SimNode, gone: Sequence[SimPod] = ()) -> list[str]:
+    def _resources(self, constraints: Constraints, node: SimNode, gone: Sequence[SimPod] = ()) -> list[str]:
         """NodeResourcesFit's reasons (``fitsRequest``), with the pods ``gone`` taken off the node
         first (what preemption asks; nothing is unbound); empty when the pod fits."""
         allocatable = node.allocatable
@@ -1731,24 +1741,26 @@ class Simulation:
             reasons = [REASON_TOO_MANY_PODS]
         requested = node.requested
         unchecked = _UNCHECKED in allocatable
-        for resource, want in rules.wants:
+        for resource, want in constraints.wants:
             if unchecked and resource == "ephemeral-storage":
                 continue
             free = allocatable.get(resource, 0) - requested.get(resource, 0)
             if gone:
-                free += sum(other.rules.requests.get(resource, 0) for other in gone)
+                free += sum(other.constraints.requests.get(resource, 0) for other in gone)
             if want > free:
                 if reasons is None:
                     reasons = []
                 reasons.append(f"Insufficient {resource}")
         return reasons or _FITS
 
-    def spread_nodes(self, rules: Rules, spread: Spread) -> tuple[frozenset[SimNode], frozenset[str]]:
+    def spread_nodes(
+        self, constraints: Constraints, spread: Spread
+    ) -> tuple[frozenset[SimNode], frozenset[str]]:
         """The nodes whose pods count for ``spread`` and the domains they make (PreFilter)."""
         # PreFilter (hard) and PreScore (soft) each skip nodes lacking a key of their own group.
-        keys = [s.topology_key for s in (rules.spread if spread.hard else rules.soft_spread)]
+        keys = [s.topology_key for s in (constraints.spread if spread.hard else constraints.soft_spread)]
         key = (
-            rules.signature(),
+            constraints.signature(),
             tuple(keys),
             spread.topology_key,
             spread.honor_affinity,
@@ -1762,10 +1774,10 @@ class Simulation:
                 if not all(k in node.labels for k in keys):
                     continue
                 if spread.honor_affinity and not node_matches(
-                    rules.node_selector, rules.node_terms, node.labels, node.name
+                    constraints.node_selector, constraints.node_terms, node.labels, node.name
                 ):
                     continue
-                if spread.honor_taints and self.untolerated(rules.tolerations, node.taints) is not None:
+                if spread.honor_taints and self.untolerated(constraints.tolerations, node.taints) is not None:
                     continue
                 nodes.append(node)
             domains = frozenset(node.labels[spread.topology_key] for node in nodes)
@@ -1904,11 +1916,11 @@ class _State:
         self.sim = sim
         self.pod = pod
         self._special: dict[SimNode, tuple[int, ...]] | None = None
-        rules = pod.rules
+        constraints = pod.constraints
         on = sim.filters
         # The kubelet admits a pod with spec.nodeName without these two (``_admit_reason``).
-        self.ipa = INTER_POD_AFFINITY in on and not rules.node_name
-        self.pts = POD_TOPOLOGY_SPREAD in on and bool(rules.spread) and not rules.node_name
+        self.ipa = INTER_POD_AFFINITY in on and not constraints.node_name
+        self.pts = POD_TOPOLOGY_SPREAD in on and bool(constraints.spread) and not constraints.node_name
         # InterPodAffinity PreFilter (reference §D).
         # existingAntiAffinityCounts: per placed pod's term selecting this pod, its holders by
         # the value of its key; affinityCounts and antiAffinityCounts likewise, per term (the
@@ -1920,18 +1932,18 @@ class _State:
         if self.ipa:
             for term in anti_terms:
                 self.existing_anti.append((term.topology_key, sim._anti.domains[term]))
-            if rules.affinity:
-                self.affinity = sim.term_counts(rules.affinity)
+            if constraints.affinity:
+                self.affinity = sim.term_counts(constraints.affinity)
                 # podMatchesAllAffinityTerms: the first pod of a series may match itself.
                 own = sim.namespace_labels(pod.namespace)
-                self.self_match = all(t.matches(pod, own) for t in rules.affinity)
-            self.anti = [sim.term_counts((term,)) for term in rules.anti]
+                self.self_match = all(t.matches(pod, own) for t in constraints.affinity)
+            self.anti = [sim.term_counts((term,)) for term in constraints.anti]
         self.affinity_counts = self.affinity.pairs
         # PodTopologySpread PreFilter (reference §E).
         self.spread: list[tuple[Spread, Counter[str], int, bool]] = []
         if self.pts:
-            for spread in rules.spread:
-                counts, domains = self._spread_counts(rules, spread)
+            for spread in constraints.spread:
+                counts, domains = self._spread_counts(constraints, spread)
                 if len(domains) < spread.min_domains:
                     minimum = 0
                 else:
@@ -1939,13 +1951,13 @@ class _State:
                 self_match = selector_matches(spread.selector, pod.labels)
                 self.spread.append((spread, counts, minimum, self_match))
 
-    def _spread_counts(self, rules: Rules, spread: Spread) -> tuple[Counter[str], frozenset[str]]:
-        eligible, domains = self.sim.spread_nodes(rules, spread)
-        return self.sim.spread_counts(rules.namespace, spread, eligible), domains
+    def _spread_counts(self, constraints: Constraints, spread: Spread) -> tuple[Counter[str], frozenset[str]]:
+        eligible, domains = self.sim.spread_nodes(constraints, spread)
+        return self.sim.spread_counts(constraints.namespace, spread, eligible), domains
 
     def filter(self, node: SimNode) -> list[str]:
         """The dynamic filters on ``node``, in order; the first failing plugin's reasons."""
-        reasons = self.sim.node_fit(self.pod.rules, node)
+        reasons = self.sim.node_fit(self.pod.constraints, node)
         if reasons:
             return reasons
         if self.pts:
@@ -1971,9 +1983,9 @@ class _State:
 
     def _affinity_filter(self, node: SimNode) -> str | None:
         labels = node.labels
-        rules = self.pod.rules
+        constraints = self.pod.constraints
         exists = True
-        for term in rules.affinity:
+        for term in constraints.affinity:
             value = labels.get(term.topology_key)
             if value is None:
                 return REASON_AFFINITY
@@ -1981,7 +1993,7 @@ class _State:
                 exists = False
         if not exists and not (not self.affinity.total and self.self_match):
             return REASON_AFFINITY
-        for term, counts in zip(rules.anti, self.anti, strict=True):
+        for term, counts in zip(constraints.anti, self.anti, strict=True):
             if counts.total:
                 value = labels.get(term.topology_key)
                 if value is not None and counts.pairs[(term.topology_key, value)] > 0:
@@ -2001,7 +2013,7 @@ class _State:
         other node's bonus is all zeros (``_DEFAULT``)."""
         if self._special is not None:
             return self._special
-        sim, rules = self.sim, self.pod.rules
+        sim, constraints = self.sim, self.pod.constraints
         parts: dict[SimNode, list[int]] = {}
 
         def part(node: SimNode) -> list[int]:
@@ -2010,19 +2022,19 @@ class _State:
                 found = parts[node] = [0, 0, 0, 0, 0]
             return found
 
-        for node, count in sim.prefer_taints(rules).items():
+        for node, count in sim.prefer_taints(constraints).items():
             part(node)[0] -= count
-        if rules.node_preferred:
-            for node, weight in sim.node_preference(rules).items():
+        if constraints.node_preferred:
+            for node, weight in sim.node_preference(constraints).items():
                 part(node)[1] += weight
         for (key, value), total in self._preferred_counts().items():
             if total:
                 for node in sim.domain_nodes(key, value):
                     part(node)[2] += total
-        for spread in rules.soft_spread:
+        for spread in constraints.soft_spread:
             for node in sim.missing(spread.topology_key):
                 part(node)[3] -= 1
-            for value, count in self._spread_counts(rules, spread)[0].items():
+            for value, count in self._spread_counts(constraints, spread)[0].items():
                 for node in sim.domain_nodes(spread.topology_key, value):
                     part(node)[4] -= count
         self._special = {node: tuple(bonus) for node, bonus in parts.items() if any(bonus)}
@@ -2089,11 +2101,11 @@ class _State:
         hostname found every node taken in O(domains) instead of O(nodes) filter calls."""
         if not self.ipa:
             return False
-        rules = self.pod.rules
-        for term, counts in zip(rules.anti, self.anti, strict=True):
+        constraints = self.pod.constraints
+        for term, counts in zip(constraints.anti, self.anti, strict=True):
             if not counts.total:
                 continue
-            values, everywhere = self.sim.static_values(rules, term.topology_key)
+            values, everywhere = self.sim.static_values(constraints, term.topology_key)
             key = term.topology_key
             if everywhere and all(counts.pairs.get((key, value), 0) > 0 for value in values):
                 return True
@@ -2131,10 +2143,10 @@ class _State:
     def _affinity_values(self) -> tuple[str, list[str]] | None:
         """With required pod affinity and a matching pod somewhere, the first term's key and
         the values of the domains holding one; None when the affinity restricts nothing here."""
-        rules = self.pod.rules
-        if not (self.ipa and rules.affinity and self.affinity.total):
+        constraints = self.pod.constraints
+        if not (self.ipa and constraints.affinity and self.affinity.total):
             return None
-        key = rules.affinity[0].topology_key
+        key = constraints.affinity[0].topology_key
         return key, [
             value
             for (term_key, value), count in self.affinity_counts.items()
@@ -2156,7 +2168,7 @@ class _State:
         ``values``, from their heaps: None when none does, False when a heap gave up."""
         best: SimNode | None = None
         for value in values:
-            found = self.sim.domain_heap(self.pod.rules, static, key, value).best(
+            found = self.sim.domain_heap(self.pod.constraints, static, key, value).best(
                 lambda node: not self.filter(node), _HEAP_TRIES, special.__contains__
             )
             if found is False:
@@ -2169,8 +2181,8 @@ class _State:
         """(key, value) -> the weights of the preferred terms times the pods they match there
         (InterPodAffinity Score: +w per matching pod for affinity, -w for anti-affinity)."""
         totals: Counter[tuple[str, str]] = Counter()
-        rules = self.pod.rules
-        for terms, sign in ((rules.preferred_affinity, 1), (rules.preferred_anti, -1)):
+        constraints = self.pod.constraints
+        for terms, sign in ((constraints.preferred_affinity, 1), (constraints.preferred_anti, -1)):
             for term in terms:
                 # The matching pods by domain, kept up to date (not counted again for each pod).
                 for pair, count in self.sim.term_counts((term,)).pairs.items():
