@@ -137,3 +137,21 @@ def test_the_rule_modules_are_found() -> None:
 def test_no_module_but_the_registry_imports_a_rule_module(module: str) -> None:
     leaked = sorted(IMPORTS[module] & RULE_MODULES)
     assert not leaked, f"{module} imports rule module(s) {leaked}: move what they share to kaffinity.explain"
+
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def test_the_architecture_doc_lists_the_layers_in_order() -> None:
+    """docs/architecture.md's table has one row per layer, in the order the test enforces."""
+    rows = [
+        line.split("|")[1].split()[0].strip("`")
+        for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `kaffinity")
+    ]
+    assert rows == [layer[0] for layer in LAYERS[:-1]]  # __main__ is the entry point, not a layer
+
+
+@pytest.mark.parametrize("package", [name for name, path in MODULES.items() if path.name == "__init__.py"])
+def test_the_architecture_doc_names_every_package(package: str) -> None:
+    assert f"`{package}`" in ARCHITECTURE.read_text(encoding="utf-8")

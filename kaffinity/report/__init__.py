@@ -1,5 +1,9 @@
-"""Reporters: turn a lint result into text, JSON, SARIF 2.1.0, GitHub workflow commands or a
-Markdown summary (the GitHub job summary)."""
+"""Reports: a lint result as text, JSON, SARIF 2.1.0, GitHub workflow commands or a Markdown
+summary (the GitHub job summary); ``kaffinity place`` listings (:mod:`.placements`); and the rule
+catalogue from the registry (:mod:`.docs`, docs/rules.md).
+
+Above the engine: may import every stage, the rules and :mod:`kaffinity.engine`; only the
+command line imports it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""The rule registry: an explicit list, one module per rule. Add a rule by adding a line."""
+"""The rules: :mod:`kaffinity.rules.base` (what a rule is, which rules a run selects, at which
+severity), one module per rule, and this registry, an explicit list: add a rule by adding a line.
+
+A rule module is a leaf: it imports what it shares with other rules from :mod:`kaffinity.explain`
+and the stages below (:mod:`kaffinity.context`, the graph, the simulator, the model...), never
+another rule module; nothing but this registry imports a rule module.
+"""
 
 from __future__ import annotations
 
