@@ -19,14 +19,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kaffinity.k8s.labels import POD_TEMPLATE_HASH as REVISION_LABEL
 from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload
 from kaffinity.load.edits import Edit, add_entry, append_items, apply, fill_null, find_node
 
 if TYPE_CHECKING:
     from kaffinity.findings import Finding
     from kaffinity.load.parse import SourceFile
-
-REVISION_LABEL = "pod-template-hash"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ Three renderings of :mod:`kaffinity.expand.merge`:
 * ``yaml`` — the input with the merged selectors in place and every other byte as written
   (:mod:`kaffinity.load.edits` splices the new expressions in; nothing is re-dumped);
 * ``json`` — per term, the selector as written and as merged, the keys applied and ignored (and
-  why), and which component merges (see :data:`JSON_SHAPE`).
+  why), and which component merges (see :data:`EXPAND_JSON_SHAPE`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import format_path
 
 #: The documented shape of ``kaffinity expand --format json`` (docs/expansion.md).
-JSON_SHAPE = """\
+EXPAND_JSON_SHAPE = """\
 {"kubeVersion": "1.34", "featureGates": {...},
  "workloads": [{"file": str, "line": int,
    "object": {"apiVersion", "kind", "namespace", "name"},

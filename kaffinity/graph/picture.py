@@ -39,7 +39,7 @@ _STROKE = {"error": "#c62828", "warning": "#f9a825", "info": "#1565c0"}
 _SEVERITY_ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO)
 
 #: The JSON shape (``--format json``), documented in docs/graph.md.
-JSON_SHAPE = {
+GRAPH_JSON_SHAPE = {
     "directed": "true",
     "multigraph": "true",
     "graph": {"kube_version": "target version", "findings": "number of findings on the graph's objects"},
@@ -256,7 +256,7 @@ def _dot_attrs(attrs: Mapping[str, str]) -> str:
 
 
 def render_json(graph: AffinityGraph, findings: Iterable[Finding], version: str) -> str:
-    """networkx node-link JSON with the findings attached to their objects (shape: JSON_SHAPE)."""
+    """networkx node-link JSON with the findings attached to their objects (shape: GRAPH_JSON_SHAPE)."""
     marked = _findings_by_node(graph, findings)
     plain: nx.MultiDiGraph[str] = nx.MultiDiGraph(kube_version=version)
     for node, data in graph.graph.nodes(data=True):

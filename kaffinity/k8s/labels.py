@@ -12,6 +12,9 @@ import re
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
+#: The label the Deployment controller gives each revision's ReplicaSet and pods
+#: (``pkg/controller/deployment/util``: ``DefaultDeploymentUniqueLabelKey``).
+POD_TEMPLATE_HASH = "pod-template-hash"
 
 _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

@@ -98,7 +98,7 @@ def github_links(environ: Mapping[str, str] | None = None) -> GitHubLinks | None
     return GitHubLinks(server.rstrip("/"), repository.strip("/"), sha, workspace)
 
 
-def escape(text: str) -> str:
+def escape_markdown(text: str) -> str:
     """``text`` made safe for a table cell: no markup, no cell or row break."""
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MARKDOWN.sub(r"\\\1", text)
@@ -183,9 +183,9 @@ def _notes(result: LintResult) -> str:
             "(the `parse-error` findings below); every other file was linted."
         )
     for message in result.notices:
-        lines.append(f"- {escape(_cut(message))}")
+        lines.append(f"- {escape_markdown(_cut(message))}")
     for message in result.internal_errors:
-        lines.append(f"- internal error: {escape(_cut(message))}")
+        lines.append(f"- internal error: {escape_markdown(_cut(message))}")
     return "\n".join(lines)
 
 
@@ -193,7 +193,7 @@ def _location(finding: Finding, links: GitHubLinks | None) -> str:
     name = display.quote_name(finding.file)
     where = name if finding.line is None else f"{name}:{finding.line}:{finding.column}"
     url = links.url(finding.file, finding.line) if links is not None else None
-    text = escape(where)
+    text = escape_markdown(where)
     return f"[{text}]({url})" if url else text
 
 
@@ -204,11 +204,11 @@ def _table(findings: tuple[Finding, ...], links: GitHubLinks | None) -> str:
     size = sum(len(line) + 1 for line in lines)
     shown = 0
     for finding in ordered:
-        fix = escape(_cut(finding.fix)) if finding.fix else ""
+        fix = escape_markdown(_cut(finding.fix)) if finding.fix else ""
         message = f"{finding.message} ({finding.unit_label})" if finding.units else finding.message
         row = (
             f"| {finding.severity.value} | {_location(finding, links)} | `{finding.rule}` "
-            f"| {escape(_cut(message))} | {fix} |"
+            f"| {escape_markdown(_cut(message))} | {fix} |"
         )
         if shown >= MAX_ROWS or size + len(row) + 1 > TABLE_BUDGET:
             break

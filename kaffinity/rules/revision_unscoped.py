@@ -17,6 +17,7 @@ from kaffinity.explain.precedence import gives_way
 from kaffinity.findings import Severity, Violation
 from kaffinity.k8s import gates as fg
 from kaffinity.k8s.fenceposts import Budget, deployment_budget
+from kaffinity.k8s.labels import POD_TEMPLATE_HASH as REVISION_LABEL
 from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload, dig
 from kaffinity.k8s.selectors import namespace_in_scope, selector_matches
 from kaffinity.load.source import PosDict, unpack
@@ -25,7 +26,6 @@ from kaffinity.rules.base import Rule
 if TYPE_CHECKING:
     from kaffinity.context import Context
 
-REVISION_LABEL = "pod-template-hash"
 RULE_NAME = "revision-unscoped"
 
 _WHY = {

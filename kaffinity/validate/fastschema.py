@@ -23,13 +23,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-Check = Callable[[Any], bool]
+Predicate = Callable[[Any], bool]
 
 #: Keywords that never make an instance invalid here.
 _ANNOTATIONS = frozenset(
     ("description", "title", "$schema", "$id", "$comment", "format", "default", "examples")
 )
-_TYPES: dict[str, Check] = {
+_TYPES: dict[str, Predicate] = {
     "object": lambda value: isinstance(value, dict),
     "array": lambda value: isinstance(value, list),
     "string": lambda value: isinstance(value, str),
@@ -64,7 +64,7 @@ def _scalar_equal(value: Any, expected: Any) -> bool:
     return bool(value == expected)
 
 
-def compile_schema(schema: Any, keywords: Mapping[str, Callable[[Any], Check]]) -> Check:
+def compile_schema(schema: Any, keywords: Mapping[str, Callable[[Any], Predicate]]) -> Predicate:
     """The closure of ``schema``. ``keywords``: kaffinity's own keywords, each turned into a
     check by a function of the keyword's value. Raises :class:`Unsupported`."""
     if schema is True or schema == {}:
@@ -73,7 +73,7 @@ def compile_schema(schema: Any, keywords: Mapping[str, Callable[[Any], Check]]) 
         return _never
     if not isinstance(schema, dict):
         raise Unsupported(repr(schema))
-    checks: list[Check] = []
+    checks: list[Predicate] = []
     for keyword, value in schema.items():
         if keyword in _ANNOTATIONS or (keyword.startswith("x-") and keyword not in keywords):
             continue
@@ -92,7 +92,7 @@ def compile_schema(schema: Any, keywords: Mapping[str, Callable[[Any], Check]]) 
     return lambda value: all(check(value) for check in checks)
 
 
-def _type(value: Any, schema: Any, keywords: Any) -> Check:
+def _type(value: Any, schema: Any, keywords: Any) -> Predicate:
     names = [value] if isinstance(value, str) else list(value)
     if any(name not in _TYPES for name in names):
         raise Unsupported(f"type {value}")
@@ -100,7 +100,7 @@ def _type(value: Any, schema: Any, keywords: Any) -> Check:
     return tests[0] if len(tests) == 1 else lambda item: any(test(item) for test in tests)
 
 
-def _properties(value: Any, schema: Any, keywords: Any) -> Check:
+def _properties(value: Any, schema: Any, keywords: Any) -> Predicate:
     compiled = {name: compile_schema(sub, keywords) for name, sub in value.items()}
     pairs = [(name, check) for name, check in compiled.items() if check is not _always]
 
@@ -112,7 +112,7 @@ def _properties(value: Any, schema: Any, keywords: Any) -> Check:
     return check
 
 
-def _additional_properties(value: Any, schema: Any, keywords: Any) -> Check:
+def _additional_properties(value: Any, schema: Any, keywords: Any) -> Predicate:
     if "patternProperties" in schema:
         raise Unsupported("patternProperties")
     listed = frozenset(schema.get("properties") or ())
@@ -128,7 +128,7 @@ def _additional_properties(value: Any, schema: Any, keywords: Any) -> Check:
     return check
 
 
-def _items(value: Any, schema: Any, keywords: Any) -> Check:
+def _items(value: Any, schema: Any, keywords: Any) -> Predicate:
     if "prefixItems" in schema or not isinstance(value, (dict, bool)):
         raise Unsupported("items")
     sub = compile_schema(value, keywords)
@@ -137,25 +137,25 @@ def _items(value: Any, schema: Any, keywords: Any) -> Check:
     return lambda item: not isinstance(item, list) or all(sub(child) for child in item)
 
 
-def _enum(value: Any, schema: Any, keywords: Any) -> Check:
+def _enum(value: Any, schema: Any, keywords: Any) -> Predicate:
     if any(isinstance(choice, (dict, list)) for choice in value):
         raise Unsupported("enum of containers")
     choices = list(value)
     return lambda item: any(_scalar_equal(item, choice) for choice in choices)
 
 
-def _const(value: Any, schema: Any, keywords: Any) -> Check:
+def _const(value: Any, schema: Any, keywords: Any) -> Predicate:
     if isinstance(value, (dict, list)):
         raise Unsupported("const container")
     return lambda item: _scalar_equal(item, value)
 
 
-def _required(value: Any, schema: Any, keywords: Any) -> Check:
+def _required(value: Any, schema: Any, keywords: Any) -> Predicate:
     names = list(value)
     return lambda item: not isinstance(item, dict) or all(name in item for name in names)
 
 
-def _if(value: Any, schema: Any, keywords: Any) -> Check:
+def _if(value: Any, schema: Any, keywords: Any) -> Predicate:
     if "else" in schema:
         raise Unsupported("else")
     condition = compile_schema(value, keywords)
@@ -163,12 +163,12 @@ def _if(value: Any, schema: Any, keywords: Any) -> Check:
     return lambda item: not condition(item) or then(item)
 
 
-def _all_of(value: Any, schema: Any, keywords: Any) -> Check:
+def _all_of(value: Any, schema: Any, keywords: Any) -> Predicate:
     subs = [compile_schema(sub, keywords) for sub in value]
     return lambda item: all(sub(item) for sub in subs)
 
 
-_COMPILERS: dict[str, Callable[[Any, Any, Any], Check]] = {
+_COMPILERS: dict[str, Callable[[Any, Any, Any], Predicate]] = {
     "type": _type,
     "properties": _properties,
     "additionalProperties": _additional_properties,

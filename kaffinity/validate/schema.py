@@ -29,7 +29,7 @@ from jsonschema.validators import extend
 
 from kaffinity.load.resources import schema
 from kaffinity.load.source import DataPath
-from kaffinity.validate.fastschema import Check
+from kaffinity.validate.fastschema import Predicate
 
 SCHEMA = "schema"
 FIELD_UNAVAILABLE = "field-unavailable"
@@ -131,7 +131,7 @@ def validator_for(version: str, proposals: bool, api_version: str, kind: str) ->
 
 
 @cache
-def _valid_for(version: str, proposals: bool, api_version: str, kind: str) -> Check | None:
+def _valid_for(version: str, proposals: bool, api_version: str, kind: str) -> Predicate | None:
     """Whether jsonschema finds nothing wrong, compiled (:mod:`kaffinity.validate.fastschema`); None if
     the schema uses a keyword the compiler does not handle."""
     from kaffinity.validate.fastschema import Unsupported, compile_schema
@@ -145,13 +145,13 @@ def _valid_for(version: str, proposals: bool, api_version: str, kind: str) -> Ch
         return None
 
 
-def _fast_keywords(proposals: bool) -> dict[str, Callable[[Any], Check]]:
+def _fast_keywords(proposals: bool) -> dict[str, Callable[[Any], Predicate]]:
     """kaffinity's keywords as closures, each exactly as its jsonschema function above decides."""
 
-    def known(names: frozenset[str]) -> Check:
+    def known(names: frozenset[str]) -> Predicate:
         return lambda item: not isinstance(item, dict) or names.issuperset(item)
 
-    def proposal_values(sources: Mapping[str, str]) -> Check:
+    def proposal_values(sources: Mapping[str, str]) -> Predicate:
         return lambda item: proposals or not (isinstance(item, str) and item in sources)
 
     return {
@@ -228,7 +228,7 @@ def _template_validator(version: str, proposals: bool) -> Validator:
 
 
 @cache
-def _template_valid(version: str, proposals: bool) -> Check | None:
+def _template_valid(version: str, proposals: bool) -> Predicate | None:
     from kaffinity.validate.fastschema import Unsupported, compile_schema
 
     try:
@@ -244,7 +244,7 @@ def check_template(template: Any, version: str, proposals: bool = False) -> list
     return _check(template, validator, _template_valid(version, proposals), version)
 
 
-def _check(data: Any, validator: Validator, valid: Check | None, version: str) -> list[SchemaProblem]:
+def _check(data: Any, validator: Validator, valid: Predicate | None, version: str) -> list[SchemaProblem]:
     if valid is not None and valid(data):
         return []  # the common case, decided without jsonschema (see kaffinity.validate.fastschema)
     problems: list[SchemaProblem] = []
