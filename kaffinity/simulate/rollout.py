@@ -691,38 +691,33 @@ def _deadlock(
     )
 
 
-def blockers(
-    sim: Simulation, pod: SimPod, rejected: Mapping[str, list[str]], workload: Workload
-) -> list[Blocker]:
-    """The rules behind the dynamic rejections of ``pod``: which term, whose, on which nodes."""
-    found: dict[tuple[int, DataPath], Blocker] = {}
+class _Found:
+    """The blockers found so far, one per rule (document and path), in the order first seen."""
 
-    def blocker(kind: str, doc: Document, path: DataPath, holder: Workload) -> Blocker:
+    def __init__(self) -> None:
+        self.blockers: dict[tuple[int, DataPath], Blocker] = {}
+        self._noted: dict[int, set[str]] = {}
+
+    def blocker(self, kind: str, doc: Document, path: DataPath, holder: Workload) -> Blocker:
         key = (id(doc), path)
-        entry = found.get(key)
+        entry = self.blockers.get(key)
         if entry is None:
-            entry = found[key] = Blocker(kind, doc, path, holder)
+            entry = self.blockers[key] = Blocker(kind, doc, path, holder)
         return entry
 
-    noted: dict[int, set[str]] = {}
-
-    def note(entry: Blocker, node: str, reason: str) -> None:
-        seen = noted.setdefault(id(entry), set())
+    def note(self, entry: Blocker, node: str, reason: str) -> None:
+        """``entry`` keeps the pod off ``node`` for ``reason`` (each node listed once)."""
+        seen = self._noted.setdefault(id(entry), set())
         if node not in seen:
             seen.add(node)
             entry.nodes.append(node)
         entry.reasons.add(reason)
 
-    constraints = pod.constraints
-    own_doc = pod.workload.doc
-    by_reason: dict[str, list[SimNode]] = {}
-    for node in sim.nodes:
-        for reason in rejected.get(node.name, ()):
-            by_reason.setdefault(reason, []).append(node)
 
-    # The new pod's own required anti-affinity: pods it selects in the node's domain.
-    for node in by_reason.get(REASON_ANTI_AFFINITY, []):
-        for term in constraints.anti:
+def _own_anti(found: _Found, sim: Simulation, pod: SimPod, nodes: list[SimNode], workload: Workload) -> None:
+    """The new pod's own required anti-affinity: pods it selects in the node's domain."""
+    for node in nodes:
+        for term in pod.constraints.anti:
             value = node.labels.get(term.topology_key)
             if value is None:
                 continue
@@ -734,47 +729,80 @@ def blockers(
                 and term.matches(other, sim.namespace_labels(other.namespace))
             ]
             if seen:
-                entry = blocker(BLOCKER_ANTI, own_doc, term.source.path, pod.workload)
-                note(entry, node.name, REASON_ANTI_AFFINITY)
+                entry = found.blocker(BLOCKER_ANTI, pod.workload.doc, term.source.path, pod.workload)
+                found.note(entry, node.name, REASON_ANTI_AFFINITY)
                 for other in seen:
                     entry.pods[_pod_name(other)] = _relation(other, workload)
 
-    # Placed pods whose required anti-affinity selects the new pod (symmetry).
-    blocked = by_reason.get(REASON_EXISTING_ANTI, [])
-    if blocked:
-        own_ns = sim.namespace_labels(pod.namespace)
-        for holder_node in sim.nodes:
-            for other in holder_node.pods:
-                for term in other.constraints.anti:
-                    value = holder_node.labels.get(term.topology_key)
-                    if value is None or not term.matches(pod, own_ns):
-                        continue
-                    hits = [n for n in blocked if n.labels.get(term.topology_key) == value]
-                    if not hits:
-                        continue
-                    mine = other.workload is pod.workload and not other.existing
-                    kind = BLOCKER_ANTI if mine else BLOCKER_EXISTING_ANTI
-                    entry = blocker(kind, other.workload.doc, term.source.path, other.workload)
-                    for n in hits:
-                        note(entry, n.name, REASON_EXISTING_ANTI)
-                    entry.pods[_pod_name(other)] = _relation(other, workload)
 
+def _existing_anti(
+    found: _Found, sim: Simulation, pod: SimPod, blocked: list[SimNode], workload: Workload
+) -> None:
+    """Placed pods whose required anti-affinity selects the new pod (symmetry)."""
+    if not blocked:
+        return
+    own_ns = sim.namespace_labels(pod.namespace)
+    for holder_node in sim.nodes:
+        for other in holder_node.pods:
+            for term in other.constraints.anti:
+                value = holder_node.labels.get(term.topology_key)
+                if value is None or not term.matches(pod, own_ns):
+                    continue
+                hits = [n for n in blocked if n.labels.get(term.topology_key) == value]
+                if hits:
+                    _note_existing(found, pod, other, term.source.path, hits, workload)
+
+
+def _note_existing(
+    found: _Found, pod: SimPod, other: SimPod, path: DataPath, hits: list[SimNode], workload: Workload
+) -> None:
+    """``other``'s anti-affinity term at ``path`` keeps ``pod`` off ``hits``."""
+    mine = other.workload is pod.workload and not other.existing
+    kind = BLOCKER_ANTI if mine else BLOCKER_EXISTING_ANTI
+    entry = found.blocker(kind, other.workload.doc, path, other.workload)
+    for n in hits:
+        found.note(entry, n.name, REASON_EXISTING_ANTI)
+    entry.pods[_pod_name(other)] = _relation(other, workload)
+
+
+def _own_terms(found: _Found, pod: SimPod, by_reason: Mapping[str, list[SimNode]]) -> None:
+    """The new pod's required affinity and topology spread: every term, on each node it fails."""
+    own_doc = pod.workload.doc
     for node in by_reason.get(REASON_AFFINITY, []):
-        for term in constraints.affinity:
-            entry = blocker(BLOCKER_AFFINITY, own_doc, term.source.path, pod.workload)
-            note(entry, node.name, REASON_AFFINITY)
+        for term in pod.constraints.affinity:
+            entry = found.blocker(BLOCKER_AFFINITY, own_doc, term.source.path, pod.workload)
+            found.note(entry, node.name, REASON_AFFINITY)
     for reason in (REASON_SPREAD, REASON_SPREAD_LABEL):
         for node in by_reason.get(reason, []):
-            for spread in constraints.spread:
-                entry = blocker(BLOCKER_SPREAD, own_doc, spread.source.path, pod.workload)
-                note(entry, node.name, reason)
+            for spread in pod.constraints.spread:
+                entry = found.blocker(BLOCKER_SPREAD, own_doc, spread.source.path, pod.workload)
+                found.note(entry, node.name, reason)
+
+
+def _own_resources(found: _Found, pod: SimPod, by_reason: Mapping[str, list[SimNode]]) -> None:
+    """The new pod's requests, where a node has too little left (one blocker: the containers)."""
     containers = (*pod.workload.template_path, "spec", "containers")
     for reason, nodes in by_reason.items():
         if _resource_reason(reason):
-            entry = blocker(BLOCKER_RESOURCES, own_doc, containers, pod.workload)
+            entry = found.blocker(BLOCKER_RESOURCES, pod.workload.doc, containers, pod.workload)
             for node in nodes:
-                note(entry, node.name, reason)
-    return list(found.values())
+                found.note(entry, node.name, reason)
+
+
+def blockers(
+    sim: Simulation, pod: SimPod, rejected: Mapping[str, list[str]], workload: Workload
+) -> list[Blocker]:
+    """The rules behind the dynamic rejections of ``pod``: which term, whose, on which nodes."""
+    by_reason: dict[str, list[SimNode]] = {}
+    for node in sim.nodes:
+        for reason in rejected.get(node.name, ()):
+            by_reason.setdefault(reason, []).append(node)
+    found = _Found()
+    _own_anti(found, sim, pod, by_reason.get(REASON_ANTI_AFFINITY, []), workload)
+    _existing_anti(found, sim, pod, by_reason.get(REASON_EXISTING_ANTI, []), workload)
+    _own_terms(found, pod, by_reason)
+    _own_resources(found, pod, by_reason)
+    return list(found.blockers.values())
 
 
 # --- a changed template, to check a suggested fix --------------------------------------------
