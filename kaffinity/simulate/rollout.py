@@ -341,14 +341,63 @@ def _deployment(
     )
 
 
-def _statefulset(
+def _by_ordinal(current: list[SimPod], workload: Workload, replicas: int) -> dict[int, SimPod] | None:
+    """The current pods by ordinal; None when two share one, or one has none in range (pods the
+    simulation cannot tell apart by ordinal: stay quiet)."""
+    by_ordinal: dict[int, SimPod] = {}
+    for pod in current:
+        ordinal = ordinal_of(pod, workload)
+        if ordinal is None or ordinal in by_ordinal or not 0 <= ordinal < replicas:
+            return None
+        by_ordinal[ordinal] = pod
+    return by_ordinal
+
+
+@dataclass(slots=True)
+class _OrdinalUpdate:
+    """A StatefulSet's RollingUpdate in progress: the ordinals to replace, the highest first, and
+    the new pods so far (by ordinal), those left Pending in order."""
+
+    session: _Session
+    by_ordinal: dict[int, SimPod]
+    targets: list[int]
+    budget: Budget
+    new: dict[int, SimPod] = field(default_factory=dict)
+    pending: list[SimPod] = field(default_factory=list)
+
+    def step(self) -> bool:
+        """One pass of the controller: retry the Pending pods, then replace ordinals while fewer
+        than maxUnavailable are not Running; whether anything moved."""
+        progressed = self.session.retry(self.pending)
+        room = self.budget.unavailable - len(self.pending)
+        for ordinal in self.targets:
+            if room <= 0:
+                break
+            if ordinal not in self.new:
+                self._replace(ordinal)
+                room -= 1
+                progressed = True
+        return progressed
+
+    def _replace(self, ordinal: int) -> None:
+        """Delete the old pod, recreate the ordinal at the new revision."""
+        self.session.delete(self.by_ordinal[ordinal])
+        pod = self.session.sim.pod(self.session.template, ordinal, NEW_REVISION)
+        self.new[ordinal] = pod
+        if self.pending or not self.session.place(pod):
+            self.pending.append(pod)
+
+
+def _statefulset_update(
     session: _Session,
     workload: Workload,
     current: list[SimPod],
     version: str,
     gates: Mapping[str, bool],
     override: Budget | None,
-) -> Deadlock | None:
+) -> _OrdinalUpdate | None:
+    """The update the StatefulSet controller would make; None when there is nothing to update,
+    no budget, or pods the simulation cannot follow."""
     replicas = workload.replicas or 0
     strategy = workload.strategy
     if replicas <= 0 or strategy is None:
@@ -361,47 +410,37 @@ def _statefulset(
         return None
     if len(current) < replicas or any(pod.node is None for pod in current):
         return None  # the controller never reaches its update step (see the module docstring)
-    by_ordinal: dict[int, SimPod] = {}
-    for pod in current:
-        ordinal = ordinal_of(pod, workload)
-        if ordinal is None or ordinal in by_ordinal or not 0 <= ordinal < replicas:
-            return None  # pods the simulation cannot tell apart by ordinal: stay quiet
-        by_ordinal[ordinal] = pod
-    sim = session.sim
-    new: dict[int, SimPod] = {}
-    pending: list[SimPod] = []
+    by_ordinal = _by_ordinal(current, workload, replicas)
+    if by_ordinal is None:
+        return None
     targets = list(range(replicas - 1, partition - 1, -1))  # the highest ordinal first
-    for _ in range(2 * replicas + 4):
-        progressed = session.retry(pending)
-        room = budget.unavailable - len(pending)
-        if room > 0:
-            for ordinal in targets:
-                if room <= 0:
-                    break
-                if ordinal in new:
-                    continue
-                # Delete the old pod, recreate the ordinal at the new revision.
-                session.delete(by_ordinal[ordinal])
-                pod = sim.pod(session.template, ordinal, NEW_REVISION)
-                new[ordinal] = pod
-                if pending or not session.place(pod):
-                    pending.append(pod)
-                room -= 1
-                progressed = True
-        if not progressed:
+    return _OrdinalUpdate(session, by_ordinal, targets, budget)
+
+
+def _statefulset(
+    session: _Session,
+    workload: Workload,
+    current: list[SimPod],
+    version: str,
+    gates: Mapping[str, bool],
+    override: Budget | None,
+) -> Deadlock | None:
+    update = _statefulset_update(session, workload, current, version, gates, override)
+    if update is None:
+        return None
+    for _ in range(2 * len(update.by_ordinal) + 4):  # one pod per ordinal: 2 * replicas + 4
+        if not update.step():
             break
-    if len(new) == len(targets) and not pending:
+    if not update.pending:
         return None
-    if not pending:
-        return None
-    stuck = pending[0]
-    left = [by_ordinal[o] for o in range(replicas) if o not in new]
+    stuck, new, budget = update.pending[0], update.new, update.budget
+    left = [pod for ordinal, pod in sorted(update.by_ordinal.items()) if ordinal not in new]
     wait = (
         f"the StatefulSet controller deleted old pod {_pod_name(stuck)} to replace it and waits for the "
         f"new one to be Running and Ready before it goes on ({budget.text})"
     )
-    done = len(new) - len(pending)
-    progress = f"{done} of {_count(len(targets), 'pod')} to update replaced" if done else ""
+    done = len(new) - len(update.pending)
+    progress = f"{done} of {_count(len(update.targets), 'pod')} to update replaced" if done else ""
     return _deadlock(
         session, workload, stuck, f"the new revision's pod {_pod_name(stuck)}", budget, wait, progress, left
     )
