@@ -825,23 +825,40 @@ def _load_in_context(
     seen: set[tuple[int, int]] = set()
     files = _load(paths, settings, stdin_filename, seen)
     reported = {file.name for file in files}
+    context_paths = context_paths or _repository_context(paths)
     if not context_paths:
-        from kaffinity.load.repository import repository_manifests
-
-        # The repository of the first file named (pre-commit runs at its root anyway).
-        start = next((path for path in paths or () if path != "-" and os.path.exists(path)), ".")
-        folder = start if os.path.isdir(start) else os.path.dirname(start) or "."
-        context_paths = tuple(repository_manifests(folder) or ())
-    if not context_paths:
-        from kaffinity.rules import RULES
-
-        skipped = [rule for rule in RULES if rule.needs_all_manifests]
-        categories = ", ".join(sorted({rule.category for rule in skipped}))
-        _say(
-            "kaffinity: no context: not in a git repository and no context: in .kaffinity.yaml, "
-            f"so the {len(skipped)} rules that need every manifest ({categories}) are skipped",
-        )
+        _say_no_context()
         return files, reported, False, list(paths or ["."])
+    more = _load_context(context_paths, settings, seen)
+    return [*files, *more], reported, True, [*(paths or ()), *context_paths]
+
+
+def _repository_context(paths: Optional[list[str]]) -> tuple[str, ...]:
+    """The manifests of the git repository of the first file named (pre-commit runs at its root
+    anyway); none outside a repository."""
+    from kaffinity.load.repository import repository_manifests
+
+    start = next((path for path in paths or () if path != "-" and os.path.exists(path)), ".")
+    folder = start if os.path.isdir(start) else os.path.dirname(start) or "."
+    return tuple(repository_manifests(folder) or ())
+
+
+def _say_no_context() -> None:
+    """``--changed`` without a context: which rules are skipped for it."""
+    from kaffinity.rules import RULES
+
+    skipped = [rule for rule in RULES if rule.needs_all_manifests]
+    categories = ", ".join(sorted({rule.category for rule in skipped}))
+    _say(
+        "kaffinity: no context: not in a git repository and no context: in .kaffinity.yaml, "
+        f"so the {len(skipped)} rules that need every manifest ({categories}) are skipped",
+    )
+
+
+def _load_context(
+    context_paths: tuple[str, ...], settings: Settings, seen: set[tuple[int, int]]
+) -> list[SourceFile]:
+    """The context's files (those not read already); a note on those that could not be parsed."""
     from kaffinity.load.files import ExcludeFn, load
     from kaffinity.load.parallel import default_jobs
 
@@ -863,7 +880,7 @@ def _load_in_context(
             f"kaffinity: note: {len(broken)} context file(s) could not be read and are left out "
             f"(first: {where}: {problem.message})",
         )
-    return [*files, *more], reported, True, [*(paths or ()), *context_paths]
+    return more
 
 
 def _shown_path(path: str) -> str:
