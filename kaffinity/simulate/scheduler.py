@@ -56,6 +56,7 @@ from kaffinity.expand.merge import expand, pod_labels
 from kaffinity.k8s import gates as fg
 from kaffinity.k8s.model import (
     ANY_HOST_IP,
+    Affinity,
     LabelSelector,
     Node,
     NodeSelectorTerm,
@@ -68,7 +69,8 @@ from kaffinity.k8s.model import (
 from kaffinity.k8s.selectors import NAMESPACE_NAME_LABEL, node_term_matches, selector_matches
 
 if TYPE_CHECKING:
-    from kaffinity.k8s.model import PodDisruptionBudget
+    from kaffinity.expand.merge import WorkloadExpansion
+    from kaffinity.k8s.model import PodAffinity, PodDisruptionBudget
     from kaffinity.simulate.cluster import Pool
 
 # The default profile's filters, in upstream order (reference §F).
@@ -670,6 +672,43 @@ class _AbsentNodes(Mapping[str, str]):
         return len(self.nodes) - (self.pinned is not None and self.own is None)
 
 
+#: A pod without ``affinity``: no node, pod or anti-affinity.
+_NO_AFFINITY = Affinity(None, None, None, ())
+
+
+def _node_filters(
+    workload: Workload, pinned: str | None
+) -> tuple[tuple[Toleration, ...], tuple[NodeSelectorTerm, ...] | None]:
+    """The pod's tolerations and required node affinity terms, as its controller makes them: a
+    DaemonSet's pods tolerate what the DaemonSet controller adds, and a pinned one's node
+    affinity is replaced by its node."""
+    pod = workload.pod
+    tolerations = pod.tolerations
+    node_affinity = pod.affinity.node_affinity if pod.affinity else None
+    node_terms = node_affinity.required if node_affinity else None
+    if workload.controller == "DaemonSet":
+        extra = [*DAEMON_TOLERATIONS, *((HOST_NETWORK_TOLERATION,) if pod.host_network else ())]
+        tolerations = tolerations + tuple(Toleration(k, "Exists", "", e, None, ()) for k, e in extra)
+        if pinned is not None:
+            # ReplaceDaemonSetPodNodeNameNodeAffinity: one term, metadata.name In [node].
+            node_terms = None
+    return tolerations, node_terms
+
+
+def _spread(expansion: WorkloadExpansion, constraint: TopologySpreadConstraint) -> Spread:
+    """A topology spread constraint with the API defaults filled in."""
+    return Spread(
+        expansion.selector(constraint),
+        constraint.topology_key,
+        constraint.max_skew or 1,
+        constraint.min_domains or 1,
+        (constraint.node_affinity_policy or "Honor") == "Honor",
+        (constraint.node_taints_policy or "Ignore") == "Honor",
+        constraint.when_unsatisfiable != "ScheduleAnyway",
+        constraint,
+    )
+
+
 class Simulation:
     """A cluster's nodes and pods, and the scheduler's filters over them."""
 
@@ -810,43 +849,14 @@ class Simulation:
         pod = workload.pod
         namespace = workload.ref.namespace or "default"
         expansion = expand(workload, self.version, self.gates, qualified=True, labels=labels)
-
-        def terms(group: Any, weighted: bool) -> tuple[Term, ...]:
-            if group is None:
-                return ()
-            if weighted:
-                return tuple(
-                    self._term(namespace, expansion.selector(w.term), w.term, w.weight or 0)
-                    for w in group.preferred
-                )
-            return tuple(self._term(namespace, expansion.selector(t), t, 1) for t in group.required)
-
-        affinity = pod.affinity
-        node_affinity = affinity.node_affinity if affinity else None
-        pod_affinity = affinity.pod_affinity if affinity else None
-        pod_anti = affinity.pod_anti_affinity if affinity else None
-        tolerations = pod.tolerations
-        node_terms = node_affinity.required if node_affinity else None
-        if workload.controller == "DaemonSet":
-            extra = [*DAEMON_TOLERATIONS, *((HOST_NETWORK_TOLERATION,) if pod.host_network else ())]
-            tolerations = tolerations + tuple(Toleration(k, "Exists", "", e, None, ()) for k, e in extra)
-            if pinned is not None:
-                # ReplaceDaemonSetPodNodeNameNodeAffinity: one term, metadata.name In [node].
-                node_terms = None
-        spreads = []
-        for constraint in pod.topology_spread_constraints:
-            spreads.append(
-                Spread(
-                    expansion.selector(constraint),
-                    constraint.topology_key,
-                    constraint.max_skew or 1,
-                    constraint.min_domains or 1,
-                    (constraint.node_affinity_policy or "Honor") == "Honor",
-                    (constraint.node_taints_policy or "Ignore") == "Honor",
-                    constraint.when_unsatisfiable != "ScheduleAnyway",
-                    constraint,
-                )
-            )
+        affinity = pod.affinity or _NO_AFFINITY
+        node_affinity, pod_affinity, pod_anti = (
+            affinity.node_affinity,
+            affinity.pod_affinity,
+            affinity.pod_anti_affinity,
+        )
+        tolerations, node_terms = _node_filters(workload, pinned)
+        spreads = [_spread(expansion, constraint) for constraint in pod.topology_spread_constraints]
         requests = scheduler_units(pod.requests)
         return Constraints(
             namespace=namespace,
@@ -859,10 +869,10 @@ class Simulation:
             if node_affinity
             else (),
             tolerations=tolerations,
-            affinity=terms(pod_affinity, False),
-            anti=terms(pod_anti, False),
-            preferred_affinity=terms(pod_affinity, True),
-            preferred_anti=terms(pod_anti, True),
+            affinity=self._required(namespace, expansion, pod_affinity),
+            anti=self._required(namespace, expansion, pod_anti),
+            preferred_affinity=self._preferred(namespace, expansion, pod_affinity),
+            preferred_anti=self._preferred(namespace, expansion, pod_anti),
             spread=tuple(s for s in spreads if s.hard),
             soft_spread=tuple(s for s in spreads if not s.hard),
             requests=requests,
@@ -871,6 +881,24 @@ class Simulation:
             preempts=pod.preemption_policy != "Never",
             wants=tuple((name, value) for name, value in requests.items() if value > 0 and name != "pods"),
             nonzero=_nonzero(requests),
+        )
+
+    def _required(
+        self, namespace: str, expansion: WorkloadExpansion, group: PodAffinity | None
+    ) -> tuple[Term, ...]:
+        """The required terms of a pod (anti-)affinity, with the selectors the apiserver makes."""
+        if group is None:
+            return ()
+        return tuple(self._term(namespace, expansion.selector(t), t, 1) for t in group.required)
+
+    def _preferred(
+        self, namespace: str, expansion: WorkloadExpansion, group: PodAffinity | None
+    ) -> tuple[Term, ...]:
+        """The preferred terms of a pod (anti-)affinity, each with its weight."""
+        if group is None:
+            return ()
+        return tuple(
+            self._term(namespace, expansion.selector(w.term), w.term, w.weight or 0) for w in group.preferred
         )
 
     def _term(
