@@ -304,7 +304,6 @@ class AffinityGraph:
         self.relations: list[Relation] = []
         self.by_owner: dict[str, list[Relation]] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
-        self._workload_ids: dict[int, str] = {}
         self._rank: dict[str, int] = {}
         self._index = _Index()
         self._matches: dict[tuple[Any, ...], tuple[frozenset[str], frozenset[str]]] = {}
@@ -334,7 +333,6 @@ class AffinityGraph:
 
     def _workload_member(self, workload: Workload) -> Member:
         vertex = self._unique(str(workload.ref))
-        self._workload_ids[id(workload)] = vertex
         labels = pod_labels(workload, self.version, qualified=True)
         return Member(vertex, workload.ref.namespace or self.default_namespace, labels, workload)
 
@@ -546,9 +544,6 @@ class AffinityGraph:
         return self._scope_cache[key]
 
     # --- queries ----------------------------------------------------------------------------
-
-    def node_of(self, workload: Workload) -> str | None:
-        return self._workload_ids.get(id(workload))
 
     def terms(self, owner: str, kind: str | None = None, required: bool | None = None) -> list[Relation]:
         return [

@@ -688,7 +688,7 @@ def _node_filters(
     node_terms = node_affinity.required if node_affinity else None
     if workload.controller == "DaemonSet":
         extra = [*DAEMON_TOLERATIONS, *((HOST_NETWORK_TOLERATION,) if pod.host_network else ())]
-        tolerations = tolerations + tuple(Toleration(k, "Exists", "", e, None, ()) for k, e in extra)
+        tolerations = tolerations + tuple(Toleration(k, "Exists", "", e, ()) for k, e in extra)
         if pinned is not None:
             # ReplaceDaemonSetPodNodeNameNodeAffinity: one term, metadata.name In [node].
             node_terms = None
