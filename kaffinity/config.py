@@ -54,7 +54,6 @@ class Settings:
     #: Run the offline scheduler when a cluster is declared (``--no-simulate`` turns it off).
     simulate: bool = True
     context: tuple[str, ...] = ()
-    config_file: str | None = None
     base_dir: str = "."
     #: Plan the text edits of fixable findings (``kaffinity fix``); a lint only describes them.
     plan_fixes: bool = False
@@ -113,7 +112,7 @@ def load_settings(path: str | None, rule_names: Sequence[str], categories: Seque
     errors = _validate(doc, rule_names, categories)
     if errors:
         raise ConfigError(errors)
-    return _settings(data, os.path.dirname(os.path.abspath(path)), display)
+    return _settings(data, os.path.dirname(os.path.abspath(path)))
 
 
 def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str]) -> list[str]:
@@ -228,7 +227,7 @@ def _pattern_message(path: tuple[Any, ...], value: Any) -> str | None:
     return f"'{value}' is not a dotted path of field names (such as spec.template)"
 
 
-def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
+def _settings(data: Mapping[str, Any], base: str) -> Settings:
     from kaffinity.load.files import anchor_patterns
 
     def paths(values: Sequence[str]) -> tuple[str, ...]:
@@ -259,7 +258,6 @@ def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
             paths([chart])[0]: paths(files) for chart, files in (data.get("helm-values") or {}).items()
         },
         workload_kinds=tuple(_workload_kind(entry) for entry in data.get("workloads") or ()),
-        config_file=display,
         base_dir=base,
     )
 
