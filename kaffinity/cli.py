@@ -265,9 +265,7 @@ def lint(
         # The first unit's context: the Markdown report draws its graph; the units share the
         # typed objects built from their documents.
         lint_context = Context(files, settings, cluster, layout.units[0].documents, {})
-        result = run_lint(
-            files, settings, rules, cluster=cluster, context=lint_context, reported=reported, layout=layout
-        )
+        result = run_lint(files, settings, rules, context=lint_context, reported=reported, layout=layout)
 
     fmt = output_format.value
     if fmt == "auto":
@@ -383,7 +381,7 @@ def graph(
         if rule.category == "graph" and rule_enabled(rule, settings.select, settings.ignore)
     )
     context = Context(files, settings, cluster, chosen.documents)
-    result = run_lint(files, settings, drawn, cluster=cluster, context=context, layout=_only(layout, chosen))
+    result = run_lint(files, settings, drawn, context=context, layout=_only(layout, chosen))
     picture, findings = context.graph, result.findings
     if output_format is GraphFormat.json:
         text = render_json(picture, findings, settings.kube_version)

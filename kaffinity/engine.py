@@ -73,13 +73,18 @@ def lint(
 ) -> LintResult:
     """Run every enabled rule over the loaded files (and consult the declared cluster, if any).
 
-    ``context``: one built by the caller over the same files, whose derived views (the graph)
-    the caller reads afterwards; by default a new one. ``reported``: the names of the files to
+    ``cluster``: the declared cluster, for a new context. ``context``: one built by the caller
+    over the same files (and with the cluster, its one source then), whose derived views (the
+    graph) the caller reads afterwards; by default a new one. ``reported``: the names of the files to
     report on (``--changed``); the other files are context, read by the rules but not reported
     on, except where a finding names a reported file among its related places. None: all.
     ``layout``: the deployment units (:mod:`kaffinity.repo.units`): the rules that read every
     manifest run once per unit, the others once per object; None: the files are one unit.
     """
+    if context is not None:
+        if cluster is not None:
+            raise TypeError("lint: give the cluster in the context, not beside it")
+        cluster = context.cluster
     enabled = tuple(rule for rule in rules if rule_enabled(rule, settings.select, settings.ignore))
     # The rules' own objects (inventory, graph, placement) live as long as the run and hold no
     # cycles worth collecting early, so the collector is paused while they run: at 100,000
