@@ -139,17 +139,43 @@ def read_layout(
     objects = [file for path, file in by_path.items() if path not in fragments]
     documents = tuple(doc for file in objects for doc in file.documents)
     notes: list[str] = []
-    units: list[Unit] = []
     if isinstance(configured, Sequence) and not isinstance(configured, str) and configured:
         units = _configured_units(objects, configured)
     else:
-        claimed: set[str] = set()
-        units.extend(_kustomize_units(kustomizations, by_path, claimed))
-        units.extend(_chart_units(objects, claimed))
-        rest = [file for file in objects if os.path.normpath(file.name) not in claimed]
-        units.extend(_variant_units(rest, default_namespace, notes))
-        if any(k.uses_helm for k in kustomizations.values()):
-            notes.append("kustomizations with helmCharts are read without their charts")
+        units = _found_units(kustomizations, by_path, objects, default_namespace, notes)
+    units = _final_units(units, documents, default_namespace, notes)
+    return Layout(
+        tuple(units),
+        documents,
+        fragments,
+        tuple(kustomizations.values()),
+        tuple(notes),
+    )
+
+
+def _found_units(
+    kustomizations: Mapping[str, Kustomization],
+    by_path: Mapping[str, SourceFile],
+    objects: Sequence[SourceFile],
+    default_namespace: str,
+    notes: list[str],
+) -> list[Unit]:
+    """The units found: kustomizations, charts, then variants of the files neither claims."""
+    claimed: set[str] = set()
+    units = list(_kustomize_units(kustomizations, by_path, claimed))
+    units.extend(_chart_units(objects, claimed))  # after: the kustomizations claim files first
+    rest = [file for file in objects if os.path.normpath(file.name) not in claimed]
+    units.extend(_variant_units(rest, default_namespace, notes))
+    if any(k.uses_helm for k in kustomizations.values()):
+        notes.append("kustomizations with helmCharts are read without their charts")
+    return units
+
+
+def _final_units(
+    units: list[Unit], documents: tuple[Document, ...], default_namespace: str, notes: list[str]
+) -> list[Unit]:
+    """The units named, each object once in each (a note on those defined again), and a single
+    unit of files nameless."""
     # A chart whose templates are all unrendered has no object yet, but is a unit (--render).
     units = [unit for unit in units if unit.documents or unit.source in ("helm", "kustomize")]
     if not units:
@@ -166,13 +192,7 @@ def read_layout(
         )
     if len(units) == 1 and units[0].source in ("files", "variant", "fixture"):
         units = [Unit("", units[0].source, units[0].documents, units[0].files)]
-    return Layout(
-        tuple(units),
-        documents,
-        fragments,
-        tuple(kustomizations.values()),
-        tuple(notes),
-    )
+    return units
 
 
 # --- rendering -----------------------------------------------------------------------------
