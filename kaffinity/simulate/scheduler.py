@@ -1413,37 +1413,60 @@ class Simulation:
         """The node-derived caches with one more node, without computing them again: a scale-up
         adds nodes one at a time, and starting afresh each time was quadratic in nodes added."""
         self._version += 1
-        heaps_by_signature: dict[tuple[Any, ...], list[tuple[tuple[Any, ...], _Heap]]] = {}
-        for key, heap in self._heaps.items():
-            if len(key) == 3 and isinstance(key[0], tuple):  # (signature, topology key, value)
-                heaps_by_signature.setdefault(key[0], []).append((key, heap))
-            else:
-                heaps_by_signature.setdefault(key, []).append((key, heap))
+        heaps_by_signature = self._heaps_by_signature()
         for signature, (passed, reasons) in self._static.items():
-            constraints = self._static_constraints[signature]
             if isinstance(reasons, _AbsentNodes):  # a pinned pod: every other node is absent
                 self._static_counts[signature][REASON_PINNED] += 1
                 continue
-            reason = self._static_reason(constraints, node)
+            reason = self._static_reason(self._static_constraints[signature], node)
             if reason is not None:
                 assert isinstance(reasons, dict)
                 reasons[node.name] = reason
                 self._static_counts[signature][reason] += 1
                 continue
             passed.append(node)
-            for (owner, label), (values, everywhere) in self._static_values.items():
-                if owner == signature:
-                    if label in node.labels:
-                        values.add(node.labels[label])
-                    else:
-                        everywhere[0] = False
-            found = self._static_sets.get(signature)
-            if found is not None:
-                found.add(node)
-            for key, heap in heaps_by_signature.get(signature, ()):
-                if len(key) != 3 or node.labels.get(key[1]) == key[2]:
-                    node.heaps.append(heap)
-                    heap.push(node)
+            self._extend_passed(signature, node, heaps_by_signature.get(signature, ()))
+        self._extend_node_indexes(node)
+        # The spread domains and their counts are keyed by node sets: counted again when needed.
+        self._spread_nodes.clear()
+        self._spread_cache.clear()
+
+    def _heaps_by_signature(self) -> dict[tuple[Any, ...], list[tuple[tuple[Any, ...], _Heap]]]:
+        """The node heaps by the pod signature they serve (a heap of one domain, keyed
+        (signature, topology key, value), under its signature)."""
+        found: dict[tuple[Any, ...], list[tuple[tuple[Any, ...], _Heap]]] = {}
+        for key, heap in self._heaps.items():
+            if len(key) == 3 and isinstance(key[0], tuple):  # (signature, topology key, value)
+                found.setdefault(key[0], []).append((key, heap))
+            else:
+                found.setdefault(key, []).append((key, heap))
+        return found
+
+    def _extend_passed(
+        self,
+        signature: tuple[Any, ...],
+        node: SimNode,
+        heaps: Iterable[tuple[tuple[Any, ...], _Heap]],
+    ) -> None:
+        """``node`` passes the static filters of ``signature``: in its label values, its node
+        set, and the heaps of its domains."""
+        for (owner, label), (values, everywhere) in self._static_values.items():
+            if owner == signature:
+                if label in node.labels:
+                    values.add(node.labels[label])
+                else:
+                    everywhere[0] = False
+        found = self._static_sets.get(signature)
+        if found is not None:
+            found.add(node)
+        for key, heap in heaps:
+            if len(key) != 3 or node.labels.get(key[1]) == key[2]:
+                node.heaps.append(heap)
+                heap.push(node)
+
+    def _extend_node_indexes(self, node: SimNode) -> None:
+        """``node`` in the indexes by label, the PreferNoSchedule-tainted nodes, and the node
+        affinity preference sums."""
         for label, index in self._domains.items():
             if label in node.labels:
                 index.setdefault(node.labels[label], []).append(node)
@@ -1462,9 +1485,6 @@ class Simulation:
             )
             if total:
                 preferred[node] = total
-        # The spread domains and their counts are keyed by node sets: counted again when needed.
-        self._spread_nodes.clear()
-        self._spread_cache.clear()
 
     def remove_node(self, node: SimNode) -> None:
         """Undo :meth:`add_node` (a trial that did not help, a rollout restored); the pods
