@@ -676,6 +676,31 @@ class _AbsentNodes(Mapping[str, str]):
 _NO_AFFINITY = Affinity(None, None, None, ())
 
 
+def _resources_alone(constraints: Constraints, anti_terms: Sequence[Term]) -> bool:
+    """Nothing but resources decides (no pod or spread rule, no host port, no existing pod's
+    anti-affinity selecting it): preemption's victims are chosen by arithmetic, nothing is unbound."""
+    return not (
+        constraints.affinity or constraints.anti or constraints.spread or constraints.ports or anti_terms
+    )
+
+
+def _preemption_key(victims: list[SimPod], violations: int, index: int) -> tuple[Any, ...]:
+    """``pickOneNodeForPreemption``'s order of a candidate node: the fewest budget violations,
+    the lowest highest victim priority, the smallest priority sum, the fewest victims, the
+    latest start of the highest-priority victims, then the first node."""
+    priorities = [victim.constraints.priority for victim in victims]
+    top = max(priorities)
+    earliest = min(victim.started for victim in victims if victim.constraints.priority == top)
+    return (
+        violations,
+        top,
+        sum(p + 2**31 for p in priorities),
+        len(victims),
+        _later_first(earliest),
+        index,
+    )
+
+
 def _node_filters(
     workload: Workload, pinned: str | None
 ) -> tuple[tuple[Toleration, ...], tuple[NodeSelectorTerm, ...] | None]:
@@ -1164,11 +1189,7 @@ class Simulation:
         static = self.static_filter(constraints)[0]
         anti_terms = self._anti_terms_for(pod)
         state: _State | None = None  # made for the first node worth filtering
-        # Nothing but resources decides (no pod or spread rule, no host port, no existing pod's
-        # anti-affinity selecting it): victims are chosen by arithmetic, nothing is unbound.
-        plain = not (
-            constraints.affinity or constraints.anti or constraints.spread or constraints.ports or anti_terms
-        )
+        plain = _resources_alone(constraints, anti_terms)
         wanted = max(MIN_CANDIDATES, len(self.nodes) * CANDIDATE_PERCENT // 100)
         best: tuple[tuple[Any, ...], SimNode, list[SimPod]] | None = None
         found = 0
@@ -1179,30 +1200,11 @@ class Simulation:
                 continue
             if state is None:
                 state = _State(self, pod, anti_terms)
-            reasons = state.filter(node)
-            if not reasons or not self._resolvable(constraints, node, reasons):
-                continue
-            chosen = (
-                self._victims_by_room(constraints, node, lower)
-                if plain
-                else self._victims_on(pod, node, lower)
-            )
-            if chosen is None:
+            chosen = self._victims_for(pod, node, lower, state, plain)
+            if chosen is None or not chosen[0]:
                 continue
             victims, violations = chosen
-            if not victims:
-                continue
-            priorities = [victim.constraints.priority for victim in victims]
-            top = max(priorities)
-            earliest = min(victim.started for victim in victims if victim.constraints.priority == top)
-            key = (
-                violations,
-                top,
-                sum(p + 2**31 for p in priorities),
-                len(victims),
-                _later_first(earliest),
-                index,
-            )
+            key = _preemption_key(victims, violations, index)
             if best is None or key < best[0]:
                 best = (key, node, victims)
             found += 1
@@ -1211,6 +1213,19 @@ class Simulation:
         if best is None:
             return None
         return best[1], tuple((victim, best[1]) for victim in best[2])
+
+    def _victims_for(
+        self, pod: SimPod, node: SimNode, lower: list[SimPod], state: _State, plain: bool
+    ) -> tuple[list[SimPod], int] | None:
+        """The victims on ``node`` and how many a budget protected; None when the node fails for
+        no reason (no preemption needed there), for one no eviction resolves, or evicting every
+        pod of lower priority does not let the pod fit."""
+        reasons = state.filter(node)
+        if not reasons or not self._resolvable(pod.constraints, node, reasons):
+            return None
+        if plain:
+            return self._victims_by_room(pod.constraints, node, lower)
+        return self._victims_on(pod, node, lower)
 
     def _resolvable(self, constraints: Constraints, node: SimNode, reasons: list[str]) -> bool:
         """Whether a node's failure is Unschedulable rather than UnschedulableAndUnresolvable:
