@@ -279,6 +279,60 @@ def _current(run: PlacementRun, workload: Workload) -> list[SimPod]:
     return pods
 
 
+@dataclass(slots=True)
+class _ReplicaSetUpdate:
+    """A Deployment's RollingUpdate in progress: the old pods left (in order, a pod deleted in
+    O(1)), the new ones, those left Pending in order, and how many old pods were deleted."""
+
+    session: _Session
+    replicas: int
+    budget: Budget
+    old: dict[SimPod, None]
+    victims: _Victims
+    new: list[SimPod] = field(default_factory=list)
+    pending: list[SimPod] = field(default_factory=list)
+    deleted: int = 0
+
+    @property
+    def min_available(self) -> int:
+        return self.replicas - self.budget.unavailable
+
+    def step(self) -> bool:
+        """One pass of the controller: retry the Pending pods, then scale the new ReplicaSet up,
+        else the old one down; whether anything moved (scaling up always goes on)."""
+        progressed = self.session.retry(self.pending)
+        total = len(self.old) + len(self.new)
+        if len(self.new) < self.replicas and total < self.replicas + self.budget.surge:
+            self._scale_up(total)
+            return True
+        return self._scale_down() or progressed
+
+    def _scale_up(self, total: int) -> None:
+        """NewRSNewReplicas: scale the new ReplicaSet up within replicas + maxSurge."""
+        for _ in range(min(self.replicas + self.budget.surge - total, self.replicas - len(self.new))):
+            pod = self.session.sim.pod(self.session.template, len(self.new), NEW_REVISION)
+            self.new.append(pod)
+            self.victims.mine.add(pod)
+            if self.pending or not self.session.place(pod):
+                self.pending.append(pod)
+
+    def _scale_down(self) -> bool:
+        """reconcileOldReplicaSets: Pending new pods are unavailable; whether a pod was deleted."""
+        if not self.old:
+            return False
+        max_scaled_down = len(self.old) + len(self.new) - self.min_available - len(self.pending)
+        # (cleanupUnhealthyReplicas has nothing to do: every old pod runs, see simulate)
+        available = len(self.old) + len(self.new) - len(self.pending)
+        if max_scaled_down <= 0 or available <= self.min_available:
+            return False
+        chosen = self.victims.take(min(available - self.min_available, len(self.old)))
+        for pod in chosen:
+            self.session.delete(pod)
+            del self.old[pod]
+        self.deleted += len(chosen)
+        return bool(chosen)
+
+
 def _deployment(
     session: _Session, workload: Workload, current: list[SimPod], override: Budget | None
 ) -> Deadlock | None:
@@ -288,56 +342,40 @@ def _deployment(
     budget = override or deployment_budget(workload, replicas)
     if budget is None:
         return None
-    sim = session.sim
-    old = dict.fromkeys(current)  # in order, and a pod deleted in O(1)
-    victims = _Victims(session, list(old))
-    new: list[SimPod] = []
-    pending: list[SimPod] = []
-    min_available = replicas - budget.unavailable
-    deleted = 0
+    old = dict.fromkeys(current)
+    update = _ReplicaSetUpdate(session, replicas, budget, old, _Victims(session, list(old)))
     for _ in range(4 * (replicas + len(old)) + 8):
-        progressed = session.retry(pending)
-        total = len(old) + len(new)
-        if len(new) < replicas and total < replicas + budget.surge:
-            # NewRSNewReplicas: scale the new ReplicaSet up within replicas + maxSurge.
-            for _ in range(min(replicas + budget.surge - total, replicas - len(new))):
-                pod = sim.pod(session.template, len(new), NEW_REVISION)
-                new.append(pod)
-                victims.mine.add(pod)
-                if pending or not session.place(pod):
-                    pending.append(pod)
-            continue
-        if old:
-            # reconcileOldReplicaSets: Pending new pods are unavailable.
-            max_scaled_down = len(old) + len(new) - min_available - len(pending)
-            # (cleanupUnhealthyReplicas has nothing to do: every old pod runs, see simulate)
-            available = len(old) + len(new) - len(pending)
-            if max_scaled_down > 0 and available > min_available:
-                chosen = victims.take(min(available - min_available, len(old)))
-                for pod in chosen:
-                    session.delete(pod)
-                    del old[pod]
-                deleted += len(chosen)
-                progressed = progressed or bool(chosen)
-        if not progressed:
+        if not update.step():
             break
-    placed = len(new) - len(pending)
-    if not old and len(new) == replicas and not pending:
+    if not update.pending:
         return None
-    if not pending:
-        return None
-    if old:
+    return _deployment_deadlock(update, workload)
+
+
+def _deployment_deadlock(update: _ReplicaSetUpdate, workload: Workload) -> Deadlock | None:
+    """The words for a Deployment's rollout that stopped with a new pod Pending."""
+    budget, replicas = update.budget, update.replicas
+    placed = len(update.new) - len(update.pending)
+    if update.old:
         wait = (
-            f"meanwhile the Deployment controller removes no old pod: with {budget.text}, {min_available} of "
-            f"{replicas} pods must stay available and the Pending pod counts as unavailable"
+            f"meanwhile the Deployment controller removes no old pod: with {budget.text}, "
+            f"{update.min_available} of {replicas} pods must stay available and the Pending pod counts as "
+            "unavailable"
         )
     else:
         wait = "every old pod is already gone, so nothing the controller can still remove would make room"
     done = [f"placing {_count(placed, 'new pod')}"] if placed else []
-    done += [f"removing {_count(deleted, 'old pod')}"] if deleted else []
+    done += [f"removing {_count(update.deleted, 'old pod')}"] if update.deleted else []
     progress = " and ".join(done)
     return _deadlock(
-        session, workload, pending[0], "a pod of the new revision", budget, wait, progress, list(old)
+        update.session,
+        workload,
+        update.pending[0],
+        "a pod of the new revision",
+        budget,
+        wait,
+        progress,
+        list(update.old),
     )
 
 
