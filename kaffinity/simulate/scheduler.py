@@ -2132,14 +2132,7 @@ class _State:
         allowed = self._affinity_domains(domains) if domains is not None and classes else None
         for bonus in sorted({*classes, _DEFAULT}, reverse=True):
             if bonus == _DEFAULT:
-                # The best node of each domain a filter leaves (a heap each), then the best of
-                # those: the same node as the whole heap's, without trying nodes that cannot
-                # pass (sorting a zone's nodes for every pod cost 1.4 ms a pod on 5,000 nodes).
-                narrowing = self._narrowest(domains)
-                if narrowing is None:
-                    found = heap.best(lambda node: not self.filter(node), _HEAP_TRIES, special.__contains__)
-                else:
-                    found = self._best_in_domains(static, special, *narrowing)
+                found = self._from_heaps(heap, static, special, domains)
                 if found is None:
                     continue
                 if found is not False or domains is None:
@@ -2156,6 +2149,21 @@ class _State:
                 if node in static and not self.filter(node):
                     return node
         return None
+
+    def _from_heaps(
+        self,
+        heap: _Heap,
+        static: set[SimNode],
+        special: Mapping[SimNode, tuple[int, ...]],
+        domains: tuple[str, list[str]] | None,
+    ) -> SimNode | bool | None:
+        """The best node of the default class: of each domain a filter leaves (a heap each),
+        then the best of those: the same node as the whole heap's, without trying nodes that
+        cannot pass (sorting a zone's nodes for every pod cost 1.4 ms a pod on 5,000 nodes)."""
+        narrowing = self._narrowest(domains)
+        if narrowing is None:
+            return heap.best(lambda node: not self.filter(node), _HEAP_TRIES, special.__contains__)
+        return self._best_in_domains(static, special, *narrowing)
 
     def _anti_full(self) -> bool:
         """A required anti-affinity term already matches a pod in every domain of the nodes
