@@ -325,36 +325,47 @@ def _json_patch_trees(data: Any, operations: PosList) -> list[Any]:
         position = operation.key_position("value")
         if not isinstance(pointer, str) or not pointer.startswith("/") or position is None:
             continue
-        steps: list[Any] = []
-        node = data
-        for raw_step in pointer[1:].split("/"):
-            step: Any = raw_step.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, list):
-                step = len(node) - 1 if step == "-" else int(step) if step.isdigit() else None
-                if step is None or not 0 <= step < len(node):
-                    break
-            elif not isinstance(node, dict) or step not in node:
-                break
-            steps.append(step)
-            node = node[step]
-        else:
-            leaf = _align(node, operation["value"])
-            tree: Any = leaf
-            for index, step in enumerate(reversed(steps)):
-                holder: Any = PosDict(operation.span) if isinstance(step, str) else PosList(operation.span)
-                if isinstance(step, int):
-                    holder.extend([None] * step)
-                    holder.pos.extend([None] * step)
-                holder_value = tree
-                if isinstance(holder, PosDict):
-                    holder[step] = holder_value
-                else:
-                    holder.append(holder_value)
-                # Only the operation's own path end has a place: its `value:` key.
-                holder.pos.append(position if index == 0 else None)
-                tree = holder
-            trees.append(tree)
+        found = _pointed(data, pointer)
+        if found is not None:
+            steps, node = found
+            trees.append(_patch_tree(_align(node, operation["value"]), steps, operation, position))
     return trees
+
+
+def _pointed(data: Any, pointer: str) -> tuple[list[Any], Any] | None:
+    """The steps of a JSON pointer into ``data`` (``-``: the last item) and the value there;
+    None when it leads nowhere."""
+    steps: list[Any] = []
+    node = data
+    for raw_step in pointer[1:].split("/"):
+        step: Any = raw_step.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list):
+            step = len(node) - 1 if step == "-" else int(step) if step.isdigit() else None
+            if step is None or not 0 <= step < len(node):
+                return None
+        elif not isinstance(node, dict) or step not in node:
+            return None
+        steps.append(step)
+        node = node[step]
+    return steps, node
+
+
+def _patch_tree(leaf: Any, steps: list[Any], operation: PosDict, position: int) -> Any:
+    """``leaf`` under mappings and lists down ``steps``, placed nowhere but the operation's own
+    path end: its ``value:`` key."""
+    tree: Any = leaf
+    for index, step in enumerate(reversed(steps)):
+        holder: Any = PosDict(operation.span) if isinstance(step, str) else PosList(operation.span)
+        if isinstance(step, int):
+            holder.extend([None] * step)
+            holder.pos.extend([None] * step)
+        if isinstance(holder, PosDict):
+            holder[step] = tree
+        else:
+            holder.append(tree)
+        holder.pos.append(position if index == 0 else None)
+        tree = holder
+    return tree
 
 
 def _raw_documents(text: str, limits: Limits) -> list[Any]:
