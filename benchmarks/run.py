@@ -606,7 +606,7 @@ def simulate_stage(item: Corpus, settings: Settings, nodes: int) -> tuple[Stage,
         f"lint with a cluster of {nodes:,} nodes",
         lambda: lint(files, settings, cluster=cluster),
         check,
-        first=lambda: lint(files, settings, cluster=cluster, context=contexts[0]),
+        first=lambda: lint(files, settings, context=contexts[0]),
     )
     return stage, placed
 

@@ -7,7 +7,7 @@ import os
 import sys
 from dataclasses import replace
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, BinaryIO, Optional
 
 import typer
 
@@ -16,6 +16,7 @@ from kaffinity.load.display import escape, quote_name, utf8
 
 if TYPE_CHECKING:
     from kaffinity.config import Settings
+    from kaffinity.expand.fixes import FileFix
     from kaffinity.load.parse import SourceFile
     from kaffinity.repo.units import Layout, Unit
     from kaffinity.rules.base import Rule
@@ -265,9 +266,7 @@ def lint(
         # The first unit's context: the Markdown report draws its graph; the units share the
         # typed objects built from their documents.
         lint_context = Context(files, settings, cluster, layout.units[0].documents, {})
-        result = run_lint(
-            files, settings, rules, cluster=cluster, context=lint_context, reported=reported, layout=layout
-        )
+        result = run_lint(files, settings, rules, context=lint_context, reported=reported, layout=layout)
 
     fmt = output_format.value
     if fmt == "auto":
@@ -383,7 +382,7 @@ def graph(
         if rule.category == "graph" and rule_enabled(rule, settings.select, settings.ignore)
     )
     context = Context(files, settings, cluster, chosen.documents)
-    result = run_lint(files, settings, drawn, cluster=cluster, context=context, layout=_only(layout, chosen))
+    result = run_lint(files, settings, drawn, context=context, layout=_only(layout, chosen))
     picture, findings = context.graph, result.findings
     if output_format is GraphFormat.json:
         text = render_json(picture, findings, settings.kube_version)
@@ -502,25 +501,16 @@ def fix(
 ) -> None:
     """Apply safe fixes in place, changing no other byte of the files (stdin: the fixed stream on
     stdout). Exit code 0; with --diff, 1 when there is something to fix; 2 on bad input."""
-    import difflib
-    import io
-    import shutil
-
     from kaffinity.engine import lint as run_lint
     from kaffinity.expand.fixes import fix_files
-    from kaffinity.load.parse import STDIN, STDIN_NAME
-    from kaffinity.load.read import _read_up_to
+    from kaffinity.load.parse import STDIN_NAME
 
     settings = _settings(config, no_config, kube_version, feature_gates, select=select, namespace=namespace)
     settings = replace(settings, plan_fixes=True)
     # stdin in, stdin out, as in place: every byte kept that a fix does not change (a byte order
     # mark too), and a stream that cannot be fixed comes out as it went in. The bytes are read
     # here (the loader then reads the same bytes) so that they can be written back exactly.
-    stdin_bytes: bytes | None = None
-    stdin_rest = sys.stdin.buffer if sys.stdin is not None else None
-    if paths and STDIN in paths and stdin_rest is not None:
-        stdin_bytes = _read_up_to(stdin_rest, settings.limits.file_size + 1)
-        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin_bytes))
+    stdin_bytes, stdin_rest = _buffer_stdin(paths, settings)
     files = _load(paths, settings, stdin_filename)
     # Fixes edit the files as written: never rendered objects.
     files, layout = _layout(files, paths, replace(settings, render=False))
@@ -532,41 +522,78 @@ def fix(
         _say(problem)
     for item in fixed:
         if diff:
-            sys.stdout.writelines(
-                line if line.endswith("\n") else line + "\n"
-                for line in difflib.unified_diff(
-                    item.text.splitlines(keepends=True),
-                    item.fixed.splitlines(keepends=True),
-                    f"{quote_name(item.file)} (as written)",
-                    f"{quote_name(item.file)} (fixed)",
-                )
-            )
-        elif item.file == stdin_name and stdin_bytes is not None:
-            if _wide(stdin_bytes):
-                _say(f"{quote_name(item.file)}: error: fix writes UTF-8 files only; this one is UTF-16/32")
-                broken = True
-                continue
-            bom = _BOM if stdin_bytes.startswith(_BOM) else b""
-            sys.stdout.flush()
-            sys.stdout.buffer.write(bom + item.fixed.encode("utf-8"))
-            stdin_bytes = None  # written
-        elif not _write_back(item.file, item.fixed):
+            _print_diff(item)
+            continue
+        if item.file == stdin_name and stdin_bytes is not None:
+            written = _write_stdout(item, stdin_bytes)
+            stdin_bytes = None if written else stdin_bytes
+        else:
+            written = _write_back(item.file, item.fixed)
+        if not written:
             broken = True
             continue
-        if not diff:
-            rules = sorted({finding.rule for finding in item.findings})
-            _say(f"{quote_name(item.file)}: fixed {len(item.findings)} ({', '.join(rules)})")
+        rules = sorted({finding.rule for finding in item.findings})
+        _say(f"{quote_name(item.file)}: fixed {len(item.findings)} ({', '.join(rules)})")
     if not diff and stdin_bytes is not None and stdin_rest is not None:
-        # Nothing fixed (or nothing could be): the stream as it came, every byte of it.
-        sys.stdout.flush()
-        sys.stdout.buffer.write(stdin_bytes)
-        shutil.copyfileobj(stdin_rest, sys.stdout.buffer)  # past the size limit: not read yet
+        _pass_through(stdin_bytes, stdin_rest)
     if not fixed:
         _say("kaffinity: nothing to fix")
     raise typer.Exit(2 if broken or problems else (1 if diff and fixed else 0))
 
 
 _BOM = b"\xef\xbb\xbf"
+
+
+def _buffer_stdin(paths: Optional[list[str]], settings: Settings) -> tuple[bytes | None, BinaryIO | None]:
+    """With ``-`` among the paths, the bytes of stdin up to the size limit (the loader then reads
+    the same bytes from a new ``sys.stdin``), and the stream's rest."""
+    import io
+
+    from kaffinity.load.parse import STDIN
+    from kaffinity.load.read import _read_up_to
+
+    stdin_rest = sys.stdin.buffer if sys.stdin is not None else None
+    if not (paths and STDIN in paths and stdin_rest is not None):
+        return None, stdin_rest
+    stdin_bytes = _read_up_to(stdin_rest, settings.limits.file_size + 1)
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin_bytes))
+    return stdin_bytes, stdin_rest
+
+
+def _pass_through(stdin_bytes: bytes, stdin_rest: BinaryIO) -> None:
+    """Nothing fixed (or nothing could be): the stream as it came, every byte of it."""
+    import shutil
+
+    sys.stdout.flush()
+    sys.stdout.buffer.write(stdin_bytes)
+    shutil.copyfileobj(stdin_rest, sys.stdout.buffer)  # past the size limit: not read yet
+
+
+def _print_diff(item: FileFix) -> None:
+    """A fixed file as a unified diff on stdout."""
+    import difflib
+
+    sys.stdout.writelines(
+        line if line.endswith("\n") else line + "\n"
+        for line in difflib.unified_diff(
+            item.text.splitlines(keepends=True),
+            item.fixed.splitlines(keepends=True),
+            f"{quote_name(item.file)} (as written)",
+            f"{quote_name(item.file)} (fixed)",
+        )
+    )
+
+
+def _write_stdout(item: FileFix, stdin_bytes: bytes) -> bool:
+    """The fixed stdin stream on stdout, with the byte order mark it came with; False (and an
+    error) for a UTF-16/32 stream."""
+    if _wide(stdin_bytes):
+        _say(f"{quote_name(item.file)}: error: fix writes UTF-8 files only; this one is UTF-16/32")
+        return False
+    bom = _BOM if stdin_bytes.startswith(_BOM) else b""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(bom + item.fixed.encode("utf-8"))
+    return True
 
 
 def _wide(start: bytes) -> bool:
@@ -825,23 +852,40 @@ def _load_in_context(
     seen: set[tuple[int, int]] = set()
     files = _load(paths, settings, stdin_filename, seen)
     reported = {file.name for file in files}
+    context_paths = context_paths or _repository_context(paths)
     if not context_paths:
-        from kaffinity.load.repository import repository_manifests
-
-        # The repository of the first file named (pre-commit runs at its root anyway).
-        start = next((path for path in paths or () if path != "-" and os.path.exists(path)), ".")
-        folder = start if os.path.isdir(start) else os.path.dirname(start) or "."
-        context_paths = tuple(repository_manifests(folder) or ())
-    if not context_paths:
-        from kaffinity.rules import RULES
-
-        skipped = [rule for rule in RULES if rule.needs_all_manifests]
-        categories = ", ".join(sorted({rule.category for rule in skipped}))
-        _say(
-            "kaffinity: no context: not in a git repository and no context: in .kaffinity.yaml, "
-            f"so the {len(skipped)} rules that need every manifest ({categories}) are skipped",
-        )
+        _say_no_context()
         return files, reported, False, list(paths or ["."])
+    more = _load_context(context_paths, settings, seen)
+    return [*files, *more], reported, True, [*(paths or ()), *context_paths]
+
+
+def _repository_context(paths: Optional[list[str]]) -> tuple[str, ...]:
+    """The manifests of the git repository of the first file named (pre-commit runs at its root
+    anyway); none outside a repository."""
+    from kaffinity.load.repository import repository_manifests
+
+    start = next((path for path in paths or () if path != "-" and os.path.exists(path)), ".")
+    folder = start if os.path.isdir(start) else os.path.dirname(start) or "."
+    return tuple(repository_manifests(folder) or ())
+
+
+def _say_no_context() -> None:
+    """``--changed`` without a context: which rules are skipped for it."""
+    from kaffinity.rules import RULES
+
+    skipped = [rule for rule in RULES if rule.needs_all_manifests]
+    categories = ", ".join(sorted({rule.category for rule in skipped}))
+    _say(
+        "kaffinity: no context: not in a git repository and no context: in .kaffinity.yaml, "
+        f"so the {len(skipped)} rules that need every manifest ({categories}) are skipped",
+    )
+
+
+def _load_context(
+    context_paths: tuple[str, ...], settings: Settings, seen: set[tuple[int, int]]
+) -> list[SourceFile]:
+    """The context's files (those not read already); a note on those that could not be parsed."""
     from kaffinity.load.files import ExcludeFn, load
     from kaffinity.load.parallel import default_jobs
 
@@ -863,7 +907,7 @@ def _load_in_context(
             f"kaffinity: note: {len(broken)} context file(s) could not be read and are left out "
             f"(first: {where}: {problem.message})",
         )
-    return [*files, *more], reported, True, [*(paths or ()), *context_paths]
+    return more
 
 
 def _shown_path(path: str) -> str:

@@ -10,12 +10,15 @@ import difflib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kaffinity.findings import Severity
 from kaffinity.k8s.model import WorkloadKind
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits
 from kaffinity.load.source import Document, Span
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 CONFIG_NAMES = (".kaffinity.yaml", ".kaffinity.yml")
 #: The Kubernetes minors kaffinity knows; the newest is the default target.
@@ -51,7 +54,6 @@ class Settings:
     #: Run the offline scheduler when a cluster is declared (``--no-simulate`` turns it off).
     simulate: bool = True
     context: tuple[str, ...] = ()
-    config_file: str | None = None
     base_dir: str = "."
     #: Plan the text edits of fixable findings (``kaffinity fix``); a lint only describes them.
     plan_fixes: bool = False
@@ -110,12 +112,12 @@ def load_settings(path: str | None, rule_names: Sequence[str], categories: Seque
     errors = _validate(doc, rule_names, categories)
     if errors:
         raise ConfigError(errors)
-    return _settings(data, os.path.dirname(os.path.abspath(path)), display)
+    return _settings(data, os.path.dirname(os.path.abspath(path)))
 
 
 def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str]) -> list[str]:
-    from jsonschema import Draft202012Validator
-
+    """Every problem of the config, in order: unknown keys, the schema's errors (by path), the
+    Kubernetes version and its feature gates, then unknown rule names."""
     from kaffinity.load.resources import schema
 
     data = doc.data
@@ -123,55 +125,91 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
         return [_at(doc.file, doc.span, "the configuration must be a mapping of settings")]
     schema_doc = schema("config.schema.json")
     known = list(schema_doc["properties"])
-    errors: list[str] = []
-    for key in data:
-        if key not in known:
-            errors.append(
-                _at(doc.file, doc.locate((key,)), f"unknown key '{key}'{_did_you_mean(key, known)}")
-            )
+    names = {*rule_names, *categories, "all"}
+    return [
+        *(
+            _at(doc.file, doc.locate((key,)), f"unknown key '{key}'{_did_you_mean(key, known)}")
+            for key in data
+            if key not in known
+        ),
+        *_schema_errors(doc, schema_doc),
+        *_version_errors(doc),
+        *_rule_name_errors(doc, names),
+        *_severity_errors(doc, names),
+    ]
+
+
+def _schema_errors(doc: Document, schema_doc: Mapping[str, Any]) -> list[str]:
+    """The schema's errors by path (an unknown key is said once, above)."""
+    from jsonschema import Draft202012Validator
+
     validator = Draft202012Validator(schema_doc)
-    for found in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]):
+    errors = []
+    for found in sorted(validator.iter_errors(doc.data), key=lambda e: [str(p) for p in e.absolute_path]):
         if found.validator == "additionalProperties" and not found.absolute_path:
             continue
-        error = found
-        if found.validator in ("oneOf", "anyOf") and found.context:
-            # The alternative that came closest, when one did: its error lies deeper in the value.
-            deepest = max(found.context, key=lambda inner: len(inner.absolute_path))
-            if len(deepest.absolute_path) > len(found.absolute_path):
-                error = deepest
+        error = _closest(found)
         path = tuple(error.absolute_path)
         where = ".".join(str(item) for item in path)
         message = _pattern_message(path, error.instance) if error.validator == "pattern" else None
         errors.append(_at(doc.file, doc.locate(path), f"{where}: {message or error.message}"))
-    version = data.get("kube-version", DEFAULT_KUBE_VERSION)
-    if isinstance(version, str) and version not in KUBE_VERSIONS:
-        errors.append(_at(doc.file, doc.locate(("kube-version",)), unknown_version(version)))
-    gates = data.get("feature-gates")
-    if isinstance(version, str) and version in KUBE_VERSIONS and isinstance(gates, dict):
-        from kaffinity.k8s.gates import gate_problems
+    return errors
 
-        valid = {name: value for name, value in gates.items() if isinstance(value, bool)}
-        for name, message in gate_problems(version, valid):
-            errors.append(_at(doc.file, doc.locate(("feature-gates", name)), message))
-    names = {*rule_names, *categories, "all"}
-    for key in ("select", "ignore"):
-        for index, name in enumerate(data.get(key) or []):
-            if isinstance(name, str) and name not in names:
-                errors.append(_at(doc.file, doc.locate((key, index)), _unknown_rule(name, names)))
-    severity = data.get("severity")
-    if isinstance(severity, dict):
-        for name in severity:
-            at = doc.locate(("severity", name))
-            if name == "all":  # a rule's or a category's severity only: each rule has its own default
-                errors.append(
-                    _at(
-                        doc.file,
-                        at,
-                        "severity: 'all' cannot be given one severity; name rules or categories",
-                    )
-                )
-            elif name not in names:
-                errors.append(_at(doc.file, at, _unknown_rule(name, names - {"all"})))
+
+def _closest(found: ValidationError) -> ValidationError:
+    """Of a oneOf / anyOf that failed, the alternative that came closest, when one did: its error
+    lies deeper in the value."""
+    if found.validator in ("oneOf", "anyOf") and found.context:
+        deepest = max(found.context, key=lambda inner: len(inner.absolute_path))
+        if len(deepest.absolute_path) > len(found.absolute_path):
+            return deepest
+    return found
+
+
+def _version_errors(doc: Document) -> list[str]:
+    """An unknown ``kube-version``, else the problems of the feature gates for it."""
+    data = doc.data
+    version = data.get("kube-version", DEFAULT_KUBE_VERSION)
+    if not isinstance(version, str):
+        return []
+    if version not in KUBE_VERSIONS:
+        return [_at(doc.file, doc.locate(("kube-version",)), unknown_version(version))]
+    gates = data.get("feature-gates")
+    if not isinstance(gates, dict):
+        return []
+    from kaffinity.k8s.gates import gate_problems
+
+    valid = {name: value for name, value in gates.items() if isinstance(value, bool)}
+    return [
+        _at(doc.file, doc.locate(("feature-gates", name)), message)
+        for name, message in gate_problems(version, valid)
+    ]
+
+
+def _rule_name_errors(doc: Document, names: set[str]) -> list[str]:
+    """Names in ``select`` and ``ignore`` that are no rule, category or ``all``."""
+    return [
+        _at(doc.file, doc.locate((key, index)), _unknown_rule(name, names))
+        for key in ("select", "ignore")
+        for index, name in enumerate(doc.data.get(key) or [])
+        if isinstance(name, str) and name not in names
+    ]
+
+
+def _severity_errors(doc: Document, names: set[str]) -> list[str]:
+    """``severity`` keys that are no rule or category (``all`` has no one severity)."""
+    severity = doc.data.get("severity")
+    if not isinstance(severity, dict):
+        return []
+    errors = []
+    for name in severity:
+        at = doc.locate(("severity", name))
+        if name == "all":  # a rule's or a category's severity only: each rule has its own default
+            errors.append(
+                _at(doc.file, at, "severity: 'all' cannot be given one severity; name rules or categories")
+            )
+        elif name not in names:
+            errors.append(_at(doc.file, at, _unknown_rule(name, names - {"all"})))
     return errors
 
 
@@ -189,7 +227,7 @@ def _pattern_message(path: tuple[Any, ...], value: Any) -> str | None:
     return f"'{value}' is not a dotted path of field names (such as spec.template)"
 
 
-def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
+def _settings(data: Mapping[str, Any], base: str) -> Settings:
     from kaffinity.load.files import anchor_patterns
 
     def paths(values: Sequence[str]) -> tuple[str, ...]:
@@ -220,7 +258,6 @@ def _settings(data: Mapping[str, Any], base: str, display: str) -> Settings:
             paths([chart])[0]: paths(files) for chart, files in (data.get("helm-values") or {}).items()
         },
         workload_kinds=tuple(_workload_kind(entry) for entry in data.get("workloads") or ()),
-        config_file=display,
         base_dir=base,
     )
 

@@ -73,13 +73,18 @@ def lint(
 ) -> LintResult:
     """Run every enabled rule over the loaded files (and consult the declared cluster, if any).
 
-    ``context``: one built by the caller over the same files, whose derived views (the graph)
-    the caller reads afterwards; by default a new one. ``reported``: the names of the files to
+    ``cluster``: the declared cluster, for a new context. ``context``: one built by the caller
+    over the same files (and with the cluster, its one source then), whose derived views (the
+    graph) the caller reads afterwards; by default a new one. ``reported``: the names of the files to
     report on (``--changed``); the other files are context, read by the rules but not reported
     on, except where a finding names a reported file among its related places. None: all.
     ``layout``: the deployment units (:mod:`kaffinity.repo.units`): the rules that read every
     manifest run once per unit, the others once per object; None: the files are one unit.
     """
+    if context is not None:
+        if cluster is not None:
+            raise TypeError("lint: give the cluster in the context, not beside it")
+        cluster = context.cluster
     enabled = tuple(rule for rule in rules if rule_enabled(rule, settings.select, settings.ignore))
     # The rules' own objects (inventory, graph, placement) live as long as the run and hold no
     # cycles worth collecting early, so the collector is paused while they run: at 100,000
@@ -124,39 +129,19 @@ def _lint(
 ) -> LintResult:
     run = _Run(files, settings, enabled, None if reported is None else frozenset(reported), layout)
     run.load_problems(cluster.files if cluster is not None else ())
-    several = layout is not None and layout.several
     typed: dict[int, Object | None] = {}  # shared: units overlap (a base, shared files)
     if context is None:
         documents = layout.units[0].documents if layout is not None else None
         context = Context(files, settings, cluster, documents, typed)
     running = _running(settings, cluster)
     context.running = running
-    # The rules that read one object at a time read every object once (of a unit's copy, the
-    # file's own); in a pre-commit run only the reported files: the context is the whole
-    # repository, and validating it all would be wasted work.
-    objects: Sequence[Document] | None = layout.documents if layout is not None else None
-    if reported is not None:
-        objects = [
-            doc for doc in (objects if objects is not None else context.documents) if doc.file in run.reported
-        ]
-    local = context
-    if objects is not None and not _same(objects, context.documents):
-        local = Context(files, settings, cluster, objects, context.objects or typed)
-        local.running = running
+    local = _local(run, context, layout, typed)
+    typed = context.objects if context.objects is not None else typed
+    each, together = _checked(enabled, context)
+    units = layout.units if layout is not None and layout.several else ()
     from kaffinity.load.progress import current
 
     progress = current()  # a command's progress indicator: which rule runs
-    # Rules that read the declared cluster have nothing to say without one (and would import
-    # the offline scheduler to find that out), nor with one that could not all be read: its
-    # missing nodes would make every pod Pending (the parse-error says why, exit code 2).
-    usable = context.cluster is not None and not any(
-        problem.rule == "parse-error" for file in context.cluster.files for problem in file.problems
-    )
-    checked = [rule for rule in enabled if rule.check is not None and (usable or not rule.needs_cluster)]
-    each = [rule for rule in checked if not rule.needs_all_manifests]
-    together = [rule for rule in checked if rule.needs_all_manifests]
-    units = layout.units if several and layout is not None else ()
-    typed = context.objects if context.objects is not None else typed
     with progress.stage("checking rules", len(each) + len(together) * max(1, len(units))):
         for rule in each:
             progress.tick(rule.name)
@@ -183,7 +168,45 @@ def _lint(
     if local is not context:
         run.notice(local.notices)
     run.unused_suppressions(rules)
-    shown = files if reported is None else [file for file in files if file.name in run.reported]
+    return _result(run, enabled, cluster, layout)
+
+
+def _local(run: _Run, context: Context, layout: Layout | None, typed: dict[int, Object | None]) -> Context:
+    """The context of the rules that read one object at a time: every object once (of a unit's
+    copy, the file's own); in a pre-commit run only the reported files: the context is the
+    whole repository, and validating it all would be wasted work."""
+    objects: Sequence[Document] | None = layout.documents if layout is not None else None
+    if not run.everything:
+        objects = [
+            doc for doc in (objects if objects is not None else context.documents) if doc.file in run.reported
+        ]
+    if objects is None or _same(objects, context.documents):
+        return context
+    local = Context(run.files, run.settings, context.cluster, objects, context.objects or typed)
+    local.running = context.running
+    return local
+
+
+def _checked(enabled: Sequence[Rule], context: Context) -> tuple[list[Rule], list[Rule]]:
+    """The rules that run, those that read one object at a time and those that read every
+    manifest. Rules that read the declared cluster have nothing to say without one (and would
+    import the offline scheduler to find that out), nor with one that could not all be read:
+    its missing nodes would make every pod Pending (the parse-error says why, exit code 2)."""
+    usable = context.cluster is not None and not any(
+        problem.rule == "parse-error" for file in context.cluster.files for problem in file.problems
+    )
+    checked = [rule for rule in enabled if rule.check is not None and (usable or not rule.needs_cluster)]
+    each = [rule for rule in checked if not rule.needs_all_manifests]
+    together = [rule for rule in checked if rule.needs_all_manifests]
+    return each, together
+
+
+def _result(
+    run: _Run, enabled: tuple[Rule, ...], cluster: Cluster | None, layout: Layout | None
+) -> LintResult:
+    """The run's findings in order, with what the reports say about the run."""
+    files, settings = run.files, run.settings
+    shown = files if run.everything else [file for file in files if file.name in run.reported]
     skipped = sum(1 for file in shown if file.skipped is not None)
     # A load error is reported whatever the selection: its rule is listed with the run's rules.
     from kaffinity.rules import BY_NAME
@@ -208,7 +231,7 @@ def _lint(
             rule.name: severity_of(rule, settings) if rule.name in run.enabled else rule.severity
             for rule in shown_rules
         },
-        units=tuple(unit.name for unit in layout.units) if several and layout is not None else (),
+        units=tuple(unit.name for unit in layout.units) if layout is not None and layout.several else (),
         notices=tuple(run.notices),
     )
 
@@ -252,6 +275,11 @@ class _Run:
         self.all_suppressions: list[Suppression] = []
         self.annotations: dict[int, list[Suppression]] = {}
         self.files = files
+        self._read_comments(files)
+        self._read_annotations(files, layout)
+
+    def _read_comments(self, files: Sequence[SourceFile]) -> None:
+        """The suppression comments of each file, by the lines they cover."""
         read: set[str] = set()
         for file in files:
             if file.name in read:  # a file and the rendered objects that point at it: once
@@ -265,13 +293,16 @@ class _Run:
                     by_line.setdefault(line, []).append(suppression)
             if by_line:
                 self.comments[file.name] = by_line
+
+    def _read_annotations(self, files: Sequence[SourceFile], layout: Layout | None) -> None:
+        """The suppression annotations of each object (of its pod template too)."""
         documents: dict[int, Document] = {id(doc): doc for file in files for doc in file.documents}
         if layout is not None:  # rendered objects are documents of no file
             documents.update((id(doc), doc) for doc in layout.documents)
         for doc in documents.values():
             kind, api_version = doc.data.get("kind"), doc.data.get("apiVersion")
             template = (
-                pod_template_path(kind, api_version, settings.workload_kinds)
+                pod_template_path(kind, api_version, self.settings.workload_kinds)
                 if isinstance(kind, str) and isinstance(api_version, str)
                 else None
             )

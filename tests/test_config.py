@@ -106,7 +106,7 @@ def test_empty_config_means_defaults(tmp_path: Path) -> None:
     (tmp_path / ".kaffinity.yaml").write_text("# nothing yet\n")
     settings = _load(tmp_path / ".kaffinity.yaml")
     assert settings.base_dir == str(tmp_path)
-    assert replace(settings, config_file=None, base_dir=".") == Settings()
+    assert replace(settings, base_dir=".") == Settings()
 
 
 def test_flags_override_the_file(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kaffinity.config import Settings
 from kaffinity.engine import lint
 from kaffinity.load.parse import parse
@@ -159,6 +161,12 @@ def test_a_rule_that_needs_a_cluster_runs_only_with_one() -> None:
     nodes = parse("nodes.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n")
     lint(files, Settings(), (rule,), cluster=cluster_from([nodes]))
     assert calls == [True]
+    # A context carries its cluster: the one source, so a cluster beside it is refused.
+    cluster = cluster_from([nodes])
+    lint(files, Settings(), (rule,), context=Context(files, Settings(), cluster))
+    assert calls == [True, True]
+    with pytest.raises(TypeError, match="in the context"):
+        lint(files, Settings(), (rule,), cluster=cluster, context=Context(files, Settings(), cluster))
 
 
 def test_linting_again_and_again_leaves_no_uncollected_garbage() -> None:

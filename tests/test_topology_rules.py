@@ -591,7 +591,7 @@ def test_unschedulable_retries_a_pod_whose_affinity_target_comes_later() -> None
     assert run_ is not None
     before = {sim_node.name: len(sim_node.pods) for sim_node in run_.sim.nodes}
     assert len(run_.pending) == 1  # the simulation alone leaves it Pending
-    result = lint(context.files, context.settings, RULES, cluster=context.cluster, context=context)
+    result = lint(context.files, context.settings, RULES, context=context)
     assert result.findings == ()
     assert {sim_node.name: len(sim_node.pods) for sim_node in run_.sim.nodes} == before
 

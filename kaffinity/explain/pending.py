@@ -538,40 +538,21 @@ def taint_text(taint: Any) -> str:
 
 
 def _classify(result: Analysis, run: PlacementRun) -> dict[int, Stuck]:
+    """The workloads with pods Pending once every pod that may still fit was retried, and why;
+    the retried pods are unbound again afterwards."""
     sim = run.sim
     waiting: dict[int, list[Placement]] = {}
     for placement in run.placements:
         if placement.node is None:
             waiting.setdefault(id(placement.pod.workload), []).append(placement)
-    # No node passes the static filters, or every one lacks a required key: nothing to retry.
-    hopeless = {
-        key
-        for key in waiting
-        if result.shapes[key].invalid or result.shapes[key].rule in (NO_ELIGIBLE_NODE, TOPOLOGY_KEY_ABSENT)
-    }
     bound: list[SimPod] = []
     try:
-        retry = {
-            key: [placement for placement in pending if _may_change(placement)]
-            for key, pending in waiting.items()
-            if key not in hopeless
-        }
-        _settle(sim, retry, bound)
-        placed = {id(pod) for pod in bound}
-        for pending in waiting.values():
-            pending[:] = [placement for placement in pending if id(placement.pod) not in placed]
+        _retry(result, sim, waiting, bound)
         stuck: dict[int, Stuck] = {}
         for key, pending in waiting.items():
             shape = result.shapes[key]
-            if not pending or shape.invalid:
-                continue
-            rule = shape.rule
-            blocking = None
-            if rule is None:
-                blocking = _blocking_spread(result, pending[0].pod)
-                rule = SPREAD_UNSATISFIABLE if blocking is not None else UNSCHEDULABLE
-            finals = _finals(sim, pending, recorded=blocking is not None)
-            stuck[key] = Stuck(shape, pending, finals, rule, blocking)
+            if pending and not shape.invalid:
+                stuck[key] = _stuck(result, sim, shape, pending)
         # A static reason stands even when nothing is Pending (its own old pods may fill the
         # domains, allowed during execution): the next pod it creates stays Pending.
         for key, shape in result.shapes.items():
@@ -581,6 +562,40 @@ def _classify(result: Analysis, run: PlacementRun) -> dict[int, Stuck]:
     finally:
         for pod in reversed(bound):
             sim.unbind(pod)
+
+
+def _retry(
+    result: Analysis, sim: Simulation, waiting: dict[int, list[Placement]], bound: list[SimPod]
+) -> None:
+    """Retry the Pending pods that may yet fit (:func:`_settle`) and take those placed out of
+    ``waiting``. No node passes the static filters, or every one lacks a required key: nothing
+    to retry."""
+    hopeless = {
+        key
+        for key in waiting
+        if result.shapes[key].invalid or result.shapes[key].rule in (NO_ELIGIBLE_NODE, TOPOLOGY_KEY_ABSENT)
+    }
+    retry = {
+        key: [placement for placement in pending if _may_change(placement)]
+        for key, pending in waiting.items()
+        if key not in hopeless
+    }
+    _settle(sim, retry, bound)
+    placed = {id(pod) for pod in bound}
+    for pending in waiting.values():
+        pending[:] = [placement for placement in pending if id(placement.pod) not in placed]
+
+
+def _stuck(result: Analysis, sim: Simulation, shape: Shape, pending: list[Placement]) -> Stuck:
+    """A workload's Pending pods and the rule that reports them: its static reason's, else a
+    spread constraint no placement can satisfy, else unschedulable."""
+    rule = shape.rule
+    blocking = None
+    if rule is None:
+        blocking = _blocking_spread(result, pending[0].pod)
+        rule = SPREAD_UNSATISFIABLE if blocking is not None else UNSCHEDULABLE
+    finals = _finals(sim, pending, recorded=blocking is not None)
+    return Stuck(shape, pending, finals, rule, blocking)
 
 
 #: Reasons a node may stop giving as pods are added: the pods a required affinity term asks for

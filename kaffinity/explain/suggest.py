@@ -321,17 +321,12 @@ def object_labelled(graph: AffinityGraph, relation: Relation, limit: int = LIMIT
     owner = graph.members.get(relation.owner)
     first = [owner] if owner is not None and owner in pool else []
     for member in (*first, *(m for m in pool if m is not owner)):
-        workload = member.workload
-        assert workload is not None
-        if not workload.template_path or member.id in relation.reach:
+        if member.id in relation.reach:
             continue
-        metadata = workload.doc.data.get("metadata")
-        labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
-        if not isinstance(labels, Mapping):
-            continue
-        strings = {str(k): str(v) for k, v in labels.items() if isinstance(v, str)}
+        strings = _object_labels(member)
         if (
-            selector_matches(written, strings, graph.proposals)
+            strings is not None
+            and selector_matches(written, strings, graph.proposals)
             and in_scope(graph, relation, member) is not False
             and all(str(other) != str(member) for other in found)
         ):
@@ -339,6 +334,20 @@ def object_labelled(graph: AffinityGraph, relation: Relation, limit: int = LIMIT
             if len(found) == limit:
                 break
     return found
+
+
+def _object_labels(member: Member) -> dict[str, str] | None:
+    """The string labels of a workload's object (metadata.labels); None for a workload with no
+    pod template or no labels mapping."""
+    workload = member.workload
+    assert workload is not None
+    if not workload.template_path:
+        return None
+    metadata = workload.doc.data.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    if not isinstance(labels, Mapping):
+        return None
+    return {str(k): str(v) for k, v in labels.items() if isinstance(v, str)}
 
 
 def _labels_of(member: Member, message: str) -> Related:
@@ -435,6 +444,25 @@ class _Unknowns:
 _UNKNOWNS: weakref.WeakKeyDictionary[AffinityGraph, _Unknowns] = weakref.WeakKeyDictionary()
 
 
+def _unknowns(context: Context) -> _Unknowns:
+    """The workload fragments and custom resources of the input, by namespace (once per graph)."""
+    graph = context.graph
+    workloads = list(graph.workloads())
+    # A fragment named like a complete workload is a patch of it (kustomize patches): its
+    # pods carry the complete workload's labels, which the graph already has.
+    complete = {_ref_key(m) for m in workloads if not fragment(m)}
+    fragments: dict[str, list[Member]] = {}
+    for member in workloads:
+        if fragment(member) and _ref_key(member) not in complete:
+            fragments.setdefault(member.namespace, []).append(member)
+    custom: dict[str, list[Document]] = {}
+    for doc in context.inventory.documents:
+        if custom_resource(doc, context.settings.workload_kinds):
+            namespace = object_ref(doc, graph.default_namespace).namespace or graph.default_namespace
+            custom.setdefault(namespace, []).append(doc)
+    return _Unknowns(fragments, custom, frozenset(member.namespace for member in graph.members.values()))
+
+
 def unknown_pods(context: Context, relation: Relation) -> str | None:
     """Why pods the input does not show might match in the relation's namespaces (None: none can).
 
@@ -446,21 +474,7 @@ def unknown_pods(context: Context, relation: Relation) -> str | None:
     graph = context.graph
     found = _UNKNOWNS.get(graph)
     if found is None:
-        workloads = list(graph.workloads())
-        # A fragment named like a complete workload is a patch of it (kustomize patches): its
-        # pods carry the complete workload's labels, which the graph already has.
-        complete = {_ref_key(m) for m in workloads if not fragment(m)}
-        fragments: dict[str, list[Member]] = {}
-        for member in workloads:
-            if fragment(member) and _ref_key(member) not in complete:
-                fragments.setdefault(member.namespace, []).append(member)
-        custom: dict[str, list[Document]] = {}
-        for doc in context.inventory.documents:
-            if custom_resource(doc, context.settings.workload_kinds):
-                namespace = object_ref(doc, graph.default_namespace).namespace or graph.default_namespace
-                custom.setdefault(namespace, []).append(doc)
-        found = _Unknowns(fragments, custom, frozenset(member.namespace for member in graph.members.values()))
-        _UNKNOWNS[graph] = found
+        found = _UNKNOWNS[graph] = _unknowns(context)
     named = scope_namespaces(graph, relation)
     # Scope depends on the namespace alone: test each namespace once, never each object.
     for namespace, members in found.fragments.items():

@@ -277,6 +277,37 @@ class _Index:
         return min(options, key=len)
 
 
+def _common_reach(required: list[Relation]) -> frozenset[str]:
+    """The members every required affinity term of a workload reaches (all terms at once)."""
+    reaches = sorted((relation.reach for relation in required), key=len)
+    smallest, rest = reaches[0], reaches[1:]
+    if not rest:
+        return smallest
+    return frozenset(vertex for vertex in smallest if all(vertex in other for other in rest))
+
+
+def _spread_placeable(candidates: Mapping[str, frozenset[str]], placeable: set[str]) -> None:
+    """Add to ``placeable`` every workload one of whose candidates (not itself) is placeable,
+    and so on until nothing changes (each workload waits on its candidates once)."""
+    waiting: dict[str, list[str]] = {}
+    for vertex, vertices in candidates.items():
+        if vertex in placeable:
+            continue
+        if any(other in placeable for other in vertices):  # not itself: it is not placeable
+            placeable.add(vertex)
+        else:
+            for other in vertices:
+                if other != vertex:
+                    waiting.setdefault(other, []).append(vertex)
+    queue = [vertex for vertex in placeable if vertex in waiting]
+    while queue:
+        for vertex in waiting.pop(queue.pop(), ()):
+            if vertex not in placeable:
+                placeable.add(vertex)
+                if vertex in waiting:
+                    queue.append(vertex)
+
+
 class AffinityGraph:
     """The graph, its members and relations, and the analyses rules share."""
 
@@ -304,7 +335,6 @@ class AffinityGraph:
         self.relations: list[Relation] = []
         self.by_owner: dict[str, list[Relation]] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
-        self._workload_ids: dict[int, str] = {}
         self._rank: dict[str, int] = {}
         self._index = _Index()
         self._matches: dict[tuple[Any, ...], tuple[frozenset[str], frozenset[str]]] = {}
@@ -334,7 +364,6 @@ class AffinityGraph:
 
     def _workload_member(self, workload: Workload) -> Member:
         vertex = self._unique(str(workload.ref))
-        self._workload_ids[id(workload)] = vertex
         labels = pod_labels(workload, self.version, qualified=True)
         return Member(vertex, workload.ref.namespace or self.default_namespace, labels, workload)
 
@@ -547,9 +576,6 @@ class AffinityGraph:
 
     # --- queries ----------------------------------------------------------------------------
 
-    def node_of(self, workload: Workload) -> str | None:
-        return self._workload_ids.get(id(workload))
-
     def terms(self, owner: str, kind: str | None = None, required: bool | None = None) -> list[Relation]:
         return [
             relation
@@ -569,34 +595,12 @@ class AffinityGraph:
             required = self.terms(member.id, RELATION_AFFINITY, required=True)
             if not required:
                 continue
-            reaches = sorted((relation.reach for relation in required), key=len)
-            smallest, rest = reaches[0], reaches[1:]
-            common = (
-                frozenset(vertex for vertex in smallest if all(vertex in other for other in rest))
-                if rest
-                else smallest
-            )
+            common = _common_reach(required)
             if member.id in common:
                 self_match.add(member.id)
             candidates[member.id] = common
         placeable = {vertex for vertex in self.members if vertex not in candidates} | self_match
-        waiting: dict[str, list[str]] = {}
-        for vertex, vertices in candidates.items():
-            if vertex in placeable:
-                continue
-            if any(other in placeable for other in vertices):  # not itself: it is not placeable
-                placeable.add(vertex)
-            else:
-                for other in vertices:
-                    if other != vertex:
-                        waiting.setdefault(other, []).append(vertex)
-        queue = [vertex for vertex in placeable if vertex in waiting]
-        while queue:
-            for vertex in waiting.pop(queue.pop(), ()):
-                if vertex not in placeable:
-                    placeable.add(vertex)
-                    if vertex in waiting:
-                        queue.append(vertex)
+        _spread_placeable(candidates, placeable)
         return Startable(candidates, frozenset(self_match), frozenset(placeable))
 
     def requires(self) -> nx.DiGraph[str]:

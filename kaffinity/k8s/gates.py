@@ -23,8 +23,7 @@ class Stage:
 
 @dataclass(frozen=True, slots=True)
 class Gate:
-    name: str
-    kep: str
+    name: str  # its enhancement (KEP) is noted above each gate below
     stages: tuple[Stage, ...]
     removed: str | None = None  # first minor version without the gate
 
@@ -49,33 +48,34 @@ MAX_UNAVAILABLE_STATEFULSET = "MaxUnavailableStatefulSet"
 GATES: dict[str, Gate] = {
     gate.name: gate
     for gate in (
+        # KEP-3633
         Gate(
             MATCH_LABEL_KEYS_IN_POD_AFFINITY,
-            "KEP-3633",
             (
                 Stage("1.29", "alpha", False),
                 Stage("1.31", "beta", True),
                 Stage("1.33", "GA", True, locked=True),
             ),
         ),
+        # KEP-3243
         Gate(
             MATCH_LABEL_KEYS_IN_SPREAD,
-            "KEP-3243",
             (Stage("1.25", "alpha", False), Stage("1.27", "beta", True)),
         ),
-        Gate(SPREAD_SELECTOR_MERGE, "KEP-3243", (Stage("1.34", "beta", True),)),
+        # KEP-3243
+        Gate(SPREAD_SELECTOR_MERGE, (Stage("1.34", "beta", True),)),
+        # KEP-3094
         Gate(
             NODE_INCLUSION_POLICY,
-            "KEP-3094",
             (
                 Stage("1.25", "alpha", False),
                 Stage("1.26", "beta", True),
                 Stage("1.33", "GA", True, locked=True),
             ),
         ),
+        # KEP-3022
         Gate(
             MIN_DOMAINS,
-            "KEP-3022",
             (
                 Stage("1.24", "alpha", False),
                 Stage("1.27", "beta", True),
@@ -83,10 +83,11 @@ GATES: dict[str, Gate] = {
             ),
             removed="1.32",
         ),
-        Gate(TOLERATION_COMPARISON, "KEP-5471", (Stage("1.35", "alpha", False),)),
+        # KEP-5471
+        Gate(TOLERATION_COMPARISON, (Stage("1.35", "alpha", False),)),
+        # KEP-961
         Gate(
             MAX_UNAVAILABLE_STATEFULSET,
-            "KEP-961",
             (Stage("1.24", "alpha", False), Stage("1.35", "beta", True)),
         ),
     )

@@ -316,7 +316,6 @@ class Toleration:
     operator: str
     value: str
     effect: str
-    toleration_seconds: int | None
     path: DataPath
 
 
@@ -435,7 +434,6 @@ class PodDisruptionBudget:
     selector: LabelSelector | None
     min_available: int | str | None
     max_unavailable: int | str | None
-    unhealthy_pod_eviction_policy: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -612,7 +610,6 @@ def build_object(
             _label_selector(spec.get("selector"), ("spec", "selector")),
             _int_or_str(spec.get("minAvailable")),
             _int_or_str(spec.get("maxUnavailable")),
-            _str(spec.get("unhealthyPodEvictionPolicy")),
         )
     return None
 
@@ -956,7 +953,6 @@ def _toleration(raw: Mapping[str, Any], path: DataPath) -> Toleration:
         operator=_str(raw.get("operator")) or "Equal",
         value=_str(raw.get("value")) or "",
         effect=_str(raw.get("effect")) or "",
-        toleration_seconds=_int(raw.get("tolerationSeconds")),
         path=path,
     )
 

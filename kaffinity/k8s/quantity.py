@@ -99,6 +99,14 @@ def _wrap32(value: int) -> int:
     return (value + 2**31) % 2**32 - 2**31
 
 
+def _skip(text: str, pos: int, chars: str | frozenset[str]) -> int:
+    """The position after the run of ``chars`` at ``pos``."""
+    end = len(text)
+    while pos < end and text[pos] in chars:
+        pos += 1
+    return pos
+
+
 def _split(text: str) -> tuple[bool, str, str, str, str] | None:
     """``parseQuantityString``: (positive, value, num, denom, suffix), or None for ErrFormatWrong."""
     positive = True
@@ -106,34 +114,24 @@ def _split(text: str) -> tuple[bool, str, str, str, str] | None:
     if pos < end and text[0] in "+-":
         positive = text[0] == "+"
         pos += 1
-    while pos < end and text[pos] == "0":  # leading zeros
-        pos += 1
+    pos = _skip(text, pos, "0")  # leading zeros
     if pos >= end:
         return positive, "0", "0", "", ""
-    start = pos
-    while pos < end and text[pos] in _DIGITS:
-        pos += 1
+    start, pos = pos, _skip(text, pos, _DIGITS)
     if pos >= end:
         return positive, text, text[start:], "", ""
     num = text[start:pos] or "0"
     denom = ""
     if text[pos] == ".":
-        pos += 1
-        start = pos
-        while pos < end and text[pos] in _DIGITS:
-            pos += 1
+        start, pos = pos + 1, _skip(text, pos + 1, _DIGITS)
         if pos >= end:
             return positive, text, num, text[start:], ""
         denom = text[start:pos]
     value = text[:pos]
-    start = pos
-    while pos < end and text[pos] in _SUFFIX_CHARS:
-        pos += 1
+    start, pos = pos, _skip(text, pos, _SUFFIX_CHARS)
     if pos < end and text[pos] in "+-":
         pos += 1
-    while pos < end and text[pos] in _DIGITS:
-        pos += 1
-    if pos < end:
+    if _skip(text, pos, _DIGITS) < end:
         return None
     return positive, value, num, denom, text[start:]
 
@@ -172,8 +170,14 @@ def _parse_text(text: str) -> Decimal | str:
     if interpreted is None:
         return SUFFIX_ERROR
     base, exponent, form = interpreted
+    fast = _int64_value(positive, num, denom, exponent, form)
+    if fast is not None:
+        return fast
+    return _inf_value(value, base, exponent, form)
 
-    # The int64 fast path: exact, and it never rounds or caps.
+
+def _int64_value(positive: bool, num: str, denom: str, exponent: int, form: str) -> Decimal | None:
+    """The int64 fast path: exact, and it never rounds or caps; None when it does not apply."""
     mantissa, scale = 1, 0
     if form != "BinarySI":
         scale = exponent
@@ -183,14 +187,20 @@ def _parse_text(text: str) -> Decimal | str:
         precision = 15 - len(num) - exponent * 3 // 10 - 1
     else:
         precision = -1
-    if precision >= 0:
-        scale = _wrap32(scale - len(denom))
-        if scale >= _NANO:
-            shifted = int(num + denom)  # at most 18 digits here
-            if shifted * mantissa <= _MAX_INT64:
-                return _decimal(not positive, str(shifted * mantissa), scale)
+    if precision < 0:
+        return None
+    scale = _wrap32(scale - len(denom))
+    if scale < _NANO:
+        return None
+    shifted = int(num + denom)  # at most 18 digits here
+    if shifted * mantissa > _MAX_INT64:
+        return None
+    return _decimal(not positive, str(shifted * mantissa), scale)
 
-    # inf.Dec.SetString(value): a sign, digits, at most one point; at least one digit.
+
+def _inf_value(value: str, base: int, exponent: int, form: str) -> Decimal | str:
+    """The general path: ``inf.Dec.SetString(value)`` (a sign, digits, at most one point; at
+    least one digit), scaled, rounded up to nano units, and capped for BinarySI."""
     unsigned = value.lstrip("+-")
     integer, _, fraction = unsigned.partition(".")
     if not (integer + fraction):

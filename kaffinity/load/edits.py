@@ -122,13 +122,19 @@ class _Layout:
     json: bool  # the document is a flow collection (a JSON file)
 
 
-@functools.lru_cache(maxsize=64)
-def _layout(text: str, doc_index: int) -> _Layout | None:
-    roots = compose(text)
-    if not 0 <= doc_index < len(roots):
-        return None
-    root = roots[doc_index]
-    # Walked in text order, so the first visit of a shared node is where its anchor stands.
+def _children(node: Node) -> list[Node]:
+    """A collection's nodes in text order (a mapping's keys and values alternating)."""
+    if _is_mapping(node):
+        return [child for pair in node.value for child in pair]
+    if _is_sequence(node):
+        return list(node.value)
+    return []
+
+
+def _sites(root: Node) -> tuple[dict[int, tuple[int, int, int]], set[int]]:
+    """Where each node first stands, (id(node), id(parent), position in parent), and the id() of
+    the nodes reached more than once (through aliases). Walked in text order, so the first visit
+    of a shared node is where its anchor stands."""
     sites: dict[int, tuple[int, int, int]] = {}
     shared: set[int] = set()
     walk: list[tuple[Node, int, int]] = [(root, 0, 0)]
@@ -138,13 +144,14 @@ def _layout(text: str, doc_index: int) -> _Layout | None:
             shared.add(id(node))
             continue
         sites[id(node)] = (id(node), parent, position)
-        if _is_mapping(node):
-            children = [child for pair in node.value for child in pair]
-        elif _is_sequence(node):
-            children = node.value
-        else:
-            continue
+        children = _children(node)
         walk.extend((child, id(node), index) for index, child in reversed(list(enumerate(children))))
+    return sites, shared
+
+
+def _indentation(root: Node, shared: set[int]) -> tuple[int, int]:
+    """The document's habits, by majority of the block collections under a key: how far a
+    mapping is indented (2 when none says), and where a sequence's dashes stand (0)."""
     steps: Counter[int] = Counter()
     dashes: Counter[int] = Counter()
     stack = [root]
@@ -157,17 +164,36 @@ def _layout(text: str, doc_index: int) -> _Layout | None:
         if _is_mapping(node):
             for key, value in node.value:
                 stack += (key, value)
-                if node.flow_style or id(value) in shared or value.start_mark.line <= key.start_mark.line:
-                    continue
-                offset = value.start_mark.column - key.start_mark.column
-                if _is_mapping(value) and not value.flow_style and offset > 0:
-                    steps[offset] += 1
-                elif _is_sequence(value) and not value.flow_style and offset >= 0:
-                    dashes[offset] += 1
+                if not node.flow_style:
+                    _count_offset(key, value, shared, steps, dashes)
         elif _is_sequence(node):
             stack.extend(node.value)
     step = steps.most_common(1)[0][0] if steps else 2
     dash = dashes.most_common(1)[0][0] if dashes else 0
+    return step, dash
+
+
+def _count_offset(
+    key: Node, value: Node, shared: set[int], steps: Counter[int], dashes: Counter[int]
+) -> None:
+    """Count the offset of a block collection on the lines below its key (not a shared one)."""
+    if id(value) in shared or value.start_mark.line <= key.start_mark.line:
+        return
+    offset = value.start_mark.column - key.start_mark.column
+    if _is_mapping(value) and not value.flow_style and offset > 0:
+        steps[offset] += 1
+    elif _is_sequence(value) and not value.flow_style and offset >= 0:
+        dashes[offset] += 1
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(text: str, doc_index: int) -> _Layout | None:
+    roots = compose(text)
+    if not 0 <= doc_index < len(roots):
+        return None
+    root = roots[doc_index]
+    sites, shared = _sites(root)
+    step, dash = _indentation(root, shared)
     json = (_is_mapping(root) or _is_sequence(root)) and bool(root.flow_style)
     anchors = frozenset(sites[node_id] for node_id in shared)
     return _Layout(root, frozenset(shared), anchors, step, dash, json)

@@ -33,10 +33,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from kaffinity.load.parse import SourceFile
 
 #: The names kustomize reads in a folder (sigs.k8s.io/kustomize/api/konfig
 #: ``RecognizedKustomizationFileNames``).
@@ -128,10 +124,3 @@ def looks_like_manifest(text: str) -> bool:
     False
     """
     return _API_VERSION.search(text) is not None and _KIND.search(text) is not None
-
-
-def is_manifest_file(file: SourceFile) -> bool:
-    """Whether a loaded file is read as Kubernetes manifests (not skipped, see
-    :attr:`kaffinity.load.parse.SourceFile.skipped`). A file that could not be read or parsed but is
-    meant as a manifest counts: its ``parse-error`` is reported."""
-    return file.skipped is None

@@ -661,21 +661,36 @@ def _flatten(
         )
         return
     if kind.endswith("List") and isinstance(items, PosList):
-        item_kind = (api_version, kind[: -len("List")]) if kind != "List" else None
-        for position, item in enumerate(items):
-            path = (*prefix, "items", position)
-            if isinstance(item, PosDict):
-                yield from _flatten(name, index, root, item, path, (), item_kind, problems)
-            elif kind == "List" and item is not None:
-                # Each item is decoded into an object (a JSON object): a scalar or a list fails
-                # (json.Unmarshal of null leaves the object empty: a null item is only skipped,
-                # as linkerd's `inject` golden files hold them; real corpus).
-                span = locate(root, path, root.span)
-                message = f"List item must be an object, not {_shown(item)}"
-                problems.append(LoadProblem("parse-error", message, span))
+        yield from _list_items(name, index, root, prefix, kind, api_version, items, problems)
         return
     span = locate(root, prefix or ("apiVersion",), root.span)
     yield Document(name, index, data, root, span, prefix, duplicates)
+
+
+def _list_items(
+    name: str,
+    index: int,
+    root: PosDict,
+    prefix: DataPath,
+    kind: str,
+    api_version: str,
+    items: PosList,
+    problems: list[LoadProblem],
+) -> Iterator[Document]:
+    """The objects of a List's (or a typed list's) items; a ``List`` item that is no object adds
+    to ``problems``."""
+    item_kind = (api_version, kind[: -len("List")]) if kind != "List" else None
+    for position, item in enumerate(items):
+        path = (*prefix, "items", position)
+        if isinstance(item, PosDict):
+            yield from _flatten(name, index, root, item, path, (), item_kind, problems)
+        elif kind == "List" and item is not None:
+            # Each item is decoded into an object (a JSON object): a scalar or a list fails
+            # (json.Unmarshal of null leaves the object empty: a null item is only skipped,
+            # as linkerd's `inject` golden files hold them; real corpus).
+            span = locate(root, path, root.span)
+            message = f"List item must be an object, not {_shown(item)}"
+            problems.append(LoadProblem("parse-error", message, span))
 
 
 def _shown(value: Any) -> str:

@@ -325,36 +325,47 @@ def _json_patch_trees(data: Any, operations: PosList) -> list[Any]:
         position = operation.key_position("value")
         if not isinstance(pointer, str) or not pointer.startswith("/") or position is None:
             continue
-        steps: list[Any] = []
-        node = data
-        for raw_step in pointer[1:].split("/"):
-            step: Any = raw_step.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, list):
-                step = len(node) - 1 if step == "-" else int(step) if step.isdigit() else None
-                if step is None or not 0 <= step < len(node):
-                    break
-            elif not isinstance(node, dict) or step not in node:
-                break
-            steps.append(step)
-            node = node[step]
-        else:
-            leaf = _align(node, operation["value"])
-            tree: Any = leaf
-            for index, step in enumerate(reversed(steps)):
-                holder: Any = PosDict(operation.span) if isinstance(step, str) else PosList(operation.span)
-                if isinstance(step, int):
-                    holder.extend([None] * step)
-                    holder.pos.extend([None] * step)
-                holder_value = tree
-                if isinstance(holder, PosDict):
-                    holder[step] = holder_value
-                else:
-                    holder.append(holder_value)
-                # Only the operation's own path end has a place: its `value:` key.
-                holder.pos.append(position if index == 0 else None)
-                tree = holder
-            trees.append(tree)
+        found = _pointed(data, pointer)
+        if found is not None:
+            steps, node = found
+            trees.append(_patch_tree(_align(node, operation["value"]), steps, operation, position))
     return trees
+
+
+def _pointed(data: Any, pointer: str) -> tuple[list[Any], Any] | None:
+    """The steps of a JSON pointer into ``data`` (``-``: the last item) and the value there;
+    None when it leads nowhere."""
+    steps: list[Any] = []
+    node = data
+    for raw_step in pointer[1:].split("/"):
+        step: Any = raw_step.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list):
+            step = len(node) - 1 if step == "-" else int(step) if step.isdigit() else None
+            if step is None or not 0 <= step < len(node):
+                return None
+        elif not isinstance(node, dict) or step not in node:
+            return None
+        steps.append(step)
+        node = node[step]
+    return steps, node
+
+
+def _patch_tree(leaf: Any, steps: list[Any], operation: PosDict, position: int) -> Any:
+    """``leaf`` under mappings and lists down ``steps``, placed nowhere but the operation's own
+    path end: its ``value:`` key."""
+    tree: Any = leaf
+    for index, step in enumerate(reversed(steps)):
+        holder: Any = PosDict(operation.span) if isinstance(step, str) else PosList(operation.span)
+        if isinstance(step, int):
+            holder.extend([None] * step)
+            holder.pos.extend([None] * step)
+        if isinstance(holder, PosDict):
+            holder[step] = tree
+        else:
+            holder.append(tree)
+        holder.pos.append(position if index == 0 else None)
+        tree = holder
+    return tree
 
 
 def _raw_documents(text: str, limits: Limits) -> list[Any]:
@@ -682,15 +693,8 @@ def map_helm_sources(
         return Rendered(file.name, None, (file,), time.perf_counter() - started)
     starts = [part[0] for part in parts]
     origins = [_source_of(parts, starts, doc) for doc in file.documents]
-    counts = Counter(
-        (origin[0], doc.data.get("kind"))
-        for doc, origin in zip(file.documents, origins, strict=True)
-        if origin
-    )
-    totals = Counter(origin[0] for origin in origins if origin)
-    seen: Counter[tuple[str, Any]] = Counter()
-    places: Counter[str] = Counter()
-    texts: dict[str, str | None] = {}
+    templates = _Templates(file, origins, chart_root, limits)
+    texts = templates.texts
     mapped: dict[str, list[Document]] = {}
     kept: list[Document] = []
     sections: list[Section] = []
@@ -700,19 +704,7 @@ def map_helm_sources(
             kept.append(doc)
             continue
         template, first, last = origin
-        kind = doc.data.get("kind")
-        ordinal = seen[(template, kind)]
-        seen[(template, kind)] += 1
-        order = (places[template], totals[template])
-        places[template] += 1
-        path = _template_path(template, chart_root)
-        if path is not None and path not in texts:
-            _, read_back, problem = read_text(path, limits)
-            texts[path] = read_back if problem is None else None
-        text = texts.get(path) if path is not None else None
-        repointed = None
-        if path is not None and text is not None:
-            repointed = _repoint_template(doc, path, text, ordinal, counts[(template, kind)], order)
+        path, repointed = templates.repoint(doc, template)
         if path is None or repointed is None:
             kept.append(doc)
             sections.append(Section(file.name, first, last, path or template))
@@ -724,6 +716,49 @@ def map_helm_sources(
         text = _without_suppressions(file.text, moved)
         files.insert(0, SourceFile(file.name, text, tuple(kept), file.problems))
     return Rendered(file.name, None, tuple(files), time.perf_counter() - started, tuple(sections))
+
+
+class _Templates:
+    """The templates the documents of rendered output came from: their text (read once), and
+    which object of each template and kind a document is."""
+
+    def __init__(
+        self,
+        file: SourceFile,
+        origins: Sequence[tuple[str, int, int] | None],
+        chart_root: str | None,
+        limits: Limits,
+    ) -> None:
+        self.chart_root = chart_root
+        self.limits = limits
+        self.counts = Counter(
+            (origin[0], doc.data.get("kind"))
+            for doc, origin in zip(file.documents, origins, strict=True)
+            if origin
+        )
+        self.totals = Counter(origin[0] for origin in origins if origin)
+        self.seen: Counter[tuple[str, Any]] = Counter()
+        self.places: Counter[str] = Counter()
+        self.texts: dict[str, str | None] = {}
+
+    def repoint(self, doc: Document, template: str) -> tuple[str | None, Document | None]:
+        """The template's path on disk (None: not found), and ``doc`` pointed at its place there
+        (None: the template could not be read, or its part cannot be told)."""
+        kind = doc.data.get("kind")
+        ordinal = self.seen[(template, kind)]
+        self.seen[(template, kind)] += 1
+        order = (self.places[template], self.totals[template])
+        self.places[template] += 1
+        path = _template_path(template, self.chart_root)
+        if path is None:
+            return None, None
+        if path not in self.texts:
+            _, read_back, problem = read_text(path, self.limits)
+            self.texts[path] = read_back if problem is None else None
+        text = self.texts[path]
+        if text is None:
+            return path, None
+        return path, _repoint_template(doc, path, text, ordinal, self.counts[(template, kind)], order)
 
 
 def _without_suppressions(text: str, ranges: Sequence[tuple[int, int]]) -> str:
@@ -841,19 +876,34 @@ def _choose_block(
     if len(of_kind) == 1:
         return of_kind[0]  # also a `range` that renders several objects from one part
     if len(of_kind) > 1:
-        fits = [(_name_fit(entries, name), (index, entries)) for index, entries in of_kind]
-        best = max(fit for fit, _ in fits)
-        chosen = [part for fit, part in fits if fit == best]
-        if best >= 0 and len(chosen) == 1:
-            return chosen[0]
-        return of_kind[ordinal] if len(of_kind) == count and ordinal < len(of_kind) else None
+        return _by_name(of_kind, name, ordinal, count)
+    return _unknown_kind(usable, kinds, order)
+
+
+def _by_name(
+    of_kind: list[tuple[int, list[_Entry]]], name: str, ordinal: int, count: int
+) -> tuple[int, list[_Entry]] | None:
+    """Of the parts of the kind, the one whose ``metadata.name`` fits best, else by order when
+    every such part rendered."""
+    fits = [(_name_fit(entries, name), (index, entries)) for index, entries in of_kind]
+    best = max(fit for fit, _ in fits)
+    chosen = [part for fit, part in fits if fit == best]
+    if best >= 0 and len(chosen) == 1:
+        return chosen[0]
+    return of_kind[ordinal] if len(of_kind) == count and ordinal < len(of_kind) else None
+
+
+def _unknown_kind(
+    usable: list[tuple[int, list[_Entry]]], kinds: list[str | None], order: tuple[int, int]
+) -> tuple[int, list[_Entry]] | None:
+    """No part spells the kind: the only part whose kind is not spelled out; for kinds the
+    template computes (`kind: {{ ternary "Role" "ClusterRole" ... }}`), by order, when every
+    part rendered one object."""
     unknown = [
         part for part, literal in zip(usable, kinds, strict=True) if literal is None or "{{" in literal
     ]
     if len(unknown) == 1:
         return unknown[0]
-    # Kinds the template computes (`kind: {{ ternary "Role" "ClusterRole" ... }}`): by order,
-    # when every part rendered one object.
     place, total = order
     return usable[place] if unknown and len(usable) == total and place < total else None
 

@@ -139,17 +139,43 @@ def read_layout(
     objects = [file for path, file in by_path.items() if path not in fragments]
     documents = tuple(doc for file in objects for doc in file.documents)
     notes: list[str] = []
-    units: list[Unit] = []
     if isinstance(configured, Sequence) and not isinstance(configured, str) and configured:
         units = _configured_units(objects, configured)
     else:
-        claimed: set[str] = set()
-        units.extend(_kustomize_units(kustomizations, by_path, claimed))
-        units.extend(_chart_units(objects, claimed))
-        rest = [file for file in objects if os.path.normpath(file.name) not in claimed]
-        units.extend(_variant_units(rest, default_namespace, notes))
-        if any(k.uses_helm for k in kustomizations.values()):
-            notes.append("kustomizations with helmCharts are read without their charts")
+        units = _found_units(kustomizations, by_path, objects, default_namespace, notes)
+    units = _final_units(units, documents, default_namespace, notes)
+    return Layout(
+        tuple(units),
+        documents,
+        fragments,
+        tuple(kustomizations.values()),
+        tuple(notes),
+    )
+
+
+def _found_units(
+    kustomizations: Mapping[str, Kustomization],
+    by_path: Mapping[str, SourceFile],
+    objects: Sequence[SourceFile],
+    default_namespace: str,
+    notes: list[str],
+) -> list[Unit]:
+    """The units found: kustomizations, charts, then variants of the files neither claims."""
+    claimed: set[str] = set()
+    units = list(_kustomize_units(kustomizations, by_path, claimed))
+    units.extend(_chart_units(objects, claimed))  # after: the kustomizations claim files first
+    rest = [file for file in objects if os.path.normpath(file.name) not in claimed]
+    units.extend(_variant_units(rest, default_namespace, notes))
+    if any(k.uses_helm for k in kustomizations.values()):
+        notes.append("kustomizations with helmCharts are read without their charts")
+    return units
+
+
+def _final_units(
+    units: list[Unit], documents: tuple[Document, ...], default_namespace: str, notes: list[str]
+) -> list[Unit]:
+    """The units named, each object once in each (a note on those defined again), and a single
+    unit of files nameless."""
     # A chart whose templates are all unrendered has no object yet, but is a unit (--render).
     units = [unit for unit in units if unit.documents or unit.source in ("helm", "kustomize")]
     if not units:
@@ -166,13 +192,7 @@ def read_layout(
         )
     if len(units) == 1 and units[0].source in ("files", "variant", "fixture"):
         units = [Unit("", units[0].source, units[0].documents, units[0].files)]
-    return Layout(
-        tuple(units),
-        documents,
-        fragments,
-        tuple(kustomizations.values()),
-        tuple(notes),
-    )
+    return units
 
 
 # --- rendering -----------------------------------------------------------------------------
@@ -547,30 +567,66 @@ def _variant_units(files: Sequence[SourceFile], default_namespace: str, notes: l
     fixtures = [file for file in files if is_fixture(file.name)]
     if fixtures:
         others = [file for file in files if not is_fixture(file.name)]
-        own = [
-            Unit(os.path.normpath(file.name), "fixture", file.documents, (os.path.normpath(file.name),))
-            for file in fixtures
-            if file.documents
-        ]
-        return own + _variant_units(others, default_namespace, notes)
+        return _fixture_units(fixtures) + _variant_units(others, default_namespace, notes)
     if not files:
         return []
     paths = [os.path.normpath(file.name) for file in files]
     versions = _versions(files, paths, default_namespace)
     if not versions:
         return [Unit("", "files", tuple(doc for file in files for doc in file.documents))]
+    leaves, refined = _leaves(versions)
+    final = leaves - refined
+    tree = _tree(paths, leaves, final, refined)
+    by_path = dict(zip(paths, files, strict=True))
+    needs = _single_needs(final, tree, by_path, default_namespace)
+    total = sum(len(file.documents) for file in files)
+    units, placed = _variant_group_units(
+        final, versions, needs, tree, by_path, total, default_namespace, notes
+    )
+    rest = [path for path in paths if path not in placed]
+    if rest:
+        units.append(Unit("(other files)", "files", tuple(d for p in rest for d in by_path[p].documents)))
+    return units
+
+
+def _fixture_units(fixtures: Sequence[SourceFile]) -> list[Unit]:
+    """Each test fixture with objects on its own."""
+    return [
+        Unit(os.path.normpath(file.name), "fixture", file.documents, (os.path.normpath(file.name),))
+        for file in fixtures
+        if file.documents
+    ]
+
+
+def _single_needs(
+    final: set[str], tree: _Tree, by_path: Mapping[str, SourceFile], default_namespace: str
+) -> dict[str, _Needs]:
+    """What each variant that is one file needs from the files around it."""
+    return {
+        leaf: _needs(by_path[leaf], default_namespace)
+        for leaf in final
+        if tree.members[leaf] == [leaf] and leaf in by_path
+    }
+
+
+def _leaves(versions: Versions) -> tuple[set[str], set[str]]:
+    """The variants (files or folders that define an object differently from another), and those
+    refined: a folder leaf with leaves inside it (a repository that varies against another one,
+    whose own files vary too), whose other files are shared by the leaves inside it."""
     leaves: set[str] = set()
     for component in _components(versions):
         _split(sorted(component), _common_folder(component), versions, leaves)
-    # A folder leaf with leaves inside it (a repository that varies against another one, whose
-    # own files vary too) is refined: its other files are shared by the leaves inside it.
     refined = {
         ancestor
         for leaf in leaves
         for ancestor in _ancestors(leaf)
         if ancestor in leaves and ancestor != leaf
     }
-    final = leaves - refined
+    return leaves, refined
+
+
+def _tree(paths: Sequence[str], leaves: set[str], final: set[str], refined: set[str]) -> _Tree:
+    """Each file's deepest variant, the files of each final variant, and the others by folder."""
     owner: dict[str, str] = {}
     for path in paths:
         found = _deepest_prefix(path, leaves)
@@ -583,21 +639,29 @@ def _variant_units(files: Sequence[SourceFile], default_namespace: str, notes: l
             members[owner[path]].append(path)
         else:
             free_by_folder[os.path.dirname(path) or "."].append(path)
-    by_path = dict(zip(paths, files, strict=True))
-    total = sum(len(file.documents) for file in files)
+    return _Tree(owner, members, free_by_folder, refined)
+
+
+def _variant_group_units(
+    final: set[str],
+    versions: Versions,
+    needs: dict[str, _Needs],
+    tree: _Tree,
+    by_path: Mapping[str, SourceFile],
+    total: int,
+    default_namespace: str,
+    notes: list[str],
+) -> tuple[list[Unit], set[str]]:
+    """A unit per group of variants, with the files they share while the units hold at most
+    ``UNIT_BUDGET_FACTOR`` times the input's objects (a note says how many went without); the
+    units and the files they placed."""
     budget = UNIT_BUDGET_FACTOR * total + UNIT_BUDGET_FLOOR
     units: list[Unit] = []
     placed: set[str] = set()
     alone = 0
-    needs = {
-        leaf: _needs(by_path[leaf], default_namespace)
-        for leaf in final
-        if members[leaf] == [leaf] and leaf in by_path
-    }
-    tree = _Tree(owner, members, free_by_folder, refined)
-    for scope, group in _variants(final, members, versions, needs):
+    for scope, group in _variants(final, tree.members, versions, needs):
         shared = _shared(scope, group, tree, needs, by_path, default_namespace)
-        chosen = [path for leaf in group for path in members[leaf]]
+        chosen = [path for leaf in group for path in tree.members[leaf]]
         docs = [doc for path in chosen for doc in by_path[path].documents]
         context = [doc for path in shared for doc in by_path[path].documents]
         if budget - len(docs) - len(context) < 0:
@@ -612,10 +676,7 @@ def _variant_units(files: Sequence[SourceFile], default_namespace: str, notes: l
             f"{alone} variant(s) read without the files they share with the others: the units "
             f"would hold more than {UNIT_BUDGET_FACTOR} times the input's objects"
         )
-    rest = [path for path in paths if path not in placed]
-    if rest:
-        units.append(Unit("(other files)", "files", tuple(d for p in rest for d in by_path[p].documents)))
-    return units
+    return units, placed
 
 
 @dataclass(frozen=True, slots=True)

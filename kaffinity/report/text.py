@@ -45,7 +45,7 @@ def render(result: LintResult, *, color: bool = False, sources: dict[str, str]) 
             if finding.fix:
                 lines.append(f"    {style('fix', _GREEN)}: {escape(finding.fix)}")
         blocks.append("\n".join(lines))
-    blocks.append(_summary(result, style))
+    blocks.append(_summary(result))
     return "\n\n".join(blocks) + "\n"
 
 
@@ -68,7 +68,7 @@ def _frame(finding: Finding, lines: list[str], style: Style) -> list[str]:
     return [f"  {gutter} | {source}", f"  {pad} | {' ' * (finding.column - 1)}{caret}"]
 
 
-def _summary(result: LintResult, style: Style) -> str:
+def _summary(result: LintResult) -> str:
     counts = Counter(finding.severity for finding in result.findings)
     files = f"{result.files} file{'s' if result.files != 1 else ''}"
     suppressed = f", {result.suppressed} suppressed" if result.suppressed else ""

@@ -13,7 +13,7 @@ from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.explain.pending import Analysis, Exceeds, Stuck
+    from kaffinity.explain.pending import Analysis, Exceeds, Shape, Stuck
     from kaffinity.simulate.place import PlacementRun
     from kaffinity.simulate.scheduler import SimPod
 
@@ -84,6 +84,70 @@ def _check(context: Context) -> Iterator[Violation]:
         yield _violation(result, run, stuck, exceeds, order)
 
 
+def _span_words(shape: Shape, exceeds: Exceeds, domain: str) -> str:
+    """How few domains the nodes the workload may run on span."""
+    from kaffinity.explain.pending import plural
+
+    count = len(exceeds.domains)
+    if exceeds.term.topology_key == HOSTNAME:
+        return f"only {plural(count, 'node')} may run it ({name_list(exceeds.domains)})"
+    return (
+        f"the {plural(len(shape.eligible), 'node')} it may run on span only {plural(count, domain)} "
+        f"({name_list(exceeds.domains)})"
+    )
+
+
+def _taken_words(
+    taken: dict[str, list[tuple[SimPod, str]]], domain: str, key: str
+) -> tuple[str, list[Related]]:
+    """Which pod holds each domain taken, and why it counts; the first three holders' labels."""
+    holders = [pod for value in sorted(taken) for pod, _ in taken[value]]
+    text = "; ".join(
+        f"{domain} {value} already holds {pod.name}, {why}"
+        for value in sorted(taken)
+        for pod, why in taken[value]
+    )
+    related = []
+    for pod in holders[:3]:
+        assert pod.node is not None
+        related.append(
+            Related(
+                pod.workload.doc,
+                (*pod.workload.pod.metadata_path, "labels"),
+                f"pod {pod.name} runs on {pod.node.name} ({key}={pod.node.labels.get(key)})",
+            )
+        )
+    return text, related
+
+
+def _own_words(own: list[SimPod], domain: str, key: str) -> str:
+    """Where the workload's own pods already run, by domain (some may share one)."""
+    where = {pod.name: pod.node.labels.get(key, "none") for pod in own if pod.node is not None}
+    by_domain: dict[str, list[str]] = {}
+    for name, value in where.items():
+        by_domain.setdefault(value, []).append(name)
+    text = "; ".join(
+        f"{name_list(names)} of its own already {'runs' if len(names) == 1 else 'run'} "
+        + (f"in {domain} {value}" if value != "none" else f"on a node without {key}")
+        for value, names in sorted(by_domain.items())
+    )
+    if any(len(names) > 1 for value, names in by_domain.items() if value != "none"):
+        text += " (existing pods may share a domain: anti-affinity is IgnoredDuringExecution)"
+    return text
+
+
+def _fix_words(key: str, count: int, domain: str) -> str:
+    if key == HOSTNAME:
+        return (
+            f"lower replicas to {count}, add nodes, or make the term "
+            "preferredDuringSchedulingIgnoredDuringExecution"
+        )
+    return (
+        f"lower replicas to {count}, use a smaller topologyKey (e.g. {HOSTNAME}), add {domain}s, or make "
+        "the term preferredDuringSchedulingIgnoredDuringExecution (or a topology spread constraint)"
+    )
+
+
 def _violation(
     result: Analysis, run: PlacementRun, stuck: Stuck, exceeds: Exceeds, order: dict[int, int]
 ) -> Violation:
@@ -98,85 +162,44 @@ def _violation(
     replicas = shape.replicas
     wanted = "pods (one per node it targets)" if workload.ref.kind == "DaemonSet" else "replicas"
     selector = selector_text(term.source.label_selector)
-    if key == HOSTNAME:
-        span = f"only {plural(count, 'node')} may run it ({name_list(exceeds.domains)})"
-    else:
-        span = (
-            f"the {plural(len(shape.eligible), 'node')} it may run on span only {plural(count, domain)} "
-            f"({name_list(exceeds.domains)})"
-        )
     message = (
         f"asks for {replicas} {wanted}, but its required pod anti-affinity admits one pod matching "
-        f"{selector} per {domain} and {span}: {replicas - count} fewer than the {wanted}"
+        f"{selector} per {domain} and {_span_words(shape, exceeds, domain)}: {replicas - count} fewer "
+        f"than the {wanted}"
     )
     related: list[Related] = []
     field = replicas_field(workload)
     if field is not None:
         related.append(Related(workload.doc, field, f"asks for {plural(replicas, 'replica')}"))
     taken, own = _occupied(result, run, stuck, exceeds, order)
-    details = []
     own_domains = {p.node.labels.get(key) for p in own if p.node is not None}
     free = len(set(exceeds.domains) - set(taken) - own_domains)
+    details = []
     if taken:
-        holders = [pod for value in sorted(taken) for pod, _ in taken[value]]
-        details.append(
-            "; ".join(
-                f"{domain} {value} already holds {pod.name}, {why}"
-                for value in sorted(taken)
-                for pod, why in taken[value]
-            )
-        )
-        for pod in holders[:3]:
-            assert pod.node is not None
-            related.append(
-                Related(
-                    pod.workload.doc,
-                    (*pod.workload.pod.metadata_path, "labels"),
-                    f"pod {pod.name} runs on {pod.node.name} ({key}={pod.node.labels.get(key)})",
-                )
-            )
-    if own:
-        where = {pod.name: pod.node.labels.get(key, "none") for pod in own if pod.node is not None}
-        by_domain: dict[str, list[str]] = {}
-        for name, value in where.items():
-            by_domain.setdefault(value, []).append(name)
-        text = "; ".join(
-            f"{name_list(names)} of its own already {'runs' if len(names) == 1 else 'run'} "
-            + (f"in {domain} {value}" if value != "none" else f"on a node without {key}")
-            for value, names in sorted(by_domain.items())
-        )
-        if any(len(names) > 1 for value, names in by_domain.items() if value != "none"):
-            text += " (existing pods may share a domain: anti-affinity is IgnoredDuringExecution)"
+        text, holders = _taken_words(taken, domain, key)
         details.append(text)
-    expected = max(0, replicas - len(own) - free)
+        related += holders
+    if own:
+        details.append(_own_words(own, domain, key))
     if details:
         message += f"; {'; '.join(details)}"
         message += f"; that leaves {plural(free, domain)} free"
         if own:
             message += f" beside the {plural(len(own), 'pod')} already running"
     message += f": {pending_words(stuck)}"
+    expected = max(0, replicas - len(own) - free)
     pending = len(stuck.pending)
     if pending > expected and stuck.final:
         message += (
             f" ({pending - expected} more than its anti-affinity alone would leave, for another reason: "
             f"{stuck.final[0].summary(len(result.sim.nodes))})"
         )
-    if key == HOSTNAME:
-        fix = (
-            f"lower replicas to {count}, add nodes, or make the term "
-            "preferredDuringSchedulingIgnoredDuringExecution"
-        )
-    else:
-        fix = (
-            f"lower replicas to {count}, use a smaller topologyKey (e.g. {HOSTNAME}), add {domain}s, or make "
-            "the term preferredDuringSchedulingIgnoredDuringExecution (or a topology spread constraint)"
-        )
     return Violation(
         workload.doc,
         (*term.source.path, "topologyKey"),
         message + no_scale_up(stuck),
         related=tuple(related),
-        fix=fix,
+        fix=_fix_words(key, count, domain),
     )
 
 

@@ -15,8 +15,8 @@ from kaffinity.rules.base import Rule
 if TYPE_CHECKING:
     from kaffinity.context import Context
     from kaffinity.explain.pending import Analysis, Shape
-    from kaffinity.k8s.model import Workload
-    from kaffinity.simulate.scheduler import SimNode
+    from kaffinity.k8s.model import PodView, Taint, Workload
+    from kaffinity.simulate.scheduler import Constraints, SimNode
 
 _SHOWN_NODES = 3
 
@@ -180,13 +180,16 @@ def _by_affinity(shape: Shape, selected: list[SimNode], total: int) -> _Why:
     return why
 
 
-def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
-    """Every node left is tainted (an untolerated NoSchedule / NoExecute taint) or cordoned: the
-    filters TaintToleration and NodeUnschedulable (reference §F)."""
-    from kaffinity.explain.pending import node_related, plural, taint_text
+class _Blocked(NamedTuple):
+    """What keeps a pod off the nodes its node selection leaves: the first untolerated taint of
+    each tainted node, and the cordoned nodes among the rest."""
 
-    constraints = shape.probe.constraints
-    pod = shape.workload.pod
+    untolerated: list[tuple[SimNode, Taint]]
+    cordoned: list[SimNode]
+
+
+def _blocked(result: Analysis, constraints: Constraints, selected: list[SimNode]) -> _Blocked:
+    """The facts of the filters TaintToleration and NodeUnschedulable over ``selected``."""
     from kaffinity.simulate.scheduler import blocking_effects
 
     # The kubelet admits a pod with spec.nodeName on a cordoned node, past NoSchedule taints.
@@ -202,8 +205,14 @@ def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
         for node in selected
         if node.unschedulable and id(node) not in tainted and not constraints.node_name
     ]
+    return _Blocked(untolerated, cordoned)
+
+
+def _taint_words(untolerated: list[tuple[SimNode, Taint]]) -> tuple[list[str], list[Related]]:
+    """The reason the untolerated taints give, and the nodes to point at."""
+    from kaffinity.explain.pending import node_related, taint_text
+
     parts = []
-    related: list[Related] = []
     if len(untolerated) == 1:
         node, taint = untolerated[0]
         parts.append(f"{node.name} has taint {taint_text(taint)}, which it does not tolerate")
@@ -212,22 +221,34 @@ def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
         more = "; ..." if len(untolerated) > _SHOWN_NODES else ""
         names = name_list(n.name for n, _ in untolerated)
         parts.append(f"{names} have taints it does not tolerate ({shown}{more})")
-    related += [
+    related = [
         node_related(node, f"node {node.name}: taint {taint_text(taint)}", taint.path)
         for node, taint in untolerated[:_SHOWN_NODES]
     ]
-    if cordoned:
-        verb = "is" if len(cordoned) == 1 else "are"
-        parts.append(f"{name_list(n.name for n in cordoned)} {verb} cordoned")
-        related += [
-            node_related(
-                node,
-                f"node {node.name} is cordoned",
-                (*node.node.path, "unschedulable") if node.node.path else ("spec", "unschedulable"),
-            )
-            for node in cordoned[:_SHOWN_NODES]
-        ]
-    selection = [
+    return parts, related
+
+
+def _cordon_words(cordoned: list[SimNode]) -> tuple[list[str], list[Related]]:
+    """The reason the cordoned nodes give, and where each is cordoned."""
+    from kaffinity.explain.pending import node_related
+
+    if not cordoned:
+        return [], []
+    verb = "is" if len(cordoned) == 1 else "are"
+    related = [
+        node_related(
+            node,
+            f"node {node.name} is cordoned",
+            (*node.node.path, "unschedulable") if node.node.path else ("spec", "unschedulable"),
+        )
+        for node in cordoned[:_SHOWN_NODES]
+    ]
+    return [f"{name_list(n.name for n in cordoned)} {verb} cordoned"], related
+
+
+def _selection(constraints: Constraints) -> list[str]:
+    """The parts of the pod spec that chose the nodes (in the order a user reads them)."""
+    return [
         name
         for name, present in (
             ("spec.nodeName", bool(constraints.node_name)),
@@ -236,35 +257,63 @@ def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
         )
         if present
     ]
+
+
+def _taint_message(constraints: Constraints, selected: list[SimNode], reason: str) -> str:
+    """The message: which nodes the pod's selection allows, then why none takes it."""
+    from kaffinity.explain.pending import plural
+
+    selection = _selection(constraints)
+    if not selection:
+        return f"every node of the cluster is ruled out: {reason}"
     count = len(selected)
-    reason = "; ".join(parts) or "the scheduler's node filters reject them"
-    if selection:
-        allowed = name_list(n.name for n in selected) if count <= _SHOWN_NODES else plural(count, "node")
-        verb = "allows" if len(selection) == 1 else "allow"
-        message = f"its {' and '.join(selection)} {verb} only {allowed}: {reason}"
-    else:
-        message = f"every node of the cluster is ruled out: {reason}"
-    path: DataPath = pod.spec_path
+    allowed = name_list(n.name for n in selected) if count <= _SHOWN_NODES else plural(count, "node")
+    verb = "allows" if len(selection) == 1 else "allow"
+    return f"its {' and '.join(selection)} {verb} only {allowed}: {reason}"
+
+
+def _taint_path(pod: PodView, constraints: Constraints) -> DataPath:
+    """Where to point: the tolerations, else the node selection that left these nodes."""
     if pod.tolerations:
-        path = (*pod.spec_path, "tolerations")
-    elif constraints.node_selector:
-        path = (*pod.spec_path, "nodeSelector")
-    elif pod.affinity is not None and pod.affinity.node_affinity is not None:
-        path = (*pod.affinity.node_affinity.path, "requiredDuringSchedulingIgnoredDuringExecution")
+        return (*pod.spec_path, "tolerations")
+    if constraints.node_selector:
+        return (*pod.spec_path, "nodeSelector")
+    if pod.affinity is not None and pod.affinity.node_affinity is not None:
+        return (*pod.affinity.node_affinity.path, "requiredDuringSchedulingIgnoredDuringExecution")
+    return pod.spec_path
+
+
+def _taint_fix(blocked: _Blocked, count: int) -> str:
+    """Tolerate the first taint, uncordon a node, else select other nodes."""
     fixes = []
-    if untolerated:
-        taint = untolerated[0][1]
+    if blocked.untolerated:
+        taint = blocked.untolerated[0][1]
         value = f", value: {taint.value}" if taint.value else ""
         operator = "Equal" if taint.value else "Exists"
         fixes.append(
             f"if the pods are meant for {'that node' if count == 1 else 'those nodes'}, add a toleration "
             f"{{key: {taint.key}, operator: {operator}{value}, effect: {taint.effect}}}"
         )
-    if cordoned:
+    if blocked.cordoned:
         fixes.append("uncordon a node (kubectl uncordon)")
     fixes.append("select other nodes")
-    fix = "; ".join(fixes[:-1]) + ("; else " if len(fixes) > 1 else "") + fixes[-1]
-    return _Why(path, message, tuple(related), fix)
+    return "; ".join(fixes[:-1]) + ("; else " if len(fixes) > 1 else "") + fixes[-1]
+
+
+def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
+    """Every node left is tainted (an untolerated NoSchedule / NoExecute taint) or cordoned: the
+    filters TaintToleration and NodeUnschedulable (reference §F)."""
+    constraints = shape.probe.constraints
+    blocked = _blocked(result, constraints, selected)
+    taint_parts, taint_related = _taint_words(blocked.untolerated)
+    cordon_parts, cordon_related = _cordon_words(blocked.cordoned)
+    reason = "; ".join(taint_parts + cordon_parts) or "the scheduler's node filters reject them"
+    return _Why(
+        _taint_path(shape.workload.pod, constraints),
+        _taint_message(constraints, selected, reason),
+        tuple(taint_related + cordon_related),
+        _taint_fix(blocked, len(selected)),
+    )
 
 
 def _autoscaling_words(result: Analysis) -> str:

@@ -130,55 +130,81 @@ def _owned_by_linted(context: Context, pod: Workload) -> bool:
 
 
 def _count_workload(context: Context, member: Member, selected: _Selected, hpas: Any) -> None:
+    """Add a workload's pods to what a budget selects, by the kind of controller: scaled ones at
+    their replicas (an autoscaler's minReplicas), DaemonSets one pod per node, the others as
+    many as run at once, a bare Pod once."""
     workload = member.workload
     assert workload is not None
-    ref = workload.ref
     kind = workload.controller  # a custom kind (Argo Rollout...) counts as the kind it resembles
-    namespace = ref.namespace or context.settings.namespace
-    replicas_path: DataPath = (
-        ("spec", "replicas") if dig(workload.doc.data, ("spec", "replicas")) is not None else ("spec",)
-    )
     if kind in _SCALED:
-        count = workload.replicas or 0
-        hpa = hpas.get((namespace, ref.kind, ref.name))
-        if hpa is not None:
-            count = hpa[1]
-            selected.parts.append(f"{ref}: {count} replicas at the HorizontalPodAutoscaler's minReplicas")
-            selected.related.append(Related(hpa[0], ("spec", "minReplicas"), f"scales {ref}"))
-        else:
-            written = "" if dig(workload.doc.data, ("spec", "replicas")) is not None else " (the default)"
-            selected.parts.append(f"{ref}: {count} replica{'s' if count != 1 else ''}{written}")
-        if count <= 0:
-            return
-        selected.pods += count
-        selected.scale += count
+        counted = _count_scaled(context, workload, selected, hpas)
     elif kind == "DaemonSet":
-        run = context.placement
-        if run is None or id(workload) not in run.by_workload:
-            selected.unknown.append(str(ref))
-            selected.parts.append(f"{ref}: one pod per node it runs on")
-        else:
-            count = len(run.pods.get(id(workload), [])) + sum(
-                1 for p in run.by_workload[id(workload)] if p.node is None
-            )
-            selected.pods += count
-            selected.parts.append(f"{ref}: {count} pod{'s' if count != 1 else ''}, one per node")
-        selected.unscaled.append((str(ref), _NO_SCALE[kind]))
+        counted = _count_daemonset(context, workload, selected)
     elif kind in _NO_SCALE:
-        count = workload.replicas or 0
-        if count <= 0:
-            return
-        selected.pods += count
-        selected.parts.append(f"{ref}: {count} pod{'s' if count != 1 else ''} at a time")
-        selected.unscaled.append((str(ref), _NO_SCALE[kind]))
+        counted = _count_unscaled(workload, kind, selected)
     elif kind == "Pod":
         selected.pods += 1
         selected.unmanaged += 1
-        selected.parts.append(f"{ref}: a Pod no controller owns")
+        selected.parts.append(f"{workload.ref}: a Pod no controller owns")
+        counted = True
     else:
+        counted = False
+    if not counted:
         return
-    selected.related.append(Related(workload.doc, replicas_path, f"selected by the budget: {ref}"))
+    replicas_path: DataPath = (
+        ("spec", "replicas") if dig(workload.doc.data, ("spec", "replicas")) is not None else ("spec",)
+    )
+    selected.related.append(Related(workload.doc, replicas_path, f"selected by the budget: {workload.ref}"))
     _during_execution(context, workload, selected)
+
+
+def _count_scaled(context: Context, workload: Workload, selected: _Selected, hpas: Any) -> bool:
+    """A workload a HorizontalPodAutoscaler may scale: its replicas, or the autoscaler's
+    minReplicas; whether it has pods."""
+    ref = workload.ref
+    namespace = ref.namespace or context.settings.namespace
+    count = workload.replicas or 0
+    hpa = hpas.get((namespace, ref.kind, ref.name))
+    if hpa is not None:
+        count = hpa[1]
+        selected.parts.append(f"{ref}: {count} replicas at the HorizontalPodAutoscaler's minReplicas")
+        selected.related.append(Related(hpa[0], ("spec", "minReplicas"), f"scales {ref}"))
+    else:
+        written = "" if dig(workload.doc.data, ("spec", "replicas")) is not None else " (the default)"
+        selected.parts.append(f"{ref}: {count} replica{'s' if count != 1 else ''}{written}")
+    if count <= 0:
+        return False
+    selected.pods += count
+    selected.scale += count
+    return True
+
+
+def _count_daemonset(context: Context, workload: Workload, selected: _Selected) -> bool:
+    """A DaemonSet: the pods the placement made for it (one per node), unknown without one."""
+    ref = workload.ref
+    run = context.placement
+    if run is None or id(workload) not in run.by_workload:
+        selected.unknown.append(str(ref))
+        selected.parts.append(f"{ref}: one pod per node it runs on")
+    else:
+        count = len(run.pods.get(id(workload), [])) + sum(
+            1 for p in run.by_workload[id(workload)] if p.node is None
+        )
+        selected.pods += count
+        selected.parts.append(f"{ref}: {count} pod{'s' if count != 1 else ''}, one per node")
+    selected.unscaled.append((str(ref), _NO_SCALE["DaemonSet"]))
+    return True
+
+
+def _count_unscaled(workload: Workload, kind: str, selected: _Selected) -> bool:
+    """A controller no autoscaler scales (a Job's parallelism...): the pods at a time."""
+    count = workload.replicas or 0
+    if count <= 0:
+        return False
+    selected.pods += count
+    selected.parts.append(f"{workload.ref}: {count} pod{'s' if count != 1 else ''} at a time")
+    selected.unscaled.append((str(workload.ref), _NO_SCALE[kind]))
+    return True
 
 
 def _matches(terms: Sequence[NodeSelectorTerm], labels: Mapping[str, str], name: str) -> bool:

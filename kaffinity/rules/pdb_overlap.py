@@ -40,99 +40,133 @@ def _identity(graph: AffinityGraph, relation: Relation) -> tuple[str | None, str
     return ref.namespace, ref.name
 
 
+#: Per matched set: the names of the members some other budget selects too ("" when none), the
+#: budgets that select them (indices), and those budgets' identities by name.
+_Overlap = tuple[str, list[int], dict[str, set[tuple[str | None, str]]]]
+
+
+class _Budgets:
+    """The budgets that exist, grouped by matched set.
+
+    Budgets with the same matched set (the same selector in the same namespace, or one reaching
+    every namespace) are grouped, and everything that depends on the set alone is worked out
+    once per group: N workloads and N/10 budgets whose selectors all match each other cost N,
+    plus the report's own size, not N² (issue 18).
+    """
+
+    def __init__(self, graph: AffinityGraph, budgets: list[Relation]) -> None:
+        self.graph = graph
+        self.budgets = budgets
+        self.groups: dict[frozenset[str], list[int]] = {}
+        for index, relation in enumerate(budgets):
+            self.groups.setdefault(relation.matches, []).append(index)
+        self.sets = list(self.groups)
+        self.in_groups: dict[str, list[int]] = {}  # member -> the groups whose set holds it
+        for group, matches in enumerate(self.sets):
+            for node in matches:
+                self.in_groups.setdefault(node, []).append(group)
+        self.identities = [_identity(graph, relation) for relation in budgets]
+        self._crowded: dict[tuple[int, ...], bool] = {}  # groups -> whether two identities differ
+        self._overlaps: dict[frozenset[str], _Overlap] = {}
+
+    def shared_by_many(self, member: Member) -> bool:
+        """Whether budgets of two identities select ``member``."""
+        key = tuple(self.in_groups[member.id])
+        found = self._crowded.get(key)
+        if found is None:
+            found = self._crowded[key] = (
+                len({self.identities[index] for group in key for index in self.groups[self.sets[group]]}) > 1
+            )
+        return found
+
+    def overlap(self, matches: frozenset[str]) -> _Overlap:
+        """The members of a matched set some other budget selects too (a budget's own identity is
+        among any member's, so "another identity" is "two identities"), their names, and the
+        budgets that select them; once per set."""
+        found = self._overlaps.get(matches)
+        if found is not None:
+            return found
+        shared = [
+            member
+            for member in ordered(self.graph, matches)
+            if _has_pods(member) and self.shared_by_many(member)
+        ]
+        selecting = sorted(
+            {
+                index
+                for group in {group for member in shared for group in self.in_groups[member.id]}
+                for index in self.groups[self.sets[group]]
+            }
+        )
+        identities_named: dict[str, set[tuple[str | None, str]]] = {}
+        for index in selecting:
+            identities_named.setdefault(self.identities[index][1], set()).add(self.identities[index])
+        found = self._overlaps[matches] = (
+            name_list(str(member) for member in shared) if shared else "",
+            selecting,
+            identities_named,
+        )
+        return found
+
+    def others(
+        self, selecting: list[int], me: tuple[str | None, str]
+    ) -> tuple[list[Relation], dict[str, None]]:
+        """The other budgets: the first few, and their names, so that N budgets selecting the
+        same pods cost N x SHOWN, not N² (issue 18)."""
+        others: list[Relation] = []
+        shown: dict[str, None] = {}
+        for index in selecting:
+            if self.identities[index] != me:
+                others.append(self.budgets[index])
+                shown.setdefault(self.identities[index][1])
+                if len(others) >= MAX_RELATED and len(shown) >= SHOWN:
+                    break
+        return others, shown
+
+
 def _check(context: Context) -> Iterator[Violation]:
     graph = context.graph
     version = context.settings.kube_version
     # A budget the API server refuses (api-validation) never exists: it overlaps nothing.
-    budgets = [
-        relation
-        for relation in graph.relations
-        if relation.kind == RELATION_PDB
-        and _selects(relation)
-        and not budget_refused(relation.doc.data, version)
-    ]
-    # Budgets with the same matched set (the same selector in the same namespace, or one
-    # reaching every namespace) are grouped, and everything that depends on the set alone is
-    # worked out once per group: N workloads and N/10 budgets whose selectors all match each
-    # other cost N, plus the report's own size, not N² (issue 18).
-    groups: dict[frozenset[str], list[int]] = {}
-    for index, relation in enumerate(budgets):
-        groups.setdefault(relation.matches, []).append(index)
-    sets = list(groups)
-    in_groups: dict[str, list[int]] = {}  # member -> the groups whose set holds it
-    for group, matches in enumerate(sets):
-        for node in matches:
-            in_groups.setdefault(node, []).append(group)
-    identities = [_identity(graph, relation) for relation in budgets]
-    crowded: dict[tuple[int, ...], bool] = {}  # groups -> whether two budgets' identities differ
-
-    def shared_by_many(member: Member) -> bool:
-        key = tuple(in_groups[member.id])
-        found = crowded.get(key)
-        if found is None:
-            found = crowded[key] = (
-                len({identities[index] for group in key for index in groups[sets[group]]}) > 1
-            )
-        return found
-
-    # Per matched set: the members some other budget selects too (a budget's own identity is
-    # among any member's, so "another identity" is "two identities"), their names, and the
-    # budgets that select them.
-    overlaps: dict[frozenset[str], tuple[str, list[int], dict[str, set[tuple[str | None, str]]]]] = {}
-    for relation_index, relation in enumerate(budgets):
-        me = identities[relation_index]
-        found = overlaps.get(relation.matches)
-        if found is None:
-            shared = [
-                member
-                for member in ordered(graph, relation.matches)
-                if _has_pods(member) and shared_by_many(member)
-            ]
-            selecting = sorted(
-                {
-                    index
-                    for group in {group for member in shared for group in in_groups[member.id]}
-                    for index in groups[sets[group]]
-                }
-            )
-            identities_named: dict[str, set[tuple[str | None, str]]] = {}
-            for index in selecting:
-                identities_named.setdefault(identities[index][1], set()).add(identities[index])
-            found = overlaps[relation.matches] = (
-                name_list(str(member) for member in shared) if shared else "",
-                selecting,
-                identities_named,
-            )
-        shared_names, selecting, identities_named = found
+    budgets = _Budgets(
+        graph,
+        [
+            relation
+            for relation in graph.relations
+            if relation.kind == RELATION_PDB
+            and _selects(relation)
+            and not budget_refused(relation.doc.data, version)
+        ],
+    )
+    for relation_index, relation in enumerate(budgets.budgets):
+        me = budgets.identities[relation_index]
+        shared_names, selecting, identities_named = budgets.overlap(relation.matches)
         if not shared_names:
             continue
-        # The other budgets: the first few, named and related, and a count of the rest's names
-        # (distinct names of the set, less this budget's unless another budget shares it), so
-        # that N budgets selecting the same pods cost N x SHOWN, not N² (issue 18).
-        others: list[Relation] = []
-        shown: dict[str, None] = {}
-        for index in selecting:
-            if identities[index] != me:
-                others.append(budgets[index])
-                shown.setdefault(identities[index][1])
-                if len(others) >= MAX_RELATED and len(shown) >= SHOWN:
-                    break
+        others, shown = budgets.others(selecting, me)
+        # The count of the rest's names: distinct names of the set, less this budget's unless
+        # another budget shares it.
         names = len(identities_named) - (identities_named[me[1]] == {me})
-        other_names = name_list(shown, total=names)
-        # registry/core/pod/storage/eviction.go: a pod with more than one matching budget is
-        # refused with HTTP 500 (reference §G); kubectl drain fails that pod and stops.
-        message = (
-            f"this PodDisruptionBudget and {other_names} both select the pods of "
-            f"{shared_names}: evicting such a pod fails with HTTP 500 "
-            '"This pod has more than one PodDisruptionBudget, which the eviction subresource does not '
-            'support", so draining their nodes (kubectl drain, node upgrades, cluster-autoscaler) fails'
-        )
-        related = tuple(
-            Related(other.doc, other.path, f"PodDisruptionBudget {graph.pdbs[other.owner].ref.name}")
-            for other in others[:MAX_RELATED]
-        )
-        fix = "make the selectors disjoint, or keep one PodDisruptionBudget for these pods"
-        yield Violation(relation.doc, relation.path, message, related=related, fix=fix)
+        yield _violation(graph, relation, shared_names, others, name_list(shown, total=names))
+
+
+def _violation(
+    graph: AffinityGraph, relation: Relation, shared_names: str, others: list[Relation], other_names: str
+) -> Violation:
+    # registry/core/pod/storage/eviction.go: a pod with more than one matching budget is
+    # refused with HTTP 500 (reference §G); kubectl drain fails that pod and stops.
+    message = (
+        f"this PodDisruptionBudget and {other_names} both select the pods of "
+        f"{shared_names}: evicting such a pod fails with HTTP 500 "
+        '"This pod has more than one PodDisruptionBudget, which the eviction subresource does not '
+        'support", so draining their nodes (kubectl drain, node upgrades, cluster-autoscaler) fails'
+    )
+    related = tuple(
+        Related(other.doc, other.path, f"PodDisruptionBudget {graph.pdbs[other.owner].ref.name}")
+        for other in others[:MAX_RELATED]
+    )
+    fix = "make the selectors disjoint, or keep one PodDisruptionBudget for these pods"
+    return Violation(relation.doc, relation.path, message, related=related, fix=fix)
 
 
 RULE = Rule(

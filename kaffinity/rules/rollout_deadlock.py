@@ -63,7 +63,7 @@ def _pods(blocker: Blocker, relation: str) -> list[str]:
     return sorted(name for name, rel in blocker.pods.items() if rel == relation)
 
 
-def _because(deadlock: Deadlock, blocker: Blocker) -> str:
+def _because(blocker: Blocker) -> str:
     from kaffinity.simulate.rollout import (
         BLOCKER_AFFINITY,
         BLOCKER_ANTI,
@@ -221,7 +221,7 @@ def _message(deadlock: Deadlock) -> str:
     summary = deadlock.placement.summary(deadlock.nodes)
     from kaffinity.simulate.scheduler import REASON_PORTS
 
-    reasons = [_because(deadlock, b) for b in deadlock.blockers]
+    reasons = [_because(b) for b in deadlock.blockers]
     ports = deadlock.pod.constraints.ports
     if not reasons and ports and REASON_PORTS in (deadlock.placement.reasons or ()):
         # NodePorts: one pod per node and host port, and the old pods hold them.
@@ -249,7 +249,7 @@ def _related(deadlock: Deadlock, primary: Blocker | None, run: PlacementRun) -> 
     for blocker in deadlock.blockers:
         if blocker is primary:
             continue
-        related.append(Related(blocker.doc, blocker.path, _because(deadlock, blocker)))
+        related.append(Related(blocker.doc, blocker.path, _because(blocker)))
     seen: set[tuple[int, tuple[object, ...]]] = set()
     for name in deadlock.old_nodes:
         node = run.sim.by_name[name].node

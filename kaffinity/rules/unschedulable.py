@@ -53,6 +53,10 @@ def _order() -> tuple[str, ...]:
 
 _SHOWN = 3
 
+#: Where a finding points (None: the replicas field or the pod spec), its detail, the related
+#: places, and the fix.
+_Explained = tuple[DataPath | None, str, tuple[Related, ...], str]
+
 
 def _rank(reason: str) -> int:
     for index, known in enumerate(_order()):
@@ -97,9 +101,7 @@ def _request_path(workload: Workload, resource: str) -> DataPath:
     )
 
 
-def _resources(
-    result: Analysis, stuck: Stuck, reason: str
-) -> tuple[DataPath | None, str, tuple[Related, ...], str]:
+def _resources(stuck: Stuck, reason: str) -> _Explained:
     from kaffinity.explain.pending import node_related, plural
     from kaffinity.simulate.scheduler import REASON_TOO_MANY_PODS
 
@@ -192,10 +194,8 @@ def _where(pods: list[SimPod], key: str) -> list[str]:
     return sorted({pod.node.labels[key] for pod in pods if pod.node is not None and key in pod.node.labels})
 
 
-def _explain(
-    result: Analysis, stuck: Stuck, reason: str
-) -> tuple[DataPath | None, str, tuple[Related, ...], str]:
-    from kaffinity.explain.pending import in_domains
+def _explain(result: Analysis, stuck: Stuck, reason: str) -> _Explained:
+    """The words for the dominant reason the nodes reject the pod, by the filter that gives it."""
     from kaffinity.simulate.scheduler import (
         REASON_AFFINITY,
         REASON_ANTI_AFFINITY,
@@ -210,22 +210,9 @@ def _explain(
     pod = stuck.pending[0].pod
     constraints = pod.constraints
     if reason == REASON_TOO_MANY_PODS or reason.startswith(_INSUFFICIENT):
-        return _resources(result, stuck, reason)
+        return _resources(stuck, reason)
     if reason == REASON_PORTS and constraints.ports:
-        # NodePorts (pkg/scheduler/framework/plugins/nodeports): one pod per node per host port.
-        ports = name_list(sorted({f"{protocol} {port}" for protocol, _, port in constraints.ports}))
-        network = workload.pod.host_network
-        why = " (hostNetwork: every containerPort is one)" if network else ""
-        text = (
-            f"it asks for host port {ports}{why}, which other pods already hold on every node it may "
-            "run on (one pod per node and port)"
-        )
-        fix = "run no more replicas than nodes (or a DaemonSet), or " + (
-            "leave the host network and reach the pods through a Service"
-            if network
-            else "drop hostPort and reach the pods through a Service"
-        )
-        return workload.pod.spec_path, text, (), fix
+        return _ports(workload, pod)
     if reason in (REASON_SPREAD, REASON_SPREAD_LABEL) and constraints.spread:
         spread = constraints.spread[0]
         return (
@@ -235,116 +222,168 @@ def _explain(
             "see the reasons per node with kaffinity place",
         )
     if reason == REASON_AFFINITY and constraints.affinity:
-        term = constraints.affinity[0]
-        key = term.topology_key
-        targets = _matching(result, pod, anti=False)
-        selector = name_list(selector_text(t.source.label_selector) for t in constraints.affinity)
-        values = {t.node.labels[key] for t in targets if t.node is not None and key in t.node.labels}
-        if not targets:
-            text = (
-                f"no running pod matches its required pod affinity ({selector}), and it does not match "
-                "it itself"
-            )
-            fix = "deploy the pods it requires, or correct the selector (or make the term preferred)"
-        elif not values:
-            # The pods it requires run only on nodes without the term's topology key: no node is
-            # in their domain (InterPodAffinity: a node lacking the key satisfies no term).
-            nodes = name_list(sorted({t.node.name for t in targets if t.node is not None}) or ["no node"])
-            text = (
-                f"the pods its required pod affinity ({selector}) matches run only on nodes without "
-                f"the label {key} ({nodes}), so no node shares their {domain_word(key)}"
-            )
-            fix = f"label those nodes with {key}, or relax the term"
-        else:
-            # The nodes of the domains where the pods it requires run: why each is ruled out.
-            rejected = (stuck.final[0].rejected or {}) if stuck.final else {}
-            there: Counter[str] = Counter()
-            for node in result.sim.nodes:
-                if node.labels.get(key) in values:
-                    there.update(rejected.get(node.name, ["fits, but the other terms fail there"]))
-            why = ", ".join(sorted(f"{count} {reason}" for reason, count in there.items()))
-            text = (
-                f"the pods its required pod affinity ({selector}) matches run only "
-                f"{in_domains(key, sorted(values))}, and the nodes there are ruled out: {why}"
-            )
-            fix = "let it run where those pods run (tolerations, node selection, capacity), or relax the term"
-            if REASON_EXISTING_ANTI in there:
-                blockers = _blockers(result, pod)
-                text += " -- the required anti-affinity of " + name_list(o.name for o, _, _ in blockers)
-                text += " selects its pods"
-                related = tuple(
-                    Related(other.workload.doc, path, f"anti-affinity of pod {other.name}")
-                    for other, _, path in blockers[:_SHOWN]
-                )
-                return (
-                    term.source.path,
-                    text,
-                    related,
-                    (
-                        "the pods it requires refuse to share a domain with it: narrow one of the two "
-                        "selectors"
-                    ),
-                )
-        return term.source.path, text, (), fix
+        return _affinity(result, stuck, pod)
     if reason == REASON_ANTI_AFFINITY and constraints.anti:
-        others = _matching(result, pod, anti=True)
-        term = constraints.anti[0]
-        key = term.topology_key
-        text = (
-            f"pods its required pod anti-affinity matches ({name_list(p.name for p in others)}) run "
-            f"{in_domains(key, _where(others, key))}"
-        )
-        related = tuple(
-            Related(other.workload.doc, (*other.workload.pod.metadata_path, "labels"), f"pod {other.name}")
-            for other in others[:_SHOWN]
-        )
-        return term.source.path, text, related, "narrow the selector, add nodes, or make the term preferred"
+        return _anti_affinity(result, pod)
     if reason == REASON_EXISTING_ANTI:
-        blockers = _blockers(result, pod)
-        text = (
-            "the required pod anti-affinity of other pods selects its pods and keeps them out: "
-            + name_list(f"{other.name} (out of {where})" for other, where, _ in blockers)
-        )
-        related = tuple(
-            Related(other.workload.doc, path, f"anti-affinity of pod {other.name}")
-            for other, _, path in blockers[:_SHOWN]
-        )
-        return (
-            (*workload.pod.metadata_path, "labels"),
-            text,
-            related,
-            "narrow the other workloads' anti-affinity selectors so that they do not select these pods",
-        )
+        return _existing_anti(result, workload, pod)
     return None, "", (), "see the reasons per node with kaffinity place"
 
 
-def _violation(result: Analysis, stuck: Stuck) -> Violation:
-    from kaffinity.explain.pending import no_scale_up, pending_words, plural, replicas_field
+def _ports(workload: Workload, pod: SimPod) -> _Explained:
+    """NodePorts (pkg/scheduler/framework/plugins/nodeports): one pod per node per host port."""
+    ports = name_list(sorted({f"{protocol} {port}" for protocol, _, port in pod.constraints.ports}))
+    network = workload.pod.host_network
+    why = " (hostNetwork: every containerPort is one)" if network else ""
+    text = (
+        f"it asks for host port {ports}{why}, which other pods already hold on every node it may "
+        "run on (one pod per node and port)"
+    )
+    fix = "run no more replicas than nodes (or a DaemonSet), or " + (
+        "leave the host network and reach the pods through a Service"
+        if network
+        else "drop hostPort and reach the pods through a Service"
+    )
+    return workload.pod.spec_path, text, (), fix
+
+
+def _affinity(result: Analysis, stuck: Stuck, pod: SimPod) -> _Explained:
+    """Required pod affinity: no pod it requires, none in a domain, or the domains ruled out."""
+    terms = pod.constraints.affinity
+    term = terms[0]
+    key = term.topology_key
+    targets = _matching(result, pod, anti=False)
+    selector = name_list(selector_text(t.source.label_selector) for t in terms)
+    values = {t.node.labels[key] for t in targets if t.node is not None and key in t.node.labels}
+    if not targets:
+        text = (
+            f"no running pod matches its required pod affinity ({selector}), and it does not match it itself"
+        )
+        fix = "deploy the pods it requires, or correct the selector (or make the term preferred)"
+        return term.source.path, text, (), fix
+    if not values:
+        # The pods it requires run only on nodes without the term's topology key: no node is
+        # in their domain (InterPodAffinity: a node lacking the key satisfies no term).
+        nodes = name_list(sorted({t.node.name for t in targets if t.node is not None}) or ["no node"])
+        text = (
+            f"the pods its required pod affinity ({selector}) matches run only on nodes without "
+            f"the label {key} ({nodes}), so no node shares their {domain_word(key)}"
+        )
+        return term.source.path, text, (), f"label those nodes with {key}, or relax the term"
+    return _affinity_ruled_out(result, stuck, pod, selector, values)
+
+
+def _affinity_ruled_out(
+    result: Analysis, stuck: Stuck, pod: SimPod, selector: str, values: set[str]
+) -> _Explained:
+    """The nodes of the domains where the pods it requires run: why each is ruled out."""
+    from kaffinity.explain.pending import in_domains
+    from kaffinity.simulate.scheduler import REASON_EXISTING_ANTI
+
+    term = pod.constraints.affinity[0]
+    key = term.topology_key
+    rejected = (stuck.final[0].rejected or {}) if stuck.final else {}
+    there: Counter[str] = Counter()
+    for node in result.sim.nodes:
+        if node.labels.get(key) in values:
+            there.update(rejected.get(node.name, ["fits, but the other terms fail there"]))
+    why = ", ".join(sorted(f"{count} {reason}" for reason, count in there.items()))
+    text = (
+        f"the pods its required pod affinity ({selector}) matches run only "
+        f"{in_domains(key, sorted(values))}, and the nodes there are ruled out: {why}"
+    )
+    fix = "let it run where those pods run (tolerations, node selection, capacity), or relax the term"
+    if REASON_EXISTING_ANTI not in there:
+        return term.source.path, text, (), fix
+    blockers = _blockers(result, pod)
+    text += " -- the required anti-affinity of " + name_list(o.name for o, _, _ in blockers)
+    text += " selects its pods"
+    related = tuple(
+        Related(other.workload.doc, path, f"anti-affinity of pod {other.name}")
+        for other, _, path in blockers[:_SHOWN]
+    )
+    fix = "the pods it requires refuse to share a domain with it: narrow one of the two selectors"
+    return term.source.path, text, related, fix
+
+
+def _anti_affinity(result: Analysis, pod: SimPod) -> _Explained:
+    """Its own required anti-affinity: the pods it matches, and where they run."""
+    from kaffinity.explain.pending import in_domains
+
+    others = _matching(result, pod, anti=True)
+    term = pod.constraints.anti[0]
+    key = term.topology_key
+    text = (
+        f"pods its required pod anti-affinity matches ({name_list(p.name for p in others)}) run "
+        f"{in_domains(key, _where(others, key))}"
+    )
+    related = tuple(
+        Related(other.workload.doc, (*other.workload.pod.metadata_path, "labels"), f"pod {other.name}")
+        for other in others[:_SHOWN]
+    )
+    return term.source.path, text, related, "narrow the selector, add nodes, or make the term preferred"
+
+
+def _existing_anti(result: Analysis, workload: Workload, pod: SimPod) -> _Explained:
+    """Other pods' required anti-affinity selects its pods: which, and the domain each keeps."""
+    blockers = _blockers(result, pod)
+    text = "the required pod anti-affinity of other pods selects its pods and keeps them out: " + name_list(
+        f"{other.name} (out of {where})" for other, where, _ in blockers
+    )
+    related = tuple(
+        Related(other.workload.doc, path, f"anti-affinity of pod {other.name}")
+        for other, _, path in blockers[:_SHOWN]
+    )
+    return (
+        (*workload.pod.metadata_path, "labels"),
+        text,
+        related,
+        "narrow the other workloads' anti-affinity selectors so that they do not select these pods",
+    )
+
+
+def _daemonset_violation(result: Analysis, stuck: Stuck) -> Violation:
+    """A DaemonSet's pods are pinned: each node's own reasons, for the first few."""
+    from kaffinity.explain.pending import pending_words
     from kaffinity.simulate.scheduler import REASON_PINNED
 
     workload = stuck.workload
     total = len(result.sim.nodes)
+    parts = []
+    for placement in stuck.final[:_SHOWN]:
+        node = placement.pod.constraints.pinned or ""
+        reasons = (placement.rejected or {}).get(node) or [
+            reason for reason in placement.reasons or () if reason != REASON_PINNED
+        ]
+        parts.append(f"on {node}: {', '.join(reasons) or placement.summary(total)}")
+    more = len(stuck.pending) - len(stuck.final[:_SHOWN])
+    message = f"{pending_words(stuck)}: {'; '.join(parts)}" + (f"; and {more} more" if more > 0 else "")
+    return Violation(
+        workload.doc,
+        workload.pod.spec_path,
+        message,
+        fix="free room on those nodes, or keep the DaemonSet off them (node affinity)",
+    )
+
+
+def _dynamic(stuck: Stuck) -> tuple[list[str], str | None]:
+    """The final attempt's reasons from the dynamic filters, and the dominant one: on the most
+    nodes, a tie to the first filter."""
     final = stuck.final[0] if stuck.final else None
-    summary = final.summary(total) if final is not None else ""
-    if workload.ref.kind == "DaemonSet":
-        parts = []
-        for placement in stuck.final[:_SHOWN]:
-            node = placement.pod.constraints.pinned or ""
-            reasons = (placement.rejected or {}).get(node) or [
-                reason for reason in placement.reasons or () if reason != REASON_PINNED
-            ]
-            parts.append(f"on {node}: {', '.join(reasons) or placement.summary(total)}")
-        more = len(stuck.pending) - len(stuck.final[:_SHOWN])
-        message = f"{pending_words(stuck)}: {'; '.join(parts)}" + (f"; and {more} more" if more > 0 else "")
-        return Violation(
-            workload.doc,
-            workload.pod.spec_path,
-            message,
-            fix="free room on those nodes, or keep the DaemonSet off them (node affinity)",
-        )
     counts = final.reasons if final is not None and final.reasons else {}
     dynamic = [reason for reason in counts if _rank(reason) < len(_order())]
     dominant = min(dynamic, key=lambda r: (-counts[r], _rank(r))) if dynamic else None
+    return dynamic, dominant
+
+
+def _violation(result: Analysis, stuck: Stuck) -> Violation:
+    from kaffinity.explain.pending import no_scale_up, pending_words, plural, replicas_field
+
+    workload = stuck.workload
+    if workload.ref.kind == "DaemonSet":
+        return _daemonset_violation(result, stuck)
+    summary = stuck.final[0].summary(len(result.sim.nodes)) if stuck.final else ""
+    dynamic, dominant = _dynamic(stuck)
     path: DataPath | None = None
     detail = ""
     related: tuple[Related, ...] = ()

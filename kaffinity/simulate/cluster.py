@@ -379,65 +379,91 @@ def karpenter_pools(documents: Sequence[Document], nodes: Sequence[Node]) -> Ite
     ``karpenter.sh/nodepool``), unknown without one. ``spec.limits`` caps what its nodes hold."""
     zones = sorted({label for node in nodes for key, label in node.labels if key == ZONE})
     for doc in documents:
-        data = doc.data
-        if (
-            not isinstance(data, Mapping)
-            or data.get("kind") != "NodePool"
-            or data.get("apiVersion") != KARPENTER_API
-        ):
+        found = _node_pool(doc)
+        if found is not None:
+            name, spec = found
+            yield _karpenter_pool(doc, name, spec, zones, nodes)
+
+
+def _node_pool(doc: Document) -> tuple[str, Mapping[str, Any]] | None:
+    """The name and spec of a Karpenter NodePool; None for another document or one without."""
+    data = doc.data
+    if (
+        not isinstance(data, Mapping)
+        or data.get("kind") != "NodePool"
+        or data.get("apiVersion") != KARPENTER_API
+    ):
+        return None
+    metadata = data.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    spec = data.get("spec")
+    if not isinstance(name, str) or not name or not isinstance(spec, Mapping):
+        return None
+    return name, spec
+
+
+def _karpenter_pool(
+    doc: Document, name: str, spec: Mapping[str, Any], zones: list[str], nodes: Sequence[Node]
+) -> Pool:
+    """One NodePool as a pool: its new nodes' label variants, taints, size and limits."""
+    template = _mapping(spec.get("template"))
+    meta = _mapping(template.get("metadata"))
+    pod_spec = _mapping(template.get("spec"))
+    labels = {**KARPENTER_DEFAULTS, **_strings(meta.get("labels")), KARPENTER_POOL_LABEL: name}
+    choices = _choices(pod_spec, zones, labels)
+    keys = sorted(choices)
+    variants = [
+        tuple({**labels, **dict(zip(keys, combo, strict=True))}.items())
+        for combo in itertools.islice(itertools.product(*(choices[k] for k in keys)), MAX_VARIANTS)
+    ]
+    own = [node for node in nodes if (KARPENTER_POOL_LABEL, name) in node.labels]
+    sized = next((node for node in own if node.allocatable), None)
+    weight = spec.get("weight")
+    return Pool(
+        name,
+        "NodePool",
+        doc,
+        ("spec",),
+        tuple(variants) or (tuple(labels.items()),),
+        _taints(pod_spec, ("spec", "template", "spec")),
+        sized.allocatable if sized is not None else None,
+        len(own),
+        None,
+        _karpenter_limits(spec.get("limits")),
+        weight if isinstance(weight, int) and not isinstance(weight, bool) else 0,
+        prefix=f"{name}-",
+    )
+
+
+def _choices(pod_spec: Mapping[str, Any], zones: list[str], labels: dict[str, str]) -> dict[str, list[str]]:
+    """The values a new node may take per label key: the cluster's zones, narrowed by the
+    template's requirements (``DoesNotExist`` also drops the key from ``labels``)."""
+    choices: dict[str, list[str]] = {ZONE: list(zones)} if zones else {}
+    for _, requirement in _items(pod_spec.get("requirements")):
+        key, operator = requirement.get("key"), requirement.get("operator")
+        raw_values = requirement.get("values")
+        values = [v for v in raw_values if isinstance(v, str)] if isinstance(raw_values, list) else []
+        if not isinstance(key, str):
             continue
-        metadata = data.get("metadata")
-        name = metadata.get("name") if isinstance(metadata, Mapping) else None
-        spec = data.get("spec")
-        if not isinstance(name, str) or not name or not isinstance(spec, Mapping):
-            continue
-        template = _mapping(spec.get("template"))
-        meta = _mapping(template.get("metadata"))
-        pod_spec = _mapping(template.get("spec"))
-        labels = {**KARPENTER_DEFAULTS, **_strings(meta.get("labels")), KARPENTER_POOL_LABEL: name}
-        choices: dict[str, list[str]] = {ZONE: list(zones)} if zones else {}
-        for _, requirement in _items(pod_spec.get("requirements")):
-            key, operator = requirement.get("key"), requirement.get("operator")
-            raw_values = requirement.get("values")
-            values = [v for v in raw_values if isinstance(v, str)] if isinstance(raw_values, list) else []
-            if not isinstance(key, str):
-                continue
-            if operator == "In" and values:
-                choices[key] = values
-            elif operator == "NotIn" and key in choices:
-                choices[key] = [v for v in choices[key] if v not in values]
-            elif operator == "DoesNotExist":
-                choices.pop(key, None)
-                labels.pop(key, None)
-        variants = []
-        keys = sorted(choices)
-        for combo in itertools.islice(itertools.product(*(choices[k] for k in keys)), MAX_VARIANTS):
-            variants.append(tuple({**labels, **dict(zip(keys, combo, strict=True))}.items()))
-        taints = _taints(pod_spec, ("spec", "template", "spec"))
-        own = [node for node in nodes if (KARPENTER_POOL_LABEL, name) in node.labels]
-        sized = next((node for node in own if node.allocatable), None)
-        limits: dict[str, Decimal] = {}
-        raw_limits = spec.get("limits")
-        if isinstance(raw_limits, Mapping):
-            for key, value in raw_limits.items():
-                quantity = parse_quantity(value)
-                if quantity is not None:
-                    limits[str(key)] = quantity
-        weight = spec.get("weight")
-        yield Pool(
-            name,
-            "NodePool",
-            doc,
-            ("spec",),
-            tuple(variants) or (tuple(labels.items()),),
-            taints,
-            sized.allocatable if sized is not None else None,
-            len(own),
-            None,
-            tuple(sorted(limits.items())),
-            weight if isinstance(weight, int) and not isinstance(weight, bool) else 0,
-            prefix=f"{name}-",
-        )
+        if operator == "In" and values:
+            choices[key] = values
+        elif operator == "NotIn" and key in choices:
+            choices[key] = [v for v in choices[key] if v not in values]
+        elif operator == "DoesNotExist":
+            choices.pop(key, None)
+            labels.pop(key, None)
+    return choices
+
+
+def _karpenter_limits(raw: Any) -> tuple[tuple[str, Decimal], ...]:
+    """``spec.limits``: the quantities that parse, by resource name."""
+    limits: dict[str, Decimal] = {}
+    if isinstance(raw, Mapping):
+        for key, value in raw.items():
+            quantity = parse_quantity(value)
+            if quantity is not None:
+                limits[str(key)] = quantity
+    return tuple(sorted(limits.items()))
 
 
 def _taints(owner: Mapping[str, Any], path: DataPath) -> tuple[Taint, ...]:

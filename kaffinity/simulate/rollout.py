@@ -279,6 +279,60 @@ def _current(run: PlacementRun, workload: Workload) -> list[SimPod]:
     return pods
 
 
+@dataclass(slots=True)
+class _ReplicaSetUpdate:
+    """A Deployment's RollingUpdate in progress: the old pods left (in order, a pod deleted in
+    O(1)), the new ones, those left Pending in order, and how many old pods were deleted."""
+
+    session: _Session
+    replicas: int
+    budget: Budget
+    old: dict[SimPod, None]
+    victims: _Victims
+    new: list[SimPod] = field(default_factory=list)
+    pending: list[SimPod] = field(default_factory=list)
+    deleted: int = 0
+
+    @property
+    def min_available(self) -> int:
+        return self.replicas - self.budget.unavailable
+
+    def step(self) -> bool:
+        """One pass of the controller: retry the Pending pods, then scale the new ReplicaSet up,
+        else the old one down; whether anything moved (scaling up always goes on)."""
+        progressed = self.session.retry(self.pending)
+        total = len(self.old) + len(self.new)
+        if len(self.new) < self.replicas and total < self.replicas + self.budget.surge:
+            self._scale_up(total)
+            return True
+        return self._scale_down() or progressed
+
+    def _scale_up(self, total: int) -> None:
+        """NewRSNewReplicas: scale the new ReplicaSet up within replicas + maxSurge."""
+        for _ in range(min(self.replicas + self.budget.surge - total, self.replicas - len(self.new))):
+            pod = self.session.sim.pod(self.session.template, len(self.new), NEW_REVISION)
+            self.new.append(pod)
+            self.victims.mine.add(pod)
+            if self.pending or not self.session.place(pod):
+                self.pending.append(pod)
+
+    def _scale_down(self) -> bool:
+        """reconcileOldReplicaSets: Pending new pods are unavailable; whether a pod was deleted."""
+        if not self.old:
+            return False
+        max_scaled_down = len(self.old) + len(self.new) - self.min_available - len(self.pending)
+        # (cleanupUnhealthyReplicas has nothing to do: every old pod runs, see simulate)
+        available = len(self.old) + len(self.new) - len(self.pending)
+        if max_scaled_down <= 0 or available <= self.min_available:
+            return False
+        chosen = self.victims.take(min(available - self.min_available, len(self.old)))
+        for pod in chosen:
+            self.session.delete(pod)
+            del self.old[pod]
+        self.deleted += len(chosen)
+        return bool(chosen)
+
+
 def _deployment(
     session: _Session, workload: Workload, current: list[SimPod], override: Budget | None
 ) -> Deadlock | None:
@@ -288,67 +342,100 @@ def _deployment(
     budget = override or deployment_budget(workload, replicas)
     if budget is None:
         return None
-    sim = session.sim
-    old = dict.fromkeys(current)  # in order, and a pod deleted in O(1)
-    victims = _Victims(session, list(old))
-    new: list[SimPod] = []
-    pending: list[SimPod] = []
-    min_available = replicas - budget.unavailable
-    deleted = 0
+    old = dict.fromkeys(current)
+    update = _ReplicaSetUpdate(session, replicas, budget, old, _Victims(session, list(old)))
     for _ in range(4 * (replicas + len(old)) + 8):
-        progressed = session.retry(pending)
-        total = len(old) + len(new)
-        if len(new) < replicas and total < replicas + budget.surge:
-            # NewRSNewReplicas: scale the new ReplicaSet up within replicas + maxSurge.
-            for _ in range(min(replicas + budget.surge - total, replicas - len(new))):
-                pod = sim.pod(session.template, len(new), NEW_REVISION)
-                new.append(pod)
-                victims.mine.add(pod)
-                if pending or not session.place(pod):
-                    pending.append(pod)
-            continue
-        if old:
-            # reconcileOldReplicaSets: Pending new pods are unavailable.
-            max_scaled_down = len(old) + len(new) - min_available - len(pending)
-            # (cleanupUnhealthyReplicas has nothing to do: every old pod runs, see simulate)
-            available = len(old) + len(new) - len(pending)
-            if max_scaled_down > 0 and available > min_available:
-                chosen = victims.take(min(available - min_available, len(old)))
-                for pod in chosen:
-                    session.delete(pod)
-                    del old[pod]
-                deleted += len(chosen)
-                progressed = progressed or bool(chosen)
-        if not progressed:
+        if not update.step():
             break
-    placed = len(new) - len(pending)
-    if not old and len(new) == replicas and not pending:
+    if not update.pending:
         return None
-    if not pending:
-        return None
-    if old:
+    return _deployment_deadlock(update, workload)
+
+
+def _deployment_deadlock(update: _ReplicaSetUpdate, workload: Workload) -> Deadlock | None:
+    """The words for a Deployment's rollout that stopped with a new pod Pending."""
+    budget, replicas = update.budget, update.replicas
+    placed = len(update.new) - len(update.pending)
+    if update.old:
         wait = (
-            f"meanwhile the Deployment controller removes no old pod: with {budget.text}, {min_available} of "
-            f"{replicas} pods must stay available and the Pending pod counts as unavailable"
+            f"meanwhile the Deployment controller removes no old pod: with {budget.text}, "
+            f"{update.min_available} of {replicas} pods must stay available and the Pending pod counts as "
+            "unavailable"
         )
     else:
         wait = "every old pod is already gone, so nothing the controller can still remove would make room"
     done = [f"placing {_count(placed, 'new pod')}"] if placed else []
-    done += [f"removing {_count(deleted, 'old pod')}"] if deleted else []
+    done += [f"removing {_count(update.deleted, 'old pod')}"] if update.deleted else []
     progress = " and ".join(done)
     return _deadlock(
-        session, workload, pending[0], "a pod of the new revision", budget, wait, progress, list(old)
+        update.session,
+        workload,
+        update.pending[0],
+        "a pod of the new revision",
+        budget,
+        wait,
+        progress,
+        list(update.old),
     )
 
 
-def _statefulset(
+def _by_ordinal(current: list[SimPod], workload: Workload, replicas: int) -> dict[int, SimPod] | None:
+    """The current pods by ordinal; None when two share one, or one has none in range (pods the
+    simulation cannot tell apart by ordinal: stay quiet)."""
+    by_ordinal: dict[int, SimPod] = {}
+    for pod in current:
+        ordinal = ordinal_of(pod, workload)
+        if ordinal is None or ordinal in by_ordinal or not 0 <= ordinal < replicas:
+            return None
+        by_ordinal[ordinal] = pod
+    return by_ordinal
+
+
+@dataclass(slots=True)
+class _OrdinalUpdate:
+    """A StatefulSet's RollingUpdate in progress: the ordinals to replace, the highest first, and
+    the new pods so far (by ordinal), those left Pending in order."""
+
+    session: _Session
+    by_ordinal: dict[int, SimPod]
+    targets: list[int]
+    budget: Budget
+    new: dict[int, SimPod] = field(default_factory=dict)
+    pending: list[SimPod] = field(default_factory=list)
+
+    def step(self) -> bool:
+        """One pass of the controller: retry the Pending pods, then replace ordinals while fewer
+        than maxUnavailable are not Running; whether anything moved."""
+        progressed = self.session.retry(self.pending)
+        room = self.budget.unavailable - len(self.pending)
+        for ordinal in self.targets:
+            if room <= 0:
+                break
+            if ordinal not in self.new:
+                self._replace(ordinal)
+                room -= 1
+                progressed = True
+        return progressed
+
+    def _replace(self, ordinal: int) -> None:
+        """Delete the old pod, recreate the ordinal at the new revision."""
+        self.session.delete(self.by_ordinal[ordinal])
+        pod = self.session.sim.pod(self.session.template, ordinal, NEW_REVISION)
+        self.new[ordinal] = pod
+        if self.pending or not self.session.place(pod):
+            self.pending.append(pod)
+
+
+def _statefulset_update(
     session: _Session,
     workload: Workload,
     current: list[SimPod],
     version: str,
     gates: Mapping[str, bool],
     override: Budget | None,
-) -> Deadlock | None:
+) -> _OrdinalUpdate | None:
+    """The update the StatefulSet controller would make; None when there is nothing to update,
+    no budget, or pods the simulation cannot follow."""
     replicas = workload.replicas or 0
     strategy = workload.strategy
     if replicas <= 0 or strategy is None:
@@ -361,47 +448,37 @@ def _statefulset(
         return None
     if len(current) < replicas or any(pod.node is None for pod in current):
         return None  # the controller never reaches its update step (see the module docstring)
-    by_ordinal: dict[int, SimPod] = {}
-    for pod in current:
-        ordinal = ordinal_of(pod, workload)
-        if ordinal is None or ordinal in by_ordinal or not 0 <= ordinal < replicas:
-            return None  # pods the simulation cannot tell apart by ordinal: stay quiet
-        by_ordinal[ordinal] = pod
-    sim = session.sim
-    new: dict[int, SimPod] = {}
-    pending: list[SimPod] = []
+    by_ordinal = _by_ordinal(current, workload, replicas)
+    if by_ordinal is None:
+        return None
     targets = list(range(replicas - 1, partition - 1, -1))  # the highest ordinal first
-    for _ in range(2 * replicas + 4):
-        progressed = session.retry(pending)
-        room = budget.unavailable - len(pending)
-        if room > 0:
-            for ordinal in targets:
-                if room <= 0:
-                    break
-                if ordinal in new:
-                    continue
-                # Delete the old pod, recreate the ordinal at the new revision.
-                session.delete(by_ordinal[ordinal])
-                pod = sim.pod(session.template, ordinal, NEW_REVISION)
-                new[ordinal] = pod
-                if pending or not session.place(pod):
-                    pending.append(pod)
-                room -= 1
-                progressed = True
-        if not progressed:
+    return _OrdinalUpdate(session, by_ordinal, targets, budget)
+
+
+def _statefulset(
+    session: _Session,
+    workload: Workload,
+    current: list[SimPod],
+    version: str,
+    gates: Mapping[str, bool],
+    override: Budget | None,
+) -> Deadlock | None:
+    update = _statefulset_update(session, workload, current, version, gates, override)
+    if update is None:
+        return None
+    for _ in range(2 * len(update.by_ordinal) + 4):  # one pod per ordinal: 2 * replicas + 4
+        if not update.step():
             break
-    if len(new) == len(targets) and not pending:
+    if not update.pending:
         return None
-    if not pending:
-        return None
-    stuck = pending[0]
-    left = [by_ordinal[o] for o in range(replicas) if o not in new]
+    stuck, new, budget = update.pending[0], update.new, update.budget
+    left = [pod for ordinal, pod in sorted(update.by_ordinal.items()) if ordinal not in new]
     wait = (
         f"the StatefulSet controller deleted old pod {_pod_name(stuck)} to replace it and waits for the "
         f"new one to be Running and Ready before it goes on ({budget.text})"
     )
-    done = len(new) - len(pending)
-    progress = f"{done} of {_count(len(targets), 'pod')} to update replaced" if done else ""
+    done = len(new) - len(update.pending)
+    progress = f"{done} of {_count(len(update.targets), 'pod')} to update replaced" if done else ""
     return _deadlock(
         session, workload, stuck, f"the new revision's pod {_pod_name(stuck)}", budget, wait, progress, left
     )
@@ -691,38 +768,33 @@ def _deadlock(
     )
 
 
-def blockers(
-    sim: Simulation, pod: SimPod, rejected: Mapping[str, list[str]], workload: Workload
-) -> list[Blocker]:
-    """The rules behind the dynamic rejections of ``pod``: which term, whose, on which nodes."""
-    found: dict[tuple[int, DataPath], Blocker] = {}
+class _Found:
+    """The blockers found so far, one per rule (document and path), in the order first seen."""
 
-    def blocker(kind: str, doc: Document, path: DataPath, holder: Workload) -> Blocker:
+    def __init__(self) -> None:
+        self.blockers: dict[tuple[int, DataPath], Blocker] = {}
+        self._noted: dict[int, set[str]] = {}
+
+    def blocker(self, kind: str, doc: Document, path: DataPath, holder: Workload) -> Blocker:
         key = (id(doc), path)
-        entry = found.get(key)
+        entry = self.blockers.get(key)
         if entry is None:
-            entry = found[key] = Blocker(kind, doc, path, holder)
+            entry = self.blockers[key] = Blocker(kind, doc, path, holder)
         return entry
 
-    noted: dict[int, set[str]] = {}
-
-    def note(entry: Blocker, node: str, reason: str) -> None:
-        seen = noted.setdefault(id(entry), set())
+    def note(self, entry: Blocker, node: str, reason: str) -> None:
+        """``entry`` keeps the pod off ``node`` for ``reason`` (each node listed once)."""
+        seen = self._noted.setdefault(id(entry), set())
         if node not in seen:
             seen.add(node)
             entry.nodes.append(node)
         entry.reasons.add(reason)
 
-    constraints = pod.constraints
-    own_doc = pod.workload.doc
-    by_reason: dict[str, list[SimNode]] = {}
-    for node in sim.nodes:
-        for reason in rejected.get(node.name, ()):
-            by_reason.setdefault(reason, []).append(node)
 
-    # The new pod's own required anti-affinity: pods it selects in the node's domain.
-    for node in by_reason.get(REASON_ANTI_AFFINITY, []):
-        for term in constraints.anti:
+def _own_anti(found: _Found, sim: Simulation, pod: SimPod, nodes: list[SimNode], workload: Workload) -> None:
+    """The new pod's own required anti-affinity: pods it selects in the node's domain."""
+    for node in nodes:
+        for term in pod.constraints.anti:
             value = node.labels.get(term.topology_key)
             if value is None:
                 continue
@@ -734,47 +806,80 @@ def blockers(
                 and term.matches(other, sim.namespace_labels(other.namespace))
             ]
             if seen:
-                entry = blocker(BLOCKER_ANTI, own_doc, term.source.path, pod.workload)
-                note(entry, node.name, REASON_ANTI_AFFINITY)
+                entry = found.blocker(BLOCKER_ANTI, pod.workload.doc, term.source.path, pod.workload)
+                found.note(entry, node.name, REASON_ANTI_AFFINITY)
                 for other in seen:
                     entry.pods[_pod_name(other)] = _relation(other, workload)
 
-    # Placed pods whose required anti-affinity selects the new pod (symmetry).
-    blocked = by_reason.get(REASON_EXISTING_ANTI, [])
-    if blocked:
-        own_ns = sim.namespace_labels(pod.namespace)
-        for holder_node in sim.nodes:
-            for other in holder_node.pods:
-                for term in other.constraints.anti:
-                    value = holder_node.labels.get(term.topology_key)
-                    if value is None or not term.matches(pod, own_ns):
-                        continue
-                    hits = [n for n in blocked if n.labels.get(term.topology_key) == value]
-                    if not hits:
-                        continue
-                    mine = other.workload is pod.workload and not other.existing
-                    kind = BLOCKER_ANTI if mine else BLOCKER_EXISTING_ANTI
-                    entry = blocker(kind, other.workload.doc, term.source.path, other.workload)
-                    for n in hits:
-                        note(entry, n.name, REASON_EXISTING_ANTI)
-                    entry.pods[_pod_name(other)] = _relation(other, workload)
 
+def _existing_anti(
+    found: _Found, sim: Simulation, pod: SimPod, blocked: list[SimNode], workload: Workload
+) -> None:
+    """Placed pods whose required anti-affinity selects the new pod (symmetry)."""
+    if not blocked:
+        return
+    own_ns = sim.namespace_labels(pod.namespace)
+    for holder_node in sim.nodes:
+        for other in holder_node.pods:
+            for term in other.constraints.anti:
+                value = holder_node.labels.get(term.topology_key)
+                if value is None or not term.matches(pod, own_ns):
+                    continue
+                hits = [n for n in blocked if n.labels.get(term.topology_key) == value]
+                if hits:
+                    _note_existing(found, pod, other, term.source.path, hits, workload)
+
+
+def _note_existing(
+    found: _Found, pod: SimPod, other: SimPod, path: DataPath, hits: list[SimNode], workload: Workload
+) -> None:
+    """``other``'s anti-affinity term at ``path`` keeps ``pod`` off ``hits``."""
+    mine = other.workload is pod.workload and not other.existing
+    kind = BLOCKER_ANTI if mine else BLOCKER_EXISTING_ANTI
+    entry = found.blocker(kind, other.workload.doc, path, other.workload)
+    for n in hits:
+        found.note(entry, n.name, REASON_EXISTING_ANTI)
+    entry.pods[_pod_name(other)] = _relation(other, workload)
+
+
+def _own_terms(found: _Found, pod: SimPod, by_reason: Mapping[str, list[SimNode]]) -> None:
+    """The new pod's required affinity and topology spread: every term, on each node it fails."""
+    own_doc = pod.workload.doc
     for node in by_reason.get(REASON_AFFINITY, []):
-        for term in constraints.affinity:
-            entry = blocker(BLOCKER_AFFINITY, own_doc, term.source.path, pod.workload)
-            note(entry, node.name, REASON_AFFINITY)
+        for term in pod.constraints.affinity:
+            entry = found.blocker(BLOCKER_AFFINITY, own_doc, term.source.path, pod.workload)
+            found.note(entry, node.name, REASON_AFFINITY)
     for reason in (REASON_SPREAD, REASON_SPREAD_LABEL):
         for node in by_reason.get(reason, []):
-            for spread in constraints.spread:
-                entry = blocker(BLOCKER_SPREAD, own_doc, spread.source.path, pod.workload)
-                note(entry, node.name, reason)
+            for spread in pod.constraints.spread:
+                entry = found.blocker(BLOCKER_SPREAD, own_doc, spread.source.path, pod.workload)
+                found.note(entry, node.name, reason)
+
+
+def _own_resources(found: _Found, pod: SimPod, by_reason: Mapping[str, list[SimNode]]) -> None:
+    """The new pod's requests, where a node has too little left (one blocker: the containers)."""
     containers = (*pod.workload.template_path, "spec", "containers")
     for reason, nodes in by_reason.items():
         if _resource_reason(reason):
-            entry = blocker(BLOCKER_RESOURCES, own_doc, containers, pod.workload)
+            entry = found.blocker(BLOCKER_RESOURCES, pod.workload.doc, containers, pod.workload)
             for node in nodes:
-                note(entry, node.name, reason)
-    return list(found.values())
+                found.note(entry, node.name, reason)
+
+
+def blockers(
+    sim: Simulation, pod: SimPod, rejected: Mapping[str, list[str]], workload: Workload
+) -> list[Blocker]:
+    """The rules behind the dynamic rejections of ``pod``: which term, whose, on which nodes."""
+    by_reason: dict[str, list[SimNode]] = {}
+    for node in sim.nodes:
+        for reason in rejected.get(node.name, ()):
+            by_reason.setdefault(reason, []).append(node)
+    found = _Found()
+    _own_anti(found, sim, pod, by_reason.get(REASON_ANTI_AFFINITY, []), workload)
+    _existing_anti(found, sim, pod, by_reason.get(REASON_EXISTING_ANTI, []), workload)
+    _own_terms(found, pod, by_reason)
+    _own_resources(found, pod, by_reason)
+    return list(found.blockers.values())
 
 
 # --- a changed template, to check a suggested fix --------------------------------------------

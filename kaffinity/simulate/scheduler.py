@@ -56,6 +56,7 @@ from kaffinity.expand.merge import expand, pod_labels
 from kaffinity.k8s import gates as fg
 from kaffinity.k8s.model import (
     ANY_HOST_IP,
+    Affinity,
     LabelSelector,
     Node,
     NodeSelectorTerm,
@@ -68,7 +69,8 @@ from kaffinity.k8s.model import (
 from kaffinity.k8s.selectors import NAMESPACE_NAME_LABEL, node_term_matches, selector_matches
 
 if TYPE_CHECKING:
-    from kaffinity.k8s.model import PodDisruptionBudget
+    from kaffinity.expand.merge import WorkloadExpansion
+    from kaffinity.k8s.model import PodAffinity, PodDisruptionBudget
     from kaffinity.simulate.cluster import Pool
 
 # The default profile's filters, in upstream order (reference §F).
@@ -670,6 +672,68 @@ class _AbsentNodes(Mapping[str, str]):
         return len(self.nodes) - (self.pinned is not None and self.own is None)
 
 
+#: A pod without ``affinity``: no node, pod or anti-affinity.
+_NO_AFFINITY = Affinity(None, None, None, ())
+
+
+def _resources_alone(constraints: Constraints, anti_terms: Sequence[Term]) -> bool:
+    """Nothing but resources decides (no pod or spread rule, no host port, no existing pod's
+    anti-affinity selecting it): preemption's victims are chosen by arithmetic, nothing is unbound."""
+    return not (
+        constraints.affinity or constraints.anti or constraints.spread or constraints.ports or anti_terms
+    )
+
+
+def _preemption_key(victims: list[SimPod], violations: int, index: int) -> tuple[Any, ...]:
+    """``pickOneNodeForPreemption``'s order of a candidate node: the fewest budget violations,
+    the lowest highest victim priority, the smallest priority sum, the fewest victims, the
+    latest start of the highest-priority victims, then the first node."""
+    priorities = [victim.constraints.priority for victim in victims]
+    top = max(priorities)
+    earliest = min(victim.started for victim in victims if victim.constraints.priority == top)
+    return (
+        violations,
+        top,
+        sum(p + 2**31 for p in priorities),
+        len(victims),
+        _later_first(earliest),
+        index,
+    )
+
+
+def _node_filters(
+    workload: Workload, pinned: str | None
+) -> tuple[tuple[Toleration, ...], tuple[NodeSelectorTerm, ...] | None]:
+    """The pod's tolerations and required node affinity terms, as its controller makes them: a
+    DaemonSet's pods tolerate what the DaemonSet controller adds, and a pinned one's node
+    affinity is replaced by its node."""
+    pod = workload.pod
+    tolerations = pod.tolerations
+    node_affinity = pod.affinity.node_affinity if pod.affinity else None
+    node_terms = node_affinity.required if node_affinity else None
+    if workload.controller == "DaemonSet":
+        extra = [*DAEMON_TOLERATIONS, *((HOST_NETWORK_TOLERATION,) if pod.host_network else ())]
+        tolerations = tolerations + tuple(Toleration(k, "Exists", "", e, ()) for k, e in extra)
+        if pinned is not None:
+            # ReplaceDaemonSetPodNodeNameNodeAffinity: one term, metadata.name In [node].
+            node_terms = None
+    return tolerations, node_terms
+
+
+def _spread(expansion: WorkloadExpansion, constraint: TopologySpreadConstraint) -> Spread:
+    """A topology spread constraint with the API defaults filled in."""
+    return Spread(
+        expansion.selector(constraint),
+        constraint.topology_key,
+        constraint.max_skew or 1,
+        constraint.min_domains or 1,
+        (constraint.node_affinity_policy or "Honor") == "Honor",
+        (constraint.node_taints_policy or "Ignore") == "Honor",
+        constraint.when_unsatisfiable != "ScheduleAnyway",
+        constraint,
+    )
+
+
 class Simulation:
     """A cluster's nodes and pods, and the scheduler's filters over them."""
 
@@ -810,43 +874,14 @@ class Simulation:
         pod = workload.pod
         namespace = workload.ref.namespace or "default"
         expansion = expand(workload, self.version, self.gates, qualified=True, labels=labels)
-
-        def terms(group: Any, weighted: bool) -> tuple[Term, ...]:
-            if group is None:
-                return ()
-            if weighted:
-                return tuple(
-                    self._term(namespace, expansion.selector(w.term), w.term, w.weight or 0)
-                    for w in group.preferred
-                )
-            return tuple(self._term(namespace, expansion.selector(t), t, 1) for t in group.required)
-
-        affinity = pod.affinity
-        node_affinity = affinity.node_affinity if affinity else None
-        pod_affinity = affinity.pod_affinity if affinity else None
-        pod_anti = affinity.pod_anti_affinity if affinity else None
-        tolerations = pod.tolerations
-        node_terms = node_affinity.required if node_affinity else None
-        if workload.controller == "DaemonSet":
-            extra = [*DAEMON_TOLERATIONS, *((HOST_NETWORK_TOLERATION,) if pod.host_network else ())]
-            tolerations = tolerations + tuple(Toleration(k, "Exists", "", e, None, ()) for k, e in extra)
-            if pinned is not None:
-                # ReplaceDaemonSetPodNodeNameNodeAffinity: one term, metadata.name In [node].
-                node_terms = None
-        spreads = []
-        for constraint in pod.topology_spread_constraints:
-            spreads.append(
-                Spread(
-                    expansion.selector(constraint),
-                    constraint.topology_key,
-                    constraint.max_skew or 1,
-                    constraint.min_domains or 1,
-                    (constraint.node_affinity_policy or "Honor") == "Honor",
-                    (constraint.node_taints_policy or "Ignore") == "Honor",
-                    constraint.when_unsatisfiable != "ScheduleAnyway",
-                    constraint,
-                )
-            )
+        affinity = pod.affinity or _NO_AFFINITY
+        node_affinity, pod_affinity, pod_anti = (
+            affinity.node_affinity,
+            affinity.pod_affinity,
+            affinity.pod_anti_affinity,
+        )
+        tolerations, node_terms = _node_filters(workload, pinned)
+        spreads = [_spread(expansion, constraint) for constraint in pod.topology_spread_constraints]
         requests = scheduler_units(pod.requests)
         return Constraints(
             namespace=namespace,
@@ -859,10 +894,10 @@ class Simulation:
             if node_affinity
             else (),
             tolerations=tolerations,
-            affinity=terms(pod_affinity, False),
-            anti=terms(pod_anti, False),
-            preferred_affinity=terms(pod_affinity, True),
-            preferred_anti=terms(pod_anti, True),
+            affinity=self._required(namespace, expansion, pod_affinity),
+            anti=self._required(namespace, expansion, pod_anti),
+            preferred_affinity=self._preferred(namespace, expansion, pod_affinity),
+            preferred_anti=self._preferred(namespace, expansion, pod_anti),
             spread=tuple(s for s in spreads if s.hard),
             soft_spread=tuple(s for s in spreads if not s.hard),
             requests=requests,
@@ -871,6 +906,24 @@ class Simulation:
             preempts=pod.preemption_policy != "Never",
             wants=tuple((name, value) for name, value in requests.items() if value > 0 and name != "pods"),
             nonzero=_nonzero(requests),
+        )
+
+    def _required(
+        self, namespace: str, expansion: WorkloadExpansion, group: PodAffinity | None
+    ) -> tuple[Term, ...]:
+        """The required terms of a pod (anti-)affinity, with the selectors the apiserver makes."""
+        if group is None:
+            return ()
+        return tuple(self._term(namespace, expansion.selector(t), t, 1) for t in group.required)
+
+    def _preferred(
+        self, namespace: str, expansion: WorkloadExpansion, group: PodAffinity | None
+    ) -> tuple[Term, ...]:
+        """The preferred terms of a pod (anti-)affinity, each with its weight."""
+        if group is None:
+            return ()
+        return tuple(
+            self._term(namespace, expansion.selector(w.term), w.term, w.weight or 0) for w in group.preferred
         )
 
     def _term(
@@ -1136,11 +1189,7 @@ class Simulation:
         static = self.static_filter(constraints)[0]
         anti_terms = self._anti_terms_for(pod)
         state: _State | None = None  # made for the first node worth filtering
-        # Nothing but resources decides (no pod or spread rule, no host port, no existing pod's
-        # anti-affinity selecting it): victims are chosen by arithmetic, nothing is unbound.
-        plain = not (
-            constraints.affinity or constraints.anti or constraints.spread or constraints.ports or anti_terms
-        )
+        plain = _resources_alone(constraints, anti_terms)
         wanted = max(MIN_CANDIDATES, len(self.nodes) * CANDIDATE_PERCENT // 100)
         best: tuple[tuple[Any, ...], SimNode, list[SimPod]] | None = None
         found = 0
@@ -1151,30 +1200,11 @@ class Simulation:
                 continue
             if state is None:
                 state = _State(self, pod, anti_terms)
-            reasons = state.filter(node)
-            if not reasons or not self._resolvable(constraints, node, reasons):
-                continue
-            chosen = (
-                self._victims_by_room(constraints, node, lower)
-                if plain
-                else self._victims_on(pod, node, lower)
-            )
-            if chosen is None:
+            chosen = self._victims_for(pod, node, lower, state, plain)
+            if chosen is None or not chosen[0]:
                 continue
             victims, violations = chosen
-            if not victims:
-                continue
-            priorities = [victim.constraints.priority for victim in victims]
-            top = max(priorities)
-            earliest = min(victim.started for victim in victims if victim.constraints.priority == top)
-            key = (
-                violations,
-                top,
-                sum(p + 2**31 for p in priorities),
-                len(victims),
-                _later_first(earliest),
-                index,
-            )
+            key = _preemption_key(victims, violations, index)
             if best is None or key < best[0]:
                 best = (key, node, victims)
             found += 1
@@ -1183,6 +1213,19 @@ class Simulation:
         if best is None:
             return None
         return best[1], tuple((victim, best[1]) for victim in best[2])
+
+    def _victims_for(
+        self, pod: SimPod, node: SimNode, lower: list[SimPod], state: _State, plain: bool
+    ) -> tuple[list[SimPod], int] | None:
+        """The victims on ``node`` and how many a budget protected; None when the node fails for
+        no reason (no preemption needed there), for one no eviction resolves, or evicting every
+        pod of lower priority does not let the pod fit."""
+        reasons = state.filter(node)
+        if not reasons or not self._resolvable(pod.constraints, node, reasons):
+            return None
+        if plain:
+            return self._victims_by_room(pod.constraints, node, lower)
+        return self._victims_on(pod, node, lower)
 
     def _resolvable(self, constraints: Constraints, node: SimNode, reasons: list[str]) -> bool:
         """Whether a node's failure is Unschedulable rather than UnschedulableAndUnresolvable:
@@ -1385,37 +1428,60 @@ class Simulation:
         """The node-derived caches with one more node, without computing them again: a scale-up
         adds nodes one at a time, and starting afresh each time was quadratic in nodes added."""
         self._version += 1
-        heaps_by_signature: dict[tuple[Any, ...], list[tuple[tuple[Any, ...], _Heap]]] = {}
-        for key, heap in self._heaps.items():
-            if len(key) == 3 and isinstance(key[0], tuple):  # (signature, topology key, value)
-                heaps_by_signature.setdefault(key[0], []).append((key, heap))
-            else:
-                heaps_by_signature.setdefault(key, []).append((key, heap))
+        heaps_by_signature = self._heaps_by_signature()
         for signature, (passed, reasons) in self._static.items():
-            constraints = self._static_constraints[signature]
             if isinstance(reasons, _AbsentNodes):  # a pinned pod: every other node is absent
                 self._static_counts[signature][REASON_PINNED] += 1
                 continue
-            reason = self._static_reason(constraints, node)
+            reason = self._static_reason(self._static_constraints[signature], node)
             if reason is not None:
                 assert isinstance(reasons, dict)
                 reasons[node.name] = reason
                 self._static_counts[signature][reason] += 1
                 continue
             passed.append(node)
-            for (owner, label), (values, everywhere) in self._static_values.items():
-                if owner == signature:
-                    if label in node.labels:
-                        values.add(node.labels[label])
-                    else:
-                        everywhere[0] = False
-            found = self._static_sets.get(signature)
-            if found is not None:
-                found.add(node)
-            for key, heap in heaps_by_signature.get(signature, ()):
-                if len(key) != 3 or node.labels.get(key[1]) == key[2]:
-                    node.heaps.append(heap)
-                    heap.push(node)
+            self._extend_passed(signature, node, heaps_by_signature.get(signature, ()))
+        self._extend_node_indexes(node)
+        # The spread domains and their counts are keyed by node sets: counted again when needed.
+        self._spread_nodes.clear()
+        self._spread_cache.clear()
+
+    def _heaps_by_signature(self) -> dict[tuple[Any, ...], list[tuple[tuple[Any, ...], _Heap]]]:
+        """The node heaps by the pod signature they serve (a heap of one domain, keyed
+        (signature, topology key, value), under its signature)."""
+        found: dict[tuple[Any, ...], list[tuple[tuple[Any, ...], _Heap]]] = {}
+        for key, heap in self._heaps.items():
+            if len(key) == 3 and isinstance(key[0], tuple):  # (signature, topology key, value)
+                found.setdefault(key[0], []).append((key, heap))
+            else:
+                found.setdefault(key, []).append((key, heap))
+        return found
+
+    def _extend_passed(
+        self,
+        signature: tuple[Any, ...],
+        node: SimNode,
+        heaps: Iterable[tuple[tuple[Any, ...], _Heap]],
+    ) -> None:
+        """``node`` passes the static filters of ``signature``: in its label values, its node
+        set, and the heaps of its domains."""
+        for (owner, label), (values, everywhere) in self._static_values.items():
+            if owner == signature:
+                if label in node.labels:
+                    values.add(node.labels[label])
+                else:
+                    everywhere[0] = False
+        found = self._static_sets.get(signature)
+        if found is not None:
+            found.add(node)
+        for key, heap in heaps:
+            if len(key) != 3 or node.labels.get(key[1]) == key[2]:
+                node.heaps.append(heap)
+                heap.push(node)
+
+    def _extend_node_indexes(self, node: SimNode) -> None:
+        """``node`` in the indexes by label, the PreferNoSchedule-tainted nodes, and the node
+        affinity preference sums."""
         for label, index in self._domains.items():
             if label in node.labels:
                 index.setdefault(node.labels[label], []).append(node)
@@ -1434,9 +1500,6 @@ class Simulation:
             )
             if total:
                 preferred[node] = total
-        # The spread domains and their counts are keyed by node sets: counted again when needed.
-        self._spread_nodes.clear()
-        self._spread_cache.clear()
 
     def remove_node(self, node: SimNode) -> None:
         """Undo :meth:`add_node` (a trial that did not help, a rollout restored); the pods
@@ -2069,14 +2132,7 @@ class _State:
         allowed = self._affinity_domains(domains) if domains is not None and classes else None
         for bonus in sorted({*classes, _DEFAULT}, reverse=True):
             if bonus == _DEFAULT:
-                # The best node of each domain a filter leaves (a heap each), then the best of
-                # those: the same node as the whole heap's, without trying nodes that cannot
-                # pass (sorting a zone's nodes for every pod cost 1.4 ms a pod on 5,000 nodes).
-                narrowing = self._narrowest(domains)
-                if narrowing is None:
-                    found = heap.best(lambda node: not self.filter(node), _HEAP_TRIES, special.__contains__)
-                else:
-                    found = self._best_in_domains(static, special, *narrowing)
+                found = self._from_heaps(heap, static, special, domains)
                 if found is None:
                     continue
                 if found is not False or domains is None:
@@ -2093,6 +2149,21 @@ class _State:
                 if node in static and not self.filter(node):
                     return node
         return None
+
+    def _from_heaps(
+        self,
+        heap: _Heap,
+        static: set[SimNode],
+        special: Mapping[SimNode, tuple[int, ...]],
+        domains: tuple[str, list[str]] | None,
+    ) -> SimNode | bool | None:
+        """The best node of the default class: of each domain a filter leaves (a heap each),
+        then the best of those: the same node as the whole heap's, without trying nodes that
+        cannot pass (sorting a zone's nodes for every pod cost 1.4 ms a pod on 5,000 nodes)."""
+        narrowing = self._narrowest(domains)
+        if narrowing is None:
+            return heap.best(lambda node: not self.filter(node), _HEAP_TRIES, special.__contains__)
+        return self._best_in_domains(static, special, *narrowing)
 
     def _anti_full(self) -> bool:
         """A required anti-affinity term already matches a pod in every domain of the nodes
