@@ -410,5 +410,14 @@ pod may share a node with an old one if that node has room for both. As the runn
 their unscoped term, the rollout that adds the key may itself need to replace pods in place; the
 hint says so. When neither helps (more replicas than nodes their rule allows, no room), relax
 the rule or add capacity.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/controller/deployment/rolling.go` and `pkg/controller/deployment/util/deployment_util.go`
+  (`ResolveFenceposts`): maxSurge and maxUnavailable
+- `pkg/controller/statefulset/stateful_set_control.go` and `pkg/controller/daemon/update.go`
+- KEP-3633, kubernetes/enhancements `keps/sig-scheduling/3633-matchlabelkeys-to-podaffinity`,
+  "Motivation"
 """,
 )
