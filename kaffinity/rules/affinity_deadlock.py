@@ -161,13 +161,13 @@ nothing at all is left to `affinity-no-match`.
 
 ## Why it matters
 The scheduler admits a pod with required pod affinity only where a pod matching all of its
-required affinity terms already runs in the term's topology domain (a single pod must match
-every term). The one exception, added for the design doc's "first pod" problem
-(design-inter-pod-affinity, Examples > Affinity), is a pod that matches all its own terms when
-no matching pod exists anywhere: it may start alone. In a cycle where no member matches its own
-terms, every pod waits for another member's pod that will never come: all stay `Pending`
-with "node(s) didn't match pod affinity rules" (UnschedulableAndUnresolvable, so preemption
-does not help either).
+required affinity terms already runs in the term's topology domain (a single pod must match every
+term). The one exception, added for the design doc's "first pod" problem
+(kubernetes/design-proposals-archive `scheduling/podaffinity.md`, "Examples > Affinity"), is a pod
+that matches all its own terms when no matching pod exists anywhere: it may start alone. In a
+cycle where no member matches its own terms, every pod waits for another member's pod that will
+never come: all stay `Pending` with "node(s) didn't match pod affinity rules"
+(UnschedulableAndUnresolvable, so preemption does not help either).
 
 The analysis is a least fixpoint: a workload can start if it matches its own terms, or if any
 workload it could follow can start. A term that might match pods of a Namespace the input
