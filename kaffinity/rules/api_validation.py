@@ -70,6 +70,6 @@ Paths without a repository name are in kubernetes/kubernetes.
   `validateTopologySpreadConstraints`, `ValidateNodeSelector`, `ValidateTolerations`)
 - `pkg/apis/apps/validation/validation.go` and `pkg/apis/policy/validation/validation.go`
 - kubernetes/apimachinery `pkg/apis/meta/v1/validation/validation.go` (`ValidateLabelSelector`) and
-  `pkg/util/validation/validation.go` (`IsQualifiedName`, `IsValidLabelValue`)
+  `pkg/api/validate/content/kube.go` (`IsLabelKey`, `IsLabelValue`; formerly `pkg/util/validation`)
 """,
 )
