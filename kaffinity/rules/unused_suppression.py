@@ -34,7 +34,7 @@ metadata:
 Remove the suppression, or correct the rule name.
 
 ## References
-- ruff's `unused-noqa` (RUF100), the model for this rule:
+- ruff's `unused-noqa` (RUF100), the same check for `# noqa` comments:
   https://docs.astral.sh/ruff/rules/unused-noqa/
 """,
 )
