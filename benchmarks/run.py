@@ -1463,7 +1463,7 @@ spec:
 
 
 def postfilter_rows(scratch: str, repeat: int, chosen: list[Any], cluster: Any) -> list[str]:
-    """What preemption and autoscaling cost (issue 19): the ``PostFilter`` table's rows.
+    """What preemption and autoscaling cost: the ``PostFilter`` table's rows.
 
     On the 1,000-node case: the filters alone; with preemption and autoscaling on but nothing for
     them to do (every pod priority 0, no pool: what ``lint --cluster`` pays by default); with a

@@ -52,7 +52,7 @@ class Related:
 
 #: Related places one finding shows at most; its message names and counts the rest ("b1, b2, b3
 #: and 997 more"). A thousand budgets selecting the same pods made each of a thousand findings
-#: list the other 999: a 183 MB report (issue 18).
+#: list the other 999: a 183 MB report.
 MAX_RELATED = 10
 
 

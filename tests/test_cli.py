@@ -94,8 +94,12 @@ def test_rules_listing_and_explanation() -> None:
 
 def test_every_rule_has_the_documented_sections() -> None:
     for rule in RULES:
-        for section in ("## What it finds", "## Why it matters", "## Example", "## Fix"):
+        for section in ("## What it finds", "## Why it matters", "## Example", "## Fix", "## References"):
             assert section in rule.docs, (rule.name, section)
+        # The upstream sources come last, each a bullet, as in ruff's rule pages.
+        references = rule.docs.split("\n## References\n", 1)[1]
+        assert "\n## " not in references, rule.name
+        assert references.count("\n- ") + references.startswith("- ") >= 1, rule.name
 
 
 def test_rule_catalogue_is_up_to_date() -> None:

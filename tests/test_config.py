@@ -78,7 +78,7 @@ def test_all_settings_are_read(tmp_path: Path) -> None:
             ["not a feature gate of Kubernetes 1.37", "removed in 1.32"],
         ),
         ("a: [\n", ":2:1:", ["did not find expected node content"]),
-        # Issue 18: a key twice was accepted silently (a parse-error in manifests).
+        # A key given twice used to be accepted silently (a parse-error in manifests).
         (
             "kube-version: '1.30'\nfail-on: error\nkube-version: '1.33'\n",
             ":3:1:",
@@ -165,7 +165,7 @@ def test_severity_all_is_not_its_own_suggestion(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("path", "words"), [("/dev/zero", "more than the limit"), (".", "is a folder")])
 def test_config_that_is_no_regular_file(tmp_path: Path, path: str, words: str) -> None:
-    """Issue 18: `--config /dev/zero` said "not found"; a device or a pipe is read (bounded)."""
+    """`--config /dev/zero` used to say "not found"; a device or a pipe is read (bounded)."""
     completed = run_cli("lint", "--config", path, "-", cwd=tmp_path, stdin="apiVersion: v1\nkind: Pod\n")
     assert completed.returncode == 2 and "Traceback" not in completed.stderr
     assert words in completed.stderr and "not found" not in completed.stderr

@@ -1,6 +1,6 @@
-"""Reports that cannot be broken or used against the terminal (issue 18 item 5): file names that
-are not UTF-8, control characters from the input (label keys, topology keys, object names, file
-names, ``--stdin-filename``), in every format."""
+"""Reports that cannot be broken or used against the terminal: file names that are not UTF-8,
+control characters from the input (label keys, topology keys, object names, file names,
+``--stdin-filename``), in every format."""
 
 from __future__ import annotations
 

@@ -188,7 +188,7 @@ def test_kep_3243_example_in_place_matches_the_kep() -> None:
     assert completed.stdout.startswith(before) and completed.stdout.endswith(after)
 
 
-# -- upstream semantics (reference §C) --------------------------------------------------------
+# -- upstream semantics (pkg/registry/core/pod/strategy.go) ------------------------------------
 
 
 def test_match_keys_then_mismatch_keys_appended_in_list_order() -> None:

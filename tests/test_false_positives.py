@@ -1,4 +1,4 @@
-"""Issue 17 point 7: findings the real corpus showed to be false, and the typo class that was missed.
+"""Findings a corpus of real manifests showed to be false, and the typo class that was missed.
 
 Each case is built from a real file (trimmed fixtures in examples/, the source named in them).
 """

@@ -172,7 +172,7 @@ spec:
             topologyKey: kubernetes.io/hostname
           - *term
 """
-    # The anchor and its alias are one place in the file: one finding (issue 18, limits).
+    # The anchor and its alias are one place in the file: one finding (an alias is no copy).
     (finding,) = lint_text(aliased, select=("revision-unscoped",), plan_fixes=True).findings
     assert finding.edit is None  # editing the anchor would change the alias too
     assert finding.fix is not None and "kaffinity fix cannot edit this term" in finding.fix
@@ -225,7 +225,7 @@ def test_fix_leaves_a_utf16_file_alone(tmp_path: Path) -> None:
     assert path.read_bytes() == raw
 
 
-# --- every term shape lint calls fixable (issue 18 item 6) -------------------------------------
+# --- every term shape lint calls fixable, fix can edit ---------------------------------------
 
 SPREAD_KEYS = """\
 apiVersion: apps/v1
@@ -336,7 +336,7 @@ def test_lint_does_not_promise_a_fix_through_an_alias() -> None:
     term = "      - &spread\n        maxSkew: 1\n"
     text = SPREAD_KEYS.replace("      - maxSkew: 1\n", term).replace("        KEYS\n", "      - *spread\n")
     found = lint_text(text, select=("revision-unscoped",)).findings
-    # The term and its alias are one place in the file: one finding (issue 18, alias bombs).
+    # The term and its alias are one place in the file: one finding (aliases could multiply them).
     assert [(f.rule, f.line) for f in found] == [("revision-unscoped", 12)]
     assert all(f.fix is not None and "by hand" in f.fix for f in found)
     completed = run_cli("fix", "--no-config", "-", stdin=text)

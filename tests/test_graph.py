@@ -1,5 +1,6 @@
-"""The affinity graph: upstream matching (reference §D), the index, shared selector nodes,
-placement and deadlock cycles, existing pods from a cluster file, and `kaffinity graph`."""
+"""The affinity graph: upstream matching (``AffinityTerm.Matches`` in kubernetes
+``pkg/scheduler/framework/types.go``), the index, shared selector nodes, placement and deadlock
+cycles, existing pods from a cluster file, and `kaffinity graph`."""
 
 from __future__ import annotations
 
@@ -116,7 +117,8 @@ def test_a_term_without_namespaces_reaches_its_own_namespace_only() -> None:
 
 
 def test_listed_namespaces_replace_the_own_namespace() -> None:
-    """`namespaces: [two]` is exactly namespace two: the owner's own is not added (§D)."""
+    """`namespaces: [two]` is exactly namespace two: the owner's own is not added
+    (``getNamespacesFromPodAffinityTerm``)."""
     g = build(
         workload(
             "a",

@@ -1,7 +1,10 @@
 """affinity-deadlock and affinity-conflict: required pod affinity that can never be satisfied.
 
-Upstream: reference §D (interpodaffinity Filter steps 1-3, the self-match exception);
-design-inter-pod-affinity.md "A comment on symmetry" and "Examples > Affinity" (first pod).
+Upstream: the InterPodAffinity Filter (``satisfyPodAffinity`` with the self-match exception,
+``satisfyPodAntiAffinity``, ``satisfyExistingPodsAntiAffinity`` in
+``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go``); the 2015 design,
+kubernetes/design-proposals-archive ``scheduling/podaffinity.md``, "A comment on symmetry" and
+"Examples > Affinity" (first pod).
 """
 
 from __future__ import annotations
@@ -138,7 +141,7 @@ def test_deadlock_pair_reports_both_members_with_the_cycle_from_each() -> None:
 
 
 def test_deadlock_quiet_when_one_member_matches_its_own_terms() -> None:
-    """The self-match exception (reference §D Filter step 1): b's first pod starts, a follows."""
+    """The self-match exception (``satisfyPodAffinity``): b's first pod starts, a follows."""
     text = stream(
         workload("a", labels={"app": "a", "stack": "shop"}, affinity=[term("a", HOST, BPP)]),
         workload(
@@ -519,7 +522,9 @@ def test_conflict_severity_configured_wins() -> None:
 def test_examples_cite_upstream(rule: str) -> None:
     for path in sorted((EXAMPLES / rule).glob("*.yaml")):
         head = path.read_text(encoding="utf-8").split("apiVersion", 1)[0]
-        assert "design-inter-pod-affinity.md" in head or "reference §D" in head, path
+        comment = " ".join(line.lstrip("#").strip() for line in head.splitlines())
+        # The scheduler's InterPodAffinity Filter, which both rules follow, by its upstream path.
+        assert "pkg/scheduler/framework/plugins/interpodaffinity/filtering.go" in comment, path
 
 
 def test_symmetry_section_has_a_firing_and_a_quiet_example() -> None:

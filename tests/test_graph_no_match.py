@@ -127,7 +127,7 @@ def test_self_affinity_that_misses_its_own_labels_fires_with_a_did_you_mean() ->
 
 
 def test_self_affine_group_that_matches_its_own_term_stays_quiet() -> None:
-    """The scheduler's self-match exception (reference §D) lets the first pod start."""
+    """The scheduler's self-match exception (``satisfyPodAffinity``) lets the first pod start."""
     text = _statefulset("zk", "{app: zk}", _required("{app: zk}"), replicas=3)
     assert _found(_lint(text)) == []
 
@@ -211,8 +211,8 @@ def test_severity_is_error_when_the_input_is_closed_and_configured_severity_wins
 
 def test_a_nil_label_selector_is_an_error_beside_api_warning() -> None:
     """A null selector matches no pod, in the input or not: the pods never schedule, an error
-    that api-warning's warning on the same term must not hide (issue 17 point 5). Configured
-    down to a warning, it gives way to api-warning's words."""
+    that api-warning's warning on the same term must not hide. Configured down to
+    a warning, it gives way to api-warning's words."""
     text = _statefulset(
         "api",
         "{app: api}",
@@ -450,7 +450,8 @@ def test_pdb_on_the_wrong_label_fires_with_a_did_you_mean() -> None:
 
 
 def test_pdb_without_selector_selects_nothing_and_empty_selects_everything() -> None:
-    """policy/v1: a null selector selects no pods, `{}` every pod of the namespace (reference §G)."""
+    """policy/v1: a null selector selects no pods, `{}` every pod of the namespace
+    (``PodDisruptionBudgetSpec`` in kubernetes/api ``policy/v1/types.go``)."""
     base = _statefulset("web", "{app: web}")
     nil = base + _pdb("nil", None)
     assert _found(_lint(nil)) == [("pdb-no-match", _line(nil, "# spec nil"))]

@@ -1,6 +1,8 @@
 """The graph rules on cluster policy: all-namespaces-anti-affinity, anti-affinity-blocks-daemonset,
-pdb-overlap and replicas-not-spread (design-inter-pod-affinity.md "Denial of Service" and
-"Co-existing with daemons"; reference §G eviction, §E default spreading)."""
+pdb-overlap and replicas-not-spread (the 2015 design, kubernetes/design-proposals-archive
+``scheduling/podaffinity.md``, "Denial of Service" and "Co-existing with daemons"; eviction:
+``pkg/registry/core/pod/storage/eviction.go``; default spreading: ``systemDefaultConstraints`` in
+``pkg/scheduler/framework/plugins/podtopologyspread``)."""
 
 from __future__ import annotations
 
@@ -280,7 +282,8 @@ def test_specific_selectors_scopes_and_soft_terms_are_quiet() -> None:
 
 
 def test_match_label_keys_make_an_empty_selector_specific() -> None:
-    """kube-apiserver merges matchLabelKeys into the selector (reference §C): no longer {}."""
+    """kube-apiserver merges matchLabelKeys into the selector (``pkg/registry/core/pod/strategy.go``):
+    no longer {}."""
     objects = [
         {
             **workload(

@@ -1,4 +1,4 @@
-"""The layout keeps its promises (issue 20; ``docs/architecture.md``): layers, no circles, leaves.
+"""The layout keeps its promises (``docs/architecture.md``): layers, no circles, leaves.
 
 * Every module belongs to one layer (:data:`LAYERS`, from the input to the command line) and
   imports only from its own layer or the ones below it.

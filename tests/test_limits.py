@@ -1,4 +1,4 @@
-"""limits: the work one run may do is bounded before it starts (issue 18: fuzzing found
+"""limits: the work one run may do is bounded before it starts (fuzzing found
 `replicas: 2147483647`, a ClusterTopology of 2,000,000 nodes and a term aliased 141 times each
 running for minutes into gigabytes). Each limit gives one line naming it; ``run_cli`` times out
 (a regression fails instead of hanging)."""
@@ -231,7 +231,7 @@ def test_the_pod_limit_is_per_deployment_unit(tmp_path: Path) -> None:
 
 
 def test_alias_nodes_counts_the_whole_file(tmp_path: Path) -> None:
-    """Issue 18: five documents each under a per-document alias budget made a 224 KB file cost
+    """Five documents each under a per-document alias budget used to make a 224 KB file cost
     80 s; ``alias-nodes`` counts what aliases add in the whole file. Three documents adding 9
     nodes each under a limit of 20 (each alone is under it): the third is refused, at the
     node its aliases repeat."""

@@ -298,8 +298,8 @@ def test_broken_rendered_file_with_templates_in_strings_is_a_parse_error() -> No
     ],
 )
 def test_parse_error_at_the_end_names_a_line_the_file_has(text: str, span: Span) -> None:
-    """Issue 18: the reader ends a file without a final newline with one of its own, and its
-    end-of-input mark was on a line the file does not have."""
+    """The reader ends a file without a final newline with one of its own, and its end-of-input
+    mark used to be on a line the file does not have."""
     (problem,) = parse("f.yaml", text).problems
     assert (problem.rule, problem.span) == ("parse-error", span)
 
@@ -319,7 +319,7 @@ def test_parse_error_at_the_end_names_a_line_the_file_has(text: str, span: Span)
     ],
 )
 def test_a_list_whose_items_kubectl_cannot_decode_is_a_parse_error(items: str, spans: list[Span]) -> None:
-    """Issue 18: `kind: List` with non-list or scalar items passed silently; kubectl fails the file."""
+    """`kind: List` with non-list or scalar items used to pass silently; kubectl fails the file."""
     source = parse("f.yaml", f"apiVersion: v1\nkind: List\n{items}\n")
     assert [(problem.rule, problem.span) for problem in source.problems] == [
         ("parse-error", s) for s in spans

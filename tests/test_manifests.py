@@ -1,5 +1,5 @@
-"""Issue 17, point 4: YAML that is not a Kubernetes manifest never fails a run; what git ignores
-is not walked. Point 5a: a load error is always reported, whatever the selection says.
+"""YAML that is not a Kubernetes manifest never fails a run; what git ignores is not walked. A
+load error is always reported, whatever the selection says.
 
 The repository in tests/data/repository holds trimmed real files (its SOURCES.md names them):
 mkdocs.yml with mkdocs-material's Python tags, Docker Compose files with a duplicate key and a
@@ -51,7 +51,8 @@ def _summary(report: dict[str, object]) -> tuple[object, object]:
 
 
 def test_the_fixtures_fail_without_the_rule() -> None:
-    """The fixtures are what issue 17 describes: parsed as manifests, four of them are errors."""
+    """The fixtures are files users reported as wrongly failing: parsed as manifests, four of them
+    are errors."""
     broken = sorted(
         path.relative_to(REPOSITORY).as_posix()
         for path in NOT_MANIFESTS

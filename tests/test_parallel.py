@@ -177,7 +177,7 @@ def _same_for_any_jobs(folder: Path, *options: str) -> str:
 
 
 def test_every_hostile_file_and_deep_files_same_output_for_any_jobs(tmp_path: Path) -> None:
-    """Issue 18: one file nested 240 levels deep made ``--jobs 2`` abort the whole run
+    """One file nested 240 levels deep used to make ``--jobs 2`` abort the whole run
     (RecursionError pickling it back), where ``--jobs 1`` was clean. At the default depth limit
     (400) a file nested 400 levels deep is read, one nested 401 levels is a parse error."""
     import json

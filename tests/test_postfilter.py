@@ -1,6 +1,6 @@
 """What real clusters do beyond the filters: preemption, autoscaling pools, host ports, nodeName.
 
-Each scenario is one of issue 19's reports, linted (or placed) against a small declared cluster;
+Each scenario is a case users reported, linted (or placed) against a small declared cluster;
 the assertions compare rule, line and column, and the placement's nodes and victims.
 """
 

@@ -1,5 +1,6 @@
-"""Issue 17 point 5: when two rules describe the same pods, the more severe finding is kept,
-whichever rules are selected and whatever severities are configured (kaffinity.explain.precedence).
+"""When two rules describe the same pods, the more severe finding is kept (a warning never hides an
+error), whichever rules are selected and whatever severities are configured
+(kaffinity.explain.precedence).
 
 One test per pair, each with and without ``--select``; the pending partition
 (no-eligible-node, topology-key-absent, ... / unschedulable) and the unschedulable /

@@ -1,4 +1,4 @@
-"""Issue 18: quantities that used to crash (``1Ei`` read as an exponent, ``1EB``, ``.nan``, ``.inf``,
+"""Quantities that used to crash (``1Ei`` read as an exponent, ``1EB``, ``.nan``, ``.inf``,
 ``1.0e+400``, ``"1e1000000"``) in a Deployment's requests, a Node's and a ClusterTopology pool's
 allocatable, and ``--max-file-size``: every command answers, and what kube-apiserver would refuse is
 reported where it stands."""

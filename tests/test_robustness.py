@@ -1,4 +1,4 @@
-"""Robustness (issue 8): more malformed YAML, YAML tags, duplicate keys, a 50 MB file, symlink
+"""Robustness: more malformed YAML, YAML tags, duplicate keys, a 50 MB file, symlink
 loops, FIFOs, unreadable files, empty stdin, wrong types everywhere (hypothesis), determinism,
 inputs never modified, nothing fetched from the network.
 
@@ -146,8 +146,8 @@ def test_python_tags_never_construct_objects(tmp_path: Path, tag: str) -> None:
 
 def test_core_tags_give_plain_data() -> None:
     """`!!binary`, `!!set`, `!!omap` and merge keys: plain data, positions kept, no crash.
-    `!!binary` is the decoded text, as go-yaml decodes it into a Go string (issue 18: bytes
-    made every rule that serialises the object fail)."""
+    `!!binary` is the decoded text, as go-yaml decodes it into a Go string (bytes
+    used to make every rule that serialises the object fail)."""
     text = (
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n"
         "  annotations: &base {app: web, tier: front}\n"

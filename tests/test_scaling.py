@@ -1,4 +1,4 @@
-"""No quadratic step (issue 18 item 4): N workloads whose selectors all match each other cost
+"""No quadratic step: N workloads whose selectors all match each other cost
 about N, for every rule category.
 
 Each Deployment carries required pod anti-affinity against every namespace, required and
@@ -215,7 +215,7 @@ def _budgets(count: int) -> SourceFile:
 
 
 def test_four_times_the_budgets_on_the_same_pods_cost_at_most_five_times_the_time() -> None:
-    """Issue 18: N budgets selecting the same pods made N pdb-overlap findings, each listing the
+    """N budgets selecting the same pods used to make N pdb-overlap findings, each listing the
     other N - 1 budgets as related places (1,000 budgets: 15 s and a 183 MB report; 4,000: killed
     at 19 GB). Each finding now names three, relates ten and counts the rest."""
     rules = [rule for rule in RULES if rule.category == "graph"]
@@ -261,7 +261,7 @@ spec:
 
 
 def test_four_times_the_replicas_of_one_workload_cost_at_most_five_times_the_time() -> None:
-    """Issue 18: one workload's pods each counted every placed pod (spread and inter-pod
+    """One workload's pods used to count every placed pod each (spread and inter-pod
     affinity PreFilter), a zone-spread pod sorted or filtered every node of the cluster, and a
     maxSurge-1 rollout sorted every old pod at each step: 5,000 pods spread over the zones of
     5,000 nodes took 109 s, 3,000 pods with hostname anti-affinity 22 s. Placement and rollout

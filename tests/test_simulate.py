@@ -678,7 +678,7 @@ spec:
 
 
 def test_an_empty_cluster_file_says_no_nodes_available(tmp_path: Path) -> None:
-    """Issue 18: an empty cluster file gave "0/0 nodes are available: ." and a no-eligible-node
+    """An empty cluster file used to give "0/0 nodes are available: ." and a no-eligible-node
     message about a nodeSelector the workload does not have; kube-scheduler says
     ErrNoNodesAvailable (pkg/scheduler/schedule_one.go)."""
     (tmp_path / "cluster.yaml").write_text("")

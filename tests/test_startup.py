@@ -1,6 +1,6 @@
 """Start-up stays light: what ``kaffinity --version`` and a one-file lint import.
 
-kaffinity runs on every commit (pre-commit), so a run pays for its imports each time (issue 8:
+kaffinity runs on every commit (pre-commit), so a run pays for its imports each time (the goal:
 ``--version`` under 0.15 s, a one-file lint under 0.4 s). The simulator (``kaffinity.simulate.scheduler``,
 ``place``, ``pending``, ``rollout``) is needed only with ``--cluster``; networkx only for graph
 algorithms; jsonschema and ruamel only once manifests are read. Each command runs in a fresh

@@ -472,7 +472,8 @@ def test_anti_affinity_exceeds_counts_its_own_old_pods_sharing_a_zone() -> None:
 
 
 def test_anti_affinity_on_a_key_some_nodes_lack_bounds_nothing() -> None:
-    """A node without the key passes anti-affinity (§D step 2): pods go there without limit."""
+    """A node without the key passes anti-affinity (``satisfyPodAntiAffinity``): pods go there
+    without limit."""
     objects = [workload("db", "StatefulSet", 5, affinity=anti("topology.kubernetes.io/zone", {"app": "db"}))]
     assert run(objects, [*zones(2), node("bare")]).findings == ()
 
@@ -597,7 +598,7 @@ def test_unschedulable_retries_a_pod_whose_affinity_target_comes_later() -> None
 
 
 def test_unschedulable_and_affinity_no_match_keep_the_more_severe() -> None:
-    """Issue 17 point 5: the same Pending pods, described by both rules; the error is kept."""
+    """The same Pending pods, described by both rules; the error is kept."""
     affinity = {
         "podAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -697,7 +698,7 @@ def test_configured_severity_wins(rule: str) -> None:
     if rule == "unschedulable":
         assert [f.severity for f in result.findings if f.rule == rule] == [Severity.INFO]
         return
-    # Issue 17 point 5: configured below unschedulable, a rule gives its Pending pods to
+    # Configured below unschedulable, a rule gives its Pending pods to
     # unschedulable's error (kaffinity.explain.precedence): an info never hides an error.
     assert [f.rule for f in result.findings if f.rule == rule] == []
     assert sorted(f.object.name for f in result.findings if f.rule == "unschedulable" and f.object) == sorted(

@@ -2,8 +2,9 @@
 
 Each test lints a small inline manifest and asserts the rule, the line and the API server's field
 path of what is reported (sometimes key words of the message), never whole outputs. Upstream
-behaviour is the reference (``pkg/apis/core/validation``, ``pkg/api/pod/{util,warnings}.go``,
-``pkg/features``); see ``shared/reference/kubernetes-semantics.md`` §A-C.
+behaviour is the reference: kubernetes/kubernetes ``pkg/apis/core/validation/validation.go``,
+``pkg/api/pod/{util,warnings}.go``, ``pkg/registry/core/pod/strategy.go`` (the matchLabelKeys
+merge) and ``pkg/features/kube_features.go``.
 """
 
 from __future__ import annotations

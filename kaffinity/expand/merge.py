@@ -3,7 +3,7 @@
 This module is the one place that computes merged selectors; the preview (``kaffinity expand``),
 the expansion rules and every later analysis read them from here.
 
-Upstream semantics (reference §C; KEP-3633, KEP-3243):
+Upstream semantics (``pkg/registry/core/pod/strategy.go``; KEP-3633, KEP-3243, "Design Details"):
 
 * kube-apiserver merges when a **Pod is created** (``podStrategy.PrepareForCreate`` in
   ``pkg/registry/core/pod/strategy.go``: ``mutatePodAffinity``, ``mutateTopologySpreadConstraints``),

@@ -27,7 +27,9 @@ _NAMES = 3
 
 
 def _never(context: Context, what: str) -> str:
-    """The consequence; hedged when pods outside the input could still match (reference §D)."""
+    """The consequence; hedged when pods outside the input could still match (InterPodAffinity's
+    ``PreFilter`` counts every pod of the cluster,
+    ``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go``)."""
     if context.complete:
         return "these pods can never be scheduled"
     return f"unless a pod outside the input {what}, these pods can never be scheduled"
@@ -52,7 +54,8 @@ def _dead_term(context: Context, member: Member, relation: Relation, terms: list
     related: list[Related] = []
     if member.id in relation.reach:
         # Its own pods match this term but not all of the terms: the first-pod exception needs
-        # a pod that matches every one of its own required terms (interpodaffinity Filter, §D).
+        # a pod that matches every one of its own required terms (``satisfyPodAffinity`` in
+        # pkg/scheduler/framework/plugins/interpodaffinity/filtering.go).
         failing = [other for other in terms if member.id not in other.reach]
         related += [
             Related(other.doc, (*other.path, "labelSelector"), "this pod's own labels do not match this term")
@@ -149,7 +152,7 @@ def _find(context: Context) -> Iterator[Violation]:
             continue  # bound by spec.nodeName: the scheduler never places it, nor checks its affinity
         terms = graph.terms(member.id, RELATION_AFFINITY, required=True)
         if not terms or member.id in startable.self_match:
-            continue  # nothing required, or the first-pod exception lets its first pod start (§D)
+            continue  # nothing required, or its first pod starts by itself (satisfyPodAffinity)
         # A term without labelSelector matches no pod, in the input or not, and not the pod itself:
         # its pods are certain never to schedule (an error). api-warning says the API server's
         # words ("a null labelSelector results in matching no pod", pkg/api/pod/warnings.go); this

@@ -8,16 +8,21 @@ reported by exactly one of them, the first that applies:
 2. ``topology-key-absent``: a required pod affinity term or a ``DoNotSchedule`` spread
    constraint names a topologyKey that none of the eligible nodes carries: InterPodAffinity
    rejects a node without the key of a required affinity term, PodTopologySpread one without a
-   hard constraint's key (reference §D step 1, §E "missing required label"): nothing can run.
+   hard constraint's key (InterPodAffinity ``satisfyPodAffinity``; PodTopologySpread's ``Filter``,
+   "missing required label"): nothing can run.
 3. ``anti-affinity-exceeds-domains``: a required anti-affinity term that selects the workload's
    own pods admits one pod per domain of its topologyKey; when every eligible node carries the
-   key (a node without it passes anti-affinity, §D step 2) the D domains hold at most D pods,
-   and the workload asks for R > D.
+   key (a node without it passes anti-affinity: ``satisfyPodAntiAffinity``) the D domains hold
+   at most D pods, and the workload asks for R > D.
 4. ``spread-unsatisfiable``: a ``DoNotSchedule`` constraint that caps the workload below R
    whatever happens: the global minimum stays 0 (fewer domains than ``minDomains``, or a
    counted domain the pod can never run in, which nodeTaintsPolicy / nodeAffinityPolicy
-   ``Ignore`` counts), so each usable domain takes at most maxSkew pods (§E) -- or, after the
-   simulation, pods that would be placed if the hard spread constraints were dropped.
+   ``Ignore`` counts), so each usable domain takes at most maxSkew pods (PodTopologySpread's
+   ``calPreFilterState`` and ``Filter``) -- or, after the simulation, pods that would be placed if
+   the hard spread constraints were dropped.
+
+Upstream, the functions named are in ``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go``
+and ``pkg/scheduler/framework/plugins/podtopologyspread/filtering.go``.
 5. ``unschedulable``: any other Pending pod, with the scheduler's event text.
 
 The first four are decided from the cluster's nodes and the workload alone (1 and 2 need no
@@ -322,7 +327,8 @@ class _Statics:
 
 def eligible_nodes(sim: Simulation, constraints: Constraints) -> list[SimNode]:
     """The nodes passing the static filters for a pod with ``constraints`` (the scheduler's first four:
-    NodeUnschedulable, NodeName, TaintToleration, NodeAffinity; reference §F)."""
+    NodeUnschedulable, NodeName, TaintToleration, NodeAffinity;
+    ``pkg/scheduler/apis/config/v1/default_plugins.go``)."""
     return list(sim.static_filter(constraints)[0])
 
 
@@ -408,7 +414,8 @@ def _probes(sim: Simulation, shape: Shape) -> list[SimPod]:
 
 def _exceeds(sim: Simulation, statics: _Statics, signature: tuple[Any, ...], shape: Shape) -> Exceeds | None:
     """The required self anti-affinity term with the fewest domains, if they are fewer than the
-    replicas. A node without the key passes anti-affinity (§D step 2): only a key that every
+    replicas. A node without the key passes anti-affinity (``satisfyPodAntiAffinity`` in
+    ``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go``): only a key that every
     eligible node carries bounds the pods."""
     best: Exceeds | None = None
     probes = _probes(sim, shape)
@@ -456,7 +463,8 @@ def growth_domains(sim: Simulation, constraints: Constraints, key: str, values: 
 
 
 def _spread_cap(sim: Simulation, shape: Shape) -> SpreadCap | None:
-    """A hard constraint that holds the global minimum at 0 for good (§E PreFilter: fewer
+    """A hard constraint that holds the global minimum at 0 for good (PodTopologySpread PreFilter,
+    ``calPreFilterState`` in ``pkg/scheduler/framework/plugins/podtopologyspread/filtering.go``: fewer
     domains than minDomains makes it 0; so does a counted domain the pod can never run in and
     that holds no matching pod): each usable domain then takes at most maxSkew matching pods."""
     constraints = shape.probe.constraints
@@ -465,7 +473,8 @@ def _spread_cap(sim: Simulation, shape: Shape) -> SpreadCap | None:
     probes = _probes(sim, shape)
     for spread in constraints.spread:
         selector = spread.selector
-        # countPodsMatchSelector counts nothing for a nil or empty selector (§E bug note), and a
+        # countPodsMatchSelector (pkg/scheduler/framework/plugins/podtopologyspread/common.go) counts
+        # nothing for a nil or empty selector (kubernetes#116607, until kubernetes#141340), and a
         # selector that misses the pod's own labels is not raised by its own pods.
         if selector is None or selector.is_empty:
             continue
@@ -723,7 +732,8 @@ def pod_word(placement: Placement) -> str:
 
 def pending_words(stuck: Stuck) -> str:
     """``web[3] and web[4] stay Pending`` (a StatefulSet with OrderedReady: the later ones are
-    never created, since the controller waits for each pod to be Running and Ready, §G)."""
+    never created, since the controller waits for each pod to be Running and Ready:
+    ``pkg/controller/statefulset/stateful_set_control.go``)."""
     pending = stuck.pending
     if not pending:
         return "no pod is Pending now (its existing pods run), but every pod it creates anew stays Pending"

@@ -5,7 +5,7 @@ affinity that nothing satisfies, ``unschedulable`` finds the pods it leaves Pend
 ``DoNotSchedule`` spread constraint that lists ``matchLabelKeys: [pod-template-hash]`` where the
 gate drops the field is ``gated-field-dropped``'s finding and ``revision-unscoped``'s. Reporting
 both says the same thing twice, so one rule gives way to the other -- but only to a finding that
-is at least as severe, so that a warning never hides an error (issue 17, point 5). What counts is
+is at least as severe, so that a warning never hides the error it overlaps with. What counts is
 the severity each finding is reported at (the configured one, else the finding's own, else the
 rule's: :func:`kaffinity.rules.base.severity_of`), and whether the other rule runs at all: with
 ``--select`` or ``--ignore`` leaving it out, nothing gives way to it.

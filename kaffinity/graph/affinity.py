@@ -15,8 +15,8 @@ read, and, on first use (drawing, cycles), a networkx ``MultiDiGraph`` of them:
   the same scope share the selector vertex, so a label like ``tier: batch`` selected in every
   namespace by hundreds of workloads costs its members once, not once per term.
 
-Matching is upstream's (reference §D; ``PodAffinityTerm`` API doc; the scheduler's
-``AffinityTerm.Matches``): the selector kube-apiserver merges from ``matchLabelKeys`` /
+Matching is upstream's (``PodAffinityTerm`` API doc; the scheduler's ``AffinityTerm.Matches`` in
+``pkg/scheduler/framework/types.go``): the selector kube-apiserver merges from ``matchLabelKeys`` /
 ``mismatchLabelKeys`` (:mod:`kaffinity.expand.merge`, with controller labels kept apart per
 workload); the namespaces are the union of ``namespaces`` and ``namespaceSelector``'s, the
 owner's own only when both are unset, ``namespaceSelector: {}`` every namespace; selectors on
@@ -125,7 +125,7 @@ class Listing:
     """A set of members in the canonical order (:meth:`AffinityGraph.order`), named, for messages
     that list the first few and count the rest: built once per distinct set
     (:meth:`AffinityGraph.listing`), not sorted again for each of the many terms that match the
-    same set (issue 18: N workloads whose terms all match each other took quadratic time)."""
+    same set (N workloads whose terms all match each other would take quadratic time)."""
 
     members: tuple[Member, ...]
     ids: frozenset[str]
@@ -234,7 +234,7 @@ class Startable:
 
     #: Per workload with required affinity: who can satisfy it, the workload itself left in when
     #: its terms match it (not copied without it for each workload: the sets are shared, and N
-    #: workloads whose terms match each other would cost N copies of N; issue 18). Whether it can
+    #: workloads whose terms match each other would cost N copies of N, quadratic). Whether it can
     #: follow itself is :attr:`self_match`.
     candidates: dict[str, frozenset[str]]
     self_match: frozenset[str]

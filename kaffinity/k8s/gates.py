@@ -1,7 +1,7 @@
 """Feature gates of the scheduling fields, per Kubernetes minor version.
 
-Defaults follow ``pkg/features/kube_features.go`` (the versioned feature specs); see the
-reference notes (docs/validation.md) for the evidence. Only gates that change how kaffinity's
+Defaults follow kubernetes ``pkg/features/kube_features.go`` (the versioned feature specs); see
+docs/validation.md for the gates' history. Only gates that change how kaffinity's
 fields are validated, stored or merged are modelled; a gate name close to one of them is taken
 for a typo, any other name is accepted and ignored (it does not concern scheduling fields).
 """

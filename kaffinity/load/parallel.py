@@ -64,7 +64,7 @@ def _sendable(file: SourceFile, limits: Limits | None = None) -> bytes | None:
     at a depth that depends on how deep the reading process's stack already is. Such files are
     rare, and reading them in the parent gives exactly what ``--jobs 1`` gives, whatever the
     platform's C stack or recursion limit; pickling each file on its own keeps one deep file
-    from taking its chunk (or the whole run, as in issue 18) with it. Under a ``depth:`` above
+    from taking its chunk (or, as it once did, the whole run) with it. Under a ``depth:`` above
     the default, a file nested deeper than the default is read in the parent too, whether or not
     pickle refuses it (its C recursion limit is not the interpreter's on Python 3.12 and later).
     """

@@ -1,6 +1,7 @@
 """affinity-conflict: required pod affinity that required pod anti-affinity makes impossible.
 
-Upstream semantics (reference §D, interpodaffinity ``Filter``): a pod with required affinity
+Upstream semantics (InterPodAffinity ``Filter``,
+``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go``): a pod with required affinity
 must share, for every term, the term's topology domain with a pod matching *all* its required
 affinity terms (step 1). It may not share a domain of its own required anti-affinity terms with
 a pod they match (step 2), nor the domain of an existing pod's required anti-affinity term that
@@ -54,7 +55,7 @@ class Block:
     """A required anti-affinity term that keeps the pod out of a candidate's domain."""
 
     relation: Relation
-    symmetric: bool  # the candidate's own term (reference §D Filter step 3), not the pod's
+    symmetric: bool  # the candidate's own term (satisfyExistingPodsAntiAffinity), not the pod's
 
 
 def blocks(graph: AffinityGraph, vertex: str, candidate: str, key: str) -> list[Block]:
@@ -140,7 +141,7 @@ def _check(context: Context) -> Iterator[Violation]:
         for term in graph.terms(vertex, RELATION_AFFINITY, required=True):
             key = term.topology_key
             if not key:
-                continue  # API validation rejects an empty topologyKey (reference §A.3)
+                continue  # API validation rejects an empty topologyKey (validatePodAffinityTerm)
             why: dict[str, list[Block]] = {}
             for candidate in _pool(listing, vertex, vertex in startable.self_match):
                 why[candidate] = blocks(graph, vertex, candidate, key)
@@ -175,8 +176,8 @@ def _violation(
     )
     if not others:
         # Only its own pods can satisfy the term. The first pod starts anyway: no pod matches
-        # the terms yet and it matches them itself (the self-match exception, reference §D
-        # Filter step 1; design doc "Examples > Affinity"), and no pod exists for the
+        # the terms yet and it matches them itself (the self-match exception of
+        # satisfyPodAffinity; design doc "Examples > Affinity"), and no pod exists for the
         # anti-affinity to count. Each later pod must join one it may not join.
         if replicas is None or replicas <= 1:
             return None  # one pod (DaemonSets: one per node, replicas unknown): nothing stays Pending
@@ -274,5 +275,12 @@ Keep the affinity's domain larger than the anti-affinity's: "same zone, differen
 (affinity on `topology.kubernetes.io/zone`, anti-affinity on `kubernetes.io/hostname`) is a
 common and valid pattern. Or narrow the anti-affinity's selector so it no longer matches the
 pods that need the affinity, or turn one side into a preferred term.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/scheduler/framework/plugins/interpodaffinity/filtering.go` (`satisfyPodAffinity`,
+  `satisfyPodAntiAffinity`, `satisfyExistingPodsAntiAffinity`)
+- kubernetes/design-proposals-archive `scheduling/podaffinity.md`, "A comment on symmetry"
 """,
 )

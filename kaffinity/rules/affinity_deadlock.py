@@ -1,7 +1,9 @@
 """affinity-deadlock: workloads whose required pod affinity waits on each other, so none starts.
 
-Upstream semantics (reference §D, interpodaffinity ``Filter`` step 1; design doc
-"Examples > Affinity", the first-pod problem): a pod with required pod affinity is admitted
+Upstream semantics (``satisfyPodAffinity`` in
+``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go``; the 2015 design,
+kubernetes/design-proposals-archive ``scheduling/podaffinity.md``, "Examples > Affinity", the
+first-pod problem): a pod with required pod affinity is admitted
 only on a node whose domain holds, for every term, an existing pod that matches *all* its
 required affinity terms; the single exception is when no pod anywhere matches them all and the
 incoming pod matches all its own terms. A cycle of workloads each needing a pod of the next,
@@ -34,7 +36,7 @@ def blocking_terms(graph: AffinityGraph, vertex: str) -> list[Relation]:
     """The required affinity terms that keep ``vertex`` from starting by itself.
 
     A workload starts by itself when its pods match all its own required affinity terms (the
-    self-match exception, reference §D Filter step 1), so the terms its own pods do not match
+    self-match exception of ``satisfyPodAffinity``), so the terms its own pods do not match
     are the ones to blame; a stuck workload has at least one. Every required term reaches every
     candidate (a single pod must match them all), so these terms all point to the next member.
     """
@@ -159,13 +161,13 @@ nothing at all is left to `affinity-no-match`.
 
 ## Why it matters
 The scheduler admits a pod with required pod affinity only where a pod matching all of its
-required affinity terms already runs in the term's topology domain (a single pod must match
-every term). The one exception, added for the design doc's "first pod" problem
-(design-inter-pod-affinity, Examples > Affinity), is a pod that matches all its own terms when
-no matching pod exists anywhere: it may start alone. In a cycle where no member matches its own
-terms, every pod waits for another member's pod that will never come: all stay `Pending`
-with "node(s) didn't match pod affinity rules" (UnschedulableAndUnresolvable, so preemption
-does not help either).
+required affinity terms already runs in the term's topology domain (a single pod must match every
+term). The one exception, added for the design doc's "first pod" problem
+(kubernetes/design-proposals-archive `scheduling/podaffinity.md`, "Examples > Affinity"), is a pod
+that matches all its own terms when no matching pod exists anywhere: it may start alone. In a
+cycle where no member matches its own terms, every pod waits for another member's pod that will
+never come: all stay `Pending` with "node(s) didn't match pod affinity rules"
+(UnschedulableAndUnresolvable, so preemption does not help either).
 
 The analysis is a least fixpoint: a workload can start if it matches its own terms, or if any
 workload it could follow can start. A term that might match pods of a Namespace the input
@@ -205,5 +207,12 @@ Let one member start first. Either make its pods match its own terms (for instan
 label both workloads carry, `matchLabels: {stack: shop}`: the self-match exception then admits
 its first pod and the others follow), or turn one of the terms into a preferred term
 (`preferredDuringSchedulingIgnoredDuringExecution`), which never blocks scheduling.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/scheduler/framework/plugins/interpodaffinity/filtering.go` (`satisfyPodAffinity`,
+  `podMatchesAllAffinityTerms`): the first-pod exception
+- kubernetes/design-proposals-archive `scheduling/podaffinity.md`, "Examples > Affinity"
 """,
 )

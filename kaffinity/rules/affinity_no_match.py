@@ -126,5 +126,12 @@ Point the selector at the labels the pods really carry (the hint names near miss
 term groups the workload's own pods (KEP-3633 story 1), make sure the pod template carries the
 labels it selects, so that the first pod can start. If the pods it names are deployed
 elsewhere, lint them together (`context:`), or make the term preferred.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/scheduler/framework/plugins/interpodaffinity/filtering.go` (`satisfyPodAffinity`)
+- `pkg/scheduler/framework/types.go` (`AffinityTerm.Matches`): namespaces and selector
+- https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/
 """,
 )

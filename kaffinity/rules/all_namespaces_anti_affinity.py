@@ -46,7 +46,8 @@ def _violation(graph: AffinityGraph, owner: Member, relation: Relation, empty: b
     pods = "every pod" if empty else f"every pod labelled {selector_text(relation.selector)}"
     domain = domain_word(key)
     # The design doc's "Denial of Service": anti-affinity is symmetric (the scheduler's
-    # existing-anti-affinity check, reference §D Filter step 3), so the first such pod in a
+    # existing-anti-affinity check, satisfyExistingPodsAntiAffinity in
+    # pkg/scheduler/framework/plugins/interpodaffinity/filtering.go), so the first such pod in a
     # domain keeps every pod it selects out of that whole domain, whoever arrives later.
     message = (
         f"required pod anti-affinity against {pods} in {scope} (topologyKey {key}): through "
@@ -79,7 +80,8 @@ def _violation(graph: AffinityGraph, owner: Member, relation: Relation, empty: b
         "dedicated node pool (taints and node affinity)"
     )
     # Hostname: one pod per node is the "exclusive node" use case the design doc let through;
-    # larger domains (zone, region) were to be rejected outright (reference §H).
+    # larger domains (zone, region) were to be rejected outright (design-proposals-archive
+    # scheduling/podaffinity.md, "Denial of Service").
     severity = Severity.WARNING if key == HOSTNAME else None
     return Violation(relation.doc, path, message, related=related, fix=fix, severity=severity)
 
@@ -135,5 +137,15 @@ podAntiAffinity:
 Select the pods to avoid by label, in the namespaces to avoid (`namespaces: [...]` or a
 `namespaceSelector` on a label). For nodes of its own, give the workload a dedicated node pool
 (a taint it tolerates and node affinity) rather than anti-affinity against everything.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- kubernetes/design-proposals-archive `scheduling/podaffinity.md`, "Denial of Service"
+- `pkg/scheduler/framework/plugins/interpodaffinity/filtering.go`
+  (`satisfyExistingPodsAntiAffinity`)
+- `plugin/pkg/admission/antiaffinity/admission.go` (`LimitPodHardAntiAffinityTopology`)
+- KEP-2249, kubernetes/enhancements `keps/sig-scheduling/2249-pod-affinity-namespace-selector`
+  (`namespaceSelector`, the `CrossNamespacePodAffinity` quota scope)
 """,
 )

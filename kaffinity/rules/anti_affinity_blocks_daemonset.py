@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 def _disjoint(a: Member, b: Member) -> bool:
     """Whether the two can never share a node: their nodeSelectors ask one key for two values.
 
-    nodeSelector must match the node's labels exactly (reference §F NodeAffinity), so pods asking
+    nodeSelector must match the node's labels exactly (NodeAffinity's Filter; component-helpers
+    ``scheduling/corev1/nodeaffinity/nodeaffinity.go``), so pods asking
     ``pool: gpu`` and pods asking ``pool: general`` never meet on a node. Anything subtler (node
     affinity, taints) is left alone: when unsure, the rule assumes they can meet.
     """
@@ -30,8 +31,8 @@ def _disjoint(a: Member, b: Member) -> bool:
 def _check(context: Context) -> Iterator[Violation]:
     graph = context.graph
     # Only the DaemonSets of a term's matches count: with none in the input there is nothing to
-    # do, and a term's matches are intersected with them, never sorted whole (issue 18: N
-    # workloads whose terms match each other took quadratic time).
+    # do, and a term's matches are intersected with them, never sorted whole (N workloads
+    # whose terms match each other would cost quadratic time).
     daemonsets = frozenset(
         member.id
         for member in graph.workloads()
@@ -57,10 +58,11 @@ def _check(context: Context) -> Iterator[Violation]:
             plural = len(daemons) > 1
             domain = domain_word(key)
             # Design doc "Co-existing with daemons": the scheduler was to ignore daemons' namespaces
-            # (kube-system) for anti-affinity; it never did (reference §H, no namespace exemption in
-            # the interpodaffinity Filter, reference §D). The anti-affinity Filter (step 2) keeps this
-            # workload out of every domain holding a daemon pod, and symmetry (step 3) keeps the
-            # daemon pod out of every domain holding one of this workload's pods.
+            # (kube-system) for anti-affinity; it never did: the InterPodAffinity Filter
+            # (pkg/scheduler/framework/plugins/interpodaffinity/filtering.go) exempts no namespace.
+            # satisfyPodAntiAffinity keeps this workload out of every domain holding a daemon pod, and
+            # symmetry (satisfyExistingPodsAntiAffinity) keeps the daemon pod out of every domain
+            # holding one of this workload's pods.
             message = (
                 f"required pod anti-affinity (topologyKey {key}) matches the pods of {names}: "
                 f"a DaemonSet runs a pod on every node it targets, so "
@@ -121,5 +123,13 @@ podAntiAffinity:
 ## Fix
 Select what the workload must avoid by a label the DaemonSet's pods do not carry (the app's own
 label rather than a shared tier or team label), or limit the term's namespaces.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/scheduler/framework/plugins/interpodaffinity/filtering.go` (`satisfyPodAntiAffinity`,
+  `satisfyExistingPodsAntiAffinity`): no namespace is exempt
+- kubernetes/design-proposals-archive `scheduling/podaffinity.md`, "Co-existing with daemons"
+- `pkg/controller/daemon/util/daemonset_util.go` (`ReplaceDaemonSetPodNodeNameNodeAffinity`)
 """,
 )

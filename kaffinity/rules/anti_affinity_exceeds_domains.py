@@ -27,9 +27,10 @@ def _occupied(
     Before: the cluster file's pods and those of workloads earlier in the scheduler's queue (the
     simulation places in that order, :func:`kaffinity.simulate.place.queue_order`: priority, then
     namespace, kind and name; never the order of the files). A domain is kept from the workload
-    when such a pod matches the term (InterPodAffinity Filter step 2, reference §D) or when such
-    a pod's own required anti-affinity on the same key matches this workload's pods (step 3,
-    symmetry).
+    when such a pod matches the term (InterPodAffinity ``satisfyPodAntiAffinity``) or when such a
+    pod's own required anti-affinity on the same key matches this workload's pods
+    (``satisfyExistingPodsAntiAffinity``, symmetry; both in
+    ``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go``).
     """
     sim = result.sim
     workload = stuck.workload
@@ -253,5 +254,12 @@ spec:
 Lower the replicas to D, use a finer key (`kubernetes.io/hostname`), add nodes or zones, or
 make the rule a preference (`preferredDuringSchedulingIgnoredDuringExecution`) or a topology
 spread constraint (`maxSkew: 1`), which spreads evenly without capping the replicas.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/scheduler/framework/plugins/interpodaffinity/filtering.go` (`satisfyPodAntiAffinity`,
+  `satisfyExistingPodsAntiAffinity`)
+- `pkg/controller/statefulset/stateful_set_control.go`: OrderedReady waits for each pod
 """,
 )

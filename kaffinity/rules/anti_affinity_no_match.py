@@ -68,9 +68,11 @@ at deploy; what is lost is the spreading the term promised. Errors are kept for 
 server refuses and for pods or rollouts that certainly stay stuck.
 
 ## Why it matters
-Required anti-affinity is how replicas are kept on separate nodes or zones (the interpodaffinity
-filter, reference §D). A term that matches no pod never rejects a node: the replicas it was
-meant to keep apart can all land on one node, and one node failure takes the whole quorum down.
+Required anti-affinity is how replicas are kept on separate nodes or zones (the InterPodAffinity
+filter, `satisfyPodAntiAffinity` in
+`pkg/scheduler/framework/plugins/interpodaffinity/filtering.go`). A term that matches no pod never
+rejects a node: the replicas it was meant to keep apart can all land on one node, and one node
+failure takes the whole quorum down.
 The manifest looks protected and is not. A real example: the ZooKeeper StatefulSet of the
 Kubernetes documentation selects `app: zk` while its pods carry `app.kubernetes.io/name: zk`.
 
@@ -93,5 +95,12 @@ spec:
 ## Fix
 Point the selector at the labels the pods really carry (the hint names near misses), or remove
 the term.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/scheduler/framework/plugins/interpodaffinity/filtering.go` (`satisfyPodAntiAffinity`)
+- `pkg/scheduler/framework/types.go` (`AffinityTerm.Matches`)
+- https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/
 """,
 )

@@ -62,5 +62,14 @@ affinity:
 
 ## Fix
 Follow the message; the path names the field as `kubectl apply` would.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/apis/core/validation/validation.go`: `ValidatePodSpec` (`validatePodAffinityTerm`,
+  `validateTopologySpreadConstraints`, `ValidateNodeSelector`, `ValidateTolerations`)
+- `pkg/apis/apps/validation/validation.go` and `pkg/apis/policy/validation/validation.go`
+- kubernetes/apimachinery `pkg/apis/meta/v1/validation/validation.go` (`ValidateLabelSelector`) and
+  `pkg/api/validate/content/kube.go` (`IsLabelKey`, `IsLabelValue`; formerly `pkg/util/validation`)
 """,
 )

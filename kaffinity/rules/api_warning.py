@@ -36,5 +36,11 @@ topologySpreadConstraints:
 
 ## Fix
 Add the `labelSelector` that names the pods meant; use the GA label the message names.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/api/pod/warnings.go` (`GetWarningsForPodTemplate`): the null labelSelector and the deprecated
+  node labels
 """,
 )

@@ -22,7 +22,8 @@ class Rule:
     ``check`` may read the whole context but reports on one object per violation. Rules whose
     findings come from the loader or the engine itself (``parse-error``, ``helm-template``,
     ``unused-suppression``) have no check. ``docs`` is Markdown with the sections every rule
-    has: what it finds, why it matters, a failing example, and the fix.
+    has: what it finds, why it matters, a failing example, the fix, and last the upstream sources
+    it follows (References).
     """
 
     name: str

@@ -88,5 +88,14 @@ topologySpreadConstraints:
 Use the label the workload's controller sets (`controller-revision-hash` for StatefulSets and
 DaemonSets, `pod-template-hash` for Deployments, `rollouts-pod-template-hash` for Argo Rollouts),
 or remove the key.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- kubernetes/api `apps/v1/types.go` (`DefaultDeploymentUniqueLabelKey`,
+  `ControllerRevisionHashLabelKey`, `StatefulSetPodNameLabel`, `PodIndexLabel`) and
+  `batch/v1/types.go` (`JobNameLabel`, `ControllerUidLabel`)
+- `pkg/registry/batch/job/strategy.go` (`generateSelector`)
+- https://kubernetes.io/docs/reference/labels-annotations-taints/
 """,
 )

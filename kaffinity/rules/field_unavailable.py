@@ -31,5 +31,10 @@ podAffinity:
 
 ## Fix
 Target the version the cluster runs; upgrade the cluster, or remove the field.
+
+## References
+- kubernetes/api `core/v1/types.go`: each field's documentation and the release that added it
+- Feature gates and the releases they arrived in:
+  https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/
 """,
 )

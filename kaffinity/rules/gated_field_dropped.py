@@ -45,5 +45,17 @@ podAntiAffinity:
 ## Fix
 Enable the gate on the cluster (and tell kaffinity with `--feature-gates`), upgrade, or write
 the rule without the field.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/api/pod/util.go` (`dropDisabledFields`): a disabled gate's field is dropped unless the old
+  object already uses it
+- `pkg/features/kube_features.go`: each gate's stage and default per release
+- KEP-3633, kubernetes/enhancements `keps/sig-scheduling/3633-matchlabelkeys-to-podaffinity`,
+  "Upgrade / Downgrade Strategy"
+- KEP-3243, kubernetes/enhancements
+  `keps/sig-scheduling/3243-respect-pod-topology-spread-after-rolling-upgrades`, "Upgrade /
+  Downgrade Strategy"
 """,
 )

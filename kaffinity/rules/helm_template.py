@@ -35,5 +35,8 @@ Render the chart and lint the result:
     helm template my-release ./chart | kaffinity lint -
 
 or exclude chart folders in `.kaffinity.yaml` (`exclude: ["charts/**/templates"]`).
+
+## References
+- Helm, `helm template`: https://helm.sh/docs/helm/helm_template/
 """,
 )

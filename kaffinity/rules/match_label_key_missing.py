@@ -72,5 +72,15 @@ topologySpreadConstraints:
 Add the label to the pod template, correct the key (a "did you mean" is given when a label is
 close), or remove it. If a mutating webhook adds the label at admission, kaffinity cannot see
 it: suppress the finding with that reason (`# kaffinity: ignore[match-label-key-missing] reason`).
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/registry/core/pod/strategy.go` (`mutatePodAffinity`, `mutateTopologySpreadConstraints`): a
+  key the pod's labels lack is skipped
+- KEP-3633, kubernetes/enhancements `keps/sig-scheduling/3633-matchlabelkeys-to-podaffinity`,
+  "Design Details"
+- KEP-3243, kubernetes/enhancements
+  `keps/sig-scheduling/3243-respect-pod-topology-spread-after-rolling-upgrades`, "Design Details"
 """,
 )

@@ -78,10 +78,11 @@ RULE = Rule(
 A workload's pod template that passes validation, while the pods its controller creates fail
 it: kube-apiserver merges `matchLabelKeys` into the label selector only when a Pod is created
 (`podStrategy.PrepareForCreate`), and validates the merged selector then. The usual cause is a
-`matchLabelKeys` key that the `labelSelector` already names (reference §A.3, "exists in both
-matchLabelKeys and labelSelector"): the template is stored as written, each created pod holds
-the key twice. kaffinity validates the pod each controller would create (template labels plus
-the controller's run-time labels) and reports what the template alone does not show.
+`matchLabelKeys` key that the `labelSelector` already names ("exists in both matchLabelKeys and
+labelSelector", `validateMatchLabelKeysAndMismatchLabelKeys` in
+`pkg/apis/core/validation/validation.go`): the template is stored as written, each created pod holds
+the key twice. kaffinity validates the pod each controller would create (template labels plus the
+controller's run-time labels) and reports what the template alone does not show.
 
 For topology spread constraints this applies from 1.34, when the API server merges (gate
 `MatchLabelKeysInPodTopologySpreadSelectorMerge`); before, the template itself is rejected
@@ -107,5 +108,14 @@ podAntiAffinity:
 ## Fix
 Remove the key from `matchLabelKeys` (the selector already requires its value) or from the
 `labelSelector`.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/registry/core/pod/strategy.go` (`PrepareForCreate`): the merge happens when a Pod is created,
+  never for a template
+- `pkg/apis/core/validation/validation.go` (`validateMatchLabelKeysAndMismatchLabelKeys`)
+- KEP-3633, kubernetes/enhancements `keps/sig-scheduling/3633-matchlabelkeys-to-podaffinity`,
+  "Design Details"
 """,
 )

@@ -109,5 +109,11 @@ spec:
 ## Fix
 Give the cluster room (more nodes, or an autoscaling pool with `max`), lower the requests, or,
 when the eviction is intended, suppress the finding.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go`
+- https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/
 """,
 )

@@ -79,5 +79,9 @@ spec:
 
 ## Fix
 None needed. To keep the pods off a scale-up, give the cluster room or lower the replicas.
+
+## References
+- kubernetes/autoscaler `cluster-autoscaler/FAQ.md`, "How does scale-up work?"
+- kubernetes-sigs/karpenter `pkg/apis/v1/nodepool.go` (`NodePool`, `limits`)
 """,
 )

@@ -302,7 +302,8 @@ def _taint_fix(blocked: _Blocked, count: int) -> str:
 
 def _by_taints(result: Analysis, shape: Shape, selected: list[SimNode]) -> _Why:
     """Every node left is tainted (an untolerated NoSchedule / NoExecute taint) or cordoned: the
-    filters TaintToleration and NodeUnschedulable (reference §F)."""
+    filters TaintToleration and NodeUnschedulable (``tainttoleration/taint_toleration.go`` and
+    ``nodeunschedulable/node_unschedulable.go`` under ``pkg/scheduler/framework/plugins``)."""
     constraints = shape.probe.constraints
     blocked = _blocked(result, constraints, selected)
     taint_parts, taint_related = _taint_words(blocked.untolerated)
@@ -421,5 +422,13 @@ spec:
 ## Fix
 Correct the selector or node affinity to labels the cluster's nodes carry, label the nodes
 meant for the workload, or add the toleration for the dedicated nodes' taint.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/scheduler/framework/plugins/{nodeunschedulable,nodename,tainttoleration,nodeaffinity}`
+- kubernetes/component-helpers `scheduling/corev1/nodeaffinity/nodeaffinity.go`: nodeSelector and
+  required node affinity
+- `pkg/scheduler/framework/types.go` (`FitError.Error`): the event text
 """,
 )

@@ -46,5 +46,11 @@ metadata:
 
 ## Fix
 Repair the file at the reported position (here: close the flow mapping with `}`).
+
+## References
+- kubernetes/apimachinery `pkg/util/yaml/decoder.go` (`NewYAMLOrJSONDecoder`), what kubectl reads
+  manifests with; `sigs.k8s.io/yaml` underneath resolves scalars as YAML 1.1
+- Server-side field validation, strict by default in kubectl since 1.27:
+  https://kubernetes.io/docs/reference/using-api/api-concepts/#field-validation
 """,
 )

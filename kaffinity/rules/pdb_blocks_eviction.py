@@ -1,8 +1,8 @@
 """pdb-blocks-eviction: a PodDisruptionBudget that allows no disruption even when all its pods run.
 
-The budget's arithmetic is the disruption controller's (``pkg/controller/disruption/
-disruption.go``, policy/v1; reference §G), evaluated in the best case, every selected pod
-running and Ready:
+The budget's arithmetic is the disruption controller's (``getExpectedPodCount`` in
+``pkg/controller/disruption/disruption.go``; policy/v1), evaluated in the best case, every
+selected pod running and Ready:
 
 * ``maxUnavailable`` (int, or a percentage rounded up) or a percentage ``minAvailable``
   (rounded up): the expected count is the sum of the scales of the pods' controllers
@@ -347,7 +347,7 @@ def _check(context: Context) -> Iterator[Violation]:
     hpas = _hpas(context)
     version = context.settings.kube_version
     # What a budget selects depends on the matched set alone: counted once per distinct set, not
-    # once per budget (issue 18: N/10 budgets selecting all N workloads were quadratic).
+    # once per budget (N/10 budgets selecting all N workloads would cost quadratic time).
     counted: dict[frozenset[str], _Selected] = {}
     for node, pdb in graph.pdbs.items():
         if budget_refused(pdb.doc.data, version):
@@ -417,8 +417,8 @@ RULE = Rule(
     docs="""\
 ## What it finds
 A PodDisruptionBudget that allows zero disruptions even when every pod it selects is running
-and Ready, computed as the disruption controller computes it (`pkg/controller/disruption`,
-policy/v1; reference §G):
+and Ready, computed as the disruption controller computes it
+(`pkg/controller/disruption/disruption.go`, policy/v1):
 
 - `minAvailable` as an integer: desired healthy = that number, against the number of selected
   pods (`minAvailable: 1` with one replica, `minAvailable: 3` with 3);
@@ -473,5 +473,12 @@ Allow at least one disruption: `maxUnavailable: 1` for workloads with a scale, o
 `minAvailable` below the number of replicas (run more replicas). For DaemonSet, Job or bare
 pods use an integer `minAvailable` (the only policy that needs no scale subresource), or leave
 them out of the selector.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/controller/disruption/disruption.go` (`getExpectedPodCount`, `failSafe`)
+- `pkg/registry/core/pod/storage/eviction.go`: HTTP 429 and `unhealthyPodEvictionPolicy`
+- `staging/src/k8s.io/kubectl/pkg/drain/drain.go`: kubectl drain retries a 429 until `--timeout`
 """,
 )

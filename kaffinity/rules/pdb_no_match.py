@@ -35,7 +35,7 @@ def _check(context: Context) -> Iterator[Violation]:
             if pdb.selector is not None and unknown_pods(context, relation) is not None:
                 continue  # pods the input does not show (a fragment's, an operator's) might match
             if pdb.selector is None:
-                # policy/v1: "A null selector selects no objects" (reference §G); `{}` selects
+                # policy/v1: "A null selector selects no objects" (PodDisruptionBudgetSpec); `{}` selects
                 # the whole namespace, which the graph counts as a match.
                 yield Violation(
                     pdb.doc,
@@ -85,11 +85,11 @@ another key, `app: zk` vs `app.kubernetes.io/name: zk`; the same key with a clos
 hint says which workload has them; pods that match but run in another namespace are named too.
 
 ## Why it matters
-The eviction API consults the budgets whose selector matches the pod being evicted (reference
-§G). A budget that matches nothing never refuses an eviction: `kubectl drain`, node upgrades
-and the cluster autoscaler may take down every replica of the application it was written for at
-once, while the budget's mere presence suggests the application is protected. Its status shows
-`expectedPods: 0`, which nobody looks at.
+The eviction API consults the budgets whose selector matches the pod being evicted
+(`pkg/registry/core/pod/storage/eviction.go`). A budget that matches nothing never refuses an
+eviction: `kubectl drain`, node upgrades and the cluster autoscaler may take down every replica of
+the application it was written for at once, while the budget's mere presence suggests the
+application is protected. Its status shows `expectedPods: 0`, which nobody looks at.
 
 ## Example
 ```yaml
@@ -105,5 +105,13 @@ spec:
 ## Fix
 Point the selector at the labels the pods really carry (the hint names near misses). If the
 workload is deployed from another repository, lint them together (`context:`).
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- kubernetes/api `policy/v1/types.go` (`PodDisruptionBudgetSpec.Selector`): null selects no pod,
+  `{}` every pod of the namespace
+- `pkg/registry/core/pod/storage/eviction.go`: the budgets an eviction consults
+- `pkg/controller/disruption/disruption.go` (`getExpectedPodCount`): the budget's `expectedPods`
 """,
 )

@@ -22,7 +22,7 @@ def _selects(relation: Relation) -> bool:
     namespace"; the PodDisruptionBudget API docs): the graph matches ``{}`` as v1 does.
     """
     selector = relation.selector
-    if selector is None:  # nil selects nothing (reference §G)
+    if selector is None:  # nil selects nothing (policy/v1 PodDisruptionBudgetSpec.selector)
         return False
     api_version = relation.doc.data.get("apiVersion")
     return not (selector.is_empty and api_version == "policy/v1beta1")
@@ -51,7 +51,7 @@ class _Budgets:
     Budgets with the same matched set (the same selector in the same namespace, or one reaching
     every namespace) are grouped, and everything that depends on the set alone is worked out
     once per group: N workloads and N/10 budgets whose selectors all match each other cost N,
-    plus the report's own size, not N² (issue 18).
+    plus the report's own size, not N².
     """
 
     def __init__(self, graph: AffinityGraph, budgets: list[Relation]) -> None:
@@ -112,7 +112,7 @@ class _Budgets:
         self, selecting: list[int], me: tuple[str | None, str]
     ) -> tuple[list[Relation], dict[str, None]]:
         """The other budgets: the first few, and their names, so that N budgets selecting the
-        same pods cost N x SHOWN, not N² (issue 18)."""
+        same pods cost N x SHOWN, not N² (a report of hundreds of MB)."""
         others: list[Relation] = []
         shown: dict[str, None] = {}
         for index in selecting:
@@ -154,7 +154,8 @@ def _violation(
     graph: AffinityGraph, relation: Relation, shared_names: str, others: list[Relation], other_names: str
 ) -> Violation:
     # registry/core/pod/storage/eviction.go: a pod with more than one matching budget is
-    # refused with HTTP 500 (reference §G); kubectl drain fails that pod and stops.
+    # refused with HTTP 500; kubectl drain (staging/src/k8s.io/kubectl/pkg/drain) fails that pod
+    # and stops.
     message = (
         f"this PodDisruptionBudget and {other_names} both select the pods of "
         f"{shared_names}: evicting such a pod fails with HTTP 500 "
@@ -209,5 +210,11 @@ spec:
 ## Fix
 Make the selectors disjoint (add the label that tells the workloads apart), or keep a single
 budget for the pods they share.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/registry/core/pod/storage/eviction.go`: more than one budget is refused (HTTP 500)
+- `staging/src/k8s.io/kubectl/pkg/drain/drain.go`: kubectl drain gives up on that pod
 """,
 )

@@ -92,5 +92,11 @@ spec:
 ## Fix
 Point the selector at the labels the pods really carry (the hint names near misses), or remove
 the term.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/scheduler/framework/plugins/interpodaffinity/scoring.go` (`PreScore`, `Score`)
+- kubernetes/design-proposals-archive `scheduling/podaffinity.md`, "A comment on symmetry"
 """,
 )

@@ -40,5 +40,12 @@ nodeAffinity:
 ## Fix
 Use what releases accept: `requiredDuringSchedulingIgnoredDuringExecution` (plus a taint with
 `NoExecute` where eviction is wanted); `In` with the allowed values instead of `Gt`/`Lt`.
+
+## References
+- KEP-4328, affinity-based eviction: kubernetes/enhancements PR #4329, closed without merging; the
+  field stays commented out in kubernetes/api `core/v1/types.go` (`NodeAffinity`)
+- kubernetes/enhancements
+  `keps/sig-scheduling/20190312-pod-affinity-and-anti-affinity-support-gt-and-lt-operators.md`,
+  provisional, removed as stale in 2021
 """,
 )

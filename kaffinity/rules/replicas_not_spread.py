@@ -178,7 +178,9 @@ def _check(context: Context) -> Iterator[Violation]:
         )
         # Not an error: kube-scheduler's system default constraints (hostname maxSkew 3, zone
         # maxSkew 5, ScheduleAnyway) already score spreading for pods a Service, ReplicaSet,
-        # ReplicationController or StatefulSet selects (reference §E), when the pod has none.
+        # ReplicationController or StatefulSet selects, when the pod has none (systemDefaultConstraints
+        # in pkg/scheduler/framework/plugins/podtopologyspread/plugin.go, buildDefaultConstraints in
+        # its common.go).
         message = (
             f"{kind} {workload.ref.name} runs {counted}, and nothing spreads them: {missing} and no "
             "topologySpreadConstraints. The scheduler's default "
@@ -249,5 +251,12 @@ topologySpreadConstraints:
 ```
 
 or preferred pod anti-affinity on the workload's own label.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/scheduler/framework/plugins/podtopologyspread/plugin.go` (`systemDefaultConstraints`) and
+  `common.go` (`buildDefaultConstraints`)
+- https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/
 """,
 )

@@ -273,5 +273,14 @@ podAntiAffinity:
 Add `matchLabelKeys: [pod-template-hash]` to the term (`kaffinity fix` does it, where the target
 version supports the field: pod affinity from 1.31, or 1.29 with the gate; spread from 1.27).
 On older clusters, roll out with `maxSurge: 0` and `maxUnavailable: 1` instead.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- KEP-3633, kubernetes/enhancements `keps/sig-scheduling/3633-matchlabelkeys-to-podaffinity`,
+  "Motivation"
+- KEP-3243, kubernetes/enhancements
+  `keps/sig-scheduling/3243-respect-pod-topology-spread-after-rolling-upgrades`, "Motivation"
+- `pkg/controller/deployment/rolling.go` (`reconcileNewReplicaSet`, `reconcileOldReplicaSets`)
 """,
 )

@@ -365,7 +365,7 @@ It stays quiet, so that each problem is reported once, where it starts:
 - without a declared cluster, or with `--no-simulate` (`revision-unscoped` still points at the
   pattern);
 - for a workload whose pods do not all run before the update: that is the first problem
-  (`unschedulable`, `anti-affinity-exceeds-domains`; kubernetes issue 121388, 7 replicas one
+  (`unschedulable`, `anti-affinity-exceeds-domains`; kubernetes/kubernetes#121388, 7 replicas one
   per node on 3 nodes, is one), and a rollout stalled by it only a consequence;
 - when no node could ever take the new pod (taints, node affinity, cordons on every node:
   `no-eligible-node`), whatever the rollout does;
@@ -379,22 +379,22 @@ adds 1 node of pool general"); a deadlock at a pool's max says that the autoscal
 
 ## Why it matters
 The Deployment never finishes: `kubectl rollout status` hangs, the Progressing condition turns
-`ProgressDeadlineExceeded`, and nothing rolls back by itself. The classic case (kubernetes
-issues 56539 and 116891; the argo-cd HA install, whose `argocd-redis-ha-haproxy` has 3
-replicas and required hostname anti-affinity, on its minimum of 3 nodes; redis-ha chart issues 6
-and 249): one pod per node through required anti-affinity on the app's own label, as many
-replicas as eligible nodes, and `maxUnavailable` that resolves to 0 (25% of 3 rounds down). The
-surge pod must keep away from the old pods too, every node has one, and the controller removes
-none of them until the surge pod is available.
+`ProgressDeadlineExceeded`, and nothing rolls back by itself. The classic case
+(kubernetes/kubernetes issues #56539 and #116891; the argo-cd HA install, whose
+`argocd-redis-ha-haproxy` has 3 replicas and required hostname anti-affinity, on its minimum of 3
+nodes; redis-ha chart issues 6 and 249): one pod per node through required anti-affinity on the
+app's own label, as many replicas as eligible nodes, and `maxUnavailable` that resolves to 0 (25%
+of 3 rounds down). The surge pod must keep away from the old pods too, every node has one, and the
+controller removes none of them until the surge pod is available.
 
 Running pods keep the scheduling terms they were created with, and a running pod's required
 anti-affinity also keeps matching newcomers away (symmetry, "didn't satisfy existing pods
 anti-affinity rules"): a new revision that drops the term, or adds `matchLabelKeys`, still meets
-the old pods' term during the rollout that introduces it (kubernetes issue 103584). With a
+the old pods' term during the rollout that introduces it (kubernetes/kubernetes#103584). With a
 cluster file listing the running pods, the old revision is those pods as they are. The same
 stall happens with a DaemonSet `maxSurge` whose new pod cannot sit beside the old one, when the
 surge pod finds no node with room for its requests, and when a StatefulSet's recreated pod fits
-nowhere (kubernetes issue 67250: reverting the template does not unblock it).
+nowhere (kubernetes/kubernetes#67250: reverting the template does not unblock it).
 
 ## Example
 ```yaml
@@ -420,5 +420,14 @@ pod may share a node with an old one if that node has room for both. As the runn
 their unscoped term, the rollout that adds the key may itself need to replace pods in place; the
 hint says so. When neither helps (more replicas than nodes their rule allows, no room), relax
 the rule or add capacity.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/controller/deployment/rolling.go` and `pkg/controller/deployment/util/deployment_util.go`
+  (`ResolveFenceposts`): maxSurge and maxUnavailable
+- `pkg/controller/statefulset/stateful_set_control.go` and `pkg/controller/daemon/update.go`
+- KEP-3633, kubernetes/enhancements `keps/sig-scheduling/3633-matchlabelkeys-to-podaffinity`,
+  "Motivation"
 """,
 )

@@ -45,5 +45,12 @@ spec:
 ## Fix
 Correct the field name, type or value. `kaffinity rules schema` and the schemas in `schemas/`
 (usable by the YAML language server in your editor) list what each field accepts.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `api/openapi-spec/v3/`: the published OpenAPI documents the schemas are derived from
+- Unknown fields and strict field validation:
+  https://kubernetes.io/docs/reference/using-api/api-concepts/#field-validation
 """,
 )

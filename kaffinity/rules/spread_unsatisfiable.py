@@ -34,7 +34,8 @@ def _static(stuck: Stuck, cap: SpreadCap) -> tuple[DataPath, str, str]:
     each = f"each {domain} it may use takes at most {plural(spread.max_skew, 'matching pod')}"
     if len(cap.domains) < spread.min_domains:
         # PodTopologySpread PreFilter: with fewer eligible domains than minDomains the global
-        # minimum is 0 (KEP-3022; API doc of minDomains; reference §E).
+        # minimum is 0 (KEP-3022; API doc of minDomains; calPreFilterState in
+        # pkg/scheduler/framework/plugins/podtopologyspread/filtering.go).
         reason = (
             f"minDomains {spread.min_domains}, but the nodes it counts span only "
             f"{plural(len(cap.domains), domain)} ({name_list(cap.domains)}): with fewer {domain}s than "
@@ -205,5 +206,14 @@ topologySpreadConstraints:
 ## Fix
 Lower `minDomains` to the number of domains, set `nodeTaintsPolicy: Honor` so that tainted
 nodes do not count, raise `maxSkew`, add domains, or lower the replicas.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/scheduler/framework/plugins/podtopologyspread/filtering.go` (`calPreFilterState`, `Filter`)
+- KEP-3022, kubernetes/enhancements `keps/sig-scheduling/3022-min-domains-in-pod-topology-spread`
+- KEP-3094, kubernetes/enhancements
+  `keps/sig-scheduling/3094-pod-topology-spread-considering-taints`
+- KEP-895, kubernetes/enhancements `keps/sig-scheduling/895-pod-topology-spread`
 """,
 )

@@ -37,17 +37,21 @@ def _consequences() -> dict[str, str]:
 
     return {
         # InterPodAffinity Filter: a node without a required term's key fails, first pod included
-        # (reference §D Filter step 1; the self-match exception still needs every key).
+        # (satisfyPodAffinity in pkg/scheduler/framework/plugins/interpodaffinity/filtering.go;
+        # the self-match exception still needs every key).
         TERM_AFFINITY: "InterPodAffinity rejects every node without the key, even for the first pod",
         # PodTopologySpread Filter: "node(s) didn't match pod topology spread constraints (missing
-        # required label)", UnschedulableAndUnresolvable (reference §E).
+        # required label)", UnschedulableAndUnresolvable
+        # (pkg/scheduler/framework/plugins/podtopologyspread/filtering.go).
         TERM_SPREAD: "PodTopologySpread rejects every node without the key (missing required label)",
-        # InterPodAffinity Filter step 2: a node without the key passes anti-affinity (reference §D).
+        # InterPodAffinity satisfyPodAntiAffinity: a node without the key passes anti-affinity.
         TERM_ANTI: "a node without the key always passes anti-affinity, so this term keeps no pods apart",
-        # InterPodAffinity Score sums a term's weight only on nodes carrying its key (reference §D).
+        # InterPodAffinity Score sums a term's weight only on nodes carrying its key
+        # (pkg/scheduler/framework/plugins/interpodaffinity/scoring.go).
         TERM_PREFERRED_AFFINITY: "the preference scores no node, so it has no effect",
         TERM_PREFERRED_ANTI: "the preference scores no node, so it has no effect",
-        # PodTopologySpread Score: nodes without the key score 0 (reference §E), i.e. every node here.
+        # PodTopologySpread Score: nodes without the key score 0, i.e. every node here
+        # (pkg/scheduler/framework/plugins/podtopologyspread/scoring.go).
         TERM_SOFT_SPREAD: "every node scores the same for it, so it spreads nothing",
     }
 
@@ -192,5 +196,13 @@ topologySpreadConstraints:
 ## Fix
 Use a key the nodes carry (the message suggests a close one), label the nodes, or -- for a
 key that only some clusters have -- make the rule `ScheduleAnyway` / preferred.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/scheduler/framework/plugins/interpodaffinity/filtering.go` (`satisfyPodAffinity`,
+  `satisfyPodAntiAffinity`) and `scoring.go`
+- `pkg/scheduler/framework/plugins/podtopologyspread/filtering.go` (`Filter`: "missing required
+  label") and `scoring.go`
 """,
 )

@@ -25,7 +25,8 @@ _INSUFFICIENT = "Insufficient "
 
 
 #: The dynamic filters' reasons in filter order (NodeResourcesFit, PodTopologySpread,
-#: InterPodAffinity; reference §F): the first one wins a tie for the most nodes.
+#: InterPodAffinity; pkg/scheduler/apis/config/v1/default_plugins.go): the first one wins a tie
+#: for the most nodes.
 @cache
 def _order() -> tuple[str, ...]:
     """The reasons in filter order."""
@@ -152,8 +153,8 @@ def _resources(stuck: Stuck, reason: str) -> _Explained:
 
 
 def _blockers(result: Analysis, pod: SimPod) -> list[tuple[SimPod, str, DataPath]]:
-    """Placed pods whose required anti-affinity selects ``pod`` (the existing-pods check, §D
-    step 3), with the domain each keeps it out of."""
+    """Placed pods whose required anti-affinity selects ``pod`` (the existing-pods check,
+    ``satisfyExistingPodsAntiAffinity``), with the domain each keeps it out of."""
     sim = result.sim
     labels = sim.namespace_labels(pod.namespace)
     found = []
@@ -172,7 +173,8 @@ def _blockers(result: Analysis, pod: SimPod) -> list[tuple[SimPod, str, DataPath
 
 
 def _matching(result: Analysis, pod: SimPod, anti: bool) -> list[SimPod]:
-    """Placed pods its required (anti-)affinity terms match (affinity: all terms at once, §D)."""
+    """Placed pods its required (anti-)affinity terms match (affinity: all terms at once, as
+    interpodaffinity's ``podMatchesAllAffinityTerms`` requires)."""
     sim = result.sim
     terms = pod.constraints.anti if anti else pod.constraints.affinity
     if not terms:
@@ -505,7 +507,8 @@ kept, a tie going to `affinity-no-match`. It needs the simulation (quiet with `-
 ## Why it matters
 The scheduler leaves such pods Pending until the cluster changes; nothing in the manifests
 says so before deploy. Filters and reasons are those of the default profile
-(`pkg/scheduler/framework/plugins`, reference §F); `kaffinity place` shows every node's reason.
+(`pkg/scheduler/apis/config/v1/default_plugins.go`, `pkg/scheduler/framework/plugins`);
+`kaffinity place` shows every node's reason.
 
 ## Example
 ```yaml
@@ -519,5 +522,13 @@ containers:
 ## Fix
 Depends on the reason: lower the requests or add capacity; let the pod run where the pods it
 requires run; narrow the anti-affinity that keeps it out.
+
+## References
+Paths without a repository name are in kubernetes/kubernetes.
+
+- `pkg/scheduler/apis/config/v1/default_plugins.go`: the filters and their order
+- `pkg/scheduler/framework/runtime/framework.go` (`RunFilterPlugins`): the first failure wins
+- `pkg/scheduler/framework/types.go` (`FitError.Error`): the event text
+- `pkg/scheduler/framework/plugins/noderesources/fit.go`: requests against allocatable
 """,
 )

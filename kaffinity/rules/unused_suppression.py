@@ -32,5 +32,9 @@ metadata:
 
 ## Fix
 Remove the suppression, or correct the rule name.
+
+## References
+- ruff's `unused-noqa` (RUF100), the same check for `# noqa` comments:
+  https://docs.astral.sh/ruff/rules/unused-noqa/
 """,
 )

@@ -1,9 +1,10 @@
 """An offline kube-scheduler: the default profile's filter plugins, run against a declared cluster.
 
 Pods are placed one at a time. For each pod every node runs the enabled filters in the default
-profile's order (``pkg/scheduler/apis/config/v1/default_plugins.go``; reference §F) and stops at
-the first failure (``RunFilterPlugins``); a failing node records the plugin's own reason string,
-and a pod that fits nowhere gets the scheduler's event text (``FitError.Error``):
+profile's order (``pkg/scheduler/apis/config/v1/default_plugins.go``) and stops at the first
+failure (``RunFilterPlugins``, ``pkg/scheduler/framework/runtime/framework.go``); a failing node
+records the plugin's own reason string, and a pod that fits nowhere gets the scheduler's event
+text (``FitError.Error``):
 ``0/6 nodes are available: 3 node(s) didn't match pod anti-affinity rules, ...``.
 
 Filters, each as its upstream plugin (``pkg/scheduler/framework/plugins/<name>``):
@@ -73,7 +74,7 @@ if TYPE_CHECKING:
     from kaffinity.k8s.model import PodAffinity, PodDisruptionBudget
     from kaffinity.simulate.cluster import Pool
 
-# The default profile's filters, in upstream order (reference §F).
+# The default profile's filters, in upstream order (pkg/scheduler/apis/config/v1/default_plugins.go).
 NODE_UNSCHEDULABLE = "NodeUnschedulable"
 NODE_NAME = "NodeName"
 TAINT_TOLERATION = "TaintToleration"
@@ -1929,7 +1930,8 @@ def _nonzero(requests: Mapping[str, int]) -> dict[str, int]:
 
 
 def spread_counts(sim: Simulation, namespace: str, spread: Spread, nodes: Iterable[SimNode]) -> Counter[str]:
-    """Matching pods per domain, as PodTopologySpread's PreFilter counts them (§E): on the
+    """Matching pods per domain, as PodTopologySpread's PreFilter counts them (``calPreFilterState``
+    in ``pkg/scheduler/framework/plugins/podtopologyspread/filtering.go``): on the
     counted ``nodes``, in the pod's namespace, not terminating, matching the merged selector."""
     counts: Counter[str] = Counter()
     selector = spread.selector
@@ -1984,7 +1986,7 @@ class _State:
         # The kubelet admits a pod with spec.nodeName without these two (``_admit_reason``).
         self.ipa = INTER_POD_AFFINITY in on and not constraints.node_name
         self.pts = POD_TOPOLOGY_SPREAD in on and bool(constraints.spread) and not constraints.node_name
-        # InterPodAffinity PreFilter (reference §D).
+        # InterPodAffinity PreFilter (pkg/scheduler/framework/plugins/interpodaffinity/filtering.go).
         # existingAntiAffinityCounts: per placed pod's term selecting this pod, its holders by
         # the value of its key; affinityCounts and antiAffinityCounts likewise, per term (the
         # Filter reads each term's own key, so per-term counts answer as upstream's one map).
@@ -2002,7 +2004,8 @@ class _State:
                 self.self_match = all(t.matches(pod, own) for t in constraints.affinity)
             self.anti = [sim.term_counts((term,)) for term in constraints.anti]
         self.affinity_counts = self.affinity.pairs
-        # PodTopologySpread PreFilter (reference §E).
+        # PodTopologySpread PreFilter (calPreFilterState in
+        # pkg/scheduler/framework/plugins/podtopologyspread/filtering.go).
         self.spread: list[tuple[Spread, Counter[str], int, bool]] = []
         if self.pts:
             for spread in constraints.spread:

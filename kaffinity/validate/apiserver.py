@@ -505,7 +505,8 @@ class _Checker:
         return [], []
 
     def merged(self, selector: Any, match_keys: Sequence[str], mismatch_keys: Sequence[str]) -> Any:
-        """The selector a bare Pod is validated with: matchLabelKeys merged in at create (§C)."""
+        """The selector a bare Pod is validated with: matchLabelKeys merged in at create
+        (``podStrategy.PrepareForCreate``, ``pkg/registry/core/pod/strategy.go``)."""
         if not self.is_pod or not isinstance(selector, Mapping) or not (match_keys or mismatch_keys):
             return selector
         written = selector.get("matchExpressions")
