@@ -25,7 +25,7 @@ import pytest
 from jsonschema import Draft7Validator
 from ruamel.yaml import YAML
 
-from .conftest import EXAMPLES, REPO, expected, lint_paths
+from .kit import EXAMPLES, REPO, expected, lint_paths
 from .test_reports import SARIF_SCHEMA
 
 ACTION = REPO / "action.yml"

@@ -20,7 +20,7 @@ from kaffinity.load.files import load
 from kaffinity.simulate.cluster import cluster_from
 from kaffinity.simulate.place import place_all
 
-from .conftest import REPO
+from .kit import REPO
 
 BENCHMARKS = REPO / "benchmarks"
 WORKLOADS = 200  # the smallest corpus with a shared selector and matchLabelKeys (the checks need both)

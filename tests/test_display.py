@@ -15,7 +15,7 @@ import pytest
 
 from kaffinity.load.display import escape, json_name, quote_name, utf8, utf8_tree
 
-from .conftest import REPO
+from .kit import REPO
 
 #: Raw control characters that may not reach a terminal (C0 but the line break, DEL, C1).
 _RAW = re.compile(rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")

@@ -30,7 +30,7 @@ from kaffinity.expand.merge import (
 from kaffinity.k8s.model import Workload, build_inventory
 from kaffinity.load.parse import parse
 
-from .conftest import added_lines, lint_text, run_cli
+from .kit import added_lines, lint_text, run
 from .test_validation import deployment, line_of, pod
 
 HASH = "<pod-template-hash of this revision>"
@@ -155,7 +155,7 @@ def test_kep_3633_design_diff(tmp_path: Any) -> None:
     """The kube-apiserver diff of KEP-3633's design section: four `+` lines after the Exists."""
     path = tmp_path / "sample.yaml"
     path.write_text(KEP_3633_STORY_2)
-    completed = run_cli("expand", "--no-config", str(path))
+    completed = run("expand", "--no-config", str(path))
     assert completed.returncode == 0, completed.stderr
     assert added_lines(completed.stdout) == [
         "+          - key: tenant",
@@ -176,7 +176,7 @@ def test_kep_3243_example_merges_into_an_empty_selector() -> None:
 
 
 def test_kep_3243_example_in_place_matches_the_kep() -> None:
-    completed = run_cli("expand", "--no-config", "--format", "yaml", "-", stdin=KEP_3243)
+    completed = run("expand", "--no-config", "--format", "yaml", "-", stdin=KEP_3243)
     assert completed.returncode == 0, completed.stderr
     (doc,) = parse("out.yaml", completed.stdout).documents
     constraint = doc.data["spec"]["topologySpreadConstraints"][0]
@@ -538,7 +538,7 @@ def test_revision_unscoped_ignores_other_revision_keys() -> None:
 
 
 def test_expand_json_shape() -> None:
-    completed = run_cli(
+    completed = run(
         "expand", "--no-config", "--format", "json", "--kube-version", "1.33", "-", stdin=KEP_3243
     )
     assert completed.returncode == 0, completed.stderr
@@ -560,7 +560,7 @@ def test_expand_json_shape() -> None:
 def test_expand_reports_ignored_keys_and_bad_input() -> None:
     text = KEP_3633_STORY_1.replace("- pod-template-hash", "- tenant")
     broken = text + "---\nkey: [unclosed\n"
-    completed = run_cli("expand", "--no-config", "--format", "json", "-", stdin=broken)
+    completed = run("expand", "--no-config", "--format", "json", "-", stdin=broken)
     assert completed.returncode == 2
     assert "<stdin>:" in completed.stderr and "Traceback" not in completed.stderr
     (term,) = json.loads(completed.stdout)["workloads"][0]["terms"]
@@ -572,7 +572,7 @@ def test_expand_reports_ignored_keys_and_bad_input() -> None:
 
 
 def test_expand_without_label_keys_says_so() -> None:
-    completed = run_cli("expand", "--no-config", "-", stdin=SELF_ANTI)
+    completed = run("expand", "--no-config", "-", stdin=SELF_ANTI)
     assert completed.returncode == 0 and completed.stdout == ""
     assert "no workload uses matchLabelKeys" in completed.stderr
 
@@ -581,7 +581,7 @@ def test_expand_yaml_of_several_files_names_each(tmp_path: Any) -> None:
     first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
     first.write_text(KEP_3243)
     second.write_text(SELF_ANTI)
-    completed = run_cli("expand", "--no-config", "--format", "yaml", str(first), str(second))
+    completed = run("expand", "--no-config", "--format", "yaml", str(first), str(second))
     assert completed.returncode == 0, completed.stderr
     merged, unchanged = completed.stdout.split("---\n")
     assert merged.startswith(f"# Source: {first}\n") and "- key: app" in merged

@@ -11,7 +11,7 @@ import pytest
 
 from kaffinity.findings import Severity
 
-from .conftest import EXAMPLES, lint_paths, lint_text
+from .kit import EXAMPLES, lint_paths, lint_text
 
 # -- revision-unscoped: "the rollout hangs" only when no old pod can go first -------------------
 

@@ -35,7 +35,7 @@ from kaffinity.load.parse import SourceFile, parse
 from kaffinity.report import render
 from kaffinity.simulate.cluster import Cluster, cluster_from
 
-from .conftest import EXAMPLES
+from .kit import EXAMPLES
 
 SEEDS = sorted(
     path for path in EXAMPLES.rglob("*") if path.suffix in (".yaml", ".yml", ".json") and path.is_file()

@@ -21,7 +21,7 @@ from kaffinity.load.files import load
 from kaffinity.load.parse import parse
 from kaffinity.simulate.cluster import cluster_from
 
-from .conftest import run_cli
+from .kit import run
 
 runner = CliRunner()
 
@@ -528,7 +528,7 @@ items:
 
 
 def _lint_cli(*args: str, cwd: Path) -> tuple[int, list[tuple[str, str]], str]:
-    completed = run_cli("lint", "--format", "json", "--select", "affinity-no-match", *args, cwd=cwd)
+    completed = run("lint", "--format", "json", "--select", "affinity-no-match", *args, cwd=cwd)
     findings = json.loads(completed.stdout)["findings"] if completed.stdout else []
     return completed.returncode, [(f["rule"], f["severity"]) for f in findings], completed.stderr
 
@@ -562,7 +562,7 @@ def test_a_broken_or_missing_cluster_file_is_a_one_line_error(tmp_path: Path) ->
     (tmp_path / "api.yaml").write_text(NEEDS_DB)
     (tmp_path / "cluster.yaml").write_text("kind: [unclosed\n")
     code, found, stderr = _lint_cli("--no-config", "--cluster", "cluster.yaml", "api.yaml", cwd=tmp_path)
-    completed = run_cli("lint", "--no-config", "--cluster", "cluster.yaml", "api.yaml", cwd=tmp_path)
+    completed = run("lint", "--no-config", "--cluster", "cluster.yaml", "api.yaml", cwd=tmp_path)
     assert code == 2 and ("affinity-no-match", "warning") in found  # the manifests are still linted
     assert "cluster.yaml:2:1: error [parse-error]" in completed.stdout
     assert "Traceback" not in completed.stdout + completed.stderr + stderr

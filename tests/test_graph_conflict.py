@@ -21,7 +21,7 @@ from kaffinity.load.parse import parse
 from kaffinity.rules import BY_NAME
 from kaffinity.simulate.cluster import cluster_from
 
-from .conftest import EXAMPLES, lint_paths
+from .kit import EXAMPLES, lint_paths
 
 DEADLOCK, CONFLICT = "affinity-deadlock", "affinity-conflict"
 HOST, ZONE, REGION = "kubernetes.io/hostname", "topology.kubernetes.io/zone", "topology.kubernetes.io/region"

@@ -11,7 +11,7 @@ import pytest
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Location, Severity
 
-from .conftest import SHARED, lint_paths, lint_text
+from .kit import SHARED, lint_paths, lint_text
 
 RULES = ("affinity-no-match", "preferred-no-match", "pdb-no-match")
 
@@ -313,7 +313,7 @@ items:
 
 
 def test_cluster_example_files_exist_and_lint_clean() -> None:
-    from .conftest import EXAMPLES
+    from .kit import EXAMPLES
 
     result = lint_paths(EXAMPLES / "clusters" / "nomatch-pods.yaml")
     assert result.findings == ()

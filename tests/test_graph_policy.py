@@ -18,7 +18,7 @@ from kaffinity.load.parse import parse
 from kaffinity.rules import BY_NAME
 from kaffinity.simulate.cluster import cluster_from
 
-from .conftest import lint_text
+from .kit import lint_text
 
 ALL_NS, DAEMON, OVERLAP, SPREAD = (
     "all-namespaces-anti-affinity",

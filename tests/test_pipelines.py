@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import REPO, run_cli, run_json
+from .kit import REPO, run, run_json
 
 DATA = REPO / "tests" / "data" / "pipelines"
 KUSTOMIZE = DATA / "kustomize"
@@ -102,7 +102,7 @@ def test_kustomize_stream_is_reported_under_the_stdin_filename() -> None:
     (finding,) = report["findings"]
     assert finding["file"] == "overlays/prod"
     assert {related["file"] for related in finding["related"]} == {"overlays/prod"}
-    text = run_cli("lint", "--no-config", "-", "--stdin-filename", "overlays/prod", stdin=rendered).stdout
+    text = run("lint", "--no-config", "-", "--stdin-filename", "overlays/prod", stdin=rendered).stdout
     line = line_of(rendered, "- labelSelector:", after="podAffinity:")
     assert text.startswith(f"overlays/prod:{line}:13: warning [affinity-no-match]")
     assert "<stdin>" not in text
@@ -112,7 +112,7 @@ def test_kustomize_stream_is_reported_under_the_stdin_filename() -> None:
 def test_kustomize_stream_on_github_actions_annotates_the_overlay() -> None:
     """``--format auto`` on Actions: annotations whose file is the --stdin-filename."""
     rendered = kustomize("overlays/prod")
-    completed = run_cli(
+    completed = run(
         "lint",
         "--no-config",
         "-",
@@ -210,7 +210,7 @@ BATCH = "ip-10-0-3-140.eu-west-1.compute.internal"
 
 
 def place(manifest: str) -> dict[str, Any]:
-    completed = run_cli("place", "--format", "json", "--cluster", str(NODES), "-", stdin=manifest)
+    completed = run("place", "--format", "json", "--cluster", str(NODES), "-", stdin=manifest)
     assert "Traceback" not in completed.stderr, completed.stderr
     placed: dict[str, Any] = json.loads(completed.stdout)
     return placed
@@ -243,7 +243,7 @@ def test_kubectl_get_nodes_output_labels_taints_and_allocatable_are_read() -> No
     ],
 )
 def test_format_auto_and_explicit_formats(args: tuple[str, ...], env: dict[str, str], github: bool) -> None:
-    completed = run_cli("lint", "--no-config", *args, "-", stdin=HELM.read_text(encoding="utf-8"), env=env)
+    completed = run("lint", "--no-config", *args, "-", stdin=HELM.read_text(encoding="utf-8"), env=env)
     assert completed.returncode == 1
     assert completed.stdout.startswith("::error file=<stdin>,line=") is github
     assert completed.stdout.startswith("<stdin>:") is not github

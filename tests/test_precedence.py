@@ -14,7 +14,7 @@ from typing import Any
 
 from kaffinity.findings import Severity
 
-from .conftest import EXAMPLES, lint_paths, lint_text, run_cli
+from .kit import EXAMPLES, lint_paths, lint_text, run
 
 
 def _found(text: str, **settings: Any) -> list[tuple[str, Severity]]:
@@ -30,7 +30,7 @@ def test_pending_pods_of_a_no_match_affinity_fail_the_run() -> None:
     path = str(EXAMPLES / "affinity-no-match" / "fail.yaml")
     cluster = str(EXAMPLES / "clusters" / "topology.yaml")
     for select in ((), ("--select", "unschedulable"), ("--select", "unschedulable,affinity-no-match")):
-        completed = run_cli("lint", "--no-config", "--cluster", cluster, *select, path)
+        completed = run("lint", "--no-config", "--cluster", cluster, *select, path)
         assert completed.returncode == 1, (select, completed.stdout)
         assert "error [unschedulable]" in completed.stdout
 

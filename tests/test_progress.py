@@ -36,7 +36,7 @@ from kaffinity.load.progress import (
 from kaffinity.rules import RULES
 from kaffinity.simulate.cluster import cluster_from
 
-from .conftest import REPO
+from .kit import REPO
 
 TTY_ENV = {"TERM": "xterm-256color"}
 _CONTROL = re.compile(r"\x1b\[(\??)([0-9;]*)([A-Za-z])|[\r\n]")

@@ -27,7 +27,7 @@ from kaffinity.simulate.cluster import cluster_from
 from kaffinity.simulate.place import place_all
 from kaffinity.simulate.rollout import deletion_order, simulate
 
-from .conftest import EXAMPLES
+from .kit import EXAMPLES
 
 ROLLOUT = "rollout-deadlock"
 PDB = "pdb-blocks-eviction"

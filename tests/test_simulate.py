@@ -20,7 +20,7 @@ from kaffinity.simulate.cluster import cluster_from
 from kaffinity.simulate.place import place_all
 from kaffinity.simulate.scheduler import Simulation
 
-from .conftest import EXAMPLES, REPO
+from .kit import EXAMPLES, REPO
 
 TOPOLOGY = EXAMPLES / "clusters" / "topology.yaml"
 runner = CliRunner()

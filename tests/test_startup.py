@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 
-from .conftest import EXAMPLES, REPO
+from .kit import EXAMPLES, REPO
 
 _SIMULATOR = (
     "kaffinity.simulate.scheduler",

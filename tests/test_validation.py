@@ -22,8 +22,8 @@ from kaffinity.config import KUBE_VERSIONS
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding
 
-from .conftest import EXAMPLES, REPO, run_cli
-from .conftest import lint_text as lint_all
+from .kit import EXAMPLES, REPO, run
+from .kit import lint_text as lint_all
 
 TEMPLATE = "spec.template.spec"
 PRE_1_31 = ("1.27", "1.28", "1.29", "1.30")
@@ -784,7 +784,7 @@ def clean_file(tmp_path: Path) -> str:
 
 def refused(*args: str) -> str:
     """Run the command, expect the one-line refusal of exit code 2, return it."""
-    completed = run_cli("lint", "--no-config", *args)
+    completed = run("lint", "--no-config", *args)
     assert completed.returncode == 2, (completed.stdout, completed.stderr)
     assert "Traceback" not in completed.stderr
     lines = completed.stderr.strip().splitlines()
@@ -812,7 +812,7 @@ def test_cli_refuses_a_typo_of_a_gate(clean_file: str) -> None:
 
 
 def test_cli_accepts_an_unrelated_gate(clean_file: str) -> None:
-    completed = run_cli("lint", "--no-config", "--feature-gates", "SidecarContainers=true", clean_file)
+    completed = run("lint", "--no-config", "--feature-gates", "SidecarContainers=true", clean_file)
     assert completed.returncode == 0, (completed.stdout, completed.stderr)
 
 
@@ -823,10 +823,10 @@ def test_cli_refuses_an_unknown_version(clean_file: str) -> None:
 
 def test_cli_proposals_flag() -> None:
     example = str(EXAMPLES / "proposal-field" / "pass.yaml")
-    honoured = run_cli("lint", "--no-config", "--format", "json", "--proposals", example)
+    honoured = run("lint", "--no-config", "--format", "json", "--proposals", example)
     assert honoured.returncode == 0, honoured.stdout
     assert json.loads(honoured.stdout)["findings"] == []
-    plain = run_cli("lint", "--no-config", "--format", "json", example)
+    plain = run("lint", "--no-config", "--format", "json", example)
     assert plain.returncode == 1
     rules = {finding["rule"] for finding in json.loads(plain.stdout)["findings"]}
     assert rules == {"proposal-field"}

@@ -16,7 +16,7 @@ from kaffinity.load.parse import parse
 from kaffinity.simulate.cluster import cluster_from
 from kaffinity.simulate.place import place_all
 
-from .conftest import EXAMPLES, keys, lint_text, run_cli
+from .kit import EXAMPLES, keys, lint_text, run
 
 DATA = Path(__file__).parent / "data" / "workloads"
 TOPOLOGY = EXAMPLES / "clusters" / "topology.yaml"
@@ -251,10 +251,10 @@ def test_configured_kinds_reach_settings_and_the_model(tmp_path: Path) -> None:
 def test_configured_kinds_are_validated_and_in_the_graph(tmp_path: Path) -> None:
     (tmp_path / ".kaffinity.yaml").write_text(CONFIG)
     (tmp_path / "app.yaml").write_text(MYAPP)
-    completed = run_cli("lint", "--format", "json", "app.yaml", cwd=tmp_path)
+    completed = run("lint", "--format", "json", "app.yaml", cwd=tmp_path)
     found = sorted({(f["rule"], f["line"]) for f in json.loads(completed.stdout)["findings"]})
     assert found == [("affinity-no-match", 14), ("api-validation", 15), ("api-validation", 24)]
-    unconfigured = run_cli("lint", "--format", "json", "--no-config", "app.yaml", cwd=tmp_path)
+    unconfigured = run("lint", "--format", "json", "--no-config", "app.yaml", cwd=tmp_path)
     assert json.loads(unconfigured.stdout)["findings"] == []
 
 
@@ -280,7 +280,7 @@ def test_bad_workload_entries_are_config_errors_at_their_line(
 ) -> None:
     (tmp_path / ".kaffinity.yaml").write_text("workloads:\n" + entry)
     (tmp_path / "t.yaml").write_text("apiVersion: v1\nkind: Pod\n")
-    completed = run_cli("lint", "t.yaml", cwd=tmp_path)
+    completed = run("lint", "t.yaml", cwd=tmp_path)
     assert completed.returncode == 2 and "Traceback" not in completed.stderr
     first = completed.stderr.splitlines()[0]
     assert first.startswith(f".kaffinity.yaml{where} error: "), first
@@ -304,7 +304,7 @@ def test_the_docs_list_every_known_kind() -> None:
 def test_place_and_expand_read_configured_and_known_kinds(tmp_path: Path) -> None:
     (tmp_path / ".kaffinity.yaml").write_text(CONFIG)
     (tmp_path / "app.yaml").write_text(MYAPP)
-    placed = run_cli("place", "--format", "json", "app.yaml", "--cluster", str(TOPOLOGY), cwd=tmp_path)
+    placed = run("place", "--format", "json", "app.yaml", "--cluster", str(TOPOLOGY), cwd=tmp_path)
     assert placed.returncode == 1 and "Traceback" not in placed.stderr  # MyApp's pods stay Pending
     pods = json.loads(placed.stdout)["pods"]
     assert sorted({(pod["object"]["kind"], pod["object"]["name"]) for pod in pods}) == [
@@ -313,7 +313,7 @@ def test_place_and_expand_read_configured_and_known_kinds(tmp_path: Path) -> Non
     ]
     rollout = (EXAMPLES / "controller-label-unavailable" / "pass-rollout.yaml").read_text()
     (tmp_path / "rollout.yaml").write_text(rollout)
-    expanded = run_cli("expand", "--no-config", "--format", "json", "rollout.yaml", cwd=tmp_path)
+    expanded = run("expand", "--no-config", "--format", "json", "rollout.yaml", cwd=tmp_path)
     (workload,) = json.loads(expanded.stdout)["workloads"]
     assert workload["labels"]["rollouts-pod-template-hash"].startswith("<rollouts-pod-template-hash of")
     (term,) = workload["terms"]
