@@ -151,6 +151,7 @@ Report = LintResult | dict[str, Any] | Sequence[Finding] | Sequence[dict[str, An
 
 def _all(result: Report) -> list[Any]:
     if isinstance(result, LintResult):
+        assert not result.internal_errors, result.internal_errors  # a crashed rule finds nothing
         return list(result.findings)
     if isinstance(result, dict):
         return list(result["findings"])
@@ -166,6 +167,11 @@ def keys(result: Report) -> list[Problem]:
     return [(f["rule"], f["line"], f["column"]) for f in map(_as_dict, _all(result))]
 
 
+def lines(result: Report) -> list[tuple[str, int | None]]:
+    """Findings by (rule, line), in report order: for the tests where the column says nothing."""
+    return [(rule, line) for rule, line, _ in keys(result)]
+
+
 @overload
 def findings(result: LintResult | Sequence[Finding], rule: str | None = None) -> list[Finding]: ...
 @overload
@@ -176,6 +182,13 @@ def findings(result: Report, rule: str | None = None) -> list[Any]:
     """The findings of one rule (all with ``rule=None``), in report order: ``Finding`` objects
     of an in-process result, dicts of a JSON report (or of its ``findings`` list)."""
     return [f for f in _all(result) if rule is None or _as_dict(f)["rule"] == rule]
+
+
+def only(result: Report, rule: str | None = None) -> Any:
+    """The one finding (of ``rule``): the test fails when there are none or several."""
+    found = findings(result, rule)  # type: ignore[arg-type]
+    assert len(found) == 1, keys(result)
+    return found[0]
 
 
 def assert_found(
@@ -209,13 +222,19 @@ def check(text: str, *problems: Problem, rules: Sequence[Rule] = RULES, **settin
 # -- where ---------------------------------------------------------------------------------------
 
 
-def line_of(text: str, needle: str, occurrence: int | None = None, after: str = "") -> int:
-    """The 1-based line of ``text`` that contains ``needle``: the only one (``occurrence=None``;
-    the test fails when there are several), or the n-th; counted from the first line that
-    contains ``after``, if given."""
+def line_of(
+    text: str, needle: str, occurrence: int | None = None, after: str = "", *, ending: bool = False
+) -> int:
+    """The 1-based line of ``text`` that contains ``needle`` (with ``ending``: that ends with it,
+    as a ``# tag`` comment): the only one (``occurrence=None``; the test fails when there are
+    several), or the n-th; counted from the first line that contains ``after``, if given."""
     lines = text.splitlines()
     start = next(number for number, line in enumerate(lines) if after in line) if after else 0
-    found = [number + 1 for number in range(start, len(lines)) if needle in lines[number]]
+    found = [
+        number + 1
+        for number in range(start, len(lines))
+        if (lines[number].endswith(needle) if ending else needle in lines[number])
+    ]
     if occurrence is None:
         assert len(found) == 1, (needle, found)
         return found[0]
@@ -224,7 +243,8 @@ def line_of(text: str, needle: str, occurrence: int | None = None, after: str = 
 
 
 def position(text: str, needle: str, occurrence: int | None = None, after: str = "") -> tuple[int, int]:
-    """(line, column), 1-based, of ``needle`` in ``text``: the column is where it starts."""
+    """(line, column), 1-based, of ``needle`` in ``text`` (as :func:`line_of` finds it): the
+    column is where it starts, as a finding's column is where its field starts."""
     line = line_of(text, needle, occurrence, after)
     return line, text.splitlines()[line - 1].index(needle) + 1
 
@@ -299,6 +319,12 @@ def manifest(objects: Iterable[dict[str, Any]], indent: int | None = None) -> st
 def workloads(text: str, kinds: tuple[WorkloadKind, ...] = (), name: str = "w.yaml") -> list[Workload]:
     """The workloads of a manifest, as the rules see them."""
     return list(build_inventory(parse(name, text).documents, workload_kinds=kinds).workloads)
+
+
+def workload_of(text: str, name: str = "w.yaml") -> Workload:
+    """The only workload of a manifest (the test fails if there are more or none)."""
+    (found,) = workloads(text, name=name)
+    return found
 
 
 # -- examples ------------------------------------------------------------------------------------

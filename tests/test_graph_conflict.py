@@ -15,13 +15,13 @@ import pytest
 
 from kaffinity.config import Settings
 from kaffinity.engine import LintResult, lint
-from kaffinity.findings import Finding, Severity
+from kaffinity.findings import Severity
 from kaffinity.load.files import load
 from kaffinity.load.parse import parse
 from kaffinity.rules import BY_NAME
 from kaffinity.simulate.cluster import cluster_from
 
-from .kit import EXAMPLES, lint_paths
+from .kit import EXAMPLES, line_of, lint_paths, only
 
 DEADLOCK, CONFLICT = "affinity-deadlock", "affinity-conflict"
 HOST, ZONE, REGION = "kubernetes.io/hostname", "topology.kubernetes.io/zone", "topology.kubernetes.io/region"
@@ -87,23 +87,12 @@ def run(text: str, *rules: str, **settings: Any) -> LintResult:
     return lint([parse("test.yaml", text)], Settings(**settings), chosen)
 
 
-def line_of(text: str, tag: str) -> int:
-    lines = [n for n, line in enumerate(text.splitlines(), start=1) if line.endswith(f"# {tag}")]
-    assert len(lines) == 1, (tag, lines)
-    return lines[0]
-
-
 def found(result: LintResult) -> list[tuple[str, int | None]]:
     return sorted((finding.rule, finding.line) for finding in result.findings)
 
 
 def at(text: str, rule: str, *tags: str) -> list[tuple[str, int | None]]:
-    return sorted((rule, line_of(text, tag)) for tag in tags)
-
-
-def only(result: LintResult) -> Finding:
-    (finding,) = result.findings
-    return finding
+    return sorted((rule, line_of(text, f"# {tag}", ending=True)) for tag in tags)
 
 
 APP = {"matchLabels": {"app": "a"}}
@@ -132,9 +121,9 @@ def test_deadlock_pair_reports_both_members_with_the_cycle_from_each() -> None:
         "required pod affinity deadlock: StatefulSet/shop/b needs a pod of Deployment/shop/a, which"
     )
     assert first.severity is Severity.ERROR and first.category == "graph"
-    assert [r.span.line for r in first.related if r.span] == [line_of(PAIR, "b-needs-a")]
+    assert [r.span.line for r in first.related if r.span] == [line_of(PAIR, "# b-needs-a", ending=True)]
     assert "StatefulSet/shop/b needs a pod of Deployment/shop/a" in first.related[0].message
-    assert [r.span.line for r in second.related if r.span] == [line_of(PAIR, "a-needs-b")]
+    assert [r.span.line for r in second.related if r.span] == [line_of(PAIR, "# a-needs-b", ending=True)]
 
 
 def test_deadlock_quiet_when_one_member_matches_its_own_terms() -> None:
@@ -161,13 +150,16 @@ def test_deadlock_cycle_of_three_and_a_waiter() -> None:
     result = run(text, DEADLOCK)
     assert found(result) == at(text, DEADLOCK, "a", "b", "c", "w", "w2")
     by_line = {f.line: f for f in result.findings}
-    c = by_line[line_of(text, "c")]
+    c = by_line[line_of(text, "# c", ending=True)]
     assert c.message.startswith(
         "required pod affinity deadlock: StatefulSet/shop/c needs a pod of StatefulSet/shop/a, which needs "
         "a pod of StatefulSet/shop/b, which needs a pod of StatefulSet/shop/c: none can be scheduled first"
     )
-    assert sorted(r.span.line for r in c.related if r.span) == [line_of(text, "a"), line_of(text, "b")]
-    waiter = by_line[line_of(text, "w")]
+    assert sorted(r.span.line for r in c.related if r.span) == [
+        line_of(text, "# a", ending=True),
+        line_of(text, "# b", ending=True),
+    ]
+    waiter = by_line[line_of(text, "# w", ending=True)]
     assert waiter.message.startswith(
         "required pod affinity waits on a deadlock: StatefulSet/shop/w needs a pod of StatefulSet/shop/a, "
         "which can never start: StatefulSet/shop/a needs a pod of StatefulSet/shop/b"
@@ -175,7 +167,7 @@ def test_deadlock_cycle_of_three_and_a_waiter() -> None:
     assert len(waiter.related) == 3
     # w2 waits on w, which waits on the cycle: named too.
     assert "StatefulSet/shop/w2 needs a pod of StatefulSet/shop/w, which can never start" in (
-        by_line[line_of(text, "w2")].message
+        by_line[line_of(text, "# w2", ending=True)].message
     )
 
 
@@ -330,7 +322,7 @@ def test_conflict_nested_message_and_related() -> None:
         "anti-affinity (topology.kubernetes.io/zone) keeps it out of the zone of pods with app=pg: it can "
         "never be scheduled"
     )
-    assert [r.span.line for r in finding.related if r.span] == [line_of(text, "anti")]
+    assert [r.span.line for r in finding.related if r.span] == [line_of(text, "# anti", ending=True)]
     assert finding.severity is Severity.ERROR
 
 
@@ -342,13 +334,13 @@ SYMMETRY = stream(
 
 def test_conflict_symmetry_fires_on_the_affinity_with_the_other_sides_term() -> None:
     finding = only(run(SYMMETRY))
-    assert (finding.rule, finding.line) == (CONFLICT, line_of(SYMMETRY, "aff"))
+    assert (finding.rule, finding.line) == (CONFLICT, line_of(SYMMETRY, "# aff", ending=True))
     assert finding.message.startswith(
         "required pod affinity puts this pod on the node of StatefulSet/db/pg, but pg's required "
         "anti-affinity (topology.kubernetes.io/zone) keeps pods with app=api out of its zone"
     )
     assert finding.message.endswith(": it can never be scheduled")
-    assert [r.span.line for r in finding.related if r.span] == [line_of(SYMMETRY, "pg-anti")]
+    assert [r.span.line for r in finding.related if r.span] == [line_of(SYMMETRY, "# pg-anti", ending=True)]
     assert "StatefulSet/db/pg" in finding.related[0].message
 
 
@@ -408,13 +400,13 @@ def test_conflict_needs_every_candidate_blocked() -> None:
     )
     text = stream(pg, redis_anti, api)
     finding = only(run(text))
-    assert finding.line == line_of(text, "aff")
+    assert finding.line == line_of(text, "# aff", ending=True)
     assert "a pod of StatefulSet/shop/pg or StatefulSet/shop/redis" in finding.message
     assert "pg's required anti-affinity (kubernetes.io/hostname)" in finding.message
     assert "redis's required anti-affinity (topology.kubernetes.io/zone)" in finding.message
     assert sorted(r.span.line for r in finding.related if r.span) == [
-        line_of(text, "pg-anti"),
-        line_of(text, "redis-anti"),
+        line_of(text, "# pg-anti", ending=True),
+        line_of(text, "# redis-anti", ending=True),
     ]
 
 
@@ -486,7 +478,7 @@ def test_conflict_own_pods_and_another_workload_both_blocked() -> None:
         ),
     )
     finding = only(run(text))
-    assert finding.line == line_of(text, "aff")
+    assert finding.line == line_of(text, "# aff", ending=True)
     assert "StatefulSet/shop/db" in finding.message
     assert "only a first pod started before any of them exists can run" in finding.message
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from kaffinity.engine import LintResult
-from kaffinity.findings import Finding, Location, Severity
+from kaffinity.findings import Location, Severity
 
-from .kit import SHARED, lint_paths, lint_text
+from .kit import SHARED, lint_paths, lint_text, only
 
 RULES = ("affinity-no-match", "preferred-no-match", "pdb-no-match")
 
@@ -100,11 +100,6 @@ def _at(location: Location) -> int | None:
     return location.span.line if location.span is not None else None
 
 
-def _only(result: LintResult, rule: str) -> Finding:
-    (finding,) = [f for f in result.findings if f.rule == rule]
-    return finding
-
-
 # --- affinity-no-match ---------------------------------------------------------------------------
 
 ZK_SELF_MISS = _statefulset("zk", "{app.kubernetes.io/name: zk}", _required("{app: zk}"), replicas=3)
@@ -113,7 +108,7 @@ ZK_SELF_MISS = _statefulset("zk", "{app.kubernetes.io/name: zk}", _required("{ap
 def test_self_affinity_that_misses_its_own_labels_fires_with_a_did_you_mean() -> None:
     """The first-pod problem (design doc "Examples > Affinity"): nothing matches, not even itself."""
     result = _lint(ZK_SELF_MISS)
-    finding = _only(result, "affinity-no-match")
+    finding = only(result, "affinity-no-match")
     assert finding.line == _line(ZK_SELF_MISS, "# term {app: zk}")
     assert finding.severity is Severity.WARNING
     assert "no workload in namespace shop has app=zk" in finding.message
@@ -167,7 +162,7 @@ def test_terms_that_no_single_pod_matches_report_the_list_and_name_each_workload
         + _statefulset("cache", "{app: cache}")
         + _statefulset("db", "{app: db}")
     )
-    finding = _only(_lint(text), "affinity-no-match")
+    finding = only(_lint(text), "affinity-no-match")
     assert finding.line == _line(text, "requiredDuringSchedulingIgnoredDuringExecution")
     assert "no single pod matches all 2 required pod affinity terms" in finding.message
     assert "StatefulSet/shop/cache" in finding.message and "StatefulSet/shop/db" in finding.message
@@ -204,9 +199,9 @@ def test_a_workload_scaled_to_zero_still_counts_as_matchable() -> None:
 
 
 def test_severity_is_error_when_the_input_is_closed_and_configured_severity_wins() -> None:
-    assert _only(_lint(ZK_SELF_MISS, closed=True), "affinity-no-match").severity is Severity.ERROR
+    assert only(_lint(ZK_SELF_MISS, closed=True), "affinity-no-match").severity is Severity.ERROR
     configured = _lint(ZK_SELF_MISS, closed=True, severity={"affinity-no-match": Severity.INFO})
-    assert _only(configured, "affinity-no-match").severity is Severity.INFO
+    assert only(configured, "affinity-no-match").severity is Severity.INFO
 
 
 def test_a_nil_label_selector_is_an_error_beside_api_warning() -> None:
@@ -263,7 +258,7 @@ def test_a_namespace_mistake_is_reported_when_the_labels_run_elsewhere() -> None
     text = _statefulset(
         "api", "{app: api}", _required("{app: cache}", namespaces="namespaces: [data]")
     ) + _statefulset("cache", "{app: cache}", namespace="cache")
-    finding = _only(_lint(text), "affinity-no-match")
+    finding = only(_lint(text), "affinity-no-match")
     assert finding.fix is not None
     assert "StatefulSet/cache/cache (namespace cache)" in finding.fix
 
@@ -306,7 +301,7 @@ items:
     assert _found(lint_paths(quiet, cluster=str(cluster), select=RULES)) == []
     loud = tmp_path / "loud.yaml"
     loud.write_text(_statefulset("api", "{app: api}", _required("{app: legacy-cache}")), encoding="utf-8")
-    finding = _only(lint_paths(loud, cluster=str(cluster), select=RULES), "affinity-no-match")
+    finding = only(lint_paths(loud, cluster=str(cluster), select=RULES), "affinity-no-match")
     assert finding.severity is Severity.ERROR
     assert "no workload or existing pod in namespace shop" in finding.message
     assert "unless" not in finding.message
@@ -330,7 +325,7 @@ def test_preferred_anti_affinity_on_the_wrong_label_fires_with_a_did_you_mean() 
     text = _statefulset(
         "zk", "{app.kubernetes.io/name: zk}", _preferred("podAntiAffinity", "{app: zk}"), replicas=3
     )
-    finding = _only(_lint(text), "preferred-no-match")
+    finding = only(_lint(text), "preferred-no-match")
     assert finding.line == _line(text, "# preferred {app: zk}")
     assert finding.severity is Severity.INFO
     assert "not even this one" in finding.message and "does nothing" in finding.message
@@ -354,7 +349,7 @@ def test_preferred_close_value_is_suggested_but_a_generic_one_is_not() -> None:
     close = _statefulset("api", "{app: api}", _preferred("podAffinity", "{app: redis-cahce}")) + _statefulset(
         "redis", "{app: redis-cache}"
     )
-    finding = _only(_lint(close), "preferred-no-match")
+    finding = only(_lint(close), "preferred-no-match")
     assert finding.fix is not None and "app=redis-cache instead of app=redis-cahce" in finding.fix
     generic = _statefulset("api", "{app: api}", _preferred("podAffinity", "{canary: 'true'}")) + _statefulset(
         "other", "{stable: 'true'}"
@@ -385,7 +380,7 @@ spec:
                 labelSelector: {matchLabels: {app.kubernetes.io/part-of: argocd}}  # here
                 topologyKey: kubernetes.io/hostname
 """
-    finding = _only(_lint(text), "preferred-no-match")
+    finding = only(_lint(text), "preferred-no-match")
     assert finding.line == _line(text, "# here")
     assert finding.fix is not None and "on the object (metadata.labels), not on the pods" in finding.fix
     assert _line(text, "labels: {app.kubernetes.io/part-of: argocd}") in [_at(loc) for loc in finding.related]
@@ -420,7 +415,7 @@ def test_the_kubernetes_website_zookeeper_mix_up() -> None:
     """
     text = ZOOKEEPER.read_text(encoding="utf-8")
     assert _found(_lint(text, closed=True)) == []
-    required = _only(lint_text(text, select=("anti-affinity-no-match",)), "anti-affinity-no-match")
+    required = only(lint_text(text, select=("anti-affinity-no-match",)), "anti-affinity-no-match")
     assert required.line == _line(text, "- labelSelector:")
     assert required.fix is not None and "app.kubernetes.io/name=zk instead of app=zk" in required.fix
     preferred = text.replace(
@@ -432,7 +427,7 @@ def test_the_kubernetes_website_zookeeper_mix_up() -> None:
               labelSelector:""",
     )
     assert preferred != text
-    finding = _only(_lint(preferred), "preferred-no-match")
+    finding = only(_lint(preferred), "preferred-no-match")
     assert finding.fix is not None and "app.kubernetes.io/name=zk instead of app=zk" in finding.fix
 
 
@@ -441,7 +436,7 @@ def test_the_kubernetes_website_zookeeper_mix_up() -> None:
 
 def test_pdb_on_the_wrong_label_fires_with_a_did_you_mean() -> None:
     text = _statefulset("zk", "{app.kubernetes.io/name: zk}", replicas=3) + _pdb("zk", "{app: zk}")
-    finding = _only(_lint(text), "pdb-no-match")
+    finding = only(_lint(text), "pdb-no-match")
     assert finding.line == _line(text, "# pdb zk")
     assert finding.severity is Severity.WARNING
     assert "unprotected" in finding.message and "app=zk" in finding.message
@@ -471,7 +466,7 @@ def test_pdb_in_a_namespace_the_input_has_no_pods_of_is_quiet_unless_closed() ->
 
 def test_pdb_in_the_wrong_namespace_names_where_the_pods_are() -> None:
     text = _statefulset("zk", "{app: zk}") + _pdb("zk", "{app: zk}", namespace="ops")
-    finding = _only(_lint(text), "pdb-no-match")
+    finding = only(_lint(text), "pdb-no-match")
     assert finding.fix is not None and "StatefulSet/shop/zk (namespace shop)" in finding.fix
 
 
@@ -512,7 +507,7 @@ def test_required_anti_affinity_on_the_wrong_label_fires_with_a_did_you_mean() -
         "zk", "{app.kubernetes.io/name: zk}", _ZK_ANTI.replace("{SELECTOR}", "{app: zk}"), replicas=3
     )
     result = lint_text(text, select=("anti-affinity-no-match",))
-    finding = _only(result, "anti-affinity-no-match")
+    finding = only(result, "anti-affinity-no-match")
     assert finding.severity is Severity.WARNING
     assert "not even this one" in finding.message and "kubernetes.io/hostname" in finding.message
     assert finding.fix is not None and "app.kubernetes.io/name=zk instead of app=zk" in finding.fix

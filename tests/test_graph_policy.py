@@ -4,6 +4,7 @@ pdb-overlap and replicas-not-spread (design-inter-pod-affinity.md "Denial of Ser
 
 from __future__ import annotations
 
+import functools
 import json
 import textwrap
 from typing import Any
@@ -18,7 +19,8 @@ from kaffinity.load.parse import parse
 from kaffinity.rules import BY_NAME
 from kaffinity.simulate.cluster import cluster_from
 
-from .kit import lint_text
+from . import kit
+from .kit import line_of, lines, lint_text
 
 ALL_NS, DAEMON, OVERLAP, SPREAD = (
     "all-namespaces-anti-affinity",
@@ -32,58 +34,8 @@ def run(text: str, rule: str, **settings: Any) -> LintResult:
     return lint_text(textwrap.dedent(text), select=(rule,), **settings)
 
 
-def lines(result: LintResult) -> list[tuple[str, int | None]]:
-    return [(finding.rule, finding.line) for finding in result.findings]
-
-
-def line_of(text: str, needle: str, occurrence: int = 1) -> int:
-    found = [n for n, line in enumerate(textwrap.dedent(text).splitlines(), start=1) if needle in line]
-    return found[occurrence - 1]
-
-
-def workload(
-    name: str,
-    namespace: str,
-    labels: dict[str, str],
-    *,
-    kind: str = "StatefulSet",
-    anti: list[dict[str, Any]] | None = None,
-    preferred: list[dict[str, Any]] | None = None,
-    affinity: list[dict[str, Any]] | None = None,
-    spread: list[dict[str, Any]] | None = None,
-    replicas: int | None = 1,
-    pod: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}], **(pod or {})}
-    rules: dict[str, Any] = {}
-    if affinity:
-        rules["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": affinity}
-    if anti or preferred:
-        rules["podAntiAffinity"] = {}
-        if anti:
-            rules["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = anti
-        if preferred:
-            rules["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [
-                {"weight": 10, "podAffinityTerm": term} for term in preferred
-            ]
-    if rules:
-        spec["affinity"] = rules
-    if spread is not None:
-        spec["topologySpreadConstraints"] = spread
-    body: dict[str, Any] = {
-        "selector": {"matchLabels": labels},
-        "template": {"metadata": {"labels": labels}, "spec": spec},
-    }
-    if replicas is not None and kind != "DaemonSet":
-        body["replicas"] = replicas
-    if kind == "StatefulSet":
-        body["serviceName"] = name
-    return {
-        "apiVersion": "apps/v1",
-        "kind": kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": body,
-    }
+#: StatefulSets of one replica unless said otherwise.
+workload = functools.partial(kit.workload, kind="StatefulSet")
 
 
 def term(selector: dict[str, Any] | None, key: str = "kubernetes.io/hostname", **more: Any) -> dict[str, Any]:
@@ -126,10 +78,10 @@ def findings(
     *objects: dict[str, Any], rule: str, cluster: list[dict[str, Any]] | None = None
 ) -> list[Finding]:
     """Lint objects (one JSON document each, so each starts on its own line) with one rule."""
-    text = "\n---\n".join(json.dumps(obj) for obj in objects)
+    text = kit.manifest(objects)
     declared = None
     if cluster is not None:
-        declared = cluster_from([parse("cluster.yaml", "\n---\n".join(json.dumps(o) for o in cluster))])
+        declared = cluster_from([parse("cluster.yaml", kit.manifest(cluster))])
     result = lint([parse("input.yaml", text)], Settings(select=(rule,)), cluster=declared)
     assert not result.internal_errors, result.internal_errors
     return list(result.findings)

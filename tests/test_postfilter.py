@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from kaffinity.cli import app
+from .kit import invoke
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -30,7 +30,7 @@ def _invoke(tmp_path: Path, command: str, cluster: str, manifests: str, *extra: 
     c = _write(tmp_path, "cluster.yaml", cluster)
     m = _write(tmp_path, "app.yaml", manifests)
     config = [] if "--config" in extra else ["--no-config"]
-    return CliRunner().invoke(app, [command, *config, "--cluster", str(c), str(m), *extra])
+    return invoke(command, *config, "--cluster", str(c), str(m), *extra)
 
 
 def _findings(tmp_path: Path, cluster: str, manifests: str, *extra: str) -> list[dict[str, Any]]:

@@ -34,7 +34,7 @@ from kaffinity.load.parse import SourceFile, parse
 from kaffinity.rules import RULES
 from kaffinity.simulate.cluster import cluster_from
 
-from .kit import EXAMPLES, REPO, run
+from .kit import EXAMPLES, REPO, no_internal_error, run
 
 GOOD = (
     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ok\n"
@@ -89,7 +89,6 @@ def test_malformed_file_gives_one_line_error_with_line(malformed_dir: Path, name
     path = malformed_dir / name
     completed = run("lint", "--no-config", str(path), str(malformed_dir / "zz-good.yaml"))
     assert completed.returncode == 2, completed.stdout + completed.stderr
-    assert "Traceback" not in completed.stdout + completed.stderr
     assert completed.stderr == ""  # no internal error, no library warning
     (headline,) = _headline(completed.stdout, path)
     assert headline.startswith(f"{path}:{MALFORMED[name][1]}:"), headline
@@ -99,7 +98,6 @@ def test_malformed_file_gives_one_line_error_with_line(malformed_dir: Path, name
 def test_all_malformed_files_together(malformed_dir: Path) -> None:
     completed = run("lint", "--no-config", "--format", "json", str(malformed_dir))
     assert completed.returncode == 2
-    assert "Traceback" not in completed.stderr
     findings = json.loads(completed.stdout)["findings"]
     errors = [finding for finding in findings if finding["rule"] == "parse-error"]
     assert sorted(Path(finding["file"]).name for finding in errors) == sorted(MALFORMED)
@@ -133,7 +131,7 @@ def test_python_tags_never_construct_objects(tmp_path: Path, tag: str) -> None:
     completed = run("lint", "--no-config", "--format", "json", str(path))
     assert not marker.exists()
     assert completed.returncode in (0, 1, 2)
-    assert "Traceback" not in completed.stderr and completed.stderr == ""
+    assert completed.stderr == ""
     # Either reported on its line (an unknown core tag) or kept as plain data.
     for finding in json.loads(completed.stdout)["findings"]:
         if finding["rule"] == "parse-error":
@@ -304,7 +302,7 @@ def test_50mb_file_bounded_time_and_memory(tmp_path: Path, shape: str) -> None:
                 handle.write(_DOC.format(index, padding))
     (tmp_path / "zz-good.yaml").write_text(GOOD)
     completed, elapsed, peak = _run_measured("lint", "--no-config", "--max-file-size", "64Mi", str(tmp_path))
-    assert b"Traceback" not in completed.stderr
+    no_internal_error(completed.returncode, completed.stderr)
     assert completed.returncode == 0, completed.stdout[-2000:]
     assert GOOD_FINDING.encode() in completed.stdout
     assert elapsed < (11.0 if shape == "many-documents" else 4.0), elapsed
@@ -322,7 +320,6 @@ def test_symlink_loops(tmp_path: Path) -> None:
     (tmp_path / "loop-b.yaml").symlink_to("loop-a.yaml")
     completed = run("lint", "--no-config", str(tmp_path))
     assert completed.returncode == 2
-    assert "Traceback" not in completed.stderr
     out = completed.stdout
     assert out.count(GOOD_FINDING) == 1  # read once despite the folder loop
     for name in ("loop-a.yaml", "loop-b.yaml"):
@@ -337,7 +334,7 @@ def test_fifo_does_not_hang(tmp_path: Path) -> None:
     assert in_folder.returncode == 0 and "pipe.yaml" not in in_folder.stdout  # skipped in a walk
     assert GOOD_FINDING in in_folder.stdout
     named = run("lint", "--no-config", str(tmp_path / "pipe.yaml"), str(tmp_path / "zz-good.yaml"))
-    assert named.returncode == 0 and "Traceback" not in named.stderr  # named: read as empty
+    assert named.returncode == 0  # named: read as empty
     assert GOOD_FINDING in named.stdout
 
 
@@ -353,7 +350,7 @@ def test_unreadable_file(tmp_path: Path) -> None:
         completed = run("lint", "--no-config", str(tmp_path))
     finally:
         path.chmod(0o644)
-    assert completed.returncode == 2 and "Traceback" not in completed.stderr
+    assert completed.returncode == 2
     assert f"{path}: error [parse-error] cannot read: Permission denied" in completed.stdout
     assert GOOD_FINDING in completed.stdout
 
@@ -705,7 +702,6 @@ def test_json_output_identical_bytes_for_two_file_orders() -> None:
     cluster = str(EXAMPLES / "clusters" / "topology.yaml")
     forward = run("lint", "--no-config", "--format", "json", "--cluster", cluster, *paths, cwd=REPO)
     backward = run("lint", "--no-config", "--format", "json", "--cluster", cluster, *paths[::-1], cwd=REPO)
-    assert "Traceback" not in forward.stderr + backward.stderr
     assert json.loads(forward.stdout)["findings"]
     assert forward.returncode == backward.returncode
     assert forward.stdout == backward.stdout
@@ -730,7 +726,6 @@ def test_inputs_never_modified(tmp_path: Path) -> None:
     lint_run = run("lint", "--no-config", str(copy))
     fix_run = run("fix", "--no-config", "--diff", str(copy))
     assert lint_run.returncode in (1, 2) and fix_run.returncode in (0, 1, 2)
-    assert "Traceback" not in lint_run.stderr + fix_run.stderr
     assert fix_run.stdout.startswith("---") or "@@" in fix_run.stdout  # the diff was made
     assert _checksums(copy) == before
     assert {path: path.stat().st_mtime_ns for path in stamps} == stamps
@@ -743,7 +738,7 @@ def test_no_network_via_cli(tmp_path: Path) -> None:
     proxies = {name: dead for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}
     cluster = str(EXAMPLES / "clusters" / "topology.yaml")
     completed = run("lint", "--no-config", "--cluster", cluster, str(EXAMPLES), env=proxies)
-    assert completed.returncode in (1, 2) and "Traceback" not in completed.stderr
+    assert completed.returncode in (1, 2)
     assert "internal error" not in completed.stderr and "[schema]" in completed.stdout
 
 

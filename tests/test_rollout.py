@@ -11,7 +11,7 @@ import pytest
 from kaffinity.config import Settings
 from kaffinity.context import Context
 from kaffinity.engine import LintResult, lint
-from kaffinity.findings import Finding, Severity
+from kaffinity.findings import Severity
 from kaffinity.k8s.fenceposts import (
     Budget,
     daemonset_budget,
@@ -20,14 +20,13 @@ from kaffinity.k8s.fenceposts import (
     statefulset_budget,
     statefulset_parallel_gate,
 )
-from kaffinity.k8s.model import build_inventory
 from kaffinity.load.files import load
-from kaffinity.load.parse import parse
 from kaffinity.simulate.cluster import cluster_from
 from kaffinity.simulate.place import place_all
 from kaffinity.simulate.rollout import deletion_order, simulate
 
-from .kit import EXAMPLES
+from . import kit
+from .kit import EXAMPLES, findings, line_of
 
 ROLLOUT = "rollout-deadlock"
 PDB = "pdb-blocks-eviction"
@@ -98,21 +97,6 @@ def run_lint(
     return lint(load([str(path)]), Settings(select=select, **settings), cluster=loaded)
 
 
-def findings(result: LintResult, rule: str = ROLLOUT) -> list[Finding]:
-    assert not result.internal_errors, result.internal_errors
-    return [f for f in result.findings if f.rule == rule]
-
-
-def line_of(manifest: str, text: str, occurrence: int = 1) -> int:
-    seen = 0
-    for number, line in enumerate(manifest.splitlines(), start=1):
-        if text in line:
-            seen += 1
-            if seen == occurrence:
-                return number
-    raise AssertionError(text)
-
-
 # --- the arithmetic --------------------------------------------------------------------------
 
 
@@ -127,19 +111,17 @@ def test_scaled_rounds_percentages_as_intstr() -> None:
     assert scaled(None, 3, True) is None
 
 
-def _workload(text: str) -> Any:
-    return build_inventory(parse("w.yaml", text).documents).workloads[0]
-
-
 def test_deployment_fenceposts() -> None:
-    default = deployment_budget(_workload(deployment()), 3)
+    default = deployment_budget(kit.workload_of(deployment()), 3)
     assert default is not None and (default.surge, default.unavailable) == (1, 0)
     assert "25% of 3, rounded down" in default.text
-    four = deployment_budget(_workload(deployment(replicas=4)), 4)
+    four = deployment_budget(kit.workload_of(deployment(replicas=4)), 4)
     assert four is not None and (four.surge, four.unavailable) == (1, 1)
     # ResolveFenceposts: both resolving to 0 gives maxUnavailable 1.
     zero = deployment_budget(
-        _workload(deployment(strategy="  strategy: {rollingUpdate: {maxSurge: 0%, maxUnavailable: 10%}}\n")),
+        kit.workload_of(
+            deployment(strategy="  strategy: {rollingUpdate: {maxSurge: 0%, maxUnavailable: 10%}}\n")
+        ),
         3,
     )
     assert zero is not None and (zero.surge, zero.unavailable) == (0, 1)
@@ -150,18 +132,18 @@ def test_daemonset_rounds_both_up() -> None:
     text = deployment(
         kind="DaemonSet", strategy="  updateStrategy: {rollingUpdate: {maxSurge: 10%, maxUnavailable: 0}}\n"
     )
-    budget = daemonset_budget(_workload(text), 3)
+    budget = daemonset_budget(kit.workload_of(text), 3)
     assert budget is not None and (budget.surge, budget.unavailable) == (1, 0)
-    default = daemonset_budget(_workload(deployment(kind="DaemonSet")), 3)
+    default = daemonset_budget(kit.workload_of(deployment(kind="DaemonSet")), 3)
     assert default is not None and (default.surge, default.unavailable) == (0, 1)
 
 
 def test_statefulset_max_unavailable_needs_the_gate_and_parallel() -> None:
     strategy = "  updateStrategy: {rollingUpdate: {maxUnavailable: 50%}}\n"
-    parallel = _workload(
+    parallel = kit.workload_of(
         deployment(kind="StatefulSet", strategy=strategy, extra="  podManagementPolicy: Parallel\n")
     )
-    ordered = _workload(deployment(kind="StatefulSet", strategy=strategy))
+    ordered = kit.workload_of(deployment(kind="StatefulSet", strategy=strategy))
     assert not statefulset_parallel_gate("1.34", {})
     assert statefulset_parallel_gate("1.35", {})
     assert statefulset_parallel_gate("1.34", {"MaxUnavailableStatefulSet": True})
@@ -175,7 +157,7 @@ def test_statefulset_max_unavailable_needs_the_gate_and_parallel() -> None:
 
 def test_deletion_order_follows_active_pods_with_ranks(tmp_path: Path) -> None:
     cluster = cluster_from(load([str(_write(tmp_path, "c.yaml", nodes_cluster(2, cpu="8")))]))
-    workload = _workload(deployment(replicas=3).replace("podAntiAffinity", "podAffinity"))
+    workload = kit.workload_of(deployment(replicas=3).replace("podAntiAffinity", "podAffinity"))
     run = place_all([workload], cluster, version="1.35")
     sim = run.sim
     pods = list(run.pods[id(workload)])
@@ -204,7 +186,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 def test_classic_deadlock_is_reported_on_the_term(tmp_path: Path) -> None:
     manifest = deployment()
     result = run_lint(tmp_path, manifest, nodes_cluster(3))
-    [finding] = findings(result)
+    [finding] = findings(result, ROLLOUT)
     assert finding.severity is Severity.ERROR
     assert finding.line == line_of(manifest, "- labelSelector")
     assert "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules." in finding.message
@@ -249,12 +231,12 @@ def test_classic_deadlock_is_reported_on_the_term(tmp_path: Path) -> None:
 )
 def test_rollouts_that_complete(tmp_path: Path, manifest: str) -> None:
     nodes = 4 if "replicas: 4" in manifest else 3
-    assert findings(run_lint(tmp_path, manifest, nodes_cluster(nodes))) == []
+    assert findings(run_lint(tmp_path, manifest, nodes_cluster(nodes)), ROLLOUT) == []
 
 
 def test_match_label_keys_without_room_for_the_surge_pod(tmp_path: Path) -> None:
     manifest = deployment(keys=SCOPED, cpu="1500m")
-    [finding] = findings(run_lint(tmp_path, manifest, nodes_cluster(3)))
+    [finding] = findings(run_lint(tmp_path, manifest, nodes_cluster(3)), ROLLOUT)
     assert "3 Insufficient cpu" in finding.message
     assert finding.line == line_of(manifest, "containers:")  # its requests block it
     assert (
@@ -265,19 +247,19 @@ def test_match_label_keys_without_room_for_the_surge_pod(tmp_path: Path) -> None
 
 def test_zone_anti_affinity_with_as_many_replicas_as_zones(tmp_path: Path) -> None:
     manifest = deployment(key="topology.kubernetes.io/zone")
-    assert len(findings(run_lint(tmp_path, manifest, nodes_cluster(6, zones=3)))) == 1
+    assert len(findings(run_lint(tmp_path, manifest, nodes_cluster(6, zones=3)), ROLLOUT)) == 1
     # Two nodes per zone but one pod per zone: no node beside an old pod is free either.
 
 
 def test_no_cluster_or_no_simulation_stays_quiet(tmp_path: Path) -> None:
-    assert findings(run_lint(tmp_path, deployment())) == []
-    assert findings(run_lint(tmp_path, deployment(), nodes_cluster(3), simulate=False)) == []
+    assert findings(run_lint(tmp_path, deployment()), ROLLOUT) == []
+    assert findings(run_lint(tmp_path, deployment(), nodes_cluster(3), simulate=False), ROLLOUT) == []
 
 
 def test_workloads_roll_out_independently(tmp_path: Path) -> None:
     manifest = deployment("a") + "---\n" + deployment("b") + "---\n" + deployment("c", keys=SCOPED)
     result = run_lint(tmp_path, manifest, nodes_cluster(3, cpu="8"))
-    assert [f.line for f in findings(result)] == [
+    assert [f.line for f in findings(result, ROLLOUT)] == [
         line_of(manifest, "- labelSelector", 1),
         line_of(manifest, "- labelSelector", 2),
     ]
@@ -288,12 +270,12 @@ def test_a_workload_already_short_of_nodes_is_left_to_the_topology_rules(tmp_pat
     manifest = deployment(
         replicas=7, strategy="  strategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 3}}\n"
     )
-    assert findings(run_lint(tmp_path, manifest, nodes_cluster(3))) == []
+    assert findings(run_lint(tmp_path, manifest, nodes_cluster(3)), ROLLOUT) == []
 
 
 def test_severity_override(tmp_path: Path) -> None:
     result = run_lint(tmp_path, deployment(), nodes_cluster(3), severity={ROLLOUT: Severity.WARNING})
-    [finding] = findings(result)
+    [finding] = findings(result, ROLLOUT)
     assert finding.severity is Severity.WARNING
 
 
@@ -334,7 +316,7 @@ spec:
 def test_kubernetes_56539_kube_dns_one_per_node(tmp_path: Path) -> None:
     """kubernetes#56539: kube-dns spread by required anti-affinity; the upgrade's new pod is
     Pending forever (2 replicas on 2 nodes: 25% of 2 rounds down to 0)."""
-    [finding] = findings(run_lint(tmp_path, KUBE_DNS, nodes_cluster(2)))
+    [finding] = findings(run_lint(tmp_path, KUBE_DNS, nodes_cluster(2)), ROLLOUT)
     assert finding.line == line_of(KUBE_DNS, "- labelSelector")
     assert "0/2 nodes are available" in finding.message
 
@@ -346,7 +328,7 @@ def test_kubernetes_116891_and_the_argo_cd_ha_install() -> None:
         path = EXAMPLES / ROLLOUT / name
         cluster = cluster_from(load([str(EXAMPLES / "clusters" / "rollout-deadlock.yaml")]))
         result = lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster)
-        assert len(findings(result)) == 1, name
+        assert len(findings(result, ROLLOUT)) == 1, name
 
 
 def test_longhorn_soft_to_hard_against_the_running_pods(tmp_path: Path) -> None:
@@ -361,7 +343,7 @@ def test_longhorn_soft_to_hard_against_the_running_pods(tmp_path: Path) -> None:
             "labels: {app: csi-attacher}}\n    spec: {nodeName: node-1, containers: [{name: c, image: i}]}\n"
         )
     manifest = deployment("csi-attacher", strategy="  strategy: {rollingUpdate: {maxUnavailable: 1}}\n")
-    [finding] = findings(run_lint(tmp_path, manifest, cluster))
+    [finding] = findings(run_lint(tmp_path, manifest, cluster), ROLLOUT)
     assert "never finish (after removing 1 old pod)" in finding.message
     assert "0/1 nodes are available" in finding.message
     # Neither fix lets 3 pods with a node each run on one node.
@@ -373,7 +355,7 @@ def test_kubernetes_103584_the_old_pods_keep_the_removed_affinity() -> None:
     anti-affinity keeps it away by symmetry (1 replica, maxUnavailable 0, one node)."""
     path = EXAMPLES / ROLLOUT / "fail-removed-affinity.yaml"
     cluster = cluster_from(load([str(EXAMPLES / "clusters" / "rollout-deadlock-removed.yaml")]))
-    [finding] = findings(lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster))
+    [finding] = findings(lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster), ROLLOUT)
     assert "didn't satisfy existing pods anti-affinity rules" in finding.message
     assert (
         "old revision's pod pts-6f8b7c9d4-x2l8q was created with required pod anti-affinity"
@@ -392,7 +374,7 @@ def test_kubernetes_103584_the_old_pods_keep_the_removed_affinity() -> None:
 def test_existing_pods_without_the_rule_let_match_label_keys_help_at_once() -> None:
     path = EXAMPLES / ROLLOUT / "fail-existing.yaml"
     cluster = cluster_from(load([str(EXAMPLES / "clusters" / "rollout-deadlock-existing.yaml")]))
-    [finding] = findings(lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster))
+    [finding] = findings(lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster), ROLLOUT)
     assert finding.fix is not None
     assert 'add "matchLabelKeys: [pod-template-hash]" to this term' in finding.fix
     assert "(simulated: the rollout then completes)" in finding.fix.split("; or ")[1]
@@ -401,7 +383,7 @@ def test_existing_pods_without_the_rule_let_match_label_keys_help_at_once() -> N
 def test_statefulset_blocked_by_a_template_change() -> None:
     path = EXAMPLES / ROLLOUT / "fail-statefulset.yaml"
     cluster = cluster_from(load([str(EXAMPLES / "clusters" / "rollout-deadlock-statefulset.yaml")]))
-    [finding] = findings(lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster))
+    [finding] = findings(lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster), ROLLOUT)
     assert "queue-2" in finding.message and "cache-0" in finding.message
     assert "OrderedReady" in finding.message
     # The cache's term is the second term of the same workload: a related location.
@@ -416,13 +398,13 @@ def test_statefulset_partition_leaves_the_pods_alone(tmp_path: Path) -> None:
     (tmp_path / "sts.yaml").write_text(text)
     cluster = cluster_from(load([str(EXAMPLES / "clusters" / "rollout-deadlock-statefulset.yaml")]))
     result = lint(load([str(tmp_path / "sts.yaml")]), Settings(select=(ROLLOUT,)), cluster=cluster)
-    assert findings(result) == []
+    assert findings(result, ROLLOUT) == []
 
 
 def test_daemonset_surge(tmp_path: Path) -> None:
     surge = "  updateStrategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}\n"
     manifest = deployment("agent", kind="DaemonSet", strategy=surge)
-    [finding] = findings(run_lint(tmp_path, manifest, nodes_cluster(3)))
+    [finding] = findings(run_lint(tmp_path, manifest, nodes_cluster(3)), ROLLOUT)
     assert "beside the old one" in finding.message
     assert "[NodeAffinity]" in finding.message  # the pinned pod: other nodes rejected as upstream
     assert finding.fix is not None and "controller-revision-hash" in finding.fix
@@ -437,7 +419,7 @@ spec:
     metadata: {{labels: {{app: agent}}}}
     spec: {{containers: [{{name: c, image: i, resources: {{requests: {{cpu: 1500m}}}}}}]}}
 """
-    [stall] = findings(run_lint(tmp_path, plain, nodes_cluster(3)))
+    [stall] = findings(run_lint(tmp_path, plain, nodes_cluster(3)), ROLLOUT)
     assert "Insufficient cpu" in stall.message
     assert (
         stall.fix == "roll out with maxSurge: 0 and maxUnavailable: 1 (simulated: the rollout then completes)"
@@ -757,7 +739,7 @@ spec:
     metadata: {labels: {app: agent}}
     spec: {containers: [{name: c, image: i}]}
 """
-    [finding] = findings(run_lint(tmp_path, manifest, cluster))
+    [finding] = findings(run_lint(tmp_path, manifest, cluster), ROLLOUT)
     assert "the new pod for node n2 stays Pending" in finding.message
     assert "required pod anti-affinity of pod shop/loner selects it" in finding.message
     assert "(after 1 of 2 nodes run the new revision)" in finding.message
@@ -767,5 +749,5 @@ spec:
 def test_statefulset_parallel_with_the_gate_replaces_several_at_once(tmp_path: Path) -> None:
     strategy = "  updateStrategy: {rollingUpdate: {maxUnavailable: 2}}\n"
     manifest = deployment(kind="StatefulSet", strategy=strategy, extra="  podManagementPolicy: Parallel\n")
-    assert findings(run_lint(tmp_path, manifest, nodes_cluster(3), kube_version="1.35")) == []
-    assert findings(run_lint(tmp_path, manifest, nodes_cluster(3), kube_version="1.34")) == []
+    assert findings(run_lint(tmp_path, manifest, nodes_cluster(3), kube_version="1.35"), ROLLOUT) == []
+    assert findings(run_lint(tmp_path, manifest, nodes_cluster(3), kube_version="1.34"), ROLLOUT) == []

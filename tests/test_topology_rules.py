@@ -15,10 +15,13 @@ from kaffinity.config import Settings
 from kaffinity.context import Context
 from kaffinity.engine import LintResult, lint
 from kaffinity.explain.pending import analysis
-from kaffinity.findings import Finding, Severity
+from kaffinity.findings import Severity
 from kaffinity.load.parse import parse
 from kaffinity.rules import RULES
 from kaffinity.simulate.cluster import cluster_from
+
+from . import kit
+from .kit import only
 
 TOPOLOGY_RULES = (
     "topology-key-absent",
@@ -84,30 +87,10 @@ def workload(
     replicas: int | None = 1,
     labels: dict[str, str] | None = None,
     namespace: str = "t",
-    **spec: Any,
+    **pod: Any,
 ) -> dict[str, Any]:
-    labels = labels or {"app": name}
-    pod_spec = {"containers": [{"name": "c", "image": "x"}], **spec}
-    if kind == "Pod":
-        return {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": pod_spec,
-        }
-    body: dict[str, Any] = {
-        "selector": {"matchLabels": labels},
-        "template": {"metadata": {"labels": labels}, "spec": pod_spec},
-    }
-    if replicas is not None:
-        body["replicas"] = replicas
-    if kind == "StatefulSet":
-        body["serviceName"] = name
-    api = "batch/v1" if kind == "Job" else "apps/v1"
-    if kind == "Job":
-        body = {"parallelism": replicas, "template": body["template"]}
-        body["template"]["spec"]["restartPolicy"] = "Never"
-    return {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": namespace}, "spec": body}
+    """kit.workload with this file's defaults, the pod spec fields as keywords."""
+    return kit.workload(name, namespace, labels or None, kind=kind, replicas=replicas, pod=pod)
 
 
 def anti(key: str, labels: dict[str, str], **extra: Any) -> dict[str, Any]:
@@ -133,8 +116,8 @@ def spread(key: str, labels: dict[str, str], hard: bool = True, **extra: Any) ->
 
 
 def text_of(objects: list[dict[str, Any]]) -> str:
-    """One YAML document per object (JSON is YAML), one key per line so lines can be asserted."""
-    return "\n---\n".join(json.dumps(obj, indent=2) for obj in objects)
+    """One key per line, so that lines can be asserted."""
+    return kit.manifest(objects, indent=2)
 
 
 def context_of(
@@ -156,12 +139,6 @@ def run(
     result = lint(files, Settings(select=select, **settings), RULES, cluster=declared)
     assert not result.internal_errors, result.internal_errors
     return result
-
-
-def only(result: LintResult, rule: str) -> Finding:
-    found = [f for f in result.findings if f.rule == rule]
-    assert len(found) == 1, [(f.rule, f.message) for f in result.findings]
-    return found[0]
 
 
 def rules_of(result: LintResult) -> list[str]:
