@@ -22,7 +22,7 @@ from kaffinity.config import KUBE_VERSIONS
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding
 
-from .kit import EXAMPLES, REPO, findings, line_of, only, run
+from .kit import EXAMPLES, REPO, assert_found, findings, line_of, only, position, run
 from .kit import lint_text as lint_all
 
 TEMPLATE = "spec.template.spec"
@@ -69,9 +69,13 @@ def where(findings: list[Finding]) -> list[tuple[str, int | None, str]]:
     return [(finding.rule, finding.line, finding.path) for finding in findings]
 
 
-def assert_at(finding: Finding, rule: str, text: str, needle: str, path: str) -> None:
-    """The finding is ``rule``'s, on the line of ``text`` holding ``needle``, at field ``path``."""
-    assert (finding.rule, finding.line, finding.path) == (rule, line_of(text, needle), path)
+def assert_at(finding: Finding, rule: str, text: str, needle: str, path: str, at: str | None = None) -> None:
+    """The finding is ``rule``'s, on the line of ``text`` holding ``needle``, in the column where
+    ``at`` (default: ``needle``) starts on that line, at field ``path``."""
+    line, column = position(text, needle)
+    if at is not None:
+        column = text.splitlines()[line - 1].index(at) + 1
+    assert_found([finding], rule, line, column, path=path)
 
 
 # -- 1. pod affinity matchLabelKeys across versions ----------------------------------------------
@@ -180,6 +184,7 @@ def test_spread_legacy_regime_rejects_a_key_of_the_selector(version: str) -> Non
         SPREAD_DEPLOYMENT,
         "matchLabelKeys",
         f"{TEMPLATE}.topologySpreadConstraints[0].matchLabelKeys[0]",
+        at="app]",
     )
     assert "exists in both matchLabelKeys and labelSelector" in finding.message
 
@@ -203,7 +208,14 @@ def test_spread_merge_regime_accepts_the_template(version: str) -> None:
 def test_spread_merge_regime_rejects_the_pod_that_carries_the_label(version: str) -> None:
     finding = only(lint_text(SPREAD_POD, kube_version=version))
     # upstream appends the index to the constraint's path
-    assert_at(finding, "api-validation", SPREAD_POD, "matchLabelKeys", "spec.topologySpreadConstraints[0][0]")
+    assert_at(
+        finding,
+        "api-validation",
+        SPREAD_POD,
+        "matchLabelKeys",
+        "spec.topologySpreadConstraints[0][0]",
+        at="app]",
+    )
     assert "exists in both matchLabelKeys and labelSelector" in finding.message
 
 
@@ -274,7 +286,7 @@ POD_TERM = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringE
 def test_pod_affinity_key_already_in_the_selector_rejects_the_pod() -> None:
     text = pod(ANTI_POD_SPEC, labels="{app: web, tenant: a}")
     finding = only(lint_text(text))
-    assert_at(finding, "api-validation", text, "matchLabelKeys", f"{POD_TERM}[0]")
+    assert_at(finding, "api-validation", text, "matchLabelKeys", f"{POD_TERM}[0]", at="app]")
     assert "exists in both matchLabelKeys and labelSelector" in finding.message
 
 
@@ -298,7 +310,9 @@ def test_pod_affinity_key_in_both_match_and_mismatch_label_keys() -> None:
     )
     text = pod(spec, labels="{app: web}")
     finding = only(lint_text(text))
-    assert_at(finding, "api-validation", text, " matchLabelKeys", f"{POD_TERM}.matchLabelKeys[0]")
+    assert_at(
+        finding, "api-validation", text, " matchLabelKeys", f"{POD_TERM}.matchLabelKeys[0]", at="tenant]"
+    )
     assert "exists in both matchLabelKeys and mismatchLabelKeys" in finding.message
 
 
@@ -392,6 +406,7 @@ def test_match_fields_with_another_key_reports_only_the_key() -> None:
         text,
         "metadata.namespace",
         f"{NODE_REQUIRED}.nodeSelectorTerms[0].matchFields[0].key",
+        at="key:",
     )
     assert "not a valid field selector key" in finding.message
 
@@ -732,6 +747,7 @@ def test_deprecated_label_as_node_affinity_key() -> None:
         text,
         "failure-domain",
         f"{NODE_REQUIRED}.nodeSelectorTerms[0].matchExpressions[0].key",
+        at="key:",
     )
     assert "topology.kubernetes.io/zone" in finding.message
 
