@@ -173,6 +173,7 @@ def _same_for_any_jobs(folder: Path, *options: str) -> str:
     return outputs["1"]
 
 
+@pytest.mark.slow
 def test_every_hostile_file_and_deep_files_same_output_for_any_jobs(tmp_path: Path) -> None:
     """Issue 18: one file nested 240 levels deep made ``--jobs 2`` abort the whole run
     (RecursionError pickling it back), where ``--jobs 1`` was clean. At the default depth limit
@@ -186,6 +187,7 @@ def test_every_hostile_file_and_deep_files_same_output_for_any_jobs(tmp_path: Pa
     assert len(errors) >= 12  # the malformed and hostile files, as their own tests say
 
 
+@pytest.mark.slow
 def test_deep_files_under_the_largest_depth_limit_same_output_for_any_jobs(tmp_path: Path) -> None:
     """``limits: depth`` up to the schema's cap: whatever ``--jobs 1`` says of files nested
     thousands of levels deep, the workers say the same."""

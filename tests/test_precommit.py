@@ -98,6 +98,7 @@ def _user_repo(path: Path, env: dict[str, str], committed: dict[str, str]) -> Pa
     return path
 
 
+@pytest.mark.slow
 def test_the_hook_fails_on_a_bad_manifest_and_passes_once_fixed(
     hooks: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
@@ -125,6 +126,7 @@ def test_the_hook_fails_on_a_bad_manifest_and_passes_once_fixed(
     assert "affinity-no-match" not in passed.stdout
 
 
+@pytest.mark.slow
 def test_the_whole_repository_hook(hooks: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     _, env = hooks
     repo = _user_repo(tmp_path / "app", env, {"cache.yaml": CACHE, "web.yaml": WEB})

@@ -286,6 +286,7 @@ def test_bad_max_file_size_is_a_usage_error(value: str) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["many-documents", "one-scalar"])
 def test_50mb_file_bounded_time_and_memory(tmp_path: Path, shape: str) -> None:
     """With the limit raised, a 50 MB file is linted. Measured here (2 cores, `/usr/bin/time -v
@@ -587,6 +588,7 @@ def _files(manifests: list[dict[str, Any]]) -> list[SourceFile]:
 @settings(
     max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None
 )
+@pytest.mark.slow
 @given(st.lists(_manifest(), min_size=1, max_size=4))
 def test_wrong_types_in_every_field_never_crash(manifests: list[dict[str, Any]]) -> None:
     files = _files(manifests)
