@@ -21,7 +21,7 @@ from kaffinity.rules import RULES
 from kaffinity.simulate.cluster import cluster_from
 
 from . import kit
-from .kit import only
+from .kit import line_of, only, position
 
 TOPOLOGY_RULES = (
     "topology-key-absent",
@@ -145,15 +145,9 @@ def rules_of(result: LintResult) -> list[str]:
     return sorted(f.rule for f in result.findings)
 
 
-def line_with(objects: list[dict[str, Any]], needle: str, occurrence: int = 1) -> int:
-    """The line of the ``occurrence``-th line containing ``needle`` in the linted text."""
-    seen = 0
-    for number, line in enumerate(text_of(objects).splitlines(), start=1):
-        if needle in line:
-            seen += 1
-            if seen == occurrence:
-                return number
-    raise AssertionError(needle)
+def where(objects: list[dict[str, Any]], needle: str, occurrence: int = 1) -> tuple[int, int]:
+    """(line, column) of the ``occurrence``-th ``needle`` in the linted text."""
+    return position(text_of(objects), needle, occurrence)
 
 
 # --- no cluster, --no-simulate ---------------------------------------------------------------------
@@ -214,13 +208,13 @@ def test_key_absent_severity_per_kind_of_term() -> None:
     ]
     cluster = [node("n1"), node("n2")]  # no zone, no rack
     result = run(objects, cluster)
-    got = sorted((f.line, f.severity) for f in result.findings)
+    got = sorted((f.line, f.column, f.severity) for f in result.findings)
     assert got == sorted(
         [
-            (line_with(objects, '"example.com/rack"', 1), Severity.WARNING),
-            (line_with(objects, '"example.com/row"'), Severity.INFO),
-            (line_with(objects, '"example.com/rack"', 2), Severity.ERROR),
-            (line_with(objects, '"example.com/rack"', 3), Severity.ERROR),
+            (*where(objects, '"topologyKey": "example.com/rack"', 1), Severity.WARNING),
+            (*where(objects, '"topologyKey": "example.com/row"'), Severity.INFO),
+            (*where(objects, '"topologyKey": "example.com/rack"', 2), Severity.ERROR),
+            (*where(objects, '"topologyKey": "example.com/rack"', 3), Severity.ERROR),
         ]
     )
     assert {f.rule for f in result.findings} == {"topology-key-absent"}
@@ -293,7 +287,7 @@ def test_no_eligible_node_names_the_selector_label_and_the_values_there() -> Non
     objects = [workload("web", replicas=2, nodeSelector={"pool": "web", "disk": "ssd"})]
     cluster = [node("n1", labels={"pool": "web", "disk": "hdd"}), node("n2", labels={"pool": "db"})]
     finding = only(run(objects, cluster), "no-eligible-node")
-    assert finding.line == line_with(objects, '"disk": "ssd"')
+    assert (finding.line, finding.column) == where(objects, '"disk": "ssd"')
     assert "nodeSelector disk=ssd matches none of the cluster's 2 nodes" in finding.message
     assert "the cluster's nodes have disk = hdd" in finding.message
     assert "web[0] and web[1] stay Pending" in finding.message
@@ -308,8 +302,14 @@ def test_no_eligible_node_taint_points_at_the_node_and_suggests_the_toleration()
     assert "its nodeSelector allows only g1: g1 has taint dedicated=gpu:NoSchedule" in finding.message
     assert finding.fix is not None
     assert "{key: dedicated, operator: Equal, value: gpu, effect: NoSchedule}" in finding.fix
-    (related,) = finding.related
-    assert related.file == "cluster.yaml" and "taint dedicated=gpu:NoSchedule" in related.message
+    (related,) = finding.related  # g1's taint in the cluster file: the line after "taints"
+    assert related.span is not None
+    taints = where(cluster, '"taints"')
+    assert (related.file, related.path, related.span.line) == (
+        "cluster.yaml",
+        "spec.taints[0]",
+        taints[0] + 1,
+    )
     # Tolerated: placed, nothing to say.
     tolerated = [
         workload(
@@ -385,7 +385,7 @@ def test_anti_affinity_exceeds_zones_says_how_many_stay_pending() -> None:
     objects[0]["spec"]["podManagementPolicy"] = "Parallel"
     del objects[0]["spec"]["template"]["spec"]["podManagementPolicy"]
     finding = only(run(objects, zones(3, 2)), "anti-affinity-exceeds-domains")
-    assert finding.line == line_with(objects, '"topologyKey"')
+    assert (finding.line, finding.column) == where(objects, '"topologyKey"')
     assert "asks for 5 replicas" in finding.message
     assert (
         "the 6 nodes it may run on span only 3 zones (a, b and c): 2 fewer than the replicas"
@@ -432,9 +432,10 @@ def test_anti_affinity_exceeds_counts_a_foreign_pod_that_takes_a_zone() -> None:
         "zone a already holds q-legacy, which the term selects; that leaves 2 zones free" in finding.message
     )
     assert finding.message.endswith("q[2] and q[3] stay Pending")
-    assert any(
-        loc.file == "cluster.yaml" and "q-legacy runs on n-a-0" in loc.message for loc in finding.related
-    )
+    legacy_labels = line_of(text_of(cluster), '"labels"', 1, after='"q-legacy"')
+    assert ("cluster.yaml", "metadata.labels", legacy_labels) in [
+        (loc.file, loc.path, loc.span.line if loc.span else None) for loc in finding.related
+    ]
 
 
 def test_anti_affinity_exceeds_counts_its_own_old_pods_sharing_a_zone() -> None:
@@ -466,7 +467,7 @@ def test_spread_min_domains_above_the_domains() -> None:
     constraints = spread("topology.kubernetes.io/zone", {"app": "api"}, minDomains=4)
     objects = [workload("api", replicas=5, topologySpreadConstraints=constraints)]
     finding = only(run(objects, zones(3, 2)), "spread-unsatisfiable")
-    assert finding.line == line_with(objects, '"minDomains"')
+    assert (finding.line, finding.column) == where(objects, '"minDomains"')
     assert "minDomains 4, but the nodes it counts span only 3 zones (a, b and c)" in finding.message
     assert "at most 3 of its 5 pods can run" in finding.message
     assert "api[3] and api[4] stay Pending" in finding.message
@@ -523,7 +524,7 @@ def test_unschedulable_insufficient_cpu_points_at_the_request() -> None:
     containers = [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "6"}}}]
     objects = [workload("batch", replicas=2, containers=containers)]
     finding = only(run(objects, zones(2)), "unschedulable")
-    assert finding.line == line_with(objects, '"cpu": "6"')
+    assert (finding.line, finding.column) == where(objects, '"cpu": "6"')
     assert (
         "batch[0] and batch[1] stay Pending: 0/2 nodes are available: 2 Insufficient cpu." in finding.message
     )
