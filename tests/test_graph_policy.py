@@ -20,7 +20,7 @@ from kaffinity.rules import BY_NAME
 from kaffinity.simulate.cluster import cluster_from
 
 from . import kit
-from .kit import line_of, lines, lint_text
+from .kit import keys, lines, lint_text, position
 
 ALL_NS, DAEMON, OVERLAP, SPREAD = (
     "all-namespaces-anti-affinity",
@@ -151,16 +151,16 @@ spec:
 def test_all_namespaces_with_a_zone_key_is_an_error_naming_who_it_locks_out() -> None:
     text = ALL_NAMESPACES + _batch("reports", "finance") + _batch("etl", "data") + _batch("local", "ops")
     result = run(text, ALL_NS)
-    assert lines(result) == [(ALL_NS, line_of(text, "namespaceSelector: {}"))]
+    assert keys(result) == [(ALL_NS, *position(text, "namespaceSelector: {}"))]
     (finding,) = result.findings
     assert finding.severity is Severity.ERROR
     assert "all namespaces" in finding.message and "topology.kubernetes.io/zone" in finding.message
     # Named in (namespace, kind, name) order, whatever the order of the documents and files.
     assert "Deployment/data/etl and Deployment/finance/reports" in finding.message
     assert "ops/local" not in finding.message  # same namespace: not what all-namespaces adds
-    assert related_lines(finding) == [
-        line_of(text, "template:", 3),
-        line_of(text, "template:", 2),
+    assert [(loc.span.line, loc.span.column) for loc in finding.related if loc.span] == [
+        position(text, "template:", 3),
+        position(text, "template:", 2),
     ]
     assert finding.fix and "namespaces" in finding.fix
     swapped = ALL_NAMESPACES + _batch("local", "ops") + _batch("etl", "data") + _batch("reports", "finance")
@@ -591,5 +591,5 @@ def test_an_autoscaler_counts_when_the_replicas_field_is_absent() -> None:
       maxReplicas: 4
     """
     result = run(text, SPREAD)
-    assert lines(result) == [(SPREAD, line_of(text, "minReplicas"))]
+    assert keys(result) == [(SPREAD, *position(textwrap.dedent(text), "minReplicas"))]
     assert "db-hpa" in result.findings[0].message
