@@ -26,7 +26,7 @@ from kaffinity.simulate.place import place_all
 from kaffinity.simulate.rollout import deletion_order, simulate
 
 from . import kit
-from .kit import EXAMPLES, findings, line_of
+from .kit import EXAMPLES, findings, keys, line_of, position
 
 ROLLOUT = "rollout-deadlock"
 PDB = "pdb-blocks-eviction"
@@ -188,7 +188,7 @@ def test_classic_deadlock_is_reported_on_the_term(tmp_path: Path) -> None:
     result = run_lint(tmp_path, manifest, nodes_cluster(3))
     [finding] = findings(result, ROLLOUT)
     assert finding.severity is Severity.ERROR
-    assert finding.line == line_of(manifest, "- labelSelector")
+    assert (finding.line, finding.column) == position(manifest, "labelSelector")
     assert "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules." in finding.message
     assert "old revision's pods" in finding.message
     assert "maxUnavailable 0 (25% of 3, rounded down)" in finding.message
@@ -238,7 +238,7 @@ def test_match_label_keys_without_room_for_the_surge_pod(tmp_path: Path) -> None
     manifest = deployment(keys=SCOPED, cpu="1500m")
     [finding] = findings(run_lint(tmp_path, manifest, nodes_cluster(3)), ROLLOUT)
     assert "3 Insufficient cpu" in finding.message
-    assert finding.line == line_of(manifest, "containers:")  # its requests block it
+    assert (finding.line, finding.column) == position(manifest, "containers:")  # its requests block it
     assert (
         finding.fix
         == "roll out with maxSurge: 0 and maxUnavailable: 1 (simulated: the rollout then completes)"
@@ -259,9 +259,9 @@ def test_no_cluster_or_no_simulation_stays_quiet(tmp_path: Path) -> None:
 def test_workloads_roll_out_independently(tmp_path: Path) -> None:
     manifest = deployment("a") + "---\n" + deployment("b") + "---\n" + deployment("c", keys=SCOPED)
     result = run_lint(tmp_path, manifest, nodes_cluster(3, cpu="8"))
-    assert [f.line for f in findings(result, ROLLOUT)] == [
-        line_of(manifest, "- labelSelector", 1),
-        line_of(manifest, "- labelSelector", 2),
+    assert keys(findings(result, ROLLOUT)) == [
+        (ROLLOUT, *position(manifest, "labelSelector", 1)),
+        (ROLLOUT, *position(manifest, "labelSelector", 2)),
     ]
 
 
@@ -317,7 +317,7 @@ def test_kubernetes_56539_kube_dns_one_per_node(tmp_path: Path) -> None:
     """kubernetes#56539: kube-dns spread by required anti-affinity; the upgrade's new pod is
     Pending forever (2 replicas on 2 nodes: 25% of 2 rounds down to 0)."""
     [finding] = findings(run_lint(tmp_path, KUBE_DNS, nodes_cluster(2)), ROLLOUT)
-    assert finding.line == line_of(KUBE_DNS, "- labelSelector")
+    assert (finding.line, finding.column) == position(KUBE_DNS, "labelSelector")
     assert "0/2 nodes are available" in finding.message
 
 
@@ -362,9 +362,11 @@ def test_kubernetes_103584_the_old_pods_keep_the_removed_affinity() -> None:
         in finding.message
     )
     assert finding.path == "spec.strategy"  # no term of its own: reported at its strategy
-    [term] = [r for r in finding.related if "selects it" in r.message]
+    [term] = [
+        r for r in finding.related if r.path.endswith("requiredDuringSchedulingIgnoredDuringExecution[0]")
+    ]
     assert term.file.endswith("rollout-deadlock-removed.yaml")
-    assert term.path.endswith("requiredDuringSchedulingIgnoredDuringExecution[0]")
+    assert "selects it" in term.message
     assert (
         finding.fix
         == "roll out with maxSurge: 0 and maxUnavailable: 1 (simulated: the rollout then completes)"
@@ -387,7 +389,11 @@ def test_statefulset_blocked_by_a_template_change() -> None:
     assert "queue-2" in finding.message and "cache-0" in finding.message
     assert "OrderedReady" in finding.message
     # The cache's term is the second term of the same workload: a related location.
-    assert any("cache-0" in r.message for r in finding.related)
+    text = path.read_text(encoding="utf-8")
+    assert (finding.line, finding.column) == position(text, "labelSelector", 1)
+    assert (path.name, *position(text, "labelSelector", 2)) in [
+        (Path(r.file).name, r.span.line, r.span.column) for r in finding.related if r.span
+    ]
 
 
 def test_statefulset_partition_leaves_the_pods_alone(tmp_path: Path) -> None:
