@@ -22,7 +22,7 @@ from kaffinity.config import KUBE_VERSIONS
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding
 
-from .kit import EXAMPLES, REPO, assert_found, findings, line_of, only, position, run
+from .kit import EXAMPLES, REPO, assert_found, findings, only, position, run
 from .kit import lint_text as lint_all
 
 TEMPLATE = "spec.template.spec"
@@ -65,8 +65,8 @@ def pod(pod_spec: str, labels: str | None = "{app: web}") -> str:
     return head + textwrap.indent(textwrap.dedent(pod_spec), " " * 2)
 
 
-def where(findings: list[Finding]) -> list[tuple[str, int | None, str]]:
-    return [(finding.rule, finding.line, finding.path) for finding in findings]
+def where(findings: list[Finding]) -> list[tuple[str, int | None, int | None, str]]:
+    return [(finding.rule, finding.line, finding.column, finding.path) for finding in findings]
 
 
 def assert_at(finding: Finding, rule: str, text: str, needle: str, path: str, at: str | None = None) -> None:
@@ -96,11 +96,7 @@ ANTI_TERM = f"{TEMPLATE}.affinity.podAntiAffinity.requiredDuringSchedulingIgnore
 @pytest.mark.parametrize("version", ["1.27", "1.28"])
 def test_pod_affinity_match_label_keys_is_not_a_field_before_1_29(version: str) -> None:
     finding = only(lint_text(ANTI_MATCH_KEYS, kube_version=version))
-    assert finding.rule == "field-unavailable"
-    assert (finding.line, finding.path) == (
-        line_of(ANTI_MATCH_KEYS, "matchLabelKeys"),
-        f"{ANTI_TERM}.matchLabelKeys",
-    )
+    assert_at(finding, "field-unavailable", ANTI_MATCH_KEYS, "matchLabelKeys", f"{ANTI_TERM}.matchLabelKeys")
     assert "1.29" in finding.message
 
 
@@ -240,8 +236,11 @@ def test_spread_match_label_keys_without_a_selector_is_forbidden(version: str) -
     text = deployment(SPREAD_WITHOUT_SELECTOR)
     result = lint_text(text, kube_version=version)
     finding = only(result, "api-validation")
-    assert (finding.line, finding.path) == (
-        line_of(text, "matchLabelKeys"),
+    assert_at(
+        finding,
+        "api-validation",
+        text,
+        "matchLabelKeys",
         f"{TEMPLATE}.topologySpreadConstraints[0].matchLabelKeys",
     )
     assert "Forbidden" in finding.message and "labelSelector is not set" in finding.message
@@ -468,8 +467,8 @@ def test_toleration_comparison_with_the_gate_rejects_other_values(value: str) ->
     text = toleration("Lt", value)
     findings = lint_text(text, kube_version="1.35", feature_gates={COMPARISON: True}).findings
     assert findings, value
-    assert {(f.rule, f.line, f.path) for f in findings} == {
-        ("api-validation", line_of(text, "value:"), "spec.tolerations[0].value")
+    assert {(f.rule, f.line, f.column, f.path) for f in findings} == {
+        ("api-validation", *position(text, "value:"), "spec.tolerations[0].value")
     }
 
 
@@ -579,8 +578,8 @@ def test_each_unknown_field_is_its_own_finding_on_its_own_line() -> None:
     )
     findings = lint_text(text).findings
     assert where(list(findings)) == [
-        ("schema", line_of(text, "operater"), "spec.tolerations[0].operater"),
-        ("schema", line_of(text, "efect"), "spec.tolerations[0].efect"),
+        ("schema", *position(text, "operater"), "spec.tolerations[0].operater"),
+        ("schema", *position(text, "efect"), "spec.tolerations[0].efect"),
     ]
     assert 'did you mean "operator"' in findings[0].message
     assert 'did you mean "effect"' in findings[1].message
@@ -755,10 +754,8 @@ def test_deprecated_label_as_node_affinity_key() -> None:
 def test_deprecated_label_as_spread_topology_key() -> None:
     text = pod(SPREAD.replace("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"))
     finding = only(lint_text(text), "api-warning")
-    assert (finding.line, finding.path) == (
-        line_of(text, "failure-domain"),
-        "spec.topologySpreadConstraints[0].topologyKey",
-    )
+    path = "spec.topologySpreadConstraints[0].topologyKey"
+    assert_at(finding, "api-warning", text, "failure-domain", path, at="topologyKey")
 
 
 def test_deprecated_label_as_pod_affinity_topology_key_is_no_warning() -> None:
