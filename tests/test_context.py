@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kaffinity.load.repository import repository_manifests
-from tests.kit import run
+from tests.kit import findings, run
 
 CACHE = """\
 apiVersion: apps/v1
@@ -119,7 +119,7 @@ def test_findings_in_context_files_are_not_reported(tmp_path: Path) -> None:
 def test_a_context_finding_that_names_a_changed_file_is_reported(tmp_path: Path) -> None:
     repo = _repo(tmp_path, {"cache.yaml": CACHE, "a-pdb.yaml": PDB % "a", "b-pdb.yaml": PDB % "b"})
     _, whole, _ = _lint(repo, "a-pdb.yaml", "b-pdb.yaml", "cache.yaml")
-    overlap = [finding for finding in whole["findings"] if finding["rule"] == "pdb-overlap"]
+    overlap = findings(whole, "pdb-overlap")
     assert overlap, whole["findings"]
     places = {overlap[0]["file"], *(place["file"] for place in overlap[0]["related"])}
     assert places == {"a-pdb.yaml", "b-pdb.yaml"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .kit import run
+from .kit import findings, run
 
 CLUSTER = """\
 apiVersion: kaffinity.io/v1alpha1
@@ -156,10 +156,10 @@ spec:
 {aliases}"""
     paths = _write(tmp_path, **{"alias.yaml": text})
     result = run("lint", "--no-config", paths["alias.yaml"], "--format", "json")
-    findings = [f for f in json.loads(result.stdout)["findings"] if f["rule"] == "api-validation"]
+    found = findings(json.loads(result.stdout), "api-validation")
     assert [
         (f["line"], f["path"].endswith(f"nodeSelectorTerms[0].matchExpressions[{i}].values"))
-        for i, f in enumerate(sorted(findings, key=lambda f: f["column"]))
+        for i, f in enumerate(sorted(found, key=lambda f: f["column"]))
     ] == [(14, True)] * 3
 
 

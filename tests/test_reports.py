@@ -16,7 +16,7 @@ from kaffinity.report.github import escape_data, escape_property
 from kaffinity.rules import BY_NAME
 from kaffinity.rules.base import Rule
 
-from .kit import CROSS_WORKLOAD, EXAMPLES, SHARED, example_settings, expected, lint_text, run
+from .kit import CROSS_WORKLOAD, EXAMPLES, SHARED, example_settings, expected, findings, lint_text, run
 from .test_engine import ZONE_ANTI
 
 SARIF_SCHEMA = SHARED / "schemas" / "sarif-schema-2.1.0.json"
@@ -72,7 +72,7 @@ def test_json_report_matches_documented_schema() -> None:
     assert found == markers
     assert report["summary"]["rules"] == dict(Counter(f["rule"] for f in report["findings"]))
     assert report["summary"]["suppressed"] == 1
-    unused = [f for f in report["findings"] if f["rule"] == "unused-suppression"]
+    unused = findings(report, "unused-suppression")
     annotation = next(f for f in unused if f["path"])
     assert annotation["object"] == {
         "apiVersion": "apps/v1",

@@ -30,7 +30,7 @@ from kaffinity.load.parse import parse
 from kaffinity.load.resources import schema
 from kaffinity.load.source import DataPath, format_path
 
-from .kit import REPO, lint_text, run
+from .kit import REPO, findings, lint_text, run
 
 SCHEMAS = REPO / "schemas"
 NAMES = {
@@ -311,5 +311,5 @@ def test_a_bad_multi_kind_stream_fails_at_each_field(version: str) -> None:
 def test_the_editor_and_lint_agree_on_schema_problems() -> None:
     """What the editor underlines from the schema is what ``kaffinity lint`` reports as ``schema``."""
     result = lint_text(BAD, "manifests.yaml", kube_version=DEFAULT_KUBE_VERSION)
-    from_lint = sorted(finding.path for finding in result.findings if finding.rule == "schema")
+    from_lint = sorted(finding.path for finding in findings(result, "schema"))
     assert from_lint == sorted(path for _, path, _ in _editor_errors(BAD, DEFAULT_KUBE_VERSION))
