@@ -15,7 +15,7 @@ from kaffinity.expand.fixes import fix_files
 from kaffinity.load.files import load
 from kaffinity.load.parse import parse
 
-from .kit import SHARED, added_lines, lint_text, run
+from .kit import SHARED, added_lines, lint_text, no_internal_error, run
 
 ODD_BUT_VALID = """\
 # A hand-written manifest: comments, quoting, 4-space indents, a flow selector.
@@ -293,7 +293,7 @@ def test_fix_fills_a_null_in_a_flow_term() -> None:
 
 def _fix_stdin(raw: bytes) -> subprocess.CompletedProcess[bytes]:
     environment = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
-    return subprocess.run(
+    completed = subprocess.run(
         [sys.executable, "-m", "kaffinity", "fix", "--no-config", "-"],
         input=raw,
         capture_output=True,
@@ -301,6 +301,8 @@ def _fix_stdin(raw: bytes) -> subprocess.CompletedProcess[bytes]:
         timeout=120,
         check=False,
     )
+    no_internal_error(completed.returncode, completed.stderr)
+    return completed
 
 
 def test_fix_stdin_keeps_a_byte_order_mark() -> None:

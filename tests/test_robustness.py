@@ -204,6 +204,7 @@ def _run_measured(*args: str) -> tuple[subprocess.CompletedProcess[bytes], float
         [sys.executable, "-m", "kaffinity", *args], capture_output=True, timeout=300, check=False
     )
     elapsed = time.perf_counter() - start
+    no_internal_error(completed.returncode, completed.stderr)
     return completed, elapsed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 
 
@@ -233,6 +234,7 @@ def test_stdin_over_the_size_limit(tmp_path: Path) -> None:
         timeout=60,
         check=False,
     )
+    no_internal_error(completed.returncode, completed.stderr)
     assert completed.returncode == 2 and completed.stderr == b""
     assert b"<stdin>:1:1: error [parse-error] more than the limit of 1 KiB per file" in completed.stdout
 
@@ -303,7 +305,6 @@ def test_50mb_file_bounded_time_and_memory(tmp_path: Path, shape: str) -> None:
                 handle.write(_DOC.format(index, padding))
     (tmp_path / "zz-good.yaml").write_text(GOOD)
     completed, elapsed, peak = _run_measured("lint", "--no-config", "--max-file-size", "64Mi", str(tmp_path))
-    no_internal_error(completed.returncode, completed.stderr)
     assert completed.returncode == 0, completed.stdout[-2000:]
     assert GOOD_FINDING.encode() in completed.stdout
     assert elapsed < (11.0 if shape == "many-documents" else 4.0), elapsed
