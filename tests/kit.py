@@ -186,7 +186,7 @@ def findings(result: Report, rule: str | None = None) -> list[Any]:
 
 def only(result: Report, rule: str | None = None) -> Any:
     """The one finding (of ``rule``): the test fails when there are none or several."""
-    found = findings(result, rule)  # type: ignore[arg-type]
+    found = [f for f in _all(result) if rule is None or _as_dict(f)["rule"] == rule]
     assert len(found) == 1, keys(result)
     return found[0]
 
@@ -212,10 +212,11 @@ def assert_found(
 
 def check(text: str, *problems: Problem, rules: Sequence[Rule] = RULES, **settings: Any) -> LintResult:
     """Lint ``text`` (dedented) and compare its findings with ``problems``, each (rule, line,
-    column), as sets of positions: every problem found, nothing else. With no problem: the
-    manifest must be clean. As yamllint's ``RuleTestCase.check(conf, text, problem=(line, col))``."""
+    column), in report order: every problem found, nothing else; with no problem, the manifest
+    must be clean. As yamllint's ``RuleTestCase.check(conf, text, problem=(line, col))``; the
+    result is returned for the test to check the findings' fields."""
     result = lint_text(textwrap.dedent(text), rules=rules, **settings)
-    assert sorted(keys(result), key=str) == sorted(problems, key=str), keys(result)
+    assert keys(result) == list(problems), keys(result)
     return result
 
 

@@ -15,7 +15,7 @@ from kaffinity.expand.fixes import fix_files
 from kaffinity.load.files import load
 from kaffinity.load.parse import parse
 
-from .kit import SHARED, added_lines, lint_text, no_internal_error, run
+from .kit import SHARED, added_lines, check, lint_text, no_internal_error, run
 
 ODD_BUT_VALID = """\
 # A hand-written manifest: comments, quoting, 4-space indents, a flow selector.
@@ -107,7 +107,7 @@ def test_fix_changes_nothing_but_the_added_keys(tmp_path: Path) -> None:
     again = run("fix", "--no-config", str(path))
     assert again.returncode == 0 and "nothing to fix" in again.stderr
     assert path.read_bytes() == expected.encode()
-    assert lint_text(expected, select=("expansion",)).findings == ()
+    check(expected, select=("expansion",))
 
 
 def test_fix_diff_writes_nothing(tmp_path: Path) -> None:
@@ -270,7 +270,7 @@ def test_fix_keeps_the_promise_of_lint_for_every_term_shape(keys: str, fixed: st
     completed = run("fix", "--no-config", "-", stdin=text)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == SPREAD_KEYS.replace("KEYS", fixed)
-    assert lint_text(completed.stdout, select=("revision-unscoped",)).findings == ()
+    check(completed.stdout, select=("revision-unscoped",))
 
 
 def test_fix_fills_a_null_in_a_flow_term() -> None:

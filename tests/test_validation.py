@@ -22,6 +22,7 @@ from kaffinity.config import KUBE_VERSIONS
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding
 
+from . import kit
 from .kit import EXAMPLES, REPO, assert_found, findings, only, position, run
 from .kit import lint_text as lint_all
 
@@ -38,6 +39,11 @@ def lint_text(text: str, **settings: Any) -> LintResult:
     """These tests are about the validation rules (category schema); the expansion rules, which
     also read matchLabelKeys, have their own tests (test_expand.py)."""
     return lint_all(text, **{"select": ("schema",), **settings})
+
+
+def check(text: str, *problems: kit.Problem, **settings: Any) -> LintResult:
+    """kit.check with the validation rules, as :func:`lint_text`."""
+    return kit.check(text, *problems, **{"select": ("schema",), **settings})
 
 
 def deployment(pod_spec: str, labels: str = "{app: web}", api_version: str = "apps/v1") -> str:
@@ -112,7 +118,7 @@ def test_pod_affinity_match_label_keys_is_dropped_while_the_gate_is_alpha(versio
 
 @pytest.mark.parametrize("version", FROM_1_31)
 def test_pod_affinity_match_label_keys_is_accepted_from_1_31(version: str) -> None:
-    assert lint_text(ANTI_MATCH_KEYS, kube_version=version).findings == ()
+    check(ANTI_MATCH_KEYS, kube_version=version)
 
 
 @pytest.mark.parametrize("version", ["1.31", "1.32"])
@@ -197,7 +203,7 @@ def test_spread_legacy_regime_also_rejects_a_key_of_a_match_expression() -> None
 @pytest.mark.parametrize("version", FROM_1_34)
 def test_spread_merge_regime_accepts_the_template(version: str) -> None:
     # Templates are validated without the merge: the selector holds "app" once.
-    assert lint_text(SPREAD_DEPLOYMENT, kube_version=version).findings == ()
+    check(SPREAD_DEPLOYMENT, kube_version=version)
 
 
 @pytest.mark.parametrize("version", FROM_1_34)
@@ -217,7 +223,7 @@ def test_spread_merge_regime_rejects_the_pod_that_carries_the_label(version: str
 
 def test_spread_merge_regime_accepts_a_pod_without_the_label() -> None:
     text = pod(SPREAD, labels="{tier: front}")
-    assert lint_text(text, kube_version="1.37").findings == ()
+    check(text, kube_version="1.37")
 
 
 def test_spread_merge_gate_off_brings_back_the_legacy_regime() -> None:
@@ -290,17 +296,17 @@ def test_pod_affinity_key_already_in_the_selector_rejects_the_pod() -> None:
 
 
 def test_pod_affinity_merge_needs_the_pod_to_carry_the_label() -> None:
-    assert lint_text(pod(ANTI_POD_SPEC, labels="{tenant: a}")).findings == ()
-    assert lint_text(pod(ANTI_POD_SPEC, labels=None)).findings == ()
+    check(pod(ANTI_POD_SPEC, labels="{tenant: a}"))
+    check(pod(ANTI_POD_SPEC, labels=None))
 
 
 def test_pod_affinity_key_not_in_the_selector_is_fine() -> None:
     text = pod(ANTI_POD_SPEC.replace("[app]", "[tenant]"), labels="{app: web, tenant: a}")
-    assert lint_text(text).findings == ()
+    check(text)
 
 
 def test_pod_affinity_template_is_not_merged() -> None:
-    assert lint_text(deployment(ANTI_POD_SPEC)).findings == ()
+    check(deployment(ANTI_POD_SPEC))
 
 
 def test_pod_affinity_key_in_both_match_and_mismatch_label_keys() -> None:
@@ -361,7 +367,7 @@ def test_required_node_affinity_values_are_label_values_from_1_33(version: str) 
 
 @pytest.mark.parametrize("version", ["1.27", "1.32"])
 def test_required_node_affinity_values_are_not_checked_before_1_33(version: str) -> None:
-    assert lint_text(NEGATIVE_GT, kube_version=version).findings == ()
+    check(NEGATIVE_GT, kube_version=version)
 
 
 @pytest.mark.parametrize("version", ["1.32", "1.33", "1.37"])
@@ -377,7 +383,7 @@ def test_preferred_node_affinity_values_are_never_checked(version: str) -> None:
                     - {key: example.com/cores, operator: Gt, values: ["-5"]}
         """
     )
-    assert lint_text(text, kube_version=version).findings == ()
+    check(text, kube_version=version)
 
 
 def test_node_affinity_gt_takes_exactly_one_value() -> None:
@@ -392,7 +398,7 @@ def test_node_affinity_gt_takes_exactly_one_value() -> None:
 
 def test_node_affinity_gt_value_need_not_be_an_integer() -> None:
     # Upstream never checks integer-ness: the term just never matches at schedule time.
-    assert lint_text(node_required('{key: example.com/cores, operator: Lt, values: ["many"]}')).findings == ()
+    check(node_required('{key: example.com/cores, operator: Lt, values: ["many"]}'))
 
 
 def test_match_fields_with_another_key_reports_only_the_key() -> None:
@@ -459,7 +465,7 @@ def test_toleration_comparison_needs_the_gate_from_1_35(version: str) -> None:
 @pytest.mark.parametrize("value", ['"10"', '"0"', '"-5"'])
 def test_toleration_comparison_with_the_gate_accepts_canonical_integers(value: str) -> None:
     text = toleration("Lt", value)
-    assert lint_text(text, kube_version="1.35", feature_gates={COMPARISON: True}).findings == ()
+    check(text, kube_version="1.35", feature_gates={COMPARISON: True})
 
 
 @pytest.mark.parametrize("value", ['"010"', '"abc"', '""', '"+5"'])
@@ -532,8 +538,8 @@ def test_gt_in_a_pod_affinity_selector_is_a_proposal_operator() -> None:
 
 
 def test_proposals_honoured_accept_both() -> None:
-    assert lint_text(deployment(RDE_SPEC), proposals=True).findings == ()
-    assert lint_text(deployment(POD_GT_SPEC), proposals=True).findings == ()
+    check(deployment(RDE_SPEC), proposals=True)
+    check(deployment(POD_GT_SPEC), proposals=True)
 
 
 def test_proposals_honoured_validate_required_during_execution_like_the_required_selector() -> None:
@@ -634,7 +640,7 @@ def test_patch_directives_are_not_fields() -> None:
           - {key: a, operator: Exists, $patch: delete}
         """
     )
-    assert lint_text(text).findings == ()
+    check(text)
 
 
 PDB = """\
@@ -649,7 +655,7 @@ spec:
 
 @pytest.mark.parametrize("value", ["null", '"50%"', "2"])
 def test_int_or_string_accepts_int_string_and_null(value: str) -> None:
-    assert lint_text(PDB.replace("VALUE", value)).findings == ()
+    check(PDB.replace("VALUE", value))
 
 
 @pytest.mark.parametrize("value", ["[2]", "true"])
@@ -663,7 +669,7 @@ def test_kinds_with_an_unknown_api_version_are_not_schema_checked() -> None:
     assert findings(lint_text(old), "schema") == []
     assert len(findings(lint_text(old.replace("apps/v1beta1", "apps/v1")), "schema")) == 2
     custom = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec:\n  affinty: {}\n"
-    assert lint_text(custom).findings == ()
+    check(custom)
 
 
 # -- 8. warnings --------------------------------------------------------------------------------
@@ -725,7 +731,7 @@ def test_an_empty_label_selector_is_no_warning() -> None:
             labelSelector: {}
         """
     )
-    assert lint_text(text).findings == ()
+    check(text)
 
 
 def test_deprecated_label_as_node_selector_key() -> None:
@@ -762,7 +768,7 @@ def test_deprecated_label_as_pod_affinity_topology_key_is_no_warning() -> None:
     text = deployment(
         ANTI_POD_SPEC.replace("kubernetes.io/hostname", "failure-domain.beta.kubernetes.io/zone")
     )
-    assert lint_text(text).findings == ()
+    check(text)
 
 
 # -- 9. feature gates and versions on the command line ------------------------------------------
