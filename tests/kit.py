@@ -124,10 +124,17 @@ def added_lines(diff: str) -> list[str]:
 
 
 def lint_text(
-    text: str, name: str = "test.yaml", rules: Sequence[Rule] = RULES, **settings: Any
+    text: str,
+    name: str = "test.yaml",
+    rules: Sequence[Rule] = RULES,
+    *,
+    cluster: str | None = None,
+    **settings: Any,
 ) -> LintResult:
-    """Lint one manifest in process; a rule that crashed fails the test."""
-    result = lint([parse(name, text)], Settings(**settings), rules)
+    """Lint one manifest in process, on the cluster ``cluster`` (its text, read as
+    ``cluster.yaml``) if given; a rule that crashed fails the test."""
+    declared = cluster_from([parse("cluster.yaml", cluster)]) if cluster is not None else None
+    result = lint([parse(name, text)], Settings(**settings), rules, cluster=declared)
     assert not result.internal_errors, result.internal_errors
     return result
 

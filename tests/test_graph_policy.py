@@ -17,7 +17,6 @@ from kaffinity.explain.wording import name_list
 from kaffinity.findings import Finding, Severity
 from kaffinity.load.parse import parse
 from kaffinity.rules import BY_NAME
-from kaffinity.simulate.cluster import cluster_from
 
 from . import kit
 from .kit import keys, lines, lint_text, position
@@ -78,13 +77,8 @@ def findings(
     *objects: dict[str, Any], rule: str, cluster: list[dict[str, Any]] | None = None
 ) -> list[Finding]:
     """Lint objects (one JSON document each, so each starts on its own line) with one rule."""
-    text = kit.manifest(objects)
-    declared = None
-    if cluster is not None:
-        declared = cluster_from([parse("cluster.yaml", kit.manifest(cluster))])
-    result = lint([parse("input.yaml", text)], Settings(select=(rule,)), cluster=declared)
-    assert not result.internal_errors, result.internal_errors
-    return list(result.findings)
+    declared = kit.manifest(cluster) if cluster is not None else None
+    return list(lint_text(kit.manifest(objects), "input.yaml", cluster=declared, select=(rule,)).findings)
 
 
 def related_lines(finding: Finding) -> list[int | None]:

@@ -26,7 +26,7 @@ from kaffinity.simulate.place import place_all
 from kaffinity.simulate.rollout import deletion_order, simulate
 
 from . import kit
-from .kit import EXAMPLES, findings, keys, line_of, position
+from .kit import EXAMPLES, findings, keys, line_of, lint_text, position
 
 ROLLOUT = "rollout-deadlock"
 PDB = "pdb-blocks-eviction"
@@ -82,19 +82,12 @@ IN_PLACE = "  strategy: {rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}\n"
 
 
 def run_lint(
-    tmp_path: Path,
     manifest: str,
     cluster: str | None = None,
     select: tuple[str, ...] = (ROLLOUT,),
     **settings: Any,
 ) -> LintResult:
-    path = tmp_path / "app.yaml"
-    path.write_text(manifest)
-    loaded = None
-    if cluster is not None:
-        (tmp_path / "cluster.yaml").write_text(cluster)
-        loaded = cluster_from(load([str(tmp_path / "cluster.yaml")]))
-    return lint(load([str(path)]), Settings(select=select, **settings), cluster=loaded)
+    return lint_text(manifest, "app.yaml", cluster=cluster, select=select, **settings)
 
 
 # --- the arithmetic --------------------------------------------------------------------------
@@ -183,9 +176,9 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 # --- rollout-deadlock: the classic cases ------------------------------------------------------
 
 
-def test_classic_deadlock_is_reported_on_the_term(tmp_path: Path) -> None:
+def test_classic_deadlock_is_reported_on_the_term() -> None:
     manifest = deployment()
-    result = run_lint(tmp_path, manifest, nodes_cluster(3))
+    result = run_lint(manifest, nodes_cluster(3))
     [finding] = findings(result, ROLLOUT)
     assert finding.severity is Severity.ERROR
     assert (finding.line, finding.column) == position(manifest, "labelSelector")
@@ -229,14 +222,14 @@ def test_classic_deadlock_is_reported_on_the_term(tmp_path: Path) -> None:
         "daemonset-ondelete",
     ],
 )
-def test_rollouts_that_complete(tmp_path: Path, manifest: str) -> None:
+def test_rollouts_that_complete(manifest: str) -> None:
     nodes = 4 if "replicas: 4" in manifest else 3
-    assert findings(run_lint(tmp_path, manifest, nodes_cluster(nodes)), ROLLOUT) == []
+    assert findings(run_lint(manifest, nodes_cluster(nodes)), ROLLOUT) == []
 
 
-def test_match_label_keys_without_room_for_the_surge_pod(tmp_path: Path) -> None:
+def test_match_label_keys_without_room_for_the_surge_pod() -> None:
     manifest = deployment(keys=SCOPED, cpu="1500m")
-    [finding] = findings(run_lint(tmp_path, manifest, nodes_cluster(3)), ROLLOUT)
+    [finding] = findings(run_lint(manifest, nodes_cluster(3)), ROLLOUT)
     assert "3 Insufficient cpu" in finding.message
     assert (finding.line, finding.column) == position(manifest, "containers:")  # its requests block it
     assert (
@@ -245,36 +238,36 @@ def test_match_label_keys_without_room_for_the_surge_pod(tmp_path: Path) -> None
     )
 
 
-def test_zone_anti_affinity_with_as_many_replicas_as_zones(tmp_path: Path) -> None:
+def test_zone_anti_affinity_with_as_many_replicas_as_zones() -> None:
     manifest = deployment(key="topology.kubernetes.io/zone")
-    assert len(findings(run_lint(tmp_path, manifest, nodes_cluster(6, zones=3)), ROLLOUT)) == 1
+    assert len(findings(run_lint(manifest, nodes_cluster(6, zones=3)), ROLLOUT)) == 1
     # Two nodes per zone but one pod per zone: no node beside an old pod is free either.
 
 
-def test_no_cluster_or_no_simulation_stays_quiet(tmp_path: Path) -> None:
-    assert findings(run_lint(tmp_path, deployment()), ROLLOUT) == []
-    assert findings(run_lint(tmp_path, deployment(), nodes_cluster(3), simulate=False), ROLLOUT) == []
+def test_no_cluster_or_no_simulation_stays_quiet() -> None:
+    assert findings(run_lint(deployment()), ROLLOUT) == []
+    assert findings(run_lint(deployment(), nodes_cluster(3), simulate=False), ROLLOUT) == []
 
 
-def test_workloads_roll_out_independently(tmp_path: Path) -> None:
+def test_workloads_roll_out_independently() -> None:
     manifest = deployment("a") + "---\n" + deployment("b") + "---\n" + deployment("c", keys=SCOPED)
-    result = run_lint(tmp_path, manifest, nodes_cluster(3, cpu="8"))
+    result = run_lint(manifest, nodes_cluster(3, cpu="8"))
     assert keys(findings(result, ROLLOUT)) == [
         (ROLLOUT, *position(manifest, "labelSelector", 1)),
         (ROLLOUT, *position(manifest, "labelSelector", 2)),
     ]
 
 
-def test_a_workload_already_short_of_nodes_is_left_to_the_topology_rules(tmp_path: Path) -> None:
+def test_a_workload_already_short_of_nodes_is_left_to_the_topology_rules() -> None:
     # kubernetes issue 121388: 7 replicas, one per node, 3 nodes: 4 Pending before any update.
     manifest = deployment(
         replicas=7, strategy="  strategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 3}}\n"
     )
-    assert findings(run_lint(tmp_path, manifest, nodes_cluster(3)), ROLLOUT) == []
+    assert findings(run_lint(manifest, nodes_cluster(3)), ROLLOUT) == []
 
 
-def test_severity_override(tmp_path: Path) -> None:
-    result = run_lint(tmp_path, deployment(), nodes_cluster(3), severity={ROLLOUT: Severity.WARNING})
+def test_severity_override() -> None:
+    result = run_lint(deployment(), nodes_cluster(3), severity={ROLLOUT: Severity.WARNING})
     [finding] = findings(result, ROLLOUT)
     assert finding.severity is Severity.WARNING
 
@@ -313,10 +306,10 @@ spec:
 """
 
 
-def test_kubernetes_56539_kube_dns_one_per_node(tmp_path: Path) -> None:
+def test_kubernetes_56539_kube_dns_one_per_node() -> None:
     """kubernetes#56539: kube-dns spread by required anti-affinity; the upgrade's new pod is
     Pending forever (2 replicas on 2 nodes: 25% of 2 rounds down to 0)."""
-    [finding] = findings(run_lint(tmp_path, KUBE_DNS, nodes_cluster(2)), ROLLOUT)
+    [finding] = findings(run_lint(KUBE_DNS, nodes_cluster(2)), ROLLOUT)
     assert (finding.line, finding.column) == position(KUBE_DNS, "labelSelector")
     assert "0/2 nodes are available" in finding.message
 
@@ -331,7 +324,7 @@ def test_kubernetes_116891_and_the_argo_cd_ha_install() -> None:
         assert len(findings(result, ROLLOUT)) == 1, name
 
 
-def test_longhorn_soft_to_hard_against_the_running_pods(tmp_path: Path) -> None:
+def test_longhorn_soft_to_hard_against_the_running_pods() -> None:
     """longhorn#13546: the running pods (soft anti-affinity, sharing the only node) and a new
     revision with hard anti-affinity: 2 old pods keep running, new ones wait."""
     cluster = "apiVersion: v1\nkind: List\nitems:\n"
@@ -343,7 +336,7 @@ def test_longhorn_soft_to_hard_against_the_running_pods(tmp_path: Path) -> None:
             "labels: {app: csi-attacher}}\n    spec: {nodeName: node-1, containers: [{name: c, image: i}]}\n"
         )
     manifest = deployment("csi-attacher", strategy="  strategy: {rollingUpdate: {maxUnavailable: 1}}\n")
-    [finding] = findings(run_lint(tmp_path, manifest, cluster), ROLLOUT)
+    [finding] = findings(run_lint(manifest, cluster), ROLLOUT)
     assert "never finish (after removing 1 old pod)" in finding.message
     assert "0/1 nodes are available" in finding.message
     # Neither fix lets 3 pods with a node each run on one node.
@@ -407,10 +400,10 @@ def test_statefulset_partition_leaves_the_pods_alone(tmp_path: Path) -> None:
     assert findings(result, ROLLOUT) == []
 
 
-def test_daemonset_surge(tmp_path: Path) -> None:
+def test_daemonset_surge() -> None:
     surge = "  updateStrategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}\n"
     manifest = deployment("agent", kind="DaemonSet", strategy=surge)
-    [finding] = findings(run_lint(tmp_path, manifest, nodes_cluster(3)), ROLLOUT)
+    [finding] = findings(run_lint(manifest, nodes_cluster(3)), ROLLOUT)
     assert "beside the old one" in finding.message
     assert "[NodeAffinity]" in finding.message  # the pinned pod: other nodes rejected as upstream
     assert finding.fix is not None and "controller-revision-hash" in finding.fix
@@ -425,7 +418,7 @@ spec:
     metadata: {{labels: {{app: agent}}}}
     spec: {{containers: [{{name: c, image: i, resources: {{requests: {{cpu: 1500m}}}}}}]}}
 """
-    [stall] = findings(run_lint(tmp_path, plain, nodes_cluster(3)), ROLLOUT)
+    [stall] = findings(run_lint(plain, nodes_cluster(3)), ROLLOUT)
     assert "Insufficient cpu" in stall.message
     assert (
         stall.fix == "roll out with maxSurge: 0 and maxUnavailable: 1 (simulated: the rollout then completes)"
@@ -538,10 +531,10 @@ spec:
         ("minAvailable: 1", app(0), False),  # no pods, nothing to evict
     ],
 )
-def test_disruptions_allowed(tmp_path: Path, spec: str, workload: str, blocked: bool) -> None:
+def test_disruptions_allowed(spec: str, workload: str, blocked: bool) -> None:
     spec_text = spec if spec != "selector: {}" else "unhealthyPodEvictionPolicy: AlwaysAllow"
     manifest = budget_manifest(spec_text, workload)
-    result = run_lint(tmp_path, manifest, select=(PDB,))
+    result = run_lint(manifest, select=(PDB,))
     found = findings(result, PDB)
     assert bool(found) is blocked, [f.message for f in found]
     if blocked:
@@ -551,13 +544,13 @@ def test_disruptions_allowed(tmp_path: Path, spec: str, workload: str, blocked: 
         assert "HTTP 429" in finding.message
 
 
-def test_messages_name_the_cause(tmp_path: Path) -> None:
-    result = run_lint(tmp_path, budget_manifest("maxUnavailable: 1", app(kind="DaemonSet")), select=(PDB,))
+def test_messages_name_the_cause() -> None:
+    result = run_lint(budget_manifest("maxUnavailable: 1", app(kind="DaemonSet")), select=(PDB,))
     [finding] = findings(result, PDB)
     assert "daemonsets.apps does not implement the scale subresource" in finding.message
     assert "SyncFailed" in finding.message
     assert finding.fix is not None and "integer minAvailable" in finding.fix
-    result = run_lint(tmp_path, budget_manifest("minAvailable: 1", app(1)), select=(PDB,))
+    result = run_lint(budget_manifest("minAvailable: 1", app(1)), select=(PDB,))
     [finding] = findings(result, PDB)
     assert "it selects 1 pod and requires 1 to stay healthy (minAvailable 1)" in finding.message
     assert "Deployment/p/web: 1 replica" in finding.message
@@ -565,7 +558,7 @@ def test_messages_name_the_cause(tmp_path: Path) -> None:
     assert related.path == "spec.replicas"
 
 
-def test_hpa_min_replicas_is_the_scale(tmp_path: Path) -> None:
+def test_hpa_min_replicas_is_the_scale() -> None:
     hpa = """\
 ---
 apiVersion: autoscaling/v2
@@ -578,21 +571,21 @@ spec:
 """
     for minimum, blocked in (("1", True), ("2", False)):
         manifest = budget_manifest("minAvailable: 1", app(5) + hpa.replace("MIN", minimum))
-        found = findings(run_lint(tmp_path, manifest, select=(PDB,)), PDB)
+        found = findings(run_lint(manifest, select=(PDB,)), PDB)
         assert bool(found) is blocked
         if found:
             assert "minReplicas" in found[0].message
             assert any(r.path == "spec.minReplicas" for r in found[0].related)
 
 
-def test_several_workloads_add_up(tmp_path: Path) -> None:
+def test_several_workloads_add_up() -> None:
     second = app(1).replace("name: web,", "name: web-canary,")
     manifest = budget_manifest("minAvailable: 2", app(1) + "---\n" + second)
-    found = findings(run_lint(tmp_path, manifest, select=(PDB,)), PDB)
+    found = findings(run_lint(manifest, select=(PDB,)), PDB)
     assert len(found) == 1 and "it selects 2 pods" in found[0].message
     assert budget_manifest  # (two 1-replica Deployments, minAvailable 2: none may go)
     manifest = budget_manifest("minAvailable: 1", app(1) + "---\n" + second)
-    assert findings(run_lint(tmp_path, manifest, select=(PDB,)), PDB) == []
+    assert findings(run_lint(manifest, select=(PDB,)), PDB) == []
 
 
 EXISTING = """\
@@ -628,15 +621,14 @@ def _pods(count: int, owner: str | None, namespace: str = "p") -> str:
     ],
     ids=["replicaset", "replicaset-all", "daemonset", "daemonset-int", "bare", "custom"],
 )
-def test_existing_pods_of_the_cluster_file(tmp_path: Path, pods: str, spec: str, blocked: bool) -> None:
-    result = run_lint(tmp_path, budget_manifest(spec), EXISTING.replace("PODS", pods), select=(PDB,))
+def test_existing_pods_of_the_cluster_file(pods: str, spec: str, blocked: bool) -> None:
+    result = run_lint(budget_manifest(spec), EXISTING.replace("PODS", pods), select=(PDB,))
     assert bool(findings(result, PDB)) is blocked
 
 
-def test_existing_pods_a_linted_workload_owns_are_not_counted_twice(tmp_path: Path) -> None:
+def test_existing_pods_a_linted_workload_owns_are_not_counted_twice() -> None:
     # 3 running pods of the linted Deployment (3 replicas): 3 pods, not 6.
     result = run_lint(
-        tmp_path,
         budget_manifest("minAvailable: 3", app(3)),
         EXISTING.replace("PODS", _pods(3, "ReplicaSet")),
         select=(PDB,),
@@ -645,19 +637,17 @@ def test_existing_pods_a_linted_workload_owns_are_not_counted_twice(tmp_path: Pa
     assert "it selects 3 pods" in finding.message
 
 
-def test_daemonset_pods_counted_on_the_cluster(tmp_path: Path) -> None:
+def test_daemonset_pods_counted_on_the_cluster() -> None:
     cluster = nodes_cluster(2)
     assert (
         findings(
-            run_lint(
-                tmp_path, budget_manifest("minAvailable: 1", app(kind="DaemonSet")), cluster, select=(PDB,)
-            ),
+            run_lint(budget_manifest("minAvailable: 1", app(kind="DaemonSet")), cluster, select=(PDB,)),
             PDB,
         )
         == []
     )
     [finding] = findings(
-        run_lint(tmp_path, budget_manifest("minAvailable: 2", app(kind="DaemonSet")), cluster, select=(PDB,)),
+        run_lint(budget_manifest("minAvailable: 2", app(kind="DaemonSet")), cluster, select=(PDB,)),
         PDB,
     )
     assert "2 pods, one per node" in finding.message
@@ -682,24 +672,22 @@ spec:
 """
 
 
-def test_kep_4328_eviction_is_an_error_with_proposals(tmp_path: Path) -> None:
+def test_kep_4328_eviction_is_an_error_with_proposals() -> None:
     manifest = budget_manifest("minAvailable: 2", RDE)
-    [plain] = findings(run_lint(tmp_path, manifest, select=(PDB,)), PDB)
+    [plain] = findings(run_lint(manifest, select=(PDB,)), PDB)
     assert plain.severity is Severity.WARNING and "KEP-4328" not in plain.message
-    [proposal] = findings(run_lint(tmp_path, manifest, select=(PDB,), proposals=True), PDB)
+    [proposal] = findings(run_lint(manifest, select=(PDB,), proposals=True), PDB)
     assert proposal.severity is Severity.ERROR
     assert "node-affinity-eviction controller" in proposal.message
     assert any("requiredDuringSchedulingRequiredDuringExecution" in r.path for r in proposal.related)
     # A budget that leaves an eviction is no problem, field or not.
     assert (
-        findings(
-            run_lint(tmp_path, budget_manifest("maxUnavailable: 1", RDE), select=(PDB,), proposals=True), PDB
-        )
+        findings(run_lint(budget_manifest("maxUnavailable: 1", RDE), select=(PDB,), proposals=True), PDB)
         == []
     )
     # The configured severity still wins.
     [configured] = findings(
-        run_lint(tmp_path, manifest, select=(PDB,), proposals=True, severity={PDB: Severity.INFO}), PDB
+        run_lint(manifest, select=(PDB,), proposals=True, severity={PDB: Severity.INFO}), PDB
     )
     assert configured.severity is Severity.INFO
 
@@ -718,7 +706,7 @@ def test_pdb_rule_runs_without_a_cluster() -> None:
     assert len(findings(result, PDB)) == 4
 
 
-def test_daemonset_in_place_stops_where_the_new_pod_does_not_fit(tmp_path: Path) -> None:
+def test_daemonset_in_place_stops_where_the_new_pod_does_not_fit() -> None:
     """Without a surge the old pod goes first; on node-2 a running pod's anti-affinity (created
     after the agent, ignored during execution) keeps the replacement away."""
     cluster = EXISTING.replace(
@@ -745,15 +733,15 @@ spec:
     metadata: {labels: {app: agent}}
     spec: {containers: [{name: c, image: i}]}
 """
-    [finding] = findings(run_lint(tmp_path, manifest, cluster), ROLLOUT)
+    [finding] = findings(run_lint(manifest, cluster), ROLLOUT)
     assert "the new pod for node n2 stays Pending" in finding.message
     assert "required pod anti-affinity of pod shop/loner selects it" in finding.message
     assert "(after 1 of 2 nodes run the new revision)" in finding.message
     assert finding.path == "spec"  # no strategy written, no term of its own
 
 
-def test_statefulset_parallel_with_the_gate_replaces_several_at_once(tmp_path: Path) -> None:
+def test_statefulset_parallel_with_the_gate_replaces_several_at_once() -> None:
     strategy = "  updateStrategy: {rollingUpdate: {maxUnavailable: 2}}\n"
     manifest = deployment(kind="StatefulSet", strategy=strategy, extra="  podManagementPolicy: Parallel\n")
-    assert findings(run_lint(tmp_path, manifest, nodes_cluster(3), kube_version="1.35"), ROLLOUT) == []
-    assert findings(run_lint(tmp_path, manifest, nodes_cluster(3), kube_version="1.34"), ROLLOUT) == []
+    assert findings(run_lint(manifest, nodes_cluster(3), kube_version="1.35"), ROLLOUT) == []
+    assert findings(run_lint(manifest, nodes_cluster(3), kube_version="1.34"), ROLLOUT) == []

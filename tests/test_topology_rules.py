@@ -21,7 +21,7 @@ from kaffinity.rules import RULES
 from kaffinity.simulate.cluster import cluster_from
 
 from . import kit
-from .kit import line_of, only, position
+from .kit import line_of, lint_text, only, position
 
 TOPOLOGY_RULES = (
     "topology-key-absent",
@@ -134,11 +134,8 @@ def run(
     select: tuple[str, ...] = ("topology",),
     **settings: Any,
 ) -> LintResult:
-    files = [parse("app.yaml", text_of(objects))]
-    declared = cluster_from([parse("cluster.yaml", text_of(cluster))]) if cluster is not None else None
-    result = lint(files, Settings(select=select, **settings), RULES, cluster=declared)
-    assert not result.internal_errors, result.internal_errors
-    return result
+    declared = text_of(cluster) if cluster is not None else None
+    return lint_text(text_of(objects), "app.yaml", cluster=declared, select=select, **settings)
 
 
 def rules_of(result: LintResult) -> list[str]:
