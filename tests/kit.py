@@ -262,7 +262,7 @@ def position(text: str, needle: str, occurrence: int | None = None, after: str =
 
 def workload(
     name: str,
-    namespace: str = "default",
+    namespace: str | None = "default",
     labels: dict[str, str] | None = None,
     *,
     kind: str = "Deployment",
@@ -277,9 +277,10 @@ def workload(
     """A workload object (``kind``: Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or a bare
     Pod) with pod labels ``labels`` (default ``app: name``): ``affinity`` and ``anti`` are
     required pod (anti-)affinity terms, ``preferred`` preferred anti-affinity terms (weight 10),
-    ``spread`` the topology spread constraints, ``pod`` more pod spec fields. A DaemonSet has no
-    replicas; a Job runs ``replicas`` pods at once. Key order is fixed (``replicas_first`` puts
-    ``replicas`` first in the spec), as line and column numbers depend on it."""
+    ``spread`` the topology spread constraints, ``pod`` more pod spec fields; no namespace with
+    ``namespace=None``. A DaemonSet has no replicas; a Job runs ``replicas`` pods at once. Key
+    order is fixed (``replicas_first`` puts ``replicas`` first in the spec), as line and column
+    numbers depend on it."""
     labels = labels if labels is not None else {"app": name}
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}], **(pod or {})}
     terms: dict[str, Any] = {}
@@ -297,9 +298,9 @@ def workload(
         spec["affinity"] = terms
     if spread is not None:
         spec["topologySpreadConstraints"] = list(spread)
+    metadata: dict[str, Any] = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
     if kind == "Pod":
-        metadata = {"name": name, "namespace": namespace, "labels": labels}
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {**metadata, "labels": labels}, "spec": spec}
     template = {"metadata": {"labels": labels}, "spec": spec}
     body: dict[str, Any] = {}
     if kind == "Job":
@@ -315,7 +316,7 @@ def workload(
         if kind == "StatefulSet":
             body["serviceName"] = name
     api = "batch/v1" if kind == "Job" else "apps/v1"
-    return {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": namespace}, "spec": body}
+    return {"apiVersion": api, "kind": kind, "metadata": metadata, "spec": body}
 
 
 def manifest(objects: Iterable[dict[str, Any]], indent: int | None = None) -> str:

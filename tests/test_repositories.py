@@ -16,7 +16,8 @@ from kaffinity.load.files import load
 from kaffinity.load.parse import parse
 from kaffinity.repo.units import read_layout
 
-from .kit import REPO, SHARED, run
+from .kit import REPO, SHARED, manifest, run
+from .kit import workload as kit_workload
 
 GITOPS = REPO / "tests" / "data" / "gitops"
 ARGO = SHARED / "corpus" / "real" / "argoproj__argo-cd"
@@ -196,20 +197,8 @@ def test_side_by_side_variants_are_grouped_by_required_affinity() -> None:
     Deployment golden file of another test case is not deployed with it)."""
 
     def workload(name: str, replicas: int, needs: str = "") -> str:
-        affinity = (
-            "      affinity:\n        podAffinity:\n"
-            "          requiredDuringSchedulingIgnoredDuringExecution:\n"
-            f"          - labelSelector: {{matchLabels: {{app: {needs}}}}}\n"
-            "            topologyKey: kubernetes.io/hostname\n"
-            if needs
-            else ""
-        )
-        return (
-            f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\n"
-            f"spec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{app: {name}}}}}\n"
-            f"  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n"
-            f"      containers: [{{name: c, image: i}}]\n{affinity}"
-        )
+        term = {"labelSelector": {"matchLabels": {"app": needs}}, "topologyKey": "kubernetes.io/hostname"}
+        return manifest([kit_workload(name, None, replicas=replicas, affinity=[term] if needs else ())])
 
     pdb = (
         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: p}\n"
