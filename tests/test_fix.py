@@ -196,6 +196,7 @@ def test_fix_round_trips_the_real_world_corpus() -> None:
     settings = Settings(select=("revision-unscoped",), plan_fixes=True)
     files = load(paths)
     result = lint(files, settings)
+    assert not result.internal_errors, result.internal_errors
     fixed, problems = fix_files(files, result.findings)
     assert problems == []
     assert sum(len(item.findings) for item in fixed) == len(result.findings) >= 30

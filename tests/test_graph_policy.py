@@ -11,11 +11,9 @@ from typing import Any
 
 import pytest
 
-from kaffinity.config import Settings
-from kaffinity.engine import LintResult, lint
+from kaffinity.engine import LintResult
 from kaffinity.explain.wording import name_list
 from kaffinity.findings import Finding, Severity
-from kaffinity.load.parse import parse
 from kaffinity.rules import BY_NAME
 
 from . import kit
@@ -244,7 +242,7 @@ def test_match_label_keys_make_an_empty_selector_specific() -> None:
 def test_configured_severity_wins_over_the_hostname_warning() -> None:
     objects = [workload("loner", "ns-a", {"app": "loner"}, anti=[term({})])]
     text = json.dumps(objects[0])
-    result = lint([parse("input.yaml", text)], Settings(select=(ALL_NS,), severity={ALL_NS: Severity.INFO}))
+    result = lint_text(text, "input.yaml", select=(ALL_NS,), severity={ALL_NS: Severity.INFO})
     assert [finding.severity for finding in result.findings] == [Severity.INFO]
 
 

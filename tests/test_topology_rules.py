@@ -21,7 +21,7 @@ from kaffinity.rules import RULES
 from kaffinity.simulate.cluster import cluster_from
 
 from . import kit
-from .kit import line_of, lint_text, only, position
+from .kit import findings, line_of, lint_text, only, position
 
 TOPOLOGY_RULES = (
     "topology-key-absent",
@@ -567,7 +567,7 @@ def test_unschedulable_retries_a_pod_whose_affinity_target_comes_later() -> None
     before = {sim_node.name: len(sim_node.pods) for sim_node in run_.sim.nodes}
     assert len(run_.pending) == 1  # the simulation alone leaves it Pending
     result = lint(context.files, context.settings, RULES, cluster=context.cluster, context=context)
-    assert result.findings == ()
+    assert findings(result) == []
     assert {sim_node.name: len(sim_node.pods) for sim_node in run_.sim.nodes} == before
 
 

@@ -112,6 +112,7 @@ def budget(case: dict[str, Any]) -> str:
 def test_upstream_budget_case(case: dict[str, Any]) -> None:
     """Every case: the same verdict as upstream, and a finding at upstream's field path."""
     result = lint([parse("case.yaml", budget(case))], Settings())
+    assert not result.internal_errors, result.internal_errors
     errors = [finding for finding in result.findings if finding.rule in ERROR_RULES]
     if case["valid"]:
         assert errors == [], describe(tuple(errors))
