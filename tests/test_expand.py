@@ -29,7 +29,7 @@ from kaffinity.expand.merge import (
 from kaffinity.k8s.model import Workload, build_inventory
 from kaffinity.load.parse import parse
 
-from .kit import added_lines, check, line_of, lint_text, run
+from .kit import added_lines, check, keys, line_of, lint_text, position, run
 from .test_validation import deployment, pod
 
 HASH = "<pod-template-hash of this revision>"
@@ -49,9 +49,8 @@ def expressions(term: TermExpansion) -> list[tuple[str, str, tuple[str, ...]]]:
     return [(r.key, r.operator, r.values) for r in term.merged.match_expressions]
 
 
-def rules_of(text: str, **settings: Any) -> list[tuple[str, int | None]]:
-    result = lint_text(text, **{"select": ("expansion",), **settings})
-    return [(finding.rule, finding.line) for finding in result.findings]
+def rules_of(text: str, **settings: Any) -> list[tuple[str, int | None, int | None]]:
+    return keys(lint_text(text, **{"select": ("expansion",), **settings}))
 
 
 # -- the KEPs' own examples ----------------------------------------------------------------------
@@ -455,13 +454,15 @@ def test_spread_key_in_selector_rejected_where_the_merge_happens(version: str, r
 
 def test_merged_selector_rejected_needs_the_pod_to_carry_the_key() -> None:
     text = SPREAD_KEY_IN_SELECTOR.replace("matchLabelKeys: [app]", "matchLabelKeys: [tier]")
-    assert "merged-selector-rejected" not in [rule for rule, _ in rules_of(text)]
+    assert "merged-selector-rejected" not in [rule for rule, *_ in rules_of(text)]
 
 
 def test_missing_key_not_reported_when_the_field_is_dropped() -> None:
     text = KEP_3633_STORY_1.replace("- pod-template-hash", "- tenant")
     assert rules_of(text, kube_version="1.30") == []  # gated-field-dropped says it
-    assert rules_of(text, kube_version="1.31") == [("match-label-key-missing", line_of(text, "- tenant"))]
+    assert rules_of(text, kube_version="1.31") == [
+        ("match-label-key-missing", *position(text, "tenant", 1, after="- tenant"))
+    ]
 
 
 def test_controller_label_unavailable_suggests_the_right_label() -> None:
@@ -472,7 +473,7 @@ def test_controller_label_unavailable_suggests_the_right_label() -> None:
     spread = SPREAD_KEY_IN_SELECTOR.replace("kind: Deployment", "kind: StatefulSet")
     pod_index = spread.replace("[app]", "[apps.kubernetes.io/pod-index]")
     assert rules_of(pod_index, kube_version="1.27") == [
-        ("controller-label-unavailable", line_of(pod_index, "pod-index"))
+        ("controller-label-unavailable", *position(pod_index, "apps.kubernetes.io/pod-index"))
     ]
     assert rules_of(pod_index, kube_version="1.28") == []
 
@@ -507,7 +508,7 @@ def test_revision_unscoped_follows_the_namespace_scope(scope: str, flagged: bool
 def test_revision_unscoped_reads_namespace_objects() -> None:
     text = SELF_ANTI + " " * 12 + "namespaceSelector: {matchLabels: {team: a}}\n"
     namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: default, labels: {team: a}}\n---\n"
-    assert [rule for rule, _ in rules_of(namespace + text)] == ["revision-unscoped"]
+    assert [rule for rule, *_ in rules_of(namespace + text)] == ["revision-unscoped"]
 
 
 def test_revision_unscoped_where_the_field_is_unavailable_gives_another_fix() -> None:
