@@ -88,6 +88,11 @@ def doc_line(objects_before: int) -> int:
     return 1 + 2 * objects_before
 
 
+def doc_at(objects: tuple[dict[str, Any], ...], index: int, needle: str) -> tuple[int, int]:
+    """(line, column) of ``needle`` in the document ``objects[index]`` as findings() writes it."""
+    return position(kit.manifest(objects), needle, 1, after=json.dumps(objects[index]))
+
+
 def test_the_rules_are_graph_rules_with_their_severities() -> None:
     assert {BY_NAME[name].category for name in (ALL_NS, DAEMON, OVERLAP, SPREAD)} == {"graph"}
     assert BY_NAME[ALL_NS].severity is Severity.ERROR
@@ -261,7 +266,8 @@ def test_anti_affinity_on_a_label_the_daemonset_shares_is_reported_with_the_daem
     )
     (finding,) = findings(DAEMONSET, cache, rule=DAEMON)
     assert finding.severity is Severity.WARNING
-    assert finding.line == doc_line(1) and "DaemonSet/logging/fluent-bit" in finding.message
+    assert (finding.line, finding.column) == doc_at((DAEMONSET, cache), 1, '{"topologyKey"')
+    assert "DaemonSet/logging/fluent-bit" in finding.message
     assert "node" in finding.message and "symmetry" in finding.message
     assert related_lines(finding) == [doc_line(0)]
 
@@ -329,7 +335,8 @@ def test_a_daemonset_on_another_node_pool_is_quiet_on_hostname_only() -> None:
         anti=[term({"matchLabels": {"tier": "infra"}}, "topology.kubernetes.io/zone")],
         pod=on_general,
     )
-    assert [f.line for f in findings(gpu_daemon, host, zone, rule=DAEMON)] == [doc_line(2)]
+    objects = (gpu_daemon, host, zone)
+    assert keys(findings(*objects, rule=DAEMON)) == [(DAEMON, *doc_at(objects, 2, '{"topologyKey"'))]
 
 
 def test_another_daemonset_matched_counts() -> None:
@@ -554,8 +561,12 @@ def test_an_autoscaler_decides_the_replica_count() -> None:
     assert findings(web, hpa("web", "shop", None, api="autoscaling/v1"), rule=SPREAD) == []
     assert findings(web, hpa("web", "shop", 1), rule=SPREAD) == []
     # minReplicas 3 with a replicas field: reported at spec.replicas, the autoscaler related
-    (finding,) = findings(web, hpa("web", "shop", 3), rule=SPREAD)
-    assert finding.line == doc_line(0) and "at least 3 replicas" in finding.message
+    objects = (web, hpa("web", "shop", 3))
+    (finding,) = findings(*objects, rule=SPREAD)
+    assert (finding.line, finding.column) == doc_at(
+        objects, 0, '"replicas"'
+    ) and finding.path == "spec.replicas"
+    assert "at least 3 replicas" in finding.message
     assert "HorizontalPodAutoscaler web" in finding.message and related_lines(finding) == [doc_line(1)]
     # another namespace, kind or name: not this workload's autoscaler
     assert len(findings(web, hpa("web", "other", 1), rule=SPREAD)) == 1
