@@ -16,7 +16,7 @@ from kaffinity.simulate.cluster import cluster_from
 from kaffinity.simulate.place import place_all
 
 from . import kit
-from .kit import EXAMPLES, keys, lint_text, run
+from .kit import EXAMPLES, findings, keys, lint_text, run
 
 DATA = Path(__file__).parent / "data" / "workloads"
 TOPOLOGY = EXAMPLES / "clusters" / "topology.yaml"
@@ -175,7 +175,7 @@ spec:
     assert keys(result) == [("schema", 17, 30)]
     assert result.findings[0].path == "spec.template.spec.tolerations[0].operater"
     unsuppressed = lint_text(text.replace("api-validation -- on purpose", "replicas-not-spread -- x"))
-    got = [(f.rule, f.line, f.column, f.path) for f in unsuppressed.findings if f.rule == "api-validation"]
+    got = [(f.rule, f.line, f.column, f.path) for f in findings(unsuppressed, "api-validation")]
     path = "spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
     path += ".topologyKey"
     assert got == [("api-validation", 16, 15, path)] * 3
