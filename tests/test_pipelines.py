@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from .kit import REPO, line_of, run, run_json
+from .kit import REPO, line_of, position, run, run_json
 
 DATA = REPO / "tests" / "data" / "pipelines"
 KUSTOMIZE = DATA / "kustomize"
@@ -67,9 +67,9 @@ def test_kustomize_base_reports_at_the_rendered_line() -> None:
     assert finding["rule"] == "revision-unscoped"
     assert finding["object"]["name"] == "web"
     # kubectl sorts keys and un-indents sequences: the term is not where base/web.yaml has it.
-    term = line_of(rendered, "- labelSelector:", after="podAntiAffinity:")
+    term = line_of(rendered, "- labelSelector:", 1, after="podAntiAffinity:")
     assert finding["line"] == term
-    assert term != line_of((KUSTOMIZE / "base" / "web.yaml").read_text(), "- labelSelector:")
+    assert term != line_of((KUSTOMIZE / "base" / "web.yaml").read_text(), "- labelSelector:", 1)
     assert report["summary"]["documents"] == 3
 
 
@@ -82,7 +82,8 @@ def test_kustomize_overlay_fixes_one_rule_and_breaks_another() -> None:
     assert set(found) == {"affinity-no-match"}  # the JSON patch scoped the anti-affinity
     (finding,) = found["affinity-no-match"]
     assert (finding["object"]["kind"], finding["object"]["name"]) == ("Deployment", "prod-web")  # namePrefix
-    assert finding["line"] == line_of(rendered, "- labelSelector:", after="podAffinity:")
+    term = position(rendered, "labelSelector:", 1, after="podAffinity:")
+    assert (finding["rule"], finding["line"], finding["column"]) == ("affinity-no-match", *term)
     # The overlay's labels reached the selector: kustomize rewrote it, kaffinity read the result.
     assert "app=cache,env=prod" in finding["message"]
 
@@ -96,7 +97,7 @@ def test_kustomize_stream_is_reported_under_the_stdin_filename() -> None:
     assert finding["file"] == "overlays/prod"
     assert {related["file"] for related in finding["related"]} == {"overlays/prod"}
     text = run("lint", "--no-config", "-", "--stdin-filename", "overlays/prod", stdin=rendered).stdout
-    line = line_of(rendered, "- labelSelector:", after="podAffinity:")
+    line = line_of(rendered, "- labelSelector:", 1, after="podAffinity:")
     assert text.startswith(f"overlays/prod:{line}:13: warning [affinity-no-match]")
     assert "<stdin>" not in text
 
@@ -114,7 +115,7 @@ def test_kustomize_stream_on_github_actions_annotates_the_overlay() -> None:
         stdin=rendered,
         env={"GITHUB_ACTIONS": "true"},
     )
-    line = line_of(rendered, "- labelSelector:", after="podAffinity:")
+    line = line_of(rendered, "- labelSelector:", 1, after="podAffinity:")
     prefix = f"::warning file=overlays/prod,line={line},col=13,title=kaffinity [affinity-no-match]::"
     assert completed.stdout.startswith(prefix), completed.stdout
 
@@ -130,7 +131,7 @@ def test_helm_template_stream_positions_are_the_streams() -> None:
     assert (finding["file"], finding["rule"]) == ("<stdin>", "api-validation")
     assert finding["object"]["kind"] == "Deployment" and finding["object"]["name"] == "shop"
     assert finding["line"] == line_of(
-        rendered, "operator: Exists", after="# Source: shop/templates/deployment"
+        rendered, "operator: Exists", 1, after="# Source: shop/templates/deployment"
     )
     assert finding["column"] == 11
     assert report["summary"]["documents"] == 5  # every document of the stream, the test hook too
