@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from .kit import findings, run
 
 CLUSTER = """\
@@ -61,6 +63,7 @@ def _write(tmp_path: Path, **files: str) -> dict[str, str]:
     return {name: str(tmp_path / name) for name in files}
 
 
+@pytest.mark.slow
 def test_huge_replicas_are_not_placed_and_the_notice_names_the_limit(tmp_path: Path) -> None:
     paths = _write(tmp_path, **{"cluster.yaml": CLUSTER, "web.yaml": DEPLOYMENT, "job.yaml": JOB})
     for workload in (paths["web.yaml"], paths["job.yaml"]):

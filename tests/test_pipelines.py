@@ -209,7 +209,6 @@ def place(manifest: str) -> dict[str, Any]:
     return placed
 
 
-@pytest.mark.slow
 def test_kubectl_get_nodes_output_labels_taints_and_allocatable_are_read() -> None:
     assert place(WEB.replace("REPLICAS", "1"))["nodes"] == [*GENERAL, BATCH]
     pods = place(WEB.replace("REPLICAS", "3"))["pods"]

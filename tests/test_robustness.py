@@ -589,7 +589,6 @@ def _files(manifests: list[dict[str, Any]]) -> list[SourceFile]:
 @settings(
     max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None
 )
-@pytest.mark.slow
 @given(st.lists(_manifest(), min_size=1, max_size=4))
 def test_wrong_types_in_every_field_never_crash(manifests: list[dict[str, Any]]) -> None:
     files = _files(manifests)

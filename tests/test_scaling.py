@@ -167,6 +167,7 @@ def _costs(
     return small_cost, large_cost
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("category", sorted({rule.category for rule in RULES}))
 def test_four_times_the_workloads_cost_at_most_five_times_the_time(category: str) -> None:
     cluster = _cluster()
