@@ -236,7 +236,8 @@ def lint(
         ),
     ] = False,
 ) -> None:
-    """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage."""
+    """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage;
+    3: internal error (a bug in kaffinity)."""
     from kaffinity.context import Context
     from kaffinity.engine import lint as run_lint
     from kaffinity.findings import Severity
@@ -313,7 +314,7 @@ def expand(
     stdin_filename: _StdinFilename = None,
 ) -> None:
     """Show the label selectors kube-apiserver stores in the pods each workload creates, with
-    matchLabelKeys / mismatchLabelKeys merged in. Exit code 0, or 2 on bad input."""
+    matchLabelKeys / mismatchLabelKeys merged in. Exit code 0, 2 on bad input, 3 on an internal error."""
     from kaffinity.expand.preview import previews, render_diff, render_json, render_yaml
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
@@ -361,7 +362,8 @@ def graph(
 ) -> None:
     """Draw the affinity graph: which workloads each affinity, anti-affinity, spread constraint
     and disruption budget reaches, with the graph rules' findings highlighted. With several
-    deployment units, one unit (--unit; default the first). Exit code 0, or 2 on bad input."""
+    deployment units, one unit (--unit; default the first). Exit code 0, 2 on bad input, 3 on an internal
+    error."""
     from kaffinity.context import Context
     from kaffinity.engine import lint as run_lint
     from kaffinity.graph.picture import render_dot, render_json, render_mermaid
@@ -393,7 +395,7 @@ def graph(
     _emit(text, output)
     for message in (*(f"note: {notice}" for notice in result.notices), *result.internal_errors):
         _say(f"kaffinity: {message}")
-    raise typer.Exit(2 if broken or result.internal_errors else 0)
+    raise typer.Exit(result.exit_code if result.internal_errors else 2 if broken else 0)
 
 
 class PlaceFormat(str, Enum):
@@ -429,7 +431,7 @@ def place(
     """Place every pod of the given workloads on the declared cluster, as kube-scheduler's filters
     would, and show each pod's node or why it stays Pending; with several deployment units, each
     unit on its own (--unit: one of them). Exit code 0 when every pod is placed, 1 when some stay
-    Pending, 2 on bad input."""
+    Pending, 2 on bad input, 3 on an internal error."""
     from kaffinity.k8s.model import build_inventory
     from kaffinity.report.placements import render_json, render_text
     from kaffinity.simulate.place import TooManyPods, place_all
@@ -500,7 +502,8 @@ def fix(
     stdin_filename: _StdinFilename = None,
 ) -> None:
     """Apply safe fixes in place, changing no other byte of the files (stdin: the fixed stream on
-    stdout). Exit code 0; with --diff, 1 when there is something to fix; 2 on bad input."""
+    stdout). Exit code 0; with --diff, 1 when there is something to fix; 2 on bad input; 3 on an
+    internal error."""
     from kaffinity.engine import lint as run_lint
     from kaffinity.expand.fixes import fix_files
     from kaffinity.load.parse import STDIN_NAME
@@ -538,6 +541,10 @@ def fix(
         _pass_through(stdin_bytes, stdin_rest)
     if not fixed:
         _say("kaffinity: nothing to fix")
+    for message in result.internal_errors:  # a rule that crashed: its fixes are missing
+        _say(f"kaffinity: {message}")
+    if result.internal_errors:
+        raise typer.Exit(result.exit_code)
     raise typer.Exit(2 if broken or problems else (1 if diff and fixed else 0))
 
 
@@ -1115,8 +1122,8 @@ def schema(
 
 
 def main() -> None:
-    """Entry point. An unexpected error is one line on stderr and exit code 2, not a traceback;
-    ``KAFFINITY_DEBUG=1`` shows the traceback for a bug report."""
+    """Entry point. An unexpected error is one line on stderr and exit code 3 (bad input gets 2),
+    not a traceback; ``KAFFINITY_DEBUG=1`` shows the traceback for a bug report."""
     try:
         app()
     except Exception as error:  # last line of defence for the user's terminal (re-raised above)
@@ -1127,4 +1134,4 @@ def main() -> None:
             "(run with KAFFINITY_DEBUG=1 for details and please report it)",
             file=sys.stderr,
         )
-        sys.exit(2)
+        sys.exit(3)  # kaffinity.engine.INTERNAL_ERROR, not imported: this line must not fail

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 #: The rule of input that could not be read or parsed: always reported, and the run exits 2.
 LOAD_ERROR = "parse-error"
+#: The exit code of a run in which kaffinity itself failed (a rule crashed): not 2, which bad input
+#: gets, so that a bug cannot pass for a user's mistake.
+INTERNAL_ERROR = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +62,9 @@ class LintResult:
 
     @property
     def exit_code(self) -> int:
-        return 2 if self.load_errors or self.internal_errors else 0
+        """3 when a rule crashed (a bug, whatever else happened), 2 when an input could not be
+        read or parsed, else 0 (findings decide 1 against ``--fail-on``, in the CLI)."""
+        return INTERNAL_ERROR if self.internal_errors else 2 if self.load_errors else 0
 
 
 def lint(

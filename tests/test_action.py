@@ -25,7 +25,7 @@ import pytest
 from jsonschema import Draft7Validator
 from ruamel.yaml import YAML
 
-from .conftest import EXAMPLES, REPO, expected, lint_paths
+from .kit import EXAMPLES, REPO, expected, lint_paths
 from .test_reports import SARIF_SCHEMA
 
 ACTION = REPO / "action.yml"
@@ -299,6 +299,7 @@ def test_the_evaluator_refuses_unknown_expressions() -> None:
 # --- the action, run ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_findings_fail_the_step_with_annotations_sarif_summary_and_outputs(
     action: dict[str, Any], installed: dict[str, str], tmp_path: Path, official_sarif: dict[str, Any]
 ) -> None:
@@ -346,6 +347,7 @@ def test_findings_fail_the_step_with_annotations_sarif_summary_and_outputs(
     assert Path(run.outputs["markdown-file"]).read_text(encoding="utf-8") == run.summary
 
 
+@pytest.mark.slow
 def test_clean_input_passes(action: dict[str, Any], installed: dict[str, str], tmp_path: Path) -> None:
     run = run_action(action, installed, tmp_path, paths="k8s/good", sarif_file="reports/out/k.sarif")
     assert run.code == 0, run.stderr
@@ -358,6 +360,7 @@ def test_clean_input_passes(action: dict[str, Any], installed: dict[str, str], t
     assert sarif["runs"][0]["results"] == []
 
 
+@pytest.mark.slow
 def test_fail_on_none_reports_without_failing(
     action: dict[str, Any], installed: dict[str, str], tmp_path: Path
 ) -> None:
@@ -368,6 +371,7 @@ def test_fail_on_none_reports_without_failing(
     assert run.outputs["exit-code"] == "0"
 
 
+@pytest.mark.slow
 def test_fail_on_decides_the_exit_code(
     action: dict[str, Any], installed: dict[str, str], tmp_path: Path
 ) -> None:
@@ -381,6 +385,7 @@ def test_fail_on_decides_the_exit_code(
     assert run.outputs["exit-code"] == "1"
 
 
+@pytest.mark.slow
 def test_extra_args_reach_kaffinity(
     action: dict[str, Any], installed: dict[str, str], tmp_path: Path
 ) -> None:
@@ -398,6 +403,7 @@ def test_extra_args_reach_kaffinity(
     assert "No such option: --no-such-option" in re.sub(r"\x1b\[[0-9;]*m", "", run.stderr)
 
 
+@pytest.mark.slow
 def test_input_that_does_not_parse_exits_2(
     action: dict[str, Any], installed: dict[str, str], tmp_path: Path
 ) -> None:
@@ -409,6 +415,7 @@ def test_input_that_does_not_parse_exits_2(
     assert (run.runner.workspace / "kaffinity.sarif").is_file()
 
 
+@pytest.mark.slow
 def test_usage_error_exits_2_without_reports(
     action: dict[str, Any], installed: dict[str, str], tmp_path: Path
 ) -> None:
@@ -420,6 +427,7 @@ def test_usage_error_exits_2_without_reports(
     assert not (run.runner.workspace / "kaffinity.sarif").exists()
 
 
+@pytest.mark.slow
 def test_paths_are_split_and_globbed_but_never_run(
     action: dict[str, Any], installed: dict[str, str], tmp_path: Path
 ) -> None:

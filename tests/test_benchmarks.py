@@ -20,7 +20,7 @@ from kaffinity.load.files import load
 from kaffinity.simulate.cluster import cluster_from
 from kaffinity.simulate.place import place_all
 
-from .conftest import REPO
+from .kit import REPO
 
 BENCHMARKS = REPO / "benchmarks"
 WORKLOADS = 200  # the smallest corpus with a shared selector and matchLabelKeys (the checks need both)
@@ -61,6 +61,7 @@ def _row(rows: list[Any], stage: str) -> Any:
     return next(row for row in rows if row.stage == stage)
 
 
+@pytest.mark.slow
 def test_every_stage_is_measured_once_and_in_process_ones_are_traced(measured: dict[str, Any]) -> None:
     rows = measured["rows"]
     stages = [row.stage for row in rows]
@@ -78,6 +79,7 @@ def test_every_stage_is_measured_once_and_in_process_ones_are_traced(measured: d
     assert all(row.rss_kib and row.traced_kib is None for row in rows if row.stage.startswith("cli"))
 
 
+@pytest.mark.slow
 def test_simulate_reports_the_pods_the_scheduler_places(measured: dict[str, Any]) -> None:
     item, rows = measured["item"], measured["rows"]
     simulated = _row(rows, f"simulate-{NODES}")
@@ -97,6 +99,7 @@ def test_simulate_reports_the_pods_the_scheduler_places(measured: dict[str, Any]
     assert (cli.nodes, cli.pods) == (NODES, simulated.pods)
 
 
+@pytest.mark.slow
 def test_the_cluster_file_belongs_to_the_corpus(measured: dict[str, Any], tmp_path: Path) -> None:
     """cluster_file generates the corpus again with nodes and keeps only cluster.yaml: that
     holds only if the manifests do not depend on the nodes."""
@@ -111,6 +114,7 @@ def test_the_cluster_file_belongs_to_the_corpus(measured: dict[str, Any], tmp_pa
     assert all(a.read_bytes() == b.read_bytes() for a, b in zip(ours, theirs, strict=True))
 
 
+@pytest.mark.slow
 def test_jobs_outputs_are_compared_byte_for_byte(measured: dict[str, Any]) -> None:
     if not measured["jobs"]:
         pytest.skip("kaffinity lint has no --jobs")
@@ -121,6 +125,7 @@ def test_jobs_outputs_are_compared_byte_for_byte(measured: dict[str, Any]) -> No
     assert json.loads(outputs[0].read_text())["summary"]["documents"] == measured["item"].stats.objects
 
 
+@pytest.mark.slow
 def test_a_failing_check_stops_the_run(measured: dict[str, Any]) -> None:
     def check(result: object) -> None:
         raise RuntimeError(f"wrong: {result}")
@@ -130,6 +135,7 @@ def test_a_failing_check_stops_the_run(measured: dict[str, Any]) -> None:
         run.measure(stage, measured["item"], run.Plan(3, False, ()))
 
 
+@pytest.mark.slow
 def test_the_report_has_every_section_and_a_verdict_per_target(measured: dict[str, Any]) -> None:
     item, rows = measured["item"], measured["rows"]
     startup = [
@@ -243,6 +249,7 @@ def test_plans_per_size() -> None:
     assert run.plan_for(100_000, _args(), previous).trace
 
 
+@pytest.mark.slow
 def test_a_cluster_estimated_over_the_budget_is_skipped(measured: dict[str, Any]) -> None:
     notes: list[str] = []
     plan = run.Plan(1, False, (NODES, NODES * 40), simulate_budget=0.0)

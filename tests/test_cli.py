@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from kaffinity import __version__
 from kaffinity.report.docs import rule_catalogue
 from kaffinity.rules import RULES
 
-from .conftest import EXAMPLES, REPO, run_cli, run_json
+from .kit import EXAMPLES, REPO, no_internal_error, run, run_json
 
 FAIL = str(EXAMPLES / "parse-error" / "fail.yaml")
 HELM = str(EXAMPLES / "helm-template" / "fail.yaml")
@@ -52,13 +54,78 @@ def test_exit_2_for_unparsable_input_even_with_fail_on_none() -> None:
     ],
 )
 def test_exit_2_for_usage_errors(args: tuple[str, ...]) -> None:
-    completed = run_cli(*args)
+    completed = run(*args)
     assert completed.returncode == 2, completed
+
+
+#: Runs the command line with one rule's check replaced by one that raises (a rule with a bug),
+#: or (rule "-") with the whole command raising: argv[1] is the rule, the rest the command line.
+_CRASH = """\
+import sys
+from kaffinity import cli
+from kaffinity.rules import BY_NAME
+def broken(*args):
+    raise KeyError("boom")
+if sys.argv[1] == "-":
+    cli.app = broken
+else:
+    object.__setattr__(BY_NAME[sys.argv[1]], "check", broken)
+sys.argv = ["kaffinity", *sys.argv[2:]]
+cli.main()
+"""
+
+
+def _crash(rule: str, *args: str) -> subprocess.CompletedProcess[str]:
+    environment = {key: value for key, value in os.environ.items() if key != "KAFFINITY_DEBUG"}
+    return subprocess.run(
+        [sys.executable, "-c", _CRASH, rule, *args],
+        capture_output=True,
+        text=True,
+        env={**environment, "NO_COLOR": "1"},
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("lint", "--no-config", CLEAN),
+        ("lint", "--no-config", "--fail-on", "none", CLEAN),
+        ("lint", "--no-config", FAIL),  # bad input too: the bug wins over exit code 2
+        ("graph", "--no-config", CLEAN),
+        ("fix", "--no-config", "--diff", CLEAN),
+    ],
+)
+def test_exit_3_when_a_rule_crashes(args: tuple[str, ...]) -> None:
+    completed = _crash("pdb-overlap", *args)
+    assert completed.returncode == 3, completed
+    lines = [line for line in completed.stderr.splitlines() if "internal error" in line]
+    assert lines == [
+        "kaffinity: internal error in rule pdb-overlap: KeyError: 'boom' (<string>:5); please report it"
+    ]
     assert "Traceback" not in completed.stderr
 
 
+def test_exit_3_on_an_unexpected_exception() -> None:
+    completed = _crash("-", "lint", "--no-config", CLEAN)
+    assert (completed.returncode, completed.stdout) == (3, "")
+    assert completed.stderr == (
+        "kaffinity: internal error: KeyError: 'boom' "
+        "(run with KAFFINITY_DEBUG=1 for details and please report it)\n"
+    )
+
+
+def test_the_kit_fails_a_test_on_an_internal_error() -> None:
+    completed = _crash("pdb-overlap", "lint", "--no-config", CLEAN)
+    with pytest.raises(AssertionError, match="internal error"):
+        no_internal_error(completed.returncode, completed.stderr)
+    with pytest.raises(AssertionError, match="internal error"):
+        no_internal_error(2, completed.stderr)  # the line alone, whatever the exit code
+
+
 def test_unknown_rule_suggests_the_right_name() -> None:
-    completed = run_cli("lint", "--select", "helm-templates", CLEAN)
+    completed = run("lint", "--select", "helm-templates", CLEAN)
     assert "did you mean 'helm-template'" in completed.stderr
 
 
@@ -76,19 +143,19 @@ def test_select_and_ignore_by_rule_and_category() -> None:
 
 
 def test_version() -> None:
-    completed = run_cli("--version")
+    completed = run("--version")
     assert completed.stdout.strip() == f"kaffinity {__version__}"
     assert completed.returncode == 0
 
 
 def test_rules_listing_and_explanation() -> None:
-    listing = run_cli("rules").stdout
+    listing = run("rules").stdout
     for rule in RULES:
         assert rule.name in listing and rule.summary in listing
-    explained = run_cli("rules", "helm-template").stdout
+    explained = run("rules", "helm-template").stdout
     for section in ("## What it finds", "## Why it matters", "## Example", "## Fix"):
         assert section in explained
-    as_json = json.loads(run_cli("rules", "--format", "json").stdout)
+    as_json = json.loads(run("rules", "--format", "json").stdout)
     assert [rule["name"] for rule in as_json] == [rule.name for rule in RULES]
 
 
@@ -136,27 +203,27 @@ def test_exclude_and_namespace_flags(tmp_path: Path) -> None:
 
 
 def test_force_color_and_no_color() -> None:
-    assert "\x1b[" in run_cli("lint", "--no-config", FAIL, env={"FORCE_COLOR": "1", "NO_COLOR": ""}).stdout
-    assert "\x1b[" not in run_cli("lint", "--no-config", "--color", "auto", FAIL).stdout
+    assert "\x1b[" in run("lint", "--no-config", FAIL, env={"FORCE_COLOR": "1", "NO_COLOR": ""}).stdout
+    assert "\x1b[" not in run("lint", "--no-config", "--color", "auto", FAIL).stdout
 
 
 def test_extra_reports_match_the_formats_they_name(tmp_path: Path) -> None:
     """``--report FORMAT=FILE`` writes what ``--format FORMAT`` prints, from the same run."""
     sarif, report = tmp_path / "out.sarif", tmp_path / "out.json"
-    both = run_cli(
+    both = run(
         "lint", "--no-config", "--format", "text", "--report", f"sarif={sarif}", "--report", f"json={report}",
         UNUSED,
     )  # fmt: skip
-    assert both.returncode == run_cli("lint", "--no-config", UNUSED).returncode
-    assert both.stdout == run_cli("lint", "--no-config", "--format", "text", UNUSED).stdout
+    assert both.returncode == run("lint", "--no-config", UNUSED).returncode
+    assert both.stdout == run("lint", "--no-config", "--format", "text", UNUSED).stdout
     for fmt, path in (("sarif", sarif), ("json", report)):
-        alone = run_cli("lint", "--no-config", "--format", fmt, UNUSED)
+        alone = run("lint", "--no-config", "--format", fmt, UNUSED)
         assert path.read_text(encoding="utf-8") == alone.stdout, fmt
 
 
 @pytest.mark.parametrize("value", ["sarif", "yaml=out.yaml", "json=", "=out.json"])
 def test_a_bad_report_option_is_a_usage_error(value: str, tmp_path: Path) -> None:
-    completed = run_cli("lint", "--no-config", "--report", value, CLEAN, cwd=tmp_path)
+    completed = run("lint", "--no-config", "--report", value, CLEAN, cwd=tmp_path)
     assert completed.returncode == 2
     assert completed.stderr.startswith(f"kaffinity: error: --report '{value}' is not FORMAT=FILE")
     assert len(completed.stderr.splitlines()) == 1
@@ -165,7 +232,6 @@ def test_a_bad_report_option_is_a_usage_error(value: str, tmp_path: Path) -> Non
 
 def test_an_unwritable_report_is_exit_2_without_traceback(tmp_path: Path) -> None:
     target = tmp_path / "missing" / "out.sarif"
-    completed = run_cli("lint", "--no-config", "--report", f"sarif={target}", CLEAN)
+    completed = run("lint", "--no-config", "--report", f"sarif={target}", CLEAN)
     assert completed.returncode == 2
     assert completed.stderr.strip().startswith(f"{target}: error: cannot write")
-    assert "Traceback" not in completed.stderr

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kaffinity.load.repository import repository_manifests
-from tests.conftest import run_cli
+from tests.kit import findings, run
 
 CACHE = """\
 apiVersion: apps/v1
@@ -79,8 +79,7 @@ def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def _lint(cwd: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-    completed = run_cli("lint", "--format", "json", *args, cwd=cwd)
-    assert "Traceback" not in completed.stderr, completed.stderr
+    completed = run("lint", "--format", "json", *args, cwd=cwd)
     return completed.returncode, json.loads(completed.stdout), completed.stderr
 
 
@@ -120,7 +119,7 @@ def test_findings_in_context_files_are_not_reported(tmp_path: Path) -> None:
 def test_a_context_finding_that_names_a_changed_file_is_reported(tmp_path: Path) -> None:
     repo = _repo(tmp_path, {"cache.yaml": CACHE, "a-pdb.yaml": PDB % "a", "b-pdb.yaml": PDB % "b"})
     _, whole, _ = _lint(repo, "a-pdb.yaml", "b-pdb.yaml", "cache.yaml")
-    overlap = [finding for finding in whole["findings"] if finding["rule"] == "pdb-overlap"]
+    overlap = findings(whole, "pdb-overlap")
     assert overlap, whole["findings"]
     places = {overlap[0]["file"], *(place["file"] for place in overlap[0]["related"])}
     assert places == {"a-pdb.yaml", "b-pdb.yaml"}
@@ -185,7 +184,7 @@ def test_no_context_says_so_once_and_skips_the_rules_that_would_guess(tmp_path: 
     rules = {rule for _, rule in _rules(report)}
     assert "api-validation" in rules
     assert not rules & {"affinity-no-match", "replicas-not-spread"}
-    completed = run_cli("lint", "--format", "json", "web.yaml", "bad.yaml", cwd=outside)
+    completed = run("lint", "--format", "json", "web.yaml", "bad.yaml", cwd=outside)
     assert "affinity-no-match" in completed.stdout  # without --changed, the input is all there is
 
 
@@ -208,7 +207,7 @@ def test_explicit_context_and_config_context(tmp_path: Path) -> None:
 
 def test_a_missing_context_path_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "web.yaml").write_text(WEB)
-    completed = run_cli("lint", "--no-config", "--context", "nowhere", "web.yaml", cwd=tmp_path)
+    completed = run("lint", "--no-config", "--context", "nowhere", "web.yaml", cwd=tmp_path)
     assert completed.returncode == 2
     assert completed.stderr.strip() == "nowhere: error: context path not found"
 
@@ -236,7 +235,7 @@ def test_a_broken_changed_file_still_exits_2(tmp_path: Path) -> None:
 def test_stdin_with_context(tmp_path: Path) -> None:
     (tmp_path / "ctx").mkdir()
     (tmp_path / "ctx" / "cache.yaml").write_text(CACHE)
-    completed = run_cli(
+    completed = run(
         "lint", "--format", "json", "--no-config", "--context", "ctx", "-", stdin=WEB, cwd=tmp_path
     )
     assert (completed.returncode, json.loads(completed.stdout)["findings"]) == (0, [])

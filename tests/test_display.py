@@ -15,7 +15,7 @@ import pytest
 
 from kaffinity.load.display import escape, json_name, quote_name, utf8, utf8_tree
 
-from .conftest import REPO
+from .kit import REPO, no_internal_error
 
 #: Raw control characters that may not reach a terminal (C0 but the line break, DEL, C1).
 _RAW = re.compile(rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")
@@ -49,7 +49,7 @@ spec:
 def _run(*args: str, cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     environment = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
     environment["NO_COLOR"] = "1"
-    return subprocess.run(
+    completed = subprocess.run(
         [sys.executable, "-m", "kaffinity", *args],
         input=stdin,
         capture_output=True,
@@ -58,6 +58,8 @@ def _run(*args: str, cwd: Path, stdin: bytes | None = None) -> subprocess.Comple
         timeout=120,
         check=False,
     )
+    no_internal_error(completed.returncode, completed.stderr)
+    return completed
 
 
 @pytest.fixture

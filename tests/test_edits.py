@@ -14,7 +14,7 @@ from kaffinity.load.edits import Edit, add_entry, append_items, apply, compose, 
 from kaffinity.load.parse import decode, parse
 from kaffinity.load.source import DataPath
 
-from .conftest import SHARED
+from .kit import SHARED
 
 CORPUS = SHARED / "corpus" / "real"
 HEAD = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"

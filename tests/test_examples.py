@@ -8,7 +8,7 @@ import pytest
 
 from kaffinity.rules import BY_NAME, RULES
 
-from .conftest import CROSS_WORKLOAD, EXAMPLES, example_settings, expected, lint_paths
+from .kit import CROSS_WORKLOAD, EXAMPLES, example_settings, expected, lint_paths
 
 EXAMPLE_FILES = sorted(p for p in EXAMPLES.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
 

@@ -11,7 +11,7 @@ import pytest
 
 from kaffinity.findings import Severity
 
-from .conftest import EXAMPLES, lint_paths, lint_text
+from .kit import EXAMPLES, check, findings, lint_paths, lint_text, position
 
 # -- revision-unscoped: "the rollout hangs" only when no old pod can go first -------------------
 
@@ -104,8 +104,10 @@ def test_host_network_without_ports_is_still_not_spread() -> None:
     text = path.read_text(encoding="utf-8").replace(
         "          ports:\n            - name: http\n              containerPort: 80\n", ""
     )
-    result = lint_text(text, select=("replicas-not-spread",))
-    assert [(f.rule, f.line) for f in result.findings] == [("replicas-not-spread", 11)]
+    result = check(
+        text, ("replicas-not-spread", *position(text, "replicas: 7")), select=("replicas-not-spread",)
+    )
+    assert result.findings[0].path == "spec.replicas"
 
 
 # -- anti-affinity-no-match: a required term meant for the own pods, with a wrong value ---------
@@ -176,7 +178,7 @@ def test_own_value_typo_quiet_when_another_workload_carries_it() -> None:
             spec: {containers: [{name: proxy, image: envoy}]}
         """
     )
-    assert lint_text(other, select=("anti-affinity-no-match",)).findings == ()
+    check(other, select=("anti-affinity-no-match",))
 
 
 # -- budgets the API server refuses: api-validation, and nothing else ---------------------------
@@ -186,11 +188,11 @@ def test_refused_budgets_are_api_validation_errors_only() -> None:
     """polaris' minAvailable 150% (and a budget with both fields): four api-validation errors at
     upstream's field paths; pdb-blocks-eviction and pdb-overlap, which reported them, are quiet."""
     result = lint_paths(EXAMPLES / "api-validation" / "fail-pdb.yaml")
-    assert [(f.rule, f.line, f.path) for f in result.findings] == [
-        ("api-validation", 29, "spec.minAvailable"),
-        ("api-validation", 40, "spec.minAvailable"),
-        ("api-validation", 41, "spec.maxUnavailable"),
-        ("api-validation", 41, "spec"),
+    assert [(f.rule, f.line, f.column, f.path) for f in findings(result)] == [
+        ("api-validation", 29, 3, "spec.minAvailable"),
+        ("api-validation", 40, 3, "spec.minAvailable"),
+        ("api-validation", 41, 3, "spec.maxUnavailable"),
+        ("api-validation", 41, 3, "spec"),
     ]
 
 

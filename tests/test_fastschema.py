@@ -14,7 +14,7 @@ from kaffinity.config import KUBE_VERSIONS
 from kaffinity.load.files import load
 from kaffinity.validate.schema import _entry_points, _valid_for, check_object, validator_for
 
-from .conftest import EXAMPLES, SHARED
+from .kit import EXAMPLES, SHARED
 
 VERSIONS = (KUBE_VERSIONS[0], "1.33", KUBE_VERSIONS[-1])
 

@@ -15,7 +15,7 @@ from kaffinity.expand.fixes import fix_files
 from kaffinity.load.files import load
 from kaffinity.load.parse import parse
 
-from .conftest import SHARED, added_lines, lint_text, run_cli
+from .kit import SHARED, added_lines, check, lint_text, no_internal_error, run
 
 ODD_BUT_VALID = """\
 # A hand-written manifest: comments, quoting, 4-space indents, a flow selector.
@@ -99,20 +99,20 @@ def _write(tmp_path: Path, text: str, name: str = "web.yaml") -> Path:
 def test_fix_changes_nothing_but_the_added_keys(tmp_path: Path) -> None:
     tenant = ("                app: web\n", "                app: web\n                tenant: a\n")
     path = _write(tmp_path, ODD_BUT_VALID.replace(*tenant))
-    completed = run_cli("fix", "--no-config", str(path))
+    completed = run("fix", "--no-config", str(path))
     assert completed.returncode == 0, completed.stderr
     expected = ODD_BUT_VALID_FIXED.replace(*tenant)
     assert path.read_bytes() == expected.encode()
     assert f"{path}: fixed 3 (revision-unscoped)" in completed.stderr
-    again = run_cli("fix", "--no-config", str(path))
+    again = run("fix", "--no-config", str(path))
     assert again.returncode == 0 and "nothing to fix" in again.stderr
     assert path.read_bytes() == expected.encode()
-    assert lint_text(expected, select=("expansion",)).findings == ()
+    check(expected, select=("expansion",))
 
 
 def test_fix_diff_writes_nothing(tmp_path: Path) -> None:
     path = _write(tmp_path, ODD_BUT_VALID)
-    completed = run_cli("fix", "--no-config", "--diff", str(path))
+    completed = run("fix", "--no-config", "--diff", str(path))
     assert completed.returncode == 1
     assert path.read_bytes() == ODD_BUT_VALID.encode()
     assert added_lines(completed.stdout) == [
@@ -126,16 +126,16 @@ def test_fix_keeps_crlf_and_a_byte_order_mark(tmp_path: Path) -> None:
     text = ODD_BUT_VALID.replace("\n", "\r\n")
     path = tmp_path / "crlf.yaml"
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
-    completed = run_cli("fix", "--no-config", str(path))
+    completed = run("fix", "--no-config", str(path))
     assert completed.returncode == 0, completed.stderr
     assert path.read_bytes() == b"\xef\xbb\xbf" + ODD_BUT_VALID_FIXED.replace("\n", "\r\n").encode()
 
 
 def test_fix_reads_stdin_and_writes_stdout() -> None:
-    completed = run_cli("fix", "--no-config", "-", stdin=ODD_BUT_VALID)
+    completed = run("fix", "--no-config", "-", stdin=ODD_BUT_VALID)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == ODD_BUT_VALID_FIXED
-    unchanged = run_cli("fix", "--no-config", "-", stdin=ODD_BUT_VALID_FIXED)
+    unchanged = run("fix", "--no-config", "-", stdin=ODD_BUT_VALID_FIXED)
     assert unchanged.returncode == 0 and unchanged.stdout == ODD_BUT_VALID_FIXED
 
 
@@ -145,10 +145,10 @@ def test_fix_respects_suppressions_and_the_target_version(tmp_path: Path) -> Non
         "                        # kaffinity: ignore[revision-unscoped] one per node, rolled by hand\n"
         "                        -   labelSelector",
     )
-    out = run_cli("fix", "--no-config", "--diff", "-", stdin=suppressed).stdout
+    out = run("fix", "--no-config", "--diff", "-", stdin=suppressed).stdout
     assert "[pod-template-hash]" in out and "+                            matchLabelKeys" not in out
     # 1.30: pod affinity matchLabelKeys is dropped by the API server, spread keeps it (1.27+).
-    old = run_cli("fix", "--no-config", "--diff", "--kube-version", "1.30", "-", stdin=ODD_BUT_VALID).stdout
+    old = run("fix", "--no-config", "--diff", "--kube-version", "1.30", "-", stdin=ODD_BUT_VALID).stdout
     assert (
         "+                            matchLabelKeys" not in old
         and "+                - pod-template-hash" in old
@@ -176,7 +176,7 @@ spec:
     (finding,) = lint_text(aliased, select=("revision-unscoped",), plan_fixes=True).findings
     assert finding.edit is None  # editing the anchor would change the alias too
     assert finding.fix is not None and "kaffinity fix cannot edit this term" in finding.fix
-    completed = run_cli("fix", "--no-config", "-", stdin=aliased)
+    completed = run("fix", "--no-config", "-", stdin=aliased)
     assert completed.returncode == 0 and completed.stdout == aliased
     assert "nothing to fix" in completed.stderr
 
@@ -196,6 +196,7 @@ def test_fix_round_trips_the_real_world_corpus() -> None:
     settings = Settings(select=("revision-unscoped",), plan_fixes=True)
     files = load(paths)
     result = lint(files, settings)
+    assert not result.internal_errors, result.internal_errors
     fixed, problems = fix_files(files, result.findings)
     assert problems == []
     assert sum(len(item.findings) for item in fixed) == len(result.findings) >= 30
@@ -219,8 +220,8 @@ def test_fix_leaves_a_utf16_file_alone(tmp_path: Path) -> None:
     path = tmp_path / "utf16.yaml"
     raw = ODD_BUT_VALID.encode("utf-16")
     path.write_bytes(raw)
-    completed = run_cli("fix", "--no-config", str(path))
-    assert completed.returncode == 2 and "Traceback" not in completed.stderr
+    completed = run("fix", "--no-config", str(path))
+    assert completed.returncode == 2
     assert f"{path}: error: fix writes UTF-8 files only" in completed.stderr
     assert path.read_bytes() == raw
 
@@ -267,10 +268,10 @@ def test_fix_keeps_the_promise_of_lint_for_every_term_shape(keys: str, fixed: st
     found = lint_text(text, select=("revision-unscoped",)).findings
     assert [(f.rule, f.line, f.column) for f in found] == [("revision-unscoped", 12, 9)]
     assert found[0].fix is not None and "kaffinity fix adds it" in found[0].fix
-    completed = run_cli("fix", "--no-config", "-", stdin=text)
+    completed = run("fix", "--no-config", "-", stdin=text)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == SPREAD_KEYS.replace("KEYS", fixed)
-    assert lint_text(completed.stdout, select=("revision-unscoped",)).findings == ()
+    check(completed.stdout, select=("revision-unscoped",))
 
 
 def test_fix_fills_a_null_in_a_flow_term() -> None:
@@ -283,7 +284,7 @@ def test_fix_fills_a_null_in_a_flow_term() -> None:
         + term
         + "      containers: [{name: c, image: nginx}]\n"
     )
-    completed = run_cli("fix", "--no-config", "-", stdin=text)
+    completed = run("fix", "--no-config", "-", stdin=text)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == text.replace("matchLabelKeys: ,", "matchLabelKeys: [pod-template-hash],")
 
@@ -293,7 +294,7 @@ def test_fix_fills_a_null_in_a_flow_term() -> None:
 
 def _fix_stdin(raw: bytes) -> subprocess.CompletedProcess[bytes]:
     environment = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
-    return subprocess.run(
+    completed = subprocess.run(
         [sys.executable, "-m", "kaffinity", "fix", "--no-config", "-"],
         input=raw,
         capture_output=True,
@@ -301,6 +302,8 @@ def _fix_stdin(raw: bytes) -> subprocess.CompletedProcess[bytes]:
         timeout=120,
         check=False,
     )
+    no_internal_error(completed.returncode, completed.stderr)
+    return completed
 
 
 def test_fix_stdin_keeps_a_byte_order_mark() -> None:
@@ -324,7 +327,7 @@ def test_fix_stdin_with_a_nul_byte_as_in_place(tmp_path: Path) -> None:
     completed = _fix_stdin(raw)
     path = tmp_path / "nul.yaml"
     path.write_bytes(raw)
-    in_place = run_cli("fix", "--no-config", str(path))
+    in_place = run("fix", "--no-config", str(path))
     assert completed.returncode == in_place.returncode == 2
     assert b"[parse-error]" in completed.stderr and "[parse-error]" in in_place.stderr
     assert completed.stdout == raw and path.read_bytes() == raw  # nothing lost, nothing changed
@@ -339,5 +342,5 @@ def test_lint_does_not_promise_a_fix_through_an_alias() -> None:
     # The term and its alias are one place in the file: one finding (aliases could multiply them).
     assert [(f.rule, f.line) for f in found] == [("revision-unscoped", 12)]
     assert all(f.fix is not None and "by hand" in f.fix for f in found)
-    completed = run_cli("fix", "--no-config", "-", stdin=text)
+    completed = run("fix", "--no-config", "-", stdin=text)
     assert completed.stdout == text and "nothing to fix" in completed.stderr

@@ -18,13 +18,13 @@ import pytest
 
 from kaffinity.config import Settings
 from kaffinity.engine import LintResult, lint
-from kaffinity.findings import Finding, Severity
+from kaffinity.findings import Severity
 from kaffinity.load.files import load
 from kaffinity.load.parse import parse
 from kaffinity.rules import BY_NAME
 from kaffinity.simulate.cluster import cluster_from
 
-from .conftest import EXAMPLES, lint_paths
+from .kit import EXAMPLES, keys, line_of, lint_paths, lint_text, only
 
 DEADLOCK, CONFLICT = "affinity-deadlock", "affinity-conflict"
 HOST, ZONE, REGION = "kubernetes.io/hostname", "topology.kubernetes.io/zone", "topology.kubernetes.io/region"
@@ -87,26 +87,22 @@ def stream(*docs: str) -> str:
 
 def run(text: str, *rules: str, **settings: Any) -> LintResult:
     chosen = [BY_NAME[rule] for rule in rules or (DEADLOCK, CONFLICT)]
-    return lint([parse("test.yaml", text)], Settings(**settings), chosen)
+    return lint_text(text, rules=chosen, **settings)
 
 
-def line_of(text: str, tag: str) -> int:
-    lines = [n for n, line in enumerate(text.splitlines(), start=1) if line.endswith(f"# {tag}")]
-    assert len(lines) == 1, (tag, lines)
-    return lines[0]
+def found(result: LintResult) -> list[tuple[str, int | None, int | None]]:
+    return sorted(keys(result), key=str)
 
 
-def found(result: LintResult) -> list[tuple[str, int | None]]:
-    return sorted((finding.rule, finding.line) for finding in result.findings)
+def term_at(text: str, tag: str) -> tuple[int, int]:
+    """(line, column) of the term tagged ``# tag``: where its labelSelector starts."""
+    line = line_of(text, f"# {tag}", ending=True)
+    return line, text.splitlines()[line - 1].index("labelSelector") + 1
 
 
-def at(text: str, rule: str, *tags: str) -> list[tuple[str, int | None]]:
-    return sorted((rule, line_of(text, tag)) for tag in tags)
-
-
-def only(result: LintResult) -> Finding:
-    (finding,) = result.findings
-    return finding
+def at(text: str, rule: str, *tags: str) -> list[tuple[str, int | None, int | None]]:
+    """The findings of ``rule`` expected at the terms with these tags, as :func:`found` lists them."""
+    return sorted(((rule, *term_at(text, tag)) for tag in tags), key=str)
 
 
 APP = {"matchLabels": {"app": "a"}}
@@ -135,9 +131,9 @@ def test_deadlock_pair_reports_both_members_with_the_cycle_from_each() -> None:
         "required pod affinity deadlock: StatefulSet/shop/b needs a pod of Deployment/shop/a, which"
     )
     assert first.severity is Severity.ERROR and first.category == "graph"
-    assert [r.span.line for r in first.related if r.span] == [line_of(PAIR, "b-needs-a")]
+    assert [(r.span.line, r.span.column) for r in first.related if r.span] == [term_at(PAIR, "b-needs-a")]
     assert "StatefulSet/shop/b needs a pod of Deployment/shop/a" in first.related[0].message
-    assert [r.span.line for r in second.related if r.span] == [line_of(PAIR, "a-needs-b")]
+    assert [(r.span.line, r.span.column) for r in second.related if r.span] == [term_at(PAIR, "a-needs-b")]
 
 
 def test_deadlock_quiet_when_one_member_matches_its_own_terms() -> None:
@@ -163,14 +159,17 @@ def test_deadlock_cycle_of_three_and_a_waiter() -> None:
     )
     result = run(text, DEADLOCK)
     assert found(result) == at(text, DEADLOCK, "a", "b", "c", "w", "w2")
-    by_line = {f.line: f for f in result.findings}
-    c = by_line[line_of(text, "c")]
+    by_line = {(f.line, f.column): f for f in result.findings}
+    c = by_line[term_at(text, "c")]
     assert c.message.startswith(
         "required pod affinity deadlock: StatefulSet/shop/c needs a pod of StatefulSet/shop/a, which needs "
         "a pod of StatefulSet/shop/b, which needs a pod of StatefulSet/shop/c: none can be scheduled first"
     )
-    assert sorted(r.span.line for r in c.related if r.span) == [line_of(text, "a"), line_of(text, "b")]
-    waiter = by_line[line_of(text, "w")]
+    assert sorted((r.span.line, r.span.column) for r in c.related if r.span) == [
+        term_at(text, "a"),
+        term_at(text, "b"),
+    ]
+    waiter = by_line[term_at(text, "w")]
     assert waiter.message.startswith(
         "required pod affinity waits on a deadlock: StatefulSet/shop/w needs a pod of StatefulSet/shop/a, "
         "which can never start: StatefulSet/shop/a needs a pod of StatefulSet/shop/b"
@@ -178,7 +177,7 @@ def test_deadlock_cycle_of_three_and_a_waiter() -> None:
     assert len(waiter.related) == 3
     # w2 waits on w, which waits on the cycle: named too.
     assert "StatefulSet/shop/w2 needs a pod of StatefulSet/shop/w, which can never start" in (
-        by_line[line_of(text, "w2")].message
+        by_line[term_at(text, "w2")].message
     )
 
 
@@ -333,7 +332,7 @@ def test_conflict_nested_message_and_related() -> None:
         "anti-affinity (topology.kubernetes.io/zone) keeps it out of the zone of pods with app=pg: it can "
         "never be scheduled"
     )
-    assert [r.span.line for r in finding.related if r.span] == [line_of(text, "anti")]
+    assert [(r.span.line, r.span.column) for r in finding.related if r.span] == [term_at(text, "anti")]
     assert finding.severity is Severity.ERROR
 
 
@@ -345,13 +344,13 @@ SYMMETRY = stream(
 
 def test_conflict_symmetry_fires_on_the_affinity_with_the_other_sides_term() -> None:
     finding = only(run(SYMMETRY))
-    assert (finding.rule, finding.line) == (CONFLICT, line_of(SYMMETRY, "aff"))
+    assert (finding.rule, finding.line, finding.column) == (CONFLICT, *term_at(SYMMETRY, "aff"))
     assert finding.message.startswith(
         "required pod affinity puts this pod on the node of StatefulSet/db/pg, but pg's required "
         "anti-affinity (topology.kubernetes.io/zone) keeps pods with app=api out of its zone"
     )
     assert finding.message.endswith(": it can never be scheduled")
-    assert [r.span.line for r in finding.related if r.span] == [line_of(SYMMETRY, "pg-anti")]
+    assert [(r.span.line, r.span.column) for r in finding.related if r.span] == [term_at(SYMMETRY, "pg-anti")]
     assert "StatefulSet/db/pg" in finding.related[0].message
 
 
@@ -411,13 +410,13 @@ def test_conflict_needs_every_candidate_blocked() -> None:
     )
     text = stream(pg, redis_anti, api)
     finding = only(run(text))
-    assert finding.line == line_of(text, "aff")
+    assert (finding.line, finding.column) == term_at(text, "aff")
     assert "a pod of StatefulSet/shop/pg or StatefulSet/shop/redis" in finding.message
     assert "pg's required anti-affinity (kubernetes.io/hostname)" in finding.message
     assert "redis's required anti-affinity (topology.kubernetes.io/zone)" in finding.message
-    assert sorted(r.span.line for r in finding.related if r.span) == [
-        line_of(text, "pg-anti"),
-        line_of(text, "redis-anti"),
+    assert sorted((r.span.line, r.span.column) for r in finding.related if r.span) == [
+        term_at(text, "pg-anti"),
+        term_at(text, "redis-anti"),
     ]
 
 
@@ -489,7 +488,7 @@ def test_conflict_own_pods_and_another_workload_both_blocked() -> None:
         ),
     )
     finding = only(run(text))
-    assert finding.line == line_of(text, "aff")
+    assert (finding.line, finding.column) == term_at(text, "aff")
     assert "StatefulSet/shop/db" in finding.message
     assert "only a first pod started before any of them exists can run" in finding.message
 

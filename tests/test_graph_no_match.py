@@ -9,24 +9,15 @@ from typing import Any
 import pytest
 
 from kaffinity.engine import LintResult
-from kaffinity.findings import Finding, Location, Severity
+from kaffinity.findings import Location, Severity
 
-from .conftest import SHARED, lint_paths, lint_text
+from .kit import SHARED, keys, lint_paths, lint_text, only, position
 
 RULES = ("affinity-no-match", "preferred-no-match", "pdb-no-match")
 
 
 def _lint(text: str, **settings: Any) -> LintResult:
     return lint_text(text, **{"select": RULES, **settings})
-
-
-def _found(result: LintResult) -> list[tuple[str, int | None]]:
-    return [(finding.rule, finding.line) for finding in result.findings]
-
-
-def _line(text: str, marker: str) -> int:
-    """The 1-based line of the first line containing ``marker``."""
-    return next(n for n, line in enumerate(text.splitlines(), start=1) if marker in line)
 
 
 def _statefulset(
@@ -96,13 +87,8 @@ spec:  # spec {name}
 """
 
 
-def _at(location: Location) -> int | None:
-    return location.span.line if location.span is not None else None
-
-
-def _only(result: LintResult, rule: str) -> Finding:
-    (finding,) = [f for f in result.findings if f.rule == rule]
-    return finding
+def _at(location: Location) -> tuple[int, int] | None:
+    return (location.span.line, location.span.column) if location.span is not None else None
 
 
 # --- affinity-no-match ---------------------------------------------------------------------------
@@ -113,8 +99,10 @@ ZK_SELF_MISS = _statefulset("zk", "{app.kubernetes.io/name: zk}", _required("{ap
 def test_self_affinity_that_misses_its_own_labels_fires_with_a_did_you_mean() -> None:
     """The first-pod problem (design doc "Examples > Affinity"): nothing matches, not even itself."""
     result = _lint(ZK_SELF_MISS)
-    finding = _only(result, "affinity-no-match")
-    assert finding.line == _line(ZK_SELF_MISS, "# term {app: zk}")
+    finding = only(result, "affinity-no-match")
+    assert (finding.line, finding.column) == position(
+        ZK_SELF_MISS, "labelSelector", 1, after="# term {app: zk}"
+    )
     assert finding.severity is Severity.WARNING
     assert "no workload in namespace shop has app=zk" in finding.message
     assert "first-pod exception does not apply" in finding.message
@@ -122,14 +110,15 @@ def test_self_affinity_that_misses_its_own_labels_fires_with_a_did_you_mean() ->
     assert "app.kubernetes.io/name=zk instead of app=zk" in finding.fix
     assert "StatefulSet/shop/zk" in finding.fix
     assert any(
-        _at(loc) == _line(ZK_SELF_MISS, "labels: {app.kubernetes.io/name: zk}") for loc in finding.related
+        _at(loc) == position(ZK_SELF_MISS, "labels: {app.kubernetes.io/name: zk}", 1)
+        for loc in finding.related
     )
 
 
 def test_self_affine_group_that_matches_its_own_term_stays_quiet() -> None:
     """The scheduler's self-match exception (``satisfyPodAffinity``) lets the first pod start."""
     text = _statefulset("zk", "{app: zk}", _required("{app: zk}"), replicas=3)
-    assert _found(_lint(text)) == []
+    assert keys(_lint(text)) == []
 
 
 def test_kep_3633_story_1_is_quiet_and_fires_when_the_template_lacks_the_label() -> None:
@@ -156,9 +145,11 @@ spec:
       affinity:
 {term}"""
 
-    assert _found(_lint(deployment("{app: web}"))) == []
+    assert keys(_lint(deployment("{app: web}"))) == []
     broken = deployment("{app.kubernetes.io/name: web}")
-    assert _found(_lint(broken)) == [("affinity-no-match", _line(broken, "# the term"))]
+    assert keys(_lint(broken)) == [
+        ("affinity-no-match", *position(broken, "labelSelector", 1, after="# the term"))
+    ]
 
 
 def test_terms_that_no_single_pod_matches_report_the_list_and_name_each_workload() -> None:
@@ -167,13 +158,15 @@ def test_terms_that_no_single_pod_matches_report_the_list_and_name_each_workload
         + _statefulset("cache", "{app: cache}")
         + _statefulset("db", "{app: db}")
     )
-    finding = _only(_lint(text), "affinity-no-match")
-    assert finding.line == _line(text, "requiredDuringSchedulingIgnoredDuringExecution")
+    finding = only(_lint(text), "affinity-no-match")
+    assert (finding.line, finding.column) == position(
+        text, "requiredDuringSchedulingIgnoredDuringExecution", 1
+    )
     assert "no single pod matches all 2 required pod affinity terms" in finding.message
     assert "StatefulSet/shop/cache" in finding.message and "StatefulSet/shop/db" in finding.message
     assert sorted(_at(loc) for loc in finding.related) == [
-        _line(text, "# term {app: cache}"),
-        _line(text, "# term {app: db}"),
+        position(text, "labelSelector", 1, after="# term {app: cache}"),
+        position(text, "labelSelector", 1, after="# term {app: db}"),
     ]
 
 
@@ -181,32 +174,34 @@ def test_one_pod_matching_every_term_satisfies_them() -> None:
     text = _statefulset("api", "{app: api}", _required("{app: cache}", "{tier: data}")) + _statefulset(
         "cache", "{app: cache, tier: data}"
     )
-    assert _found(_lint(text)) == []
+    assert keys(_lint(text)) == []
 
 
 def test_a_term_only_its_own_pods_match_fires_when_they_fail_another_term() -> None:
     text = _statefulset("worker", "{tier: batch}", _required("{tier: batch}", "{team: ml}"))
     result = _lint(text)
-    assert _found(result) == [
-        ("affinity-no-match", _line(text, "# term {tier: batch}")),
-        ("affinity-no-match", _line(text, "# term {team: ml}")),
+    assert keys(result) == [
+        ("affinity-no-match", *position(text, "labelSelector", 1, after="# term {tier: batch}")),
+        ("affinity-no-match", *position(text, "labelSelector", 1, after="# term {team: ml}")),
     ]
     own = result.findings[0]
     assert "only this workload's own pods" in own.message
-    assert [_at(loc) for loc in own.related] == [_line(text, "# term {team: ml}")]
+    assert [_at(loc) for loc in own.related] == [
+        position(text, "labelSelector", 1, after="# term {team: ml}")
+    ]
 
 
 def test_a_workload_scaled_to_zero_still_counts_as_matchable() -> None:
     text = _statefulset("api", "{app: api}", _required("{app: cache}")) + _statefulset(
         "cache", "{app: cache}", replicas=0
     )
-    assert _found(_lint(text)) == []
+    assert keys(_lint(text)) == []
 
 
 def test_severity_is_error_when_the_input_is_closed_and_configured_severity_wins() -> None:
-    assert _only(_lint(ZK_SELF_MISS, closed=True), "affinity-no-match").severity is Severity.ERROR
+    assert only(_lint(ZK_SELF_MISS, closed=True), "affinity-no-match").severity is Severity.ERROR
     configured = _lint(ZK_SELF_MISS, closed=True, severity={"affinity-no-match": Severity.INFO})
-    assert _only(configured, "affinity-no-match").severity is Severity.INFO
+    assert only(configured, "affinity-no-match").severity is Severity.INFO
 
 
 def test_a_nil_label_selector_is_an_error_beside_api_warning() -> None:
@@ -246,7 +241,7 @@ spec:
         - labelSelector: {matchLabels: {app: nothing}}
           topologyKey: kubernetes.io/hostname
 """
-    assert _found(_lint(text)) == []
+    assert keys(_lint(text)) == []
 
 
 @pytest.mark.parametrize(
@@ -255,15 +250,17 @@ spec:
 )
 def test_terms_reaching_namespaces_the_input_does_not_show_stay_quiet_unless_closed(namespaces: str) -> None:
     text = _statefulset("api", "{app: api}", _required("{app: cache}", namespaces=namespaces))
-    assert _found(_lint(text)) == []
-    assert _found(_lint(text, closed=True)) == [("affinity-no-match", _line(text, "# term"))]
+    assert keys(_lint(text)) == []
+    assert keys(_lint(text, closed=True)) == [
+        ("affinity-no-match", *position(text, "labelSelector", 1, after="# term"))
+    ]
 
 
 def test_a_namespace_mistake_is_reported_when_the_labels_run_elsewhere() -> None:
     text = _statefulset(
         "api", "{app: api}", _required("{app: cache}", namespaces="namespaces: [data]")
     ) + _statefulset("cache", "{app: cache}", namespace="cache")
-    finding = _only(_lint(text), "affinity-no-match")
+    finding = only(_lint(text), "affinity-no-match")
     assert finding.fix is not None
     assert "StatefulSet/cache/cache (namespace cache)" in finding.fix
 
@@ -281,7 +278,7 @@ spec:
 ---
 """
     text = _statefulset("api", "{app: api}", _required("{app: cache}")) + fragment
-    assert _found(_lint(text)) == []
+    assert keys(_lint(text)) == []
 
 
 def test_cluster_pods_that_match_satisfy_the_term_and_unmatched_ones_make_it_an_error(tmp_path: Path) -> None:
@@ -303,17 +300,17 @@ items:
     )
     quiet = tmp_path / "quiet.yaml"
     quiet.write_text(_statefulset("api", "{app: api}", _required("{app: legacy-db}")), encoding="utf-8")
-    assert _found(lint_paths(quiet, cluster=str(cluster), select=RULES)) == []
+    assert keys(lint_paths(quiet, cluster=str(cluster), select=RULES)) == []
     loud = tmp_path / "loud.yaml"
     loud.write_text(_statefulset("api", "{app: api}", _required("{app: legacy-cache}")), encoding="utf-8")
-    finding = _only(lint_paths(loud, cluster=str(cluster), select=RULES), "affinity-no-match")
+    finding = only(lint_paths(loud, cluster=str(cluster), select=RULES), "affinity-no-match")
     assert finding.severity is Severity.ERROR
     assert "no workload or existing pod in namespace shop" in finding.message
     assert "unless" not in finding.message
 
 
 def test_cluster_example_files_exist_and_lint_clean() -> None:
-    from .conftest import EXAMPLES
+    from .kit import EXAMPLES
 
     result = lint_paths(EXAMPLES / "clusters" / "nomatch-pods.yaml")
     assert result.findings == ()
@@ -330,8 +327,8 @@ def test_preferred_anti_affinity_on_the_wrong_label_fires_with_a_did_you_mean() 
     text = _statefulset(
         "zk", "{app.kubernetes.io/name: zk}", _preferred("podAntiAffinity", "{app: zk}"), replicas=3
     )
-    finding = _only(_lint(text), "preferred-no-match")
-    assert finding.line == _line(text, "# preferred {app: zk}")
+    finding = only(_lint(text), "preferred-no-match")
+    assert (finding.line, finding.column) == position(text, "labelSelector", 1, after="# preferred {app: zk}")
     assert finding.severity is Severity.INFO
     assert "not even this one" in finding.message and "does nothing" in finding.message
     assert finding.fix is not None and "app.kubernetes.io/name=zk instead of app=zk" in finding.fix
@@ -339,27 +336,29 @@ def test_preferred_anti_affinity_on_the_wrong_label_fires_with_a_did_you_mean() 
 
 def test_preferred_term_for_pods_deployed_elsewhere_is_quiet_unless_closed() -> None:
     text = _statefulset("api", "{app: api}", _preferred("podAffinity", "{app: log-shipper}"))
-    assert _found(_lint(text)) == []
-    assert _found(_lint(text, closed=True)) == [("preferred-no-match", _line(text, "# preferred"))]
+    assert keys(_lint(text)) == []
+    assert keys(_lint(text, closed=True)) == [
+        ("preferred-no-match", *position(text, "labelSelector", 1, after="# preferred"))
+    ]
 
 
 def test_preferred_term_matching_its_own_pods_or_another_workload_is_quiet() -> None:
     text = _statefulset(
         "zk", "{app: zk}", _preferred("podAntiAffinity", "{app: zk}"), replicas=3
     ) + _statefulset("api", "{app: api}", _preferred("podAffinity", "{app: zk}"))
-    assert _found(_lint(text, closed=True)) == []
+    assert keys(_lint(text, closed=True)) == []
 
 
 def test_preferred_close_value_is_suggested_but_a_generic_one_is_not() -> None:
     close = _statefulset("api", "{app: api}", _preferred("podAffinity", "{app: redis-cahce}")) + _statefulset(
         "redis", "{app: redis-cache}"
     )
-    finding = _only(_lint(close), "preferred-no-match")
+    finding = only(_lint(close), "preferred-no-match")
     assert finding.fix is not None and "app=redis-cache instead of app=redis-cahce" in finding.fix
     generic = _statefulset("api", "{app: api}", _preferred("podAffinity", "{canary: 'true'}")) + _statefulset(
         "other", "{stable: 'true'}"
     )
-    assert _found(_lint(generic)) == []
+    assert keys(_lint(generic)) == []
 
 
 def test_labels_on_the_object_instead_of_the_pods_are_pointed_out() -> None:
@@ -385,10 +384,12 @@ spec:
                 labelSelector: {matchLabels: {app.kubernetes.io/part-of: argocd}}  # here
                 topologyKey: kubernetes.io/hostname
 """
-    finding = _only(_lint(text), "preferred-no-match")
-    assert finding.line == _line(text, "# here")
+    finding = only(_lint(text), "preferred-no-match")
+    assert (finding.line, finding.column) == position(text, "labelSelector", 1, after="# here")
     assert finding.fix is not None and "on the object (metadata.labels), not on the pods" in finding.fix
-    assert _line(text, "labels: {app.kubernetes.io/part-of: argocd}") in [_at(loc) for loc in finding.related]
+    assert position(text, "labels: {app.kubernetes.io/part-of: argocd}", 1) in [
+        _at(loc) for loc in finding.related
+    ]
 
 
 def test_preferred_nil_selector_is_left_to_api_warning() -> None:
@@ -419,9 +420,9 @@ def test_the_kubernetes_website_zookeeper_mix_up() -> None:
     pods really carry. Turned into a preferred term, preferred-no-match reports it.
     """
     text = ZOOKEEPER.read_text(encoding="utf-8")
-    assert _found(_lint(text, closed=True)) == []
-    required = _only(lint_text(text, select=("anti-affinity-no-match",)), "anti-affinity-no-match")
-    assert required.line == _line(text, "- labelSelector:")
+    assert keys(_lint(text, closed=True)) == []
+    required = only(lint_text(text, select=("anti-affinity-no-match",)), "anti-affinity-no-match")
+    assert (required.line, required.column) == position(text, "labelSelector:", 1)
     assert required.fix is not None and "app.kubernetes.io/name=zk instead of app=zk" in required.fix
     preferred = text.replace(
         """          requiredDuringSchedulingIgnoredDuringExecution:
@@ -432,7 +433,7 @@ def test_the_kubernetes_website_zookeeper_mix_up() -> None:
               labelSelector:""",
     )
     assert preferred != text
-    finding = _only(_lint(preferred), "preferred-no-match")
+    finding = only(_lint(preferred), "preferred-no-match")
     assert finding.fix is not None and "app.kubernetes.io/name=zk instead of app=zk" in finding.fix
 
 
@@ -441,12 +442,14 @@ def test_the_kubernetes_website_zookeeper_mix_up() -> None:
 
 def test_pdb_on_the_wrong_label_fires_with_a_did_you_mean() -> None:
     text = _statefulset("zk", "{app.kubernetes.io/name: zk}", replicas=3) + _pdb("zk", "{app: zk}")
-    finding = _only(_lint(text), "pdb-no-match")
-    assert finding.line == _line(text, "# pdb zk")
+    finding = only(_lint(text), "pdb-no-match")
+    assert (finding.line, finding.column) == position(text, "selector", 1, after="# pdb zk")
     assert finding.severity is Severity.WARNING
     assert "unprotected" in finding.message and "app=zk" in finding.message
     assert finding.fix is not None and "app.kubernetes.io/name=zk instead of app=zk" in finding.fix
-    assert [_at(loc) for loc in finding.related] == [_line(text, "labels: {app.kubernetes.io/name: zk}")]
+    assert [_at(loc) for loc in finding.related] == [
+        position(text, "labels: {app.kubernetes.io/name: zk}", 1)
+    ]
 
 
 def test_pdb_without_selector_selects_nothing_and_empty_selects_everything() -> None:
@@ -454,25 +457,27 @@ def test_pdb_without_selector_selects_nothing_and_empty_selects_everything() -> 
     (``PodDisruptionBudgetSpec`` in kubernetes/api ``policy/v1/types.go``)."""
     base = _statefulset("web", "{app: web}")
     nil = base + _pdb("nil", None)
-    assert _found(_lint(nil)) == [("pdb-no-match", _line(nil, "# spec nil"))]
+    assert keys(_lint(nil)) == [("pdb-no-match", *position(nil, "spec:", 1, after="# spec nil"))]
     empty = base + _pdb("all", "{}").replace("{matchLabels: {}}", "{}")
-    assert _found(_lint(empty)) == []
+    assert keys(_lint(empty)) == []
 
 
 def test_pdb_matching_a_workload_scaled_to_zero_is_quiet() -> None:
     text = _statefulset("zk", "{app: zk}", replicas=0) + _pdb("zk", "{app: zk}")
-    assert _found(_lint(text)) == []
+    assert keys(_lint(text)) == []
 
 
 def test_pdb_in_a_namespace_the_input_has_no_pods_of_is_quiet_unless_closed() -> None:
     text = _statefulset("web", "{app: web}") + _pdb("billing", "{app: billing}", namespace="billing")
-    assert _found(_lint(text)) == []
-    assert _found(_lint(text, closed=True)) == [("pdb-no-match", _line(text, "# pdb billing"))]
+    assert keys(_lint(text)) == []
+    assert keys(_lint(text, closed=True)) == [
+        ("pdb-no-match", *position(text, "selector", 1, after="# pdb billing"))
+    ]
 
 
 def test_pdb_in_the_wrong_namespace_names_where_the_pods_are() -> None:
     text = _statefulset("zk", "{app: zk}") + _pdb("zk", "{app: zk}", namespace="ops")
-    finding = _only(_lint(text), "pdb-no-match")
+    finding = only(_lint(text), "pdb-no-match")
     assert finding.fix is not None and "StatefulSet/shop/zk (namespace shop)" in finding.fix
 
 
@@ -486,11 +491,11 @@ spec: {replicas: 2}
 ---
 """
     text = _statefulset("web", "{app: web}") + prometheus + _pdb("prometheus", "{app: prometheus}")
-    assert _found(_lint(text)) == []
+    assert keys(_lint(text)) == []
     # A custom resource that runs nothing (a ServiceMonitor) is no reason to stay quiet.
     monitor = prometheus.replace("Prometheus", "ServiceMonitor").replace("{replicas: 2}", "{endpoints: []}")
     text = _statefulset("web", "{app: web}") + monitor + _pdb("prometheus", "{app: prometheus}")
-    assert _found(_lint(text)) == [("pdb-no-match", _line(text, "# pdb prometheus"))]
+    assert keys(_lint(text)) == [("pdb-no-match", *position(text, "selector", 1, after="# pdb prometheus"))]
 
 
 # --- anti-affinity-no-match ----------------------------------------------------------------------
@@ -504,8 +509,8 @@ _ZK_ANTI = """\
 """
 
 
-def _anti(text: str, **settings: Any) -> list[tuple[str, int | None]]:
-    return _found(lint_text(text, select=("anti-affinity-no-match",), **settings))
+def _anti(text: str, **settings: Any) -> list[tuple[str, int | None, int | None]]:
+    return keys(lint_text(text, select=("anti-affinity-no-match",), **settings))
 
 
 def test_required_anti_affinity_on_the_wrong_label_fires_with_a_did_you_mean() -> None:
@@ -513,7 +518,7 @@ def test_required_anti_affinity_on_the_wrong_label_fires_with_a_did_you_mean() -
         "zk", "{app.kubernetes.io/name: zk}", _ZK_ANTI.replace("{SELECTOR}", "{app: zk}"), replicas=3
     )
     result = lint_text(text, select=("anti-affinity-no-match",))
-    finding = _only(result, "anti-affinity-no-match")
+    finding = only(result, "anti-affinity-no-match")
     assert finding.severity is Severity.WARNING
     assert "not even this one" in finding.message and "kubernetes.io/hostname" in finding.message
     assert finding.fix is not None and "app.kubernetes.io/name=zk instead of app=zk" in finding.fix
@@ -525,7 +530,7 @@ def test_required_anti_affinity_on_its_own_label_or_on_pods_elsewhere_is_quiet_u
     # Keeping away from a batch tier deployed from another repository: no sign of a typo.
     away = _statefulset("api", "{app: api}", _ZK_ANTI.replace("{SELECTOR}", "{workload-class: batch}"))
     assert _anti(away) == []
-    assert _anti(away, closed=True) == [("anti-affinity-no-match", _line(away, "- labelSelector:"))]
+    assert _anti(away, closed=True) == [("anti-affinity-no-match", *position(away, "labelSelector:", 1))]
 
 
 def test_required_anti_affinity_matching_another_workload_is_quiet() -> None:

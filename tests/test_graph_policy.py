@@ -6,21 +6,20 @@ pdb-overlap and replicas-not-spread (the 2015 design, kubernetes/design-proposal
 
 from __future__ import annotations
 
+import functools
 import json
 import textwrap
 from typing import Any
 
 import pytest
 
-from kaffinity.config import Settings
-from kaffinity.engine import LintResult, lint
+from kaffinity.engine import LintResult
 from kaffinity.explain.wording import name_list
 from kaffinity.findings import Finding, Severity
-from kaffinity.load.parse import parse
 from kaffinity.rules import BY_NAME
-from kaffinity.simulate.cluster import cluster_from
 
-from .conftest import lint_text
+from . import kit
+from .kit import keys, lines, lint_text, position
 
 ALL_NS, DAEMON, OVERLAP, SPREAD = (
     "all-namespaces-anti-affinity",
@@ -34,58 +33,8 @@ def run(text: str, rule: str, **settings: Any) -> LintResult:
     return lint_text(textwrap.dedent(text), select=(rule,), **settings)
 
 
-def lines(result: LintResult) -> list[tuple[str, int | None]]:
-    return [(finding.rule, finding.line) for finding in result.findings]
-
-
-def line_of(text: str, needle: str, occurrence: int = 1) -> int:
-    found = [n for n, line in enumerate(textwrap.dedent(text).splitlines(), start=1) if needle in line]
-    return found[occurrence - 1]
-
-
-def workload(
-    name: str,
-    namespace: str,
-    labels: dict[str, str],
-    *,
-    kind: str = "StatefulSet",
-    anti: list[dict[str, Any]] | None = None,
-    preferred: list[dict[str, Any]] | None = None,
-    affinity: list[dict[str, Any]] | None = None,
-    spread: list[dict[str, Any]] | None = None,
-    replicas: int | None = 1,
-    pod: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}], **(pod or {})}
-    rules: dict[str, Any] = {}
-    if affinity:
-        rules["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": affinity}
-    if anti or preferred:
-        rules["podAntiAffinity"] = {}
-        if anti:
-            rules["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = anti
-        if preferred:
-            rules["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [
-                {"weight": 10, "podAffinityTerm": term} for term in preferred
-            ]
-    if rules:
-        spec["affinity"] = rules
-    if spread is not None:
-        spec["topologySpreadConstraints"] = spread
-    body: dict[str, Any] = {
-        "selector": {"matchLabels": labels},
-        "template": {"metadata": {"labels": labels}, "spec": spec},
-    }
-    if replicas is not None and kind != "DaemonSet":
-        body["replicas"] = replicas
-    if kind == "StatefulSet":
-        body["serviceName"] = name
-    return {
-        "apiVersion": "apps/v1",
-        "kind": kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": body,
-    }
+#: StatefulSets of one replica unless said otherwise.
+workload = functools.partial(kit.workload, kind="StatefulSet")
 
 
 def term(selector: dict[str, Any] | None, key: str = "kubernetes.io/hostname", **more: Any) -> dict[str, Any]:
@@ -128,13 +77,8 @@ def findings(
     *objects: dict[str, Any], rule: str, cluster: list[dict[str, Any]] | None = None
 ) -> list[Finding]:
     """Lint objects (one JSON document each, so each starts on its own line) with one rule."""
-    text = "\n---\n".join(json.dumps(obj) for obj in objects)
-    declared = None
-    if cluster is not None:
-        declared = cluster_from([parse("cluster.yaml", "\n---\n".join(json.dumps(o) for o in cluster))])
-    result = lint([parse("input.yaml", text)], Settings(select=(rule,)), cluster=declared)
-    assert not result.internal_errors, result.internal_errors
-    return list(result.findings)
+    declared = kit.manifest(cluster) if cluster is not None else None
+    return list(lint_text(kit.manifest(objects), "input.yaml", cluster=declared, select=(rule,)).findings)
 
 
 def related_lines(finding: Finding) -> list[int | None]:
@@ -144,6 +88,11 @@ def related_lines(finding: Finding) -> list[int | None]:
 def doc_line(objects_before: int) -> int:
     """The line on which the document after ``objects_before`` documents starts (see findings())."""
     return 1 + 2 * objects_before
+
+
+def doc_at(objects: tuple[dict[str, Any], ...], index: int, needle: str) -> tuple[int, int]:
+    """(line, column) of ``needle`` in the document ``objects[index]`` as findings() writes it."""
+    return position(kit.manifest(objects), needle, 1, after=json.dumps(objects[index]))
 
 
 def test_the_rules_are_graph_rules_with_their_severities() -> None:
@@ -201,16 +150,16 @@ spec:
 def test_all_namespaces_with_a_zone_key_is_an_error_naming_who_it_locks_out() -> None:
     text = ALL_NAMESPACES + _batch("reports", "finance") + _batch("etl", "data") + _batch("local", "ops")
     result = run(text, ALL_NS)
-    assert lines(result) == [(ALL_NS, line_of(text, "namespaceSelector: {}"))]
+    assert keys(result) == [(ALL_NS, *position(text, "namespaceSelector: {}"))]
     (finding,) = result.findings
     assert finding.severity is Severity.ERROR
     assert "all namespaces" in finding.message and "topology.kubernetes.io/zone" in finding.message
     # Named in (namespace, kind, name) order, whatever the order of the documents and files.
     assert "Deployment/data/etl and Deployment/finance/reports" in finding.message
     assert "ops/local" not in finding.message  # same namespace: not what all-namespaces adds
-    assert related_lines(finding) == [
-        line_of(text, "template:", 3),
-        line_of(text, "template:", 2),
+    assert [(loc.span.line, loc.span.column) for loc in finding.related if loc.span] == [
+        position(text, "template:", 3),
+        position(text, "template:", 2),
     ]
     assert finding.fix and "namespaces" in finding.fix
     swapped = ALL_NAMESPACES + _batch("local", "ops") + _batch("etl", "data") + _batch("reports", "finance")
@@ -301,7 +250,7 @@ def test_match_label_keys_make_an_empty_selector_specific() -> None:
 def test_configured_severity_wins_over_the_hostname_warning() -> None:
     objects = [workload("loner", "ns-a", {"app": "loner"}, anti=[term({})])]
     text = json.dumps(objects[0])
-    result = lint([parse("input.yaml", text)], Settings(select=(ALL_NS,), severity={ALL_NS: Severity.INFO}))
+    result = lint_text(text, "input.yaml", select=(ALL_NS,), severity={ALL_NS: Severity.INFO})
     assert [finding.severity for finding in result.findings] == [Severity.INFO]
 
 
@@ -320,7 +269,8 @@ def test_anti_affinity_on_a_label_the_daemonset_shares_is_reported_with_the_daem
     )
     (finding,) = findings(DAEMONSET, cache, rule=DAEMON)
     assert finding.severity is Severity.WARNING
-    assert finding.line == doc_line(1) and "DaemonSet/logging/fluent-bit" in finding.message
+    assert (finding.line, finding.column) == doc_at((DAEMONSET, cache), 1, '{"topologyKey"')
+    assert "DaemonSet/logging/fluent-bit" in finding.message
     assert "node" in finding.message and "symmetry" in finding.message
     assert related_lines(finding) == [doc_line(0)]
 
@@ -388,7 +338,8 @@ def test_a_daemonset_on_another_node_pool_is_quiet_on_hostname_only() -> None:
         anti=[term({"matchLabels": {"tier": "infra"}}, "topology.kubernetes.io/zone")],
         pod=on_general,
     )
-    assert [f.line for f in findings(gpu_daemon, host, zone, rule=DAEMON)] == [doc_line(2)]
+    objects = (gpu_daemon, host, zone)
+    assert keys(findings(*objects, rule=DAEMON)) == [(DAEMON, *doc_at(objects, 2, '{"topologyKey"'))]
 
 
 def test_another_daemonset_matched_counts() -> None:
@@ -613,8 +564,12 @@ def test_an_autoscaler_decides_the_replica_count() -> None:
     assert findings(web, hpa("web", "shop", None, api="autoscaling/v1"), rule=SPREAD) == []
     assert findings(web, hpa("web", "shop", 1), rule=SPREAD) == []
     # minReplicas 3 with a replicas field: reported at spec.replicas, the autoscaler related
-    (finding,) = findings(web, hpa("web", "shop", 3), rule=SPREAD)
-    assert finding.line == doc_line(0) and "at least 3 replicas" in finding.message
+    objects = (web, hpa("web", "shop", 3))
+    (finding,) = findings(*objects, rule=SPREAD)
+    assert (finding.line, finding.column) == doc_at(
+        objects, 0, '"replicas"'
+    ) and finding.path == "spec.replicas"
+    assert "at least 3 replicas" in finding.message
     assert "HorizontalPodAutoscaler web" in finding.message and related_lines(finding) == [doc_line(1)]
     # another namespace, kind or name: not this workload's autoscaler
     assert len(findings(web, hpa("web", "other", 1), rule=SPREAD)) == 1
@@ -642,5 +597,5 @@ def test_an_autoscaler_counts_when_the_replicas_field_is_absent() -> None:
       maxReplicas: 4
     """
     result = run(text, SPREAD)
-    assert lines(result) == [(SPREAD, line_of(text, "minReplicas"))]
+    assert keys(result) == [(SPREAD, *position(textwrap.dedent(text), "minReplicas"))]
     assert "db-hpa" in result.findings[0].message

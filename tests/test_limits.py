@@ -1,6 +1,6 @@
 """limits: the work one run may do is bounded before it starts (fuzzing found
 `replicas: 2147483647`, a ClusterTopology of 2,000,000 nodes and a term aliased 141 times each
-running for minutes into gigabytes). Each limit gives one line naming it; ``run_cli`` times out
+running for minutes into gigabytes). Each limit gives one line naming it; ``kit.run`` times out
 (a regression fails instead of hanging)."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import run_cli
+import pytest
+
+from .kit import findings, run
 
 CLUSTER = """\
 apiVersion: kaffinity.io/v1alpha1
@@ -61,23 +63,22 @@ def _write(tmp_path: Path, **files: str) -> dict[str, str]:
     return {name: str(tmp_path / name) for name in files}
 
 
+@pytest.mark.slow
 def test_huge_replicas_are_not_placed_and_the_notice_names_the_limit(tmp_path: Path) -> None:
     paths = _write(tmp_path, **{"cluster.yaml": CLUSTER, "web.yaml": DEPLOYMENT, "job.yaml": JOB})
     for workload in (paths["web.yaml"], paths["job.yaml"]):
-        lint = run_cli(
-            "lint", "--no-config", "--cluster", paths["cluster.yaml"], workload, "--format", "json"
-        )
+        lint = run("lint", "--no-config", "--cluster", paths["cluster.yaml"], workload, "--format", "json")
         assert lint.returncode in (0, 1), lint.stderr
         assert lint.stderr.count("limits: pods") == 1
         assert "2,147,483,647 pods" in lint.stderr
         # The other rules still run (replicas-not-spread reads no placement).
         rules = {finding["rule"] for finding in json.loads(lint.stdout)["findings"]}
         assert "unschedulable" not in rules
-        place = run_cli("place", "--no-config", "--cluster", paths["cluster.yaml"], workload)
+        place = run("place", "--no-config", "--cluster", paths["cluster.yaml"], workload)
         assert place.returncode == 2
         assert "limits: pods" in place.stderr
         assert place.stdout == ""
-    lint = run_cli(
+    lint = run(
         "lint", "--no-config", "--cluster", paths["cluster.yaml"], paths["web.yaml"], "--format", "json"
     )
     assert {f["rule"] for f in json.loads(lint.stdout)["findings"]} == {"replicas-not-spread"}
@@ -93,12 +94,12 @@ def test_daemonset_pods_count_one_per_eligible_node(tmp_path: Path) -> None:
             "three.yaml": "limits: {pods: 3}\n",
         },
     )
-    refused = run_cli(
+    refused = run(
         "place", "--config", paths["two.yaml"], "--cluster", paths["cluster.yaml"], paths["ds.yaml"]
     )
     assert refused.returncode == 2
     assert "3 pods, more than the 2" in refused.stderr
-    placed = run_cli(
+    placed = run(
         "place", "--config", paths["three.yaml"], "--cluster", paths["cluster.yaml"], paths["ds.yaml"]
     )
     assert placed.returncode == 0, placed.stderr
@@ -109,7 +110,7 @@ def test_cluster_topology_past_the_node_limit_is_one_error_at_its_line(tmp_path:
     zones = "".join(f"    - name: z{i}\n      pools: [{{name: p, count: 5000}}]\n" for i in range(400))
     big = f"apiVersion: kaffinity.io/v1alpha1\nkind: ClusterTopology\nspec:\n  zones:\n{zones}"
     paths = _write(tmp_path, **{"big.yaml": big, "web.yaml": DEPLOYMENT.replace("2147483647", "2")})
-    result = run_cli("lint", "--no-config", "--cluster", paths["big.yaml"], paths["web.yaml"])
+    result = run("lint", "--no-config", "--cluster", paths["big.yaml"], paths["web.yaml"])
     assert result.returncode == 2
     errors = [
         line for line in result.stdout.splitlines() + result.stderr.splitlines() if "limits: nodes" in line
@@ -117,7 +118,7 @@ def test_cluster_topology_past_the_node_limit_is_one_error_at_its_line(tmp_path:
     assert len(errors) == 1
     assert errors[0].startswith(f"{paths['big.yaml']}:4:3: ")
     assert "2,000,000 nodes" in errors[0]
-    place = run_cli("place", "--no-config", "--cluster", paths["big.yaml"], paths["web.yaml"])
+    place = run("place", "--no-config", "--cluster", paths["big.yaml"], paths["web.yaml"])
     assert place.returncode == 2
     assert f"{paths['big.yaml']}:4:3:" in place.stderr
 
@@ -126,7 +127,7 @@ def test_node_objects_count_too(tmp_path: Path) -> None:
     nodes = "".join(f"---\napiVersion: v1\nkind: Node\nmetadata: {{name: n{i}}}\n" for i in range(3))
     paths = _write(tmp_path, **{"nodes.yaml": nodes, "web.yaml": DEPLOYMENT.replace("2147483647", "2")})
     (tmp_path / "two.yaml").write_text("limits: {nodes: 2}\n")
-    result = run_cli(
+    result = run(
         "place", "--config", str(tmp_path / "two.yaml"), "--cluster", paths["nodes.yaml"], paths["web.yaml"]
     )
     assert result.returncode == 2
@@ -157,11 +158,11 @@ spec:
               - &t {{matchExpressions: [{expressions}]}}
 {aliases}"""
     paths = _write(tmp_path, **{"alias.yaml": text})
-    result = run_cli("lint", "--no-config", paths["alias.yaml"], "--format", "json")
-    findings = [f for f in json.loads(result.stdout)["findings"] if f["rule"] == "api-validation"]
+    result = run("lint", "--no-config", paths["alias.yaml"], "--format", "json")
+    found = findings(json.loads(result.stdout), "api-validation")
     assert [
         (f["line"], f["path"].endswith(f"nodeSelectorTerms[0].matchExpressions[{i}].values"))
-        for i, f in enumerate(sorted(findings, key=lambda f: f["column"]))
+        for i, f in enumerate(sorted(found, key=lambda f: f["column"]))
     ] == [(14, True)] * 3
 
 
@@ -173,10 +174,10 @@ def test_findings_past_the_limit_are_dropped_with_one_notice(tmp_path: Path) -> 
         for i in range(5)
     )
     paths = _write(tmp_path, **{"pods.yaml": pods, "cfg.yaml": "limits: {findings: 2}\n"})
-    full = run_cli("lint", "--no-config", paths["pods.yaml"], "--format", "json")
+    full = run("lint", "--no-config", paths["pods.yaml"], "--format", "json")
     assert len(json.loads(full.stdout)["findings"]) > 2
     assert "limits" not in full.stderr
-    capped = run_cli("lint", "--config", paths["cfg.yaml"], paths["pods.yaml"], "--format", "json")
+    capped = run("lint", "--config", paths["cfg.yaml"], paths["pods.yaml"], "--format", "json")
     assert len(json.loads(capped.stdout)["findings"]) == 2
     notices = [line for line in capped.stderr.splitlines() if "limits: findings" in line]
     assert len(notices) == 1
@@ -184,7 +185,7 @@ def test_findings_past_the_limit_are_dropped_with_one_notice(tmp_path: Path) -> 
     # The same note in the reports a machine reads: JSON's summary, SARIF's invocation.
     assert json.loads(capped.stdout)["summary"]["notices"] == [notices[0].removeprefix("kaffinity: note: ")]
     assert json.loads(full.stdout)["summary"]["notices"] == []
-    sarif = run_cli("lint", "--config", paths["cfg.yaml"], paths["pods.yaml"], "--format", "sarif")
+    sarif = run("lint", "--config", paths["cfg.yaml"], paths["pods.yaml"], "--format", "sarif")
     (invocation,) = json.loads(sarif.stdout)["runs"][0]["invocations"]
     assert invocation["executionSuccessful"] is True
     assert [
@@ -204,7 +205,7 @@ def test_nodes_of_a_list_count_too(tmp_path: Path) -> None:
         },
     )
     cluster = paths["nodes.yaml"]
-    result = run_cli("place", "--config", paths["two.yaml"], "--cluster", cluster, paths["web.yaml"])
+    result = run("place", "--config", paths["two.yaml"], "--cluster", cluster, paths["web.yaml"])
     assert result.returncode == 2
     where = f"{paths['nodes.yaml']}:6:5: error [parse-error]"
     assert f"{where} this cluster declares 3 nodes" in result.stderr
@@ -220,11 +221,11 @@ def test_the_pod_limit_is_per_deployment_unit(tmp_path: Path) -> None:
         "units: [{name: a, paths: [a]}, {name: b, paths: [b]}]\nlimits: {pods: 3}\ncluster: cluster.yaml\n"
     )
     (tmp_path / "a" / "web.yaml").write_text(DEPLOYMENT.replace("2147483647", "2"))
-    within = run_cli("lint", "a", "b", cwd=tmp_path)
+    within = run("lint", "a", "b", cwd=tmp_path)
     assert within.returncode in (0, 1), within.stderr
     assert "limits: pods" not in within.stderr
     (tmp_path / "a" / "web.yaml").write_text(DEPLOYMENT.replace("2147483647", "4"))
-    past = run_cli("lint", "a", "b", cwd=tmp_path)
+    past = run("lint", "a", "b", cwd=tmp_path)
     notices = [line for line in past.stderr.splitlines() if "limits: pods" in line]
     assert len(notices) == 1
     assert notices[0].startswith("kaffinity: note: a: the workloads ask for 4 pods")
@@ -245,7 +246,7 @@ data:
 """
     text = "---\n".join(document.format(n=n) for n in range(3))
     paths = _write(tmp_path, **{"aliases.yaml": text, "cfg.yaml": "limits: {alias-nodes: 20}\n"})
-    result = run_cli("lint", "--config", paths["cfg.yaml"], paths["aliases.yaml"], "--format", "json")
+    result = run("lint", "--config", paths["cfg.yaml"], paths["aliases.yaml"], "--format", "json")
     errors = [(f["rule"], f["line"], f["column"]) for f in json.loads(result.stdout)["findings"]]
     # document 3 starts at line 15; its first alias of `&a [x, y]` (line 19) makes 21 nodes
     assert errors == [("parse-error", 19, 6)]

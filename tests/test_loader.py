@@ -12,7 +12,7 @@ from kaffinity.load.parse import parse, resolve_plain
 from kaffinity.load.read import read
 from kaffinity.load.source import Span, format_path
 
-from .conftest import run_json
+from .kit import run_json
 
 THREE_DOCS = """\
 # a comment before the first document

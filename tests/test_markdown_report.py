@@ -22,7 +22,7 @@ from kaffinity.load.parse import parse
 from kaffinity.report import markdown
 from kaffinity.report.markdown import MAX_ROWS, github_links, render
 
-from .conftest import EXAMPLES, REPO, lint_paths, run_cli
+from .kit import EXAMPLES, REPO, lint_paths, run
 
 GITHUB = {
     "GITHUB_SERVER_URL": "https://github.example.com/",
@@ -207,7 +207,7 @@ def test_links_to_the_file_and_line_under_the_workspace(
 def test_stdin_findings_are_plain_locations() -> None:
     environ = {**GITHUB, "GITHUB_WORKSPACE": str(REPO)}
     text = GRAPH_EXAMPLE.read_text(encoding="utf-8")
-    completed = run_cli("lint", "--no-config", "--format", "markdown", "-", stdin=text, cwd=REPO, env=environ)
+    completed = run("lint", "--no-config", "--format", "markdown", "-", stdin=text, cwd=REPO, env=environ)
     assert completed.returncode == 1, completed.stderr
     rows = findings_rows(completed.stdout)
     assert len(rows) == 2
@@ -272,7 +272,7 @@ def test_output_is_deterministic() -> None:
 def test_cli_markdown_format_and_report(tmp_path: Path) -> None:
     environ = {**GITHUB, "GITHUB_WORKSPACE": str(REPO)}
     target = tmp_path / "summary.md"
-    completed = run_cli(
+    completed = run(
         "lint",
         "--no-config",
         "--format",

@@ -10,14 +10,11 @@ from kaffinity.k8s.model import Inventory, Node, PodDisruptionBudget, build_inve
 from kaffinity.k8s.quantity import parse_quantity
 from kaffinity.load.parse import parse
 
+from . import kit
+
 
 def _inventory(text: str) -> Inventory:
     return build_inventory(parse("m.yaml", text).documents)
-
-
-def _workload(text: str):  # type: ignore[no-untyped-def]
-    (workload,) = _inventory(text).workloads
-    return workload
 
 
 @pytest.mark.parametrize(
@@ -38,11 +35,11 @@ def _workload(text: str):  # type: ignore[no-untyped-def]
 def test_replicas_with_api_defaults(kind: str, spec: str, replicas: int | None) -> None:
     api_version, name = kind.rsplit("/", 1)
     text = f"apiVersion: {api_version}\nkind: {name}\nmetadata: {{name: w}}\nspec: {spec}\n"
-    assert _workload(text).replicas == replicas
+    assert kit.workload_of(text).replicas == replicas
 
 
 def test_update_strategy_defaults() -> None:
-    deployment = _workload("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
+    deployment = kit.workload_of("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
     assert deployment.strategy is not None
     assert (deployment.strategy.type, deployment.strategy.max_surge, deployment.strategy.max_unavailable) == (
         "RollingUpdate",
@@ -53,12 +50,12 @@ def test_update_strategy_defaults() -> None:
         "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: d}\n"
         "spec: {updateStrategy: {rollingUpdate: {maxSurge: 1}}}\n"
     )
-    daemon = _workload(text)
+    daemon = kit.workload_of(text)
     assert daemon.strategy is not None and (daemon.strategy.max_surge, daemon.strategy.max_unavailable) == (
         1,
         1,
     )
-    sts = _workload("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\n")
+    sts = kit.workload_of("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\n")
     assert sts.strategy is not None and (sts.strategy.partition, sts.strategy.max_unavailable) == (0, 1)
     assert sts.pod_management_policy == "OrderedReady"
 
@@ -95,7 +92,7 @@ spec:
             - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {}}
           containers: [{name: c, resources: {requests: {cpu: 250m, memory: 64Mi}}}]
 """
-    workload = _workload(text)
+    workload = kit.workload_of(text)
     pod = workload.pod
     assert workload.ref.namespace == "ops"
     assert pod.labels == (("app", "backup"),)  # a number is no label value
@@ -138,7 +135,7 @@ spec:
     - {name: a, resources: {limits: {cpu: "1", memory: 1Gi}}}
     - {name: b, resources: {requests: {cpu: 250m}}}
 """
-    requests = dict(_workload(text).pod.requests)
+    requests = dict(kit.workload_of(text).pod.requests)
     # app 1.25 + sidecar 0.5 = 1.75; init peak max(2, 1 + 0.5) = 2; max = 2; + overhead 0.1
     assert requests["cpu"] == Decimal("2.1")
     assert requests["memory"] == Decimal(2**30)
@@ -149,7 +146,7 @@ def test_rc_selector_defaults_to_template_labels() -> None:
         "apiVersion: v1\nkind: ReplicationController\nmetadata: {name: r}\n"
         "spec:\n  template:\n    metadata: {labels: {app: r}}\n"
     )
-    selector = _workload(text).selector
+    selector = kit.workload_of(text).selector
     assert selector is not None and selector.match_labels == (("app", "r"),)
 
 
@@ -205,5 +202,5 @@ def test_wrong_types_read_as_absent() -> None:
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"
         "spec: {replicas: three, template: [1, 2]}\n"
     )
-    workload = _workload(text)
+    workload = kit.workload_of(text)
     assert workload.replicas == 1 and workload.pod.labels == () and workload.pod.affinity is None

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import REPO, run_cli, run_json
+from .kit import REPO, line_of, position, run, run_json
 
 DATA = REPO / "tests" / "data" / "pipelines"
 KUSTOMIZE = DATA / "kustomize"
@@ -48,13 +48,6 @@ def kustomize(overlay: str) -> str:
     return completed.stdout
 
 
-def line_of(text: str, needle: str, after: str = "") -> int:
-    """The 1-based line of the first line containing ``needle`` below the line containing ``after``."""
-    lines = text.splitlines()
-    start = next(number for number, line in enumerate(lines) if after in line)
-    return next(number for number in range(start, len(lines)) if needle in lines[number]) + 1
-
-
 def by_rule(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {}
     for finding in report["findings"]:
@@ -74,9 +67,9 @@ def test_kustomize_base_reports_at_the_rendered_line() -> None:
     assert finding["rule"] == "revision-unscoped"
     assert finding["object"]["name"] == "web"
     # kubectl sorts keys and un-indents sequences: the term is not where base/web.yaml has it.
-    term = line_of(rendered, "- labelSelector:", after="podAntiAffinity:")
+    term = line_of(rendered, "- labelSelector:", 1, after="podAntiAffinity:")
     assert finding["line"] == term
-    assert term != line_of((KUSTOMIZE / "base" / "web.yaml").read_text(), "- labelSelector:")
+    assert term != line_of((KUSTOMIZE / "base" / "web.yaml").read_text(), "- labelSelector:", 1)
     assert report["summary"]["documents"] == 3
 
 
@@ -89,7 +82,8 @@ def test_kustomize_overlay_fixes_one_rule_and_breaks_another() -> None:
     assert set(found) == {"affinity-no-match"}  # the JSON patch scoped the anti-affinity
     (finding,) = found["affinity-no-match"]
     assert (finding["object"]["kind"], finding["object"]["name"]) == ("Deployment", "prod-web")  # namePrefix
-    assert finding["line"] == line_of(rendered, "- labelSelector:", after="podAffinity:")
+    term = position(rendered, "labelSelector:", 1, after="podAffinity:")
+    assert (finding["rule"], finding["line"], finding["column"]) == ("affinity-no-match", *term)
     # The overlay's labels reached the selector: kustomize rewrote it, kaffinity read the result.
     assert "app=cache,env=prod" in finding["message"]
 
@@ -102,8 +96,8 @@ def test_kustomize_stream_is_reported_under_the_stdin_filename() -> None:
     (finding,) = report["findings"]
     assert finding["file"] == "overlays/prod"
     assert {related["file"] for related in finding["related"]} == {"overlays/prod"}
-    text = run_cli("lint", "--no-config", "-", "--stdin-filename", "overlays/prod", stdin=rendered).stdout
-    line = line_of(rendered, "- labelSelector:", after="podAffinity:")
+    text = run("lint", "--no-config", "-", "--stdin-filename", "overlays/prod", stdin=rendered).stdout
+    line = line_of(rendered, "- labelSelector:", 1, after="podAffinity:")
     assert text.startswith(f"overlays/prod:{line}:13: warning [affinity-no-match]")
     assert "<stdin>" not in text
 
@@ -112,7 +106,7 @@ def test_kustomize_stream_is_reported_under_the_stdin_filename() -> None:
 def test_kustomize_stream_on_github_actions_annotates_the_overlay() -> None:
     """``--format auto`` on Actions: annotations whose file is the --stdin-filename."""
     rendered = kustomize("overlays/prod")
-    completed = run_cli(
+    completed = run(
         "lint",
         "--no-config",
         "-",
@@ -121,7 +115,7 @@ def test_kustomize_stream_on_github_actions_annotates_the_overlay() -> None:
         stdin=rendered,
         env={"GITHUB_ACTIONS": "true"},
     )
-    line = line_of(rendered, "- labelSelector:", after="podAffinity:")
+    line = line_of(rendered, "- labelSelector:", 1, after="podAffinity:")
     prefix = f"::warning file=overlays/prod,line={line},col=13,title=kaffinity [affinity-no-match]::"
     assert completed.stdout.startswith(prefix), completed.stdout
 
@@ -137,7 +131,7 @@ def test_helm_template_stream_positions_are_the_streams() -> None:
     assert (finding["file"], finding["rule"]) == ("<stdin>", "api-validation")
     assert finding["object"]["kind"] == "Deployment" and finding["object"]["name"] == "shop"
     assert finding["line"] == line_of(
-        rendered, "operator: Exists", after="# Source: shop/templates/deployment"
+        rendered, "operator: Exists", 1, after="# Source: shop/templates/deployment"
     )
     assert finding["column"] == 11
     assert report["summary"]["documents"] == 5  # every document of the stream, the test hook too
@@ -210,8 +204,7 @@ BATCH = "ip-10-0-3-140.eu-west-1.compute.internal"
 
 
 def place(manifest: str) -> dict[str, Any]:
-    completed = run_cli("place", "--format", "json", "--cluster", str(NODES), "-", stdin=manifest)
-    assert "Traceback" not in completed.stderr, completed.stderr
+    completed = run("place", "--format", "json", "--cluster", str(NODES), "-", stdin=manifest)
     placed: dict[str, Any] = json.loads(completed.stdout)
     return placed
 
@@ -243,7 +236,7 @@ def test_kubectl_get_nodes_output_labels_taints_and_allocatable_are_read() -> No
     ],
 )
 def test_format_auto_and_explicit_formats(args: tuple[str, ...], env: dict[str, str], github: bool) -> None:
-    completed = run_cli("lint", "--no-config", *args, "-", stdin=HELM.read_text(encoding="utf-8"), env=env)
+    completed = run("lint", "--no-config", *args, "-", stdin=HELM.read_text(encoding="utf-8"), env=env)
     assert completed.returncode == 1
     assert completed.stdout.startswith("::error file=<stdin>,line=") is github
     assert completed.stdout.startswith("<stdin>:") is not github

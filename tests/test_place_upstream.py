@@ -18,9 +18,8 @@ from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
-from typer.testing import CliRunner
 
-from kaffinity.cli import app
+from .kit import invoke
 
 DATA = Path(__file__).resolve().parent / "data" / "upstream"
 FILES = sorted(DATA.glob("*.yaml"))
@@ -61,7 +60,7 @@ def _place(tmp_path: Path, filters: str, case: dict[str, Any]) -> dict[str, Any]
     yaml.dump(case["pod"], pod)
     yaml.dump_all(case["cluster"], cluster)
     args = ["place", str(pod), "--cluster", str(cluster), "--filters", filters, "--format", "json"]
-    result = CliRunner().invoke(app, args)
+    result = invoke(*args)
     try:
         output: dict[str, Any] = json.loads(result.stdout)
     except ValueError:

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from kaffinity.cli import app
+from .kit import invoke, keys
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -30,7 +30,7 @@ def _invoke(tmp_path: Path, command: str, cluster: str, manifests: str, *extra: 
     c = _write(tmp_path, "cluster.yaml", cluster)
     m = _write(tmp_path, "app.yaml", manifests)
     config = [] if "--config" in extra else ["--no-config"]
-    return CliRunner().invoke(app, [command, *config, "--cluster", str(c), str(m), *extra])
+    return invoke(command, *config, "--cluster", str(c), str(m), *extra)
 
 
 def _findings(tmp_path: Path, cluster: str, manifests: str, *extra: str) -> list[dict[str, Any]]:
@@ -40,10 +40,10 @@ def _findings(tmp_path: Path, cluster: str, manifests: str, *extra: str) -> list
     return findings
 
 
-def _lint(tmp_path: Path, cluster: str, manifests: str, *extra: str) -> list[tuple[str, int, int]]:
-    return sorted(
-        (f["rule"], f["line"], f["column"]) for f in _findings(tmp_path, cluster, manifests, *extra)
-    )
+def _lint(
+    tmp_path: Path, cluster: str, manifests: str, *extra: str
+) -> list[tuple[str, int | None, int | None]]:
+    return sorted(keys(_findings(tmp_path, cluster, manifests, *extra)))
 
 
 def _place(tmp_path: Path, cluster: str, manifests: str, *extra: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from kaffinity.findings import Severity
 
-from .conftest import EXAMPLES, lint_paths, lint_text, run_cli
+from .kit import EXAMPLES, findings, lint_paths, lint_text, run
 
 
 def _found(text: str, **settings: Any) -> list[tuple[str, Severity]]:
@@ -31,7 +31,7 @@ def test_pending_pods_of_a_no_match_affinity_fail_the_run() -> None:
     path = str(EXAMPLES / "affinity-no-match" / "fail.yaml")
     cluster = str(EXAMPLES / "clusters" / "topology.yaml")
     for select in ((), ("--select", "unschedulable"), ("--select", "unschedulable,affinity-no-match")):
-        completed = run_cli("lint", "--no-config", "--cluster", cluster, *select, path)
+        completed = run("lint", "--no-config", "--cluster", cluster, *select, path)
         assert completed.returncode == 1, (select, completed.stdout)
         assert "error [unschedulable]" in completed.stdout
 
@@ -39,7 +39,7 @@ def test_pending_pods_of_a_no_match_affinity_fail_the_run() -> None:
 def test_affinity_no_match_example_keeps_its_hint_when_unschedulable_wins() -> None:
     path = EXAMPLES / "affinity-no-match" / "fail.yaml"
     result = lint_paths(path, cluster="examples/clusters/topology.yaml", select=("graph", "topology"))
-    won = [f for f in result.findings if f.rule == "unschedulable"]
+    won = findings(result, "unschedulable")
     assert won and all(f.severity is Severity.ERROR for f in won)
     assert any(f.fix and f.fix.startswith("did you mean") for f in won)
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
-from typer.testing import CliRunner
 
-from kaffinity.cli import app
 from kaffinity.simulate.scheduler import AUTOSCALING, STEPS
+
+from .kit import invoke
 
 DATA = Path(__file__).resolve().parent / "data" / "upstream_preemption.yaml"
 
@@ -55,7 +55,7 @@ def test_upstream_preemption_case(tmp_path: Path, case: dict[str, Any]) -> None:
     yaml.dump_all(case["cluster"], cluster)
     steps = ",".join(step for step in STEPS if step != AUTOSCALING)
     args = ["place", str(pod), "--cluster", str(cluster), "--filters", steps, "--format", "json"]
-    result = CliRunner().invoke(app, args)
+    result = invoke(*args)
     assert result.exit_code in (0, 1), result.output
     placed = json.loads(result.stdout)["pods"][0]
     assert placed["node"] == case["node"], case.get("note", "")

@@ -36,7 +36,7 @@ from kaffinity.load.progress import (
 from kaffinity.rules import RULES
 from kaffinity.simulate.cluster import cluster_from
 
-from .conftest import REPO
+from .kit import REPO, no_internal_error
 
 TTY_ENV = {"TERM": "xterm-256color"}
 _CONTROL = re.compile(r"\x1b\[(\??)([0-9;]*)([A-Za-z])|[\r\n]")
@@ -437,13 +437,15 @@ def run_on_terminal(*args: str, env: dict[str, str] | None = None) -> Session:
 
 def run_in_pipes(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
     environment = {**os.environ, **TTY_ENV, **(env or {})}
-    return subprocess.run(
+    completed = subprocess.run(
         [sys.executable, "-m", "kaffinity", *args],
         capture_output=True,
         env=environment,
         timeout=120,
         check=False,
     )
+    no_internal_error(completed.returncode, completed.stderr)
+    return completed
 
 
 def test_the_cli_shows_progress_on_a_terminal_and_the_report_is_unchanged(tmp_path: Path) -> None:

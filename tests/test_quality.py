@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from .conftest import REPO
+from .kit import REPO
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -34,6 +34,8 @@ from kaffinity.repo.render import (
 )
 from kaffinity.repo.render import _template_documents as template_documents
 
+from . import kit
+
 DATA = Path(__file__).parent / "data" / "repos" / "render"
 KUSTOMIZE = DATA / "kustomize"
 CHART = DATA / "chart" / "web"
@@ -76,7 +78,7 @@ def by_file(rendered: Rendered) -> dict[str, list[str]]:
 
 def findings(rendered: Rendered) -> list[tuple[str, str, int | None, int | None]]:
     result = lint(rendered.files, Settings())
-    return [(finding.rule, finding.file, finding.line, finding.column) for finding in result.findings]
+    return [(finding.rule, finding.file, finding.line, finding.column) for finding in kit.findings(result)]
 
 
 def snapshot(top: Path) -> dict[str, tuple[int, bytes]]:
@@ -289,7 +291,7 @@ def test_findings_land_on_template_lines_and_template_comments_suppress(
     sdk_only(monkeypatch, tmp_path)
     rendered = render_chart("chart/web", (), "demo", "shop", Limits())
     result = lint(rendered.files, Settings())
-    found = [(f.rule, f.file, f.line, f.column) for f in result.findings]
+    found = [(f.rule, f.file, f.line, f.column) for f in kit.findings(result)]
     # The spread constraint's finding (line 24) is suppressed by the comment on line 23.
     assert found == [("revision-unscoped", "chart/web/templates/deployment.yaml", 18, 7)]
     assert result.suppressed == 1

@@ -16,7 +16,8 @@ from kaffinity.load.files import load
 from kaffinity.load.parse import parse
 from kaffinity.repo.units import read_layout
 
-from .conftest import REPO, SHARED, run_cli
+from .kit import REPO, SHARED, manifest, run
+from .kit import workload as kit_workload
 
 GITOPS = REPO / "tests" / "data" / "gitops"
 ARGO = SHARED / "corpus" / "real" / "argoproj__argo-cd"
@@ -39,7 +40,7 @@ spec:
 
 
 def _lint(*args: str, cwd: Path = GITOPS) -> tuple[int, dict[str, Any]]:
-    done = run_cli("lint", "--no-config", "--format", "json", *args, cwd=cwd)
+    done = run("lint", "--no-config", "--format", "json", *args, cwd=cwd)
     return done.returncode, json.loads(done.stdout)
 
 
@@ -64,7 +65,7 @@ def test_without_units_the_copies_meet(tmp_path: Path) -> None:
     meet, and both budgets select both copies (what units exist to prevent)."""
     config = tmp_path / "one.yaml"
     config.write_text("units: one\n")
-    done = run_cli("lint", "--config", str(config), "--format", "json", "envs", cwd=GITOPS)
+    done = run("lint", "--config", str(config), "--format", "json", "envs", cwd=GITOPS)
     rules = {f["rule"] for f in json.loads(done.stdout)["findings"]}
     assert "pdb-overlap" in rules
 
@@ -76,7 +77,7 @@ def test_configured_units(tmp_path: Path) -> None:
     (tmp_path / ".kaffinity.yaml").write_text(
         "units:\n  - {name: production, paths: [envs/prod]}\n  - {name: staging, paths: [envs/staging]}\n"
     )
-    done = run_cli("lint", "--format", "json", "envs", "namespace.yaml", cwd=tmp_path)
+    done = run("lint", "--format", "json", "envs", "namespace.yaml", cwd=tmp_path)
     report = json.loads(done.stdout)
     assert report["summary"]["units"] == ["production", "staging"]
     assert _where(report) == [("pdb-blocks-eviction", "envs/staging/api-pdb.yaml", 7, 3, ["staging"])]
@@ -84,7 +85,7 @@ def test_configured_units(tmp_path: Path) -> None:
 
 def test_configured_units_are_validated(tmp_path: Path) -> None:
     (tmp_path / ".kaffinity.yaml").write_text("units:\n  - {name: prod}\n")
-    done = run_cli("lint", ".", cwd=tmp_path)
+    done = run("lint", ".", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.startswith(".kaffinity.yaml:2:5: error: units.0: 'paths' is a required property")
 
@@ -196,20 +197,8 @@ def test_side_by_side_variants_are_grouped_by_required_affinity() -> None:
     Deployment golden file of another test case is not deployed with it)."""
 
     def workload(name: str, replicas: int, needs: str = "") -> str:
-        affinity = (
-            "      affinity:\n        podAffinity:\n"
-            "          requiredDuringSchedulingIgnoredDuringExecution:\n"
-            f"          - labelSelector: {{matchLabels: {{app: {needs}}}}}\n"
-            "            topologyKey: kubernetes.io/hostname\n"
-            if needs
-            else ""
-        )
-        return (
-            f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\n"
-            f"spec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{app: {name}}}}}\n"
-            f"  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n"
-            f"      containers: [{{name: c, image: i}}]\n{affinity}"
-        )
+        term = {"labelSelector": {"matchLabels": {"app": needs}}, "topologyKey": "kubernetes.io/hostname"}
+        return manifest([kit_workload(name, None, replicas=replicas, affinity=[term] if needs else ())])
 
     pdb = (
         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: p}\n"
@@ -239,7 +228,7 @@ def test_side_by_side_variants_are_grouped_by_required_affinity() -> None:
 
 def test_place_places_each_unit_on_its_own(tmp_path: Path) -> None:
     (tmp_path / "cluster.yaml").write_text(THREE_NODES)
-    done = run_cli(
+    done = run(
         "place",
         "--no-config",
         "--cluster",
@@ -257,7 +246,7 @@ def test_place_places_each_unit_on_its_own(tmp_path: Path) -> None:
         ("envs/prod", 2),
         ("envs/staging", 0),
     ]
-    one = run_cli(
+    one = run(
         "place",
         "--no-config",
         "--cluster",
@@ -269,7 +258,7 @@ def test_place_places_each_unit_on_its_own(tmp_path: Path) -> None:
     )
     assert one.returncode == 0
     assert one.stdout.count("replica") == 1
-    bad = run_cli(
+    bad = run(
         "place", "--no-config", "--cluster", str(tmp_path / "cluster.yaml"), "--unit", "x", "envs", cwd=GITOPS
     )
     assert bad.returncode == 2
@@ -277,7 +266,7 @@ def test_place_places_each_unit_on_its_own(tmp_path: Path) -> None:
 
 
 def test_graph_draws_one_unit() -> None:
-    done = run_cli("graph", "--no-config", "--format", "json", "--unit", "envs/prod", "envs", cwd=GITOPS)
+    done = run("graph", "--no-config", "--format", "json", "--unit", "envs/prod", "envs", cwd=GITOPS)
     assert done.returncode == 0, done.stderr
     text = done.stdout
     assert "api-prod" in text and "api-staging" not in text
@@ -285,10 +274,10 @@ def test_graph_draws_one_unit() -> None:
 
 def test_expand_and_fix_leave_patches_alone() -> None:
     """A patch that names matchLabelKeys is no workload: expand and fix never show or edit it."""
-    done = run_cli("expand", "--no-config", "--format", "json", "overlays", "base", cwd=GITOPS)
+    done = run("expand", "--no-config", "--format", "json", "overlays", "base", cwd=GITOPS)
     assert done.returncode == 0, done.stderr
     assert "overlays" not in done.stdout
-    fixed = run_cli("fix", "--no-config", "--diff", "overlays", "base", cwd=GITOPS)
+    fixed = run("fix", "--no-config", "--diff", "overlays", "base", cwd=GITOPS)
     assert fixed.returncode in (0, 1)
     assert "overlays/" not in fixed.stdout
 
@@ -300,9 +289,7 @@ def test_pre_commit_reads_the_repository_as_units(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     for command in (["git", "init", "-q"], ["git", "add", "."]):
         subprocess.run(command, cwd=repo, check=True, capture_output=True)
-    done = run_cli(
-        "lint", "--no-config", "--format", "json", "--changed", "envs/staging/api-pdb.yaml", cwd=repo
-    )
+    done = run("lint", "--no-config", "--format", "json", "--changed", "envs/staging/api-pdb.yaml", cwd=repo)
     report = json.loads(done.stdout)
     assert _where(report) == [("pdb-blocks-eviction", "envs/staging/api-pdb.yaml", 7, 3, ["envs/staging"])]
     overlays = {unit for unit in report["summary"]["units"] if unit.startswith("overlays")}
@@ -364,7 +351,7 @@ def test_lint_dot_rendered(tmp_path: Path) -> None:
     ]
     assert "charts/web" in report["summary"]["units"]
     (repo / ".kaffinity.yaml").write_text("render: true\n")
-    done = run_cli("lint", "--format", "json", ".", cwd=repo)
+    done = run("lint", "--format", "json", ".", cwd=repo)
     assert _where(json.loads(done.stdout)) == _where(report)
 
 
@@ -372,7 +359,7 @@ def test_lint_dot_rendered(tmp_path: Path) -> None:
 def test_place_renders_the_chart(tmp_path: Path) -> None:
     """place --render places the rendered chart's replicas (values.yaml: 2)."""
     (tmp_path / "cluster.yaml").write_text(THREE_NODES)
-    done = run_cli(
+    done = run(
         "place",
         "--no-config",
         "--render",
@@ -396,7 +383,7 @@ def test_rendered_stdin_names_the_template() -> None:
     names the template file and its line, not <stdin>."""
     render = REPO / "tests" / "data" / "repos" / "render"
     stream = (render / "stdin" / "helm-template.yaml").read_text()
-    done = run_cli(
+    done = run(
         "lint",
         "--no-config",
         "--format",
@@ -421,7 +408,7 @@ def test_the_readme_configuration_is_valid(tmp_path: Path) -> None:
         (tmp_path / folder).mkdir(parents=True)
     (tmp_path / "cluster" / "nodes.yaml").write_text(THREE_NODES)
     (tmp_path / "charts/web/values-prod.yaml").write_text("replicaCount: 2\n")
-    done = run_cli("lint", "--format", "json", "--no-render", "manifests", cwd=tmp_path)
+    done = run("lint", "--format", "json", "--no-render", "manifests", cwd=tmp_path)
     assert "error:" not in done.stderr, done.stderr
     assert done.returncode == 0
 
@@ -483,6 +470,6 @@ def test_components_and_remote_overlays(tmp_path: Path) -> None:
     )
     layout = read_layout(load([str(tmp_path)]), [str(tmp_path)])
     assert [Path(unit.name).name for unit in layout.units] == ["remote"]
-    done = run_cli("lint", "--no-config", "--render", "--format", "json", ".", cwd=tmp_path)
+    done = run("lint", "--no-config", "--render", "--format", "json", ".", cwd=tmp_path)
     assert "1 kustomization(s) read as written: they name remote resources" in done.stderr
     assert json.loads(done.stdout)["findings"] == []

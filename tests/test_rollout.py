@@ -11,7 +11,7 @@ import pytest
 from kaffinity.config import Settings
 from kaffinity.context import Context
 from kaffinity.engine import LintResult, lint
-from kaffinity.findings import Finding, Severity
+from kaffinity.findings import Severity
 from kaffinity.k8s.fenceposts import (
     Budget,
     daemonset_budget,
@@ -20,14 +20,13 @@ from kaffinity.k8s.fenceposts import (
     statefulset_budget,
     statefulset_parallel_gate,
 )
-from kaffinity.k8s.model import build_inventory
 from kaffinity.load.files import load
-from kaffinity.load.parse import parse
 from kaffinity.simulate.cluster import cluster_from
 from kaffinity.simulate.place import place_all
 from kaffinity.simulate.rollout import deletion_order, simulate
 
-from .conftest import EXAMPLES
+from . import kit
+from .kit import EXAMPLES, findings, keys, line_of, lint_text, position
 
 ROLLOUT = "rollout-deadlock"
 PDB = "pdb-blocks-eviction"
@@ -83,34 +82,12 @@ IN_PLACE = "  strategy: {rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}\n"
 
 
 def run_lint(
-    tmp_path: Path,
     manifest: str,
     cluster: str | None = None,
     select: tuple[str, ...] = (ROLLOUT,),
     **settings: Any,
 ) -> LintResult:
-    path = tmp_path / "app.yaml"
-    path.write_text(manifest)
-    loaded = None
-    if cluster is not None:
-        (tmp_path / "cluster.yaml").write_text(cluster)
-        loaded = cluster_from(load([str(tmp_path / "cluster.yaml")]))
-    return lint(load([str(path)]), Settings(select=select, **settings), cluster=loaded)
-
-
-def findings(result: LintResult, rule: str = ROLLOUT) -> list[Finding]:
-    assert not result.internal_errors, result.internal_errors
-    return [f for f in result.findings if f.rule == rule]
-
-
-def line_of(manifest: str, text: str, occurrence: int = 1) -> int:
-    seen = 0
-    for number, line in enumerate(manifest.splitlines(), start=1):
-        if text in line:
-            seen += 1
-            if seen == occurrence:
-                return number
-    raise AssertionError(text)
+    return lint_text(manifest, "app.yaml", cluster=cluster, select=select, **settings)
 
 
 # --- the arithmetic --------------------------------------------------------------------------
@@ -127,19 +104,17 @@ def test_scaled_rounds_percentages_as_intstr() -> None:
     assert scaled(None, 3, True) is None
 
 
-def _workload(text: str) -> Any:
-    return build_inventory(parse("w.yaml", text).documents).workloads[0]
-
-
 def test_deployment_fenceposts() -> None:
-    default = deployment_budget(_workload(deployment()), 3)
+    default = deployment_budget(kit.workload_of(deployment()), 3)
     assert default is not None and (default.surge, default.unavailable) == (1, 0)
     assert "25% of 3, rounded down" in default.text
-    four = deployment_budget(_workload(deployment(replicas=4)), 4)
+    four = deployment_budget(kit.workload_of(deployment(replicas=4)), 4)
     assert four is not None and (four.surge, four.unavailable) == (1, 1)
     # ResolveFenceposts: both resolving to 0 gives maxUnavailable 1.
     zero = deployment_budget(
-        _workload(deployment(strategy="  strategy: {rollingUpdate: {maxSurge: 0%, maxUnavailable: 10%}}\n")),
+        kit.workload_of(
+            deployment(strategy="  strategy: {rollingUpdate: {maxSurge: 0%, maxUnavailable: 10%}}\n")
+        ),
         3,
     )
     assert zero is not None and (zero.surge, zero.unavailable) == (0, 1)
@@ -150,18 +125,18 @@ def test_daemonset_rounds_both_up() -> None:
     text = deployment(
         kind="DaemonSet", strategy="  updateStrategy: {rollingUpdate: {maxSurge: 10%, maxUnavailable: 0}}\n"
     )
-    budget = daemonset_budget(_workload(text), 3)
+    budget = daemonset_budget(kit.workload_of(text), 3)
     assert budget is not None and (budget.surge, budget.unavailable) == (1, 0)
-    default = daemonset_budget(_workload(deployment(kind="DaemonSet")), 3)
+    default = daemonset_budget(kit.workload_of(deployment(kind="DaemonSet")), 3)
     assert default is not None and (default.surge, default.unavailable) == (0, 1)
 
 
 def test_statefulset_max_unavailable_needs_the_gate_and_parallel() -> None:
     strategy = "  updateStrategy: {rollingUpdate: {maxUnavailable: 50%}}\n"
-    parallel = _workload(
+    parallel = kit.workload_of(
         deployment(kind="StatefulSet", strategy=strategy, extra="  podManagementPolicy: Parallel\n")
     )
-    ordered = _workload(deployment(kind="StatefulSet", strategy=strategy))
+    ordered = kit.workload_of(deployment(kind="StatefulSet", strategy=strategy))
     assert not statefulset_parallel_gate("1.34", {})
     assert statefulset_parallel_gate("1.35", {})
     assert statefulset_parallel_gate("1.34", {"MaxUnavailableStatefulSet": True})
@@ -175,7 +150,7 @@ def test_statefulset_max_unavailable_needs_the_gate_and_parallel() -> None:
 
 def test_deletion_order_follows_active_pods_with_ranks(tmp_path: Path) -> None:
     cluster = cluster_from(load([str(_write(tmp_path, "c.yaml", nodes_cluster(2, cpu="8")))]))
-    workload = _workload(deployment(replicas=3).replace("podAntiAffinity", "podAffinity"))
+    workload = kit.workload_of(deployment(replicas=3).replace("podAntiAffinity", "podAffinity"))
     run = place_all([workload], cluster, version="1.35")
     sim = run.sim
     pods = list(run.pods[id(workload)])
@@ -201,12 +176,12 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 # --- rollout-deadlock: the classic cases ------------------------------------------------------
 
 
-def test_classic_deadlock_is_reported_on_the_term(tmp_path: Path) -> None:
+def test_classic_deadlock_is_reported_on_the_term() -> None:
     manifest = deployment()
-    result = run_lint(tmp_path, manifest, nodes_cluster(3))
-    [finding] = findings(result)
+    result = run_lint(manifest, nodes_cluster(3))
+    [finding] = findings(result, ROLLOUT)
     assert finding.severity is Severity.ERROR
-    assert finding.line == line_of(manifest, "- labelSelector")
+    assert (finding.line, finding.column) == position(manifest, "labelSelector")
     assert "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules." in finding.message
     assert "old revision's pods" in finding.message
     assert "maxUnavailable 0 (25% of 3, rounded down)" in finding.message
@@ -247,53 +222,53 @@ def test_classic_deadlock_is_reported_on_the_term(tmp_path: Path) -> None:
         "daemonset-ondelete",
     ],
 )
-def test_rollouts_that_complete(tmp_path: Path, manifest: str) -> None:
+def test_rollouts_that_complete(manifest: str) -> None:
     nodes = 4 if "replicas: 4" in manifest else 3
-    assert findings(run_lint(tmp_path, manifest, nodes_cluster(nodes))) == []
+    assert findings(run_lint(manifest, nodes_cluster(nodes)), ROLLOUT) == []
 
 
-def test_match_label_keys_without_room_for_the_surge_pod(tmp_path: Path) -> None:
+def test_match_label_keys_without_room_for_the_surge_pod() -> None:
     manifest = deployment(keys=SCOPED, cpu="1500m")
-    [finding] = findings(run_lint(tmp_path, manifest, nodes_cluster(3)))
+    [finding] = findings(run_lint(manifest, nodes_cluster(3)), ROLLOUT)
     assert "3 Insufficient cpu" in finding.message
-    assert finding.line == line_of(manifest, "containers:")  # its requests block it
+    assert (finding.line, finding.column) == position(manifest, "containers:")  # its requests block it
     assert (
         finding.fix
         == "roll out with maxSurge: 0 and maxUnavailable: 1 (simulated: the rollout then completes)"
     )
 
 
-def test_zone_anti_affinity_with_as_many_replicas_as_zones(tmp_path: Path) -> None:
+def test_zone_anti_affinity_with_as_many_replicas_as_zones() -> None:
     manifest = deployment(key="topology.kubernetes.io/zone")
-    assert len(findings(run_lint(tmp_path, manifest, nodes_cluster(6, zones=3)))) == 1
+    assert len(findings(run_lint(manifest, nodes_cluster(6, zones=3)), ROLLOUT)) == 1
     # Two nodes per zone but one pod per zone: no node beside an old pod is free either.
 
 
-def test_no_cluster_or_no_simulation_stays_quiet(tmp_path: Path) -> None:
-    assert findings(run_lint(tmp_path, deployment())) == []
-    assert findings(run_lint(tmp_path, deployment(), nodes_cluster(3), simulate=False)) == []
+def test_no_cluster_or_no_simulation_stays_quiet() -> None:
+    assert findings(run_lint(deployment()), ROLLOUT) == []
+    assert findings(run_lint(deployment(), nodes_cluster(3), simulate=False), ROLLOUT) == []
 
 
-def test_workloads_roll_out_independently(tmp_path: Path) -> None:
+def test_workloads_roll_out_independently() -> None:
     manifest = deployment("a") + "---\n" + deployment("b") + "---\n" + deployment("c", keys=SCOPED)
-    result = run_lint(tmp_path, manifest, nodes_cluster(3, cpu="8"))
-    assert [f.line for f in findings(result)] == [
-        line_of(manifest, "- labelSelector", 1),
-        line_of(manifest, "- labelSelector", 2),
+    result = run_lint(manifest, nodes_cluster(3, cpu="8"))
+    assert keys(findings(result, ROLLOUT)) == [
+        (ROLLOUT, *position(manifest, "labelSelector", 1)),
+        (ROLLOUT, *position(manifest, "labelSelector", 2)),
     ]
 
 
-def test_a_workload_already_short_of_nodes_is_left_to_the_topology_rules(tmp_path: Path) -> None:
+def test_a_workload_already_short_of_nodes_is_left_to_the_topology_rules() -> None:
     # kubernetes issue 121388: 7 replicas, one per node, 3 nodes: 4 Pending before any update.
     manifest = deployment(
         replicas=7, strategy="  strategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 3}}\n"
     )
-    assert findings(run_lint(tmp_path, manifest, nodes_cluster(3))) == []
+    assert findings(run_lint(manifest, nodes_cluster(3)), ROLLOUT) == []
 
 
-def test_severity_override(tmp_path: Path) -> None:
-    result = run_lint(tmp_path, deployment(), nodes_cluster(3), severity={ROLLOUT: Severity.WARNING})
-    [finding] = findings(result)
+def test_severity_override() -> None:
+    result = run_lint(deployment(), nodes_cluster(3), severity={ROLLOUT: Severity.WARNING})
+    [finding] = findings(result, ROLLOUT)
     assert finding.severity is Severity.WARNING
 
 
@@ -331,11 +306,11 @@ spec:
 """
 
 
-def test_kubernetes_56539_kube_dns_one_per_node(tmp_path: Path) -> None:
+def test_kubernetes_56539_kube_dns_one_per_node() -> None:
     """kubernetes#56539: kube-dns spread by required anti-affinity; the upgrade's new pod is
     Pending forever (2 replicas on 2 nodes: 25% of 2 rounds down to 0)."""
-    [finding] = findings(run_lint(tmp_path, KUBE_DNS, nodes_cluster(2)))
-    assert finding.line == line_of(KUBE_DNS, "- labelSelector")
+    [finding] = findings(run_lint(KUBE_DNS, nodes_cluster(2)), ROLLOUT)
+    assert (finding.line, finding.column) == position(KUBE_DNS, "labelSelector")
     assert "0/2 nodes are available" in finding.message
 
 
@@ -346,10 +321,10 @@ def test_kubernetes_116891_and_the_argo_cd_ha_install() -> None:
         path = EXAMPLES / ROLLOUT / name
         cluster = cluster_from(load([str(EXAMPLES / "clusters" / "rollout-deadlock.yaml")]))
         result = lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster)
-        assert len(findings(result)) == 1, name
+        assert len(findings(result, ROLLOUT)) == 1, name
 
 
-def test_longhorn_soft_to_hard_against_the_running_pods(tmp_path: Path) -> None:
+def test_longhorn_soft_to_hard_against_the_running_pods() -> None:
     """longhorn#13546: the running pods (soft anti-affinity, sharing the only node) and a new
     revision with hard anti-affinity: 2 old pods keep running, new ones wait."""
     cluster = "apiVersion: v1\nkind: List\nitems:\n"
@@ -361,7 +336,7 @@ def test_longhorn_soft_to_hard_against_the_running_pods(tmp_path: Path) -> None:
             "labels: {app: csi-attacher}}\n    spec: {nodeName: node-1, containers: [{name: c, image: i}]}\n"
         )
     manifest = deployment("csi-attacher", strategy="  strategy: {rollingUpdate: {maxUnavailable: 1}}\n")
-    [finding] = findings(run_lint(tmp_path, manifest, cluster))
+    [finding] = findings(run_lint(manifest, cluster), ROLLOUT)
     assert "never finish (after removing 1 old pod)" in finding.message
     assert "0/1 nodes are available" in finding.message
     # Neither fix lets 3 pods with a node each run on one node.
@@ -373,16 +348,18 @@ def test_kubernetes_103584_the_old_pods_keep_the_removed_affinity() -> None:
     anti-affinity keeps it away by symmetry (1 replica, maxUnavailable 0, one node)."""
     path = EXAMPLES / ROLLOUT / "fail-removed-affinity.yaml"
     cluster = cluster_from(load([str(EXAMPLES / "clusters" / "rollout-deadlock-removed.yaml")]))
-    [finding] = findings(lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster))
+    [finding] = findings(lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster), ROLLOUT)
     assert "didn't satisfy existing pods anti-affinity rules" in finding.message
     assert (
         "old revision's pod pts-6f8b7c9d4-x2l8q was created with required pod anti-affinity"
         in finding.message
     )
     assert finding.path == "spec.strategy"  # no term of its own: reported at its strategy
-    [term] = [r for r in finding.related if "selects it" in r.message]
+    [term] = [
+        r for r in finding.related if r.path.endswith("requiredDuringSchedulingIgnoredDuringExecution[0]")
+    ]
     assert term.file.endswith("rollout-deadlock-removed.yaml")
-    assert term.path.endswith("requiredDuringSchedulingIgnoredDuringExecution[0]")
+    assert "selects it" in term.message
     assert (
         finding.fix
         == "roll out with maxSurge: 0 and maxUnavailable: 1 (simulated: the rollout then completes)"
@@ -392,7 +369,7 @@ def test_kubernetes_103584_the_old_pods_keep_the_removed_affinity() -> None:
 def test_existing_pods_without_the_rule_let_match_label_keys_help_at_once() -> None:
     path = EXAMPLES / ROLLOUT / "fail-existing.yaml"
     cluster = cluster_from(load([str(EXAMPLES / "clusters" / "rollout-deadlock-existing.yaml")]))
-    [finding] = findings(lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster))
+    [finding] = findings(lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster), ROLLOUT)
     assert finding.fix is not None
     assert 'add "matchLabelKeys: [pod-template-hash]" to this term' in finding.fix
     assert "(simulated: the rollout then completes)" in finding.fix.split("; or ")[1]
@@ -401,11 +378,15 @@ def test_existing_pods_without_the_rule_let_match_label_keys_help_at_once() -> N
 def test_statefulset_blocked_by_a_template_change() -> None:
     path = EXAMPLES / ROLLOUT / "fail-statefulset.yaml"
     cluster = cluster_from(load([str(EXAMPLES / "clusters" / "rollout-deadlock-statefulset.yaml")]))
-    [finding] = findings(lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster))
+    [finding] = findings(lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster), ROLLOUT)
     assert "queue-2" in finding.message and "cache-0" in finding.message
     assert "OrderedReady" in finding.message
     # The cache's term is the second term of the same workload: a related location.
-    assert any("cache-0" in r.message for r in finding.related)
+    text = path.read_text(encoding="utf-8")
+    assert (finding.line, finding.column) == position(text, "labelSelector", 1)
+    assert (path.name, *position(text, "labelSelector", 2)) in [
+        (Path(r.file).name, r.span.line, r.span.column) for r in finding.related if r.span
+    ]
 
 
 def test_statefulset_partition_leaves_the_pods_alone(tmp_path: Path) -> None:
@@ -416,13 +397,13 @@ def test_statefulset_partition_leaves_the_pods_alone(tmp_path: Path) -> None:
     (tmp_path / "sts.yaml").write_text(text)
     cluster = cluster_from(load([str(EXAMPLES / "clusters" / "rollout-deadlock-statefulset.yaml")]))
     result = lint(load([str(tmp_path / "sts.yaml")]), Settings(select=(ROLLOUT,)), cluster=cluster)
-    assert findings(result) == []
+    assert findings(result, ROLLOUT) == []
 
 
-def test_daemonset_surge(tmp_path: Path) -> None:
+def test_daemonset_surge() -> None:
     surge = "  updateStrategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}\n"
     manifest = deployment("agent", kind="DaemonSet", strategy=surge)
-    [finding] = findings(run_lint(tmp_path, manifest, nodes_cluster(3)))
+    [finding] = findings(run_lint(manifest, nodes_cluster(3)), ROLLOUT)
     assert "beside the old one" in finding.message
     assert "[NodeAffinity]" in finding.message  # the pinned pod: other nodes rejected as upstream
     assert finding.fix is not None and "controller-revision-hash" in finding.fix
@@ -437,7 +418,7 @@ spec:
     metadata: {{labels: {{app: agent}}}}
     spec: {{containers: [{{name: c, image: i, resources: {{requests: {{cpu: 1500m}}}}}}]}}
 """
-    [stall] = findings(run_lint(tmp_path, plain, nodes_cluster(3)))
+    [stall] = findings(run_lint(plain, nodes_cluster(3)), ROLLOUT)
     assert "Insufficient cpu" in stall.message
     assert (
         stall.fix == "roll out with maxSurge: 0 and maxUnavailable: 1 (simulated: the rollout then completes)"
@@ -550,10 +531,10 @@ spec:
         ("minAvailable: 1", app(0), False),  # no pods, nothing to evict
     ],
 )
-def test_disruptions_allowed(tmp_path: Path, spec: str, workload: str, blocked: bool) -> None:
+def test_disruptions_allowed(spec: str, workload: str, blocked: bool) -> None:
     spec_text = spec if spec != "selector: {}" else "unhealthyPodEvictionPolicy: AlwaysAllow"
     manifest = budget_manifest(spec_text, workload)
-    result = run_lint(tmp_path, manifest, select=(PDB,))
+    result = run_lint(manifest, select=(PDB,))
     found = findings(result, PDB)
     assert bool(found) is blocked, [f.message for f in found]
     if blocked:
@@ -563,13 +544,13 @@ def test_disruptions_allowed(tmp_path: Path, spec: str, workload: str, blocked: 
         assert "HTTP 429" in finding.message
 
 
-def test_messages_name_the_cause(tmp_path: Path) -> None:
-    result = run_lint(tmp_path, budget_manifest("maxUnavailable: 1", app(kind="DaemonSet")), select=(PDB,))
+def test_messages_name_the_cause() -> None:
+    result = run_lint(budget_manifest("maxUnavailable: 1", app(kind="DaemonSet")), select=(PDB,))
     [finding] = findings(result, PDB)
     assert "daemonsets.apps does not implement the scale subresource" in finding.message
     assert "SyncFailed" in finding.message
     assert finding.fix is not None and "integer minAvailable" in finding.fix
-    result = run_lint(tmp_path, budget_manifest("minAvailable: 1", app(1)), select=(PDB,))
+    result = run_lint(budget_manifest("minAvailable: 1", app(1)), select=(PDB,))
     [finding] = findings(result, PDB)
     assert "it selects 1 pod and requires 1 to stay healthy (minAvailable 1)" in finding.message
     assert "Deployment/p/web: 1 replica" in finding.message
@@ -577,7 +558,7 @@ def test_messages_name_the_cause(tmp_path: Path) -> None:
     assert related.path == "spec.replicas"
 
 
-def test_hpa_min_replicas_is_the_scale(tmp_path: Path) -> None:
+def test_hpa_min_replicas_is_the_scale() -> None:
     hpa = """\
 ---
 apiVersion: autoscaling/v2
@@ -590,21 +571,21 @@ spec:
 """
     for minimum, blocked in (("1", True), ("2", False)):
         manifest = budget_manifest("minAvailable: 1", app(5) + hpa.replace("MIN", minimum))
-        found = findings(run_lint(tmp_path, manifest, select=(PDB,)), PDB)
+        found = findings(run_lint(manifest, select=(PDB,)), PDB)
         assert bool(found) is blocked
         if found:
             assert "minReplicas" in found[0].message
             assert any(r.path == "spec.minReplicas" for r in found[0].related)
 
 
-def test_several_workloads_add_up(tmp_path: Path) -> None:
+def test_several_workloads_add_up() -> None:
     second = app(1).replace("name: web,", "name: web-canary,")
     manifest = budget_manifest("minAvailable: 2", app(1) + "---\n" + second)
-    found = findings(run_lint(tmp_path, manifest, select=(PDB,)), PDB)
+    found = findings(run_lint(manifest, select=(PDB,)), PDB)
     assert len(found) == 1 and "it selects 2 pods" in found[0].message
     assert budget_manifest  # (two 1-replica Deployments, minAvailable 2: none may go)
     manifest = budget_manifest("minAvailable: 1", app(1) + "---\n" + second)
-    assert findings(run_lint(tmp_path, manifest, select=(PDB,)), PDB) == []
+    assert findings(run_lint(manifest, select=(PDB,)), PDB) == []
 
 
 EXISTING = """\
@@ -640,15 +621,14 @@ def _pods(count: int, owner: str | None, namespace: str = "p") -> str:
     ],
     ids=["replicaset", "replicaset-all", "daemonset", "daemonset-int", "bare", "custom"],
 )
-def test_existing_pods_of_the_cluster_file(tmp_path: Path, pods: str, spec: str, blocked: bool) -> None:
-    result = run_lint(tmp_path, budget_manifest(spec), EXISTING.replace("PODS", pods), select=(PDB,))
+def test_existing_pods_of_the_cluster_file(pods: str, spec: str, blocked: bool) -> None:
+    result = run_lint(budget_manifest(spec), EXISTING.replace("PODS", pods), select=(PDB,))
     assert bool(findings(result, PDB)) is blocked
 
 
-def test_existing_pods_a_linted_workload_owns_are_not_counted_twice(tmp_path: Path) -> None:
+def test_existing_pods_a_linted_workload_owns_are_not_counted_twice() -> None:
     # 3 running pods of the linted Deployment (3 replicas): 3 pods, not 6.
     result = run_lint(
-        tmp_path,
         budget_manifest("minAvailable: 3", app(3)),
         EXISTING.replace("PODS", _pods(3, "ReplicaSet")),
         select=(PDB,),
@@ -657,19 +637,17 @@ def test_existing_pods_a_linted_workload_owns_are_not_counted_twice(tmp_path: Pa
     assert "it selects 3 pods" in finding.message
 
 
-def test_daemonset_pods_counted_on_the_cluster(tmp_path: Path) -> None:
+def test_daemonset_pods_counted_on_the_cluster() -> None:
     cluster = nodes_cluster(2)
     assert (
         findings(
-            run_lint(
-                tmp_path, budget_manifest("minAvailable: 1", app(kind="DaemonSet")), cluster, select=(PDB,)
-            ),
+            run_lint(budget_manifest("minAvailable: 1", app(kind="DaemonSet")), cluster, select=(PDB,)),
             PDB,
         )
         == []
     )
     [finding] = findings(
-        run_lint(tmp_path, budget_manifest("minAvailable: 2", app(kind="DaemonSet")), cluster, select=(PDB,)),
+        run_lint(budget_manifest("minAvailable: 2", app(kind="DaemonSet")), cluster, select=(PDB,)),
         PDB,
     )
     assert "2 pods, one per node" in finding.message
@@ -694,24 +672,22 @@ spec:
 """
 
 
-def test_kep_4328_eviction_is_an_error_with_proposals(tmp_path: Path) -> None:
+def test_kep_4328_eviction_is_an_error_with_proposals() -> None:
     manifest = budget_manifest("minAvailable: 2", RDE)
-    [plain] = findings(run_lint(tmp_path, manifest, select=(PDB,)), PDB)
+    [plain] = findings(run_lint(manifest, select=(PDB,)), PDB)
     assert plain.severity is Severity.WARNING and "KEP-4328" not in plain.message
-    [proposal] = findings(run_lint(tmp_path, manifest, select=(PDB,), proposals=True), PDB)
+    [proposal] = findings(run_lint(manifest, select=(PDB,), proposals=True), PDB)
     assert proposal.severity is Severity.ERROR
     assert "node-affinity-eviction controller" in proposal.message
     assert any("requiredDuringSchedulingRequiredDuringExecution" in r.path for r in proposal.related)
     # A budget that leaves an eviction is no problem, field or not.
     assert (
-        findings(
-            run_lint(tmp_path, budget_manifest("maxUnavailable: 1", RDE), select=(PDB,), proposals=True), PDB
-        )
+        findings(run_lint(budget_manifest("maxUnavailable: 1", RDE), select=(PDB,), proposals=True), PDB)
         == []
     )
     # The configured severity still wins.
     [configured] = findings(
-        run_lint(tmp_path, manifest, select=(PDB,), proposals=True, severity={PDB: Severity.INFO}), PDB
+        run_lint(manifest, select=(PDB,), proposals=True, severity={PDB: Severity.INFO}), PDB
     )
     assert configured.severity is Severity.INFO
 
@@ -730,7 +706,7 @@ def test_pdb_rule_runs_without_a_cluster() -> None:
     assert len(findings(result, PDB)) == 4
 
 
-def test_daemonset_in_place_stops_where_the_new_pod_does_not_fit(tmp_path: Path) -> None:
+def test_daemonset_in_place_stops_where_the_new_pod_does_not_fit() -> None:
     """Without a surge the old pod goes first; on node-2 a running pod's anti-affinity (created
     after the agent, ignored during execution) keeps the replacement away."""
     cluster = EXISTING.replace(
@@ -757,15 +733,15 @@ spec:
     metadata: {labels: {app: agent}}
     spec: {containers: [{name: c, image: i}]}
 """
-    [finding] = findings(run_lint(tmp_path, manifest, cluster))
+    [finding] = findings(run_lint(manifest, cluster), ROLLOUT)
     assert "the new pod for node n2 stays Pending" in finding.message
     assert "required pod anti-affinity of pod shop/loner selects it" in finding.message
     assert "(after 1 of 2 nodes run the new revision)" in finding.message
     assert finding.path == "spec"  # no strategy written, no term of its own
 
 
-def test_statefulset_parallel_with_the_gate_replaces_several_at_once(tmp_path: Path) -> None:
+def test_statefulset_parallel_with_the_gate_replaces_several_at_once() -> None:
     strategy = "  updateStrategy: {rollingUpdate: {maxUnavailable: 2}}\n"
     manifest = deployment(kind="StatefulSet", strategy=strategy, extra="  podManagementPolicy: Parallel\n")
-    assert findings(run_lint(tmp_path, manifest, nodes_cluster(3), kube_version="1.35")) == []
-    assert findings(run_lint(tmp_path, manifest, nodes_cluster(3), kube_version="1.34")) == []
+    assert findings(run_lint(manifest, nodes_cluster(3), kube_version="1.35"), ROLLOUT) == []
+    assert findings(run_lint(manifest, nodes_cluster(3), kube_version="1.34"), ROLLOUT) == []

@@ -27,6 +27,8 @@ from kaffinity.rules import RULES
 from kaffinity.rules.base import Rule
 from kaffinity.simulate.cluster import Cluster, cluster_from
 
+from .kit import findings
+
 SMALL, LARGE = 250, 1000
 RUNS = 3
 #: 4x the input, at most this many times the time (linear is 4; N log N sorting a little more).
@@ -165,6 +167,7 @@ def _costs(
     return small_cost, large_cost
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("category", sorted({rule.category for rule in RULES}))
 def test_four_times_the_workloads_cost_at_most_five_times_the_time(category: str) -> None:
     cluster = _cluster()
@@ -223,7 +226,7 @@ def test_four_times_the_budgets_on_the_same_pods_cost_at_most_five_times_the_tim
     small, large = [_budgets(SMALL)], [_budgets(LARGE)]
     small_cost, large_cost = _costs(small, large, rules, cluster)
     assert large_cost <= MAX_RATIO * max(small_cost, 0.01), (small_cost, large_cost)
-    overlaps = [f for f in lint(large, Settings(), rules=rules).findings if f.rule == "pdb-overlap"]
+    overlaps = findings(lint(large, Settings(), rules=rules), "pdb-overlap")
     assert len(overlaps) == LARGE
     assert {len(finding.related) for finding in overlaps} == {10}
     assert overlaps[0].message.startswith(f"this PodDisruptionBudget and b1, b10, b100 and {LARGE - 4} more ")

@@ -30,7 +30,7 @@ from kaffinity.load.parse import parse
 from kaffinity.load.resources import schema
 from kaffinity.load.source import DataPath, format_path
 
-from .conftest import REPO, lint_text, run_cli
+from .kit import REPO, findings, lint_text, run
 
 SCHEMAS = REPO / "schemas"
 NAMES = {
@@ -43,7 +43,7 @@ SHIPPED = sorted(path.name for path in SCHEMAS.glob("*.json"))
 
 
 def stdout_bytes(*args: str) -> bytes:
-    completed = run_cli("schema", *args)
+    completed = run("schema", *args)
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr == ""
     return completed.stdout.encode("utf-8")
@@ -65,13 +65,13 @@ def test_the_default_is_the_newest_kubernetes_schema() -> None:
 @pytest.mark.parametrize("version", KUBE_VERSIONS)
 def test_each_version_written_with_output(tmp_path: Path, version: str) -> None:
     target = tmp_path / "k8s.json"
-    completed = run_cli("schema", "kubernetes", "--kube-version", version, "-o", str(target))
+    completed = run("schema", "kubernetes", "--kube-version", version, "-o", str(target))
     assert (completed.returncode, completed.stdout, completed.stderr) == (0, "", "")
     assert target.read_bytes() == (SCHEMAS / f"kubernetes-{version}.schema.json").read_bytes()
 
 
 def test_list_names_every_shipped_schema() -> None:
-    completed = run_cli("schema", "--list")
+    completed = run("schema", "--list")
     assert completed.returncode == 0
     rows = [line.split(maxsplit=2) for line in completed.stdout.splitlines()]
     assert sorted(file for _, file, _ in rows) == SHIPPED
@@ -110,7 +110,7 @@ def test_list_names_every_shipped_schema() -> None:
     ],
 )
 def test_errors_are_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
-    completed = run_cli("schema", *args)
+    completed = run("schema", *args)
     assert completed.returncode == 2
     assert completed.stdout == ""
     assert completed.stderr.count("\n") == 1 and message in completed.stderr, completed.stderr
@@ -311,5 +311,5 @@ def test_a_bad_multi_kind_stream_fails_at_each_field(version: str) -> None:
 def test_the_editor_and_lint_agree_on_schema_problems() -> None:
     """What the editor underlines from the schema is what ``kaffinity lint`` reports as ``schema``."""
     result = lint_text(BAD, "manifests.yaml", kube_version=DEFAULT_KUBE_VERSION)
-    from_lint = sorted(finding.path for finding in result.findings if finding.rule == "schema")
+    from_lint = sorted(finding.path for finding in findings(result, "schema"))
     assert from_lint == sorted(path for _, path, _ in _editor_errors(BAD, DEFAULT_KUBE_VERSION))

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 from kaffinity.load.files import load
 from kaffinity.load.resources import schema
 
-from .conftest import EXAMPLES, REPO
+from .kit import EXAMPLES, REPO
 
 SCHEMAS = sorted(path.name for path in (REPO / "schemas").glob("*.json"))
 

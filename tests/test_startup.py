@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 
-from .conftest import EXAMPLES, REPO
+from .kit import EXAMPLES, REPO, no_internal_error
 
 _SIMULATOR = (
     "kaffinity.simulate.scheduler",
@@ -52,6 +52,7 @@ def _imported(*args: str) -> tuple[set[str], str, str]:
         timeout=120,
         check=False,
     )
+    no_internal_error(completed.returncode, completed.stderr)
     lines = completed.stdout.splitlines()
     assert lines[-1].startswith("EXIT "), completed.stderr
     assert lines[-2].startswith("MODULES "), completed.stderr

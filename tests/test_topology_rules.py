@@ -15,10 +15,13 @@ from kaffinity.config import Settings
 from kaffinity.context import Context
 from kaffinity.engine import LintResult, lint
 from kaffinity.explain.pending import analysis
-from kaffinity.findings import Finding, Severity
+from kaffinity.findings import Severity
 from kaffinity.load.parse import parse
 from kaffinity.rules import RULES
 from kaffinity.simulate.cluster import cluster_from
+
+from . import kit
+from .kit import findings, line_of, lint_text, only, position
 
 TOPOLOGY_RULES = (
     "topology-key-absent",
@@ -84,30 +87,10 @@ def workload(
     replicas: int | None = 1,
     labels: dict[str, str] | None = None,
     namespace: str = "t",
-    **spec: Any,
+    **pod: Any,
 ) -> dict[str, Any]:
-    labels = labels or {"app": name}
-    pod_spec = {"containers": [{"name": "c", "image": "x"}], **spec}
-    if kind == "Pod":
-        return {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": pod_spec,
-        }
-    body: dict[str, Any] = {
-        "selector": {"matchLabels": labels},
-        "template": {"metadata": {"labels": labels}, "spec": pod_spec},
-    }
-    if replicas is not None:
-        body["replicas"] = replicas
-    if kind == "StatefulSet":
-        body["serviceName"] = name
-    api = "batch/v1" if kind == "Job" else "apps/v1"
-    if kind == "Job":
-        body = {"parallelism": replicas, "template": body["template"]}
-        body["template"]["spec"]["restartPolicy"] = "Never"
-    return {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": namespace}, "spec": body}
+    """kit.workload with this file's defaults, the pod spec fields as keywords."""
+    return kit.workload(name, namespace, labels or None, kind=kind, replicas=replicas, pod=pod)
 
 
 def anti(key: str, labels: dict[str, str], **extra: Any) -> dict[str, Any]:
@@ -133,8 +116,8 @@ def spread(key: str, labels: dict[str, str], hard: bool = True, **extra: Any) ->
 
 
 def text_of(objects: list[dict[str, Any]]) -> str:
-    """One YAML document per object (JSON is YAML), one key per line so lines can be asserted."""
-    return "\n---\n".join(json.dumps(obj, indent=2) for obj in objects)
+    """One key per line, so that lines can be asserted."""
+    return kit.manifest(objects, indent=2)
 
 
 def context_of(
@@ -151,32 +134,17 @@ def run(
     select: tuple[str, ...] = ("topology",),
     **settings: Any,
 ) -> LintResult:
-    files = [parse("app.yaml", text_of(objects))]
-    declared = cluster_from([parse("cluster.yaml", text_of(cluster))]) if cluster is not None else None
-    result = lint(files, Settings(select=select, **settings), RULES, cluster=declared)
-    assert not result.internal_errors, result.internal_errors
-    return result
-
-
-def only(result: LintResult, rule: str) -> Finding:
-    found = [f for f in result.findings if f.rule == rule]
-    assert len(found) == 1, [(f.rule, f.message) for f in result.findings]
-    return found[0]
+    declared = text_of(cluster) if cluster is not None else None
+    return lint_text(text_of(objects), "app.yaml", cluster=declared, select=select, **settings)
 
 
 def rules_of(result: LintResult) -> list[str]:
     return sorted(f.rule for f in result.findings)
 
 
-def line_with(objects: list[dict[str, Any]], needle: str, occurrence: int = 1) -> int:
-    """The line of the ``occurrence``-th line containing ``needle`` in the linted text."""
-    seen = 0
-    for number, line in enumerate(text_of(objects).splitlines(), start=1):
-        if needle in line:
-            seen += 1
-            if seen == occurrence:
-                return number
-    raise AssertionError(needle)
+def where(objects: list[dict[str, Any]], needle: str, occurrence: int = 1) -> tuple[int, int]:
+    """(line, column) of the ``occurrence``-th ``needle`` in the linted text."""
+    return position(text_of(objects), needle, occurrence)
 
 
 # --- no cluster, --no-simulate ---------------------------------------------------------------------
@@ -237,13 +205,13 @@ def test_key_absent_severity_per_kind_of_term() -> None:
     ]
     cluster = [node("n1"), node("n2")]  # no zone, no rack
     result = run(objects, cluster)
-    got = sorted((f.line, f.severity) for f in result.findings)
+    got = sorted((f.line, f.column, f.severity) for f in result.findings)
     assert got == sorted(
         [
-            (line_with(objects, '"example.com/rack"', 1), Severity.WARNING),
-            (line_with(objects, '"example.com/row"'), Severity.INFO),
-            (line_with(objects, '"example.com/rack"', 2), Severity.ERROR),
-            (line_with(objects, '"example.com/rack"', 3), Severity.ERROR),
+            (*where(objects, '"topologyKey": "example.com/rack"', 1), Severity.WARNING),
+            (*where(objects, '"topologyKey": "example.com/row"'), Severity.INFO),
+            (*where(objects, '"topologyKey": "example.com/rack"', 2), Severity.ERROR),
+            (*where(objects, '"topologyKey": "example.com/rack"', 3), Severity.ERROR),
         ]
     )
     assert {f.rule for f in result.findings} == {"topology-key-absent"}
@@ -316,7 +284,7 @@ def test_no_eligible_node_names_the_selector_label_and_the_values_there() -> Non
     objects = [workload("web", replicas=2, nodeSelector={"pool": "web", "disk": "ssd"})]
     cluster = [node("n1", labels={"pool": "web", "disk": "hdd"}), node("n2", labels={"pool": "db"})]
     finding = only(run(objects, cluster), "no-eligible-node")
-    assert finding.line == line_with(objects, '"disk": "ssd"')
+    assert (finding.line, finding.column) == where(objects, '"disk": "ssd"')
     assert "nodeSelector disk=ssd matches none of the cluster's 2 nodes" in finding.message
     assert "the cluster's nodes have disk = hdd" in finding.message
     assert "web[0] and web[1] stay Pending" in finding.message
@@ -331,8 +299,14 @@ def test_no_eligible_node_taint_points_at_the_node_and_suggests_the_toleration()
     assert "its nodeSelector allows only g1: g1 has taint dedicated=gpu:NoSchedule" in finding.message
     assert finding.fix is not None
     assert "{key: dedicated, operator: Equal, value: gpu, effect: NoSchedule}" in finding.fix
-    (related,) = finding.related
-    assert related.file == "cluster.yaml" and "taint dedicated=gpu:NoSchedule" in related.message
+    (related,) = finding.related  # g1's taint in the cluster file: the line after "taints"
+    assert related.span is not None
+    taints = where(cluster, '"taints"')
+    assert (related.file, related.path, related.span.line) == (
+        "cluster.yaml",
+        "spec.taints[0]",
+        taints[0] + 1,
+    )
     # Tolerated: placed, nothing to say.
     tolerated = [
         workload(
@@ -408,7 +382,7 @@ def test_anti_affinity_exceeds_zones_says_how_many_stay_pending() -> None:
     objects[0]["spec"]["podManagementPolicy"] = "Parallel"
     del objects[0]["spec"]["template"]["spec"]["podManagementPolicy"]
     finding = only(run(objects, zones(3, 2)), "anti-affinity-exceeds-domains")
-    assert finding.line == line_with(objects, '"topologyKey"')
+    assert (finding.line, finding.column) == where(objects, '"topologyKey"')
     assert "asks for 5 replicas" in finding.message
     assert (
         "the 6 nodes it may run on span only 3 zones (a, b and c): 2 fewer than the replicas"
@@ -455,9 +429,10 @@ def test_anti_affinity_exceeds_counts_a_foreign_pod_that_takes_a_zone() -> None:
         "zone a already holds q-legacy, which the term selects; that leaves 2 zones free" in finding.message
     )
     assert finding.message.endswith("q[2] and q[3] stay Pending")
-    assert any(
-        loc.file == "cluster.yaml" and "q-legacy runs on n-a-0" in loc.message for loc in finding.related
-    )
+    legacy_labels = line_of(text_of(cluster), '"labels"', 1, after='"q-legacy"')
+    assert ("cluster.yaml", "metadata.labels", legacy_labels) in [
+        (loc.file, loc.path, loc.span.line if loc.span else None) for loc in finding.related
+    ]
 
 
 def test_anti_affinity_exceeds_counts_its_own_old_pods_sharing_a_zone() -> None:
@@ -490,7 +465,7 @@ def test_spread_min_domains_above_the_domains() -> None:
     constraints = spread("topology.kubernetes.io/zone", {"app": "api"}, minDomains=4)
     objects = [workload("api", replicas=5, topologySpreadConstraints=constraints)]
     finding = only(run(objects, zones(3, 2)), "spread-unsatisfiable")
-    assert finding.line == line_with(objects, '"minDomains"')
+    assert (finding.line, finding.column) == where(objects, '"minDomains"')
     assert "minDomains 4, but the nodes it counts span only 3 zones (a, b and c)" in finding.message
     assert "at most 3 of its 5 pods can run" in finding.message
     assert "api[3] and api[4] stay Pending" in finding.message
@@ -547,7 +522,7 @@ def test_unschedulable_insufficient_cpu_points_at_the_request() -> None:
     containers = [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "6"}}}]
     objects = [workload("batch", replicas=2, containers=containers)]
     finding = only(run(objects, zones(2)), "unschedulable")
-    assert finding.line == line_with(objects, '"cpu": "6"')
+    assert (finding.line, finding.column) == where(objects, '"cpu": "6"')
     assert (
         "batch[0] and batch[1] stay Pending: 0/2 nodes are available: 2 Insufficient cpu." in finding.message
     )
@@ -593,7 +568,7 @@ def test_unschedulable_retries_a_pod_whose_affinity_target_comes_later() -> None
     before = {sim_node.name: len(sim_node.pods) for sim_node in run_.sim.nodes}
     assert len(run_.pending) == 1  # the simulation alone leaves it Pending
     result = lint(context.files, context.settings, RULES, context=context)
-    assert result.findings == ()
+    assert findings(result) == []
     assert {sim_node.name: len(sim_node.pods) for sim_node in run_.sim.nodes} == before
 
 

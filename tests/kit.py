@@ -1,0 +1,356 @@
+"""The test kit: the one place for the helpers every test file needs (tests/README.md shows how).
+
+- running the command: :func:`run` (a subprocess, as a user runs it) and :func:`invoke` (in
+  process, typer's ``CliRunner``) fail the test on an internal error (exit code 3, the line
+  ``kaffinity: internal error``, an exception the runner caught), whatever the test expects;
+- linting in process: :func:`lint_text`, :func:`lint_paths`;
+- what was found: :func:`keys`, :func:`findings`, :func:`assert_found` and :func:`check`
+  compare (rule, line, column) and the JSON report's fields, not the wording of messages;
+- where: :func:`line_of` and :func:`position` find a line (and column) in a manifest;
+- what is linted: :func:`workload` builds a workload object, :func:`manifest` writes objects as
+  YAML, :func:`workloads` reads the workloads of a manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+from typer.testing import CliRunner, Result
+
+from kaffinity.config import Settings
+from kaffinity.engine import INTERNAL_ERROR, LintResult, lint
+from kaffinity.findings import Finding
+from kaffinity.k8s.model import Workload, WorkloadKind, build_inventory
+from kaffinity.load.files import load
+from kaffinity.load.parse import parse
+from kaffinity.report.json import finding_dict
+from kaffinity.rules import RULES
+from kaffinity.rules.base import Rule
+from kaffinity.simulate.cluster import cluster_from
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+SHARED = REPO.parent / "shared"
+_EXPECT = re.compile(r"#\s*expect:\s*([a-z0-9-]+(?:\s*,\s*[a-z0-9-]+)*)")
+_SETTINGS = re.compile(r"^#\s*settings:\s*(\{.*\})\s*$", re.MULTILINE)
+
+#: Rule categories that read several workloads (or a cluster) together: linting the examples
+#: folder at once would let the examples see each other, so they are checked example by example.
+CROSS_WORKLOAD = frozenset(("graph", "topology", "rollout"))
+
+Problem = tuple[str, int | None, int | None]
+
+
+# -- running the command -------------------------------------------------------------------------
+
+
+def no_internal_error(code: int, stderr: str | bytes) -> None:
+    """Fail unless the run ended as kaffinity means runs to end: an internal error (a crashed
+    rule, an unexpected exception) exits 3 with one ``internal error`` line, and no test may
+    pass through one, even a test that expects a failure (exit 2 is bad input, not a bug)."""
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
+    assert code != INTERNAL_ERROR, f"internal error (exit code 3):\n{text}"
+    assert "internal error" not in text, text
+    assert "Traceback" not in text, text
+
+
+def run(
+    *args: str, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The real command line, as a user runs it (``python -m kaffinity``); an internal error
+    fails the test."""
+    completed = run_raw(*args, stdin=stdin, cwd=cwd, env=env)
+    no_internal_error(completed.returncode, completed.stderr)
+    return completed
+
+
+def run_raw(
+    *args: str, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """:func:`run` without the guard: only for the tests of the internal error itself."""
+    # The suite may itself run on GitHub Actions; `--format auto` must not see that by accident.
+    inherited = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
+    environment = {**inherited, "NO_COLOR": "1", **(env or {})}
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    completed = subprocess.run(
+        [sys.executable, "-m", "kaffinity", *args],
+        input=data,
+        capture_output=True,
+        cwd=cwd,
+        env=environment,
+        timeout=120,
+        check=False,
+    )
+    return subprocess.CompletedProcess(
+        completed.args,
+        completed.returncode,
+        completed.stdout.decode("utf-8", "replace"),
+        completed.stderr.decode("utf-8", "replace"),
+    )
+
+
+def run_json(*args: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
+    """``kaffinity lint --format json --no-config ARGS``: the exit code and the report."""
+    completed = run("lint", "--format", "json", "--no-config", *args, **kwargs)
+    return completed.returncode, json.loads(completed.stdout)
+
+
+def invoke(*args: str | Path, input: str | None = None) -> Result:
+    """The command in process (typer's ``CliRunner``, faster than :func:`run`); an exception the
+    runner caught, exit code 3 or an ``internal error`` line fail the test."""
+    from kaffinity.cli import app
+
+    result = CliRunner().invoke(app, [str(arg) for arg in args], input=input)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"the command raised {result.exception!r}") from result.exception
+    no_internal_error(result.exit_code, result.stderr if result.stderr_bytes is not None else result.output)
+    return result
+
+
+def added_lines(diff: str) -> list[str]:
+    """The ``+`` lines of a unified diff (without the ``+++`` header)."""
+    return [line for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+
+
+# -- linting in process --------------------------------------------------------------------------
+
+
+def lint_text(
+    text: str,
+    name: str = "test.yaml",
+    rules: Sequence[Rule] = RULES,
+    *,
+    cluster: str | None = None,
+    **settings: Any,
+) -> LintResult:
+    """Lint one manifest in process, on the cluster ``cluster`` (its text, read as
+    ``cluster.yaml``) if given; a rule that crashed fails the test."""
+    declared = cluster_from([parse("cluster.yaml", cluster)]) if cluster is not None else None
+    result = lint([parse(name, text)], Settings(**settings), rules, cluster=declared)
+    assert not result.internal_errors, result.internal_errors
+    return result
+
+
+def lint_paths(*paths: str | Path, rules: Sequence[Rule] = RULES, **settings: Any) -> LintResult:
+    """Lint as the CLI does; a ``cluster`` path (relative: to the repository) is loaded too."""
+    cluster = None
+    if settings.get("cluster"):
+        path = Path(settings["cluster"])
+        settings["cluster"] = str(path if path.is_absolute() else REPO / path)
+        cluster = cluster_from(load([settings["cluster"]]))
+    result = lint(load([str(path) for path in paths]), Settings(**settings), rules, cluster=cluster)
+    assert not result.internal_errors, result.internal_errors
+    return result
+
+
+# -- what was found ------------------------------------------------------------------------------
+
+Report = LintResult | dict[str, Any] | Sequence[Finding] | Sequence[dict[str, Any]]
+
+
+def _all(result: Report) -> list[Any]:
+    if isinstance(result, LintResult):
+        assert not result.internal_errors, result.internal_errors  # a crashed rule finds nothing
+        return list(result.findings)
+    if isinstance(result, dict):
+        return list(result["findings"])
+    return list(result)
+
+
+def _as_dict(finding: Finding | dict[str, Any]) -> dict[str, Any]:
+    return finding if isinstance(finding, dict) else finding_dict(finding)
+
+
+def keys(result: Report) -> list[Problem]:
+    """Findings compared by (rule, line, column), never by message text, in report order."""
+    return [(f["rule"], f["line"], f["column"]) for f in map(_as_dict, _all(result))]
+
+
+def lines(result: Report) -> list[tuple[str, int | None]]:
+    """Findings by (rule, line), in report order: for the tests where the column says nothing."""
+    return [(rule, line) for rule, line, _ in keys(result)]
+
+
+@overload
+def findings(result: LintResult | Sequence[Finding], rule: str | None = None) -> list[Finding]: ...
+@overload
+def findings(
+    result: dict[str, Any] | Sequence[dict[str, Any]], rule: str | None = None
+) -> list[dict[str, Any]]: ...
+def findings(result: Report, rule: str | None = None) -> list[Any]:
+    """The findings of one rule (all with ``rule=None``), in report order: ``Finding`` objects
+    of an in-process result, dicts of a JSON report (or of its ``findings`` list)."""
+    return [f for f in _all(result) if rule is None or _as_dict(f)["rule"] == rule]
+
+
+def only(result: Report, rule: str | None = None) -> Any:
+    """The one finding (of ``rule``): the test fails when there are none or several."""
+    found = [f for f in _all(result) if rule is None or _as_dict(f)["rule"] == rule]
+    assert len(found) == 1, keys(result)
+    return found[0]
+
+
+def assert_found(
+    result: Report, rule: str, line: int | None, column: int | None, **fields: Any
+) -> dict[str, Any]:
+    """The finding of ``rule`` at (line, column), with these JSON report fields (``path``,
+    ``severity``, ``fix``, ``object``, ``related`` ...); its report dict is returned, so the test
+    can check the rest. Related locations may be given as (line, column) pairs."""
+    wanted = (rule, line, column)
+    here = [f for f in map(_as_dict, _all(result)) if (f["rule"], f["line"], f["column"]) == wanted]
+    assert here, f"no {rule} at {line}:{column}; found {keys(result)}"
+    assert len(here) == 1, f"{len(here)} findings of {rule} at {line}:{column}"
+    (found,) = here
+    for name, value in fields.items():
+        actual = found[name]
+        if name == "related" and all(isinstance(item, tuple) for item in value):
+            actual = [(item["line"], item["column"]) for item in actual]
+        assert actual == value, f"{rule} at {line}:{column}: {name} is {actual!r}, not {value!r}"
+    return found
+
+
+def check(text: str, *problems: Problem, rules: Sequence[Rule] = RULES, **settings: Any) -> LintResult:
+    """Lint ``text`` (dedented) and compare its findings with ``problems``, each (rule, line,
+    column), in report order: every problem found, nothing else; with no problem, the manifest
+    must be clean. As yamllint's ``RuleTestCase.check(conf, text, problem=(line, col))``; the
+    result is returned for the test to check the findings' fields."""
+    result = lint_text(textwrap.dedent(text), rules=rules, **settings)
+    assert keys(result) == list(problems), keys(result)
+    return result
+
+
+# -- where ---------------------------------------------------------------------------------------
+
+
+def line_of(
+    text: str, needle: str, occurrence: int | None = None, after: str = "", *, ending: bool = False
+) -> int:
+    """The 1-based line of ``text`` that contains ``needle`` (with ``ending``: that ends with it,
+    as a ``# tag`` comment): the only one (``occurrence=None``; the test fails when there are
+    several), or the n-th; counted from the first line that contains ``after``, if given."""
+    lines = text.splitlines()
+    start = next(number for number, line in enumerate(lines) if after in line) if after else 0
+    found = [
+        number + 1
+        for number in range(start, len(lines))
+        if (lines[number].endswith(needle) if ending else needle in lines[number])
+    ]
+    if occurrence is None:
+        assert len(found) == 1, (needle, found)
+        return found[0]
+    assert len(found) >= occurrence, (needle, occurrence, found)
+    return found[occurrence - 1]
+
+
+def position(text: str, needle: str, occurrence: int | None = None, after: str = "") -> tuple[int, int]:
+    """(line, column), 1-based, of ``needle`` in ``text`` (as :func:`line_of` finds it): the
+    column is where it starts, as a finding's column is where its field starts."""
+    line = line_of(text, needle, occurrence, after)
+    return line, text.splitlines()[line - 1].index(needle) + 1
+
+
+# -- what is linted ------------------------------------------------------------------------------
+
+
+def workload(
+    name: str,
+    namespace: str | None = "default",
+    labels: dict[str, str] | None = None,
+    *,
+    kind: str = "Deployment",
+    replicas: int | None = 1,
+    affinity: Sequence[dict[str, Any]] = (),
+    anti: Sequence[dict[str, Any]] = (),
+    preferred: Sequence[dict[str, Any]] = (),
+    spread: Sequence[dict[str, Any]] | None = None,
+    pod: dict[str, Any] | None = None,
+    replicas_first: bool = False,
+) -> dict[str, Any]:
+    """A workload object (``kind``: Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or a bare
+    Pod) with pod labels ``labels`` (default ``app: name``): ``affinity`` and ``anti`` are
+    required pod (anti-)affinity terms, ``preferred`` preferred anti-affinity terms (weight 10),
+    ``spread`` the topology spread constraints, ``pod`` more pod spec fields; no namespace with
+    ``namespace=None``. A DaemonSet has no replicas; a Job runs ``replicas`` pods at once. Key
+    order is fixed (``replicas_first`` puts ``replicas`` first in the spec), as line and column
+    numbers depend on it."""
+    labels = labels if labels is not None else {"app": name}
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}], **(pod or {})}
+    terms: dict[str, Any] = {}
+    if affinity:
+        terms["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": list(affinity)}
+    if anti or preferred:
+        terms["podAntiAffinity"] = {}
+        if anti:
+            terms["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = list(anti)
+        if preferred:
+            terms["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": 10, "podAffinityTerm": term} for term in preferred
+            ]
+    if terms:
+        spec["affinity"] = terms
+    if spread is not None:
+        spec["topologySpreadConstraints"] = list(spread)
+    metadata: dict[str, Any] = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
+    if kind == "Pod":
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {**metadata, "labels": labels}, "spec": spec}
+    template = {"metadata": {"labels": labels}, "spec": spec}
+    body: dict[str, Any] = {}
+    if kind == "Job":
+        spec["restartPolicy"] = "Never"
+        body = {"parallelism": replicas, "template": template}
+    else:
+        with_replicas = replicas is not None and kind != "DaemonSet"
+        if with_replicas and replicas_first:
+            body["replicas"] = replicas
+        body |= {"selector": {"matchLabels": labels}, "template": template}
+        if with_replicas and not replicas_first:
+            body["replicas"] = replicas
+        if kind == "StatefulSet":
+            body["serviceName"] = name
+    api = "batch/v1" if kind == "Job" else "apps/v1"
+    return {"apiVersion": api, "kind": kind, "metadata": metadata, "spec": body}
+
+
+def manifest(objects: Iterable[dict[str, Any]], indent: int | None = None) -> str:
+    """Objects as one YAML stream (JSON is YAML): one line per object, or with ``indent`` one key
+    per line, so that lines can be asserted."""
+    return "\n---\n".join(json.dumps(obj, indent=indent) for obj in objects)
+
+
+def workloads(text: str, kinds: tuple[WorkloadKind, ...] = (), name: str = "w.yaml") -> list[Workload]:
+    """The workloads of a manifest, as the rules see them."""
+    return list(build_inventory(parse(name, text).documents, workload_kinds=kinds).workloads)
+
+
+def workload_of(text: str, name: str = "w.yaml") -> Workload:
+    """The only workload of a manifest (the test fails if there are more or none)."""
+    (found,) = workloads(text, name=name)
+    return found
+
+
+# -- examples ------------------------------------------------------------------------------------
+
+
+def expected(path: Path) -> list[tuple[str, int]]:
+    """``# expect: rule`` markers in an example: the rule must report on that line."""
+    found = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        match = _EXPECT.search(line)
+        if match:
+            found += [(rule.strip(), number) for rule in match.group(1).split(",")]
+    return sorted(found)
+
+
+def example_settings(path: Path) -> dict[str, Any]:
+    """``# settings: {"kube_version": "1.28"}`` in an example: the Settings it is linted with."""
+    match = _SETTINGS.search(path.read_text(encoding="utf-8"))
+    settings: dict[str, Any] = json.loads(match.group(1)) if match else {}
+    return settings
