@@ -56,7 +56,7 @@ from typing import Any, TypeAlias
 from kaffinity.load.source import DataPath
 
 #: A node of ruamel's composer (``ruamel.yaml.nodes.Node``); ruamel is imported only when used.
-Node: TypeAlias = Any
+YamlNode: TypeAlias = Any
 
 _LINE_BREAK = re.compile(r"[\r\n]")
 # Line breaks that YAML 1.1 knows but line-end searches here do not: refuse around them.
@@ -86,11 +86,11 @@ class _Unsupported(Exception):
 
 
 @functools.lru_cache(maxsize=4)  # a large file's nodes take far more memory than its text
-def compose(text: str) -> tuple[Node, ...]:
+def compose(text: str) -> tuple[YamlNode, ...]:
     """The root node of every YAML document of ``text`` (empty if the text does not parse)."""
     from kaffinity.load.parse import _check_nesting, _composer, _parse_errors
 
-    roots: list[Node] = []
+    roots: list[YamlNode] = []
     try:
         _check_nesting(text)
         loader = _composer(text)
@@ -112,7 +112,7 @@ class _Layout:
     """One document's root node, its aliased nodes and its indentation habits. The root is kept
     here so that the node ids below stay valid whatever ``compose`` has cached."""
 
-    root: Node
+    root: YamlNode
     shared: frozenset[int]  # id() of nodes reached more than once (through aliases)
     # (id(node), id(parent), position in parent) of each shared node where it stands in the text
     # (its anchor); elsewhere (an alias) its marks point back at the anchor.
@@ -122,7 +122,7 @@ class _Layout:
     json: bool  # the document is a flow collection (a JSON file)
 
 
-def _children(node: Node) -> list[Node]:
+def _children(node: YamlNode) -> list[YamlNode]:
     """A collection's nodes in text order (a mapping's keys and values alternating)."""
     if _is_mapping(node):
         return [child for pair in node.value for child in pair]
@@ -131,13 +131,13 @@ def _children(node: Node) -> list[Node]:
     return []
 
 
-def _sites(root: Node) -> tuple[dict[int, tuple[int, int, int]], set[int]]:
+def _sites(root: YamlNode) -> tuple[dict[int, tuple[int, int, int]], set[int]]:
     """Where each node first stands, (id(node), id(parent), position in parent), and the id() of
     the nodes reached more than once (through aliases). Walked in text order, so the first visit
     of a shared node is where its anchor stands."""
     sites: dict[int, tuple[int, int, int]] = {}
     shared: set[int] = set()
-    walk: list[tuple[Node, int, int]] = [(root, 0, 0)]
+    walk: list[tuple[YamlNode, int, int]] = [(root, 0, 0)]
     while walk:
         node, parent, position = walk.pop()
         if id(node) in sites:
@@ -149,7 +149,7 @@ def _sites(root: Node) -> tuple[dict[int, tuple[int, int, int]], set[int]]:
     return sites, shared
 
 
-def _indentation(root: Node, shared: set[int]) -> tuple[int, int]:
+def _indentation(root: YamlNode, shared: set[int]) -> tuple[int, int]:
     """The document's habits, by majority of the block collections under a key: how far a
     mapping is indented (2 when none says), and where a sequence's dashes stand (0)."""
     steps: Counter[int] = Counter()
@@ -174,7 +174,7 @@ def _indentation(root: Node, shared: set[int]) -> tuple[int, int]:
 
 
 def _count_offset(
-    key: Node, value: Node, shared: set[int], steps: Counter[int], dashes: Counter[int]
+    key: YamlNode, value: YamlNode, shared: set[int], steps: Counter[int], dashes: Counter[int]
 ) -> None:
     """Count the offset of a block collection on the lines below its key (not a shared one)."""
     if id(value) in shared or value.start_mark.line <= key.start_mark.line:
@@ -199,19 +199,19 @@ def _layout(text: str, doc_index: int) -> _Layout | None:
     return _Layout(root, frozenset(shared), anchors, step, dash, json)
 
 
-def _is_mapping(node: Node) -> bool:
+def _is_mapping(node: YamlNode) -> bool:
     return bool(node.id == "mapping")
 
 
-def _is_sequence(node: Node) -> bool:
+def _is_sequence(node: YamlNode) -> bool:
     return bool(node.id == "sequence")
 
 
-def _is_scalar(node: Node) -> bool:
+def _is_scalar(node: YamlNode) -> bool:
     return bool(node.id == "scalar")
 
 
-def _key(node: Node) -> str | None:
+def _key(node: YamlNode) -> str | None:
     """A key as the loader reads it (None for a merge key ``<<`` or a non-scalar key)."""
     from kaffinity.load.parse import _key_string, resolve_plain
 
@@ -227,9 +227,9 @@ def _key(node: Node) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class _Found:
-    node: Node
-    parent: Node | None  # the mapping holding ``node`` as a value, if any
-    key: Node | None  # the key node of ``node`` in ``parent``
+    node: YamlNode
+    parent: YamlNode | None  # the mapping holding ``node`` as a value, if any
+    key: YamlNode | None  # the key node of ``node`` in ``parent``
     layout: _Layout
 
 
@@ -260,7 +260,7 @@ def _find(text: str, doc_index: int, path: DataPath) -> _Found | None:
     return _Found(node, parent, key_node, layout)
 
 
-def find_node(text: str, doc_index: int, path: DataPath) -> Node | None:
+def find_node(text: str, doc_index: int, path: DataPath) -> YamlNode | None:
     """The node at ``path`` (keys and indices from the root of document ``doc_index``).
 
     None if the path breaks, or if the node or one on the way is shared through an alias.
@@ -584,7 +584,7 @@ class _Writer:
             raise _Unsupported("unusual line break")
         return end
 
-    def content_end(self, node: Node) -> tuple[int, bool]:
+    def content_end(self, node: YamlNode) -> tuple[int, bool]:
         """Where the content of ``node`` ends, and whether that is the start of a line (after a
         block scalar) rather than inside one."""
         while True:
@@ -596,7 +596,7 @@ class _Writer:
                 return node.end_mark.index, False
             node = self.last_child(node)
 
-    def last_child(self, node: Node) -> Node:
+    def last_child(self, node: YamlNode) -> YamlNode:
         """The last value or item of a non-empty collection, if its marks are its own: an alias
         (``key: *ref``) carries the marks of its anchor, elsewhere in the text."""
         if _is_mapping(node):
@@ -607,7 +607,7 @@ class _Writer:
             raise _Unsupported("ends with an alias")
         return child
 
-    def insert_lines(self, after: Node, lines: list[str], column: int) -> Edit:
+    def insert_lines(self, after: YamlNode, lines: list[str], column: int) -> Edit:
         """New block lines at ``column``, after the line where the content of ``after`` ends."""
         indent = " " * column
         lines = [indent + line for line in lines]
@@ -620,7 +620,7 @@ class _Writer:
         newline = self.newline(end)
         return Edit(end, end, newline + newline.join(lines))
 
-    def flow_items(self, node: Node, pieces: list[str]) -> Edit:
+    def flow_items(self, node: YamlNode, pieces: list[str]) -> Edit:
         """Fill a flow collection: after its last value, or inside it if empty."""
         if node.value:
             end = self.content_end(self.last_child(node))[0]
@@ -631,7 +631,7 @@ class _Writer:
             raise _Unsupported("no opening bracket")
         return Edit(at + 1, at + 1, ", ".join(pieces))
 
-    def quoted_children(self, node: Node) -> bool:
+    def quoted_children(self, node: YamlNode) -> bool:
         scalars = [
             child
             for pair in (node.value if _is_mapping(node) else [(item,) for item in node.value])
@@ -678,13 +678,13 @@ class _Writer:
             return Edit(colon.end(), end, newline + newline.join(lines))
         return Edit(colon.end(), line_end, rest + newline + newline.join(lines))
 
-    def append_items(self, sequence: Node, items: list[Any]) -> Edit:
+    def append_items(self, sequence: YamlNode, items: list[Any]) -> Edit:
         if sequence.flow_style:
             self.json = self.json or self.quoted_children(sequence)
             return self.flow_items(sequence, [self.flow(item) for item in items])
         return self.insert_lines(sequence, self.sequence_lines(items), self.dash_column(sequence))
 
-    def dash_column(self, sequence: Node) -> int:
+    def dash_column(self, sequence: YamlNode) -> int:
         start: int = sequence.start_mark.index
         if self.text.startswith("-", start):
             return int(sequence.start_mark.column)
