@@ -195,6 +195,14 @@ def lint(
             "default: context: in the config; with --changed, the git repository's manifests).",
         ),
     ] = None,
+    policy: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--policy",
+            help="A policy file or folder: kaffinity.io/v1alpha1 Policy objects, each checked as a "
+            "rule of category policy (repeatable; default: policies: in the config).",
+        ),
+    ] = None,
     reports: Annotated[
         Optional[list[str]],
         typer.Option(
@@ -246,7 +254,7 @@ def lint(
 
     extra_reports = _report_targets(reports or ())
     settings = _settings(
-        config, no_config, kube_version, feature_gates, proposals, select, ignore, namespace, exclude
+        config, no_config, kube_version, feature_gates, proposals, select, ignore, namespace, exclude, policy
     ).overridden(cluster=cluster_file, closed=closed, simulate=simulate, jobs=jobs, render=build)
     if no_gitignore:
         settings = replace(settings, gitignore=False)
@@ -262,6 +270,7 @@ def lint(
             paths, settings, stdin_filename, changed, context
         )
         rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_all_manifests)
+        rules, policy_errors = _with_policies(rules, settings)
         cluster = _load_cluster(settings)
         files, layout = _layout(files, roots, settings)
         # The first unit's context: the Markdown report draws its graph; the units share the
@@ -288,9 +297,36 @@ def lint(
         _say(f"kaffinity: note: {message}")
     for message in result.internal_errors:
         _say(f"kaffinity: {message}")
+    for message in policy_errors:
+        _say(message)
     if result.exit_code:
         raise typer.Exit(result.exit_code)
+    if policy_errors:  # a bad policy is bad input: the other policies and the rules still ran
+        raise typer.Exit(2)
     raise typer.Exit(1 if result.failed(settings.fail_on) else 0)
+
+
+def _policy_names(paths: tuple[str, ...]) -> list[str]:
+    """The names of the policies under ``paths`` (their problems are reported when they run)."""
+    if not paths:
+        return []
+    from kaffinity.policy.load import load_policies
+
+    return [policy.name for policy in load_policies(paths).policies]
+
+
+def _with_policies(rules: tuple[Rule, ...], settings: Settings) -> tuple[tuple[Rule, ...], list[str]]:
+    """The rules with one more per policy of ``settings.policies``, and the policies' problems
+    (file:line:column: error: ...). The policy engine is imported only when a policy is given."""
+    if not settings.policies:
+        return rules, []
+    from kaffinity.policy.check import CATEGORY, policy_rule
+    from kaffinity.policy.load import load_policies
+    from kaffinity.rules import CATEGORIES, RULES
+
+    reserved = {rule.name for rule in RULES} | set(CATEGORIES) | {CATEGORY, "all"}
+    loaded = load_policies(settings.policies, reserved, settings.limits)
+    return (*rules, *(policy_rule(policy) for policy in loaded.policies)), loaded.errors
 
 
 class ExpandFormat(str, Enum):
@@ -636,8 +672,10 @@ def _settings(
     ignore: Optional[list[str]] = None,
     namespace: Optional[str] = None,
     exclude: Optional[list[str]] = None,
+    policies: Optional[list[str]] = None,
 ) -> Settings:
-    """Settings from the config file and the flags (flags win); exit 2 on a bad value."""
+    """Settings from the config file and the flags (flags win); exit 2 on a bad value. The names
+    of the policies (``--policy``, else ``policies:``) count as rule names."""
     from kaffinity.config import (
         ConfigError,
         check_rule_names,
@@ -663,11 +701,19 @@ def _settings(
             )
             if what is not None:
                 raise ConfigError([f"{quote_name(config)}: error: config file {what}"])
-        settings: Settings = load_settings(config_path, rule_names, sorted(CATEGORIES))
+        categories = sorted({*CATEGORIES, "policy"})
+
+        def policy_names(paths: tuple[str, ...]) -> list[str]:
+            return _policy_names(tuple(policies) if policies else paths)
+
+        settings: Settings = load_settings(config_path, rule_names, categories, policy_names)
+        if policies:
+            settings = replace(settings, policies=tuple(policies))
+        known = [*rule_names, *_policy_names(settings.policies)]
         selected, ignored = _names(select), _names(ignore)
         for option, names in (("--select", selected), ("--ignore", ignored)):
             if names:
-                check_rule_names(names, option, rule_names, sorted(CATEGORIES))
+                check_rule_names(names, option, known, categories)
         settings = settings.overridden(
             kube_version=kube_version,
             feature_gates=None
@@ -1063,7 +1109,7 @@ def schema(
         typer.Argument(
             metavar="NAME",
             help="kubernetes (manifests, for --kube-version), config (.kaffinity.yaml), "
-            "cluster (a ClusterTopology file), output (the report of lint --format json).",
+            "cluster (a ClusterTopology file), output (the report of lint --format json), policy (a Policy).",
         ),
     ] = "kubernetes",
     kube_version: _KubeVersion = None,
@@ -1079,6 +1125,7 @@ def schema(
         "config": ("config.schema.json", ".kaffinity.yaml"),
         "cluster": ("cluster.schema.json", "a ClusterTopology file (--cluster)"),
         "output": ("output.schema.json", "the report of lint --format json"),
+        "policy": ("policy.schema.json", "a kaffinity.io/v1alpha1 Policy (--policy)"),
     }
     if list_schemas:
         rows = [(key, file, what) for key, (file, what) in described.items()]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +54,8 @@ class Settings:
     #: Run the offline scheduler when a cluster is declared (``--no-simulate`` turns it off).
     simulate: bool = True
     context: tuple[str, ...] = ()
+    #: Policy files and folders (``--policy``, ``policies:``): kaffinity.io/v1alpha1 Policy objects.
+    policies: tuple[str, ...] = ()
     base_dir: str = "."
     #: Plan the text edits of fixable findings (``kaffinity fix``); a lint only describes them.
     plan_fixes: bool = False
@@ -91,8 +93,15 @@ def find_config(start: str = ".") -> str | None:
         folder = parent
 
 
-def load_settings(path: str | None, rule_names: Sequence[str], categories: Sequence[str]) -> Settings:
-    """Read and validate a config file; no file gives the defaults."""
+def load_settings(
+    path: str | None,
+    rule_names: Sequence[str],
+    categories: Sequence[str],
+    policy_names: Callable[[tuple[str, ...]], Collection[str]] | None = None,
+) -> Settings:
+    """Read and validate a config file; no file gives the defaults. ``policy_names``: the names
+    of the policies in the given files (``policies:``, resolved), which ``select``, ``ignore``
+    and ``severity`` may name too; the caller knows how policies are read."""
     if path is None:
         return Settings()
     from kaffinity.load.parse import parse_data
@@ -109,10 +118,16 @@ def load_settings(path: str | None, rule_names: Sequence[str], categories: Seque
     if data is None:
         data = PosDict(Span(1, 1))
     doc = Document(display, 0, data, data, Span(1, 1))
+    base = os.path.dirname(os.path.abspath(path))
+    if policy_names is not None:
+        given = data.get("policies") if isinstance(data, dict) else None
+        listed = given if isinstance(given, list) else []
+        paths = tuple(os.path.normpath(os.path.join(base, p)) for p in listed if isinstance(p, str))
+        rule_names = [*rule_names, *policy_names(paths)]
     errors = _validate(doc, rule_names, categories)
     if errors:
         raise ConfigError(errors)
-    return _settings(data, os.path.dirname(os.path.abspath(path)))
+    return _settings(data, base)
 
 
 def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str]) -> list[str]:
@@ -250,6 +265,7 @@ def _settings(data: Mapping[str, Any], base: str) -> Settings:
         simulate=bool(data.get("simulate", True)),
         gitignore=bool(data.get("gitignore", True)),
         context=paths(data.get("context") or ()),
+        policies=paths(data.get("policies") or ()),
         jobs=data.get("jobs"),
         limits=_limits(data.get("limits") or {}),
         units=_units(data.get("units", "auto"), paths),

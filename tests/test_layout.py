@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("kaffinity.context",),
     ("kaffinity.explain",),
     ("kaffinity.rules",),
+    ("kaffinity.policy",),
     ("kaffinity.engine",),
     ("kaffinity.report",),
     ("kaffinity.cli",),

@@ -37,6 +37,7 @@ NAMES = {
     "config": "config.schema.json",
     "cluster": "cluster.schema.json",
     "output": "output.schema.json",
+    "policy": "policy.schema.json",
     "kubernetes": f"kubernetes-{DEFAULT_KUBE_VERSION}.schema.json",
 }
 SHIPPED = sorted(path.name for path in SCHEMAS.glob("*.json"))
@@ -89,7 +90,7 @@ def test_list_names_every_shipped_schema() -> None:
     [
         (
             ("openapi",),
-            "kaffinity: error: unknown schema 'openapi' (one of kubernetes, config, cluster, output)",
+            "kaffinity: error: unknown schema 'openapi' (one of kubernetes, config, cluster, output, policy)",
         ),
         (
             ("--kube-version", "1.26"),

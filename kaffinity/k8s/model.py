@@ -1064,3 +1064,8 @@ def dig(data: Any, path: DataPath) -> Any:
         else:
             return None
     return data
+
+
+def label_selector(raw: Any, path: DataPath) -> LabelSelector | None:
+    """A metav1 LabelSelector read from ``raw`` (None when it is not a mapping: nil)."""
+    return _label_selector(raw, path)

@@ -1,0 +1,184 @@
+"""Reading policy files: ``kaffinity.io/v1alpha1`` ``Policy`` objects, checked where they stand.
+
+A path is a file or a folder (every ``*.yaml``, ``*.yml`` and ``*.json`` in it). Each document
+must be a Policy. It is checked against ``schemas/policy.schema.json``, and its own JSON Schema
+(``spec.schema``) is checked against the 2020-12 metaschema. A policy may not reuse a built-in
+rule's name or another policy's.
+
+A bad policy is reported as ``file:line:column: error: ...`` with the position of the field at
+fault. It is left out, and the other policies still load: the caller runs them and the built-in
+rules, then exits 2 (see :class:`Loaded`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kaffinity.findings import Severity
+from kaffinity.k8s.model import LabelSelector, label_selector
+from kaffinity.load.files import load
+from kaffinity.load.parse import DEFAULT_LIMITS, Limits
+from kaffinity.load.source import DataPath, Document, Span
+
+API_VERSION = "kaffinity.io/v1alpha1"
+KIND = "Policy"
+#: What ``spec.target`` may name: where in a workload the policy's schema looks.
+TARGETS = ("object", "podTemplate", "podSpec")
+#: Admission policies as a cluster applies them: read in a later version (CEL).
+_ADMISSION_KINDS = frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"})
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One Policy, read from its document; ``None`` in a match field means "any"."""
+
+    name: str
+    doc: Document
+    message: str
+    schema: Mapping[str, Any]
+    target: str = "podSpec"
+    severity: Severity = Severity.ERROR
+    description: str = ""
+    kinds: frozenset[str] | None = None
+    namespaces: frozenset[str] | None = None
+    selector: LabelSelector | None = None
+    min_replicas: int | None = None
+
+
+@dataclass
+class Loaded:
+    """The policies that loaded, and one line per problem (file:line:column: error: ...)."""
+
+    policies: list[Policy] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def load_policies(
+    paths: Sequence[str], reserved: Collection[str] = (), limits: Limits = DEFAULT_LIMITS
+) -> Loaded:
+    """Every policy under ``paths``; ``reserved``: names a policy may not take (the built-in
+    rules and categories)."""
+    loaded = Loaded()
+    present = []
+    for path in paths:
+        if os.path.exists(path):
+            present.append(path)
+        else:
+            loaded.errors.append(f"{path}: error: policy file not found")
+    files = load(present, limits=limits, gitignore=False, manifests_only=False) if present else []
+    if present and not files:
+        loaded.errors.append(f"{', '.join(present)}: error: no policy file (*.yaml, *.yml, *.json) found")
+    seen: dict[str, Document] = {}
+    for file in files:
+        for problem in file.problems:
+            loaded.errors.append(_at(file.name, problem.span, problem.message))
+        for doc in file.documents:
+            policy, errors = _policy(doc)
+            loaded.errors.extend(errors)
+            if policy is None:
+                continue
+            name_at = doc.locate(("metadata", "name"))
+            if policy.name in reserved:
+                loaded.errors.append(
+                    _at(
+                        doc.file,
+                        name_at,
+                        f"'{policy.name}' is a built-in rule or category: name the policy otherwise",
+                    )
+                )
+            elif policy.name in seen:
+                first = seen[policy.name]
+                where = f"{first.file}:{first.locate(('metadata', 'name')).line}"
+                loaded.errors.append(
+                    _at(doc.file, name_at, f"a policy named '{policy.name}' is defined at {where}")
+                )
+            else:
+                seen[policy.name] = doc
+                loaded.policies.append(policy)
+    return loaded
+
+
+def _policy(doc: Document) -> tuple[Policy | None, list[str]]:
+    """The Policy of ``doc``, or None and why not."""
+    data = doc.data
+    if not isinstance(data, Mapping):
+        return None, [_at(doc.file, doc.span, "a policy file holds Policy objects, not a bare value")]
+    kind = data.get("kind")
+    if kind in _ADMISSION_KINDS:
+        return None, [
+            _at(doc.file, doc.locate(("kind",)), f"{kind} is not supported yet: write a {API_VERSION} Policy")
+        ]
+    if data.get("apiVersion") != API_VERSION or kind != KIND:
+        shown = f"{data.get('apiVersion')} {kind}"
+        return None, [
+            _at(
+                doc.file, doc.span, f"{shown} is not a policy: expected apiVersion {API_VERSION}, kind {KIND}"
+            )
+        ]
+    errors = _shape_errors(doc)
+    if errors:
+        return None, errors
+    spec = data["spec"]
+    match = spec.get("match") or {}
+    return (
+        Policy(
+            name=data["metadata"]["name"],
+            doc=doc,
+            message=spec["message"],
+            schema=spec["schema"],
+            target=spec.get("target", "podSpec"),
+            severity=Severity(spec.get("severity", "error")),
+            description=spec.get("description", ""),
+            kinds=_set(match.get("kinds")),
+            namespaces=_set(match.get("namespaces")),
+            selector=label_selector(match.get("labelSelector"), ("spec", "match", "labelSelector")),
+            min_replicas=match.get("minReplicas"),
+        ),
+        [],
+    )
+
+
+def _shape_errors(doc: Document) -> list[str]:
+    """The Policy's own mistakes (its schema file's, then its JSON Schema's), at their places."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    from kaffinity.load.resources import schema
+
+    validator = Draft202012Validator(schema("policy.schema.json"))
+    found = sorted(
+        validator.iter_errors(doc.data), key=lambda error: [str(step) for step in error.absolute_path]
+    )
+    if found:
+        return [
+            _at(
+                doc.file,
+                doc.locate(tuple(error.absolute_path)),
+                f"{_dotted(error.absolute_path)}{error.message}",
+            )
+            for error in found
+        ]
+    try:
+        Draft202012Validator.check_schema(doc.data["spec"]["schema"])
+    except SchemaError as error:
+        path: DataPath = ("spec", "schema", *error.absolute_path)
+        return [_at(doc.file, doc.locate(path), f"spec.schema is not a valid JSON Schema: {error.message}")]
+    return []
+
+
+def _dotted(path: Iterable[Any]) -> str:
+    """``spec.match.kinds[0]: `` for an error's path (nothing for the document itself)."""
+    text = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path).lstrip(".")
+    return f"{text}: " if text else ""
+
+
+def _set(values: Any) -> frozenset[str] | None:
+    return frozenset(values) if values else None
+
+
+def _at(file: str, span: Span | None, message: str) -> str:
+    where = f"{file}:{span.line}:{span.column}" if span else file
+    return f"{where}: error: {message}"

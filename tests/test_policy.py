@@ -1,0 +1,179 @@
+"""Policies (``--policy``, ``policies:``): kaffinity.io/v1alpha1 Policy objects as rules.
+
+The fixtures in tests/data/policies take their workloads' shapes from the real corpus. A
+finding points at the field the policy's schema names, under the level the policy targets;
+a bad policy is an error at its own line, and the other policies and the built-in rules run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kaffinity.load.parse import parse
+from kaffinity.policy.check import policy_rule
+from kaffinity.policy.load import _policy, load_policies
+
+from .kit import REPO, findings, keys, lint_text, position, run, run_json
+
+DATA = REPO / "tests" / "data" / "policies"
+WORKLOADS = DATA / "workloads.yaml"
+TEXT = WORKLOADS.read_text(encoding="utf-8")
+
+
+def _policy_keys(*policy_files: Path, args: tuple[str, ...] = ()) -> tuple[int, list[tuple[str, int, int]]]:
+    flags = [flag for path in policy_files for flag in ("--policy", str(path))]
+    code, report = run_json(str(WORKLOADS), "--select", "policy", *flags, *args)
+    return code, [(f["rule"], f["line"], f["column"]) for f in report["findings"]]
+
+
+def test_a_finding_points_at_the_field_under_the_target_of_each_kind() -> None:
+    code, found = _policy_keys(DATA / "scheduling.yaml")
+    assert code == 1
+    frontend_spec = position(TEXT, "spec:", 1, after="labels: {app: frontend}")
+    postgres_key = position(TEXT, "topologyKey: topology.kubernetes.io/zone", 1, after="podAntiAffinity")
+    cronjob_key = position(TEXT, "topologyKey: topology.kubernetes.io/region")
+    assert found == [
+        ("zone-spread-required", *frontend_spec),  # no topologySpreadConstraints in its pod spec
+        ("hostname-only-anti-affinity", *postgres_key),
+        ("hostname-only-anti-affinity", *cronjob_key),  # spec.jobTemplate.spec.template.spec
+    ]
+
+
+def test_match_selects_kinds_namespaces_labels_and_replicas() -> None:
+    """worker (2 replicas) and the CronJob are not zone-spread's; postgres (3, zone spread)
+    passes it; still-runs matches only namespace shop with tier=prod: frontend."""
+    loaded = load_policies([str(DATA / "scheduling.yaml"), str(DATA / "bad.yaml")])
+    rules = [policy_rule(policy) for policy in loaded.policies]
+    result = lint_text(TEXT, rules=rules, name=str(WORKLOADS))
+    named = {(finding.rule, str(finding.object)) for finding in findings(result)}
+    assert ("zone-spread-required", "Deployment/shop/frontend") in named
+    assert not any(obj == "Deployment/shop/worker" for _, obj in named)
+    assert [obj for rule, obj in named if rule == "still-runs"] == ["Deployment/shop/frontend"]
+
+
+def test_bad_policies_are_errors_at_their_lines_and_the_rest_still_runs() -> None:
+    completed = run(
+        "lint",
+        "--no-config",
+        "--format",
+        "json",
+        "--select",
+        "policy",
+        str(WORKLOADS),
+        "--policy",
+        str(DATA / "bad.yaml"),
+    )
+    assert completed.returncode == 2
+    bad = (DATA / "bad.yaml").read_text(encoding="utf-8")
+    errors = [line.split(": error: ")[0] for line in completed.stderr.splitlines() if ": error: " in line]
+    assert errors == [
+        f"{DATA / 'bad.yaml'}:{line}:{column}"
+        for line, column in (
+            position(bad, "name: Bad_Name"),  # not a rule name
+            position(bad, "type: 12"),  # spec.schema is no JSON Schema
+            position(bad, "name: unschedulable"),  # a built-in rule's name
+            position(bad, "kind: ValidatingAdmissionPolicy"),  # not supported yet
+        )
+    ]
+    report = json.loads(completed.stdout)
+    assert [(f["rule"], f["line"]) for f in report["findings"]] == [
+        ("still-runs", position(TEXT, "metadata:", 1)[0])
+    ]
+
+
+def test_a_missing_policy_file_is_a_usage_error(tmp_path: Path) -> None:
+    completed = run("lint", "--no-config", str(WORKLOADS), "--policy", str(tmp_path / "nope.yaml"))
+    assert completed.returncode == 2
+    assert f"{tmp_path / 'nope.yaml'}: error: policy file not found" in completed.stderr
+
+
+def test_policies_in_the_config_are_relative_to_it(tmp_path: Path) -> None:
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "scheduling.yaml").write_text((DATA / "scheduling.yaml").read_text())
+    (tmp_path / ".kaffinity.yaml").write_text("policies: [policies]\nselect: [policy]\n")
+    (tmp_path / "app.yaml").write_text(TEXT)
+    completed = run("lint", "--format", "json", "app.yaml", cwd=tmp_path)
+    assert completed.returncode == 1
+    rules = [f["rule"] for f in json.loads(completed.stdout)["findings"]]
+    assert rules == ["zone-spread-required", "hostname-only-anti-affinity", "hostname-only-anti-affinity"]
+
+
+@pytest.mark.parametrize(
+    "how", [("--ignore", "policy"), ("--ignore", "zone-spread-required,hostname-only-anti-affinity")]
+)
+def test_the_policy_category_is_selected_and_ignored_like_any(how: tuple[str, str]) -> None:
+    code, found = _policy_keys(DATA / "scheduling.yaml", args=how)
+    assert found == [] and code == 0
+
+
+def test_a_policy_finding_is_suppressed_like_any() -> None:
+    annotated = TEXT.replace(
+        "  labels: {tier: prod}\n",
+        "  labels: {tier: prod}\n  annotations:\n    kaffinity.io/ignore: zone-spread-required\n",
+    )
+    loaded = load_policies([str(DATA / "scheduling.yaml")])
+    rules = [policy_rule(policy) for policy in loaded.policies]
+    assert [key[0] for key in keys(lint_text(annotated, rules=rules))] == [
+        "hostname-only-anti-affinity",
+        "hostname-only-anti-affinity",
+    ]
+
+
+def test_a_lint_without_policies_does_not_import_the_policy_engine() -> None:
+    completed = run(
+        "lint",
+        "--no-config",
+        str(REPO / "examples" / "unschedulable" / "pass.yaml"),
+        env={"PYTHONPROFILEIMPORTTIME": "1"},
+    )
+    assert completed.returncode == 0
+    assert "kaffinity.policy" not in completed.stderr
+
+
+def test_the_policy_schema_reports_every_mistake_with_its_path() -> None:
+    text = (
+        "apiVersion: kaffinity.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\n"
+        "spec:\n  message: m\n  schema: {}\n  target: pod\n  match: {kinds: []}\n"
+    )
+    (doc,) = parse("p.yaml", text).documents
+    policy, errors = _policy(doc)
+    assert policy is None
+    assert errors == [
+        "p.yaml:{}:{}: error: spec.match.kinds: [] should be non-empty".format(*position(text, "kinds: []")),
+        "p.yaml:{}:{}: error: spec.target: 'pod' is not one of ['object', 'podTemplate', 'podSpec']".format(
+            *position(text, "target: pod")
+        ),
+    ]
+
+
+def test_a_policy_is_named_in_the_config_like_a_rule(tmp_path: Path) -> None:
+    """``severity:`` and ``ignore:`` in .kaffinity.yaml may name a policy; an unknown name is
+    still an error."""
+    (tmp_path / "scheduling.yaml").write_text((DATA / "scheduling.yaml").read_text())
+    (tmp_path / "app.yaml").write_text(TEXT)
+    (tmp_path / ".kaffinity.yaml").write_text(
+        "policies: [scheduling.yaml]\nselect: [policy]\nignore: [hostname-only-anti-affinity]\n"
+        "severity: {zone-spread-required: warning}\n"
+    )
+    completed = run("lint", "--format", "json", "app.yaml", cwd=tmp_path)
+    assert completed.returncode == 0  # a warning does not fail the run (fail-on: error)
+    found = json.loads(completed.stdout)["findings"]
+    assert [(f["rule"], f["severity"]) for f in found] == [("zone-spread-required", "warning")]
+    (tmp_path / ".kaffinity.yaml").write_text("policies: [scheduling.yaml]\nignore: [zone-spread]\n")
+    completed = run("lint", "app.yaml", cwd=tmp_path)
+    assert completed.returncode == 2 and "unknown rule or category 'zone-spread'" in completed.stderr
+
+
+def test_the_json_report_with_policies_follows_its_schema() -> None:
+    from jsonschema import Draft202012Validator
+
+    from kaffinity.load.resources import schema
+
+    code, report = run_json(str(WORKLOADS), "--policy", str(DATA / "scheduling.yaml"))
+    assert code == 1
+    Draft202012Validator(schema("output.schema.json")).validate(report)
+    categories = {f["rule"]: f["category"] for f in report["findings"] if f["category"] == "policy"}
+    assert categories == {"zone-spread-required": "policy", "hostname-only-anti-affinity": "policy"}
