@@ -156,3 +156,16 @@ def test_the_architecture_doc_lists_the_layers_in_order() -> None:
 @pytest.mark.parametrize("package", [name for name, path in MODULES.items() if path.name == "__init__.py"])
 def test_the_architecture_doc_names_every_package(package: str) -> None:
     assert f"`{package}`" in ARCHITECTURE.read_text(encoding="utf-8")
+
+
+def test_every_package_is_installed() -> None:
+    """pyproject.toml lists the packages explicitly: a new one left out works from the checkout
+    but is missing from the installed wheel (as kaffinity.policy was once, in CI)."""
+    import re
+
+    text = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
+    section = re.search(r"^\[tool\.setuptools\]\n(.*?)^\[", text, re.S | re.M)
+    assert section is not None
+    listed = set(re.findall(r'"(kaffinity(?:\.[a-z0-9_]+)*)"', section.group(1)))
+    packages = {name for name, path in MODULES.items() if path.name == "__init__.py"}
+    assert packages <= listed, sorted(packages - listed)

@@ -408,6 +408,9 @@ def test_the_readme_configuration_is_valid(tmp_path: Path) -> None:
         (tmp_path / folder).mkdir(parents=True)
     (tmp_path / "cluster" / "nodes.yaml").write_text(THREE_NODES)
     (tmp_path / "charts/web/values-prod.yaml").write_text("replicaCount: 2\n")
+    (tmp_path / "policies").mkdir()
+    policies = (REPO / "tests" / "data" / "policies" / "scheduling.yaml").read_text()
+    (tmp_path / "policies" / "scheduling.yaml").write_text(policies)
     done = run("lint", "--format", "json", "--no-render", "manifests", cwd=tmp_path)
     assert "error:" not in done.stderr, done.stderr
     assert done.returncode == 0
