@@ -1047,6 +1047,60 @@ def _use_color(choice: Color, output: Optional[str]) -> bool:
     return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
 
 
+policy_app = typer.Typer(
+    help="Work with policies (docs/policies.md).", no_args_is_help=True, add_completion=False
+)
+app.add_typer(policy_app, name="policy")
+
+
+@policy_app.command("test")
+def policy_test(
+    paths: Annotated[
+        list[str],
+        typer.Argument(help="Folders or files of policies and fixtures (# expect: <policy> markers)."),
+    ],
+    policy: Annotated[
+        Optional[list[str]],
+        typer.Option("--policy", help="More policy files or folders (repeatable)."),
+    ] = None,
+    kube_version: _KubeVersion = None,
+    config: _Config = None,
+    no_config: _NoConfig = False,
+) -> None:
+    """Check policies against fixtures: each fixture's policy findings must fall exactly on its
+    '# expect: <policy>' lines. Exit code 0: every fixture passes; 1: one fails; 2: bad input."""
+    from kaffinity.engine import lint as run_lint
+    from kaffinity.policy.testing import run_tests
+
+    for path in paths:
+        if not os.path.exists(path):
+            _say(f"kaffinity: error: {quote_name(path)}: not found")
+            raise typer.Exit(2)
+    settings = replace(_settings(config, no_config, kube_version, None), select=("policy",), ignore=())
+    run = run_tests(paths, settings, run_lint, tuple(policy or ()))
+    failed = 0
+    for fixture in run.fixtures:
+        if fixture.passed:
+            typer.echo(f"ok    {escape(fixture.file)} ({len(fixture.reported)} finding(s))")
+            continue
+        failed += 1
+        typer.echo(f"FAIL  {escape(fixture.file)}")
+        for rule, line in fixture.missing:
+            typer.echo(f"      {escape(fixture.file)}:{line}: expected [{rule}], not reported")
+        for rule, line, column, message in fixture.unexpected:
+            typer.echo(f"      {escape(fixture.file)}:{line}:{column}: unexpected [{rule}] {escape(message)}")
+        for problem in fixture.load_errors:
+            typer.echo(f"      {escape(problem)}")
+    for message in run.policy_errors:
+        _say(message)
+    typer.echo(f"{len(run.fixtures)} fixture(s), {run.policies} policy(ies): {failed} failed.")
+    if run.policy_errors or not run.policies:
+        if not run.policies:
+            _say("kaffinity: error: no policy found")
+        raise typer.Exit(2)
+    raise typer.Exit(1 if failed else 0)
+
+
 @app.command()
 def rules(
     name: Annotated[

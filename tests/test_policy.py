@@ -177,3 +177,45 @@ def test_the_json_report_with_policies_follows_its_schema() -> None:
     Draft202012Validator(schema("output.schema.json")).validate(report)
     categories = {f["rule"]: f["category"] for f in report["findings"] if f["category"] == "policy"}
     assert categories == {"zone-spread-required": "policy", "hostname-only-anti-affinity": "policy"}
+
+
+def test_the_policy_library_passes_its_own_fixtures() -> None:
+    completed = run("policy", "test", str(REPO / "examples" / "policies"))
+    assert completed.returncode == 0, completed.stdout
+    assert completed.stdout.splitlines()[-1] == "2 fixture(s), 4 policy(ies): 0 failed."
+
+
+def test_a_fixture_fails_on_a_missing_and_on_an_unexpected_finding(tmp_path: Path) -> None:
+    library = REPO / "examples" / "policies"
+    (tmp_path / "scheduling.yaml").write_text((library / "scheduling.yaml").read_text())
+    fixture = (library / "fail.yaml").read_text()
+    # The Job's marker moves one line down; the cache's marker is dropped.
+    moved = fixture.replace(
+        "    spec:  # expect: gpu-tolerations\n      restartPolicy: Never\n",
+        "    spec:\n      restartPolicy: Never  # expect: gpu-tolerations\n",
+    )
+    moved = moved.replace("  # expect: hostname-only-anti-affinity", "")
+    assert moved.count("# expect:") == fixture.count("# expect:") - 1
+    (tmp_path / "fail.yaml").write_text(moved)
+    completed = run("policy", "test", str(tmp_path))
+    assert completed.returncode == 1
+    name = str(tmp_path / "fail.yaml")
+    gpu = position(moved, "restartPolicy: Never")[0]
+    job_spec = position(moved, "spec:", 2, after="name: train")  # the pod spec, not the Job's
+    cache_key = position(moved, "topologyKey: topology.kubernetes.io/zone")
+    report = [line.strip() for line in completed.stdout.splitlines()]
+    assert f"{name}:{gpu}: expected [gpu-tolerations], not reported" in report
+    unexpected = [line.split(" [")[0] for line in report if "unexpected" in line]
+    assert sorted(unexpected) == sorted(
+        [
+            f"{name}:{job_spec[0]}:{job_spec[1]}: unexpected",
+            f"{name}:{cache_key[0]}:{cache_key[1]}: unexpected",
+        ]
+    )
+
+
+def test_policy_test_without_a_policy_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "app.yaml").write_text(TEXT)
+    completed = run("policy", "test", str(tmp_path))
+    assert completed.returncode == 2
+    assert "kaffinity: error: no policy found" in completed.stderr

@@ -1,0 +1,117 @@
+"""``kaffinity policy test``: policies checked against fixtures, as ``gator verify`` and
+``kyverno test`` check theirs.
+
+A test folder holds policies and fixtures side by side:
+
+- a file whose documents are ``kaffinity.io/v1alpha1`` Policies is a policy file;
+- any other YAML or JSON file is a fixture.
+
+Each fixture marks the lines a policy must report with ``# expect: <policy>[, <policy>...]``,
+as kaffinity's own examples do. A fixture passes when the policies report exactly on the marked
+lines: nothing missing and nothing more. Built-in rules do not run, so a fixture tests the
+policies alone. Each fixture is linted on its own, so fixtures never see each other.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kaffinity.config import Settings
+from kaffinity.load.files import load
+from kaffinity.load.parse import SourceFile
+from kaffinity.policy.check import policy_rule
+from kaffinity.policy.load import API_VERSION, KIND, Loaded, load_policies
+from kaffinity.rules.base import Rule
+
+#: ``# expect: a, b`` on a line: policies a and b report on that line.
+EXPECT = re.compile(r"#\s*expect:\s*([a-z0-9-]+(?:\s*,\s*[a-z0-9-]+)*)")
+
+
+@dataclass
+class FixtureResult:
+    """One fixture: the (policy, line) pairs it marks and those the policies reported."""
+
+    file: str
+    expected: list[tuple[str, int]]
+    reported: list[tuple[str, int, int, str]]  # policy, line, column, message
+    load_errors: list[str] = field(default_factory=list)
+
+    @property
+    def missing(self) -> list[tuple[str, int]]:
+        got = {(rule, line) for rule, line, _, _ in self.reported}
+        return [pair for pair in self.expected if pair not in got]
+
+    @property
+    def unexpected(self) -> list[tuple[str, int, int, str]]:
+        wanted = set(self.expected)
+        return [item for item in self.reported if (item[0], item[1]) not in wanted]
+
+    @property
+    def passed(self) -> bool:
+        return not self.missing and not self.unexpected and not self.load_errors
+
+
+@dataclass
+class TestRun:
+    """Every fixture's result, and the policies' own problems (file:line:column: error: ...)."""
+
+    fixtures: list[FixtureResult]
+    policy_errors: list[str]
+    policies: int
+
+
+def expected(text: str) -> list[tuple[str, int]]:
+    """The (policy, line) pairs the ``# expect:`` markers of ``text`` ask for, in order."""
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = EXPECT.search(line)
+        if match:
+            found += [(name.strip(), number) for name in match.group(1).split(",")]
+    return sorted(found)
+
+
+#: The engine's ``lint`` (files, settings, rules): given by the caller, which sits above it.
+Linter = Callable[[Sequence[SourceFile], Settings, Sequence[Rule]], Any]
+
+
+def run_tests(
+    paths: Sequence[str], settings: Settings, lint: Linter, extra_policies: Sequence[str] = ()
+) -> TestRun:
+    """Load the policies and fixtures under ``paths`` (and the policies of ``extra_policies``),
+    then lint each fixture with the policies alone (``lint``: the engine's)."""
+    from kaffinity.rules import CATEGORIES, RULES
+
+    files = load(list(paths), limits=settings.limits, gitignore=settings.gitignore, manifests_only=False)
+    policy_files = [file.name for file in files if _is_policy_file(file)]
+    fixtures = [file for file in files if file.name not in policy_files]
+    reserved = {rule.name for rule in RULES} | set(CATEGORIES) | {"policy", "all"}
+    loaded: Loaded = load_policies([*policy_files, *extra_policies], reserved, settings.limits)
+    rules = [policy_rule(policy) for policy in loaded.policies]
+    results = []
+    for fixture in fixtures:
+        result = lint([fixture], settings, rules)
+        problems = [
+            f"{fixture.name}:{problem.span.line if problem.span else 1}: error: {problem.message}"
+            for problem in fixture.problems
+        ]
+        reported = sorted(
+            (finding.rule, finding.line or 0, finding.column or 0, finding.message)
+            for finding in result.findings
+            if finding.category == "policy"
+        )
+        results.append(FixtureResult(fixture.name, expected(fixture.text), reported, problems))
+    return TestRun(results, loaded.errors, len(loaded.policies))
+
+
+def _is_policy_file(file: SourceFile) -> bool:
+    """A file whose every document is a kaffinity Policy (and that has one)."""
+    docs = file.documents
+    return bool(docs) and all(
+        isinstance(doc.data, dict)
+        and doc.data.get("apiVersion") == API_VERSION
+        and doc.data.get("kind") == KIND
+        for doc in docs
+    )
