@@ -38,6 +38,8 @@ from kaffinity.simulate.cluster import cluster_from
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
+#: Policies and their fixtures (``kaffinity policy test``): their markers name policies, not rules.
+POLICY_EXAMPLES = EXAMPLES / "policies"
 SHARED = REPO.parent / "shared"
 _EXPECT = re.compile(r"#\s*expect:\s*([a-z0-9-]+(?:\s*,\s*[a-z0-9-]+)*)")
 _SETTINGS = re.compile(r"^#\s*settings:\s*(\{.*\})\s*$", re.MULTILINE)

@@ -8,13 +8,14 @@ import pytest
 
 from kaffinity.rules import BY_NAME, RULES
 
-from .kit import CROSS_WORKLOAD, EXAMPLES, example_settings, expected, lint_paths
+from .kit import CROSS_WORKLOAD, EXAMPLES, POLICY_EXAMPLES, example_settings, expected, lint_paths
 
 #: examples/policies holds policies and their fixtures: `kaffinity policy test` checks those
 #: markers (tests/test_policy.py); the built-in rules find nothing there.
-POLICIES = EXAMPLES / "policies"
 EXAMPLE_FILES = sorted(
-    p for p in EXAMPLES.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and POLICIES not in p.parents
+    p
+    for p in EXAMPLES.rglob("*")
+    if p.suffix in (".yaml", ".yml", ".json") and POLICY_EXAMPLES not in p.parents
 )
 
 
