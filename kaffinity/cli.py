@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from kaffinity.config import Settings
     from kaffinity.expand.fixes import FileFix
     from kaffinity.load.parse import SourceFile
+    from kaffinity.policy.load import Loaded
     from kaffinity.repo.units import Layout, Unit
     from kaffinity.rules.base import Rule
     from kaffinity.simulate.cluster import Cluster
@@ -253,8 +254,19 @@ def lint(
     from kaffinity.rules import RULES
 
     extra_reports = _report_targets(reports or ())
+    memo: PolicyMemo = {}  # the policies, read once for the settings and the rules
     settings = _settings(
-        config, no_config, kube_version, feature_gates, proposals, select, ignore, namespace, exclude, policy
+        config,
+        no_config,
+        kube_version,
+        feature_gates,
+        proposals,
+        select,
+        ignore,
+        namespace,
+        exclude,
+        policy,
+        memo,
     ).overridden(cluster=cluster_file, closed=closed, simulate=simulate, jobs=jobs, render=build)
     if no_gitignore:
         settings = replace(settings, gitignore=False)
@@ -270,7 +282,7 @@ def lint(
             paths, settings, stdin_filename, changed, context
         )
         rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_all_manifests)
-        rules, policy_errors = _with_policies(rules, settings)
+        rules, policy_errors = _with_policies(rules, settings, memo)
         cluster = _load_cluster(settings)
         files, layout = _layout(files, roots, settings)
         # The first unit's context: the Markdown report draws its graph; the units share the
@@ -306,26 +318,40 @@ def lint(
     raise typer.Exit(1 if result.failed(settings.fail_on) else 0)
 
 
-def _policy_names(paths: tuple[str, ...]) -> list[str]:
-    """The names of the policies under ``paths`` (their problems are reported when they run)."""
+#: The policies of one command's run, by the paths they were read from: read once, for the
+#: settings' rule names and for the rules.
+PolicyMemo = dict[tuple[str, ...], "Loaded"]
+
+
+def _policies(paths: tuple[str, ...], memo: PolicyMemo) -> Loaded | None:
+    """The policies under ``paths`` (None: none given), read once per run. The policy engine is
+    imported only when a policy is given."""
     if not paths:
-        return []
-    from kaffinity.policy.load import load_policies
+        return None
+    if paths not in memo:
+        from kaffinity.policy.check import reserved_names
+        from kaffinity.policy.load import load_policies
 
-    return [policy.name for policy in load_policies(paths).policies]
+        memo[paths] = load_policies(paths, reserved_names())
+    return memo[paths]
 
 
-def _with_policies(rules: tuple[Rule, ...], settings: Settings) -> tuple[tuple[Rule, ...], list[str]]:
+def _policy_names(paths: tuple[str, ...], memo: PolicyMemo) -> list[str]:
+    """The names of the policies under ``paths`` (their problems are reported when they run)."""
+    loaded = _policies(paths, memo)
+    return [policy.name for policy in loaded.policies] if loaded is not None else []
+
+
+def _with_policies(
+    rules: tuple[Rule, ...], settings: Settings, memo: PolicyMemo
+) -> tuple[tuple[Rule, ...], list[str]]:
     """The rules with one more per policy of ``settings.policies``, and the policies' problems
-    (file:line:column: error: ...). The policy engine is imported only when a policy is given."""
-    if not settings.policies:
+    (file:line:column: error: ...)."""
+    loaded = _policies(settings.policies, memo)
+    if loaded is None:
         return rules, []
-    from kaffinity.policy.check import CATEGORY, policy_rule
-    from kaffinity.policy.load import load_policies
-    from kaffinity.rules import CATEGORIES, RULES
+    from kaffinity.policy.check import policy_rule
 
-    reserved = {rule.name for rule in RULES} | set(CATEGORIES) | {CATEGORY, "all"}
-    loaded = load_policies(settings.policies, reserved, settings.limits)
     return (*rules, *(policy_rule(policy) for policy in loaded.policies)), loaded.errors
 
 
@@ -673,6 +699,7 @@ def _settings(
     namespace: Optional[str] = None,
     exclude: Optional[list[str]] = None,
     policies: Optional[list[str]] = None,
+    memo: Optional[PolicyMemo] = None,
 ) -> Settings:
     """Settings from the config file and the flags (flags win); exit 2 on a bad value. The names
     of the policies (``--policy``, else ``policies:``) count as rule names."""
@@ -702,14 +729,15 @@ def _settings(
             if what is not None:
                 raise ConfigError([f"{quote_name(config)}: error: config file {what}"])
         categories = sorted({*CATEGORIES, "policy"})
+        read: PolicyMemo = memo if memo is not None else {}
 
         def policy_names(paths: tuple[str, ...]) -> list[str]:
-            return _policy_names(tuple(policies) if policies else paths)
+            return _policy_names(tuple(policies) if policies else paths, read)
 
         settings: Settings = load_settings(config_path, rule_names, categories, policy_names)
         if policies:
             settings = replace(settings, policies=tuple(policies))
-        known = [*rule_names, *_policy_names(settings.policies)]
+        known = [*rule_names, *_policy_names(settings.policies, read)]
         selected, ignored = _names(select), _names(ignore)
         for option, names in (("--select", selected), ("--ignore", ignored)):
             if names:

@@ -114,7 +114,7 @@ def load_settings(
     if problem is None:
         data, problem = parse_data(text, strict=True)  # a key twice: which one was meant?
     if problem is not None:
-        raise ConfigError([_at(display, problem.span, problem.message)])
+        raise ConfigError([error_at(display, problem.span, problem.message)])
     if data is None:
         data = PosDict(Span(1, 1))
     doc = Document(display, 0, data, data, Span(1, 1))
@@ -137,13 +137,13 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
 
     data = doc.data
     if not isinstance(data, dict):
-        return [_at(doc.file, doc.span, "the configuration must be a mapping of settings")]
+        return [error_at(doc.file, doc.span, "the configuration must be a mapping of settings")]
     schema_doc = schema("config.schema.json")
     known = list(schema_doc["properties"])
     names = {*rule_names, *categories, "all"}
     return [
         *(
-            _at(doc.file, doc.locate((key,)), f"unknown key '{key}'{_did_you_mean(key, known)}")
+            error_at(doc.file, doc.locate((key,)), f"unknown key '{key}'{_did_you_mean(key, known)}")
             for key in data
             if key not in known
         ),
@@ -167,7 +167,7 @@ def _schema_errors(doc: Document, schema_doc: Mapping[str, Any]) -> list[str]:
         path = tuple(error.absolute_path)
         where = ".".join(str(item) for item in path)
         message = _pattern_message(path, error.instance) if error.validator == "pattern" else None
-        errors.append(_at(doc.file, doc.locate(path), f"{where}: {message or error.message}"))
+        errors.append(error_at(doc.file, doc.locate(path), f"{where}: {message or error.message}"))
     return errors
 
 
@@ -188,7 +188,7 @@ def _version_errors(doc: Document) -> list[str]:
     if not isinstance(version, str):
         return []
     if version not in KUBE_VERSIONS:
-        return [_at(doc.file, doc.locate(("kube-version",)), unknown_version(version))]
+        return [error_at(doc.file, doc.locate(("kube-version",)), unknown_version(version))]
     gates = data.get("feature-gates")
     if not isinstance(gates, dict):
         return []
@@ -196,7 +196,7 @@ def _version_errors(doc: Document) -> list[str]:
 
     valid = {name: value for name, value in gates.items() if isinstance(value, bool)}
     return [
-        _at(doc.file, doc.locate(("feature-gates", name)), message)
+        error_at(doc.file, doc.locate(("feature-gates", name)), message)
         for name, message in gate_problems(version, valid)
     ]
 
@@ -204,7 +204,7 @@ def _version_errors(doc: Document) -> list[str]:
 def _rule_name_errors(doc: Document, names: set[str]) -> list[str]:
     """Names in ``select`` and ``ignore`` that are no rule, category or ``all``."""
     return [
-        _at(doc.file, doc.locate((key, index)), _unknown_rule(name, names))
+        error_at(doc.file, doc.locate((key, index)), _unknown_rule(name, names))
         for key in ("select", "ignore")
         for index, name in enumerate(doc.data.get(key) or [])
         if isinstance(name, str) and name not in names
@@ -221,10 +221,12 @@ def _severity_errors(doc: Document, names: set[str]) -> list[str]:
         at = doc.locate(("severity", name))
         if name == "all":  # a rule's or a category's severity only: each rule has its own default
             errors.append(
-                _at(doc.file, at, "severity: 'all' cannot be given one severity; name rules or categories")
+                error_at(
+                    doc.file, at, "severity: 'all' cannot be given one severity; name rules or categories"
+                )
             )
         elif name not in names:
-            errors.append(_at(doc.file, at, _unknown_rule(name, names - {"all"})))
+            errors.append(error_at(doc.file, at, _unknown_rule(name, names - {"all"})))
     return errors
 
 
@@ -367,7 +369,8 @@ def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def _at(file: str, span: Span | None, message: str) -> str:
+def error_at(file: str, span: Span | None, message: str) -> str:
+    """``file:line:column: error: message`` (just the file when there is no position)."""
     where = f"{file}:{span.line}:{span.column}" if span else file
     return f"{where}: error: {message}"
 

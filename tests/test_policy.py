@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from kaffinity.load.parse import parse
 from kaffinity.policy.check import policy_rule
 from kaffinity.policy.load import _policy, load_policies
 
-from .kit import REPO, findings, keys, lint_text, position, run, run_json
+from .kit import REPO, findings, invoke, keys, lint_text, position, run, run_json
 
 DATA = REPO / "tests" / "data" / "policies"
 WORKLOADS = DATA / "workloads.yaml"
@@ -219,3 +220,25 @@ def test_policy_test_without_a_policy_is_bad_input(tmp_path: Path) -> None:
     completed = run("policy", "test", str(tmp_path))
     assert completed.returncode == 2
     assert "kaffinity: error: no policy found" in completed.stderr
+
+
+def test_the_policies_are_read_once_per_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The settings (policy names in select, ignore, severity) and the rules share one reading."""
+    import kaffinity.policy.load as policy_load
+
+    read: list[tuple[str, ...]] = []
+    real = policy_load.load_policies
+
+    def counted(paths: Any, *args: Any, **kwargs: Any) -> Any:
+        read.append(tuple(paths))
+        return real(paths, *args, **kwargs)
+
+    monkeypatch.setattr(policy_load, "load_policies", counted)
+    (tmp_path / ".kaffinity.yaml").write_text(
+        f"policies: [{DATA / 'scheduling.yaml'}]\nignore: [zone-spread-required]\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    result = invoke("lint", "--format", "json", "--select", "policy", str(WORKLOADS))
+    assert result.exit_code == 0  # warnings only: fail-on error
+    assert [f["rule"] for f in json.loads(result.stdout)["findings"]] == ["hostname-only-anti-affinity"] * 2
+    assert read == [(str(DATA / "scheduling.yaml"),)]

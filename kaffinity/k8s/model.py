@@ -607,7 +607,7 @@ def build_object(
         return PodDisruptionBudget(
             object_ref(doc, default_namespace),
             doc,
-            _label_selector(spec.get("selector"), ("spec", "selector")),
+            label_selector(spec.get("selector"), ("spec", "selector")),
             _int_or_str(spec.get("minAvailable")),
             _int_or_str(spec.get("maxUnavailable")),
         )
@@ -629,7 +629,7 @@ def _workload(doc: Document, ref: ObjectRef) -> Workload:
     elif kind in ("Pod", "PodTemplate", "CronJob"):
         selector = None
     else:
-        selector = _label_selector(spec.get("selector"), ("spec", "selector"))
+        selector = label_selector(spec.get("selector"), ("spec", "selector"))
     return Workload(
         ref=ref,
         doc=doc,
@@ -658,7 +658,7 @@ def _custom_workload(doc: Document, ref: ObjectRef, definition: WorkloadKind) ->
             raw = _labels(dig(data, definition.selector)) or pod.labels
             selector = LabelSelector(raw, (), definition.selector)
         else:
-            selector = _label_selector(dig(data, definition.selector), definition.selector)
+            selector = label_selector(dig(data, definition.selector), definition.selector)
     replicas: int | None = None
     if definition.controller != "DaemonSet":
         written = next(
@@ -937,9 +937,9 @@ def _pod_affinity(raw: Mapping[str, Any], path: DataPath) -> PodAffinity:
 
 def _pod_affinity_term(raw: Mapping[str, Any], path: DataPath) -> PodAffinityTerm:
     return PodAffinityTerm(
-        label_selector=_label_selector(raw.get("labelSelector"), (*path, "labelSelector")),
+        label_selector=label_selector(raw.get("labelSelector"), (*path, "labelSelector")),
         namespaces=_strings(raw.get("namespaces")),
-        namespace_selector=_label_selector(raw.get("namespaceSelector"), (*path, "namespaceSelector")),
+        namespace_selector=label_selector(raw.get("namespaceSelector"), (*path, "namespaceSelector")),
         topology_key=_str(raw.get("topologyKey")) or "",
         match_label_keys=_strings(raw.get("matchLabelKeys")),
         mismatch_label_keys=_strings(raw.get("mismatchLabelKeys")),
@@ -962,7 +962,7 @@ def _spread(raw: Mapping[str, Any], path: DataPath) -> TopologySpreadConstraint:
         max_skew=_int(raw.get("maxSkew")),
         topology_key=_str(raw.get("topologyKey")) or "",
         when_unsatisfiable=_str(raw.get("whenUnsatisfiable")) or "",
-        label_selector=_label_selector(raw.get("labelSelector"), (*path, "labelSelector")),
+        label_selector=label_selector(raw.get("labelSelector"), (*path, "labelSelector")),
         min_domains=_int(raw.get("minDomains")),
         node_affinity_policy=_str(raw.get("nodeAffinityPolicy")),
         node_taints_policy=_str(raw.get("nodeTaintsPolicy")),
@@ -994,7 +994,8 @@ def _node(doc: Document) -> Node:
     )
 
 
-def _label_selector(raw: Any, path: DataPath) -> LabelSelector | None:
+def label_selector(raw: Any, path: DataPath) -> LabelSelector | None:
+    """A metav1 LabelSelector read from ``raw`` (None when it is not a mapping: nil)."""
     if not isinstance(raw, Mapping):
         return None
     return LabelSelector(
@@ -1064,8 +1065,3 @@ def dig(data: Any, path: DataPath) -> Any:
         else:
             return None
     return data
-
-
-def label_selector(raw: Any, path: DataPath) -> LabelSelector | None:
-    """A metav1 LabelSelector read from ``raw`` (None when it is not a mapping: nil)."""
-    return _label_selector(raw, path)

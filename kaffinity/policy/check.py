@@ -37,6 +37,13 @@ if TYPE_CHECKING:
 CATEGORY = "policy"
 
 
+def reserved_names() -> frozenset[str]:
+    """What a policy may not be named: a built-in rule, a category, ``policy`` or ``all``."""
+    from kaffinity.rules import CATEGORIES, RULES
+
+    return frozenset({rule.name for rule in RULES} | set(CATEGORIES) | {CATEGORY, "all"})
+
+
 def policy_rule(policy: Policy) -> Rule:
     """The rule that checks ``policy``."""
     from jsonschema import Draft202012Validator

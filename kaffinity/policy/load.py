@@ -15,13 +15,15 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
+from kaffinity.config import error_at
 from kaffinity.findings import Severity
 from kaffinity.k8s.model import LabelSelector, label_selector
 from kaffinity.load.files import load
-from kaffinity.load.parse import DEFAULT_LIMITS, Limits
-from kaffinity.load.source import DataPath, Document, Span
+from kaffinity.load.parse import DEFAULT_LIMITS, Limits, SourceFile
+from kaffinity.load.source import DataPath, Document
 
 API_VERSION = "kaffinity.io/v1alpha1"
 KIND = "Policy"
@@ -61,60 +63,73 @@ def load_policies(
 ) -> Loaded:
     """Every policy under ``paths``; ``reserved``: names a policy may not take (the built-in
     rules and categories)."""
-    loaded = Loaded()
-    present = []
-    for path in paths:
-        if os.path.exists(path):
-            present.append(path)
-        else:
-            loaded.errors.append(f"{path}: error: policy file not found")
+    files, missing = read_policy_files(paths, limits)
+    loaded = policies_in(files, reserved)
+    loaded.errors[:0] = missing
+    return loaded
+
+
+def read_policy_files(
+    paths: Sequence[str], limits: Limits = DEFAULT_LIMITS
+) -> tuple[list[SourceFile], list[str]]:
+    """The files under ``paths``, and an error for each path that does not exist or holds none."""
+    missing = [f"{path}: error: policy file not found" for path in paths if not os.path.exists(path)]
+    present = [path for path in paths if os.path.exists(path)]
     files = load(present, limits=limits, gitignore=False, manifests_only=False) if present else []
     if present and not files:
-        loaded.errors.append(f"{', '.join(present)}: error: no policy file (*.yaml, *.yml, *.json) found")
+        missing.append(f"{', '.join(present)}: error: no policy file (*.yaml, *.yml, *.json) found")
+    return files, missing
+
+
+def policies_in(files: Sequence[SourceFile], reserved: Collection[str] = ()) -> Loaded:
+    """The policies of files already read (:func:`load_policies` reads them from paths)."""
+    loaded = Loaded()
     seen: dict[str, Document] = {}
     for file in files:
         for problem in file.problems:
-            loaded.errors.append(_at(file.name, problem.span, problem.message))
+            loaded.errors.append(error_at(file.name, problem.span, problem.message))
         for doc in file.documents:
             policy, errors = _policy(doc)
             loaded.errors.extend(errors)
-            if policy is None:
-                continue
-            name_at = doc.locate(("metadata", "name"))
-            if policy.name in reserved:
-                loaded.errors.append(
-                    _at(
-                        doc.file,
-                        name_at,
-                        f"'{policy.name}' is a built-in rule or category: name the policy otherwise",
-                    )
-                )
-            elif policy.name in seen:
-                first = seen[policy.name]
-                where = f"{first.file}:{first.locate(('metadata', 'name')).line}"
-                loaded.errors.append(
-                    _at(doc.file, name_at, f"a policy named '{policy.name}' is defined at {where}")
-                )
-            else:
-                seen[policy.name] = doc
-                loaded.policies.append(policy)
+            if policy is not None:
+                _add(loaded, policy, reserved, seen)
     return loaded
+
+
+def _add(loaded: Loaded, policy: Policy, reserved: Collection[str], seen: dict[str, Document]) -> None:
+    """``policy`` into ``loaded``, unless its name is reserved or taken (then an error)."""
+    doc = policy.doc
+    name_at = doc.locate(("metadata", "name"))
+    if policy.name in reserved:
+        taken = f"'{policy.name}' is a built-in rule or category: name the policy otherwise"
+        loaded.errors.append(error_at(doc.file, name_at, taken))
+    elif policy.name in seen:
+        first = seen[policy.name]
+        where = f"{first.file}:{first.locate(('metadata', 'name')).line}"
+        loaded.errors.append(
+            error_at(doc.file, name_at, f"a policy named '{policy.name}' is defined at {where}")
+        )
+    else:
+        seen[policy.name] = doc
+        loaded.policies.append(policy)
 
 
 def _policy(doc: Document) -> tuple[Policy | None, list[str]]:
     """The Policy of ``doc``, or None and why not."""
     data = doc.data
     if not isinstance(data, Mapping):
-        return None, [_at(doc.file, doc.span, "a policy file holds Policy objects, not a bare value")]
+        return None, [error_at(doc.file, doc.span, "a policy file holds Policy objects, not a bare value")]
     kind = data.get("kind")
     if kind in _ADMISSION_KINDS:
         return None, [
-            _at(doc.file, doc.locate(("kind",)), f"{kind} is not supported yet: write a {API_VERSION} Policy")
+            error_at(
+                doc.file, doc.locate(("kind",)), f"{kind} is not supported yet: write a {API_VERSION} Policy"
+            )
         ]
     if data.get("apiVersion") != API_VERSION or kind != KIND:
         shown = f"{data.get('apiVersion')} {kind}"
         return None, [
-            _at(
+            error_at(
                 doc.file, doc.span, f"{shown} is not a policy: expected apiVersion {API_VERSION}, kind {KIND}"
             )
         ]
@@ -141,20 +156,28 @@ def _policy(doc: Document) -> tuple[Policy | None, list[str]]:
     )
 
 
+@cache
+def _policy_validator() -> Any:
+    """The validator of ``schemas/policy.schema.json``, built once per process."""
+    from jsonschema import Draft202012Validator
+
+    from kaffinity.load.resources import schema
+
+    return Draft202012Validator(schema("policy.schema.json"))
+
+
 def _shape_errors(doc: Document) -> list[str]:
     """The Policy's own mistakes (its schema file's, then its JSON Schema's), at their places."""
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
-    from kaffinity.load.resources import schema
-
-    validator = Draft202012Validator(schema("policy.schema.json"))
+    validator = _policy_validator()
     found = sorted(
         validator.iter_errors(doc.data), key=lambda error: [str(step) for step in error.absolute_path]
     )
     if found:
         return [
-            _at(
+            error_at(
                 doc.file,
                 doc.locate(tuple(error.absolute_path)),
                 f"{_dotted(error.absolute_path)}{error.message}",
@@ -165,7 +188,9 @@ def _shape_errors(doc: Document) -> list[str]:
         Draft202012Validator.check_schema(doc.data["spec"]["schema"])
     except SchemaError as error:
         path: DataPath = ("spec", "schema", *error.absolute_path)
-        return [_at(doc.file, doc.locate(path), f"spec.schema is not a valid JSON Schema: {error.message}")]
+        return [
+            error_at(doc.file, doc.locate(path), f"spec.schema is not a valid JSON Schema: {error.message}")
+        ]
     return []
 
 
@@ -177,8 +202,3 @@ def _dotted(path: Iterable[Any]) -> str:
 
 def _set(values: Any) -> frozenset[str] | None:
     return frozenset(values) if values else None
-
-
-def _at(file: str, span: Span | None, message: str) -> str:
-    where = f"{file}:{span.line}:{span.column}" if span else file
-    return f"{where}: error: {message}"

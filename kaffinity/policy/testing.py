@@ -22,8 +22,8 @@ from typing import Any
 from kaffinity.config import Settings
 from kaffinity.load.files import load
 from kaffinity.load.parse import SourceFile
-from kaffinity.policy.check import policy_rule
-from kaffinity.policy.load import API_VERSION, KIND, Loaded, load_policies
+from kaffinity.policy.check import policy_rule, reserved_names
+from kaffinity.policy.load import API_VERSION, KIND, policies_in, read_policy_files
 from kaffinity.rules.base import Rule
 
 #: ``# expect: a, b`` on a line: policies a and b report on that line.
@@ -82,13 +82,13 @@ def run_tests(
 ) -> TestRun:
     """Load the policies and fixtures under ``paths`` (and the policies of ``extra_policies``),
     then lint each fixture with the policies alone (``lint``: the engine's)."""
-    from kaffinity.rules import CATEGORIES, RULES
-
     files = load(list(paths), limits=settings.limits, gitignore=settings.gitignore, manifests_only=False)
-    policy_files = [file.name for file in files if _is_policy_file(file)]
-    fixtures = [file for file in files if file.name not in policy_files]
-    reserved = {rule.name for rule in RULES} | set(CATEGORIES) | {"policy", "all"}
-    loaded: Loaded = load_policies([*policy_files, *extra_policies], reserved, settings.limits)
+    policy_files = [file for file in files if _is_policy_file(file)]
+    fixtures = [file for file in files if file not in policy_files]
+    # The policy files are read once, with the fixtures; only --policy's are read here.
+    extra, missing = read_policy_files(extra_policies)
+    loaded = policies_in([*policy_files, *extra], reserved_names())
+    loaded.errors[:0] = missing
     rules = [policy_rule(policy) for policy in loaded.policies]
     results = []
     for fixture in fixtures:
