@@ -242,3 +242,60 @@ def test_the_policies_are_read_once_per_run(tmp_path: Path, monkeypatch: pytest.
     assert result.exit_code == 0  # warnings only: fail-on error
     assert [f["rule"] for f in json.loads(result.stdout)["findings"]] == ["hostname-only-anti-affinity"] * 2
     assert read == [(str(DATA / "scheduling.yaml"),)]
+
+
+REFERENCES = """\
+apiVersion: kaffinity.io/v1alpha1
+kind: Policy
+metadata: {name: remote-ref}
+spec:
+  message: remote
+  schema:
+    $ref: https://example.com/schema.json
+---
+apiVersion: kaffinity.io/v1alpha1
+kind: Policy
+metadata: {name: self-ref}
+spec:
+  message: endless
+  schema: {$ref: "#"}
+---
+apiVersion: kaffinity.io/v1alpha1
+kind: Policy
+metadata: {name: loop-on-containers}
+spec:
+  message: loops only where a pod spec has containers
+  schema:
+    properties:
+      containers: {$ref: "#/$defs/a"}
+    $defs:
+      a: {$ref: "#/$defs/b"}
+      b: {$ref: "#/$defs/a"}
+"""
+
+
+def test_a_schema_that_refers_outside_or_without_end_is_bad_input_not_a_crash(tmp_path: Path) -> None:
+    """Nothing is fetched: a remote $ref is an error at its line; `$ref: "#"` is caught when the
+    policy is read; a loop only some manifests reach is a finding on them, not an internal error."""
+    (tmp_path / "refs.yaml").write_text(REFERENCES)
+    completed = run(
+        "lint",
+        "--no-config",
+        "--format",
+        "json",
+        "--select",
+        "policy",
+        str(WORKLOADS),
+        "--policy",
+        str(tmp_path / "refs.yaml"),
+    )
+    assert completed.returncode == 2
+    errors = [line.split(": error: ")[0] for line in completed.stderr.splitlines() if ": error: " in line]
+    name = str(tmp_path / "refs.yaml")
+    assert errors == [
+        "{}:{}:{}".format(name, *position(REFERENCES, "$ref: https://example.com")),
+        "{}:{}:{}".format(name, *position(REFERENCES, 'schema: {$ref: "#"}')),
+    ]
+    found = json.loads(completed.stdout)["findings"]
+    assert {f["rule"] for f in found} == {"loop-on-containers"}
+    assert all(f["path"].endswith(".spec") and "cannot be evaluated" in f["message"] for f in found)

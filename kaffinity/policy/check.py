@@ -52,6 +52,7 @@ def policy_rule(policy: Policy) -> Rule:
 
     def check(context: Context) -> Iterator[Violation]:
         from jsonschema.exceptions import best_match
+        from referencing.exceptions import Unresolvable
 
         for workload in context.inventory.workloads:
             if not matches(policy, workload):
@@ -59,7 +60,15 @@ def policy_rule(policy: Policy) -> Rule:
             path, target = _target(policy, workload)
             if target is None:
                 continue
-            error = best_match(validator.iter_errors(target))
+            try:
+                error = best_match(validator.iter_errors(target))
+            except (RecursionError, Unresolvable) as problem:  # a schema the load-time probe let by
+                yield Violation(
+                    workload.doc,
+                    path,
+                    f"{policy.message}: the policy's schema cannot be evaluated ({problem!r:.80})",
+                )
+                continue
             if error is None:
                 continue
             at: DataPath = (*path, *error.absolute_path)

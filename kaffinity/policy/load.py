@@ -13,7 +13,7 @@ rules, then exits 2 (see :class:`Loaded`).
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -191,7 +191,47 @@ def _shape_errors(doc: Document) -> list[str]:
         return [
             error_at(doc.file, doc.locate(path), f"spec.schema is not a valid JSON Schema: {error.message}")
         ]
+    return _reference_errors(doc)
+
+
+#: Keywords whose value names another schema.
+_REFERENCES = ("$ref", "$dynamicRef")
+
+
+def _reference_errors(doc: Document) -> list[str]:
+    """A ``$ref`` outside the policy (nothing is fetched: it could only fail), and a schema
+    that refers to itself without end (``$ref: "#"``): errors at their places, not crashes."""
+    from jsonschema import Draft202012Validator
+    from referencing.exceptions import Unresolvable
+
+    own = doc.data["spec"]["schema"]
+    for path, ref in _references(own, ("spec", "schema")):
+        if not ref.startswith("#"):
+            outside = (
+                f"{_dotted(path)}'{ref}' is outside the policy: only references within it ('#...') are read"
+            )
+            return [error_at(doc.file, doc.locate(path), outside)]
+    try:
+        Draft202012Validator(own).is_valid({})
+    except (RecursionError, Unresolvable) as error:
+        endless = "endless references" if isinstance(error, RecursionError) else str(error)
+        return [
+            error_at(doc.file, doc.locate(("spec", "schema")), f"spec.schema cannot be evaluated: {endless}")
+        ]
     return []
+
+
+def _references(schema: Any, path: DataPath) -> Iterator[tuple[DataPath, str]]:
+    """Every ``$ref`` / ``$dynamicRef`` in ``schema``, with its path."""
+    if isinstance(schema, Mapping):
+        for key, value in schema.items():
+            if key in _REFERENCES and isinstance(value, str):
+                yield (*path, key), value
+            else:
+                yield from _references(value, (*path, key))
+    elif isinstance(schema, list):
+        for index, item in enumerate(schema):
+            yield from _references(item, (*path, index))
 
 
 def _dotted(path: Iterable[Any]) -> str:
