@@ -1122,10 +1122,10 @@ def policy_test(
     for message in run.policy_errors:
         _say(message)
     typer.echo(f"{len(run.fixtures)} fixture(s), {run.policies} policy(ies): {failed} failed.")
-    if run.policy_errors or not run.policies:
-        if not run.policies:
-            _say("kaffinity: error: no policy found")
-        raise typer.Exit(2)
+    if not run.policies:
+        _say("kaffinity: error: no policy found")
+    if run.policy_errors or not run.policies or any(fixture.load_errors for fixture in run.fixtures):
+        raise typer.Exit(2)  # bad input: a policy, or a fixture that cannot be read
     raise typer.Exit(1 if failed else 0)
 
 

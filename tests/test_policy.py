@@ -299,3 +299,17 @@ def test_a_schema_that_refers_outside_or_without_end_is_bad_input_not_a_crash(tm
     found = json.loads(completed.stdout)["findings"]
     assert {f["rule"] for f in found} == {"loop-on-containers"}
     assert all(f["path"].endswith(".spec") and "cannot be evaluated" in f["message"] for f in found)
+
+
+def test_policy_test_reads_more_policies_and_says_where_a_fixture_cannot_be_parsed(tmp_path: Path) -> None:
+    """--policy adds policies from elsewhere; a fixture that does not parse is bad input (2),
+    named at its line, and the other fixtures are still checked."""
+    library = REPO / "examples" / "policies"
+    (tmp_path / "fail.yaml").write_text((library / "fail.yaml").read_text())
+    (tmp_path / "broken.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x\n")
+    completed = run("policy", "test", str(tmp_path), "--policy", str(library / "scheduling.yaml"))
+    assert completed.returncode == 2
+    report = [line.strip() for line in completed.stdout.splitlines()]
+    assert f"ok    {tmp_path / 'fail.yaml'} (4 finding(s))" in report
+    assert f"FAIL  {tmp_path / 'broken.yaml'}" in report
+    assert any(line.startswith(f"{tmp_path / 'broken.yaml'}:4:1: error: ") for line in report)

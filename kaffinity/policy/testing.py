@@ -19,10 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kaffinity.config import Settings
+from kaffinity.config import Settings, error_at
 from kaffinity.load.files import load
 from kaffinity.load.parse import SourceFile
-from kaffinity.policy.check import policy_rule, reserved_names
+from kaffinity.policy.check import CATEGORY, policy_rule, reserved_names
 from kaffinity.policy.load import API_VERSION, KIND, policies_in, read_policy_files
 from kaffinity.rules.base import Rule
 
@@ -93,14 +93,11 @@ def run_tests(
     results = []
     for fixture in fixtures:
         result = lint([fixture], settings, rules)
-        problems = [
-            f"{fixture.name}:{problem.span.line if problem.span else 1}: error: {problem.message}"
-            for problem in fixture.problems
-        ]
+        problems = [error_at(fixture.name, problem.span, problem.message) for problem in fixture.problems]
         reported = sorted(
             (finding.rule, finding.line or 0, finding.column or 0, finding.message)
             for finding in result.findings
-            if finding.category == "policy"
+            if finding.category == CATEGORY
         )
         results.append(FixtureResult(fixture.name, expected(fixture.text), reported, problems))
     return TestRun(results, loaded.errors, len(loaded.policies))
