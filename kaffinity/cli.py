@@ -339,7 +339,7 @@ def _policies(paths: tuple[str, ...], memo: PolicyMemo) -> Loaded | None:
 def _policy_names(paths: tuple[str, ...], memo: PolicyMemo) -> list[str]:
     """The names of the policies under ``paths`` (their problems are reported when they run)."""
     loaded = _policies(paths, memo)
-    return [policy.name for policy in loaded.policies] if loaded is not None else []
+    return loaded.names if loaded is not None else []
 
 
 def _with_policies(
@@ -350,9 +350,10 @@ def _with_policies(
     loaded = _policies(settings.policies, memo)
     if loaded is None:
         return rules, []
-    from kaffinity.policy.check import policy_rule
+    from kaffinity.policy.check import policy_rules
 
-    return (*rules, *(policy_rule(policy) for policy in loaded.policies)), loaded.errors
+    made, errors = policy_rules(loaded, settings)
+    return (*rules, *made), [*loaded.errors, *errors]
 
 
 class ExpandFormat(str, Enum):

@@ -9,7 +9,15 @@ name is the policy's name and its severity the policy's. Its check:
   ``spec.jobTemplate.spec.template``, a bare Pod itself, a configured custom kind's). A
   policy therefore never checks the wrong level, as a check on a Deployment's ``spec.affinity``
   would;
-- validates the target against the policy's JSON Schema. The validator is built once per run.
+- validates the target against the policy's JSON Schema (the validator is built once per run),
+  and/or evaluates the policy's CEL ``expression`` with the target as ``object``, defaulted as
+  the API server stores it, and ``kaffinity``, what kaffinity knows of the workload
+  (:mod:`kaffinity.policy.facts`). A CEL finding points at the first field of ``object`` the
+  expression reads (the deepest part of it the manifest writes). An expression that errors on
+  a workload is a finding saying so.
+
+ValidatingAdmissionPolicies are rules of their own (:mod:`kaffinity.policy.vap`);
+:func:`policy_rules` makes the rules of every policy read, compiling their expressions once.
 
 A workload that breaks the schema gets one finding. It points at the field the schema's most
 relevant error names (``jsonschema.exceptions.best_match``), under the target. So a missing
@@ -26,15 +34,28 @@ from kaffinity.findings import Violation
 from kaffinity.k8s.model import Workload, dig
 from kaffinity.k8s.selectors import selector_matches
 from kaffinity.load.source import DataPath
-from kaffinity.policy.load import Policy
-from kaffinity.rules.base import Rule
+from kaffinity.config import Settings, error_at
+from kaffinity.k8s.defaults import defaulted
+from kaffinity.policy.expressions import (
+    FACTS,
+    CompileError,
+    EvaluationError,
+    Program,
+    Programs,
+    chains,
+    references,
+)
+from kaffinity.policy.load import Loaded, Policy
+from kaffinity.rules.base import POLICY_CATEGORY, Rule
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
 
+    from kaffinity.load.source import Document
+
     from kaffinity.context import Context
 
-CATEGORY = "policy"
+CATEGORY = POLICY_CATEGORY
 
 
 def reserved_names() -> frozenset[str]:
@@ -44,35 +65,66 @@ def reserved_names() -> frozenset[str]:
     return frozenset({rule.name for rule in RULES} | set(CATEGORIES) | {CATEGORY, "all"})
 
 
-def policy_rule(policy: Policy) -> Rule:
-    """The rule that checks ``policy``."""
+#: The variables of a kaffinity Policy's expression.
+POLICY_VARIABLES = ("object", "namespaceObject", FACTS)
+
+
+def policy_rules(loaded: Loaded, settings: Settings) -> tuple[list[Rule], list[str]]:
+    """A rule per policy of ``loaded``, and the expressions that do not compile (errors at their
+    line: the policy is left out). Each expression is compiled once, for ``--kube-version``."""
+    from kaffinity.policy.admission import bindings_of
+    from kaffinity.policy.vap import admission_rule, compile_policy
+
+    programs = Programs(settings.kube_version)
+    rules: list[Rule] = []
+    errors: list[str] = []
+    for policy in loaded.policies:
+        program = None
+        if policy.expression is not None:
+            try:
+                program = programs.get(policy.expression, POLICY_VARIABLES)
+            except CompileError as error:
+                errors.append(_compile_error(policy.doc, ("spec", "expression"), error))
+                continue
+        rules.append(policy_rule(policy, program, programs))
+    bound = bindings_of(loaded.admission, loaded.bindings)
+    for admission in loaded.admission:
+        compiled, problems = compile_policy(admission, programs)
+        if problems:
+            errors.extend(_compile_error(admission.doc, where.path, error) for where, error in problems)
+            continue
+        rules.append(admission_rule(admission, bound[admission.name], compiled, programs, loaded.params))
+    return rules, errors
+
+
+def _compile_error(doc: Document, path: DataPath, error: CompileError) -> str:
+    """``file:line:column: error: ...`` at the expression (the line and column within it when it
+    spans several lines)."""
+    inside = f" (line {error.line}, column {error.column} of the expression)" if error.line > 1 or error.column > 1 else ""
+    return error_at(doc.file, doc.locate(path), f"{_dotted(path)}: the expression does not compile{inside}: {error.message}")
+
+
+def _dotted(path: DataPath) -> str:
+    return "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path).lstrip(".")
+
+
+def policy_rule(policy: Policy, program: Program | None = None, programs: Programs | None = None) -> Rule:
+    """The rule that checks ``policy`` (``program``: its compiled expression, if it has one)."""
     from jsonschema import Draft202012Validator
 
-    validator = Draft202012Validator(policy.schema)
+    validator = Draft202012Validator(policy.schema) if policy.schema is not None else None
 
     def check(context: Context) -> Iterator[Violation]:
-        from jsonschema.exceptions import best_match
-        from referencing.exceptions import Unresolvable
-
         for workload in context.inventory.workloads:
             if not matches(policy, workload):
                 continue
             path, target = _target(policy, workload)
             if target is None:
                 continue
-            try:
-                error = best_match(validator.iter_errors(target))
-            except (RecursionError, Unresolvable) as problem:  # a schema the load-time probe let by
-                yield Violation(
-                    workload.doc,
-                    path,
-                    f"{policy.message}: the policy's schema cannot be evaluated ({problem!r:.80})",
-                )
-                continue
-            if error is None:
-                continue
-            at: DataPath = (*path, *error.absolute_path)
-            yield Violation(workload.doc, at, f"{policy.message}: {_said(error)}")
+            if validator is not None:
+                yield from _schema_check(policy, validator, workload, path, target)
+            if program is not None and programs is not None:
+                yield from _expression_check(policy, program, programs, context, workload, path)
 
     where = f"Defined in `{policy.doc.file}` (a `{policy.target}` policy)."
     docs = f"{policy.description or policy.message}\n\n{where}"
@@ -83,7 +135,59 @@ def policy_rule(policy: Policy) -> Rule:
         summary=policy.message,
         docs=docs,
         check=check,
+        # What kaffinity knows of a workload (its neighbours, its placement) reads them all.
+        needs_all_manifests=program is not None and references(program.text, FACTS),
     )
+
+
+def _schema_check(
+    policy: Policy, validator: Any, workload: Workload, path: DataPath, target: Any
+) -> Iterator[Violation]:
+    from jsonschema.exceptions import best_match
+    from referencing.exceptions import Unresolvable
+
+    try:
+        error = best_match(validator.iter_errors(target))
+    except (RecursionError, Unresolvable) as problem:  # a schema the load-time probe let by
+        said = f"{policy.message}: the policy's schema cannot be evaluated ({problem!r:.80})"
+        yield Violation(workload.doc, path, said)
+        return
+    if error is None:
+        return
+    at: DataPath = (*path, *error.absolute_path)
+    yield Violation(workload.doc, at, f"{policy.message}: {_said(error)}")
+
+
+def _expression_check(
+    policy: Policy, program: Program, programs: Programs, context: Context, workload: Workload, path: DataPath
+) -> Iterator[Violation]:
+    """The policy's expression on one workload's target: false is a finding at the first field
+    it reads, an error a finding saying so."""
+    from kaffinity.policy.facts import facts
+    from kaffinity.policy.vap import namespace_object
+
+    ref = workload.ref
+    whole = defaulted(workload.doc.data, programs.kube_version, ref.namespace)
+    target = dig(whole, path) if path else whole
+    data = {
+        "object": target,
+        "namespaceObject": namespace_object(context, ref.namespace),
+        FACTS: facts(context, workload.doc),
+    }
+    bound = programs.activation(POLICY_VARIABLES, data)
+    try:
+        result = program.run(bound)
+    except EvaluationError as error:
+        yield Violation(workload.doc, path, f"{policy.message}: the expression resulted in error: {error}")
+        return
+    if result is True:
+        return
+    if result is not False:
+        said = f"the expression must evaluate to bool, not {type(result).__name__}"
+        yield Violation(workload.doc, path, f"{policy.message}: {said}")
+        return
+    chain = next((found for found in chains(program.text, "object") if found), ())
+    yield Violation(workload.doc, (*path, *chain), policy.message)
 
 
 def matches(policy: Policy, workload: Workload) -> bool:

@@ -1,9 +1,16 @@
-"""Reading policy files: ``kaffinity.io/v1alpha1`` ``Policy`` objects, checked where they stand.
+"""Reading policy files: kaffinity's ``Policy`` objects and ValidatingAdmissionPolicies.
 
-A path is a file or a folder (every ``*.yaml``, ``*.yml`` and ``*.json`` in it). Each document
-must be a Policy. It is checked against ``schemas/policy.schema.json``, and its own JSON Schema
-(``spec.schema``) is checked against the 2020-12 metaschema. A policy may not reuse a built-in
-rule's name or another policy's.
+A path is a file or a folder (every ``*.yaml``, ``*.yml`` and ``*.json`` in it). A document is:
+
+- a ``kaffinity.io/v1alpha1`` ``Policy``: checked against ``schemas/policy.schema.json``; its
+  own JSON Schema (``spec.schema``) against the 2020-12 metaschema;
+- a ``ValidatingAdmissionPolicy`` or ``ValidatingAdmissionPolicyBinding``
+  (:mod:`kaffinity.policy.admission`), checked against ``schemas/admission.schema.json``;
+- anything else: a param a binding's ``paramRef`` may name (a ConfigMap, a custom resource).
+
+A policy may not reuse a built-in rule's name or another policy's. Its expressions are
+compiled when its rule is made (:func:`kaffinity.policy.check.policy_rules`), where the
+Kubernetes version is known.
 
 A bad policy is reported as ``file:line:column: error: ...`` with the position of the field at
 fault. It is left out, and the other policies still load: the caller runs them and the built-in
@@ -24,13 +31,12 @@ from kaffinity.k8s.model import LabelSelector, label_selector
 from kaffinity.load.files import load
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits, SourceFile
 from kaffinity.load.source import DataPath, Document
+from kaffinity.policy.admission import AdmissionPolicy, Binding, is_admission, read_admission
 
 API_VERSION = "kaffinity.io/v1alpha1"
 KIND = "Policy"
 #: What ``spec.target`` may name: where in a workload the policy's schema looks.
 TARGETS = ("object", "podTemplate", "podSpec")
-#: Admission policies as a cluster applies them: read in a later version (CEL).
-_ADMISSION_KINDS = frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"})
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,8 @@ class Policy:
     name: str
     doc: Document
     message: str
-    schema: Mapping[str, Any]
+    schema: Mapping[str, Any] | None
+    expression: str | None = None
     target: str = "podSpec"
     severity: Severity = Severity.ERROR
     description: str = ""
@@ -52,10 +59,21 @@ class Policy:
 
 @dataclass
 class Loaded:
-    """The policies that loaded, and one line per problem (file:line:column: error: ...)."""
+    """The policies that loaded, and one line per problem (file:line:column: error: ...).
+
+    ``admission``: the ValidatingAdmissionPolicies, ``bindings`` theirs, ``params`` every other
+    object of the policy files."""
 
     policies: list[Policy] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    admission: list[AdmissionPolicy] = field(default_factory=list)
+    bindings: list[Binding] = field(default_factory=list)
+    params: list[Document] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        """Every policy's rule name."""
+        return [*(policy.name for policy in self.policies), *(policy.name for policy in self.admission)]
 
 
 def load_policies(
@@ -89,14 +107,46 @@ def policies_in(files: Sequence[SourceFile], reserved: Collection[str] = ()) -> 
         for problem in file.problems:
             loaded.errors.append(error_at(file.name, problem.span, problem.message))
         for doc in file.documents:
+            if is_admission(doc.data):
+                read, errors = read_admission(doc)
+                loaded.errors.extend(errors)
+                if isinstance(read, Binding):
+                    loaded.bindings.append(read)
+                elif read is not None:
+                    _add(loaded, read, reserved, seen)
+                continue
+            if not _is_policy(doc.data):
+                loaded.params.append(doc)
+                continue
             policy, errors = _policy(doc)
             loaded.errors.extend(errors)
             if policy is not None:
                 _add(loaded, policy, reserved, seen)
+    _unbound(loaded)
     return loaded
 
 
-def _add(loaded: Loaded, policy: Policy, reserved: Collection[str], seen: dict[str, Document]) -> None:
+def _is_policy(data: Any) -> bool:
+    """A kaffinity Policy, or what was meant as one (its kind, or kaffinity's group, or not
+    an object at all): the rest is taken for params."""
+    if not isinstance(data, Mapping):
+        return True
+    return data.get("kind") == KIND or str(data.get("apiVersion", "")).startswith("kaffinity.io/")
+
+
+def _unbound(loaded: Loaded) -> None:
+    """A binding whose policy is not in the files given binds nothing: an error at its name."""
+    known = {policy.name for policy in loaded.admission}
+    for binding in loaded.bindings:
+        if binding.policy_name not in known:
+            at = binding.doc.locate(("spec", "policyName"))
+            said = f"binding '{binding.name}' names policy '{binding.policy_name}', which the policy files do not hold"
+            loaded.errors.append(error_at(binding.doc.file, at, said))
+
+
+def _add(
+    loaded: Loaded, policy: Policy | AdmissionPolicy, reserved: Collection[str], seen: dict[str, Document]
+) -> None:
     """``policy`` into ``loaded``, unless its name is reserved or taken (then an error)."""
     doc = policy.doc
     name_at = doc.locate(("metadata", "name"))
@@ -111,7 +161,10 @@ def _add(loaded: Loaded, policy: Policy, reserved: Collection[str], seen: dict[s
         )
     else:
         seen[policy.name] = doc
-        loaded.policies.append(policy)
+        if isinstance(policy, AdmissionPolicy):
+            loaded.admission.append(policy)
+        else:
+            loaded.policies.append(policy)
 
 
 def _policy(doc: Document) -> tuple[Policy | None, list[str]]:
@@ -120,12 +173,6 @@ def _policy(doc: Document) -> tuple[Policy | None, list[str]]:
     if not isinstance(data, Mapping):
         return None, [error_at(doc.file, doc.span, "a policy file holds Policy objects, not a bare value")]
     kind = data.get("kind")
-    if kind in _ADMISSION_KINDS:
-        return None, [
-            error_at(
-                doc.file, doc.locate(("kind",)), f"{kind} is not supported yet: write a {API_VERSION} Policy"
-            )
-        ]
     if data.get("apiVersion") != API_VERSION or kind != KIND:
         shown = f"{data.get('apiVersion')} {kind}"
         return None, [
@@ -143,7 +190,8 @@ def _policy(doc: Document) -> tuple[Policy | None, list[str]]:
             name=data["metadata"]["name"],
             doc=doc,
             message=spec["message"],
-            schema=spec["schema"],
+            schema=spec.get("schema"),
+            expression=spec.get("expression"),
             target=spec.get("target", "podSpec"),
             severity=Severity(spec.get("severity", "error")),
             description=spec.get("description", ""),
@@ -184,6 +232,8 @@ def _shape_errors(doc: Document) -> list[str]:
             )
             for error in found
         ]
+    if "schema" not in doc.data["spec"]:
+        return []
     try:
         Draft202012Validator.check_schema(doc.data["spec"]["schema"])
     except SchemaError as error:

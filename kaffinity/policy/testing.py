@@ -22,7 +22,8 @@ from typing import Any
 from kaffinity.config import Settings, error_at
 from kaffinity.load.files import load
 from kaffinity.load.parse import SourceFile
-from kaffinity.policy.check import CATEGORY, policy_rule, reserved_names
+from kaffinity.policy.admission import is_admission
+from kaffinity.policy.check import CATEGORY, policy_rules, reserved_names
 from kaffinity.policy.load import API_VERSION, KIND, policies_in, read_policy_files
 from kaffinity.rules.base import Rule
 
@@ -89,7 +90,8 @@ def run_tests(
     extra, missing = read_policy_files(extra_policies)
     loaded = policies_in([*policy_files, *extra], reserved_names())
     loaded.errors[:0] = missing
-    rules = [policy_rule(policy) for policy in loaded.policies]
+    rules, errors = policy_rules(loaded, settings)
+    loaded.errors.extend(errors)
     results = []
     for fixture in fixtures:
         result = lint([fixture], settings, rules)
@@ -100,15 +102,14 @@ def run_tests(
             if finding.category == CATEGORY
         )
         results.append(FixtureResult(fixture.name, expected(fixture.text), reported, problems))
-    return TestRun(results, loaded.errors, len(loaded.policies))
+    return TestRun(results, loaded.errors, len(loaded.names))
 
 
 def _is_policy_file(file: SourceFile) -> bool:
-    """A file whose every document is a kaffinity Policy (and that has one)."""
-    docs = file.documents
-    return bool(docs) and all(
-        isinstance(doc.data, dict)
-        and doc.data.get("apiVersion") == API_VERSION
-        and doc.data.get("kind") == KIND
-        for doc in docs
+    """A file that holds a kaffinity Policy or a ValidatingAdmissionPolicy or binding; its
+    other documents are params."""
+    return any(
+        is_admission(doc.data)
+        or (isinstance(doc.data, dict) and doc.data.get("apiVersion") == API_VERSION and doc.data.get("kind") == KIND)
+        for doc in file.documents
     )

@@ -39,6 +39,11 @@ class Rule:
     needs_cluster: bool = False
 
 
+#: The category of every policy's rule (:mod:`kaffinity.policy`): they run after the built-in
+#: rules and read their findings.
+POLICY_CATEGORY = "policy"
+
+
 def validation_check(rule: str) -> Check:
     """The check of one validation rule: its share of :func:`validate_documents`."""
 

@@ -1,0 +1,269 @@
+"""Reading ValidatingAdmissionPolicies, their bindings and their params, as a cluster holds them.
+
+The objects are read as kube-apiserver stores them (``admissionregistration.k8s.io/v1``; the
+``v1beta1`` and ``v1alpha1`` spellings of the same fields are read too, as the Kubernetes
+documentation's examples still use them). A ``kubectl get validatingadmissionpolicies,
+validatingadmissionpolicybindings -o yaml`` capture is a ``List``; the loader gives its items as
+documents, so a capture reads like the objects themselves.
+
+Defaults are the API server's (``pkg/apis/admissionregistration/v1/defaults.go``):
+``failurePolicy: Fail``, ``matchPolicy: Equivalent``, empty namespace and object selectors
+(everything), ``parameterNotFoundAction: Deny``.
+
+Every other object in a policy file is a *param candidate*: a ConfigMap, or any kind a policy's
+``paramKind`` names. The manifests being linted are candidates too (they are what will be in
+the cluster). A binding's ``paramRef`` finds them by name or label selector
+(:mod:`kaffinity.policy.admit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kaffinity.config import error_at
+from kaffinity.k8s.model import LabelSelector, label_selector
+from kaffinity.load.source import DataPath, Document
+
+GROUP = "admissionregistration.k8s.io"
+API_VERSIONS = frozenset(f"{GROUP}/{version}" for version in ("v1", "v1beta1", "v1alpha1"))
+POLICY_KIND = "ValidatingAdmissionPolicy"
+BINDING_KIND = "ValidatingAdmissionPolicyBinding"
+KINDS = frozenset({POLICY_KIND, BINDING_KIND})
+#: An annotation that marks a ValidatingAdmissionPolicy as meant for kaffinity only: its
+#: expressions may read the ``kaffinity`` variable, which no cluster has.
+KAFFINITY_ONLY = "policy.kaffinity.io/kaffinity-only"
+#: binding ``validationActions`` -> the severity of a finding.
+ACTIONS = {"Deny": "error", "Warn": "warning", "Audit": "info"}
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A CEL expression as written, with the data path of its text in its document."""
+
+    text: str
+    path: DataPath
+    name: str = ""  # a variable's or a match condition's name
+
+
+@dataclass(frozen=True)
+class Validation:
+    """One of ``spec.validations``: the expression, what a failure says, where it points."""
+
+    expression: Expression
+    message: str | None = None
+    message_expression: Expression | None = None
+    reason: str = "Invalid"
+    field_path: str | None = None
+
+
+@dataclass(frozen=True)
+class ResourceRule:
+    """A NamedRuleWithOperations: which groups, versions, resources, operations and scope."""
+
+    groups: tuple[str, ...]
+    versions: tuple[str, ...]
+    resources: tuple[str, ...]
+    operations: tuple[str, ...]
+    scope: str = "*"
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MatchResources:
+    """``matchConstraints`` or a binding's ``matchResources``. ``rules`` None: unset (a binding
+    that does not narrow what its policy matches)."""
+
+    rules: tuple[ResourceRule, ...] | None
+    excluded: tuple[ResourceRule, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    object_selector: LabelSelector | None = None
+    match_policy: str = "Equivalent"
+
+
+@dataclass(frozen=True)
+class ParamRef:
+    name: str | None
+    namespace: str | None
+    selector: LabelSelector | None
+    not_found: str = "Deny"
+
+
+@dataclass(frozen=True)
+class AdmissionPolicy:
+    """A ValidatingAdmissionPolicy as the API server evaluates it."""
+
+    name: str
+    doc: Document
+    failure_policy: str
+    param_kind: tuple[str, str] | None  # (apiVersion, kind)
+    match: MatchResources
+    match_conditions: tuple[Expression, ...]
+    variables: tuple[Expression, ...]
+    validations: tuple[Validation, ...]
+    audit_annotations: int = 0
+    kaffinity_only: bool = False
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A ValidatingAdmissionPolicyBinding; ``actions`` as written (Deny, Warn, Audit)."""
+
+    name: str
+    doc: Document
+    policy_name: str
+    actions: tuple[str, ...]
+    match: MatchResources | None = None
+    param_ref: ParamRef | None = None
+
+
+def is_admission(data: Any) -> bool:
+    """Whether a document is a ValidatingAdmissionPolicy or a binding."""
+    return (
+        isinstance(data, Mapping) and data.get("apiVersion") in API_VERSIONS and data.get("kind") in KINDS
+    )
+
+
+def read_admission(doc: Document) -> tuple[AdmissionPolicy | Binding | None, list[str]]:
+    """The policy or binding of ``doc``, or None and its mistakes at their places."""
+    errors = shape_errors(doc)
+    if errors:
+        return None, errors
+    data = doc.data
+    if data["kind"] == POLICY_KIND:
+        return _policy(doc), []
+    return _binding(doc), []
+
+
+@cache
+def _validator() -> Any:
+    """The validator of ``schemas/admission.schema.json``, built once per process."""
+    from jsonschema import Draft202012Validator
+
+    from kaffinity.load.resources import schema
+
+    return Draft202012Validator(schema("admission.schema.json"))
+
+
+def shape_errors(doc: Document) -> list[str]:
+    """What the API server's validation would refuse in the policy or binding, at its place
+    (the fields kaffinity reads; ``pkg/apis/admissionregistration/validation``)."""
+    found = sorted(_validator().iter_errors(doc.data), key=lambda e: [str(s) for s in e.absolute_path])
+    return [
+        error_at(doc.file, doc.locate(tuple(error.absolute_path)), f"{_dotted(error.absolute_path)}{error.message}")
+        for error in found
+    ]
+
+
+def _policy(doc: Document) -> AdmissionPolicy:
+    data = doc.data
+    spec = data["spec"]
+    base: DataPath = ("spec",)
+    param = spec.get("paramKind")
+    annotations = data["metadata"].get("annotations") or {}
+    return AdmissionPolicy(
+        name=data["metadata"]["name"],
+        doc=doc,
+        failure_policy=spec.get("failurePolicy") or "Fail",
+        param_kind=(str(param.get("apiVersion", "")), str(param.get("kind", ""))) if param else None,
+        match=match_resources(spec.get("matchConstraints") or {}, (*base, "matchConstraints"), unset=False),
+        match_conditions=_named(spec.get("matchConditions"), (*base, "matchConditions")),
+        variables=_named(spec.get("variables"), (*base, "variables")),
+        validations=tuple(
+            _validation(item, (*base, "validations", index))
+            for index, item in enumerate(spec.get("validations") or ())
+        ),
+        audit_annotations=len(spec.get("auditAnnotations") or ()),
+        kaffinity_only=str(annotations.get(KAFFINITY_ONLY, "")).lower() == "true",
+    )
+
+
+def _binding(doc: Document) -> Binding:
+    data = doc.data
+    spec = data["spec"]
+    ref = spec.get("paramRef")
+    match = spec.get("matchResources")
+    return Binding(
+        name=data["metadata"]["name"],
+        doc=doc,
+        policy_name=spec["policyName"],
+        # v1alpha1 had no validationActions: its bindings denied.
+        actions=tuple(spec.get("validationActions") or ("Deny",)),
+        match=match_resources(match, ("spec", "matchResources"), unset=True) if match is not None else None,
+        param_ref=(
+            ParamRef(
+                name=ref.get("name"),
+                namespace=ref.get("namespace"),
+                selector=label_selector(ref.get("selector"), ("spec", "paramRef", "selector")),
+                not_found=ref.get("parameterNotFoundAction") or "Deny",
+            )
+            if ref is not None
+            else None
+        ),
+    )
+
+
+def match_resources(raw: Mapping[str, Any], path: DataPath, unset: bool) -> MatchResources:
+    """A MatchResources; ``unset``: absent ``resourceRules`` leave the rules to the policy."""
+    rules = raw.get("resourceRules")
+    return MatchResources(
+        rules=_rules(rules) if rules is not None or not unset else None,
+        excluded=_rules(raw.get("excludeResourceRules")),
+        namespace_selector=label_selector(raw.get("namespaceSelector"), (*path, "namespaceSelector")),
+        object_selector=label_selector(raw.get("objectSelector"), (*path, "objectSelector")),
+        match_policy=raw.get("matchPolicy") or "Equivalent",
+    )
+
+
+def _rules(raw: Any) -> tuple[ResourceRule, ...]:
+    return tuple(
+        ResourceRule(
+            groups=_strings(rule.get("apiGroups")),
+            versions=_strings(rule.get("apiVersions")),
+            resources=_strings(rule.get("resources")),
+            operations=_strings(rule.get("operations")),
+            scope=rule.get("scope") or "*",
+            names=_strings(rule.get("resourceNames")),
+        )
+        for rule in raw or ()
+    )
+
+
+def _named(raw: Any, path: DataPath) -> tuple[Expression, ...]:
+    return tuple(
+        Expression(item["expression"], (*path, index, "expression"), item["name"])
+        for index, item in enumerate(raw or ())
+    )
+
+
+def _validation(raw: Mapping[str, Any], path: DataPath) -> Validation:
+    message_expression = raw.get("messageExpression")
+    return Validation(
+        expression=Expression(raw["expression"], (*path, "expression")),
+        message=raw.get("message") or None,
+        message_expression=(
+            Expression(message_expression, (*path, "messageExpression")) if message_expression else None
+        ),
+        reason=raw.get("reason") or "Invalid",
+        field_path=raw.get("fieldPath") or None,
+    )
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(str(item) for item in value or ())
+
+
+def _dotted(path: Iterable[Any]) -> str:
+    text = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path).lstrip(".")
+    return f"{text}: " if text else ""
+
+
+def bindings_of(policies: Sequence[AdmissionPolicy], bindings: Sequence[Binding]) -> dict[str, list[Binding]]:
+    """Each policy's bindings, by policy name, in the order given."""
+    out: dict[str, list[Binding]] = {policy.name: [] for policy in policies}
+    for binding in bindings:
+        if binding.policy_name in out:
+            out[binding.policy_name].append(binding)
+    return out

@@ -1,0 +1,121 @@
+"""Policies' CEL expressions: compiled once per run, run against one activation per object.
+
+The CEL environment (Kubernetes' libraries per version) is :mod:`kaffinity.policy.cel`'s; this
+module is what the policies use of it:
+
+- :func:`compile_cel` compiles an expression for the variables a policy has, once per run
+  (:class:`Programs` keeps them), and raises :class:`CompileError` with the line and column
+  inside the expression;
+- :func:`activation` binds the variables of one evaluation (an object is converted once for all
+  the expressions that read it, never once per expression);
+- :meth:`Program.run` evaluates: a value, or the error CEL gave (a missing field, a bad
+  conversion), which the caller treats as ``failurePolicy`` says.
+
+The engine is imported here and only here, when a policy has an expression: a lint without
+policies never loads it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The variables of a ValidatingAdmissionPolicy's expressions (``authorizer`` is declared so
+#: that an expression using it compiles; kaffinity cannot evaluate it offline).
+ADMISSION_VARIABLES = ("object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer")
+#: kaffinity's own variable: what kaffinity knows of an object (:mod:`kaffinity.policy.facts`).
+FACTS = "kaffinity"
+
+
+class CompileError(Exception):
+    """An expression that does not compile; ``line`` and ``column`` count from 1 in its text."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.message, self.line, self.column = message, line, column
+
+
+class EvaluationError(Exception):
+    """What CEL said when an expression errored."""
+
+
+@dataclass
+class Program:
+    """A compiled expression."""
+
+    text: str
+    compiled: Any
+
+    def run(self, bound: Any) -> Any:
+        """The expression's value for ``bound`` (:func:`activation`); raises
+        :class:`EvaluationError` for a CEL error."""
+        from kaffinity.policy.celshim import evaluate
+
+        return evaluate(self.compiled, bound, EvaluationError)
+
+
+@dataclass
+class Programs:
+    """The programs of one run, by (expression, variables): each compiled once."""
+
+    kube_version: str
+    compiled: dict[tuple[str, tuple[str, ...]], Program | CompileError] = field(default_factory=dict)
+
+    def get(self, text: str, names: Collection[str]) -> Program:
+        key = (text, tuple(sorted(names)))
+        found = self.compiled.get(key)
+        if found is None:
+            try:
+                found = compile_cel(text, self.kube_version, key[1])
+            except CompileError as error:
+                found = error
+            self.compiled[key] = found
+        if isinstance(found, CompileError):
+            raise found
+        return found
+
+    def activation(self, names: Collection[str], data: Mapping[str, Any]) -> Any:
+        from kaffinity.policy.celshim import activation
+
+        return activation(self.kube_version, tuple(sorted(names)), data)
+
+
+def compile_cel(text: str, kube_version: str, names: Collection[str]) -> Program:
+    from kaffinity.policy.celshim import compile_expression
+
+    return Program(text, compile_expression(text, kube_version, tuple(sorted(names)), CompileError))
+
+
+#: ``object.spec.template`` and ``object.?spec.?replicas``, ``object.spec.containers[0]``,
+#: ``object.metadata.labels['app']``: an access chain from a root variable.
+_CHAIN = re.compile(
+    r"""(?<![\w.])(?P<root>[A-Za-z_]\w*)(?P<steps>(?:\s*\.\??\s*[A-Za-z_]\w*\b(?!\s*\()|\s*\[\s*(?:\d+|'[^']*'|"[^"]*")\s*\])+)"""
+)
+_STEP = re.compile(r"""\.\??\s*([A-Za-z_]\w*)|\[\s*(\d+|'[^']*'|"[^"]*")\s*\]""")
+
+
+def chains(text: str, root: str) -> list[tuple[str | int, ...]]:
+    """The access chains from ``root`` in ``text``, in order: ``object.spec.replicas`` gives
+    ``("spec", "replicas")``. A step followed by ``(`` is a method call, not a field."""
+    out = []
+    for match in _CHAIN.finditer(text):
+        if match.group("root") != root:
+            continue
+        steps: list[str | int] = []
+        for step in _STEP.finditer(match.group("steps")):
+            name, index = step.group(1), step.group(2)
+            if name is not None:
+                steps.append(name)
+            elif index[0] in "'\"":
+                steps.append(index[1:-1])
+            else:
+                steps.append(int(index))
+        out.append(tuple(steps))
+    return out
+
+
+def references(text: str, name: str) -> bool:
+    """Whether ``text`` names the identifier ``name`` (outside of a field access)."""
+    return re.search(rf"(?<![\w.]){re.escape(name)}\b", text) is not None

@@ -1,0 +1,170 @@
+"""``kaffinity``: what only kaffinity knows of an object, as one CEL variable for its policies.
+
+A kaffinity Policy's expression (and a ValidatingAdmissionPolicy annotated
+``policy.kaffinity.io/kaffinity-only: "true"``) may read, besides ``object``, the variable
+``kaffinity`` (``schemas/facts.schema.json`` documents it field by field):
+
+- ``workload``: whether kaffinity models the object as a workload (the rest is empty if not);
+- ``kind``, ``namespace``, ``name``, ``replicas`` (the pods it runs at once, API defaults applied);
+- ``podTemplate``: the pod template as the pods are created: the API's defaults
+  (:mod:`kaffinity.k8s.defaults`) and the selectors kube-apiserver or the scheduler merge from
+  ``matchLabelKeys`` / ``mismatchLabelKeys`` (:mod:`kaffinity.expand.merge`);
+- ``rollout``: the strategy's ``maxSurge`` / ``maxUnavailable`` resolved to pod counts as the
+  controller resolves them (:mod:`kaffinity.k8s.fenceposts`), or null;
+- ``neighbours``: the PodDisruptionBudgets and HorizontalPodAutoscalers that target it, the
+  workloads its affinity terms and spread constraints match (``matches``) and those whose terms
+  match it (``matchedBy``), as ``Kind/namespace/name``;
+- ``placement``: on the declared cluster (``--cluster``), each replica's node and zone (null
+  while Pending), the distinct ``nodes`` and ``zones`` used and the ``pending`` count; null
+  without a cluster;
+- ``findings``: the built-in rules' findings on the object, ``{rule, severity, line, message}``
+  (a policy sees those of the rules that ran before it: all built-in rules do).
+
+These facts exist only in kaffinity: a policy that reads them cannot run in a cluster.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from kaffinity.k8s.defaults import plain, pod_spec
+from kaffinity.k8s.labels import ZONE
+from kaffinity.k8s.model import Workload, dig
+from kaffinity.load.source import Document
+
+if TYPE_CHECKING:
+    from kaffinity.context import Context
+
+_INDEX: weakref.WeakKeyDictionary[Context, dict[int, Workload]] = weakref.WeakKeyDictionary()
+
+
+def facts(context: Context, doc: Document) -> dict[str, Any]:
+    """The ``kaffinity`` variable for the object of ``doc``."""
+    index = _INDEX.get(context)
+    if index is None:
+        index = _INDEX[context] = {id(w.doc): w for w in context.inventory.workloads}
+    found = [
+        {"rule": f.rule, "severity": f.severity.value, "line": f.line or 0, "message": f.message}
+        for f in context.found.get(id(doc), ())
+    ]
+    workload = index.get(id(doc))
+    if workload is None:
+        return {
+            "workload": False,
+            "findings": found,
+            "neighbours": {"pdbs": [], "hpas": [], "matches": [], "matchedBy": []},
+            "placement": None,
+            "rollout": None,
+            "podTemplate": None,
+            "replicas": None,
+        }
+    ref = workload.ref
+    return {
+        "workload": True,
+        "kind": ref.kind,
+        "namespace": ref.namespace or "",
+        "name": ref.name,
+        "replicas": workload.replicas,
+        "podTemplate": pod_template(context, workload),
+        "rollout": rollout(context, workload),
+        "neighbours": neighbours(context, workload),
+        "placement": placement(context, workload),
+        "findings": found,
+    }
+
+
+def pod_template(context: Context, workload: Workload) -> dict[str, Any] | None:
+    """The template as the pods are created: defaults applied, label keys merged."""
+    from kaffinity.expand.preview import selector_json
+
+    template = dig(workload.doc.data, workload.template_path) if workload.template_path else workload.doc.data
+    if not isinstance(template, Mapping):
+        return None
+    out: dict[str, Any] = plain({"metadata": template.get("metadata") or {}, "spec": template.get("spec") or {}})
+    if isinstance(out["spec"], dict):
+        pod_spec(out["spec"])
+    base = len(workload.template_path)
+    for term in context.expansions.of(workload).terms:
+        if term.merged is None or not term.applied:
+            continue
+        holder = dig(out, term.path[base:])
+        if isinstance(holder, dict):
+            holder["labelSelector"] = selector_json(term.merged)
+    return out
+
+
+def rollout(context: Context, workload: Workload) -> dict[str, Any] | None:
+    """The rolling update's numbers as pod counts (null without a rolling update)."""
+    from kaffinity.k8s import fenceposts
+
+    strategy = workload.strategy
+    if strategy is None:
+        return None
+    replicas = workload.replicas
+    budget = None
+    if workload.ref.kind == "Deployment" and replicas is not None:
+        budget = fenceposts.deployment_budget(workload, replicas)
+    elif workload.ref.kind == "StatefulSet" and replicas is not None:
+        budget = fenceposts.statefulset_budget(
+            workload, replicas, context.settings.kube_version, context.settings.feature_gates
+        )
+    elif workload.ref.kind == "DaemonSet":
+        nodes = len(context.cluster.nodes) if context.cluster is not None else None
+        budget = fenceposts.daemonset_budget(workload, nodes) if nodes else None
+    if budget is None:
+        return {"type": strategy.type, "maxSurge": None, "maxUnavailable": None}
+    return {"type": strategy.type, "maxSurge": budget.surge, "maxUnavailable": budget.unavailable}
+
+
+def neighbours(context: Context, workload: Workload) -> dict[str, list[str]]:
+    """Budgets, autoscalers and the workloads related by terms, as ``Kind/namespace/name``."""
+    graph = context.graph
+    vertex = next((m.id for m in graph.workloads() if m.workload is workload), None)
+    pdbs: set[str] = set()
+    matches: set[str] = set()
+    matched_by: set[str] = set()
+    if vertex is not None:
+        for relation in graph.relations:
+            if relation.owner == vertex:
+                matches.update(_named(graph, other) for other in relation.matches if other != vertex)
+            elif vertex in relation.matches:
+                if relation.owner in graph.pdbs:
+                    pdbs.add(str(graph.pdbs[relation.owner].ref))
+                else:
+                    matched_by.add(_named(graph, relation.owner))
+    hpas = sorted(
+        f"HorizontalPodAutoscaler/{workload.ref.namespace}/{dig(doc.data, ('metadata', 'name'))}"
+        for doc in context.documents
+        if isinstance(doc.data, Mapping)
+        and doc.data.get("kind") == "HorizontalPodAutoscaler"
+        and dig(doc.data, ("spec", "scaleTargetRef", "kind")) == workload.ref.kind
+        and dig(doc.data, ("spec", "scaleTargetRef", "name")) == workload.ref.name
+        and (dig(doc.data, ("metadata", "namespace")) or context.settings.namespace) == workload.ref.namespace
+    )
+    return {"pdbs": sorted(pdbs), "hpas": hpas, "matches": sorted(matches), "matchedBy": sorted(matched_by)}
+
+
+def _named(graph: Any, vertex: str) -> str:
+    member = graph.members.get(vertex)
+    return str(member) if member is not None else vertex
+
+
+def placement(context: Context, workload: Workload) -> dict[str, Any] | None:
+    """Where each replica went on the declared cluster (null without one)."""
+    run = context.placement
+    if run is None:
+        return None
+    nodes = {node.name: node for node in run.sim.nodes}
+    replicas = []
+    for placed in run.by_workload.get(id(workload), ()):
+        node = nodes.get(placed.node) if placed.node is not None else None
+        zone = node.labels.get(ZONE) if node is not None else None
+        replicas.append({"node": placed.node, "zone": zone})
+    return {
+        "replicas": replicas,
+        "nodes": sorted({r["node"] for r in replicas if r["node"] is not None}),
+        "zones": sorted({r["zone"] for r in replicas if r["zone"] is not None}),
+        "pending": sum(1 for r in replicas if r["node"] is None),
+    }

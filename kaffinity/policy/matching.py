@@ -1,0 +1,212 @@
+"""Which objects an admission policy and its bindings see, and the params a binding finds.
+
+Each manifest is taken as the API server would receive it: a CREATE of its resource, by the
+request's group, version, resource, namespace and name. Matching follows kube-apiserver's
+``staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/matching/matching.go``:
+
+1. the namespace selector, against the labels of the object's Namespace (a Namespace object
+   itself: its own labels; another cluster-scoped object: always matches);
+2. the object selector, against the object's labels;
+3. the resource rules: one must match (groups, versions, resources, operations, scope and
+   resource names, ``*`` a wildcard), and no excluded rule may.
+
+The Namespace comes from the input or the cluster file. One that neither declares has only the
+label the API server puts on every namespace, ``kubernetes.io/metadata.name``.
+
+``matchPolicy: Equivalent`` (the same resource under another group or version, such as
+``extensions/v1beta1`` deployments for ``apps/v1``) is not modelled: kaffinity knows one
+version of each kind, the one written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kaffinity.k8s.model import LabelSelector, dig
+from kaffinity.k8s.selectors import selector_matches
+from kaffinity.load.source import Document
+from kaffinity.policy.admission import MatchResources, ParamRef, ResourceRule
+
+#: The label kube-apiserver puts on every Namespace (``NamespaceDefaultLabelName``).
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+#: Built-in kinds that are cluster-scoped (others, custom kinds included, are taken as
+#: namespaced unless the object is a Namespace).
+CLUSTER_SCOPED = frozenset(
+    {
+        "Namespace", "Node", "PersistentVolume", "StorageClass", "ClusterRole", "ClusterRoleBinding",
+        "CustomResourceDefinition", "PriorityClass", "RuntimeClass", "IngressClass", "CSIDriver",
+        "CSINode", "VolumeAttachment", "APIService", "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+        "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "CertificateSigningRequest",
+        "FlowSchema", "PriorityLevelConfiguration", "ComponentStatus", "DeviceClass",
+        "ResourceSlice", "PodSecurityPolicy", "ClusterTrustBundle", "VolumeAttributesClass",
+    }
+)  # fmt: skip
+
+#: Kinds whose resource name is not what apimachinery's guess gives.
+_RESOURCES = {"Endpoints": "endpoints"}
+
+
+@dataclass(frozen=True)
+class Request:
+    """The admission attributes of a CREATE of one manifest."""
+
+    group: str
+    version: str
+    kind: str
+    resource: str
+    namespace: str | None  # None: cluster-scoped
+    name: str
+
+    def as_cel(self) -> dict[str, Any]:
+        """``request`` as a policy reads it (an AdmissionRequest of a dry CREATE by nobody)."""
+        return {
+            "kind": {"group": self.group, "version": self.version, "kind": self.kind},
+            "resource": {"group": self.group, "version": self.version, "resource": self.resource},
+            "requestKind": {"group": self.group, "version": self.version, "kind": self.kind},
+            "requestResource": {"group": self.group, "version": self.version, "resource": self.resource},
+            "subResource": "",
+            "name": self.name,
+            "namespace": self.namespace or "",
+            "operation": "CREATE",
+            "userInfo": {"username": "", "groups": []},
+            "dryRun": False,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+        }
+
+
+def resource_of(kind: str) -> str:
+    """The lower-case plural resource of a kind, as apimachinery's ``UnsafeGuessKindToResource``
+    guesses it (kinds ending in ``s`` take ``es``, in ``y`` take ``ies``)."""
+    if kind in _RESOURCES:
+        return _RESOURCES[kind]
+    lower = kind.lower()
+    if lower.endswith("s"):
+        return lower + "es"
+    if lower.endswith("y"):
+        return lower[:-1] + "ies"
+    return lower + "s"
+
+
+def request_of(data: Mapping[str, Any], default_namespace: str) -> Request | None:
+    """The CREATE request of an object (None for a document that is not an object)."""
+    api_version, kind = data.get("apiVersion"), data.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return None
+    group, _, version = api_version.rpartition("/")
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), Mapping) else {}
+    assert isinstance(metadata, Mapping)
+    namespace = None
+    if kind not in CLUSTER_SCOPED:
+        namespace = str(metadata.get("namespace") or default_namespace)
+    return Request(group, version, kind, resource_of(kind), namespace, str(metadata.get("name") or ""))
+
+
+def rule_matches(rule: ResourceRule, request: Request) -> bool:
+    """A NamedRuleWithOperations against a CREATE of a main resource (no subresource)."""
+    if not _any(rule.operations, "CREATE") or not _any(rule.groups, request.group):
+        return False
+    if not _any(rule.versions, request.version):
+        return False
+    if not any(pattern in ("*", "*/*", request.resource) for pattern in rule.resources):
+        return False
+    namespaced = request.namespace is not None
+    if rule.scope == "Cluster" and namespaced or rule.scope == "Namespaced" and not namespaced:
+        return False
+    return not rule.names or request.name in rule.names
+
+
+def _any(patterns: Iterable[str], value: str) -> bool:
+    return any(pattern in ("*", value) for pattern in patterns)
+
+
+def matches(
+    match: MatchResources,
+    request: Request,
+    labels: Mapping[str, str],
+    namespace_labels: Mapping[str, str] | None,
+) -> bool:
+    """Whether ``match`` selects the request; ``namespace_labels``: of its namespace (None for a
+    cluster-scoped object)."""
+    if request.kind == "Namespace" and request.group == "":
+        if not _selects(match.namespace_selector, labels):
+            return False
+    elif namespace_labels is not None and not _selects(match.namespace_selector, namespace_labels):
+        return False
+    if not _selects(match.object_selector, labels):
+        return False
+    if match.rules is not None and not any(rule_matches(rule, request) for rule in match.rules):
+        return False
+    return not any(rule_matches(rule, request) for rule in match.excluded)
+
+
+def _selects(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
+    """A policy's namespace or object selector: absent or empty selects everything."""
+    return selector is None or selector.is_empty or selector_matches(selector, labels)
+
+
+def labels_of(data: Mapping[str, Any]) -> dict[str, str]:
+    raw = dig(data, ("metadata", "labels"))
+    return {str(key): str(value) for key, value in raw.items()} if isinstance(raw, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class Param:
+    """A param candidate: an object a binding's ``paramRef`` may find."""
+
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+    labels: Mapping[str, str]
+    doc: Document
+
+
+def param_candidates(documents: Iterable[Document]) -> list[Param]:
+    """Every object of ``documents`` (no namespace defaulting: a param's scope is as written)."""
+    out = []
+    for doc in documents:
+        data = doc.data
+        if not isinstance(data, Mapping) or not isinstance(data.get("kind"), str):
+            continue
+        metadata = data.get("metadata") if isinstance(data.get("metadata"), Mapping) else {}
+        assert isinstance(metadata, Mapping)
+        namespace = metadata.get("namespace")
+        out.append(
+            Param(
+                str(data.get("apiVersion")),
+                data["kind"],
+                str(namespace) if namespace else None,
+                str(metadata.get("name") or ""),
+                labels_of(data),
+                doc,
+            )
+        )
+    return out
+
+
+def find_params(
+    ref: ParamRef, kind: tuple[str, str], request: Request, candidates: Sequence[Param]
+) -> list[Param]:
+    """The params ``ref`` finds for ``request``: by name or by selector, in ``ref.namespace``,
+    else (for a namespaced param) in the request's namespace (``paramRef`` in the
+    admissionregistration v1 API)."""
+    found = []
+    for param in candidates:
+        if (param.api_version, param.kind) != kind:
+            continue
+        if param.namespace is not None:
+            wanted = ref.namespace or request.namespace
+            if param.namespace != wanted:
+                continue
+        elif ref.namespace:
+            continue
+        if ref.name is not None:
+            if param.name == ref.name:
+                found.append(param)
+        elif _selects(ref.selector, param.labels):
+            found.append(param)
+    return found

@@ -1,0 +1,415 @@
+"""A ValidatingAdmissionPolicy as a rule: what kube-apiserver would answer to a CREATE of each
+manifest, with the finding at the field the failing expression reads.
+
+For every object of the input (policies, bindings and their params aside) the rule does what
+the API server's admission plugin does (``staging/src/k8s.io/apiserver/pkg/admission/plugin/
+policy/validating``: ``dispatcher.go``, ``validator.go``):
+
+1. the policy's ``matchConstraints`` must select it (:mod:`kaffinity.policy.matching`);
+2. each binding of the policy whose ``matchResources`` select it is evaluated; a policy with no
+   binding in the files given applies as if bound once, with ``validationActions: [Deny]``;
+3. a binding with a ``paramRef`` finds its params (by name or selector): none found is a denial
+   with ``parameterNotFoundAction: Deny``, a pass with ``Allow``; several are each evaluated;
+4. ``matchConditions``: one false skips the policy; an error fails it under ``failurePolicy:
+   Fail`` and skips it under ``Ignore``;
+5. ``variables`` are evaluated in order; an error in one counts only where it is read;
+6. each validation that is false is a finding: its ``messageExpression`` (when it gives a
+   one-line string), else its ``message``, else ``failed expression: <expression>``. A validation
+   that errors is a finding under ``Fail``, nothing under ``Ignore``.
+
+A finding's severity comes from the binding's ``validationActions``: Deny → error, Warn →
+warning, Audit → info. ``auditAnnotations`` only annotate the audit log: they are not evaluated.
+
+``object`` is the manifest defaulted as the API server would store it (:mod:`kaffinity.k8s.
+defaults`), ``oldObject`` is null, ``request`` a CREATE by nobody (empty ``userInfo``),
+``namespaceObject`` the object's Namespace from the input or the cluster file (null for a
+cluster-scoped object). ``authorizer`` cannot be evaluated offline: an expression that uses it
+is reported once, at the policy, and skipped.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kaffinity.findings import Severity, Violation
+from kaffinity.k8s.defaults import defaulted, plain
+from kaffinity.load.source import DataPath, Document
+from kaffinity.policy.admission import ACTIONS, AdmissionPolicy, Binding, Expression, Validation, is_admission
+from kaffinity.policy.expressions import (
+    ADMISSION_VARIABLES,
+    FACTS,
+    CompileError,
+    EvaluationError,
+    Program,
+    Programs,
+    chains,
+    references,
+)
+from kaffinity.policy.matching import (
+    NAMESPACE_NAME_LABEL,
+    Param,
+    Request,
+    find_params,
+    labels_of,
+    matches,
+    param_candidates,
+    request_of,
+)
+from kaffinity.rules.base import POLICY_CATEGORY, Rule
+
+if TYPE_CHECKING:
+    from kaffinity.context import Context
+
+CATEGORY = POLICY_CATEGORY
+#: The longest message a messageExpression may give (the API server's limit on a message).
+_MAX_MESSAGE = 5000
+
+
+@dataclass
+class Compiled:
+    """A policy's expressions, compiled for its variables."""
+
+    conditions: list[tuple[Expression, Program]] = field(default_factory=list)
+    variables: list[tuple[Expression, Program]] = field(default_factory=list)
+    validations: list[tuple[Validation, Program, Program | None]] = field(default_factory=list)
+    offline: list[Expression] = field(default_factory=list)  # those that read ``authorizer``
+
+
+def compile_policy(policy: AdmissionPolicy, programs: Programs) -> tuple[Compiled, list[tuple[Expression, CompileError]]]:
+    """Every expression of ``policy`` compiled, and those that do not compile."""
+    names = [*ADMISSION_VARIABLES, *([FACTS] if policy.kaffinity_only else [])]
+    compiled, errors = Compiled(), []
+
+    def build(expression: Expression) -> Program | None:
+        if references(expression.text, "authorizer"):
+            compiled.offline.append(expression)
+            return None
+        try:
+            return programs.get(expression.text, names)
+        except CompileError as error:
+            errors.append((expression, error))
+            return None
+
+    for condition in policy.match_conditions:
+        program = build(condition)
+        if program is not None:
+            compiled.conditions.append((condition, program))
+    for variable in policy.variables:
+        program = build(variable)
+        if program is not None:
+            compiled.variables.append((variable, program))
+    for validation in policy.validations:
+        program = build(validation.expression)
+        message = build(validation.message_expression) if validation.message_expression else None
+        if program is not None:
+            compiled.validations.append((validation, program, message))
+    return compiled, errors
+
+
+#: What every admission rule of one context shares: the defaulted objects, the requests, the
+#: namespaces and the param candidates, made once per context.
+@dataclass
+class Shared:
+    requests: dict[int, Request | None] = field(default_factory=dict)
+    objects: dict[int, dict[str, Any]] = field(default_factory=dict)
+    namespaces: dict[str, tuple[dict[str, str], dict[str, Any]]] | None = None
+    params: list[Param] | None = None
+
+
+_SHARED: weakref.WeakKeyDictionary[Context, Shared] = weakref.WeakKeyDictionary()
+
+
+def shared(context: Context) -> Shared:
+    found = _SHARED.get(context)
+    if found is None:
+        found = _SHARED[context] = Shared()
+    return found
+
+
+def admission_rule(
+    policy: AdmissionPolicy,
+    bindings: Sequence[Binding],
+    compiled: Compiled,
+    programs: Programs,
+    param_documents: Sequence[Document],
+) -> Rule:
+    """The rule that checks ``policy`` with ``bindings`` (none: bound once with Deny)."""
+    names = [*ADMISSION_VARIABLES, *([FACTS] if policy.kaffinity_only else [])]
+
+    def check(context: Context) -> Iterator[Violation]:
+        for expression in compiled.offline:
+            yield Violation(
+                policy.doc,
+                expression.path,
+                "this expression reads `authorizer`, which kaffinity cannot evaluate offline: it was skipped",
+                severity=Severity.WARNING,
+            )
+        state = shared(context)
+        for doc in context.documents:
+            if is_admission(doc.data):
+                continue
+            yield from _check_object(policy, bindings, compiled, programs, names, context, state, doc, param_documents)
+
+    bound = ", ".join(binding.name for binding in bindings) or "none in the files given: bound with Deny"
+    docs = (
+        f"The ValidatingAdmissionPolicy `{policy.name}`, evaluated as kube-apiserver would on a "
+        f"CREATE of each manifest it matches.\n\nDefined in `{policy.doc.file}`; bindings: {bound}."
+    )
+    return Rule(
+        name=policy.name,
+        category=CATEGORY,
+        severity=_severity(bindings[0].actions) if bindings else Severity.ERROR,
+        summary=f"ValidatingAdmissionPolicy {policy.name}",
+        docs=docs,
+        check=check,
+        # The namespaces, the params and the facts may be in any manifest of the repository.
+        needs_all_manifests=True,
+    )
+
+
+def _check_object(
+    policy: AdmissionPolicy,
+    bindings: Sequence[Binding],
+    compiled: Compiled,
+    programs: Programs,
+    names: Sequence[str],
+    context: Context,
+    state: Shared,
+    doc: Document,
+    param_documents: Sequence[Document],
+) -> Iterator[Violation]:
+    if not isinstance(doc.data, Mapping):
+        return
+    key = id(doc)
+    if key not in state.requests:
+        state.requests[key] = request_of(doc.data, context.settings.namespace)
+    request = state.requests[key]
+    if request is None:
+        return
+    labels = labels_of(doc.data)
+    namespace_labels, namespace_data = _namespace(context, state, request.namespace)
+    if not matches(policy.match, request, labels, namespace_labels):
+        return
+    active = [
+        binding
+        for binding in bindings
+        if binding.match is None or matches(binding.match, request, labels, namespace_labels)
+    ]
+    if not bindings:
+        active = [Binding(name="", doc=policy.doc, policy_name=policy.name, actions=("Deny",))]
+    if not active:
+        return
+    if key not in state.objects:
+        state.objects[key] = defaulted(doc.data, programs.kube_version, request.namespace)
+    base = {
+        "object": state.objects[key],
+        "oldObject": None,
+        "request": request.as_cel(),
+        "namespaceObject": namespace_data,
+        "authorizer": None,
+    }
+    if FACTS in names:
+        from kaffinity.policy.facts import facts
+
+        base[FACTS] = facts(context, doc)
+    for binding in active:
+        severity = _severity(binding.actions)
+        for param, problem in _params(policy, binding, request, context, state, param_documents):
+            if problem is not None:
+                yield Violation(doc, (), _said(binding, problem), severity=severity)
+                continue
+            data = {**base, "params": param}
+            for path, message in _evaluate(policy, compiled, programs, names, data):
+                yield Violation(doc, path, _said(binding, message), severity=severity)
+
+
+def _params(
+    policy: AdmissionPolicy,
+    binding: Binding,
+    request: Request,
+    context: Context,
+    state: Shared,
+    param_documents: Sequence[Document],
+) -> Iterator[tuple[Any, str | None]]:
+    """Each params object to evaluate with (None: no params), or a problem instead."""
+    ref = binding.param_ref
+    if policy.param_kind is None or ref is None:
+        yield None, None
+        return
+    if state.params is None:
+        state.params = param_candidates([*param_documents, *context.documents])
+    found = find_params(ref, policy.param_kind, request, state.params)
+    if not found:
+        if ref.not_found == "Deny":
+            wanted = ref.name or "any matching the selector"
+            where = f" in namespace {ref.namespace or request.namespace}" if request.namespace else ""
+            yield None, (
+                f"no params found for policy binding with `Deny` parameterNotFoundAction "
+                f"({policy.param_kind[1]} {wanted}{where})"
+            )
+        return
+    for param in found:
+        yield plain(param.doc.data), None
+
+
+def _evaluate(
+    policy: AdmissionPolicy,
+    compiled: Compiled,
+    programs: Programs,
+    names: Sequence[str],
+    data: dict[str, Any],
+) -> Iterator[tuple[DataPath, str]]:
+    """What the validations say of one (object, binding, params): (path, message) per failure."""
+    fail = policy.failure_policy == "Fail"
+    values: dict[str, Any] = {}
+    broken: dict[str, str] = {}
+    data["variables"] = values
+    bound = programs.activation(names, data)
+    if compiled.variables:
+        for expression, program in compiled.variables:
+            try:
+                values[expression.name] = program.run(bound)
+            except EvaluationError as error:
+                broken[expression.name] = str(error)
+            bound = programs.activation(names, data)
+    for condition, program in compiled.conditions:
+        try:
+            if program.run(bound) is False:
+                return
+        except EvaluationError as error:
+            if fail:
+                yield (), f"match condition '{condition.name}' resulted in error: {error}"
+            return
+    for validation, program, message_program in compiled.validations:
+        text = validation.expression.text
+        reads = [name for name in broken if references_variable(text, name)]
+        if reads:
+            if fail:
+                yield _path(validation, data), f"variable '{reads[0]}' resulted in error: {broken[reads[0]]}"
+            continue
+        try:
+            result = program.run(bound)
+        except EvaluationError as error:
+            if fail:
+                yield _path(validation, data), f"expression '{_one_line(text)}' resulted in error: {error}"
+            continue
+        if result is True:
+            continue
+        if result is not False:
+            if fail:
+                kind = type(result).__name__
+                yield _path(validation, data), f"expression '{_one_line(text)}' must evaluate to bool, not {kind}"
+            continue
+        yield _path(validation, data), _message(validation, message_program, bound)
+
+
+def references_variable(text: str, name: str) -> bool:
+    return re.search(rf"\bvariables\s*\.\s*{re.escape(name)}\b", text) is not None
+
+
+def _message(validation: Validation, program: Program | None, bound: Any) -> str:
+    """``messageExpression`` when it gives a one-line, non-empty string; else ``message``; else
+    the API server's ``failed expression: ...``."""
+    if program is not None:
+        try:
+            said = program.run(bound)
+        except EvaluationError:
+            said = None
+        if isinstance(said, str) and said.strip() and "\n" not in said and len(said) <= _MAX_MESSAGE:
+            return said
+    if validation.message:
+        return validation.message
+    return f"failed expression: {_one_line(validation.expression.text)}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _said(binding: Binding, message: str) -> str:
+    return f"{message} (binding {binding.name})" if binding.name else message
+
+
+def _severity(actions: Sequence[str]) -> Severity:
+    """The most severe of a binding's actions: Deny → error, Warn → warning, Audit → info."""
+    found = [Severity(ACTIONS[action]) for action in actions if action in ACTIONS]
+    order = [Severity.ERROR, Severity.WARNING, Severity.INFO]
+    return min(found, key=order.index) if found else Severity.ERROR
+
+
+def _path(validation: Validation, data: Mapping[str, Any]) -> DataPath:
+    """Where a failed validation points: its ``fieldPath``, else the first field its expression
+    reads of ``object`` (the deepest part that exists), else the object."""
+    if validation.field_path:
+        path = field_path(validation.field_path)
+        if path is not None:
+            return path
+    for chain in chains(validation.expression.text, "object"):
+        if chain:
+            return chain
+    return ()
+
+
+_FIELD_STEP = re.compile(r"""\.?([A-Za-z_$][\w$-]*)|\[\s*(\d+|'[^']*'|"[^"]*")\s*\]""")
+
+
+def field_path(text: str) -> DataPath | None:
+    """A validation's ``fieldPath`` (``spec.replicas``, ``spec.containers[0].name``,
+    ``metadata.labels['app']``) as a data path; None when it does not parse."""
+    steps: list[str | int] = []
+    position = 0
+    text = text.strip()
+    while position < len(text):
+        match = _FIELD_STEP.match(text, position)
+        if match is None:
+            return None
+        name, index = match.group(1), match.group(2)
+        if name is not None:
+            steps.append(name)
+        elif index[0] in "'\"":
+            steps.append(index[1:-1])
+        else:
+            steps.append(int(index))
+        position = match.end()
+    return tuple(steps)
+
+
+def _namespaces(context: Context, state: Shared) -> dict[str, tuple[dict[str, str], dict[str, Any]]]:
+    """Each known namespace's labels (with the name label the API server adds) and object, from
+    the cluster file then the input (the input wins)."""
+    if state.namespaces is None:
+        found: dict[str, tuple[dict[str, str], dict[str, Any]]] = {}
+        known = [*(context.cluster.namespaces if context.cluster is not None else ()), *context.inventory.namespaces]
+        for namespace in known:
+            name = namespace.ref.name
+            obj = plain(namespace.doc.data)
+            labels = {**labels_of(obj), NAMESPACE_NAME_LABEL: name}
+            obj.setdefault("metadata", {})["labels"] = labels
+            found[name] = (labels, obj)
+        state.namespaces = found
+    return state.namespaces
+
+
+def _namespace(
+    context: Context, state: Shared, name: str | None
+) -> tuple[dict[str, str] | None, dict[str, Any] | None]:
+    """A namespace's labels and object (None, None for a cluster-scoped object)."""
+    if name is None:
+        return None, None
+    return _namespaces(context, state).get(name) or _unknown_namespace(name)
+
+
+def namespace_object(context: Context, name: str | None) -> dict[str, Any] | None:
+    """``namespaceObject``: the Namespace ``name`` as a policy reads it (None: cluster-scoped)."""
+    return _namespace(context, shared(context), name)[1]
+
+
+def _unknown_namespace(name: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """A namespace neither the input nor the cluster file declares: what the API server would
+    have made of ``kubectl create namespace <name>``."""
+    labels = {NAMESPACE_NAME_LABEL: name}
+    return labels, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
