@@ -121,9 +121,7 @@ class Binding:
 
 def is_admission(data: Any) -> bool:
     """Whether a document is a ValidatingAdmissionPolicy or a binding."""
-    return (
-        isinstance(data, Mapping) and data.get("apiVersion") in API_VERSIONS and data.get("kind") in KINDS
-    )
+    return isinstance(data, Mapping) and data.get("apiVersion") in API_VERSIONS and data.get("kind") in KINDS
 
 
 def read_admission(doc: Document) -> tuple[AdmissionPolicy | Binding | None, list[str]]:
@@ -152,7 +150,9 @@ def shape_errors(doc: Document) -> list[str]:
     (the fields kaffinity reads; ``pkg/apis/admissionregistration/validation``)."""
     found = sorted(_validator().iter_errors(doc.data), key=lambda e: [str(s) for s in e.absolute_path])
     return [
-        error_at(doc.file, doc.locate(tuple(error.absolute_path)), f"{_dotted(error.absolute_path)}{error.message}")
+        error_at(
+            doc.file, doc.locate(tuple(error.absolute_path)), f"{_dotted(error.absolute_path)}{error.message}"
+        )
         for error in found
     ]
 

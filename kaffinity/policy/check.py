@@ -30,12 +30,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from kaffinity.config import Settings, error_at
 from kaffinity.findings import Violation
+from kaffinity.k8s.defaults import defaulted
 from kaffinity.k8s.model import Workload, dig
 from kaffinity.k8s.selectors import selector_matches
-from kaffinity.load.source import DataPath
-from kaffinity.config import Settings, error_at
-from kaffinity.k8s.defaults import defaulted
+from kaffinity.load.source import DataPath, Span
 from kaffinity.policy.expressions import (
     FACTS,
     CompileError,
@@ -51,9 +51,8 @@ from kaffinity.rules.base import POLICY_CATEGORY, Rule
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
 
-    from kaffinity.load.source import Document
-
     from kaffinity.context import Context
+    from kaffinity.load.source import Document
 
 CATEGORY = POLICY_CATEGORY
 
@@ -98,10 +97,34 @@ def policy_rules(loaded: Loaded, settings: Settings) -> tuple[list[Rule], list[s
 
 
 def _compile_error(doc: Document, path: DataPath, error: CompileError) -> str:
-    """``file:line:column: error: ...`` at the expression (the line and column within it when it
-    spans several lines)."""
-    inside = f" (line {error.line}, column {error.column} of the expression)" if error.line > 1 or error.column > 1 else ""
-    return error_at(doc.file, doc.locate(path), f"{_dotted(path)}: the expression does not compile{inside}: {error.message}")
+    """``file:line:column: error: ...`` at the very character of the expression CEL names, when
+    the expression's line can be found in the file; else at its field, saying where in it."""
+    import linecache
+
+    span = doc.locate(path)
+    text = doc.data
+    for step in path:
+        text = text[step]
+    lines = str(text).splitlines() or [""]
+    line_text = lines[min(error.line, len(lines)) - 1].strip()
+    # The expression starts on its key's line, or the next one (a block scalar: ``|``, ``>``).
+    start = next(
+        (
+            at
+            for at in (span.line, span.line + 1)
+            if lines[0].strip() and lines[0].strip() in linecache.getline(doc.file, at)
+        ),
+        None,
+    )
+    source_line = (start or span.line) + (error.line - 1)
+    found = linecache.getline(doc.file, source_line).find(line_text) if start and line_text else -1
+    said = f"{_dotted(path)}: the expression does not compile: {error.message}"
+    if found >= 0:
+        return error_at(doc.file, Span(source_line, found + error.column), said)
+    inside = f" (line {error.line}, column {error.column} of the expression)"
+    return error_at(
+        doc.file, span, f"{_dotted(path)}: the expression does not compile{inside}: {error.message}"
+    )
 
 
 def _dotted(path: DataPath) -> str:

@@ -24,7 +24,15 @@ from typing import Any
 
 #: The variables of a ValidatingAdmissionPolicy's expressions (``authorizer`` is declared so
 #: that an expression using it compiles; kaffinity cannot evaluate it offline).
-ADMISSION_VARIABLES = ("object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer")
+ADMISSION_VARIABLES = (
+    "object",
+    "oldObject",
+    "request",
+    "params",
+    "namespaceObject",
+    "variables",
+    "authorizer",
+)
 #: kaffinity's own variable: what kaffinity knows of an object (:mod:`kaffinity.policy.facts`).
 FACTS = "kaffinity"
 

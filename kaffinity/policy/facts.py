@@ -82,7 +82,9 @@ def pod_template(context: Context, workload: Workload) -> dict[str, Any] | None:
     template = dig(workload.doc.data, workload.template_path) if workload.template_path else workload.doc.data
     if not isinstance(template, Mapping):
         return None
-    out: dict[str, Any] = plain({"metadata": template.get("metadata") or {}, "spec": template.get("spec") or {}})
+    out: dict[str, Any] = plain(
+        {"metadata": template.get("metadata") or {}, "spec": template.get("spec") or {}}
+    )
     if isinstance(out["spec"], dict):
         pod_spec(out["spec"])
     base = len(workload.template_path)

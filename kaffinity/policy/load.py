@@ -140,7 +140,10 @@ def _unbound(loaded: Loaded) -> None:
     for binding in loaded.bindings:
         if binding.policy_name not in known:
             at = binding.doc.locate(("spec", "policyName"))
-            said = f"binding '{binding.name}' names policy '{binding.policy_name}', which the policy files do not hold"
+            said = (
+                f"binding '{binding.name}' names policy '{binding.policy_name}', "
+                "which the policy files do not hold"
+            )
             loaded.errors.append(error_at(binding.doc.file, at, said))
 
 

@@ -114,7 +114,7 @@ def rule_matches(rule: ResourceRule, request: Request) -> bool:
     if not any(pattern in ("*", "*/*", request.resource) for pattern in rule.resources):
         return False
     namespaced = request.namespace is not None
-    if rule.scope == "Cluster" and namespaced or rule.scope == "Namespaced" and not namespaced:
+    if (rule.scope == "Cluster" and namespaced) or (rule.scope == "Namespaced" and not namespaced):
         return False
     return not rule.names or request.name in rule.names
 

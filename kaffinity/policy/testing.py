@@ -110,6 +110,10 @@ def _is_policy_file(file: SourceFile) -> bool:
     other documents are params."""
     return any(
         is_admission(doc.data)
-        or (isinstance(doc.data, dict) and doc.data.get("apiVersion") == API_VERSION and doc.data.get("kind") == KIND)
+        or (
+            isinstance(doc.data, dict)
+            and doc.data.get("apiVersion") == API_VERSION
+            and doc.data.get("kind") == KIND
+        )
         for doc in file.documents
     )

@@ -79,7 +79,9 @@ class Compiled:
     offline: list[Expression] = field(default_factory=list)  # those that read ``authorizer``
 
 
-def compile_policy(policy: AdmissionPolicy, programs: Programs) -> tuple[Compiled, list[tuple[Expression, CompileError]]]:
+def compile_policy(
+    policy: AdmissionPolicy, programs: Programs
+) -> tuple[Compiled, list[tuple[Expression, CompileError]]]:
     """Every expression of ``policy`` compiled, and those that do not compile."""
     names = [*ADMISSION_VARIABLES, *([FACTS] if policy.kaffinity_only else [])]
     compiled, errors = Compiled(), []
@@ -152,7 +154,9 @@ def admission_rule(
         for doc in context.documents:
             if is_admission(doc.data):
                 continue
-            yield from _check_object(policy, bindings, compiled, programs, names, context, state, doc, param_documents)
+            yield from _check_object(
+                policy, bindings, compiled, programs, names, context, state, doc, param_documents
+            )
 
     bound = ", ".join(binding.name for binding in bindings) or "none in the files given: bound with Deny"
     docs = (
@@ -247,9 +251,12 @@ def _params(
         if ref.not_found == "Deny":
             wanted = ref.name or "any matching the selector"
             where = f" in namespace {ref.namespace or request.namespace}" if request.namespace else ""
-            yield None, (
-                f"no params found for policy binding with `Deny` parameterNotFoundAction "
-                f"({policy.param_kind[1]} {wanted}{where})"
+            yield (
+                None,
+                (
+                    f"no params found for policy binding with `Deny` parameterNotFoundAction "
+                    f"({policy.param_kind[1]} {wanted}{where})"
+                ),
             )
         return
     for param in found:
@@ -269,13 +276,12 @@ def _evaluate(
     broken: dict[str, str] = {}
     data["variables"] = values
     bound = programs.activation(names, data)
-    if compiled.variables:
-        for expression, program in compiled.variables:
-            try:
-                values[expression.name] = program.run(bound)
-            except EvaluationError as error:
-                broken[expression.name] = str(error)
-            bound = programs.activation(names, data)
+    for expression, program in compiled.variables:
+        try:
+            values[expression.name] = program.run(bound)
+        except EvaluationError as error:
+            broken[expression.name] = str(error)
+        bound = programs.activation(names, data)  # the next variables read this one
     for condition, program in compiled.conditions:
         try:
             if program.run(bound) is False:
@@ -285,26 +291,29 @@ def _evaluate(
                 yield (), f"match condition '{condition.name}' resulted in error: {error}"
             return
     for validation, program, message_program in compiled.validations:
-        text = validation.expression.text
-        reads = [name for name in broken if references_variable(text, name)]
-        if reads:
-            if fail:
-                yield _path(validation, data), f"variable '{reads[0]}' resulted in error: {broken[reads[0]]}"
-            continue
-        try:
-            result = program.run(bound)
-        except EvaluationError as error:
-            if fail:
-                yield _path(validation, data), f"expression '{_one_line(text)}' resulted in error: {error}"
-            continue
-        if result is True:
-            continue
-        if result is not False:
-            if fail:
-                kind = type(result).__name__
-                yield _path(validation, data), f"expression '{_one_line(text)}' must evaluate to bool, not {kind}"
-            continue
-        yield _path(validation, data), _message(validation, message_program, bound)
+        said = _validate(validation, program, message_program, bound, broken)
+        if said is not None and (fail or not said[1]):
+            yield _path(validation), said[0]
+
+
+def _validate(
+    validation: Validation, program: Program, message: Program | None, bound: Any, broken: Mapping[str, str]
+) -> tuple[str, bool] | None:
+    """One validation: None when it holds, else what it says and whether it is an error (which
+    counts only under ``failurePolicy: Fail``) rather than a false."""
+    text = validation.expression.text
+    reads = [name for name in broken if references_variable(text, name)]
+    if reads:
+        return f"variable '{reads[0]}' resulted in error: {broken[reads[0]]}", True
+    try:
+        result = program.run(bound)
+    except EvaluationError as error:
+        return f"expression '{_one_line(text)}' resulted in error: {error}", True
+    if result is True:
+        return None
+    if result is not False:
+        return f"expression '{_one_line(text)}' must evaluate to bool, not {type(result).__name__}", True
+    return _message(validation, message, bound), False
 
 
 def references_variable(text: str, name: str) -> bool:
@@ -341,7 +350,7 @@ def _severity(actions: Sequence[str]) -> Severity:
     return min(found, key=order.index) if found else Severity.ERROR
 
 
-def _path(validation: Validation, data: Mapping[str, Any]) -> DataPath:
+def _path(validation: Validation) -> DataPath:
     """Where a failed validation points: its ``fieldPath``, else the first field its expression
     reads of ``object`` (the deepest part that exists), else the object."""
     if validation.field_path:
@@ -383,7 +392,10 @@ def _namespaces(context: Context, state: Shared) -> dict[str, tuple[dict[str, st
     the cluster file then the input (the input wins)."""
     if state.namespaces is None:
         found: dict[str, tuple[dict[str, str], dict[str, Any]]] = {}
-        known = [*(context.cluster.namespaces if context.cluster is not None else ()), *context.inventory.namespaces]
+        known = [
+            *(context.cluster.namespaces if context.cluster is not None else ()),
+            *context.inventory.namespaces,
+        ]
         for namespace in known:
             name = namespace.ref.name
             obj = plain(namespace.doc.data)
