@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from kaffinity.config import Settings
-from kaffinity.findings import Finding, Severity, Violation
+from kaffinity.findings import Severity, Violation
 from kaffinity.k8s.model import Inventory, Object, build_inventory, canonical_key, namespace_labels
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import Document
@@ -55,9 +55,6 @@ class Context:
         #: category, or None; its own). Set by the engine, which knows the registry; read by
         #: :mod:`kaffinity.explain.precedence`. Empty: no rule gives way to another.
         self.running: Mapping[str, tuple[Severity | None, Severity]] = {}
-        #: The built-in rules' findings so far, by id() of the document they are on. Set by the
-        #: engine; policies read them (:mod:`kaffinity.policy.facts`), so they run last.
-        self.found: Mapping[int, list[Finding]] = {}
 
     @cached_property
     def documents(self) -> tuple[Document, ...]:

@@ -25,7 +25,7 @@ from kaffinity.k8s.model import (
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import Document, Span, format_path
 from kaffinity.rules import RULES
-from kaffinity.rules.base import POLICY_CATEGORY, Rule, rule_enabled, severity_of
+from kaffinity.rules.base import Rule, rule_enabled, severity_of
 from kaffinity.suppress import Suppression, annotation_suppressions, comment_suppressions
 
 if TYPE_CHECKING:
@@ -140,7 +140,6 @@ def _lint(
         context = Context(files, settings, cluster, documents, typed)
     running = _running(settings, cluster)
     context.running = running
-    context.found = run.found
     local = _local(run, context, layout, typed)
     typed = context.objects if context.objects is not None else typed
     each, together = _checked(enabled, context)
@@ -165,7 +164,6 @@ def _lint(
                 else Context(files, settings, cluster, unit.documents, typed)
             )
             unit_context.running = running
-            unit_context.found = run.found
             for rule in together:
                 progress.tick(f"{rule.name} ({unit.name})")
                 run.check(rule, unit_context)
@@ -191,7 +189,6 @@ def _local(run: _Run, context: Context, layout: Layout | None, typed: dict[int, 
         return context
     local = Context(run.files, run.settings, context.cluster, objects, context.objects or typed)
     local.running = context.running
-    local.found = context.found
     return local
 
 
@@ -271,8 +268,6 @@ class _Run:
         self.reported = reported if reported is not None else frozenset(file.name for file in files)
         self.everything = reported is None
         self.enabled = {rule.name: rule for rule in enabled}
-        #: The built-in rules' findings, by id() of their document (Context.found).
-        self.found: dict[int, list[Finding]] = {}
         self.findings: list[Finding] = []
         #: Each finding's place in ``findings`` by its position (:meth:`_key`).
         self.positions: dict[tuple[object, ...], int] = {}
@@ -383,8 +378,6 @@ class _Run:
         )
         if not self.unit and id(doc) in self.membership:
             finding = replace(finding, units=self.membership[id(doc)])
-        if rule.category != POLICY_CATEGORY:
-            self.found.setdefault(id(doc), []).append(finding)
         self.add(finding, self.annotations.get(id(doc), ()))
 
     def add(

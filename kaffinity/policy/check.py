@@ -186,7 +186,7 @@ def _expression_check(
 ) -> Iterator[Violation]:
     """The policy's expression on one workload's target: false is a finding at the first field
     it reads, an error a finding saying so."""
-    from kaffinity.policy.facts import facts
+    from kaffinity.policy.facts import facts, parts_read
     from kaffinity.policy.vap import namespace_object
 
     ref = workload.ref
@@ -195,7 +195,7 @@ def _expression_check(
     data = {
         "object": target,
         "namespaceObject": namespace_object(context, ref.namespace),
-        FACTS: facts(context, workload.doc),
+        FACTS: facts(context, workload.doc, parts_read(program.text)),
     }
     bound = programs.activation(POLICY_VARIABLES, data)
     try:

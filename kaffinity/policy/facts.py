@@ -17,16 +17,20 @@ A kaffinity Policy's expression (and a ValidatingAdmissionPolicy annotated
 - ``placement``: on the declared cluster (``--cluster``), each replica's node and zone (null
   while Pending), the distinct ``nodes`` and ``zones`` used and the ``pending`` count; null
   without a cluster;
-- ``findings``: the built-in rules' findings on the object, ``{rule, severity, line, message}``
-  (a policy sees those of the rules that ran before it: all built-in rules do).
+- ``findings``: the built-in rules' findings on the object, ``{rule, severity, line, message}``:
+  every built-in rule's, whatever ``select``/``ignore`` say, with its own severity, before
+  suppressions (the facts do not change with the run's settings).
 
-These facts exist only in kaffinity: a policy that reads them cannot run in a cluster.
+These facts exist only in kaffinity: a policy that reads them cannot run in a cluster. Each part
+is computed only when the expression reads it (``kaffinity.placement`` places the pods on the
+declared cluster; ``kaffinity.findings`` runs the built-in rules), once per run.
 """
 
 from __future__ import annotations
 
+import re
 import weakref
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.k8s.defaults import plain, pod_spec
@@ -37,42 +41,100 @@ from kaffinity.load.source import Document
 if TYPE_CHECKING:
     from kaffinity.context import Context
 
-_INDEX: weakref.WeakKeyDictionary[Context, dict[int, Workload]] = weakref.WeakKeyDictionary()
+#: The top-level facts, in the order of the schema.
+PARTS = (
+    "workload",
+    "kind",
+    "namespace",
+    "name",
+    "replicas",
+    "podTemplate",
+    "rollout",
+    "neighbours",
+    "placement",
+    "findings",
+)
 
 
-def facts(context: Context, doc: Document) -> dict[str, Any]:
-    """The ``kaffinity`` variable for the object of ``doc``."""
-    index = _INDEX.get(context)
-    if index is None:
-        index = _INDEX[context] = {id(w.doc): w for w in context.inventory.workloads}
-    found = [
-        {"rule": f.rule, "severity": f.severity.value, "line": f.line or 0, "message": f.message}
-        for f in context.found.get(id(doc), ())
-    ]
-    workload = index.get(id(doc))
+class _Run:
+    """What the facts of one context share: the workloads by document, the built-in findings."""
+
+    def __init__(self, context: Context) -> None:
+        self.workloads = {id(w.doc): w for w in context.inventory.workloads}
+        self._found: dict[int, list[dict[str, Any]]] | None = None
+        self.context = context
+
+    def found(self, doc: Document) -> list[dict[str, Any]]:
+        if self._found is None:
+            self._found = _builtin_findings(self.context)
+        return self._found.get(id(doc), [])
+
+
+_RUNS: weakref.WeakKeyDictionary[Context, _Run] = weakref.WeakKeyDictionary()
+
+
+def parts_read(text: str) -> frozenset[str]:
+    """The facts an expression reads: ``kaffinity.placement`` -> placement; ``kaffinity`` used
+    whole (passed on, indexed) -> all of them."""
+    named = set(re.findall(r"(?<![\w.])kaffinity\s*\.\s*\??\s*(\w+)", text))
+    whole = len(re.findall(r"(?<![\w.])kaffinity\b", text)) > len(
+        re.findall(r"(?<![\w.])kaffinity\s*\.", text)
+    )
+    return frozenset(PARTS) if whole else frozenset(named & set(PARTS))
+
+
+def facts(context: Context, doc: Document, parts: Collection[str] = PARTS) -> dict[str, Any]:
+    """The ``kaffinity`` variable for the object of ``doc``: the ``parts`` asked for computed,
+    the others null."""
+    run = _RUNS.get(context)
+    if run is None:
+        run = _RUNS[context] = _Run(context)
+    out: dict[str, Any] = dict.fromkeys(PARTS)
+    workload = run.workloads.get(id(doc))
+    out["workload"] = workload is not None
+    if "findings" in parts:
+        out["findings"] = run.found(doc)
     if workload is None:
-        return {
-            "workload": False,
-            "findings": found,
-            "neighbours": {"pdbs": [], "hpas": [], "matches": [], "matchedBy": []},
-            "placement": None,
-            "rollout": None,
-            "podTemplate": None,
-            "replicas": None,
-        }
+        return out
     ref = workload.ref
-    return {
-        "workload": True,
-        "kind": ref.kind,
-        "namespace": ref.namespace or "",
-        "name": ref.name,
-        "replicas": workload.replicas,
-        "podTemplate": pod_template(context, workload),
-        "rollout": rollout(context, workload),
-        "neighbours": neighbours(context, workload),
-        "placement": placement(context, workload),
-        "findings": found,
+    out.update(kind=ref.kind, namespace=ref.namespace or "", name=ref.name, replicas=workload.replicas)
+    computed = {
+        "podTemplate": pod_template,
+        "rollout": rollout,
+        "neighbours": neighbours,
+        "placement": placement,
     }
+    for part, compute in computed.items():
+        if part in parts:
+            out[part] = compute(context, workload)
+    return out
+
+
+def _builtin_findings(context: Context) -> dict[int, list[dict[str, Any]]]:
+    """Every built-in rule's findings, by id() of their document (a rule that needs the cluster
+    runs only with one)."""
+    from kaffinity.rules import RULES
+
+    found: dict[int, list[dict[str, Any]]] = {}
+    usable = context.cluster is not None
+    for rule in RULES:
+        if rule.check is None or (rule.needs_cluster and not usable):
+            continue
+        try:
+            violations = list(rule.check(context))
+        except Exception:  # noqa: BLE001 - the engine reports a rule that crashes, when it runs it
+            continue
+        for violation in violations:
+            span = violation.doc.locate(violation.path)
+            found.setdefault(id(violation.doc), []).append(
+                {
+                    "rule": rule.name,
+                    "severity": (violation.severity or rule.severity).value,
+                    "line": span.line,
+                    "message": violation.message,
+                }
+            )
+    return found
 
 
 def pod_template(context: Context, workload: Workload) -> dict[str, Any] | None:

@@ -10,10 +10,16 @@ Each fixture marks the lines a policy must report with ``# expect: <policy>[, <p
 as kaffinity's own examples do. A fixture passes when the policies report exactly on the marked
 lines: nothing missing and nothing more. Built-in rules do not run, so a fixture tests the
 policies alone. Each fixture is linted on its own, so fixtures never see each other.
+
+A fixture may name the cluster it is linted on, for policies that read where its pods land
+(the ``kaffinity`` facts): ``# settings: {"cluster": "../clusters/topology.yaml"}`` on a line
+of its own, the path relative to the fixture (as kaffinity's examples do).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +34,9 @@ from kaffinity.policy.load import API_VERSION, KIND, policies_in, read_policy_fi
 from kaffinity.rules.base import Rule
 
 #: ``# expect: a, b`` on a line: policies a and b report on that line.
-EXPECT = re.compile(r"#\s*expect:\s*([a-z0-9-]+(?:\s*,\s*[a-z0-9-]+)*)")
+EXPECT = re.compile(r"#\s*expect:\s*([a-z0-9.-]+(?:\s*,\s*[a-z0-9.-]+)*)")
+#: ``# settings: {"cluster": "path"}``: the declared cluster a fixture is linted on.
+SETTINGS = re.compile(r"^#\s*settings:\s*(\{.*\})\s*$", re.MULTILINE)
 
 
 @dataclass
@@ -74,8 +82,9 @@ def expected(text: str) -> list[tuple[str, int]]:
     return sorted(found)
 
 
-#: The engine's ``lint`` (files, settings, rules): given by the caller, which sits above it.
-Linter = Callable[[Sequence[SourceFile], Settings, Sequence[Rule]], Any]
+#: The engine's ``lint`` (files, settings, rules, cluster): given by the caller, which sits
+#: above it.
+Linter = Callable[[Sequence[SourceFile], Settings, Sequence[Rule], Any], Any]
 
 
 def run_tests(
@@ -94,8 +103,12 @@ def run_tests(
     loaded.errors.extend(errors)
     results = []
     for fixture in fixtures:
-        result = lint([fixture], settings, rules)
         problems = [error_at(fixture.name, problem.span, problem.message) for problem in fixture.problems]
+        cluster, trouble = _cluster(fixture, settings)
+        if trouble:
+            results.append(FixtureResult(fixture.name, expected(fixture.text), [], [*problems, trouble]))
+            continue
+        result = lint([fixture], settings, rules, cluster)
         reported = sorted(
             (finding.rule, finding.line or 0, finding.column or 0, finding.message)
             for finding in result.findings
@@ -103,6 +116,28 @@ def run_tests(
         )
         results.append(FixtureResult(fixture.name, expected(fixture.text), reported, problems))
     return TestRun(results, loaded.errors, len(loaded.names))
+
+
+def _cluster(fixture: SourceFile, settings: Settings) -> tuple[Any, str | None]:
+    """The cluster a fixture's ``# settings:`` line names (None: none), or what is wrong with it."""
+    from kaffinity.simulate.cluster import cluster_from
+
+    match = SETTINGS.search(fixture.text)
+    if match is None:
+        return None, None
+    line = fixture.text[: match.start()].count("\n") + 1
+    try:
+        wanted = json.loads(match.group(1))
+    except json.JSONDecodeError as error:
+        return None, f"{fixture.name}:{line}:1: error: # settings: is not a JSON object: {error.msg}"
+    path = wanted.get("cluster") if isinstance(wanted, dict) else None
+    if not isinstance(path, str):
+        return None, f'{fixture.name}:{line}:1: error: # settings: names no cluster ("cluster": "path")'
+    path = os.path.join(os.path.dirname(fixture.name), path)
+    if not os.path.exists(path):
+        return None, f"{fixture.name}:{line}:1: error: cluster file {path} not found"
+    files = load([path], limits=settings.limits, gitignore=False, manifests_only=False)
+    return cluster_from(files, settings.namespace, settings.limits.nodes), None
 
 
 def _is_policy_file(file: SourceFile) -> bool:

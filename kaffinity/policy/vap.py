@@ -49,6 +49,7 @@ from kaffinity.policy.expressions import (
     chains,
     references,
 )
+from kaffinity.policy.facts import facts, parts_read
 from kaffinity.policy.matching import (
     NAMESPACE_NAME_LABEL,
     Param,
@@ -77,6 +78,7 @@ class Compiled:
     variables: list[tuple[Expression, Program]] = field(default_factory=list)
     validations: list[tuple[Validation, Program, Program | None]] = field(default_factory=list)
     offline: list[Expression] = field(default_factory=list)  # those that read ``authorizer``
+    facts: frozenset[str] = frozenset()  # the parts of ``kaffinity`` the expressions read
 
 
 def compile_policy(
@@ -87,6 +89,8 @@ def compile_policy(
     compiled, errors = Compiled(), []
 
     def build(expression: Expression) -> Program | None:
+        if policy.kaffinity_only:
+            compiled.facts |= parts_read(expression.text)
         if references(expression.text, "authorizer"):
             compiled.offline.append(expression)
             return None
@@ -217,9 +221,7 @@ def _check_object(
         "authorizer": None,
     }
     if FACTS in names:
-        from kaffinity.policy.facts import facts
-
-        base[FACTS] = facts(context, doc)
+        base[FACTS] = facts(context, doc, compiled.facts)
     for binding in active:
         severity = _severity(binding.actions)
         for param, problem in _params(policy, binding, request, context, state, param_documents):
