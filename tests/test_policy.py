@@ -183,7 +183,7 @@ def test_the_json_report_with_policies_follows_its_schema() -> None:
 def test_the_policy_library_passes_its_own_fixtures() -> None:
     completed = run("policy", "test", str(REPO / "examples" / "policies"))
     assert completed.returncode == 0, completed.stdout
-    assert completed.stdout.splitlines()[-1] == "2 fixture(s), 4 policy(ies): 0 failed."
+    assert completed.stdout.splitlines()[-1] == "5 fixture(s), 7 policy(ies): 0 failed."
 
 
 def test_a_fixture_fails_on_a_missing_and_on_an_unexpected_finding(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ the cluster). A binding's ``paramRef`` finds them by name or label selector
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -127,6 +128,11 @@ def is_admission(data: Any) -> bool:
 def read_admission(doc: Document) -> tuple[AdmissionPolicy | Binding | None, list[str]]:
     """The policy or binding of ``doc``, or None and its mistakes at their places."""
     errors = shape_errors(doc)
+    if not errors and doc.data["kind"] == POLICY_KIND:
+        for index, item in enumerate(doc.data["spec"].get("validations") or ()):
+            if item.get("fieldPath") and field_path(item["fieldPath"]) is None:
+                at = doc.locate(("spec", "validations", index, "fieldPath"))
+                errors.append(error_at(doc.file, at, f"fieldPath '{item['fieldPath']}' is not a field path"))
     if errors:
         return None, errors
     data = doc.data
@@ -267,3 +273,27 @@ def bindings_of(policies: Sequence[AdmissionPolicy], bindings: Sequence[Binding]
         if binding.policy_name in out:
             out[binding.policy_name].append(binding)
     return out
+
+
+_FIELD_STEP = re.compile(r"""\.?([A-Za-z_$][\w$-]*)|\[\s*(\d+|'[^']*'|"[^"]*")\s*\]""")
+
+
+def field_path(text: str) -> DataPath | None:
+    """A validation's ``fieldPath`` (``spec.replicas``, ``spec.containers[0].name``,
+    ``metadata.labels['app']``) as a data path; None when it does not parse."""
+    steps: list[str | int] = []
+    position = 0
+    text = text.strip()
+    while position < len(text):
+        match = _FIELD_STEP.match(text, position)
+        if match is None:
+            return None
+        name, index = match.group(1), match.group(2)
+        if name is not None:
+            steps.append(name)
+        elif index[0] in "'\"":
+            steps.append(index[1:-1])
+        else:
+            steps.append(int(index))
+        position = match.end()
+    return tuple(steps)

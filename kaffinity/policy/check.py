@@ -36,6 +36,7 @@ from kaffinity.k8s.defaults import defaulted
 from kaffinity.k8s.model import Workload, dig
 from kaffinity.k8s.selectors import selector_matches
 from kaffinity.load.source import DataPath, Span
+from kaffinity.policy.admission import field_path
 from kaffinity.policy.expressions import (
     FACTS,
     CompileError,
@@ -209,7 +210,9 @@ def _expression_check(
         said = f"the expression must evaluate to bool, not {type(result).__name__}"
         yield Violation(workload.doc, path, f"{policy.message}: {said}")
         return
-    chain = next((found for found in chains(program.text, "object") if found), ())
+    chain = field_path(policy.field_path) if policy.field_path else None
+    if chain is None:
+        chain = next((found for found in chains(program.text, "object") if found), ())
     yield Violation(workload.doc, (*path, *chain), policy.message)
 
 

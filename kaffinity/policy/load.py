@@ -31,7 +31,7 @@ from kaffinity.k8s.model import LabelSelector, label_selector
 from kaffinity.load.files import load
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits, SourceFile
 from kaffinity.load.source import DataPath, Document
-from kaffinity.policy.admission import AdmissionPolicy, Binding, is_admission, read_admission
+from kaffinity.policy.admission import AdmissionPolicy, Binding, field_path, is_admission, read_admission
 
 API_VERSION = "kaffinity.io/v1alpha1"
 KIND = "Policy"
@@ -48,6 +48,7 @@ class Policy:
     message: str
     schema: Mapping[str, Any] | None
     expression: str | None = None
+    field_path: str | None = None
     target: str = "podSpec"
     severity: Severity = Severity.ERROR
     description: str = ""
@@ -184,6 +185,9 @@ def _policy(doc: Document) -> tuple[Policy | None, list[str]]:
             )
         ]
     errors = _shape_errors(doc)
+    if not errors and "fieldPath" in data["spec"] and field_path(data["spec"]["fieldPath"]) is None:
+        said = f"spec.fieldPath '{data['spec']['fieldPath']}' is not a field path"
+        errors = [error_at(doc.file, doc.locate(("spec", "fieldPath")), said)]
     if errors:
         return None, errors
     spec = data["spec"]
@@ -195,6 +199,7 @@ def _policy(doc: Document) -> tuple[Policy | None, list[str]]:
             message=spec["message"],
             schema=spec.get("schema"),
             expression=spec.get("expression"),
+            field_path=spec.get("fieldPath"),
             target=spec.get("target", "podSpec"),
             severity=Severity(spec.get("severity", "error")),
             description=spec.get("description", ""),

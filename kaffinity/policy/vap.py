@@ -38,7 +38,15 @@ from typing import TYPE_CHECKING, Any
 from kaffinity.findings import Severity, Violation
 from kaffinity.k8s.defaults import defaulted, plain
 from kaffinity.load.source import DataPath, Document
-from kaffinity.policy.admission import ACTIONS, AdmissionPolicy, Binding, Expression, Validation, is_admission
+from kaffinity.policy.admission import (
+    ACTIONS,
+    AdmissionPolicy,
+    Binding,
+    Expression,
+    Validation,
+    field_path,
+    is_admission,
+)
 from kaffinity.policy.expressions import (
     ADMISSION_VARIABLES,
     FACTS,
@@ -363,30 +371,6 @@ def _path(validation: Validation) -> DataPath:
         if chain:
             return chain
     return ()
-
-
-_FIELD_STEP = re.compile(r"""\.?([A-Za-z_$][\w$-]*)|\[\s*(\d+|'[^']*'|"[^"]*")\s*\]""")
-
-
-def field_path(text: str) -> DataPath | None:
-    """A validation's ``fieldPath`` (``spec.replicas``, ``spec.containers[0].name``,
-    ``metadata.labels['app']``) as a data path; None when it does not parse."""
-    steps: list[str | int] = []
-    position = 0
-    text = text.strip()
-    while position < len(text):
-        match = _FIELD_STEP.match(text, position)
-        if match is None:
-            return None
-        name, index = match.group(1), match.group(2)
-        if name is not None:
-            steps.append(name)
-        elif index[0] in "'\"":
-            steps.append(index[1:-1])
-        else:
-            steps.append(int(index))
-        position = match.end()
-    return tuple(steps)
 
 
 def _namespaces(context: Context, state: Shared) -> dict[str, tuple[dict[str, str], dict[str, Any]]]:
