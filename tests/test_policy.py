@@ -307,9 +307,10 @@ def test_policy_test_reads_more_policies_and_says_where_a_fixture_cannot_be_pars
     library = REPO / "examples" / "policies"
     (tmp_path / "fail.yaml").write_text((library / "fail.yaml").read_text())
     (tmp_path / "broken.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x\n")
-    completed = run("policy", "test", str(tmp_path), "--policy", str(library / "scheduling.yaml"))
+    flags = ("--policy", str(library / "scheduling.yaml"), "--policy", str(library / "admission.yaml"))
+    completed = run("policy", "test", str(tmp_path), *flags)
     assert completed.returncode == 2
     report = [line.strip() for line in completed.stdout.splitlines()]
-    assert f"ok    {tmp_path / 'fail.yaml'} (4 finding(s))" in report
+    assert f"ok    {tmp_path / 'fail.yaml'} (5 finding(s))" in report
     assert f"FAIL  {tmp_path / 'broken.yaml'}" in report
     assert any(line.startswith(f"{tmp_path / 'broken.yaml'}:4:1: error: ") for line in report)
