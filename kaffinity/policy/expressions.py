@@ -104,24 +104,43 @@ _CHAIN = re.compile(
 _STEP = re.compile(r"""\.\??\s*([A-Za-z_]\w*)|\[\s*(\d+|'[^']*'|"[^"]*")\s*\]""")
 
 
-def chains(text: str, root: str) -> list[tuple[str | int, ...]]:
-    """The access chains from ``root`` in ``text``, in order: ``object.spec.replicas`` gives
-    ``("spec", "replicas")``. A step followed by ``(`` is a method call, not a field."""
+@dataclass(frozen=True)
+class Chain:
+    """An access chain from a root variable: its steps, where it starts in the text, and the
+    first step read with ``.?`` (optional: absent is no error), if any."""
+
+    steps: tuple[str | int, ...]
+    start: int
+    optional_from: int | None = None
+
+
+def chain_spans(text: str, root: str) -> list[Chain]:
+    """The access chains from ``root`` in ``text``, in order. A step followed by ``(`` is a
+    method call, not a field."""
     out = []
     for match in _CHAIN.finditer(text):
         if match.group("root") != root:
             continue
         steps: list[str | int] = []
+        optional = None
         for step in _STEP.finditer(match.group("steps")):
             name, index = step.group(1), step.group(2)
             if name is not None:
+                if optional is None and step.group(0).startswith(".?"):
+                    optional = len(steps)
                 steps.append(name)
             elif index[0] in "'\"":
                 steps.append(index[1:-1])
             else:
                 steps.append(int(index))
-        out.append(tuple(steps))
+        out.append(Chain(tuple(steps), match.start(), optional))
     return out
+
+
+def chains(text: str, root: str) -> list[tuple[str | int, ...]]:
+    """The steps of each access chain from ``root``: ``object.spec.replicas`` gives
+    ``("spec", "replicas")``."""
+    return [chain.steps for chain in chain_spans(text, root)]
 
 
 def references(text: str, name: str) -> bool:

@@ -206,6 +206,28 @@ def _inlined(version: str, name: str) -> dict[str, Any]:
     return inlined
 
 
+def field_schema(version: str, api_version: str, kind: str) -> Mapping[str, Any] | None:
+    """The schema of one kind at ``version``, references inlined, for walking its fields (None
+    for kinds the schemas do not cover). An object's ``KNOWN_FIELDS`` entry names every field
+    the API has; ``properties`` describes those kaffinity checks ({} elsewhere: not described)."""
+    name = _entry_points(version).get((api_version, kind))
+    return _inlined_cached(version, name.removeprefix("#/$defs/")) if name else None
+
+
+#: In :func:`field_schema`'s objects: the names of every field of the type.
+KNOWN_FIELDS = _KNOWN
+
+
+@cache
+def _inlined_cached(version: str, name: str) -> dict[str, Any]:
+    return _inlined(version, name)
+
+
+def kinds_described(version: str) -> list[tuple[str, str]]:
+    """Every (apiVersion, kind) the schemas of ``version`` describe."""
+    return sorted(_entry_points(version))
+
+
 def check_object(data: Mapping[str, Any], version: str, proposals: bool = False) -> list[SchemaProblem]:
     """Every schema problem of one object; [] for kinds the schemas do not cover."""
     api_version, kind = data.get("apiVersion"), data.get("kind")
