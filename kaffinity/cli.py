@@ -1223,7 +1223,8 @@ def schema(
         typer.Argument(
             metavar="NAME",
             help="kubernetes (manifests, for --kube-version), config (.kaffinity.yaml), "
-            "cluster (a ClusterTopology file), output (the report of lint --format json), policy (a Policy).",
+            "cluster (a ClusterTopology file), output (the report of lint --format json), policy (a Policy), "
+            "facts (the kaffinity variable of a policy expression).",
         ),
     ] = "kubernetes",
     kube_version: _KubeVersion = None,
@@ -1240,6 +1241,7 @@ def schema(
         "cluster": ("cluster.schema.json", "a ClusterTopology file (--cluster)"),
         "output": ("output.schema.json", "the report of lint --format json"),
         "policy": ("policy.schema.json", "a kaffinity.io/v1alpha1 Policy (--policy)"),
+        "facts": ("facts.schema.json", "the kaffinity variable of a policy expression"),
     }
     if list_schemas:
         rows = [(key, file, what) for key, (file, what) in described.items()]

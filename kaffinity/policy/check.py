@@ -36,7 +36,7 @@ from kaffinity.k8s.defaults import defaulted
 from kaffinity.k8s.model import Workload, dig
 from kaffinity.k8s.selectors import selector_matches
 from kaffinity.load.source import DataPath, Span
-from kaffinity.policy.admission import field_path
+from kaffinity.policy.admission import KAFFINITY_ONLY, field_path
 from kaffinity.policy.expressions import (
     FACTS,
     CompileError,
@@ -91,10 +91,20 @@ def policy_rules(loaded: Loaded, settings: Settings) -> tuple[list[Rule], list[s
     for admission in loaded.admission:
         compiled, problems = compile_policy(admission, programs)
         if problems:
-            errors.extend(_compile_error(admission.doc, where.path, error) for where, error in problems)
+            errors.extend(
+                _compile_error(admission.doc, where.path, _hinted(error)) for where, error in problems
+            )
             continue
         rules.append(admission_rule(admission, bound[admission.name], compiled, programs, loaded.params))
     return rules, errors
+
+
+def _hinted(error: CompileError) -> CompileError:
+    """A ValidatingAdmissionPolicy that reads ``kaffinity`` without the annotation: say how."""
+    if "undeclared reference to 'kaffinity" in error.message:
+        hint = f'{error.message}; a policy reads it when annotated {KAFFINITY_ONLY}: "true"'
+        return CompileError(hint, error.line, error.column)
+    return error
 
 
 def _compile_error(doc: Document, path: DataPath, error: CompileError) -> str:
