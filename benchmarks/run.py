@@ -64,6 +64,7 @@ from kaffinity.k8s.model import build_inventory
 from kaffinity.load.files import discover, load
 from kaffinity.load.parse import SourceFile, parse
 from kaffinity.report import render
+from kaffinity.rules import RULES
 from kaffinity.validate.documents import validate_documents
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -1420,6 +1421,123 @@ def graph_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     return 0
 
 
+POLICY_OUTPUT_NAME = "benchmarks/POLICY.md"
+#: The ten policies of ``--stages policy``: the library's seven and three CEL ones.
+POLICY_PATHS = ("examples/policies", "benchmarks/policies")
+
+
+def policy_rules_for(settings: Settings) -> list[Any]:
+    """The ten benchmark policies' rules: read, checked and compiled (timed with the lint)."""
+    from kaffinity.policy.check import policy_rules, reserved_names
+    from kaffinity.policy.load import load_policies
+
+    loaded = load_policies([os.path.join(ROOT, path) for path in POLICY_PATHS], reserved_names())
+    made, errors = policy_rules(loaded, settings)
+    if loaded.errors or errors or len(made) != 10:
+        raise RuntimeError(f"the benchmark policies: {len(made)} rules, {[*loaded.errors, *errors]}")
+    return made
+
+
+def policy_stages(item: Corpus, settings: Settings) -> list[Stage]:
+    """The built-in rules alone and with the ten policies, on files loaded beforehand; and the
+    whole lint (load included) with them."""
+    files = load([item.manifests])
+    folder = item.manifests
+
+    def check(result: LintResult) -> None:
+        _check_rules(result, "policies")
+        if not any(f.category == "policy" for f in result.findings):
+            raise RuntimeError("the policies found nothing on the corpus")
+
+    return [
+        Stage(
+            "rules",
+            "built-in rules: lint(files)",
+            lambda: lint(files, settings),
+            lambda r: check_lint(r, item),
+        ),
+        Stage(
+            "policies",
+            "built-in rules + 10 policies: lint(files, rules + policy_rules(...))",
+            lambda: lint(files, settings, (*RULES, *policy_rules_for(settings))),
+            check,
+        ),
+        Stage(
+            "lint", "lint(load([dir]))", lambda: lint(load([folder]), settings), lambda r: check_lint(r, item)
+        ),
+        Stage(
+            "lint+policies",
+            "lint(load([dir]), rules + policy_rules(...))",
+            lambda: lint(load([folder]), settings, (*RULES, *policy_rules_for(settings))),
+            check,
+        ),
+    ]
+
+
+def policy_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """``--stages policy``: what ten policies add to a lint, and whether a lint without policies
+    imports the CEL engine."""
+    sizes: list[int] = args.sizes or [1_000, 10_000]
+    repeat: int = args.repeat or 3
+    output: str = args.output or os.path.join(ROOT, POLICY_OUTPUT_NAME)
+    command = shlex.join(["python", "benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])
+    load_before = os.getloadavg()
+    code_before = code_identity()
+    settings = Settings()
+    rows: dict[int, dict[str, Measurement]] = {}
+    with tempfile.TemporaryDirectory(prefix="kaffinity-bench-") as scratch:
+        for size in sizes:
+            item = corpus(size, not args.no_cache, scratch)
+            print(f"{item.stats.workloads:,} workloads", flush=True)
+            plan = Plan(repeat, trace=False, clusters=())
+            rows[size] = {stage.stage: measure(stage, item, plan) for stage in policy_stages(item, settings)}
+    probe = (
+        "import sys, kaffinity.cli; from kaffinity.cli import app; print('cel_expr_python' in sys.modules)"
+    )
+    imported = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    lines = [
+        *_header(
+            "kaffinity policy benchmark",
+            "Written by `benchmarks/run.py --stages policy`: the built-in rules alone and with ten policies "
+            f"({', '.join(POLICY_PATHS)}: four JSON Schema policies, four ValidatingAdmissionPolicies in CEL "
+            "with params, variables and matchConditions, two CEL policies on the kaffinity facts), on files "
+            "loaded beforehand and with the load; reading and compiling the policies is timed with them. "
+            f"Median of {repeat} runs after one untimed run; CPU seconds.",
+            command,
+            machine(load_before, (code_before, code_identity())),
+        ),
+        "## Results",
+        "",
+        "| workloads | rules s | + policies s | added to the rules | lint s | lint + policies s "
+        "| added to the lint | target |",
+        "|--:|--:|--:|--:|--:|--:|--:|--|",
+    ]
+    for size in sizes:
+        row = rows[size]
+        rules_s, policies_s = row["rules"].cpu_median, row["policies"].cpu_median
+        lint_s, both_s = row["lint"].cpu_median, row["lint+policies"].cpu_median
+        added = both_s / lint_s - 1
+        verdict = "met" if added <= 0.5 else "missed"
+        lines.append(
+            f"| {row['lint'].workloads:,} | {rules_s:.2f} | {policies_s:.2f} "
+            f"| {policies_s / rules_s - 1:+.0%} "
+            f"| {lint_s:.2f} | {both_s:.2f} | {added:+.0%} | at most +50%: {verdict} |"
+        )
+    lines += [
+        "",
+        f"A lint without policies imports the CEL engine: **{imported.strip()}** "
+        "(`cel_expr_python` in `sys.modules` after importing the CLI).",
+    ]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(output, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    print(f"written to {output}")
+    return 0
+
+
 PLACE_OUTPUT_NAME = "benchmarks/PLACE.md"
 #: (workloads in the corpus, nodes): about 2,500 and 10,000 pods on 1,000 nodes, and 10,000 pods
 #: on 100 and 5,000 nodes, for the growth in pods and in nodes.
@@ -1674,16 +1792,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--stages",
-        choices=("all", "graph", "place"),
+        choices=("all", "graph", "place", "policy"),
         default="all",
         help=f"graph: only the affinity graph stage and the parse floor (default output "
-        f"{GRAPH_OUTPUT_NAME}); place: the offline scheduler (default output {PLACE_OUTPUT_NAME})",
+        f"{GRAPH_OUTPUT_NAME}); place: the offline scheduler (default output {PLACE_OUTPUT_NAME}); "
+        f"policy: ten policies on top of the rules (default output {POLICY_OUTPUT_NAME})",
     )
     args = parser.parse_args(argv)
     if args.stages == "graph":
         return graph_main(args, argv)
     if args.stages == "place":
         return place_main(args, argv)
+    if args.stages == "policy":
+        return policy_main(args, argv)
     sizes: list[int] = args.sizes or ([1_000] if args.quick else list(DEFAULT_SIZES))
     output: str | None = args.output or (None if args.quick else DEFAULT_OUTPUT)
     command = shlex.join(["python", "benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])

@@ -55,6 +55,12 @@ class Context:
         #: category, or None; its own). Set by the engine, which knows the registry; read by
         #: :mod:`kaffinity.explain.precedence`. Empty: no rule gives way to another.
         self.running: Mapping[str, tuple[Severity | None, Severity]] = {}
+        #: The built-in rules' findings so far ({rule, severity, line, message}, before
+        #: suppressions), by id() of their document, and the rules that have run: filled by
+        #: the engine, shared by the contexts of a run, read by the policies' facts
+        #: (:mod:`kaffinity.policy.facts`), which run whatever built-in rule is missing.
+        self.found: dict[int, list[dict[str, object]]] = {}
+        self.found_rules: set[str] = set()
 
     @cached_property
     def documents(self) -> tuple[Document, ...]:

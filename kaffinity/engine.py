@@ -25,7 +25,7 @@ from kaffinity.k8s.model import (
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import Document, Span, format_path
 from kaffinity.rules import RULES
-from kaffinity.rules.base import Rule, rule_enabled, severity_of
+from kaffinity.rules.base import POLICY_CATEGORY, Rule, rule_enabled, severity_of
 from kaffinity.suppress import Suppression, annotation_suppressions, comment_suppressions
 
 if TYPE_CHECKING:
@@ -140,6 +140,7 @@ def _lint(
         context = Context(files, settings, cluster, documents, typed)
     running = _running(settings, cluster)
     context.running = running
+    context.found, context.found_rules = run.found, run.found_rules
     local = _local(run, context, layout, typed)
     typed = context.objects if context.objects is not None else typed
     each, together = _checked(enabled, context)
@@ -164,6 +165,7 @@ def _lint(
                 else Context(files, settings, cluster, unit.documents, typed)
             )
             unit_context.running = running
+            unit_context.found, unit_context.found_rules = run.found, run.found_rules
             for rule in together:
                 progress.tick(f"{rule.name} ({unit.name})")
                 run.check(rule, unit_context)
@@ -189,6 +191,7 @@ def _local(run: _Run, context: Context, layout: Layout | None, typed: dict[int, 
         return context
     local = Context(run.files, run.settings, context.cluster, objects, context.objects or typed)
     local.running = context.running
+    local.found, local.found_rules = context.found, context.found_rules
     return local
 
 
@@ -268,6 +271,10 @@ class _Run:
         self.reported = reported if reported is not None else frozenset(file.name for file in files)
         self.everything = reported is None
         self.enabled = {rule.name: rule for rule in enabled}
+        #: The built-in rules' findings by id() of their document, and the rules that ran
+        #: (Context.found, Context.found_rules).
+        self.found: dict[int, list[dict[str, object]]] = {}
+        self.found_rules: set[str] = set()
         self.findings: list[Finding] = []
         #: Each finding's place in ``findings`` by its position (:meth:`_key`).
         self.positions: dict[tuple[object, ...], int] = {}
@@ -344,6 +351,8 @@ class _Run:
         try:
             for violation in rule.check(context):
                 self.add_violation(rule, violation)
+            if rule.category != POLICY_CATEGORY:
+                self.found_rules.add(rule.name)
         except Exception as error:  # noqa: BLE001 - a broken rule must not lose the other findings
             where = traceback.extract_tb(error.__traceback__)[-1]
             self.internal_errors.append(
@@ -354,6 +363,15 @@ class _Run:
     def add_violation(self, rule: Rule, violation: Violation) -> None:
         doc = violation.doc
         span = doc.locate(violation.path)
+        if rule.category != POLICY_CATEGORY:
+            self.found.setdefault(id(doc), []).append(
+                {
+                    "rule": rule.name,
+                    "severity": (violation.severity or rule.severity).value,
+                    "line": span.line,
+                    "message": violation.message,
+                }
+            )
         file = doc.file
         place = self.places.get(id(doc))
         if place is not None:  # a rendered object: the overlay patch that set the field, if any

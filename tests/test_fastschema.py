@@ -177,3 +177,37 @@ def test_check_object_still_reports_through_jsonschema() -> None:
         ),
         (("spec", "topologySpreadConstraints", 0, "maxSkew"), 'maxSkew must be an integer, not string "1"'),
     ]
+
+
+POLICY_SCHEMAS = [
+    {"contains": {"required": ["topologyKey"], "properties": {"topologyKey": {"const": "zone"}}}},
+    {"minProperties": 1},
+    {"maxProperties": 1},
+    {"minItems": 2},
+    {"maxItems": 0},
+    {"properties": {"a": {"minProperties": 1}}, "required": ["a"]},
+]
+POLICY_VALUES = [
+    None,
+    0,
+    "x",
+    [],
+    [{}],
+    [{"topologyKey": "zone"}],
+    [{"topologyKey": "host"}, 1],
+    {},
+    {"a": {}},
+    {"a": {"b": 1}},
+]
+
+
+@pytest.mark.parametrize("schema", POLICY_SCHEMAS)
+def test_the_keywords_of_policy_schemas_agree(schema: dict[str, Any]) -> None:
+    """contains and the counts, which policies' schemas use (kaffinity.policy.check)."""
+    from jsonschema import Draft202012Validator
+
+    from kaffinity.validate.fastschema import compile_schema
+
+    check = compile_schema(schema, {})
+    validator = Draft202012Validator(schema)
+    assert [check(value) for value in POLICY_VALUES] == [validator.is_valid(value) for value in POLICY_VALUES]

@@ -103,8 +103,9 @@ def rules(tmp_path: Path, text: str, **settings: Any) -> list[Any]:
 
 
 def policy(name: str, expression: str, target: str = "podSpec", extra: str = "") -> str:
-    return textwrap.dedent(
-        f"""\
+    return (
+        textwrap.dedent(
+            f"""\
         apiVersion: kaffinity.io/v1alpha1
         kind: Policy
         metadata:
@@ -114,7 +115,9 @@ def policy(name: str, expression: str, target: str = "podSpec", extra: str = "")
           message: {name} is broken
           expression: {expression!r}
         """
-    ) + extra
+        )
+        + extra
+    )
 
 
 def test_an_expression_reads_the_target_defaulted_and_points_at_the_field_it_reads(tmp_path: Path) -> None:

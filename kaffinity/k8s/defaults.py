@@ -27,11 +27,12 @@ Defaulter = Callable[[dict[str, Any], int], None]
 
 
 def plain(value: Any) -> Any:
-    """A deep copy of YAML data as plain dicts, lists and scalars."""
-    if isinstance(value, Mapping):
-        return {str(key): plain(item) for key, item in value.items()}
+    """A deep copy of YAML data as plain dicts, lists and scalars (the loader's mappings and
+    sequences are dict and list subclasses; their keys are strings)."""
+    if isinstance(value, dict):
+        return {key: plain(item) if isinstance(item, (dict, list)) else item for key, item in value.items()}
     if isinstance(value, list):
-        return [plain(item) for item in value]
+        return [plain(item) if isinstance(item, (dict, list)) else item for item in value]
     return value
 
 

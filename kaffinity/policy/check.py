@@ -147,6 +147,7 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
     from jsonschema import Draft202012Validator
 
     validator = Draft202012Validator(policy.schema) if policy.schema is not None else None
+    valid = _fast(policy.schema) if policy.schema is not None else None
 
     def check(context: Context) -> Iterator[Violation]:
         for workload in context.inventory.workloads:
@@ -155,7 +156,7 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
             path, target = _target(policy, workload)
             if target is None:
                 continue
-            if validator is not None:
+            if validator is not None and not (valid is not None and valid(target)):
                 yield from _schema_check(policy, validator, workload, path, target)
             if program is not None and programs is not None:
                 yield from _expression_check(policy, program, programs, context, workload, path)
@@ -172,6 +173,17 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
         # What kaffinity knows of a workload (its neighbours, its placement) reads them all.
         needs_all_manifests=program is not None and references(program.text, FACTS),
     )
+
+
+def _fast(schema: Any) -> Any:
+    """The schema's closure (:mod:`kaffinity.validate.fastschema`): a quick yes for the valid
+    targets, the many; jsonschema runs only on a no. None: a keyword it does not handle."""
+    from kaffinity.validate.fastschema import Unsupported, compile_schema
+
+    try:
+        return compile_schema(schema, {})
+    except Unsupported:
+        return None
 
 
 def _schema_check(
@@ -198,10 +210,13 @@ def _expression_check(
     """The policy's expression on one workload's target: false is a finding at the first field
     it reads, an error a finding saying so."""
     from kaffinity.policy.facts import facts, parts_read
-    from kaffinity.policy.vap import namespace_object
+    from kaffinity.policy.vap import namespace_object, shared
 
     ref = workload.ref
-    whole = defaulted(workload.doc.data, programs.kube_version, ref.namespace)
+    objects = shared(context).objects
+    whole = objects.get(id(workload.doc))
+    if whole is None:
+        whole = objects[id(workload.doc)] = defaulted(workload.doc.data, programs.kube_version, ref.namespace)
     target = dig(whole, path) if path else whole
     data = {
         "object": target,

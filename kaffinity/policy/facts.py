@@ -111,14 +111,15 @@ def facts(context: Context, doc: Document, parts: Collection[str] = PARTS) -> di
 
 
 def _builtin_findings(context: Context) -> dict[int, list[dict[str, Any]]]:
-    """Every built-in rule's findings, by id() of their document (a rule that needs the cluster
-    runs only with one)."""
+    """Every built-in rule's findings, by id() of their document: those the engine has found
+    in this run, and those of the rules it did not run (``select``/``ignore``), run here (a
+    rule that needs the cluster runs only with one)."""
     from kaffinity.rules import RULES
 
-    found: dict[int, list[dict[str, Any]]] = {}
+    found: dict[int, list[dict[str, Any]]] = {key: list(items) for key, items in context.found.items()}
     usable = context.cluster is not None
     for rule in RULES:
-        if rule.check is None or (rule.needs_cluster and not usable):
+        if rule.check is None or rule.name in context.found_rules or (rule.needs_cluster and not usable):
             continue
         try:
             violations = list(rule.check(context))
@@ -134,6 +135,9 @@ def _builtin_findings(context: Context) -> dict[int, list[dict[str, Any]]]:
                     "message": violation.message,
                 }
             )
+    for key, items in found.items():  # a unit's copy of a rule may find the same twice
+        unique = {(i["rule"], i["line"], i["message"]): i for i in items}
+        found[key] = sorted(unique.values(), key=lambda i: (i["line"], i["rule"], i["message"]))
     return found
 
 

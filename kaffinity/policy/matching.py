@@ -131,16 +131,17 @@ def matches(
 ) -> bool:
     """Whether ``match`` selects the request; ``namespace_labels``: of its namespace (None for a
     cluster-scoped object)."""
+    # The resource rules first: they turn most objects away, and read only the request.
+    if match.rules is not None and not any(rule_matches(rule, request) for rule in match.rules):
+        return False
+    if any(rule_matches(rule, request) for rule in match.excluded):
+        return False
     if request.kind == "Namespace" and request.group == "":
         if not _selects(match.namespace_selector, labels):
             return False
     elif namespace_labels is not None and not _selects(match.namespace_selector, namespace_labels):
         return False
-    if not _selects(match.object_selector, labels):
-        return False
-    if match.rules is not None and not any(rule_matches(rule, request) for rule in match.rules):
-        return False
-    return not any(rule_matches(rule, request) for rule in match.excluded)
+    return _selects(match.object_selector, labels)
 
 
 def _selects(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
@@ -185,6 +186,14 @@ def param_candidates(documents: Iterable[Document]) -> list[Param]:
                 doc,
             )
         )
+    return out
+
+
+def params_by_kind(candidates: Iterable[Param]) -> dict[tuple[str, str], list[Param]]:
+    """Param candidates by (apiVersion, kind): a binding looks among its policy's kind only."""
+    out: dict[tuple[str, str], list[Param]] = {}
+    for param in candidates:
+        out.setdefault((param.api_version, param.kind), []).append(param)
     return out
 
 

@@ -66,6 +66,7 @@ from kaffinity.policy.matching import (
     labels_of,
     matches,
     param_candidates,
+    params_by_kind,
     request_of,
 )
 from kaffinity.rules.base import POLICY_CATEGORY, Rule
@@ -129,9 +130,14 @@ def compile_policy(
 @dataclass
 class Shared:
     requests: dict[int, Request | None] = field(default_factory=dict)
+    labels: dict[int, dict[str, str]] = field(default_factory=dict)
+    request_data: dict[int, dict[str, Any]] = field(default_factory=dict)
     objects: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: The activation of an object for the policies with no params, variables or facts: CEL
+    #: converts an object once per activation, so they share one.
+    plain_activations: dict[int, Any] = field(default_factory=dict)
     namespaces: dict[str, tuple[dict[str, str], dict[str, Any]]] | None = None
-    params: list[Param] | None = None
+    params: dict[tuple[str, str], list[Param]] | None = None
 
 
 _SHARED: weakref.WeakKeyDictionary[Context, Shared] = weakref.WeakKeyDictionary()
@@ -198,16 +204,11 @@ def _check_object(
     doc: Document,
     param_documents: Sequence[Document],
 ) -> Iterator[Violation]:
-    if not isinstance(doc.data, Mapping):
+    seen = _identify(context, state, doc)
+    if seen is None:
         return
     key = id(doc)
-    if key not in state.requests:
-        state.requests[key] = request_of(doc.data, context.settings.namespace)
-    request = state.requests[key]
-    if request is None:
-        return
-    labels = labels_of(doc.data)
-    namespace_labels, namespace_data = _namespace(context, state, request.namespace)
+    request, labels, namespace_labels, namespace_data = seen
     if not matches(policy.match, request, labels, namespace_labels):
         return
     active = [
@@ -224,7 +225,7 @@ def _check_object(
     base = {
         "object": state.objects[key],
         "oldObject": None,
-        "request": request.as_cel(),
+        "request": state.request_data[key],
         "namespaceObject": namespace_data,
         "authorizer": None,
     }
@@ -237,8 +238,31 @@ def _check_object(
                 yield Violation(doc, (), _said(binding, problem), severity=severity)
                 continue
             data = {**base, "params": param}
-            for path, message in _evaluate(policy, compiled, programs, names, data):
+            shareable = param is None and not compiled.variables and FACTS not in names
+            bound = state.plain_activations.get(key) if shareable else None
+            if shareable and bound is None:
+                bound = state.plain_activations[key] = programs.activation(names, {**data, "variables": {}})
+            for path, message in _evaluate(policy, compiled, programs, names, data, bound):
                 yield Violation(doc, path, _said(binding, message), severity=severity)
+
+
+def _identify(
+    context: Context, state: Shared, doc: Document
+) -> tuple[Request, dict[str, str], dict[str, str] | None, dict[str, Any] | None] | None:
+    """An object's request, labels, and its namespace's labels and object, made once per
+    context (None: a document that is no object)."""
+    key = id(doc)
+    if key not in state.requests:
+        data = doc.data
+        request = request_of(data, context.settings.namespace) if isinstance(data, Mapping) else None
+        state.requests[key] = request
+        if request is not None:
+            state.labels[key] = labels_of(data)
+            state.request_data[key] = request.as_cel()
+    request = state.requests[key]
+    if request is None:
+        return None
+    return request, state.labels[key], *_namespace(context, state, request.namespace)
 
 
 def _params(
@@ -255,8 +279,8 @@ def _params(
         yield None, None
         return
     if state.params is None:
-        state.params = param_candidates([*param_documents, *context.documents])
-    found = find_params(ref, policy.param_kind, request, state.params)
+        state.params = params_by_kind(param_candidates([*param_documents, *context.documents]))
+    found = find_params(ref, policy.param_kind, request, state.params.get(policy.param_kind, []))
     if not found:
         if ref.not_found == "Deny":
             wanted = ref.name or "any matching the selector"
@@ -279,19 +303,27 @@ def _evaluate(
     programs: Programs,
     names: Sequence[str],
     data: dict[str, Any],
+    bound: Any = None,
 ) -> Iterator[tuple[DataPath, str]]:
-    """What the validations say of one (object, binding, params): (path, message) per failure."""
+    """What the validations say of one (object, binding, params): (path, message) per failure.
+    ``bound``: an activation of ``data`` already made (no variables)."""
     fail = policy.failure_policy == "Fail"
     values: dict[str, Any] = {}
     broken: dict[str, str] = {}
     data["variables"] = values
-    bound = programs.activation(names, data)
+    if bound is None:
+        bound = programs.activation(names, data)
+    stale = False  # the activation lacks a variable evaluated since it was made
     for expression, program in compiled.variables:
+        if stale and "variables" in expression.text:
+            bound, stale = programs.activation(names, data), False
         try:
             values[expression.name] = program.run(bound)
         except EvaluationError as error:
             broken[expression.name] = str(error)
-        bound = programs.activation(names, data)  # the next variables read this one
+        stale = True
+    if stale:
+        bound = programs.activation(names, data)
     for condition, program in compiled.conditions:
         try:
             if program.run(bound) is False:

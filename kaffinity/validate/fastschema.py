@@ -168,7 +168,35 @@ def _all_of(value: Any, schema: Any, keywords: Any) -> Predicate:
     return lambda item: all(sub(item) for sub in subs)
 
 
+def _contains(value: Any, schema: Any, keywords: Any) -> Predicate:
+    """At least one item valid (``minContains``/``maxContains`` change that: not handled)."""
+    if "minContains" in schema or "maxContains" in schema:
+        raise Unsupported("minContains/maxContains")
+    sub = compile_schema(value, keywords)
+    return lambda item: not isinstance(item, list) or any(sub(child) for child in item)
+
+
+def _counted(
+    kind: type[dict[Any, Any]] | type[list[Any]], most: bool
+) -> Callable[[Any, Any, Any], Predicate]:
+    """``minProperties``/``maxProperties`` (dicts) and ``minItems``/``maxItems`` (lists)."""
+
+    def compile_count(value: Any, schema: Any, keywords: Any) -> Predicate:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise Unsupported("count")
+        if most:
+            return lambda item: not isinstance(item, kind) or len(item) <= value
+        return lambda item: not isinstance(item, kind) or len(item) >= value
+
+    return compile_count
+
+
 _COMPILERS: dict[str, Callable[[Any, Any, Any], Predicate]] = {
+    "contains": _contains,
+    "minProperties": _counted(dict, most=False),
+    "maxProperties": _counted(dict, most=True),
+    "minItems": _counted(list, most=False),
+    "maxItems": _counted(list, most=True),
     "type": _type,
     "properties": _properties,
     "additionalProperties": _additional_properties,
