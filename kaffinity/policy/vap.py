@@ -245,7 +245,7 @@ def _params(
         yield None, None
         return
     if state.params is None:
-        state.params = param_candidates([*param_documents, *context.documents])
+        state.params = param_candidates([*param_documents, *context.documents], context.settings.namespace)
     found = find_params(ref, policy.param_kind, request, state.params)
     if not found:
         if ref.not_found == "Deny":
@@ -260,7 +260,9 @@ def _params(
             )
         return
     for param in found:
-        yield plain(param.doc.data), None
+        # As the API server stores it: defaulted (a PodDisruptionBudget written without ``spec``
+        # has ``spec: {}``, a Deployment its replicas).
+        yield defaulted(param.doc.data, context.settings.kube_version, param.namespace), None
 
 
 def _evaluate(
