@@ -444,15 +444,17 @@ def test_an_expression_error_follows_the_failure_policy(
         assert "resulted in error" in findings(result)[0].message
 
 
-def test_field_path_points_the_finding(tmp_path: Path) -> None:
-    policy = REPLICAS_POLICY.replace(
-        '    - expression: "object.spec.replicas <= 5"',
-        "    - expression: \"object.spec.template.spec.containers.all(c, c.image.contains(':'))\"\n"
-        "      fieldPath: spec.template.spec.containers[0].image",
-    )
-    made = rules(tmp_path, policy)
-    text = deployment("web", "test", 2)
-    assert keys(lint_text(text, rules=made)) == [("demo-policy.example.com", *position(text, "image: nginx"))]
+def test_a_validation_has_no_field_path(tmp_path: Path) -> None:
+    """``fieldPath`` is a CRD validation rule's field, not a ValidatingAdmissionPolicy's
+    (admissionregistration/v1 Validation: expression, message, messageExpression, reason):
+    the API server refuses it, and so does kaffinity, at its line."""
+    policy = REPLICAS_POLICY + "      fieldPath: spec.replicas\n"
+    path = tmp_path / "policy.yaml"
+    path.write_text(policy)
+    loaded = load_policies([str(path)], reserved_names())
+    assert [error.split(": error: ")[0] for error in loaded.errors] == [
+        "{}:{}:{}".format(path, *position(policy, "fieldPath"))
+    ]
 
 
 def test_a_kubectl_capture_of_a_list_reads_like_the_objects(tmp_path: Path) -> None:

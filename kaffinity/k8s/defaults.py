@@ -6,14 +6,17 @@ not a missing field. The defaults below are those of the built-in types kaffinit
 
 - ``pkg/apis/apps/v1/defaults.go``: Deployment, StatefulSet, DaemonSet, ReplicaSet;
 - ``pkg/apis/batch/v1/defaults.go``: Job, CronJob;
+- ``pkg/apis/autoscaling/*/defaults.go``: HorizontalPodAutoscaler's ``minReplicas``;
+- ``pkg/apis/core/v1/defaults.go``: ReplicationController (selector and replicas);
 - ``pkg/apis/core/v1/defaults.go``: the pod spec of every template and of a Pod
   (``SetDefaults_PodSpec``, ``SetDefaults_Container``, probes, ports, volumes), plus what
   ``SetDefaults_Pod`` adds to a bare Pod only (requests copied from limits).
 
 Defaults that depend on a feature gate follow the gate's default at ``--kube-version``
 (:mod:`kaffinity.k8s.gates`). Fields the API server sets from the request (``uid``,
-``creationTimestamp``, ``generation``) are not invented. The input is never changed: the result
-is a copy made of plain dicts and lists.
+``creationTimestamp``, ``generation``) are not invented. A field written as null is unset, as
+in the typed object the API server decodes. The input is never changed: the result is a copy
+made of plain dicts and lists.
 """
 
 from __future__ import annotations
@@ -36,15 +39,29 @@ def plain(value: Any) -> Any:
     return value
 
 
+def _without_nulls(value: Any) -> Any:
+    """``value`` without the mapping entries written as null: the API server decodes a manifest
+    into its typed object, where ``affinity: null`` or ``tolerations: null`` is the field unset
+    (and omitted when the object is read back), not a null value."""
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
+
+
 def defaulted(data: Mapping[str, Any], kube_version: str, namespace: str | None) -> dict[str, Any]:
     """A defaulted copy of the object ``data``; ``namespace``: the request's, written into
     ``metadata.namespace`` as the API server does for a namespaced object (None: cluster-scoped)."""
-    obj: dict[str, Any] = plain(data)
+    obj: dict[str, Any] = _without_nulls(plain(data))
     metadata = obj.get("metadata")
     if isinstance(metadata, dict) and namespace is not None:
         metadata.setdefault("namespace", namespace)
     group = str(obj.get("apiVersion", "")).partition("/")[0] if "/" in str(obj.get("apiVersion", "")) else ""
     defaulter = _DEFAULTERS.get((group, str(obj.get("kind"))))
+    if defaulter is not None and "spec" not in obj:
+        # ``spec`` is a struct, not a pointer, in these types: the stored object always has one.
+        obj["spec"] = {}
     if defaulter is not None and isinstance(obj.get("spec"), dict):
         defaulter(obj["spec"], minor(kube_version))
     return obj
@@ -92,6 +109,27 @@ def _daemon_set(spec: dict[str, Any], version: int) -> None:
 def _replica_set(spec: dict[str, Any], version: int) -> None:
     spec.setdefault("replicas", 1)
     _template(spec, version)
+
+
+def _replication_controller(spec: dict[str, Any], version: int) -> None:
+    """``SetDefaults_ReplicationController``: the selector from the template's labels, one replica
+    (the object's own labels, also taken from the template's, are not defaulted here)."""
+    template = spec.get("template")
+    labels = template.get("metadata", {}).get("labels") if isinstance(template, dict) else None
+    if isinstance(labels, dict) and labels and not spec.get("selector"):
+        spec["selector"] = dict(labels)
+    spec.setdefault("replicas", 1)
+    _template(spec, version)
+
+
+def _horizontal_pod_autoscaler(spec: dict[str, Any], version: int) -> None:
+    """``SetDefaults_HorizontalPodAutoscaler``: ``minReplicas`` 1 (every autoscaling version; the
+    default metric autoscaling/v2 adds when none is written is not modelled)."""
+    spec.setdefault("minReplicas", 1)
+
+
+def _no_defaults(spec: dict[str, Any], version: int) -> None:
+    """A type with no defaults in its spec (which the stored object still has)."""
 
 
 def _job(spec: dict[str, Any], version: int) -> None:
@@ -230,4 +268,7 @@ _DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("batch", "Job"): _job,
     ("batch", "CronJob"): _cron_job,
     ("", "Pod"): _pod,
+    ("", "ReplicationController"): _replication_controller,
+    ("policy", "PodDisruptionBudget"): _no_defaults,
+    ("autoscaling", "HorizontalPodAutoscaler"): _horizontal_pod_autoscaler,
 }

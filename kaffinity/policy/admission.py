@@ -57,7 +57,6 @@ class Validation:
     message: str | None = None
     message_expression: Expression | None = None
     reason: str = "Invalid"
-    field_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -128,11 +127,6 @@ def is_admission(data: Any) -> bool:
 def read_admission(doc: Document) -> tuple[AdmissionPolicy | Binding | None, list[str]]:
     """The policy or binding of ``doc``, or None and its mistakes at their places."""
     errors = shape_errors(doc)
-    if not errors and doc.data["kind"] == POLICY_KIND:
-        for index, item in enumerate(doc.data["spec"].get("validations") or ()):
-            if item.get("fieldPath") and field_path(item["fieldPath"]) is None:
-                at = doc.locate(("spec", "validations", index, "fieldPath"))
-                errors.append(error_at(doc.file, at, f"fieldPath '{item['fieldPath']}' is not a field path"))
     if errors:
         return None, errors
     data = doc.data
@@ -155,12 +149,17 @@ def shape_errors(doc: Document) -> list[str]:
     """What the API server's validation would refuse in the policy or binding, at its place
     (the fields kaffinity reads; ``pkg/apis/admissionregistration/validation``)."""
     found = sorted(_validator().iter_errors(doc.data), key=lambda e: [str(s) for s in e.absolute_path])
-    return [
-        error_at(
-            doc.file, doc.locate(tuple(error.absolute_path)), f"{_dotted(error.absolute_path)}{error.message}"
-        )
-        for error in found
-    ]
+    out = []
+    for error in found:
+        path: DataPath = tuple(error.absolute_path)
+        message = error.message
+        if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+            known = error.schema.get("properties", {})
+            extra = next((key for key in error.instance if key not in known), None)
+            if extra is not None:  # at the field itself, as kubectl's strict validation says it
+                path, message = (*path, extra), f'unknown field "{extra}"'
+        out.append(error_at(doc.file, doc.locate(path), f"{_dotted(path)}{message}"))
+    return out
 
 
 def _policy(doc: Document) -> AdmissionPolicy:
@@ -253,7 +252,6 @@ def _validation(raw: Mapping[str, Any], path: DataPath) -> Validation:
             Expression(message_expression, (*path, "messageExpression")) if message_expression else None
         ),
         reason=raw.get("reason") or "Invalid",
-        field_path=raw.get("fieldPath") or None,
     )
 
 

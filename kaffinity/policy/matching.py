@@ -166,8 +166,10 @@ class Param:
     doc: Document
 
 
-def param_candidates(documents: Iterable[Document]) -> list[Param]:
-    """Every object of ``documents`` (no namespace defaulting: a param's scope is as written)."""
+def param_candidates(documents: Iterable[Document], default_namespace: str | None = None) -> list[Param]:
+    """Every object of ``documents``. A built-in namespaced kind that writes no namespace is in
+    ``default_namespace``, where ``kubectl apply`` creates it; a custom kind (whose scope is
+    unknown) or any kind when ``default_namespace`` is None: the scope as written."""
     out = []
     for doc in documents:
         data = doc.data
@@ -176,6 +178,8 @@ def param_candidates(documents: Iterable[Document]) -> list[Param]:
         metadata = data.get("metadata") if isinstance(data.get("metadata"), Mapping) else {}
         assert isinstance(metadata, Mapping)
         namespace = metadata.get("namespace")
+        if not namespace and data["kind"] not in CLUSTER_SCOPED and _built_in(data.get("apiVersion")):
+            namespace = default_namespace
         out.append(
             Param(
                 str(data.get("apiVersion")),
@@ -195,6 +199,12 @@ def params_by_kind(candidates: Iterable[Param]) -> dict[tuple[str, str], list[Pa
     for param in candidates:
         out.setdefault((param.api_version, param.kind), []).append(param)
     return out
+
+
+def _built_in(api_version: Any) -> bool:
+    """Whether an apiVersion is a built-in group's (core, ``apps``, ``policy``, ``*.k8s.io``)."""
+    group = str(api_version or "").rpartition("/")[0]
+    return "." not in group or group.endswith(".k8s.io")
 
 
 def find_params(

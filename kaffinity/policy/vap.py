@@ -44,7 +44,6 @@ from kaffinity.policy.admission import (
     Binding,
     Expression,
     Validation,
-    field_path,
     is_admission,
 )
 from kaffinity.policy.expressions import (
@@ -279,7 +278,8 @@ def _params(
         yield None, None
         return
     if state.params is None:
-        state.params = params_by_kind(param_candidates([*param_documents, *context.documents]))
+        candidates = param_candidates([*param_documents, *context.documents], context.settings.namespace)
+        state.params = params_by_kind(candidates)
     found = find_params(ref, policy.param_kind, request, state.params.get(policy.param_kind, []))
     if not found:
         if ref.not_found == "Deny":
@@ -294,7 +294,9 @@ def _params(
             )
         return
     for param in found:
-        yield plain(param.doc.data), None
+        # As the API server stores it: defaulted (a PodDisruptionBudget written without ``spec``
+        # has ``spec: {}``, a Deployment its replicas).
+        yield defaulted(param.doc.data, context.settings.kube_version, param.namespace), None
 
 
 def _evaluate(
@@ -393,12 +395,9 @@ def _severity(actions: Sequence[str]) -> Severity:
 
 
 def _path(validation: Validation) -> DataPath:
-    """Where a failed validation points: its ``fieldPath``, else the first field its expression
-    reads of ``object`` (the deepest part that exists), else the object."""
-    if validation.field_path:
-        path = field_path(validation.field_path)
-        if path is not None:
-            return path
+    """Where a failed validation points: the first field its expression reads of ``object``
+    (the deepest part of it the manifest writes), else the object. (A validation has no
+    ``fieldPath``: that is a CRD validation rule's field.)"""
     for chain in chains(validation.expression.text, "object"):
         if chain:
             return chain
