@@ -495,3 +495,56 @@ def test_the_cli_runs_a_policy_with_its_binding_and_exits_1(tmp_path: Path) -> N
         f"app.yaml:{line_of(NAMESPACES + '---' + chr(10) + deployment('web', 'test', 6), 'replicas: 6')}:3"
         in completed.stdout
     )
+
+
+HPA_POLICY = """\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: cpu-target
+spec:
+  matchConstraints:
+    matchPolicy: {match_policy}
+    resourceRules:
+    - apiGroups: [autoscaling]
+      apiVersions: [v2]
+      operations: [CREATE]
+      resources: [horizontalpodautoscalers]
+  validations:
+    - expression: >-
+        object.spec.metrics.all(m, m.type != 'Resource' || m.resource.target.averageUtilization <= 70)
+    - expression: request.kind.version == 'v2' && request.requestKind.version == 'v1'
+"""
+
+HPA_V1 = """\
+apiVersion: autoscaling/v1
+kind: HorizontalPodAutoscaler
+metadata: {name: web, namespace: shop}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 5
+  targetCPUUtilizationPercentage: 90
+"""
+
+
+@pytest.mark.parametrize(("match_policy", "found"), [("Equivalent", True), ("Exact", False)])
+def test_equivalent_matches_by_another_version_and_converts(
+    tmp_path: Path, match_policy: str, found: bool
+) -> None:
+    """An autoscaling/v1 HPA, a policy on v2: with Equivalent (the default) the API server
+    converts it (targetCPUUtilizationPercentage 90 -> a cpu Utilization metric of 90) and the
+    policy denies it; with Exact it does not match."""
+    made = rules(tmp_path, HPA_POLICY.format(match_policy=match_policy))
+    result = lint_text(HPA_V1, rules=made)
+    # Converted: the first validation fails (90 > 70), the second holds (v2 matched, v1 sent).
+    assert keys(result) == ([("cpu-target", *position(HPA_V1, "spec:"))] if found else [])
+
+
+def test_objects_the_api_server_refuses_reach_no_policy(tmp_path: Path) -> None:
+    """A Deployment without a template is refused by validation before admission: the policy
+    does not see it (the built-in rules say why it is refused)."""
+    made = rules(
+        tmp_path, REPLICAS_POLICY.replace("object.spec.replicas <= 5", "object.spec.template != null")
+    )
+    text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: half}\nspec:\n  replicas: 2\n"
+    assert keys(lint_text(text, rules=made)) == []

@@ -433,11 +433,10 @@ def test_a_field_written_as_null_is_unset_as_in_the_typed_object() -> None:
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="matchPolicy Equivalent is not modelled (kaffinity.policy.matching)")
 def test_an_autoscaling_v1_hpa_is_evaluated_as_v2() -> None:
     """kube-apiserver converts an autoscaling/v1 HorizontalPodAutoscaler to the v2 the policy
-    matches (matchPolicy: Equivalent, the default) and denies 1-10; kaffinity matches only the
-    version written. Four such HPAs in the corpus (zegl/kube-score) are missed."""
+    matches (matchPolicy: Equivalent, the default) and denies 1-10 (four such HPAs in the
+    corpus, zegl/kube-score)."""
     text = hpa("minReplicas: 1\nmaxReplicas: 10\n", api_version="autoscaling/v1")
     name = "k8shorizontalpodautoscaler"
     assert found(text, name) == [(name, *position(text, "minReplicas"))]

@@ -13,17 +13,19 @@ request's group, version, resource, namespace and name. Matching follows kube-ap
 The Namespace comes from the input or the cluster file. One that neither declares has only the
 label the API server puts on every namespace, ``kubernetes.io/metadata.name``.
 
-``matchPolicy: Equivalent`` (the same resource under another group or version, such as
-``extensions/v1beta1`` deployments for ``apps/v1``) is not modelled: kaffinity knows one
-version of each kind, the one written.
+``matchPolicy: Equivalent`` (the default) also matches a resource by the other versions it is
+served under, and the policy sees the object converted to the version matched
+(:mod:`kaffinity.k8s.conversion`: the HorizontalPodAutoscaler, ``autoscaling/v1`` and ``v2``;
+the other scheduling kinds have one version in the Kubernetes versions kaffinity knows).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from kaffinity.k8s.conversion import EQUIVALENT_VERSIONS
 from kaffinity.k8s.model import LabelSelector, dig
 from kaffinity.k8s.selectors import selector_matches
 from kaffinity.load.source import Document
@@ -128,20 +130,37 @@ def matches(
     request: Request,
     labels: Mapping[str, str],
     namespace_labels: Mapping[str, str] | None,
-) -> bool:
-    """Whether ``match`` selects the request; ``namespace_labels``: of its namespace (None for a
-    cluster-scoped object)."""
+) -> str | None:
+    """The version ``match`` selects the request by (its own, or with ``matchPolicy:
+    Equivalent`` an equivalent one the object is converted to), None if it does not select it;
+    ``namespace_labels``: of its namespace (None for a cluster-scoped object)."""
     # The resource rules first: they turn most objects away, and read only the request.
-    if match.rules is not None and not any(rule_matches(rule, request) for rule in match.rules):
-        return False
-    if any(rule_matches(rule, request) for rule in match.excluded):
-        return False
+    version = _version_matched(match.rules, request, match.match_policy)
+    if version is None:
+        return None
+    if match.excluded and _version_matched(match.excluded, request, match.match_policy) is not None:
+        return None
     if request.kind == "Namespace" and request.group == "":
         if not _selects(match.namespace_selector, labels):
-            return False
+            return None
     elif namespace_labels is not None and not _selects(match.namespace_selector, namespace_labels):
-        return False
-    return _selects(match.object_selector, labels)
+        return None
+    return version if _selects(match.object_selector, labels) else None
+
+
+def _version_matched(rules: Sequence[ResourceRule] | None, request: Request, policy: str) -> str | None:
+    """The version some rule matches the request by: its own first, then (``Equivalent``) the
+    other versions its resource is served under (:data:`EQUIVALENT_VERSIONS`)."""
+    if rules is None or any(rule_matches(rule, request) for rule in rules):
+        return request.version
+    if policy != "Equivalent":
+        return None
+    for version in EQUIVALENT_VERSIONS.get((request.group, request.resource), ()):
+        if version != request.version:
+            other = replace(request, version=version)
+            if any(rule_matches(rule, other) for rule in rules):
+                return version
+    return None
 
 
 def _selects(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:

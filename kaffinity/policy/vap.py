@@ -5,6 +5,9 @@ For every object of the input (policies, bindings and their params aside) the ru
 the API server's admission plugin does (``staging/src/k8s.io/apiserver/pkg/admission/plugin/
 policy/validating``: ``dispatcher.go``, ``validator.go``):
 
+0. an object the API server refuses before admission (a ``schema`` or ``api-validation``
+   error, no name, a required field missing: a patch, a half-written fixture) is not
+   evaluated, as no policy ever sees it;
 1. the policy's ``matchConstraints`` must select it (:mod:`kaffinity.policy.matching`);
 2. each binding of the policy whose ``matchResources`` select it is evaluated; a policy with no
    binding in the files given applies as if bound once, with ``validationActions: [Deny]``;
@@ -36,7 +39,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.findings import Severity, Violation
+from kaffinity.k8s.conversion import convert
 from kaffinity.k8s.defaults import defaulted, plain
+from kaffinity.k8s.model import dig
 from kaffinity.load.source import DataPath, Document
 from kaffinity.policy.admission import (
     ACTIONS,
@@ -135,6 +140,8 @@ class Shared:
     #: The activation of an object for the policies with no params, variables or facts: CEL
     #: converts an object once per activation, so they share one.
     plain_activations: dict[int, Any] = field(default_factory=dict)
+    #: id() of the objects kube-apiserver would refuse before admission (None: not yet read)
+    rejected: frozenset[int] | None = None
     namespaces: dict[str, tuple[dict[str, str], dict[str, Any]]] | None = None
     params: dict[tuple[str, str], list[Param]] | None = None
 
@@ -204,16 +211,17 @@ def _check_object(
     param_documents: Sequence[Document],
 ) -> Iterator[Violation]:
     seen = _identify(context, state, doc)
-    if seen is None:
+    if seen is None or id(doc) in _rejected(context, state):
         return
     key = id(doc)
     request, labels, namespace_labels, namespace_data = seen
-    if not matches(policy.match, request, labels, namespace_labels):
+    version = matches(policy.match, request, labels, namespace_labels)
+    if version is None:
         return
     active = [
         binding
         for binding in bindings
-        if binding.match is None or matches(binding.match, request, labels, namespace_labels)
+        if binding.match is None or matches(binding.match, request, labels, namespace_labels) is not None
     ]
     if not bindings:
         active = [Binding(name="", doc=policy.doc, policy_name=policy.name, actions=("Deny",))]
@@ -221,10 +229,15 @@ def _check_object(
         return
     if key not in state.objects:
         state.objects[key] = defaulted(doc.data, programs.kube_version, request.namespace)
+    obj, request_data = state.objects[key], state.request_data[key]
+    converted = version != request.version
+    if converted:  # matched by an equivalent version: the policy sees the object converted
+        obj = convert(obj, request.group, version)
+        request_data = _request_as(request_data, version)
     base = {
-        "object": state.objects[key],
+        "object": obj,
         "oldObject": None,
-        "request": state.request_data[key],
+        "request": request_data,
         "namespaceObject": namespace_data,
         "authorizer": None,
     }
@@ -237,12 +250,65 @@ def _check_object(
                 yield Violation(doc, (), _said(binding, problem), severity=severity)
                 continue
             data = {**base, "params": param}
-            shareable = param is None and not compiled.variables and FACTS not in names
+            shareable = param is None and not compiled.variables and FACTS not in names and not converted
             bound = state.plain_activations.get(key) if shareable else None
             if shareable and bound is None:
                 bound = state.plain_activations[key] = programs.activation(names, {**data, "variables": {}})
             for path, message in _evaluate(policy, compiled, programs, names, data, bound):
                 yield Violation(doc, path, _said(binding, message), severity=severity)
+
+
+#: The validation rules whose findings mean the API server refuses the object outright.
+REFUSING = ("schema", "api-validation")
+
+
+def _rejected(context: Context, state: Shared) -> frozenset[int]:
+    """The objects the API server refuses before validating admission runs (it decodes and
+    validates an object first: ``schema`` and ``api-validation`` errors), which no policy sees:
+    a half-written object (a patch, a fixture) is not also a policy's CEL error."""
+    if state.rejected is None:
+        found = context.validation
+        refused = {id(v.doc) for rule in REFUSING for v in found.get(rule, ())}
+        refused.update(id(doc) for doc in context.documents if _incomplete(doc.data))
+        state.rejected = frozenset(refused)
+    return state.rejected
+
+
+#: Fields kube-apiserver's validation requires of each kind (``pkg/apis/apps/validation``,
+#: ``batch/validation``, ``core/validation``: "Required value"). kaffinity's built-in rules do
+#: not report them missing (a kustomize patch or a test fixture writes part of an object on
+#: purpose), but no admission policy would ever see such an object.
+REQUIRED_FIELDS: dict[str, tuple[DataPath, ...]] = {
+    "Deployment": (("spec", "selector"), ("spec", "template", "spec", "containers")),
+    "ReplicaSet": (("spec", "selector"), ("spec", "template", "spec", "containers")),
+    "StatefulSet": (("spec", "selector"), ("spec", "template", "spec", "containers")),
+    "DaemonSet": (("spec", "selector"), ("spec", "template", "spec", "containers")),
+    "ReplicationController": (("spec", "template", "spec", "containers"),),
+    "Job": (("spec", "template", "spec", "containers"),),
+    "CronJob": (("spec", "schedule"), ("spec", "jobTemplate", "spec", "template", "spec", "containers")),
+    "Pod": (("spec", "containers"),),
+}
+
+
+def _incomplete(data: Any) -> bool:
+    """An object without a name, or without a field its kind requires."""
+    if not isinstance(data, Mapping):
+        return False
+    metadata = data.get("metadata")
+    if not isinstance(metadata, Mapping) or not (metadata.get("name") or metadata.get("generateName")):
+        return True
+    required = REQUIRED_FIELDS.get(str(data.get("kind")), ())
+    return any(dig(data, path) in (None, [], {}) for path in required)
+
+
+def _request_as(request: dict[str, Any], version: str) -> dict[str, Any]:
+    """``request`` of an object converted to ``version``: ``kind`` and ``resource`` say the
+    version the policy matched, ``requestKind`` and ``requestResource`` the one written."""
+    return {
+        **request,
+        "kind": {**request["kind"], "version": version},
+        "resource": {**request["resource"], "version": version},
+    }
 
 
 def _identify(
