@@ -278,15 +278,24 @@ def _rejected(context: Context, state: Shared) -> frozenset[int]:
 #: ``batch/validation``, ``core/validation``: "Required value"). kaffinity's built-in rules do
 #: not report them missing (a kustomize patch or a test fixture writes part of an object on
 #: purpose), but no admission policy would ever see such an object.
-REQUIRED_FIELDS: dict[str, tuple[DataPath, ...]] = {
-    "Deployment": (("spec", "selector"), ("spec", "template", "spec", "containers")),
-    "ReplicaSet": (("spec", "selector"), ("spec", "template", "spec", "containers")),
-    "StatefulSet": (("spec", "selector"), ("spec", "template", "spec", "containers")),
-    "DaemonSet": (("spec", "selector"), ("spec", "template", "spec", "containers")),
-    "ReplicationController": (("spec", "template", "spec", "containers"),),
-    "Job": (("spec", "template", "spec", "containers"),),
-    "CronJob": (("spec", "schedule"), ("spec", "jobTemplate", "spec", "template", "spec", "containers")),
-    "Pod": (("spec", "containers"),),
+REQUIRED_FIELDS: dict[str, tuple[tuple[DataPath, ...], ...]] = {
+    # Each requirement: one of its paths must be written.
+    "Deployment": ((("spec", "selector"),), (("spec", "template", "spec", "containers"),)),
+    "ReplicaSet": ((("spec", "selector"),), (("spec", "template", "spec", "containers"),)),
+    "StatefulSet": ((("spec", "selector"),), (("spec", "template", "spec", "containers"),)),
+    "DaemonSet": ((("spec", "selector"),), (("spec", "template", "spec", "containers"),)),
+    # The selector defaults to the template's labels (SetDefaults_ReplicationController).
+    "ReplicationController": (
+        (("spec", "selector"), ("spec", "template", "metadata", "labels")),
+        (("spec", "template", "spec", "containers"),),
+    ),
+    "Job": ((("spec", "template", "spec", "containers"),),),
+    "CronJob": (
+        (("spec", "schedule"),),
+        (("spec", "jobTemplate", "spec", "template", "spec", "containers"),),
+    ),
+    "Pod": ((("spec", "containers"),),),
+    "HorizontalPodAutoscaler": ((("spec", "scaleTargetRef"),), (("spec", "maxReplicas"),)),
 }
 
 
@@ -298,7 +307,7 @@ def _incomplete(data: Any) -> bool:
     if not isinstance(metadata, Mapping) or not (metadata.get("name") or metadata.get("generateName")):
         return True
     required = REQUIRED_FIELDS.get(str(data.get("kind")), ())
-    return any(dig(data, path) in (None, [], {}) for path in required)
+    return any(all(dig(data, path) in (None, [], {}) for path in paths) for paths in required)
 
 
 def _request_as(request: dict[str, Any], version: str) -> dict[str, Any]:
