@@ -90,3 +90,19 @@ def test_a_lint_with_a_cluster_does_import_the_simulator() -> None:
     assert code == "1"
     assert "[no-eligible-node]" in output
     assert _packages(modules, *_SIMULATOR) == set(_SIMULATOR)
+
+
+def test_a_lint_imports_the_policy_and_cel_engines_only_with_a_policy() -> None:
+    """A lint without policies never loads the policy package or CEL; with a
+    ValidatingAdmissionPolicy it does (the probe sees them when they are used)."""
+    path = str(EXAMPLES / "revision-unscoped" / "fail.yaml")
+    modules, output, _ = _imported("lint", path)
+    assert "[revision-unscoped]" in output  # it really linted
+    assert _packages(modules, "kaffinity.policy", "cel_expr_python") == set()
+    modules, output, code = _imported(
+        "lint", path, "--policy", str(EXAMPLES / "policies" / "admission.yaml"), "--select", "policy"
+    )
+    assert code in ("0", "1"), output
+    assert {"kaffinity.policy.vap", "cel_expr_python"} <= _packages(
+        modules, "kaffinity.policy", "cel_expr_python"
+    )
