@@ -25,7 +25,7 @@ import pytest
 from jsonschema import Draft7Validator
 from ruamel.yaml import YAML
 
-from .kit import EXAMPLES, REPO, expected, lint_paths
+from .kit import EXAMPLES, POLICY_EXAMPLES, REPO, expected, lint_paths
 from .test_reports import SARIF_SCHEMA
 
 ACTION = REPO / "action.yml"
@@ -176,6 +176,9 @@ def _new_runner(root: Path) -> Runner:
         GOOD: "k8s/good/pass.yaml",
         WARNINGS: "warn/fail.yaml",
         BROKEN: "broken/fail.yaml",
+        POLICY_EXAMPLES / "fail.yaml": "apps/fail.yaml",
+        POLICY_EXAMPLES / "scheduling.yaml": "policies/scheduling.yaml",
+        POLICY_EXAMPLES / "admission.yaml": "policies/admission.yaml",
     }
     for source, target in copies.items():
         destination = runner.workspace / target
@@ -401,6 +404,21 @@ def test_extra_args_reach_kaffinity(
     run = run_action(action, installed, tmp_path / "unknown", paths="k8s/bad", args="--no-such-option")
     assert run.code == 2
     assert "No such option: --no-such-option" in re.sub(r"\x1b\[[0-9;]*m", "", run.stderr)
+
+
+def test_policies_reach_kaffinity(action: dict[str, Any], installed: dict[str, str], tmp_path: Path) -> None:
+    """Each path of ``policies`` is a --policy: a kaffinity Policy and a ValidatingAdmissionPolicy."""
+    run = run_action(
+        action,
+        installed,
+        tmp_path,
+        paths="apps",
+        policies="policies/scheduling.yaml\npolicies/admission.yaml",
+        args="--select policy",
+    )
+    assert run.code == 1, run.stderr
+    rules = {rule for *_, rule in workflow_annotations(run.stdout)}
+    assert {"zone-spread-required", "zone-spread.scheduling.example.com"} <= rules
 
 
 @pytest.mark.slow
