@@ -61,6 +61,9 @@ class Context:
         #: (:mod:`kaffinity.policy.facts`), which run whatever built-in rule is missing.
         self.found: dict[int, list[dict[str, object]]] = {}
         self.found_rules: set[str] = set()
+        #: Caches of the stages above the rules that hold for the whole run, whichever context
+        #: reads them (the policies' defaulted objects): one per run, set by the engine.
+        self.run_cache: dict[str, object] = {}
 
     @cached_property
     def documents(self) -> tuple[Document, ...]:

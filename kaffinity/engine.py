@@ -141,6 +141,7 @@ def _lint(
     running = _running(settings, cluster)
     context.running = running
     context.found, context.found_rules = run.found, run.found_rules
+    context.run_cache = run.run_cache
     local = _local(run, context, layout, typed)
     typed = context.objects if context.objects is not None else typed
     each, together = _checked(enabled, context)
@@ -166,6 +167,7 @@ def _lint(
             )
             unit_context.running = running
             unit_context.found, unit_context.found_rules = run.found, run.found_rules
+            unit_context.run_cache = run.run_cache
             for rule in together:
                 progress.tick(f"{rule.name} ({unit.name})")
                 run.check(rule, unit_context)
@@ -192,6 +194,7 @@ def _local(run: _Run, context: Context, layout: Layout | None, typed: dict[int, 
     local = Context(run.files, run.settings, context.cluster, objects, context.objects or typed)
     local.running = context.running
     local.found, local.found_rules = context.found, context.found_rules
+    local.run_cache = context.run_cache
     return local
 
 
@@ -275,6 +278,8 @@ class _Run:
         #: (Context.found, Context.found_rules).
         self.found: dict[int, list[dict[str, object]]] = {}
         self.found_rules: set[str] = set()
+        #: Context.run_cache: one per run.
+        self.run_cache: dict[str, object] = {}
         self.findings: list[Finding] = []
         #: Each finding's place in ``findings`` by its position (:meth:`_key`).
         self.positions: dict[tuple[object, ...], int] = {}

@@ -54,10 +54,11 @@ def _hpa_v1(spec: dict[str, Any]) -> dict[str, Any]:
     out = {key: value for key, value in spec.items() if key not in ("metrics", "behavior")}
     for metric in spec.get("metrics") or ():
         resource = metric.get("resource") if isinstance(metric, dict) else None
-        target = resource.get("target") if isinstance(resource, dict) else None
+        if not isinstance(resource, dict) or resource.get("name") != "cpu":
+            continue
+        target = resource.get("target")
         if (
             isinstance(target, dict)
-            and resource.get("name") == "cpu"
             and target.get("type") == "Utilization"
             and "averageUtilization" in target
         ):

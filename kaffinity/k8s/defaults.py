@@ -30,30 +30,26 @@ Defaulter = Callable[[dict[str, Any], int], None]
 
 
 def plain(value: Any) -> Any:
-    """A deep copy of YAML data as plain dicts, lists and scalars (the loader's mappings and
-    sequences are dict and list subclasses; their keys are strings)."""
+    """A deep copy of YAML data as the API server holds it, in plain dicts, lists and scalars
+    (the loader's mappings and sequences are dict and list subclasses; their keys are strings).
+    A mapping entry written as null is left out: the API server decodes a manifest into its
+    typed object, where ``affinity: null`` or ``tolerations: null`` is the field unset (and
+    omitted when the object is read back), not a null value."""
     if isinstance(value, dict):
-        return {key: plain(item) if isinstance(item, (dict, list)) else item for key, item in value.items()}
+        return {
+            key: plain(item) if isinstance(item, (dict, list)) else item
+            for key, item in value.items()
+            if item is not None
+        }
     if isinstance(value, list):
         return [plain(item) if isinstance(item, (dict, list)) else item for item in value]
-    return value
-
-
-def _without_nulls(value: Any) -> Any:
-    """``value`` without the mapping entries written as null: the API server decodes a manifest
-    into its typed object, where ``affinity: null`` or ``tolerations: null`` is the field unset
-    (and omitted when the object is read back), not a null value."""
-    if isinstance(value, dict):
-        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
-    if isinstance(value, list):
-        return [_without_nulls(item) for item in value]
     return value
 
 
 def defaulted(data: Mapping[str, Any], kube_version: str, namespace: str | None) -> dict[str, Any]:
     """A defaulted copy of the object ``data``; ``namespace``: the request's, written into
     ``metadata.namespace`` as the API server does for a namespaced object (None: cluster-scoped)."""
-    obj: dict[str, Any] = _without_nulls(plain(data))
+    obj: dict[str, Any] = plain(data)
     metadata = obj.get("metadata")
     if isinstance(metadata, dict) and namespace is not None:
         metadata.setdefault("namespace", namespace)

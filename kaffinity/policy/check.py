@@ -213,7 +213,7 @@ def _expression_check(
     from kaffinity.policy.vap import namespace_object, shared
 
     ref = workload.ref
-    objects = shared(context).objects
+    objects = shared(context).objects.defaulted
     whole = objects.get(id(workload.doc))
     if whole is None:
         whole = objects[id(workload.doc)] = defaulted(workload.doc.data, programs.kube_version, ref.namespace)

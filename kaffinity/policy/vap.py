@@ -133,10 +133,11 @@ def compile_policy(
 #: namespaces and the param candidates, made once per context.
 @dataclass
 class Shared:
-    requests: dict[int, Request | None] = field(default_factory=dict)
-    labels: dict[int, dict[str, str]] = field(default_factory=dict)
-    request_data: dict[int, dict[str, Any]] = field(default_factory=dict)
-    objects: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """What the policies read of one context (its namespaces, params, refused objects, and the
+    activations that read its namespaces); the objects themselves are the run's
+    (:class:`Objects`)."""
+
+    objects: Objects
     #: The activation of an object for the policies with no params, variables or facts: CEL
     #: converts an object once per activation, so they share one.
     plain_activations: dict[int, Any] = field(default_factory=dict)
@@ -146,13 +147,26 @@ class Shared:
     params: dict[tuple[str, str], list[Param]] | None = None
 
 
+@dataclass
+class Objects:
+    """Each object's request, labels and defaulted copy, by id() of its document: made once per
+    run, whichever context (a unit, the reported files) asks first."""
+
+    requests: dict[int, Request | None] = field(default_factory=dict)
+    labels: dict[int, dict[str, str]] = field(default_factory=dict)
+    request_data: dict[int, dict[str, Any]] = field(default_factory=dict)
+    defaulted: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
 _SHARED: weakref.WeakKeyDictionary[Context, Shared] = weakref.WeakKeyDictionary()
 
 
 def shared(context: Context) -> Shared:
     found = _SHARED.get(context)
     if found is None:
-        found = _SHARED[context] = Shared()
+        objects = context.run_cache.setdefault("policy.objects", Objects())
+        assert isinstance(objects, Objects)
+        found = _SHARED[context] = Shared(objects)
     return found
 
 
@@ -227,9 +241,10 @@ def _check_object(
         active = [Binding(name="", doc=policy.doc, policy_name=policy.name, actions=("Deny",))]
     if not active:
         return
-    if key not in state.objects:
-        state.objects[key] = defaulted(doc.data, programs.kube_version, request.namespace)
-    obj, request_data = state.objects[key], state.request_data[key]
+    run = state.objects
+    if key not in run.defaulted:
+        run.defaulted[key] = defaulted(doc.data, programs.kube_version, request.namespace)
+    obj, request_data = run.defaulted[key], run.request_data[key]
     converted = version != request.version
     if converted:  # matched by an equivalent version: the policy sees the object converted
         obj = convert(obj, request.group, version)
@@ -326,17 +341,18 @@ def _identify(
     """An object's request, labels, and its namespace's labels and object, made once per
     context (None: a document that is no object)."""
     key = id(doc)
-    if key not in state.requests:
+    run = state.objects
+    if key not in run.requests:
         data = doc.data
         request = request_of(data, context.settings.namespace) if isinstance(data, Mapping) else None
-        state.requests[key] = request
+        run.requests[key] = request
         if request is not None:
-            state.labels[key] = labels_of(data)
-            state.request_data[key] = request.as_cel()
-    request = state.requests[key]
+            run.labels[key] = labels_of(data)
+            run.request_data[key] = request.as_cel()
+    request = run.requests[key]
     if request is None:
         return None
-    return request, state.labels[key], *_namespace(context, state, request.namespace)
+    return request, run.labels[key], *_namespace(context, state, request.namespace)
 
 
 def _params(
