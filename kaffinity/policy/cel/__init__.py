@@ -1,0 +1,29 @@
+"""CEL as Kubernetes has it, per Kubernetes version, for ValidatingAdmissionPolicies run offline.
+
+Owns the CEL environment: cel-expr-python (Google's cel-cpp) with, for each Kubernetes minor
+kaffinity knows, exactly the libraries and options that kube-apiserver offers at that version
+(:mod:`~kaffinity.policy.cel.environment` lists them), Kubernetes' own libraries restated in
+Python (one module each: ``lists``, ``regex``, ``urls``, ``quantity``, ``ip``, ``format``,
+``semver``), and how YAML values become CEL data (:mod:`~kaffinity.policy.cel.convert`).
+Imports ``cel_expr_python``; nothing outside this package may import it at module import time.
+
+API (``from kaffinity.policy.cel.environment import ...``):
+
+* ``compile_expression(text, kube_version, variables) -> Compiled`` (``variables``: name to
+  ``cel.Type``, e.g. ``{"object": cel.Type.DYN}``); raises ``CelCompileError`` with
+  ``.message`` (one line), ``.line`` and ``.column`` (1-based, in ``text``). When a newer
+  Kubernetes has what the expression uses, the message says so: "`quantity` needs Kubernetes
+  1.28 or later (kube-version is 1.27)".
+* ``Compiled.evaluate(data) -> object``: ``data`` maps variable names to plain values (YAML's
+  dicts, lists, scalars; see ``convert.activation_data``); returns a plain Python value, or
+  raises ``CelEvaluationError`` (``.message``) for a CEL error (``quantity('bad')``, ``1/0``,
+  a missing field).
+* ``environment(kube_version, variables) -> cel.Env``: cached per version and variables.
+* ``KUBE_MINORS``: the minors (27 ... 37).
+
+Not supported, and why: the ``authorizer`` library (needs a cluster); CEL optionals as an
+expression's *result* (cel-expr-python cannot return them; inside an expression they work);
+``transformMap``/``transformMapEntry`` (cel-cpp as packaged cannot plan them); opaque types are
+maps (``type(quantity('1'))`` is ``map``; see :mod:`~kaffinity.policy.cel.values`); cost limits;
+homogeneous-literal and literal validation at compile time.
+"""
