@@ -14,10 +14,13 @@ API (``from kaffinity.policy.cel.environment import ...``):
   ``.message`` (one line), ``.line`` and ``.column`` (1-based, in ``text``). When a newer
   Kubernetes has what the expression uses, the message says so: "`quantity` needs Kubernetes
   1.28 or later (kube-version is 1.27)".
-* ``Compiled.evaluate(data) -> object``: ``data`` maps variable names to plain values (YAML's
-  dicts, lists, scalars; see ``convert.activation_data``); returns a plain Python value, or
-  raises ``CelEvaluationError`` (``.message``) for a CEL error (``quantity('bad')``, ``1/0``,
-  a missing field).
+* ``activation(kube_version, variables, data) -> cel.Activation``: one object's data (variable
+  name to YAML value: loader ``PosDict``s are copied into plain dicts, which cel-expr-python
+  requires); build it once per object and evaluate every expression with it (cel-expr-python
+  converts it on first use, then reuses it: ~5 us an evaluation instead of a full conversion).
+* ``Compiled.evaluate(activation_or_plain_data) -> object``: a plain Python value, or
+  ``CelEvaluationError`` (``.message``) for a CEL error (``quantity('bad')``, ``1/0``, a missing
+  field).
 * ``environment(kube_version, variables) -> cel.Env``: cached per version and variables.
 * ``KUBE_MINORS``: the minors (27 ... 37).
 

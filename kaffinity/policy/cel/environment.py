@@ -47,12 +47,14 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional, ext_strings
 
 from kaffinity.config import KUBE_VERSIONS
 from kaffinity.policy.cel import comparisons, format, ip, lists, quantity, regex, semver, strings, urls
+from kaffinity.policy.cel.convert import activation_data
 from kaffinity.policy.cel.library import Library
 
 #: The Kubernetes minors kaffinity knows (1.x), oldest first.
@@ -78,6 +80,7 @@ _MAP_INSERTING = re.compile(r"\.\s*(transformMapEntry|transformMap)\s*\(")
 _ERROR = re.compile(r"ERROR: <input>:(\d+):(\d+): (.*)")
 _STATUS = re.compile(r"^[A-Z_]+: ")
 _NAMED = re.compile(r"(?:undeclared reference to|found no matching overload for) '([^']+)'")
+_SYNTAX = re.compile(r"unsupported syntax '([^']+)'")
 _NUMBER = "(?:int|uint|double)"
 _CROSS_NUMERIC = re.compile(
     rf"found no matching overload for '_(?:<|<=|>|>=)_' applied to '\({_NUMBER}, {_NUMBER}\)'"
@@ -113,15 +116,20 @@ class Compiled:
     #: False when compiled without type checking (see the module's cross-type comparisons).
     checked: bool = True
 
-    def evaluate(self, data: Mapping[str, object]) -> object:
-        """The expression's value over ``data`` (variable name to a plain Python value: what
-        YAML gives, see :mod:`kaffinity.policy.cel.convert`), as a plain Python value; opaque
-        Kubernetes values stay the maps :mod:`kaffinity.policy.cel.values` describes.
+    def evaluate(self, data: Mapping[str, object] | cel.Activation) -> object:
+        """The expression's value, as a plain Python value (opaque Kubernetes values stay the
+        maps :mod:`kaffinity.policy.cel.values` describes); :class:`CelEvaluationError` when it
+        is a CEL error.
 
-        Raises :class:`CelEvaluationError` when the value is a CEL error."""
+        ``data`` is an :func:`activation` (fastest when several expressions read one object:
+        cel-expr-python converts an activation's data once, on first use) or a mapping of
+        variable names to plain values (converted again on every call)."""
         try:
-            value = self.expression.eval(data=data)
-        except RuntimeError as error:  # data cel-expr-python cannot take, e.g. a datetime
+            if isinstance(data, cel.Activation):
+                value = self.expression.eval(data)
+            else:
+                value = self.expression.eval(data=data)
+        except RuntimeError as error:  # data cel-expr-python cannot take, e.g. a PosDict
             raise CelEvaluationError(
                 _STATUS.sub("", str(error)).removesuffix(" [INVALID_ARGUMENT]")
             ) from None
@@ -140,6 +148,15 @@ def result(value: cel.Value) -> object:
         return value.plain_value()
     except (TypeError, RuntimeError):  # cel-expr-python cannot convert an optional (typed "error")
         raise CelEvaluationError(_OPTIONAL_RESULT) from None
+
+
+def activation(
+    kube_version: str, variables: Mapping[str, cel.Type], data: Mapping[str, Any]
+) -> cel.Activation:
+    """The data of one evaluation (variable name to a YAML value, made plain by
+    :func:`kaffinity.policy.cel.convert.activation_data`) for expressions compiled with the same
+    ``kube_version`` and ``variables``: build it once per object, evaluate every expression with it."""
+    return environment(kube_version, variables).Activation(activation_data(data))
 
 
 def minor_of(kube_version: str) -> int:
@@ -285,9 +302,12 @@ def _version_gate(
     named = [(problem, match.group(1)) for problem in problems if (match := _NAMED.search(problem.message))]
     # A two-variable macro's errors name its variables first; a library function is named alone.
     chosen = next(((p, name) for p, name in named if name in _GATED), named[0] if named else None)
+    syntax = next(((p, match.group(1)) for p in problems if (match := _SYNTAX.search(p.message))), None)
     if chosen:
         where, name = chosen
         subject = _GATED.get(name, _code)(name)
+    elif syntax:
+        where, subject = syntax[0], f"the syntax {_code(syntax[1])}"
     message = f"{subject} needs Kubernetes 1.{needed} or later (kube-version is {kube_version})"
     return CelCompileError(message, where.line, where.column)
 

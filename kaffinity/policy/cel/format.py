@@ -11,11 +11,14 @@ and friends with ``maskTrailingDash`` for the ``...Prefix`` formats), Go's
 
 ``validate`` and ``format.named`` return optionals upstream; a Python function cannot return a
 CEL optional, so they return kaffinity's stand-in (:data:`~kaffinity.policy.cel.values.OPTIONAL`)
-with ``hasValue()``, ``value()`` and ``orValue(default)`` declared on it, the calls such rules
-make (``!format.dns1123Label().validate(x).hasValue()``,
-``format.dns1123Label().validate(x).value().join(', ')``); the other optional functions
-(``or``, ``optMap``...) do not apply to it. ``datetime`` is strfmt's ``IsDateTime`` (a date, ``T``, a
-time with seconds and a zone), ``date`` is ``YYYY-MM-DD`` on the calendar.
+with ``hasValue()`` and ``value()`` declared on it, the calls such rules make
+(``!format.dns1123Label().validate(x).hasValue()``,
+``format.dns1123Label().validate(x).value().join(', ')``). The other optional functions do not
+apply to it: ``orValue`` and ``or`` cannot be overloaded (cel-cpp evaluates them itself, for
+optionals only), ``optMap`` and ``optFlatMap`` are macros over optionals.
+
+``datetime`` is strfmt's ``IsDateTime`` (a date, ``T``, a time with seconds and a zone);
+``date`` is ``YYYY-MM-DD`` on the calendar.
 """
 
 from __future__ import annotations
@@ -252,11 +255,6 @@ def _value(value: object) -> object:
     return held[0]
 
 
-def _or_value(value: object, default: object) -> object:
-    held = _held(value, "orValue")
-    return held[0] if held else default
-
-
 def _validate(value: object, text: str) -> dict[str, object]:
     name = values.text(value, FORMAT, "validate")
     errors = FORMATS[name](text)
@@ -272,13 +270,12 @@ def _constant(name: str) -> Callable[[], Mapping[str, object]]:
 
 
 def declarations() -> list[cel.FunctionDecl]:
-    """format.go's functions, and the stand-in optional's ``hasValue``/``value``/``orValue``."""
+    """format.go's functions, and the stand-in optional's ``hasValue`` and ``value``."""
     table: dict[str, list[cel.Overload]] = {
         "format.named": [overload("format-named", OPAQUE, [T.STRING], _named)],
         "validate": [overload("format-validate", OPAQUE, [OPAQUE, T.STRING], _validate, member=True)],
         "hasValue": [overload("kaffinity_optional_has_value", T.BOOL, [OPAQUE], _has_value, member=True)],
         "value": [overload("kaffinity_optional_value", T.DYN, [OPAQUE], _value, member=True)],
-        "orValue": [overload("kaffinity_optional_or_value", T.DYN, [OPAQUE, T.DYN], _or_value, member=True)],
     }
     for name in FORMATS:
         table[f"format.{name}"] = [overload(f"format.{name}", OPAQUE, [], _constant(name))]

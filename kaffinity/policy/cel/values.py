@@ -39,7 +39,7 @@ SEMVER = "@kaffinity.semver"
 FORMAT = "@kaffinity.format"
 #: Upstream's ``optional`` results of ``format.named`` and ``<Format>.validate``: a Python
 #: function cannot return a CEL optional, so these are ``{OPTIONAL: [value]}`` or
-#: ``{OPTIONAL: []}`` with ``hasValue``/``value``/``orValue`` declared on them.
+#: ``{OPTIONAL: []}`` with ``hasValue`` and ``value`` declared on them.
 OPTIONAL = "@kaffinity.optional"
 
 #: How upstream names each kind in its type (``apiservercel.QuantityType`` and so on).
