@@ -188,6 +188,9 @@ def test_plain_gives_each_yaml_value_its_json_type() -> None:
         "1": "x",
         "d": [1, {"e": "f"}],
     }
+    anchored = plain(YAML().load("a: &x true\nb: *x\nc: 0x10\nd: 1.5\n"))
+    assert anchored == {"a": True, "b": True, "c": 16, "d": 1.5}
+    assert [type(value) for value in anchored.values()] == [bool, bool, int, float]
     assert plain(datetime.datetime(2024, 1, 2, tzinfo=datetime.UTC)) == "2024-01-02T00:00:00Z"
     assert plain({True: (1, 2)}) == {"true": [1, 2]}
 

@@ -51,7 +51,7 @@ def _key(key: Any) -> str:
 
 def _scalar(value: Any) -> Any:
     """A scalar of a type JSON does not have, as JSON would carry it."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or type(value).__name__ == "ScalarBoolean":  # ruamel's anchored bool
         return bool(value)
     if isinstance(value, int):
         return plain(int(value))

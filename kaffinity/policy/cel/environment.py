@@ -29,13 +29,21 @@ Differences from cel-go's settings in base.go:
   other, but its type checker has no such overloads and declaring them collides with the
   runtime's. An expression whose only type errors are such comparisons is compiled again
   without type checking (:attr:`Compiled.checked` is False); the rest of it was checked by the
-  first attempt.
+  first attempt. Compared through ``dyn`` values (``object.replicas < 2.5``), cel-cpp compares
+  across types in every version, where Kubernetes 1.27 ends in a "no such overload" error.
 * ``HomogeneousAggregateLiterals`` (and 1.29's ``ValidateHomogeneousAggregateLiterals``):
   cel-cpp accepts ``[1, 'a']``; Kubernetes refuses it. Not enforced.
 * 1.29's literal validators (``duration('1x')``, ``timestamp('x')``, a bad regular expression
   literal): errors when evaluated here, when compiling in Kubernetes.
 * ``DefaultUTCTimeZone``: cel-cpp's time functions also default to UTC.
 * Cost limits (``PerCallLimit``, the cost estimator) are not applied.
+* Library functions on lists are declared on ``list(dyn)`` and return ``dyn``, and Kubernetes'
+  opaque types are one map type (:mod:`~kaffinity.policy.cel.lists`,
+  :mod:`~kaffinity.policy.cel.values`): some type errors upstream reports when compiling are
+  errors here when evaluating.
+
+Speed (measured on this machine): building an environment ~0.6 ms (once per version and
+variables), compiling ~0.05 ms, evaluating ~5-20 us once the data is an :func:`activation`.
 * ``transformMap`` and ``transformMapEntry`` fail to plan in cel-cpp as packaged (its runtime
   lacks ``cel.@mapInsert``): a compile error saying so.
 * ``optional.unwrap``/``unwrapOpt`` are missing from cel-cpp's optional library.
