@@ -61,7 +61,8 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional, ext_strings
 
 from kaffinity.config import KUBE_VERSIONS
-from kaffinity.policy.cel import comparisons, format, ip, lists, quantity, regex, semver, strings, urls
+from kaffinity.policy.cel import comparisons, ip, lists, quantity, regex, semver, strings, urls
+from kaffinity.policy.cel import format as named_formats
 from kaffinity.policy.cel.convert import activation_data
 from kaffinity.policy.cel.library import Library
 
@@ -75,7 +76,7 @@ LIBRARIES: tuple[Library, ...] = (
     Library("lists", 0, lists.declarations),
     Library("quantity", 28, lambda: quantity.declarations() + comparisons.declarations()),
     Library("ip", 30, ip.declarations),
-    Library("format", 31, format.declarations),
+    Library("format", 31, named_formats.declarations),
     Library("semver", 33, semver.declarations),
 )
 #: cel-go's strings extension version 0 has ``join``; cel-cpp's has it from version 2.
