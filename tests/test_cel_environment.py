@@ -199,3 +199,18 @@ def test_a_loader_mapping_is_refused_unconverted() -> None:
     (document,) = [doc for doc in parse("web.yaml", MANIFEST).documents if doc.data]
     with pytest.raises(CelEvaluationError, match="PosDict"):
         compile_expression("object.kind", "1.37", OBJECT).evaluate({"object": document.data})
+
+
+@pytest.mark.parametrize(
+    ("expression", "message", "column"),
+    [
+        ("duration('1x') > duration('1s')", "invalid duration argument", 10),
+        ("object.t == timestamp('2024-13-01T00:00:00Z')", "invalid timestamp argument", 23),
+        ("object.name.matches('[')", "invalid matches argument", 21),
+    ],
+)
+def test_bad_literals_are_compile_errors_from_1_29(expression: str, message: str, column: int) -> None:
+    error = compile_error(expression, "1.29")
+    assert (error.message, error.line, error.column) == (message, 1, column)
+    compile_expression(expression, "1.28", OBJECT)  # then an error only when evaluated
+    compile_expression("duration('1h30m') > duration('1s') && 'a1'.matches(r'\\d')", "1.29", OBJECT)

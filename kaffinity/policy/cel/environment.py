@@ -10,7 +10,8 @@ offers, by Kubernetes minor (none found added after 1.34, up to 1.37):
         (The ``authorizer`` library, also here, needs a live cluster: not offered.)
  1.28   optional types (``x.?y``, ``optional.of``); cross-type numeric comparisons
         (``1 < 2.5``); the ``quantity`` library.
- 1.29   strings extension version 2 (``format``, ``strings.quote``); the ``sets`` extension.
+ 1.29   strings extension version 2 (``format``, ``strings.quote``); the ``sets`` extension;
+        bad duration, timestamp and regular expression literals are compile errors.
  1.30   the ``ip`` and ``cidr`` libraries.
  1.31   the ``format`` library (authorizer selectors: not offered).
  1.32   two-variable comprehensions (``all(i, v, ...)``, ``transformList``...).
@@ -33,8 +34,8 @@ Differences from cel-go's settings in base.go:
   across types in every version, where Kubernetes 1.27 ends in a "no such overload" error.
 * ``HomogeneousAggregateLiterals`` (and 1.29's ``ValidateHomogeneousAggregateLiterals``):
   cel-cpp accepts ``[1, 'a']``; Kubernetes refuses it. Not enforced.
-* 1.29's literal validators (``duration('1x')``, ``timestamp('x')``, a bad regular expression
-  literal): errors when evaluated here, when compiling in Kubernetes.
+* 1.29's literal validators (``duration('1x')``, ``timestamp('x')``, ``x.matches('[')``) are
+  found in the text rather than the syntax tree (:mod:`~kaffinity.policy.cel.literals`).
 * ``DefaultUTCTimeZone``: cel-cpp's time functions also default to UTC.
 * Cost limits (``PerCallLimit``, the cost estimator) are not applied.
 * Library functions on lists are declared on ``list(dyn)`` and return ``dyn``, and Kubernetes'
@@ -61,7 +62,7 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional, ext_strings
 
 from kaffinity.config import KUBE_VERSIONS
-from kaffinity.policy.cel import comparisons, ip, lists, quantity, regex, semver, strings, urls
+from kaffinity.policy.cel import comparisons, ip, lists, literals, quantity, regex, semver, strings, urls
 from kaffinity.policy.cel import format as named_formats
 from kaffinity.policy.cel.convert import activation_data
 from kaffinity.policy.cel.library import Library
@@ -82,6 +83,7 @@ LIBRARIES: tuple[Library, ...] = (
 #: cel-go's strings extension version 0 has ``join``; cel-cpp's has it from version 2.
 _JOIN = Library("join", 0, strings.declarations)
 _STRINGS_V2, _OPTIONAL, _SETS, _TWO_VARIABLE, _LISTS = 29, 28, 29, 32, 34
+_LITERAL_VALIDATORS = 29
 
 _OPTIONAL_RESULT = "the value is an optional, which kaffinity's CEL engine cannot return"
 _UNPLANNABLE = "is not supported by kaffinity's CEL engine"
@@ -257,6 +259,7 @@ def compile_expression(text: str, kube_version: str, variables: Mapping[str, cel
     compiled = _try(text, kube_version, variables)
     if not isinstance(compiled, str):
         _refuse_unplannable(text)
+        _refuse_bad_literals(text, kube_version)
         return Compiled(text, kube_version, compiled)
     problems = _problems(compiled)
     if not problems:
@@ -269,14 +272,28 @@ def compile_expression(text: str, kube_version: str, variables: Mapping[str, cel
     )
 
 
+def _refuse_bad_literals(text: str, kube_version: str) -> None:
+    """From 1.29, a literal a duration, timestamp or regular expression cannot be is a compile
+    error (:mod:`kaffinity.policy.cel.literals`)."""
+    if minor_of(kube_version) < _LITERAL_VALIDATORS:
+        return
+    bad = literals.bad_literal(text)
+    if bad:
+        raise CelCompileError(bad.message, *_position(text, bad.offset))
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    """The 1-based line and column of a 0-based offset into ``text``."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    return text.count("\n", 0, offset) + 1, offset - line_start + 1
+
+
 def _refuse_unplannable(text: str) -> None:
     """``transformMap``/``transformMapEntry`` compile in cel-cpp but cannot be evaluated (its
     runtime as packaged lacks ``cel.@mapInsert``): refused when compiling, at the call."""
     found = _MAP_INSERTING.search(text)
     if found:
-        line = text.count("\n", 0, found.start(1)) + 1
-        column = found.start(1) - (text.rfind("\n", 0, found.start(1)) + 1) + 1
-        raise CelCompileError(f"{found.group(1)} {_UNPLANNABLE}", line, column)
+        raise CelCompileError(f"{found.group(1)} {_UNPLANNABLE}", *_position(text, found.start(1)))
 
 
 def _planning_message(error: str) -> str:
