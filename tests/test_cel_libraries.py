@@ -248,6 +248,7 @@ FORMAT = [
     ("format.datetime().validate('2021-01-01').value()", ["invalid datetime"]),
     ("format.portName().validate('-a--').value().size()", 2),
     ("format.qualifiedName().validate('/x').value()", ["prefix part must be non-empty"]),
+    ("format.qualifiedName().validate('a/').value().size()", 2),  # empty, and not matching
     ("format.named('dns1123Label').hasValue()", True),
     ("format.named('nope').hasValue()", False),
     ("format.named('dns1123Label').value().validate('UPPER').hasValue()", True),

@@ -134,7 +134,7 @@ def qualified_name(value: str) -> list[str]:
         errors.append("name part must be non-empty")
     elif len(name) > 63:
         errors.append("name part " + _max_length(63))
-    if name and not _full(_QUALIFIED_FMT, name):
+    if not _full(_QUALIFIED_FMT, name):
         errors.append(
             "name part " + regex_error(_QUALIFIED_MSG, _QUALIFIED_FMT, "MyName", "my.name", "123-abc")
         )
