@@ -17,7 +17,7 @@ offers, by Kubernetes minor (none found added after 1.34, up to 1.37):
  1.32   two-variable comprehensions (``all(i, v, ...)``, ``transformList``...).
  1.33   the ``semver`` library (its version 1: ``semver(s, true)`` normalises).
  1.34   the lists extension version 3 (``slice``, ``flatten``, ``sort``, ``distinct``,
-        ``reverse``, ``lists.range``, ``sortBy``, ``first``, ``last``).
+        ``reverse``, ``lists.range``, ``sortBy``); also ``first``/``last`` (see below).
 ======  =====================================================================================
 
 cel-cpp (via cel-expr-python) provides the standard library and the cel-go extensions
@@ -47,7 +47,10 @@ Speed (measured on this machine): building an environment ~0.6 ms (once per vers
 variables), compiling ~0.05 ms, evaluating ~5-20 us once the data is an :func:`activation`.
 * ``transformMap`` and ``transformMapEntry`` fail to plan in cel-cpp as packaged (its runtime
   lacks ``cel.@mapInsert``): a compile error saying so.
-* ``optional.unwrap``/``unwrapOpt`` are missing from cel-cpp's optional library.
+* ``optional.unwrap``/``unwrapOpt`` are missing from cel-cpp's optional library. base.go
+  enables optional types unversioned (each release gets its cel-go's newest); kaffinity uses
+  cel-cpp's optional version 1 up to 1.33 and version 2 (which adds ``<list>.first()`` and
+  ``last()``) from 1.34: when cel-go's first shipped them in a Kubernetes release is not pinned.
 """
 
 from __future__ import annotations
@@ -192,8 +195,7 @@ def _config(minor: int) -> str:
 def _extensions(minor: int) -> list[cel.CelExtensionBase]:
     found: list[cel.CelExtensionBase] = [ext_strings.ExtStrings(version=2 if minor >= _STRINGS_V2 else 0)]
     if minor >= _OPTIONAL:
-        # cel-cpp's optional version 2 adds list first()/last(), which Kubernetes gets with
-        # the lists extension version 3 (1.34).
+        # cel-cpp's optional version 2 adds list first()/last() (see the module's notes).
         found.append(ext_optional.ExtOptional(version=2 if minor >= _LISTS else 1))
     if minor < _STRINGS_V2:
         found.append(_JOIN.extension())
