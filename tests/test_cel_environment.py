@@ -214,3 +214,12 @@ def test_bad_literals_are_compile_errors_from_1_29(expression: str, message: str
     assert (error.message, error.line, error.column) == (message, 1, column)
     compile_expression(expression, "1.28", OBJECT)  # then an error only when evaluated
     compile_expression("duration('1h30m') > duration('1s') && 'a1'.matches(r'\\d')", "1.29", OBJECT)
+
+
+def test_a_returned_opaque_value_can_be_passed_back_as_data() -> None:
+    """A VAP's ``variables`` are evaluated first and read by later expressions."""
+    variables = {"object": cel.Type.DYN, "variables": cel.Type.DYN}
+    cpu = compile_expression("quantity(object.cpu)", "1.37", variables).evaluate({"object": {"cpu": "500m"}})
+    later = compile_expression("variables.cpu.isLessThan(quantity('1'))", "1.37", variables)
+    assert later.evaluate({"object": {}, "variables": {"cpu": cpu}}) is True
+    assert later.return_type() == cel.Type.BOOL

@@ -21,6 +21,9 @@ API (``from kaffinity.policy.cel.environment import ...``):
 * ``Compiled.evaluate(activation_or_plain_data) -> object``: a plain Python value, or
   ``CelEvaluationError`` (``.message``) for a CEL error (``quantity('bad')``, ``1/0``, a missing
   field).
+  ``Compiled.return_type()`` is the checked type (``dyn`` when ``Compiled.checked`` is False).
+  A value returned (a VAP ``variables`` entry, an opaque quantity included) can be passed back
+  as data for the next expression.
 * ``environment(kube_version, variables) -> cel.Env``: cached per version and variables.
 * ``KUBE_MINORS``: the minors (27 ... 37).
 
@@ -28,5 +31,6 @@ Not supported, and why: the ``authorizer`` library (needs a cluster); CEL option
 expression's *result* (cel-expr-python cannot return them; inside an expression they work);
 ``transformMap``/``transformMapEntry`` (cel-cpp as packaged cannot plan them); opaque types are
 maps (``type(quantity('1'))`` is ``map``; see :mod:`~kaffinity.policy.cel.values`); cost limits;
-homogeneous-literal and literal validation at compile time.
+refusing mixed-type list and map literals (``[1, 'a']``); ``sum``/``min``/``max`` of durations
+and timestamps. :mod:`~kaffinity.policy.cel.environment` lists every difference from cel-go.
 """
