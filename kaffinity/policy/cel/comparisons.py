@@ -22,6 +22,7 @@ T = cel.Type
 
 
 def _compare(left: object, right: object, function: str) -> int:
+    """-1, 0 or 1, by the receiver's kind (quantity or semver)."""
     kind = values.kind_of(left)
     if kind == QUANTITY:
         return quantity.compare(left, right, function)
@@ -31,6 +32,8 @@ def _compare(left: object, right: object, function: str) -> int:
 
 
 def _test(function: str, expected: int) -> Callable[[object, object], bool]:
+    """``isLessThan`` (``expected`` -1) or ``isGreaterThan`` (1)."""
+
     def test(left: object, right: object) -> bool:
         return _compare(left, right, function) == expected
 
@@ -38,6 +41,7 @@ def _test(function: str, expected: int) -> Callable[[object, object], bool]:
 
 
 def _compare_to(left: object, right: object) -> int:
+    """``<Quantity|Semver>.compareTo(other)``."""
     return _compare(left, right, "compareTo")
 
 

@@ -42,6 +42,7 @@ def plain(value: Any) -> Any:
 
 
 def _key(key: Any) -> str:
+    """A mapping key as YAML-to-JSON writes it: text."""
     if isinstance(key, str):
         return str(key)
     if isinstance(key, bool):

@@ -193,6 +193,7 @@ def _config(minor: int) -> str:
 
 
 def _extensions(minor: int) -> list[cel.CelExtensionBase]:
+    """cel-cpp's versioned extensions (strings, optional) and Kubernetes' libraries of ``minor``."""
     found: list[cel.CelExtensionBase] = [ext_strings.ExtStrings(version=2 if minor >= _STRINGS_V2 else 0)]
     if minor >= _OPTIONAL:
         # cel-cpp's optional version 2 adds list first()/last() (see the module's notes).
@@ -204,6 +205,7 @@ def _extensions(minor: int) -> list[cel.CelExtensionBase]:
 
 
 def _build(minor: int, variables: Mapping[str, cel.Type]) -> cel.Env:
+    """A new environment (~0.6 ms: hence :func:`environment`'s cache)."""
     config = _config(minor)
     return cel.NewEnv(
         config=cel.NewEnvConfigFromYaml(config) if config else None,
@@ -232,6 +234,8 @@ def environment(kube_version: str, variables: Mapping[str, cel.Type]) -> cel.Env
 
 @dataclass(frozen=True)
 class _Problem:
+    """One of cel-cpp's compile errors."""
+
     line: int
     column: int
     message: str
@@ -249,6 +253,7 @@ def _problems(error: str) -> list[_Problem]:
 
 
 def _try(text: str, kube_version: str, variables: Mapping[str, cel.Type]) -> cel.Expression | str:
+    """The compiled expression, or cel-cpp's error text."""
     try:
         return environment(kube_version, variables).compile(text)
     except RuntimeError as error:
@@ -341,6 +346,7 @@ def _version_gate(
 
 
 def _code(name: str) -> str:
+    """A name as the version-gate message shows it."""
     return f"`{name}`"
 
 

@@ -79,10 +79,12 @@ def regex_error(message: str, pattern: str, *examples: str) -> str:
 
 
 def _max_length(length: int) -> str:
+    """apimachinery's ``MaxLenError``."""
     return f"must be no more than {length} characters"
 
 
 def _full(pattern: str, value: str) -> bool:
+    """Whether ``pattern`` matches all of ``value`` (Go's ``^...$``)."""
     return re.fullmatch(pattern, value) is not None
 
 
@@ -175,6 +177,7 @@ def _prefix(validate: Validator) -> Validator:
 
 
 def _uri(value: str) -> list[str]:
+    """``uri``: ``url.ParseRequestURI``'s error, if any."""
     try:
         parse_url(value, request=True)
     except ValueError as error:
@@ -183,10 +186,12 @@ def _uri(value: str) -> list[str]:
 
 
 def _matches(pattern: re.Pattern[str], message: str) -> Validator:
+    """A validator giving ``message`` when ``pattern`` does not match."""
     return lambda value: [] if pattern.search(value) else [message]
 
 
 def _byte(value: str) -> list[str]:
+    """``byte``: standard base64 (strfmt's ``IsByte``)."""
     try:
         base64.b64decode(value.replace("\r", "").replace("\n", ""), validate=True)
     except (binascii.Error, ValueError):
@@ -195,6 +200,7 @@ def _byte(value: str) -> list[str]:
 
 
 def _calendar_date(text: str) -> bool:
+    """Whether ``text`` is ``YYYY-MM-DD`` and a day of the calendar."""
     match = _DATE.match(text)
     if not match:
         return False
@@ -206,10 +212,12 @@ def _calendar_date(text: str) -> bool:
 
 
 def _date(value: str) -> list[str]:
+    """``date``: a full date (strfmt's ``IsDate``)."""
     return [] if _calendar_date(value) else ["invalid date"]
 
 
 def _datetime(value: str) -> list[str]:
+    """``datetime``: strfmt's ``IsDateTime``."""
     match = _DATETIME.match(value)
     return [] if match and _calendar_date(match.group(1)) else ["invalid datetime"]
 
@@ -239,16 +247,19 @@ def optional(value: object | None) -> dict[str, object]:
 
 
 def _held(value: object, function: str) -> list[object]:
+    """The stand-in optional's contents: [] or [value]."""
     held = values.payload(value, OPTIONAL, function)
     assert isinstance(held, list)
     return held
 
 
 def _has_value(value: object) -> bool:
+    """``<optional>.hasValue()``."""
     return bool(_held(value, "hasValue"))
 
 
 def _value(value: object) -> object:
+    """``<optional>.value()``: an error for none, as upstream."""
     held = _held(value, "value")
     if not held:
         raise ValueError("optional.none() dereference")
@@ -256,16 +267,19 @@ def _value(value: object) -> object:
 
 
 def _validate(value: object, text: str) -> dict[str, object]:
+    """``<Format>.validate(text)``: none when valid, else the errors."""
     name = values.text(value, FORMAT, "validate")
     errors = FORMATS[name](text)
     return optional(errors or None)
 
 
 def _named(name: str) -> dict[str, object]:
+    """``format.named(name)``: the format, or none for an unknown name."""
     return optional(values.make(FORMAT, name) if name in FORMATS else None)
 
 
 def _constant(name: str) -> Callable[[], Mapping[str, object]]:
+    """``format.<name>()``."""
     return lambda: values.make(FORMAT, name)
 
 

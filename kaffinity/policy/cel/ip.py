@@ -68,22 +68,27 @@ def parse_prefix(text: str) -> tuple[Address, int]:
 
 
 def _address(value: object, function: str) -> Address:
+    """The address an IP value holds."""
     return parse_address(values.text(value, IP, function))
 
 
 def _prefix(value: object, function: str) -> tuple[Address, int]:
+    """The (address, bits) a CIDR value holds."""
     return parse_prefix(values.text(value, CIDR, function))
 
 
 def _network(address: Address, bits: int) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    """The network of ``address/bits`` (host bits dropped)."""
     return ipaddress.ip_network((address, bits), strict=False)
 
 
 def _ip(text: str) -> dict[str, object]:
+    """``ip(text)``."""
     return values.make(IP, parse_address(text).compressed)
 
 
 def _cidr(text: str) -> dict[str, object]:
+    """``cidr(text)``."""
     try:
         address, bits = parse_prefix(text)
     except ValueError as error:
@@ -92,6 +97,7 @@ def _cidr(text: str) -> dict[str, object]:
 
 
 def _succeeds(parse: object, text: str) -> bool:
+    """``isIP``/``isCIDR``: whether parsing succeeds."""
     try:
         parse(text)  # type: ignore[operator]
     except ValueError:
@@ -100,14 +106,17 @@ def _succeeds(parse: object, text: str) -> bool:
 
 
 def _is_canonical(text: str) -> bool:
+    """``ip.isCanonical(text)``: the text is ``Addr.String()``'s."""
     return parse_address(text).compressed == text
 
 
 def _family(value: object) -> int:
+    """``<IP>.family()``: 4 or 6."""
     return _address(value, "family").version
 
 
 def _is_link_local_multicast(value: object) -> bool:
+    """``netip``'s: 224.0.0.0/24, or ff02::/16 (any flags)."""
     address = _address(value, "isLinkLocalMulticast")
     if isinstance(address, ipaddress.IPv4Address):
         return address in _V4_LINK_LOCAL_MULTICAST
@@ -115,6 +124,7 @@ def _is_link_local_multicast(value: object) -> bool:
 
 
 def _is_link_local_unicast(value: object) -> bool:
+    """``netip``'s: 169.254.0.0/16 or fe80::/10."""
     address = _address(value, "isLinkLocalUnicast")
     return address in (_V4_LINK_LOCAL if address.version == 4 else _V6_LINK_LOCAL)
 
@@ -129,6 +139,7 @@ def _is_global_unicast(value: object) -> bool:
 
 
 def _to_string(value: object) -> str:
+    """``string(ip)``/``string(cidr)``: the canonical text."""
     kind = values.kind_of(value)
     if kind in (IP, CIDR):
         return values.text(value, kind, "string")
@@ -136,12 +147,14 @@ def _to_string(value: object) -> str:
 
 
 def _contains_ip(value: object, other: object) -> bool:
+    """``<CIDR>.containsIP(ip or text)``: same family and inside."""
     address, bits = _prefix(value, "containsIP")
     candidate = parse_address(other) if isinstance(other, str) else _address(other, "containsIP")
     return candidate.version == address.version and candidate in _network(address, bits)
 
 
 def _contains_cidr(value: object, other: object) -> bool:
+    """``<CIDR>.containsCIDR(cidr or text)``: a sub-network of the same family."""
     address, bits = _prefix(value, "containsCIDR")
     if isinstance(other, str):
         other = _cidr(other)
@@ -152,19 +165,24 @@ def _contains_cidr(value: object, other: object) -> bool:
 
 
 def _cidr_ip(value: object) -> dict[str, object]:
+    """``<CIDR>.ip()``: its address, host bits kept."""
     return values.make(IP, _prefix(value, "ip")[0].compressed)
 
 
 def _masked(value: object) -> dict[str, object]:
+    """``<CIDR>.masked()``: host bits cleared."""
     address, bits = _prefix(value, "masked")
     return values.make(CIDR, f"{_network(address, bits).network_address.compressed}/{bits}")
 
 
 def _prefix_length(value: object) -> int:
+    """``<CIDR>.prefixLength()``."""
     return _prefix(value, "prefixLength")[1]
 
 
 def _predicate(name: str, attribute: str) -> cel.Overload:
+    """A member predicate read from Python's address attribute of the same meaning."""
+
     def test(value: object) -> bool:
         return bool(getattr(_address(value, name), attribute))
 
@@ -181,6 +199,7 @@ def declarations() -> list[cel.FunctionDecl]:
 
 
 def _ip_functions() -> dict[str, list[cel.Overload]]:
+    """ip.go's functions, by name."""
     return {
         "ip": [overload("string_to_ip", OPAQUE, [T.STRING], _ip)],
         "isIP": [overload("is_ip", T.BOOL, [T.STRING], lambda text: _succeeds(parse_address, text))],
@@ -203,6 +222,7 @@ def _ip_functions() -> dict[str, list[cel.Overload]]:
 
 
 def _cidr_functions() -> dict[str, list[cel.Overload]]:
+    """cidr.go's functions, by name."""
     return {
         "cidr": [overload("string_to_cidr", OPAQUE, [T.STRING], _cidr)],
         "isCIDR": [overload("is_cidr", T.BOOL, [T.STRING], lambda text: _succeeds(_cidr, text))],

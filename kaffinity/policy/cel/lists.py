@@ -31,6 +31,7 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _returnable(value: object, function: str) -> object:
+    """``value``, unless cel-expr-python cannot return it as ``dyn``."""
     if isinstance(value, datetime.timedelta | datetime.datetime):
         raise ValueError(
             f"{function}() of durations or timestamps is not supported by kaffinity's CEL engine"
@@ -39,12 +40,14 @@ def _returnable(value: object, function: str) -> object:
 
 
 def _check_comparable(items: Sequence[object], function: str) -> None:
+    """No such overload unless every item is of a comparable type."""
     for item in items:
         if not isinstance(item, _COMPARABLE):
             raise NoSuchOverload(function, item)
 
 
 def _less(left: object, right: object, function: str) -> bool:
+    """``left < right``; no such overload for values that do not compare."""
     try:
         return bool(left < right)  # type: ignore[operator]
     except TypeError:
@@ -52,11 +55,13 @@ def _less(left: object, right: object, function: str) -> bool:
 
 
 def _is_sorted(items: Sequence[object]) -> bool:
+    """``<list>.isSorted()``: no item less than the one before it."""
     _check_comparable(items, "isSorted")
     return not any(_less(items[index], items[index - 1], "isSorted") for index in range(1, len(items)))
 
 
 def _sum(items: Sequence[object]) -> object:
+    """``<list>.sum()``: numbers or durations added; 0 for an empty list."""
     if not items:
         return 0
     total = items[0]
@@ -74,6 +79,8 @@ def _sum(items: Sequence[object]) -> object:
 
 
 def _extreme(name: str, prefer: Callable[[object, object], bool]) -> Callable[[Sequence[object]], object]:
+    """``min``/``max``: the first item no other is preferred to; an error for an empty list."""
+
     def pick(items: Sequence[object]) -> object:
         if not items:
             raise ValueError(f"{name} called on empty list")
@@ -95,10 +102,12 @@ def equal(left: object, right: object) -> bool:
 
 
 def _index_of(items: Sequence[object], item: object) -> int:
+    """``<list>.indexOf(item)``: the first equal item's index, or -1."""
     return next((index for index, found in enumerate(items) if equal(found, item)), -1)
 
 
 def _last_index_of(items: Sequence[object], item: object) -> int:
+    """``<list>.lastIndexOf(item)``: the last equal item's index, or -1."""
     last = len(items) - 1
     return next((last - index for index, found in enumerate(reversed(items)) if equal(found, item)), -1)
 

@@ -37,6 +37,7 @@ class BadLiteral:
 
 @lru_cache(maxsize=1)
 def _bare() -> cel.Env:
+    """An environment with the standard library only, to evaluate one literal call."""
     return cel.NewEnv()
 
 

@@ -42,10 +42,12 @@ def amount(payload: str) -> Decimal:
 
 
 def _amount_of(value: object, function: str) -> Decimal:
+    """The amount a quantity value holds."""
     return amount(values.text(value, QUANTITY, function))
 
 
 def _quantity(text: str) -> dict[str, object]:
+    """``quantity(text)``: ParseQuantity's error text when it fails."""
     parsed = parse_quantity_text(text)
     if isinstance(parsed, str):
         raise ValueError(parsed)
@@ -53,10 +55,12 @@ def _quantity(text: str) -> dict[str, object]:
 
 
 def _is_quantity(text: str) -> bool:
+    """``isQuantity(text)``."""
     return not isinstance(parse_quantity_text(text), str)
 
 
 def _whole(value: object, function: str) -> int | None:
+    """The amount as an int64, or None when it is not whole or does not fit."""
     found = _amount_of(value, function)
     if found != found.to_integral_value():
         return None
@@ -65,10 +69,12 @@ def _whole(value: object, function: str) -> int | None:
 
 
 def _is_integer(value: object) -> bool:
+    """``<Quantity>.isInteger()``."""
     return _whole(value, "isInteger") is not None
 
 
 def _as_integer(value: object) -> int:
+    """``<Quantity>.asInteger()``: an error when not :func:`_whole`."""
     number = _whole(value, "asInteger")
     if number is None:
         raise ValueError("cannot convert value to integer")
@@ -76,31 +82,37 @@ def _as_integer(value: object) -> int:
 
 
 def _approximate_float(value: object) -> float:
+    """``<Quantity>.asApproximateFloat()``."""
     return float(_amount_of(value, "asApproximateFloat"))
 
 
 def _sign(value: object) -> int:
+    """``<Quantity>.sign()``: -1, 0 or 1."""
     found = _amount_of(value, "sign")
     return 0 if not found else (1 if found > 0 else -1)
 
 
 def _compare(left: object, right: object, function: str) -> int:
+    """``Quantity.Cmp``."""
     first, second = _amount_of(left, function), _amount_of(right, function)
     return 0 if first == second else (1 if first > second else -1)
 
 
 def _operand(other: object, function: str) -> Decimal:
+    """The amount of an ``add``/``sub`` operand: an int or a quantity."""
     if isinstance(other, int) and not isinstance(other, bool):
         return Decimal(other)
     return _amount_of(other, function)
 
 
 def _add(value: object, other: object) -> dict[str, object]:
+    """``<Quantity>.add(quantity or int)``, exact."""
     total = _ARITHMETIC.add(_amount_of(value, "add"), _operand(other, "add"))
     return values.make(QUANTITY, canonical(total))
 
 
 def _sub(value: object, other: object) -> dict[str, object]:
+    """``<Quantity>.sub(quantity or int)``, exact."""
     total = _ARITHMETIC.subtract(_amount_of(value, "sub"), _operand(other, "sub"))
     return values.make(QUANTITY, canonical(total))
 

@@ -61,6 +61,7 @@ def find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
 
 
 def _find(text: str, pattern: str) -> str:
+    """``<string>.find(pattern)``: the first match, or ''."""
     match = compile_pattern(pattern).search(text)
     return match.group(0) if match else ""
 

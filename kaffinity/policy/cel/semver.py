@@ -43,6 +43,7 @@ class Version:
 
 
 def _number(text: str, what: str) -> int:
+    """A major, minor or patch number: digits, no leading zero, within uint64."""
     if not text or not set(text) <= _DIGITS:
         raise ValueError(f"Invalid character(s) found in {what} number {text!r}")
     if len(text) > 1 and text[0] == "0":
@@ -54,6 +55,7 @@ def _number(text: str, what: str) -> int:
 
 
 def _prerelease_part(part: str) -> str:
+    """blang's ``NewPRVersion``: a number without leading zeros, or alphanumerics."""
     if not part:
         raise ValueError("Prerelease is empty")
     if set(part) <= _DIGITS:
@@ -66,6 +68,7 @@ def _prerelease_part(part: str) -> str:
 
 
 def _check_build(build: str) -> None:
+    """Build metadata: non-empty alphanumeric parts."""
     for part in build.split("."):
         if not part:
             raise ValueError("Build meta data is empty")
@@ -109,10 +112,12 @@ def version(payload: str) -> Version:
 
 
 def _sign(difference: int) -> int:
+    """-1, 0 or 1 for a difference."""
     return (difference > 0) - (difference < 0)
 
 
 def _compare_part(left: str, right: str) -> int:
+    """blang's ``PRVersion.Compare``: numbers before words, each in its order."""
     left_number, right_number = set(left) <= _DIGITS, set(right) <= _DIGITS
     if left_number and right_number:
         return _sign(int(left) - int(right))
@@ -144,11 +149,13 @@ def compare(left: object, right: object, function: str) -> int:
 
 
 def _semver(text: str, normalize: bool = False) -> dict[str, object]:
+    """``semver(text[, normalize])``."""
     parsed = normalize_and_parse(text) if normalize else parse(text)
     return values.make(SEMVER, parsed.text())
 
 
 def _is_semver(text: str, normalize: bool = False) -> bool:
+    """``isSemver(text[, normalize])``."""
     try:
         _semver(text, normalize)
     except ValueError:
@@ -157,6 +164,8 @@ def _is_semver(text: str, normalize: bool = False) -> bool:
 
 
 def _field(name: str) -> Callable[[object], int]:
+    """``<Semver>.major()``, ``minor()`` or ``patch()``."""
+
     def read(value: object) -> int:
         found: int = getattr(version(values.text(value, SEMVER, name)), name)
         return found

@@ -19,6 +19,7 @@ T = cel.Type
 
 
 def _join(items: Sequence[object], separator: str = "") -> str:
+    """``<list<string>>.join([separator])``."""
     for item in items:
         if not isinstance(item, str):
             raise ValueError(f"join: invalid input: {item}")

@@ -94,6 +94,7 @@ def _scheme(raw: str) -> tuple[str, str]:
 
 
 def _valid_port(port: str) -> bool:
+    """``validOptionalPort``: empty, or a colon and digits."""
     return port == "" or (port[0] == ":" and all(char in "0123456789" for char in port[1:]))
 
 
@@ -151,6 +152,7 @@ def parse(raw: str, *, request: bool) -> Parts:
 
 
 def _parse_request(raw: str) -> Parts:
+    """``url.ParseRequestURI`` with urls.go's error wording."""
     try:
         return parse(raw, request=True)
     except ValueError as error:
@@ -158,11 +160,13 @@ def _parse_request(raw: str) -> Parts:
 
 
 def _url(raw: str) -> dict[str, object]:
+    """``url(text)``."""
     _parse_request(raw)
     return values.make(URL, raw)
 
 
 def _is_url(raw: str) -> bool:
+    """``isURL(text)``."""
     try:
         parse(raw, request=True)
     except ValueError:
@@ -171,6 +175,7 @@ def _is_url(raw: str) -> bool:
 
 
 def _parts(value: object, function: str) -> Parts:
+    """What ``url.Parse`` reads of a URL value."""
     return parse(values.text(value, URL, function), request=False)
 
 
@@ -186,6 +191,7 @@ def _split_host_port(host: str) -> tuple[str, str]:
 
 
 def _escaped_path(value: object) -> str:
+    """``URL.EscapedPath``: the raw path when it is a valid encoding, else the path escaped."""
     parts = _parts(value, "getEscapedPath")
     if parts.raw_path and _valid_encoded(parts.raw_path):
         return parts.raw_path
@@ -211,6 +217,7 @@ def declarations() -> list[cel.FunctionDecl]:
     """urls.go's functions."""
 
     def accessor(name: str, read: object) -> list[cel.Overload]:
+        """A string accessor's overload."""
         overload_id = "url_" + "".join("_" + c.lower() if c.isupper() else c for c in name).removeprefix("_")
         return [overload(overload_id, T.STRING, [OPAQUE], read, member=True)]  # type: ignore[arg-type]
 
