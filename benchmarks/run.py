@@ -855,7 +855,7 @@ def machine(load_before: tuple[float, float, float], code: tuple[str, str]) -> l
     elif after_code != before_code:
         changed = f"; the repository moved on during the run, to {after_code.split(' ', 2)[2]}"
     return [
-        ("date", datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")),
+        ("date", datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")),
         (
             "CPU",
             f"{_cpu_model()} ({os.cpu_count()} logical cores, {usable} usable; in-process timings "

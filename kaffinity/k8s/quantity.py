@@ -94,6 +94,12 @@ def parse_quantity_string(text: str) -> Decimal | None:
     return parsed if isinstance(parsed, Decimal) else None
 
 
+def parse_quantity_text(text: str) -> Decimal | str:
+    """``ParseQuantity(text)`` as CEL's ``quantity()`` calls it: the value, or upstream's error text
+    (no white space trimmed)."""
+    return _parse_text(text)
+
+
 def _wrap32(value: int) -> int:
     """``int32(value)``: Go's two's-complement truncation."""
     return (value + 2**31) % 2**32 - 2**31

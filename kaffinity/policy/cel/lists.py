@@ -1,0 +1,137 @@
+"""Kubernetes' list library (every version): ``isSorted``, ``sum``, ``min``, ``max``, ``indexOf``...
+
+Upstream: ``staging/src/k8s.io/apiserver/pkg/cel/library/lists.go``. It declares one overload
+per element type (``list_int_sum_int`` ...); cel-expr-python's runtime keeps one implementation
+per argument kinds (a list is a list), so kaffinity declares each on ``list(dyn)`` and returns
+``dyn``: an expression compiles where upstream's does (and also for element types upstream
+refuses, which then fail when evaluated). Element types as upstream: ``sum`` takes int, uint,
+double and duration; ``isSorted``/``min``/``max`` any comparable type (int, uint, double, bool,
+duration, timestamp, string, bytes).
+
+Differences: ``sum``, ``min`` and ``max`` of durations or timestamps are errors (a Python
+function declared to return ``dyn`` cannot return either to cel-cpp); a uint list's
+``sum``/``min``/``max`` is returned as an int (Python has one integer type); an empty list's
+``sum()`` is ``0`` whatever its declared element type (upstream: ``0.0`` for a list of doubles,
+``0u``, ``duration('0s')``; ``0 == 0.0`` holds in CEL).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Sequence
+
+from cel_expr_python import cel
+
+from kaffinity.policy.cel.library import functions, overload
+from kaffinity.policy.cel.values import NoSuchOverload
+
+T = cel.Type
+_COMPARABLE = (int, float, str, bytes, datetime.timedelta, datetime.datetime)
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _returnable(value: object, function: str) -> object:
+    """``value``, unless cel-expr-python cannot return it as ``dyn``."""
+    if isinstance(value, datetime.timedelta | datetime.datetime):
+        raise ValueError(
+            f"{function}() of durations or timestamps is not supported by kaffinity's CEL engine"
+        )
+    return value
+
+
+def _check_comparable(items: Sequence[object], function: str) -> None:
+    """No such overload unless every item is of a comparable type."""
+    for item in items:
+        if not isinstance(item, _COMPARABLE):
+            raise NoSuchOverload(function, item)
+
+
+def _less(left: object, right: object, function: str) -> bool:
+    """``left < right``; no such overload for values that do not compare."""
+    try:
+        return bool(left < right)  # type: ignore[operator]
+    except TypeError:
+        raise NoSuchOverload(function, right) from None
+
+
+def _is_sorted(items: Sequence[object]) -> bool:
+    """``<list>.isSorted()``: no item less than the one before it."""
+    _check_comparable(items, "isSorted")
+    return not any(_less(items[index], items[index - 1], "isSorted") for index in range(1, len(items)))
+
+
+def _sum(items: Sequence[object]) -> object:
+    """``<list>.sum()``: numbers or durations added; 0 for an empty list."""
+    if not items:
+        return 0
+    total = items[0]
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, int | float | datetime.timedelta):
+            raise NoSuchOverload("sum", item)
+    for item in items[1:]:
+        try:
+            total = total + item  # type: ignore[operator]
+        except TypeError:
+            raise NoSuchOverload("sum", item) from None
+    if isinstance(total, int) and not _INT64_MIN <= total <= _INT64_MAX:
+        raise ValueError("integer overflow")
+    return _returnable(total, "sum")
+
+
+def _extreme(name: str, prefer: Callable[[object, object], bool]) -> Callable[[Sequence[object]], object]:
+    """``min``/``max``: the first item no other is preferred to; an error for an empty list."""
+
+    def pick(items: Sequence[object]) -> object:
+        if not items:
+            raise ValueError(f"{name} called on empty list")
+        _check_comparable(items, name)
+        result = items[0]
+        for item in items[1:]:
+            if prefer(item, result):
+                result = item
+        return _returnable(result, name)
+
+    return pick
+
+
+def equal(left: object, right: object) -> bool:
+    """CEL equality of two element values: numbers compare across types, a bool is no number."""
+    if isinstance(left, bool) != isinstance(right, bool):
+        return False
+    return bool(left == right)
+
+
+def _index_of(items: Sequence[object], item: object) -> int:
+    """``<list>.indexOf(item)``: the first equal item's index, or -1."""
+    return next((index for index, found in enumerate(items) if equal(found, item)), -1)
+
+
+def _last_index_of(items: Sequence[object], item: object) -> int:
+    """``<list>.lastIndexOf(item)``: the last equal item's index, or -1."""
+    last = len(items) - 1
+    return next((last - index for index, found in enumerate(reversed(items)) if equal(found, item)), -1)
+
+
+def declarations() -> list[cel.FunctionDecl]:
+    """lists.go's functions, on ``list(dyn)``."""
+    items = T.List(T.DYN)
+    return functions(
+        {
+            "isSorted": [overload("list_is_sorted_bool", T.BOOL, [items], _is_sorted, member=True)],
+            "sum": [overload("list_sum", T.DYN, [items], _sum, member=True)],
+            "max": [
+                overload(
+                    "list_max", T.DYN, [items], _extreme("max", lambda a, b: _less(b, a, "max")), member=True
+                )
+            ],
+            "min": [
+                overload(
+                    "list_min", T.DYN, [items], _extreme("min", lambda a, b: _less(a, b, "min")), member=True
+                )
+            ],
+            "indexOf": [overload("list_a_index_of_int", T.INT, [items, T.DYN], _index_of, member=True)],
+            "lastIndexOf": [
+                overload("list_a_last_index_of_int", T.INT, [items, T.DYN], _last_index_of, member=True)
+            ],
+        }
+    )

@@ -1,0 +1,225 @@
+"""The CEL environment per Kubernetes version: what each version has, compile errors, data.
+
+Version gating follows ``staging/src/k8s.io/apiserver/pkg/cel/environment/base.go``: an
+expression using a library newer than the target version does not compile, and the error names
+the version it needs. Compile errors carry a 1-based line and column inside the expression.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+cel_environment = pytest.importorskip("kaffinity.policy.cel.environment")
+from cel_expr_python import cel  # noqa: E402
+
+from kaffinity.config import KUBE_VERSIONS  # noqa: E402
+from kaffinity.load.parse import parse  # noqa: E402
+from kaffinity.policy.cel.convert import activation_data, plain  # noqa: E402
+
+compile_expression = cel_environment.compile_expression
+CelCompileError = cel_environment.CelCompileError
+CelEvaluationError = cel_environment.CelEvaluationError
+OBJECT = {"object": cel.Type.DYN}
+
+
+def compile_error(expression: str, kube_version: str) -> CelCompileError:
+    with pytest.raises(CelCompileError) as raised:
+        compile_expression(expression, kube_version, OBJECT)
+    return raised.value
+
+
+def test_the_minors_are_the_versions_kaffinity_knows() -> None:
+    assert tuple(range(27, 38)) == cel_environment.KUBE_MINORS
+    assert [f"1.{minor}" for minor in cel_environment.KUBE_MINORS] == list(KUBE_VERSIONS)
+
+
+# (expression, the first minor that has what it uses)
+GATED = [
+    ("quantity('1').isInteger()", 28),
+    ("optional.of(1).hasValue()", 28),
+    ("object.?spec.orValue(1) == 1", 28),
+    ("1 < 2.5", 28),
+    ("'%d'.format([1]) == '1'", 29),
+    ("strings.quote('a') == '\"a\"'", 29),
+    ("sets.contains([1, 2], [1])", 29),
+    ("ip('10.0.0.1').family() == 4", 30),
+    ("cidr('10.0.0.0/8').containsIP('10.1.2.3')", 30),
+    ("isCIDR('10.0.0.0/8')", 30),
+    ("format.dns1123Label().validate('a').hasValue()", 31),
+    ("[1].all(i, v, v > i)", 32),
+    ("[1].transformList(i, v, v)", 32),
+    ("semver('1.0.0').major() == 1", 33),
+    ("isSemver('1.0', true)", 33),
+    ("[2, 1].sort() == [1, 2]", 34),
+    ("lists.range(2) == [0, 1]", 34),
+    ("[1].first().hasValue()", 34),
+]
+
+
+@pytest.mark.parametrize(("expression", "introduced"), GATED)
+def test_each_library_arrives_with_its_kubernetes_version(expression: str, introduced: int) -> None:
+    for minor in cel_environment.KUBE_MINORS:
+        version = f"1.{minor}"
+        if minor < introduced:
+            error = compile_error(expression, version)
+            assert f"needs Kubernetes 1.{introduced} or later (kube-version is {version})" in error.message
+        else:
+            compile_expression(expression, version, OBJECT)
+
+
+def test_the_version_gate_names_what_needs_the_newer_version() -> None:
+    error = compile_error("object.spec.size() > 0 && quantity(object.q).isInteger()", "1.27")
+    assert error.message == "`quantity` needs Kubernetes 1.28 or later (kube-version is 1.27)"
+    assert (error.line, error.column) == (1, 35)  # the call's parenthesis, as cel-go
+    assert compile_error("[1].all(i, v, v > 0)", "1.31").message.startswith("`all` with two variables needs")
+    assert compile_error("1 < 2.5", "1.27").message.startswith("comparing numbers of different types")
+    assert compile_error("ip('::1')", "1.29").message.startswith("`ip` needs Kubernetes 1.30")
+
+
+def test_compile_errors_have_a_line_a_column_and_one_line() -> None:
+    error = compile_error("object.spec\n  .containers.all(c,\n    c.nope(1))", "1.37")
+    assert (error.line, error.column) == (3, 11)
+    assert error.message == "undeclared reference to 'nope'"
+    syntax = compile_error("object.a +", "1.37")
+    assert (syntax.line, syntax.column) == (1, 11)
+    assert syntax.message.startswith("Syntax error: ")
+    assert "\n" not in syntax.message and "^" not in syntax.message
+    typed = compile_error("'ééé' + 1", "1.37")  # columns count characters
+    assert typed.column == 7
+
+
+def test_an_error_no_newer_version_fixes_is_not_a_version_gate() -> None:
+    assert compile_error("nosuch(1)", "1.27").message == "undeclared reference to 'nosuch'"
+
+
+def test_typed_variables_are_checked() -> None:
+    variables = {"params": cel.Type.Map(cel.Type.STRING, cel.Type.STRING)}
+    with pytest.raises(CelCompileError) as raised:
+        compile_expression("params.x + 1", "1.37", variables)
+    assert "found no matching overload for '_+_'" in raised.value.message
+    assert compile_expression("params.x + '1'", "1.37", variables).evaluate({"params": {"x": "a"}}) == "a1"
+
+
+def test_cross_type_numeric_comparisons_compile_unchecked_from_1_28() -> None:
+    compiled = compile_expression("object.a > 1 && 1 < 2.5", "1.28", OBJECT)
+    assert not compiled.checked
+    assert compiled.evaluate({"object": {"a": 2}}) is True
+    assert compile_expression("object.a > 1", "1.28", OBJECT).checked
+
+
+def test_transform_map_is_refused_when_compiling() -> None:
+    error = compile_error("{'a': 1}.transformMap(k, v, v + 1)", "1.37")
+    assert error.message == "transformMap is not supported by kaffinity's CEL engine"
+    assert (error.line, error.column) == (1, 10)
+
+
+def test_the_optional_stand_in_has_no_or_value() -> None:
+    compile_error("format.labelValue().validate('x').orValue([])", "1.37")
+
+
+def test_runtime_errors_are_evaluation_errors() -> None:
+    for expression in ("quantity('bad')", "1 / 0", "object.missing", "optional.of(1)"):
+        compiled = compile_expression(expression, "1.37", OBJECT)
+        with pytest.raises(CelEvaluationError):
+            compiled.evaluate({"object": {}})
+
+
+def test_environments_are_built_once_per_version_and_variables() -> None:
+    first = cel_environment.environment("1.30", OBJECT)
+    assert cel_environment.environment("1.30", {"object": cel.Type.DYN}) is first
+    assert cel_environment.environment("1.31", OBJECT) is not first
+    assert cel_environment.environment("1.30", {"object": cel.Type.STRING}) is not first
+    with pytest.raises(ValueError, match=r"1\.99"):
+        cel_environment.environment("1.99", OBJECT)
+
+
+MANIFEST = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web, tier: "1"}
+  creationTimestamp: 2024-01-02T03:04:05Z
+spec:
+  replicas: 3
+  big: 99999999999999999999
+  template:
+    spec:
+      containers:
+        - name: app
+          resources: {limits: {cpu: 500m, memory: 1Gi}}
+        - name: sidecar
+          resources: {limits: {cpu: "2"}}
+"""
+
+
+def test_loaded_manifests_become_activation_data() -> None:
+    (document,) = [doc for doc in parse("web.yaml", MANIFEST).documents if doc.data]
+    data = activation_data({"object": document.data})
+    assert (
+        type(data["object"]) is dict
+        and type(data["object"]["spec"]["template"]["spec"]["containers"]) is list
+    )
+    assert data["object"]["spec"]["big"] == float(99999999999999999999)
+    activation = cel_environment.activation("1.37", OBJECT, {"object": document.data})
+    expressions = {
+        "object.spec.replicas": 3,
+        "object.metadata.labels.tier": "1",
+        "object.spec.template.spec.containers.map(c, quantity(c.resources.limits.cpu))"
+        ".all(q, q.isLessThan(quantity('3')))": True,
+        "object.spec.template.spec.containers.map(c, quantity(c.resources.limits.cpu).asApproximateFloat())"
+        ".sum()": 2.5,
+        "object.spec.template.spec.containers.exists(c, has(c.resources.limits.memory))": True,
+    }
+    for expression, expected in expressions.items():
+        assert compile_expression(expression, "1.37", OBJECT).evaluate(activation) == expected, expression
+
+
+def test_plain_gives_each_yaml_value_its_json_type() -> None:
+    import datetime
+
+    from ruamel.yaml import YAML
+
+    loaded = YAML().load("a: 2024-01-02T03:04:05Z\nb: 2024-01-02\nc: !!binary aGk=\n1: x\nd: [1, {e: f}]\n")
+    assert plain(loaded) == {
+        "a": "2024-01-02T03:04:05Z",
+        "b": "2024-01-02",
+        "c": "hi",
+        "1": "x",
+        "d": [1, {"e": "f"}],
+    }
+    anchored = plain(YAML().load("a: &x true\nb: *x\nc: 0x10\nd: 1.5\n"))
+    assert anchored == {"a": True, "b": True, "c": 16, "d": 1.5}
+    assert [type(value) for value in anchored.values()] == [bool, bool, int, float]
+    assert plain(datetime.datetime(2024, 1, 2, tzinfo=datetime.UTC)) == "2024-01-02T00:00:00Z"
+    assert plain({True: (1, 2)}) == {"true": [1, 2]}
+
+
+def test_a_loader_mapping_is_refused_unconverted() -> None:
+    (document,) = [doc for doc in parse("web.yaml", MANIFEST).documents if doc.data]
+    with pytest.raises(CelEvaluationError, match="PosDict"):
+        compile_expression("object.kind", "1.37", OBJECT).evaluate({"object": document.data})
+
+
+@pytest.mark.parametrize(
+    ("expression", "message", "column"),
+    [
+        ("duration('1x') > duration('1s')", "invalid duration argument", 10),
+        ("object.t == timestamp('2024-13-01T00:00:00Z')", "invalid timestamp argument", 23),
+        ("object.name.matches('[')", "invalid matches argument", 21),
+    ],
+)
+def test_bad_literals_are_compile_errors_from_1_29(expression: str, message: str, column: int) -> None:
+    error = compile_error(expression, "1.29")
+    assert (error.message, error.line, error.column) == (message, 1, column)
+    compile_expression(expression, "1.28", OBJECT)  # then an error only when evaluated
+    compile_expression("duration('1h30m') > duration('1s') && 'a1'.matches(r'\\d')", "1.29", OBJECT)
+
+
+def test_a_returned_opaque_value_can_be_passed_back_as_data() -> None:
+    """A VAP's ``variables`` are evaluated first and read by later expressions."""
+    variables = {"object": cel.Type.DYN, "variables": cel.Type.DYN}
+    cpu = compile_expression("quantity(object.cpu)", "1.37", variables).evaluate({"object": {"cpu": "500m"}})
+    later = compile_expression("variables.cpu.isLessThan(quantity('1'))", "1.37", variables)
+    assert later.evaluate({"object": {}, "variables": {"cpu": cpu}}) is True
+    assert later.return_type() == cel.Type.BOOL
