@@ -29,21 +29,37 @@ from kaffinity.k8s.gates import minor
 Defaulter = Callable[[dict[str, Any], int], None]
 
 
+#: CEL's int is 64-bit: a larger YAML integer is carried as a double, as JSON would.
+_INT64 = (-(2**63), 2**63 - 1)
+
+
 def plain(value: Any) -> Any:
     """A deep copy of YAML data as the API server holds it, in plain dicts, lists and scalars
     (the loader's mappings and sequences are dict and list subclasses; their keys are strings).
     A mapping entry written as null is left out: the API server decodes a manifest into its
     typed object, where ``affinity: null`` or ``tolerations: null`` is the field unset (and
-    omitted when the object is read back), not a null value."""
+    omitted when the object is read back), not a null value. An integer beyond 64 bits becomes
+    a float."""
     if isinstance(value, dict):
-        return {
-            key: plain(item) if isinstance(item, (dict, list)) else item
-            for key, item in value.items()
-            if item is not None
-        }
+        return {key: _copy(item) for key, item in value.items() if item is not None}
     if isinstance(value, list):
-        return [plain(item) if isinstance(item, (dict, list)) else item for item in value]
-    return value
+        return [_copy(item) for item in value]
+    return _copy(value)
+
+
+def _copy(item: Any) -> Any:
+    kind = type(item)
+    if kind is str or kind is bool:
+        return item
+    if kind is int:
+        return item if _INT64[0] <= item <= _INT64[1] else float(item)
+    if isinstance(item, (dict, list)):
+        return plain(item)
+    # A subclass of a scalar type (ruamel's anchored booleans and numbers): its plain value.
+    for scalar in (bool, int, float, str):
+        if isinstance(item, scalar):
+            return _copy(scalar(item))
+    return item
 
 
 def defaulted(data: Mapping[str, Any], kube_version: str, namespace: str | None) -> dict[str, Any]:

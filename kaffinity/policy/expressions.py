@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 #: The variables of a ValidatingAdmissionPolicy's expressions (``authorizer`` is declared so
@@ -57,11 +58,14 @@ class Program:
     compiled: Any
 
     def run(self, bound: Any) -> Any:
-        """The expression's value for ``bound`` (:func:`activation`); raises
+        """The expression's value for ``bound`` (:meth:`Programs.activation`); raises
         :class:`EvaluationError` for a CEL error."""
-        from kaffinity.policy.celshim import evaluate
+        from kaffinity.policy.cel.environment import CelEvaluationError
 
-        return evaluate(self.compiled, bound, EvaluationError)
+        try:
+            return self.compiled.evaluate(bound)
+        except CelEvaluationError as error:
+            raise EvaluationError(error.message) from None
 
 
 @dataclass
@@ -85,15 +89,31 @@ class Programs:
         return found
 
     def activation(self, names: Collection[str], data: Mapping[str, Any]) -> Any:
-        from kaffinity.policy.celshim import activation
+        """One object's variables for the expressions compiled with ``names``. The values are
+        plain data already (:func:`kaffinity.k8s.defaults.plain`): they are handed to CEL as they
+        are, and CEL converts them once, on first use, for every expression run with it."""
+        from kaffinity.policy.cel.environment import environment
 
-        return activation(self.kube_version, tuple(sorted(names)), data)
+        return environment(self.kube_version, _types(tuple(sorted(names)))).Activation(dict(data))
+
+
+@cache
+def _types(names: tuple[str, ...]) -> Mapping[str, Any]:
+    """The declarations of ``names``: all ``dyn``, as Kubernetes declares an object it has no
+    schema for (the expression's types are checked when it runs)."""
+    from cel_expr_python import cel
+
+    return dict.fromkeys(names, cel.Type.DYN)
 
 
 def compile_cel(text: str, kube_version: str, names: Collection[str]) -> Program:
-    from kaffinity.policy.celshim import compile_expression
+    """``text`` compiled for ``names`` at ``kube_version``; :class:`CompileError` if it does not."""
+    from kaffinity.policy.cel.environment import CelCompileError, compile_expression
 
-    return Program(text, compile_expression(text, kube_version, tuple(sorted(names)), CompileError))
+    try:
+        return Program(text, compile_expression(text, kube_version, _types(tuple(sorted(names)))))
+    except CelCompileError as error:
+        raise CompileError(error.message, error.line, error.column) from None
 
 
 #: ``object.spec.template`` and ``object.?spec.?replicas``, ``object.spec.containers[0]``,
