@@ -33,7 +33,7 @@ _EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
 _INPUT = re.compile(r"inputs\.([A-Za-z0-9_-]+)")
 _STEP_OUTPUT = re.compile(r"steps\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)")
 _ANNOTATION = re.compile(
-    r"^::(error|warning|notice) file=([^,]+),line=(\d+),col=(\d+),title=kaffinity \[([a-z0-9-]+)\]::(.*)$"
+    r"^::(error|warning|notice) file=([^,]+),line=(\d+),col=(\d+),title=kaffinity \[([a-z0-9.-]+)\]::(.*)$"
 )
 
 SERVER, REPOSITORY, SHA = "https://github.com", "acme/manifests", "0123456789abcdef0123456789abcdef01234567"
