@@ -1224,7 +1224,7 @@ def schema(
             metavar="NAME",
             help="kubernetes (manifests, for --kube-version), config (.kaffinity.yaml), "
             "cluster (a ClusterTopology file), output (the report of lint --format json), policy (a Policy), "
-            "facts (the kaffinity variable of a policy expression).",
+            "facts (the kaffinity variable of a policy expression), admission (a ValidatingAdmissionPolicy).",
         ),
     ] = "kubernetes",
     kube_version: _KubeVersion = None,
@@ -1242,6 +1242,10 @@ def schema(
         "output": ("output.schema.json", "the report of lint --format json"),
         "policy": ("policy.schema.json", "a kaffinity.io/v1alpha1 Policy (--policy)"),
         "facts": ("facts.schema.json", "the kaffinity variable of a policy expression"),
+        "admission": (
+            "admission.schema.json",
+            "ValidatingAdmissionPolicy and binding fields kaffinity reads",
+        ),
     }
     if list_schemas:
         rows = [(key, file, what) for key, (file, what) in described.items()]

@@ -38,6 +38,8 @@ NAMES = {
     "cluster": "cluster.schema.json",
     "output": "output.schema.json",
     "policy": "policy.schema.json",
+    "facts": "facts.schema.json",
+    "admission": "admission.schema.json",
     "kubernetes": f"kubernetes-{DEFAULT_KUBE_VERSION}.schema.json",
 }
 SHIPPED = sorted(path.name for path in SCHEMAS.glob("*.json"))
@@ -90,7 +92,8 @@ def test_list_names_every_shipped_schema() -> None:
     [
         (
             ("openapi",),
-            "kaffinity: error: unknown schema 'openapi' (one of kubernetes, config, cluster, output, policy)",
+            "kaffinity: error: unknown schema 'openapi' "
+            "(one of kubernetes, config, cluster, output, policy, facts, admission)",
         ),
         (
             ("--kube-version", "1.26"),
