@@ -41,20 +41,30 @@ def plain(value: Any) -> Any:
     omitted when the object is read back), not a null value. An integer beyond 64 bits becomes
     a float."""
     if isinstance(value, dict):
-        return {key: _copy(item) for key, item in value.items() if item is not None}
+        return {
+            key: item if type(item) in _AS_IS else _copy(item)
+            for key, item in value.items()
+            if item is not None
+        }
     if isinstance(value, list):
-        return [_copy(item) for item in value]
+        return [item if type(item) in _AS_IS else _copy(item) for item in value]
     return _copy(value)
+
+
+#: Scalars copied as they are (the common case, tested first).
+_AS_IS = frozenset({str, bool, float})
+#: CEL's int is 64-bit: a larger YAML integer is carried as a double, as JSON would.
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 def _copy(item: Any) -> Any:
     kind = type(item)
-    if kind is str or kind is bool:
-        return item
     if kind is int:
         return item if _INT64[0] <= item <= _INT64[1] else float(item)
     if isinstance(item, (dict, list)):
         return plain(item)
+    if item is None or kind in _AS_IS:
+        return item
     # A subclass of a scalar type (ruamel's anchored booleans and numbers): its plain value.
     for scalar in (bool, int, float, str):
         if isinstance(item, scalar):

@@ -74,6 +74,7 @@ class Programs:
 
     kube_version: str
     compiled: dict[tuple[str, tuple[str, ...]], Program | CompileError] = field(default_factory=dict)
+    environments: dict[tuple[str, ...], Any] = field(default_factory=dict)
 
     def get(self, text: str, names: Collection[str]) -> Program:
         key = (text, tuple(sorted(names)))
@@ -92,9 +93,13 @@ class Programs:
         """One object's variables for the expressions compiled with ``names``. The values are
         plain data already (:func:`kaffinity.k8s.defaults.plain`): they are handed to CEL as they
         are, and CEL converts them once, on first use, for every expression run with it."""
-        from kaffinity.policy.cel.environment import environment
+        key = tuple(names)
+        env = self.environments.get(key)
+        if env is None:
+            from kaffinity.policy.cel.environment import environment
 
-        return environment(self.kube_version, _types(tuple(sorted(names)))).Activation(dict(data))
+            env = self.environments[key] = environment(self.kube_version, _types(tuple(sorted(names))))
+        return env.Activation(data if type(data) is dict else dict(data))
 
 
 @cache

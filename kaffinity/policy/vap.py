@@ -138,8 +138,8 @@ class Shared:
     (:class:`Objects`)."""
 
     objects: Objects
-    #: The activation of an object for the policies with no params, variables or facts: CEL
-    #: converts an object once per activation, so they share one.
+    #: The activation of an object (no params, no variables' values) for the policies without
+    #: params or facts: CEL converts an object once per activation, so they share one.
     plain_activations: dict[int, Any] = field(default_factory=dict)
     #: id() of the objects kube-apiserver would refuse before admission (None: not yet read)
     rejected: frozenset[int] | None = None
@@ -156,6 +156,7 @@ class Objects:
     labels: dict[int, dict[str, str]] = field(default_factory=dict)
     request_data: dict[int, dict[str, Any]] = field(default_factory=dict)
     defaulted: dict[int, dict[str, Any]] = field(default_factory=dict)
+    params: dict[int, dict[str, Any]] = field(default_factory=dict)  # as params, defaulted once
 
 
 _SHARED: weakref.WeakKeyDictionary[Context, Shared] = weakref.WeakKeyDictionary()
@@ -265,7 +266,8 @@ def _check_object(
                 yield Violation(doc, (), _said(binding, problem), severity=severity)
                 continue
             data = {**base, "params": param}
-            shareable = param is None and not compiled.variables and FACTS not in names and not converted
+            # The variables are evaluated with it too; the validations then with one more.
+            shareable = param is None and FACTS not in names and not converted
             bound = state.plain_activations.get(key) if shareable else None
             if shareable and bound is None:
                 bound = state.plain_activations[key] = programs.activation(names, {**data, "variables": {}})
@@ -387,7 +389,11 @@ def _params(
     for param in found:
         # As the API server stores it: defaulted (a PodDisruptionBudget written without ``spec``
         # has ``spec: {}``, a Deployment its replicas).
-        yield defaulted(param.doc.data, context.settings.kube_version, param.namespace), None
+        stored = state.objects.params
+        key = id(param.doc)
+        if key not in stored:
+            stored[key] = defaulted(param.doc.data, context.settings.kube_version, param.namespace)
+        yield stored[key], None
 
 
 def _evaluate(
