@@ -5,9 +5,10 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, BinaryIO, Optional
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Optional
 
 import typer
 
@@ -16,7 +17,9 @@ from kaffinity.load.display import escape, quote_name, utf8
 
 if TYPE_CHECKING:
     from kaffinity.config import Settings
+    from kaffinity.engine import LintResult
     from kaffinity.expand.fixes import FileFix
+    from kaffinity.findings import Severity
     from kaffinity.load.parse import SourceFile
     from kaffinity.policy.load import Loaded
     from kaffinity.repo.units import Layout, Unit
@@ -40,6 +43,13 @@ class OutputFormat(str, Enum):
     sarif = "sarif"
     github = "github"
     markdown = "markdown"
+    concise = "concise"
+
+
+class MinSeverity(str, Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
 
 
 class FailOn(str, Enum):
@@ -91,8 +101,21 @@ _Config = Annotated[
     typer.Option("--config", "-c", help="Config file (default: nearest .kaffinity.yaml upward)."),
 ]
 _NoConfig = Annotated[bool, typer.Option("--no-config", help="Ignore any .kaffinity.yaml.")]
+
+
+def _kube_version(value: Optional[str]) -> Optional[str]:
+    from kaffinity.config import kube_version_option
+
+    return kube_version_option(value)
+
+
 _KubeVersion = Annotated[
-    Optional[str], typer.Option("--kube-version", help="Target Kubernetes minor version, e.g. 1.33.")
+    Optional[str],
+    typer.Option(
+        "--kube-version",
+        help="Target Kubernetes version: 1.33, v1.33, 1.33.2 (the minor counts).",
+        callback=_kube_version,
+    ),
 ]
 _FeatureGates = Annotated[
     Optional[str],
@@ -165,6 +188,13 @@ def lint(
     fail_on: Annotated[
         Optional[FailOn],
         typer.Option("--fail-on", help="Lowest severity that fails the run (default: error)."),
+    ] = None,
+    min_severity: Annotated[
+        Optional[MinSeverity],
+        typer.Option(
+            "--min-severity",
+            help="Lowest severity the report shows (default: info); the exit code still counts all.",
+        ),
     ] = None,
     namespace: _Namespace = None,
     exclude: Annotated[
@@ -275,6 +305,8 @@ def lint(
     if fail_on is not None:
         threshold = None if fail_on is FailOn.none else Severity(fail_on.value)
         settings = replace(settings, fail_on=threshold)
+    if min_severity is not None:
+        settings = replace(settings, min_severity=Severity(min_severity.value))
     # Erased before any report is written; not while the user types the input on the terminal.
     typed = "-" in (paths or ()) and sys.stdin.isatty()
     with active(terminal(sys.stderr, enabled=not (no_progress or typed))):
@@ -300,11 +332,12 @@ def lint(
     gc.freeze()
 
     sources = {file.name: file.text for file in files}
+    shown = _shown(result, settings.min_severity)
     for target_format, target in extra_reports:
-        text = render(result, target_format, sources=sources, context=lint_context)
+        text = render(shown, target_format, sources=sources, context=lint_context)
         _emit(text, target)
     use_color = _use_color(color, output)
-    _emit(render(result, fmt, color=use_color, sources=sources, context=lint_context), output)
+    _emit(render(shown, fmt, color=use_color, sources=sources, context=lint_context), output)
     for message in result.notices:
         _say(f"kaffinity: note: {message}")
     for message in result.internal_errors:
@@ -316,6 +349,17 @@ def lint(
     if policy_errors:  # a bad policy is bad input: the other policies and the rules still ran
         raise typer.Exit(2)
     raise typer.Exit(1 if result.failed(settings.fail_on) else 0)
+
+
+def _shown(result: LintResult, lowest: Severity) -> LintResult:
+    """The result as the report shows it: the findings below ``lowest`` (``--min-severity``)
+    left out. The exit code is decided on the whole result."""
+    from kaffinity.findings import Severity
+
+    if lowest is Severity.INFO:
+        return result
+    kept = tuple(f for f in result.findings if f.severity.reaches(lowest))
+    return replace(result, findings=kept, hidden=len(result.findings) - len(kept))
 
 
 #: The policies of one command's run, by the paths they were read from: read once, for the
@@ -755,11 +799,32 @@ def _settings(
             exclude=(*settings.exclude, *anchor_patterns(exclude, ".")) if exclude else None,
         )
         check_target(settings.kube_version, settings.feature_gates)
+        _note_unmodelled_gates(settings.feature_gates)
     except ConfigError as error:
         for message in error.messages:
-            _say(message)
+            _say(error_line(message))
         raise typer.Exit(2) from None
     return settings
+
+
+def _note_unmodelled_gates(gates: Mapping[str, bool]) -> None:
+    """A gate kaffinity does not model (nor a typo of one: refused before) is ignored: say so."""
+    from kaffinity.k8s.gates import GATES
+
+    for name in gates:
+        if name not in GATES:
+            _say(
+                f"kaffinity: note: feature gate {name} is not one kaffinity models (the gates of the "
+                "scheduling fields): ignored"
+            )
+
+
+def error_line(message: str) -> str:
+    """An error in kaffinity's one style: ``file:line:col: error: ...`` when it has a place,
+    else ``kaffinity: error: ...``."""
+    if ": error: " in message or message.startswith("kaffinity:"):
+        return message
+    return f"kaffinity: error: {message}"
 
 
 def _size_option(value: str) -> int:
@@ -1263,7 +1328,7 @@ def schema(
         try:
             check_kube_version(version)
         except ConfigError as error:
-            problem = error.messages[0]
+            problem = error_line(error.messages[0])
         file = f"kubernetes-{version}.schema.json"
     elif name not in described:
         problem = f"kaffinity: error: unknown schema '{name}' (one of kubernetes, {', '.join(described)})"
@@ -1288,11 +1353,62 @@ def schema(
         raise typer.Exit(2) from None
 
 
-def main() -> None:
-    """Entry point. An unexpected error is one line on stderr and exit code 3 (bad input gets 2),
-    not a traceback; ``KAFFINITY_DEBUG=1`` shows the traceback for a bug report."""
+def _click_exceptions() -> Any:
+    """click's exceptions module: typer's own copy of click where it ships one, else click."""
     try:
-        app()
+        from typer._click import exceptions  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        from click import exceptions  # type: ignore[no-redef,import-not-found,unused-ignore]
+    return exceptions
+
+
+#: How close an unknown option or command must be to a known one for "did you mean" (click
+#: suggests --jobs for --bogus).
+_CLOSE = 0.75
+
+
+def usage_error(error: Any) -> str:
+    """A usage error in kaffinity's one style: ``kaffinity: error: ...`` and the line naming the
+    help to read; "did you mean" only for a close match."""
+    import difflib
+
+    exceptions = _click_exceptions()
+    context = getattr(error, "ctx", None)
+    command = context.command_path if context is not None else "kaffinity"
+    if isinstance(error, exceptions.NoSuchOption):
+        known = list(error.possibilities or ())
+        if context is not None:
+            known = [name for param in context.command.params for name in getattr(param, "opts", ())]
+        close = difflib.get_close_matches(error.option_name, known, n=1, cutoff=_CLOSE)
+        message = f"no such option: {error.option_name}"
+        if close:
+            message += f" (did you mean {close[0]}?)"
+    else:
+        message = str(error.format_message()).replace("Value error, ", "")
+        message = message[:1].lower() + message[1:] if message[:2] != message[:2].upper() else message
+    message = message.rstrip(".") if message.endswith(".") and message.count(".") == 1 else message
+    return f"kaffinity: error: {message}\nTry '{command} --help' for help."
+
+
+def main() -> None:
+    """Entry point. Usage errors are one line in kaffinity's style (and the help to read), exit
+    code 2; an unexpected error is one line on stderr and exit code 3 (bad input gets 2), not a
+    traceback; ``KAFFINITY_DEBUG=1`` shows the traceback for a bug report."""
+    exceptions = _click_exceptions()
+    try:
+        code = app(prog_name="kaffinity", standalone_mode=False)
+    except exceptions.UsageError as error:
+        if type(error).__name__ == "NoArgsIsHelpError":  # click >= 8.2: no arguments, the help
+            print(error.format_message(), file=sys.stderr)
+            sys.exit(2)
+        print(usage_error(error), file=sys.stderr)
+        sys.exit(2)
+    except exceptions.ClickException as error:  # a file click could not open, and the like
+        print(f"kaffinity: error: {error.format_message()}", file=sys.stderr)
+        sys.exit(error.exit_code)
+    except typer.Abort:
+        print("kaffinity: aborted", file=sys.stderr)
+        sys.exit(1)
     except Exception as error:  # last line of defence for the user's terminal (re-raised above)
         if os.environ.get("KAFFINITY_DEBUG"):
             raise
@@ -1302,3 +1418,4 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(3)  # kaffinity.engine.INTERNAL_ERROR, not imported: this line must not fail
+    sys.exit(code if isinstance(code, int) else 0)

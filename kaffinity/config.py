@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kaffinity.findings import Severity
 from kaffinity.k8s.model import WorkloadKind
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits
-from kaffinity.load.source import Document, Span
+from kaffinity.load.source import Document, Span, unpack
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
@@ -46,6 +47,8 @@ class Settings:
     ignore: tuple[str, ...] = ()
     severity: Mapping[str, Severity] = field(default_factory=dict)
     fail_on: Severity | None = Severity.ERROR
+    #: The lowest severity the report shows (``min-severity:``, ``--min-severity``).
+    min_severity: Severity = Severity.INFO
     namespace: str = "default"
     exclude: tuple[str, ...] = ()
     cluster: str | None = None
@@ -117,6 +120,8 @@ def load_settings(
         raise ConfigError([error_at(display, problem.span, problem.message)])
     if data is None:
         data = PosDict(Span(1, 1))
+    if isinstance(data, dict):
+        _version_as_written(data, text)
     doc = Document(display, 0, data, data, Span(1, 1))
     base = os.path.dirname(os.path.abspath(path))
     if policy_names is not None:
@@ -260,6 +265,7 @@ def _settings(data: Mapping[str, Any], base: str) -> Settings:
         ignore=tuple(data.get("ignore") or ()),
         severity={name: Severity(level) for name, level in (data.get("severity") or {}).items()},
         fail_on=None if fail_on == "none" else Severity(fail_on),
+        min_severity=Severity(data.get("min-severity", "info")),
         namespace=data.get("namespace", "default"),
         exclude=anchor_patterns(data.get("exclude") or (), base),
         cluster=paths([cluster])[0] if isinstance(cluster, str) else None,
@@ -331,8 +337,39 @@ def parse_size(value: int | str) -> int:
     return min(int(size), 2**63 - 1) if size.adjusted() < 19 else 2**63 - 1
 
 
+#: A Kubernetes version as people write it: ``1.30``, ``v1.30``, ``1.30.2``, ``v1.30.2``.
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?$")
+
+
+def normalize_version(text: str) -> str:
+    """The minor version (``1.30``) a version written as kubectl or kubeconform accept it names
+    (``v1.30``, ``1.30.2``, ``v1.30.2``); anything else as it is, for the error to quote."""
+    match = _VERSION.match(text.strip())
+    return f"{int(match.group(1))}.{int(match.group(2))}" if match else text
+
+
+def _version_as_written(data: dict[str, Any], text: str) -> None:
+    """``kube-version`` as its text reads: YAML reads an unquoted ``1.30`` as the number 1.3, so
+    the version is taken from the file's own characters (``1.30``, never ``1.3``, unless the
+    text is ``1.3``), then normalised."""
+    value = data.get("kube-version")
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return
+    if not isinstance(value, str):
+        position = data.key_position("kube-version") if hasattr(data, "key_position") else None
+        line = text.splitlines()[unpack(position).line - 1] if position is not None else ""
+        written = re.search(r"kube-version\s*:\s*([^\s,#}]+)", line)
+        value = written.group(1) if written else str(value)
+    data["kube-version"] = normalize_version(value)
+
+
 def unknown_version(version: str) -> str:
     return f"kube-version '{version}' is not one kaffinity knows ({KUBE_VERSIONS[0]} to {KUBE_VERSIONS[-1]})"
+
+
+def kube_version_option(value: str | None) -> str | None:
+    """``--kube-version`` as written (``v1.30``, ``1.30.2``): the minor it names."""
+    return normalize_version(value) if value is not None else None
 
 
 def check_kube_version(version: str) -> None:

@@ -56,6 +56,8 @@ class LintResult:
     skipped: int = 0
     #: Work left undone because it passed a limit (``limits:``): one line each, naming the limit.
     notices: tuple[str, ...] = ()
+    #: Findings left out of the report by ``--min-severity`` (they still decide the exit code).
+    hidden: int = 0
 
     def failed(self, threshold: Severity | None) -> bool:
         return threshold is not None and any(f.severity.reaches(threshold) for f in self.findings)

@@ -98,6 +98,16 @@ class Finding:
     units: tuple[str, ...] = field(default=(), compare=False)
 
     @property
+    def object_label(self) -> str:
+        """The object it is on, as people say it: ``Deployment shop/web``, ``Namespace prod``
+        ("" when it is on no object: a file that does not parse)."""
+        obj = self.object
+        if obj is None or not obj.kind or obj.kind == "None":
+            return ""
+        scope = f"{obj.namespace}/" if obj.namespace else ""
+        return f"{obj.kind} {scope}{obj.name}" if obj.name else obj.kind
+
+    @property
     def unit_label(self) -> str:
         """Where the finding came from when the input holds several deployment units:
         ``unit overlays/prod``, ``units a, b and 3 more``; empty otherwise."""

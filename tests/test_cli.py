@@ -15,7 +15,7 @@ from kaffinity import __version__
 from kaffinity.report.docs import rule_catalogue
 from kaffinity.rules import RULES
 
-from .kit import EXAMPLES, REPO, no_internal_error, run, run_json
+from .kit import EXAMPLES, REPO, no_internal_error, run, run_json, run_raw
 
 FAIL = str(EXAMPLES / "parse-error" / "fail.yaml")
 HELM = str(EXAMPLES / "helm-template" / "fail.yaml")
@@ -64,7 +64,7 @@ _CRASH = """\
 import sys
 from kaffinity import cli
 from kaffinity.rules import BY_NAME
-def broken(*args):
+def broken(*args, **kwargs):
     raise KeyError("boom")
 if sys.argv[1] == "-":
     cli.app = broken
@@ -235,3 +235,34 @@ def test_an_unwritable_report_is_exit_2_without_traceback(tmp_path: Path) -> Non
     completed = run("lint", "--no-config", "--report", f"sarif={target}", CLEAN)
     assert completed.returncode == 2
     assert completed.stderr.strip().startswith(f"{target}: error: cannot write")
+
+
+@pytest.mark.parametrize(
+    ("args", "first"),
+    [
+        (("lint", "--bogus"), "kaffinity: error: no such option: --bogus"),
+        (("lint", "--jbos", "2"), "kaffinity: error: no such option: --jbos (did you mean --jobs?)"),
+        (
+            ("lint", "--format", "nope", "x.yaml"),
+            "kaffinity: error: invalid value for '--format' / '-f': 'nope' is not one of "
+            "'auto', 'text', 'json', 'sarif', 'github', 'markdown', 'concise'",
+        ),
+        (("nosuchcmd",), "kaffinity: error: no such command 'nosuchcmd'"),
+    ],
+)
+def test_usage_errors_are_one_line_and_the_help_to_read(args: tuple[str, ...], first: str) -> None:
+    """One error style (issue 22): no box, no "Value error", "did you mean" only when close."""
+    completed = run_raw(*args)
+    assert completed.returncode == 2
+    command = "kaffinity" if args[0] == "nosuchcmd" else f"kaffinity {args[0]}"
+    assert completed.stderr.splitlines() == [first, f"Try '{command} --help' for help."]
+
+
+@pytest.mark.parametrize("written", ["1.30", "v1.30", "1.30.2", "v1.30.2"])
+def test_kube_version_as_written(written: str) -> None:
+    """kubectl's and kubeconform's spellings name the minor: at 1.30 the MatchLabelKeysInPodAffinity
+    gate is off, so the example's matchLabelKeys is dropped (at 1.37 it is on)."""
+    example = str(EXAMPLES / "rollout-deadlock" / "pass.yaml")
+    completed = run_raw("lint", "--no-config", "--kube-version", written, "--format", "json", example)
+    assert completed.returncode == 0, completed.stderr
+    assert [f["rule"] for f in json.loads(completed.stdout)["findings"]] == ["gated-field-dropped"]

@@ -64,7 +64,7 @@ def test_all_settings_are_read(tmp_path: Path) -> None:
         ("fail-on: sometimes\n", ":1:1:", ["fail-on", "sometimes"]),
         ("select:\n  - input\n  - helm-templat\n", ":3:5:", ["unknown rule or category 'helm-templat'"]),
         ("severity:\n  parse-error: fatal\n", ":2:3:", ["fatal"]),
-        ("kube-version: 1.33\n", ":1:1:", ["kube-version", "string"]),
+        ("kube-version: [1, 33]\n", ":1:1:", ["kube-version", "string"]),
         ("kube-version: '1.12'\n", ":1:1:", ["'1.12' is not one kaffinity knows (1.27 to 1.37)"]),
         ("- just\n- a list\n", ":1:1:", ["must be a mapping"]),
         (
@@ -167,3 +167,24 @@ def test_config_that_is_no_regular_file(tmp_path: Path, path: str, words: str) -
     completed = run("lint", "--config", path, "-", cwd=tmp_path, stdin="apiVersion: v1\nkind: Pod\n")
     assert completed.returncode == 2
     assert words in completed.stderr and "not found" not in completed.stderr
+
+
+@pytest.mark.parametrize("written", ["1.30", "'1.30'", "v1.30", "1.30.2", "'v1.30.2'"])
+def test_a_version_is_read_as_written(tmp_path: Path, written: str) -> None:
+    """YAML reads an unquoted 1.30 as the number 1.3: the file's own text is read instead; the
+    forms kubectl and kubeconform accept (v1.30, 1.30.2) name the minor."""
+    from kaffinity.config import load_settings
+
+    path = tmp_path / ".kaffinity.yaml"
+    path.write_text(f"kube-version: {written}\n")
+    assert load_settings(str(path), [], []).kube_version == "1.30"
+
+
+def test_the_text_1_3_is_version_1_3(tmp_path: Path) -> None:
+    from kaffinity.config import ConfigError, load_settings
+
+    path = tmp_path / ".kaffinity.yaml"
+    path.write_text("kube-version: 1.3\n")
+    with pytest.raises(ConfigError) as raised:
+        load_settings(str(path), [], [])
+    assert "'1.3' is not one kaffinity knows" in raised.value.messages[0]

@@ -112,7 +112,9 @@ def test_the_hook_fails_on_a_bad_manifest_and_passes_once_fixed(
     assert "kaffinity" in failed.stdout and "Failed" in failed.stdout
     line = next(n for n, text in enumerate(BROKEN_API.splitlines(), 1) if "values: [x]" in text)
     column = BROKEN_API.splitlines()[line - 1].index("values") + 1
-    assert f"web.yaml:{line}:{column}: error [api-validation] Forbidden" in failed.stdout, failed.stdout
+    assert (
+        f"web.yaml:{line}:{column}: error [api-validation] Deployment default/web: Forbidden" in failed.stdout
+    ), failed.stdout
     no_internal_error(failed.returncode, failed.stdout + failed.stderr)
 
     # Fixed: web's required affinity is satisfied by cache.yaml, which the commit does not touch:
@@ -135,3 +137,23 @@ def test_the_whole_repository_hook(hooks: tuple[Path, dict[str, str]], tmp_path:
     passed = _try_repo(hooks, repo, "kaffinity-all")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "No problems found in 2 files." in passed.stdout, passed.stdout
+
+
+@pytest.mark.slow
+def test_a_warning_blocks_the_commit_and_shows_and_mkdocs_passes(
+    hooks: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """The hooks fail on warnings (pre-commit shows output only on failure): a typo'd required
+    affinity is not committed unseen; a commit of mkdocs.yml (no manifest) passes."""
+    _, env = hooks
+    repo = _user_repo(tmp_path / "app", env, {"README.md": "# app\n"})
+    (repo / "mkdocs.yml").write_text("site_name: app\nnav:\n  - Home: index.md\n")
+    _git(repo, env, "add", "mkdocs.yml")
+    passed = _try_repo(hooks, repo, "kaffinity")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    warning = (REPO / "examples" / "revision-unscoped" / "fail.yaml").read_text()
+    (repo / "web.yaml").write_text(warning)
+    _git(repo, env, "add", "web.yaml")
+    failed = _try_repo(hooks, repo, "kaffinity")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "warning [revision-unscoped]" in failed.stdout, failed.stdout

@@ -38,6 +38,10 @@ def render(
         from kaffinity.report.sarif import render as renderer
     elif fmt == "github":
         from kaffinity.report.github import render as renderer
+    elif fmt == "concise":
+        from kaffinity.report.text import render_concise
+
+        return render_concise(result, color=color)
     else:
         from kaffinity.report.text import render as renderer
 

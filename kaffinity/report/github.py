@@ -9,6 +9,8 @@ name would otherwise end the command.
 
 from __future__ import annotations
 
+import os
+
 from kaffinity.engine import LintResult
 from kaffinity.findings import Severity
 from kaffinity.load.display import escape, quote_name
@@ -24,15 +26,30 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def workspace_path(file: str) -> str:
+    """A file as GitHub names it: relative to the workspace (the working directory), without a
+    leading ``./`` (the SARIF report and the job summary say the same)."""
+    if os.path.isabs(file):
+        relative = os.path.relpath(file)
+        return file if relative.startswith("..") else relative
+    return os.path.normpath(file)
+
+
 def render(result: LintResult) -> str:
     lines = []
     for finding in result.findings:
-        properties = [f"file={escape_property(quote_name(finding.file))}"]
+        name = quote_name(workspace_path(finding.file))
+        properties = [f"file={escape_property(name)}"]
+        where = name
         if finding.line is not None:
             properties.append(f"line={finding.line}")
             properties.append(f"col={finding.column}")
+            where += f":{finding.line}:{finding.column}"
         properties.append(f"title={escape_property(f'kaffinity [{finding.rule}]')}")
-        message = escape(finding.message)
+        # The place in the text too: past GitHub's ten annotations of a kind, the log line is all
+        # that is left of one (as ruff and yamllint write theirs).
+        on = f"{escape(finding.object_label)}: " if finding.object_label else ""
+        message = f"{where}: {on}{escape(finding.message)}"
         if finding.units:
             message += f" ({escape(finding.unit_label)})"
         if finding.fix:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -18,6 +19,7 @@ from kaffinity.findings import Finding, Severity
 from kaffinity.load.display import utf8_tree
 from kaffinity.load.parse import STDIN_NAME
 from kaffinity.load.source import Span
+from kaffinity.rules.base import Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -27,6 +29,26 @@ def render(result: LintResult) -> str:
     # Always valid UTF-8: undecodable bytes in a message (lone surrogates) are escaped; in a URI
     # they are percent-encoded (RFC 3986 over the name's own bytes).
     return json.dumps(utf8_tree(as_dict(result)), indent=2, ensure_ascii=False) + "\n"
+
+
+#: Where the rules are documented (docs/rules.md, one section per rule; policies: docs/policies.md).
+DOCS = "https://github.com/kaffinity/kaffinity/blob/main/docs"
+
+
+def rule_name(rule: Rule) -> str:
+    """A rule's SARIF ``name``: its id in PascalCase, with its category when that alone would
+    equal the id but for case (SARIF1001: a name is not its id)."""
+    name = "".join(part[:1].upper() + part[1:] for part in re.split(r"[-.]", rule.name) if part)
+    if name.lower() == rule.name.lower():
+        name += rule.category[:1].upper() + rule.category[1:]
+    return name
+
+
+def help_uri(rule: Rule) -> str:
+    """The rule's documentation: its section of docs/rules.md, or docs/policies.md for a policy."""
+    if rule.category == "policy":
+        return f"{DOCS}/policies.md"
+    return f"{DOCS}/rules.md#{rule.name}"
 
 
 def as_dict(result: LintResult) -> dict[str, Any]:
@@ -47,8 +69,9 @@ def as_dict(result: LintResult) -> dict[str, Any]:
                         "rules": [
                             {
                                 "id": rule.name,
-                                "name": "".join(part.title() for part in rule.name.split("-")),
+                                "name": rule_name(rule),
                                 "shortDescription": {"text": rule.summary},
+                                "helpUri": help_uri(rule),
                                 "fullDescription": {"text": rule.summary},
                                 "help": {"text": rule.docs, "markdown": rule.docs},
                                 "defaultConfiguration": {"level": _LEVELS[result.severities[rule.name]]},

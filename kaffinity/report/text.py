@@ -1,4 +1,5 @@
-"""``file:line:col: severity [rule] message``, grouped by file, with a two-line code frame."""
+"""``file:line:col: severity [rule] Kind namespace/name: message``, grouped by file, with a
+two-line code frame (``text``) or one line each (``concise``)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,18 @@ def _headline(finding: Finding, style: Style) -> str:
     if finding.line is not None:
         where += f":{finding.line}:{finding.column}"
     severity = style(finding.severity.value, _COLORS[finding.severity], _BOLD)
-    return f"{style(where, _BOLD)}: {severity} {style(f'[{finding.rule}]', _DIM)} {escape(finding.message)}"
+    on = f"{escape(finding.object_label)}: " if finding.object_label else ""
+    return (
+        f"{style(where, _BOLD)}: {severity} {style(f'[{finding.rule}]', _DIM)} {on}{escape(finding.message)}"
+    )
+
+
+def render_concise(result: LintResult, *, color: bool = False) -> str:
+    """One line per finding, ``file:line:col: severity [rule] Kind namespace/name: message``, and
+    the summary line: for a terminal, grep, or an editor's problem matcher."""
+    style: Style = _ansi if color else _plain
+    lines = [_headline(finding, style) for finding in result.findings]
+    return "".join(f"{line}\n" for line in [*lines, _summary(result)])
 
 
 def _frame(finding: Finding, lines: list[str], style: Style) -> list[str]:
@@ -75,8 +87,14 @@ def _summary(result: LintResult) -> str:
     if result.skipped:
         # Files that are not Kubernetes manifests (mkdocs.yml, compose files, workflows, ...).
         suppressed += f"; {result.skipped} other YAML/JSON file{'s' if result.skipped != 1 else ''} skipped"
+    if result.hidden:
+        suppressed += f"; {result.hidden} below --min-severity not shown"
     if not result.findings:
-        return f"No problems found in {files}{suppressed}."
+        return (
+            f"No problems shown in {files}{suppressed}."
+            if result.hidden
+            else f"No problems found in {files}{suppressed}."
+        )
     parts = [
         f"{counts[severity]} {severity.value}{_plural(counts[severity], severity)}"
         for severity in Severity
