@@ -413,6 +413,7 @@ def expand(
         ExpandFormat,
         typer.Option("--format", "-f", help="diff: written vs created; yaml: merged in place; json."),
     ] = ExpandFormat.diff,
+    output: _Output = None,
     kube_version: _KubeVersion = None,
     feature_gates: _FeatureGates = None,
     config: _Config = None,
@@ -431,12 +432,15 @@ def expand(
     version, gates = settings.kube_version, settings.feature_gates
     objects = [file for file in files if os.path.normpath(file.name) not in layout.fragments]
     items = list(previews(objects, version, gates, settings.namespace, settings.workload_kinds))
+    text = ""
     if output_format is ExpandFormat.json:
-        sys.stdout.write(render_json(items, version, gates))
+        text = render_json(items, version, gates)
     elif output_format is ExpandFormat.yaml:
-        sys.stdout.write(render_yaml(files, items, version))
+        text = render_yaml(files, items, version)
     elif items:
-        sys.stdout.write(render_diff(items, version))
+        text = render_diff(items, version)
+    if text or output is not None:
+        _emit(text, output)
     if not items and output_format is not ExpandFormat.json:
         _say("kaffinity: no workload uses matchLabelKeys or mismatchLabelKeys")
     raise typer.Exit(2 if broken else 0)
@@ -1272,12 +1276,15 @@ def _print_rich(rules: tuple[Rule, ...], *, explain: bool) -> None:
     console = Console()
     if explain:
         rule = rules[0]
-        console.print(f"[bold]{rule.name}[/bold]  {rule.category}, {rule.severity.value} by default")
+        fixable = ", fixable by kaffinity fix" if rule.fixable else ""
+        console.print(f"[bold]{rule.name}[/bold]  {rule.category}, {rule.severity.value} by default{fixable}")
         console.print(Markdown(f"{rule.summary}\n\n{rule.docs}"))
         return
-    table = Table("rule", "category", "severity", "summary", box=None, header_style="bold")
+    table = Table("rule", "category", "severity", "fix", "summary", box=None, header_style="bold")
     for rule in rules:
-        table.add_row(rule.name, rule.category, rule.severity.value, rule.summary)
+        table.add_row(
+            rule.name, rule.category, rule.severity.value, "yes" if rule.fixable else "", rule.summary
+        )
     console.print(table)
 
 

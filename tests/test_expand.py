@@ -7,6 +7,7 @@ kube-apiserver diff of its design section, and the KEP-3243 example.
 from __future__ import annotations
 
 import json
+import pathlib
 import textwrap
 from typing import Any
 
@@ -29,7 +30,7 @@ from kaffinity.expand.merge import (
 from kaffinity.k8s.model import Workload, build_inventory
 from kaffinity.load.parse import parse
 
-from .kit import added_lines, check, keys, line_of, lint_text, position, run
+from .kit import EXAMPLES, added_lines, check, keys, line_of, lint_text, position, run
 from .test_validation import deployment, pod
 
 HASH = "<pod-template-hash of this revision>"
@@ -590,3 +591,14 @@ def test_expand_yaml_of_several_files_names_each(tmp_path: Any) -> None:
     merged, unchanged = completed.stdout.split("---\n")
     assert merged.startswith(f"# Source: {first}\n") and "- key: app" in merged
     assert unchanged == f"# Source: {second}\n{SELF_ANTI}"
+
+
+def test_expand_writes_to_output_as_lint_does(tmp_path: pathlib.Path) -> None:
+    """``-o FILE``: the report in the file, nothing on stdout (issue 22)."""
+    target = tmp_path / "expand.json"
+    example = str(EXAMPLES / "rollout-deadlock" / "pass.yaml")
+    completed = run("expand", "--no-config", "--format", "json", "-o", str(target), example)
+    assert (completed.returncode, completed.stdout) == (0, "")
+    assert [item["object"]["name"] for item in json.loads(target.read_text())["workloads"]] == [
+        "nginx-deployment"
+    ]

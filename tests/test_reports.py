@@ -194,3 +194,70 @@ def test_related_locations_in_every_format(
         "startColumn": 15,
     }
     assert sarif_result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "Deployment/shop/web"
+
+
+ROLLOUT = ("examples/rollout-deadlock/fail.yaml", "--cluster", "examples/clusters/rollout-deadlock.yaml")
+
+
+def test_concise_is_one_line_per_finding_naming_the_object_and_the_summary() -> None:
+    code, out = _report("concise", *ROLLOUT, cwd=EXAMPLES.parent)
+    assert code == 1
+    lines = out.splitlines()
+    where = "examples/rollout-deadlock/fail.yaml:26:15"
+    on = "Deployment ex-rollout-deadlock-fail/nginx-deployment: "
+    assert [line.split(" ", 3)[:3] for line in lines[:-1]] == [
+        [f"{where}:", "warning", "[revision-unscoped]"],
+        [f"{where}:", "error", "[rollout-deadlock]"],
+    ]
+    assert all(line.split(" ", 3)[3].startswith(on) for line in lines[:-1])
+    assert lines[-1] == "Found 2 problems (1 error, 1 warning) in 1 file."
+
+
+def test_min_severity_hides_from_the_report_not_from_the_exit_code() -> None:
+    completed = run(
+        "lint", "--no-config", "--format", "concise", "--min-severity", "error", *ROLLOUT, cwd=EXAMPLES.parent
+    )
+    assert completed.returncode == 1
+    lines = completed.stdout.splitlines()
+    assert [line.split(" ")[2] for line in lines[:-1]] == ["[rollout-deadlock]"]
+    assert lines[-1].endswith("; 1 below --min-severity not shown.")
+    # A warning alone hidden, --fail-on warning: the run still fails.
+    target = "examples/revision-unscoped/fail.yaml"
+    hidden = run(
+        "lint", "--no-config", "--min-severity", "error", "--fail-on", "warning", target, cwd=EXAMPLES.parent
+    )
+    assert hidden.returncode == 1
+    assert hidden.stdout.startswith("No problems shown in 1 file;")
+
+
+def test_github_names_files_as_the_workspace_does_and_says_where_in_the_text() -> None:
+    code, out = _report("github", "./examples/revision-unscoped/fail.yaml", cwd=EXAMPLES.parent)
+    assert code == 0
+    line = out.splitlines()[0]
+    file = "examples/revision-unscoped/fail.yaml"
+    properties, message = line.split("::", 2)[1:]
+    assert properties.startswith(f"warning file={file},line=")
+    row, column = properties.split("line=")[1].split(",col=")[0], properties.split(",col=")[1].split(",")[0]
+    assert message.startswith(f"{file}:{row}:{column}: ")
+
+
+def test_sarif_rule_names_differ_from_ids_and_link_to_the_docs() -> None:
+    code, out = _report("sarif", *ROLLOUT, cwd=EXAMPLES.parent)
+    assert code == 1
+    rules = json.loads(out)["runs"][0]["tool"]["driver"]["rules"]
+    assert all(rule["name"].lower() != rule["id"].lower() for rule in rules)
+    by_id = {rule["id"]: rule for rule in rules}
+    assert by_id["schema"]["name"] == "SchemaCheck"
+    assert by_id["rollout-deadlock"]["name"] == "RolloutDeadlock"
+    assert by_id["rollout-deadlock"]["helpUri"].endswith("/docs/rules.md#rollout-deadlock")
+    rules_md = (EXAMPLES.parent / "docs" / "rules.md").read_text()
+    assert all(f"\n## {rule['id']}\n" in rules_md for rule in rules)  # every link has its section
+
+
+def test_rules_say_which_rules_fix_can_fix() -> None:
+    listed = json.loads(run("rules", "--format", "json").stdout)
+    assert [rule["name"] for rule in listed if rule["fixable"]] == ["revision-unscoped"]
+    table = run("rules").stdout.splitlines()
+    assert table[0].split()[:4] == ["rule", "category", "severity", "fix"]
+    row = next(line for line in table if line.startswith("revision-unscoped "))
+    assert row.split()[3] == "yes"

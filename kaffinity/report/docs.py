@@ -23,16 +23,18 @@ comment `# kaffinity: ignore[rule-a]` on the finding's line or the line above.
 def rule_table(rules: Sequence[Rule]) -> str:
     width = max(len(rule.name) for rule in rules)
     category_width = max(len(rule.category) for rule in rules)
-    rows = [f"{'rule':<{width}}  {'category':<{category_width}}  {'severity':<8}  summary"]
+    rows = [f"{'rule':<{width}}  {'category':<{category_width}}  {'severity':<8}  fix  summary"]
     rows += [
-        f"{rule.name:<{width}}  {rule.category:<{category_width}}  {rule.severity.value:<8}  {rule.summary}"
+        f"{rule.name:<{width}}  {rule.category:<{category_width}}  {rule.severity.value:<8}  "
+        f"{'yes' if rule.fixable else '-':<3}  {rule.summary}"
         for rule in rules
     ]
     return "\n".join(rows)
 
 
 def rule_text(rule: Rule) -> str:
-    header = f"# {rule.name}\n\ncategory: {rule.category}, default severity: {rule.severity.value}"
+    fixable = ", fixable by `kaffinity fix`" if rule.fixable else ""
+    header = f"# {rule.name}\n\ncategory: {rule.category}, default severity: {rule.severity.value}{fixable}"
     return f"{header}\n\n{rule.summary}\n\n{rule.docs}"
 
 
@@ -45,6 +47,7 @@ def rule_json(rules: Sequence[Rule]) -> str:
                 "severity": rule.severity.value,
                 "summary": rule.summary,
                 "docs": rule.docs,
+                "fixable": rule.fixable,
             }
             for rule in rules
         ],
@@ -53,15 +56,17 @@ def rule_json(rules: Sequence[Rule]) -> str:
 
 
 def rule_catalogue(rules: Sequence[Rule]) -> str:
-    lines = [CATALOGUE_HEADER, "| rule | category | severity | summary |", "|---|---|---|---|"]
+    lines = [CATALOGUE_HEADER, "| rule | category | severity | fix | summary |", "|---|---|---|---|---|"]
     lines += [
-        f"| [`{rule.name}`](#{rule.name}) | {rule.category} | {rule.severity.value} | {rule.summary} |"
+        f"| [`{rule.name}`](#{rule.name}) | {rule.category} | {rule.severity.value} "
+        f"| {'yes' if rule.fixable else ''} | {rule.summary} |"
         for rule in rules
     ]
     body = "\n".join(lines) + "\n"
     for rule in rules:
         docs = rule.docs.replace("\n## ", "\n### ")
         docs = "#" + docs if docs.startswith("## ") else docs
-        intro = f"*{rule.category}, {rule.severity.value} by default.* {rule.summary}"
+        fixable = " `kaffinity fix` fixes it." if rule.fixable else ""
+        intro = f"*{rule.category}, {rule.severity.value} by default.*{fixable} {rule.summary}"
         body += f"\n## {rule.name}\n\n{intro}\n\n{docs}"
     return body

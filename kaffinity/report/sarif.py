@@ -36,12 +36,10 @@ DOCS = "https://github.com/kaffinity/kaffinity/blob/main/docs"
 
 
 def rule_name(rule: Rule) -> str:
-    """A rule's SARIF ``name``: its id in PascalCase, with its category when that alone would
-    equal the id but for case (SARIF1001: a name is not its id)."""
+    """A rule's SARIF ``name``: its id in PascalCase, and ``Check`` after a one-word id, whose
+    PascalCase alone would equal the id but for case (SARIF1001: a name is not its id)."""
     name = "".join(part[:1].upper() + part[1:] for part in re.split(r"[-.]", rule.name) if part)
-    if name.lower() == rule.name.lower():
-        name += rule.category[:1].upper() + rule.category[1:]
-    return name
+    return f"{name}Check" if name.lower() == rule.name.lower() else name
 
 
 def help_uri(rule: Rule) -> str:

@@ -37,6 +37,8 @@ class Rule:
     #: The rule reads the declared cluster (``--cluster``): the engine skips it without one, so
     #: a lint without a cluster never imports the offline scheduler.
     needs_cluster: bool = False
+    #: ``kaffinity fix`` can fix its findings (safe text edits: :mod:`kaffinity.expand.fixes`).
+    fixable: bool = False
 
 
 #: The category of every policy's rule (:mod:`kaffinity.policy`): they run after the built-in

@@ -219,6 +219,7 @@ RULE = Rule(
     severity=Severity.WARNING,
     summary="A Deployment's required (anti-)affinity or spread counts old and new revisions together.",
     check=_check,
+    fixable=True,
     docs="""\
 ## What it finds
 A Deployment with the RollingUpdate strategy whose required pod anti-affinity, required pod

@@ -600,7 +600,9 @@ class _Checker:
         if not state.enabled:
             self._add(
                 (*here, "operator"),
-                f'Unsupported value: {_quote(operator)}: supported values: "Equal", "Exists", "Lt", "Gt" '
+                # field.NotSupported with the operators this API server accepts: without the
+                # gate, Equal and Exists only.
+                f'Unsupported value: {_quote(operator)}: supported values: "Equal", "Exists" '
                 f"({state.why(self.target.version)})",
             )
             return
