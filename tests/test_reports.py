@@ -261,3 +261,43 @@ def test_rules_say_which_rules_fix_can_fix() -> None:
     assert table[0].split()[:4] == ["rule", "category", "severity", "fix"]
     row = next(line for line in table if line.startswith("revision-unscoped "))
     assert row.split()[3] == "yes"
+
+
+def _multitool() -> Path | None:
+    """Microsoft's SARIF Multitool (npm ``@microsoft/sarif-multitool``), as .ci/run installs it
+    under .ci/node, or where ``SARIF_MULTITOOL`` says."""
+    import os
+
+    given = os.environ.get("SARIF_MULTITOOL")
+    candidates = [Path(given)] if given else []
+    candidates.append(
+        EXAMPLES.parent
+        / ".ci"
+        / "node"
+        / "node_modules"
+        / "@microsoft"
+        / "sarif-multitool-linux"
+        / "Sarif.Multitool"
+    )
+    return next((path for path in candidates if path.is_file()), None)
+
+
+def test_the_sarif_multitool_finds_no_error_or_warning(tmp_path: Path) -> None:
+    """The SARIF of a run with findings, a policy and every rule passes Microsoft's validator with
+    the GitHub ingestion rules (rule kinds Sarif, Gh, Ghas) at levels error and warning."""
+    import subprocess
+
+    tool = _multitool()
+    if tool is None:
+        pytest.skip("the SARIF Multitool is not installed (npm install @microsoft/sarif-multitool)")
+    report = tmp_path / "run.sarif"
+    args = ("--policy", str(POLICY_EXAMPLES / "admission.yaml"), "-o", str(report))
+    run("lint", "--no-config", "--format", "sarif", *ROLLOUT, *args, cwd=EXAMPLES.parent)
+    out = tmp_path / "validation.sarif"
+    subprocess.run(
+        [str(tool), "validate", str(report), "--rule-kind", "Sarif;Gh;Ghas", "--level", "Error;Warning",
+         "-o", str(out), "--log", "ForceOverwrite"],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    results = [result for run_ in json.loads(out.read_text())["runs"] for result in run_.get("results", [])]
+    assert [(r["ruleId"], r["level"], r["message"]) for r in results] == []
