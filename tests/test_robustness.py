@@ -187,7 +187,7 @@ def test_duplicate_keys_are_a_parse_error_and_the_later_value_is_linted(tmp_path
     completed = run("lint", "--no-config", str(tmp_path))
     assert completed.returncode == 2 and completed.stderr == ""
     assert f'{path}:6:3: error [parse-error] mapping key "name" already defined at line 4' in completed.stdout
-    assert f"{path}:9:5: error [schema] unknown field" in completed.stdout  # the document is still linted
+    assert f"{path}:9:5: error [schema] Pod default/second: unknown field" in completed.stdout  # still linted
     assert GOOD_FINDING in completed.stdout
 
 
