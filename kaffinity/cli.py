@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Optional
 import typer
 
 from kaffinity import __version__
+from kaffinity.help import Group
 from kaffinity.load.display import escape, quote_name, utf8
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     name="kaffinity",
+    cls=Group,  # the same --help on every supported typer (kaffinity/help.py)
     help="Lint Kubernetes pod scheduling rules (affinity, anti-affinity, topology spread, "
     "tolerations) before they reach a cluster.",
     no_args_is_help=True,

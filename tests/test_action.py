@@ -12,17 +12,23 @@ https://docs.github.com/en/actions/writing-workflows/workflow-syntax-for-github-
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from jsonschema import Draft7Validator
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 from ruamel.yaml import YAML
 
 from .kit import EXAMPLES, POLICY_EXAMPLES, REPO, expected, lint_paths
@@ -48,13 +54,23 @@ def load_action() -> dict[str, Any]:
     return data
 
 
-def evaluate(value: str, inputs: dict[str, str], outputs: dict[str, dict[str, str]], action_path: str) -> str:
+def evaluate(
+    value: str,
+    inputs: dict[str, str],
+    outputs: dict[str, dict[str, str]],
+    action_path: str,
+    runner_temp: str = "/runner-temp",
+) -> str:
     """``${{ }}`` expressions of exactly the forms the action uses; any other fails the test."""
 
     def one(match: re.Match[str]) -> str:
         expression = match.group(1).strip()
         if expression == "github.action_path":
             return action_path
+        if expression == "runner.temp":
+            return runner_temp
+        if expression == "runner.os":
+            return "Linux"
         found = _INPUT.fullmatch(expression)
         if found:
             assert found.group(1) in inputs, f"input {found.group(1)} is used but not declared"
@@ -141,7 +157,10 @@ class Runner:
             **self.environment(),
             "GITHUB_OUTPUT": str(output_file),
             "GITHUB_STEP_SUMMARY": str(summary_file),
-            **{name: evaluate(str(value), inputs, outputs, str(REPO)) for name, value in step["env"].items()},
+            **{
+                name: evaluate(str(value), inputs, outputs, str(REPO), str(self.temp))
+                for name, value in step["env"].items()
+            },
         }
         completed = subprocess.run(
             ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
@@ -231,7 +250,9 @@ def run_action(action: dict[str, Any], installed: dict[str, str], root: Path, **
     outputs: dict[str, dict[str, str]] = {"install": installed}
     code, stdout, stderr, summary = 0, "", "", ""
     for number, step in enumerate(action["runs"]["steps"], start=1):
-        if step.get("id") == "install":
+        if step.get("id") == "install" or "uses" in step:
+            # The install ran once (the fixture); actions/cache is a JavaScript action the harness
+            # does not run: every run here is a cache miss (the key is checked on its own below).
             continue
         run = runner.run_step(step, inputs, outputs, number)
         outputs[step["id"]] = run.outputs
@@ -262,9 +283,14 @@ def workflow_annotations(stdout: str) -> list[tuple[str, str, int, int, str]]:
 def test_declares_a_composite_bash_action_with_its_inputs_used(action: dict[str, Any]) -> None:
     assert action["runs"]["using"] == "composite"
     steps = action["runs"]["steps"]
-    assert [step.get("id") for step in steps] == ["install", "lint"]
+    assert [step.get("id") or step.get("uses") for step in steps] == [
+        "lock",
+        "actions/cache@v4",
+        "install",
+        "lint",
+    ]
     used: set[str] = set()
-    for step in steps:
+    for step in (step for step in steps if "uses" not in step):
         assert step["shell"] == "bash"
         # Inputs reach scripts through env only (script injection hardening).
         assert "${{" not in step["run"], f"an expression inside run: of step {step['id']}"
@@ -282,7 +308,7 @@ def test_declares_a_composite_bash_action_with_its_inputs_used(action: dict[str,
 
 
 def test_outputs_map_to_the_lint_steps_outputs(action: dict[str, Any]) -> None:
-    ids = {step["id"] for step in action["runs"]["steps"]}
+    ids = {step["id"] for step in action["runs"]["steps"] if "id" in step}
     assert {"errors", "warnings", "infos", "findings", "sarif-file", "exit-code"} <= set(action["outputs"])
     for name, spec in action["outputs"].items():
         (expression,) = _EXPRESSION.findall(spec["value"])
@@ -482,8 +508,129 @@ def test_documented_workflows_use_the_action_as_declared(action: dict[str, Any],
         assert [step["uses"] for step in ours] == [f"kaffinity/kaffinity@v{__version__}"]
         assert set(ours[0].get("with", {})) <= set(action["inputs"])
         (upload,) = [step for step in uses if step["uses"].startswith("github/codeql-action/upload-sarif@")]
-        assert upload["if"] == "always()"
-        assert upload["with"]["sarif_file"] == action["inputs"]["sarif-file"]["default"]
+        # Also after findings failed the step, but not after a usage error (no SARIF): the job
+        # then fails once, with kaffinity's reason, not again in the upload.
+        step_id = ours[0]["id"]
+        assert upload["if"] == f"always() && steps.{step_id}.outputs.sarif-file != ''"
+        assert upload["with"]["sarif_file"] == f"${{{{ steps.{step_id}.outputs.sarif-file }}}}"
+
+
+def _shipped_workflows() -> list[tuple[str, str]]:
+    """Every workflow the repository ships: the complete ones in the documentation and any file
+    under .github/workflows."""
+    shipped = []
+    for document in ("README.md", "docs/github-action.md"):
+        for number, block in enumerate(
+            re.findall(r"```yaml\n(.*?)```", (REPO / document).read_text("utf-8"), re.DOTALL)
+        ):
+            loaded = YAML(typ="safe").load(block)
+            if isinstance(loaded, dict) and isinstance(loaded.get("jobs"), dict):
+                shipped.append((f"{document}#{number}", block))
+    folder = REPO / ".github" / "workflows"
+    for path in sorted(folder.glob("*.y*ml")) if folder.is_dir() else ():
+        shipped.append((str(path.relative_to(REPO)), path.read_text(encoding="utf-8")))
+    return shipped
+
+
+def test_shipped_workflows_match_githubs_workflow_schema(tmp_path: Path) -> None:
+    """check-jsonschema's bundled copy of SchemaStore's github-workflow schema (no network)."""
+    workflows = _shipped_workflows()
+    assert workflows
+    files = []
+    for number, (_, text) in enumerate(workflows):
+        files.append(tmp_path / f"workflow-{number}.yaml")
+        files[-1].write_text(text, encoding="utf-8")
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "check_jsonschema",
+            "--builtin-schema",
+            "vendor.github-workflows",
+            *map(str, files),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, (
+        f"{[name for name, _ in workflows]}\n{completed.stdout}{completed.stderr}"
+    )
+
+
+def test_the_schema_check_catches_a_broken_workflow(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(
+        "on: push\njobs:\n  lint:\n    steps: [{uses: a/b@v1}]\n", encoding="utf-8"
+    )  # no runs-on
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "check_jsonschema",
+            "--builtin-schema",
+            "vendor.github-workflows",
+            str(broken),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+
+
+# --- the lock and the cache -----------------------------------------------------------------
+
+LOCK = REPO / "constraints" / "action.txt"
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version, f"{path.name}: not an exact pin: {line}"
+            pins[canonicalize_name(name)] = version
+    return pins
+
+
+@pytest.mark.parametrize("lock", ["action.txt", "floors.txt"])
+def test_the_locks_pin_every_dependency_within_its_declared_range(lock: str) -> None:
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    pins = _pins(REPO / "constraints" / lock)
+    for text in pyproject["project"]["dependencies"]:
+        requirement = Requirement(text)
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{lock} does not pin {name}"
+        assert requirement.specifier.contains(pins[name]), (
+            f"{lock}: {name}=={pins[name]} not in {requirement}"
+        )
+        if lock == "floors.txt":  # the floor is the declared lower bound itself
+            floors = [spec.version for spec in requirement.specifier if spec.operator == ">="]
+            assert floors and Version(pins[name]) == Version(floors[0]), (
+                f"{name}: {pins[name]} vs {requirement}"
+            )
+
+
+def test_the_install_step_installs_from_the_lock_with_a_pip_cache_keyed_on_it(
+    action: dict[str, Any], tmp_path: Path
+) -> None:
+    steps = {step.get("id") or step["uses"]: step for step in action["runs"]["steps"]}
+    install, cache = steps["install"], steps["actions/cache@v4"]
+    assert '--constraint "$KAFFINITY_SOURCE/constraints/action.txt"' in install["run"]
+    runner = _new_runner(tmp_path)
+    run = runner.run_step(steps["lock"], _inputs(action, {}), {}, 0)
+    assert run.code == 0, run.stderr
+    assert run.outputs == {"hash": hashlib.sha256(LOCK.read_bytes()).hexdigest()}
+    outputs = {"lock": run.outputs}
+    inputs = _inputs(action, {})
+    temp = str(runner.temp)
+    path = evaluate(cache["with"]["path"], inputs, outputs, str(REPO), temp)
+    key = evaluate(cache["with"]["key"], inputs, outputs, str(REPO), temp)
+    assert path == evaluate(install["env"]["PIP_CACHE_DIR"], inputs, outputs, str(REPO), temp)
+    assert path == f"{temp}/kaffinity-pip-cache"
+    assert key == f"kaffinity-pip-Linux-{run.outputs['hash']}"
 
 
 def test_the_action_page_lists_every_input_and_output(action: dict[str, Any]) -> None:
