@@ -35,6 +35,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Markdown: the lines of a docstring paragraph are one paragraph, rewrapped to the terminal.
+    rich_markup_mode="markdown",
 )
 
 
@@ -1157,7 +1159,7 @@ app.add_typer(policy_app, name="policy")
 def policy_test(
     paths: Annotated[
         list[str],
-        typer.Argument(help="Folders or files of policies and fixtures (# expect: <policy> markers)."),
+        typer.Argument(help="Folders or files of policies and fixtures (# expect: POLICY markers)."),
     ],
     policy: Annotated[
         Optional[list[str]],
@@ -1168,7 +1170,7 @@ def policy_test(
     no_config: _NoConfig = False,
 ) -> None:
     """Check policies against fixtures: each fixture's policy findings must fall exactly on its
-    '# expect: <policy>' lines. Exit code 0: every fixture passes; 1: one fails; 2: bad input."""
+    '# expect: POLICY' lines. Exit code 0: every fixture passes; 1: one fails; 2: bad input."""
     from kaffinity.engine import lint as run_lint
     from kaffinity.policy.testing import run_tests
 

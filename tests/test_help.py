@@ -71,4 +71,4 @@ def test_a_bad_choice_is_reported_without_a_value_error_prefix() -> None:
     assert completed.returncode == 2
     assert "Value error" not in completed.stderr
     assert "(env var:" not in completed.stderr  # click 8.2 with typer < 0.26
-    assert "Invalid value for '--fail-on': 'bogus' is not one of" in completed.stderr
+    assert "kaffinity: error: invalid value for '--fail-on': 'bogus' is not one of" in completed.stderr
