@@ -453,9 +453,11 @@ def graph(
         ),
     ] = False,
     min_severity: Annotated[
-        GraphSeverity,
-        typer.Option("--min-severity", help="With --findings-only: the lowest severity that counts."),
-    ] = GraphSeverity.info,
+        Optional[GraphSeverity],
+        typer.Option(
+            "--min-severity", help="With --findings-only: the lowest severity that counts (default info)."
+        ),
+    ] = None,
     max_vertices: Annotated[
         Optional[int],
         typer.Option(
@@ -489,6 +491,12 @@ def graph(
     from kaffinity.rules import RULES
     from kaffinity.rules.base import rule_enabled
 
+    if depth is not None and not (focus or findings_only):
+        _say("kaffinity: error: --depth needs --focus or --findings-only")
+        raise typer.Exit(2)
+    if min_severity is not None and not findings_only:
+        _say("kaffinity: error: --min-severity needs --findings-only")
+        raise typer.Exit(2)
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
     settings = settings.overridden(cluster=cluster_file, closed=closed, render=build)
     files = _load(paths, settings, stdin_filename)
@@ -509,10 +517,10 @@ def graph(
     picture, findings = context.graph, result.findings
     selection = None
     if focus or findings_only:
-        lowest = Severity(min_severity.value)
+        lowest = Severity(min_severity.value if min_severity is not None else "info")
         flagged = flagged_vertices(picture, findings, lowest) if findings_only else None
         try:
-            selection = select(picture.graph, focus or (), depth, flagged, min_severity.value)
+            selection = select(picture.graph, focus or (), depth, flagged, lowest.value)
         except FocusError as error:
             _say(f"kaffinity: error: {error}")
             raise typer.Exit(2) from None

@@ -38,7 +38,7 @@ def _term(kind: str, labels: str) -> str:
 """
 
 
-#: shop: web -x-> api --> db <-- budget; other: api --> cache; lone (no relation); orphan's
+#: shop: web -x-> api --> db <-- budget; other: api --> cache; lone <-- budget lone; orphan's
 #: affinity matches nothing (affinity-no-match); batch: 17 workloads a selector vertex stands
 #: for, kept away from by sweeper.
 OBJECTS = [
@@ -56,6 +56,14 @@ spec:
     _deployment("api", "other", "app: api", _term("podAffinity", "app: cache")),
     _deployment("cache", "other", "app: cache"),
     _deployment("lone", "other", "app: lone"),
+    """\
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: lone, namespace: other}
+spec:
+  maxUnavailable: 1
+  selector: {matchLabels: {app: lone}}
+""",
     _deployment("orphan", "other", "app: orphan", _term("podAffinity", "app: nothing")),
     *(_deployment(f"job-{n}", "batch", f"app: job-{n}, tier: batch") for n in range(17)),
     _deployment("sweeper", "batch", "app: sweeper", _term("podAntiAffinity", "tier: batch")),
@@ -139,6 +147,7 @@ def test_focus_on_a_namespace(manifests: Path) -> None:
         "Deployment/other/cache",
         "Deployment/other/lone",
         "Deployment/other/orphan",
+        "PodDisruptionBudget/other/lone",
     }
     assert _ids(_json(manifests, "--focus", "ns:other")) == other
     # a bare word that names no workload is a namespace
@@ -174,6 +183,7 @@ def test_findings_only(manifests: Path) -> None:
         "Deployment/other/api",
         "Deployment/other/cache",
         "Deployment/other/lone",
+        "PodDisruptionBudget/other/lone",
     }
 
 
@@ -254,3 +264,23 @@ def test_a_mermaid_summary_fits_the_text_limit() -> None:
     short, _ = draw(graph, [], "mermaid", None, Limits(vertices=5, text=len(full) - 1))
     assert len(short) < len(full) and 0 < len(links.findall(short)) < 3
     assert "links (those with the fewest terms) not drawn" in short
+
+
+def test_a_workload_before_a_budget_of_the_same_name(manifests: Path) -> None:
+    assert _ids(_json(manifests, "--focus", "other/lone", "--depth", "0")) == {"Deployment/other/lone"}
+    assert _ids(_json(manifests, "--focus", "lone")) == {
+        "Deployment/other/lone",
+        "PodDisruptionBudget/other/lone",
+    }
+    budget = _json(manifests, "--focus", "PodDisruptionBudget/other/lone", "--depth", "0")
+    assert _ids(budget) == {"PodDisruptionBudget/other/lone"}
+
+
+@pytest.mark.parametrize(
+    "args", [("--depth", "1"), ("--min-severity", "error"), ("--focus", "web", "--min-severity", "error")]
+)
+def test_options_that_need_another(manifests: Path, args: tuple[str, ...]) -> None:
+    result = invoke("graph", "--no-config", *args, str(manifests))
+    assert result.exit_code == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("kaffinity: error: --") and line.endswith("--findings-only")

@@ -3,17 +3,18 @@ objects with findings (``--findings-only``), and, above a size limit, a summary 
 
 * **Names** (:func:`resolve`): a vertex id (``Kind/namespace/name``, ``pods:...``,
   ``selector:<n>``), ``namespace/name`` or a bare name of a workload or budget (the kind's case
-  and a unique match suffice), or ``ns:NAME`` for a namespace; a bare word that names no
-  workload or budget is taken as a namespace. Not found or ambiguous: :class:`FocusError`, one
-  line, with close matches.
+  and a unique match suffice; a workload before a budget of the same name), or ``ns:NAME`` for
+  a namespace; a bare word that names no workload or budget is taken as a namespace. Not found
+  or ambiguous: :class:`FocusError`, one line, with close matches.
 * **Neighbourhood** (:func:`neighbourhood`): the vertices an edge relates to a seed, in either
   direction, repeated ``depth`` times. A selector vertex stands for one term matching many
   vertices, so it is crossed, not counted as a step: a term's owner and the vertices the term
   matches are neighbours (two members of the same selector are not).
 * **Selector vertices** are drawn when a term's owner and one of the vertices it matches are
   both drawn (:func:`selection`).
-* **Summary** (:func:`summarise`): one vertex per namespace and one edge per (namespace, namespace,
-  kind), counting the terms and budgets of the first namespace that reach the second.
+* **Summary** (:func:`summarise`): one vertex per namespace (and per selector vertex whose
+  matches span namespaces) and one edge per pair, counting by kind the terms and budgets of the
+  first namespace that reach the second.
 """
 
 from __future__ import annotations
@@ -100,6 +101,10 @@ def resolve(graph: nx.MultiDiGraph[str], text: str) -> list[str]:
             or (len(parts) == 1 and text == name)
         ):
             found.append(vertex)
+    # A budget is often named after its workload: "shop/api" is the workload, the budget is
+    # PodDisruptionBudget/shop/api.
+    if len(parts) < 3 and any(graph.nodes[vertex]["type"] == "workload" for vertex in found):
+        found = [vertex for vertex in found if graph.nodes[vertex]["type"] == "workload"]
     if len(found) == 1:
         return found
     if len(found) > 1:
