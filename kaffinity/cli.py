@@ -456,6 +456,12 @@ class GraphFormat(str, Enum):
     json = "json"
 
 
+class GraphSeverity(str, Enum):
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
 @app.command()
 def graph(
     paths: _Paths = None,
@@ -474,17 +480,75 @@ def graph(
     stdin_filename: _StdinFilename = None,
     unit: _Unit = None,
     build: _Render = None,
+    focus: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--focus",
+            help="Draw only this workload or budget (Kind/namespace/name, namespace/name or a unique "
+            "name) or namespace (ns:NAME, or a name no workload has) and its neighbours (repeatable).",
+        ),
+    ] = None,
+    depth: Annotated[
+        Optional[int],
+        typer.Option(
+            "--depth",
+            min=0,
+            help="Relations to follow from --focus (default 1) or from --findings-only (default 0).",
+        ),
+    ] = None,
+    findings_only: Annotated[
+        bool,
+        typer.Option(
+            "--findings-only",
+            help="Draw only the objects with findings of the enabled rules (all of them, not only the "
+            "graph rules) and the relations between them; with --focus, those of its neighbourhood.",
+        ),
+    ] = False,
+    min_severity: Annotated[
+        Optional[GraphSeverity],
+        typer.Option(
+            "--min-severity", help="With --findings-only: the lowest severity that counts (default info)."
+        ),
+    ] = None,
+    max_vertices: Annotated[
+        Optional[int],
+        typer.Option(
+            "--max-vertices",
+            min=0,
+            help="Above this many vertices, draw one vertex per namespace instead "
+            "(default 300; 0: no limit).",
+        ),
+    ] = None,
+    max_edges: Annotated[
+        Optional[int],
+        typer.Option(
+            "--max-edges",
+            min=0,
+            help="Above this many edges, draw one vertex per namespace instead (default 1000 for dot, "
+            "500 and 50,000 characters for mermaid, its own limits; 0: no limit).",
+        ),
+    ] = None,
 ) -> None:
     """Draw the affinity graph: which workloads each affinity, anti-affinity, spread constraint
     and disruption budget reaches, with the graph rules' findings highlighted. With several
-    deployment units, one unit (--unit; default the first). Exit code 0, 2 on bad input, 3 on an internal
-    error."""
+    deployment units, one unit (--unit; default the first). A picture above the limits
+    (--max-vertices, --max-edges) is summarised per namespace; JSON is complete unless --focus
+    or --findings-only is given. Exit code 0, 2 on bad input or a --focus that names nothing
+    (or several objects), 3 on an internal error."""
     from kaffinity.context import Context
     from kaffinity.engine import lint as run_lint
-    from kaffinity.graph.picture import render_dot, render_json, render_mermaid
+    from kaffinity.findings import Severity
+    from kaffinity.graph.picture import DEFAULT_LIMITS, draw, flagged_vertices, render_json
+    from kaffinity.graph.view import FocusError, Limits, select
     from kaffinity.rules import RULES
     from kaffinity.rules.base import rule_enabled
 
+    if depth is not None and not (focus or findings_only):
+        _say("kaffinity: error: --depth needs --focus or --findings-only")
+        raise typer.Exit(2)
+    if min_severity is not None and not findings_only:
+        _say("kaffinity: error: --min-severity needs --findings-only")
+        raise typer.Exit(2)
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
     settings = settings.overridden(cluster=cluster_file, closed=closed, render=build)
     files = _load(paths, settings, stdin_filename)
@@ -492,23 +556,44 @@ def graph(
     files, layout = _layout(files, paths, settings)
     broken = _input_problems(files, settings, layout, cluster)
     chosen = _choose_unit(layout, unit)
-    # Only the graph rules the configuration enables: their findings are what the picture marks.
+    # The graph rules the configuration enables: their findings are what the picture marks;
+    # with --findings-only, every enabled rule's, as kaffinity lint reports them.
     drawn = tuple(
         rule
         for rule in RULES
-        if rule.category == "graph" and rule_enabled(rule, settings.select, settings.ignore)
+        if (findings_only or rule.category == "graph")
+        and rule_enabled(rule, settings.select, settings.ignore)
     )
     context = Context(files, settings, cluster, chosen.documents)
     result = run_lint(files, settings, drawn, context=context, layout=_only(layout, chosen))
     picture, findings = context.graph, result.findings
+    selection = None
+    if focus or findings_only:
+        lowest = Severity(min_severity.value if min_severity is not None else "info")
+        flagged = flagged_vertices(picture, findings, lowest) if findings_only else None
+        try:
+            selection = select(picture.graph, focus or (), depth, flagged, lowest.value)
+        except FocusError as error:
+            _say(f"kaffinity: error: {error}")
+            raise typer.Exit(2) from None
+    notes: list[str] = []
     if output_format is GraphFormat.json:
-        text = render_json(picture, findings, settings.kube_version)
-    elif output_format is GraphFormat.dot:
-        text = render_dot(picture, findings)
+        text = render_json(picture, findings, settings.kube_version, selection)
     else:
-        text = render_mermaid(picture, findings)
+        default = DEFAULT_LIMITS[output_format.value]
+        given = max_vertices is not None or max_edges is not None
+        limits = Limits(
+            vertices=default.vertices if max_vertices is None else max_vertices,
+            edges=default.edges if max_edges is None else max_edges,
+            text=0 if given else default.text,
+        )
+        text, note = draw(picture, findings, output_format.value, selection, limits)
+        notes += [note] if note else []
     _emit(text, output)
-    for message in (*(f"note: {notice}" for notice in result.notices), *result.internal_errors):
+    for message in (
+        *(f"note: {notice}" for notice in (*result.notices, *notes)),
+        *result.internal_errors,
+    ):
         _say(f"kaffinity: {message}")
     raise typer.Exit(result.exit_code if result.internal_errors else 2 if broken else 0)
 
