@@ -141,6 +141,20 @@ def lint_text(
     return result
 
 
+def policy_rules_of(folder: Path, *documents: str, **settings: Any) -> list[Rule]:
+    """The rules of a policy file made of ``documents`` (dedented, joined with ``---``) written
+    in ``folder``, for ``Settings(**settings)``; the file must load and compile without errors."""
+    from kaffinity.policy.check import policy_rules, reserved_names
+    from kaffinity.policy.load import load_policies
+
+    path = folder / "policy.yaml"
+    path.write_text("---\n".join(textwrap.dedent(doc) for doc in documents), encoding="utf-8")
+    loaded = load_policies([str(path)], reserved_names())
+    made, errors = policy_rules(loaded, Settings(**settings))
+    assert not loaded.errors and not errors, [*loaded.errors, *errors]
+    return made
+
+
 def lint_paths(*paths: str | Path, rules: Sequence[Rule] = RULES, **settings: Any) -> LintResult:
     """Lint as the CLI does; a ``cluster`` path (relative: to the repository) is loaded too."""
     cluster = None

@@ -15,11 +15,10 @@ from typing import Any
 
 import pytest
 
-from kaffinity.config import Settings
-from kaffinity.policy.check import policy_rules, reserved_names
+from kaffinity.policy.check import reserved_names
 from kaffinity.policy.load import load_policies
 
-from .kit import findings, keys, line_of, lint_text, position, run
+from .kit import findings, keys, line_of, lint_text, policy_rules_of, position, run
 
 REPLICAS_POLICY = """\
 apiVersion: admissionregistration.k8s.io/v1
@@ -97,12 +96,7 @@ def deployment(name: str, namespace: str | None, replicas: int | None = None, im
 
 def rules(tmp_path: Path, *documents: str, kube_version: str = "1.33") -> list[Any]:
     """The rules of a policy file made of ``documents``; it must load without errors."""
-    path = tmp_path / "policy.yaml"
-    path.write_text("---\n".join(textwrap.dedent(doc) for doc in documents), encoding="utf-8")
-    loaded = load_policies([str(path)], reserved_names())
-    made, errors = policy_rules(loaded, Settings(kube_version=kube_version))
-    assert not loaded.errors and not errors, [*loaded.errors, *errors]
-    return made
+    return policy_rules_of(tmp_path, *documents, kube_version=kube_version)
 
 
 def severities(result: Any) -> list[str]:

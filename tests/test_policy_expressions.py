@@ -18,7 +18,7 @@ from kaffinity.policy.facts import PARTS, facts
 from kaffinity.policy.load import load_policies
 from kaffinity.simulate.cluster import cluster_from
 
-from .kit import REPO, findings, keys, lint_text, position
+from .kit import REPO, findings, keys, lint_text, policy_rules_of, position
 
 WORKLOADS = textwrap.dedent(
     """\
@@ -94,12 +94,7 @@ WORKLOADS = textwrap.dedent(
 
 
 def rules(tmp_path: Path, text: str, **settings: Any) -> list[Any]:
-    path = tmp_path / "policy.yaml"
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    loaded = load_policies([str(path)], reserved_names())
-    made, errors = policy_rules(loaded, Settings(**settings))
-    assert not loaded.errors and not errors, [*loaded.errors, *errors]
-    return made
+    return policy_rules_of(tmp_path, text, **settings)
 
 
 def policy(name: str, expression: str, target: str = "podSpec", extra: str = "") -> str:
