@@ -26,7 +26,7 @@ from typing import Any
 
 from kaffinity.config import error_at
 from kaffinity.k8s.model import LabelSelector, label_selector
-from kaffinity.load.source import DataPath, Document
+from kaffinity.load.source import DataPath, Document, format_path
 
 GROUP = "admissionregistration.k8s.io"
 API_VERSIONS = frozenset(f"{GROUP}/{version}" for version in ("v1", "v1beta1", "v1alpha1"))
@@ -119,6 +119,13 @@ class Binding:
     param_ref: ParamRef | None = None
 
 
+def field_prefix(path: Iterable[Any]) -> str:
+    """``spec.match.kinds[0]: `` before an error about that field (:func:`format_path`); nothing
+    for the document itself."""
+    shown = format_path(tuple(path))
+    return f"{shown}: " if shown else ""
+
+
 def is_admission(data: Any) -> bool:
     """Whether a document is a ValidatingAdmissionPolicy or a binding."""
     return isinstance(data, Mapping) and data.get("apiVersion") in API_VERSIONS and data.get("kind") in KINDS
@@ -158,7 +165,7 @@ def shape_errors(doc: Document) -> list[str]:
             extra = next((key for key in error.instance if key not in known), None)
             if extra is not None:  # at the field itself, as kubectl's strict validation says it
                 path, message = (*path, extra), f'unknown field "{extra}"'
-        out.append(error_at(doc.file, doc.locate(path), f"{_dotted(path)}{message}"))
+        out.append(error_at(doc.file, doc.locate(path), f"{field_prefix(path)}{message}"))
     return out
 
 
@@ -257,11 +264,6 @@ def _validation(raw: Mapping[str, Any], path: DataPath) -> Validation:
 
 def _strings(value: Any) -> tuple[str, ...]:
     return tuple(str(item) for item in value or ())
-
-
-def _dotted(path: Iterable[Any]) -> str:
-    text = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path).lstrip(".")
-    return f"{text}: " if text else ""
 
 
 def bindings_of(policies: Sequence[AdmissionPolicy], bindings: Sequence[Binding]) -> dict[str, list[Binding]]:

@@ -35,7 +35,7 @@ from kaffinity.findings import Violation
 from kaffinity.k8s.defaults import defaulted
 from kaffinity.k8s.model import Workload, dig
 from kaffinity.k8s.selectors import selector_matches
-from kaffinity.load.source import DataPath, Span
+from kaffinity.load.source import DataPath, Span, format_path
 from kaffinity.policy.admission import KAFFINITY_ONLY, field_path
 from kaffinity.policy.expressions import (
     FACTS,
@@ -129,17 +129,13 @@ def _compile_error(doc: Document, path: DataPath, error: CompileError) -> str:
     )
     source_line = (start or span.line) + (error.line - 1)
     found = linecache.getline(doc.file, source_line).find(line_text) if start and line_text else -1
-    said = f"{_dotted(path)}: the expression does not compile: {error.message}"
+    said = f"{format_path(path)}: the expression does not compile: {error.message}"
     if found >= 0:
         return error_at(doc.file, Span(source_line, found + error.column), said)
     inside = f" (line {error.line}, column {error.column} of the expression)"
     return error_at(
-        doc.file, span, f"{_dotted(path)}: the expression does not compile{inside}: {error.message}"
+        doc.file, span, f"{format_path(path)}: the expression does not compile{inside}: {error.message}"
     )
-
-
-def _dotted(path: DataPath) -> str:
-    return "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path).lstrip(".")
 
 
 def policy_rule(policy: Policy, program: Program | None = None, programs: Programs | None = None) -> Rule:

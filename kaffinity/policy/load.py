@@ -20,7 +20,7 @@ rules, then exits 2 (see :class:`Loaded`).
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -31,7 +31,14 @@ from kaffinity.k8s.model import LabelSelector, label_selector
 from kaffinity.load.files import load
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits, SourceFile
 from kaffinity.load.source import DataPath, Document
-from kaffinity.policy.admission import AdmissionPolicy, Binding, field_path, is_admission, read_admission
+from kaffinity.policy.admission import (
+    AdmissionPolicy,
+    Binding,
+    field_path,
+    field_prefix,
+    is_admission,
+    read_admission,
+)
 
 API_VERSION = "kaffinity.io/v1alpha1"
 KIND = "Policy"
@@ -236,7 +243,7 @@ def _shape_errors(doc: Document) -> list[str]:
             error_at(
                 doc.file,
                 doc.locate(tuple(error.absolute_path)),
-                f"{_dotted(error.absolute_path)}{error.message}",
+                f"{field_prefix(error.absolute_path)}{error.message}",
             )
             for error in found
         ]
@@ -266,7 +273,8 @@ def _reference_errors(doc: Document) -> list[str]:
     for path, ref in _references(own, ("spec", "schema")):
         if not ref.startswith("#"):
             outside = (
-                f"{_dotted(path)}'{ref}' is outside the policy: only references within it ('#...') are read"
+                f"{field_prefix(path)}'{ref}' is outside the policy: "
+                "only references within it ('#...') are read"
             )
             return [error_at(doc.file, doc.locate(path), outside)]
     try:
@@ -290,12 +298,6 @@ def _references(schema: Any, path: DataPath) -> Iterator[tuple[DataPath, str]]:
     elif isinstance(schema, list):
         for index, item in enumerate(schema):
             yield from _references(item, (*path, index))
-
-
-def _dotted(path: Iterable[Any]) -> str:
-    """``spec.match.kinds[0]: `` for an error's path (nothing for the document itself)."""
-    text = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path).lstrip(".")
-    return f"{text}: " if text else ""
 
 
 def _set(values: Any) -> frozenset[str] | None:
