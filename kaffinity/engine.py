@@ -25,7 +25,7 @@ from kaffinity.k8s.model import (
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import Document, Span, format_path
 from kaffinity.rules import RULES
-from kaffinity.rules.base import POLICY_CATEGORY, Rule, rule_enabled, severity_of
+from kaffinity.rules.base import POLICY_CATEGORY, Rule, finding_fact, rule_enabled, severity_of
 from kaffinity.suppress import Suppression, annotation_suppressions, comment_suppressions
 
 if TYPE_CHECKING:
@@ -371,14 +371,7 @@ class _Run:
         doc = violation.doc
         span = doc.locate(violation.path)
         if rule.category != POLICY_CATEGORY:
-            self.found.setdefault(id(doc), []).append(
-                {
-                    "rule": rule.name,
-                    "severity": (violation.severity or rule.severity).value,
-                    "line": span.line,
-                    "message": violation.message,
-                }
-            )
+            self.found.setdefault(id(doc), []).append(finding_fact(rule, violation, span.line))
         file = doc.file
         place = self.places.get(id(doc))
         if place is not None:  # a rendered object: the overlay patch that set the field, if any

@@ -37,6 +37,7 @@ from kaffinity.k8s.defaults import plain, pod_spec
 from kaffinity.k8s.labels import ZONE
 from kaffinity.k8s.model import Workload, dig
 from kaffinity.load.source import Document
+from kaffinity.rules.base import finding_fact
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
@@ -126,14 +127,8 @@ def _builtin_findings(context: Context) -> dict[int, list[dict[str, Any]]]:
         except Exception:  # noqa: BLE001 - the engine reports a rule that crashes, when it runs it
             continue
         for violation in violations:
-            span = violation.doc.locate(violation.path)
             found.setdefault(id(violation.doc), []).append(
-                {
-                    "rule": rule.name,
-                    "severity": (violation.severity or rule.severity).value,
-                    "line": span.line,
-                    "message": violation.message,
-                }
+                finding_fact(rule, violation, violation.doc.locate(violation.path).line)
             )
     for key, items in found.items():  # a unit's copy of a rule may find the same twice
         unique = {(i["rule"], i["line"], i["message"]): i for i in items}

@@ -233,8 +233,6 @@ def _fields(
 
 def _child(node: Any, step: str | int) -> Any:
     """The schema of ``step`` under ``node`` (None: not described)."""
-    from kaffinity.validate.schema import KNOWN_FIELDS
-
     if not isinstance(node, Mapping):
         return None
     if isinstance(step, int):
@@ -243,11 +241,7 @@ def _child(node: Any, step: str | int) -> Any:
     if isinstance(properties, Mapping) and step in properties:
         return properties[step]
     extra = node.get("additionalProperties")
-    if isinstance(extra, Mapping):
-        return extra
-    if step in node.get(KNOWN_FIELDS, ()):
-        return None
-    return None
+    return extra if isinstance(extra, Mapping) else None
 
 
 def _unknown(node: Any, steps: Sequence[str | int]) -> int | None:

@@ -78,7 +78,6 @@ from kaffinity.rules.base import POLICY_CATEGORY, Rule
 if TYPE_CHECKING:
     from kaffinity.context import Context
 
-CATEGORY = POLICY_CATEGORY
 #: The longest message a messageExpression may give (the API server's limit on a message).
 _MAX_MESSAGE = 5000
 
@@ -204,7 +203,7 @@ def admission_rule(
     )
     return Rule(
         name=policy.name,
-        category=CATEGORY,
+        category=POLICY_CATEGORY,
         severity=_severity(bindings[0].actions) if bindings else Severity.ERROR,
         summary=f"ValidatingAdmissionPolicy {policy.name}",
         docs=docs,

@@ -46,6 +46,18 @@ class Rule:
 POLICY_CATEGORY = "policy"
 
 
+def finding_fact(rule: Rule, violation: Violation, line: int) -> dict[str, object]:
+    """A built-in finding as policies read it (``kaffinity.findings``: the engine records them,
+    :mod:`kaffinity.policy.facts` runs the rules the engine did not): its own severity, before
+    suppressions."""
+    return {
+        "rule": rule.name,
+        "severity": (violation.severity or rule.severity).value,
+        "line": line,
+        "message": violation.message,
+    }
+
+
 def validation_check(rule: str) -> Check:
     """The check of one validation rule: its share of :func:`validate_documents`."""
 
