@@ -35,7 +35,7 @@ from kaffinity.findings import Violation
 from kaffinity.k8s.defaults import defaulted
 from kaffinity.k8s.model import Workload, dig
 from kaffinity.k8s.selectors import selector_matches
-from kaffinity.load.source import DataPath, Span, format_path
+from kaffinity.load.source import DataPath, format_path
 from kaffinity.policy.admission import KAFFINITY_ONLY, field_path
 from kaffinity.policy.expressions import (
     FACTS,
@@ -44,6 +44,7 @@ from kaffinity.policy.expressions import (
     Program,
     Programs,
     chains,
+    place_in_file,
     references,
 )
 from kaffinity.policy.load import Loaded, Policy
@@ -109,33 +110,19 @@ def _hinted(error: CompileError) -> CompileError:
 
 def _compile_error(doc: Document, path: DataPath, error: CompileError) -> str:
     """``file:line:column: error: ...`` at the very character of the expression CEL names, when
-    the expression's line can be found in the file; else at its field, saying where in it."""
-    import linecache
-
+    the file shows the expression as it reads; else at its field, saying where in it."""
     span = doc.locate(path)
     text = doc.data
     for step in path:
         text = text[step]
-    lines = str(text).splitlines() or [""]
-    line_text = lines[min(error.line, len(lines)) - 1].strip()
-    # The expression starts on its key's line, or the next one (a block scalar: ``|``, ``>``).
-    start = next(
-        (
-            at
-            for at in (span.line, span.line + 1)
-            if lines[0].strip() and lines[0].strip() in linecache.getline(doc.file, at)
-        ),
-        None,
-    )
-    source_line = (start or span.line) + (error.line - 1)
-    found = linecache.getline(doc.file, source_line).find(line_text) if start and line_text else -1
-    said = f"{format_path(path)}: the expression does not compile: {error.message}"
-    if found >= 0:
-        return error_at(doc.file, Span(source_line, found + error.column), said)
+    found = place_in_file(doc.file, span, str(text), error.line, error.column)
+    if found is not None:
+        return error_at(
+            doc.file, found, f"{format_path(path)}: the expression does not compile: {error.message}"
+        )
     inside = f" (line {error.line}, column {error.column} of the expression)"
-    return error_at(
-        doc.file, span, f"{format_path(path)}: the expression does not compile{inside}: {error.message}"
-    )
+    said = f"{format_path(path)}: the expression does not compile{inside}: {error.message}"
+    return error_at(doc.file, span, said)
 
 
 def policy_rule(policy: Policy, program: Program | None = None, programs: Programs | None = None) -> Rule:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from kaffinity.load.source import Span
+
 #: The variables of a ValidatingAdmissionPolicy's expressions (``authorizer`` is declared so
 #: that an expression using it compiles; kaffinity cannot evaluate it offline).
 ADMISSION_VARIABLES = (
@@ -171,3 +173,24 @@ def chains(text: str, root: str) -> list[tuple[str | int, ...]]:
 def references(text: str, name: str) -> bool:
     """Whether ``text`` names the identifier ``name`` (outside of a field access)."""
     return re.search(rf"(?<![\w.]){re.escape(name)}\b", text) is not None
+
+
+def place_in_file(file: str, span: Span, text: str, line: int, column: int) -> Span | None:
+    """Where line ``line``, column ``column`` (1-based) of the expression ``text`` is in the
+    file, the expression's field being at ``span``: it starts on that line, or on the next one
+    for a block scalar (``|``, ``>``). None when the file does not show the text as it reads (a
+    folded scalar, escapes in quotes): the caller points at the field."""
+    import linecache
+
+    lines = text.splitlines()
+    if not lines or not lines[0].strip() or not 0 < line <= len(lines):
+        return None
+    wanted = lines[line - 1]
+    for start in (span.line, span.line + 1):
+        if lines[0].strip() in linecache.getline(file, start):
+            at = linecache.getline(file, start + line - 1).find(wanted.strip())
+            if at < 0:
+                return None
+            skipped = len(wanted) - len(wanted.lstrip())
+            return Span(start + line - 1, at + column - skipped)
+    return None

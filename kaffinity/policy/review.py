@@ -19,7 +19,6 @@ workload kinds when absent), at its target.
 
 from __future__ import annotations
 
-import linecache
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,10 +28,10 @@ from typing import Any
 from kaffinity.config import Settings
 from kaffinity.findings import Severity
 from kaffinity.k8s.defaults import defaulted
-from kaffinity.load.source import DataPath, Document, Span
+from kaffinity.load.source import DataPath, Document
 from kaffinity.policy.admission import AdmissionPolicy, Expression, ResourceRule
 from kaffinity.policy.check import policy_rules, reserved_names
-from kaffinity.policy.expressions import Chain, chain_spans, references
+from kaffinity.policy.expressions import Chain, chain_spans, place_in_file, references
 from kaffinity.policy.load import Loaded, Policy, policies_in, read_policy_files
 from kaffinity.policy.matching import param_candidates, resource_of
 
@@ -313,26 +312,7 @@ def _at(doc: Document, expression: Expression, chain: Chain | None, severity: Se
     expression's field."""
     span = doc.locate(expression.path)
     if chain is not None:
-        found = _in_file(doc.file, span, expression.text, chain.start)
-        if found is not None:
-            span = found
+        before = expression.text[: chain.start]
+        line, column = before.count("\n") + 1, chain.start - before.rfind("\n")
+        span = place_in_file(doc.file, span, expression.text, line, column) or span
     return Problem(doc.file, span.line, span.column, severity, said)
-
-
-def _in_file(file: str, span: Span, text: str, offset: int) -> Span | None:
-    """Where offset ``offset`` of the expression ``text`` is in the file: its line found from
-    the expression's field (on it, or on the next line for a block scalar)."""
-    before = text[:offset]
-    line_in = before.count("\n")
-    line_text = text.splitlines()[line_in] if text.splitlines() else ""
-    column_in = offset - (before.rfind("\n") + 1)
-    first = text.splitlines()[0].strip() if text.strip() else ""
-    for start in (span.line, span.line + 1):
-        if first and first in linecache.getline(file, start):
-            source = linecache.getline(file, start + line_in)
-            at = source.find(line_text.strip())
-            if at < 0:
-                return None
-            skipped = len(line_text) - len(line_text.lstrip())
-            return Span(start + line_in, at + 1 + column_in - skipped)
-    return None
