@@ -542,3 +542,20 @@ def test_objects_the_api_server_refuses_reach_no_policy(tmp_path: Path) -> None:
     )
     text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: half}\nspec:\n  replicas: 2\n"
     assert keys(lint_text(text, rules=made)) == []
+
+
+def test_deny_with_warn_and_a_file_of_no_policy_are_errors(tmp_path: Path) -> None:
+    """The API server refuses a binding that both denies and warns; a --policy path that holds
+    no policy at all (a list, params alone) is an error, not a silent pass."""
+    binding = TEST_BINDING.format(actions="Deny, Warn")
+    path = tmp_path / "binding.yaml"
+    path.write_text(REPLICAS_POLICY + "---\n" + binding)
+    loaded = load_policies([str(path)], reserved_names())
+    assert [error.split(": error: ")[0] for error in loaded.errors] == [
+        "{}:{}:{}".format(path, *position(REPLICAS_POLICY + "---\n" + binding, "validationActions"))
+    ]
+    params = tmp_path / "params.yaml"
+    params.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: limits}\n")
+    assert load_policies([str(params)], reserved_names()).errors == [
+        f"{params}: error: no policy (Policy or ValidatingAdmissionPolicy) found"
+    ]

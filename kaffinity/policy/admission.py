@@ -166,6 +166,10 @@ def shape_errors(doc: Document) -> list[str]:
             if extra is not None:  # at the field itself, as kubectl's strict validation says it
                 path, message = (*path, extra), f'unknown field "{extra}"'
         out.append(error_at(doc.file, doc.locate(path), f"{field_prefix(path)}{message}"))
+    actions = doc.data.get("spec", {}).get("validationActions") if not out else None
+    if isinstance(actions, list) and "Deny" in actions and "Warn" in actions:
+        said = "spec.validationActions: Deny and Warn may not be used together (the API server refuses them)"
+        out.append(error_at(doc.file, doc.locate(("spec", "validationActions")), said))
     return out
 
 

@@ -92,6 +92,11 @@ def load_policies(
     files, missing = read_policy_files(paths, limits)
     loaded = policies_in(files, reserved)
     loaded.errors[:0] = missing
+    if files and not loaded.names and not loaded.bindings and not loaded.errors:
+        # Params alone, or nothing at all: a path that was meant to hold policies holds none.
+        loaded.errors.append(
+            f"{', '.join(paths)}: error: no policy (Policy or ValidatingAdmissionPolicy) found"
+        )
     return loaded
 
 
