@@ -60,3 +60,26 @@ def test_the_library_is_clean_and_bad_policies_are_errors() -> None:
     assert code == 1
     assert {severity for *_, severity in found} == {"error"}
     assert len(found) == 4
+
+
+def test_a_validation_that_is_no_bool_is_an_error(tmp_path: Path) -> None:
+    """The checker types `'x'` as string: the API server refuses such a validation, and a
+    messageExpression that is no string."""
+    policy = tmp_path / "types.yaml"
+    text = (
+        "apiVersion: admissionregistration.k8s.io/v1\n"
+        "kind: ValidatingAdmissionPolicy\n"
+        "metadata: {name: types}\n"
+        "spec:\n"
+        "  validations:\n"
+        "  - expression: \"'x'\"\n"
+        "    messageExpression: '1 + 2'\n"
+        "  - expression: object.spec.replicas > 1\n"
+    )
+    policy.write_text(text)
+    code, found = _problems(policy)
+    assert code == 1
+    assert found == [
+        (*position(text, "expression: \"'x'\""), "error"),
+        (*position(text, "messageExpression"), "error"),
+    ]
