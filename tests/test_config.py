@@ -188,3 +188,12 @@ def test_the_text_1_3_is_version_1_3(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         load_settings(str(path), [], [])
     assert "'1.3' is not one kaffinity knows" in raised.value.messages[0]
+
+
+def test_min_severity_in_the_config(tmp_path: Path) -> None:
+    from kaffinity.config import load_settings
+    from kaffinity.findings import Severity
+
+    path = tmp_path / ".kaffinity.yaml"
+    path.write_text("min-severity: warning\n")
+    assert load_settings(str(path), [], []).min_severity is Severity.WARNING

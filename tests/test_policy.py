@@ -314,3 +314,16 @@ def test_policy_test_reads_more_policies_and_says_where_a_fixture_cannot_be_pars
     assert f"ok    {tmp_path / 'fail.yaml'} (5 finding(s))" in report
     assert f"FAIL  {tmp_path / 'broken.yaml'}" in report
     assert any(line.startswith(f"{tmp_path / 'broken.yaml'}:4:1: error: ") for line in report)
+
+
+def test_a_fixture_naming_a_cluster_that_is_not_there_fails_at_its_settings_line(tmp_path: Path) -> None:
+    library = REPO / "examples" / "policies"
+    (tmp_path / "facts.yaml").write_text((library / "facts.yaml").read_text())
+    fixture = (library / "fail-facts.yaml").read_text().replace("../clusters/topology.yaml", "nowhere.yaml")
+    (tmp_path / "fail-facts.yaml").write_text(fixture)
+    completed = run("policy", "test", str(tmp_path))
+    assert completed.returncode == 2
+    assert (
+        f"{tmp_path / 'fail-facts.yaml'}:1:1: error: cluster file {tmp_path / 'nowhere.yaml'} not found"
+        in (completed.stdout)
+    )
