@@ -17,10 +17,15 @@ from kaffinity.help import Group
 from kaffinity.load.display import escape, quote_name, utf8
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from kaffinity.cache import Cache
     from kaffinity.config import Settings
-    from kaffinity.engine import LintResult
+    from kaffinity.context import Context
+    from kaffinity.engine import Checked, LintResult
     from kaffinity.expand.fixes import FileFix
     from kaffinity.findings import Severity
+    from kaffinity.load.files import ExcludeFn
     from kaffinity.load.parse import SourceFile
     from kaffinity.policy.load import Loaded
     from kaffinity.repo.units import Layout, Unit
@@ -278,14 +283,27 @@ def lint(
             "(default: left out; also gitignore: in the config).",
         ),
     ] = False,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Neither read nor write the cache of earlier runs (also cache: false in the config).",
+        ),
+    ] = False,
+    cache_dir: Annotated[
+        Optional[str],
+        typer.Option(
+            "--cache-dir",
+            metavar="DIR",
+            help="The cache's folder (default: .kaffinity_cache beside the config file, else here; "
+            "also KAFFINITY_CACHE_DIR, cache-dir: in the config).",
+        ),
+    ] = None,
 ) -> None:
     """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage;
     3: internal error (a bug in kaffinity)."""
-    from kaffinity.context import Context
-    from kaffinity.engine import lint as run_lint
     from kaffinity.findings import Severity
     from kaffinity.load.progress import active, terminal
-    from kaffinity.rules import RULES
 
     extra_reports = _report_targets(reports or ())
     memo: PolicyMemo = {}  # the policies, read once for the settings and the rules
@@ -301,7 +319,14 @@ def lint(
         exclude,
         policy,
         memo,
-    ).overridden(cluster=cluster_file, closed=closed, simulate=simulate, jobs=jobs, render=build)
+    ).overridden(
+        cluster=cluster_file,
+        closed=closed,
+        simulate=simulate,
+        jobs=jobs,
+        render=build,
+        cache=False if no_cache else None,
+    )
     if no_gitignore:
         settings = replace(settings, gitignore=False)
     if max_file_size is not None:
@@ -314,17 +339,9 @@ def lint(
     # Erased before any report is written; not while the user types the input on the terminal.
     typed = "-" in (paths or ()) and sys.stdin.isatty()
     with active(terminal(sys.stderr, enabled=not (no_progress or typed))):
-        files, reported, has_context, roots = _load_in_context(
-            paths, settings, stdin_filename, changed, context
+        lint_context, result, policy_errors = _linted(
+            paths, settings, stdin_filename, changed, context, cache_dir, memo
         )
-        rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_all_manifests)
-        rules, policy_errors = _with_policies(rules, settings, memo)
-        cluster = _load_cluster(settings)
-        files, layout = _layout(files, roots, settings)
-        # The first unit's context: the Markdown report draws its graph; the units share the
-        # typed objects built from their documents.
-        lint_context = Context(files, settings, cluster, layout.units[0].documents, {})
-        result = run_lint(files, settings, rules, context=lint_context, reported=reported, layout=layout)
 
     fmt = output_format.value
     if fmt == "auto":
@@ -335,7 +352,7 @@ def lint(
     # not make the collector walk it all again.
     gc.freeze()
 
-    sources = {file.name: file.text for file in files}
+    sources = lint_context.texts  # a compact file's text is read again if a finding shows it
     shown = _shown(result, settings.min_severity)
     for target_format, target in extra_reports:
         text = render(shown, target_format, sources=sources, context=lint_context)
@@ -353,6 +370,56 @@ def lint(
     if policy_errors:  # a bad policy is bad input: the other policies and the rules still ran
         raise typer.Exit(2)
     raise typer.Exit(1 if result.failed(settings.fail_on) else 0)
+
+
+def _linted(
+    paths: Optional[list[str]],
+    settings: Settings,
+    stdin_filename: Optional[str],
+    changed: bool,
+    context: Optional[list[str]],
+    cache_dir: Optional[str],
+    memo: PolicyMemo,
+) -> tuple[Context, LintResult, list[str]]:
+    """``lint``'s run: the files read (through the single-object stage and the cache where it
+    can: :func:`_stream`), the rules, the policies: the first unit's context, the result and
+    the policies' problems."""
+    from kaffinity.context import Context
+    from kaffinity.engine import lint as run_lint
+    from kaffinity.rules import RULES
+
+    stream = _stream(paths, settings, cache_dir)
+    files, reported, has_context, roots = _load_in_context(
+        paths, settings, stdin_filename, changed, context, stream
+    )
+    rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_all_manifests)
+    rules, policy_errors = _with_policies(rules, settings, memo)
+    cluster = _load_cluster(settings)
+    files, layout = _layout(files, roots, settings, quiet=stream is not None)
+    if stream is not None and not stream.fits(layout):
+        # Objects built from several files (kustomize): read whole, as without streaming.
+        stream = None
+        files, reported, has_context, roots = _load_in_context(
+            paths, settings, stdin_filename, changed, context, None, quiet=True
+        )
+        files, layout = _layout(files, roots, settings)
+    elif stream is not None:
+        _layout_notes(layout)
+    # The first unit's context: the Markdown report draws its graph; the units share the
+    # typed objects built from their documents.
+    lint_context = Context(files, settings, cluster, layout.units[0].documents, {})
+    result = run_lint(
+        files,
+        settings,
+        rules,
+        context=lint_context,
+        reported=reported,
+        layout=layout,
+        checked=stream.checked if stream is not None else None,
+    )
+    if stream is not None:
+        stream.close()
+    return lint_context, result, policy_errors
 
 
 def _shown(result: LintResult, lowest: Severity) -> LintResult:
@@ -935,12 +1002,16 @@ def _load(
     settings: Settings,
     stdin_filename: Optional[str],
     seen: Optional[set[tuple[int, int]]] = None,
+    *,
+    stream: Optional[_Stream] = None,
 ) -> list[SourceFile]:
     from kaffinity.load.files import ExcludeFn, load
     from kaffinity.load.parse import STDIN, STDIN_NAME
 
     targets = paths or ["."]
     excluded = ExcludeFn(settings.exclude) if settings.exclude else None
+    if stream is not None:
+        return stream.load(targets, excluded, seen if seen is not None else set(), local=True)
     from kaffinity.load.parallel import default_jobs
 
     jobs = settings.jobs or default_jobs()
@@ -1010,7 +1081,7 @@ def _only(layout: Layout, unit: Unit) -> Layout:
 
 
 def _layout(
-    files: list[SourceFile], paths: Optional[list[str]], settings: Settings
+    files: list[SourceFile], paths: Optional[list[str]], settings: Settings, *, quiet: bool = False
 ) -> tuple[list[SourceFile], Layout]:
     """The deployment units of what was read (kaffinity.repo.units), built with the tools when
     ``--render`` asks; notes about it on stderr. The files come back with those the rendered
@@ -1036,9 +1107,78 @@ def _layout(
                 for file in files
             ]
         files = [*files, *built.files]
+    if not quiet:
+        _layout_notes(layout)
+    return files, layout
+
+
+def _layout_notes(layout: Layout) -> None:
     for note in layout.notes:
         _say(f"kaffinity: note: {note}")
-    return files, layout
+
+
+class _Stream:
+    """``lint``'s loading through the single-object stage (:mod:`kaffinity.stream`) and the
+    cache (:mod:`kaffinity.cache`): what it found of each file, by name."""
+
+    def __init__(self, settings: Settings, cache: Optional[Cache]) -> None:
+        self.settings = settings
+        self.cache = cache
+        self.checked: dict[str, Checked] = {}
+
+    def load(
+        self,
+        targets: Sequence[str],
+        excluded: Optional[ExcludeFn],
+        seen: set[tuple[int, int]],
+        *,
+        local: bool,
+    ) -> list[SourceFile]:
+        from kaffinity.load.parallel import default_jobs
+        from kaffinity.stream import load_checked
+
+        settings = self.settings
+        found = load_checked(
+            targets,
+            settings,
+            excluded,
+            seen,
+            jobs=settings.jobs or default_jobs(),
+            local=local,
+            cache=self.cache,
+        )
+        self.checked.update((item.file.name, item) for item in found)
+        return [item.file for item in found]
+
+    def fits(self, layout: Layout) -> bool:
+        """Whether the layout's objects are the files' own (no kustomization, nothing rendered)."""
+        documents = {id(doc) for item in self.checked.values() for doc in item.file.documents}
+        return not layout.kustomizations and all(id(doc) in documents for doc in layout.documents)
+
+    def close(self) -> None:
+        """Prune the cache; say once if it could not be written."""
+        if self.cache is None:
+            return
+        self.cache.prune()
+        if self.cache.error is not None:
+            _say(f"kaffinity: note: {self.cache.error} (--no-cache to skip it)")
+
+
+def _stream(paths: Optional[list[str]], settings: Settings, cache_dir: Optional[str]) -> Optional[_Stream]:
+    """How ``lint`` loads: file by file through the single-object stage and the cache, unless the
+    input is stdin or a policy may read any field (then the files are read whole)."""
+    from kaffinity.load.parse import STDIN
+
+    if STDIN in (paths or ()) or settings.policies or settings.render:
+        return None
+    cache = None
+    if settings.cache:
+        from kaffinity.cache import Cache, cache_root
+        from kaffinity.stream import fingerprint
+
+        root = cache_root(settings.cache_dir, settings.base_dir, cache_dir)
+        cache = Cache(root, fingerprint(settings))
+    return _Stream(settings, cache)
 
 
 def _map_rendered_stdin(
@@ -1071,6 +1211,9 @@ def _load_in_context(
     stdin_filename: Optional[str],
     changed: bool,
     context: Optional[list[str]],
+    stream: Optional[_Stream] = None,
+    *,
+    quiet: bool = False,
 ) -> tuple[list[SourceFile], Optional[set[str]], bool, list[str]]:
     """The files to lint, the names of those to report on (None: all), whether the
     cross-workload rules have what they need, and the paths read (where kustomizations are
@@ -1080,23 +1223,26 @@ def _load_in_context(
     set of manifests (the context) that the rules read but that is not reported on. The context
     is ``--context``, else ``context:``, else (with ``--changed``) the git repository's manifests.
     Without any, ``--changed`` has no context: it says so once and the rules that need every
-    manifest (``Rule.needs_all_manifests``) are skipped rather than guess.
+    manifest (``Rule.needs_all_manifests``) are skipped rather than guess. ``stream``: the files
+    go through the single-object stage as they are read (:mod:`kaffinity.stream`); the context's
+    are only compacted. ``quiet``: the notes were said already (the files are read again).
     """
     context_paths = tuple(context) if context else tuple(_shown_path(path) for path in settings.context)
     if not changed and not context_paths:
-        return _load(paths, settings, stdin_filename), None, True, list(paths or ["."])
+        return _load(paths, settings, stdin_filename, stream=stream), None, True, list(paths or ["."])
     missing = [path for path in context_paths if not os.path.exists(path)]
     if missing:
         _say(f"{quote_name(missing[0])}: error: context path not found")
         raise typer.Exit(2)
     seen: set[tuple[int, int]] = set()
-    files = _load(paths, settings, stdin_filename, seen)
+    files = _load(paths, settings, stdin_filename, seen, stream=stream)
     reported = {file.name for file in files}
     context_paths = context_paths or _repository_context(paths)
     if not context_paths:
-        _say_no_context()
+        if not quiet:
+            _say_no_context()
         return files, reported, False, list(paths or ["."])
-    more = _load_context(context_paths, settings, seen)
+    more = _load_context(context_paths, settings, seen, stream, quiet=quiet)
     return [*files, *more], reported, True, [*(paths or ()), *context_paths]
 
 
@@ -1123,21 +1269,32 @@ def _say_no_context() -> None:
 
 
 def _load_context(
-    context_paths: tuple[str, ...], settings: Settings, seen: set[tuple[int, int]]
+    context_paths: tuple[str, ...],
+    settings: Settings,
+    seen: set[tuple[int, int]],
+    stream: Optional[_Stream] = None,
+    *,
+    quiet: bool = False,
 ) -> list[SourceFile]:
-    """The context's files (those not read already); a note on those that could not be parsed."""
+    """The context's files (those not read already); a note on those that could not be parsed
+    (unless ``quiet``)."""
     from kaffinity.load.files import ExcludeFn, load
     from kaffinity.load.parallel import default_jobs
 
     excluded = ExcludeFn(settings.exclude) if settings.exclude else None
-    more = load(
-        context_paths,
-        excluded,
-        seen,
-        jobs=settings.jobs or default_jobs(),
-        limits=settings.limits,
-        gitignore=settings.gitignore,
-    )
+    if stream is not None:
+        more = stream.load(context_paths, excluded, seen, local=False)
+    else:
+        more = load(
+            context_paths,
+            excluded,
+            seen,
+            jobs=settings.jobs or default_jobs(),
+            limits=settings.limits,
+            gitignore=settings.gitignore,
+        )
+    if quiet:
+        return more
     broken = [file for file in more if any(problem.rule == "parse-error" for problem in file.problems)]
     if broken:
         first = broken[0]

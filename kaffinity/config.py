@@ -76,6 +76,13 @@ class Settings:
     workload_kinds: tuple[WorkloadKind, ...] = ()
     #: Leave out what git ignores when walking a folder in a git work tree (``--no-gitignore``).
     gitignore: bool = True
+    #: Keep what the single-object stage found in each file for the next run (:mod:`kaffinity.cache`;
+    #: ``cache: false``, ``--no-cache``).
+    cache: bool = True
+    #: The cache's folder (``cache-dir:``, relative to the config file; ``--cache-dir``;
+    #: ``KAFFINITY_CACHE_DIR``); None: ``.kaffinity_cache`` beside the config file, else in the
+    #: working directory.
+    cache_dir: str | None = None
 
     def overridden(self, **changes: Any) -> Settings:
         """These settings with the given (non-None) values replaced: flags over the file."""
@@ -272,6 +279,8 @@ def _settings(data: Mapping[str, Any], base: str) -> Settings:
         closed=bool(data.get("closed", False)),
         simulate=bool(data.get("simulate", True)),
         gitignore=bool(data.get("gitignore", True)),
+        cache=bool(data.get("cache", True)),
+        cache_dir=paths([data["cache-dir"]])[0] if isinstance(data.get("cache-dir"), str) else None,
         context=paths(data.get("context") or ()),
         policies=paths(data.get("policies") or ()),
         jobs=data.get("jobs"),

@@ -8,7 +8,7 @@ properties, so that a rule that needs none of them costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -70,9 +70,10 @@ class Context:
         return tuple(doc for file in self.files for doc in file.documents)
 
     @cached_property
-    def texts(self) -> dict[str, str]:
-        """Each file's text by name (for fixes, which edit the text)."""
-        return {file.name: file.text for file in self.files}
+    def texts(self) -> Mapping[str, str]:
+        """Each file's text by name (for fixes, which edit the text); a compact file's is read
+        again from the file when asked for (:class:`Texts`)."""
+        return Texts(self.files)
 
     @cached_property
     def inventory(self) -> Inventory:
@@ -139,3 +140,32 @@ class Context:
         from kaffinity.validate.documents import validate_documents
 
         return validate_documents(self.documents, self.settings)
+
+
+class Texts(Mapping[str, str]):
+    """The text of each file by name: kept, or for a compact file (:mod:`kaffinity.k8s.compact`)
+    read again from disk on first use, so that only the files a report or a fix shows are read
+    twice. A file changed since it was linted reads as it is now; one that cannot be read, as
+    empty (the report then shows no code frame)."""
+
+    def __init__(self, files: Sequence[SourceFile]) -> None:
+        self._files = {file.name: file for file in files}
+        self._read: dict[str, str] = {}
+
+    def __getitem__(self, name: str) -> str:
+        file = self._files[name]
+        if not file.compact:
+            return file.text
+        text = self._read.get(name)
+        if text is None:
+            from kaffinity.load.read import read_text
+
+            _, text, problem = read_text(name)
+            text = self._read[name] = "" if problem is not None else text
+        return text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import traceback
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -32,6 +32,39 @@ if TYPE_CHECKING:
     from kaffinity.load.edits import Edit
     from kaffinity.repo.units import Layout
     from kaffinity.simulate.cluster import Cluster
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """One file after the single-object stage."""
+
+    #: The file, compact (or whole, for stdin); its problems as read.
+    file: SourceFile
+    #: (rule, index of the document in ``file.documents`` or None, finding) of each rule of
+    #: :func:`streamed_rules` that ran, in the order the rules ran, before suppressions.
+    findings: tuple[tuple[str, int | None, Finding], ...]
+    #: Whether the rules ran (False: a context file of ``--changed``, only compacted).
+    local: bool
+    #: The file's ``# kaffinity: ignore`` comments (read from its text, which is gone).
+    comments: tuple[Suppression, ...]
+    internal_errors: tuple[str, ...] = ()
+    notices: tuple[str, ...] = ()
+
+
+def streamed_rules(rules: Iterable[Rule], settings: Settings) -> list[Rule]:
+    """The rules of ``rules`` that the single-object stage runs, in order: those with a check
+    that read one object at a time, from its own file alone, without the cluster; no policy."""
+    return [
+        rule
+        for rule in rules
+        if rule.check is not None
+        and not rule.needs_all_manifests
+        and not rule.needs_cluster
+        and not rule.reads_other_files
+        and rule.category != POLICY_CATEGORY
+        and rule_enabled(rule, settings.select, settings.ignore)
+    ]
+
 
 #: The rule of input that could not be read or parsed: always reported, and the run exits 2.
 LOAD_ERROR = "parse-error"
@@ -77,6 +110,7 @@ def lint(
     context: Context | None = None,
     reported: Collection[str] | None = None,
     layout: Layout | None = None,
+    checked: Mapping[str, Checked] | None = None,
 ) -> LintResult:
     """Run every enabled rule over the loaded files (and consult the declared cluster, if any).
 
@@ -87,6 +121,10 @@ def lint(
     on, except where a finding names a reported file among its related places. None: all.
     ``layout``: the deployment units (:mod:`kaffinity.repo.units`): the rules that read every
     manifest run once per unit, the others once per object; None: the files are one unit.
+    ``checked``: by file name, what the single-object stage found in each file already
+    (:mod:`kaffinity.stream`: the files are then compact, without their text); the rules it ran
+    (:func:`kaffinity.stream.streamed_rules`) are not run again, their findings are taken as they
+    are, suppressions and the reported files applied here as to any other.
     """
     if context is not None:
         if cluster is not None:
@@ -104,7 +142,7 @@ def lint(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _lint(files, settings, enabled, rules, cluster, context, reported, layout)
+        return _lint(files, settings, enabled, rules, cluster, context, reported, layout, checked)
     finally:
         if collecting:
             gc.enable()
@@ -133,8 +171,9 @@ def _lint(
     context: Context | None,
     reported: Collection[str] | None,
     layout: Layout | None,
+    checked: Mapping[str, Checked] | None = None,
 ) -> LintResult:
-    run = _Run(files, settings, enabled, None if reported is None else frozenset(reported), layout)
+    run = _Run(files, settings, enabled, None if reported is None else frozenset(reported), layout, checked)
     run.load_problems(cluster.files if cluster is not None else ())
     typed: dict[int, Object | None] = {}  # shared: units overlap (a base, shared files)
     if context is None:
@@ -147,6 +186,9 @@ def _lint(
     local = _local(run, context, layout, typed)
     typed = context.objects if context.objects is not None else typed
     each, together = _checked(enabled, context)
+    streamed: dict[str, list[tuple[Finding, Document | None]]] = {}
+    if checked is not None:
+        streamed = _streamed(files, checked, run)
     units = layout.units if layout is not None and layout.several else ()
     from kaffinity.load.progress import current
 
@@ -154,7 +196,10 @@ def _lint(
     with progress.stage("checking rules", len(each) + len(together) * max(1, len(units))):
         for rule in each:
             progress.tick(rule.name)
-            run.check(rule, local)
+            if rule.name in streamed:
+                run.take(rule.name, streamed[rule.name])
+            else:
+                run.check(rule, local)
         if not units:
             for rule in together:
                 progress.tick(rule.name)
@@ -198,6 +243,30 @@ def _local(run: _Run, context: Context, layout: Layout | None, typed: dict[int, 
     local.found, local.found_rules = context.found, context.found_rules
     local.run_cache = context.run_cache
     return local
+
+
+def _streamed(
+    files: Sequence[SourceFile], checked: Mapping[str, Checked], run: _Run
+) -> dict[str, list[tuple[Finding, Document | None]]]:
+    """The findings of the single-object stage, by rule (every rule it ran, in the order it ran
+    them), each with its document in the compact files; its internal errors and notices are the
+    run's (once each: every file reports a crash of the same rule)."""
+    found: dict[str, list[tuple[Finding, Document | None]]] = {
+        rule.name: [] for rule in streamed_rules(run.enabled.values(), run.settings)
+    }
+    errors: dict[str, None] = {}
+    notices: dict[str, None] = {}
+    for file in files:
+        result = checked.get(file.name)
+        if result is None:
+            continue
+        for name, index, finding in result.findings:
+            found[name].append((finding, file.documents[index] if index is not None else None))
+        errors.update(dict.fromkeys(result.internal_errors))
+        notices.update(dict.fromkeys(result.notices))
+    run.internal_errors.extend(errors)
+    run.notices.extend(notices)
+    return found
 
 
 def _checked(enabled: Sequence[Rule], context: Context) -> tuple[list[Rule], list[Rule]]:
@@ -264,6 +333,7 @@ class _Run:
         enabled: Sequence[Rule],
         reported: frozenset[str] | None = None,
         layout: Layout | None = None,
+        checked: Mapping[str, Checked] | None = None,
     ) -> None:
         self.settings = settings
         #: The unit whose rules run now ("" outside units); its findings name it.
@@ -294,18 +364,21 @@ class _Run:
         self.all_suppressions: list[Suppression] = []
         self.annotations: dict[int, list[Suppression]] = {}
         self.files = files
-        self._read_comments(files)
+        self._read_comments(files, checked)
         self._read_annotations(files, layout)
 
-    def _read_comments(self, files: Sequence[SourceFile]) -> None:
-        """The suppression comments of each file, by the lines they cover."""
+    def _read_comments(self, files: Sequence[SourceFile], checked: Mapping[str, Checked] | None) -> None:
+        """The suppression comments of each file, by the lines they cover (read by the
+        single-object stage, for the files it checked: their text is gone)."""
         read: set[str] = set()
         for file in files:
             if file.name in read:  # a file and the rendered objects that point at it: once
                 continue
             read.add(file.name)
             by_line: dict[int, list[Suppression]] = {}
-            for suppression in comment_suppressions(file.name, file.text):
+            result = checked.get(file.name) if checked is not None else None
+            comments = result.comments if result is not None else comment_suppressions(file.name, file.text)
+            for suppression in comments:
                 self.all_suppressions.append(suppression)
                 # A comment covers its own line and the line below it.
                 for line in (suppression.span.line, suppression.span.line + 1):
@@ -367,7 +440,26 @@ class _Run:
                 f"({where.filename}:{where.lineno}); please report it"
             )
 
+    def take(self, name: str, found: Iterable[tuple[Finding, Document | None]]) -> None:
+        """Add the findings another process placed for rule ``name`` (kaffinity.stream), on the
+        documents given: their units and suppression annotations are this run's."""
+        self.found_rules.add(name)
+        for placed, doc in found:
+            finding = placed
+            if doc is not None and not self.unit and id(doc) in self.membership:
+                finding = replace(placed, units=self.membership[id(doc)])
+            self.add(finding, self.annotations.get(id(doc), ()) if doc is not None else ())
+
     def add_violation(self, rule: Rule, violation: Violation) -> None:
+        doc = violation.doc
+        finding = self.placed(rule, violation)
+        if not self.unit and id(doc) in self.membership:
+            finding = replace(finding, units=self.membership[id(doc)])
+        self.add(finding, self.annotations.get(id(doc), ()))
+
+    def placed(self, rule: Rule, violation: Violation) -> Finding:
+        """The finding of a violation: at the position of its path (in the overlay patch that set
+        the field, for a rendered object), with its related places and object."""
         doc = violation.doc
         span = doc.locate(violation.path)
         if rule.category != POLICY_CATEGORY:
@@ -382,7 +474,7 @@ class _Run:
             Location(other.doc.file, other.doc.locate(other.path), format_path(other.path), other.message)
             for other in violation.related[:MAX_RELATED]
         )
-        finding = self._finding(
+        return self._finding(
             rule,
             file,
             span,
@@ -394,9 +486,6 @@ class _Run:
             edit=violation.edit,
             severity=violation.severity,
         )
-        if not self.unit and id(doc) in self.membership:
-            finding = replace(finding, units=self.membership[id(doc)])
-        self.add(finding, self.annotations.get(id(doc), ()))
 
     def add(
         self,
@@ -533,3 +622,17 @@ class _Run:
                         fix=fix,
                     )
                 )
+
+
+class Collector(_Run):
+    """The engine's placing of findings without the rest (suppressions, reported files, units):
+    the single-object stage's, in the process that parsed the file (:mod:`kaffinity.stream`),
+    whose findings the engine of the run then takes (:meth:`_Run.take`)."""
+
+    def __init__(self, files: Sequence[SourceFile], settings: Settings, enabled: Sequence[Rule]) -> None:
+        super().__init__(files, settings, enabled)
+        #: (rule, document, finding) in the order found.
+        self.collected: list[tuple[str, Document | None, Finding]] = []
+
+    def add_violation(self, rule: Rule, violation: Violation) -> None:
+        self.collected.append((rule.name, violation.doc, self.placed(rule, violation)))

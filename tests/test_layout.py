@@ -42,6 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("kaffinity.rules",),
     ("kaffinity.policy",),
     ("kaffinity.engine",),
+    ("kaffinity.stream", "kaffinity.cache"),
     ("kaffinity.report",),
     ("kaffinity.cli",),
     ("kaffinity.__main__",),

@@ -21,13 +21,15 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     import multiprocessing.context
     from concurrent.futures import Future
 
     from kaffinity.load.parse import Limits, SourceFile
+
+T = TypeVar("T")
 
 #: Fewer files than this are read in this process: a pool does not pay for itself.
 MIN_FILES = 64
@@ -70,18 +72,25 @@ def _sendable(file: SourceFile, limits: Limits | None = None) -> bytes | None:
     """
     import pickle
 
-    from kaffinity.load.parse import DEFAULT_LIMITS
-
-    if any(problem.message.startswith(_TOO_DEEP) for problem in file.problems):
+    if must_read_here(file, limits):
         return None
-    if limits is not None and limits.depth > DEFAULT_LIMITS.depth:
-        roots = {id(doc.root): doc.root for doc in file.documents}  # a List's items share one
-        if any(_deeper_than(root, DEFAULT_LIMITS.depth) for root in roots.values()):
-            return None
     try:
         return pickle.dumps(file, pickle.HIGHEST_PROTOCOL)
     except RecursionError:
         return None
+
+
+def must_read_here(file: SourceFile, limits: Limits | None = None) -> bool:
+    """Whether ``file`` must be read in the parent, not sent by a worker (see :func:`_sendable`)."""
+    from kaffinity.load.parse import DEFAULT_LIMITS
+
+    if any(problem.message.startswith(_TOO_DEEP) for problem in file.problems):
+        return True
+    if limits is not None and limits.depth > DEFAULT_LIMITS.depth:
+        roots = {id(doc.root): doc.root for doc in file.documents}  # a List's items share one
+        if any(_deeper_than(root, DEFAULT_LIMITS.depth) for root in roots.values()):
+            return True
+    return False
 
 
 def _deeper_than(value: object, levels: int) -> bool:
@@ -106,16 +115,20 @@ _TOO_DEEP = "nesting deeper than "
 
 
 def _received(
-    chunk: Sequence[str], sent: Sequence[bytes | None], read_here: Callable[[str], SourceFile]
-) -> list[SourceFile]:
+    chunk: Sequence[str],
+    sent: Sequence[bytes | None],
+    read_here: Callable[[str], T],
+    loads: Callable[[bytes], T | None] | None = None,
+) -> list[T]:
     """A worker's answer for ``chunk``, unpickled (iteratively, in C: no recursion limit), with
     the files it could not send read here."""
     import pickle
 
-    return [
-        read_here(path) if data is None else pickle.loads(data)
-        for path, data in zip(chunk, sent, strict=True)
-    ]
+    out: list[T] = []
+    for path, data in zip(chunk, sent, strict=True):
+        item = None if data is None else pickle.loads(data) if loads is None else loads(data)
+        out.append(read_here(path) if item is None else item)
+    return out
 
 
 def _ignore(path: str) -> None:
@@ -151,40 +164,66 @@ def read_all(
     manifests_only: bool = True,
 ) -> list[SourceFile]:
     """:func:`kaffinity.load.read.read` of every path, in order, in ``jobs`` processes: this one
-    and ``jobs - 1`` workers.
-
-    The workers take chunks of files from the front of the list, a few at a time, and this
-    process takes chunks from the back and reads them itself, until the two meet. Sending a
-    parsed file back costs about half of parsing it, so on two cores one worker plus this process
-    beat two workers. ``-`` (stdin) is read here. If the pool breaks (a worker killed, say by the
-    out-of-memory killer), the files it had not returned are read here instead. ``tick(path)`` is
-    called as each file is done (from the pool's thread for the workers' files).
-    """
-    from kaffinity.load.parse import STDIN
+    and ``jobs - 1`` workers (:func:`map_all`)."""
     from kaffinity.load.read import read
 
-    def read_ticked(chunk: Sequence[str]) -> list[SourceFile]:
-        files = []
+    return map_all(
+        paths,
+        jobs,
+        partial(read, limits=limits, manifests_only=manifests_only),
+        partial(_read_chunk, limits=limits, manifests_only=manifests_only),
+        tick,
+    )
+
+
+def map_all(
+    paths: Sequence[str],
+    jobs: int,
+    here: Callable[[str], T],
+    there: Callable[[Sequence[str]], list[bytes | None]],
+    tick: Callable[[str], None] = _ignore,
+    *,
+    loads: Callable[[bytes], T | None] | None = None,
+) -> list[T]:
+    """``here(path)`` of every path, in order, in ``jobs`` processes: this one and ``jobs - 1``
+    workers, which run ``there(chunk)`` (a module-level function, or a partial of one): for each
+    path, ``here(path)`` pickled, or None for a path this process must do itself. ``loads``:
+    unpickles what a worker sent (default :func:`pickle.loads`); None from it: done here.
+
+    The workers take chunks of files from the front of the list, a few at a time, and this
+    process takes chunks from the back and does them itself, until the two meet; it unpickles
+    what the workers sent as they finish, between its own chunks. On two cores one worker plus
+    this process beat two workers. ``-`` (stdin) is done here. If the pool breaks (a worker
+    killed, say by the out-of-memory killer), the files it had not returned are done here
+    instead. ``tick(path)`` is called as each file is done (from the pool's thread for the
+    workers' files).
+    """
+    from kaffinity.load.parse import STDIN
+
+    def here_ticked(chunk: Sequence[str]) -> list[T]:
+        done = []
         for path in chunk:
             tick(path)
-            files.append(read(path, limits, manifests_only=manifests_only))
-        return files
-
-    def read_untold(path: str) -> SourceFile:  # ticked already, when the worker's chunk was done
-        return read(path, limits, manifests_only=manifests_only)
+            done.append(here(path))
+        return done
 
     if jobs <= 1 or len(paths) < MIN_FILES:
-        return read_ticked(paths)
+        return here_ticked(paths)
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     chunks = list(_chunks(paths, CHUNK_FILES))
-    results: list[list[SourceFile] | None] = [None] * len(chunks)
+    results: list[list[T] | None] = [None] * len(chunks)
     futures: dict[int, Future[list[bytes | None]]] = {}
     running: list[Future[list[bytes | None]]] = []  # submitted and not done (at most 2 per worker)
     # No more workers than chunks (a fork pool starts them all at once), nor than Windows allows.
     workers = min(jobs - 1, len(chunks), _MAX_WORKERS)
     front, back = 0, len(chunks) - 1  # the next chunk for the pool, and for this process
+
+    def receive(index: int) -> None:
+        with suppress(BrokenProcessPool):  # done below, here
+            results[index] = _received(chunks[index], futures.pop(index).result(), here, loads)
+
     with ProcessPoolExecutor(workers, mp_context=_context()) as pool:
 
         def top_up() -> None:
@@ -195,8 +234,8 @@ def read_all(
             while front <= back and len(running) < 2 * workers:
                 if STDIN not in chunks[front]:
                     try:
-                        future = pool.submit(_read_chunk, chunks[front], limits, manifests_only)
-                    except (BrokenProcessPool, OSError):  # e.g. fork refused: read here
+                        future = pool.submit(there, chunks[front])
+                    except (BrokenProcessPool, OSError):  # e.g. fork refused: done here
                         return
                     future.add_done_callback(partial(_ticked, tick, chunks[front]))
                     futures[front] = future
@@ -205,10 +244,11 @@ def read_all(
 
         top_up()
         while front <= back:
-            results[back] = read_ticked(chunks[back])
+            results[back] = here_ticked(chunks[back])
             back -= 1
+            for index in [index for index, future in futures.items() if future.done()]:
+                receive(index)
             top_up()
-        for index, future in futures.items():
-            with suppress(BrokenProcessPool):  # read below, here
-                results[index] = _received(chunks[index], future.result(), read_untold)
-    return [file for index, chunk in enumerate(chunks) for file in results[index] or read_ticked(chunk)]
+        for index in list(futures):
+            receive(index)
+    return [item for index, chunk in enumerate(chunks) for item in results[index] or here_ticked(chunk)]

@@ -143,6 +143,10 @@ class SourceFile:
     documents: tuple[Document, ...]
     problems: tuple[LoadProblem, ...]
     skipped: str | None = None
+    #: Compacted after the single-object stage (:mod:`kaffinity.k8s.compact`): ``text`` is gone
+    #: (read again from the file where a report shows it) and the documents hold only what the
+    #: rules that read every manifest read.
+    compact: bool = False
 
 
 class LoadError(Exception):

@@ -26,14 +26,14 @@ from kaffinity.load.source import Span
 def read_text(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str, LoadProblem | None]:
     """Display name, decoded text and the problem if the file could not be read or decoded,
     or is larger than ``limits.file_size`` (then no more than that is read)."""
-    name, raw, problem = _read_bytes(path, limits)
+    name, raw, problem = read_bytes(path, limits)
     if problem is not None:
         return name, "", problem
     text, problem = _decoded(raw)
     return name, text, problem
 
 
-def _read_bytes(path: str, limits: Limits) -> tuple[str, bytes, LoadProblem | None]:
+def read_bytes(path: str, limits: Limits) -> tuple[str, bytes, LoadProblem | None]:
     """Display name, the bytes, and the problem if the file could not be read or is larger than
     ``limits.file_size`` (then no more than that is read)."""
     name = STDIN_NAME if path == STDIN else path
@@ -114,7 +114,20 @@ def read(path: str, limits: Limits = DEFAULT_LIMITS, *, manifests_only: bool = T
         reason = skip_reason_for_name(path)
         if reason is not None:
             return SourceFile(path, "", (), (), reason)
-    name, raw, problem = _read_bytes(path, limits)
+    name, raw, problem = read_bytes(path, limits)
+    return from_bytes(path, name, raw, problem, limits, manifests_only=manifests_only)
+
+
+def from_bytes(
+    path: str,
+    name: str,
+    raw: bytes,
+    problem: LoadProblem | None,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    manifests_only: bool = True,
+) -> SourceFile:
+    """:func:`read` of bytes already read (:func:`read_bytes`), the classification by name done."""
     if problem is not None:
         return SourceFile(name, "", (), (problem,))  # unreadable, or past the size limit
     text, problem = _decoded(raw)

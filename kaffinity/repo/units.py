@@ -132,6 +132,7 @@ def read_layout(
     """
     if configured == "one":
         return single(doc for file in files for doc in file.documents)
+    whole = _Whole(files)
     kustomizations = find_kustomizations(files, roots, limits)
     # Patches and the kustomization files themselves: build input, never objects of a cluster.
     fragments = frozenset(path for k in kustomizations.values() for path in (k.path, *k.fragments))
@@ -142,8 +143,8 @@ def read_layout(
     if isinstance(configured, Sequence) and not isinstance(configured, str) and configured:
         units = _configured_units(objects, configured)
     else:
-        units = _found_units(kustomizations, by_path, objects, default_namespace, notes)
-    units = _final_units(units, documents, default_namespace, notes)
+        units = _found_units(kustomizations, by_path, objects, default_namespace, notes, whole)
+    units = _final_units(units, documents, default_namespace, notes, whole)
     return Layout(
         tuple(units),
         documents,
@@ -159,20 +160,25 @@ def _found_units(
     objects: Sequence[SourceFile],
     default_namespace: str,
     notes: list[str],
+    whole: _Whole,
 ) -> list[Unit]:
     """The units found: kustomizations, charts, then variants of the files neither claims."""
     claimed: set[str] = set()
     units = list(_kustomize_units(kustomizations, by_path, claimed))
     units.extend(_chart_units(objects, claimed))  # after: the kustomizations claim files first
     rest = [file for file in objects if os.path.normpath(file.name) not in claimed]
-    units.extend(_variant_units(rest, default_namespace, notes))
+    units.extend(_variant_units(rest, default_namespace, notes, whole))
     if any(k.uses_helm for k in kustomizations.values()):
         notes.append("kustomizations with helmCharts are read without their charts")
     return units
 
 
 def _final_units(
-    units: list[Unit], documents: tuple[Document, ...], default_namespace: str, notes: list[str]
+    units: list[Unit],
+    documents: tuple[Document, ...],
+    default_namespace: str,
+    notes: list[str],
+    whole: _Whole,
 ) -> list[Unit]:
     """The units named, each object once in each (a note on those defined again), and a single
     unit of files nameless."""
@@ -182,7 +188,7 @@ def _final_units(
         units = [Unit("", "files", documents)]
     units = [Unit(unit.name or "(other files)", unit.source, unit.documents, unit.files) for unit in units]
     clashes: list[Document] = []
-    units = [_once(unit, default_namespace, clashes) for unit in units]
+    units = [_once(unit, default_namespace, clashes, whole) for unit in units]
     if clashes:
         first = min(clashes, key=lambda doc: (doc.file, doc.index))
         notes.append(
@@ -560,18 +566,20 @@ def is_fixture(path: str) -> bool:
     return path.endswith(_GOLDEN) or any(part in FIXTURE_FOLDERS for part in parts[:-1])
 
 
-def _variant_units(files: Sequence[SourceFile], default_namespace: str, notes: list[str]) -> list[Unit]:
+def _variant_units(
+    files: Sequence[SourceFile], default_namespace: str, notes: list[str], whole: _Whole
+) -> list[Unit]:
     """Units of the files no kustomization or chart claims: each test fixture on its own;
     variants where two files define the same object differently, the shared files around them,
     and the rest."""
     fixtures = [file for file in files if is_fixture(file.name)]
     if fixtures:
         others = [file for file in files if not is_fixture(file.name)]
-        return _fixture_units(fixtures) + _variant_units(others, default_namespace, notes)
+        return _fixture_units(fixtures) + _variant_units(others, default_namespace, notes, whole)
     if not files:
         return []
     paths = [os.path.normpath(file.name) for file in files]
-    versions = _versions(files, paths, default_namespace)
+    versions = _versions(files, paths, default_namespace, whole)
     if not versions:
         return [Unit("", "files", tuple(doc for file in files for doc in file.documents))]
     leaves, refined = _leaves(versions)
@@ -898,7 +906,9 @@ def _depends(one: _Needs | None, other: _Needs | None) -> bool:
     )
 
 
-def _versions(files: Sequence[SourceFile], paths: Sequence[str], default_namespace: str) -> Versions:
+def _versions(
+    files: Sequence[SourceFile], paths: Sequence[str], default_namespace: str, whole: _Whole
+) -> Versions:
     """For each file that defines an object some other file defines with different content:
     which version of each such object it holds (objects the same everywhere are left out)."""
     where: dict[Identity, list[tuple[str, Document]]] = defaultdict(list)
@@ -914,7 +924,7 @@ def _versions(files: Sequence[SourceFile], paths: Sequence[str], default_namespa
             continue  # defined in one file only (once, or again within that file)
         contents = seen[key]
         for path, doc in occurrences:
-            held[path][key] = contents.setdefault(_frozen(doc.data), len(contents))
+            held[path][key] = contents.setdefault(_frozen(whole.data(doc)), len(contents))
     varying = {key for key, contents in seen.items() if len(contents) > 1}
     out: Versions = {}
     for path, objects in held.items():
@@ -922,6 +932,34 @@ def _versions(files: Sequence[SourceFile], paths: Sequence[str], default_namespa
         if mine:
             out[path] = mine
     return out
+
+
+class _Whole:
+    """The whole content of a document of a compact file (:mod:`kaffinity.k8s.compact`), which
+    kept only what the rules read: the file is read again, once, for the objects another file
+    defines too (copies per environment are compared in full, as before compaction)."""
+
+    def __init__(self, files: Iterable[SourceFile]) -> None:
+        self.compact = {file.name: file for file in files if file.compact}
+        self.read: dict[str, dict[tuple[int, DataPath], Any] | None] = {}
+
+    def data(self, doc: Document) -> Any:
+        file = self.compact.get(doc.file)
+        if file is None:
+            return doc.data
+        if doc.file not in self.read:
+            from kaffinity.load.read import read
+
+            again = read(file.name)
+            self.read[doc.file] = (
+                {(other.index, other.prefix): other.data for other in again.documents}
+                if len(again.documents) == len(file.documents)
+                else None
+            )
+        documents = self.read[doc.file]
+        if documents is None:  # changed since it was linted: what is kept is compared
+            return doc.data
+        return documents.get((doc.index, doc.prefix), doc.data)
 
 
 def _frozen(value: Any) -> Any:
@@ -1035,7 +1073,7 @@ def _configured_units(
 # --- one object once -----------------------------------------------------------------------
 
 
-def _once(unit: Unit, default_namespace: str, clashes: list[Document]) -> Unit:
+def _once(unit: Unit, default_namespace: str, clashes: list[Document], whole: _Whole) -> Unit:
     """The unit with each object once. Of copies with different content the last applied is
     read, as ``kubectl apply -f`` leaves it (files in lexical order, documents in file order:
     the canonical order); the documents it replaces are added to ``clashes``."""
@@ -1053,7 +1091,7 @@ def _once(unit: Unit, default_namespace: str, clashes: list[Document]) -> Unit:
         first = chosen.get(key)
         if first is not None:
             replaced.add(id(first))
-            if first.data != doc.data:
+            if whole.data(first) != whole.data(doc):
                 clashes.append(first)
         chosen[key] = doc
     if not replaced:

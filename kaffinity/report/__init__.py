@@ -7,7 +7,7 @@ command line imports it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ def render(
     fmt: str,
     *,
     color: bool = False,
-    sources: dict[str, str] | None = None,
+    sources: Mapping[str, str] | None = None,
     context: Context | None = None,
 ) -> str:
     """The report in format ``fmt``; ``sources`` (file name → text) feeds the code frames;

@@ -4,7 +4,7 @@ two-line code frame (``text``) or one line each (``concise``)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import groupby
 
 from kaffinity.engine import LintResult
@@ -24,7 +24,7 @@ def _plain(text: str, *codes: str) -> str:
     return text
 
 
-def render(result: LintResult, *, color: bool = False, sources: dict[str, str]) -> str:
+def render(result: LintResult, *, color: bool = False, sources: Mapping[str, str]) -> str:
     style: Style = _ansi if color else _plain
 
     blocks: list[str] = []

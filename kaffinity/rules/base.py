@@ -39,6 +39,10 @@ class Rule:
     needs_cluster: bool = False
     #: ``kaffinity fix`` can fix its findings (safe text edits: :mod:`kaffinity.expand.fixes`).
     fixable: bool = False
+    #: A rule that reads one object at a time but also what other files say of it (the labels
+    #: of its Namespace): it runs with the rules that read every manifest, not file by file in
+    #: the single-object stage (:mod:`kaffinity.stream`).
+    reads_other_files: bool = False
 
 
 #: The category of every policy's rule (:mod:`kaffinity.policy`): they run after the built-in

@@ -220,6 +220,7 @@ RULE = Rule(
     summary="A Deployment's required (anti-)affinity or spread counts old and new revisions together.",
     check=_check,
     fixable=True,
+    reads_other_files=True,  # the namespaceSelector of a term, against its Namespace's labels
     docs="""\
 ## What it finds
 A Deployment with the RollingUpdate strategy whose required pod anti-affinity, required pod

@@ -1,0 +1,256 @@
+"""Compact models: a file's objects reduced to what the cross-object stages read.
+
+Once the single-object stages (schema and API validation, the expansion rules, the suppression
+comments) have run on a file (:mod:`kaffinity.stream`), the rules that read every manifest (the
+graph, placement, rollouts) need far less of it: the identity and labels of every object, and of
+the objects they model (:func:`kaffinity.k8s.model.build_object`: workloads, namespaces, nodes,
+disruption budgets, priority classes, and the HorizontalPodAutoscalers the budgets read) the
+scheduling fields. This module copies that part, positions included, and leaves the rest to be
+freed: at 10,000 workloads, the parsed trees were most of the 450 MiB a lint held.
+
+What is dropped is what no cross-object stage reads (checked by ``tests/test_stream.py``, which
+lints the same inputs with and without compaction and compares every finding):
+
+- of every object: ``metadata.managedFields`` and the ``kubectl.kubernetes.io/last-applied-configuration``
+  annotation (a copy of the whole object);
+- of an object no cross-object stage reads (a ConfigMap, a Secret, a Role, a
+  CustomResourceDefinition...: not one of :func:`_read_whole`'s): everything but ``apiVersion``,
+  ``kind`` and ``metadata`` (its identity, labels, annotations: the suppression annotations are
+  read from it);
+- of a pod template (or a Pod): the fields the scheduler does not read, :data:`POD_FIELDS` of the
+  pod spec and :data:`CONTAINER_FIELDS` of each container (environment, probes, commands,
+  mounts, security contexts). What the scheduler's plugins read is kept: resources, ports
+  (host ports), node selection, affinity, tolerations, spread, priority, overhead.
+
+Subtrees that are kept are shared with the parsed tree, not copied: only the path down to what
+is dropped is new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kaffinity.k8s.model import WorkloadKind, build_object, pod_template_path
+from kaffinity.load.parse import SourceFile
+from kaffinity.load.source import DataPath, Document, PosDict, PosList
+
+#: Pod spec fields no scheduler plugin, controller model or cross-object rule reads.
+POD_FIELDS = frozenset(
+    {
+        "volumes",
+        "securityContext",
+        "dnsConfig",
+        "dnsPolicy",
+        "hostAliases",
+        "imagePullSecrets",
+        "readinessGates",
+        "automountServiceAccountToken",
+        "enableServiceLinks",
+        "shareProcessNamespace",
+        "subdomain",
+        "hostname",
+        "setHostnameAsFQDN",
+        "terminationGracePeriodSeconds",
+        "activeDeadlineSeconds",
+        "resourceClaims",
+    }
+)
+#: Container fields no scheduler plugin or cross-object rule reads (``resources``, ``ports``,
+#: ``restartPolicy`` of sidecars, ``name`` and ``image`` are kept).
+CONTAINER_FIELDS = frozenset(
+    {
+        "env",
+        "envFrom",
+        "command",
+        "args",
+        "livenessProbe",
+        "readinessProbe",
+        "startupProbe",
+        "lifecycle",
+        "volumeMounts",
+        "volumeDevices",
+        "securityContext",
+        "workingDir",
+        "terminationMessagePath",
+        "terminationMessagePolicy",
+        "stdin",
+        "stdinOnce",
+        "tty",
+        "resizePolicy",
+    }
+)
+_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+_METADATA_FIELDS = frozenset({"managedFields"})
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_TOP_FIELDS = ("apiVersion", "kind", "metadata")
+_WHOLE_KINDS = frozenset({"HorizontalPodAutoscaler", "Service"})
+
+Keep = Callable[[str], bool]
+
+
+def compact_file(file: SourceFile, workload_kinds: Iterable[WorkloadKind] = ()) -> SourceFile:
+    """``file`` without its text and with its objects compacted (see the module's docstring).
+    Its problems and name stay; a document whose root is not a plain object or a ``List`` of
+    objects is kept whole."""
+    kinds = tuple(workload_kinds)
+    roots: dict[int, Any] = {}  # id(old root) -> new root
+    documents = []
+    for doc in file.documents:
+        new_root = roots.get(id(doc.root))
+        if new_root is None:
+            new_root = roots[id(doc.root)] = _compact_root(doc, file.documents, kinds)
+        data = _follow(new_root, doc.prefix)
+        documents.append(
+            Document(doc.file, doc.index, data, new_root, doc.span, doc.prefix, doc.duplicate_keys)
+        )
+    return SourceFile(file.name, "", tuple(documents), file.problems, file.skipped, compact=True)
+
+
+def _compact_root(doc: Document, documents: Iterable[Document], kinds: tuple[WorkloadKind, ...]) -> Any:
+    if not doc.prefix:
+        return compact_object(doc, kinds) if isinstance(doc.data, PosDict) else doc.data
+    # Items of a List: the List's spine is copied, each item compacted in it.
+    root = doc.root
+    items = root.get("items") if isinstance(root, PosDict) else None
+    if not isinstance(items, PosList):
+        return root
+    new_items = _copy_list(items)
+    for item in documents:
+        if item.root is root and len(item.prefix) == 2 and item.prefix[0] == "items":
+            index = item.prefix[1]
+            if isinstance(index, int) and isinstance(item.data, PosDict):
+                new_items[index] = compact_object(item, kinds)
+    return _copy_dict(root, replace={"items": new_items})
+
+
+def compact_object(doc: Document, kinds: tuple[WorkloadKind, ...] = ()) -> PosDict:
+    """One object's compact tree (``doc.data`` is a mapping)."""
+    data: PosDict = doc.data
+    if not _read_whole(doc, kinds):
+        return _copy_dict(data, keep=_TOP_FIELDS.__contains__, replace=_metadata(data))
+    kind, api_version = data.get("kind"), data.get("apiVersion")
+    template = (
+        pod_template_path(kind, api_version, kinds)
+        if isinstance(kind, str) and isinstance(api_version, str)
+        else None
+    )
+    replaced = _metadata(data)
+    if template is None:
+        return _copy_dict(data, replace=replaced) if replaced else data
+    if not template:  # a Pod: the object is its own template
+        return _pod(data, replaced)
+    head, rest = template[0], template[1:]
+    child = data.get(head) if isinstance(head, str) else None
+    if isinstance(head, str) and isinstance(child, PosDict):
+        replaced[head] = _along(child, rest)
+    return _copy_dict(data, replace=replaced) if replaced else data
+
+
+def _read_whole(doc: Document, kinds: tuple[WorkloadKind, ...]) -> bool:
+    """Whether the cross-object stages read more of an object than its metadata: the kinds
+    kaffinity models; HorizontalPodAutoscalers (disruption budgets, spread); Services (whose
+    selector names a workload's pods in a suggestion); custom resources, which may make an
+    operator run pods the input does not show (:func:`kaffinity.explain.suggest.custom_resource`)."""
+    data = doc.data
+    kind, api_version = data.get("kind"), data.get("apiVersion")
+    if kind in _WHOLE_KINDS:
+        return True
+    if isinstance(api_version, str) and "/" in api_version:
+        group = api_version.split("/", 1)[0]
+        if "." in group and not group.endswith("k8s.io"):
+            return True
+    return build_object(doc, "default", kinds) is not None
+
+
+def _along(node: PosDict, path: DataPath) -> PosDict:
+    """``node`` with the pod template at ``path`` below it compacted."""
+    if not path:
+        return _pod(node, _metadata(node))
+    head = path[0]
+    child = node.get(head) if isinstance(head, str) else None
+    if not isinstance(head, str) or not isinstance(child, PosDict):
+        return node
+    return _copy_dict(node, replace={head: _along(child, path[1:])})
+
+
+def _pod(template: PosDict, replaced: dict[str, Any]) -> PosDict:
+    """A pod template (or Pod) with its spec reduced to what scheduling reads."""
+    spec = template.get("spec")
+    if isinstance(spec, PosDict):
+        containers: dict[str, Any] = {}
+        for name in _CONTAINER_LISTS:
+            items = spec.get(name)
+            if isinstance(items, PosList):
+                containers[name] = _containers(items)
+        replaced["spec"] = _copy_dict(spec, keep=_not_pod_field, replace=containers)
+    return _copy_dict(template, replace=replaced) if replaced else template
+
+
+def _not_pod_field(key: str) -> bool:
+    return key not in POD_FIELDS
+
+
+def _not_container_field(key: str) -> bool:
+    return key not in CONTAINER_FIELDS
+
+
+def _containers(items: PosList) -> PosList:
+    copied = _copy_list(items)
+    for index, item in enumerate(items):
+        if isinstance(item, PosDict):
+            copied[index] = _copy_dict(item, keep=_not_container_field)
+    return copied
+
+
+def _metadata(data: PosDict) -> dict[str, Any]:
+    """``{"metadata": ...}`` when the object's metadata loses a field, else ``{}``."""
+    metadata = data.get("metadata")
+    if not isinstance(metadata, PosDict):
+        return {}
+    annotations = metadata.get("annotations")
+    trimmed = annotations if isinstance(annotations, PosDict) and _LAST_APPLIED in annotations else None
+    if trimmed is None and not any(key in metadata for key in _METADATA_FIELDS):
+        return {}
+    replace: dict[str, Any] = {}
+    if trimmed is not None:
+        replace["annotations"] = _copy_dict(trimmed, keep=_not_last_applied)
+    return {"metadata": _copy_dict(metadata, keep=_not_metadata_field, replace=replace)}
+
+
+def _not_last_applied(key: str) -> bool:
+    return key != _LAST_APPLIED
+
+
+def _not_metadata_field(key: str) -> bool:
+    return key not in _METADATA_FIELDS
+
+
+def _copy_dict(
+    source: PosDict, keep: Keep | None = None, replace: Mapping[str, Any] | None = None
+) -> PosDict:
+    """A new mapping with the kept keys of ``source`` (values from ``replace`` where given), in
+    order, each with its position."""
+    copied = PosDict(source.span)
+    positions = source.pos
+    known = len(positions)
+    for index, (key, value) in enumerate(source.items()):
+        if keep is not None and not keep(key):
+            continue
+        copied[key] = replace[key] if replace is not None and key in replace else value
+        if index < known:
+            copied.pos.append(positions[index])
+    return copied
+
+
+def _copy_list(source: PosList) -> PosList:
+    copied = PosList(source.span)
+    copied.extend(source)
+    copied.pos = source.pos
+    return copied
+
+
+def _follow(data: Any, path: DataPath) -> Any:
+    for item in path:
+        data = data[item]
+    return data

@@ -1,0 +1,248 @@
+"""The single-object stage, file by file: read, check what one object says alone, compact.
+
+``kaffinity lint`` used to parse every file, keep every parsed tree until the report, and run all
+the rules at the end. Most rules read one object at a time (the schemas, the API server's
+validation, the matchLabelKeys expansion: :func:`streamed_rules`), so they now run on each file
+as soon as it is parsed, in the worker that parsed it (``--jobs``); the file is then compacted
+(:mod:`kaffinity.k8s.compact`: the fields the rules that read every manifest need, positions
+included) and its parsed tree and text are dropped. What comes back is a :class:`Checked`: the
+compact file, the findings placed (positions and related places resolved while the tree was
+there), and the file's suppression comments. The engine (:func:`kaffinity.engine.lint` with
+``checked``) runs the remaining rules on the compact files and applies suppressions, the
+reported files and the units to every finding alike, so the result is the one a run without
+streaming gives (``tests/test_stream.py`` compares them).
+
+A file's :class:`Checked` depends only on its name, its bytes, kaffinity's version and the
+settings (:func:`fingerprint`): it is what the cache keeps (:mod:`kaffinity.cache`).
+
+Not streamed (the CLI reads such input whole, as before): stdin; runs with policies (a
+ValidatingAdmissionPolicy reads any field); repositories with kustomizations or rendered charts,
+whose objects are built from several files (:mod:`kaffinity.repo.units`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import fields
+from typing import TYPE_CHECKING
+
+from kaffinity.engine import Checked, streamed_rules
+from kaffinity.load.parse import STDIN, STDIN_NAME, SourceFile
+
+if TYPE_CHECKING:
+    from kaffinity.cache import Cache
+    from kaffinity.config import Settings
+    from kaffinity.findings import Finding
+    from kaffinity.load.files import ExcludeFn
+    from kaffinity.rules.base import Rule
+
+
+#: Settings that change nothing in a file's :class:`Checked`: which files are read, how the
+#: result is shown or decided, the cross-object stages.
+_NOT_LOCAL = frozenset(
+    {
+        "cluster",
+        "closed",
+        "simulate",
+        "jobs",
+        "fail_on",
+        "min_severity",
+        "context",
+        "exclude",
+        "gitignore",
+        "cache",
+        "cache_dir",
+        "units",
+        "render",
+        "helm_values",
+    }
+)
+
+
+def fingerprint(settings: Settings) -> str:
+    """What a file's :class:`Checked` depends on besides its name, its bytes and whether its
+    rules ran: kaffinity's version, the format, the settings that reach the single-object stage."""
+    import kaffinity
+    from kaffinity.cache import FORMAT
+
+    parts = [kaffinity.__version__, str(FORMAT)]
+    parts.extend(
+        f"{item.name}={getattr(settings, item.name)!r}"
+        for item in fields(settings)
+        if item.name not in _NOT_LOCAL
+    )
+    return hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
+
+
+def check_file(file: SourceFile, settings: Settings, rules: Sequence[Rule], *, local: bool = True) -> Checked:
+    """The single-object stage of one parsed file: ``rules`` (:func:`streamed_rules`) if
+    ``local``, its suppression comments, and the file compacted (stdin is kept whole: it cannot
+    be read again for the report)."""
+    from kaffinity.k8s.compact import compact_file
+    from kaffinity.suppress import comment_suppressions
+
+    findings: tuple[tuple[str, int | None, Finding], ...] = ()
+    errors: tuple[str, ...] = ()
+    notices: tuple[str, ...] = ()
+    if local and file.documents and rules:
+        findings, errors, notices = _run_rules(file, settings, rules)
+    comments = tuple(comment_suppressions(file.name, file.text))
+    kept = file if file.name == STDIN_NAME else compact_file(file, settings.workload_kinds)
+    return Checked(kept, findings, local, comments, errors, notices)
+
+
+def _run_rules(
+    file: SourceFile, settings: Settings, rules: Sequence[Rule]
+) -> tuple[tuple[tuple[str, int | None, Finding], ...], tuple[str, ...], tuple[str, ...]]:
+    from kaffinity.context import Context
+    from kaffinity.engine import Collector
+
+    context = Context([file], settings)
+    collector = Collector([file], settings, rules)
+    for rule in rules:
+        collector.check(rule, context)
+    index = {id(doc): number for number, doc in enumerate(file.documents)}
+    found = tuple(
+        (name, index.get(id(doc)) if doc is not None else None, finding)
+        for name, doc, finding in collector.collected
+    )
+    return found, tuple(collector.internal_errors), tuple(context.notices)
+
+
+def payload(
+    path: str,
+    settings: Settings,
+    rules: Sequence[Rule],
+    local: bool,
+    cache: Cache | None,
+    *,
+    fresh: bool = False,
+) -> tuple[bytes | None, Checked | None]:
+    """The :class:`Checked` of the file at ``path``: from the cache (pickled, and None), or
+    computed (pickled when there is a cache to write it to, and the object). A file that must not
+    be pickled (nested deeper than pickle goes: :func:`kaffinity.load.parallel.must_read_here`)
+    is neither cached nor pickled. ``fresh``: do not read the cache (its entry was corrupt)."""
+    import pickle
+
+    from kaffinity.load.manifests import skip_reason_for_name
+    from kaffinity.load.parallel import must_read_here
+    from kaffinity.load.read import from_bytes, read_bytes
+
+    reason = skip_reason_for_name(path) if path != STDIN else None
+    if reason is not None:
+        return None, Checked(SourceFile(path, "", (), (), reason), (), local, ())
+    name, raw, problem = read_bytes(path, settings.limits)
+    key = None
+    if cache is not None and problem is None and path != STDIN:
+        key = cache.key(name, raw, local=local)
+        if not fresh:
+            # A context file (only compacted) may take a checked one's entry: what it holds more,
+            # the findings, is not reported (the file is not).
+            for candidate in (key,) if local else (cache.key(name, raw, local=True), key):
+                cached = cache.get(candidate)
+                if cached is not None:
+                    return cached, None
+    checked = check_file(from_bytes(path, name, raw, problem, settings.limits), settings, rules, local=local)
+    if key is None or cache is None or must_read_here(checked.file, settings.limits):
+        return None, checked
+    try:
+        data = pickle.dumps(checked, pickle.HIGHEST_PROTOCOL)
+    except RecursionError:
+        return None, checked
+    cache.put(key, data)
+    return data, checked
+
+
+def _here(path: str, settings: Settings, rules: Sequence[Rule], local: bool, cache: Cache | None) -> Checked:
+    from kaffinity.cache import loads
+
+    data, checked = payload(path, settings, rules, local, cache)
+    if checked is None and data is not None:
+        checked = loads(data)
+    if checked is None:  # a corrupt entry: checked again, and written again
+        checked = payload(path, settings, rules, local, cache, fresh=True)[1]
+    assert checked is not None
+    return checked
+
+
+def _there(
+    paths: Sequence[str], settings: Settings, names: Sequence[str], local: bool, cache: Cache | None
+) -> list[bytes | None]:
+    """A worker's task: each file's :class:`Checked`, pickled, or None for the parent to do."""
+    import pickle
+
+    from kaffinity.load.parallel import must_read_here
+    from kaffinity.rules import BY_NAME
+
+    rules = [BY_NAME[name] for name in names]
+    sent: list[bytes | None] = []
+    for path in paths:
+        data, checked = payload(path, settings, rules, local, cache)
+        if data is None and checked is not None and not must_read_here(checked.file, settings.limits):
+            try:
+                data = pickle.dumps(checked, pickle.HIGHEST_PROTOCOL)
+            except RecursionError:
+                data = None
+        sent.append(data)
+    return sent
+
+
+def check_all(
+    paths: Sequence[str],
+    settings: Settings,
+    jobs: int,
+    *,
+    local: bool = True,
+    cache: Cache | None = None,
+    tick: Callable[[str], None] | None = None,
+) -> list[Checked]:
+    """The single-object stage of every path, in order, in ``jobs`` processes
+    (:func:`kaffinity.load.parallel.map_all`), through ``cache`` when given. ``local``: run the
+    rules (False: only compact the files, the context of ``--changed``)."""
+    from functools import partial
+
+    from kaffinity.load.parallel import map_all
+    from kaffinity.rules import RULES
+
+    rules = streamed_rules(RULES, settings) if local else []
+    names = [rule.name for rule in rules]
+    here = partial(_here, settings=settings, rules=rules, local=local, cache=cache)
+    there = partial(_there, settings=settings, names=names, local=local, cache=cache)
+    from kaffinity.cache import loads
+
+    return map_all(paths, jobs, here, there, tick or _ignore, loads=loads)
+
+
+def _ignore(path: str) -> None:
+    pass
+
+
+def load_checked(
+    paths: Sequence[str],
+    settings: Settings,
+    excluded: ExcludeFn | None = None,
+    seen: set[tuple[int, int]] | None = None,
+    *,
+    jobs: int = 1,
+    local: bool = True,
+    cache: Cache | None = None,
+) -> list[Checked]:
+    """:func:`kaffinity.load.files.load` through the single-object stage: discover the files
+    under ``paths``, and :func:`check_all` of them, with the command's progress indicator. What
+    comes back lives as long as the run: it is frozen out of the collector's reach (see
+    :func:`kaffinity.load.files.load`)."""
+    import gc
+
+    from kaffinity.load.files import discover
+    from kaffinity.load.parse import gc_paused
+    from kaffinity.load.progress import current
+
+    progress = current()
+    with gc_paused():
+        with progress.stage("finding files"):
+            found = list(discover(paths, excluded, seen, gitignore=settings.gitignore))
+        with progress.stage("reading files", len(found)):
+            checked = check_all(found, settings, jobs, local=local, cache=cache, tick=progress.tick)
+        gc.freeze()
+    return checked
