@@ -144,25 +144,22 @@ class Context:
 
 class Texts(Mapping[str, str]):
     """The text of each file by name: kept, or for a compact file (:mod:`kaffinity.k8s.compact`)
-    read again from disk on first use, so that only the files a report or a fix shows are read
-    twice. A file changed since it was linted reads as it is now; one that cannot be read, as
-    empty (the report then shows no code frame)."""
+    read again from disk each time it is asked for (the report asks once per file it shows; a
+    rule that reads texts keeps what it needs), so that only the files a report or a fix shows
+    are read twice, and the run does not hold them all again. A file changed since it was linted
+    reads as it is now; one that cannot be read, as empty (the report shows no code frame)."""
 
     def __init__(self, files: Sequence[SourceFile]) -> None:
         self._files = {file.name: file for file in files}
-        self._read: dict[str, str] = {}
 
     def __getitem__(self, name: str) -> str:
         file = self._files[name]
         if not file.compact:
             return file.text
-        text = self._read.get(name)
-        if text is None:
-            from kaffinity.load.read import read_text
+        from kaffinity.load.read import read_text
 
-            _, text, problem = read_text(name)
-            text = self._read[name] = "" if problem is not None else text
-        return text
+        _, text, problem = read_text(name)
+        return "" if problem is not None else text
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._files)

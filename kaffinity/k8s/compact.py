@@ -18,20 +18,22 @@ lints the same inputs with and without compaction and compares every finding):
   ``kind`` and ``metadata`` (its identity, labels, annotations: the suppression annotations are
   read from it);
 - of a pod template (or a Pod): the fields the scheduler does not read, :data:`POD_FIELDS` of the
-  pod spec and :data:`CONTAINER_FIELDS` of each container (environment, probes, commands,
-  mounts, security contexts). What the scheduler's plugins read is kept: resources, ports
-  (host ports), node selection, affinity, tolerations, spread, priority, overhead.
+  pod spec, and of each container all but :data:`CONTAINER_FIELDS` (its environment, probes,
+  commands, mounts, security context...). What the scheduler's plugins read is kept: resources,
+  ports (host ports), node selection, affinity, tolerations, spread, priority, overhead.
 
-Subtrees that are kept are shared with the parsed tree, not copied: only the path down to what
-is dropped is new.
+What is kept is copied into a form that costs less (:func:`_copied`: positions packed in arrays,
+strings interned), so that the parsed tree is freed whole.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterable, Mapping
+from sys import intern
 from typing import Any
 
-from kaffinity.k8s.model import WorkloadKind, build_object, pod_template_path
+from kaffinity.k8s.model import WORKLOAD_GROUPS, WorkloadKind, custom_workload_kind, pod_template_path
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import DataPath, Document, PosDict, PosList
 
@@ -56,30 +58,11 @@ POD_FIELDS = frozenset(
         "resourceClaims",
     }
 )
-#: Container fields no scheduler plugin or cross-object rule reads (``resources``, ``ports``,
-#: ``restartPolicy`` of sidecars, ``name`` and ``image`` are kept).
-CONTAINER_FIELDS = frozenset(
-    {
-        "env",
-        "envFrom",
-        "command",
-        "args",
-        "livenessProbe",
-        "readinessProbe",
-        "startupProbe",
-        "lifecycle",
-        "volumeMounts",
-        "volumeDevices",
-        "securityContext",
-        "workingDir",
-        "terminationMessagePath",
-        "terminationMessagePolicy",
-        "stdin",
-        "stdinOnce",
-        "tty",
-        "resizePolicy",
-    }
-)
+#: The container fields the scheduler's plugins and the cross-object rules read: the rest
+#: (image, environment, probes, commands, mounts, security contexts...) is dropped. ``resources``
+#: (NodeResourcesFit), ``ports`` (NodePorts: host ports), ``restartPolicy`` (a sidecar's requests
+#: add up: ``resource.PodRequests``), ``name`` (the finding's own words).
+CONTAINER_FIELDS = frozenset({"name", "resources", "ports", "restartPolicy"})
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 _METADATA_FIELDS = frozenset({"managedFields"})
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -109,18 +92,24 @@ def compact_file(file: SourceFile, workload_kinds: Iterable[WorkloadKind] = ()) 
 
 def _compact_root(doc: Document, documents: Iterable[Document], kinds: tuple[WorkloadKind, ...]) -> Any:
     if not doc.prefix:
-        return compact_object(doc, kinds) if isinstance(doc.data, PosDict) else doc.data
+        return compact_object(doc, kinds) if isinstance(doc.data, PosDict) else _copied(doc.data)
     # Items of a List: the List's spine is copied, each item compacted in it.
     root = doc.root
     items = root.get("items") if isinstance(root, PosDict) else None
     if not isinstance(items, PosList):
-        return root
-    new_items = _copy_list(items)
-    for item in documents:
-        if item.root is root and len(item.prefix) == 2 and item.prefix[0] == "items":
-            index = item.prefix[1]
-            if isinstance(index, int) and isinstance(item.data, PosDict):
-                new_items[index] = compact_object(item, kinds)
+        return _copied(root)
+    objects = {
+        item.prefix[1]: item
+        for item in documents
+        if item.root is root and len(item.prefix) == 2 and item.prefix[0] == "items"
+    }
+    new_items = PosList(items.span)
+    for index, value in enumerate(items):
+        item = objects.get(index)
+        new_items.append(
+            compact_object(item, kinds) if item is not None and isinstance(value, PosDict) else _copied(value)
+        )
+    new_items.pos = _packed(items.pos)
     return _copy_dict(root, replace={"items": new_items})
 
 
@@ -137,14 +126,14 @@ def compact_object(doc: Document, kinds: tuple[WorkloadKind, ...] = ()) -> PosDi
     )
     replaced = _metadata(data)
     if template is None:
-        return _copy_dict(data, replace=replaced) if replaced else data
+        return _copy_dict(data, replace=replaced)
     if not template:  # a Pod: the object is its own template
         return _pod(data, replaced)
     head, rest = template[0], template[1:]
     child = data.get(head) if isinstance(head, str) else None
     if isinstance(head, str) and isinstance(child, PosDict):
         replaced[head] = _along(child, rest)
-    return _copy_dict(data, replace=replaced) if replaced else data
+    return _copy_dict(data, replace=replaced)
 
 
 def _read_whole(doc: Document, kinds: tuple[WorkloadKind, ...]) -> bool:
@@ -160,7 +149,23 @@ def _read_whole(doc: Document, kinds: tuple[WorkloadKind, ...]) -> bool:
         group = api_version.split("/", 1)[0]
         if "." in group and not group.endswith("k8s.io"):
             return True
-    return build_object(doc, "default", kinds) is not None
+    return _modelled(kind, api_version, data, kinds)
+
+
+def _modelled(kind: Any, api_version: Any, data: PosDict, kinds: tuple[WorkloadKind, ...]) -> bool:
+    """Whether :func:`kaffinity.k8s.model.build_object` makes a typed object of it (by kind and
+    version alone, without building it: the same tests, in the same order)."""
+    if not isinstance(kind, str) or not isinstance(api_version, str):
+        return False
+    if kind in WORKLOAD_GROUPS and api_version.startswith(WORKLOAD_GROUPS[kind]):
+        return True
+    if custom_workload_kind(data, kinds) is not None:
+        return True
+    if kind == "PriorityClass" and api_version.startswith("scheduling.k8s.io/"):
+        return True
+    if kind == "PodDisruptionBudget":
+        return api_version == "v1" or api_version.startswith("policy/")
+    return api_version == "v1" and kind in ("Namespace", "Node")
 
 
 def _along(node: PosDict, path: DataPath) -> PosDict:
@@ -170,7 +175,7 @@ def _along(node: PosDict, path: DataPath) -> PosDict:
     head = path[0]
     child = node.get(head) if isinstance(head, str) else None
     if not isinstance(head, str) or not isinstance(child, PosDict):
-        return node
+        return _copy_dict(node)
     return _copy_dict(node, replace={head: _along(child, path[1:])})
 
 
@@ -184,22 +189,24 @@ def _pod(template: PosDict, replaced: dict[str, Any]) -> PosDict:
             if isinstance(items, PosList):
                 containers[name] = _containers(items)
         replaced["spec"] = _copy_dict(spec, keep=_not_pod_field, replace=containers)
-    return _copy_dict(template, replace=replaced) if replaced else template
+    return _copy_dict(template, replace=replaced)
 
 
 def _not_pod_field(key: str) -> bool:
     return key not in POD_FIELDS
 
 
-def _not_container_field(key: str) -> bool:
-    return key not in CONTAINER_FIELDS
+def _container_field(key: str) -> bool:
+    return key in CONTAINER_FIELDS
 
 
 def _containers(items: PosList) -> PosList:
-    copied = _copy_list(items)
-    for index, item in enumerate(items):
-        if isinstance(item, PosDict):
-            copied[index] = _copy_dict(item, keep=_not_container_field)
+    copied = PosList(items.span)
+    copied.extend(
+        _copy_dict(item, keep=_container_field) if isinstance(item, PosDict) else _copied(item)
+        for item in items
+    )
+    copied.pos = _packed(items.pos)
     return copied
 
 
@@ -226,28 +233,54 @@ def _not_metadata_field(key: str) -> bool:
     return key not in _METADATA_FIELDS
 
 
-def _copy_dict(
-    source: PosDict, keep: Keep | None = None, replace: Mapping[str, Any] | None = None
-) -> PosDict:
-    """A new mapping with the kept keys of ``source`` (values from ``replace`` where given), in
-    order, each with its position."""
+def _copy_dict(source: PosDict, keep: Keep | None = None, replace: Mapping[str, Any] | None = None) -> PosDict:
+    """A new mapping with the kept keys of ``source`` (values from ``replace`` where given, else
+    copied: :func:`_copied`), in order, each with its position."""
     copied = PosDict(source.span)
     positions = source.pos
     known = len(positions)
+    kept: list[int] = []
     for index, (key, value) in enumerate(source.items()):
         if keep is not None and not keep(key):
             continue
-        copied[key] = replace[key] if replace is not None and key in replace else value
+        copied[key] = replace[key] if replace is not None and key in replace else _copied(value)
         if index < known:
-            copied.pos.append(positions[index])
+            kept.append(positions[index])
+    copied.pos = _packed(kept)
     return copied
 
 
 def _copy_list(source: PosList) -> PosList:
     copied = PosList(source.span)
-    copied.extend(source)
-    copied.pos = source.pos
+    copied.extend(_copied(item) for item in source)
+    copied.pos = _packed(source.pos)
     return copied
+
+
+def _copied(value: Any) -> Any:
+    """A kept value, copied so that it costs less than the parsed one: positions in an
+    ``array('Q')`` (8 bytes each, where a list holds a pointer to an int object of 32), strings
+    interned (a workload repeats its labels in its selector and its pod template, a repository
+    its namespaces and label keys)."""
+    if isinstance(value, PosDict):
+        return _copy_dict(value)
+    if isinstance(value, PosList):
+        return _copy_list(value)
+    if isinstance(value, str) and len(value) <= _INTERNED:
+        return intern(value)
+    return value
+
+
+#: Strings up to this long are interned (label values, names, quantities, not free text).
+_INTERNED = 253
+
+
+def _packed(positions: Iterable[int | None]) -> Any:
+    """Positions as an unsigned 64-bit array; a list when one is missing (None)."""
+    values = list(positions)
+    if any(value is None for value in values):
+        return values
+    return array("Q", values)
 
 
 def _follow(data: Any, path: DataPath) -> Any:

@@ -34,7 +34,7 @@ _TEMPLATE_PATHS: dict[str, DataPath] = {
     "PodTemplate": ("template",),
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
-_WORKLOAD_GROUPS: dict[str, tuple[str, ...]] = {
+WORKLOAD_GROUPS: dict[str, tuple[str, ...]] = {
     "Pod": ("v1",),
     "PodTemplate": ("v1",),
     "ReplicationController": ("v1",),
@@ -45,7 +45,7 @@ _WORKLOAD_GROUPS: dict[str, tuple[str, ...]] = {
     "Job": ("batch/",),
     "CronJob": ("batch/",),
 }
-WORKLOAD_KINDS = frozenset(_WORKLOAD_GROUPS)
+WORKLOAD_KINDS = frozenset(WORKLOAD_GROUPS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -514,7 +514,7 @@ def pod_template_path(
 ) -> DataPath | None:
     """Where a workload kind keeps its pod template; None for other kinds. Without
     ``api_version``, the built-in kinds by name alone; with it, custom kinds too."""
-    if api_version is None or (kind in _WORKLOAD_GROUPS and api_version.startswith(_WORKLOAD_GROUPS[kind])):
+    if api_version is None or (kind in WORKLOAD_GROUPS and api_version.startswith(WORKLOAD_GROUPS[kind])):
         return _TEMPLATE_PATHS.get(kind, ("spec", "template")) if kind in WORKLOAD_KINDS else None
     definition = workload_kind(api_version, kind, workload_kinds)
     return definition.template if definition is not None else None
@@ -589,7 +589,7 @@ def build_object(
     kind, api_version = data.get("kind"), data.get("apiVersion")
     if not isinstance(kind, str) or not isinstance(api_version, str):
         return None
-    if kind in _WORKLOAD_GROUPS and api_version.startswith(_WORKLOAD_GROUPS[kind]):
+    if kind in WORKLOAD_GROUPS and api_version.startswith(WORKLOAD_GROUPS[kind]):
         return _workload(doc, object_ref(doc, default_namespace))
     definition = custom_workload_kind(data, workload_kinds)
     if definition is not None:
