@@ -38,3 +38,21 @@ ZONE_RULE = Rule(
 def zone_rules() -> tuple[Rule, ...]:
     """The registry plus one rule added as a module would add it: no engine change."""
     return (*RULES, ZONE_RULE)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every run of the suite shares one cache folder (``KAFFINITY_CACHE_DIR``), outside the
+    checkout: runs that lint the same file with the same settings take each other's entries, so
+    the whole suite exercises warm runs too (an entry is keyed by name, content, version and
+    settings: a wrong hit would show as a wrong finding in some test)."""
+    import os
+
+    folder = tmp_path_factory.mktemp("kaffinity-cache")
+    before = os.environ.get("KAFFINITY_CACHE_DIR")
+    os.environ["KAFFINITY_CACHE_DIR"] = str(folder)
+    yield
+    if before is None:
+        os.environ.pop("KAFFINITY_CACHE_DIR", None)
+    else:
+        os.environ["KAFFINITY_CACHE_DIR"] = before
