@@ -59,7 +59,9 @@ def test_every_example_reports_the_same_streamed(monkeypatch: pytest.MonkeyPatch
 @pytest.mark.parametrize(
     "cluster", ["topology.yaml", "rollout-deadlock.yaml", "needs-scale-up.yaml"], ids=lambda name: name
 )
-def test_the_examples_with_a_cluster_report_the_same_streamed(monkeypatch: pytest.MonkeyPatch, cluster: str) -> None:
+def test_the_examples_with_a_cluster_report_the_same_streamed(
+    monkeypatch: pytest.MonkeyPatch, cluster: str
+) -> None:
     path = EXAMPLES / "clusters" / cluster
     if not path.exists():
         pytest.fail(f"{path} is gone: name another cluster file of examples/clusters")
@@ -160,18 +162,30 @@ def cases(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("fmt", ["json", "text", "sarif"])
-def test_what_compaction_drops_changes_nothing(monkeypatch: pytest.MonkeyPatch, cases: Path, fmt: str) -> None:
+def test_what_compaction_drops_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch, cases: Path, fmt: str
+) -> None:
     streamed, whole, code = _both(monkeypatch, "--no-config", "--format", fmt, cases)
     assert streamed == whole
     assert code == 1
 
 
-def test_changed_with_a_context_reports_the_same_streamed(monkeypatch: pytest.MonkeyPatch, cases: Path) -> None:
+def test_changed_with_a_context_reports_the_same_streamed(
+    monkeypatch: pytest.MonkeyPatch, cases: Path
+) -> None:
     (cases / "more").mkdir()
     (cases / "more" / "web.yaml").write_text(_CASES.replace("shop", "more"))
     for extra in ((), ("--cluster", str(EXAMPLES / "clusters" / "topology.yaml"))):
         streamed, whole, _ = _both(
-            monkeypatch, "--no-config", "--format", "json", "--context", cases, *extra, "--changed", cases / "more"
+            monkeypatch,
+            "--no-config",
+            "--format",
+            "json",
+            "--context",
+            cases,
+            *extra,
+            "--changed",
+            cases / "more",
         )
         assert streamed == whole
 
@@ -186,10 +200,22 @@ def test_jobs_give_the_same_report_streamed(tmp_path: Path) -> None:
     )
     manifests = tmp_path / "manifests"
     assert len(list(manifests.rglob("*.yaml"))) >= 64
-    (manifests / "zz-schema.yaml").write_text(_CASES.replace('replicas: 3', 'replicas: "3"'))
+    (manifests / "zz-schema.yaml").write_text(_CASES.replace("replicas: 3", 'replicas: "3"'))
     reports = {
         jobs: subprocess.run(
-            [sys.executable, "-m", "kaffinity", "lint", "--no-config", "--no-cache", "-f", "json", "--jobs", jobs, str(manifests)],
+            [
+                sys.executable,
+                "-m",
+                "kaffinity",
+                "lint",
+                "--no-config",
+                "--no-cache",
+                "-f",
+                "json",
+                "--jobs",
+                jobs,
+                str(manifests),
+            ],
             capture_output=True,
             check=False,
         )
@@ -204,7 +230,9 @@ def test_jobs_give_the_same_report_streamed(tmp_path: Path) -> None:
 def _typed(value: Any) -> Any:
     """A typed object as comparable data, without its document (compact or whole)."""
     if hasattr(value, "__dataclass_fields__"):
-        return tuple((item.name, _typed(getattr(value, item.name))) for item in fields(value) if item.name != "doc")
+        return tuple(
+            (item.name, _typed(getattr(value, item.name))) for item in fields(value) if item.name != "doc"
+        )
     if isinstance(value, (tuple, list)):
         return tuple(_typed(item) for item in value)
     return value
@@ -225,10 +253,17 @@ def test_compact_objects_model_the_same(cases: Path) -> None:
         assert compact.compact and compact.text == ""
         assert len(compact.documents) == len(whole.documents)
         for before, after in zip(whole.documents, compact.documents, strict=True):
-            assert (after.file, after.index, after.span, after.prefix) == (before.file, before.index, before.span, before.prefix)
+            assert (after.file, after.index, after.span, after.prefix) == (
+                before.file,
+                before.index,
+                before.span,
+                before.prefix,
+            )
             if not isinstance(before.data, dict):
                 continue
-            assert _typed(build_object(after)) == _typed(build_object(before)), f"{path}: document {before.index}"
+            assert _typed(build_object(after)) == _typed(build_object(before)), (
+                f"{path}: document {before.index}"
+            )
             _same_positions(before.data, after.data, path)
             compared += 1
     assert compared > 300

@@ -233,7 +233,9 @@ def _not_metadata_field(key: str) -> bool:
     return key not in _METADATA_FIELDS
 
 
-def _copy_dict(source: PosDict, keep: Keep | None = None, replace: Mapping[str, Any] | None = None) -> PosDict:
+def _copy_dict(
+    source: PosDict, keep: Keep | None = None, replace: Mapping[str, Any] | None = None
+) -> PosDict:
     """A new mapping with the kept keys of ``source`` (values from ``replace`` where given, else
     copied: :func:`_copied`), in order, each with its position."""
     copied = PosDict(source.span)

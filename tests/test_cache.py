@@ -1,0 +1,319 @@
+"""The cache of repeated runs (``kaffinity.cache``): never a different answer, never a crash.
+
+A warm run reports exactly what a cold one and one without the cache report; an entry is used
+only for the same file name, bytes, kaffinity version and settings; a truncated, corrupt or
+foreign entry is a miss; runs at the same time share the folder; the folder prunes itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kaffinity import cache as cache_module
+from kaffinity.cache import MAGIC, Cache
+from tests.kit import run
+
+WEB = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx}]
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: topology.kubernetes.io/zone
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector: {matchLabels: {app: web}}
+          matchLabelKeys: [pod-template-hash]
+"""
+#: A field that kube-apiserver 1.27 drops (matchLabelKeys is beta from 1.27, on by default),
+#: and one the schema refuses: the findings depend on the settings and the content.
+BROKEN = WEB.replace("replicas: 3", 'replicas: "3"')
+
+
+def _lint(folder: Path, cache: Path, *args: str) -> tuple[int, str, str]:
+    completed = run("lint", "--no-config", "--format", "json", "--cache-dir", str(cache), *args, str(folder))
+    return completed.returncode, completed.stdout, completed.stderr
+
+
+def _entries(cache: Path) -> list[Path]:
+    return sorted(path for path in cache.rglob("*") if path.is_file() and len(path.name) == 40)
+
+
+def _rules(stdout: str) -> list[tuple[str, int]]:
+    return [(finding["rule"], finding["line"]) for finding in json.loads(stdout)["findings"]]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    (folder / "web.yaml").write_text(WEB)
+    (folder / "api.yaml").write_text(WEB.replace("web", "api"))
+    return folder
+
+
+def test_warm_runs_report_what_cold_and_uncached_runs_report(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    uncached = run("lint", "--no-config", "--format", "json", "--no-cache", str(repo))
+    assert not cache.exists()
+    cold = _lint(repo, cache)
+    entries = _entries(cache)
+    assert len(entries) == 2  # one per file
+    stamps = [path.stat().st_mtime_ns for path in entries]
+    warm = _lint(repo, cache)
+    assert cold == warm == (uncached.returncode, uncached.stdout, uncached.stderr)
+    assert [path.stat().st_mtime_ns for path in _entries(cache)] == stamps  # read, not written
+    # As ruff's: neither git nor backups take it.
+    assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+
+
+def test_an_edited_file_is_linted_again(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    assert _lint(repo, cache)[0] == 0
+    (repo / "web.yaml").write_text(BROKEN)
+    code, stdout, _ = _lint(repo, cache)
+    assert code == 1
+    assert ("schema", 5) in _rules(stdout)
+    (repo / "web.yaml").write_text(WEB)  # back as it was: its first entry serves again
+    assert _lint(repo, cache)[0] == 0
+
+
+def test_a_renamed_file_is_reported_under_its_new_name(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    (repo / "web.yaml").write_text(BROKEN)
+    _lint(repo, cache)
+    (repo / "web.yaml").rename(repo / "moved.yaml")
+    _, stdout, _ = _lint(repo, cache)
+    assert {finding["file"] for finding in json.loads(stdout)["findings"]} == {str(repo / "moved.yaml")}
+
+
+def test_settings_and_kubernetes_version_have_their_own_entries(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    (repo / "web.yaml").write_text(BROKEN)
+    default = _rules(_lint(repo, cache)[1])
+    older = _rules(
+        _lint(
+            repo,
+            cache,
+            "--kube-version",
+            "1.27",
+            "--feature-gates",
+            "MatchLabelKeysInPodTopologySpread=false",
+        )[1]
+    )
+    assert ("gated-field-dropped", 16) in older and ("gated-field-dropped", 16) not in default
+    ignored = _rules(_lint(repo, cache, "--ignore", "schema")[1])
+    assert ("schema", 5) in default and ("schema", 5) not in ignored
+    assert _rules(_lint(repo, cache)[1]) == default  # and the first settings' entries still serve
+    versions = [path for path in cache.iterdir() if path.is_dir()]
+    assert len(versions) == 1  # one kaffinity version
+    assert len([path for path in versions[0].iterdir() if path.is_dir()]) == 3  # three fingerprints
+
+
+def test_another_kaffinity_version_never_reads_the_entries(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    _lint(repo, cache)
+    (old,) = [path for path in cache.iterdir() if path.is_dir()]
+    import kaffinity
+
+    monkeypatch.setattr(kaffinity, "__version__", "99.0.0")
+    newer = Cache(str(cache), "fingerprint")
+    assert newer.folder != str(old / "fingerprint") and not newer.folder.startswith(str(old))
+    newer.put(Cache.key("web.yaml", b"x"), b"payload")
+    newer.prune()
+    assert not old.exists()  # never trusted across versions: deleted
+    assert [path.name for path in cache.iterdir() if path.is_dir()] == ["99.0.0-" + str(cache_module.FORMAT)]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[: len(data) // 2],  # truncated (a run killed while... a disk full)
+        lambda data: b"",
+        lambda data: data[: len(MAGIC) + 41] + b"\x80\x05garbage",  # a header, then no pickle
+        lambda data: MAGIC + b"0" * 40 + b"\n" + data[len(MAGIC) + 41 :],  # another key's header
+        lambda data: data[: len(MAGIC) + 41] + __import__("pickle").dumps({"not": "an entry"}),
+    ],
+    ids=["truncated", "empty", "garbage", "wrong-key", "foreign-pickle"],
+)
+def test_a_damaged_entry_is_a_miss_never_a_crash(repo: Path, tmp_path: Path, damage: object) -> None:
+    cache = tmp_path / "cache"
+    (repo / "web.yaml").write_text(BROKEN)
+    expected = _lint(repo, cache)
+    for entry in _entries(cache):
+        entry.write_bytes(damage(entry.read_bytes()))  # type: ignore[operator]
+    assert _lint(repo, cache) == expected
+    assert _lint(repo, cache) == expected  # and the entries were written again
+    for entry in _entries(cache):
+        assert entry.read_bytes().startswith(MAGIC)
+
+
+def test_damaged_entries_with_jobs(tmp_path: Path) -> None:
+    """The workers send a cached entry as it is; a damaged one is checked again here."""
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for index in range(70):
+        (folder / f"w{index:02}.yaml").write_text(
+            (BROKEN if index % 7 == 0 else WEB).replace("web", f"w{index}")
+        )
+    cache = tmp_path / "cache"
+    expected = _lint(folder, cache, "--jobs", "2")
+    assert expected[0] == 1
+    for entry in _entries(cache)[::3]:
+        entry.write_bytes(entry.read_bytes()[:-20])
+    assert _lint(folder, cache, "--jobs", "2") == expected
+    assert _lint(folder, cache, "--jobs", "1") == expected
+
+
+def test_runs_at_the_same_time_share_the_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for index in range(80):
+        (folder / f"w{index:02}.yaml").write_text(
+            (BROKEN if index % 5 == 0 else WEB).replace("web", f"w{index}")
+        )
+    cache = tmp_path / "cache"
+    command = [
+        sys.executable,
+        "-m",
+        "kaffinity",
+        "lint",
+        "--no-config",
+        "-f",
+        "json",
+        "--cache-dir",
+        str(cache),
+    ]
+    processes = [
+        subprocess.Popen(
+            [*command, "--jobs", str(1 + index % 2), str(folder)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for index in range(4)
+    ]
+    results = [process.communicate(timeout=120) for process in processes]
+    assert {process.returncode for process in processes} == {1}
+    assert len({stdout for stdout, _ in results}) == 1
+    assert all(stderr == b"" for _, stderr in results)
+    assert not [path for path in cache.rglob(".tmp-*")]  # every write finished or was removed
+    uncached = subprocess.run([*command, "--no-cache", str(folder)], capture_output=True, check=False)
+    assert uncached.stdout == results[0][0]
+
+
+def test_a_cache_that_cannot_be_written_is_noted_and_the_run_goes_on(repo: Path, tmp_path: Path) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    code, stdout, stderr = _lint(repo, blocked)
+    assert code == 0 and json.loads(stdout)["summary"]["files"] == 2
+    assert stderr.startswith("kaffinity: note: cannot write the cache in ")
+    assert len(stderr.splitlines()) == 1
+
+
+def test_no_cache_writes_nothing(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    run("lint", "--no-config", "--no-cache", "--cache-dir", str(cache), str(repo))
+    assert not cache.exists()
+    config = repo / ".kaffinity.yaml"
+    config.write_text("cache: false\n")
+    run("lint", "--config", str(config), "--cache-dir", str(cache), str(repo))
+    assert not cache.exists()
+
+
+def test_the_folder_by_flag_environment_config_default(repo: Path, tmp_path: Path) -> None:
+    env = {"KAFFINITY_CACHE_DIR": ""}
+    config = repo / ".kaffinity.yaml"
+    config.write_text("cache-dir: build/lint-cache\n")
+    run("lint", str(repo), cwd=repo, env=env)
+    assert _entries(repo / "build" / "lint-cache")  # cache-dir:, relative to the config file
+    run("lint", str(repo), cwd=repo, env={"KAFFINITY_CACHE_DIR": str(tmp_path / "from-env")})
+    assert _entries(tmp_path / "from-env")  # the environment over the config
+    run(
+        "lint",
+        "--cache-dir",
+        str(tmp_path / "from-flag"),
+        str(repo),
+        cwd=repo,
+        env={"KAFFINITY_CACHE_DIR": str(tmp_path / "x")},
+    )
+    assert _entries(tmp_path / "from-flag")  # the flag over both
+    config.unlink()
+    run("lint", ".", cwd=repo, env=env)
+    assert _entries(repo / ".kaffinity_cache")  # the default, here
+    # Hidden: never read as input.
+    completed = run("lint", "--format", "json", ".", cwd=repo, env=env)
+    assert json.loads(completed.stdout)["summary"]["files"] == 2
+
+
+def test_pruning_drops_entries_of_files_gone(tmp_path: Path) -> None:
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for index in range(30):
+        (folder / f"w{index:02}.yaml").write_text(WEB.replace("web", f"w{index}"))
+    cache = tmp_path / "cache"
+    _lint(folder, cache)
+    assert len(_entries(cache)) == 30
+    for path in sorted(folder.iterdir())[:27]:
+        path.unlink()
+    (folder / "new.yaml").write_text(WEB.replace("web", "new"))
+    _lint(folder, cache)
+    assert len(_entries(cache)) == 4  # the 27 unused outnumbered the 4 used twice: deleted
+
+
+def test_changed_reads_its_context_from_the_cache(repo: Path, tmp_path: Path) -> None:
+    """Pre-commit: after one run, ``--changed`` parses the changed file only (the context's
+    entries are those of the full run, or of an earlier ``--changed``)."""
+    cache = tmp_path / "cache"
+    for index in range(5):
+        (repo / f"more{index}.yaml").write_text(WEB.replace("web", f"more{index}"))
+    full = _lint(repo, cache)
+    written = len(_entries(cache))
+    (repo / "web.yaml").write_text(BROKEN)
+    completed = run(
+        "lint",
+        "--no-config",
+        "--format",
+        "json",
+        "--cache-dir",
+        str(cache),
+        "--context",
+        str(repo),
+        "--changed",
+        str(repo / "web.yaml"),
+    )
+    assert completed.returncode == 1
+    assert {finding["file"] for finding in json.loads(completed.stdout)["findings"]} == {
+        str(repo / "web.yaml")
+    }
+    assert len(_entries(cache)) == written + 1  # only the edited file was linted again
+    assert full[0] == 0
+
+
+def test_an_entry_is_written_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that fails half-way leaves no entry and no temporary file behind."""
+    cache = Cache(str(tmp_path / "cache"), "f")
+    key = Cache.key("a.yaml", b"data")
+
+    def broken(source: str, target: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken)
+    cache.put(key, b"payload")
+    assert cache.error is not None and "No space left on device" in cache.error
+    assert cache.get(key) is None
+    assert [path for path in (tmp_path / "cache").rglob("*") if path.is_file() and "tmp" in path.name] == []
