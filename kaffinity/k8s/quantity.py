@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_UP, Context, Decimal, InvalidOperation
+from functools import lru_cache
 
 #: Arithmetic on quantities: no exponent overflow; 60 significant digits, exact for every value
 #: kube-scheduler can count (int64) and then some.
@@ -162,6 +163,7 @@ def _decimal(negative: bool, digits: str, exponent: int) -> Decimal:
     return Decimal(f"{'-' if negative else ''}{digits}E{exponent}")
 
 
+@lru_cache(maxsize=4096)  # a manifest set repeats a few quantities ("100m", "256Mi") by the thousand
 def _parse_text(text: str) -> Decimal | str:
     """``ParseQuantity``: the value, or the error's text."""
     if not text:
