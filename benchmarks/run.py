@@ -26,6 +26,13 @@ in-process stages also get the peak of memory they allocate, traced by ``tracema
 extra, untimed run; and once per run the start-up of ``python -c pass``, ``python -m kaffinity
 --version`` and ``kaffinity lint`` on one small file (median of 10). The report ends with the
 targets and a verdict for each. See ``benchmarks/README.md``.
+
+Other stages write their own file: ``--stages graph`` (GRAPH.md), ``place`` (PLACE.md), ``policy``
+(POLICY.md), and ``scale`` (issue 23), whose lines go into the ``## Scale`` section of RESULTS.md
+(the rest of the file is left as it is, and a full run keeps that section): ``kaffinity lint DIR``
+with ``--jobs 1`` and ``--jobs 2``, with a cold and a warm ``--cache-dir``, and the pre-commit
+``kaffinity lint --no-config --context DIR --changed FILE``, in child processes, beside the parse
+floor, with a verdict for each of the issue's targets.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import itertools
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import statistics
@@ -362,8 +370,9 @@ class ChildRun:
     returncode: int
 
 
-def run_child(command: Sequence[str], cwd: str) -> ChildRun:
-    """Run ``command`` from the small launcher and check that it did not fail."""
+def run_child(command: Sequence[str], cwd: str, env: dict[str, str] | None = None) -> ChildRun:
+    """Run ``command`` from the small launcher and check that it did not fail. ``env``: the
+    environment of the command (default: this process's)."""
     with tempfile.NamedTemporaryFile(prefix="kaffinity-bench-", suffix=".err") as errors:
         launcher = [
             sys.executable,
@@ -373,7 +382,7 @@ def run_child(command: Sequence[str], cwd: str) -> ChildRun:
             _LAUNCHER,
             json.dumps([list(command), cwd, errors.name]),
         ]
-        report = subprocess.run(launcher, check=True, capture_output=True, text=True).stdout
+        report = subprocess.run(launcher, check=True, capture_output=True, text=True, env=env).stdout
         stderr = errors.read().decode("utf-8", "replace")
     run = ChildRun(**json.loads(report))
     # 0: clean, 1: findings. A Python traceback also exits with 1, so stderr must be empty too.
@@ -652,13 +661,19 @@ def measure_graph(item: Corpus, repeat: int) -> list[Measurement]:
     ]
 
 
-def cli_has_jobs(cwd: str) -> bool:
-    """Whether ``kaffinity lint`` takes ``--jobs`` (the rows that need it are skipped otherwise)."""
+def cli_has(cwd: str, *options: str) -> bool:
+    """Whether ``kaffinity lint --help`` lists every one of ``options``."""
     environment = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
     done = subprocess.run(
         cli_command("lint", "--help"), cwd=cwd, capture_output=True, text=True, env=environment, check=False
     )
-    return "--jobs" in done.stdout
+    listed = set(re.findall(r"--[a-z][a-z0-9-]*", done.stdout))
+    return all(option in listed for option in options)
+
+
+def cli_has_jobs(cwd: str) -> bool:
+    """Whether ``kaffinity lint`` takes ``--jobs`` (the rows that need it are skipped otherwise)."""
+    return cli_has(cwd, "--jobs")
 
 
 def measure_cli(
@@ -1748,6 +1763,677 @@ def place_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     return 0
 
 
+# --- --stages scale (issue 23) -----------------------------------------------------------------
+
+SCALE_HEADING = "## Scale"
+SCALE_SIZES = (1_000, 10_000, 100_000)
+SCALE_REPEAT = 3  # timed runs per line without --repeat (1 from LARGE_SIZE workloads up)
+# Issue 23's targets.
+SCALE_RSS_MIB = ((TARGET_SIZE, 160.0), (LARGE_SIZE, 1024.0))  # peak RSS of lint DIR --jobs 1
+SCALE_SPEEDUP = 1.6  # --jobs 2 over --jobs 1 at TARGET_SIZE (wall)
+SCALE_FLOOR = 1.6  # lint DIR --jobs 1 over the parse floor at TARGET_SIZE (CPU: one core)
+SCALE_GROWTH = 11.0  # lint DIR --jobs 1, LARGE_SIZE over TARGET_SIZE (wall)
+SCALE_WARM_CHANGED = ((1_000, 0.5), (TARGET_SIZE, 1.5))  # warm lint --changed ONE_FILE (wall, s)
+#: "cold no slower than before": a cold cache's fastest wall time at most this fraction above that
+#: of the same command with --no-cache (the CLI as it was before the cache); the margin is the
+#: run-to-run noise of this 2-core machine.
+COLD_TOLERANCE = 0.05
+CACHE_ENV = "KAFFINITY_CACHE_DIR"
+NOT_AVAILABLE = "not available"
+FAILED = "failed (see the notes)"
+#: The changed file of the pre-commit lines: the first manifest, in sorted order, holding one.
+CHANGED_KIND = re.compile(r"^kind:[ \t]*Deployment[ \t]*$", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleCase:
+    """One line of ``--stages scale``. ``jobs``: the --jobs value of a whole-folder lint (None:
+    the pre-commit command, as a hook runs it); ``cache``: none (--no-cache), cold (a fresh
+    empty cache folder for every run) or warm (a folder one run has filled); ``compare``: the
+    case whose JSON output this one's must equal byte for byte."""
+
+    key: str
+    jobs: str | None
+    cache: str
+    compare: str | None = None
+
+
+SCALE_CASES = (
+    ScaleCase("jobs1", "1", "none"),
+    ScaleCase("jobs2", "2", "none", "jobs1"),
+    ScaleCase("cold", "1", "cold", "jobs1"),
+    ScaleCase("warm", "1", "warm", "jobs1"),
+    ScaleCase("changed", None, "none"),
+    ScaleCase("changed-cold", None, "cold", "changed"),
+    ScaleCase("changed-warm", None, "warm", "changed"),
+)
+CACHE_WORDS = {"none": "none", "cold": "cold (fresh dir per run)", "warm": "warm (after one run)"}
+
+
+@dataclass(frozen=True, slots=True)
+class CliFeatures:
+    """What this ``kaffinity lint`` takes: ``--jobs``, and ``--no-cache`` with ``--cache-dir``."""
+
+    jobs: bool
+    cache: bool
+
+
+@dataclass(slots=True)
+class ScaleLine:
+    """One case at one size: its runs (None: not run, ``reason`` says why), the JSON output of
+    its last run, whether that equals its ``compare`` case's, and the cache folder's files and
+    bytes after one run."""
+
+    case: ScaleCase
+    label: str
+    row: Measurement | None = None
+    reason: str = ""
+    output: str = ""
+    same_output: bool | None = None
+    cache_size: tuple[int, int] | None = None
+
+
+def scale_arguments(
+    case: ScaleCase, folder: str, changed: str, cache_dir: str | None, output: str, cli: CliFeatures
+) -> list[str]:
+    """``kaffinity``'s arguments for ``case`` (``cache_dir`` None: no cache, ``--no-cache`` where
+    the CLI has a cache)."""
+    if case.jobs is None:
+        arguments = ["lint", "--no-config", "--context", folder, "--changed", changed]
+    else:
+        arguments = ["lint", folder, *(["--jobs", case.jobs] if cli.jobs else [])]
+    if cache_dir is not None:
+        arguments += ["--cache-dir", cache_dir]
+    elif cli.cache:
+        arguments.append("--no-cache")
+    return [*arguments, "--format", "json", "-o", output]
+
+
+def scale_label(case: ScaleCase, cli: CliFeatures) -> str:
+    """The command of ``case`` as the report shows it: DIR the corpus's manifests, FILE the
+    changed file, CACHE the cache folder."""
+    cache = "CACHE" if case.cache != "none" else None
+    shown = scale_arguments(case, "DIR", "FILE", cache, "OUT", cli)
+    return shlex.join(["kaffinity", *shown[: shown.index("--format")]])
+
+
+def changed_file(paths: Sequence[str], texts: Sequence[tuple[str, str]]) -> str:
+    """The pre-commit lines' changed file: the first manifest in sorted order holding a
+    Deployment (the first one at all if none does)."""
+    by_name = dict(texts)
+    ordered = sorted(paths)
+    return next((path for path in ordered if CHANGED_KIND.search(by_name[path])), ordered[0])
+
+
+def folder_size(folder: str) -> tuple[int, int]:
+    """Files and bytes under ``folder``."""
+    files = size = 0
+    for root, _, names in os.walk(folder):
+        for name in names:
+            files += 1
+            size += os.path.getsize(os.path.join(root, name))
+    return files, size
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleRun:
+    """Where one size's lines run: the corpus, the changed file, the CLI's features, the working
+    folder (no ``.kaffinity.yaml`` above it), a scratch folder, timed runs and environment."""
+
+    item: Corpus
+    changed: str
+    cli: CliFeatures
+    cwd: str
+    scratch: str
+    repeat: int
+    env: dict[str, str]
+
+
+@dataclass(slots=True)
+class CaseRunner:
+    """The runs of one case at one size: a warm case's cache folder, filled by one untimed run
+    (``start``); a fresh empty folder for every cold run, removed after it."""
+
+    case: ScaleCase
+    run: ScaleRun
+    line: ScaleLine
+    runs: list[ChildRun] = field(default_factory=list)
+    warm: str | None = None
+
+    def command(self, cache_dir: str | None) -> list[str]:
+        run = self.run
+        arguments = scale_arguments(
+            self.case, run.item.manifests, run.changed, cache_dir, self.line.output, run.cli
+        )
+        return cli_command(*arguments)
+
+    def start(self) -> None:
+        if self.case.cache == "warm":
+            self.warm = tempfile.mkdtemp(prefix="cache-warm-", dir=self.run.scratch)
+            run_child(self.command(self.warm), self.run.cwd, self.run.env)
+            self.line.cache_size = folder_size(self.warm)
+
+    @property
+    def done(self) -> bool:
+        """``repeat`` runs, or one of :data:`LONG_RUN` seconds or more."""
+        return len(self.runs) >= self.run.repeat or (bool(self.runs) and self.runs[-1].wall >= LONG_RUN)
+
+    def once(self) -> None:
+        if self.case.cache == "cold":
+            fresh = tempfile.mkdtemp(prefix="cache-cold-", dir=self.run.scratch)
+            try:
+                self.runs.append(run_child(self.command(fresh), self.run.cwd, self.run.env))
+                self.line.cache_size = self.line.cache_size or folder_size(fresh)
+            finally:
+                shutil.rmtree(fresh, ignore_errors=True)
+        else:
+            self.runs.append(run_child(self.command(self.warm), self.run.cwd, self.run.env))
+
+    def close(self) -> None:
+        if self.warm is not None:
+            shutil.rmtree(self.warm, ignore_errors=True)
+            self.warm = None
+
+    def row(self) -> Measurement:
+        stats = self.run.item.stats
+        return Measurement(
+            f"scale-{self.case.key}",
+            self.line.label,
+            stats.workloads,
+            stats.objects,
+            [r.wall for r in self.runs],
+            [r.cpu for r in self.runs],
+            [r.rss_kib for r in self.runs],
+        )
+
+
+def scale_line(case: ScaleCase, run: ScaleRun) -> ScaleLine:
+    """``case``'s line at one size, with the reason it cannot run if this CLI lacks an option."""
+    line = ScaleLine(case, scale_label(case, run.cli))
+    line.output = os.path.join(run.scratch, f"scale-{run.item.workloads}-{case.key}.json")
+    if case.cache != "none" and not run.cli.cache:
+        line.reason = f"{NOT_AVAILABLE}: `kaffinity lint --help` lists no --no-cache / --cache-dir"
+    elif case.jobs not in (None, "1") and not run.cli.jobs:
+        line.reason = f"{NOT_AVAILABLE}: `kaffinity lint --help` lists no --jobs"
+    if line.reason:
+        print(f"  {line.label:<76} {line.reason}", flush=True)
+    return line
+
+
+def _attempt(
+    runner: CaseRunner, step: Callable[[], None], active: list[CaseRunner], notes: list[str]
+) -> None:
+    """``step`` of ``runner``. A cache line that fails is reported as failed, with the error in
+    the notes, and the other lines go on; any other line's failure stops the benchmark."""
+    try:
+        step()
+    except (RuntimeError, subprocess.CalledProcessError) as error:
+        if runner.case.cache == "none":
+            raise
+        line = runner.line
+        line.reason = FAILED
+        workloads = runner.run.item.workloads
+        message = " ".join(str(error).split())  # one line: a Markdown list item
+        notes.append(f"{workloads:,} workloads, `{line.label}` failed: {message[-600:]}")
+        print(f"  {line.label:<76} FAILED: {error}", flush=True)
+        active.remove(runner)
+
+
+def _same_file(one: str, other: str) -> bool:
+    with open(one, "rb") as first, open(other, "rb") as second:
+        return first.read() == second.read()
+
+
+def measure_scale_size(run: ScaleRun, notes: list[str]) -> dict[str, ScaleLine]:
+    """Every line at one size, and each JSON output compared with the one it must equal.
+
+    The lines run in rounds, one run of each per round, each round starting one line later than
+    the one before, so that a machine that speeds up or slows down during the benchmark (a
+    shared 2-core VM does) weighs on every line alike, not on whichever ran first."""
+    lines = {case.key: scale_line(case, run) for case in SCALE_CASES}
+    runners = [CaseRunner(line.case, run, line) for line in lines.values() if not line.reason]
+    active = list(runners)
+    try:
+        for runner in runners:
+            _attempt(runner, runner.start, active, notes)
+        for number in range(run.repeat):
+            shift = number % len(runners) if runners else 0
+            for runner in [*runners[shift:], *runners[:shift]]:
+                if runner in active and not runner.done:
+                    _attempt(runner, runner.once, active, notes)
+    finally:
+        for runner in runners:
+            runner.close()
+    for runner in active:
+        row = runner.line.row = runner.row()
+        print(
+            f"  {row.label:<76} {row.median:8.3f} s wall {row.cpu_median:8.3f} s CPU "
+            f"{row.rss_mib or 0:8.1f} MiB peak RSS",
+            flush=True,
+        )
+    for line in lines.values():
+        other = lines[line.case.compare] if line.case.compare else None
+        if other is not None and line.row is not None and other.row is not None:
+            line.same_output = _same_file(line.output, other.output)
+            if not line.same_output:
+                print(f"  `{line.label}`: JSON output DIFFERS from `{other.label}`", flush=True)
+    return lines
+
+
+@dataclass(slots=True)
+class ScaleResults:
+    """``--stages scale``'s measurements: per size, the parse floor, the changed file and the lines."""
+
+    corpora: list[Corpus] = field(default_factory=list)
+    floors: dict[int, Measurement] = field(default_factory=dict)
+    changed: dict[int, str] = field(default_factory=dict)
+    lines: dict[int, dict[str, ScaleLine]] = field(default_factory=dict)
+    repeats: dict[int, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def row(self, size: int, key: str) -> Measurement | None:
+        line = self.lines.get(size, {}).get(key)
+        return line.row if line is not None else None
+
+
+def _scale_cells(line: ScaleLine, floor: Measurement) -> list[str]:
+    """A line's cells after its command, cache and workloads (its reason where it did not run)."""
+    row = line.row
+    if row is None:
+        return [line.reason, *[""] * 7]
+    compared = "-"
+    if line.same_output is not None:
+        compared = f"{'identical to' if line.same_output else '**differs from**'} `{line.case.compare}`"
+    size = "-"
+    if line.cache_size is not None:
+        files, total = line.cache_size
+        size = f"{files:,} files, {total / 2**20:,.1f} MiB"
+    return [
+        f"{row.median:.3f}",
+        f"{row.best:.3f}",
+        f"{row.cpu_median:.3f}",
+        f"{row.median / floor.median:.2f}",
+        f"{row.cpu_median / floor.cpu_median:.2f}",
+        _mib(row.rss_mib),
+        compared,
+        size,
+    ]
+
+
+def scale_table(results: ScaleResults) -> list[str]:
+    lines = [
+        "| line | command | cache | workloads | median s | min s | CPU s | x floor | x floor (CPU) "
+        "| peak RSS MiB | JSON output | cache folder after a run |",
+        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|---|---|",
+    ]
+    for size in sorted(results.lines):
+        floor = results.floors[size]
+        lines.append(
+            f"| floor | parse floor (C composer only, in-process) | - | {floor.workloads:,} "
+            f"| {floor.median:.3f} | {floor.best:.3f} | {floor.cpu_median:.3f} | 1.00 | 1.00 | - | - | - |"
+        )
+        for key, line in results.lines[size].items():
+            cells = [key, f"`{line.label}`", CACHE_WORDS[line.case.cache], f"{size:,}"]
+            lines.append("| " + " | ".join([*cells, *_scale_cells(line, floor)]) + " |")
+    return lines
+
+
+def _not_measured(size: int, elsewhere: str) -> str:
+    return f"{NOT_MEASURED} at {size:,}" + (f" (this run: {elsewhere})" if elsewhere else "")
+
+
+def _at_sizes(results: ScaleResults, value: Callable[[int], str | None]) -> str:
+    """``value`` at every size where it is known: "X at 1,000; Y at 10,000"."""
+    found = [(size, value(size)) for size in sorted(results.lines)]
+    return "; ".join(f"{text} at {size:,}" for size, text in found if text is not None)
+
+
+def _rss_target(results: ScaleResults, size: int, limit: float) -> tuple[str, str, str]:
+    name = f"peak RSS of `kaffinity lint DIR --jobs 1` at {size:,} workloads <= {limit:,.0f} MiB"
+
+    def peaks(at: int) -> dict[str, float]:
+        return {
+            key: rss
+            for key in ("jobs1", "cold", "warm")
+            if (row := results.row(at, key)) is not None and (rss := row.rss_mib) is not None
+        }
+
+    if size not in results.lines:
+        shown = _at_sizes(results, lambda at: f"{max(p.values()):,.0f} MiB" if (p := peaks(at)) else None)
+        return name, shown or "-", _not_measured(size, "")
+    found = peaks(size)
+    if not found:
+        return name, "-", NOT_MEASURED
+    worst = max(found.values())
+    measured = f"**{worst:,.0f} MiB** (" + ", ".join(f"{k}: {v:,.0f}" for k, v in found.items()) + ")"
+    return name, measured, _verdict(worst, limit)
+
+
+def _speedup_target(results: ScaleResults) -> tuple[str, str, str]:
+    name = f"`--jobs 2` >= {SCALE_SPEEDUP}x faster than `--jobs 1` at {TARGET_SIZE:,} (wall, --no-cache)"
+
+    def speedup(size: int) -> str | None:
+        one, two = results.row(size, "jobs1"), results.row(size, "jobs2")
+        if one is None or two is None:
+            return None
+        return f"{one.median / two.median:.2f}x ({one.median:.2f} -> {two.median:.2f} s)"
+
+    if TARGET_SIZE not in results.lines:
+        return name, _at_sizes(results, speedup) or "-", _not_measured(TARGET_SIZE, "")
+    one, two = results.row(TARGET_SIZE, "jobs1"), results.row(TARGET_SIZE, "jobs2")
+    if one is None or two is None:
+        reason = results.lines[TARGET_SIZE]["jobs2"].reason
+        return name, reason or "-", _unrun(reason)
+    ratio = one.median / two.median
+    verdict = "met" if ratio >= SCALE_SPEEDUP else "**not met**"
+    return name, f"**{speedup(TARGET_SIZE)}**", verdict
+
+
+def _unrun(reason: str) -> str:
+    """The verdict of a target whose line did not run for ``reason``: a command that failed does
+    not meet it."""
+    if reason.startswith(NOT_AVAILABLE):
+        return NOT_AVAILABLE
+    return "**not met** (the command failed)" if reason == FAILED else NOT_MEASURED
+
+
+def _failed(results: ScaleResults, keys: Sequence[str]) -> list[str]:
+    return [
+        f"`{key}` at {size:,}"
+        for size, lines in sorted(results.lines.items())
+        for key in keys
+        if lines[key].reason == FAILED
+    ]
+
+
+def _identity_target(results: ScaleResults, keys: Sequence[str], name: str) -> tuple[str, str, str]:
+    """Whether the JSON output of the lines ``keys`` equals the output they are compared with,
+    at every size."""
+    compared = [
+        (size, line)
+        for size, lines in sorted(results.lines.items())
+        for key in keys
+        if (line := lines[key]).same_output is not None
+    ]
+    if not compared:
+        reasons = {lines[key].reason for lines in results.lines.values() for key in keys}
+        text = "; ".join(sorted(r for r in reasons if r)) or "-"
+        return name, text, _unrun(text)
+    differ = [f"`{line.case.key}` at {size:,}" for size, line in compared if not line.same_output]
+    sizes = ", ".join(f"{size:,}" for size in sorted({size for size, _ in compared}))
+    failed = _failed(results, keys)
+    measured = "differs: " + ", ".join(differ) if differ else f"byte-identical at {sizes} workloads"
+    if failed:
+        measured += "; failed: " + ", ".join(failed)
+    return name, measured, "**not met**" if differ or failed else "met"
+
+
+def _floor_target(results: ScaleResults) -> tuple[str, str, str]:
+    name = (
+        f"`kaffinity lint DIR --jobs 1` <= {SCALE_FLOOR}x the parse floor at {TARGET_SIZE:,} (CPU, one core)"
+    )
+
+    def ratio(size: int) -> str | None:
+        row = results.row(size, "jobs1")
+        if row is None:
+            return None
+        floor = results.floors[size]
+        return (
+            f"{row.cpu_median / floor.cpu_median:.2f}x ({row.cpu_median:.2f} s / {floor.cpu_median:.2f} s "
+            f"CPU; wall {row.median / floor.median:.2f}x)"
+        )
+
+    row = results.row(TARGET_SIZE, "jobs1")
+    if row is None:
+        return name, _at_sizes(results, ratio) or "-", _not_measured(TARGET_SIZE, "")
+    value = row.cpu_median / results.floors[TARGET_SIZE].cpu_median
+    return name, f"**{ratio(TARGET_SIZE)}**", _verdict(value, SCALE_FLOOR)
+
+
+def _scale_growth_target(results: ScaleResults) -> tuple[str, str, str]:
+    name = (
+        f"growth {TARGET_SIZE:,} -> {LARGE_SIZE:,} workloads <= {SCALE_GROWTH:.0f}x "
+        "(`kaffinity lint DIR --jobs 1 --no-cache`, wall)"
+    )
+    small, big = results.row(TARGET_SIZE, "jobs1"), results.row(LARGE_SIZE, "jobs1")
+    if small is None or big is None:
+        return name, f"needs `--sizes {TARGET_SIZE},{LARGE_SIZE}`", NOT_MEASURED
+    growth = big.median / small.median
+    floor = results.floors[LARGE_SIZE].median / results.floors[TARGET_SIZE].median
+    measured = (
+        f"**{growth:.1f}x** ({small.median:.1f} -> {big.median:.1f} s; CPU "
+        f"{big.cpu_median / small.cpu_median:.1f}x; parse floor {floor:.1f}x)"
+    )
+    return name, measured, _verdict(growth, SCALE_GROWTH)
+
+
+def _warm_changed_target(results: ScaleResults, size: int, limit: float) -> tuple[str, str, str]:
+    name = (
+        f"warm cache: `kaffinity lint --no-config --context DIR --changed FILE` at {size:,} "
+        f"workloads <= {limit} s (wall)"
+    )
+    if size not in results.lines:
+        return name, "-", _not_measured(size, "")
+    line = results.lines[size]["changed-warm"]
+    if line.row is None:
+        return name, line.reason, _unrun(line.reason)
+    nocache = results.row(size, "changed")
+    extra = f" (--no-cache: {nocache.median:.3f} s)" if nocache is not None else ""
+    return name, f"**{line.row.median:.3f} s**{extra}", _verdict(line.row.median, limit)
+
+
+def _cold_target(results: ScaleResults, cold: str, base: str, what: str) -> tuple[str, str, str]:
+    """Judged on the fastest run of each line (a cold run is cold every time): on a shared
+    machine the minimum of a few runs varies far less than their median."""
+    name = (
+        f"cold cache no slower than before: `{what}` with a fresh cache folder <= "
+        f"{1 + COLD_TOLERANCE:.2f}x the same with --no-cache (fastest run, wall), every size"
+    )
+    pairs = {
+        size: (row, other)
+        for size in sorted(results.lines)
+        if (row := results.row(size, cold)) is not None and (other := results.row(size, base)) is not None
+    }
+    if not pairs:
+        reasons = {lines[cold].reason for lines in results.lines.values() if lines[cold].reason}
+        text = "; ".join(sorted(reasons)) or "-"
+        return name, text, _unrun(text)
+    measured = "; ".join(
+        f"{row.best / other.best:.2f}x at {size:,} ({row.best:.3f} vs {other.best:.3f} s; medians "
+        f"{row.median:.3f} vs {other.median:.3f} s)"
+        for size, (row, other) in pairs.items()
+    )
+    worst = max(row.best / other.best for row, other in pairs.values())
+    failed = _failed(results, (cold,))
+    if failed:
+        return name, f"{measured}; failed: {', '.join(failed)}", "**not met** (the command failed)"
+    return name, measured, _verdict(worst, 1 + COLD_TOLERANCE)
+
+
+def scale_targets(results: ScaleResults) -> list[tuple[str, str, str]]:
+    """Issue 23's targets: (what it asks, what this run measured, met / not met / not measured)."""
+    return [
+        *(_rss_target(results, size, limit) for size, limit in SCALE_RSS_MIB),
+        _speedup_target(results),
+        _identity_target(
+            results, ("jobs2",), "`--jobs 2` JSON output byte-identical to `--jobs 1` (every size)"
+        ),
+        _floor_target(results),
+        _scale_growth_target(results),
+        *(_warm_changed_target(results, size, limit) for size, limit in SCALE_WARM_CHANGED),
+        _cold_target(results, "cold", "jobs1", "kaffinity lint DIR --jobs 1"),
+        _cold_target(results, "changed-cold", "changed", "kaffinity lint --changed FILE"),
+        _identity_target(
+            results,
+            ("cold", "warm", "changed-cold", "changed-warm"),
+            "(check) a cold or warm cache gives JSON output byte-identical to --no-cache (every size)",
+        ),
+    ]
+
+
+def scale_section(results: ScaleResults, command: str, facts: Sequence[tuple[str, str]]) -> str:
+    """The ``## Scale`` section of the results file."""
+    repeats = ", ".join(f"{n} at {size:,}" for size, n in sorted(results.repeats.items()))
+    changed = "; ".join(
+        f"`{os.path.relpath(results.changed[item.workloads], item.manifests)}` at {item.workloads:,}"
+        for item in results.corpora
+    )
+    parts = [
+        SCALE_HEADING,
+        "",
+        "Written by `benchmarks/run.py --stages scale` (issue 23; the rest of this file is the full "
+        "run's). Each command runs as a subprocess from an empty folder with `KAFFINITY_CACHE_DIR` "
+        "unset; the table gives the median (timed runs per line: "
+        f"{repeats}; none after a run of {LONG_RUN:.0f} s or more), the minimum, the CPU time "
+        "(workers included) and the peak RSS (the largest process's). DIR is the corpus's "
+        "manifests folder, FILE the first manifest in sorted order that holds a Deployment "
+        f"({changed}), CACHE a cache folder: cold, a fresh empty one for every run; warm, one "
+        "that a first, untimed run of the same command filled. `x floor` divides by the parse floor "
+        "(ruamel's C composer alone, in-process, on texts read beforehand) at the same size. "
+        "JSON output: the last run's, compared byte for byte with the line named.",
+        "",
+        "### Machine",
+        "",
+        *(f"- {name}: {value}" for name, value in facts),
+        "",
+        "### Command",
+        "",
+        f"```\n{command}\n```",
+        "",
+        "### Corpus",
+        "",
+        *corpus_table(results.corpora),
+        "",
+        "### Results",
+        "",
+        *scale_table(results),
+        "",
+        "### Targets",
+        "",
+        "| target | measured | verdict |",
+        "|---|---|---|",
+        *(f"| {name} | {measured} | {verdict} |" for name, measured, verdict in scale_targets(results)),
+        "",
+    ]
+    if results.notes:
+        parts += ["### Notes", "", *(f"- {note}" for note in results.notes), ""]
+    return "\n".join(parts)
+
+
+def _section_bounds(lines: Sequence[str], heading: str) -> tuple[int, int] | None:
+    """Where the section ``heading`` (a ``## `` line) starts and ends among ``lines``: up to the
+    next heading of its level or above, outside code fences."""
+    fence = False
+    start = None
+    for number, line in enumerate(lines):
+        text = line.rstrip("\r\n")
+        if text.startswith("```"):
+            fence = not fence
+        elif fence:
+            continue
+        elif start is None and text == heading:
+            start = number
+        elif start is not None and (text.startswith(("# ", "## "))):
+            return start, number
+    return (start, len(lines)) if start is not None else None
+
+
+def extract_section(document: str, heading: str) -> str | None:
+    lines = document.splitlines(keepends=True)
+    bounds = _section_bounds(lines, heading)
+    return "".join(lines[bounds[0] : bounds[1]]).rstrip("\n") + "\n" if bounds else None
+
+
+def replace_section(document: str, heading: str, section: str) -> str:
+    """``document`` with its section ``heading`` replaced by ``section`` (appended if absent)."""
+    section = section.rstrip("\n") + "\n"
+    lines = document.splitlines(keepends=True)
+    bounds = _section_bounds(lines, heading)
+    if bounds is None:
+        return (document.rstrip("\n") + "\n\n" if document.strip() else "") + section
+    start, end = bounds
+    rest = "".join(lines[end:])
+    return "".join(lines[:start]) + section + ("\n" + rest if rest else "")
+
+
+def keep_scale_section(output: str, text: str) -> str:
+    """``text`` (the full run's report) with the Scale section of the file ``output`` appended,
+    if it has one: a full run leaves ``--stages scale``'s results in place."""
+    if not os.path.exists(output):
+        return text
+    with open(output, encoding="utf-8") as handle:
+        scale = extract_section(handle.read(), SCALE_HEADING)
+    return text if scale is None else replace_section(text, SCALE_HEADING, scale)
+
+
+def scale_size(item: Corpus, run: ScaleRun, results: ScaleResults) -> None:
+    """The parse floor and every line at one size."""
+    paths = manifest_files(item.manifests)
+    print(f"{item.stats.workloads:,} workloads: {len(paths):,} files, {item.stats.objects:,} objects")
+    texts = read_all(paths)
+    results.changed[item.workloads] = changed = changed_file(paths, texts)
+    plan = Plan(run.repeat, trace=False, clusters=())
+    results.floors[item.workloads] = measure(floor_stage(texts, item), item, plan)
+    del texts
+    print(f"  changed file: {os.path.relpath(changed, item.manifests)}", flush=True)
+    results.lines[item.workloads] = measure_scale_size(
+        dataclasses.replace(run, changed=changed), results.notes
+    )
+
+
+def scale_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """``--stages scale``: issue 23's lines (--jobs 1 and 2, cold and warm cache, pre-commit
+    ``--changed``), with the parse floor, into the ``## Scale`` section of the results file."""
+    sizes: list[int] = args.sizes or list(SCALE_SIZES)
+    output: str = args.output or DEFAULT_OUTPUT
+    command = shlex.join(["python", "benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])
+    load_before = os.getloadavg()
+    code_before = code_identity()
+    results = ScaleResults()
+    env = {name: value for name, value in os.environ.items() if name != CACHE_ENV}
+    with tempfile.TemporaryDirectory(prefix="kaffinity-bench-") as scratch:
+        cwd = os.path.join(scratch, "cwd")  # no .kaffinity.yaml above it
+        os.makedirs(cwd)
+        if find_config(cwd) is not None:
+            print(f"warning: {find_config(cwd)} applies to the CLI runs", file=sys.stderr)
+        cli = CliFeatures(jobs=cli_has(cwd, "--jobs"), cache=cli_has(cwd, "--no-cache", "--cache-dir"))
+        if not cli.cache:
+            results.notes.append(
+                "`kaffinity lint --help` lists no `--no-cache` / `--cache-dir`: the cache lines are "
+                f"{NOT_AVAILABLE}, and the no-cache lines run without `--no-cache` (there is no cache)"
+            )
+        if not cli.jobs:
+            results.notes.append("`kaffinity lint --help` lists no `--jobs`: `--jobs 2` is not available")
+        for note in results.notes:
+            print(f"note: {note}", flush=True)
+        # One small lint first, so that no line pays for compiling or first reading the modules.
+        warm_up = corpus(1, not args.no_cache, scratch)
+        run_child(cli_command("lint", warm_up.manifests, "--format", "json", "-o", os.devnull), cwd, env)
+        for size in sizes:
+            item = corpus(size, not args.no_cache, scratch)
+            results.corpora.append(item)
+            repeat = args.repeat or (1 if size >= LARGE_SIZE else SCALE_REPEAT)
+            results.repeats[size] = repeat
+            scale_size(item, ScaleRun(item, "", cli, cwd, scratch, repeat, env), results)
+        if cli.cache and os.listdir(cwd):  # every run had --no-cache or --cache-dir
+            results.notes.append(
+                f"the working folder of the runs holds {sorted(os.listdir(cwd))} afterwards, although "
+                "every run had --no-cache or --cache-dir"
+            )
+    facts = machine(load_before, (code_before, code_identity()))
+    section = scale_section(results, command, facts)
+    print()
+    print(section)
+    document = ""
+    if os.path.exists(output):
+        with open(output, encoding="utf-8") as handle:
+            document = handle.read()
+    with open(output, "w", encoding="utf-8") as handle:
+        handle.write(replace_section(document, SCALE_HEADING, section))
+    print(f"written to {output} (section {SCALE_HEADING!r})")
+    return 0
+
+
 def trace_estimate(workloads: int, previous: dict[int, list[Measurement]]) -> int:
     """Bytes the tracemalloc run at ``workloads`` may need: the largest traced peak at the size
     before, scaled, times :data:`TRACE_FACTOR`; without one, a guess per workload."""
@@ -1805,11 +2491,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--stages",
-        choices=("all", "graph", "place", "policy"),
+        choices=("all", "graph", "place", "policy", "scale"),
         default="all",
         help=f"graph: only the affinity graph stage and the parse floor (default output "
         f"{GRAPH_OUTPUT_NAME}); place: the offline scheduler (default output {PLACE_OUTPUT_NAME}); "
-        f"policy: ten policies on top of the rules (default output {POLICY_OUTPUT_NAME})",
+        f"policy: ten policies on top of the rules (default output {POLICY_OUTPUT_NAME}); scale: "
+        "--jobs 1 and 2, cold and warm cache, pre-commit --changed, at 1k, 10k, 100k by default "
+        "(the Scale section of the output, default benchmarks/RESULTS.md)",
     )
     args = parser.parse_args(argv)
     if args.stages == "graph":
@@ -1818,6 +2506,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return place_main(args, argv)
     if args.stages == "policy":
         return policy_main(args, argv)
+    if args.stages == "scale":
+        return scale_main(args, argv)
     sizes: list[int] = args.sizes or ([1_000] if args.quick else list(DEFAULT_SIZES))
     output: str | None = args.output or (None if args.quick else DEFAULT_OUTPUT)
     command = shlex.join(["python", "benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])
@@ -1854,6 +2544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(text)
     if output:
+        text = keep_scale_section(output, text)  # read before the file is truncated
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(text)
         print(f"written to {output}")
