@@ -47,7 +47,7 @@ DEFAULT_DIR = ".kaffinity_cache"
 ENV_DIR = "KAFFINITY_CACHE_DIR"
 MAGIC = b"kaffinity-cache\n"
 #: Bumped when what an entry (:class:`~kaffinity.engine.Checked`) holds changes shape.
-FORMAT = 1
+FORMAT = 3
 #: A fingerprint folder unused this long is deleted.
 STALE_DAYS = 30
 _TAG = (

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kaffinity.engine import Checked, LintResult
     from kaffinity.expand.fixes import FileFix
     from kaffinity.findings import Severity
+    from kaffinity.k8s.model import Object
     from kaffinity.load.files import ExcludeFn
     from kaffinity.load.parse import SourceFile
     from kaffinity.policy.load import Loaded
@@ -407,7 +408,8 @@ def _linted(
         _layout_notes(layout)
     # The first unit's context: the Markdown report draws its graph; the units share the
     # typed objects built from their documents.
-    lint_context = Context(files, settings, cluster, layout.units[0].documents, {})
+    typed = stream.typed() if stream is not None else {}
+    lint_context = Context(files, settings, cluster, layout.units[0].documents, typed)
     result = run_lint(
         files,
         settings,
@@ -1149,6 +1151,15 @@ class _Stream:
         )
         self.checked.update((item.file.name, item) for item in found)
         return [item.file for item in found]
+
+    def typed(self) -> dict[int, Object | None]:
+        """The typed objects the single-object stage built here, by id() of compact document
+        (the engine builds the others)."""
+        found: dict[int, Object | None] = {}
+        for item in self.checked.values():
+            if item.typed is not None:
+                found.update(zip(map(id, item.file.documents), item.typed))
+        return found
 
     def fits(self, layout: Layout) -> bool:
         """Whether the layout's objects are the files' own (no kustomization, nothing rendered)."""

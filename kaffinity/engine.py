@@ -11,7 +11,7 @@ import gc
 import traceback
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kaffinity.config import Settings
 from kaffinity.context import Context
@@ -49,6 +49,20 @@ class Checked:
     comments: tuple[Suppression, ...]
     internal_errors: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
+    #: The typed object of each document (None: none, or not built), on the compact documents,
+    #: when the rules built them; never pickled: sending or caching them costs more than
+    #: building them again (``benchmarks``), so only the process that checked the file has them.
+    typed: tuple[Object | None, ...] | None = field(default=None, compare=False)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Checked, (
+            self.file,
+            self.findings,
+            self.local,
+            self.comments,
+            self.internal_errors,
+            self.notices,
+        )
 
 
 def streamed_rules(rules: Iterable[Rule], settings: Settings) -> list[Rule]:
@@ -334,6 +348,8 @@ class _Run:
         reported: frozenset[str] | None = None,
         layout: Layout | None = None,
         checked: Mapping[str, Checked] | None = None,
+        *,
+        suppressions: bool = True,
     ) -> None:
         self.settings = settings
         #: The unit whose rules run now ("" outside units); its findings name it.
@@ -364,8 +380,9 @@ class _Run:
         self.all_suppressions: list[Suppression] = []
         self.annotations: dict[int, list[Suppression]] = {}
         self.files = files
-        self._read_comments(files, checked)
-        self._read_annotations(files, layout)
+        if suppressions:  # the single-object stage's collector applies none
+            self._read_comments(files, checked)
+            self._read_annotations(files, layout)
 
     def _read_comments(self, files: Sequence[SourceFile], checked: Mapping[str, Checked] | None) -> None:
         """The suppression comments of each file, by the lines they cover (read by the
@@ -630,7 +647,7 @@ class Collector(_Run):
     whose findings the engine of the run then takes (:meth:`_Run.take`)."""
 
     def __init__(self, files: Sequence[SourceFile], settings: Settings, enabled: Sequence[Rule]) -> None:
-        super().__init__(files, settings, enabled)
+        super().__init__(files, settings, enabled, suppressions=False)
         #: (rule, document, finding) in the order found.
         self.collected: list[tuple[str, Document | None, Finding]] = []
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING
 
 from kaffinity.engine import Checked, streamed_rules
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from kaffinity.cache import Cache
     from kaffinity.config import Settings
     from kaffinity.findings import Finding
+    from kaffinity.k8s.model import Object
     from kaffinity.load.files import ExcludeFn
     from kaffinity.rules.base import Rule
 
@@ -85,23 +86,36 @@ def check_file(file: SourceFile, settings: Settings, rules: Sequence[Rule], *, l
     findings: tuple[tuple[str, int | None, Finding], ...] = ()
     errors: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
+    objects: dict[int, Object | None] = {}
     if local and file.documents and rules:
-        findings, errors, notices = _run_rules(file, settings, rules)
+        findings, errors, notices = _run_rules(file, settings, rules, objects)
     comments = tuple(comment_suppressions(file.name, file.text))
-    kept = file if file.name == STDIN_NAME else compact_file(file, settings.workload_kinds)
-    return Checked(kept, findings, local, comments, errors, notices)
+    if file.name == STDIN_NAME:
+        return Checked(file, findings, local, comments, errors, notices)
+    kept = compact_file(file, settings.workload_kinds)
+    typed = None
+    if objects and all(id(doc) in objects for doc in file.documents):
+        # The rules built the typed objects (all of them): the compact documents take them over.
+        typed = tuple(
+            replace(obj, doc=compact) if (obj := objects[id(whole)]) is not None else None
+            for whole, compact in zip(file.documents, kept.documents, strict=True)
+        )
+    return Checked(kept, findings, local, comments, errors, notices, typed)
 
 
 def _run_rules(
-    file: SourceFile, settings: Settings, rules: Sequence[Rule]
+    file: SourceFile, settings: Settings, rules: Sequence[Rule], objects: dict[int, Object | None]
 ) -> tuple[tuple[tuple[str, int | None, Finding], ...], tuple[str, ...], tuple[str, ...]]:
+    """The rules on one file; ``objects`` gets the typed objects they built, by id() of document."""
     from kaffinity.context import Context
     from kaffinity.engine import Collector
 
-    context = Context([file], settings)
+    context = Context([file], settings, objects=objects)
     collector = Collector([file], settings, rules)
     for rule in rules:
         collector.check(rule, context)
+    if "inventory" not in context.__dict__:
+        objects.clear()  # not built: the engine builds them, once
     index = {id(doc): number for number, doc in enumerate(file.documents)}
     found = tuple(
         (name, index.get(id(doc)) if doc is not None else None, finding)

@@ -18,6 +18,7 @@ import gc
 import re
 import sys
 import warnings
+from array import array
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -75,6 +76,9 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+#: Scalar strings up to this long are interned (a DNS label's limit and more: names, label
+#: values, quantities, image names; not free text).
+_INTERNED = 253
 _SCALAR_SIZE = (None, 1)
 
 _STR = "tag:yaml.org,2002:str"
@@ -233,7 +237,7 @@ class _Builder:
                 return value  # `!!timestamp` (a date): JSON has no such type, the text stays
             return constructed
         if node.style:
-            return value
+            return intern(value) if len(value) <= _INTERNED else value
         if "{{" in value and self.template is None and _HELM_IN_VALUE.search(value):
             self.template = _span(node.start_mark)
         return resolve_plain(value)
@@ -250,7 +254,7 @@ class _Builder:
     def _sequence(self, node: Any, depth: int) -> PosList:
         mark = node.start_mark
         result = PosList(Span(mark.line + 1, mark.column + 1))
-        positions = result.pos
+        positions: list[int] = []
         append = result.append
         for item in node.value:
             item_mark = item.start_mark
@@ -264,9 +268,10 @@ class _Builder:
                 and value[:1] not in _RESOLVE
                 and "{{" not in value
             ):
-                append(value)  # the common plain string, inline (see _mapping)
+                append(intern(value) if len(value) <= _INTERNED else value)  # inline (see _mapping)
             else:
                 append(self.scalar(item))
+        result.pos = array("Q", positions)  # exactly as long: 8 bytes a position
         return result
 
     def _mapping(self, node: Any, depth: int) -> PosDict:
@@ -315,11 +320,14 @@ class _Builder:
             ):
                 # The common case inline: a plain scalar that can only be a string (no YAML 1.1
                 # null, boolean or number starts with its first character) and no template.
-                result[key] = value
+                # Interned: names, labels and quantities repeat across a repository's objects,
+                # and what is kept of them lives until the report (kaffinity.k8s.compact).
+                result[key] = intern(value) if len(value) <= _INTERNED else value
             else:
                 result[key] = scalar(value_node)
         for merge in merges:
             self._merge(result, merge, depth)
+        result.pos = array("Q", result.pos)  # exactly as long: 8 bytes a position
         return result
 
     def _build_shared(self, node: Any, depth: int) -> Any:

@@ -8,6 +8,7 @@ Lines and columns are 1-based and counted from the start of the file, whatever t
 
 from __future__ import annotations
 
+from collections.abc import MutableSequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple, TypeAlias
@@ -38,7 +39,9 @@ class PosDict(dict[str, Any]):
 
     ``pos[i]`` is the packed position (see :func:`unpack`) of the i-th key in insertion order:
     a list beside the dict costs far less than a second dict, and positions are looked up only
-    when a finding is placed.
+    when a finding is placed. The parser makes it an ``array('Q')`` (8 bytes a position, where a
+    list holds a pointer to an int of 32); rendered objects, which may lack a position (None),
+    keep a list.
     """
 
     __slots__ = ("pos", "span")
@@ -46,12 +49,12 @@ class PosDict(dict[str, Any]):
     def __init__(self, span: Span) -> None:
         super().__init__()
         self.span = span
-        self.pos: list[int] = []
+        self.pos: MutableSequence[int] = []
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Sent between processes (``--jobs``): a plain dict pickles in C, so one Python call per
         # mapping rebuilds it, instead of the slots protocol's generic (and far slower) path.
-        return _posdict, (self.span, self.pos, dict(self))
+        return _posdict, (tuple(self.span), self.pos, dict(self))
 
     def key_position(self, key: str) -> int | None:
         for index, candidate in enumerate(self):
@@ -68,24 +71,33 @@ class PosList(list[Any]):
     def __init__(self, span: Span) -> None:
         super().__init__()
         self.span = span
-        self.pos: list[int] = []
+        self.pos: MutableSequence[int] = []
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return _poslist, (self.span, self.pos, list(self))
+        return _poslist, (tuple(self.span), self.pos, list(self))
 
 
-def _posdict(span: Span, pos: list[int], items: dict[str, Any]) -> PosDict:
-    result = PosDict(span)
+def _posdict(span: Span, pos: MutableSequence[int], items: dict[str, Any]) -> PosDict:
+    # Unpickled by the hundred thousand (the cache, --jobs): no __init__ call, no Span.__new__
+    # call (the span comes as the tuple it is), each a Python frame less.
+    result = _new_dict(PosDict)
     result.update(items)
+    result.span = _new_tuple(Span, span)
     result.pos = pos
     return result
 
 
-def _poslist(span: Span, pos: list[int], items: list[Any]) -> PosList:
-    result = PosList(span)
+def _poslist(span: Span, pos: MutableSequence[int], items: list[Any]) -> PosList:
+    result = _new_list(PosList)
     result.extend(items)
+    result.span = _new_tuple(Span, span)
     result.pos = pos
     return result
+
+
+_new_dict = dict.__new__
+_new_list = list.__new__
+_new_tuple = tuple.__new__
 
 
 def format_path(path: DataPath) -> str:
@@ -133,6 +145,19 @@ class Document:
     span: Span
     prefix: DataPath = ()
     duplicate_keys: tuple[DuplicateKey, ...] = field(default=(), compare=False)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Unpickled by the ten thousand (the cache, --jobs): the constructor, in one call, beats
+        # the generic slots protocol of dataclasses, which walks the fields for each object.
+        return Document, (
+            self.file,
+            self.index,
+            self.data,
+            self.root,
+            self.span,
+            self.prefix,
+            self.duplicate_keys,
+        )
 
     def locate(self, path: DataPath) -> Span:
         """The position of ``path`` (relative to this object), or of its nearest recorded ancestor."""
