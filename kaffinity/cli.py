@@ -1158,7 +1158,7 @@ class _Stream:
         found: dict[int, Object | None] = {}
         for item in self.checked.values():
             if item.typed is not None:
-                found.update(zip(map(id, item.file.documents), item.typed))
+                found.update(zip(map(id, item.file.documents), item.typed, strict=True))
         return found
 
     def fits(self, layout: Layout) -> bool:
