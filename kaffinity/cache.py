@@ -19,9 +19,10 @@ written atomically (a temporary file in the same folder, then ``os.replace``), s
 same time (pre-commit in two worktrees, an editor and a terminal) never read half an entry;
 two runs writing the same key write the same bytes.
 
-Pruning: a run that wrote entries deletes, in its fingerprint's folder, those it did not use
-when they are more than twice those it did (files edited since, deleted, renamed), and the
-fingerprint folders no run has used for :data:`STALE_DAYS` days. The cache is the user's own
+Pruning: a run that wrote entries deletes, in its fingerprint's folder, those no run has read or
+written since it started (a read touches the entry, in whichever process reads it) when they are
+more than twice those used (files edited since, deleted, renamed), and the fingerprint folders no
+run has used for :data:`STALE_DAYS` days. The cache is the user's own
 (as ``.mypy_cache``): its entries are pickles, and a cache folder that others can write to is
 no safer than the code it would run. ``.kaffinity_cache`` holds a ``.gitignore`` (``*``) and a
 ``CACHEDIR.TAG``, as ruff's does, so that neither git nor backups take it.
@@ -64,6 +65,8 @@ class Cache:
         import kaffinity
 
         self.root = root
+        #: When this run opened the cache: an entry read or written since is in use.
+        self.started = time.time()
         self.version = f"{kaffinity.__version__}-{FORMAT}"
         self.folder = os.path.join(root, self.version, fingerprint)
         #: The keys read or written by this run (what pruning keeps).
@@ -89,10 +92,13 @@ class Cache:
         try:
             with open(self._path(key), "rb") as handle:
                 data = handle.read()
+                header = MAGIC + key.encode() + b"\n"
+                if not data.startswith(header):
+                    return None
+                # Used now: whichever process read it (a --jobs worker's own Cache is a copy),
+                # pruning sees it by its time (see prune).
+                os.utime(handle.fileno())
         except OSError:
-            return None
-        header = MAGIC + key.encode() + b"\n"
-        if not data.startswith(header):
             return None
         self.used.add(key)
         return data[len(header) :]
@@ -151,12 +157,26 @@ class Cache:
                     shutil.rmtree(path, ignore_errors=True)
         if not self.written:
             return
+        used = 0
         unused: list[str] = []
+        # Read or written by this run, in this process or a worker (get touches what it reads),
+        # or by another run since this one started: in use. (Where the file system keeps coarse
+        # times, an entry used in the run's first second may count as unused: a later miss.)
+        since = self.started
         for shard in _listdir(self.folder):
             for name in _listdir(os.path.join(self.folder, shard)):
-                if name not in self.used and not name.startswith(".tmp-"):
-                    unused.append(os.path.join(self.folder, shard, name))
-        if len(unused) > 2 * len(self.used):
+                if name.startswith(".tmp-"):
+                    continue
+                path = os.path.join(self.folder, shard, name)
+                try:
+                    fresh = os.stat(path).st_mtime >= since
+                except OSError:
+                    continue
+                if fresh:
+                    used += 1
+                else:
+                    unused.append(path)
+        if len(unused) > 2 * used:
             for path in unused:
                 with contextlib.suppress(OSError):
                     os.unlink(path)

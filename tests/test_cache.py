@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,13 @@ def _entries(cache: Path) -> list[Path]:
     return sorted(path for path in cache.rglob("*") if path.is_file() and len(path.name) == 40)
 
 
+def _age(cache: Path) -> None:
+    """Make every entry an hour old: written by an earlier run, not this one."""
+    hour_ago = time.time() - 3600
+    for entry in _entries(cache):
+        os.utime(entry, (hour_ago, hour_ago))
+
+
 def _rules(stdout: str) -> list[tuple[str, int]]:
     return [(finding["rule"], finding["line"]) for finding in json.loads(stdout)["findings"]]
 
@@ -71,10 +79,10 @@ def test_warm_runs_report_what_cold_and_uncached_runs_report(repo: Path, tmp_pat
     cold = _lint(repo, cache)
     entries = _entries(cache)
     assert len(entries) == 2  # one per file
-    stamps = [path.stat().st_mtime_ns for path in entries]
+    inodes = [path.stat().st_ino for path in entries]
     warm = _lint(repo, cache)
     assert cold == warm == (uncached.returncode, uncached.stdout, uncached.stderr)
-    assert [path.stat().st_mtime_ns for path in _entries(cache)] == stamps  # read, not written
+    assert [path.stat().st_ino for path in _entries(cache)] == inodes  # read, not written again
     # As ruff's: neither git nor backups take it.
     assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
     assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
@@ -268,11 +276,28 @@ def test_pruning_drops_entries_of_files_gone(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     _lint(folder, cache)
     assert len(_entries(cache)) == 30
+    _age(cache)
     for path in sorted(folder.iterdir())[:27]:
         path.unlink()
     (folder / "new.yaml").write_text(WEB.replace("web", "new"))
     _lint(folder, cache)
     assert len(_entries(cache)) == 4  # the 27 unused outnumbered the 4 used twice: deleted
+
+
+def test_pruning_keeps_what_the_workers_read(tmp_path: Path) -> None:
+    """``--jobs`` workers read most entries, each with its own copy of the cache: an entry read
+    anywhere in the run is in use, and stays."""
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for index in range(90):
+        (folder / f"w{index:02}.yaml").write_text(WEB.replace("web", f"w{index}"))
+    cache = tmp_path / "cache"
+    _lint(folder, cache, "--jobs", "4")
+    assert len(_entries(cache)) == 90
+    _age(cache)
+    (folder / "w00.yaml").write_text(WEB.replace("web", "edited"))  # one entry written: pruning runs
+    _lint(folder, cache, "--jobs", "4")
+    assert len(_entries(cache)) == 91  # the old w00 entry is the only one unused: too few to prune
 
 
 def test_changed_reads_its_context_from_the_cache(repo: Path, tmp_path: Path) -> None:
