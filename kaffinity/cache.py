@@ -35,7 +35,7 @@ import hashlib
 import os
 import pickle
 import shutil
-import tempfile
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -74,6 +74,8 @@ class Cache:
         self.written = 0
         #: Why the cache could not be written, once (None: it could, or nobody tried).
         self.error: str | None = None
+        #: The shard folders known to exist.
+        self._folders: set[str] = set()
 
     @staticmethod
     def key(name: str, data: bytes, *, local: bool = True) -> str:
@@ -107,21 +109,32 @@ class Cache:
         """Write an entry atomically; a cache that cannot be written is left alone (``error``)."""
         if self.error is not None:
             return
-        folder = os.path.dirname(self._path(key))
+        path = self._path(key)
+        folder = os.path.dirname(path)
+        # A name no other writer uses (process and thread), in the entry's own folder: the
+        # rename is then atomic, and a reader sees the old entry, the new one, or none.
+        temporary = os.path.join(folder, f".tmp-{os.getpid()}-{threading.get_ident()}-{key}")
         try:
-            if not os.path.isdir(self.folder):
-                self._create()
-            os.makedirs(folder, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-            try:
-                with os.fdopen(handle, "wb") as out:
-                    out.write(MAGIC + key.encode() + b"\n")
-                    out.write(payload)
-                os.replace(temporary, self._path(key))
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
-                raise
+            for attempt in (1, 2):
+                if folder not in self._folders:
+                    if not os.path.isdir(self.folder):
+                        self._create()
+                    os.makedirs(folder, exist_ok=True)
+                    self._folders.add(folder)
+                try:
+                    with open(temporary, "wb") as out:
+                        out.write(MAGIC + key.encode() + b"\n")
+                        out.write(payload)
+                    os.replace(temporary, path)
+                    break
+                except FileNotFoundError:  # another run pruned the folder meanwhile: again
+                    self._folders.discard(folder)
+                    if attempt == 2:
+                        raise
+                except BaseException:
+                    with contextlib.suppress(OSError):
+                        os.unlink(temporary)
+                    raise
         except OSError as error:
             self.error = f"cannot write the cache in {self.root}: {error.strerror or error}"
             return
