@@ -2408,7 +2408,10 @@ def scale_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             print(f"note: {note}", flush=True)
         # One small lint first, so that no line pays for compiling or first reading the modules.
         warm_up = corpus(1, not args.no_cache, scratch)
-        run_child(cli_command("lint", warm_up.manifests, "--format", "json", "-o", os.devnull), cwd, env)
+        no_cache = ("--no-cache",) if cli.cache else ()
+        run_child(
+            cli_command("lint", warm_up.manifests, "--format", "json", "-o", os.devnull, *no_cache), cwd, env
+        )
         for size in sizes:
             item = corpus(size, not args.no_cache, scratch)
             results.corpora.append(item)
