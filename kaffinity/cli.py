@@ -389,7 +389,7 @@ def _linted(
     from kaffinity.engine import lint as run_lint
     from kaffinity.rules import RULES
 
-    stream = _stream(paths, settings, cache_dir)
+    stream = _stream(paths, settings, cache_dir, _roots(paths, settings, changed, context))
     files, reported, has_context, roots = _load_in_context(
         paths, settings, stdin_filename, changed, context, stream
     )
@@ -1175,12 +1175,30 @@ class _Stream:
             _say(f"kaffinity: note: {self.cache.error} (--no-cache to skip it)")
 
 
-def _stream(paths: Optional[list[str]], settings: Settings, cache_dir: Optional[str]) -> Optional[_Stream]:
+def _roots(
+    paths: Optional[list[str]], settings: Settings, changed: bool, context: Optional[list[str]]
+) -> list[str]:
+    """Every path ``lint`` will read: the paths, and the context (``--context``, ``context:``,
+    or with ``--changed`` the repository's manifests)."""
+    more = list(context or settings.context)
+    if changed and not more:
+        more = list(_repository_context(paths))
+    return [*(paths or ["."]), *more]
+
+
+def _stream(
+    paths: Optional[list[str]], settings: Settings, cache_dir: Optional[str], roots: Sequence[str] = ()
+) -> Optional[_Stream]:
     """How ``lint`` loads: file by file through the single-object stage and the cache, unless the
-    input is stdin or a policy may read any field (then the files are read whole)."""
+    input is stdin, a policy may read any field, or kustomizations build objects from several
+    files (found on disk under ``roots`` before anything is parsed): then the files are read
+    whole."""
     from kaffinity.load.parse import STDIN
+    from kaffinity.repo.units import has_kustomization
 
     if STDIN in (paths or ()) or settings.policies or settings.render:
+        return None
+    if settings.units != "one" and has_kustomization(root for root in roots if root != STDIN):
         return None
     cache = None
     if settings.cache:

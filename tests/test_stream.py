@@ -297,3 +297,20 @@ def test_compaction_drops_what_no_cross_object_stage_reads(cases: Path) -> None:
     assert kept["Service"]["spec"]["selector"] == {"app": "web"}  # read by suggestions
     assert kept["HorizontalPodAutoscaler"]["spec"]["minReplicas"] == 2
     assert kept["Prometheus"]["spec"]["podMetadata"] == {"labels": {"app": "prometheus"}}  # may run pods
+
+
+def test_kustomize_repositories_are_read_whole_without_a_first_streamed_pass(tmp_path: Path) -> None:
+    """Objects built from several files (kustomize) are read whole; that is decided from the disk
+    before anything is parsed, not after a streamed pass (which would parse every file twice)."""
+    settings = Settings()
+    assert cli._stream([str(DATA / "gitops")], settings, None, [str(DATA / "gitops")]) is None
+    assert cli._stream([str(EXAMPLES)], settings, None, [str(EXAMPLES)]) is not None
+    # A kustomization beside a file named alone, or listed by git (--changed): read whole too.
+    (tmp_path / "kustomization.yaml").write_text("resources: [web.yaml]\n")
+    (tmp_path / "web.yaml").write_text(_CASES)
+    assert cli._stream([str(tmp_path / "web.yaml")], settings, None, [str(tmp_path / "web.yaml")]) is None
+    listed = [str(EXAMPLES / "schema" / "pass.yaml"), str(tmp_path / "kustomization.yaml")]
+    assert cli._stream(listed[:1], settings, None, listed) is None
+    # units: one reads no kustomization: the files stream.
+    one = Settings(units="one")
+    assert cli._stream([str(DATA / "gitops")], one, None, [str(DATA / "gitops")]) is not None

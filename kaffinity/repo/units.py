@@ -354,6 +354,21 @@ def find_kustomizations(
     return found
 
 
+def has_kustomization(roots: Iterable[str]) -> bool:
+    """Whether :func:`find_kustomizations` may find any under ``roots`` (folders walked, files'
+    own folders, listed kustomization files): checked before loading, from the disk alone."""
+    for root in roots:
+        if os.path.isdir(root):
+            if next(_walk_kustomizations(root), None) is not None:
+                return True
+        elif (
+            os.path.basename(root) in KUSTOMIZATION_NAMES
+            or find_kustomization(os.path.dirname(os.path.normpath(root)) or ".") is not None
+        ):
+            return True
+    return False
+
+
 def _walk_kustomizations(root: str) -> Iterator[str]:
     for folder, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
