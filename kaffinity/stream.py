@@ -199,6 +199,8 @@ def _there(
             except RecursionError:
                 data = None
         sent.append(data)
+    if cache is not None:
+        cache.flush()  # this chunk's entries are written before the parent hears of them
     return sent
 
 

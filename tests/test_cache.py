@@ -339,6 +339,23 @@ def test_an_entry_is_written_atomically(tmp_path: Path, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(os, "replace", broken)
     cache.put(key, b"payload")
+    cache.flush()
     assert cache.error is not None and "No space left on device" in cache.error
     assert cache.get(key) is None
     assert [path for path in (tmp_path / "cache").rglob("*") if path.is_file() and "tmp" in path.name] == []
+
+
+def test_a_cache_with_writes_pending_goes_to_workers_without_them(tmp_path: Path) -> None:
+    """--jobs sends the cache with every task: after writes started here, it still pickles, and
+    the copy writes with its own thread."""
+    import pickle
+
+    cache = Cache(str(tmp_path / "cache"), "f")
+    cache.put(Cache.key("a.yaml", b"a"), b"first")
+    copy = pickle.loads(pickle.dumps(cache))
+    assert copy.used == set() and copy.written == 0
+    copy.put(Cache.key("b.yaml", b"b"), b"second")
+    copy.flush()
+    cache.flush()
+    assert cache.get(Cache.key("a.yaml", b"a")) == b"first"
+    assert cache.get(Cache.key("b.yaml", b"b")) == b"second"
