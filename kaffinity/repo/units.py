@@ -357,16 +357,16 @@ def find_kustomizations(
 def has_kustomization(roots: Iterable[str]) -> bool:
     """Whether :func:`find_kustomizations` may find any under ``roots`` (folders walked, files'
     own folders, listed kustomization files): checked before loading, from the disk alone."""
+    folders: set[str] = set()  # of the files named: each looked at once (a --changed listing)
     for root in roots:
         if os.path.isdir(root):
             if next(_walk_kustomizations(root), None) is not None:
                 return True
-        elif (
-            os.path.basename(root) in KUSTOMIZATION_NAMES
-            or find_kustomization(os.path.dirname(os.path.normpath(root)) or ".") is not None
-        ):
+        elif os.path.basename(root) in KUSTOMIZATION_NAMES:
             return True
-    return False
+        else:
+            folders.add(os.path.dirname(os.path.normpath(root)) or ".")
+    return any(find_kustomization(folder) is not None for folder in folders)
 
 
 def _walk_kustomizations(root: str) -> Iterator[str]:
