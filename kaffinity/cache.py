@@ -71,8 +71,6 @@ class Cache:
         self.started = time.time()
         self.version = f"{kaffinity.__version__}-{FORMAT}"
         self.folder = os.path.join(root, self.version, fingerprint)
-        #: The keys read or written by this run (what pruning keeps).
-        self.used: set[str] = set()
         self.written = 0
         #: Why the cache could not be written, once (None: it could, or nobody tried).
         self.error: str | None = None
@@ -87,7 +85,7 @@ class Cache:
         """What a --jobs worker gets with each task: the folder and the run's start, not this
         process's writer thread, nor what it has read and written so far."""
         state = dict(self.__dict__)
-        state.update(_writer=None, _writer_pid=0, _pending=[], used=set(), _folders=set(), written=0)
+        state.update(_writer=None, _writer_pid=0, _pending=[], _folders=set(), written=0)
         return state
 
     @staticmethod
@@ -115,7 +113,6 @@ class Cache:
                 os.utime(handle.fileno())
         except OSError:
             return None
-        self.used.add(key)
         return data[len(header) :]
 
     def put(self, key: str, payload: bytes) -> None:
@@ -125,7 +122,6 @@ class Cache:
         the writes. A cache that cannot be written is left alone (``error``)."""
         if self.error is not None:
             return
-        self.used.add(key)
         self.written += 1
         if self._writer is None or self._writer_pid != os.getpid():
             # A --jobs worker starts with a copy of the parent's cache: its own thread.

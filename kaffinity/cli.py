@@ -389,23 +389,20 @@ def _linted(
     from kaffinity.engine import lint as run_lint
     from kaffinity.rules import RULES
 
-    stream = _stream(paths, settings, cache_dir, _roots(paths, settings, changed, context))
+    # With --changed and no context, the repository's manifests are the context: listed once
+    # (a git call), for the stream's decision and for loading.
+    listing = _repository_context(paths) if changed and not (context or settings.context) else ()
+    stream = _stream(
+        paths, settings, cache_dir, [*(paths or ["."]), *(context or settings.context), *listing]
+    )
     files, reported, has_context, roots = _load_in_context(
-        paths, settings, stdin_filename, changed, context, stream
+        paths, settings, stdin_filename, changed, context, stream, listing
     )
     rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_all_manifests)
     rules, policy_errors = _with_policies(rules, settings, memo)
     cluster = _load_cluster(settings)
-    files, layout = _layout(files, roots, settings, quiet=stream is not None)
-    if stream is not None and not stream.fits(layout):
-        # Objects built from several files (kustomize): read whole, as without streaming.
-        stream = None
-        files, reported, has_context, roots = _load_in_context(
-            paths, settings, stdin_filename, changed, context, None, quiet=True
-        )
-        files, layout = _layout(files, roots, settings)
-    elif stream is not None:
-        _layout_notes(layout)
+    # Streamed: has_kustomization found none under the same paths (_stream).
+    files, layout = _layout(files, roots, settings, kustomized=stream is None)
     # The first unit's context: the Markdown report draws its graph; the units share the
     # typed objects built from their documents.
     typed = stream.typed() if stream is not None else {}
@@ -1083,7 +1080,7 @@ def _only(layout: Layout, unit: Unit) -> Layout:
 
 
 def _layout(
-    files: list[SourceFile], paths: Optional[list[str]], settings: Settings, *, quiet: bool = False
+    files: list[SourceFile], paths: Optional[list[str]], settings: Settings, *, kustomized: bool = True
 ) -> tuple[list[SourceFile], Layout]:
     """The deployment units of what was read (kaffinity.repo.units), built with the tools when
     ``--render`` asks; notes about it on stderr. The files come back with those the rendered
@@ -1092,7 +1089,12 @@ def _layout(
 
     roots = [path for path in (paths or ["."]) if path != "-"]
     layout = read_layout(
-        files, roots, default_namespace=settings.namespace, configured=settings.units, limits=settings.limits
+        files,
+        roots,
+        default_namespace=settings.namespace,
+        configured=settings.units,
+        limits=settings.limits,
+        kustomized=kustomized,
     )
     if settings.render:
         built = render_units(layout, limits=settings.limits, helm_values=settings.helm_values, namespace=None)
@@ -1109,14 +1111,9 @@ def _layout(
                 for file in files
             ]
         files = [*files, *built.files]
-    if not quiet:
-        _layout_notes(layout)
-    return files, layout
-
-
-def _layout_notes(layout: Layout) -> None:
     for note in layout.notes:
         _say(f"kaffinity: note: {note}")
+    return files, layout
 
 
 class _Stream:
@@ -1161,11 +1158,6 @@ class _Stream:
                 found.update(zip(map(id, item.file.documents), item.typed, strict=True))
         return found
 
-    def fits(self, layout: Layout) -> bool:
-        """Whether the layout's objects are the files' own (no kustomization, nothing rendered)."""
-        documents = {id(doc) for item in self.checked.values() for doc in item.file.documents}
-        return not layout.kustomizations and all(id(doc) in documents for doc in layout.documents)
-
     def close(self) -> None:
         """Prune the cache; say once if it could not be written."""
         if self.cache is None:
@@ -1173,17 +1165,6 @@ class _Stream:
         self.cache.prune()
         if self.cache.error is not None:
             _say(f"kaffinity: note: {self.cache.error} (--no-cache to skip it)")
-
-
-def _roots(
-    paths: Optional[list[str]], settings: Settings, changed: bool, context: Optional[list[str]]
-) -> list[str]:
-    """Every path ``lint`` will read: the paths, and the context (``--context``, ``context:``,
-    or with ``--changed`` the repository's manifests)."""
-    more = list(context or settings.context)
-    if changed and not more:
-        more = list(_repository_context(paths))
-    return [*(paths or ["."]), *more]
 
 
 def _stream(
@@ -1241,8 +1222,7 @@ def _load_in_context(
     changed: bool,
     context: Optional[list[str]],
     stream: Optional[_Stream] = None,
-    *,
-    quiet: bool = False,
+    listing: tuple[str, ...] = (),
 ) -> tuple[list[SourceFile], Optional[set[str]], bool, list[str]]:
     """The files to lint, the names of those to report on (None: all), whether the
     cross-workload rules have what they need, and the paths read (where kustomizations are
@@ -1254,7 +1234,7 @@ def _load_in_context(
     Without any, ``--changed`` has no context: it says so once and the rules that need every
     manifest (``Rule.needs_all_manifests``) are skipped rather than guess. ``stream``: the files
     go through the single-object stage as they are read (:mod:`kaffinity.stream`); the context's
-    are only compacted. ``quiet``: the notes were said already (the files are read again).
+    are only compacted. ``listing``: the repository's manifests, when the caller listed them.
     """
     context_paths = tuple(context) if context else tuple(_shown_path(path) for path in settings.context)
     if not changed and not context_paths:
@@ -1266,12 +1246,11 @@ def _load_in_context(
     seen: set[tuple[int, int]] = set()
     files = _load(paths, settings, stdin_filename, seen, stream=stream)
     reported = {file.name for file in files}
-    context_paths = context_paths or _repository_context(paths)
+    context_paths = context_paths or listing or _repository_context(paths)
     if not context_paths:
-        if not quiet:
-            _say_no_context()
+        _say_no_context()
         return files, reported, False, list(paths or ["."])
-    more = _load_context(context_paths, settings, seen, stream, quiet=quiet)
+    more = _load_context(context_paths, settings, seen, stream)
     return [*files, *more], reported, True, [*(paths or ()), *context_paths]
 
 
@@ -1302,11 +1281,8 @@ def _load_context(
     settings: Settings,
     seen: set[tuple[int, int]],
     stream: Optional[_Stream] = None,
-    *,
-    quiet: bool = False,
 ) -> list[SourceFile]:
-    """The context's files (those not read already); a note on those that could not be parsed
-    (unless ``quiet``)."""
+    """The context's files (those not read already); a note on those that could not be parsed."""
     from kaffinity.load.files import ExcludeFn, load
     from kaffinity.load.parallel import default_jobs
 
@@ -1322,8 +1298,6 @@ def _load_context(
             limits=settings.limits,
             gitignore=settings.gitignore,
         )
-    if quiet:
-        return more
     broken = [file for file in more if any(problem.rule == "parse-error" for problem in file.problems)]
     if broken:
         first = broken[0]

@@ -43,8 +43,6 @@ class Checked:
     #: (rule, index of the document in ``file.documents`` or None, finding) of each rule of
     #: :func:`streamed_rules` that ran, in the order the rules ran, before suppressions.
     findings: tuple[tuple[str, int | None, Finding], ...]
-    #: Whether the rules ran (False: a context file of ``--changed``, only compacted).
-    local: bool
     #: The file's ``# kaffinity: ignore`` comments (read from its text, which is gone).
     comments: tuple[Suppression, ...]
     internal_errors: tuple[str, ...] = ()
@@ -58,7 +56,6 @@ class Checked:
         return Checked, (
             self.file,
             self.findings,
-            self.local,
             self.comments,
             self.internal_errors,
             self.notices,

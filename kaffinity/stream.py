@@ -91,7 +91,7 @@ def check_file(file: SourceFile, settings: Settings, rules: Sequence[Rule], *, l
         findings, errors, notices = _run_rules(file, settings, rules, objects)
     comments = tuple(comment_suppressions(file.name, file.text))
     if file.name == STDIN_NAME:
-        return Checked(file, findings, local, comments, errors, notices)
+        return Checked(file, findings, comments, errors, notices)
     kept = compact_file(file, settings.workload_kinds)
     typed = None
     if objects and all(id(doc) in objects for doc in file.documents):
@@ -100,7 +100,7 @@ def check_file(file: SourceFile, settings: Settings, rules: Sequence[Rule], *, l
             replace(obj, doc=compact) if (obj := objects[id(whole)]) is not None else None
             for whole, compact in zip(file.documents, kept.documents, strict=True)
         )
-    return Checked(kept, findings, local, comments, errors, notices, typed)
+    return Checked(kept, findings, comments, errors, notices, typed)
 
 
 def _run_rules(
@@ -132,20 +132,21 @@ def payload(
     cache: Cache | None,
     *,
     fresh: bool = False,
+    send: bool = False,
 ) -> tuple[bytes | None, Checked | None]:
     """The :class:`Checked` of the file at ``path``: from the cache (pickled, and None), or
-    computed (pickled when there is a cache to write it to, and the object). A file that must not
-    be pickled (nested deeper than pickle goes: :func:`kaffinity.load.parallel.must_read_here`)
-    is neither cached nor pickled. ``fresh``: do not read the cache (its entry was corrupt)."""
+    computed (the object, and pickled when it goes to the cache or, ``send``, to the parent
+    process). A file that must not be pickled (nested deeper than pickle goes:
+    :func:`kaffinity.load.parallel.must_read_here`) is neither cached nor pickled. ``fresh``: do
+    not read the cache (its entry was corrupt)."""
     import pickle
 
-    from kaffinity.load.manifests import skip_reason_for_name
     from kaffinity.load.parallel import must_read_here
-    from kaffinity.load.read import from_bytes, read_bytes
+    from kaffinity.load.read import from_bytes, read_bytes, skipped_by_name
 
-    reason = skip_reason_for_name(path) if path != STDIN else None
-    if reason is not None:
-        return None, Checked(SourceFile(path, "", (), (), reason), (), local, ())
+    skipped = skipped_by_name(path)
+    if skipped is not None:
+        return None, Checked(skipped, (), ())
     name, raw, problem = read_bytes(path, settings.limits)
     key = None
     if cache is not None and problem is None and path != STDIN:
@@ -158,13 +159,14 @@ def payload(
                 if cached is not None:
                     return cached, None
     checked = check_file(from_bytes(path, name, raw, problem, settings.limits), settings, rules, local=local)
-    if key is None or cache is None or must_read_here(checked.file, settings.limits):
+    if (key is None and not send) or must_read_here(checked.file, settings.limits):
         return None, checked
     try:
         data = pickle.dumps(checked, pickle.HIGHEST_PROTOCOL)
     except RecursionError:
         return None, checked
-    cache.put(key, data)
+    if key is not None and cache is not None:
+        cache.put(key, data)
     return data, checked
 
 
@@ -184,21 +186,10 @@ def _there(
     paths: Sequence[str], settings: Settings, names: Sequence[str], local: bool, cache: Cache | None
 ) -> list[bytes | None]:
     """A worker's task: each file's :class:`Checked`, pickled, or None for the parent to do."""
-    import pickle
-
-    from kaffinity.load.parallel import must_read_here
     from kaffinity.rules import BY_NAME
 
     rules = [BY_NAME[name] for name in names]
-    sent: list[bytes | None] = []
-    for path in paths:
-        data, checked = payload(path, settings, rules, local, cache)
-        if data is None and checked is not None and not must_read_here(checked.file, settings.limits):
-            try:
-                data = pickle.dumps(checked, pickle.HIGHEST_PROTOCOL)
-            except RecursionError:
-                data = None
-        sent.append(data)
+    sent = [payload(path, settings, rules, local, cache, send=True)[0] for path in paths]
     if cache is not None:
         cache.flush()  # this chunk's entries are written before the parent hears of them
     return sent
@@ -227,11 +218,9 @@ def check_all(
     there = partial(_there, settings=settings, names=names, local=local, cache=cache)
     from kaffinity.cache import loads
 
-    return map_all(paths, jobs, here, there, tick or _ignore, loads=loads)
-
-
-def _ignore(path: str) -> None:
-    pass
+    if tick is None:
+        return map_all(paths, jobs, here, there, loads=loads)
+    return map_all(paths, jobs, here, there, tick, loads=loads)
 
 
 def load_checked(

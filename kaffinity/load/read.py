@@ -108,14 +108,23 @@ def read(path: str, limits: Limits = DEFAULT_LIMITS, *, manifests_only: bool = T
     reason (:mod:`kaffinity.load.manifests`: by name without reading it, or by content); off for
     inputs that are not manifests by design (the cluster file).
     """
-    if manifests_only and path != STDIN:
-        from kaffinity.load.manifests import skip_reason_for_name
-
-        reason = skip_reason_for_name(path)
-        if reason is not None:
-            return SourceFile(path, "", (), (), reason)
+    if manifests_only:
+        skipped = skipped_by_name(path)
+        if skipped is not None:
+            return skipped
     name, raw, problem = read_bytes(path, limits)
     return from_bytes(path, name, raw, problem, limits, manifests_only=manifests_only)
+
+
+def skipped_by_name(path: str) -> SourceFile | None:
+    """The file skipped, unread, when its name says it is no Kubernetes manifest
+    (:mod:`kaffinity.load.manifests`); None otherwise, and for stdin."""
+    if path == STDIN:
+        return None
+    from kaffinity.load.manifests import skip_reason_for_name
+
+    reason = skip_reason_for_name(path)
+    return SourceFile(path, "", (), (), reason) if reason is not None else None
 
 
 def from_bytes(

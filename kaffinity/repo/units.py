@@ -124,16 +124,19 @@ def read_layout(
     default_namespace: str = "default",
     configured: Sequence[tuple[str, Sequence[str]]] | str | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    kustomized: bool = True,
 ) -> Layout:
     """Find the deployment units of the loaded ``files``.
 
     ``roots``: the folders and files the user named (kustomizations are looked for below the
     folders). ``configured``: ``units:`` of the config: ``"one"``, or (name, path prefixes) pairs.
+    ``kustomized``: False when :func:`has_kustomization` said none is there (the folders are not
+    walked again).
     """
     if configured == "one":
         return single(doc for file in files for doc in file.documents)
     whole = _Whole(files)
-    kustomizations = find_kustomizations(files, roots, limits)
+    kustomizations = find_kustomizations(files, roots, limits) if kustomized else {}
     # Patches and the kustomization files themselves: build input, never objects of a cluster.
     fragments = frozenset(path for k in kustomizations.values() for path in (k.path, *k.fragments))
     by_path = {os.path.normpath(file.name): file for file in files}
