@@ -419,3 +419,22 @@ def test_json_text_escapes_what_json_dumps_leaves_raw() -> None:
     text = json_text(value)
     _clean(text)
     assert json.loads(text) == value
+
+
+def test_the_progress_line_shows_a_hostile_file_name_escaped() -> None:
+    """The progress line (stderr, on a terminal) names the file being read: escaped."""
+    from kaffinity.load.progress import TerminalProgress
+
+    from .test_progress import FakeTerminal, redrawn
+
+    stream = FakeTerminal()
+    progress = TerminalProgress(stream, delay=0.0)
+    try:
+        with progress.stage("reading files", 2):
+            progress.tick("a\u202eb\x1b]0;t\x07\nfile.yaml")
+            shown = redrawn(stream, "file.yaml")
+    finally:
+        progress.close()
+    assert any("a\\u202eb\\033]0;t\\a\\nfile.yaml" in line for line in shown)
+    drawn = stream.getvalue()
+    assert "\u202e" not in drawn and "\x07" not in drawn and "\x1b]0;" not in drawn
