@@ -1662,7 +1662,7 @@ def main() -> None:
         print(usage_error(error), file=sys.stderr)
         sys.exit(2)
     except exceptions.ClickException as error:  # a file click could not open, and the like
-        print(f"kaffinity: error: {error.format_message()}", file=sys.stderr)
+        print(escape(f"kaffinity: error: {error.format_message()}"), file=sys.stderr)
         sys.exit(error.exit_code)
     except typer.Abort:
         print("kaffinity: aborted", file=sys.stderr)
@@ -1670,9 +1670,11 @@ def main() -> None:
     except Exception as error:  # last line of defence for the user's terminal (re-raised above)
         if os.environ.get("KAFFINITY_DEBUG"):
             raise
-        print(
-            f"kaffinity: internal error: {type(error).__name__}: {error} "
-            "(run with KAFFINITY_DEBUG=1 for details and please report it)",
+        print(  # one line: what the error quotes from the input escaped (kaffinity.load.display)
+            escape(
+                f"kaffinity: internal error: {type(error).__name__}: {error} "
+                "(run with KAFFINITY_DEBUG=1 for details and please report it)"
+            ),
             file=sys.stderr,
         )
         sys.exit(3)  # kaffinity.engine.INTERNAL_ERROR, not imported: this line must not fail

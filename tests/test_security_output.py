@@ -438,3 +438,22 @@ def test_the_progress_line_shows_a_hostile_file_name_escaped() -> None:
     assert any("a\\u202eb\\033]0;t\\a\\nfile.yaml" in line for line in shown)
     drawn = stream.getvalue()
     assert "\u202e" not in drawn and "\x07" not in drawn and "\x1b]0;" not in drawn
+
+
+def test_the_last_line_of_defence_is_one_escaped_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unexpected exception whose message quotes the input: one line, escaped, exit 3."""
+    from kaffinity import cli
+
+    def crash(**_: object) -> None:
+        raise ValueError("name" + HOSTILE)
+
+    monkeypatch.delenv("KAFFINITY_DEBUG", raising=False)
+    monkeypatch.setattr(cli, "app", crash)
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    assert exited.value.code == 3
+    err = capsys.readouterr().err
+    _clean(err)
+    assert err.count("\n") == 1 and err.startswith("kaffinity: internal error: ValueError: name\\033]8;;")
