@@ -24,7 +24,10 @@ spans (``kaffinity.load.display.code_span``), one per line, the lines joined by 
 code span GitHub renders no HTML, emphasis, link or image, and its filters make no ``@mention``
 (which would notify a user or team of a posted comment), ``#123`` reference, or autolink
 (``www.``, ``https://``, e-mail; GFM "Autolinks (extension)"). Entities (``&#64;``) or backslashes
-would not do: GitHub's mention and reference filters read the rendered text, entities decoded.
+would not do: GitHub's mention, issue-reference and SHA filters (html-pipeline ``MentionFilter``
+and the like) run on the text nodes of the rendered HTML, entities decoded, and skip only those
+under ``IGNORE_PARENTS = %w(pre code a style script)``; nor could a list of patterns keep up with
+a repository's own autolink references (``JIRA-123``).
 In a table, ``|`` is written ``\\|``, which the GFM table extension reads back as ``|`` inside a
 code span too (https://github.github.com/gfm/#tables-extension-, example 200). Control
 characters, bidirectional controls and line separators are escaped (``\\033``, ``\\u202e``) as in
