@@ -457,3 +457,7 @@ def test_the_last_line_of_defence_is_one_escaped_line(
     err = capsys.readouterr().err
     _clean(err)
     assert err.count("\n") == 1 and err.startswith("kaffinity: internal error: ValueError: name\\033]8;;")
+
+
+def test_json_text_escapes_del_in_an_ascii_text() -> None:
+    assert json_text({"a": "\x7f"}, indent=None) == '{"a": "\\u007f"}'

@@ -117,6 +117,8 @@ def json_text(value: Any, *, indent: int | None = 2) -> str:
     import json
 
     text = json.dumps(utf8_tree(value), indent=indent, ensure_ascii=False)
+    if text.isascii():  # the common case, and a fast test: only DEL could be there
+        return text.replace("\x7f", "\\u007f")
     return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group(0)):04x}", text)
 
 
