@@ -1048,7 +1048,7 @@ def _input_problems(
     for finding in result.findings:
         name = quote_name(finding.file)
         where = f"{name}:{finding.line}:{finding.column}" if finding.line else name
-        _say(f"{where}: {finding.severity.value} [{finding.rule}] {finding.message}")
+        _say(f"{where}: {finding.severity.value} [{escape(finding.rule)}] {finding.message}")
     broken = any(problem.rule == "parse-error" for file in files for problem in file.problems)
     cluster_broken = _load_problems(list(cluster.files)) if cluster is not None else False
     return broken or cluster_broken
@@ -1334,10 +1334,11 @@ def _report_targets(values: list[str] | tuple[str, ...]) -> list[tuple[str, str]
 
 
 def _say(message: str) -> None:
-    """One message on stderr, with the control characters and undecodable bytes that come from
-    the input (a file name, a ``--stdin-filename``) escaped (``kaffinity.load.display``); the line
-    breaks of the message itself are kept."""
-    typer.echo("\n".join(escape(line) for line in message.split("\n")), err=True)
+    """One message on stderr, on one line: the control characters (line breaks included),
+    bidirectional controls and undecodable bytes that come from the input (a file name, a
+    ``--stdin-filename``, a name or a policy's message quoted in a notice) escaped
+    (``kaffinity.load.display``), so that no message shows as two lines, or a forged one."""
+    typer.echo(escape(message), err=True)
 
 
 def _emit(text: str, output: Optional[str]) -> None:
@@ -1433,9 +1434,10 @@ def policy_test(
         failed += 1
         typer.echo(f"FAIL  {escape(fixture.file)}")
         for rule, line in fixture.missing:
-            typer.echo(f"      {escape(fixture.file)}:{line}: expected [{rule}], not reported")
+            typer.echo(f"      {escape(fixture.file)}:{line}: expected [{escape(rule)}], not reported")
         for rule, line, column, message in fixture.unexpected:
-            typer.echo(f"      {escape(fixture.file)}:{line}:{column}: unexpected [{rule}] {escape(message)}")
+            said = f"unexpected [{escape(rule)}] {escape(message)}"
+            typer.echo(f"      {escape(fixture.file)}:{line}:{column}: {said}")
         for problem in fixture.load_errors:
             typer.echo(f"      {escape(problem)}")
     for message in run.policy_errors:
@@ -1660,7 +1662,7 @@ def main() -> None:
         print(usage_error(error), file=sys.stderr)
         sys.exit(2)
     except exceptions.ClickException as error:  # a file click could not open, and the like
-        print(f"kaffinity: error: {error.format_message()}", file=sys.stderr)
+        print(escape(f"kaffinity: error: {error.format_message()}"), file=sys.stderr)
         sys.exit(error.exit_code)
     except typer.Abort:
         print("kaffinity: aborted", file=sys.stderr)
@@ -1668,9 +1670,11 @@ def main() -> None:
     except Exception as error:  # last line of defence for the user's terminal (re-raised above)
         if os.environ.get("KAFFINITY_DEBUG"):
             raise
-        print(
-            f"kaffinity: internal error: {type(error).__name__}: {error} "
-            "(run with KAFFINITY_DEBUG=1 for details and please report it)",
+        print(  # one line: what the error quotes from the input escaped (kaffinity.load.display)
+            escape(
+                f"kaffinity: internal error: {type(error).__name__}: {error} "
+                "(run with KAFFINITY_DEBUG=1 for details and please report it)"
+            ),
             file=sys.stderr,
         )
         sys.exit(3)  # kaffinity.engine.INTERNAL_ERROR, not imported: this line must not fail

@@ -12,6 +12,21 @@ three octal digits (``"caf\\351.yaml"``); any other name is shown as it is. The 
 (without the quotes) are applied to messages in the text formats (:func:`escape`). The C1
 controls (U+0080..U+009F, which some terminals read as ESC-sequences) count as control characters,
 escaped byte by byte from their UTF-8 form as git does with ``core.quotePath`` on.
+
+Beyond git (which prints them raw with ``core.quotePath`` off): the Unicode bidirectional
+controls (the ``Bidi_Control`` property of Unicode's PropList.txt: U+061C, U+200E, U+200F,
+U+202A..U+202E, U+2066..U+2069), which reorder what a terminal or a browser shows ("Trojan
+Source", CVE-2021-42574), and the line and paragraph separators U+2028 and U+2029 (line breaks
+for some terminals, editors and JavaScript) are escaped too, as ``\\u202e``: the code point,
+as YAML, JSON and Python write it (U+0085, NEXT LINE, is a C1 control: ``\\302\\205``).
+
+The same characters are written as ``\\uXXXX`` JSON escapes in the JSON reports
+(:func:`json_text`): the decoded value stays exact, and the bytes hold no raw control.
+
+Markdown (the job summary, a pull-request comment) gets text from the input as code spans
+(:func:`code_span`): GitHub renders nothing inside one, neither HTML nor links, nor does it
+turn ``@name`` into a mention, ``#123`` into a reference or ``https://...`` into a link
+(its mention, reference and autolink filters skip ``code`` elements).
 """
 
 from __future__ import annotations
@@ -21,18 +36,24 @@ from typing import Any
 
 #: git's short escapes (quote.c ``cq_lookup``).
 _SHORT = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r"}
-#: What must be escaped in a message: C0 and C1 controls, DEL, lone surrogates.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+#: The Unicode bidirectional controls (PropList.txt ``Bidi_Control``) and the line and
+#: paragraph separators: shown as ``\\uXXXX``.
+_INVISIBLE = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
+#: What must be escaped in a message: C0 and C1 controls, DEL, the above, lone surrogates.
+_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{_INVISIBLE}\ud800-\udfff]")
 #: What makes a name quoted: the above, a double quote, a backslash.
-_QUOTED = re.compile('[\x00-\x1f\x7f-\x9f\ud800-\udfff"\\\\]')
+_QUOTED = re.compile(f'[\x00-\x1f\x7f-\x9f{_INVISIBLE}\ud800-\udfff"\\\\]')
 _SURROGATES = re.compile("[\ud800-\udfff]")
+#: What a JSON text writes as a ``\\uXXXX`` escape beyond what ``json.dumps`` escapes (C0, ``"``
+#: and ``\\``): DEL, C1 controls and the above.
+_JSON_UNSAFE = re.compile(f"[\x7f-\x9f{_INVISIBLE}]")
 
 
 def _octal(char: str) -> str:
     code = ord(char)
     if 0xDC80 <= code <= 0xDCFF:  # surrogateescape: the undecodable byte itself
         return f"\\{code - 0xDC00:03o}"
-    if 0xD800 <= code <= 0xDFFF:  # a lone surrogate from an escape in the input ("\ud800")
+    if 0xD800 <= code <= 0xDFFF or code > 0xFF:  # a lone surrogate ("\ud800"), a bidi control
         return f"\\u{code:04x}"
     return "".join(f"\\{byte:03o}" for byte in char.encode("utf-8"))
 
@@ -85,3 +106,66 @@ def json_name(name: str) -> str:
     itself, and a consumer reads the path back unchanged); quoted as :func:`quote_name` when it
     holds bytes that are not UTF-8 (JSON strings cannot carry them)."""
     return name if _SURROGATES.search(name) is None else quote_name(name)
+
+
+def json_text(value: Any, *, indent: int | None = 2) -> str:
+    """``value`` as JSON text, valid UTF-8, whose strings decode to exactly what they hold (a
+    consumer needs the true value), with every control character, bidirectional control and
+    line separator written as a ``\\uXXXX`` escape (RFC 8259 section 7): ``json.dumps`` escapes
+    only C0; the rest would reach a terminal that shows the file, or a JavaScript parser older
+    than ES2019 (U+2028), raw. They can only occur inside strings: the escape changes no value."""
+    import json
+
+    text = json.dumps(utf8_tree(value), indent=indent, ensure_ascii=False)
+    if text.isascii():  # the common case, and a fast test: only DEL could be there
+        return text.replace("\x7f", "\\u007f")
+    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group(0)):04x}", text)
+
+
+#: What splits a text into the lines of a Markdown cell.
+_LINE_BREAKS = re.compile("\r\n|\r|\n")
+_BACKTICKS = re.compile("`+")
+
+
+def code_span(text: str, *, table: bool = False) -> str:
+    """One line of text from the input as a GitHub-flavoured Markdown code span, which renders
+    it as it is: no HTML, emphasis, link, image, autolink (``www.``, ``https://``, e-mail), nor
+    GitHub's ``@mention``, ``#123`` reference or ``:emoji:`` (GitHub's filters skip ``code``).
+
+    Control characters and bidirectional controls are escaped first (:func:`escape`); line
+    breaks become ``\\n`` (a code span cannot hold one: see :func:`markdown_lines`). The fence is
+    one backtick more than the longest run in the text, with a space inside each end when the
+    text starts or ends with a backtick or a space (CommonMark 0.31 section 6.1, "Code spans":
+    one space is stripped from each end when both are there). In a table cell (``table``) a
+    ``|`` is written ``\\|``, which the GFM table extension turns back into ``|`` before the cell
+    is parsed, inside code spans too (GFM spec example 200; cmark-gfm ``unescape_pipes``)."""
+    text = escape(text)
+    if not text:
+        return ""
+    runs = _BACKTICKS.findall(text)
+    fence = "`" * (max(map(len, runs), default=0) + 1)
+    if text.strip(" ") and (text[0] in "` " or text[-1] in "` "):
+        text = f" {text} "
+    if table:
+        text = text.replace("|", "\\|")
+    return f"{fence}{text}{fence}"
+
+
+def markdown_lines(text: str, *, table: bool = False) -> str:
+    """Text from the input, of one line or more, for a Markdown paragraph or table cell: each
+    line a :func:`code_span`, the lines joined by ``<br>``."""
+    return "<br>".join(code_span(line, table=table) for line in _LINE_BREAKS.split(text))
+
+
+def columns(text: str) -> int:
+    """How many terminal columns ``text`` (already escaped: no control character) takes: two
+    for a wide or full-width character (Unicode East_Asian_Width W or F), none for a combining
+    mark, one for any other (as ``wcwidth`` counts them)."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+
+    return sum(
+        0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1
+        for char in text
+    )

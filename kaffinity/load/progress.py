@@ -48,6 +48,8 @@ from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, TextIO
 
+from kaffinity.load.display import escape
+
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.file_proxy import FileProxy
@@ -315,7 +317,9 @@ class TerminalProgress(Progress):
             if inner.total and not outer:
                 cells.append((ProgressBar(total=inner.total, completed=inner.done, width=12), False))
             cells.append((Text(_count(inner)), False))
-            item = "" if inner.item is None else str(inner.item)
+            # A file name or an object's name from the input: its controls escaped (no ESC-sequence,
+            # bidi control or line break reaches the terminal; rich strips only a few C0 controls).
+            item = "" if inner.item is None else escape(str(inner.item))
         cells.append((Text(item, style="dim" if stages else ""), True))
         cells.append((Text(str(timedelta(seconds=seconds)), style="yellow"), False))
         line = Table.grid(padding=(0, 1), expand=True)

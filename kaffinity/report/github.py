@@ -3,8 +3,10 @@
 Escaping follows the actions toolkit (``@actions/core`` ``command.ts``): in the message ``%``,
 CR and LF are percent-encoded; in properties ``:`` and ``,`` are too. Before that, the control
 characters that come from the input (a label key, a file name) are escaped as in the text
-format (``kaffinity.load.display``): the log shows ESC-sequences as colours, and a line break in a
-name would otherwise end the command.
+format (``kaffinity.load.display``), in the message and in every property (``file=``,
+``title=``): the log shows ESC-sequences as colours, a line break in a name would otherwise end the
+command, and bidirectional controls (U+202E...) or line separators (U+2028...) would reorder or
+break what the annotation and the log show; they are written as ``\\033``, ``\\u202e``.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def render(result: LintResult) -> str:
             properties.append(f"line={finding.line}")
             properties.append(f"col={finding.column}")
             where += f":{finding.line}:{finding.column}"
-        properties.append(f"title={escape_property(f'kaffinity [{finding.rule}]')}")
+        properties.append(f"title={escape_property(f'kaffinity [{escape(finding.rule)}]')}")
         # The place in the text too: past GitHub's ten annotations of a kind, the log line is all
         # that is left of one (as ruff and yamllint write theirs).
         on = f"{escape(finding.object_label)}: " if finding.object_label else ""

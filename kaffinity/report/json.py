@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any
 
 from kaffinity import __version__
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Location, Severity
-from kaffinity.load.display import json_name, utf8_tree
+from kaffinity.load.display import json_name, json_text
 
 #: Bumped only on a change that breaks consumers of the JSON report.
 JSON_VERSION = 1
 
 
 def render(result: LintResult) -> str:
-    # Always valid UTF-8: undecodable bytes of a file name (lone surrogates) are escaped.
-    return json.dumps(utf8_tree(as_dict(result)), indent=2, ensure_ascii=False) + "\n"
+    # Always valid UTF-8: undecodable bytes of a file name (lone surrogates) are escaped. Every
+    # other string is exact (a consumer needs the true value: a message, a name); its control
+    # characters, bidirectional controls and line separators as JSON \uXXXX escapes.
+    return json_text(as_dict(result)) + "\n"
 
 
 def as_dict(result: LintResult) -> dict[str, Any]:

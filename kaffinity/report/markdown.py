@@ -18,16 +18,26 @@ Limits followed:
   variables GitHub sets on every runner ("Default environment variables",
   https://docs.github.com/en/actions/learn-github-actions/variables#default-environment-variables).
 
-Text from findings is escaped for a table cell (GFM tables: https://github.github.com/gfm/#tables-extension-):
-``|`` is backslash-escaped, line breaks become ``<br>``, ``&``, ``<`` and ``>`` become entities,
-and the punctuation that starts inline Markdown (emphasis, code, links, strikethrough) is
-backslash-escaped, so a message can neither break the table nor inject markup.
+Text from the input (messages, which quote names, labels and a policy's ``messageExpression``;
+fix hints; file names; rule names, a policy's among them; notices; unit names) is shown as code
+spans (``kaffinity.load.display.code_span``), one per line, the lines joined by ``<br>``: in a
+code span GitHub renders no HTML, emphasis, link or image, and its filters make no ``@mention``
+(which would notify a user or team of a posted comment), ``#123`` reference, or autolink
+(``www.``, ``https://``, e-mail; GFM "Autolinks (extension)"). Entities (``&#64;``) or backslashes
+would not do: GitHub's mention, issue-reference and SHA filters (html-pipeline ``MentionFilter``
+and the like) run on the text nodes of the rendered HTML, entities decoded, and skip only those
+under ``IGNORE_PARENTS = %w(pre code a style script)``; nor could a list of patterns keep up with
+a repository's own autolink references (``JIRA-123``).
+In a table, ``|`` is written ``\\|``, which the GFM table extension reads back as ``|`` inside a
+code span too (https://github.github.com/gfm/#tables-extension-, example 200). Control
+characters, bidirectional controls and line separators are escaped (``\\033``, ``\\u202e``) as in
+the text report. The one name in HTML (the graph's ``<summary>``) is HTML-escaped in ``<code>``.
 """
 
 from __future__ import annotations
 
+import html
 import os
-import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -53,8 +63,6 @@ MERMAID_MAX_EDGES = 500
 
 _ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO)
 _STDIN = "<stdin>"
-#: Characters that open inline Markdown (backslash first, so escapes are not escaped again).
-_MARKDOWN = re.compile(r"([\\`*_\[\]~|])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,13 +106,10 @@ def github_links(environ: Mapping[str, str] | None = None) -> GitHubLinks | None
     return GitHubLinks(server.rstrip("/"), repository.strip("/"), sha, workspace)
 
 
-def escape_markdown(text: str) -> str:
-    """``text`` made safe for a table cell: no markup, no cell or row break."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = _MARKDOWN.sub(r"\\\1", text)
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    # Other control characters and undecodable bytes as C-style escapes (kaffinity.load.display).
-    return "<br>".join(display.escape(line) for line in lines)
+def escape_markdown(text: str, *, table: bool = True) -> str:
+    """Text from the input made inert Markdown for a table cell (``table``) or a paragraph: code
+    spans, one per line, joined by ``<br>`` (``kaffinity.load.display.markdown_lines``)."""
+    return display.markdown_lines(text, table=table)
 
 
 def _cut(text: str) -> str:
@@ -183,9 +188,9 @@ def _notes(result: LintResult) -> str:
             "(the `parse-error` findings below); every other file was linted."
         )
     for message in result.notices:
-        lines.append(f"- {escape_markdown(_cut(message))}")
+        lines.append(f"- {escape_markdown(_cut(message), table=False)}")
     for message in result.internal_errors:
-        lines.append(f"- internal error: {escape_markdown(_cut(message))}")
+        lines.append(f"- internal error: {escape_markdown(_cut(message), table=False)}")
     return "\n".join(lines)
 
 
@@ -206,8 +211,9 @@ def _table(findings: tuple[Finding, ...], links: GitHubLinks | None) -> str:
     for finding in ordered:
         fix = escape_markdown(_cut(finding.fix)) if finding.fix else ""
         message = f"{finding.message} ({finding.unit_label})" if finding.units else finding.message
+        rule = display.code_span(finding.rule, table=True)
         row = (
-            f"| {finding.severity.value} | {_location(finding, links)} | `{finding.rule}` "
+            f"| {finding.severity.value} | {_location(finding, links)} | {rule} "
             f"| {escape_markdown(_cut(message))} | {fix} |"
         )
         if shown >= MAX_ROWS or size + len(row) + 1 > TABLE_BUDGET:
@@ -233,7 +239,8 @@ def _graph(result: LintResult, context: Context | None) -> str:
     from kaffinity.graph.picture import render_mermaid
 
     text = render_mermaid(graph, result.findings)
-    of = f" of unit {result.units[0]}" if result.units else ""
+    # Raw HTML (the block is HTML up to its blank line): the unit name escaped for HTML, in <code>.
+    of = f" of unit <code>{html.escape(display.escape(result.units[0]))}</code>" if result.units else ""
     title = f"<summary>Affinity graph{of} ({_plural(relations, 'relation')})</summary>"
     if len(text) > MERMAID_MAX_TEXT or relations > MERMAID_MAX_EDGES:
         body = (

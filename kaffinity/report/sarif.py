@@ -2,11 +2,28 @@
 
 Files under the working directory are given relative to ``%SRCROOT%`` (the working directory);
 others as absolute ``file://`` URIs. Every run lists the enabled rules with their help text.
+
+Text from the input (messages, fix hints, a policy's message and description):
+
+- the data is exact: JSON escapes control characters, and :func:`kaffinity.load.display.json_text`
+  writes DEL, C1, bidirectional controls and line separators as ``\\uXXXX`` too (no raw one in
+  the file; the decoded value unchanged);
+- every plain-text message (``message.text``, a rule's ``text`` descriptions) has its ``\\``,
+  ``[`` and ``]`` backslash-escaped (:func:`plain_text`), so that ``[text](https://...)`` in a
+  name or a policy's message is not read as an embedded link (SARIF 2.1.0 section 3.11.6, "Messages
+  with embedded links"; escaping outside link text too is what CodeQL writes, and what the
+  SARIF TC adopted for 2.2, oasis-tcs/sarif-spec#768): a viewer that unescapes them shows the
+  true text (vscode-codeql ``unescapeSarifText``);
+- Markdown (``help.markdown``) is given for the built-in rules only, whose docs ship with
+  kaffinity: a policy's description comes from the repository, and SARIF producers "SHALL NOT
+  emit messages that contain HTML" (section 3.11.4, "Security implications"); its help is text.
+
+The ``{`` and ``}`` of a message are not doubled (section 3.11.5 reserves ``{0}`` for
+placeholders): kaffinity gives no ``arguments``, and GitHub code scanning shows the text as it is.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -16,10 +33,10 @@ from urllib.parse import quote
 from kaffinity import __version__
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Severity
-from kaffinity.load.display import utf8_tree
+from kaffinity.load.display import json_text
 from kaffinity.load.parse import STDIN_NAME
 from kaffinity.load.source import Span
-from kaffinity.rules.base import Rule
+from kaffinity.rules.base import POLICY_CATEGORY, Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -28,7 +45,23 @@ _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: 
 def render(result: LintResult) -> str:
     # Always valid UTF-8: undecodable bytes in a message (lone surrogates) are escaped; in a URI
     # they are percent-encoded (RFC 3986 over the name's own bytes).
-    return json.dumps(utf8_tree(as_dict(result)), indent=2, ensure_ascii=False) + "\n"
+    return json_text(as_dict(result)) + "\n"
+
+
+_LINK_CHARACTERS = re.compile(r"([\\\[\]])")
+
+
+def plain_text(text: str) -> str:
+    """A SARIF plain-text message: ``\\``, ``[`` and ``]`` backslash-escaped (section 3.11.6), so
+    that nothing in it is an embedded link."""
+    return _LINK_CHARACTERS.sub(r"\\\1", text)
+
+
+def _help(rule: Rule) -> dict[str, str]:
+    """A rule's help: text and Markdown for a built-in rule; text only for a policy's rule."""
+    if rule.category == POLICY_CATEGORY:
+        return {"text": plain_text(rule.docs)}
+    return {"text": rule.docs, "markdown": rule.docs}
 
 
 #: Where the rules are documented (docs/rules.md, one section per rule; policies: docs/policies.md).
@@ -44,7 +77,7 @@ def rule_name(rule: Rule) -> str:
 
 def help_uri(rule: Rule) -> str:
     """The rule's documentation: its section of docs/rules.md, or docs/policies.md for a policy."""
-    if rule.category == "policy":
+    if rule.category == POLICY_CATEGORY:
         return f"{DOCS}/policies.md"
     return f"{DOCS}/rules.md#{rule.name}"
 
@@ -68,10 +101,10 @@ def as_dict(result: LintResult) -> dict[str, Any]:
                             {
                                 "id": rule.name,
                                 "name": rule_name(rule),
-                                "shortDescription": {"text": rule.summary},
+                                "shortDescription": {"text": plain_text(rule.summary)},
                                 "helpUri": help_uri(rule),
-                                "fullDescription": {"text": rule.summary},
-                                "help": {"text": rule.docs, "markdown": rule.docs},
+                                "fullDescription": {"text": plain_text(rule.summary)},
+                                "help": _help(rule),
                                 "defaultConfiguration": {"level": _LEVELS[result.severities[rule.name]]},
                                 "properties": {"category": rule.category, "tags": [rule.category]},
                             }
@@ -85,9 +118,12 @@ def as_dict(result: LintResult) -> dict[str, Any]:
                     {
                         "executionSuccessful": not result.internal_errors,
                         "toolExecutionNotifications": [
-                            *({"level": "note", "message": {"text": text}} for text in result.notices),
                             *(
-                                {"level": "error", "message": {"text": text}}
+                                {"level": "note", "message": {"text": plain_text(text)}}
+                                for text in result.notices
+                            ),
+                            *(
+                                {"level": "error", "message": {"text": plain_text(text)}}
                                 for text in result.internal_errors
                             ),
                         ],
@@ -105,7 +141,7 @@ def _result(finding: Finding, index: dict[str, int], root: Path) -> dict[str, An
     result: dict[str, Any] = {
         "ruleId": finding.rule,
         "level": _LEVELS[finding.severity],
-        "message": {"text": finding.message},
+        "message": {"text": plain_text(finding.message)},
         "locations": [_location(finding.file, finding.span, root, finding)],
     }
     if finding.rule in index:
@@ -115,7 +151,7 @@ def _result(finding: Finding, index: dict[str, int], root: Path) -> dict[str, An
             {
                 "id": number,
                 **_location(related.file, related.span, root),
-                "message": {"text": related.message or related.path},
+                "message": {"text": plain_text(related.message or related.path)},
             }
             for number, related in enumerate(finding.related, start=1)
         ]

@@ -9,7 +9,7 @@ from itertools import groupby
 
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Severity
-from kaffinity.load.display import escape, quote_name
+from kaffinity.load.display import columns, escape, quote_name
 
 _COLORS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "34"}
 _BOLD, _DIM, _CYAN, _GREEN = "1", "2", "36", "32"
@@ -56,9 +56,8 @@ def _headline(finding: Finding, style: Style) -> str:
         where += f":{finding.line}:{finding.column}"
     severity = style(finding.severity.value, _COLORS[finding.severity], _BOLD)
     on = f"{escape(finding.object_label)}: " if finding.object_label else ""
-    return (
-        f"{style(where, _BOLD)}: {severity} {style(f'[{finding.rule}]', _DIM)} {on}{escape(finding.message)}"
-    )
+    rule = style(f"[{escape(finding.rule)}]", _DIM)
+    return f"{style(where, _BOLD)}: {severity} {rule} {on}{escape(finding.message)}"
 
 
 def render_concise(result: LintResult, *, color: bool = False) -> str:
@@ -70,14 +69,22 @@ def render_concise(result: LintResult, *, color: bool = False) -> str:
 
 
 def _frame(finding: Finding, lines: list[str], style: Style) -> list[str]:
-    """The source line and a caret under the column."""
+    """The source line and a caret under the column.
+
+    The line is shown with its control characters, bidirectional controls and line separators
+    escaped (``kaffinity.load.display.escape``: ``\\033``, ``\\u202e``) and each tab as one space.
+    The column counts code points (as the SARIF report's ``columnKind``); the caret goes under the
+    same character of the line as shown: after as many terminal columns as the escaped text
+    before it takes (an escape's length; two for a wide character)."""
     if finding.line is None or finding.column is None or not 0 < finding.line <= len(lines):
         return []
-    source = escape(lines[finding.line - 1].replace("\t", " "))
+    line = lines[finding.line - 1].replace("\t", " ")
+    source = escape(line)
     gutter = str(finding.line)
     pad = " " * len(gutter)
     caret = style("^", _COLORS[finding.severity], _BOLD)
-    return [f"  {gutter} | {source}", f"  {pad} | {' ' * (finding.column - 1)}{caret}"]
+    before = columns(escape(line[: finding.column - 1]))
+    return [f"  {gutter} | {source}", f"  {pad} | {' ' * before}{caret}"]
 
 
 def _summary(result: LintResult) -> str:
