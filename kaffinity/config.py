@@ -242,8 +242,11 @@ def _schema_errors(doc: Document, schema_doc: Mapping[str, Any]) -> list[str]:
         path = tuple(error.absolute_path)
         where = ".".join(str(item) for item in path)
         message = _pattern_message(path, error.instance) if error.validator == "pattern" else None
-        if error.validator == "maximum" and len(path) == 2 and path[0] == "limits":
-            message = _raised_message(str(path[1]), error.instance, error.validator_value)
+        if len(path) == 2 and path[0] == "limits":  # file-size: oneOf an integer or a quantity
+            alternatives = error.context if error.validator == "oneOf" else None
+            over = next((e for e in alternatives or [error] if e.validator == "maximum"), None)
+            if over is not None:
+                message = _raised_message(str(path[1]), over.instance, over.validator_value)
         errors.append(error_at(doc.file, doc.locate(path), f"{where}: {message or error.message}"))
     return errors
 
@@ -276,10 +279,14 @@ def _raised_message(name: str, value: Any, default: Any) -> str:
     """A config that raises a limit: the checkout may lower a limit, never raise it (issue 31);
     the person running kaffinity raises it."""
     return (
-        f"limits.{name}: {value} is more than the default, {default}: a configuration file may "
+        f"{value} is more than the default, {default}: a configuration file may "
         f"lower a limit, not raise it (raise it on the command line, --limit {name}={value}, or "
         f"in {LIMITS_ENV})"
     )
+
+
+#: ``limits.file-size`` as a string: the schema's pattern.
+_SIZE = re.compile(r"[0-9]+(\.[0-9]+)?(k|M|G|T|Ki|Mi|Gi|Ti)?")
 
 
 def _file_size_errors(doc: Document) -> list[str]:
@@ -287,7 +294,7 @@ def _file_size_errors(doc: Document) -> list[str]:
     most the default."""
     limits = doc.data.get("limits")
     value = limits.get("file-size") if isinstance(limits, dict) else None
-    if not isinstance(value, str):
+    if not isinstance(value, str) or _SIZE.fullmatch(value) is None:  # else the schema's error
         return []
     where = doc.locate(("limits", "file-size"))
     try:
@@ -295,7 +302,7 @@ def _file_size_errors(doc: Document) -> list[str]:
     except ValueError as error:
         return [error_at(doc.file, where, f"limits.file-size: {error}")]
     if size > DEFAULT_LIMITS.file_size:
-        return [error_at(doc.file, where, _raised_message("file-size", value, "32Mi"))]
+        return [error_at(doc.file, where, f"limits.file-size: {_raised_message('file-size', value, '32Mi')}")]
     return []
 
 
@@ -528,10 +535,15 @@ def parse_limits(values: Sequence[str], source: str) -> dict[str, int]:
 def with_limits(settings: Settings, options: Sequence[str] | None) -> Settings:
     """``settings`` with the limits of ``KAFFINITY_LIMITS``, then of ``--limit`` (the command
     line over the environment, both over the config file): the only ways above the defaults."""
-    changes = {
-        **parse_limits([os.environ.get(LIMITS_ENV, "")], LIMITS_ENV),
-        **parse_limits(options or (), "--limit"),
-    }
+    changes: dict[str, int] = {}
+    errors: list[str] = []
+    for values, source in (([os.environ.get(LIMITS_ENV, "")], LIMITS_ENV), (options or (), "--limit")):
+        try:
+            changes.update(parse_limits(values, source))
+        except ConfigError as error:
+            errors.extend(error.messages)
+    if errors:
+        raise ConfigError(errors)
     return replace(settings, limits=replace(settings.limits, **changes)) if changes else settings
 
 
