@@ -2,6 +2,10 @@
 
 The file is validated against ``schemas/config.schema.json``; an unknown key, a wrong type or an
 unknown rule name is an error naming it, at its line. Command-line flags override the file.
+
+The file is part of the checkout, so it is input (issue 31, docs/configuration.md): the search
+stops at the git work tree's top and skips another user's file; a limit may be lowered, not
+raised (``--limit``, ``KAFFINITY_LIMITS`` raise one); every path stays inside the repository.
 """
 
 from __future__ import annotations

@@ -509,7 +509,7 @@ def test_a_checkout_cannot_run_code_through_the_action(
     lint = next(step for step in action["runs"]["steps"] if step.get("id") == "lint")["run"]
     assert "-I -m kaffinity lint" in lint and "--no-cache" in lint and "--no-render" in lint
     calls = re.findall(
-        r'"\$(?:KAFFINITY|python|bin/python)" (\S+)',
+        r'"\$(?:KAFFINITY|python|bin/python)" (-\S*)',
         "".join(str(step.get("run", "")) for step in action["runs"]["steps"]),
     )
     assert calls and set(calls) == {"-I"}
