@@ -453,7 +453,7 @@ def _settings(data: Mapping[str, Any], base: str) -> Settings:
         cache_dir=paths([data["cache-dir"]])[0] if isinstance(data.get("cache-dir"), str) else None,
         context=paths(data.get("context") or ()),
         policies=paths(data.get("policies") or ()),
-        jobs=data.get("jobs"),
+        jobs=_jobs(data.get("jobs")),
         limits=_limits(data.get("limits") or {}),
         units=_units(data.get("units", "auto"), paths),
         render=bool(data.get("render", False)),
@@ -463,6 +463,16 @@ def _settings(data: Mapping[str, Any], base: str) -> Settings:
         workload_kinds=tuple(_workload_kind(entry) for entry in data.get("workloads") or ()),
         base_dir=base,
     )
+
+
+def _jobs(value: Any) -> int | None:
+    """``jobs:`` up to the number of cores, the default: more processes are the work the
+    person running kaffinity may ask for (``--jobs``), not the checkout (issue 31)."""
+    if not isinstance(value, int):
+        return None
+    from kaffinity.load.parallel import default_jobs
+
+    return min(value, default_jobs())
 
 
 def _units(value: Any, paths: Any) -> str | tuple[tuple[str, tuple[str, ...]], ...]:

@@ -97,6 +97,16 @@ def test_a_config_may_lower_every_limit(tmp_path: Path) -> None:
     assert load_settings(str(config), [], []).limits == DEFAULT_LIMITS
 
 
+def test_a_config_asks_for_at_most_one_process_per_core(tmp_path: Path) -> None:
+    from kaffinity.load.parallel import default_jobs
+
+    config = tmp_path / ".kaffinity.yaml"
+    config.write_text("jobs: 1000\n")
+    assert load_settings(str(config), [], []).jobs == default_jobs()
+    config.write_text("jobs: 1\n")
+    assert load_settings(str(config), [], []).jobs == 1
+
+
 def test_the_command_line_and_the_environment_raise_every_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     raised = {"file-size": "64Mi", "depth": "10000", "alias-nodes": "5000000", "pods": "300000"}
     monkeypatch.setenv("KAFFINITY_LIMITS", ",".join(f"{k}={v}" for k, v in raised.items()))
