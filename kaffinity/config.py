@@ -126,8 +126,9 @@ def _untrusted(path: str) -> str | None:
     """Why a config found by the search may not be used, or None. As git's
     ``is_path_owned_by_current_uid`` (git-compat-util.h): the file must belong to the user
     running kaffinity; run as root, the user that ran sudo (``SUDO_UID``) is that user too.
-    A config that resolves (symlinks followed) outside the folder it is found in's repository
-    is not the repository's. No owner check where the platform has no uids (Windows)."""
+    git judges a symlink by its own owner (lstat); here a symlink must lead to a file inside its
+    repository, and that file's owner is judged. No owner check where the platform has no uids
+    (Windows)."""
     real = os.path.realpath(path)
     root = repository_root(path)
     if not _inside(real, os.path.realpath(root)):
