@@ -111,6 +111,15 @@ _Config = Annotated[
     typer.Option("--config", "-c", help="Config file (default: nearest .kaffinity.yaml upward)."),
 ]
 _NoConfig = Annotated[bool, typer.Option("--no-config", help="Ignore any .kaffinity.yaml.")]
+_Limit = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--limit",
+        metavar="NAME=VALUE",
+        help="Set a limit, above its default too (repeatable): file-size, depth, alias-nodes, pods, "
+        "nodes, findings; also KAFFINITY_LIMITS. A config file may only lower them.",
+    ),
+]
 
 
 def _kube_version(value: Optional[str]) -> Optional[str]:
@@ -272,9 +281,18 @@ def lint(
         Optional[str],
         typer.Option(
             "--max-file-size",
-            help="Largest file read, e.g. 64Mi (default 32Mi; also limits: in .kaffinity.yaml).",
+            help="Largest file read, e.g. 64Mi (default 32Mi; as --limit file-size=64Mi).",
         ),
     ] = None,
+    limit: _Limit = None,
+    pre_commit: Annotated[
+        bool,
+        typer.Option(
+            "--pre-commit",
+            help="As pre-commit's hooks run it: options end at the first path, and an argument that "
+            "names an existing file is a path, even one named like an option (--config=x.yaml).",
+        ),
+    ] = False,
     build: _Render = None,
     no_gitignore: Annotated[
         bool,
@@ -320,6 +338,7 @@ def lint(
         exclude,
         policy,
         memo,
+        limit,
     ).overridden(
         cluster=cluster_file,
         closed=closed,
@@ -693,6 +712,7 @@ def place(
     stdin_filename: _StdinFilename = None,
     unit: _Unit = None,
     build: _Render = None,
+    limit: _Limit = None,
 ) -> None:
     """Place every pod of the given workloads on the declared cluster, as kube-scheduler's filters
     would, and show each pod's node or why it stays Pending; with several deployment units, each
@@ -703,7 +723,7 @@ def place(
     from kaffinity.simulate.place import TooManyPods, place_all
     from kaffinity.simulate.scheduler import STEPS as FILTERS
 
-    settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
+    settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace, limits=limit)
     settings = settings.overridden(cluster=cluster_file, render=build)
     enabled: tuple[str, ...] = FILTERS
     if filters is not None:
@@ -904,9 +924,11 @@ def _settings(
     exclude: Optional[list[str]] = None,
     policies: Optional[list[str]] = None,
     memo: Optional[PolicyMemo] = None,
+    limits: Optional[list[str]] = None,
 ) -> Settings:
     """Settings from the config file and the flags (flags win); exit 2 on a bad value. The names
-    of the policies (``--policy``, else ``policies:``) count as rule names."""
+    of the policies (``--policy``, else ``policies:``) count as rule names. Limits: the
+    config's, then ``KAFFINITY_LIMITS``, then ``--limit``."""
     from kaffinity.config import (
         ConfigError,
         check_rule_names,
@@ -914,13 +936,17 @@ def _settings(
         find_config,
         load_settings,
         parse_feature_gates,
+        with_limits,
     )
     from kaffinity.load.files import anchor_patterns
     from kaffinity.rules import CATEGORIES, RULES
 
     rule_names = [rule.name for rule in RULES]
     try:
-        config_path = None if no_config else (config or find_config())
+        notes: list[str] = []
+        config_path = None if no_config else (config or find_config(".", notes))
+        for note in notes:
+            _say(f"kaffinity: note: {note}")
         if config is not None and not no_config and not os.path.isfile(config):
             # A pipe (`--config <(...)`) or a device is read as a file (bounded by the size limit).
             what = (
@@ -938,7 +964,9 @@ def _settings(
         def policy_names(paths: tuple[str, ...]) -> list[str]:
             return _policy_names(tuple(policies) if policies else paths, read)
 
-        settings: Settings = load_settings(config_path, rule_names, categories, policy_names)
+        settings: Settings = with_limits(
+            load_settings(config_path, rule_names, categories, policy_names), limits
+        )
         if policies:
             settings = replace(settings, policies=tuple(policies))
         known = [*rule_names, *_policy_names(settings.policies, read)]

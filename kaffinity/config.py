@@ -2,6 +2,10 @@
 
 The file is validated against ``schemas/config.schema.json``; an unknown key, a wrong type or an
 unknown rule name is an error naming it, at its line. Command-line flags override the file.
+
+The file is part of the checkout, so it is input (issue 31, docs/configuration.md): the search
+stops at the git work tree's top and skips another user's file; a limit may be lowered, not
+raised (``--limit``, ``KAFFINITY_LIMITS`` raise one); every path stays inside the repository.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kaffinity.findings import Severity
 from kaffinity.k8s.model import WorkloadKind
+from kaffinity.load.display import quote_name
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits
 from kaffinity.load.source import Document, Span, unpack
 
@@ -89,18 +94,77 @@ class Settings:
         return replace(self, **{key: value for key, value in changes.items() if value is not None})
 
 
-def find_config(start: str = ".") -> str | None:
-    """The nearest ``.kaffinity.yaml`` in ``start`` or a folder above it."""
+def find_config(start: str = ".", notes: list[str] | None = None) -> str | None:
+    """The nearest ``.kaffinity.yaml`` in ``start`` or a folder above it, up to the root of the
+    git work tree holding ``start`` (the first folder with a ``.git`` file or folder): a config
+    in a shared folder above the repository (``/tmp``, a home folder, ``C:\\``) never applies to
+    it. A config owned by another user is ignored, with a note in ``notes``: git refuses such a
+    repository since CVE-2022-24765 (setup.c ``ensure_valid_ownership``). ``--config`` is used
+    as given, found by no search."""
     folder = os.path.abspath(start)
     while True:
         for name in CONFIG_NAMES:
             candidate = os.path.join(folder, name)
             if os.path.isfile(candidate):
-                return candidate
+                problem = _untrusted(candidate)
+                if problem is None:
+                    return candidate
+                if notes is not None:
+                    notes.append(
+                        f"{os.path.relpath(candidate)}: ignored: {problem} (pass --config to use it)"
+                    )
+                return None
+        if os.path.lexists(os.path.join(folder, ".git")):  # a work tree's top: .git folder or file
+            return None
         parent = os.path.dirname(folder)
         if parent == folder:
             return None
         folder = parent
+
+
+def _untrusted(path: str) -> str | None:
+    """Why a config found by the search may not be used, or None. As git's
+    ``is_path_owned_by_current_uid`` (git-compat-util.h): the file must belong to the user
+    running kaffinity; run as root, the user that ran sudo (``SUDO_UID``) is that user too.
+    git judges a symlink by its own owner (lstat); here a symlink must lead to a file inside its
+    repository, and that file's owner is judged. No owner check where the platform has no uids
+    (Windows)."""
+    real = os.path.realpath(path)
+    root = repository_root(path)
+    if not _inside(real, os.path.realpath(root)):
+        return f"it links outside its repository ({quote_name(root)})"
+    if not hasattr(os, "geteuid"):
+        return None
+    try:
+        owner = os.stat(real).st_uid
+    except OSError:
+        return None  # read (and reported) as any unreadable config
+    euid = os.geteuid()
+    if owner == euid:
+        return None
+    sudo = os.environ.get("SUDO_UID", "")
+    if euid == 0 and sudo.isdigit() and int(sudo) == owner:
+        return None
+    return f"owned by another user (uid {owner}, not {euid})"
+
+
+def repository_root(config: str) -> str:
+    """The folder a config's paths must stay in: the top of the git work tree holding the config
+    file (the nearest folder upward with a ``.git`` entry, as git's discovery in setup.c looks
+    for one; no git call), else the config's own folder."""
+    start = os.path.dirname(os.path.abspath(config))
+    folder = start
+    while True:
+        if os.path.lexists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return start
+        folder = parent
+
+
+def _inside(real: str, root: str) -> bool:
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def load_settings(
@@ -131,12 +195,15 @@ def load_settings(
         _version_as_written(data, text)
     doc = Document(display, 0, data, data, Span(1, 1))
     base = os.path.dirname(os.path.abspath(path))
+    # Before anything is read from them (the policies' names, below): the paths that leave the
+    # repository.
+    outside = _outside_errors(doc, base, repository_root(path)) if isinstance(data, dict) else []
     if policy_names is not None:
         given = data.get("policies") if isinstance(data, dict) else None
         listed = given if isinstance(given, list) else []
         paths = tuple(os.path.normpath(os.path.join(base, p)) for p in listed if isinstance(p, str))
-        rule_names = [*rule_names, *policy_names(paths)]
-    errors = _validate(doc, rule_names, categories)
+        rule_names = [*rule_names, *policy_names(paths if not outside else ())]
+    errors = [*_validate(doc, rule_names, categories), *outside]
     if errors:
         raise ConfigError(errors)
     return _settings(data, base)
@@ -160,6 +227,7 @@ def _validate(doc: Document, rule_names: Sequence[str], categories: Sequence[str
             if key not in known
         ),
         *_schema_errors(doc, schema_doc),
+        *_file_size_errors(doc),
         *_version_errors(doc),
         *_rule_name_errors(doc, names),
         *_severity_errors(doc, names),
@@ -179,6 +247,11 @@ def _schema_errors(doc: Document, schema_doc: Mapping[str, Any]) -> list[str]:
         path = tuple(error.absolute_path)
         where = ".".join(str(item) for item in path)
         message = _pattern_message(path, error.instance) if error.validator == "pattern" else None
+        if len(path) == 2 and path[0] == "limits":  # file-size: oneOf an integer or a quantity
+            alternatives = error.context if error.validator == "oneOf" else None
+            over = next((e for e in alternatives or [error] if e.validator == "maximum"), None)
+            if over is not None:
+                message = _raised_message(str(path[1]), over.instance, over.validator_value)
         errors.append(error_at(doc.file, doc.locate(path), f"{where}: {message or error.message}"))
     return errors
 
@@ -191,6 +264,104 @@ def _closest(found: ValidationError) -> ValidationError:
         if len(deepest.absolute_path) > len(found.absolute_path):
             return deepest
     return found
+
+
+#: The limits by their names in ``limits:`` and ``--limit``, as :class:`Limits` fields.
+LIMIT_NAMES = {
+    "file-size": "file_size",
+    "depth": "depth",
+    "alias-nodes": "alias_nodes",
+    "pods": "pods",
+    "nodes": "nodes",
+    "findings": "findings",
+}
+#: The most ``--limit depth`` may give: libyaml's composer recurses in C, one frame per level.
+MAX_DEPTH = 10_000
+LIMITS_ENV = "KAFFINITY_LIMITS"
+
+
+def _raised_message(name: str, value: Any, default: Any) -> str:
+    """A config that raises a limit: the checkout may lower a limit, never raise it (issue 31);
+    the person running kaffinity raises it."""
+    return (
+        f"{value} is more than the default, {default}: a configuration file may "
+        f"lower a limit, not raise it (raise it on the command line, --limit {name}={value}, or "
+        f"in {LIMITS_ENV})"
+    )
+
+
+#: ``limits.file-size`` as a string: the schema's pattern.
+_SIZE = re.compile(r"[0-9]+(\.[0-9]+)?(k|M|G|T|Ki|Mi|Gi|Ti)?")
+
+
+def _file_size_errors(doc: Document) -> list[str]:
+    """``limits.file-size`` written as a quantity (the schema checks the integers): a size, at
+    most the default."""
+    limits = doc.data.get("limits")
+    value = limits.get("file-size") if isinstance(limits, dict) else None
+    if not isinstance(value, str) or _SIZE.fullmatch(value) is None:  # else the schema's error
+        return []
+    where = doc.locate(("limits", "file-size"))
+    try:
+        size = parse_size(value)
+    except ValueError as error:
+        return [error_at(doc.file, where, f"limits.file-size: {error}")]
+    if size > DEFAULT_LIMITS.file_size:
+        return [error_at(doc.file, where, f"limits.file-size: {_raised_message('file-size', value, '32Mi')}")]
+    return []
+
+
+#: The settings that name paths read (or, ``cache-dir``, written): each must stay in the
+#: repository. ``exclude`` and ``units`` only match paths, never reach one.
+_PATH_KEYS = ("cluster", "cache-dir", "context", "policies", "helm-values")
+
+
+def _outside_errors(doc: Document, base: str, root: str) -> list[str]:
+    """The paths of the config that resolve outside ``root`` (symlinks followed, as
+    ``os.path.realpath``): a checkout decides which files of the repository are read, not
+    which files of the machine (issue 31). The same paths on the command line are read."""
+    data = doc.data
+    real_root = os.path.realpath(root)
+    found: list[tuple[tuple[Any, ...], str]] = []
+    for key in _PATH_KEYS:
+        value = data.get(key)
+        if isinstance(value, str):
+            found.append(((key,), value))
+        elif isinstance(value, list):
+            found.extend(((key, index), item) for index, item in enumerate(value) if isinstance(item, str))
+        elif isinstance(value, dict):  # helm-values: chart folder -> values files
+            for chart, files in value.items():
+                found.append(((key, chart), str(chart)))
+                if isinstance(files, list):
+                    found.extend(
+                        ((key, chart, index), item)
+                        for index, item in enumerate(files)
+                        if isinstance(item, str)
+                    )
+    errors = []
+    for where, value in found:
+        resolved = os.path.realpath(os.path.join(base, value))
+        if not _inside(resolved, real_root):
+            shown = ".".join(str(step) for step in where)
+            option = _PATH_OPTIONS[where[0]]
+            errors.append(
+                error_at(
+                    doc.file,
+                    doc.locate(where),
+                    f"{shown}: {quote_name(value)} is outside the repository ({quote_name(root)}): "
+                    f"a path outside it is read only when given on the command line{option}",
+                )
+            )
+    return errors
+
+
+_PATH_OPTIONS = {
+    "cluster": " (--cluster)",
+    "cache-dir": " (--cache-dir, KAFFINITY_CACHE_DIR)",
+    "context": " (--context)",
+    "policies": " (--policy)",
+    "helm-values": "",
+}
 
 
 def _version_errors(doc: Document) -> list[str]:
@@ -283,7 +454,7 @@ def _settings(data: Mapping[str, Any], base: str) -> Settings:
         cache_dir=paths([data["cache-dir"]])[0] if isinstance(data.get("cache-dir"), str) else None,
         context=paths(data.get("context") or ()),
         policies=paths(data.get("policies") or ()),
-        jobs=data.get("jobs"),
+        jobs=_jobs(data.get("jobs")),
         limits=_limits(data.get("limits") or {}),
         units=_units(data.get("units", "auto"), paths),
         render=bool(data.get("render", False)),
@@ -293,6 +464,16 @@ def _settings(data: Mapping[str, Any], base: str) -> Settings:
         workload_kinds=tuple(_workload_kind(entry) for entry in data.get("workloads") or ()),
         base_dir=base,
     )
+
+
+def _jobs(value: Any) -> int | None:
+    """``jobs:`` up to the number of cores, the default: more processes are the work the
+    person running kaffinity may ask for (``--jobs``), not the checkout (issue 31)."""
+    if not isinstance(value, int):
+        return None
+    from kaffinity.load.parallel import default_jobs
+
+    return min(value, default_jobs())
 
 
 def _units(value: Any, paths: Any) -> str | tuple[tuple[str, tuple[str, ...]], ...]:
@@ -332,6 +513,53 @@ def _limits(data: Mapping[str, Any]) -> Limits:
         nodes=data.get("nodes", DEFAULT_LIMITS.nodes),
         findings=data.get("findings", DEFAULT_LIMITS.findings),
     )
+
+
+def parse_limits(values: Sequence[str], source: str) -> dict[str, int]:
+    """``NAME=VALUE`` items (``--limit pods=300000``, repeatable, or comma-separated as in
+    ``KAFFINITY_LIMITS=pods=300000,file-size=64Mi``) as :class:`Limits` fields; any value,
+    above the defaults too: the person running kaffinity decides (``depth`` at most
+    :data:`MAX_DEPTH`). ``source`` names the option or variable in the errors."""
+    changes: dict[str, int] = {}
+    errors = []
+    for item in (part.strip() for value in values for part in value.split(",")):
+        if not item:
+            continue
+        name, sep, text = (part.strip() for part in item.partition("="))
+        if not sep or name not in LIMIT_NAMES:
+            known = ", ".join(LIMIT_NAMES)
+            errors.append(f"{source}: '{item}' is not NAME=VALUE with NAME one of {known}")
+            continue
+        if name == "file-size":
+            try:
+                changes["file_size"] = parse_size(text)
+            except ValueError as error:
+                errors.append(f"{source}: file-size: {error}")
+            continue
+        most = MAX_DEPTH if name == "depth" else 2**63 - 1
+        number = int(text) if text.isascii() and text.isdigit() and len(text) < 20 else 0
+        if not 1 <= number <= most:
+            errors.append(f"{source}: {name}: '{text}' is not a whole number from 1 to {most}")
+            continue
+        changes[LIMIT_NAMES[name]] = number
+    if errors:
+        raise ConfigError(errors)
+    return changes
+
+
+def with_limits(settings: Settings, options: Sequence[str] | None) -> Settings:
+    """``settings`` with the limits of ``KAFFINITY_LIMITS``, then of ``--limit`` (the command
+    line over the environment, both over the config file): the only ways above the defaults."""
+    changes: dict[str, int] = {}
+    errors: list[str] = []
+    for values, source in (([os.environ.get(LIMITS_ENV, "")], LIMITS_ENV), (options or (), "--limit")):
+        try:
+            changes.update(parse_limits(values, source))
+        except ConfigError as error:
+            errors.extend(error.messages)
+    if errors:
+        raise ConfigError(errors)
+    return replace(settings, limits=replace(settings.limits, **changes)) if changes else settings
 
 
 def parse_size(value: int | str) -> int:

@@ -10,6 +10,7 @@ builds the command, and strips that prefix from a bad parameter's message.
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any
 
 import typer
@@ -99,3 +100,12 @@ class Group(typer.core.TyperGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         polish(self)
+
+    def main(self, args: Any = None, *rest: Any, **kwargs: Any) -> Any:
+        """click's ``main``, the arguments of ``lint ... --pre-commit`` rewritten first so that no
+        file name is read as an option (:mod:`kaffinity.precommit`)."""
+        from kaffinity.precommit import rewritten
+
+        given = list(sys.argv[1:] if args is None else args)
+        changed = rewritten(self, given)
+        return super().main(args if changed is None else changed, *rest, **kwargs)

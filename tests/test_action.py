@@ -285,8 +285,9 @@ def test_declares_a_composite_bash_action_with_its_inputs_used(action: dict[str,
     steps = action["runs"]["steps"]
     assert [step.get("id") or step.get("uses") for step in steps] == [
         "lock",
-        "actions/cache@v4",
+        "pip-cache",
         "install",
+        "actions/cache/save@v4",
         "lint",
     ]
     used: set[str] = set()
@@ -483,6 +484,37 @@ def test_paths_are_split_and_globbed_but_never_run(
     assert run.outputs["files"] == "4"  # pass.yaml, fail.yaml and the two missing paths
 
 
+@pytest.mark.slow
+def test_a_checkout_cannot_run_code_through_the_action(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path
+) -> None:
+    """The workspace is the pull request (issue 31): a kaffinity/ package, a json.py and a
+    .kaffinity_cache of its own are never imported or read; its config cannot turn on
+    rendering; every Python of the action runs with -I."""
+    root = tmp_path / "runner"
+    root.mkdir()
+    workspace = root / "workspace"
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    for name in ("kaffinity/__init__.py", "kaffinity/__main__.py", "json.py", "pip/__main__.py"):
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(code)
+    (workspace / ".kaffinity.yaml").write_text("render: true\n")
+    (workspace / ".kaffinity_cache").mkdir()
+    (workspace / ".kaffinity_cache" / "entry").write_bytes(b"not a cache entry")
+    run = run_action(action, installed, root, paths="k8s/good")
+    assert run.code == 0, run.stdout + run.stderr
+    assert not marker.exists(), marker.read_text()
+    assert run.outputs["files"] == "1"
+    lint = next(step for step in action["runs"]["steps"] if step.get("id") == "lint")["run"]
+    assert "-I -m kaffinity lint" in lint and "--no-cache" in lint and "--no-render" in lint
+    calls = re.findall(
+        r'"\$(?:KAFFINITY|python|bin/python)" (-\S*)',
+        "".join(str(step.get("run", "")) for step in action["runs"]["steps"]),
+    )
+    assert calls and set(calls) == {"-I"}
+
+
 # --- the documentation ----------------------------------------------------------------------
 
 
@@ -617,7 +649,8 @@ def test_the_install_step_installs_from_the_lock_with_a_pip_cache_keyed_on_it(
     action: dict[str, Any], tmp_path: Path
 ) -> None:
     steps = {step.get("id") or step["uses"]: step for step in action["runs"]["steps"]}
-    install, cache = steps["install"], steps["actions/cache@v4"]
+    install, cache, save = steps["install"], steps["pip-cache"], steps["actions/cache/save@v4"]
+    assert cache["uses"] == "actions/cache/restore@v4" and save["with"] == cache["with"]
     assert '--constraint "$KAFFINITY_SOURCE/constraints/action.txt"' in install["run"]
     runner = _new_runner(tmp_path)
     run = runner.run_step(steps["lock"], _inputs(action, {}), {}, 0)
@@ -631,6 +664,19 @@ def test_the_install_step_installs_from_the_lock_with_a_pip_cache_keyed_on_it(
     assert path == evaluate(install["env"]["PIP_CACHE_DIR"], inputs, outputs, str(REPO), temp)
     assert path == f"{temp}/kaffinity-pip-cache"
     assert key == f"kaffinity-pip-Linux-{run.outputs['hash']}"
+
+
+def test_the_pip_cache_is_never_saved_where_a_fork_reaches_trusted_runs(action: dict[str, Any]) -> None:
+    """pull_request_target and workflow_run run in the base branch's cache scope (issue 31): a
+    cache they saved would be restored by the trusted runs; saved on a miss only."""
+    (save,) = [step for step in action["runs"]["steps"] if step.get("uses") == "actions/cache/save@v4"]
+    condition = save["if"]
+    assert "steps.pip-cache.outputs.cache-hit != 'true'" in condition
+    (events,) = re.findall(r"fromJSON\('(\[.*?\])'\)", condition)
+    assert "), github.event_name)" in condition
+    allowed = set(json.loads(events))
+    assert allowed == {"push", "pull_request", "merge_group", "schedule", "workflow_dispatch"}
+    assert not allowed & {"pull_request_target", "workflow_run", "issue_comment"}
 
 
 def test_the_action_page_lists_every_input_and_output(action: dict[str, Any]) -> None:

@@ -195,8 +195,7 @@ def test_deep_files_under_the_largest_depth_limit_same_output_for_any_jobs(tmp_p
 
     deep = {"deep-1000": 1000, "deep-5000": 5000, "deep-10000": 10000, "deep-10001": 10001}
     _hostile_folder(tmp_path, deep)
-    (tmp_path / ".kaffinity.yaml").write_text("limits:\n  depth: 10000\n")
-    report = json.loads(_same_for_any_jobs(tmp_path))
+    report = json.loads(_same_for_any_jobs(tmp_path, "--limit", "depth=10000"))
     errors = {Path(item["file"]).name for item in report["findings"] if item["rule"] == "parse-error"}
     # Read up to the limit (the interpreter's default recursion limit refused them past ~480
     # levels, as "nesting deeper than 10000 levels"); one level more is refused.

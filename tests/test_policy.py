@@ -234,14 +234,14 @@ def test_the_policies_are_read_once_per_run(tmp_path: Path, monkeypatch: pytest.
         return real(paths, *args, **kwargs)
 
     monkeypatch.setattr(policy_load, "load_policies", counted)
-    (tmp_path / ".kaffinity.yaml").write_text(
-        f"policies: [{DATA / 'scheduling.yaml'}]\nignore: [zone-spread-required]\n"
-    )
+    # A config's paths stay in its repository (issue 31): the policy file is copied beside it.
+    (tmp_path / "scheduling.yaml").write_text((DATA / "scheduling.yaml").read_text())
+    (tmp_path / ".kaffinity.yaml").write_text("policies: [scheduling.yaml]\nignore: [zone-spread-required]\n")
     monkeypatch.chdir(tmp_path)
     result = invoke("lint", "--format", "json", "--select", "policy", str(WORKLOADS))
     assert result.exit_code == 0  # warnings only: fail-on error
     assert [f["rule"] for f in json.loads(result.stdout)["findings"]] == ["hostname-only-anti-affinity"] * 2
-    assert read == [(str(DATA / "scheduling.yaml"),)]
+    assert read == [(str(tmp_path / "scheduling.yaml"),)]
 
 
 REFERENCES = """\

@@ -157,3 +157,24 @@ def test_a_warning_blocks_the_commit_and_shows_and_mkdocs_passes(
     failed = _try_repo(hooks, repo, "kaffinity")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "warning [revision-unscoped]" in failed.stdout, failed.stdout
+
+
+@pytest.mark.slow
+def test_committed_files_named_like_options_are_files(
+    hooks: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """pre-commit appends the file names to the hook's args with no ``--`` (issue 31): a commit
+    of ``--config=quiet.yaml`` and ``-oreport.yaml`` lints them, it neither reads quiet.yaml as
+    the config (fail-on: none) nor writes the report to report.yaml."""
+    _, env = hooks
+    repo = _user_repo(tmp_path / "app", env, {"quiet.yaml": "fail-on: none\n"})
+    warning = (REPO / "examples" / "revision-unscoped" / "fail.yaml").read_text()
+    for name in ("--config=quiet.yaml", "-oreport.yaml"):
+        (repo / name).write_text(warning)
+        _git(repo, env, "add", "--", name)
+    failed = _try_repo(hooks, repo, "kaffinity")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    for name in ("--config=quiet.yaml", "-oreport.yaml"):
+        assert f"\n{name}:" in failed.stdout and "warning [revision-unscoped]" in failed.stdout, failed.stdout
+    assert not (repo / "report.yaml").exists()
+    no_internal_error(failed.returncode, failed.stdout + failed.stderr)

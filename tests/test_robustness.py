@@ -242,7 +242,7 @@ def test_file_over_the_size_limit_is_one_line_error_and_not_read(tmp_path: Path)
     out = completed.stdout.decode()
     assert (
         f"{big}:1:1: error [parse-error] 47.7 MiB, more than the limit of 32 MiB per file "
-        "(limits: file-size in .kaffinity.yaml, or --max-file-size)" in out
+        "(limits: file-size; --limit file-size=SIZE or --max-file-size raises it)" in out
     )
     assert GOOD_FINDING in out
     assert elapsed < 5.0
@@ -288,7 +288,9 @@ def test_bad_limits_in_the_config_file_are_errors_at_their_lines(tmp_path: Path)
     assert sorted(completed.stderr.splitlines()) == [
         ".kaffinity.yaml:1:1: error: jobs: 0 is less than the minimum of 1",
         ".kaffinity.yaml:3:3: error: limits.file-size: 'lots' is not valid under any of the given schemas",
-        ".kaffinity.yaml:4:3: error: limits.depth: 20000 is greater than the maximum of 10000",
+        ".kaffinity.yaml:4:3: error: limits.depth: 20000 is more than the default, 400: a configuration "
+        "file may lower a limit, not raise it (raise it on the command line, --limit depth=20000, or in "
+        "KAFFINITY_LIMITS)",
     ]
 
 

@@ -62,7 +62,7 @@ def read_bytes(path: str, limits: Limits) -> tuple[str, bytes, LoadProblem | Non
         what = f"{_size(size)}, more" if size is not None else "more"
         message = (
             f"{what} than the limit of {_size(limits.file_size)} per file "
-            "(limits: file-size in .kaffinity.yaml, or --max-file-size)"
+            "(limits: file-size; --limit file-size=SIZE or --max-file-size raises it)"
         )
         return name, b"", LoadProblem("parse-error", message, Span(1, 1))
     return name, raw, None

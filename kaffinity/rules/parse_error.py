@@ -12,11 +12,11 @@ RULE = Rule(
 ## What it finds
 Input kaffinity could not read: a missing or unreadable file, bytes that are not UTF-8 (or
 UTF-16/32 with a byte order mark), binary content, YAML or JSON that does not parse, or input
-past one of the `limits:` of `.kaffinity.yaml`: a file larger than `file-size` (32Mi; also
-`--max-file-size`), nesting deeper than `depth` (400 levels), aliases that expand a file
-beyond `alias-nodes` (a million nodes: an alias bomb), or a cluster file (`--cluster`) that
-declares more than `nodes` nodes (15,000; Node objects and `ClusterTopology` pools together:
-docs/simulation.md).
+past one of the limits (`--limit NAME=VALUE` sets them; `limits:` in `.kaffinity.yaml` may only
+lower them): a file larger than `file-size` (32Mi; also `--max-file-size`), nesting deeper than
+`depth` (400 levels), aliases that expand a file beyond `alias-nodes` (a million nodes: an
+alias bomb), or a cluster file (`--cluster`) that declares more than `nodes` nodes (15,000;
+Node objects and `ClusterTopology` pools together: docs/simulation.md).
 
 It also finds a key given twice in one mapping (`mapping key "selector" already defined at line
 6`), the message kubectl gives: its YAML decoding is strict, as is the API server's field

@@ -139,7 +139,7 @@ class TooManyPods(Exception):
         self.pods, self.limit = pods, limit
         super().__init__(
             f"the workloads ask for {pods:,} pods, more than the {limit:,} one placement may create "
-            "(raise limits: pods in .kaffinity.yaml)"
+            "(limits: pods; --limit pods=N raises it)"
         )
 
 
