@@ -1,0 +1,69 @@
+"""Render one chart with helm-python-sdk (Helm's Go engine) in a process of its own.
+
+A call into the library cannot be interrupted, and Helm's engine has no memory bound: a template
+line such as ``{{ range until 100000000 }}`` grows without end. So kaffinity never renders in its
+own process: :func:`kaffinity.repo.render.render_chart` runs this module as a child
+(:func:`kaffinity.repo.sandbox.run_tool`: a cleared environment, no network, memory and CPU limits,
+killed whole on timeout). Input: one JSON argument ``{"chart", "values", "release",
+"namespace"}``. Output: helm template's stream on stdout (exit 0), or one JSON line
+``{"message", "file"}`` on stderr (exit :data:`FAILED`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+#: Exit status of a render that failed as Helm reports failures (bad template, bad values).
+FAILED = 10
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(argv[0])
+    try:
+        output = render(request)
+    except _Failed as failure:
+        sys.stderr.write(json.dumps({"message": failure.message, "file": failure.file}) + "\n")
+        return FAILED
+    sys.stdout.write(output)
+    sys.stdout.flush()
+    return 0
+
+
+class _Failed(Exception):
+    def __init__(self, message: str, file: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+
+
+def render(request: dict[str, Any]) -> str:
+    import helm_python as helm
+
+    from kaffinity.repo.render import _as_helm_output, _merge_values, _one_line
+
+    values: dict[str, Any] = {}
+    for path in request["values"]:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                _merge_values(values, helm.values_from_yaml(handle.read()))
+        except (OSError, UnicodeDecodeError, helm.HelmError) as error:
+            raise _Failed(_one_line(str(error)), path) from None
+    try:
+        with helm.Chart.load(request["chart"]) as chart:
+            manifests = chart.render(
+                values or None,
+                name=request["release"],
+                namespace=request["namespace"],
+                is_install=True,
+            )
+    except helm.HelmError as error:
+        raise _Failed(_one_line(str(error))) from None
+    except Exception as error:  # noqa: BLE001 - reported as the chart's problem
+        raise _Failed(f"{type(error).__name__}: {_one_line(str(error))}") from None
+    return _as_helm_output(manifests)
+
+
+if __name__ == "__main__":  # pragma: no cover - run through sandbox.worker_command
+    sys.exit(main(sys.argv[1:]))
