@@ -147,8 +147,8 @@ class _Scan:
                 if refusal is not None:
                     return refusal
         elif isinstance(data, list):
-            for index, item in enumerate(data):
-                refusal = self.fields(item, folder, file, inherited or _span(data, index))
+            for item in data:
+                refusal = self.fields(item, folder, file, inherited)
                 if refusal is not None:
                     return refusal
         return None
@@ -222,17 +222,25 @@ def _span(container: Any, index: int) -> Span | None:
     return unpack(positions[index])
 
 
-def _first_document(text: str, limits: Limits, *, every: bool = False) -> Any:
-    """The first document of ``text`` with positions (``every``: all of them, as a list), a
-    :class:`Refusal` past kaffinity's limits, or None when it does not parse (the tool says why)."""
+def _first_document(text: str, limits: Limits, *, every: bool = False, strict: bool = True) -> Any:
+    """The first document of ``text`` with positions (``every``: all of them, as a list), or a
+    :class:`Refusal` past kaffinity's limits. ``strict``: YAML kaffinity cannot read is refused
+    too (a kustomization or a configuration: what it names cannot be checked, and go-yaml reads
+    some YAML 1.2 that libyaml refuses, such as ``[http://host:1/x]``); else None (the tool
+    says why)."""
     from kaffinity.load.parse import LoadError, _documents, _parse_errors
 
     try:
         documents = [data for data, _ in _documents(text, limits)]
     except LoadError as error:
         return Refusal(f"cannot render: {error.message}", "", error.span)
-    except _parse_errors():
-        return None
+    except _parse_errors() as error:
+        if not strict:
+            return None
+        mark = getattr(error, "problem_mark", None)
+        span = Span(mark.line + 1, mark.column + 1) if mark is not None else None
+        reason = getattr(error, "problem", None) or type(error).__name__
+        return Refusal(f"cannot render: kaffinity cannot read it to check it ({reason})", "", span)
     if every:
         out = PosList(Span(1, 1))
         out.extend(documents)
@@ -245,7 +253,7 @@ def _limits_of(
     text: str, limits: Limits, file: str, span: Span | None, path: str | None = None
 ) -> Refusal | None:
     """A refusal when ``text`` (a file a tool reads) is past kaffinity's own alias or nesting limit."""
-    data = _first_document(text, limits, every=True)
+    data = _first_document(text, limits, every=True, strict=False)
     if isinstance(data, Refusal):
         if path is None:
             return Refusal(data.message, file, span)
