@@ -6,7 +6,7 @@ own process: :func:`kaffinity.repo.render.render_chart` runs this module as a ch
 (:func:`kaffinity.repo.sandbox.run_tool`: a cleared environment, no network, memory and CPU limits,
 killed whole on timeout). Input: one JSON argument ``{"chart", "values", "release",
 "namespace"}``. Output: helm template's stream on stdout (exit 0), or one JSON line
-``{"message", "file"}`` on stderr (exit :data:`FAILED`).
+``{"message", "file"}`` on stderr (exit :data:`kaffinity.repo.sandbox.WORKER_FAILED`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ import json
 import sys
 from typing import Any
 
-#: Exit status of a render that failed as Helm reports failures (bad template, bad values).
-FAILED = 10
+from kaffinity.repo.sandbox import WORKER_FAILED as FAILED
 
 
 def main(argv: list[str]) -> int:

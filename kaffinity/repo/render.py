@@ -655,8 +655,7 @@ def _sdk_render(
     helm template does. In a child process (:mod:`kaffinity.repo.helm_worker`) under the
     sandbox's limits: a call into the library cannot be interrupted, and a template can ask
     for any amount of memory; the child is killed on timeout, never left running."""
-    from kaffinity.repo.helm_worker import FAILED
-    from kaffinity.repo.sandbox import worker_command
+    from kaffinity.repo.sandbox import WORKER_FAILED, worker_command
 
     request = {
         "chart": os.path.abspath(chart_dir),
@@ -674,7 +673,7 @@ def _sdk_render(
         return _Failure(outcome)
     if outcome.stopped is not None:
         return _Failure(f"stopped: rendering {outcome.stopped}")
-    if outcome.code == FAILED:
+    if outcome.code == WORKER_FAILED:
         try:
             failure = json.loads(outcome.errors.strip().splitlines()[-1])
             file = failure.get("file")

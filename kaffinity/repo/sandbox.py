@@ -50,6 +50,10 @@ ERROR_OUTPUT = 1024 * 1024
 #: of millions must not stall the run).
 WALK_ENTRIES = 100_000
 
+#: Exit status of the Helm SDK worker (kaffinity.repo.helm_worker) when the render failed as Helm
+#: reports failures (a bad template, bad values): its message is on stderr, as JSON.
+WORKER_FAILED = 10
+
 ALLOW_NETWORK_ENV = "KAFFINITY_ALLOW_NETWORK"
 TIMEOUT_ENV = "KAFFINITY_RENDER_TIMEOUT"
 BUDGET_ENV = "KAFFINITY_RENDER_BUDGET"
@@ -437,7 +441,7 @@ def run_tool(
         process.wait()
         if out.over:
             stopped = f"printed more than the limit of {output_limit} bytes (limits: file-size)"
-        elif stopped is None and process.returncode == -signal.SIGXCPU:
+        elif stopped is None and process.returncode == -getattr(signal, "SIGXCPU", 24):
             stopped = f"used more than {cpu} s of CPU time"
         output = b"".join(out.chunks).decode("utf-8", "replace")
         errors = b"".join(err.chunks).decode("utf-8", "replace")
@@ -467,8 +471,11 @@ def _drain(stream: object, reader: _Reader, process: subprocess.Popen[bytes] | N
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
     """The tool and whatever it left in its session (a git it spawned)."""
+    killpg = getattr(os, "killpg", None)  # POSIX; elsewhere the tool alone
     try:
-        os.killpg(process.pid, signal.SIGKILL)
+        if killpg is None:
+            raise ProcessLookupError
+        killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         with contextlib.suppress(ProcessLookupError):
             process.kill()
