@@ -355,6 +355,18 @@ def test_an_alias_bomb_in_a_patch_is_refused_before_the_tool_runs(
 
 
 @needs_helm
+def test_an_alias_bomb_in_a_subcharts_values_is_refused_before_helm_runs(repo: Path) -> None:
+    folder = chart(repo, "web", CONFIGMAP)
+    sub = chart(folder / "charts", "sub", CONFIGMAP)
+    (sub / "values.yaml").write_text(alias_bomb().replace("apiVersion: v1\nkind: ConfigMap\n", ""))
+    started = time.monotonic()
+    code, report, _ = lint(repo, "--render-memory", "256M")
+    assert code == 2
+    assert ("parse-error", "web/charts/sub/values.yaml") in placed(report)
+    assert time.monotonic() - started < 20
+
+
+@needs_helm
 def test_a_template_that_blows_memory_or_loops_is_stopped_and_the_rest_linted(repo: Path) -> None:
     chart(
         repo,

@@ -272,10 +272,18 @@ def check_chart(
     if walked is not None:
         where, why = walked  # named in the message; never read (it may lead anywhere)
         return Refusal(f"cannot render: {where} {why}", chart_file)
-    for values in (os.path.join(chart_dir, "values.yaml"), *values_files):
+    # The YAML Helm parses itself: the values files named, and every chart's and subchart's
+    # Chart.yaml and values.yaml (the walk above kept the chart inside the repository).
+    own = [
+        os.path.join(folder, name)
+        for folder, _, names in os.walk(chart_dir)
+        for name in ("Chart.yaml", "values.yaml")
+        if name in names
+    ]
+    for values in (*own, *values_files):
         problem = path_problem(values, roots, limits.file_size)
         if problem is not None:
-            return Refusal(f"cannot render: values file {problem}", chart_file)
+            return Refusal(f"cannot render: {problem}", chart_file)
         if os.path.isfile(values):
             from kaffinity.load.read import read_text
 
