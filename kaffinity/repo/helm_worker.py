@@ -12,6 +12,7 @@ killed whole on timeout). Input: one JSON argument ``{"chart", "values", "releas
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -40,15 +41,13 @@ class _Failed(Exception):
 def render(request: dict[str, Any]) -> str:
     import helm_python as helm
 
-    from kaffinity.repo.render import _as_helm_output, _merge_values, _one_line
-
     values: dict[str, Any] = {}
     for path in request["values"]:
         try:
             with open(path, encoding="utf-8") as handle:
-                _merge_values(values, helm.values_from_yaml(handle.read()))
+                merge_values(values, helm.values_from_yaml(handle.read()))
         except (OSError, UnicodeDecodeError, helm.HelmError) as error:
-            raise _Failed(_one_line(str(error)), path) from None
+            raise _Failed(one_line(str(error)), path) from None
     try:
         with helm.Chart.load(request["chart"]) as chart:
             manifests = chart.render(
@@ -58,10 +57,46 @@ def render(request: dict[str, Any]) -> str:
                 is_install=True,
             )
     except helm.HelmError as error:
-        raise _Failed(_one_line(str(error))) from None
+        raise _Failed(one_line(str(error))) from None
     except Exception as error:  # noqa: BLE001 - reported as the chart's problem
-        raise _Failed(f"{type(error).__name__}: {_one_line(str(error))}") from None
-    return _as_helm_output(manifests)
+        raise _Failed(f"{type(error).__name__}: {one_line(str(error))}") from None
+    return as_helm_output(manifests)
+
+
+#: A document separator line (``---``, maybe followed by a comment).
+SEPARATOR = re.compile(r"^---(?:[ \t].*)?$", re.M)
+
+
+def merge_values(base: dict[str, Any], override: dict[str, Any]) -> None:
+    """Later values files win, maps merged key by key (helm's pkg/cli/values ``mergeMaps``)."""
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merge_values(base[key], value)
+        else:
+            base[key] = value
+
+
+def as_helm_output(manifests: dict[str, str]) -> str:
+    """helm template's stream: each manifest after ``---`` and ``# Source:`` (helm's
+    pkg/action ``renderResources``: NOTES.txt and partials are not manifests; a template's
+    empty documents are dropped, as releaseutil.SplitManifests does)."""
+    out: list[str] = []
+    for name in sorted(manifests):
+        base = name.rsplit("/", 1)[-1]
+        if base.startswith("_") or base == "NOTES.txt" or name.endswith("/NOTES.txt"):
+            continue
+        for piece in SEPARATOR.split(manifests[name]):
+            if piece.strip() and not all(
+                not line.strip() or line.lstrip().startswith("#") for line in piece.splitlines()
+            ):
+                out.append(f"---\n# Source: {name}\n{piece.strip(chr(10))}\n")
+    return "".join(out)
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    """``text`` on one line, cut at ``limit`` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 if __name__ == "__main__":  # pragma: no cover - run through sandbox.worker_command

@@ -49,6 +49,8 @@ from kaffinity.load.source import (
     locate_depth,
     unpack,
 )
+from kaffinity.repo.helm_worker import SEPARATOR as _SEPARATOR
+from kaffinity.repo.helm_worker import one_line as _one_line
 from kaffinity.repo.sandbox import (
     DEFAULT_SANDBOX,
     Outcome,
@@ -64,7 +66,6 @@ RENDER_PROBLEM = "parse-error"
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 _SOURCE_COMMENT = re.compile(r"^# Source: (\S.*?)\s*$", re.M)
 _SUPPRESSION_COMMENT = re.compile(r"(?:^|(?<=\s))#\s*kaffinity:\s*ignore\[[^\]]*\].*$")
-_SEPARATOR = re.compile(r"^---(?:[ \t].*)?$", re.M)
 
 
 @dataclass(frozen=True, slots=True)
@@ -702,32 +703,6 @@ def _crash(outcome: Outcome, sandbox: Sandbox) -> str:
     return _first_error(errors)
 
 
-def _merge_values(base: dict[str, Any], override: dict[str, Any]) -> None:
-    """Later values files win, maps merged key by key (helm's pkg/cli/values ``mergeMaps``)."""
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _merge_values(base[key], value)
-        else:
-            base[key] = value
-
-
-def _as_helm_output(manifests: dict[str, str]) -> str:
-    """helm template's stream: each manifest after ``---`` and ``# Source:`` (helm's
-    pkg/action ``renderResources``: NOTES.txt and partials are not manifests; a template's
-    empty documents are dropped, as releaseutil.SplitManifests does)."""
-    out: list[str] = []
-    for name in sorted(manifests):
-        base = name.rsplit("/", 1)[-1]
-        if base.startswith("_") or base == "NOTES.txt" or name.endswith("/NOTES.txt"):
-            continue
-        for piece in _SEPARATOR.split(manifests[name]):
-            if piece.strip() and not all(
-                not line.strip() or line.lstrip().startswith("#") for line in piece.splitlines()
-            ):
-                out.append(f"---\n# Source: {name}\n{piece.strip(chr(10))}\n")
-    return "".join(out)
-
-
 # --- `# Source:` mapping -------------------------------------------------------------------
 
 
@@ -1210,11 +1185,6 @@ def _first_error(errors: str) -> str:
             line = line[line.index("MalformedYAMLError: ") :]
         return _one_line(line)
     return "no error message"
-
-
-def _one_line(text: str, limit: int = 400) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 _YAML_ERROR = re.compile(r"yaml: line (\d+): .*? in File: ([^\s\"']+)")

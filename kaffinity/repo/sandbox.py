@@ -427,8 +427,13 @@ def run_tool(
         for thread in threads:
             thread.start()
         stopped: str | None = None
+        deadline = time.monotonic() + timeout
         try:
-            process.wait(timeout)
+            # The output's end (the tool closing it as it exits) wakes this at once, where
+            # Popen.wait(timeout) polls with sleeps of up to 50 ms.
+            for thread in threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            process.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             stopped = f"did not finish within {timeout:g} s"
             _kill(process)
