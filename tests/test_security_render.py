@@ -465,7 +465,10 @@ def test_output_past_the_limit_stops_the_tool() -> None:
 
 def test_a_tool_past_its_time_is_killed_with_its_children() -> None:
     started = time.monotonic()
-    outcome = run_tool(["sh", "-c", "sleep 60 & sleep 60"], Sandbox(), timeout=1, output_limit=1 << 20)
+    outcome = run_tool(["sh", "-c", "sleep 61.37 & sleep 61.38"], Sandbox(), timeout=1, output_limit=1 << 20)
     assert not isinstance(outcome, str)
     assert outcome.stopped is not None and outcome.code < 0
     assert time.monotonic() - started < 10
+    time.sleep(0.2)  # the kernel reaps the killed group
+    left = [pid for pid in os.listdir("/proc") if pid.isdigit() and b"61.37" in _cmdline(pid)]
+    assert left == []

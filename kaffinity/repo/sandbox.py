@@ -174,8 +174,10 @@ def repository_root(path: str) -> str:
 
 
 def roots_for(paths: Iterable[str]) -> tuple[str, ...]:
-    """The repository roots of the paths linted (:func:`repository_root` of each)."""
-    return tuple(dict.fromkeys(repository_root(path) for path in paths))
+    """The repository roots of the paths linted (:func:`repository_root` of each; a --changed
+    listing's thousands of files looked at once per folder)."""
+    folders = dict.fromkeys(path if os.path.isdir(path) else os.path.dirname(path) or "." for path in paths)
+    return tuple(dict.fromkeys(repository_root(folder) for folder in folders))
 
 
 def inside(path: str, roots: Sequence[str]) -> bool:
