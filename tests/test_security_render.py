@@ -174,6 +174,25 @@ def test_a_source_comment_leading_outside_is_never_read(repo: Path) -> None:
     assert files == {"<stdin>"}
 
 
+@needs_helm
+@pytest.mark.parametrize("ref", ["{url}/schema.json", "file://{secret}", "../../outside/secret.txt"])
+def test_a_schema_reference_leading_out_of_the_chart_is_refused(
+    repo: Path, server: tuple[str, list[str]], ref: str
+) -> None:
+    """Helm validates values against values.schema.json and loads what its ``$ref`` names (over
+    HTTP, or from a file); an escaped key (``\\u0024ref``) hides nothing."""
+    url, seen = server
+    folder = chart(repo, "web", CONFIGMAP)
+    target = ref.format(url=url, secret=repo.parent / "outside" / "secret.txt")
+    (folder / "values.schema.json").write_text(
+        '{"type": "object", "properties": {"replicaCount": {"\\u0024ref": "' + target + '"}}}'
+    )
+    code, report, _ = lint(repo)
+    assert code == 2
+    assert ("parse-error", "web/values.schema.json") in placed(report)
+    assert seen == []
+
+
 # --- kustomize: URLs ----------------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@
   and nesting limits (a 454-byte alias bomb in a patch drove kubectl kustomize to 2.3 GiB).
 - :func:`check_chart`: the chart walked with ``lstat`` (Helm's loader follows symlinks),
   values files inside the repository and within the limits, no remote ``$ref`` in a
-  values.schema.json (Helm's schema validation would fetch it).
+  values.schema.json (Helm's schema validation would fetch or read it).
 """
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ _DATA_KEYS = frozenset(("files", "envs", "env"))
 #: a scheme, ``git::``, ``gh:``, scp-like ``git@host:``, the hosts it implies https for.
 _REMOTE_PREFIXES = ("git::", "gh:", "git@", "github.com/", "github.com:", "gitlab.com/", "bitbucket.org/")
 _SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
-_REMOTE_REF = re.compile(r'"\$ref"\s*:\s*"(?!#)[^"]*:')
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,23 +292,52 @@ def check_chart(
             refusal = _limits_of(text, limits, values, None)
             if refusal is not None:
                 return refusal
-    if not network:
-        for folder, _, names in os.walk(chart_dir):
-            if "values.schema.json" in names:
-                schema = os.path.join(folder, "values.schema.json")
-                with open(schema, encoding="utf-8", errors="replace") as handle:
-                    match = _REMOTE_REF.search(handle.read(limits.file_size))
-                if match is not None:
-                    line = _line_at(schema, match.start(), limits)
-                    return Refusal(
-                        "cannot render: a $ref names a remote schema, which Helm would fetch; the network "
-                        "is off (--allow-network allows it)",
-                        schema,
-                        Span(line, 1),
-                    )
+    for folder, _, names in os.walk(chart_dir):
+        if "values.schema.json" in names:
+            refusal = _schema_refs(os.path.join(folder, "values.schema.json"), limits, network=network)
+            if refusal is not None:
+                return refusal
     return None
 
 
-def _line_at(path: str, offset: int, limits: Limits) -> int:
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return handle.read(limits.file_size)[:offset].count("\n") + 1
+def _schema_refs(schema: str, limits: Limits, *, network: bool) -> Refusal | None:
+    """A values.schema.json whose ``$ref`` leads out of the file: Helm's schema validation
+    (pkg/chart/v2/util/jsonschema.go) loads what a reference names, over HTTP or from a file
+    (``file:///etc/passwd``; a relative reference resolves against no base at all), and its
+    errors quote what it read. Only ``#...`` references stay inside the schema; others are
+    refused unless the network is allowed, and ``file:`` ones always. Read as JSON, so no
+    ``\\u0024ref`` escape hides one."""
+    import json
+
+    from kaffinity.load.read import read_text
+
+    _, text, problem = read_text(schema, limits)
+    if problem is not None:
+        return Refusal(f"cannot render: {problem.message}", schema)
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None  # Helm says so
+    pending = [data]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and not ref.startswith("#"):
+                local = ref.lower().startswith("file:") or "://" not in ref
+                if local or not network:
+                    line = text[: max(text.find(ref), 0)].count("\n") + 1
+                    return Refusal(
+                        f"cannot render: $ref {ref!r} leads out of the schema, which Helm would "
+                        + (
+                            "read from the disk"
+                            if local
+                            else "fetch; the network is off (--allow-network allows it)"
+                        ),
+                        schema,
+                        Span(line, 1),
+                    )
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return None
