@@ -283,6 +283,28 @@ def test_a_url_in_a_base_or_a_generator_file_is_refused(repo: Path, server: tupl
 
 
 @needs_kustomize
+def test_a_deep_or_circular_build_tree_is_checked_without_recursion(repo: Path) -> None:
+    """A chain of kustomizations deeper than Python's recursion limit, and a configuration that
+    names itself: checked, then built (or refused by kustomize), never an internal error nor a
+    refusal of kaffinity's own."""
+    depth = 1200
+    for level in range(depth):
+        folder = repo / "chain" / f"k{level}"
+        folder.mkdir(parents=True)
+        following = f"../k{level + 1}" if level + 1 < depth else "cm.yaml"
+        (folder / "kustomization.yaml").write_text(f"resources: [{following}]\n")
+    (repo / "chain" / f"k{depth - 1}" / "cm.yaml").write_text(CONFIGMAP)
+    (repo / "loop").mkdir()
+    (repo / "loop" / "gen.yaml").write_text(
+        "apiVersion: builtin\nkind: X\nmetadata: {name: g}\ngenerators: [gen.yaml]\n"
+    )
+    (repo / "loop" / "kustomization.yaml").write_text("generators: [gen.yaml]\n")
+    code, report, _ = lint(repo)
+    # The chain is checked and built; the loop is kustomize's to refuse (X is no generator).
+    assert (code, problems(report)) == (2, [("loop/kustomization.yaml", None)])
+
+
+@needs_kustomize
 def test_allow_network_from_the_runner_lets_kustomize_fetch(
     repo: Path, server: tuple[str, list[str]]
 ) -> None:

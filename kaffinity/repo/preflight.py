@@ -61,6 +61,9 @@ _REMOTE_PREFIXES = ("git::", "gh:", "git@", "github.com/", "github.com:", "gitla
 _SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
 
 
+_NETWORK_OFF = "the network is off (--allow-network allows it)"
+
+
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """Why a unit is not rendered: ``message``, at ``file`` (and ``span``). ``remote``: a remote
@@ -99,20 +102,38 @@ def check_kustomization(
 
 
 class _Scan:
+    """One walk over a build tree, without recursion (a chain of a thousand kustomizations, a
+    configuration naming itself, deeply nested data: each is a task on one stack, each file
+    read once)."""
+
     def __init__(self, roots: Sequence[str], limits: Limits, network: bool) -> None:
         self.roots = roots
         self.limits = limits
         self.network = network
         self.seen: set[str] = set()
+        #: Folders of kustomizations, and (data, folder, file, span) to look through.
+        self.tasks: list[str | tuple[Any, str, str, Span | None]] = []
 
     def kustomization(self, directory: str) -> Refusal | None:
-        path = find_kustomization(directory)
-        if path is None:
-            return None  # kustomize says so
+        self.tasks.append(directory)
+        while self.tasks:
+            task = self.tasks.pop()
+            refusal = self.folder(task) if isinstance(task, str) else self.fields(*task)
+            if refusal is not None:
+                return refusal
+        return None
+
+    def first_time(self, path: str) -> bool:
         real = os.path.realpath(path)
         if real in self.seen:
-            return None
+            return False
         self.seen.add(real)
+        return True
+
+    def folder(self, directory: str) -> Refusal | None:
+        path = find_kustomization(directory)
+        if path is None or not self.first_time(path):
+            return None  # none: kustomize says so
         problem = path_problem(path, self.roots, self.limits.file_size)
         if problem is not None:
             return Refusal(f"cannot render: {problem}", path)
@@ -122,9 +143,9 @@ class _Scan:
         data = _first_document(text, self.limits)
         if isinstance(data, Refusal):
             return Refusal(data.message, path, data.span)
-        if not isinstance(data, PosDict):
-            return None  # kustomize says what is wrong with it
-        return self.fields(data, os.path.dirname(path) or ".", path, None)
+        if isinstance(data, PosDict):  # else kustomize says what is wrong with it
+            self.tasks.append((data, os.path.dirname(path) or ".", path, None))
+        return None
 
     def text(self, path: str, where: str, span: Span | None) -> tuple[str, Refusal | None]:
         from kaffinity.load.read import read_text
@@ -136,20 +157,19 @@ class _Scan:
 
     def fields(self, data: Any, folder: str, file: str, inherited: Span | None) -> Refusal | None:
         """Check the paths and URLs in ``data`` (a kustomization, or a configuration it names:
-        positions then are those of the entry naming it, ``inherited``)."""
-        if isinstance(data, dict):
-            for index, (key, value) in enumerate(data.items()):
-                span = inherited or _span(data, index)
-                refusal = self.field(key, value, folder, file, span, inherited)
-                if refusal is None:
-                    refusal = self.fields(value, folder, file, inherited)
-                if refusal is not None:
-                    return refusal
-        elif isinstance(data, list):
-            for item in data:
-                refusal = self.fields(item, folder, file, inherited)
-                if refusal is not None:
-                    return refusal
+        positions then are those of the entry naming it, ``inherited``), in document order."""
+        stack = [data]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                for index, (key, value) in enumerate(node.items()):
+                    span = inherited or _span(node, index)
+                    refusal = self.field(key, value, folder, file, span, inherited)
+                    if refusal is not None:
+                        return refusal
+                stack.extend(reversed(node.values()))
+            elif isinstance(node, list):
+                stack.extend(reversed(node))
         return None
 
     def field(
@@ -157,8 +177,7 @@ class _Scan:
     ) -> Refusal | None:
         if key == "helmCharts" and value and not self.network:
             return Refusal(
-                "cannot render: helmCharts makes kustomize run helm, which pulls charts over the network "
-                "(off; --allow-network allows it)",
+                f"cannot render: helmCharts makes kustomize run helm, which pulls charts; {_NETWORK_OFF}",
                 file,
                 span,
             )
@@ -179,29 +198,23 @@ class _Scan:
             data = _first_document(entry, self.limits)
             if isinstance(data, Refusal):
                 return Refusal(data.message, file, span)
-            return self.fields(data, folder, file, span)
+            self.tasks.append((data, folder, file, span))
+            return None
         if key == "files" and "=" in entry:
             entry = entry.split("=", 1)[1]  # key=path
         if not entry.strip():
             return None
         if is_remote(entry, folder):
-            if self.network:
-                return None
-            if key in RESOURCE_KEYS:
-                return Refusal(f"{key} names a remote resource: {entry}", file, span, remote=True)
-            return Refusal(
-                f"cannot render: {key} names a URL ({entry}); kustomize would fetch it, and the network "
-                "is off (--allow-network allows it)",
-                file,
-                span,
-            )
+            return None if self.network else _remote(key, entry, file, span)
         path = os.path.normpath(os.path.join(folder, entry))
         problem = path_problem(path, self.roots, self.limits.file_size)
         if problem is not None:
             return Refusal(f"cannot render: {key}: {problem}", file, span)
         if os.path.isdir(path):
-            return self.kustomization(path) if key in RESOURCE_KEYS else None
-        if not os.path.isfile(path) or key in _DATA_KEYS:
+            if key in RESOURCE_KEYS:
+                self.tasks.append(path)
+            return None
+        if not os.path.isfile(path) or key in _DATA_KEYS or not self.first_time(path):
             return None
         text, refusal = self.text(path, file, span)
         if refusal is not None:
@@ -210,8 +223,19 @@ class _Scan:
             data = _first_document(text, self.limits, every=True)
             if isinstance(data, Refusal):
                 return Refusal(f"cannot render: {path}: {data.message}", file, span)
-            return self.fields(data, folder, file, span)
+            self.tasks.append((data, folder, file, span))
+            return None
         return _limits_of(text, self.limits, file, span, path)
+
+
+def _remote(key: str, entry: str, file: str, span: Span | None) -> Refusal:
+    if key in RESOURCE_KEYS:
+        return Refusal(f"{key} names a remote resource: {entry}", file, span, remote=True)
+    return Refusal(
+        f"cannot render: {key} names a URL ({entry}), which kustomize would fetch; {_NETWORK_OFF}",
+        file,
+        span,
+    )
 
 
 def _span(container: Any, index: int) -> Span | None:
@@ -329,11 +353,7 @@ def _schema_refs(schema: str, limits: Limits, *, network: bool) -> Refusal | Non
                     line = text[: max(text.find(ref), 0)].count("\n") + 1
                     return Refusal(
                         f"cannot render: $ref {ref!r} leads out of the schema, which Helm would "
-                        + (
-                            "read from the disk"
-                            if local
-                            else "fetch; the network is off (--allow-network allows it)"
-                        ),
+                        + ("read from the disk" if local else f"fetch; {_NETWORK_OFF}"),
                         schema,
                         Span(line, 1),
                     )
