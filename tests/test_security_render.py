@@ -490,7 +490,10 @@ def test_a_tool_cannot_reach_even_loopback(server: tuple[str, list[str]]) -> Non
 
     url, seen = server
     probe = f"import urllib.request; urllib.request.urlopen({url + '/probe'!r}, timeout=5)"
-    outcome = run_tool([sys.executable, "-c", probe], Sandbox(), timeout=20, output_limit=1 << 20)
+    no_proxy = {"HTTP_PROXY": "", "http_proxy": "", "NO_PROXY": "*", "no_proxy": "*"}  # the namespace alone
+    outcome = run_tool(
+        [sys.executable, "-c", probe], Sandbox(), timeout=20, output_limit=1 << 20, env=no_proxy
+    )
     assert not isinstance(outcome, str)
     assert outcome.code != 0
     assert seen == []
