@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kaffinity.load.files import ExcludeFn
     from kaffinity.load.parse import SourceFile
     from kaffinity.policy.load import Loaded
+    from kaffinity.repo.sandbox import Sandbox
     from kaffinity.repo.units import Layout, Unit
     from kaffinity.rules.base import Rule
     from kaffinity.simulate.cluster import Cluster
@@ -170,6 +171,39 @@ _Render = Annotated[
         "kaffinity[helm]) and lint the result, findings placed on the source files.",
     ),
 ]
+_AllowNetwork = Annotated[
+    Optional[bool],
+    typer.Option(
+        "--allow-network",
+        help="Let --render fetch what overlays name remotely (remote bases, URLs, helmCharts); "
+        "off by default, and never from the config (also KAFFINITY_ALLOW_NETWORK=1).",
+    ),
+]
+_RenderTimeout = Annotated[
+    Optional[float],
+    typer.Option(
+        "--render-timeout",
+        metavar="SECONDS",
+        help="Longest render of one unit (default 120; also KAFFINITY_RENDER_TIMEOUT).",
+    ),
+]
+_RenderBudget = Annotated[
+    Optional[float],
+    typer.Option(
+        "--render-budget",
+        metavar="SECONDS",
+        help="Time for all renders of the run; units left are read as written (default 600; "
+        "also KAFFINITY_RENDER_BUDGET).",
+    ),
+]
+_RenderMemory = Annotated[
+    Optional[str],
+    typer.Option(
+        "--render-memory",
+        metavar="SIZE",
+        help="Memory each rendering tool may use, e.g. 512M (default 2G; also KAFFINITY_RENDER_MEMORY).",
+    ),
+]
 _Unit = Annotated[
     Optional[str],
     typer.Option("--unit", help="Only this deployment unit (see lint's report; docs/repositories.md)."),
@@ -294,6 +328,10 @@ def lint(
         ),
     ] = False,
     build: _Render = None,
+    allow_network: _AllowNetwork = None,
+    render_timeout: _RenderTimeout = None,
+    render_budget: _RenderBudget = None,
+    render_memory: _RenderMemory = None,
     no_gitignore: Annotated[
         bool,
         typer.Option(
@@ -347,6 +385,8 @@ def lint(
         render=build,
         cache=False if no_cache else None,
     )
+    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory)
+    settings = replace(settings, sandbox=sandbox)
     if no_gitignore:
         settings = replace(settings, gitignore=False)
     if max_file_size is not None:
@@ -565,6 +605,10 @@ def graph(
     stdin_filename: _StdinFilename = None,
     unit: _Unit = None,
     build: _Render = None,
+    allow_network: _AllowNetwork = None,
+    render_timeout: _RenderTimeout = None,
+    render_budget: _RenderBudget = None,
+    render_memory: _RenderMemory = None,
     focus: Annotated[
         Optional[list[str]],
         typer.Option(
@@ -636,6 +680,8 @@ def graph(
         raise typer.Exit(2)
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
     settings = settings.overridden(cluster=cluster_file, closed=closed, render=build)
+    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory)
+    settings = replace(settings, sandbox=sandbox)
     files = _load(paths, settings, stdin_filename)
     cluster = _load_cluster(settings)
     files, layout = _layout(files, paths, settings)
@@ -713,6 +759,10 @@ def place(
     unit: _Unit = None,
     build: _Render = None,
     limit: _Limit = None,
+    allow_network: _AllowNetwork = None,
+    render_timeout: _RenderTimeout = None,
+    render_budget: _RenderBudget = None,
+    render_memory: _RenderMemory = None,
 ) -> None:
     """Place every pod of the given workloads on the declared cluster, as kube-scheduler's filters
     would, and show each pod's node or why it stays Pending; with several deployment units, each
@@ -725,6 +775,8 @@ def place(
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace, limits=limit)
     settings = settings.overridden(cluster=cluster_file, render=build)
+    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory)
+    settings = replace(settings, sandbox=sandbox)
     enabled: tuple[str, ...] = FILTERS
     if filters is not None:
         names = _names([filters]) or ()
@@ -1014,6 +1066,20 @@ def error_line(message: str) -> str:
     return f"kaffinity: error: {message}"
 
 
+def _sandbox(
+    network: Optional[bool], timeout: Optional[float], budget: Optional[float], memory: Optional[str]
+) -> Sandbox:
+    """What rendering may do: these flags, else the environment (kaffinity.repo.sandbox); a bad
+    value is a usage error (exit 2)."""
+    from kaffinity.repo.sandbox import SandboxError, sandbox_from
+
+    try:
+        return sandbox_from(network, timeout, budget, memory)
+    except SandboxError as error:
+        _say(f"kaffinity: error: {error}")
+        raise typer.Exit(2) from None
+
+
 def _size_option(value: str) -> int:
     from kaffinity.config import parse_size
 
@@ -1125,7 +1191,18 @@ def _layout(
         kustomized=kustomized,
     )
     if settings.render:
-        built = render_units(layout, limits=settings.limits, helm_values=settings.helm_values, namespace=None)
+        from kaffinity.repo.sandbox import roots_for
+
+        sandbox = settings.sandbox
+        if not sandbox.roots:  # paths from the checkout stay in the repositories linted
+            sandbox = replace(sandbox, roots=roots_for(roots or ["."]))
+        built = render_units(
+            layout,
+            limits=settings.limits,
+            helm_values=settings.helm_values,
+            namespace=None,
+            sandbox=sandbox,
+        )
         layout = built.layout
         if built.charts:
             from kaffinity.repo.units import chart_of

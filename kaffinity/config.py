@@ -22,6 +22,7 @@ from kaffinity.k8s.model import WorkloadKind
 from kaffinity.load.display import quote_name
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits
 from kaffinity.load.source import Document, Span, unpack
+from kaffinity.repo.sandbox import DEFAULT_SANDBOX, Sandbox
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
@@ -88,6 +89,9 @@ class Settings:
     #: ``KAFFINITY_CACHE_DIR``); None: ``.kaffinity_cache`` beside the config file, else in the
     #: working directory.
     cache_dir: str | None = None
+    #: What rendering may do (network, time, memory): the command line's and the environment's
+    #: only (``--allow-network``, ``--render-*``; kaffinity.repo.sandbox), never the config's.
+    sandbox: Sandbox = DEFAULT_SANDBOX
 
     def overridden(self, **changes: Any) -> Settings:
         """These settings with the given (non-None) values replaced: flags over the file."""

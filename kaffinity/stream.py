@@ -57,6 +57,7 @@ _NOT_LOCAL = frozenset(
         "units",
         "render",
         "helm_values",
+        "sandbox",
     }
 )
 

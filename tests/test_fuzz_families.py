@@ -129,7 +129,8 @@ def repositories(draw: st.DrawFn) -> dict[str, str | None]:
     files: dict[str, str | None] = {}
     for index, seed in enumerate(draw(st.lists(st.sampled_from(MANIFESTS), min_size=1, max_size=3))):
         text = seed.read_text(encoding="utf-8")
-        files[f"manifests/{index}-{seed.parent.name}.yaml"] = _mutate(draw, text) if draw(st.booleans()) else text
+        mutated = _mutate(draw, text) if draw(st.booleans()) else text
+        files[f"manifests/{index}-{seed.parent.name}.yaml"] = mutated
     policy = draw(st.sampled_from(POLICIES)).read_text(encoding="utf-8")
     files["policies/policy.yaml"] = _mutate(draw, policy) if draw(st.booleans()) else policy
     cluster = draw(st.sampled_from(CLUSTERS)).read_text(encoding="utf-8")

@@ -33,6 +33,7 @@ from kaffinity.repo.render import (
     template_positions,
 )
 from kaffinity.repo.render import _template_documents as template_documents
+from kaffinity.repo.sandbox import Sandbox
 
 from . import kit
 
@@ -211,7 +212,9 @@ def test_a_resource_that_does_not_parse_is_reported_at_its_line(tmp_path: Path, 
     (base / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  bad: [\n")
     (tmp_path / "overlay").mkdir()
     (tmp_path / "overlay" / "kustomization.yaml").write_text("resources:\n  - ../base\n")
-    ((name, problem),) = render_kustomization(str(tmp_path / overlay), Limits()).problems
+    # The repository is tmp_path (it has no .git to say so): ../base is inside it.
+    sandbox = Sandbox(roots=(str(tmp_path),))
+    ((name, problem),) = render_kustomization(str(tmp_path / overlay), Limits(), sandbox=sandbox).problems
     assert (name, problem.span) == (str(base / "cm.yaml"), Span(5, 1))
     assert problem.message.endswith(
         "MalformedYAMLError: yaml: line 5: did not find expected node content in File: cm.yaml"
@@ -305,7 +308,9 @@ def test_values_files_are_merged_in_order(monkeypatch: pytest.MonkeyPatch, tmp_p
     first.write_text("replicaCount: 1\nzoneSpread: false\n")
     second = tmp_path / "two.yaml"
     second.write_text("affinity:\n  podAntiAffinity: null\n")
-    rendered = render_chart("chart/web", (str(first), str(second)), "demo", None, Limits())
+    # Values files from outside the repository, as the person running kaffinity may name them.
+    sandbox = Sandbox(roots=(str(DATA), str(tmp_path)))
+    rendered = render_chart("chart/web", (str(first), str(second)), "demo", None, Limits(), sandbox=sandbox)
     assert by_file(rendered) == {
         "chart/web/templates/deployment.yaml": ["Deployment"],
         # No budget for one replica: the Service is the template's only document, still at its part.
@@ -350,7 +355,8 @@ def test_a_missing_values_file_or_chart_is_a_problem(monkeypatch: pytest.MonkeyP
     assert name == str(CHART / "Chart.yaml") and "nope.yaml" in problem.message
     bad_values = tmp_path / "bad.yaml"
     bad_values.write_text("a: [\n")
-    ((name, problem),) = render_chart(str(CHART), (str(bad_values),), "demo", None).problems
+    sandbox = Sandbox(roots=(str(DATA), str(tmp_path)))  # the values file is named by the runner
+    ((name, problem),) = render_chart(str(CHART), (str(bad_values),), "demo", None, sandbox=sandbox).problems
     assert name == str(bad_values)
     ((name, problem),) = render_chart(str(tmp_path), (), "demo", None).problems
     assert name == str(tmp_path) and "no Chart.yaml" in problem.message

@@ -25,12 +25,11 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
+import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -50,17 +49,23 @@ from kaffinity.load.source import (
     locate_depth,
     unpack,
 )
+from kaffinity.repo.helm_worker import SEPARATOR as _SEPARATOR
+from kaffinity.repo.helm_worker import one_line as _one_line
+from kaffinity.repo.sandbox import (
+    DEFAULT_SANDBOX,
+    Outcome,
+    Sandbox,
+    confined_file,
+    repository_root,
+    run_tool,
+)
 
-#: Seconds a build may take (a kustomization with remote bases fetches them; a stuck network
-#: must not hang a commit hook).
-DEFAULT_TIMEOUT = 120.0
 #: The rule of a render failure: bad input, as a manifest that does not parse.
 RENDER_PROBLEM = "parse-error"
 
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 _SOURCE_COMMENT = re.compile(r"^# Source: (\S.*?)\s*$", re.M)
 _SUPPRESSION_COMMENT = re.compile(r"(?:^|(?<=\s))#\s*kaffinity:\s*ignore\[[^\]]*\].*$")
-_SEPARATOR = re.compile(r"^---(?:[ \t].*)?$", re.M)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +164,11 @@ def helm_engine() -> str | None:
 
 
 def render_kustomization(
-    directory: str, limits: Limits = DEFAULT_LIMITS, *, timeout: float = DEFAULT_TIMEOUT
+    directory: str,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    timeout: float | None = None,
+    sandbox: Sandbox = DEFAULT_SANDBOX,
 ) -> Rendered:
     """Build the kustomization in ``directory`` and point each object at the file defining it.
 
@@ -167,14 +176,24 @@ def render_kustomization(
     overlay's namePrefix/nameSuffix around it); generated objects (configMapGenerator, ...) at
     the kustomization that generated them. Fields that a patch added have no position in the
     resource file and resolve to their nearest ancestor there.
+
+    Confined (kaffinity.repo.sandbox): the build tree is checked first
+    (:func:`kaffinity.repo.preflight.check_kustomization`: no URL unless ``sandbox.network``,
+    no path outside the repository, kaffinity's own limits on every file), the tool runs with
+    no network, a cleared environment, memory and time limits, and an origin is trusted only
+    inside the repository.
     """
+    from kaffinity.repo.preflight import check_kustomization
+
     started = time.perf_counter()
     engine = kustomize_engine()
     kustomization = find_kustomization(directory) or os.path.join(directory, KUSTOMIZATION_NAMES[0])
+    roots = sandbox.roots or (repository_root(directory),)
+    seconds = sandbox.timeout if timeout is None else timeout
 
     def failed(message: str, where: str = kustomization, span: Span | None = None) -> Rendered:
         problem = SourceFile(
-            where, _text_of(where, limits), (), (LoadProblem(RENDER_PROBLEM, message, span),)
+            where, _text_of(where, limits, roots), (), (LoadProblem(RENDER_PROBLEM, message, span),)
         )
         return Rendered(directory, engine, (problem,), time.perf_counter() - started)
 
@@ -182,6 +201,12 @@ def render_kustomization(
         return failed(f"cannot render: no kustomization file in {directory}", directory)
     if engine is None:
         return failed("cannot render: neither kustomize nor kubectl is on the PATH")
+    refusal = check_kustomization(directory, roots, limits, network=sandbox.network)
+    if refusal is not None:
+        message = refusal.message
+        if refusal.remote:
+            message = f"cannot render: {message}; the network is off (--allow-network allows it)"
+        return failed(message, refusal.file or kustomization, refusal.span)
     command = ["kustomize", "build"] if engine == "kustomize" else ["kubectl", "kustomize"]
     with tempfile.TemporaryDirectory(prefix="kaffinity-render-") as scratch:
         # Real paths on both sides: kustomize resolves the relative path from the real folder
@@ -193,37 +218,36 @@ def render_kustomization(
                 "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
                 f"resources:\n  - {_yaml_string(target)}\nbuildMetadata: [originAnnotations]\n"
             )
-        outcome = _run([*command, wrapper], timeout)
+        outcome = _run([*command, wrapper], seconds, limits, sandbox)
         if isinstance(outcome, str):
             return failed(f"{engine}: {outcome}")
-        output, errors, code = outcome
+        if outcome.stopped is not None:
+            return failed(f"{engine}: stopped: it {outcome.stopped}")
+        output, errors, code = outcome.output, outcome.errors, outcome.code
         if code != 0:
             # The wrapper's error names paths relative to the temporary folder: build the
             # overlay itself for the message a user knows.
-            again = _run([*command, directory], timeout)
-            if not isinstance(again, str) and again[2] != 0:
-                errors = again[1]
+            again = _run([*command, directory], seconds, limits, sandbox)
+            if not isinstance(again, str) and again.code != 0 and again.stopped is None:
+                errors = again.errors
             return failed(
-                f"{engine} failed: {_first_error(errors)}", *_error_place(errors, directory, kustomization)
-            )
-        if len(output) > limits.file_size:
-            return failed(
-                f"{engine}: the rendered output is larger than the limit of {limits.file_size} bytes"
+                f"{engine} failed: {_first_error(errors)}",
+                *_error_place(errors, directory, kustomization, roots),
             )
         built = parse(f"{kustomization} (rendered)", output, limits)
-        files = _map_kustomize(built, wrapper, directory, kustomization, limits)
-    patches = _overlay_patches(kustomization, directory, files, limits)
+        files = _map_kustomize(built, wrapper, directory, kustomization, limits, roots)
+    patches = _overlay_patches(kustomization, directory, files, limits, roots)
     return Rendered(directory, engine, files, time.perf_counter() - started, patches=patches)
 
 
 def _map_kustomize(
-    built: SourceFile, wrapper: str, directory: str, kustomization: str, limits: Limits
+    built: SourceFile, wrapper: str, directory: str, kustomization: str, limits: Limits, roots: Sequence[str]
 ) -> tuple[SourceFile, ...]:
     origins: dict[str, SourceFile] = {}
     mapped: dict[str, list[Document]] = {}
     for doc in built.documents:
         origin = _pop_origin(doc.data)
-        target = _origin_file(origin, wrapper, directory) if origin is not None else None
+        target = _origin_file(origin, wrapper, directory, roots) if origin is not None else None
         source = None
         if target is not None and origin is not None and "path" in origin:
             if target not in origins:
@@ -249,13 +273,13 @@ def _map_kustomize(
 
 
 def _overlay_patches(
-    kustomization: str, directory: str, files: Sequence[SourceFile], limits: Limits
+    kustomization: str, directory: str, files: Sequence[SourceFile], limits: Limits, roots: Sequence[str]
 ) -> dict[int, tuple[tuple[str, Any], ...]]:
     """The patch files of the overlay's own kustomization (``patches``, ``patchesStrategicMerge``,
     ``patchesJson6902`` entries with a ``path``), aligned with each rendered object they touch.
     A strategic-merge patch touches the object of its kind and name; a JSON 6902 one the
     object its ``target`` names, and only its ``add``/``replace`` values count."""
-    config = _raw_documents(_text_of(kustomization, limits), limits)
+    config = _raw_documents(_text_of(kustomization, limits, roots), limits)
     if not config or not isinstance(config[0], dict):
         return {}
     entries: list[tuple[str, dict[str, Any] | None]] = []
@@ -272,9 +296,9 @@ def _overlay_patches(
     documents = [doc for file in files for doc in file.documents]
     for relative, target in entries:
         path = os.path.normpath(os.path.join(directory, relative))
-        if not os.path.isfile(path):
+        if not confined_file(path, roots):
             continue
-        raw = _raw_documents(_text_of(path, limits), limits)
+        raw = _raw_documents(_text_of(path, limits, roots), limits)
         for doc in documents:
             for tree in _patch_trees(doc, raw, target):
                 found.setdefault(id(doc), []).append((path, tree))
@@ -408,16 +432,21 @@ def _remove_key(mapping: dict[str, Any], key: str) -> Any:
     return mapping.pop(key)
 
 
-def _origin_file(origin: dict[str, Any], wrapper: str, directory: str) -> str | None:
+def _origin_file(origin: dict[str, Any], wrapper: str, directory: str, roots: Sequence[str]) -> str | None:
     """The file an origin names (paths are relative to the temporary kustomization), named as
-    the input names its files: relative to the working directory if ``directory`` was."""
+    the input names its files: relative to the working directory if ``directory`` was.
+
+    Trusted only as a regular file inside the repository (symlinks resolved): a manifest can
+    carry a forged ``config.kubernetes.io/origin`` annotation of its own (kustomize keeps an
+    annotation that is already there), naming any file; its lines would be printed as the
+    object's source. Otherwise the object keeps its rendered place."""
     if origin.get("repo"):
         return None  # a remote base: nothing on disk to point at
     relative = origin.get("path") or origin.get("configuredIn")
     if not isinstance(relative, str):
         return None
     path = os.path.normpath(os.path.join(wrapper, relative))
-    if not os.path.isfile(path):
+    if not confined_file(path, roots):
         return None
     return path if os.path.isabs(directory) else os.path.relpath(path)
 
@@ -535,21 +564,30 @@ def render_chart(
     namespace: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
     *,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | None = None,
+    sandbox: Sandbox = DEFAULT_SANDBOX,
 ) -> Rendered:
     """Render a chart as ``helm template RELEASE CHART [--namespace NS] [-f VALUES]...`` would,
     and point each object at its template (see :func:`map_helm_sources`).
 
     ``release`` defaults to helm template's own default name. The ``helm`` binary wins when it
-    is on the PATH; else the helm-python-sdk package renders in this process.
+    is on the PATH; else helm-python-sdk renders, in a child process
+    (:mod:`kaffinity.repo.helm_worker`). Confined (kaffinity.repo.sandbox): the chart is walked
+    first (:func:`kaffinity.repo.preflight.check_chart`: a symlink leading outside the
+    repository, a values file outside it or past kaffinity's limits refuse it), and either
+    engine runs with no network, a cleared environment, memory and time limits.
     """
+    from kaffinity.repo.preflight import check_chart
+
     started = time.perf_counter()
     engine = helm_engine()
     chart_file = os.path.join(chart_dir, "Chart.yaml")
+    roots = sandbox.roots or (repository_root(chart_dir),)
+    seconds = sandbox.timeout if timeout is None else timeout
 
     def failed(message: str, where: str = chart_file, span: Span | None = None) -> Rendered:
         problem = SourceFile(
-            where, _text_of(where, limits), (), (LoadProblem(RENDER_PROBLEM, message, span),)
+            where, _text_of(where, limits, roots), (), (LoadProblem(RENDER_PROBLEM, message, span),)
         )
         return Rendered(chart_dir, engine, (problem,), time.perf_counter() - started)
 
@@ -562,37 +600,38 @@ def render_chart(
     for values in values_files:
         if not os.path.isfile(values):
             return failed(f"cannot render: values file {values} not found")
+    refusal = check_chart(chart_dir, values_files, roots, limits, network=sandbox.network)
+    if refusal is not None:
+        return failed(refusal.message, refusal.file, refusal.span)
     if engine == "helm binary":
         command = ["helm", "template", release, chart_dir]
         if namespace:
             command += ["--namespace", namespace]
         for values in values_files:
             command += ["--values", values]
-        outcome = _run(command, timeout)
+        outcome = _run(command, seconds, limits, sandbox)
         if isinstance(outcome, str):
             return failed(f"helm template: {outcome}")
-        output, errors, code = outcome
-        if code != 0:
+        if outcome.stopped is not None:
+            return failed(f"helm template: stopped: it {outcome.stopped}")
+        if outcome.code != 0:
             return failed(
-                f"helm template failed: {_first_error(errors)}",
-                *_template_place(errors, chart_dir, chart_file),
+                f"helm template failed: {_first_error(outcome.errors)}",
+                *_template_place(outcome.errors, chart_dir, chart_file, roots),
             )
+        output = outcome.output
     else:
-        rendered = _sdk_render(chart_dir, values_files, release, namespace, timeout)
+        rendered = _sdk_render(chart_dir, values_files, release, namespace, seconds, limits, sandbox)
         if isinstance(rendered, _Failure):
             where = (
                 (rendered.file, rendered.span)
-                if rendered.file
-                else _template_place(rendered.message, chart_dir, chart_file)
+                if rendered.file and confined_file(rendered.file, roots)
+                else _template_place(rendered.message, chart_dir, chart_file, roots)
             )
             return failed(f"helm-python-sdk: {rendered.message}", *where)
         output = rendered
-    if len(output) > limits.file_size:
-        return failed(
-            f"helm template: the rendered output is larger than the limit of {limits.file_size} bytes"
-        )
     stream = parse(f"helm template {chart_dir}", output, limits)
-    mapped = map_helm_sources(stream, chart_dir, limits)
+    mapped = map_helm_sources(stream, chart_dir, limits, roots)
     return Rendered(chart_dir, engine, mapped.files, time.perf_counter() - started, mapped.sections)
 
 
@@ -604,76 +643,74 @@ class _Failure:
 
 
 def _sdk_render(
-    chart_dir: str, values_files: Sequence[str], release: str, namespace: str | None, timeout: float
+    chart_dir: str,
+    values_files: Sequence[str],
+    release: str,
+    namespace: str | None,
+    timeout: float,
+    limits: Limits,
+    sandbox: Sandbox,
 ) -> str | _Failure:
-    """Render with helm-python-sdk (Helm's Go engine in-process) into ``helm template``'s output
-    shape: ``---``, ``# Source: <template>``, one manifest each; partials and NOTES.txt left out
-    as helm template does. A call into the library cannot be interrupted: it runs in a daemon
-    thread, abandoned after ``timeout``."""
-    import helm_python as helm
+    """Render with helm-python-sdk (Helm's Go engine) into ``helm template``'s output shape:
+    ``---``, ``# Source: <template>``, one manifest each; partials and NOTES.txt left out as
+    helm template does. In a child process (:mod:`kaffinity.repo.helm_worker`) under the
+    sandbox's limits: a call into the library cannot be interrupted, and a template can ask
+    for any amount of memory; the child is killed on timeout, never left running."""
+    from kaffinity.repo.sandbox import WORKER_FAILED, worker_command
 
-    values: dict[str, Any] = {}
-    for path in values_files:
+    request = {
+        "chart": os.path.abspath(chart_dir),
+        "values": [os.path.abspath(path) for path in values_files],
+        "release": release,
+        "namespace": namespace,
+    }
+    outcome = run_tool(
+        [*worker_command(), json.dumps(request)],
+        sandbox,
+        timeout=timeout,
+        output_limit=limits.file_size,
+    )
+    if isinstance(outcome, str):
+        return _Failure(outcome)
+    if outcome.stopped is not None:
+        return _Failure(f"stopped: rendering {outcome.stopped}")
+    if outcome.code == WORKER_FAILED:
         try:
-            with open(path, encoding="utf-8") as handle:
-                _merge_values(values, helm.values_from_yaml(handle.read()))
-        except (OSError, UnicodeDecodeError, helm.HelmError) as error:
-            return _Failure(_one_line(str(error)), path)
-    result: list[dict[str, str] | BaseException] = []
-
-    def work() -> None:
-        try:
-            with helm.Chart.load(chart_dir) as chart:
-                result.append(
-                    chart.render(values or None, name=release, namespace=namespace, is_install=True)
-                )
-        except BaseException as error:  # noqa: BLE001 - handed to the caller, reported as a problem
-            result.append(error)
-
-    thread = threading.Thread(target=work, name="kaffinity-helm-render", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if not result:
-        return _Failure(f"rendering took longer than {timeout:g} s")
-    outcome = result[0]
-    if isinstance(outcome, helm.HelmError):
-        return _Failure(_one_line(str(outcome)))
-    if isinstance(outcome, BaseException):
-        return _Failure(f"{type(outcome).__name__}: {_one_line(str(outcome))}")
-    return _as_helm_output(outcome)
+            failure = json.loads(outcome.errors.strip().splitlines()[-1])
+            file = failure.get("file")
+            return _Failure(str(failure["message"]), file if isinstance(file, str) else None)
+        except (ValueError, IndexError, KeyError, AttributeError):
+            pass
+    if outcome.code != 0:
+        return _Failure(_crash(outcome, sandbox))
+    return outcome.output
 
 
-def _merge_values(base: dict[str, Any], override: dict[str, Any]) -> None:
-    """Later values files win, maps merged key by key (helm's pkg/cli/values ``mergeMaps``)."""
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _merge_values(base[key], value)
-        else:
-            base[key] = value
-
-
-def _as_helm_output(manifests: dict[str, str]) -> str:
-    """helm template's stream: each manifest after ``---`` and ``# Source:`` (helm's
-    pkg/action ``renderResources``: NOTES.txt and partials are not manifests; a template's
-    empty documents are dropped, as releaseutil.SplitManifests does)."""
-    out: list[str] = []
-    for name in sorted(manifests):
-        base = name.rsplit("/", 1)[-1]
-        if base.startswith("_") or base == "NOTES.txt" or name.endswith("/NOTES.txt"):
-            continue
-        for piece in _SEPARATOR.split(manifests[name]):
-            if piece.strip() and not all(
-                not line.strip() or line.lstrip().startswith("#") for line in piece.splitlines()
-            ):
-                out.append(f"---\n# Source: {name}\n{piece.strip(chr(10))}\n")
-    return "".join(out)
+def _crash(outcome: Outcome, sandbox: Sandbox) -> str:
+    """Why a tool ended without its own error report: its memory limit, a signal, else its
+    first error line."""
+    errors = outcome.errors
+    if (
+        any(text in errors for text in ("out of memory", "cannot allocate memory", "MemoryError"))
+        or outcome.code == -9
+    ):
+        return (
+            f"stopped: rendering needed more than the memory limit of {sandbox.memory // 1024**2} MiB "
+            "(--render-memory)"
+        )
+    if outcome.code < 0:
+        return f"stopped by signal {-outcome.code}"
+    return _first_error(errors)
 
 
 # --- `# Source:` mapping -------------------------------------------------------------------
 
 
 def map_helm_sources(
-    file: SourceFile, chart_root: str | None = None, limits: Limits = DEFAULT_LIMITS
+    file: SourceFile,
+    chart_root: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    roots: Sequence[str] | None = None,
 ) -> Rendered:
     """Point the documents of rendered Helm output at the templates its ``# Source:`` comments name.
 
@@ -685,7 +722,8 @@ def map_helm_sources(
     template's text comes with it, so ``# kaffinity: ignore[...]`` comments there apply.
     Documents with no ``# Source:``, whose template is not on disk, or whose part of the template
     cannot be told, stay in ``file`` at their rendered position; :meth:`Rendered.origin` then
-    names their template.
+    names their template. Templates are read only inside ``roots`` (default: the repository
+    around the working folder, :func:`kaffinity.repo.sandbox.repository_root`).
     """
     started = time.perf_counter()
     parts = _sources_by_line(file.text)
@@ -693,7 +731,8 @@ def map_helm_sources(
         return Rendered(file.name, None, (file,), time.perf_counter() - started)
     starts = [part[0] for part in parts]
     origins = [_source_of(parts, starts, doc) for doc in file.documents]
-    templates = _Templates(file, origins, chart_root, limits)
+    confined = tuple(roots) if roots else (repository_root(chart_root or "."),)
+    templates = _Templates(file, origins, chart_root, limits, confined)
     texts = templates.texts
     mapped: dict[str, list[Document]] = {}
     kept: list[Document] = []
@@ -728,9 +767,11 @@ class _Templates:
         origins: Sequence[tuple[str, int, int] | None],
         chart_root: str | None,
         limits: Limits,
+        roots: Sequence[str],
     ) -> None:
         self.chart_root = chart_root
         self.limits = limits
+        self.roots = roots
         self.counts = Counter(
             (origin[0], doc.data.get("kind"))
             for doc, origin in zip(file.documents, origins, strict=True)
@@ -749,7 +790,7 @@ class _Templates:
         self.seen[(template, kind)] += 1
         order = (self.places[template], self.totals[template])
         self.places[template] += 1
-        path = _template_path(template, self.chart_root)
+        path = _template_path(template, self.chart_root, self.roots)
         if path is None:
             return None, None
         if path not in self.texts:
@@ -807,8 +848,10 @@ def _source_of(
     return (template, first, last) if template is not None else None
 
 
-def _template_path(template: str, chart_root: str | None) -> str | None:
-    """The file on disk that a ``# Source:`` path names, or None."""
+def _template_path(template: str, chart_root: str | None, roots: Sequence[str]) -> str | None:
+    """The file on disk that a ``# Source:`` path names, or None. Only a regular file inside
+    the repository: rendered output (a chart's own, or piped on stdin) can carry any
+    ``# Source:`` comment, ``../../etc/passwd`` too, and the file's lines would be printed."""
     parts = template.split("/")
     candidates = []
     if chart_root is not None and len(parts) > 1:
@@ -817,7 +860,7 @@ def _template_path(template: str, chart_root: str | None) -> str | None:
     if len(parts) > 1 and os.path.isfile("Chart.yaml"):
         candidates.append(os.path.join(*parts[1:]))
     for candidate in candidates:
-        if os.path.isfile(candidate):
+        if confined_file(candidate, roots):
             return os.path.normpath(candidate)
     return None
 
@@ -1112,24 +1155,11 @@ def _pair_literals(rendered: list[Any], dashes: list[int], literals: list[dict[s
 # --- helpers -------------------------------------------------------------------------------
 
 
-def _run(command: list[str], timeout: float) -> tuple[str, str, int] | str:
-    """Output, errors and exit code of a command, or why it could not run."""
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=timeout,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        return f"did not finish within {timeout:g} s"
-    except OSError as error:
-        return f"cannot run {command[0]}: {error.strerror or error}"
-    return done.stdout, done.stderr, done.returncode
+def _run(command: list[str], timeout: float, limits: Limits, sandbox: Sandbox) -> Outcome | str:
+    """What a tool printed and how it ended (kaffinity.repo.sandbox.run_tool: confined, its
+    output bounded by ``file-size``), or why it could not run. Run from the working folder, so
+    the paths in its messages are those the user gave."""
+    return run_tool(command, sandbox, timeout=timeout, output_limit=limits.file_size, cwd=os.getcwd())
 
 
 _KLOG = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ \S+\] "command failed" err=(?:"(.*)"|<)$')
@@ -1157,16 +1187,13 @@ def _first_error(errors: str) -> str:
     return "no error message"
 
 
-def _one_line(text: str, limit: int = 400) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
 _YAML_ERROR = re.compile(r"yaml: line (\d+): .*? in File: ([^\s\"']+)")
 _ACCUMULATING = re.compile(r"accumulating resources from '([^']+)'")
 
 
-def _error_place(errors: str, directory: str, kustomization: str) -> tuple[str, Span | None]:
+def _error_place(
+    errors: str, directory: str, kustomization: str, roots: Sequence[str]
+) -> tuple[str, Span | None]:
     """Where a kustomize error points: a resource's YAML error names its file (relative to the
     kustomization that lists it, which the chain of "accumulating resources from" names) and line."""
     match = _YAML_ERROR.search(errors)
@@ -1178,7 +1205,7 @@ def _error_place(errors: str, directory: str, kustomization: str) -> tuple[str, 
                 folders.append(deeper)
         for folder in reversed(folders):
             path = os.path.join(folder, match.group(2))
-            if os.path.isfile(path):
+            if confined_file(path, roots):  # an error message can name any path
                 return os.path.normpath(path), Span(int(match.group(1)), 1)
     match = re.search(r"invalid Kustomization: yaml: line (\d+)", errors)
     if match is not None:
@@ -1191,26 +1218,29 @@ _TEMPLATE_ERROR = re.compile(
 )
 
 
-def _template_place(errors: str, chart_dir: str, chart_file: str) -> tuple[str, Span | None]:
+def _template_place(
+    errors: str, chart_dir: str, chart_file: str, roots: Sequence[str]
+) -> tuple[str, Span | None]:
     """Where a template error points (``template: web/templates/x.yaml:12:3: ...``, ``parse
     error at (web/templates/x.yaml:12)``): lines of the template source, as Go's text/template
     counts them. "YAML parse error on x.yaml: ... line N" counts lines of the *rendered*
     output, so only the template is named then."""
     match = _TEMPLATE_ERROR.search(errors)
     if match is not None:
-        path = _template_path(match.group("path"), chart_dir)
+        path = _template_path(match.group("path"), chart_dir, roots)
         if path is not None:
             return path, Span(int(match.group("line")), int(match.group("column") or 1))
     match = re.search(r"YAML parse error on (\S+?):", errors)
     if match is not None:
-        path = _template_path(match.group(1), chart_dir)
+        path = _template_path(match.group(1), chart_dir, roots)
         if path is not None:
             return path, None
     return chart_file, None
 
 
-def _text_of(path: str, limits: Limits) -> str:
-    if not os.path.isfile(path):
+def _text_of(path: str, limits: Limits, roots: Sequence[str]) -> str:
+    """The text of a file kaffinity reports on, when it is a regular file inside the repository."""
+    if not confined_file(path, roots):
         return ""
     _, text, problem = read_text(path, limits)
     return text if problem is None else ""

@@ -40,6 +40,7 @@ from kaffinity.k8s.model import document_key, object_ref
 from kaffinity.load.manifests import KUSTOMIZATION_NAMES, find_kustomization
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits, SourceFile
 from kaffinity.load.source import DataPath, Document, Span
+from kaffinity.repo.sandbox import DEFAULT_SANDBOX, Budget, Sandbox
 
 #: Kustomization fields whose entries are objects (files or folders of another kustomization).
 _RESOURCE_FIELDS = ("resources", "bases", "components", "crds")
@@ -224,14 +225,16 @@ def render_units(
     limits: Limits = DEFAULT_LIMITS,
     helm_values: Mapping[str, Sequence[str]] | None = None,
     namespace: str | None = None,
+    sandbox: Sandbox = DEFAULT_SANDBOX,
 ) -> RenderedLayout:
     """Build each kustomize unit (kustomize, or kubectl kustomize) and render each chart (helm,
     or helm-python-sdk) with kaffinity.repo.render; the rules then read what the tools produce, each
     object pointed at the file that defines it. A unit that cannot be built keeps the objects of
     its files as written, and the failure is a ``parse-error`` of its kustomization or chart;
     without the tool, or for an overlay that needs the network (remote resources), a note says
-    once that those units were read as written."""
-    builder = _Builder(layout, limits, helm_values or {}, namespace)
+    once that those units were read as written; so it does for the units left when the run's
+    render budget (``sandbox.budget``) is spent."""
+    builder = _Builder(layout, limits, helm_values or {}, namespace, sandbox)
     units = [builder.build(unit) for unit in layout.units]
     rendered = [unit for unit in units if unit.source.endswith("(rendered)")]
     documents = tuple(
@@ -258,17 +261,31 @@ class _Builder:
     """Renders the units of one layout (:func:`render_units`) and remembers what it did."""
 
     def __init__(
-        self, layout: Layout, limits: Limits, helm_values: Mapping[str, Sequence[str]], namespace: str | None
+        self,
+        layout: Layout,
+        limits: Limits,
+        helm_values: Mapping[str, Sequence[str]],
+        namespace: str | None,
+        sandbox: Sandbox,
     ) -> None:
         from kaffinity.repo.render import helm_engine, kustomize_engine
 
         self.limits = limits
+        self.sandbox = sandbox
+        self.budget = Budget(sandbox.budget)
+        #: Units left unrendered because the budget was spent.
+        self.unspent: list[str] = []
         self.namespace = namespace
         self.engines = {"kustomize": kustomize_engine(), "helm": helm_engine()}
         self.values = {os.path.abspath(chart): list(files) for chart, files in helm_values.items()}
         by_folder = {k.folder: k for k in layout.kustomizations}
-        # An overlay whose closure names a remote resource needs the network to build.
-        self.networked = {folder for folder in by_folder if _needs_network(folder, by_folder)}
+        # An overlay whose closure names a remote resource needs the network to build (allowed
+        # only by the person running kaffinity: --allow-network).
+        self.networked = (
+            set()
+            if sandbox.network
+            else {folder for folder in by_folder if _needs_network(folder, by_folder)}
+        )
         self.files: list[SourceFile] = []
         self.charts: list[str] = []
         self.replaced: set[str] = set()
@@ -287,11 +304,23 @@ class _Builder:
         if unit.source == "kustomize" and unit.name in self.networked:
             self.remote.append(unit.name)
             return unit
+        left = self.budget.left()
+        if left <= 0:
+            self.unspent.append(unit.name)
+            return unit
+        timeout = min(self.sandbox.timeout, left)
         if unit.source == "kustomize":
-            rendered = render_kustomization(unit.name, self.limits)
+            rendered = render_kustomization(unit.name, self.limits, timeout=timeout, sandbox=self.sandbox)
         else:
             values = self.values.get(os.path.abspath(unit.name), [])
-            rendered = render_chart(unit.name, values, namespace=self.namespace, limits=self.limits)
+            rendered = render_chart(
+                unit.name,
+                values,
+                namespace=self.namespace,
+                limits=self.limits,
+                timeout=timeout,
+                sandbox=self.sandbox,
+            )
         self.files.extend(rendered.files)
         if not rendered.ok:
             return unit
@@ -306,7 +335,13 @@ class _Builder:
         if self.remote:
             notes.append(
                 f"{len(self.remote)} kustomization(s) read as written: they name remote resources, "
-                f"which building needs the network to fetch (first: {self.remote[0]})"
+                f"which building needs the network to fetch (first: {self.remote[0]}; "
+                "--allow-network allows it)"
+            )
+        if self.unspent:
+            notes.append(
+                f"{len(self.unspent)} unit(s) not rendered, read as written: the render budget of "
+                f"{self.sandbox.budget:g} s was spent (first: {self.unspent[0]}; --render-budget)"
             )
         if "kustomize" in self.missing:
             notes.append(
@@ -436,7 +471,9 @@ def _strings(value: Any) -> list[str]:
 
 def _local(folder: str, entry: str) -> str | None:
     """A kustomization entry as a local path; None for remote ones (URLs, git repositories)."""
-    if "://" in entry or entry.startswith(("git@", "github.com/", "gitlab.com/", "bitbucket.org/")):
+    from kaffinity.repo.preflight import is_remote
+
+    if is_remote(entry, folder):
         return None
     return os.path.normpath(os.path.join(folder, entry))
 
