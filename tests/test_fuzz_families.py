@@ -67,7 +67,7 @@ HOSTILE = [
     "/proc/self/environ",
     "http://127.0.0.1:9/x",
     "git@github.com:org/repo.git",
-    "{{ .Files.Get \"secret\" }}",
+    '{{ .Files.Get "secret" }}',
     "99999999999999999999",
     "1Ei",
     ".nan",
