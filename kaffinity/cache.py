@@ -212,7 +212,9 @@ class Cache:
             if data[: len(MAGIC)] != MAGIC or data[len(MAGIC) : len(MAGIC) + 41] != key.encode() + b"\n":
                 return None
             payload = data[_HEADER:]
-            if not hmac.compare_digest(data[_HEADER - 65 : _HEADER - 1], self._mac(key, payload)):
+            if data[_HEADER - 1 : _HEADER] != b"\n" or not hmac.compare_digest(
+                data[_HEADER - 65 : _HEADER - 1], self._mac(key, payload)
+            ):
                 return None
             # Used now: whichever process read it (a --jobs worker's own Cache is a copy),
             # pruning sees it by its time (see prune).
@@ -902,6 +904,8 @@ def decode(payload: bytes) -> Checked | None:
 def _node(pairs: dict[str, Any]) -> Any:
     """A PosDict or PosList from its JSON object (see the format above); ValueError if it is not
     one. Called for every mapping and sequence of every file read from the cache: few checks."""
+    if not pairs:
+        raise ValueError("an empty object")
     meta = pairs.pop(next(reversed(pairs)))
     if type(meta) is not list or not 3 <= len(meta) <= 4:
         raise ValueError("not a tree")

@@ -449,3 +449,34 @@ def test_a_cache_with_writes_pending_goes_to_workers_without_them(tmp_path: Path
     cache.flush()
     assert cache.get(Cache.key("a.yaml", b"a")) == b"first"
     assert cache.get(Cache.key("b.yaml", b"b")) == b"second"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"{}",  # an object with no position member
+        b"[{}]",
+        b"[[]]",
+        b'{"":[1,2,[-1]]}',  # a negative position
+        b'{"":[1,2,[1.5]]}',
+        b'{"":["1",2,[]]}',
+        b'{"a":[1],"":[1,1,[]]}',  # a JSON array as a value of a tree
+        b'{"":[1,1,[],[[1]]]}',
+        b'{"a":1,"":[1,1,[],[]]}',  # a list's object with keys
+        b"[" * 100_000,  # deeper than the decoder goes
+        b"\xff\xfe",
+        b'["a","",null,true,[],[],[],[],[],[],[1]]',  # notices that are not strings
+        b'["a","",null,true,[],[["a",0,5,[1,1],[],[]]],[],[],[],[],[]]',  # a document's root not there
+        b'["a","",null,true,[],[],[],[["r",null,"f",1,1,"r","m","bogus","c","",null,[],null,null,[]]],[],[],[]]',
+    ],
+)
+def test_an_entry_of_the_wrong_shape_decodes_to_nothing(payload: bytes) -> None:
+    assert decode(payload) is None
+
+
+def test_the_smallest_entry_decodes() -> None:
+    """The control of the test above: the same outline, of the right shape, is an entry."""
+    checked = decode(b'["a","",null,true,[{"":[1,1,[]]}],[["a",0,0,[1,1],[],[]]],[],[],[],[],["n"]]')
+    assert checked is not None
+    assert checked.file.name == "a" and checked.notices == ("n",)
+    assert checked.file.documents[0].data == {} and checked.file.documents[0].span == (1, 1)
