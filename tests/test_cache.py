@@ -231,8 +231,10 @@ def test_an_entry_decodes_to_what_was_checked(repo: Path) -> None:
 
     settings = Settings()
     text = BROKEN.replace("spec:\n  replicas", "spec:  # kaffinity: ignore[api-warning]\n  replicas")
-    text += "---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Namespace, metadata: {name: a}}\n"
-    text += "---\n{apiVersion: v1, kind: ConfigMap, metadata: {name: b, name: c}, data: {x: .inf, y: 1e3, z: null}}\n"
+    text += "---\napiVersion: v1\nkind: List\nitems:\n"
+    text += "- {apiVersion: v1, kind: Namespace, metadata: {name: a}}\n---\n"
+    text += "{apiVersion: v1, kind: ConfigMap, metadata: {name: b, name: c},\n"
+    text += " data: {x: .inf, y: 1e3, z: null}}\n"
     (repo / "all.yaml").write_text(text)
     name, raw, problem = read_bytes(str(repo / "all.yaml"), settings.limits)
     checked = check_file(

@@ -204,13 +204,13 @@ def test_a_well_formed_entry_forged_without_the_key_hides_nothing(
     assert broken
     cache = checkout / ".kaffinity_cache"
     (entry,) = [
-        path for path in _entries(cache) if decode(path.read_bytes()[HEADER:]).file.name == "./web.yaml"
-    ]  # type: ignore[union-attr]
-    clean = decode(entry.read_bytes()[HEADER:])
-    assert clean is not None
+        path for path in _entries(cache) if b'"./web.yaml"' in path.read_bytes()[HEADER : HEADER + 20]
+    ]
+    honest = decode(entry.read_bytes()[HEADER:])
+    assert honest is not None and honest.file.name == "./web.yaml" and honest.findings
     from dataclasses import replace
 
-    forged = encode(replace(clean, findings=()))
+    forged = encode(replace(honest, findings=()))
     assert forged is not None
     fingerprint = entry.parent.parent.name
     for secret in (b"the attacker's guess at a key", b"", hashlib.sha256(b"kaffinity").digest()):
