@@ -195,7 +195,7 @@ def test_the_github_format_reads_no_pickle_either(
 def test_a_well_formed_entry_forged_without_the_key_hides_nothing(
     checkout: Path, home: dict[str, str], tmp_path: Path
 ) -> None:
-    """The entry of the broken file replaced by the clean file's (well-formed JSON, its header
+    """The entry of the broken file replaced by the same without its findings (well-formed JSON, its header
     right), authenticated with any key but the user's: a miss, every finding reported. The same
     entry with the user's key would hide them (so the key is what stands in the way)."""
     expected = _lint(checkout, home)
