@@ -566,24 +566,21 @@ def open_cache(
 def _root_problem(root: str, base_dir: str | None, named: bool) -> str | None:
     """Why ``root`` cannot be the cache folder, or None. ``base_dir``: the folder a root from the
     config file (or the default) must stay in, with no symlink on the way (the checkout could
-    have put one there). ``named``: given by ``--cache-dir``, the folder may be a symlink."""
+    have put one there); a relative root from the command line or the environment has none
+    below the working folder either (which is often the checkout). ``named``: given by
+    ``--cache-dir``, the folder itself may be a symlink."""
     if base_dir is not None:
         base = os.path.abspath(base_dir)
         target = os.path.abspath(os.path.join(base_dir, root))
-        try:
-            inside = os.path.commonpath([base, target]) == base
-        except ValueError:  # another drive
-            inside = False
-        if not inside:
+        if not _inside(base, target):
             return f"the cache folder {root} is outside {base_dir}"
-        path = base
-        for part in os.path.relpath(target, base).split(os.sep):
-            if part in ("", "."):
-                continue
-            path = os.path.join(path, part)
-            with contextlib.suppress(OSError):
-                if stat.S_ISLNK(os.lstat(path).st_mode):
-                    return f"{path} is a symlink: the cache folder is never one in a checkout"
+        problem = _symlink_below(base, target, last=True)
+    elif not os.path.isabs(root) and _inside(os.path.abspath("."), os.path.abspath(root)):
+        problem = _symlink_below(os.path.abspath("."), os.path.abspath(root), last=not named)
+    else:
+        problem = None
+    if problem is not None:
+        return problem
     try:
         info = os.stat(root) if named else os.lstat(root)
     except FileNotFoundError:
@@ -602,6 +599,28 @@ def _root_problem(root: str, base_dir: str | None, named: bool) -> str | None:
             f"the cache folder {root} holds files kaffinity did not make, and no CACHEDIR.TAG of "
             "kaffinity's (give a new or empty folder)"
         )
+    return None
+
+
+def _inside(base: str, target: str) -> bool:
+    try:
+        return os.path.commonpath([base, target]) == base
+    except ValueError:  # another drive
+        return False
+
+
+def _symlink_below(base: str, target: str, *, last: bool) -> str | None:
+    """Why ``target`` cannot be the cache folder: a symlink between ``base`` and it (``last``:
+    or ``target`` itself); None if there is none."""
+    parts = [part for part in os.path.relpath(target, base).split(os.sep) if part not in ("", ".")]
+    path = base
+    for number, part in enumerate(parts, start=1):
+        path = os.path.join(path, part)
+        if number == len(parts) and not last:
+            break
+        with contextlib.suppress(OSError):
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                return f"{path} is a symlink: the cache folder is never one in a checkout, nor below one"
     return None
 
 

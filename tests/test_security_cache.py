@@ -324,6 +324,37 @@ def test_a_cache_folder_that_is_a_symlink_is_not_used(
     assert _tree(outside) == before
 
 
+def test_a_relative_cache_folder_below_a_committed_symlink_is_not_used(
+    checkout: Path, home: dict[str, str], tmp_path: Path
+) -> None:
+    """``KAFFINITY_CACHE_DIR=build/cache`` or ``--cache-dir build/cache`` run in a checkout whose
+    ``build`` is a symlink out of it: nothing written there."""
+    outside = _outside(tmp_path)
+    before = _tree(outside)
+    (checkout / "build").symlink_to(outside)
+    for env, args in (({"KAFFINITY_CACHE_DIR": "build/cache"}, ()), ({}, ("--cache-dir", "build/cache"))):
+        completed = _lint(checkout, {**home, **env}, *args)
+        assert completed.returncode == 1 and _rules(completed)
+        assert "build is a symlink" in completed.stderr and len(completed.stderr.splitlines()) == 1
+        assert _tree(outside) == before
+
+
+def test_a_cache_folder_named_on_the_command_line_may_be_a_symlink(
+    checkout: Path, home: dict[str, str], tmp_path: Path
+) -> None:
+    """The person running kaffinity chooses: ``--cache-dir`` naming a symlink (to a larger
+    disk) is used, its target becomes the cache."""
+    disk = tmp_path / "disk"
+    disk.mkdir()  # empty: kaffinity adopts it
+    link = tmp_path / "link"
+    link.symlink_to(disk)
+    first = _lint(checkout, home, "--cache-dir", str(link))
+    assert first.stderr == "" and (disk / "CACHEDIR.TAG").exists() and len(_entries(disk)) == 2
+    inodes = [path.stat().st_ino for path in _entries(disk)]
+    second = _lint(checkout, home, "--cache-dir", str(link))
+    assert second.stdout == first.stdout and [path.stat().st_ino for path in _entries(disk)] == inodes
+
+
 def test_a_shard_or_version_folder_that_is_a_symlink_is_never_followed(
     checkout: Path, home: dict[str, str], tmp_path: Path
 ) -> None:
