@@ -1288,11 +1288,14 @@ def _stream(
         return None
     cache = None
     if settings.cache:
-        from kaffinity.cache import Cache, cache_root
+        from kaffinity.cache import open_cache
         from kaffinity.stream import fingerprint
 
-        root = cache_root(settings.cache_dir, settings.base_dir, cache_dir)
-        cache = Cache(root, fingerprint(settings))
+        cache, note = open_cache(
+            settings.cache_dir, settings.base_dir, cache_dir, fingerprint(settings), settings.limits
+        )
+        if note is not None:
+            _say(f"kaffinity: note: {note}")
     return _Stream(settings, cache)
 
 

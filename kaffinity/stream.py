@@ -125,6 +125,13 @@ def _run_rules(
     return found, tuple(collector.internal_errors), tuple(context.notices)
 
 
+#: What a --jobs worker sends for a file starts with one of these: ``ENTRY``, a cache entry's
+#: payload (JSON, authenticated by the worker, decoded here by :func:`kaffinity.cache.decode`:
+#: never unpickled), or ``PICKLED``, the :class:`Checked` the worker computed itself, pickled.
+ENTRY = b"J"
+PICKLED = b"P"
+
+
 def payload(
     path: str,
     settings: Settings,
@@ -135,13 +142,12 @@ def payload(
     fresh: bool = False,
     send: bool = False,
 ) -> tuple[bytes | None, Checked | None]:
-    """The :class:`Checked` of the file at ``path``: from the cache (pickled, and None), or
-    computed (the object, and pickled when it goes to the cache or, ``send``, to the parent
-    process). A file that must not be pickled (nested deeper than pickle goes:
-    :func:`kaffinity.load.parallel.must_read_here`) is neither cached nor pickled. ``fresh``: do
-    not read the cache (its entry was corrupt)."""
-    import pickle
-
+    """The :class:`Checked` of the file at ``path``: from the cache (its payload tagged
+    ``ENTRY``, and None: :func:`received` decodes it), or computed (the object, and with
+    ``send``, what the parent process gets: :func:`received`). What is computed goes to the
+    cache (:func:`kaffinity.cache.encode`). A file that must not be sent (nested deeper than
+    pickle goes: :func:`kaffinity.load.parallel.must_read_here`) is neither cached nor sent.
+    ``fresh``: do not read the cache (its entry was corrupt)."""
     from kaffinity.load.parallel import must_read_here
     from kaffinity.load.read import from_bytes, read_bytes, skipped_by_name
 
@@ -158,25 +164,48 @@ def payload(
             for candidate in (key,) if local else (cache.key(name, raw, local=True), key):
                 cached = cache.get(candidate)
                 if cached is not None:
-                    return cached, None
+                    return ENTRY + cached, None
     checked = check_file(from_bytes(path, name, raw, problem, settings.limits), settings, rules, local=local)
     if (key is None and not send) or must_read_here(checked.file, settings.limits):
         return None, checked
+    encoded = None
+    if key is not None and cache is not None:
+        from kaffinity.cache import encode
+
+        encoded = encode(checked)
+        if encoded is not None:
+            cache.put(key, encoded)
+    if not send:
+        return None, checked
+    import pickle
+
     try:
-        data = pickle.dumps(checked, pickle.HIGHEST_PROTOCOL)
+        return PICKLED + pickle.dumps(checked, pickle.HIGHEST_PROTOCOL), checked
     except RecursionError:
         return None, checked
-    if key is not None and cache is not None:
-        cache.put(key, data)
-    return data, checked
+
+
+def received(data: bytes) -> Checked | None:
+    """What :func:`payload` gave to send, as a :class:`Checked`, or None (a corrupt entry: the
+    file is checked again). A cache entry is decoded by :func:`kaffinity.cache.decode` (JSON),
+    wherever it was read; only what a worker of this run computed itself is unpickled."""
+    tag, body = data[:1], data[1:]
+    if tag == ENTRY:
+        from kaffinity.cache import decode
+
+        return decode(body)
+    if tag == PICKLED:
+        import pickle
+
+        value = pickle.loads(body)
+        return value if isinstance(value, Checked) else None
+    return None
 
 
 def _here(path: str, settings: Settings, rules: Sequence[Rule], local: bool, cache: Cache | None) -> Checked:
-    from kaffinity.cache import loads
-
     data, checked = payload(path, settings, rules, local, cache)
     if checked is None and data is not None:
-        checked = loads(data)
+        checked = received(data)
     if checked is None:  # a corrupt entry: checked again, and written again
         checked = payload(path, settings, rules, local, cache, fresh=True)[1]
     assert checked is not None
@@ -186,7 +215,8 @@ def _here(path: str, settings: Settings, rules: Sequence[Rule], local: bool, cac
 def _there(
     paths: Sequence[str], settings: Settings, names: Sequence[str], local: bool, cache: Cache | None
 ) -> list[bytes | None]:
-    """A worker's task: each file's :class:`Checked`, pickled, or None for the parent to do."""
+    """A worker's task: each file's :class:`Checked` as :func:`payload` sends it, or None for the
+    parent to do."""
     from kaffinity.rules import BY_NAME
 
     rules = [BY_NAME[name] for name in names]
@@ -217,11 +247,9 @@ def check_all(
     names = [rule.name for rule in rules]
     here = partial(_here, settings=settings, rules=rules, local=local, cache=cache)
     there = partial(_there, settings=settings, names=names, local=local, cache=cache)
-    from kaffinity.cache import loads
-
     if tick is None:
-        return map_all(paths, jobs, here, there, loads=loads)
-    return map_all(paths, jobs, here, there, tick, loads=loads)
+        return map_all(paths, jobs, here, there, loads=received)
+    return map_all(paths, jobs, here, there, tick, loads=received)
 
 
 def load_checked(

@@ -49,10 +49,14 @@ def _shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     import os
 
     folder = tmp_path_factory.mktemp("kaffinity-cache")
-    before = os.environ.get("KAFFINITY_CACHE_DIR")
-    os.environ["KAFFINITY_CACHE_DIR"] = str(folder)
+    # The secret that authenticates the entries (kaffinity.cache): given, so that no test reads
+    # or makes the key file of the real home folder.
+    values = {"KAFFINITY_CACHE_DIR": str(folder), "KAFFINITY_CACHE_KEY": "the test suite's cache key"}
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
     yield
-    if before is None:
-        os.environ.pop("KAFFINITY_CACHE_DIR", None)
-    else:
-        os.environ["KAFFINITY_CACHE_DIR"] = before
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

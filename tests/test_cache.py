@@ -2,7 +2,9 @@
 
 A warm run reports exactly what a cold one and one without the cache report; an entry is used
 only for the same file name, bytes, kaffinity version and settings; a truncated, corrupt or
-foreign entry is a miss; runs at the same time share the folder; the folder prunes itself.
+foreign entry is a miss, and so is one authenticated but of the wrong shape; runs at the same
+time share the folder; the folder prunes itself. (What a hostile checkout does to the cache:
+``tests/test_security_cache.py``.)
 """
 
 from __future__ import annotations
@@ -17,8 +19,13 @@ from pathlib import Path
 import pytest
 
 from kaffinity import cache as cache_module
-from kaffinity.cache import MAGIC, Cache
+from kaffinity.cache import MAGIC, Cache, decode, encode
 from tests.kit import run
+
+#: The secret of the suite's runs (tests/conftest.py): entries written here are theirs.
+SECRET = os.environ.get("KAFFINITY_CACHE_KEY", "the test suite's cache key").encode()
+#: Where an entry's payload starts: the magic line, the key's, the HMAC's.
+HEADER = len(MAGIC) + 41 + 65
 
 WEB = """\
 apiVersion: apps/v1
@@ -57,6 +64,16 @@ def _age(cache: Path) -> None:
     hour_ago = time.time() - 3600
     for entry in _entries(cache):
         os.utime(entry, (hour_ago, hour_ago))
+
+
+def _signed(entry: Path, payload: bytes) -> None:
+    """Write ``payload`` at ``entry`` as the run that owns the key would (a valid HMAC)."""
+    cache = Cache(str(entry.parents[3]), entry.parent.parent.name, SECRET)
+    assert cache.version == entry.parents[2].name
+    entry.unlink()
+    cache.put(entry.name, payload)
+    cache.flush()
+    assert cache.error is None and cache.get(entry.name) == payload
 
 
 def _rules(stdout: str) -> list[tuple[str, int]]:
@@ -140,7 +157,7 @@ def test_another_kaffinity_version_never_reads_the_entries(
     import kaffinity
 
     monkeypatch.setattr(kaffinity, "__version__", "99.0.0")
-    newer = Cache(str(cache), "fingerprint")
+    newer = Cache(str(cache), "fingerprint", SECRET)
     assert newer.folder != str(old / "fingerprint") and not newer.folder.startswith(str(old))
     newer.put(Cache.key("web.yaml", b"x"), b"payload")
     newer.prune()
@@ -153,11 +170,12 @@ def test_another_kaffinity_version_never_reads_the_entries(
     [
         lambda data: data[: len(data) // 2],  # truncated (a run killed while... a disk full)
         lambda data: b"",
-        lambda data: data[: len(MAGIC) + 41] + b"\x80\x05garbage",  # a header, then no pickle
+        lambda data: data[:HEADER] + b"garbage",  # a header, then another payload: its HMAC fails
         lambda data: MAGIC + b"0" * 40 + b"\n" + data[len(MAGIC) + 41 :],  # another key's header
-        lambda data: data[: len(MAGIC) + 41] + __import__("pickle").dumps({"not": "an entry"}),
+        lambda data: b"kaffinity-cache\n" + data[len(MAGIC) :],  # the format of before (pickles)
+        lambda data: data[:HEADER] + data[HEADER:].replace(b'"web"', b'"wex"'),  # edited: HMAC fails
     ],
-    ids=["truncated", "empty", "garbage", "wrong-key", "foreign-pickle"],
+    ids=["truncated", "empty", "garbage", "wrong-key", "old-format", "edited"],
 )
 def test_a_damaged_entry_is_a_miss_never_a_crash(repo: Path, tmp_path: Path, damage: object) -> None:
     cache = tmp_path / "cache"
@@ -171,8 +189,82 @@ def test_a_damaged_entry_is_a_miss_never_a_crash(repo: Path, tmp_path: Path, dam
         assert entry.read_bytes().startswith(MAGIC)
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"garbage",
+        b"[]",
+        __import__("pickle").dumps({"not": "an entry"}),
+        # JSON of the right outline with a wrong type inside (a line that is a string)
+        None,
+    ],
+    ids=["garbage", "empty-list", "pickle", "wrong-type"],
+)
+def test_an_authenticated_entry_of_the_wrong_shape_is_a_miss(
+    repo: Path, tmp_path: Path, payload: bytes | None
+) -> None:
+    """Validated on load: an entry with a good HMAC but not what kaffinity writes is a miss,
+    and is written again (whoever holds the key wrote it: a bug, or an older build)."""
+    cache = tmp_path / "cache"
+    (repo / "web.yaml").write_text(BROKEN)
+    expected = _lint(repo, cache)
+    changed = 0
+    for entry in _entries(cache):
+        good = entry.read_bytes()[HEADER:]
+        bad = good.replace(b'"schema",0,', b'"schema","0",', 1) if payload is None else payload
+        changed += bad != good
+        _signed(entry, bad)
+    assert changed
+    assert _lint(repo, cache) == expected
+    for entry in _entries(cache):
+        assert decode(entry.read_bytes()[HEADER:]) is not None  # written again
+
+
+def test_an_entry_decodes_to_what_was_checked(repo: Path) -> None:
+    """The format rebuilds equal objects: documents (their trees, positions, spans), findings
+    (their objects, related places, edits), suppression comments, problems."""
+    from kaffinity.config import Settings
+    from kaffinity.engine import streamed_rules
+    from kaffinity.load.read import from_bytes, read_bytes
+    from kaffinity.rules import RULES
+    from kaffinity.stream import check_file
+
+    settings = Settings()
+    text = BROKEN.replace("spec:\n  replicas", "spec:  # kaffinity: ignore[api-warning]\n  replicas")
+    text += "---\napiVersion: v1\nkind: List\nitems:\n"
+    text += "- {apiVersion: v1, kind: Namespace, metadata: {name: a}}\n---\n"
+    text += "{apiVersion: v1, kind: ConfigMap, metadata: {name: b, name: c},\n"
+    text += " data: {x: .inf, y: 1e3, z: null}}\n"
+    (repo / "all.yaml").write_text(text)
+    name, raw, problem = read_bytes(str(repo / "all.yaml"), settings.limits)
+    checked = check_file(
+        from_bytes(str(repo / "all.yaml"), name, raw, problem, settings.limits),
+        settings,
+        streamed_rules(RULES, settings),
+    )
+    assert checked.findings and checked.comments and len(checked.file.documents) == 3
+    assert any(doc.duplicate_keys for doc in checked.file.documents)
+    payload = encode(checked)
+    assert payload is not None
+    again = decode(payload)
+    assert again == checked
+    for before, after in zip(checked.file.documents, again.file.documents, strict=True):
+        assert after == before and after.duplicate_keys == before.duplicate_keys
+        assert after.data is after.root if not after.prefix else after.data is after.root["items"][0]
+        assert list(after.root.pos) == list(before.root.pos) and after.root.span == before.root.span
+    for (_, _, finding), (_, _, same) in zip(checked.findings, again.findings, strict=True):
+        assert (finding.object, finding.related, finding.edit, finding.fix, finding.severity) == (
+            same.object,
+            same.related,
+            same.edit,
+            same.fix,
+            same.severity,
+        )
+
+
 def test_damaged_entries_with_jobs(tmp_path: Path) -> None:
-    """The workers send a cached entry as it is; a damaged one is checked again here."""
+    """The workers send a cached entry as it is (authenticated, decoded here); a damaged one
+    is checked again here."""
     folder = tmp_path / "many"
     folder.mkdir()
     for index in range(70):
@@ -229,7 +321,7 @@ def test_a_cache_that_cannot_be_written_is_noted_and_the_run_goes_on(repo: Path,
     blocked.write_text("not a folder")
     code, stdout, stderr = _lint(repo, blocked)
     assert code == 0 and json.loads(stdout)["summary"]["files"] == 2
-    assert stderr.startswith("kaffinity: note: cannot write the cache in ")
+    assert stderr.startswith(f"kaffinity: note: the cache is off: the cache folder {blocked} is not a folder")
     assert len(stderr.splitlines()) == 1
 
 
@@ -331,7 +423,7 @@ def test_changed_reads_its_context_from_the_cache(repo: Path, tmp_path: Path) ->
 
 def test_an_entry_is_written_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A write that fails half-way leaves no entry and no temporary file behind."""
-    cache = Cache(str(tmp_path / "cache"), "f")
+    cache = Cache(str(tmp_path / "cache"), "f", SECRET)
     key = Cache.key("a.yaml", b"data")
 
     def broken(source: str, target: str) -> None:
@@ -350,7 +442,7 @@ def test_a_cache_with_writes_pending_goes_to_workers_without_them(tmp_path: Path
     the copy writes with its own thread."""
     import pickle
 
-    cache = Cache(str(tmp_path / "cache"), "f")
+    cache = Cache(str(tmp_path / "cache"), "f", SECRET)
     cache.put(Cache.key("a.yaml", b"a"), b"first")
     copy = pickle.loads(pickle.dumps(cache))
     assert copy.written == 0 and copy._writer is None
@@ -359,3 +451,34 @@ def test_a_cache_with_writes_pending_goes_to_workers_without_them(tmp_path: Path
     cache.flush()
     assert cache.get(Cache.key("a.yaml", b"a")) == b"first"
     assert cache.get(Cache.key("b.yaml", b"b")) == b"second"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"{}",  # an object with no position member
+        b"[{}]",
+        b"[[]]",
+        b'{"":[1,2,[-1]]}',  # a negative position
+        b'{"":[1,2,[1.5]]}',
+        b'{"":["1",2,[]]}',
+        b'{"a":[1],"":[1,1,[]]}',  # a JSON array as a value of a tree
+        b'{"":[1,1,[],[[1]]]}',
+        b'{"a":1,"":[1,1,[],[]]}',  # a list's object with keys
+        b"[" * 100_000,  # deeper than the decoder goes
+        b"\xff\xfe",
+        b'["a","",null,true,[],[],[],[],[],[],[1]]',  # notices that are not strings
+        b'["a","",null,true,[],[["a",0,5,[1,1],[],[]]],[],[],[],[],[]]',  # a document's root not there
+        b'["a","",null,true,[],[],[],[["r",null,"f",1,1,"r","m","bogus","c","",null,[],null,null,[]]],[],[],[]]',
+    ],
+)
+def test_an_entry_of_the_wrong_shape_decodes_to_nothing(payload: bytes) -> None:
+    assert decode(payload) is None
+
+
+def test_the_smallest_entry_decodes() -> None:
+    """The control of the test above: the same outline, of the right shape, is an entry."""
+    checked = decode(b'["a","",null,true,[{"":[1,1,[]]}],[["a",0,0,[1,1],[],[]]],[],[],[],[],["n"]]')
+    assert checked is not None
+    assert checked.file.name == "a" and checked.notices == ("n",)
+    assert checked.file.documents[0].data == {} and checked.file.documents[0].span == (1, 1)
