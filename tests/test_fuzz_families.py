@@ -135,7 +135,9 @@ def repositories(draw: st.DrawFn) -> dict[str, str | None]:
     files["policies/policy.yaml"] = _mutate(draw, policy) if draw(st.booleans()) else policy
     cluster = draw(st.sampled_from(CLUSTERS)).read_text(encoding="utf-8")
     files["cluster.yaml"] = _mutate(draw, cluster) if draw(st.booleans()) else cluster
-    config = draw(st.lists(st.sampled_from(CONFIG_LINES), max_size=3, unique=True))
+    # Half the repositories keep a config kaffinity accepts, so that the commands run to the end.
+    hostile_config = draw(st.booleans())
+    config = draw(st.lists(st.sampled_from(CONFIG_LINES), max_size=3, unique=True)) if hostile_config else []
     files[".kaffinity.yaml"] = "\n".join(config) + "\n"
     for hostile in draw(st.lists(st.sampled_from(["link", "options", "cache"]), max_size=2, unique=True)):
         if hostile == "link":  # a committed symlink out of the repository
@@ -215,9 +217,11 @@ FAMILIES: dict[str, list[list[str]]] = {
 }
 
 
-def _run(base: Path, family: str, files: dict[str, str | None]) -> None:
+def _run(base: Path, family: str, files: dict[str, str | None]) -> list[int]:
+    """Run ``family``'s commands on the repository ``files``; their exit codes."""
     from kaffinity.cli import app
 
+    codes: list[int] = []
     with _sandbox(base, files) as repo:
         before_outside = _snapshot(base / "in" / "outside")
         before_home = _snapshot(base / "home")
@@ -231,6 +235,7 @@ def _run(base: Path, family: str, files: dict[str, str | None]) -> None:
                 raise AssertionError(f"{where}: raised {result.exception!r}") from result.exception
             no_internal_error(result.exit_code, output)
             assert result.exit_code in (0, 1, 2), (where, result.exit_code, output[-2000:])
+            codes.append(result.exit_code)
             assert MARKER not in output, f"{where}: printed a file from outside the repository"
             fmt = args[args.index("--format") + 1] if "--format" in args else "text"
             if fmt in TEXT_FORMATS and args[0] == "lint":
@@ -245,6 +250,7 @@ def _run(base: Path, family: str, files: dict[str, str | None]) -> None:
             if before_home.get(key) != value and not key.startswith(".cache/kaffinity")
         }
         assert not changed_home, f"the home folder changed outside kaffinity's own cache: {changed_home}"
+    return codes
 
 
 _SHORT = settings(
@@ -276,6 +282,7 @@ def test_fuzz_families_for_minutes(tmp_path: Path) -> None:
     kept = Path(os.environ.get("KAFFINITY_FUZZ_FAILURES") or tmp_path / "failures")
     kept.mkdir(parents=True, exist_ok=True)
     counts = dict.fromkeys(FAMILIES, 0)
+    exits = dict.fromkeys(range(4), 0)
     failures = 0
 
     @settings(max_examples=50, deadline=None, database=None, suppress_health_check=list(HealthCheck))
@@ -286,7 +293,8 @@ def test_fuzz_families_for_minutes(tmp_path: Path) -> None:
             return
         counts[family] += 1
         try:
-            _run(tmp_path / "case", family, files)
+            for code in _run(tmp_path / "case", family, files):
+                exits[code] += 1
         except Exception as error:  # noqa: BLE001 - every failure is kept, the run goes on
             failures += 1
             case = kept / f"failure-{failures:04d}-{family}"
@@ -302,6 +310,8 @@ def test_fuzz_families_for_minutes(tmp_path: Path) -> None:
     print(
         f"fuzz families: {LONG_MINUTES:g} minutes: {sum(counts.values())} repositories ("
         + ", ".join(f"{family} {count}" for family, count in counts.items())
-        + f"), {failures} failures"
+        + "), commands by exit code: "
+        + ", ".join(f"{code}: {count}" for code, count in exits.items())
+        + f"; {failures} failures"
     )
     assert not failures, f"{failures} failing repositories kept in {kept}"
