@@ -78,8 +78,10 @@ from kaffinity.rules.base import POLICY_CATEGORY, Rule
 if TYPE_CHECKING:
     from kaffinity.context import Context
 
-#: The longest message a messageExpression may give (the API server's limit on a message).
-_MAX_MESSAGE = 5000
+#: The longest message a messageExpression may give, in bytes once trimmed: a longer one is
+#: dropped for ``message`` (``MaxEvaluatedMessageExpressionSizeBytes``, 5 KiB, in
+#: ``staging/src/k8s.io/apiserver/pkg/apis/cel/config.go``; ``validating/validator.go``).
+_MAX_MESSAGE = 5 * 1024
 
 
 @dataclass
@@ -461,15 +463,18 @@ def references_variable(text: str, name: str) -> bool:
 
 
 def _message(validation: Validation, program: Program | None, bound: Any) -> str:
-    """``messageExpression`` when it gives a one-line, non-empty string; else ``message``; else
-    the API server's ``failed expression: ...``."""
+    """``messageExpression`` when it gives a one-line, non-empty string of at most 5 KiB
+    (trimmed, as ``validator.go`` trims it); else ``message``; else the API server's ``failed
+    expression: ...``."""
     if program is not None:
         try:
             said = program.run(bound)
         except EvaluationError:
             said = None
-        if isinstance(said, str) and said.strip() and "\n" not in said and len(said) <= _MAX_MESSAGE:
-            return said
+        if isinstance(said, str):
+            said = said.strip()
+            if said and "\n" not in said and len(said.encode("utf-8", "surrogatepass")) <= _MAX_MESSAGE:
+                return said
     if validation.message:
         return validation.message
     return f"failed expression: {_one_line(validation.expression.text)}"
