@@ -215,8 +215,8 @@ def _name_errors(doc: Document) -> list[str]:
     for path in fields:
         value = doc.data[path[0]][path[1]]
         for message in dns_subdomain_errors(value):
-            shown = json.dumps(value, ensure_ascii=True)
-            out.append(error_at(doc.file, doc.locate(path), f"{format_path(path)}: Invalid value: {shown}: {message}"))
+            said = f"{format_path(path)}: Invalid value: {json.dumps(value, ensure_ascii=True)}: {message}"
+            out.append(error_at(doc.file, doc.locate(path), said))
     return out
 
 

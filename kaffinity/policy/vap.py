@@ -51,6 +51,7 @@ from kaffinity.policy.admission import (
     Validation,
     is_admission,
 )
+from kaffinity.policy.cel.limits import MAX_MESSAGE_BYTES, OUT_OF_BUDGET, RUNTIME_COST_BUDGET
 from kaffinity.policy.expressions import (
     ADMISSION_VARIABLES,
     FACTS,
@@ -59,9 +60,11 @@ from kaffinity.policy.expressions import (
     Program,
     Programs,
     chains,
+    last_cost,
     references,
 )
 from kaffinity.policy.facts import facts, parts_read
+from kaffinity.policy.guard import Guarded, begin, guarded
 from kaffinity.policy.matching import (
     NAMESPACE_NAME_LABEL,
     Param,
@@ -81,7 +84,7 @@ if TYPE_CHECKING:
 #: The longest message a messageExpression may give, in bytes once trimmed: a longer one is
 #: dropped for ``message`` (``MaxEvaluatedMessageExpressionSizeBytes``, 5 KiB, in
 #: ``staging/src/k8s.io/apiserver/pkg/apis/cel/config.go``; ``validating/validator.go``).
-_MAX_MESSAGE = 5 * 1024
+_MAX_MESSAGE = MAX_MESSAGE_BYTES
 
 
 @dataclass
@@ -192,11 +195,17 @@ def admission_rule(
             )
         state = shared(context)
         for doc in context.documents:
-            if is_admission(doc.data):
+            if is_admission(doc.data) or not begin(doc):
                 continue
             yield from _check_object(
                 policy, bindings, compiled, programs, names, context, state, doc, param_documents
             )
+
+    def stopped(doc: Document | None, seconds: float) -> Iterator[Violation]:
+        """An object whose evaluation :mod:`kaffinity.policy.guard` stopped: as upstream's
+        evaluation out of budget, an error under ``failurePolicy: Fail``, nothing under Ignore."""
+        if doc is not None and policy.failure_policy == "Fail":
+            yield Violation(doc, (), f"{OUT_OF_BUDGET} (an expression ran over {seconds:g} s)")
 
     bound = ", ".join(binding.name for binding in bindings) or "none in the files given: bound with Deny"
     docs = (
@@ -209,7 +218,7 @@ def admission_rule(
         severity=_severity(bindings[0].actions) if bindings else Severity.ERROR,
         summary=f"ValidatingAdmissionPolicy {policy.name}",
         docs=docs,
-        check=check,
+        check=guarded(Guarded(check, stopped, own=(policy.doc,))),
         # The namespaces, the params and the facts may be in any manifest of the repository.
         needs_all_manifests=True,
     )
@@ -406,7 +415,46 @@ def _evaluate(
     bound: Any = None,
 ) -> Iterator[tuple[DataPath, str]]:
     """What the validations say of one (object, binding, params): (path, message) per failure.
-    ``bound``: an activation of ``data`` already made (no variables)."""
+    ``bound``: an activation of ``data`` already made (no variables). Its expressions share
+    upstream's ``RuntimeCELCostBudget``: past it, the policy's decision is that error."""
+    fail = policy.failure_policy == "Fail"
+    try:
+        yield from _evaluate_within(policy, compiled, programs, names, data, bound, _Budget())
+    except _OutOfBudget:
+        if fail:
+            yield (), OUT_OF_BUDGET
+
+
+class _OutOfBudget(Exception):
+    """The expressions of one policy evaluation passed ``RuntimeCELCostBudget``."""
+
+
+class _Budget:
+    """What is left of ``RuntimeCELCostBudget`` for one policy evaluation (activation.go
+    subtracts each expression's actual cost)."""
+
+    def __init__(self) -> None:
+        self.left = RUNTIME_COST_BUDGET
+
+    def run(self, program: Program, bound: Any) -> Any:
+        """``program.run(bound)``, its cost subtracted; :class:`_OutOfBudget` past the budget."""
+        try:
+            return program.run(bound)
+        finally:
+            self.left -= last_cost()
+            if self.left < 0:
+                raise _OutOfBudget
+
+
+def _evaluate_within(
+    policy: AdmissionPolicy,
+    compiled: Compiled,
+    programs: Programs,
+    names: Sequence[str],
+    data: dict[str, Any],
+    bound: Any,
+    budget: _Budget,
+) -> Iterator[tuple[DataPath, str]]:
     fail = policy.failure_policy == "Fail"
     values: dict[str, Any] = {}
     broken: dict[str, str] = {}
@@ -418,7 +466,7 @@ def _evaluate(
         if stale and "variables" in expression.text:
             bound, stale = programs.activation(names, data), False
         try:
-            values[expression.name] = program.run(bound)
+            values[expression.name] = budget.run(program, bound)
         except EvaluationError as error:
             broken[expression.name] = str(error)
         stale = True
@@ -426,20 +474,25 @@ def _evaluate(
         bound = programs.activation(names, data)
     for condition, program in compiled.conditions:
         try:
-            if program.run(bound) is False:
+            if budget.run(program, bound) is False:
                 return
         except EvaluationError as error:
             if fail:
                 yield (), f"match condition '{condition.name}' resulted in error: {error}"
             return
     for validation, program, message_program in compiled.validations:
-        said = _validate(validation, program, message_program, bound, broken)
+        said = _validate(validation, program, message_program, bound, broken, budget)
         if said is not None and (fail or not said[1]):
             yield _path(validation), said[0]
 
 
 def _validate(
-    validation: Validation, program: Program, message: Program | None, bound: Any, broken: Mapping[str, str]
+    validation: Validation,
+    program: Program,
+    message: Program | None,
+    bound: Any,
+    broken: Mapping[str, str],
+    budget: _Budget,
 ) -> tuple[str, bool] | None:
     """One validation: None when it holds, else what it says and whether it is an error (which
     counts only under ``failurePolicy: Fail``) rather than a false."""
@@ -448,27 +501,27 @@ def _validate(
     if reads:
         return f"variable '{reads[0]}' resulted in error: {broken[reads[0]]}", True
     try:
-        result = program.run(bound)
+        result = budget.run(program, bound)
     except EvaluationError as error:
         return f"expression '{_one_line(text)}' resulted in error: {error}", True
     if result is True:
         return None
     if result is not False:
         return f"expression '{_one_line(text)}' must evaluate to bool, not {type(result).__name__}", True
-    return _message(validation, message, bound), False
+    return _message(validation, message, bound, budget), False
 
 
 def references_variable(text: str, name: str) -> bool:
     return re.search(rf"\bvariables\s*\.\s*{re.escape(name)}\b", text) is not None
 
 
-def _message(validation: Validation, program: Program | None, bound: Any) -> str:
+def _message(validation: Validation, program: Program | None, bound: Any, budget: _Budget) -> str:
     """``messageExpression`` when it gives a one-line, non-empty string of at most 5 KiB
     (trimmed, as ``validator.go`` trims it); else ``message``; else the API server's ``failed
     expression: ...``."""
     if program is not None:
         try:
-            said = program.run(bound)
+            said = budget.run(program, bound)
         except EvaluationError:
             said = None
         if isinstance(said, str):

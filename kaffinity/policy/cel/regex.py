@@ -23,6 +23,7 @@ from typing import Any
 
 from cel_expr_python import cel
 
+from kaffinity.policy.cel import limits
 from kaffinity.policy.cel.library import functions, overload
 
 T = cel.Type
@@ -75,6 +76,9 @@ def find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     for match in compile_pattern(pattern).finditer(text):
         if limit >= 0 and len(found) >= limit:
             break
+        # Each match is linear in the text, but a text may hold as many matches as characters:
+        # past the evaluation's deadline, stop (the cost-limit error).
+        limits.check_time()
         start, end = match.span()
         if start == end and start == previous_end:
             continue
