@@ -158,6 +158,12 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
             said = f"the expression resulted in error: {COST_EXCEEDED} (it ran over {seconds:g} s)"
             yield Violation(doc, (), f"{policy.message}: {said}")
 
+    def prepare(context: Context) -> None:
+        from kaffinity.policy.facts import parts_read
+        from kaffinity.policy.vap import prepare_facts
+
+        prepare_facts(context, parts_read(program.text) if program is not None else ())
+
     where = f"Defined in `{policy.doc.file}` (a `{policy.target}` policy)."
     docs = f"{policy.description or policy.message}\n\n{where}"
     return Rule(
@@ -166,7 +172,7 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
         severity=policy.severity,
         summary=policy.message,
         docs=docs,
-        check=guarded(Guarded(check, stopped, own=(policy.doc,))),
+        check=guarded(Guarded(check, stopped, own=(policy.doc,), prepare=prepare)),
         # What kaffinity knows of a workload (its neighbours, its placement) reads them all.
         needs_all_manifests=program is not None and references(program.text, FACTS),
     )

@@ -11,9 +11,11 @@ Linux a policy rule's check runs in a process forked from kaffinity's:
   :data:`MEMORY_HEADROOM_ENV` MiB (default 2048): past it cel-cpp's allocation fails, and the
   evaluation is the cost-limit error;
 - kaffinity watches its clock: one expression's evaluation (or a policy schema's check) that
-  runs over :func:`~kaffinity.policy.cel.limits.time_limit` seconds (default 10) is stopped with
+  runs over :func:`~kaffinity.policy.cel.limits.time_limit` seconds (default 5) is stopped with
   the process, and the object is reported as upstream reports a policy evaluation that ran out
-  of budget, as its ``failurePolicy`` says; a new process goes on with the next object.
+  of budget, as its ``failurePolicy`` says; a new process checks the rule again without that
+  object (a check's findings come back at its end, in one message: a message per finding
+  costs a process switch each). k such objects cost k times the limit.
 
 One process serves every policy rule of a context (one fork per context, ~10 ms); the objects,
 policies and compiled expressions are its copies of kaffinity's, so nothing is sent to it but
@@ -71,10 +73,13 @@ class Guarded:
     stopped: Callable[[Document | None, float], Iterator[Violation]]
     #: Documents the check's findings may point at besides the context's (the policy's own).
     own: tuple[Document, ...] = ()
+    #: What the check reads of a context that kaffinity's own rules read too (the validation,
+    #: the graph): computed by kaffinity before it forks, so that neither computes it twice.
+    prepare: Callable[[Context], object] | None = None
     serial: int = field(default_factory=lambda: next(_SERIALS))
 
     def __post_init__(self) -> None:
-        _REGISTRY[self.serial] = weakref.ref(self)
+        _REGISTRY[self.serial] = weakref.ref(self, lambda _: _REGISTRY.pop(self.serial, None))
 
 
 _REGISTRY: dict[int, weakref.ref[Guarded]] = {}
@@ -93,8 +98,8 @@ def guarded(rule: Guarded) -> Callable[[Context], Iterator[Violation]]:
 
 
 def begin(doc: Document) -> bool:
-    """Called by a guarded check before it evaluates an object: False when a process before this
-    one was stopped on or after it (skip it: its findings were reported)."""
+    """Called by a guarded check before it evaluates an object: False when a guarded process was
+    stopped on it before (skip it: what it is reported as is said already)."""
     worker = NOW.worker
     return True if worker is None else worker.begin(doc)
 
@@ -125,7 +130,7 @@ def _forking() -> bool:
 class Worker:
     """The guarded process's side: its progress, written where kaffinity reads it."""
 
-    def __init__(self, shared: mmap.mmap, documents: tuple[Document, ...], skip: int) -> None:
+    def __init__(self, shared: mmap.mmap, documents: tuple[Document, ...], skip: frozenset[int]) -> None:
         self.shared = shared
         self.documents = documents
         self.skip = skip
@@ -144,7 +149,7 @@ class Worker:
         self.begun += 1
         self.index = self.index_of(doc)
         self._write(0)
-        return self.begun > self.skip
+        return self.begun not in self.skip
 
     def evaluating(self, busy: bool) -> None:
         """An evaluation starts (True) or ends (False): the clock runs in between."""
@@ -181,7 +186,12 @@ class _Child:
         import mmap
         from multiprocessing import Pipe
 
+        for reference in list(_REGISTRY.values()):
+            rule = reference()
+            if rule is not None and rule.prepare is not None:
+                rule.prepare(context)
         self.context = weakref.ref(context)
+        self.found_rules = len(context.found_rules)
         self.shared = mmap.mmap(-1, _PROGRESS.size)
         mine, theirs = Pipe()
         pid = os.fork()
@@ -199,8 +209,8 @@ class _Child:
         return evaluations, busy, begun, index
 
     def collect(self, rule: Guarded, context: Context, limit: float, found: list[Violation]) -> Any:
-        """The process's answers to one request, into ``found``: "done", ("error", text),
-        "missing" (it does not know the rule) or :class:`_Stopped`."""
+        """The process's answer to one request (its findings into ``found``): "done", ("error",
+        text), "missing" (it does not know the rule) or :class:`_Stopped`."""
         watched, since = -1, time.monotonic()
         while True:
             if self.conn.poll(_POLL):
@@ -208,9 +218,9 @@ class _Child:
                     message = self.conn.recv()
                 except (EOFError, OSError):  # it died (memory: an abort past the limit)
                     return self._stopped()
-                if message[0] == "found":
-                    found.append(_unpack(message[1], rule, context))
-                    continue
+                if message[0] == "done":
+                    found.extend(_unpack(packed, rule, context) for packed in message[1])
+                    return "done"
                 return message[0] if len(message) == 1 else message
             evaluations, busy, _, _ = self.progress()
             now = time.monotonic()
@@ -239,8 +249,10 @@ _CURRENT: list[_Child] = []  # the live guarded process, if any
 
 
 def _child(context: Context) -> _Child:
-    """The guarded process of ``context`` (one at a time: another context's is stopped)."""
-    if _CURRENT and _CURRENT[0].context() is context:
+    """The guarded process of ``context`` (one at a time: another context's is stopped). A new one
+    when the engine has run more built-in rules since: the policies' facts read their findings,
+    and a process that has not seen them would run those rules again."""
+    if _CURRENT and _CURRENT[0].context() is context and _CURRENT[0].found_rules == len(context.found_rules):
         return _CURRENT[0]
     _stop_current()
     _CURRENT.append(_Child(context))
@@ -257,12 +269,13 @@ atexit.register(_stop_current)
 
 def _run(rule: Guarded, context: Context) -> Iterator[Violation]:
     """``rule.check(context)`` in the context's guarded process: its findings, and for an object
-    whose evaluation was stopped, ``rule.stopped``'s; then on with the next object."""
+    whose evaluation was stopped, ``rule.stopped``'s; then the check again without it."""
     from kaffinity.policy.cel.limits import time_limit
 
     limit = time_limit()
     found: list[Violation] = []
-    skip, missing = 0, 0
+    skip: frozenset[int] = frozenset()
+    missing = 0
     while True:
         child = _child(context)
         child.conn.send((rule.serial, skip))
@@ -274,7 +287,9 @@ def _run(rule: Guarded, context: Context) -> Iterator[Violation]:
             documents = context.documents
             doc = documents[outcome.index] if 0 <= outcome.index < len(documents) else None
             found.extend(rule.stopped(doc, limit))
-            skip = max(skip + 1, outcome.begun)
+            if outcome.begun == 0 or outcome.begun in skip:  # not on an object: nothing to skip
+                break
+            skip |= {outcome.begun}  # the check again, without it: what the process found is lost
             continue
         if outcome == "missing" and missing == 0:  # a rule made after the process: a new one
             missing += 1
@@ -301,16 +316,14 @@ def _serve(context: Context, conn: Connection, shared: mmap.mmap) -> None:
             continue
         worker = NOW.worker = Worker(shared, context.documents, request[1])
         try:
-            for violation in rule.check(context):
-                # Resumed (skip > 0): what came before the objects skipped was sent already.
-                if not worker.skip or worker.begun > worker.skip:
-                    conn.send(("found", _pack(violation, rule, worker)))
+            # Sent at the end, at once: a message per finding costs a process switch each.
+            found = [_pack(violation, rule, worker) for violation in rule.check(context)]
         except Exception as error:  # noqa: BLE001 - the engine reports it as the rule's internal error
             conn.send(("error", f"{type(error).__name__}: {error}"))
             continue
         finally:
             NOW.worker = None
-        conn.send(("done",))
+        conn.send(("done", found))
 
 
 def _limit_memory() -> None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -207,6 +207,11 @@ def admission_rule(
         if doc is not None and policy.failure_policy == "Fail":
             yield Violation(doc, (), f"{OUT_OF_BUDGET} (an expression ran over {seconds:g} s)")
 
+    def prepare(context: Context) -> None:
+        """What the built-in rules read too: the validation, and the facts' graph and placement."""
+        _rejected(context, shared(context))
+        prepare_facts(context, compiled.facts)
+
     bound = ", ".join(binding.name for binding in bindings) or "none in the files given: bound with Deny"
     docs = (
         f"The ValidatingAdmissionPolicy `{policy.name}`, evaluated as kube-apiserver would on a "
@@ -218,7 +223,7 @@ def admission_rule(
         severity=_severity(bindings[0].actions) if bindings else Severity.ERROR,
         summary=f"ValidatingAdmissionPolicy {policy.name}",
         docs=docs,
-        check=guarded(Guarded(check, stopped, own=(policy.doc,))),
+        check=guarded(Guarded(check, stopped, own=(policy.doc,), prepare=prepare)),
         # The namespaces, the params and the facts may be in any manifest of the repository.
         needs_all_manifests=True,
     )
@@ -283,6 +288,17 @@ def _check_object(
                 bound = state.plain_activations[key] = programs.activation(names, {**data, "variables": {}})
             for path, message in _evaluate(policy, compiled, programs, names, data, bound):
                 yield Violation(doc, path, _said(binding, message), severity=severity)
+
+
+def prepare_facts(context: Context, parts: Collection[str]) -> None:
+    """Compute what the ``kaffinity`` variable's ``parts`` read of ``context`` that the
+    built-in rules read too (the graph, the placement), before :mod:`kaffinity.policy.guard`
+    forks: the guarded process then shares it instead of computing it again."""
+    _ = context.inventory
+    if {"neighbours", "rollout"} & set(parts):
+        _ = context.graph
+    if "placement" in parts:
+        _ = context.placement
 
 
 #: The validation rules whose findings mean the API server refuses the object outright.

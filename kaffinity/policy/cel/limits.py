@@ -51,7 +51,7 @@ OUT_OF_BUDGET = "validation failed due to running out of cost budget, no further
 TIME_LIMIT_ENV = "KAFFINITY_CEL_TIME_LIMIT"
 #: Upstream's budget is "roughly 1 second" of evaluation (config.go); cel-cpp is slower than
 #: cel-go at some of it (a ``map`` copies its list at each step), hence the margin.
-DEFAULT_TIME_LIMIT = 10.0
+DEFAULT_TIME_LIMIT = 5.0
 
 
 @cache
