@@ -10,8 +10,8 @@ Linux a policy rule's check runs in a process forked from kaffinity's:
 - its address space is limited to what kaffinity used when it was forked plus
   :data:`MEMORY_HEADROOM_ENV` MiB (default 2048): past it cel-cpp's allocation fails, and the
   evaluation is the cost-limit error;
-- kaffinity watches its clock: one expression's evaluation (or a policy schema's check) that
-  runs over :func:`~kaffinity.policy.cel.limits.time_limit` seconds (default 5) is stopped with
+- kaffinity watches its CPU time: one expression's evaluation (or a policy schema's check) that
+  takes over :func:`~kaffinity.policy.cel.limits.time_limit` seconds (default 5) is stopped with
   the process, and the object is reported as upstream reports a policy evaluation that ran out
   of budget, as its ``failurePolicy`` says; a new process checks the rule again without that
   object (a check's findings come back at its end, in one message: a message per finding
@@ -55,6 +55,8 @@ MEMORY_HEADROOM_ENV = "KAFFINITY_CEL_MEMORY_LIMIT"
 DEFAULT_HEADROOM_MIB = 2048
 #: How often kaffinity looks at the guarded process's clock (seconds).
 _POLL = 0.05
+#: Clock ticks per second of /proc's CPU times.
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 #: The shared progress: evaluations begun, evaluating (1) or not (0), objects begun, the
 #: object's index in the context's documents (-1: none of them).
 _PROGRESS = struct.Struct("<qqqq")
@@ -211,7 +213,7 @@ class _Child:
     def collect(self, rule: Guarded, context: Context, limit: float, found: list[Violation]) -> Any:
         """The process's answer to one request (its findings into ``found``): "done", ("error",
         text), "missing" (it does not know the rule) or :class:`_Stopped`."""
-        watched, since = -1, time.monotonic()
+        watched, since = -1, self.clock()
         while True:
             if self.conn.poll(_POLL):
                 try:
@@ -223,11 +225,22 @@ class _Child:
                     return "done"
                 return message[0] if len(message) == 1 else message
             evaluations, busy, _, _ = self.progress()
-            now = time.monotonic()
+            now = self.clock()
             if not busy or evaluations != watched:
                 watched, since = evaluations, now
             elif now - since > limit:
                 return self._stopped()
+
+    def clock(self) -> float:
+        """The guarded process's CPU time (seconds; its wall time where /proc cannot say): on a
+        loaded machine a quick evaluation may take long on the wall, not on the CPU."""
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as stat:
+                # After the command's parenthesis: state is field 3, utime and stime 14 and 15.
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / _TICKS
+        except (OSError, IndexError, ValueError):
+            return time.monotonic()
 
     def _stopped(self) -> _Stopped:
         _, _, begun, index = self.progress()

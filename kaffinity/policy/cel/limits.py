@@ -56,8 +56,9 @@ DEFAULT_TIME_LIMIT = 5.0
 
 @cache
 def time_limit() -> float:
-    """How long one expression's evaluation may run (seconds): :data:`DEFAULT_TIME_LIMIT`, or
-    what :data:`TIME_LIMIT_ENV` says (0: no limit)."""
+    """How long one expression's evaluation may run (seconds of CPU time in the guarded process,
+    of the wall in kaffinity's Python functions): :data:`DEFAULT_TIME_LIMIT`, or what
+    :data:`TIME_LIMIT_ENV` says (0: no limit, and no guarded process)."""
     said = os.environ.get(TIME_LIMIT_ENV, "")
     try:
         value = float(said) if said.strip() else DEFAULT_TIME_LIMIT
