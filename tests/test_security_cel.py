@@ -289,3 +289,34 @@ def test_a_name_the_api_server_refuses_is_a_load_error(tmp_path: Path, name: str
     assert len(errors) == 1
     assert errors[0].startswith(f"{tmp_path / 'policy.yaml'}:{line_of(text, marker)}:")
     assert "\x1b" not in completed.stderr
+
+
+# -- Kubernetes' libraries in Python: linear in what a pull request writes ------------------------
+
+
+@pytest.mark.parametrize(
+    ("expression", "wanted"),
+    [
+        ("quantity('9e999999999').isInteger()", "false"),
+        ("quantity('-9e999999999').isInteger()", "false"),
+        ("quantity('9E18').asInteger() == 9000000000000000000", "true"),
+    ],
+)
+def test_a_huge_quantity_is_no_integer_at_once(expression: str, wanted: str) -> None:
+    """``isInteger``/``asInteger`` of 9e999999999 (nine exa-...-units, a billion digits) answer
+    at once: the amount is compared with int64's bounds before any conversion. In a child
+    process with a timeout: the bug this guards against never returns."""
+    script = (
+        "from kaffinity.policy.cel.environment import compile_expression\n"
+        f"print(str(compile_expression({expression!r}, '1.34', {{}}).evaluate({{}})).lower())\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+        env={"PYTHONPATH": str(REPO)},
+    )
+    assert (completed.returncode, completed.stdout.strip()) == (0, wanted), completed.stderr
