@@ -196,11 +196,12 @@ class _Child:
         self.found_rules = len(context.found_rules)
         self.shared = mmap.mmap(-1, _PROGRESS.size)
         mine, theirs = Pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the guarded process
             try:
                 mine.close()
-                _serve(context, theirs, self.shared)
+                _serve(context, theirs, self.shared, parent)
             finally:
                 os._exit(0)
         theirs.close()
@@ -314,9 +315,10 @@ def _run(rule: Guarded, context: Context) -> Iterator[Violation]:
     yield from found
 
 
-def _serve(context: Context, conn: Connection, shared: mmap.mmap) -> None:
+def _serve(context: Context, conn: Connection, shared: mmap.mmap, parent: int) -> None:
     """The guarded process: check the rules asked for, send back what they find."""
     _limit_memory()
+    _tie_to_parent(parent)
     while True:
         try:
             request = conn.recv()
@@ -337,6 +339,19 @@ def _serve(context: Context, conn: Connection, shared: mmap.mmap) -> None:
         finally:
             NOW.worker = None
         conn.send(("done", found))
+
+
+def _tie_to_parent(parent: int) -> None:
+    """Ctrl-C is kaffinity's to handle (it stops this process), and this process dies with
+    kaffinity (Linux's ``PR_SET_PDEATHSIG``): an evaluation stuck in cel-cpp never outlives it."""
+    import ctypes
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+    if os.getppid() != parent:  # kaffinity died before the tie was made
+        os._exit(0)
 
 
 def _limit_memory() -> None:
