@@ -81,7 +81,8 @@ class Guarded:
     serial: int = field(default_factory=lambda: next(_SERIALS))
 
     def __post_init__(self) -> None:
-        _REGISTRY[self.serial] = weakref.ref(self, lambda _: _REGISTRY.pop(self.serial, None))
+        serial = self.serial  # not self: the callback must not keep it alive
+        _REGISTRY[serial] = weakref.ref(self, lambda _: _REGISTRY.pop(serial, None))
 
 
 _REGISTRY: dict[int, weakref.ref[Guarded]] = {}
@@ -262,14 +263,18 @@ class _Child:
 _CURRENT: list[_Child] = []  # the live guarded process, if any
 
 
-def _child(context: Context) -> _Child:
+def _child(context: Context) -> _Child | None:
     """The guarded process of ``context`` (one at a time: another context's is stopped). A new one
     when the engine has run more built-in rules since: the policies' facts read their findings,
-    and a process that has not seen them would run those rules again."""
+    and a process that has not seen them would run those rules again. None: the system refuses
+    a process (the check then runs in kaffinity's)."""
     if _CURRENT and _CURRENT[0].context() is context and _CURRENT[0].found_rules == len(context.found_rules):
         return _CURRENT[0]
     _stop_current()
-    _CURRENT.append(_Child(context))
+    try:
+        _CURRENT.append(_Child(context))
+    except OSError:  # fork refused (EAGAIN, ENOMEM)
+        return None
     return _CURRENT[0]
 
 
@@ -289,29 +294,39 @@ def _run(rule: Guarded, context: Context) -> Iterator[Violation]:
     limit = time_limit()
     found: list[Violation] = []
     skip: frozenset[int] = frozenset()
-    missing = 0
+    renewed = 0  # new processes for another reason than a stop: a few at most
     while True:
         child = _child(context)
-        child.conn.send((rule.serial, skip))
-        outcome = child.collect(rule, context, limit, found)
+        if child is None:
+            yield from rule.check(context)
+            return
+        try:
+            child.conn.send((rule.serial, skip))
+            outcome = child.collect(rule, context, limit, found)
+        except OSError:  # it died while idle (killed from outside)
+            outcome = "missing"
         if outcome == "done":
             break
-        if isinstance(outcome, _Stopped):
+        if isinstance(outcome, _Stopped) and outcome.begun > 0 and outcome.begun not in skip:
             _CURRENT.clear()  # stopped already
             documents = context.documents
             doc = documents[outcome.index] if 0 <= outcome.index < len(documents) else None
             found.extend(rule.stopped(doc, limit))
-            if outcome.begun == 0 or outcome.begun in skip:  # not on an object: nothing to skip
-                break
             skip |= {outcome.begun}  # the check again, without it: what the process found is lost
             continue
-        if outcome == "missing" and missing == 0:  # a rule made after the process: a new one
-            missing += 1
+        if outcome == "missing" and renewed < 2:  # a rule made after the process, or it died
+            renewed += 1
             _stop_current()
             continue
-        yield from found
-        said = outcome[1] if isinstance(outcome, tuple) else f"the guarded process answered {outcome!r}"
-        raise RuntimeError(said)
+        if isinstance(outcome, tuple):  # the check raised: what it found, then its error
+            yield from found
+            raise RuntimeError(str(outcome[1]))
+        _stop_current()
+        raise RuntimeError(
+            "the guarded process ended before it checked an object"
+            if isinstance(outcome, _Stopped)
+            else f"the guarded process answered {outcome!r}"
+        )
     yield from found
 
 
