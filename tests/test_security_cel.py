@@ -320,3 +320,32 @@ def test_a_huge_quantity_is_no_integer_at_once(expression: str, wanted: str) -> 
         env={"PYTHONPATH": str(REPO)},
     )
     assert (completed.returncode, completed.stdout.strip()) == (0, wanted), completed.stderr
+
+
+@pytest.mark.skipif(not LINUX, reason="the guarded process is Linux's")
+def test_the_guarded_process_finds_what_kaffinitys_own_finds() -> None:
+    """The library's policies (schema, CEL, ValidatingAdmissionPolicies, the ``kaffinity``
+    facts) on their fixtures: the same findings in a guarded process as in kaffinity's own
+    (``KAFFINITY_CEL_TIME_LIMIT=0``)."""
+    policies = REPO / "examples" / "policies"
+    fixtures = [str(policies / name) for name in ("fail.yaml", "fail-facts.yaml", "fail-rollout.yaml")]
+    flags = [
+        flag
+        for name in ("admission.yaml", "facts.yaml", "scheduling.yaml")
+        for flag in ("--policy", str(policies / name))
+    ]
+    reports = []
+    for limit in ("5", "0"):
+        completed = run(
+            "lint",
+            "--no-config",
+            "--format",
+            "json",
+            *fixtures,
+            *flags,
+            env={"KAFFINITY_CEL_TIME_LIMIT": limit},
+        )
+        reports.append((completed.returncode, json.loads(completed.stdout)["findings"]))
+    assert reports[0][0] == 1
+    assert any(f["category"] == "policy" for f in reports[0][1])
+    assert reports[0] == reports[1]
