@@ -349,3 +349,23 @@ def test_the_guarded_process_finds_what_kaffinitys_own_finds() -> None:
     assert reports[0][0] == 1
     assert any(f["category"] == "policy" for f in reports[0][1])
     assert reports[0] == reports[1]
+
+
+def test_find_all_stops_at_the_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each RE2 match is linear, but this pattern makes each one scan to the end of the text
+    (200,000 matches of 200,000 characters: 80 s, under the per-call cost limit, as in Go):
+    past the time limit (1 s here) the evaluation stops with the cost error."""
+    from kaffinity.policy.cel.limits import time_limit
+
+    monkeypatch.setenv("KAFFINITY_CEL_TIME_LIMIT", "1")
+    time_limit.cache_clear()
+    try:
+        compiled = compile_expression("object.s.findAll('(a|aa)*?b|a').size()", "1.34", {"object": _dyn()})
+        started = time.process_time()
+        with pytest.raises(CelEvaluationError) as raised:
+            compiled.evaluate({"object": {"s": "a" * 200_000}})
+        assert raised.value.message == COST_EXCEEDED
+        assert time.process_time() - started < 10
+    finally:
+        monkeypatch.delenv("KAFFINITY_CEL_TIME_LIMIT")
+        time_limit.cache_clear()

@@ -158,7 +158,7 @@ class Compiled:
         cel-expr-python converts an activation's data once, on first use) or a mapping of
         variable names to plain values (converted again on every call)."""
         seconds = limits.time_limit()
-        limits.start(time.monotonic() + seconds if seconds else 0.0)
+        limits.start(time.process_time() + seconds if seconds else 0.0)
         try:
             if isinstance(data, cel.Activation):
                 value = self.expression.eval(data)

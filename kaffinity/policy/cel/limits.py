@@ -57,7 +57,7 @@ DEFAULT_TIME_LIMIT = 5.0
 @cache
 def time_limit() -> float:
     """How long one expression's evaluation may run (seconds of CPU time in the guarded process,
-    of the wall in kaffinity's Python functions): :data:`DEFAULT_TIME_LIMIT`, or what
+    in kaffinity's Python functions too): :data:`DEFAULT_TIME_LIMIT`, or what
     :data:`TIME_LIMIT_ENV` says (0: no limit, and no guarded process)."""
     said = os.environ.get(TIME_LIMIT_ENV, "")
     try:
@@ -73,7 +73,8 @@ class _Tracker(threading.local):
     def __init__(self) -> None:
         self.cost = 0
         self.exceeded = False
-        #: ``time.monotonic()`` past which a Python library call stops the evaluation (0: none).
+        #: ``time.process_time()`` (CPU time, as the guard counts) past which a Python library
+        #: call stops the evaluation (0: none).
         self.deadline = 0.0
 
 
@@ -101,7 +102,7 @@ def charge(cost: int) -> None:
     if tracker.exceeded or tracker.cost > PER_CALL_LIMIT:
         tracker.exceeded = True
         raise ValueError(COST_EXCEEDED)
-    if tracker.deadline and time.monotonic() > tracker.deadline:
+    if tracker.deadline and time.process_time() > tracker.deadline:
         tracker.exceeded = True
         raise ValueError(COST_EXCEEDED)
 
