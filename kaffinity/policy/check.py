@@ -155,7 +155,8 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
     def stopped(doc: Document | None, seconds: float) -> Iterator[Violation]:
         """A workload whose check :mod:`kaffinity.policy.guard` stopped."""
         if doc is not None:
-            said = f"the expression resulted in error: {COST_EXCEEDED} (it ran over {seconds:g} s)"
+            what = "the expression resulted in error" if program is not None else "the schema check"
+            said = f"{what}: {COST_EXCEEDED} (it ran over {seconds:g} s)"
             yield Violation(doc, (), f"{policy.message}: {said}")
 
     def prepare(context: Context) -> None:
