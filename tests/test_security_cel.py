@@ -369,3 +369,49 @@ def test_find_all_stops_at_the_time_limit(monkeypatch: pytest.MonkeyPatch) -> No
     finally:
         monkeypatch.delenv("KAFFINITY_CEL_TIME_LIMIT")
         time_limit.cache_clear()
+
+
+@pytest.mark.skipif(not LINUX, reason="the time limit needs the guarded process kaffinity forks on Linux")
+def test_a_schema_pattern_that_backtracks_is_stopped(tmp_path: Path) -> None:
+    """A kaffinity Policy's JSON Schema ``pattern`` runs Python's re (jsonschema's): on a
+    hostile container name it would backtrack for ages; the guard stops it at the time limit
+    and says so at the workload, and the next workload is still checked."""
+    text = """\
+apiVersion: kaffinity.io/v1alpha1
+kind: Policy
+metadata: {name: container-names}
+spec:
+  target: podSpec
+  message: container names must be DNS labels
+  schema:
+    properties:
+      containers:
+        items:
+          properties:
+            name: {pattern: "^([a-z0-9]+-?)+$"}
+"""
+    (tmp_path / "policy.yaml").write_text(text)
+    slow = deployment("slow").replace("{name: app,", '{name: "' + "a" * 40 + '!",')
+    quick = deployment("quick").replace("{name: app,", '{name: "Bad",')
+    manifests = slow + "---\n" + quick
+    (tmp_path / "app.yaml").write_text(manifests)
+    started = time.monotonic()
+    completed = run(
+        "lint",
+        "--no-config",
+        "--format",
+        "json",
+        "--select",
+        "policy",
+        str(tmp_path / "app.yaml"),
+        "--policy",
+        str(tmp_path / "policy.yaml"),
+        env={"KAFFINITY_CEL_TIME_LIMIT": "1"},
+    )
+    assert completed.returncode == 1
+    found = json.loads(completed.stdout)["findings"]
+    assert [(f["rule"], COST_EXCEEDED in str(f["message"])) for f in found] == [
+        ("container-names", True),
+        ("container-names", False),
+    ]
+    assert time.monotonic() - started < 30
