@@ -17,9 +17,9 @@ policy/validating``: ``dispatcher.go``, ``validator.go``):
    Fail`` and skips it under ``Ignore``;
 5. ``variables`` are evaluated in order; an error in one counts only where it is read;
 6. each validation that is false is a finding: its ``messageExpression`` (when it gives a
-   one-line string), else its ``message``, else ``failed expression: <expression>``. A validation
-   that errors is a finding under ``Fail``, nothing under ``Ignore`` (one of at most 5 KiB
-   once trimmed, as ``validator.go`` says: a longer message gives way to ``message``);
+   one-line string of at most 5 KiB once trimmed, as ``validator.go`` has it), else its
+   ``message``, else ``failed expression: <expression>``. A validation that errors is a finding
+   under ``Fail``, nothing under ``Ignore``;
 7. the expressions of one evaluation share upstream's cost budget, and each has its per-call
    limit (:mod:`kaffinity.policy.cel.limits`); on Linux an evaluation that runs too long or
    grows too large is stopped (:mod:`kaffinity.policy.guard`): the object's decision is then
