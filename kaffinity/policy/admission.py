@@ -166,10 +166,57 @@ def shape_errors(doc: Document) -> list[str]:
             if extra is not None:  # at the field itself, as kubectl's strict validation says it
                 path, message = (*path, extra), f'unknown field "{extra}"'
         out.append(error_at(doc.file, doc.locate(path), f"{field_prefix(path)}{message}"))
+    if not out:
+        out += _name_errors(doc)
     actions = doc.data.get("spec", {}).get("validationActions") if not out else None
     if isinstance(actions, list) and "Deny" in actions and "Warn" in actions:
         said = "spec.validationActions: Deny and Warn may not be used together (the API server refuses them)"
         out.append(error_at(doc.file, doc.locate(("spec", "validationActions")), said))
+    return out
+
+
+#: apimachinery ``IsDNS1123Subdomain`` (``pkg/util/validation/validation.go``): the longest name,
+#: in bytes, and the form of one.
+DNS1123_SUBDOMAIN_MAX = 253
+_DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN = rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*"
+_DNS1123_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+    f"validation is '{_DNS1123_SUBDOMAIN}')"
+)
+
+
+def dns_subdomain_errors(value: str) -> list[str]:
+    """What apimachinery's ``IsDNS1123Subdomain`` says of ``value`` (nothing: a valid name)."""
+    import re2  # linear time, as Go's regexp: the name is anyone's
+
+    errors = []
+    encoded = value.encode("utf-8", "surrogatepass")  # Go's len(): bytes
+    if len(encoded) > DNS1123_SUBDOMAIN_MAX:
+        errors.append(f"must be no more than {DNS1123_SUBDOMAIN_MAX} characters")
+    if re2.fullmatch(_DNS1123_SUBDOMAIN.encode(), encoded) is None:
+        errors.append(_DNS1123_MESSAGE)
+    return errors
+
+
+def _name_errors(doc: Document) -> list[str]:
+    """kube-apiserver refuses a policy or binding whose ``metadata.name`` (and a binding's
+    ``spec.policyName``) is not a DNS subdomain: ``ValidateObjectMeta(..., NameIsDNSSubdomain)``
+    and ``validateValidatingAdmissionPolicyBindingSpec`` in
+    ``pkg/apis/admissionregistration/validation/validation.go``. Said as the API server says
+    it, the value quoted with its control and non-ASCII characters escaped."""
+    import json
+
+    fields: list[DataPath] = [("metadata", "name")]
+    if doc.data.get("kind") == BINDING_KIND:
+        fields.append(("spec", "policyName"))
+    out = []
+    for path in fields:
+        value = doc.data[path[0]][path[1]]
+        for message in dns_subdomain_errors(value):
+            said = f"{format_path(path)}: Invalid value: {json.dumps(value, ensure_ascii=True)}: {message}"
+            out.append(error_at(doc.file, doc.locate(path), said))
     return out
 
 

@@ -37,6 +37,7 @@ from kaffinity.k8s.model import Workload, dig
 from kaffinity.k8s.selectors import selector_matches
 from kaffinity.load.source import DataPath, format_path
 from kaffinity.policy.admission import KAFFINITY_ONLY, field_path
+from kaffinity.policy.cel.limits import COST_EXCEEDED
 from kaffinity.policy.expressions import (
     FACTS,
     CompileError,
@@ -47,6 +48,7 @@ from kaffinity.policy.expressions import (
     place_in_file,
     references,
 )
+from kaffinity.policy.guard import Guarded, begin, guarded, timed
 from kaffinity.policy.load import Loaded, Policy
 from kaffinity.rules.base import POLICY_CATEGORY, Rule
 
@@ -134,15 +136,34 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
 
     def check(context: Context) -> Iterator[Violation]:
         for workload in context.inventory.workloads:
-            if not matches(policy, workload):
+            if not matches(policy, workload) or not begin(workload.doc):
                 continue
             path, target = _target(policy, workload)
             if target is None:
                 continue
-            if validator is not None and not (valid is not None and valid(target)):
-                yield from _schema_check(policy, validator, workload, path, target)
+            if validator is not None:
+                with timed():  # a schema's ``pattern`` runs Python's re on the manifest
+                    found = (
+                        None
+                        if valid is not None and valid(target)
+                        else list(_schema_check(policy, validator, workload, path, target))
+                    )
+                yield from found or ()
             if program is not None and programs is not None:
                 yield from _expression_check(policy, program, programs, context, workload, path)
+
+    def stopped(doc: Document | None, seconds: float) -> Iterator[Violation]:
+        """A workload whose check :mod:`kaffinity.policy.guard` stopped."""
+        if doc is not None:
+            what = "the expression resulted in error" if program is not None else "the schema check"
+            said = f"{what}: {COST_EXCEEDED} (it ran over {seconds:g} s)"
+            yield Violation(doc, (), f"{policy.message}: {said}")
+
+    def prepare(context: Context) -> None:
+        from kaffinity.policy.facts import parts_read
+        from kaffinity.policy.vap import prepare_facts
+
+        prepare_facts(context, parts_read(program.text) if program is not None else ())
 
     where = f"Defined in `{policy.doc.file}` (a `{policy.target}` policy)."
     docs = f"{policy.description or policy.message}\n\n{where}"
@@ -152,7 +173,7 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
         severity=policy.severity,
         summary=policy.message,
         docs=docs,
-        check=check,
+        check=guarded(Guarded(check, stopped, own=(policy.doc,), prepare=prepare)),
         # What kaffinity knows of a workload (its neighbours, its placement) reads them all.
         needs_all_manifests=program is not None and references(program.text, FACTS),
     )

@@ -24,6 +24,7 @@ from functools import cache
 from typing import Any
 
 from kaffinity.load.source import Span
+from kaffinity.policy import guard
 
 #: The variables of a ValidatingAdmissionPolicy's expressions (``authorizer`` is declared so
 #: that an expression using it compiles; kaffinity cannot evaluate it offline).
@@ -52,6 +53,14 @@ class EvaluationError(Exception):
     """What CEL said when an expression errored."""
 
 
+def last_cost() -> int:
+    """What the last evaluation on this thread was charged (upstream's cost of the Kubernetes
+    library calls it made: :mod:`kaffinity.policy.cel.limits`)."""
+    from kaffinity.policy.cel.limits import finish
+
+    return finish()[0]
+
+
 @dataclass
 class Program:
     """A compiled expression."""
@@ -64,10 +73,16 @@ class Program:
         :class:`EvaluationError` for a CEL error."""
         from kaffinity.policy.cel.environment import CelEvaluationError
 
+        worker = guard.NOW.worker  # in a guarded process: the time limit's clock runs meanwhile
+        if worker is not None:
+            worker.evaluating(True)
         try:
             return self.compiled.evaluate(bound)
         except CelEvaluationError as error:
             raise EvaluationError(error.message) from None
+        finally:
+            if worker is not None:
+                worker.evaluating(False)
 
 
 @dataclass

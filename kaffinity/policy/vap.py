@@ -17,8 +17,13 @@ policy/validating``: ``dispatcher.go``, ``validator.go``):
    Fail`` and skips it under ``Ignore``;
 5. ``variables`` are evaluated in order; an error in one counts only where it is read;
 6. each validation that is false is a finding: its ``messageExpression`` (when it gives a
-   one-line string), else its ``message``, else ``failed expression: <expression>``. A validation
-   that errors is a finding under ``Fail``, nothing under ``Ignore``.
+   one-line string of at most 5 KiB once trimmed, as ``validator.go`` has it), else its
+   ``message``, else ``failed expression: <expression>``. A validation that errors is a finding
+   under ``Fail``, nothing under ``Ignore``;
+7. the expressions of one evaluation share upstream's cost budget, and each has its per-call
+   limit (:mod:`kaffinity.policy.cel.limits`); on Linux an evaluation that runs too long or
+   grows too large is stopped (:mod:`kaffinity.policy.guard`): the object's decision is then
+   "running out of cost budget", an error under ``Fail``, nothing under ``Ignore``.
 
 A finding's severity comes from the binding's ``validationActions``: Deny → error, Warn →
 warning, Audit → info. ``auditAnnotations`` only annotate the audit log: they are not evaluated.
@@ -34,7 +39,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +56,7 @@ from kaffinity.policy.admission import (
     Validation,
     is_admission,
 )
+from kaffinity.policy.cel.limits import MAX_MESSAGE_BYTES, OUT_OF_BUDGET, RUNTIME_COST_BUDGET
 from kaffinity.policy.expressions import (
     ADMISSION_VARIABLES,
     FACTS,
@@ -59,9 +65,11 @@ from kaffinity.policy.expressions import (
     Program,
     Programs,
     chains,
+    last_cost,
     references,
 )
 from kaffinity.policy.facts import facts, parts_read
+from kaffinity.policy.guard import Guarded, begin, guarded
 from kaffinity.policy.matching import (
     NAMESPACE_NAME_LABEL,
     Param,
@@ -78,8 +86,10 @@ from kaffinity.rules.base import POLICY_CATEGORY, Rule
 if TYPE_CHECKING:
     from kaffinity.context import Context
 
-#: The longest message a messageExpression may give (the API server's limit on a message).
-_MAX_MESSAGE = 5000
+#: The longest message a messageExpression may give, in bytes once trimmed: a longer one is
+#: dropped for ``message`` (``MaxEvaluatedMessageExpressionSizeBytes``, 5 KiB, in
+#: ``staging/src/k8s.io/apiserver/pkg/apis/cel/config.go``; ``validating/validator.go``).
+_MAX_MESSAGE = MAX_MESSAGE_BYTES
 
 
 @dataclass
@@ -190,11 +200,22 @@ def admission_rule(
             )
         state = shared(context)
         for doc in context.documents:
-            if is_admission(doc.data):
+            if is_admission(doc.data) or not begin(doc):
                 continue
             yield from _check_object(
                 policy, bindings, compiled, programs, names, context, state, doc, param_documents
             )
+
+    def stopped(doc: Document | None, seconds: float) -> Iterator[Violation]:
+        """An object whose evaluation :mod:`kaffinity.policy.guard` stopped: as upstream's
+        evaluation out of budget, an error under ``failurePolicy: Fail``, nothing under Ignore."""
+        if doc is not None and policy.failure_policy == "Fail":
+            yield Violation(doc, (), f"{OUT_OF_BUDGET} (an expression ran over {seconds:g} s)")
+
+    def prepare(context: Context) -> None:
+        """What the built-in rules read too: the validation, and the facts' graph and placement."""
+        _rejected(context, shared(context))
+        prepare_facts(context, compiled.facts)
 
     bound = ", ".join(binding.name for binding in bindings) or "none in the files given: bound with Deny"
     docs = (
@@ -207,7 +228,7 @@ def admission_rule(
         severity=_severity(bindings[0].actions) if bindings else Severity.ERROR,
         summary=f"ValidatingAdmissionPolicy {policy.name}",
         docs=docs,
-        check=check,
+        check=guarded(Guarded(check, stopped, own=(policy.doc,), prepare=prepare)),
         # The namespaces, the params and the facts may be in any manifest of the repository.
         needs_all_manifests=True,
     )
@@ -272,6 +293,17 @@ def _check_object(
                 bound = state.plain_activations[key] = programs.activation(names, {**data, "variables": {}})
             for path, message in _evaluate(policy, compiled, programs, names, data, bound):
                 yield Violation(doc, path, _said(binding, message), severity=severity)
+
+
+def prepare_facts(context: Context, parts: Collection[str]) -> None:
+    """Compute what the ``kaffinity`` variable's ``parts`` read of ``context`` that the
+    built-in rules read too (the graph, the placement), before :mod:`kaffinity.policy.guard`
+    forks: the guarded process then shares it instead of computing it again."""
+    _ = context.inventory
+    if {"neighbours", "rollout"} & set(parts):
+        _ = context.graph
+    if "placement" in parts:
+        _ = context.placement
 
 
 #: The validation rules whose findings mean the API server refuses the object outright.
@@ -404,7 +436,46 @@ def _evaluate(
     bound: Any = None,
 ) -> Iterator[tuple[DataPath, str]]:
     """What the validations say of one (object, binding, params): (path, message) per failure.
-    ``bound``: an activation of ``data`` already made (no variables)."""
+    ``bound``: an activation of ``data`` already made (no variables). Its expressions share
+    upstream's ``RuntimeCELCostBudget``: past it, the policy's decision is that error."""
+    fail = policy.failure_policy == "Fail"
+    try:
+        yield from _evaluate_within(policy, compiled, programs, names, data, bound, _Budget())
+    except _OutOfBudget:
+        if fail:
+            yield (), OUT_OF_BUDGET
+
+
+class _OutOfBudget(Exception):
+    """The expressions of one policy evaluation passed ``RuntimeCELCostBudget``."""
+
+
+class _Budget:
+    """What is left of ``RuntimeCELCostBudget`` for one policy evaluation (activation.go
+    subtracts each expression's actual cost)."""
+
+    def __init__(self) -> None:
+        self.left = RUNTIME_COST_BUDGET
+
+    def run(self, program: Program, bound: Any) -> Any:
+        """``program.run(bound)``, its cost subtracted; :class:`_OutOfBudget` past the budget."""
+        try:
+            return program.run(bound)
+        finally:
+            self.left -= last_cost()
+            if self.left < 0:
+                raise _OutOfBudget
+
+
+def _evaluate_within(
+    policy: AdmissionPolicy,
+    compiled: Compiled,
+    programs: Programs,
+    names: Sequence[str],
+    data: dict[str, Any],
+    bound: Any,
+    budget: _Budget,
+) -> Iterator[tuple[DataPath, str]]:
     fail = policy.failure_policy == "Fail"
     values: dict[str, Any] = {}
     broken: dict[str, str] = {}
@@ -416,7 +487,7 @@ def _evaluate(
         if stale and "variables" in expression.text:
             bound, stale = programs.activation(names, data), False
         try:
-            values[expression.name] = program.run(bound)
+            values[expression.name] = budget.run(program, bound)
         except EvaluationError as error:
             broken[expression.name] = str(error)
         stale = True
@@ -424,20 +495,25 @@ def _evaluate(
         bound = programs.activation(names, data)
     for condition, program in compiled.conditions:
         try:
-            if program.run(bound) is False:
+            if budget.run(program, bound) is False:
                 return
         except EvaluationError as error:
             if fail:
                 yield (), f"match condition '{condition.name}' resulted in error: {error}"
             return
     for validation, program, message_program in compiled.validations:
-        said = _validate(validation, program, message_program, bound, broken)
+        said = _validate(validation, program, message_program, bound, broken, budget)
         if said is not None and (fail or not said[1]):
             yield _path(validation), said[0]
 
 
 def _validate(
-    validation: Validation, program: Program, message: Program | None, bound: Any, broken: Mapping[str, str]
+    validation: Validation,
+    program: Program,
+    message: Program | None,
+    bound: Any,
+    broken: Mapping[str, str],
+    budget: _Budget,
 ) -> tuple[str, bool] | None:
     """One validation: None when it holds, else what it says and whether it is an error (which
     counts only under ``failurePolicy: Fail``) rather than a false."""
@@ -446,30 +522,33 @@ def _validate(
     if reads:
         return f"variable '{reads[0]}' resulted in error: {broken[reads[0]]}", True
     try:
-        result = program.run(bound)
+        result = budget.run(program, bound)
     except EvaluationError as error:
         return f"expression '{_one_line(text)}' resulted in error: {error}", True
     if result is True:
         return None
     if result is not False:
         return f"expression '{_one_line(text)}' must evaluate to bool, not {type(result).__name__}", True
-    return _message(validation, message, bound), False
+    return _message(validation, message, bound, budget), False
 
 
 def references_variable(text: str, name: str) -> bool:
     return re.search(rf"\bvariables\s*\.\s*{re.escape(name)}\b", text) is not None
 
 
-def _message(validation: Validation, program: Program | None, bound: Any) -> str:
-    """``messageExpression`` when it gives a one-line, non-empty string; else ``message``; else
-    the API server's ``failed expression: ...``."""
+def _message(validation: Validation, program: Program | None, bound: Any, budget: _Budget) -> str:
+    """``messageExpression`` when it gives a one-line, non-empty string of at most 5 KiB
+    (trimmed, as ``validator.go`` trims it); else ``message``; else the API server's ``failed
+    expression: ...``."""
     if program is not None:
         try:
-            said = program.run(bound)
+            said = budget.run(program, bound)
         except EvaluationError:
             said = None
-        if isinstance(said, str) and said.strip() and "\n" not in said and len(said) <= _MAX_MESSAGE:
-            return said
+        if isinstance(said, str):
+            said = said.strip()
+            if said and "\n" not in said and len(said.encode("utf-8", "surrogatepass")) <= _MAX_MESSAGE:
+                return said
     if validation.message:
         return validation.message
     return f"failed expression: {_one_line(validation.expression.text)}"

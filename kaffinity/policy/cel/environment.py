@@ -37,7 +37,11 @@ Differences from cel-go's settings in base.go:
 * 1.29's literal validators (``duration('1x')``, ``timestamp('x')``, ``x.matches('[')``) are
   found in the text rather than the syntax tree (:mod:`~kaffinity.policy.cel.literals`).
 * ``DefaultUTCTimeZone``: cel-cpp's time functions also default to UTC.
-* Cost limits (``PerCallLimit``, the cost estimator) are not applied.
+* Cost limits: cel-cpp tracks no cost. kaffinity charges its Python functions what upstream's
+  cost model does and applies ``PerCallLimit``, cel-cpp stops comprehensions after 10,000
+  iterations, and an evaluation has a time limit (:mod:`~kaffinity.policy.cel.limits`,
+  :mod:`kaffinity.policy.guard`). The compile-time cost estimate is not computed (kube-apiserver
+  does not refuse a ValidatingAdmissionPolicy by it).
 * Library functions on lists are declared on ``list(dyn)`` and return ``dyn``, and Kubernetes'
   opaque types are one map type (:mod:`~kaffinity.policy.cel.lists`,
   :mod:`~kaffinity.policy.cel.values`): some type errors upstream reports when compiling are
@@ -57,6 +61,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,7 +70,18 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional, ext_strings
 
 from kaffinity.config import KUBE_VERSIONS
-from kaffinity.policy.cel import comparisons, ip, lists, literals, quantity, regex, semver, strings, urls
+from kaffinity.policy.cel import (
+    comparisons,
+    ip,
+    limits,
+    lists,
+    literals,
+    quantity,
+    regex,
+    semver,
+    strings,
+    urls,
+)
 from kaffinity.policy.cel import format as named_formats
 from kaffinity.policy.cel.convert import activation_data
 from kaffinity.policy.cel.library import Library
@@ -88,6 +104,9 @@ _JOIN = Library("join", 0, strings.declarations)
 _STRINGS_V2, _OPTIONAL, _SETS, _TWO_VARIABLE, _LISTS = 29, 28, 29, 32, 34
 _LITERAL_VALIDATORS = 29
 
+#: cel-cpp's own bound on one evaluation's comprehensions, and how kaffinity says it.
+_ITERATIONS = "Iteration budget exceeded"
+_ITERATIONS_SAID = "kaffinity's CEL engine stops after 10000 comprehension iterations"
 _OPTIONAL_RESULT = "the value is an optional, which kaffinity's CEL engine cannot return"
 _UNPLANNABLE = "is not supported by kaffinity's CEL engine"
 _MAP_INSERTING = re.compile(r"\.\s*(transformMapEntry|transformMap)\s*\(")
@@ -138,16 +157,27 @@ class Compiled:
         ``data`` is an :func:`activation` (fastest when several expressions read one object:
         cel-expr-python converts an activation's data once, on first use) or a mapping of
         variable names to plain values (converted again on every call)."""
+        seconds = limits.time_limit()
+        limits.start(time.process_time() + seconds if seconds else 0.0)
         try:
             if isinstance(data, cel.Activation):
                 value = self.expression.eval(data)
             else:
                 value = self.expression.eval(data=data)
+        except MemoryError:  # cel-cpp's std::bad_alloc under the guard's memory limit
+            raise CelEvaluationError(f"{limits.COST_EXCEEDED} (out of memory)") from None
         except RuntimeError as error:  # data cel-expr-python cannot take, e.g. a PosDict
-            raise CelEvaluationError(
-                _STATUS.sub("", str(error)).removesuffix(" [INVALID_ARGUMENT]")
-            ) from None
+            message = _STATUS.sub("", str(error)).removesuffix(" [INVALID_ARGUMENT]")
+            if _ITERATIONS in message:
+                message = f"{limits.COST_EXCEEDED} ({_ITERATIONS_SAID})"
+            raise CelEvaluationError(message) from None
+        if limits.finish()[1]:  # a library call passed the limit: cel-go cancels the evaluation
+            raise CelEvaluationError(limits.COST_EXCEEDED)
         return result(value)
+
+    def cost(self) -> int:
+        """What the last evaluation on this thread was charged (its Kubernetes library calls)."""
+        return limits.finish()[0]
 
     def return_type(self) -> cel.Type:
         """The type the checker gave the expression (``dyn`` when unchecked)."""

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from cel_expr_python import cel
 
+from kaffinity.policy.cel import limits
+
 
 @dataclass(frozen=True)
 class Library:
@@ -30,6 +32,10 @@ class Library:
         return cel.CelExtension(f"kaffinity.{self.name}", self.declarations())
 
 
+#: The function name of each overload made, by id(): set by :func:`functions`, which knows it.
+_NAMES: dict[int, list[str]] = {}
+
+
 def overload(
     overload_id: str,
     result: cel.Type,
@@ -38,10 +44,25 @@ def overload(
     *,
     member: bool = False,
 ) -> cel.Overload:
-    """One overload (``member``: called as ``receiver.name(args)``)."""
-    return cel.Overload(overload_id, result, list(params), is_member=member, impl=impl)
+    """One overload (``member``: called as ``receiver.name(args)``). Each call is charged what
+    upstream's cost model charges it (:mod:`kaffinity.policy.cel.limits`) before it runs: past
+    the expression's limit or deadline, it is the cost-limit error instead."""
+    name = [""]  # filled in by functions()
+
+    def charged(*args: object) -> object:
+        limits.charge(limits.call_cost(name[0], args))
+        return impl(*args)
+
+    made = cel.Overload(overload_id, result, list(params), is_member=member, impl=charged)
+    _NAMES[id(made)] = name
+    return made
 
 
 def functions(table: dict[str, list[cel.Overload]]) -> list[cel.FunctionDecl]:
     """The declarations of a library's functions, by name."""
+    for name, overloads in table.items():
+        for made in overloads:
+            named = _NAMES.pop(id(made), None)
+            if named is not None:
+                named[0] = name
     return [cel.FunctionDecl(name, overloads) for name, overloads in table.items()]

@@ -62,10 +62,10 @@ def _is_quantity(text: str) -> bool:
 def _whole(value: object, function: str) -> int | None:
     """The amount as an int64, or None when it is not whole or does not fit."""
     found = _amount_of(value, function)
-    if found != found.to_integral_value():
+    # Compared first: int() of a quantity such as 9e999999999 would build a billion digits.
+    if not _INT64_MIN <= found <= _INT64_MAX or found != found.to_integral_value():
         return None
-    number = int(found)
-    return number if _INT64_MIN <= number <= _INT64_MAX else None
+    return int(found)
 
 
 def _is_integer(value: object) -> bool:

@@ -1,29 +1,36 @@
 """Kubernetes' regex library (every version): ``'abc 123'.find('[0-9]+')``, ``findAll(re[, limit])``.
 
 Upstream: ``staging/src/k8s.io/apiserver/pkg/cel/library/regex.go`` over Go's ``regexp``
-(RE2 syntax; ``FindString``, ``FindAllString``).
+(RE2: ``FindString``, ``FindAllString``), which matches in time linear in the text.
 
-kaffinity matches with Python's :mod:`re` after checking the pattern with RE2 itself: cel-cpp's
-``matches`` compiles with RE2, so a pattern RE2 refuses (back-references, look-arounds,
-possessive quantifiers) is an error here as upstream. What remains different where both accept
-a pattern: Python's ``$`` also matches before a final newline (RE2's only at the very end),
-Python has no ``\\pL``-style Unicode classes, and Go's ``\\s`` does not include ``\\v``. RE2's
-``\\z`` is given to Python as ``\\Z``. ``findAll`` skips an empty match right after a match,
-as Go's ``FindAllString`` does (Python reports it).
+kaffinity matches with RE2 itself (Google's ``google-re2`` binding, the C++ library Go's
+``regexp`` restates), never with Python's backtracking :mod:`re`: a pattern such as
+``^([a-z0-9]+-?)+$`` against a 40-character hostile name takes microseconds, as upstream. A
+pattern is first compiled by cel-cpp's own ``matches`` (RE2 too), so what it refuses
+(back-references, look-arounds, possessive quantifiers) is the same error as in ``matches``.
+RE2's syntax is Go's: ``$`` is the end of the text, ``\\z``, ``\\pL`` and ``\\s`` (without
+``\\v``) are Go's. ``findAll`` skips an empty match right after a match, as Go's
+``FindAllString`` does.
+
+Memory: each compiled pattern may use RE2's default budget (8 MiB, ``max_mem``; past it RE2
+falls back from its DFA to its NFA, still linear); at most :data:`_CACHED` patterns are kept.
 """
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
+from typing import Any
 
 from cel_expr_python import cel
 
+from kaffinity.policy.cel import limits
 from kaffinity.policy.cel.library import functions, overload
 
 T = cel.Type
-#: RE2's end-of-text ``\z`` (an odd number of backslashes before ``z``), Python's ``\Z``.
-_PYTHON_END = re.compile(r"((?:^|[^\\])(?:\\\\)*)\\z")
+#: Compiled patterns kept (each may hold up to RE2's ``max_mem`` of automata).
+_CACHED = 64
+#: RE2's own default (``RE2::Options::kDefaultMaxMem``): what a pattern's automata may use.
+_MAX_MEM = 8 << 20
 
 
 @lru_cache(maxsize=1)
@@ -33,29 +40,49 @@ def _re2_checker() -> cel.Expression:
     return env.compile("''.matches(pattern)")
 
 
-@lru_cache(maxsize=1024)
-def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """The pattern, refused as upstream when RE2 refuses it."""
+@lru_cache(maxsize=1)
+def _options() -> Any:
+    """RE2's options as Go's ``regexp.Compile`` has them (Perl classes, leftmost-first)."""
+    import re2
+
+    options = re2.Options()
+    options.max_mem = _MAX_MEM
+    options.log_errors = False
+    return options
+
+
+@lru_cache(maxsize=_CACHED)
+def compile_pattern(pattern: str) -> Any:
+    """The pattern compiled by RE2 (a ``re2`` regular expression: ``search``, ``finditer``);
+    ValueError, as upstream's error, when RE2 refuses it."""
     checked = _re2_checker().eval(data={"pattern": pattern})
     if checked.type() == T.ERROR:
         message = str(checked.value()).split(": ", 1)[-1]
         raise ValueError(message)
+    import re2
+
     try:
-        return re.compile(_PYTHON_END.sub(r"\1\\Z", pattern))
-    except re.error as error:
+        return re2.compile(pattern, _options())
+    except re2.error as error:  # e.g. a program larger than max_mem
         raise ValueError(f"error parsing regexp: {error}") from None
 
 
 def find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     """Go's ``FindAllString(text, limit)``: every match (at most ``limit`` when not negative)."""
     found: list[str] = []
+    if limit == 0:
+        return found
     previous_end = -1
     for match in compile_pattern(pattern).finditer(text):
         if limit >= 0 and len(found) >= limit:
             break
-        if match.start() == match.end() and match.start() == previous_end:
+        # Each match is linear in the text, but a text may hold as many matches as characters:
+        # past the evaluation's deadline, stop (the cost-limit error).
+        limits.check_time()
+        start, end = match.span()
+        if start == end and start == previous_end:
             continue
-        previous_end = match.end()
+        previous_end = end
         found.append(match.group(0))
     return found
 
@@ -63,7 +90,7 @@ def find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
 def _find(text: str, pattern: str) -> str:
     """``<string>.find(pattern)``: the first match, or ''."""
     match = compile_pattern(pattern).search(text)
-    return match.group(0) if match else ""
+    return str(match.group(0)) if match else ""
 
 
 def declarations() -> list[cel.FunctionDecl]:
