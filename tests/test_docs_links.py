@@ -42,13 +42,12 @@ def test_relative_links_lead_to_a_file_and_a_heading(page: Path) -> None:
     text = _FENCE.sub("", page.read_text(encoding="utf-8"))
     broken = []
     for target in _LINK.findall(text):
-        if re.match(r"[a-z]+:", target) or target.startswith("#") and not target[1:]:
+        if re.match(r"[a-z]+:", target) or target == "#":
             continue
         path, _, fragment = target.partition("#")
         linked = (page.parent / path).resolve() if path else page
-        if not linked.exists():
-            broken.append(target)
-        elif fragment and linked.suffix == ".md" and fragment not in anchors(linked):
+        missing = fragment and linked.suffix == ".md" and fragment not in anchors(linked)
+        if not linked.exists() or missing:
             broken.append(target)
     assert not broken, broken
 
