@@ -481,6 +481,8 @@ def _documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[Any
             builder = _Builder(loader, aliases, limits)
             builder.expanded = expanded  # alias-nodes counts the whole file
             node = loader.get_node()
+            if aliases:
+                _check_aliasing(node)
             with _frames_for(limits.depth):
                 data = builder.build(node, 0)
             expanded = builder.expanded
@@ -490,6 +492,75 @@ def _documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[Any
         # ruamel's loader refers to itself (as its own parser, composer and constructor); break
         # the cycle so the loader is freed at once rather than by the cyclic garbage collector.
         vars(loader).clear()
+
+
+# go-yaml's decoder (gopkg.in/yaml.v2 v2.4.0 decode.go, which sigs.k8s.io/yaml and so kubectl
+# and kube-apiserver use; yaml.v3 has the same) refuses "excessive aliasing": past 100 nodes
+# decoded through aliases and 1,000 in all, the share decoded through aliases may not exceed
+# allowedAliasRatio(decodes): 99% up to 400,000 decodes, then down to 10% at 4,000,000.
+_ALIAS_RATIO_LOW = 400_000
+_ALIAS_RATIO_HIGH = 4_000_000
+
+
+def _allowed_alias_ratio(decodes: int) -> float:
+    """go-yaml's ``allowedAliasRatio``."""
+    if decodes <= _ALIAS_RATIO_LOW:
+        return 0.99
+    if decodes >= _ALIAS_RATIO_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * ((decodes - _ALIAS_RATIO_LOW) / (_ALIAS_RATIO_HIGH - _ALIAS_RATIO_LOW))
+
+
+def _check_aliasing(root: Any) -> None:
+    """Refuse a document that Kubernetes' YAML decoder refuses for excessive aliasing.
+
+    go-yaml counts one decode per node it unmarshals, in document order: every key and value,
+    an alias node, and again every node of the anchored value each time an alias repeats it
+    (``aliasCount``: the decodes made inside an alias). The composed tree shares an anchored node
+    wherever it is aliased, so this walk visits each node of the file once (never the
+    expansion: an alias adds the size its anchored node had), without recursion. The
+    decodes of a merge key's ``<<`` are not counted (go-yaml merges without unmarshalling the
+    key). A document is decoded on its own (kubectl splits the stream into documents first).
+    """
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    decodes = 1  # the document node
+    aliased = 0
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        if node.__class__ is tuple:  # a collection's end: what decoding it again costs
+            collection, start = node
+            sizes[id(collection)] = decodes - start
+            open_nodes.discard(id(collection))
+            continue
+        size = sizes.get(id(node))
+        if size is not None:  # an alias: go-yaml decodes the anchored node again
+            decodes += 1 + size
+            aliased += size
+        elif id(node) in open_nodes:
+            raise LoadError("an alias refers to the node that holds it (a recursive anchor)", _span(node.start_mark))
+        else:
+            decodes += 1
+            value = node.value
+            if value.__class__ is str:
+                sizes[id(node)] = 1
+            else:
+                open_nodes.add(id(node))
+                stack.append((node, decodes - 1))
+                if node.id == "mapping":
+                    for key, item in reversed(value):
+                        stack.append(item)
+                        if key.value != "<<" or key.style:
+                            stack.append(key)
+                else:
+                    stack.extend(reversed(value))
+        if aliased > 100 and decodes > 1000 and aliased / decodes > _allowed_alias_ratio(decodes):
+            raise LoadError(
+                f"aliases of the node anchored here make {aliased:,} of the {decodes:,} nodes of this document; Kubernetes' YAML "
+                'decoder refuses it ("document contains excessive aliasing")',
+                _span(node.start_mark if node.__class__ is not tuple else node[0].start_mark),
+            )
 
 
 @contextmanager
