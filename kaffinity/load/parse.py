@@ -539,7 +539,8 @@ def _check_aliasing(root: Any) -> None:
             decodes += 1 + size
             aliased += size
         elif id(node) in open_nodes:
-            raise LoadError("an alias refers to the node that holds it (a recursive anchor)", _span(node.start_mark))
+            message = "an alias refers to the node that holds it (a recursive anchor)"
+            raise LoadError(message, _span(node.start_mark))
         else:
             decodes += 1
             value = node.value
@@ -557,8 +558,8 @@ def _check_aliasing(root: Any) -> None:
                     stack.extend(reversed(value))
         if aliased > 100 and decodes > 1000 and aliased / decodes > _allowed_alias_ratio(decodes):
             raise LoadError(
-                f"aliases of the node anchored here make {aliased:,} of the {decodes:,} nodes of this document; Kubernetes' YAML "
-                'decoder refuses it ("document contains excessive aliasing")',
+                f"aliases of the node anchored here make {aliased:,} of the {decodes:,} nodes of this "
+                'document; Kubernetes\' YAML decoder refuses it ("document contains excessive aliasing")',
                 _span(node.start_mark if node.__class__ is not tuple else node[0].start_mark),
             )
 
