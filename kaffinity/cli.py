@@ -913,8 +913,10 @@ def _settings(
         parse_feature_gates,
     )
     from kaffinity.load.files import anchor_patterns
+    from kaffinity.load.parse import make_room
     from kaffinity.rules import CATEGORIES, RULES
 
+    make_room()  # the config and the policies are read with the default limits
     rule_names = [rule.name for rule in RULES]
     try:
         config_path = None if no_config else (config or find_config())
@@ -956,6 +958,7 @@ def _settings(
         )
         check_target(settings.kube_version, settings.feature_gates)
         _note_unmodelled_gates(settings.feature_gates)
+        make_room(settings.limits.depth)  # no stage recurses out of stack on input it accepts
     except ConfigError as error:
         for message in error.messages:
             _say(error_line(message))

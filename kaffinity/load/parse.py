@@ -584,6 +584,23 @@ def _frames_for(levels: int) -> Iterator[None]:
 
 #: Frames below the builder: the command, the engine, a worker or a test runner.
 _FRAMES_IN_USE = 400
+#: Frames that one level of nesting may take in code kaffinity does not own that walks parsed
+#: data recursively: jsonschema validates through three to five generator frames a level (more
+#: through a ``$ref``), ``repr`` (jsonschema's messages) one, cel-expr-python's conversion and
+#: the JSON encoder count their C levels against the same limit. kaffinity's own walks over
+#: parsed data are loops.
+_FRAMES_PER_LEVEL = 8
+
+
+def make_room(depth: int = DEFAULT_LIMITS.depth) -> None:
+    """Raise the interpreter's recursion limit (never lower it) so that data nested as deep as
+    the loader accepts (``limits.depth``) cannot exhaust it in any stage: without this, a
+    manifest 350 levels deep made a policy's validation fail with RecursionError (the default
+    limit is 1,000 frames). On Python 3.11 and later a call between Python functions takes no C
+    stack, and ``limits.depth`` is capped at 10,000."""
+    needed = _FRAMES_PER_LEVEL * depth + _FRAMES_IN_USE
+    if needed > sys.getrecursionlimit():
+        sys.setrecursionlimit(needed)
 
 
 def _problem(text: str, error: Exception, limits: Limits = DEFAULT_LIMITS) -> LoadProblem:
