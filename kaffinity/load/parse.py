@@ -597,10 +597,38 @@ def make_room(depth: int = DEFAULT_LIMITS.depth) -> None:
     the loader accepts (``limits.depth``) cannot exhaust it in any stage: without this, a
     manifest 350 levels deep made a policy's validation fail with RecursionError (the default
     limit is 1,000 frames). On Python 3.11 and later a call between Python functions takes no C
-    stack, and ``limits.depth`` is capped at 10,000."""
+    stack, and ``limits.depth`` is capped at 10,000; what C code needs is made room for too
+    (:func:`_c_stack_for`)."""
     needed = _FRAMES_PER_LEVEL * depth + _FRAMES_IN_USE
     if needed > sys.getrecursionlimit():
         sys.setrecursionlimit(needed)
+    _c_stack_for(depth)
+
+
+#: C stack a level of nesting may take in C and C++ code that recurses over the data:
+#: cel-expr-python converts an object to CEL values recursively (measured: about 1.6 KiB a
+#: level, so the usual 8 MiB stack ended the process with SIGSEGV near 5,000 levels), as do
+#: ``repr`` and generators resumed in C (jsonschema).
+_STACK_PER_LEVEL = 4 << 10
+_STACK_BASE = 8 << 20
+
+
+def _c_stack_for(depth: int) -> None:
+    """Let the main thread's C stack grow as deep as ``depth`` levels need. Linux checks a
+    growing stack against the soft ``RLIMIT_STACK`` when it grows, so raising the limit (up
+    to the hard one) takes effect at once; elsewhere, or when it cannot be raised, it stays."""
+    try:
+        import resource
+    except ImportError:  # Windows: the stack size is fixed in the executable
+        return
+    needed = _STACK_BASE + _STACK_PER_LEVEL * depth
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+        if soft != resource.RLIM_INFINITY and soft < needed:
+            wanted = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+            resource.setrlimit(resource.RLIMIT_STACK, (wanted, hard))
+    except (ValueError, OSError):
+        return
 
 
 def _problem(text: str, error: Exception, limits: Limits = DEFAULT_LIMITS) -> LoadProblem:
