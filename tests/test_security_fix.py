@@ -106,6 +106,19 @@ def test_fix_writes_the_target_of_a_symlink_inside_and_keeps_the_link(tmp_path: 
     assert ADDED in target.read_text()
 
 
+def test_fix_writes_through_a_symlink_to_elsewhere_in_the_repository(tmp_path: Path) -> None:
+    """Outside the folder given but inside its git work tree (``.git`` above it): written."""
+    deploy, _ = _tree(tmp_path)
+    (deploy.parent / ".git").mkdir()
+    (deploy.parent / "base").mkdir()
+    target = deploy.parent / "base" / "api.yaml"
+    target.write_text(_fixable("api"))
+    (deploy / "api.yaml").symlink_to(target)
+    completed = run("fix", "--no-config", "deploy", cwd=deploy.parent)
+    assert completed.returncode == 0, completed.stderr
+    assert ADDED in target.read_text()
+
+
 def test_fix_writes_a_symlink_named_on_the_command_line(tmp_path: Path) -> None:
     """A path the user names is the user's choice, wherever it leads."""
     deploy, outside = _tree(tmp_path)

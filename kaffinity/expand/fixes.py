@@ -134,21 +134,25 @@ class WriteRefused(Exception):
 
 
 def allowed_roots(paths: Sequence[str]) -> tuple[str, ...]:
-    """Where ``fix`` may write: below the real path of each path given on the command line
-    (a path named there is the user's choice, a symlink too), and in the git work tree around
-    the working directory. Found without running git: the first folder up from the working
-    directory that holds ``.git`` (a folder, or a file for a linked worktree or submodule)."""
-    roots = [os.path.realpath(path) for path in paths if path != "-"]
-    here = os.path.realpath(os.getcwd())
-    folder = here
-    while True:
-        if os.path.lexists(os.path.join(folder, ".git")):
-            roots.append(folder)
-            break
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
+    """Where ``fix`` may write: below the real path of each path given on the command line (a
+    path named there is the user's choice, a symlink too), and in the git work tree that holds
+    it. The work tree is found without running git: the nearest folder up from the path that
+    holds ``.git`` (a folder, or a file in a linked worktree or a submodule)."""
+    roots: list[str] = []
+    for path in paths:
+        if path == "-":
+            continue
+        real = os.path.realpath(path)
+        roots.append(real)
+        folder = real if os.path.isdir(real) else os.path.dirname(real)
+        while True:
+            if os.path.lexists(os.path.join(folder, ".git")):
+                roots.append(folder)
+                break
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
     return tuple(dict.fromkeys(roots))
 
 
