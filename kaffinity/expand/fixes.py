@@ -171,7 +171,9 @@ def write_fixed(path: str, text: str, fixed: str, roots: Sequence[str]) -> None:
     """
     real = os.path.realpath(path)
     if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots):
-        raise WriteRefused(f"not written: a symlink leads to {real}, outside the paths given")
+        from kaffinity.load.display import quote_name
+
+        raise WriteRefused(f"not written: a symlink leads to {quote_name(real)}, outside the paths given")
     try:
         descriptor = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError as error:
@@ -210,10 +212,12 @@ def _replace(real: str, data: bytes, info: os.stat_result) -> None:
         with open(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fchmod(descriptor, stat.S_IMODE(info.st_mode))
-            # Another owner's file, written by its group: the new one is the writer's.
-            with contextlib.suppress(OSError):
-                os.fchown(descriptor, info.st_uid, info.st_gid)
+            if hasattr(os, "fchmod"):  # not on Windows before Python 3.13
+                os.fchmod(descriptor, stat.S_IMODE(info.st_mode))
+            if hasattr(os, "fchown"):
+                # Another owner's file, written by its group: the new one is the writer's.
+                with contextlib.suppress(OSError):
+                    os.fchown(descriptor, info.st_uid, info.st_gid)
             os.fsync(descriptor)
         # The last look before the rename: the same file (inode), neither written (size, time)
         # nor swapped for a symlink since it was read.
