@@ -25,7 +25,7 @@ import pytest
 
 from kaffinity.load.parse import DEFAULT_LIMITS, parse
 
-from .kit import EXAMPLES, REPO, POLICY_EXAMPLES, invoke, no_internal_error, run
+from .kit import EXAMPLES, POLICY_EXAMPLES, REPO, invoke, no_internal_error, run
 
 # A Deployment whose required anti-affinity term `kaffinity fix` completes (revision-unscoped).
 FIXABLE = """\
@@ -146,7 +146,9 @@ def test_fix_writes_atomically_and_keeps_the_mode(tmp_path: Path) -> None:
     assert sorted(entry.name for entry in deploy.iterdir()) == ["web.yaml"]  # no temporary file left
 
 
-def test_fix_refuses_a_file_changed_since_it_was_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fix_refuses_a_file_changed_since_it_was_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     deploy, _ = _tree(tmp_path)
     path = deploy / "web.yaml"
     other = deploy / "api.yaml"
@@ -171,7 +173,7 @@ def test_fix_refuses_a_file_changed_since_it_was_read(tmp_path: Path, monkeypatc
 
 
 def test_fix_diff_never_writes(tmp_path: Path) -> None:
-    deploy, outside = _tree(tmp_path)
+    deploy, _ = _tree(tmp_path)
     path = deploy / "web.yaml"
     before = path.read_bytes(), path.stat().st_mtime_ns, path.stat().st_ino
     completed = run("fix", "--no-config", "--diff", str(path))
@@ -250,7 +252,13 @@ _COMMANDS = {
         "lint",
         *(arg for name in _POLICIES for arg in ("--policy", str(POLICY_EXAMPLES / name))),
     ),
-    "lint with a cluster, JSON": ("lint", "--cluster", str(EXAMPLES / "clusters" / "topology.yaml"), "-f", "json"),
+    "lint with a cluster, JSON": (
+        "lint",
+        "--cluster",
+        str(EXAMPLES / "clusters" / "topology.yaml"),
+        "-f",
+        "json",
+    ),
     "lint in two processes, SARIF": ("lint", "--jobs", "2", "--no-cache", "-f", "sarif"),
     "place": ("place", "--cluster", str(EXAMPLES / "clusters" / "topology.yaml"), "-f", "json"),
     "graph": ("graph", "-f", "json"),
@@ -301,7 +309,8 @@ def test_a_raised_depth_limit_is_as_safe(tmp_path: Path) -> None:
 def _aliased_term(expressions: int, aliases: int) -> str:
     """A Deployment whose anti-affinity term (``expressions`` long) is aliased ``aliases`` times."""
     lines = "".join(
-        f"              - {{key: example.com/a-rather-long-label-key-number-{i}, operator: In, values: [value-{i}]}}\n"
+        f"              - {{key: example.com/a-rather-long-label-key-number-{i}, operator: In, "
+        f"values: [value-{i}]}}\n"
         for i in range(expressions)
     )
     return (
@@ -343,7 +352,12 @@ def _measured(*args: str) -> tuple[int, float, int, str, str]:
     """Exit code, seconds and peak memory (KiB) of one kaffinity run in a process of its own."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     completed = subprocess.run(
-        [sys.executable, "-c", _MEASURE, *args], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, "-c", _MEASURE, *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     first, _, stdout = completed.stdout.partition("\n")
     code, seconds, peak = first.split()
@@ -375,7 +389,9 @@ def test_aliases_kubernetes_accepts_are_linted_once_per_place(tmp_path: Path) ->
         path = tmp_path / f"aliased-{aliases}.yaml"
         path.write_text(_aliased_term(3, aliases))
         completed = run("lint", "--no-config", "-f", "json", str(path))
-        reports.append([(f["rule"], f["line"], f["column"]) for f in json.loads(completed.stdout)["findings"]])
+        reports.append(
+            [(f["rule"], f["line"], f["column"]) for f in json.loads(completed.stdout)["findings"]]
+        )
     assert reports[0] == reports[1]
     assert reports[0] and not [rule for rule, _, _ in reports[0] if rule == "parse-error"]
 
@@ -395,7 +411,9 @@ def test_the_alias_ratio_is_go_yamls() -> None:
 
     def document(aliases: int) -> str:
         anchored = ", ".join(str(i) for i in range(199))
-        return f"kind: ConfigMap\napiVersion: v1\nbase: &b [{anchored}]\nlist: [{', '.join(['*b'] * aliases)}]\n"
+        return (
+            f"kind: ConfigMap\napiVersion: v1\nbase: &b [{anchored}]\nlist: [{', '.join(['*b'] * aliases)}]\n"
+        )
 
     assert not parse("a.yaml", document(204)).problems
     (problem,) = parse("a.yaml", document(205)).problems
