@@ -200,7 +200,16 @@ class _Builder:
     handled inline rather than through a call per node.
     """
 
-    __slots__ = ("aliases", "cache", "constructor", "duplicates", "expanded", "limits", "template")
+    __slots__ = (
+        "aliases",
+        "building",
+        "cache",
+        "constructor",
+        "duplicates",
+        "expanded",
+        "limits",
+        "template",
+    )
 
     def __init__(self, constructor: Any, aliases: bool, limits: Limits) -> None:
         self.constructor = constructor
@@ -208,6 +217,7 @@ class _Builder:
         self.limits = limits
         self.cache: dict[int, tuple[Any, int]] = {}
         self.expanded = 0
+        self.building: set[int] = set()  # the collections being built, where aliases may occur
         self.duplicates: list[DuplicateKey] = []
         self.template: Span | None = None
 
@@ -349,12 +359,16 @@ class _Builder:
         else:
             if depth >= self.limits.depth:
                 raise _too_deep(self.limits, _span(node.start_mark))
+            if id(node) in self.building:
+                raise _recursive(node)
+            self.building.add(id(node))
             if node.id == "mapping":
                 result = self._mapping(node, depth)
                 children: Iterable[Any] = (value for _, value in node.value)
             else:
                 result = self._sequence(node, depth)
                 children = node.value
+            self.building.discard(id(node))
             size = 1 + sum(self.cache.get(id(child), _SCALAR_SIZE)[1] for child in children)
         self.cache[id(node)] = (result, size)
         return result
@@ -370,6 +384,11 @@ class _Builder:
                 if key not in target:
                     target[key] = value
                     target.pos.append(position)
+
+
+def _recursive(node: Any) -> LoadError:
+    """go-yaml refuses an alias inside the node it names ("anchor 'x' value contains itself")."""
+    return LoadError("an alias refers to the node that holds it (a recursive anchor)", _span(node.start_mark))
 
 
 def _too_deep(limits: Limits, span: Span | None) -> LoadError:
@@ -481,10 +500,10 @@ def _documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[Any
             builder = _Builder(loader, aliases, limits)
             builder.expanded = expanded  # alias-nodes counts the whole file
             node = loader.get_node()
-            if aliases:
-                _check_aliasing(node)
             with _frames_for(limits.depth):
                 data = builder.build(node, 0)
+            if builder.expanded > expanded:  # aliases were followed (each built once, shared)
+                _check_aliasing(node)
             expanded = builder.expanded
             yield data, builder
     finally:
@@ -539,8 +558,7 @@ def _check_aliasing(root: Any) -> None:
             decodes += 1 + size
             aliased += size
         elif id(node) in open_nodes:
-            message = "an alias refers to the node that holds it (a recursive anchor)"
-            raise LoadError(message, _span(node.start_mark))
+            raise _recursive(node)
         else:
             decodes += 1
             value = node.value
