@@ -259,14 +259,54 @@ def _copied(value: Any) -> Any:
     after loading 10,000 workloads, against 156 MiB copied). Strings and positions (interned
     and packed by the parser) are shared.
 
-    Copied without recursion (a value may nest as deep as the loader's ``limits.depth``), and
-    a mapping or sequence that aliases share in the parsed tree is copied once and shared
-    again in the copy: a compact file costs memory in proportion to the file, not to what its
-    aliases expand to (nothing writes into a compact document)."""
+    A mapping or sequence that aliases share in the parsed tree is copied once and shared again
+    in the copy: a compact file costs memory in proportion to the file, not to what its aliases
+    expand to (nothing writes into a compact document). Levels past :data:`_RECURSION` are
+    copied by a loop: a value may nest as deep as the loader's ``limits.depth``."""
     kind = type(value)
     if kind is not PosDict and kind is not PosList:
         return value
-    copies: dict[int, Any] = {}
+    return _copy_tree(value, {}, 0)
+
+
+#: Levels copied by recursion (the common case, and the fastest); deeper ones by a loop.
+_RECURSION = 50
+
+
+def _copy_tree(value: Any, copies: dict[int, Any], depth: int) -> Any:
+    """``value`` (a PosDict or PosList) copied, sharing what ``copies`` holds already."""
+    copy = copies.get(id(value))
+    if copy is not None:
+        return copy
+    if depth > _RECURSION:
+        return _copy_loop(value, copies)
+    depth += 1
+    if type(value) is PosDict:
+        copy = copies[id(value)] = _new_dict(PosDict)
+        copy.span = value.span
+        copy.pos = value.pos
+        for key, item in value.items():
+            kind = type(item)
+            copy[key] = (
+                item if kind is not PosDict and kind is not PosList else _copy_tree(item, copies, depth)
+            )
+        return copy
+    copy = copies[id(value)] = _new_list(PosList)
+    copy.span = value.span
+    copy.pos = value.pos
+    copy.extend(
+        [
+            item
+            if type(item) is not PosDict and type(item) is not PosList
+            else _copy_tree(item, copies, depth)
+            for item in value
+        ]
+    )
+    return copy
+
+
+def _copy_loop(value: Any, copies: dict[int, Any]) -> Any:
+    """:func:`_copy_tree` without recursion, for what nests deeper than :data:`_RECURSION`."""
     stack: list[tuple[Any, Any]] = []
     root = _shell(value, copies, stack)
     while stack:
@@ -274,16 +314,16 @@ def _copied(value: Any) -> Any:
         if type(source) is PosDict:
             for key, item in source.items():
                 kind = type(item)
-                is_scalar = kind is not PosDict and kind is not PosList
-                target[key] = item if is_scalar else _shell(item, copies, stack)
+                target[key] = (
+                    item if kind is not PosDict and kind is not PosList else _shell(item, copies, stack)
+                )
         else:
-            target.extend([_kept(item, copies, stack) for item in source])
+            for item in source:
+                kind = type(item)
+                target.append(
+                    item if kind is not PosDict and kind is not PosList else _shell(item, copies, stack)
+                )
     return root
-
-
-def _kept(item: Any, copies: dict[int, Any], stack: list[tuple[Any, Any]]) -> Any:
-    kind = type(item)
-    return item if kind is not PosDict and kind is not PosList else _shell(item, copies, stack)
 
 
 def _shell(source: Any, copies: dict[int, Any], stack: list[tuple[Any, Any]]) -> Any:
