@@ -18,6 +18,7 @@ import stat
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -419,3 +420,34 @@ def test_the_alias_ratio_is_go_yamls() -> None:
     (problem,) = parse("a.yaml", document(205)).problems
     assert (problem.rule, problem.span) == ("parse-error", (3, 7))
     assert "41,000 of the 41,414 nodes" in problem.message
+
+
+def test_the_walks_over_parsed_data_do_not_recurse() -> None:
+    """kaffinity's own copies and comparisons of parsed data are loops: data 5,000 levels deep
+    goes through each under the interpreter's default recursion limit."""
+    from kaffinity.k8s.compact import _copied
+    from kaffinity.k8s.defaults import plain as defaulted_copy
+    from kaffinity.load.edits import _plain, _same
+    from kaffinity.load.parse import _documents
+    from kaffinity.policy.cel.convert import plain as cel_copy
+    from kaffinity.repo.units import _frozen
+
+    text = "a: " + "[" * 5000 + "{b: 1}" + "]" * 5000 + "\n"
+    ((tree, _),) = list(_documents(text, replace(DEFAULT_LIMITS, depth=6000)))
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        for copy in (defaulted_copy, cel_copy, _plain, _copied):
+            assert _same(_plain(copy(tree)), _plain(tree))
+        assert hash(_frozen(tree)) == hash(_frozen(_plain(tree)))  # keys: hashed, not compared
+    finally:
+        sys.setrecursionlimit(before)
+
+
+def test_compaction_shares_what_aliases_share() -> None:
+    from kaffinity.k8s.compact import compact_file
+
+    compact = compact_file(parse("a.yaml", _aliased_term(3, 20)))
+    spec = compact.documents[0].data["spec"]["template"]["spec"]
+    terms = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert len(terms) == 21 and len({id(term) for term in terms}) == 1
