@@ -843,7 +843,7 @@ def fix(
     stdout). Exit code 0; with --diff, 1 when there is something to fix; 2 on bad input; 3 on an
     internal error."""
     from kaffinity.engine import lint as run_lint
-    from kaffinity.expand.fixes import fix_files
+    from kaffinity.expand.fixes import allowed_roots, fix_files
     from kaffinity.load.parse import STDIN_NAME
 
     settings = _settings(config, no_config, kube_version, feature_gates, select=select, namespace=namespace)
@@ -859,6 +859,7 @@ def fix(
     result = run_lint(files, settings, layout=layout)
     stdin_name = stdin_filename or STDIN_NAME
     fixed, problems = fix_files(files, result.findings)
+    roots = allowed_roots(paths or ["."])
     for problem in problems:
         _say(problem)
     for item in fixed:
@@ -869,7 +870,7 @@ def fix(
             written = _write_stdout(item, stdin_bytes)
             stdin_bytes = None if written else stdin_bytes
         else:
-            written = _write_back(item.file, item.fixed)
+            written = _write_back(item, roots)
         if not written:
             broken = True
             continue
@@ -947,19 +948,15 @@ def _wide(start: bytes) -> bool:
     return start.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff"))
 
 
-def _write_back(path: str, text: str) -> bool:
-    """Write a fixed file in its own encoding (UTF-8, with its byte order mark if it had one)."""
+def _write_back(item: FileFix, roots: tuple[str, ...]) -> bool:
+    """Write a fixed file back (:func:`kaffinity.expand.fixes.write_fixed`: atomically, inside
+    ``roots`` only, and only if unchanged since it was read); False and a one-line error if not."""
+    from kaffinity.expand.fixes import WriteRefused, write_fixed
+
     try:
-        with open(path, "rb") as handle:
-            start = handle.read(4)
-        if _wide(start):
-            _say(f"{quote_name(path)}: error: fix writes UTF-8 files only; this one is UTF-16/32")
-            return False
-        bom = start.startswith(_BOM)
-        with open(path, "wb") as handle:
-            handle.write((_BOM if bom else b"") + text.encode("utf-8"))
-    except OSError as error:
-        _say(f"{quote_name(path)}: error: cannot write: {error.strerror or error}")
+        write_fixed(item.file, item.text, item.fixed, roots)
+    except WriteRefused as error:
+        _say(f"{quote_name(item.file)}: error: {error}")
         return False
     return True
 
@@ -991,8 +988,10 @@ def _settings(
         with_limits,
     )
     from kaffinity.load.files import anchor_patterns
+    from kaffinity.load.parse import make_room
     from kaffinity.rules import CATEGORIES, RULES
 
+    make_room()  # the config and the policies are read with the default limits
     rule_names = [rule.name for rule in RULES]
     try:
         notes: list[str] = []
@@ -1039,6 +1038,7 @@ def _settings(
         )
         check_target(settings.kube_version, settings.feature_gates)
         _note_unmodelled_gates(settings.feature_gates)
+        make_room(settings.limits.depth)  # no stage recurses out of stack on input it accepts
     except ConfigError as error:
         for message in error.messages:
             _say(error_line(message))

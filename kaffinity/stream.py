@@ -217,8 +217,10 @@ def _there(
 ) -> list[bytes | None]:
     """A worker's task: each file's :class:`Checked` as :func:`payload` sends it, or None for the
     parent to do."""
+    from kaffinity.load.parse import make_room
     from kaffinity.rules import BY_NAME
 
+    make_room(settings.limits.depth)  # a spawned worker (macOS, Windows) starts with the defaults
     rules = [BY_NAME[name] for name in names]
     sent = [payload(path, settings, rules, local, cache, send=True)[0] for path in paths]
     if cache is not None:

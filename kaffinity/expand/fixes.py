@@ -15,6 +15,9 @@ target version keeps the field: every term shape the rule's hint promises the fi
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -119,3 +122,131 @@ def _unique(edits: Iterable[Edit | None]) -> list[Edit]:
         if edit is not None and edit not in seen:
             seen.append(edit)
     return seen
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class WriteRefused(Exception):
+    """A fixed file that is not written: the reason, in words for a one-line error."""
+
+
+def allowed_roots(paths: Sequence[str]) -> tuple[str, ...]:
+    """Where ``fix`` may write: below the real path of each path given on the command line (a
+    path named there is the user's choice, a symlink too), and in the git work tree that holds
+    it. The work tree is found without running git: the nearest folder up from the path that
+    holds ``.git`` (a folder, or a file in a linked worktree or a submodule)."""
+    roots: list[str] = []
+    for path in paths:
+        if path == "-":
+            continue
+        real = os.path.realpath(path)
+        roots.append(real)
+        folder = real if os.path.isdir(real) else os.path.dirname(real)
+        while True:
+            if os.path.lexists(os.path.join(folder, ".git")):
+                roots.append(folder)
+                break
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+    return tuple(dict.fromkeys(roots))
+
+
+def write_fixed(path: str, text: str, fixed: str, roots: Sequence[str]) -> None:
+    """Write the fixed text of the file at ``path`` (loaded as ``text``) back, or raise
+    :class:`WriteRefused` and leave it alone.
+
+    - The file is written where it really is (a symlink stays a symlink, its target is
+      written), and only when that is inside one of ``roots`` (:func:`allowed_roots`): a
+      checkout's symlink to a file elsewhere (``~/.bashrc.yaml``, another repository) is refused.
+    - Atomically: the new bytes go to a temporary file beside it (created exclusively, never
+      through a symlink), with the file's mode (and owner, where allowed), synced to disk, then
+      renamed over it (``os.replace``): a reader sees the old file or the new one, never half.
+    - Only if the file still holds ``text``: an edit saved while kaffinity ran is not lost.
+    - In its own encoding: UTF-8, with its byte order mark if it had one (UTF-16/32 refused).
+    """
+    real = os.path.realpath(path)
+    if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots):
+        from kaffinity.load.display import quote_name
+
+        raise WriteRefused(f"not written: a symlink leads to {quote_name(real)}, outside the paths given")
+    try:
+        descriptor = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:
+        raise WriteRefused(f"cannot write: {error.strerror or error}") from None
+    with open(descriptor, "rb") as handle:
+        before = os.fstat(descriptor)
+        if not stat.S_ISREG(before.st_mode):
+            raise WriteRefused("not written: not a regular file")
+        current = handle.read()
+    if current.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        raise WriteRefused("fix writes UTF-8 files only; this one is UTF-16/32")
+    if not _holds(current, text):
+        raise WriteRefused("not written: the file changed since it was read")
+    bom = _BOM if current.startswith(_BOM) else b""
+    _replace(real, bom + fixed.encode("utf-8"), before)
+
+
+def _holds(raw: bytes, text: str) -> bool:
+    """Whether ``raw`` is the bytes the loader read as ``text``."""
+    try:
+        return raw.decode("utf-8-sig") == text
+    except UnicodeDecodeError:
+        return False
+
+
+def _replace(real: str, data: bytes, info: os.stat_result) -> None:
+    """Replace the file ``real`` (as :func:`os.fstat` saw it: ``info``) with ``data``."""
+    folder, name = os.path.split(real)
+    temporary = os.path.join(folder, f".{name}.kaffinity-{os.urandom(4).hex()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        descriptor = os.open(temporary, flags, 0o600)
+    except OSError as error:
+        raise WriteRefused(f"cannot write: {error.strerror or error}") from None
+    try:
+        with open(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            if hasattr(os, "fchmod"):  # not on Windows before Python 3.13
+                os.fchmod(descriptor, stat.S_IMODE(info.st_mode))
+            if hasattr(os, "fchown"):
+                # Another owner's file, written by its group: the new one is the writer's.
+                with contextlib.suppress(OSError):
+                    os.fchown(descriptor, info.st_uid, info.st_gid)
+            os.fsync(descriptor)
+        # The last look before the rename: the same file (inode), neither written (size, time)
+        # nor swapped for a symlink since it was read.
+        now = os.stat(real, follow_symlinks=False)
+        if (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) != (
+            info.st_dev,
+            info.st_ino,
+            info.st_size,
+            info.st_mtime_ns,
+        ):
+            raise WriteRefused("not written: the file changed since it was read")
+        os.replace(temporary, real)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(error, OSError):
+            raise WriteRefused(f"cannot write: {error.strerror or error}") from None
+        raise
+    _sync_folder(folder)
+
+
+def _sync_folder(folder: str) -> None:
+    """The rename made durable (a folder's entries are synced through the folder itself)."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

@@ -39,30 +39,49 @@ def plain(value: Any) -> Any:
     A mapping entry written as null is left out: the API server decodes a manifest into its
     typed object, where ``affinity: null`` or ``tolerations: null`` is the field unset (and
     omitted when the object is read back), not a null value. An integer beyond 64 bits becomes
-    a float."""
-    if isinstance(value, dict):
-        return {
-            key: item if type(item) in _AS_IS else _copy(item)
-            for key, item in value.items()
-            if item is not None
-        }
-    if isinstance(value, list):
-        return [item if type(item) in _AS_IS else _copy(item) for item in value]
-    return _copy(value)
+    a float.
+
+    Copied without recursion: a manifest may nest as deep as the loader's ``limits.depth``
+    (400 levels by default), more than the interpreter's stack holds at a few frames a level.
+    Every container of the copy is its own, also where aliases shared one in the input: the
+    defaults below write into the copy (go-yaml, too, decodes each alias into a fresh value)."""
+    if not isinstance(value, dict | list):
+        return _copy(value)
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        if isinstance(target, dict):
+            for key, item in source.items():
+                if item is not None:
+                    target[key] = item if type(item) in _AS_IS else _copy_into(item, stack)
+        else:
+            target.extend([item if type(item) in _AS_IS else _copy_into(item, stack) for item in source])
+    return root
 
 
 #: Scalars copied as they are (the common case, tested first).
 _AS_IS = frozenset({str, bool, float})
-#: CEL's int is 64-bit: a larger YAML integer is carried as a double, as JSON would.
-_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _copy_into(item: Any, stack: list[tuple[Any, Any]]) -> Any:
+    """``item`` copied, or an empty container put on ``stack`` to be filled."""
+    if isinstance(item, dict):
+        copy: dict[str, Any] = {}
+        stack.append((item, copy))
+        return copy
+    if isinstance(item, list):
+        items: list[Any] = []
+        stack.append((item, items))
+        return items
+    return _copy(item)
 
 
 def _copy(item: Any) -> Any:
+    """A scalar as the API server holds it."""
     kind = type(item)
     if kind is int:
         return item if _INT64[0] <= item <= _INT64[1] else float(item)
-    if isinstance(item, (dict, list)):
-        return plain(item)
     if item is None or kind in _AS_IS:
         return item
     # A subclass of a scalar type (ruamel's anchored booleans and numbers): its plain value.

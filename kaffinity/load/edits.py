@@ -435,31 +435,52 @@ def _replaced(data: Any, path: DataPath, update: Callable[[Any], Any]) -> Any:
 
 
 def _plain(data: Any) -> Any:
-    """A copy as plain dicts and lists (key order kept)."""
-    if isinstance(data, dict):
-        return {key: _plain(value) for key, value in data.items()}
-    if isinstance(data, list | tuple):
-        return [_plain(item) for item in data]
-    return data
+    """A copy as plain dicts and lists (key order kept), made without recursion: a document
+    may nest as deep as the loader's ``limits.depth``."""
+    if not isinstance(data, dict | list | tuple):
+        return data
+    root: Any = {} if isinstance(data, dict) else []
+    stack: list[tuple[Any, Any]] = [(data, root)]
+    while stack:
+        source, target = stack.pop()
+        pairs = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, value in pairs:
+            copy: Any = value
+            if isinstance(value, dict | list | tuple):
+                copy = {} if isinstance(value, dict) else []
+                stack.append((value, copy))
+            if isinstance(target, dict):
+                target[key] = copy
+            else:
+                target.append(copy)
+    return root
 
 
 def _same(left: Any, right: Any) -> bool:
-    """Equal, with the same key order and the same scalar types (``1 != True != 1.0``)."""
-    if isinstance(left, dict):
-        return (
-            isinstance(right, dict)
-            and list(left) == list(right)
-            and all(_same(value, right[key]) for key, value in left.items())
-        )
-    if isinstance(left, list):
-        return (
-            isinstance(right, list)
-            and len(left) == len(right)
-            and all(_same(a, b) for a, b in zip(left, right, strict=True))
-        )
-    if type(left) is not type(right):
-        return False
-    return bool(left == right or (left != left and right != right))  # noqa: PLR0124 - NaN
+    """Equal, with the same key order and the same scalar types (``1 != True != 1.0``).
+    Compared without recursion, and each pair of containers once (aliases share them)."""
+    stack: list[tuple[Any, Any]] = [(left, right)]
+    seen: set[tuple[int, int]] = set()
+    while stack:
+        left, right = stack.pop()
+        if isinstance(left, dict | list):
+            pair = (id(left), id(right))
+            if pair in seen:
+                continue
+            seen.add(pair)
+            if isinstance(left, dict):
+                if not isinstance(right, dict) or list(left) != list(right):
+                    return False
+                stack.extend((value, right[key]) for key, value in left.items())
+            else:
+                if not isinstance(right, list) or len(left) != len(right):
+                    return False
+                stack.extend(zip(left, right, strict=True))
+        elif type(left) is not type(right) or not (
+            left == right or (left != left and right != right)  # noqa: PLR0124 - NaN
+        ):
+            return False
+    return True
 
 
 # --- rendering -----------------------------------------------------------------------------------

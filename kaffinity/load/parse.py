@@ -200,7 +200,16 @@ class _Builder:
     handled inline rather than through a call per node.
     """
 
-    __slots__ = ("aliases", "cache", "constructor", "duplicates", "expanded", "limits", "template")
+    __slots__ = (
+        "aliases",
+        "building",
+        "cache",
+        "constructor",
+        "duplicates",
+        "expanded",
+        "limits",
+        "template",
+    )
 
     def __init__(self, constructor: Any, aliases: bool, limits: Limits) -> None:
         self.constructor = constructor
@@ -208,6 +217,7 @@ class _Builder:
         self.limits = limits
         self.cache: dict[int, tuple[Any, int]] = {}
         self.expanded = 0
+        self.building: set[int] = set()  # the collections being built, where aliases may occur
         self.duplicates: list[DuplicateKey] = []
         self.template: Span | None = None
 
@@ -349,12 +359,16 @@ class _Builder:
         else:
             if depth >= self.limits.depth:
                 raise _too_deep(self.limits, _span(node.start_mark))
+            if id(node) in self.building:
+                raise _recursive(node)
+            self.building.add(id(node))
             if node.id == "mapping":
                 result = self._mapping(node, depth)
                 children: Iterable[Any] = (value for _, value in node.value)
             else:
                 result = self._sequence(node, depth)
                 children = node.value
+            self.building.discard(id(node))
             size = 1 + sum(self.cache.get(id(child), _SCALAR_SIZE)[1] for child in children)
         self.cache[id(node)] = (result, size)
         return result
@@ -370,6 +384,11 @@ class _Builder:
                 if key not in target:
                     target[key] = value
                     target.pos.append(position)
+
+
+def _recursive(node: Any) -> LoadError:
+    """go-yaml refuses an alias inside the node it names ("anchor 'x' value contains itself")."""
+    return LoadError("an alias refers to the node that holds it (a recursive anchor)", _span(node.start_mark))
 
 
 def _too_deep(limits: Limits, span: Span | None) -> LoadError:
@@ -483,6 +502,8 @@ def _documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[Any
             node = loader.get_node()
             with _frames_for(limits.depth):
                 data = builder.build(node, 0)
+            if builder.expanded > expanded:  # aliases were followed (each built once, shared)
+                _check_aliasing(node)
             expanded = builder.expanded
             yield data, builder
     finally:
@@ -490,6 +511,75 @@ def _documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[Any
         # ruamel's loader refers to itself (as its own parser, composer and constructor); break
         # the cycle so the loader is freed at once rather than by the cyclic garbage collector.
         vars(loader).clear()
+
+
+# go-yaml's decoder (gopkg.in/yaml.v2 v2.4.0 decode.go, which sigs.k8s.io/yaml and so kubectl
+# and kube-apiserver use; yaml.v3 has the same) refuses "excessive aliasing": past 100 nodes
+# decoded through aliases and 1,000 in all, the share decoded through aliases may not exceed
+# allowedAliasRatio(decodes): 99% up to 400,000 decodes, then down to 10% at 4,000,000.
+_ALIAS_RATIO_LOW = 400_000
+_ALIAS_RATIO_HIGH = 4_000_000
+
+
+def _allowed_alias_ratio(decodes: int) -> float:
+    """go-yaml's ``allowedAliasRatio``."""
+    if decodes <= _ALIAS_RATIO_LOW:
+        return 0.99
+    if decodes >= _ALIAS_RATIO_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * ((decodes - _ALIAS_RATIO_LOW) / (_ALIAS_RATIO_HIGH - _ALIAS_RATIO_LOW))
+
+
+def _check_aliasing(root: Any) -> None:
+    """Refuse a document that Kubernetes' YAML decoder refuses for excessive aliasing.
+
+    go-yaml counts one decode per node it unmarshals, in document order: every key and value,
+    an alias node, and again every node of the anchored value each time an alias repeats it
+    (``aliasCount``: the decodes made inside an alias). The composed tree shares an anchored node
+    wherever it is aliased, so this walk visits each node of the file once (never the
+    expansion: an alias adds the size its anchored node had), without recursion. The
+    decodes of a merge key's ``<<`` are not counted (go-yaml merges without unmarshalling the
+    key). A document is decoded on its own (kubectl splits the stream into documents first).
+    """
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    decodes = 1  # the document node
+    aliased = 0
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        if node.__class__ is tuple:  # a collection's end: what decoding it again costs
+            collection, start = node
+            sizes[id(collection)] = decodes - start
+            open_nodes.discard(id(collection))
+            continue
+        size = sizes.get(id(node))
+        if size is not None:  # an alias: go-yaml decodes the anchored node again
+            decodes += 1 + size
+            aliased += size
+        elif id(node) in open_nodes:
+            raise _recursive(node)
+        else:
+            decodes += 1
+            value = node.value
+            if value.__class__ is str:
+                sizes[id(node)] = 1
+            else:
+                open_nodes.add(id(node))
+                stack.append((node, decodes - 1))
+                if node.id == "mapping":
+                    for key, item in reversed(value):
+                        stack.append(item)
+                        if key.value != "<<" or key.style:
+                            stack.append(key)
+                else:
+                    stack.extend(reversed(value))
+        if aliased > 100 and decodes > 1000 and aliased / decodes > _allowed_alias_ratio(decodes):
+            raise LoadError(
+                f"aliases of the node anchored here make {aliased:,} of the {decodes:,} nodes of this "
+                'document; Kubernetes\' YAML decoder refuses it ("document contains excessive aliasing")',
+                _span(node.start_mark if node.__class__ is not tuple else node[0].start_mark),
+            )
 
 
 @contextmanager
@@ -512,6 +602,51 @@ def _frames_for(levels: int) -> Iterator[None]:
 
 #: Frames below the builder: the command, the engine, a worker or a test runner.
 _FRAMES_IN_USE = 400
+#: Frames that one level of nesting may take in code kaffinity does not own that walks parsed
+#: data recursively: jsonschema validates through three to five generator frames a level (more
+#: through a ``$ref``), ``repr`` (jsonschema's messages) one, cel-expr-python's conversion and
+#: the JSON encoder count their C levels against the same limit. kaffinity's own walks over
+#: parsed data are loops.
+_FRAMES_PER_LEVEL = 8
+
+
+def make_room(depth: int = DEFAULT_LIMITS.depth) -> None:
+    """Raise the interpreter's recursion limit (never lower it) so that data nested as deep as
+    the loader accepts (``limits.depth``) cannot exhaust it in any stage: without this, a
+    manifest 350 levels deep made a policy's validation fail with RecursionError (the default
+    limit is 1,000 frames). On Python 3.11 and later a call between Python functions takes no C
+    stack, and ``limits.depth`` is capped at 10,000; what C code needs is made room for too
+    (:func:`_c_stack_for`)."""
+    needed = _FRAMES_PER_LEVEL * depth + _FRAMES_IN_USE
+    if needed > sys.getrecursionlimit():
+        sys.setrecursionlimit(needed)
+    _c_stack_for(depth)
+
+
+#: C stack a level of nesting may take in C and C++ code that recurses over the data:
+#: cel-expr-python converts an object to CEL values recursively (measured: about 1.6 KiB a
+#: level, so the usual 8 MiB stack ended the process with SIGSEGV near 5,000 levels), as do
+#: ``repr`` and generators resumed in C (jsonschema).
+_STACK_PER_LEVEL = 4 << 10
+_STACK_BASE = 8 << 20
+
+
+def _c_stack_for(depth: int) -> None:
+    """Let the main thread's C stack grow as deep as ``depth`` levels need. Linux checks a
+    growing stack against the soft ``RLIMIT_STACK`` when it grows, so raising the limit (up
+    to the hard one) takes effect at once; elsewhere, or when it cannot be raised, it stays."""
+    try:
+        import resource
+    except ImportError:  # Windows: the stack size is fixed in the executable
+        return
+    needed = _STACK_BASE + _STACK_PER_LEVEL * depth
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+        if soft != resource.RLIM_INFINITY and soft < needed:
+            wanted = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+            resource.setrlimit(resource.RLIMIT_STACK, (wanted, hard))
+    except (ValueError, OSError):
+        return
 
 
 def _problem(text: str, error: Exception, limits: Limits = DEFAULT_LIMITS) -> LoadProblem:

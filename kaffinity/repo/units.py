@@ -1018,12 +1018,26 @@ class _Whole:
 
 
 def _frozen(value: Any) -> Any:
-    """A hashable copy of loaded data: equal for equal content, whatever the positions."""
-    if isinstance(value, dict):
-        return frozenset((key, _frozen(item)) for key, item in value.items())
-    if isinstance(value, list):
-        return tuple(_frozen(item) for item in value)
-    return value
+    """A hashable copy of loaded data: equal for equal content, whatever the positions. Built
+    without recursion (data nests as deep as ``limits.depth``): children before parents."""
+    if not isinstance(value, dict | list):
+        return value
+    done: dict[int, Any] = {}
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in done:
+            continue
+        children = node.values() if isinstance(node, dict) else node
+        if not ready:
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if isinstance(child, dict | list))
+            continue
+        if isinstance(node, dict):
+            done[id(node)] = frozenset((key, done.get(id(item), item)) for key, item in node.items())
+        else:
+            done[id(node)] = tuple(done.get(id(item), item) for item in node)
+    return done[id(value)]
 
 
 def _components(versions: Versions) -> Iterator[set[str]]:

@@ -28,16 +28,43 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def plain(value: Any) -> Any:
-    """``value`` with every mapping a plain ``dict``, sequence a ``list`` and scalar a JSON type."""
+    """``value`` with every mapping a plain ``dict``, sequence a ``list`` and scalar a JSON type.
+
+    Copied without recursion: a manifest may nest as deep as the loader's ``limits.depth``,
+    deeper than the interpreter's stack at three frames a level."""
+    if not isinstance(value, Mapping | list | tuple | set | frozenset):
+        return _leaf(value)
+    root: Any = {} if isinstance(value, Mapping) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        if isinstance(target, dict):
+            for key, item in source.items():
+                target[_key(key)] = _child(item, stack)
+        else:
+            target.extend([_child(item, stack) for item in source])
+    return root
+
+
+def _child(item: Any, stack: list[tuple[Any, Any]]) -> Any:
+    """``item`` converted, or an empty container put on ``stack`` to be filled."""
+    if isinstance(item, Mapping):
+        copy: dict[str, Any] = {}
+        stack.append((item, copy))
+        return copy
+    if isinstance(item, list | tuple | set | frozenset):
+        items: list[Any] = []
+        stack.append((item, items))
+        return items
+    return _leaf(item)
+
+
+def _leaf(value: Any) -> Any:
     kind = type(value)
     if kind is str or kind is bool or kind is float or value is None:
         return value
     if kind is int:
         return value if _INT64_MIN <= value <= _INT64_MAX else float(value)
-    if isinstance(value, Mapping):
-        return {_key(key): plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [plain(item) for item in value]
     return _scalar(value)
 
 
@@ -55,7 +82,7 @@ def _scalar(value: Any) -> Any:
     if isinstance(value, bool) or type(value).__name__ == "ScalarBoolean":  # ruamel's anchored bool
         return bool(value)
     if isinstance(value, int):
-        return plain(int(value))
+        return _leaf(int(value))
     if isinstance(value, float):
         return float(value)
     if isinstance(value, str):
