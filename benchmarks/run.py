@@ -712,14 +712,12 @@ def measure_cli(
     if simulated is not None:
         nodes = simulated.nodes
         path = cluster_file(item, nodes)
-        config = os.path.join(scratch, "kaffinity-bench.yaml")
-        with open(config, "w", encoding="utf-8") as out:
-            out.write(f"limits:\n  pods: {BENCH_PODS}\n")  # as the in-process stage (BENCH_PODS)
+        # As the in-process stage (BENCH_PODS); a config may only lower a limit (issue 31).
         row = child(
             "cli-cluster",
             f"kaffinity lint DIR --cluster ({nodes:,} nodes)",
-            "--config",
-            config,
+            "--limit",
+            f"pods={BENCH_PODS}",
             "--cluster",
             path,
             "-o",
