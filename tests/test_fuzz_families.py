@@ -28,6 +28,7 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -188,7 +189,9 @@ def _sandbox(base: Path, files: dict[str, str | None]) -> Iterator[Path]:
             # Absolute paths out of the repository point into the sandbox's own outside/
             # folder: a regression must never reach the machine's real folders.
             path.write_text(text.replace("@OUTSIDE@", str(outside)), encoding="utf-8")
-    saved_cwd, saved_env = os.getcwd(), dict(os.environ)
+    # The command makes room on the stack for the depth limit (kaffinity.load.parse.make_room);
+    # hypothesis wants the recursion limit it started with back.
+    saved_cwd, saved_env, saved_limit = os.getcwd(), dict(os.environ), sys.getrecursionlimit()
     os.environ.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), NO_COLOR="1")
     for name in ("GITHUB_ACTIONS", "KAFFINITY_CACHE_DIR", "KAFFINITY_PROGRESS"):
         os.environ.pop(name, None)
@@ -197,6 +200,7 @@ def _sandbox(base: Path, files: dict[str, str | None]) -> Iterator[Path]:
         yield repo
     finally:
         os.chdir(saved_cwd)
+        sys.setrecursionlimit(saved_limit)
         os.environ.clear()
         os.environ.update(saved_env)
 
