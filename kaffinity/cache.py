@@ -631,13 +631,12 @@ def _tracked_by_git(root: str) -> str | None:
     is found above ``root``."""
     import subprocess
 
+    from kaffinity.load.repository import work_tree
+
     path = os.path.abspath(root)
-    top = path
-    while not os.path.lexists(os.path.join(top, ".git")):
-        parent = os.path.dirname(top)
-        if parent == top:
-            return None
-        top = parent
+    top = work_tree(path)
+    if top is None:
+        return None
     if not os.path.lexists(path):
         return None
     try:

@@ -156,15 +156,10 @@ def repository_root(config: str) -> str:
     """The folder a config's paths must stay in: the top of the git work tree holding the config
     file (the nearest folder upward with a ``.git`` entry, as git's discovery in setup.c looks
     for one; no git call), else the config's own folder."""
+    from kaffinity.load.repository import work_tree
+
     start = os.path.dirname(os.path.abspath(config))
-    folder = start
-    while True:
-        if os.path.lexists(os.path.join(folder, ".git")):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return start
-        folder = parent
+    return work_tree(start) or start
 
 
 def _inside(real: str, root: str) -> bool:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from kaffinity.k8s.labels import POD_TEMPLATE_HASH as REVISION_LABEL
 from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload
 from kaffinity.load.edits import Edit, add_entry, append_items, apply, fill_null, find_node
+from kaffinity.load.repository import work_tree
 
 if TYPE_CHECKING:
     from kaffinity.findings import Finding
@@ -144,15 +145,8 @@ def allowed_roots(paths: Sequence[str]) -> tuple[str, ...]:
             continue
         real = os.path.realpath(path)
         roots.append(real)
-        folder = real if os.path.isdir(real) else os.path.dirname(real)
-        while True:
-            if os.path.lexists(os.path.join(folder, ".git")):
-                roots.append(folder)
-                break
-            parent = os.path.dirname(folder)
-            if parent == folder:
-                break
-            folder = parent
+        if (top := work_tree(real)) is not None:
+            roots.append(top)
     return tuple(dict.fromkeys(roots))
 
 

@@ -18,6 +18,24 @@ from kaffinity.load.parse import MANIFEST_SUFFIXES
 _GIT_TIMEOUT = 30
 
 
+def work_tree(path: str) -> str | None:
+    """The top of the git work tree holding ``path`` (a file or a folder), or None: the nearest
+    folder from it upward with a ``.git`` entry, a folder or the file of a linked worktree or a
+    submodule, as git's discovery looks for one (``setup.c``, ``setup_git_directory_gently``),
+    without running git. git refuses ``.git`` as a name inside a tree (``verify_path``), so a
+    checkout cannot plant one below its own top. ``path`` as given (absolute), symlinks kept."""
+    folder = os.path.abspath(path)
+    if not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    while True:
+        if os.path.lexists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
 def repository_manifests(start: str = ".") -> list[str] | None:
     """The manifest files of the git work tree holding ``start``, relative to the working
     directory, in a stable order; None when ``start`` is in no work tree or git is unavailable."""

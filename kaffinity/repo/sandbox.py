@@ -159,16 +159,13 @@ def repository_root(path: str) -> str:
     """The work tree around ``path``: the nearest folder above it (or itself) holding ``.git``
     (git refuses ``.git`` as a name inside a tree, so a checkout cannot plant one), else the
     working directory when ``path`` is inside it, else ``path``'s own folder. Real paths."""
+    from kaffinity.load.repository import work_tree
+
     real = os.path.realpath(path)
     start = real if os.path.isdir(real) else os.path.dirname(real)
-    folder = start
-    while True:
-        if os.path.lexists(os.path.join(folder, ".git")):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
+    top = work_tree(start)
+    if top is not None:
+        return top
     here = os.path.realpath(os.getcwd())
     return here if inside(start, (here,)) else start
 
