@@ -35,7 +35,13 @@ def discover(
 
     Directories are walked recursively for ``*.yaml``, ``*.yml`` and ``*.json``; hidden entries
     are skipped (an explicitly named hidden directory is still walked), symlinked directories are
-    followed once (loops survive). ``-`` stands for stdin. A path that does not exist is yielded
+    followed once (loops survive). A symlink met in a folder is followed only when it leads
+    inside the folder's git work tree (or, outside any, the folder named): the checkout is
+    attacker input, and git stores symlinks, so a committed ``x.yaml -> ~/.kube/config`` must
+    not be read and shown in a finding (issue 31, docs/security.md). A path named here is
+    read wherever it leads: naming it is the choice of the person running kaffinity.
+
+    ``-`` stands for stdin. A path that does not exist is yielded
     as is, so that reading it reports the problem. ``seen``: the (device, inode) pairs of files
     and folders already read by an earlier call, which are skipped (the set is updated).
     ``gitignore``: in a folder inside a git work tree, what git ignores (``.gitignore``,
@@ -61,11 +67,14 @@ def _walk(
 ) -> Iterator[str]:
     if not _first_visit(top, seen):
         return
+    from kaffinity.load.repository import work_tree
+
     ignored: frozenset[str] = frozenset()
     if gitignore:
         from kaffinity.load.repository import ignored_paths
 
         ignored = ignored_paths(top)
+    allowed = os.path.realpath(work_tree(os.path.realpath(top)) or top)
     for root, dirs, files in os.walk(top, followlinks=True):
         kept = []
         for directory in sorted(dirs):
@@ -74,7 +83,7 @@ def _walk(
                 continue
             if ignored and os.path.normpath(full) in ignored:
                 continue
-            if _first_visit(full, seen):
+            if _first_visit(full, seen) and _stays_in(full, allowed):
                 kept.append(directory)
         dirs[:] = kept
         for file in sorted(files):
@@ -84,9 +93,19 @@ def _walk(
                 and not file.startswith(".")
                 and not (excluded is not None and excluded(full))
                 and not (ignored and os.path.normpath(full) in ignored)
+                and _stays_in(full, allowed)
                 and _first_visit(full, seen, regular=True)
             ):
                 yield full
+
+
+def _stays_in(path: str, allowed: str) -> bool:
+    """Whether ``path`` is no symlink, or one that leads inside the folder ``allowed`` (a real
+    path). One ``lstat``; a link's target is resolved only for links."""
+    if not os.path.islink(path):
+        return True
+    real = os.path.realpath(path)
+    return real == allowed or real.startswith(allowed.rstrip(os.sep) + os.sep)
 
 
 def _first_visit(path: str, seen: set[tuple[int, int]], *, regular: bool = False) -> bool:

@@ -55,11 +55,14 @@ def repository_manifests(start: str = ".") -> list[str] | None:
     if listed is None:
         return None
     root = top.strip()
+    real_root = os.path.realpath(root).rstrip(os.sep) + os.sep
     files = []
     for name in sorted(set(filter(None, listed.split("\0")))):
         if any(part.startswith(".") for part in name.split("/")):
             continue  # as folder discovery does: .github/, .pre-commit-config.yaml, ...
         path = os.path.join(root, name)
+        if os.path.islink(path) and not os.path.realpath(path).startswith(real_root):
+            continue  # a committed symlink out of the work tree is not read (docs/security.md)
         if os.path.isfile(path):  # listed in the index but deleted from the work tree
             files.append(os.path.relpath(path))
     return files
