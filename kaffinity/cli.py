@@ -14,7 +14,7 @@ import typer
 
 from kaffinity import __version__
 from kaffinity.help import Group
-from kaffinity.load.display import escape, quote_name, utf8
+from kaffinity.load.display import escape, patch_lines, quote_name, utf8
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -922,8 +922,8 @@ def _print_diff(item: FileFix) -> None:
     sys.stdout.writelines(
         line if line.endswith("\n") else line + "\n"
         for line in difflib.unified_diff(
-            item.text.splitlines(keepends=True),
-            item.fixed.splitlines(keepends=True),
+            patch_lines(item.text),
+            patch_lines(item.fixed),
             f"{quote_name(item.file)} (as written)",
             f"{quote_name(item.file)} (fixed)",
         )

@@ -451,3 +451,34 @@ def test_compaction_shares_what_aliases_share() -> None:
     spec = compact.documents[0].data["spec"]["template"]["spec"]
     terms = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert len(terms) == 21 and len({id(term) for term in terms}) == 1
+
+
+def test_a_diff_of_a_file_with_line_separators_applies(tmp_path: Path) -> None:
+    """``fix --diff`` counts lines as ``patch`` does (at ``\\n`` only): U+2028 or U+0085 in a
+    comment is not a line break, so the diff applies and gives what ``fix`` writes."""
+    source = (EXAMPLES / "revision-unscoped" / "fail.yaml").read_text(encoding="utf-8")
+    # YAML 1.1 ends a line at U+2028 and U+0085 too: each part is a comment of its own. Put
+    # beside the term the fix completes, in the diff's context.
+    lines = source.split("\n")
+    at = 1 + next(
+        number for number, line in enumerate(lines) if "topologyKey: kubernetes.io/hostname" in line
+    )
+    indent = lines[at - 1][: len(lines[at - 1]) - len(lines[at - 1].lstrip())]
+    lines.insert(at, f"{indent}# a note\u2028{indent}# with a separator\x85{indent}# and a next line")
+    text = "\n".join(lines)
+    (tmp_path / "m.yaml").write_text(text, encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    diff = run("fix", "--diff", "--no-config", "m.yaml", cwd=tmp_path)
+    assert diff.returncode == 1, diff.stderr
+    # git apply as a patch tool (no repository needed), the target named: the diff's headers
+    # say "(as written)" and "(fixed)".
+    body = diff.stdout.split("\n", 2)[2]
+    (tmp_path / "fix.patch").write_text(f"--- a/m.yaml\n+++ b/m.yaml\n{body}", encoding="utf-8")
+    applied = subprocess.run(
+        ["git", "apply", "fix.patch"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert applied.returncode == 0, applied.stderr
+    patched = (tmp_path / "m.yaml").read_text(encoding="utf-8")
+    (tmp_path / "m.yaml").write_text(text, encoding="utf-8")
+    assert run("fix", "--no-config", "m.yaml", cwd=tmp_path).returncode == 0
+    assert patched == (tmp_path / "m.yaml").read_text(encoding="utf-8") != text

@@ -20,7 +20,7 @@ from typing import Any
 
 from kaffinity.expand.merge import SCHEDULER, TermExpansion, WorkloadExpansion, expand
 from kaffinity.k8s.model import LabelSelector, Workload, WorkloadKind, build_object, dig
-from kaffinity.load.display import escape, json_name, quote_name, utf8_tree
+from kaffinity.load.display import escape, json_name, patch_lines, quote_name, utf8_tree
 from kaffinity.load.edits import Edit, add_entry, append_items, apply
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import format_path
@@ -116,8 +116,8 @@ def render_diff(items: Sequence[Previewed], version: str) -> str:
     notes = _notes(items)
     for name, (text, new, failed) in edited.items():
         diff = difflib.unified_diff(
-            text.splitlines(keepends=True),
-            new.splitlines(keepends=True),
+            patch_lines(text),
+            patch_lines(new),
             f"{quote_name(name)} (as written)",
             f"{quote_name(name)} (pods as created, Kubernetes {version})",
         )

@@ -157,6 +157,13 @@ def markdown_lines(text: str, *, table: bool = False) -> str:
     return "<br>".join(code_span(line, table=table) for line in _LINE_BREAKS.split(text))
 
 
+def patch_lines(text: str) -> list[str]:
+    """``text`` in lines as ``diff`` and ``patch`` count them, each with its end: at ``\n`` only.
+    ``str.splitlines`` also ends a line at U+2028, U+0085, ``\v``, ``\f``..., so a diff made of
+    its lines adds line breaks the file does not have, and does not apply."""
+    return [line for line in re.split(r"(?<=\n)", text) if line]
+
+
 def columns(text: str) -> int:
     """How many terminal columns ``text`` (already escaped: no control character) takes: two
     for a wide or full-width character (Unicode East_Asian_Width W or F), none for a combining
