@@ -21,6 +21,7 @@ from kaffinity.findings import Severity
 from kaffinity.k8s.model import WorkloadKind
 from kaffinity.load.display import quote_name
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits
+from kaffinity.load.repository import within
 from kaffinity.load.source import Document, Span, unpack
 from kaffinity.repo.sandbox import DEFAULT_SANDBOX, Sandbox
 
@@ -135,7 +136,7 @@ def _untrusted(path: str) -> str | None:
     (Windows)."""
     real = os.path.realpath(path)
     root = repository_root(path)
-    if not _inside(real, os.path.realpath(root)):
+    if not within(real, os.path.realpath(root)):
         return f"it links outside its repository ({quote_name(root)})"
     if not hasattr(os, "geteuid"):
         return None
@@ -160,10 +161,6 @@ def repository_root(config: str) -> str:
 
     start = os.path.dirname(os.path.abspath(config))
     return work_tree(start) or start
-
-
-def _inside(real: str, root: str) -> bool:
-    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def load_settings(
@@ -340,7 +337,7 @@ def _outside_errors(doc: Document, base: str, root: str) -> list[str]:
     errors = []
     for where, value in found:
         resolved = os.path.realpath(os.path.join(base, value))
-        if not _inside(resolved, real_root):
+        if not within(resolved, real_root):
             shown = ".".join(str(step) for step in where)
             option = _PATH_OPTIONS[where[0]]
             errors.append(

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from kaffinity.k8s.labels import POD_TEMPLATE_HASH as REVISION_LABEL
 from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload
 from kaffinity.load.edits import Edit, add_entry, append_items, apply, fill_null, find_node
-from kaffinity.load.repository import work_tree
+from kaffinity.load.repository import within, work_tree
 
 if TYPE_CHECKING:
     from kaffinity.findings import Finding
@@ -164,7 +164,7 @@ def write_fixed(path: str, text: str, fixed: str, roots: Sequence[str]) -> None:
     - In its own encoding: UTF-8, with its byte order mark if it had one (UTF-16/32 refused).
     """
     real = os.path.realpath(path)
-    if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots):
+    if not any(within(real, root) for root in roots):
         from kaffinity.load.display import quote_name
 
         raise WriteRefused(f"not written: a symlink leads to {quote_name(real)}, outside the paths given")

@@ -104,8 +104,9 @@ def _stays_in(path: str, allowed: str) -> bool:
     path). One ``lstat``; a link's target is resolved only for links."""
     if not os.path.islink(path):
         return True
-    real = os.path.realpath(path)
-    return real == allowed or real.startswith(allowed.rstrip(os.sep) + os.sep)
+    from kaffinity.load.repository import within
+
+    return within(os.path.realpath(path), allowed)
 
 
 def _first_visit(path: str, seen: set[tuple[int, int]], *, regular: bool = False) -> bool:

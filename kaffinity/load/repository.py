@@ -18,6 +18,13 @@ from kaffinity.load.parse import MANIFEST_SUFFIXES
 _GIT_TIMEOUT = 30
 
 
+def within(real: str, root: str) -> bool:
+    """Whether the real path ``real`` is the real folder ``root`` or below it (by whole path
+    components: ``/repo-other`` is not below ``/repo``). The one containment test of the paths a
+    checkout names (docs/security.md)."""
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def work_tree(path: str) -> str | None:
     """The top of the git work tree holding ``path`` (a file or a folder), or None: the nearest
     folder from it upward with a ``.git`` entry, a folder or the file of a linked worktree or a
@@ -55,13 +62,13 @@ def repository_manifests(start: str = ".") -> list[str] | None:
     if listed is None:
         return None
     root = top.strip()
-    real_root = os.path.realpath(root).rstrip(os.sep) + os.sep
+    real_root = os.path.realpath(root)
     files = []
     for name in sorted(set(filter(None, listed.split("\0")))):
         if any(part.startswith(".") for part in name.split("/")):
             continue  # as folder discovery does: .github/, .pre-commit-config.yaml, ...
         path = os.path.join(root, name)
-        if os.path.islink(path) and not os.path.realpath(path).startswith(real_root):
+        if os.path.islink(path) and not within(os.path.realpath(path), real_root):
             continue  # a committed symlink out of the work tree is not read (docs/security.md)
         if os.path.isfile(path):  # listed in the index but deleted from the work tree
             files.append(os.path.relpath(path))

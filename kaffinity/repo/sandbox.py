@@ -37,6 +37,8 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from kaffinity.load.repository import within
+
 #: Seconds one unit may take to render (a stuck tool must not hang a commit hook).
 DEFAULT_TIMEOUT = 120.0
 #: Seconds all the renders of one run may take together; the units left are read as written.
@@ -180,11 +182,7 @@ def roots_for(paths: Iterable[str]) -> tuple[str, ...]:
 def inside(path: str, roots: Sequence[str]) -> bool:
     """Whether ``path``, symlinks resolved, is one of ``roots`` or below one."""
     real = os.path.realpath(path)
-    for root in roots:
-        top = _real(root)
-        if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
-            return True
-    return False
+    return any(within(real, _real(root)) for root in roots)
 
 
 @functools.lru_cache(maxsize=64)
