@@ -201,7 +201,8 @@ _RenderMemory = Annotated[
     typer.Option(
         "--render-memory",
         metavar="SIZE",
-        help="Memory each rendering tool may use, e.g. 512M (default 2G; also KAFFINITY_RENDER_MEMORY).",
+        help="Memory each rendering tool may use, a Kubernetes quantity, e.g. 512Mi "
+        "(default 2Gi; also KAFFINITY_RENDER_MEMORY).",
     ),
 ]
 _Unit = Annotated[

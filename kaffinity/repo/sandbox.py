@@ -124,23 +124,19 @@ def _seconds(value: float | None, text: str | None, default: float, flag: str, v
     return value
 
 
-_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
-
-
 def _size(text: str | None) -> int:
-    """``512M``, ``2G``, ``1048576`` (bytes; binary multiples)."""
+    """A Kubernetes quantity of bytes (``512Mi``, ``2G``, ``1048576``), as ``--max-file-size``
+    and ``limits: file-size`` read it (:func:`kaffinity.k8s.quantity.parse_quantity`)."""
+    from kaffinity.k8s.quantity import parse_quantity
+
     if text is None or not text.strip():
         return DEFAULT_MEMORY
-    raw = text.strip().lower().removesuffix("ib").removesuffix("b")
-    unit = raw[-1:] if raw[-1:] in _UNITS and raw[-1:] else ""
-    try:
-        number = float(raw[: len(raw) - len(unit)])
-    except ValueError:
-        raise SandboxError(f"render memory: not a size: {text!r} (e.g. 512M, 2G)") from None
-    size = int(number * _UNITS[unit])
+    size = parse_quantity(text.strip())
+    if size is None or not size.is_finite():
+        raise SandboxError(f"render memory: not a size: {text!r} (e.g. 512Mi, 2Gi)")
     if size < 16 * 1024**2:
-        raise SandboxError(f"render memory: {text!r} is below 16M, too little for any tool")
-    return size
+        raise SandboxError(f"render memory: {text!r} is below 16Mi, too little for any tool")
+    return min(int(size), 2**62)
 
 
 class Budget:
