@@ -32,7 +32,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -566,6 +566,7 @@ def render_chart(
     *,
     timeout: float | None = None,
     sandbox: Sandbox = DEFAULT_SANDBOX,
+    values_objects: Sequence[Any] = (),
 ) -> Rendered:
     """Render a chart as ``helm template RELEASE CHART [--namespace NS] [-f VALUES]...`` would,
     and point each object at its template (see :func:`map_helm_sources`).
@@ -576,6 +577,9 @@ def render_chart(
     first (:func:`kaffinity.repo.preflight.check_chart`: a symlink leading outside the
     repository, a values file outside it or past kaffinity's limits refuse it), and either
     engine runs with no network, a cleared environment, memory and time limits.
+
+    ``values_objects``: values given inline (a HelmRelease's ``spec.values``, an Application's
+    ``valuesObject``), applied after the files in order, as further ``--values`` files are.
     """
     from kaffinity.repo.preflight import check_chart
 
@@ -603,6 +607,43 @@ def render_chart(
     refusal = check_chart(chart_dir, values_files, roots, limits, network=sandbox.network)
     if refusal is not None:
         return failed(refusal.message, refusal.file, refusal.span)
+    with tempfile.TemporaryDirectory(prefix="kaffinity-values-") as scratch:
+        # Inline values as files of their own (JSON is YAML), after the user's files.
+        inline = []
+        for index, values in enumerate(values_objects):
+            path = os.path.join(scratch, f"values-{index}.json")
+            with open(path, "w", encoding="utf-8") as handle:
+                json.dump(values, handle)
+            inline.append(path)
+        return _render_chart(
+            chart_dir,
+            [*values_files, *inline],
+            release,
+            namespace,
+            limits,
+            seconds,
+            sandbox,
+            roots,
+            engine,
+            started,
+            failed,
+        )
+
+
+def _render_chart(
+    chart_dir: str,
+    values_files: Sequence[str],
+    release: str,
+    namespace: str | None,
+    limits: Limits,
+    seconds: float,
+    sandbox: Sandbox,
+    roots: Sequence[str],
+    engine: str,
+    started: float,
+    failed: Callable[..., Rendered],
+) -> Rendered:
+    chart_file = os.path.join(chart_dir, "Chart.yaml")
     if engine == "helm binary":
         command = ["helm", "template", release, chart_dir]
         if namespace:

@@ -34,13 +34,16 @@ import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kaffinity.k8s.model import document_key, object_ref
 from kaffinity.load.manifests import KUSTOMIZATION_NAMES, find_kustomization
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits, SourceFile
 from kaffinity.load.source import DataPath, Document, Span
 from kaffinity.repo.sandbox import DEFAULT_SANDBOX, Budget, Sandbox
+
+if TYPE_CHECKING:
+    from kaffinity.repo.releases import NotRendered, Release
 
 #: Kustomization fields whose entries are objects (files or folders of another kustomization).
 _RESOURCE_FIELDS = ("resources", "bases", "components", "crds")
@@ -236,11 +239,22 @@ def render_units(
     render budget (``sandbox.budget``) is spent."""
     builder = _Builder(layout, limits, helm_values or {}, namespace, sandbox)
     units = [builder.build(unit) for unit in layout.units]
+
+    def current() -> tuple[Document, ...]:
+        rendered = [unit for unit in units if unit.source.endswith("(rendered)")]
+        return tuple(
+            [doc for doc in layout.documents if os.path.normpath(doc.file) not in builder.replaced]
+            + list({id(doc): doc for unit in rendered for doc in unit.documents}.values())
+        )
+
+    # GitOps releases (kaffinity.repo.releases), found among the objects as built: a HelmRelease
+    # an overlay patches is rendered with the overlay's values.
+    from kaffinity.repo.releases import ReleaseContext, find_releases
+
+    context = ReleaseContext(current(), limits=limits, sandbox=sandbox)
+    units.extend(builder.release(release) for release in find_releases(context))
     rendered = [unit for unit in units if unit.source.endswith("(rendered)")]
-    documents = tuple(
-        [doc for doc in layout.documents if os.path.normpath(doc.file) not in builder.replaced]
-        + list({id(doc): doc for unit in rendered for doc in unit.documents}.values())
-    )
+    documents = current()
     membership: dict[int, list[str]] = defaultdict(list)
     for unit in rendered:
         for doc in unit.documents:
@@ -291,6 +305,8 @@ class _Builder:
         self.replaced: set[str] = set()
         self.missing: set[str] = set()
         self.remote: list[str] = []
+        #: Releases read as written, and why (kaffinity.repo.releases).
+        self.unrendered: list[tuple[str, NotRendered]] = []
         self.places: dict[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
 
     def build(self, unit: Unit) -> Unit:
@@ -330,8 +346,39 @@ class _Builder:
             self.charts.append(unit.name)
         return Unit(unit.name, f"{unit.source} (rendered)", rendered.documents, unit.files)
 
+    def release(self, release: Release) -> Unit:
+        """A GitOps release rendered as its controller would (kaffinity.repo.releases); read as
+        written (its object only) when it cannot be."""
+        from kaffinity.repo.releases import NotRendered
+
+        left = self.budget.left()
+        if left <= 0:
+            self.unspent.append(release.name)
+            return Unit(release.name, release.source, (release.document,))
+        outcome = release.render(min(self.sandbox.timeout, left))
+        if isinstance(outcome, NotRendered):
+            self.unrendered.append((release.name, outcome))
+            return Unit(release.name, release.source, (release.document,))
+        self.files.extend(outcome.files)
+        if not outcome.ok:
+            return Unit(release.name, release.source, (release.document,))
+        self.replaced.update(release.files)
+        self.places.update((key, outcome.patch_place) for key in outcome.patches)
+        return Unit(release.name, f"{release.source} (rendered)", outcome.documents, release.files)
+
     def notes(self) -> list[str]:
         notes = []
+        remote = [name for name, why in self.unrendered if why.remote]
+        if remote:
+            notes.append(
+                f"{len(remote)} release(s) read as written: what they deploy is remote and the "
+                f"network is off (first: {remote[0]}; --allow-network allows it)"
+            )
+        other = [(name, why) for name, why in self.unrendered if not why.remote]
+        if other:
+            notes.append(
+                f"{len(other)} release(s) read as written (first: {other[0][0]}: {other[0][1].reason})"
+            )
         if self.remote:
             notes.append(
                 f"{len(self.remote)} kustomization(s) read as written: they name remote resources, "
