@@ -32,7 +32,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -169,8 +169,17 @@ def render_kustomization(
     *,
     timeout: float | None = None,
     sandbox: Sandbox = DEFAULT_SANDBOX,
+    wrapper_fields: Mapping[str, Any] | None = None,
+    transform: Callable[[str], str] | None = None,
 ) -> Rendered:
     """Build the kustomization in ``directory`` and point each object at the file defining it.
+
+    ``wrapper_fields``: kustomization fields added to the temporary wrapper around the overlay
+    (``namespace``, ``patches``, ``components``, ``images``, ``namePrefix``...), as a GitOps
+    controller adds its own (Flux's kustomize-controller generates such a kustomization for a
+    ``Kustomization``'s ``targetNamespace``/``patches``/``components``; Argo CD's repo-server runs
+    ``kustomize edit`` for an Application's ``kustomize:`` options). ``transform``: applied to the
+    built output before it is read (Flux's ``postBuild`` substitution).
 
     Resources point at their document in the resource file (found by kind and name, with the
     overlay's namePrefix/nameSuffix around it); generated objects (configMapGenerator, ...) at
@@ -218,6 +227,9 @@ def render_kustomization(
                 "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
                 f"resources:\n  - {_yaml_string(target)}\nbuildMetadata: [originAnnotations]\n"
             )
+            for key, value in (wrapper_fields or {}).items():
+                # JSON is YAML: each field on a line of its own.
+                handle.write(f"{json.dumps(key)}: {json.dumps(value)}\n")
         outcome = _run([*command, wrapper], seconds, limits, sandbox)
         if isinstance(outcome, str):
             return failed(f"{engine}: {outcome}")
@@ -234,6 +246,8 @@ def render_kustomization(
                 f"{engine} failed: {_first_error(errors)}",
                 *_error_place(errors, directory, kustomization, roots),
             )
+        if transform is not None:
+            output = transform(output)
         built = parse(f"{kustomization} (rendered)", output, limits)
         files = _map_kustomize(built, wrapper, directory, kustomization, limits, roots)
     patches = _overlay_patches(kustomization, directory, files, limits, roots)
