@@ -15,7 +15,7 @@ each offers ``releases(documents, context) -> Iterator[Release]``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits
@@ -36,6 +36,10 @@ class ReleaseContext:
     roots: Sequence[str] = ()
     limits: Limits = DEFAULT_LIMITS
     sandbox: Sandbox = DEFAULT_SANDBOX
+    #: The unit that rendered each rendered object, by ``id`` of its document: two overlays
+    #: render two versions of one release (``apps/staging`` and ``apps/production`` patch one
+    #: HelmRelease), and each release unit is named after the overlay it comes from.
+    units: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

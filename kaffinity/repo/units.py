@@ -251,7 +251,10 @@ def render_units(
     # an overlay patches is rendered with the overlay's values.
     from kaffinity.repo.releases import ReleaseContext, find_releases
 
-    context = ReleaseContext(current(), limits=limits, sandbox=sandbox)
+    owners = {
+        id(doc): unit.name for unit in units if unit.source.endswith("(rendered)") for doc in unit.documents
+    }
+    context = ReleaseContext(current(), limits=limits, sandbox=sandbox, units=owners)
     units.extend(builder.release(release) for release in find_releases(context))
     rendered = [unit for unit in units if unit.source.endswith("(rendered)")]
     documents = current()
