@@ -67,6 +67,7 @@ def releases(context: ReleaseContext) -> Iterator[Release]:
     Kustomization deploys it: its postBuild variables substituted, in its targetNamespace."""
     index = _Index(context)
     scopes = _scopes(context, index)
+    index.place(scopes)
     found: list[tuple[Document, Document]] = []  # (as deployed, as found)
     for doc in context.documents:
         if _is_kustomization(doc.data):
@@ -118,6 +119,14 @@ def _scopes(context: ReleaseContext, index: _Index) -> list[_Scope]:
             _Scope(os.path.realpath(folder), variables, _string(_spec(doc.data).get("targetNamespace")))
         )
     return sorted(scopes, key=lambda scope: -len(scope.folder))
+
+
+def _scope_namespace(doc: Document, scopes: Sequence[_Scope]) -> str | None:
+    real = os.path.realpath(doc.file)
+    for scope in scopes:
+        if _within(real, scope.folder):
+            return scope.namespace
+    return None
 
 
 def _in_scope(doc: Document, scopes: Sequence[_Scope]) -> Document:
@@ -203,6 +212,14 @@ class _Index:
             if (kind in ("ConfigMap", "Secret") and api == "v1") or api.startswith(SOURCE_GROUPS):
                 self.objects.setdefault((kind, _namespace(data), _object_name(data)), doc)
         self._remotes: dict[str, frozenset[str]] = {}
+
+    def place(self, scopes: Sequence[_Scope]) -> None:
+        """Objects a Kustomization of this repository deploys into its targetNamespace are
+        found there too (a ConfigMap a configMapGenerator made, with no namespace of its own)."""
+        for (kind, _, name), doc in list(self.objects.items()):
+            namespace = _scope_namespace(doc, scopes)
+            if namespace is not None:
+                self.objects.setdefault((kind, namespace, name), doc)
 
     def get(self, kind: str, namespace: str, name: str) -> Document | None:
         return self.objects.get((kind, namespace, name))
@@ -817,7 +834,7 @@ def _wrapper_fields(spec: Mapping[str, Any], folder: str, tree: _Tree) -> dict[s
             return NotRendered(f"its component {component} is not a folder of its source")
         components.append(os.path.realpath(path))
     if components:
-        fields["components"] = components
+        fields["components"] = components  # real paths: made relative to the scratch kustomization
     common = _mapping(spec.get("commonMetadata"))
     if _mapping(common.get("labels")):
         fields["labels"] = [
@@ -857,10 +874,10 @@ def _render_kustomization(doc: Document, spec: Mapping[str, Any], index: _Index,
     sandbox = index.context.sandbox
     if not tree.local:
         sandbox = replace(sandbox, roots=(*sandbox.roots, os.path.realpath(tree.path)))
-    if find_kustomization(folder) is not None:
+    if find_kustomization(folder) is not None and "components" not in fields:
         try:
             return render_kustomization(
-                folder,
+                _shown(folder, doc),
                 index.context.limits,
                 timeout=timeout,
                 sandbox=sandbox,
@@ -883,19 +900,24 @@ def _render_generated(
     sandbox: Any,
 ) -> Any:
     """A folder without a kustomization, built as kustomize-controller builds it: a generated
-    kustomization listing its files. Written in a scratch folder outside the repository (the
-    checkout is never written): the files are copied there (kustomize reads resource files only
-    below the kustomization), built, and each object pointed back at the file it was copied
-    from (same text, same positions)."""
+    kustomization listing its files (or, for a folder with a kustomization and
+    ``spec.components``, a kustomization of the folder and the components). Written in a
+    scratch folder outside the repository (the checkout is never written): files are copied
+    there (kustomize reads resource files only below the kustomization; folders are named by
+    relative paths, as kustomize wants them), built, and each object pointed back at the file it
+    was copied from (same text, same positions)."""
+    from kaffinity.load.manifests import find_kustomization
     from kaffinity.load.parse import SourceFile
     from kaffinity.repo.render import render_kustomization
     from kaffinity.repo.sandbox import path_problem
 
     limits = index.context.limits
-    entries = _generated_resources(folder)
+    entries = [(folder, True)] if find_kustomization(folder) is not None else _generated_resources(folder)
     if not entries:
         return NotRendered(f"its path {os.path.relpath(folder, tree.path)} holds no manifests")
-    roots = (os.path.realpath(tree.path),)
+    fields = dict(fields)
+    components = fields.pop("components", [])
+    roots = (*sandbox.roots, os.path.realpath(tree.path))
     with tempfile.TemporaryDirectory(prefix="kaffinity-flux-") as scratch:
         real = os.path.realpath(scratch)
         copies: dict[str, str] = {}
@@ -905,7 +927,7 @@ def _render_generated(
             if problem is not None:
                 return _failure(doc, f"cannot render: {problem}", index)
             if is_folder:
-                resources.append(os.path.realpath(path))
+                resources.append(os.path.relpath(os.path.realpath(path), real))
                 continue
             relative = os.path.relpath(path, folder)
             copy = os.path.join(real, "files", relative)
@@ -919,6 +941,7 @@ def _render_generated(
                     "apiVersion": "kustomize.config.k8s.io/v1beta1",
                     "kind": "Kustomization",
                     "resources": resources,
+                    **({"components": [os.path.relpath(c, real) for c in components]} if components else {}),
                 },
                 handle,
             )
@@ -1176,7 +1199,7 @@ def _render_helm_release(doc: Document, index: _Index, timeout: float) -> Any:
     if not _within(chart.folder, root):
         sandbox = replace(sandbox, roots=(*sandbox.roots, root, os.path.realpath(chart.folder)))
     rendered = render_chart(
-        chart.folder,
+        _shown(chart.folder, doc),
         chart.values_files,
         release_name(doc.data),
         namespace,
@@ -1188,10 +1211,40 @@ def _render_helm_release(doc: Document, index: _Index, timeout: float) -> Any:
     if not rendered.ok:
         return rendered
     rendered = _without_hooks(rendered, spec)
+    _in_namespace(rendered, namespace)
     patches = _post_renderers(spec)
     if not patches:
         return rendered
     return _post_render(doc, rendered, patches, index, timeout)
+
+
+def _shown(path: str, doc: Document) -> str:
+    """``path`` named as the documents name their files: relative to the working folder when
+    the release's own file is (so findings name ``charts/x/templates/y.yaml``)."""
+    if os.path.isabs(doc.file):
+        return path
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def _in_namespace(rendered: Any, namespace: str) -> None:
+    """Namespaced objects the chart writes no namespace for are created in the release's
+    namespace (helm-controller installs with the release's namespace: Helm's kube client sets
+    it on each namespaced object that has none)."""
+    from kaffinity.load.source import PosDict
+    from kaffinity.policy.matching import CLUSTER_SCOPED
+
+    for item in rendered.documents:
+        metadata = item.data.get("metadata") if isinstance(item.data, dict) else None
+        if (
+            not isinstance(metadata, dict)
+            or item.data.get("kind") in CLUSTER_SCOPED
+            or metadata.get("namespace")
+        ):
+            continue
+        metadata["namespace"] = namespace
+        if isinstance(metadata, PosDict) and len(metadata.pos) == len(metadata) - 1:
+            metadata.pos.append(metadata.pos[-1] if len(metadata.pos) else 0)
 
 
 def _within(path: str, root: str) -> bool:
@@ -1287,13 +1340,30 @@ def substituted_release(
     doc: Document, variables: Mapping[str, str], sealed: frozenset[str] = frozenset()
 ) -> Document:
     """``doc`` with a Kustomization's postBuild variables substituted, as the object reaches the
-    cluster (positions are lost where text changed: the object keeps its own span)."""
+    cluster: in its YAML text, as kustomize-controller substitutes (``replicaCount: ${N}``
+    becomes a number). Positions are lost where the text changed: the object keeps its span."""
     from kaffinity.load.parse import parse_data
 
-    text = json.dumps(_plain(doc.data))
+    text = _yaml_text(_plain(doc.data))
     if "${" not in text:
         return doc
-    data, problem = parse_data(envsubst(text, variables, sealed=sealed))
+    try:
+        data, problem = parse_data(envsubst(text, variables, sealed=sealed))
+    except SubstitutionError:
+        return doc
     if problem is not None or not isinstance(data, dict):
         return doc
     return replace(doc, data=data, root=data, prefix=())
+
+
+def _yaml_text(data: Any) -> str:
+    import io
+
+    from ruamel.yaml import YAML
+
+    stream = io.StringIO()
+    writer = YAML(typ="safe", pure=True)
+    writer.default_flow_style = False
+    writer.width = 1 << 20
+    writer.dump(data, stream)
+    return stream.getvalue()

@@ -255,7 +255,20 @@ def render_units(
         id(doc): unit.name for unit in units if unit.source.endswith("(rendered)") for doc in unit.documents
     }
     context = ReleaseContext(current(), limits=limits, sandbox=sandbox, units=owners)
-    units.extend(builder.release(release) for release in find_releases(context))
+    found = find_releases(context)
+    built = [builder.release(release) for release in found]
+    # The files a rendered release deploys belong to its unit (Release.files): the units that
+    # read them as written (a plain folder a Flux Kustomization substitutes) or built them
+    # otherwise (the overlay it builds) give them up, so no object is placed twice.
+    claimed = {
+        path
+        for release, unit in zip(found, built, strict=True)
+        if unit.source.endswith("(rendered)")
+        for path in release.files
+    }
+    if claimed:
+        units = [unit for unit in (_without_files(unit, claimed) for unit in units) if unit is not None]
+    units.extend(built)
     rendered = [unit for unit in units if unit.source.endswith("(rendered)")]
     documents = current()
     membership: dict[int, list[str]] = defaultdict(list)
@@ -272,6 +285,14 @@ def render_units(
         builder.places,
     )
     return RenderedLayout(new, tuple(builder.files), tuple(builder.charts))
+
+
+def _without_files(unit: Unit, claimed: set[str]) -> Unit | None:
+    """``unit`` without the objects of ``claimed`` files; None when none is left."""
+    kept = tuple(doc for doc in unit.documents if os.path.normpath(doc.file) not in claimed)
+    if len(kept) == len(unit.documents):
+        return unit
+    return Unit(unit.name, unit.source, kept, unit.files) if kept else None
 
 
 class _Builder:
