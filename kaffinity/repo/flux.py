@@ -693,6 +693,23 @@ def _substituted(text: str, variables: _Variables) -> str:
     return "---\n".join(out)
 
 
+def _as_built(text: str, variables: _Variables, index: _Index) -> str:
+    """The build's output as kustomize-controller applies it: substituted (postBuild), and, when
+    it holds ``{{``, each object written as JSON: a HelmRelease's values may hold Helm actions
+    for the chart's own ``tpl`` (``hostnames: ["{{ .Release.Name }}.example.com"]``, as
+    bjw-s app-template reads them), which kaffinity's loader would otherwise take for an
+    unrendered template and drop the whole output."""
+    from kaffinity.repo.render import _raw_documents
+
+    text = _substituted(text, variables)
+    if "{{" not in text:
+        return text
+    documents = _raw_documents(text, index.context.limits)
+    if not documents:
+        return text
+    return "\n---\n".join(json.dumps(_plain(data)) for data in documents if data is not None) + "\n"
+
+
 # --- Kustomization -----------------------------------------------------------------------------
 
 
@@ -882,7 +899,7 @@ def _render_kustomization(doc: Document, spec: Mapping[str, Any], index: _Index,
                 timeout=timeout,
                 sandbox=sandbox,
                 wrapper_fields=fields,
-                transform=lambda text: _substituted(text, variables),
+                transform=lambda text: _as_built(text, variables, index),
             )
         except SubstitutionError as error:
             return _failure(doc, f"postBuild substitution failed: {error}", index)
@@ -952,7 +969,7 @@ def _render_generated(
                 timeout=timeout,
                 sandbox=replace(sandbox, roots=(*roots, real)),
                 wrapper_fields=fields,
-                transform=lambda text: _substituted(text, variables),
+                transform=lambda text: _as_built(text, variables, index),
             )
         except SubstitutionError as error:
             return _failure(doc, f"postBuild substitution failed: {error}", index)
