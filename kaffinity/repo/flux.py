@@ -1271,18 +1271,25 @@ def _within(path: str, root: str) -> bool:
 
 
 def _without_hooks(rendered: Any, spec: Mapping[str, Any]) -> Any:
-    """``install.disableHooks``: helm-controller installs without the chart's hooks, so they
-    never run (Helm's ``--no-hooks``)."""
-    if _mapping(spec.get("install")).get("disableHooks") is not True:
-        return rendered
+    """What helm-controller leaves in the cluster of the chart's hooks: test hooks
+    (``helm.sh/hook: test``) only run when ``spec.test.enable`` asks, as ``helm test`` after the
+    release, never on install (helm-controller internal/action/test.go); ``install.disableHooks``
+    (and ``upgrade.disableHooks``) install without any hook (Helm's ``--no-hooks``)."""
     from kaffinity.load.parse import SourceFile
 
-    def hook(item: Document) -> bool:
-        annotations = _metadata(item.data).get("annotations")
-        return isinstance(annotations, dict) and "helm.sh/hook" in annotations
+    disabled = _mapping(spec.get("install")).get("disableHooks") is True
 
+    def dropped(item: Document) -> bool:
+        annotations = _metadata(item.data).get("annotations")
+        hook = annotations.get("helm.sh/hook") if isinstance(annotations, dict) else None
+        if not isinstance(hook, str):
+            return False
+        return disabled or any(kind.strip().startswith("test") for kind in hook.split(","))
+
+    if not any(dropped(item) for item in rendered.documents):
+        return rendered
     files = tuple(
-        SourceFile(file.name, file.text, tuple(d for d in file.documents if not hook(d)), file.problems)
+        SourceFile(file.name, file.text, tuple(d for d in file.documents if not dropped(d)), file.problems)
         for file in rendered.files
     )
     return replace(rendered, files=files)
