@@ -81,6 +81,19 @@ spec:
           resources:
             requests: {cpu: 100m, memory: 64Mi}
 """,
+    # As podinfo's templates/tests/*.yaml: a test hook helm-controller never installs.
+    "templates/tests/test-connection.yaml": """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {{ .Release.Name }}-test
+  annotations:
+    helm.sh/hook: test-success
+spec:
+  containers:
+    - name: curl
+      image: curlimages/curl:8.7.1
+""",
     "templates/pdb.yaml": """\
 apiVersion: policy/v1
 kind: PodDisruptionBudget
@@ -417,6 +430,7 @@ def test_example_layout_with_a_chart_of_the_repository(tmp_path: Path) -> None:
     assert units["Kustomization flux-system/apps (clusters/production)"][0] == "flux (rendered)"
     placed = _place(root)
     assert placed["podinfo/podinfo"] == 1 + 3
+    assert placed["podinfo/podinfo-test"] == 0  # the test hook is not deployed
 
 
 @needs_tools[0]
@@ -753,3 +767,120 @@ def test_oci_chart_from_the_loopback_registry(tmp_path: Path, cache: dict[str, s
         )
         assert _place(root, env=cache)["default/echo"] == 0
         assert _place(root, "--allow-network", env=cache)["default/echo"] == 2
+
+
+# --- sources: an ExternalArtifact, a remote GitRepository -------------------------------------
+
+
+ARTIFACTS = """\
+apiVersion: source.extensions.fluxcd.io/v1beta1
+kind: ArtifactGenerator
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  sources:
+    - alias: monorepo
+      kind: GitRepository
+      name: flux-system
+  artifacts:
+    - name: apps
+      originRevision: "@monorepo"
+      copy:
+        - from: "@monorepo/apps/base/**"
+          to: "@artifact/base/"
+        - from: "@monorepo/apps/staging/**"
+          to: "@artifact/staging/"
+"""
+
+
+@needs_tools[0]
+@needs_tools[1]
+def test_external_artifact_of_this_repository(tmp_path: Path) -> None:
+    """flux2-kustomize-helm-example today: the apps Kustomization builds ``./staging`` of an
+    ExternalArtifact an ArtifactGenerator copies from ``apps/base`` and ``apps/staging``."""
+    root = _example(tmp_path / "fleet", LOCAL_CHART)
+    _write(root / "charts" / "podinfo", CHART)
+    (root / "clusters/staging/artifacts.yaml").write_text(ARTIFACTS)
+    apps = root / "clusters/staging/apps.yaml"
+    apps.write_text(
+        apps.read_text()
+        .replace(
+            "    kind: GitRepository\n    name: flux-system\n", "    kind: ExternalArtifact\n    name: apps\n"
+        )
+        .replace("path: ./apps/staging", "path: ./staging")
+    )
+    units = _units(root)
+    source, objects = units["Kustomization flux-system/apps (clusters/staging)"]
+    assert source == "flux (rendered)"
+    assert ("HelmRelease", "podinfo") in objects
+
+
+@needs_tools[0]
+def test_remote_git_repository(tmp_path: Path, cache: dict[str, str]) -> None:
+    """A Kustomization of another repository: not rendered offline (one remote note), built
+    from the fetched tree when the network is allowed (git daemon on 127.0.0.1)."""
+    from .remote import git_daemon, git_remote
+
+    deployment = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: shared\nspec:\n  replicas: ${COUNT:=1}\n"
+        "  selector:\n    matchLabels: {app: shared}\n"
+        "  template:\n    metadata:\n      labels: {app: shared}\n"
+        "    spec:\n      containers:\n        - name: shared\n          image: nginx:1.27\n"
+    )
+    remote = git_remote(tmp_path / "git", {"deploy/deployment.yaml": deployment}, tags=("v1.0.0",))
+    with git_daemon(remote) as url:
+        root = tmp_path / "fleet"
+        _write(
+            root,
+            {
+                "clusters/dev/shared.yaml": f"""\
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: shared
+  namespace: flux-system
+spec:
+  interval: 1h
+  url: {url}
+  ref:
+    tag: v1.0.0
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: shared
+  namespace: flux-system
+spec:
+  interval: 1h
+  path: ./deploy
+  targetNamespace: shared
+  sourceRef:
+    kind: GitRepository
+    name: shared
+  postBuild:
+    substitute:
+      COUNT: "3"
+""",
+            },
+        )
+        _git(root)
+        assert _units(root)["Kustomization flux-system/shared"] == ("flux", [("Kustomization", "shared")])
+        assert _place(root, env=cache)["shared/shared"] == 0
+        assert _place(root, "--allow-network", env=cache)["shared/shared"] == 3
+
+
+@needs_tools[0]
+def test_a_substitution_flux_refuses_is_a_parse_error_at_the_kustomization(tmp_path: Path) -> None:
+    root = _home_lab(tmp_path / "home-ops", REPOSITORY_CHART_REF)
+    deployment = root / "kubernetes/apps/default/plain/app/deployment.yaml"
+    deployment.write_text(deployment.read_text().replace("${REPLICAS:=1}", "${REPLICAS.count}"))
+    done = run("lint", "--no-config", "--render", "--format", "json", ".", cwd=root)
+    report = json.loads(done.stdout)
+    found = [
+        (f["rule"], Path(f["file"]).as_posix(), f["line"])
+        for f in report["findings"]
+        if f["rule"] == "parse-error"
+    ]
+    assert ("parse-error", "kubernetes/apps/default/plain/ks.yaml", 1) in found
+    assert done.returncode == 2
