@@ -459,6 +459,33 @@ def test_a_finding_lands_on_the_chart_template(tmp_path: Path) -> None:
 
 
 @needs_tools[0]
+@needs_tools[1]
+def test_a_finding_lands_on_the_values_line_that_set_it(tmp_path: Path) -> None:
+    """When the HelmRelease's spec.values set what the template line reads
+    (``minAvailable: {{ .Values.pdb.minAvailable }}``), the finding is reported at that value
+    in the HelmRelease's file (the base's: the staging overlay does not change it)."""
+    root = _example(tmp_path / "fleet", LOCAL_CHART)
+    _write(root / "charts" / "podinfo", CHART)
+    release = root / "apps/base/podinfo/release.yaml"
+    release.write_text(release.read_text() + "    pdb:\n      minAvailable: 1\n")
+    report = json.loads(run("lint", "--no-config", "--render", "--format", "json", ".", cwd=root).stdout)
+    found = [
+        (f["rule"], Path(f["file"]).as_posix(), f["line"], f["column"], f["units"])
+        for f in report["findings"]
+        if f["rule"] == "pdb-blocks-eviction" and f["units"] != ["charts/podinfo"]
+    ]
+    assert found == [
+        (
+            "pdb-blocks-eviction",
+            "apps/base/podinfo/release.yaml",
+            19,
+            7,
+            ["HelmRelease podinfo/podinfo (apps/staging)"],
+        )
+    ]
+
+
+@needs_tools[0]
 def test_remote_chart_offline_is_named_in_one_note(tmp_path: Path, cache: dict[str, str]) -> None:
     root = _example(tmp_path / "fleet", _remote_chart("https://stefanprodan.github.io/podinfo"))
     (root / "apps/base/podinfo/repository.yaml").write_text(

@@ -1032,7 +1032,11 @@ def merge_values(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str,
 
 def _helm_release(doc: Document, name: str, index: _Index) -> Release:
     def render(timeout: float) -> Any:
-        return _render_helm_release(doc, index, timeout)
+        rendered = _render_helm_release(doc, index, timeout)
+        if not isinstance(rendered, NotRendered) and rendered.ok:
+            places = _values_places(doc, rendered, index)
+            rendered = replace(rendered, patches={**rendered.patches, **places})
+        return rendered
 
     return Release(name, "flux", doc, render)
 
@@ -1233,6 +1237,118 @@ def _render_helm_release(doc: Document, index: _Index, timeout: float) -> Any:
     if not patches:
         return rendered
     return _post_render(doc, rendered, patches, index, timeout)
+
+
+_VALUES_REFERENCE = re.compile(r"\.Values\.([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)")
+
+
+def _values_places(doc: Document, rendered: Any, index: _Index) -> dict[int, tuple[tuple[str, Any], ...]]:
+    """Where the HelmRelease's ``spec.values`` set what a template line reads: a field rendered
+    from ``replicas: {{ .Values.replicaCount }}`` is reported at ``replicaCount:`` of the
+    HelmRelease when its values set it (through :meth:`Rendered.patch_place`, as an overlay's
+    patch is), else on the template. Only a line that reads one value, directly, is followed."""
+    from kaffinity.load.source import COLUMN_BITS, PosDict, locate_depth
+
+    values_path = ("spec", "values")
+    if not isinstance(_spec(doc.data).get("values"), dict):
+        return {}
+    written = _as_written(doc, index)
+    if written is None:
+        return {}
+    places: dict[int, tuple[tuple[str, Any], ...]] = {}
+    for file in rendered.files:
+        lines = file.text.splitlines()
+        for item in file.documents:
+            tree: PosDict = PosDict(item.span)
+            for path, line in _key_lines(item.root, ()):
+                if not 0 < line <= len(lines):
+                    continue
+                references = set(_VALUES_REFERENCE.findall(lines[line - 1]))
+                if len(references) != 1:
+                    continue
+                steps = values_path + tuple(references.pop().split("."))
+                # The file's line, if the file's value is the one rendered (not an overlay's).
+                if _dig(written.data, steps, _MISSING) != _dig(doc.data, steps, None):
+                    continue
+                depth, span = locate_depth(written.root, written.prefix + steps, written.span)
+                if depth == len(written.prefix + steps):
+                    _put(tree, path, span.line << COLUMN_BITS | span.column)
+            if tree:
+                places[id(item)] = ((written.file, tree),)
+    return places
+
+
+_MISSING = object()
+
+
+def _dig(data: Any, path: Sequence[str], default: Any) -> Any:
+    for step in path:
+        if not isinstance(data, dict) or step not in data:
+            return default
+        data = data[step]
+    return data
+
+
+def _as_written(doc: Document, index: _Index) -> Document | None:
+    """The HelmRelease as its file spells it (a rendered overlay's object keeps the base's file
+    name): the document of that kind and name, with the file's own positions."""
+    from kaffinity.load.read import read
+
+    if not os.path.isfile(doc.file):
+        return None
+    for candidate in read(doc.file, index.context.limits).documents:
+        data = candidate.data
+        if _is_helm_release(data) and _object_name(data) == _object_name(doc.data):
+            return candidate
+    return None
+
+
+def _key_lines(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], int]]:
+    """Each data path of a position tree and the line recorded for it."""
+    from kaffinity.load.source import COLUMN_BITS, PosDict, PosList
+
+    if isinstance(node, PosDict):
+        for (key, child), position in zip(node.items(), node.pos, strict=False):
+            if position is not None:
+                yield (*path, key), position >> COLUMN_BITS
+            yield from _key_lines(child, (*path, key))
+    elif isinstance(node, PosList):
+        for number, (child, position) in enumerate(zip(node, node.pos, strict=False)):
+            if position is not None:
+                yield (*path, number), position >> COLUMN_BITS
+            yield from _key_lines(child, (*path, number))
+
+
+def _put(tree: Any, path: tuple[Any, ...], position: int) -> None:
+    """Record ``position`` at ``path`` of a position tree, making the nodes on the way."""
+    from kaffinity.load.source import PosDict, PosList
+
+    node = tree
+    for number, step in enumerate(path):
+        last = number == len(path) - 1
+        if isinstance(step, str) and isinstance(node, PosDict):
+            if step not in node:
+                nxt = (
+                    PosList(node.span)
+                    if not last and isinstance(path[number + 1], int)
+                    else PosDict(node.span)
+                )
+                node[step] = nxt
+                node.pos.append(None)  # type: ignore[arg-type]
+            if last:
+                node.pos[list(node).index(step)] = position
+            node = node[step]
+        elif isinstance(step, int) and isinstance(node, PosList):
+            while len(node) <= step:
+                node.append(PosDict(node.span))
+                node.pos.append(None)  # type: ignore[arg-type]
+            if last:
+                node.pos[step] = position
+            elif not last and isinstance(path[number + 1], int) and not isinstance(node[step], PosList):
+                node[step] = PosList(node.span)
+            node = node[step]
+        else:
+            return
 
 
 def _shown(path: str, doc: Document) -> str:
