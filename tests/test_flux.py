@@ -363,7 +363,11 @@ def test_values_from_in_order_then_values() -> None:
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": "common", "namespace": "apps"},
-        "data": {"values.yaml": "replicaCount: 2\nimage: {tag: a, repository: r}\n", "count": "4"},
+        "data": {
+            "values.yaml": "replicaCount: 2\nimage: {tag: a, repository: r}\n",
+            "count": "4",
+            "tag": '"7"',
+        },
     }
     secret = {
         "apiVersion": "v1",
@@ -385,6 +389,7 @@ def test_values_from_in_order_then_values() -> None:
                     "valuesKey": "count",
                     "targetPath": "pdb.minAvailable",
                 },
+                {"kind": "ConfigMap", "name": "common", "valuesKey": "tag", "targetPath": "image.tag"},
                 {"kind": "ConfigMap", "name": "absent", "optional": True},
             ],
             "values": {"replicaCount": 3},
@@ -393,7 +398,7 @@ def test_values_from_in_order_then_values() -> None:
     index = flux._Index(ReleaseContext([_doc(config), _doc(secret), _doc(release)]))
     assert flux.release_values(_doc(release), index) == {
         "replicaCount": 3,
-        "image": {"tag": "b", "repository": "r"},
+        "image": {"tag": "7", "repository": "r"},  # quoted: a string
         "pdb": {"minAvailable": 4},
     }
     release["spec"]["valuesFrom"].append({"kind": "Secret", "name": "absent"})  # type: ignore[index]

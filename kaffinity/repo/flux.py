@@ -1188,10 +1188,13 @@ def _plain(value: Any) -> Any:
 
 
 def _set_path(values: dict[str, Any], path: str, value: str) -> dict[str, Any]:
-    """``value`` set at the dotted ``path`` as ``helm --set path=value`` types it (strvals):
-    true/false, integers, null; anything else a string."""
+    """``value`` set at the dotted ``path`` as helm-controller's ``ReplacePathValue`` sets it
+    (internal/chartutil/values.go): quoted, a string; else as ``helm --set path=value`` types
+    it (strvals ``ParseInto``): true/false, integers, null, anything else a string."""
     typed: Any = value
-    if value in ("true", "false"):
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        typed = value.strip("'\"")  # quoted: a string (helm-controller ReplacePathValue)
+    elif value in ("true", "false"):
         typed = value == "true"
     elif value == "null":
         typed = None
