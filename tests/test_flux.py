@@ -916,3 +916,44 @@ def test_a_substitution_flux_refuses_is_a_parse_error_at_the_kustomization(tmp_p
     ]
     assert ("parse-error", "kubernetes/apps/default/plain/ks.yaml", 1) in found
     assert done.returncode == 2
+
+
+def test_this_repository_by_its_remote(tmp_path: Path, cache: dict[str, str]) -> None:
+    """A GitRepository whose url is a remote of the checkout (in any of git's URL forms) is
+    read from the checkout; one of another url is remote; flux-system/flux-system is the
+    repository flux bootstrap syncs, even when bootstrap left it out of the repository."""
+    root = _git(tmp_path / "home-ops", "https://github.com/Example/home-ops.git")
+    (root / "deploy").mkdir()
+
+    def source(name: str, url: str) -> Document:
+        data = {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": name, "namespace": "flux-system"},
+            "spec": {"url": url},
+        }
+        return _doc(data, str(root / "sources.yaml"))
+
+    def kustomization(name: str) -> Document:
+        data = {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": name, "namespace": "flux-system"},
+            "spec": {"path": "./deploy", "sourceRef": {"kind": "GitRepository", "name": name}},
+        }
+        return _doc(data, str(root / "ks.yaml"))
+
+    documents = [
+        source("mine", "git@github.com:example/home-ops"),
+        source("theirs", "https://github.com/example/other.git"),
+        kustomization("mine"),
+        kustomization("theirs"),
+        kustomization("flux-system"),
+    ]
+    index = flux._Index(ReleaseContext(documents))
+    folders = {doc.data["metadata"]["name"]: flux._local_folder(doc, index) for doc in documents[2:]}
+    assert folders == {"mine": str(root / "deploy"), "theirs": None, "flux-system": str(root / "deploy")}
+    theirs = next(r for r in flux.releases(ReleaseContext(documents)) if r.name.endswith("/theirs"))
+    outcome = theirs.render(30)
+    assert isinstance(outcome, NotRendered)
+    assert outcome.remote

@@ -253,21 +253,15 @@ def _git_remotes(root: str) -> frozenset[str]:
     ``.git`` file leads to its common folder), normalised; read as text, never running git."""
     dot = os.path.join(root, ".git")
     folder = dot
-    try:
-        if os.path.isfile(dot):
-            with open(dot, encoding="utf-8", errors="replace") as handle:
-                line = handle.read(4096).strip()
-            if not line.startswith("gitdir:"):
-                return frozenset()
-            folder = os.path.normpath(os.path.join(root, line[len("gitdir:") :].strip()))
-            common = os.path.join(folder, "commondir")
-            if os.path.isfile(common):
-                with open(common, encoding="utf-8", errors="replace") as handle:
-                    folder = os.path.normpath(os.path.join(folder, handle.read(4096).strip()))
-        with open(os.path.join(folder, "config"), encoding="utf-8", errors="replace") as handle:
-            text = handle.read(_GIT_CONFIG_LIMIT)
-    except OSError:
-        return frozenset()
+    if os.path.isfile(dot):
+        line = _small_file(dot, 4096).strip()
+        if not line.startswith("gitdir:"):
+            return frozenset()
+        folder = os.path.normpath(os.path.join(root, line[len("gitdir:") :].strip()))
+        common = _small_file(os.path.join(folder, "commondir"), 4096).strip()
+        if common:
+            folder = os.path.normpath(os.path.join(folder, common))
+    text = _small_file(os.path.join(folder, "config"), _GIT_CONFIG_LIMIT)
     urls: set[str] = set()
     section = ""
     for raw in text.splitlines():
@@ -279,6 +273,20 @@ def _git_remotes(root: str) -> frozenset[str]:
             if key.strip().lower() in ("url", "pushurl"):
                 urls.add(_normal_url(value.strip().strip('"')))
     return frozenset(urls)
+
+
+def _small_file(path: str, limit: int) -> str:
+    """The start of a regular file (never a FIFO or a device, which would block or never end),
+    or "" when it is not one or cannot be read."""
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return ""
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(limit)
+    except OSError:
+        return ""
 
 
 def _normal_url(url: str) -> str:
