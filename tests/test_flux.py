@@ -957,3 +957,92 @@ def test_this_repository_by_its_remote(tmp_path: Path, cache: dict[str, str]) ->
     outcome = theirs.render(30)
     assert isinstance(outcome, NotRendered)
     assert outcome.remote
+
+
+@needs_tools[0]
+def test_kustomization_fields_the_controller_adds(tmp_path: Path) -> None:
+    """targetNamespace, namePrefix, images, commonMetadata, patches and components, as
+    kustomize-controller adds them to the folder's kustomization."""
+    deployment = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: web
+          image: nginx:1.27
+"""
+    root = tmp_path / "fleet"
+    _write(
+        root,
+        {
+            "apps/web/deployment.yaml": deployment,
+            "apps/web/kustomization.yaml": "resources:\n  - deployment.yaml\n",
+            "components/ha/kustomization.yaml": (
+                "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\npatches:\n"
+                "  - target: {kind: Deployment}\n    patch: |\n      - op: replace\n"
+                "        path: /spec/replicas\n        value: 3\n"
+            ),
+            "clusters/dev/web.yaml": """\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: web
+  namespace: flux-system
+spec:
+  path: ./apps/web
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+  targetNamespace: shop
+  namePrefix: dev-
+  images:
+    - name: nginx
+      newTag: "1.29"
+  commonMetadata:
+    labels:
+      team: shop
+  components:
+    - ../../components/ha
+  patches:
+    - target:
+        kind: Deployment
+      patch: |
+        - op: add
+          path: /spec/template/spec/priorityClassName
+          value: high
+""",
+        },
+    )
+    _git(root)
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        from kaffinity.load.files import load
+
+        docs = [doc for file in load(["."]) for doc in file.documents]
+        release = next(
+            r for r in flux.releases(ReleaseContext(docs)) if r.name == "Kustomization flux-system/web"
+        )
+        rendered = release.render(60)
+    finally:
+        os.chdir(here)
+    assert not isinstance(rendered, NotRendered)
+    assert rendered.ok
+    (built,) = rendered.documents
+    assert built.data["metadata"]["name"] == "dev-web"
+    assert built.data["metadata"]["namespace"] == "shop"
+    assert built.data["metadata"]["labels"] == {"team": "shop"}
+    assert built.data["spec"]["selector"] == {"matchLabels": {"app": "web"}}  # commonMetadata: not selectors
+    assert built.data["spec"]["replicas"] == 3
+    assert built.data["spec"]["template"]["spec"]["priorityClassName"] == "high"
+    assert built.data["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.29"
+    assert Path(built.file).as_posix() == "apps/web/deployment.yaml"

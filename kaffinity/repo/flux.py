@@ -981,13 +981,18 @@ def _render_generated(
             )
         except SubstitutionError as error:
             return _failure(doc, f"postBuild substitution failed: {error}", index)
+    scratch_problems = [problem for name, problem in rendered.problems if _within(name, real)]
+    if scratch_problems:  # the scratch kustomization is gone: the Kustomization is what failed
+        shown = _shown(folder, doc).rstrip(os.sep) + os.sep
+        message = scratch_problems[0].message.replace(os.path.join(real, "files") + os.sep, shown)
+        return _failure(doc, message.replace("'files/", f"'{shown}"), index)
     as_given = not os.path.isabs(doc.file)
 
     def back(name: str) -> str:
-        original = copies.get(os.path.realpath(name)) or copies.get(name)
-        if original is None:
-            return name
-        return os.path.relpath(original) if as_given else os.path.abspath(original)
+        original = copies.get(os.path.realpath(name)) or copies.get(name) or name
+        if not as_given or not os.path.isabs(original):
+            return original
+        return _shown(original, doc)
 
     files = []
     for file in rendered.files:
