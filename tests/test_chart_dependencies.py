@@ -35,7 +35,7 @@ SUB_POD = (
     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Chart.Name }}\n"
     "spec:\n  containers:\n    - name: c\n      image: nginx\n"
 )
-OWN_POD = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: own\nspec:\n  containers:\n    - name: c\n      image: nginx\n"
+OWN_POD = SUB_POD.replace("{{ .Chart.Name }}", "own")
 
 
 @pytest.fixture(autouse=True)
