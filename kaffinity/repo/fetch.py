@@ -135,10 +135,10 @@ _NETWORK_OFF = "the network is off (--allow-network allows it)"
 # --- the cache -------------------------------------------------------------------------------
 
 
-def cache_folder(sandbox: Sandbox | None = None) -> str:
-    """The remote cache's folder, made if missing; raises _Failed when it may not be used: a
-    symlink, someone else's or writable by others (kaffinity.cache's rule for its key folder),
-    or inside a repository being linted."""
+def cache_folder(sandbox: Sandbox | None = None, *, create: bool = True) -> str | None:
+    """The remote cache's folder, made if missing (``create``; else None when there is none);
+    raises _Failed when it may not be used: a symlink, someone else's or writable by others
+    (kaffinity.cache's rule for its key folder), or inside a repository being linted."""
     from kaffinity.cache import _private, key_file  # the user's cache folder, and its guard
 
     override = os.environ.get(CACHE_ENV)
@@ -156,6 +156,8 @@ def cache_folder(sandbox: Sandbox | None = None) -> str:
 
         if sandbox.roots and inside(folder, sandbox.roots):
             raise _Failed(f"the remote cache {folder} is inside the repository; it must not be")
+    if not create and not os.path.lexists(folder):
+        return None
     try:
         os.makedirs(os.path.dirname(parent), exist_ok=True)
         with contextlib.suppress(FileExistsError):
@@ -371,13 +373,13 @@ def fetch_chart(
         return NotFetched(f"{what}: not a chart name")
     exact = is_exact(version)
     try:
-        folder = cache_folder(sandbox)
-        if exact:
+        folder = cache_folder(sandbox, create=sandbox.network)
+        if folder is not None and exact:
             assert version is not None
             hit = _chart_entry(folder, repository, name, version.strip())
             if hit is not None:
                 return hit
-        if not sandbox.network:
+        if not sandbox.network or folder is None:
             return NotFetched(f"{what} is remote and {_NETWORK_OFF}", offline=True)
         http = _Http(sandbox.timeout)
         if scheme == "oci":
@@ -443,7 +445,7 @@ def _index_entries(body: bytes, url: str, limits: Limits) -> dict[str, Any]:
 
     try:
         text = body.decode("utf-8")
-        documents = [data for data, _ in _documents(text, replace_limits(limits, len(body)))]
+        documents = [data for data, _ in _documents(text, _replace_limits(limits, len(body)))]
     except UnicodeDecodeError:
         raise _Failed(f"{url} is not UTF-8 text") from None
     except LoadError as error:
@@ -457,7 +459,7 @@ def _index_entries(body: bytes, url: str, limits: Limits) -> dict[str, Any]:
     return dict(entries)
 
 
-def replace_limits(limits: Limits, size: int) -> Limits:
+def _replace_limits(limits: Limits, size: int) -> Limits:
     from dataclasses import replace
 
     return replace(limits, file_size=max(limits.file_size, size))
@@ -646,15 +648,15 @@ def fetch_git(
     if problem is not None:
         return NotFetched(f"{what}: {problem}")
     try:
-        folder = cache_folder(sandbox)
+        folder = cache_folder(sandbox, create=sandbox.network)
         commit = ref.commit.strip().lower() if ref.commit else None
         if commit is not None and not _COMMIT.fullmatch(commit):
             return NotFetched(f"{what}: commit {ref.commit!r} is not a full commit id")
-        if commit is not None:
+        if commit is not None and folder is not None:
             hit = _git_entry(folder, url, commit)
             if hit is not None:
                 return hit
-        if not sandbox.network:
+        if not sandbox.network or folder is None:
             return NotFetched(f"{what} is remote and {_NETWORK_OFF}", offline=True)
         git = shutil.which("git")
         if git is None:
