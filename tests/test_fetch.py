@@ -19,6 +19,8 @@ from kaffinity.repo.semver import newest
 
 from .remote import (
     GitRemote,
+    Registry,
+    bearer_proxy,
     chart_repository,
     git_daemon,
     git_remote,
@@ -361,3 +363,25 @@ def test_a_git_ref_that_is_not_there(remote: GitRemote) -> None:
     for ref in (GitRef(tag="v9"), GitRef(branch="nope"), GitRef(semver="^5"), GitRef(commit="abc")):
         result = fetch_git(remote.url, ref, NETWORK, local=True)
         assert isinstance(result, NotFetched) and not result.offline
+
+
+@pytest.mark.parametrize("redirect", [False, True], ids=["direct", "blobs-redirected"])
+def test_an_anonymous_token_is_asked_for_when_the_registry_challenges(
+    registry: tuple[str, list[str]], tmp_path: Path, redirect: bool
+) -> None:
+    """The distribution token flow helm and oras-go follow: a 401 with a Bearer challenge, a
+    token from its realm, the request again with it; the token never follows a redirect."""
+    url, (log,) = registry
+    started = Registry(url, url.removeprefix("oci://").split("/", 1)[0], Path(log))
+    with bearer_proxy(started, redirect_blobs=redirect) as proxy:
+        result = fetched(fetch_chart(proxy.url, "redis", "~1.3", NETWORK))
+        assert result.version == "1.3.0"
+        paths = [path for path, _ in proxy.requests]
+        assert any(path.startswith("/token?") for path in paths)
+        assert "scope=repository%3Acharts%2Fredis%3Apull" in next(p for p in paths if p.startswith("/token?"))
+        authorized = [path for path, auth in proxy.requests if auth == "Bearer anonymous-pull-token"]
+        assert any("/tags/list" in path for path in authorized)
+        assert any("/manifests/1.3.0" in path for path in authorized)
+        storage = [(path, auth) for path, auth in proxy.requests if path.startswith("/storage/")]
+        assert bool(storage) == redirect
+        assert all(auth == "" for _, auth in storage)
