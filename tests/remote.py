@@ -660,8 +660,8 @@ def bearer_proxy(registry: Registry, *, redirect_blobs: bool = False) -> Iterato
                 self._forward("/v2/" + self.path.removeprefix("/storage/"))
                 return
             if auth != f"Bearer {token}":
-                port = self.server.server_address[1]
-                challenge = f'Bearer realm="http://127.0.0.1:{port}/token",service="registry.test"'
+                realm = proxy.url.removeprefix("oci://").split("/", 1)[0]
+                challenge = f'Bearer realm="http://{realm}/token",service="registry.test"'
                 self._send(401, {"WWW-Authenticate": challenge}, b'{"errors":[{"code":"UNAUTHORIZED"}]}')
                 return
             if redirect_blobs and "/blobs/" in self.path:
