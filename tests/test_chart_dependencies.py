@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from kaffinity.repo import fetch
 from kaffinity.repo.fetch import CACHE_ENV
 from kaffinity.repo.render import Rendered, helm_engine, render_chart
 from kaffinity.repo.sandbox import Sandbox
@@ -42,6 +43,7 @@ OWN_POD = SUB_POD.replace("{{ .Chart.Name }}", "own")
 def remote_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "remote-cache"
     monkeypatch.setenv(CACHE_ENV, str(folder))
+    fetch._INDEXES.clear()  # each test a run of its own
     return folder
 
 

@@ -409,10 +409,17 @@ def _fetch_http(
 
     base = repository.rstrip("/") + "/"
     index_url = urllib.parse.urljoin(base, "index.yaml")
-    answer = http.get(index_url, MAX_INDEX_SIZE)
-    if answer.status != 200:
-        raise _Failed(f"{index_url} answered {answer.status}")
-    entries = _index_entries(answer.body, index_url, limits)
+    entries = _INDEXES.get(index_url)
+    if entries is None:
+        answer = http.get(index_url, MAX_INDEX_SIZE)
+        if answer.status != 200:
+            raise _Failed(f"{index_url} answered {answer.status}")
+        entries = _index_entries(answer.body, index_url, limits)
+        # One run asks an index once: an umbrella chart names several charts of one repository,
+        # and a public index of 10 MB takes seconds to read.
+        if len(_INDEXES) >= 8:
+            _INDEXES.pop(next(iter(_INDEXES)))
+        _INDEXES[index_url] = entries
     versions = entries.get(name)
     if not isinstance(versions, list) or not versions:
         raise _Failed(f"no chart {name} in {index_url}")
@@ -438,6 +445,10 @@ def _fetch_http(
     if isinstance(digest, str) and digest and digest.removeprefix("sha256:").lower() != actual:
         raise _Failed(f"{url}: its sha256 {actual} is not the digest {digest} the index gives")
     return _keep_chart(folder, repository, name, chosen, archive.body, limits, {"url": url, "sha256": actual})
+
+
+#: The indexes read by this process, by URL (a run's; a new run asks again).
+_INDEXES: dict[str, dict[str, Any]] = {}
 
 
 def _index_entries(body: bytes, url: str, limits: Limits) -> dict[str, Any]:
