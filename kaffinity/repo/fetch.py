@@ -156,7 +156,8 @@ def cache_folder(sandbox: Sandbox | None = None, *, create: bool = True) -> str 
 
         if sandbox.roots and inside(folder, sandbox.roots):
             raise _Failed(
-                f"the remote cache {folder} is inside the repository being linted (set {CACHE_ENV} to a folder outside it)"
+                f"the remote cache {folder} is inside the repository being linted "
+                f"(set {CACHE_ENV} to a folder outside it)"
             )
     if not create and not os.path.lexists(folder):
         return None
