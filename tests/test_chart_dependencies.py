@@ -276,3 +276,50 @@ def test_a_fetched_dependency_is_held_to_the_checkout_s_rules(tmp_path: Path, ch
     assert not rendered.ok
     assert rendered.documents == ()
     assert [rule for _, rule, _, _ in problems(rendered)] == ["parse-error"]
+
+
+def test_tags_and_import_values_reach_helm(tmp_path: Path, checkout: Path) -> None:
+    """``tags`` disable a dependency, ``import-values`` lift a subchart's ``exports`` into the
+    parent's values: Helm's own (pkg/chartutil dependencies.go), with a fetched dependency too."""
+    db = write_chart(
+        tmp_path / "src",
+        "db",
+        "1.0.0",
+        templates={"pod.yaml": SUB_POD},
+        values="exports:\n  data:\n    port: 5432\n",
+    )
+    worker = write_chart(tmp_path / "src", "worker", "1.0.0", templates={"pod.yaml": SUB_POD})
+    with chart_repository(tmp_path / "repo", [db, worker]) as repo:
+        chart = umbrella(
+            checkout,
+            [
+                {"name": "db", "version": "1.0.0", "repository": repo.url, "import-values": ["data"]},
+                {"name": "worker", "version": "1.0.0", "repository": repo.url, "tags": ["batch"]},
+            ],
+            values="tags:\n  batch: false\n",
+        )
+        (chart / "templates" / "config.yaml").write_text(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: config\n"
+            "data:\n  port: {{ .Values.port | quote }}\n",
+            encoding="utf-8",
+        )
+        rendered = render_chart(str(chart), sandbox=NETWORK)
+    assert rendered.ok, rendered.problems
+    assert pods(rendered) == ["db", "own"]
+    config = next(doc for doc in rendered.documents if doc.data.get("kind") == "ConfigMap")
+    assert config.data["data"] == {"port": "5432"}
+
+
+def test_requirements_yaml_of_an_apiversion_v1_chart(checkout: Path) -> None:
+    chart = checkout / "legacy"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v1\nname: legacy\nversion: 1.0.0\n", encoding="utf-8")
+    (chart / "requirements.yaml").write_text(
+        "dependencies:\n  - name: mysql\n    version: 1.x\n    repository: https://charts.example.com\n",
+        encoding="utf-8",
+    )
+    (chart / "templates" / "pod.yaml").write_text(OWN_POD, encoding="utf-8")
+    rendered = render_chart(str(chart), sandbox=OFFLINE)
+    assert rendered.ok, rendered.problems
+    assert pods(rendered) == ["own"]
+    assert problems(rendered) == [("requirements.yaml", "chart-dependency", 2, 5)]
