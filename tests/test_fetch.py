@@ -395,3 +395,16 @@ def test_an_anonymous_token_is_asked_for_when_the_registry_challenges(
         storage = [(path, auth) for path, auth in proxy.requests if path.startswith("/storage/")]
         assert bool(storage) == redirect
         assert all(auth == "" for _, auth in storage)
+
+
+def test_a_cache_folder_others_can_write_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kaffinity.cache's rule for its key folder: the user's own, writable by no one else."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv(CACHE_ENV, str(shared))
+    with chart_repository(tmp_path / "repo", charts(tmp_path / "src", "redis", "1.2.3")) as repo:
+        result = fetch_chart(repo.url, "redis", "1.2.3", NETWORK)
+        assert isinstance(result, NotFetched)
+        assert repo.requests == []
+    assert list(shared.iterdir()) == []
