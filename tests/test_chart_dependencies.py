@@ -323,3 +323,25 @@ def test_requirements_yaml_of_an_apiversion_v1_chart(checkout: Path) -> None:
     assert rendered.ok, rendered.problems
     assert pods(rendered) == ["own"]
     assert problems(rendered) == [("requirements.yaml", "chart-dependency", 2, 5)]
+
+
+def test_an_unquoted_version_is_read_as_helm_reads_it(tmp_path: Path, checkout: Path) -> None:
+    """``version: 1.10`` is the string "1.10" to Helm (a string field), not the float 1.1."""
+    versioned = SUB_POD.replace(
+        "{{ .Chart.Name }}", '{{ .Chart.Name }}-{{ .Chart.Version | replace "." "-" }}'
+    )
+    sources = [
+        write_chart(tmp_path / "src" / v, "redis", v, templates={"pod.yaml": versioned})
+        for v in ("1.1.0", "1.10.2")
+    ]
+    with chart_repository(tmp_path / "repo", sources) as repo:
+        chart = checkout / "apps" / "shop"
+        (chart / "templates").mkdir(parents=True)
+        (chart / "Chart.yaml").write_text(
+            f"apiVersion: v2\nname: shop\nversion: 1.0.0\ndependencies:\n"
+            f"  - name: redis\n    version: 1.10\n    repository: {repo.url}\n",
+            encoding="utf-8",
+        )
+        rendered = render_chart(str(chart), sandbox=NETWORK)
+    assert rendered.ok, rendered.problems
+    assert pods(rendered) == ["redis-1-10-2"]

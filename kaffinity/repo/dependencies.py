@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tarfile
 from collections.abc import Sequence
@@ -119,7 +120,12 @@ def _listed(chart_dir: str, limits: Limits) -> tuple[str, list[Dependency]] | No
         return None
     found = []
     for index, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+        if not isinstance(item, dict):
+            continue
+        name = item.get("name")
+        if name is not None and not isinstance(name, str):
+            name = _as_written(item, "name", file)
+        if not isinstance(name, str) or not name:
             continue
         version = item.get("version")
         repository = item.get("repository")
@@ -128,15 +134,35 @@ def _listed(chart_dir: str, limits: Limits) -> tuple[str, list[Dependency]] | No
             from kaffinity.load.source import unpack
 
             span = unpack(items.pos[index])
+        if version is not None and not isinstance(version, str):
+            # Helm reads the field as a string, as written (sigs.k8s.io/yaml into a string
+            # field): an unquoted 1.10 is "1.10", not the float 1.1.
+            version = _as_written(item, "version", file) or str(version)
         found.append(
             Dependency(
-                item["name"],
+                name,
                 str(version) if version is not None else None,
                 repository.strip() if isinstance(repository, str) else "",
                 span,
             )
         )
     return (file, found) if found else None
+
+
+def _as_written(item: Any, key: str, file: str) -> str | None:
+    """The plain scalar ``key`` of the mapping ``item`` as its line of ``file`` spells it."""
+    from kaffinity.load.source import unpack
+
+    try:
+        position = unpack(item.pos[list(item).index(key)])
+        with open(file, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if number == position.line:
+                    match = re.match(rf"{re.escape(key)}\s*:\s*([^\s#,\]}}]+)", line[position.column - 1 :])
+                    return match.group(1) if match else None
+    except (AttributeError, ValueError, IndexError, TypeError, OSError, UnicodeDecodeError):
+        return None
+    return None
 
 
 def _present(charts: str, limits: Limits) -> set[str]:
