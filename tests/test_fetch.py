@@ -16,7 +16,7 @@ from kaffinity.load.parse import DEFAULT_LIMITS
 from kaffinity.repo import fetch
 from kaffinity.repo.fetch import CACHE_ENV, Fetched, GitRef, NotFetched, fetch_chart, fetch_git
 from kaffinity.repo.sandbox import Sandbox
-from kaffinity.repo.semver import newest
+from kaffinity.repo.semver import is_exact, newest
 
 from .remote import (
     GitRemote,
@@ -98,6 +98,15 @@ VERSIONS = ["0.2.5", "0.3.1", "1.0.0", "1.2.3", "1.3.0-rc.1", "1.3.0", "2.0.0", 
 )
 def test_a_version_is_chosen_as_helm_chooses_it(constraint: str | None, chosen: str | None) -> None:
     assert newest(VERSIONS, constraint) == chosen
+
+
+@pytest.mark.parametrize(
+    ("text", "exact"),
+    [("1.2.3", True), ("v1.2.3", True), ("1.2.3-rc.1", True), ("1.2.3+build.5", True), ("1.2", False)]
+    + [("1.2.x", False), ("^1.2.3", False), ("~1.2.3", False), (">=1.2.3", False), ("", False), ("*", False)],
+)
+def test_only_an_exact_version_may_come_from_the_cache_offline(text: str, exact: bool) -> None:
+    assert is_exact(text) is exact
 
 
 # -- an HTTP Helm repository ------------------------------------------------------------------
