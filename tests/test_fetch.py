@@ -102,8 +102,17 @@ def test_a_version_is_chosen_as_helm_chooses_it(constraint: str | None, chosen: 
 
 @pytest.mark.parametrize(
     ("text", "exact"),
-    [("1.2.3", True), ("v1.2.3", True), ("1.2.3-rc.1", True), ("1.2.3+build.5", True), ("1.2", False)]
-    + [("1.2.x", False), ("^1.2.3", False), ("~1.2.3", False), (">=1.2.3", False), ("", False), ("*", False)],
+    [
+        *[("1.2.3", True), ("v1.2.3", True), ("1.2.3-rc.1", True), ("1.2.3+build.5", True), ("1.2", False)],
+        *[
+            ("1.2.x", False),
+            ("^1.2.3", False),
+            ("~1.2.3", False),
+            (">=1.2.3", False),
+            ("", False),
+            ("*", False),
+        ],
+    ],
 )
 def test_only_an_exact_version_may_come_from_the_cache_offline(text: str, exact: bool) -> None:
     assert is_exact(text) is exact
