@@ -1203,6 +1203,7 @@ def _layout(
             helm_values=settings.helm_values,
             namespace=None,
             sandbox=sandbox,
+            kube_version=settings.kube_version,
         )
         layout = built.layout
         if built.charts:

@@ -36,6 +36,8 @@ class ReleaseContext:
     roots: Sequence[str] = ()
     limits: Limits = DEFAULT_LIMITS
     sandbox: Sandbox = DEFAULT_SANDBOX
+    #: The Kubernetes version charts are rendered for (render_chart's ``kube_version``).
+    kube_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -581,6 +581,7 @@ def render_chart(
     timeout: float | None = None,
     sandbox: Sandbox = DEFAULT_SANDBOX,
     values_objects: Sequence[Any] = (),
+    kube_version: str | None = None,
 ) -> Rendered:
     """Render a chart as ``helm template RELEASE CHART [--namespace NS] [-f VALUES]...`` would,
     and point each object at its template (see :func:`map_helm_sources`).
@@ -591,6 +592,12 @@ def render_chart(
     first (:func:`kaffinity.repo.preflight.check_chart`: a symlink leading outside the
     repository, a values file outside it or past kaffinity's limits refuse it), and either
     engine runs with no network, a cleared environment, memory and time limits.
+
+    ``kube_version``: the Kubernetes version the chart is rendered for (``Capabilities.KubeVersion``,
+    a chart's ``kubeVersion`` constraint): kaffinity's ``--kube-version``. A helm built without
+    Helm's release ldflags (``go install``) says v1.20.0 otherwise, and refuses charts that
+    require newer (helm.sh/helm/v3 pkg/chartutil/capabilities.go); helm-python-sdk renders for
+    the version it was built with.
 
     ``values_objects``: values given inline (a HelmRelease's ``spec.values``, an Application's
     ``valuesObject``), applied after the files in order, as further ``--values`` files are.
@@ -634,6 +641,7 @@ def render_chart(
             [*values_files, *inline],
             release,
             namespace,
+            kube_version,
             limits,
             seconds,
             sandbox,
@@ -649,6 +657,7 @@ def _render_chart(
     values_files: Sequence[str],
     release: str,
     namespace: str | None,
+    kube_version: str | None,
     limits: Limits,
     seconds: float,
     sandbox: Sandbox,
@@ -662,6 +671,8 @@ def _render_chart(
         command = ["helm", "template", release, chart_dir]
         if namespace:
             command += ["--namespace", namespace]
+        if kube_version:
+            command += ["--kube-version", kube_version]
         for values in values_files:
             command += ["--values", values]
         outcome = _run(command, seconds, limits, sandbox)

@@ -229,6 +229,7 @@ def render_units(
     helm_values: Mapping[str, Sequence[str]] | None = None,
     namespace: str | None = None,
     sandbox: Sandbox = DEFAULT_SANDBOX,
+    kube_version: str | None = None,
 ) -> RenderedLayout:
     """Build each kustomize unit (kustomize, or kubectl kustomize) and render each chart (helm,
     or helm-python-sdk) with kaffinity.repo.render; the rules then read what the tools produce, each
@@ -237,7 +238,7 @@ def render_units(
     without the tool, or for an overlay that needs the network (remote resources), a note says
     once that those units were read as written; so it does for the units left when the run's
     render budget (``sandbox.budget``) is spent."""
-    builder = _Builder(layout, limits, helm_values or {}, namespace, sandbox)
+    builder = _Builder(layout, limits, helm_values or {}, namespace, sandbox, kube_version)
     units = [builder.build(unit) for unit in layout.units]
 
     def current() -> tuple[Document, ...]:
@@ -251,7 +252,7 @@ def render_units(
     # an overlay patches is rendered with the overlay's values.
     from kaffinity.repo.releases import ReleaseContext, find_releases
 
-    context = ReleaseContext(current(), limits=limits, sandbox=sandbox)
+    context = ReleaseContext(current(), limits=limits, sandbox=sandbox, kube_version=kube_version)
     units.extend(builder.release(release) for release in find_releases(context))
     rendered = [unit for unit in units if unit.source.endswith("(rendered)")]
     documents = current()
@@ -281,6 +282,7 @@ class _Builder:
         helm_values: Mapping[str, Sequence[str]],
         namespace: str | None,
         sandbox: Sandbox,
+        kube_version: str | None = None,
     ) -> None:
         from kaffinity.repo.render import helm_engine, kustomize_engine
 
@@ -290,6 +292,7 @@ class _Builder:
         #: Units left unrendered because the budget was spent.
         self.unspent: list[str] = []
         self.namespace = namespace
+        self.kube_version = kube_version
         self.engines = {"kustomize": kustomize_engine(), "helm": helm_engine()}
         self.values = {os.path.abspath(chart): list(files) for chart, files in helm_values.items()}
         by_folder = {k.folder: k for k in layout.kustomizations}
@@ -333,6 +336,7 @@ class _Builder:
                 unit.name,
                 values,
                 namespace=self.namespace,
+                kube_version=self.kube_version,
                 limits=self.limits,
                 timeout=timeout,
                 sandbox=self.sandbox,
