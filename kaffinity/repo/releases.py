@@ -5,9 +5,9 @@ turns into objects -- Flux's ``Kustomization`` (kustomize-controller builds a pa
 and ``HelmRelease`` (helm-controller renders a chart with values), Argo CD's ``Application`` and
 ``ApplicationSet`` (the repo-server renders a helm, kustomize or directory source). Linting the
 release object finds no pod; each release is rendered as its controller would and is a unit of
-its own, named after it (:func:`kaffinity.repo.units.render_units` calls :func:`find_releases`
-on the objects of the repository, rendered ones included, so a HelmRelease patched by an overlay
-is rendered with the overlay's values).
+its own, named after it (:func:`kaffinity.repo.units.render_units` asks each kind for its
+releases among the objects of the repository, rendered ones included, so a HelmRelease patched
+by an overlay is rendered with the overlay's values).
 
 The kinds live in their own modules (:mod:`kaffinity.repo.flux`, :mod:`kaffinity.repo.argo`);
 each offers ``releases(documents, context) -> Iterator[Release]``.
@@ -66,10 +66,3 @@ class Release:
     #: Repository files whose objects the release deploys (normalised paths): they belong to
     #: this unit once it is rendered.
     files: tuple[str, ...] = field(default=())
-
-
-def find_releases(context: ReleaseContext) -> list[Release]:
-    """Every release of the repository, Flux's then Argo CD's, in file order."""
-    from kaffinity.repo import argo, flux
-
-    return [*flux.releases(context), *argo.releases(context)]

@@ -250,10 +250,12 @@ def render_units(
 
     # GitOps releases (kaffinity.repo.releases), found among the objects as built: a HelmRelease
     # an overlay patches is rendered with the overlay's values.
-    from kaffinity.repo.releases import ReleaseContext, find_releases
+    from kaffinity.repo import argo, flux
+    from kaffinity.repo.releases import ReleaseContext
 
     context = ReleaseContext(current(), limits=limits, sandbox=sandbox, kube_version=kube_version)
-    units.extend(builder.release(release) for release in find_releases(context))
+    for kind in (flux, argo):
+        units.extend(builder.release(release) for release in kind.releases(context))
     rendered = [unit for unit in units if unit.source.endswith("(rendered)")]
     documents = current()
     membership: dict[int, list[str]] = defaultdict(list)
