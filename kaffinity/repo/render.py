@@ -350,15 +350,17 @@ def _local_mirror(
 
 def _build_tree(
     directory: str, root: str, limits: Limits, left_out: list[str]
-) -> tuple[list[str], dict[str, list[int]]]:
+) -> tuple[list[str], dict[str, list[tuple[int, str | None]]]]:
     """The real folders of the kustomizations a build uses (inside ``root``), and the lines of
-    the remote entries of each kustomization file."""
+    the remote entries of each kustomization file (with None), and of the fields all of whose
+    entries are remote (with the field's name: ``resources: []`` then, as kustomize refuses a
+    kustomization left empty)."""
     from kaffinity.load.parse import parse_data
     from kaffinity.repo.preflight import is_remote
 
     folders: list[str] = []
     stack = [os.path.realpath(directory)]
-    blanks: dict[str, list[int]] = {}
+    blanks: dict[str, list[tuple[int, str | None]]] = {}
     while stack:
         folder = stack.pop()
         if folder in folders or not within(folder, root):
@@ -375,18 +377,24 @@ def _build_tree(
             entries = data.get(key)
             if not isinstance(entries, PosList):
                 continue
+            lines = blanks.setdefault(os.path.realpath(path), [])
+            remote = 0
             for index, entry in enumerate(entries):
                 if not isinstance(entry, str):
                     continue
                 if is_remote(entry, folder):
                     left_out.append(entry)
+                    remote += 1
                     if index < len(entries.pos):
-                        blanks.setdefault(os.path.realpath(path), []).append(unpack(entries.pos[index]).line)
+                        lines.append((unpack(entries.pos[index]).line, None))
                     continue
                 target = os.path.realpath(os.path.join(folder, entry))
                 if os.path.isdir(target):
                     stack.append(target)
-    return folders, blanks
+            position = data.key_position(key)
+            if remote and remote == len(entries) and position is not None:
+                lines.append((unpack(position).line, key))
+    return folders, {path: lines for path, lines in blanks.items() if lines}
 
 
 def _copy_folders(folders: Sequence[str], root: str, mirror_root: str) -> str | None:
@@ -413,16 +421,27 @@ def _copy_folders(folders: Sequence[str], root: str, mirror_root: str) -> str | 
     return None
 
 
-def _blank_lines(blanks: Mapping[str, Sequence[int]], root: str, mirror_root: str) -> str | None:
-    """Empty the lines of the remote entries in the mirrored kustomization files."""
+def _blank_lines(
+    blanks: Mapping[str, Sequence[tuple[int, str | None]]], root: str, mirror_root: str
+) -> str | None:
+    """Empty the lines of the remote entries in the mirrored kustomization files (a field left
+    with none: ``key: []``)."""
     for path, lines in blanks.items():
         target = os.path.join(mirror_root, os.path.relpath(path, root))
         with open(target, encoding="utf-8") as handle:
             text_lines = handle.read().split("\n")
-        for line in lines:
-            if 0 < line <= len(text_lines):
-                if not text_lines[line - 1].lstrip().startswith("-"):
-                    return f"{path}:{line}: a remote entry in a flow sequence"
+        for line, key in lines:
+            if not 0 < line <= len(text_lines):
+                continue
+            text = text_lines[line - 1]
+            if key is not None:
+                indent = text[: len(text) - len(text.lstrip())]
+                if text.strip().split("#")[0].strip() not in (f"{key}:", f'"{key}":', f"'{key}':"):
+                    return f"{path}:{line}: remote entries in a flow sequence"
+                text_lines[line - 1] = f"{indent}{key}: []"
+            elif not text.lstrip().startswith("-"):
+                return f"{path}:{line}: a remote entry in a flow sequence"
+            else:
                 text_lines[line - 1] = ""
         with open(target, "w", encoding="utf-8") as handle:
             handle.write("\n".join(text_lines))
