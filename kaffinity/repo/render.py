@@ -1007,7 +1007,8 @@ def map_helm_sources(
                 where = _key_path(doc.data, duplicate.key, duplicate.span)
                 if where is not None:
                     placed.add(duplicate.span)
-                    problem = _rendered_duplicate(duplicate.key, repointed.locate(where))
+                    span = _later_key(texts[path] or "", duplicate.key, repointed.locate(where))
+                    problem = _rendered_duplicate(duplicate.key, span)
                     duplicates.setdefault(path, []).append(problem)
     problems = tuple(
         problem
@@ -1037,6 +1038,28 @@ def _key_path(data: Any, key: str, span: Span) -> DataPath | None:
         elif isinstance(node, PosList):
             stack.extend((value, (*path, index)) for index, value in enumerate(node))
     return None
+
+
+def _later_key(text: str, key: str, span: Span) -> Span:
+    """The template line of the later of a key given twice: the positions of a rendered object
+    are found in its template by key (the first such key), so the same key again below it, at
+    the same indentation and in the same block, is the one Helm's output repeats. ``span``
+    itself when there is none (the key repeated through an include or a value)."""
+    lines = text.splitlines()
+    indent = span.column - 1
+    if not 0 < span.line <= len(lines) or not lines[span.line - 1][indent:].startswith(f"{key}:"):
+        return span
+    for number in range(span.line, len(lines)):
+        line = lines[number]
+        stripped = line.lstrip()
+        if not stripped or stripped.startswith(("#", "{{")):
+            continue
+        depth = len(line) - len(stripped)
+        if depth < indent:
+            break
+        if depth == indent and stripped.startswith(f"{key}:"):
+            return Span(number + 1, span.column)
+    return span
 
 
 def _rendered_duplicate(key: str, span: Span) -> LoadProblem:
