@@ -424,7 +424,7 @@ class _Builder:
         if self.failed:
             notes.append(
                 f"{len(self.failed)} unit(s) read as written: their build failed (a parse-error "
-                f"says why): {_listed(self.failed)}"
+                f"says why): {_listed(list(dict.fromkeys(self.failed)))}"
             )
         if self.unspent:
             notes.append(
