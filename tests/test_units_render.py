@@ -412,6 +412,21 @@ def test_local_patches_apply_beside_a_remote_resource(tmp_path: Path) -> None:
     remote = OVERLAY["deploy/prod/kustomization.yaml"].splitlines()[3].strip("- ")
     assert [note for note in layout.notes if remote in note] != []
 
+    write(root, {"cluster/nodes.yaml": "---\n".join(NODES.format(index=i) for i in (1, 2))})
+    completed = kit.run(
+        "place",
+        "--render",
+        "--no-config",
+        "--cluster",
+        "cluster/nodes.yaml",
+        "--format",
+        "json",
+        "deploy",
+        cwd=root,
+    )
+    pods = json.loads(completed.stdout)["pods"]
+    assert [(pod["object"]["namespace"], pod["object"]["name"]) for pod in pods] == [("prod", "web")] * 4
+
     rendered_alone = render_kustomization(
         str(root / "deploy/prod"), sandbox=Sandbox(roots=(str(root),)), local_only=True
     )
