@@ -14,7 +14,10 @@ How units are found (docs/repositories.md):
    ``resources`` (and those of the bases and components it uses, recursively) are its objects.
    The files a kustomization names as patches, replacements, generators or transformers are
    *fragments*: parts of objects, never objects of their own, so they are not linted.
-2. A Helm chart folder (``Chart.yaml``) is a unit of its own.
+2. A Helm chart folder (``Chart.yaml``) is a unit of its own; an in-tree subchart (a chart in
+   another chart's ``charts/``) belongs to its parent (:func:`chart_of`). Rendered, a chart is
+   one unit per variant (:func:`chart_variants`: each ``ci/*-values.yaml``, or each
+   ``helm-values:`` file).
 3. The remaining files: where two files define the same object with different content, they
    are variants of each other. The folder that tells them apart (the first path component below
    their common folder: ``envs/prod`` and ``envs/staging``; or the file itself when they sit side
