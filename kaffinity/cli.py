@@ -1218,6 +1218,13 @@ def _layout(
                 for file in files
             ]
         files = [*files, *built.files]
+    else:
+        from kaffinity.repo.units import unrendered_note
+
+        # Overlays and charts read as written are not what gets deployed: one note says so.
+        unrendered = unrendered_note(layout.units)
+        if unrendered is not None:
+            layout = replace(layout, notes=(*layout.notes, unrendered))
     for note in layout.notes:
         _say(f"kaffinity: note: {note}")
     return files, layout

@@ -14,7 +14,10 @@ How units are found (docs/repositories.md):
    ``resources`` (and those of the bases and components it uses, recursively) are its objects.
    The files a kustomization names as patches, replacements, generators or transformers are
    *fragments*: parts of objects, never objects of their own, so they are not linted.
-2. A Helm chart folder (``Chart.yaml``) is a unit of its own.
+2. A Helm chart folder (``Chart.yaml``) is a unit of its own; an in-tree subchart (a chart in
+   another chart's ``charts/``) belongs to its parent (:func:`chart_of`). Rendered, a chart is
+   one unit per variant (:func:`chart_variants`: each ``ci/*-values.yaml``, or each
+   ``helm-values:`` file).
 3. The remaining files: where two files define the same object with different content, they
    are variants of each other. The folder that tells them apart (the first path component below
    their common folder: ``envs/prod`` and ``envs/staging``; or the file itself when they sit side
@@ -33,7 +36,7 @@ from __future__ import annotations
 import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.k8s.model import document_key, object_ref
@@ -71,6 +74,18 @@ class Unit:
     documents: tuple[Document, ...]
     #: The files the unit claims (a kustomization's resources, a chart's files), normalised.
     files: tuple[str, ...] = ()
+    #: Why a unit that a tool builds (a kustomization, a chart, a release) was read as written
+    #: instead: one of :data:`NOT_RENDERED` (``"rendering off"`` until :func:`render_units`
+    #: builds it); None once built, and for the units of plain files. The summary counts them.
+    not_rendered: str | None = None
+    #: A chart variant's values files (``ci/*-values.yaml``, a ``helm-values:`` entry).
+    values: tuple[str, ...] = ()
+
+
+#: Why a unit was read as written (:attr:`Unit.not_rendered`): rendering was not asked
+#: (``--no-render``), no tool renders it, it needs the network and that is off, the run's render
+#: budget was spent, or the tool failed or was refused (a ``parse-error`` says why).
+NOT_RENDERED = ("rendering off", "no tool", "network off", "budget spent", "failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +208,7 @@ def _final_units(
     units = [unit for unit in units if unit.documents or unit.source in ("helm", "kustomize")]
     if not units:
         units = [Unit("", "files", documents)]
-    units = [Unit(unit.name or "(other files)", unit.source, unit.documents, unit.files) for unit in units]
+    units = [replace(unit, name=unit.name or "(other files)") for unit in units]
     clashes: list[Document] = []
     units = [_once(unit, default_namespace, clashes, whole) for unit in units]
     if clashes:
@@ -204,7 +219,7 @@ def _final_units(
             "`kubectl apply -f` leaves it (`units:` in .kaffinity.yaml can separate them)"
         )
     if len(units) == 1 and units[0].source in ("files", "variant", "fixture"):
-        units = [Unit("", units[0].source, units[0].documents, units[0].files)]
+        units = [replace(units[0], name="")]
     return units
 
 
@@ -239,7 +254,7 @@ def render_units(
     once that those units were read as written; so it does for the units left when the run's
     render budget (``sandbox.budget``) is spent."""
     builder = _Builder(layout, limits, helm_values or {}, namespace, sandbox, kube_version)
-    units = [builder.build(unit) for unit in layout.units]
+    units = [built for unit in layout.units for built in builder.build(unit)]
 
     def current() -> tuple[Document, ...]:
         rendered = [unit for unit in units if unit.source.endswith("(rendered)")]
@@ -309,34 +324,55 @@ class _Builder:
         self.charts: list[str] = []
         self.replaced: set[str] = set()
         self.missing: set[str] = set()
+        #: Overlays built without their remote resources (the network is off).
         self.remote: list[str] = []
+        #: The remote entries those builds left out.
+        self.left_out: list[str] = []
+        #: Units whose build failed or was refused (a parse-error says why).
+        self.failed: list[str] = []
         #: Releases read as written, and why (kaffinity.repo.releases).
         self.unrendered: list[tuple[str, NotRendered]] = []
         self.places: dict[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
 
-    def build(self, unit: Unit) -> Unit:
-        from kaffinity.repo.render import render_chart, render_kustomization
-
+    def build(self, unit: Unit) -> list[Unit]:
+        """The unit as its tool builds it: a kustomization once; a chart once per variant
+        (:func:`chart_variants`), each a unit of its own. A unit that cannot be built is kept
+        as written, with :attr:`Unit.not_rendered` saying why."""
         if unit.source not in self.engines:
-            return unit
+            return [unit]
         if self.engines[unit.source] is None:
             self.missing.add(unit.source)
-            return unit
-        if unit.source == "kustomize" and unit.name in self.networked:
-            self.remote.append(unit.name)
-            return unit
+            return [replace(unit, not_rendered="no tool")]
+        if unit.source == "kustomize":
+            return [self._build(unit)]
+        variants = chart_variants(unit.name, self.values.get(os.path.abspath(unit.name)))
+        if not variants:
+            return [self._build(unit)]
+        return [
+            self._build(replace(unit, name=f"{unit.name} ({label})", values=(values,)), unit.name)
+            for label, values in variants
+        ]
+
+    def _build(self, unit: Unit, chart: str | None = None) -> Unit:
+        from kaffinity.repo.render import render_chart, render_kustomization
+
         left = self.budget.left()
         if left <= 0:
             self.unspent.append(unit.name)
-            return unit
+            return replace(unit, not_rendered="budget spent")
         timeout = min(self.sandbox.timeout, left)
         if unit.source == "kustomize":
-            rendered = render_kustomization(unit.name, self.limits, timeout=timeout, sandbox=self.sandbox)
+            remote = unit.name in self.networked
+            rendered = render_kustomization(
+                unit.name, self.limits, timeout=timeout, sandbox=self.sandbox, local_only=remote
+            )
+            if remote:
+                self.remote.append(unit.name)
+                self.left_out.extend(entry for entry in rendered.left_out if entry not in self.left_out)
         else:
-            values = self.values.get(os.path.abspath(unit.name), [])
             rendered = render_chart(
-                unit.name,
-                values,
+                chart or unit.name,
+                unit.values,
                 namespace=self.namespace,
                 kube_version=self.kube_version,
                 limits=self.limits,
@@ -344,13 +380,16 @@ class _Builder:
                 sandbox=self.sandbox,
             )
         self.files.extend(rendered.files)
-        if not rendered.ok:
-            return unit
+        if not rendered.ok and not rendered.documents:
+            self.failed.append(unit.name)
+            return replace(unit, not_rendered="failed")
         self.replaced.update(unit.files)
         self.places.update((key, rendered.patch_place) for key in rendered.patches)
-        if unit.source == "helm":
-            self.charts.append(unit.name)
-        return Unit(unit.name, f"{unit.source} (rendered)", rendered.documents, unit.files)
+        if unit.source == "helm" and (chart or unit.name) not in self.charts:
+            self.charts.append(chart or unit.name)
+        return replace(
+            unit, source=f"{unit.source} (rendered)", documents=rendered.documents, not_rendered=None
+        )
 
     def release(self, release: Release) -> Unit:
         """A GitOps release rendered as its controller would (kaffinity.repo.releases); read as
@@ -387,9 +426,14 @@ class _Builder:
             )
         if self.remote:
             notes.append(
-                f"{len(self.remote)} kustomization(s) read as written: they name remote resources, "
-                f"which building needs the network to fetch (first: {self.remote[0]}; "
-                "--allow-network allows it)"
+                f"{len(self.remote)} kustomization(s) built without their remote resources, which "
+                f"need the network (off; --allow-network allows it): {_listed(self.remote)}; "
+                f"left out: {_listed(self.left_out)}"
+            )
+        if self.failed:
+            notes.append(
+                f"{len(self.failed)} unit(s) read as written: their build failed (a parse-error "
+                f"says why): {_listed(list(dict.fromkeys(self.failed)))}"
             )
         if self.unspent:
             notes.append(
@@ -398,13 +442,60 @@ class _Builder:
             )
         if "kustomize" in self.missing:
             notes.append(
-                "kustomize overlays read as written (no kustomize or kubectl on the PATH to build them)"
+                "kustomize overlays read as written, without their patches, namespace or replicas "
+                "(no kustomize or kubectl on the PATH to build them)"
             )
         if "helm" in self.missing:
             notes.append(
                 "Helm charts not rendered (no helm on the PATH, and kaffinity[helm] is not installed)"
             )
         return notes
+
+
+def _listed(names: Sequence[str], most: int = 5) -> str:
+    """Names for a note: the first ``most``, and how many more."""
+    shown = ", ".join(names[:most])
+    return shown if len(names) <= most else f"{shown} and {len(names) - most} more"
+
+
+def unrendered_note(units: Iterable[Unit]) -> str | None:
+    """The note of a run that did not render (``--no-render``): the overlays and charts read as
+    written, which are not what gets deployed (an overlay without its patches, namespace and
+    replicas; a chart's templates unread). None when there is none."""
+    names = [unit.name for unit in units if unit.not_rendered == "rendering off"]
+    if not names:
+        return None
+    return (
+        f"{len(names)} overlay(s) and chart(s) read as written, not as built (rendering is off): "
+        f"{_listed(names)}"
+    )
+
+
+def chart_variants(chart: str, configured: Sequence[str] | None) -> list[tuple[str, str]]:
+    """The variants a chart is rendered in, as (label, values file): each ``helm-values:`` file
+    of the chart when the config names some; else each ``ci/*-values.yaml``, as chart-testing
+    (``ct lint``/``ct install``) tests a chart once per file and not with its defaults alone
+    (helm/chart-testing pkg/chart/chart.go, ValuesFilePathsForCI: the ``ci`` folder's files
+    matching ``*-values.yaml``; the defaults are tested only where there is none). Empty: the
+    chart once, with its defaults. Labels are the files' paths relative to the chart."""
+    if configured:
+        files = list(configured)
+    else:
+        folder = os.path.join(chart, "ci")
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            return []
+        files = [
+            os.path.join(folder, name)
+            for name in names
+            if name.endswith("-values.yaml") and os.path.isfile(os.path.join(folder, name))
+        ]
+    out = []
+    for path in files:
+        relative = os.path.relpath(path, chart)
+        out.append((path if relative.startswith("..") else relative, path))
+    return out
 
 
 # --- kustomize -----------------------------------------------------------------------------
@@ -543,7 +634,7 @@ def _kustomize_units(
         if folder in used or kustomizations[folder].component:
             continue
         docs = tuple(doc for path in members if (file := by_path.get(path)) for doc in file.documents)
-        yield Unit(folder, "kustomize", docs, tuple(members))
+        yield Unit(folder, "kustomize", docs, tuple(members), "rendering off")
 
 
 def _needs_network(folder: str, kustomizations: Mapping[str, Kustomization]) -> bool:
@@ -591,8 +682,22 @@ def _closure(folder: str, kustomizations: Mapping[str, Kustomization]) -> list[s
 
 
 def chart_of(path: str, cache: dict[str, str | None] | None = None) -> str | None:
-    """The Helm chart folder (holding ``Chart.yaml``) a file belongs to, if any."""
+    """The Helm chart folder (holding ``Chart.yaml``) a file belongs to, if any: the parent's for
+    a file of an in-tree subchart (a chart folder in another chart's ``charts/``), which Helm
+    renders only as a dependency of its parent, with the parent's values (helm/helm
+    pkg/chart/loader: a folder of ``charts/`` is a dependency of the chart; pkg/chartutil
+    ProcessDependencies and CoalesceValues give it ``.Values.<name>`` of the parent's values)."""
     cache = {} if cache is None else cache
+    found = _nearest_chart(path, cache)
+    while found is not None and os.path.basename(os.path.dirname(found)) == "charts":
+        parent = os.path.dirname(os.path.dirname(found)) or "."
+        if not os.path.isfile(os.path.join(parent, "Chart.yaml")):
+            break
+        found = _nearest_chart(os.path.join(parent, "Chart.yaml"), cache)
+    return found
+
+
+def _nearest_chart(path: str, cache: dict[str, str | None]) -> str | None:
     folder = os.path.dirname(os.path.normpath(path)) or "."
     trail: list[str] = []
     found: str | None = None
@@ -626,7 +731,10 @@ def _chart_units(files: Sequence[SourceFile], claimed: set[str]) -> list[Unit]:
             claimed.add(path)
             by_chart[chart].extend(file.documents)
             members[chart].append(path)
-    return [Unit(chart, "helm", tuple(by_chart[chart]), tuple(members[chart])) for chart in sorted(members)]
+    return [
+        Unit(chart, "helm", tuple(by_chart[chart]), tuple(members[chart]), "rendering off")
+        for chart in sorted(members)
+    ]
 
 
 # --- variants ------------------------------------------------------------------------------
@@ -1219,4 +1327,4 @@ def _once(unit: Unit, default_namespace: str, clashes: list[Document], whole: _W
     if not replaced:
         return unit
     kept = tuple(doc for doc in unit.documents if id(doc) not in replaced)
-    return Unit(unit.name, unit.source, kept, unit.files)
+    return replace(unit, documents=kept)
