@@ -50,7 +50,7 @@ import json
 import os
 import posixpath
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -94,14 +94,14 @@ class _Finder:
     def application(
         self, doc: Document, data: Mapping[str, Any], depth: int, origin: str = ""
     ) -> Iterator[Release]:
-        metadata = data.get("metadata") if isinstance(data.get("metadata"), Mapping) else {}
+        metadata = _mapping(data.get("metadata"))
         name = str(metadata.get("name") or "")
         namespace = str(metadata.get("namespace") or DEFAULT_NAMESPACE)
         if not name or (namespace, name) in self.seen:
             return
         self.seen.add((namespace, name))
         unit = f"Application {namespace}/{name}"
-        app = _Application(unit, name, data.get("spec") if isinstance(data.get("spec"), Mapping) else {}, doc)
+        app = _Application(unit, name, _mapping(data.get("spec")), doc)
         app.root = _root(doc, self.context.sandbox)
         plan = app.plan(self.context)
         cache: dict[str, Rendered | NotRendered] = {}
@@ -126,11 +126,11 @@ class _Finder:
                         yield from self.application(child, child_data, depth + 1)
 
     def application_set(self, doc: Document, data: Mapping[str, Any]) -> Iterator[Release]:
-        metadata = data.get("metadata") if isinstance(data.get("metadata"), Mapping) else {}
+        metadata = _mapping(data.get("metadata"))
         name = str(metadata.get("name") or "")
         namespace = str(metadata.get("namespace") or DEFAULT_NAMESPACE)
         unit = f"ApplicationSet {namespace}/{name}"
-        spec = data.get("spec") if isinstance(data.get("spec"), Mapping) else {}
+        spec = _mapping(data.get("spec"))
         root = _root(doc, self.context.sandbox)
         try:
             applications = list(_generate(spec, root, self.context.limits))
@@ -141,8 +141,7 @@ class _Finder:
         for generated in applications:
             app_meta = dict(generated.get("metadata") or {})
             app_meta.setdefault("namespace", namespace)
-            generated = {**generated, "metadata": app_meta}
-            yield from self.application(doc, generated, depth=0, origin=unit)
+            yield from self.application(doc, {**generated, "metadata": app_meta}, depth=0, origin=unit)
 
 
 # --- one Application --------------------------------------------------------------------------
@@ -178,7 +177,7 @@ class _Application:
         self.spec = spec
         self.doc = doc
         self.root = ""
-        destination = spec.get("destination") if isinstance(spec.get("destination"), Mapping) else {}
+        destination = _mapping(spec.get("destination"))
         self.namespace = str(destination.get("namespace") or "") or None
 
     def _sources(self) -> list[_Source]:
@@ -234,8 +233,6 @@ class _Application:
         return plan
 
     def render(self, plan: _Plan, context: ReleaseContext, timeout: float) -> Rendered | NotRendered:
-        from kaffinity.repo.fetch import GitRef, NotFetched, fetch_chart, fetch_git
-
         if not plan.sources:
             return NotRendered("it names no source (spec.source or spec.sources)")
         sandbox = context.sandbox
@@ -243,22 +240,11 @@ class _Application:
         for source in plan.sources:
             if source.missing is not None:
                 return source.missing
-            if source.folder is not None:
-                continue
-            if source.chart:
-                repository = _helm_repository(source.repo_url)
-                fetched = fetch_chart(repository, source.chart, source.revision or None, sandbox)
-            elif source.repo_url:
-                fetched = fetch_git(source.repo_url, _git_ref(source.revision), sandbox)
-            else:
-                return NotRendered("a source has no repoURL")
-            if isinstance(fetched, NotFetched):
-                return NotRendered(fetched.reason, remote=fetched.offline)
-            folder = fetched.path if source.chart else _inside(fetched.path, source.path or ".")
-            if folder is None or not os.path.isdir(folder):
-                return NotRendered(f"path {source.path!r} is not in {source.repo_url} at {fetched.version}")
-            source.folder, source.top = folder, fetched.path
-            roots.append(fetched.path)
+            if source.folder is None:
+                missing = _fetch(source, sandbox)
+                if missing is not None:
+                    return missing
+                roots.append(source.top or self.root)
         confined = replace(sandbox, roots=tuple(dict.fromkeys([*sandbox.roots, *roots])))
         refs = {f"${source.ref}": source for source in plan.sources if source.ref}
         outcomes: list[Rendered] = []
@@ -320,48 +306,15 @@ class _Application:
         helm = _block(source.spec, "helm")
         if not os.path.isfile(os.path.join(source.folder, "Chart.yaml")):
             return NotRendered(f"its helm source {source.path or source.chart} has no Chart.yaml")
-        ignore_missing = bool(helm.get("ignoreMissingValueFiles"))
-        values_files: list[str] = []
-        for entry in _strings(helm.get("valueFiles")):
-            resolved = self._value_file(entry, source, refs)
-            if isinstance(resolved, NotRendered):
-                return resolved
-            if not os.path.isfile(resolved):
-                if ignore_missing:
-                    continue
-                return NotRendered(f"values file {entry} not found (Argo CD fails the same way)")
-            values_files.append(resolved)
-        objects: list[Any] = []
-        inline = helm.get("valuesObject")
-        if isinstance(inline, Mapping):
-            objects.append(_plain(inline))
-        elif isinstance(helm.get("values"), str) and helm["values"].strip():
-            data, problem = parse_data(helm["values"])
-            if problem is not None or not isinstance(data, Mapping):
-                return NotRendered("its helm.values is not a YAML mapping")
-            objects.append(_plain(data))
-        elif isinstance(helm.get("values"), Mapping):
-            objects.append(_plain(helm["values"]))
-        sets: list[tuple[str, str, bool]] = []
-        for parameter in helm.get("parameters") or ():
-            if isinstance(parameter, Mapping) and parameter.get("name"):
-                value = parameter.get("value")
-                sets.append(
-                    (
-                        str(parameter["name"]),
-                        "" if value is None else _scalar_text(value),
-                        bool(parameter.get("forceString")),
-                    )
-                )
-        for parameter in helm.get("fileParameters") or ():
-            if isinstance(parameter, Mapping) and parameter.get("name") and parameter.get("path"):
-                path = self._value_file(str(parameter["path"]), source, refs)
-                if isinstance(path, NotRendered):
-                    return path
-                text = _read_confined(path, self.root if source.top is None else source.top, limits)
-                if text is None:
-                    return NotRendered(f"file parameter {parameter['path']} not found")
-                sets.append((str(parameter["name"]), text, True))
+        values_files = self._values_files(helm, source, refs)
+        if isinstance(values_files, NotRendered):
+            return values_files
+        objects = _inline_values(helm)
+        if isinstance(objects, NotRendered):
+            return objects
+        sets = self._sets(helm, source, refs, limits)
+        if isinstance(sets, NotRendered):
+            return sets
         if sets:
             # Helm merges the values files, then applies each --set onto that merge
             # (pkg/cli/values Options.MergeValues, strvals.ParseInto): the result, as the last
@@ -392,6 +345,44 @@ class _Application:
             values_objects=objects,
         )
 
+    def _values_files(
+        self, helm: Mapping[str, Any], source: _Source, refs: Mapping[str, _Source]
+    ) -> list[str] | NotRendered:
+        ignore_missing = bool(helm.get("ignoreMissingValueFiles"))
+        values_files: list[str] = []
+        for entry in _strings(helm.get("valueFiles")):
+            resolved = self._value_file(entry, source, refs)
+            if isinstance(resolved, NotRendered):
+                return resolved
+            if not os.path.isfile(resolved):
+                if ignore_missing:
+                    continue
+                return NotRendered(f"values file {entry} not found (Argo CD fails the same way)")
+            values_files.append(resolved)
+        return values_files
+
+    def _sets(
+        self, helm: Mapping[str, Any], source: _Source, refs: Mapping[str, _Source], limits: Limits
+    ) -> list[tuple[str, str, bool]] | NotRendered:
+        """``parameters`` (``--set``, ``--set-string`` with ``forceString``) and
+        ``fileParameters`` (``--set-file``), in util/helm ``template``'s order."""
+        sets: list[tuple[str, str, bool]] = []
+        for parameter in helm.get("parameters") or ():
+            if isinstance(parameter, Mapping) and parameter.get("name"):
+                value = parameter.get("value")
+                text = "" if value is None else _scalar_text(value)
+                sets.append((str(parameter["name"]), text, bool(parameter.get("forceString"))))
+        for parameter in helm.get("fileParameters") or ():
+            if isinstance(parameter, Mapping) and parameter.get("name") and parameter.get("path"):
+                path = self._value_file(str(parameter["path"]), source, refs)
+                if isinstance(path, NotRendered):
+                    return path
+                content = _read_confined(path, source.top or self.root, limits)
+                if content is None:
+                    return NotRendered(f"file parameter {parameter['path']} not found")
+                sets.append((str(parameter["name"]), content, True))
+        return sets
+
     def _value_file(self, entry: str, source: _Source, refs: Mapping[str, _Source]) -> str | NotRendered:
         """util/io/path ``ResolveValueFilePathOrUrl``, and ``$ref/`` references (repository.go
         ``getResolvedValueFiles``): a path in the source's repository, never outside it."""
@@ -421,34 +412,34 @@ class _Application:
         self, source: _Source, limits: Limits, sandbox: Sandbox, timeout: float
     ) -> Rendered | NotRendered:
         from kaffinity.load.manifests import find_kustomization
-        from kaffinity.repo.preflight import check_kustomization
         from kaffinity.repo.render import render_kustomization
 
         assert source.folder is not None
         if find_kustomization(source.folder) is None:
             return NotRendered(f"its kustomize source {source.path} has no kustomization file")
         options = _block(source.spec, "kustomize")
-        fields: dict[str, Any] = {}
-        for key in ("namePrefix", "nameSuffix", "namespace"):
-            if isinstance(options.get(key), str) and options[key]:
-                fields[key] = options[key]
-        for key in ("commonLabels", "commonAnnotations"):
-            if isinstance(options.get(key), Mapping) and options[key]:
-                target = "labels" if key == "commonLabels" and options.get("labelWithoutSelector") else key
-                if target == "labels":
-                    fields["labels"] = [{"pairs": _plain(options[key]), "includeSelectors": False}]
-                else:
-                    fields[target] = _plain(options[key])
-        images = [_image(entry) for entry in _strings(options.get("images"))]
-        if images:
-            fields["images"] = images
-        replicas = [
-            {"name": str(entry.get("name")), "count": _int(entry.get("count"))}
-            for entry in options.get("replicas") or ()
-            if isinstance(entry, Mapping) and entry.get("name") and _int(entry.get("count")) is not None
-        ]
-        if replicas:
-            fields["replicas"] = replicas
+        fields = _kustomize_fields(options)
+        patches = self._patches(options, source, limits)
+        if isinstance(patches, NotRendered):
+            return patches
+        if patches:
+            fields["patches"] = patches
+        components = self._components(options, source, limits, sandbox)
+        if isinstance(components, NotRendered):
+            return components
+        if components:
+            fields["components"] = components
+        return render_kustomization(
+            source.folder, limits, timeout=timeout, sandbox=sandbox, wrapper_fields=fields
+        )
+
+    def _patches(
+        self, options: Mapping[str, Any], source: _Source, limits: Limits
+    ) -> list[Any] | NotRendered:
+        """``patches``: inline ones as they are; a ``path`` one read (inside the repository)
+        and given inline, the wrapper kustomization being elsewhere."""
+        assert source.folder is not None
+        top = source.top or self.root
         patches = []
         for entry in options.get("patches") or ():
             if not isinstance(entry, Mapping):
@@ -457,24 +448,27 @@ class _Application:
                 key: _plain(value) for key, value in entry.items() if key in ("patch", "target", "options")
             }
             if entry.get("path"):
-                path = _inside(
-                    source.top or self.root,
-                    os.path.relpath(os.path.join(source.folder, str(entry["path"])), source.top or self.root),
-                )
-                text = _read_confined(path, source.top or self.root, limits) if path else None
+                path = _inside(top, os.path.relpath(os.path.join(source.folder, str(entry["path"])), top))
+                text = _read_confined(path, top, limits)
                 if text is None:
                     return NotRendered(f"kustomize patch {entry['path']} not found in the repository")
                 patch["patch"] = text
             if "patch" in patch:
                 patches.append(patch)
-        if patches:
-            fields["patches"] = patches
+        return patches
+
+    def _components(
+        self, options: Mapping[str, Any], source: _Source, limits: Limits, sandbox: Sandbox
+    ) -> list[str] | NotRendered:
+        """``components``: folders in the repository, checked as the overlay is
+        (:func:`kaffinity.repo.preflight.check_kustomization`), given by real path."""
+        from kaffinity.repo.preflight import check_kustomization
+
+        assert source.folder is not None
+        top = source.top or self.root
         components = []
         for entry in _strings(options.get("components")):
-            folder = _inside(
-                source.top or self.root,
-                os.path.relpath(os.path.join(source.folder, entry), source.top or self.root),
-            )
+            folder = _inside(top, os.path.relpath(os.path.join(source.folder, entry), top))
             if folder is None or not os.path.isdir(folder):
                 if options.get("ignoreMissingComponents"):
                     continue
@@ -483,11 +477,76 @@ class _Application:
             if refusal is not None:
                 return NotRendered(f"kustomize component {entry}: {refusal.message}", remote=refusal.remote)
             components.append(os.path.realpath(folder))
-        if components:
-            fields["components"] = components
-        return render_kustomization(
-            source.folder, limits, timeout=timeout, sandbox=sandbox, wrapper_fields=fields
-        )
+        return components
+
+
+def _kustomize_fields(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Argo's ``kustomize`` options as kustomization fields (util/kustomize ``Build`` runs
+    ``kustomize edit set nameprefix|namesuffix|namespace|image|replicas`` and ``edit add
+    label|annotation``)."""
+    fields: dict[str, Any] = {}
+    for key in ("namePrefix", "nameSuffix", "namespace"):
+        if isinstance(options.get(key), str) and options[key]:
+            fields[key] = options[key]
+    labels = options.get("commonLabels")
+    if isinstance(labels, Mapping) and labels:
+        if options.get("labelWithoutSelector"):
+            fields["labels"] = [{"pairs": _plain(labels), "includeSelectors": False}]
+        else:
+            fields["commonLabels"] = _plain(labels)
+    annotations = options.get("commonAnnotations")
+    if isinstance(annotations, Mapping) and annotations:
+        fields["commonAnnotations"] = _plain(annotations)
+    images = [_image(entry) for entry in _strings(options.get("images"))]
+    if images:
+        fields["images"] = images
+    replicas = [
+        {"name": str(entry.get("name")), "count": _int(entry.get("count"))}
+        for entry in options.get("replicas") or ()
+        if isinstance(entry, Mapping) and entry.get("name") and _int(entry.get("count")) is not None
+    ]
+    if replicas:
+        fields["replicas"] = replicas
+    return fields
+
+
+def _inline_values(helm: Mapping[str, Any]) -> list[Any] | NotRendered:
+    """``valuesObject``, else ``values`` (a YAML string; an object in old Applications)."""
+    from kaffinity.load.parse import parse_data
+
+    inline = helm.get("valuesObject")
+    if isinstance(inline, Mapping):
+        return [_plain(inline)]
+    values = helm.get("values")
+    if isinstance(values, str) and values.strip():
+        data, problem = parse_data(values)
+        if problem is not None or not isinstance(data, Mapping):
+            return NotRendered("its helm.values is not a YAML mapping")
+        return [_plain(data)]
+    if isinstance(values, Mapping):
+        return [_plain(values)]
+    return []
+
+
+def _fetch(source: _Source, sandbox: Sandbox) -> NotRendered | None:
+    """A remote source into the cache (:mod:`kaffinity.repo.fetch`): its folder and top set, or
+    why not."""
+    from kaffinity.repo.fetch import NotFetched, fetch_chart, fetch_git
+
+    if source.chart:
+        repository = _helm_repository(source.repo_url)
+        fetched = fetch_chart(repository, source.chart, source.revision or None, sandbox)
+    elif source.repo_url:
+        fetched = fetch_git(source.repo_url, _git_ref(source.revision), sandbox)
+    else:
+        return NotRendered("a source has no repoURL")
+    if isinstance(fetched, NotFetched):
+        return NotRendered(fetched.reason, remote=fetched.offline)
+    folder = fetched.path if source.chart else _inside(fetched.path, source.path or ".")
+    if folder is None or not os.path.isdir(folder):
+        return NotRendered(f"path {source.path!r} is not in {source.repo_url} at {fetched.version}")
+    source.folder, source.top = folder, fetched.path
+    return None
 
 
 # --- source types --------------------------------------------------------------------------------
@@ -720,7 +779,7 @@ def _git_params(generator: Mapping[str, Any], root: str, limits: Limits, go: boo
     if not url or this_repository(url, root) is None:
         raise _Unevaluated(f"its git generator reads {url or 'a repository'}, which is not this checkout")
     prefix = str(generator.get("pathParamPrefix") or "")
-    values = generator.get("values") if isinstance(generator.get("values"), Mapping) else {}
+    values = _mapping(generator.get("values"))
     found: list[dict[str, Any]] = []
     if generator.get("directories"):
         items = [item for item in generator["directories"] if isinstance(item, Mapping)]
@@ -841,10 +900,11 @@ def _merge_params(
     for child in children[1:]:
         others = _params(child, root, limits, go, depth + 1)
         for index, params in enumerate(base):
+            merged = params
             for other in others:
                 if all(_lookup(params, key) == _lookup(other, key) for key in keys):
-                    params = _merge(params, other) if go else {**params, **other}
-            base[index] = params
+                    merged = _merge(merged, other) if go else {**merged, **other}
+            base[index] = merged
     return base
 
 
@@ -881,7 +941,7 @@ def _selected(selector: Mapping[str, Any], params: Mapping[str, Any]) -> bool:
 def _all_folders(root: str) -> list[str]:
     """Every folder of the checkout (relative, ``/``-separated), hidden ones left out, as the
     repo-server's ``GetGitDirectories`` lists them."""
-    found = []
+    found: list[str] = []
     for current, folders, _ in os.walk(root):
         folders[:] = sorted(
             name
@@ -894,7 +954,7 @@ def _all_folders(root: str) -> list[str]:
 
 
 def _all_files(root: str) -> list[str]:
-    found = []
+    found: list[str] = []
     for current, folders, names in os.walk(root):
         folders[:] = sorted(
             name
@@ -945,6 +1005,50 @@ def _strvals_set(base: dict[str, Any], name: str, value: str, *, force_string: b
     """helm.sh/helm/v3 pkg/strvals ``ParseInto`` (``--set``) or ``ParseIntoString``
     (``--set-string``) of ``name=value``: a dotted path, ``\\.`` an escaped dot, ``[i]`` a list
     index (lists grow with nulls), ``{a,b}`` a list; typed scalars unless a string is forced."""
+    steps = _strvals_path(name)
+    parsed: Any
+    if value.startswith("{") and value.endswith("}"):
+        parsed = [_typed(item, force_string) for item in value[1:-1].split(",")] if value[1:-1] else []
+    else:
+        parsed = _typed(value, force_string)
+    container: Any = base
+    for position, step in enumerate(steps):
+        if position == len(steps) - 1:
+            _strvals_put(container, step, parsed, name)
+            return
+        following = steps[position + 1]
+        empty: Any = [] if isinstance(following, int) else {}
+        current = _strvals_get(container, step, name)
+        if not isinstance(current, (dict, list)) or isinstance(following, int) != isinstance(current, list):
+            current = empty
+            _strvals_put(container, step, current, name)
+        container = current
+
+
+def _strvals_get(container: Any, step: str | int, name: str) -> Any:
+    if isinstance(step, int):
+        if not isinstance(container, list):
+            raise ValueError(f"{name}: not a list")
+        return container[step] if step < len(container) else None
+    if not isinstance(container, dict):
+        raise ValueError(f"{name}: not a map")
+    return container.get(step)
+
+
+def _strvals_put(container: Any, step: str | int, value: Any, name: str) -> None:
+    if isinstance(step, int):
+        if not isinstance(container, list):
+            raise ValueError(f"{name}: not a list")
+        container.extend([None] * (step + 1 - len(container)))
+        container[step] = value
+    elif isinstance(container, dict):
+        container[step] = value
+    else:
+        raise ValueError(f"{name}: not a map")
+
+
+def _strvals_path(name: str) -> list[str | int]:
+    """The steps of a ``--set`` key: ``a.b[0].c`` is ``a``, ``b``, 0, ``c``."""
     steps: list[str | int] = []
     current = ""
     index = 0
@@ -954,58 +1058,24 @@ def _strvals_set(base: dict[str, Any], name: str, value: str, *, force_string: b
             current += name[index + 1]
             index += 2
             continue
-        if char == ".":
-            if current:
-                steps.append(current)
-            current = ""
-        elif char == "[":
+        if char == "[":
             close = name.find("]", index)
             if close < 0 or not name[index + 1 : close].isdigit():
                 raise ValueError(f"bad list index in {name}")
-            if current:
-                steps.append(current)
+            steps.extend([current] if current else [])
             current = ""
             steps.append(int(name[index + 1 : close]))
             index = close
+        elif char == ".":
+            steps.extend([current] if current else [])
+            current = ""
         else:
             current += char
         index += 1
-    if current:
-        steps.append(current)
+    steps.extend([current] if current else [])
     if not steps or not isinstance(steps[0], str):
         raise ValueError(f"bad key {name}")
-    parsed: Any
-    if value.startswith("{") and value.endswith("}"):
-        parsed = [_typed(item, force_string) for item in value[1:-1].split(",")] if value[1:-1] else []
-    else:
-        parsed = _typed(value, force_string)
-    container: Any = base
-    for position, step in enumerate(steps):
-        last = position == len(steps) - 1
-        following = None if last else steps[position + 1]
-        empty: Any = [] if isinstance(following, int) else {}
-        if isinstance(step, int):
-            if not isinstance(container, list):
-                raise ValueError(f"{name}: not a list")
-            while len(container) <= step:
-                container.append(None)
-            if last:
-                container[step] = parsed
-            else:
-                if not isinstance(container[step], (dict, list)):
-                    container[step] = empty
-                container = container[step]
-        else:
-            if not isinstance(container, dict):
-                raise ValueError(f"{name}: not a map")
-            if last:
-                container[step] = parsed
-            else:
-                if not isinstance(container.get(step), (dict, list)) or (
-                    isinstance(following, int) != isinstance(container.get(step), list)
-                ):
-                    container[step] = empty
-                container = container[step]
+    return steps
 
 
 def _typed(text: str, force_string: bool) -> Any:
@@ -1057,6 +1127,10 @@ def _read_confined(path: str | None, top: str, limits: Limits) -> str | None:
         return None
     _, text, problem = read_text(path, limits)
     return None if problem is not None else text
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _strings(value: Any) -> list[str]:

@@ -179,35 +179,28 @@ class _GoTemplate:
     def _operand(self, word: str) -> Any:
         if word.startswith("(") and word.endswith(")"):
             return self._pipeline(word[1:-1])
-        if word.startswith('"'):
-            return _go_string(word)
-        if word.startswith("`") and word.endswith("`"):
-            return word[1:-1]
-        if word in ("true", "false"):
-            return word == "true"
-        if word == "nil":
-            return None
-        if re.fullmatch(r"-?\d+", word):
-            return int(word)
-        if re.fullmatch(r"-?\d+\.\d*", word):
-            return float(word)
+        literal = _literal(word)
+        if literal is not _NOTHING:
+            return literal
         if word.startswith("$"):
             word = word[1:] or "."
             if word != "." and not word.startswith("."):
                 raise TemplateError(f"variable ${word} is not evaluated by kaffinity")
         if word.startswith("."):
-            value: Any = self.params
-            for name in (part for part in word.split(".") if part):
-                if isinstance(value, Mapping):
-                    if name not in value:
-                        if self.missing_error:
-                            raise TemplateError(f'map has no entry for key "{name}"')
-                        return None
-                    value = value[name]
-                else:
-                    raise TemplateError(f"cannot read field {name} of {_go_text(value)}")
-            return value
+            return self._field(word)
         raise TemplateError(f"{word} is not evaluated by kaffinity")
+
+    def _field(self, word: str) -> Any:
+        value: Any = self.params
+        for name in (part for part in word.split(".") if part):
+            if not isinstance(value, Mapping):
+                raise TemplateError(f"cannot read field {name} of {_go_text(value)}")
+            if name not in value:
+                if self.missing_error:
+                    raise TemplateError(f'map has no entry for key "{name}"')
+                return None
+            value = value[name]
+        return value
 
     def _call(self, name: str, args: list[Any]) -> Any:
         function = _FUNCTIONS.get(name)
@@ -222,6 +215,23 @@ class _GoTemplate:
 
 
 _NOTHING = object()
+
+
+def _literal(word: str) -> Any:
+    """A string, number, boolean or nil constant, or ``_NOTHING``."""
+    if word.startswith('"'):
+        return _go_string(word)
+    if word.startswith("`") and word.endswith("`"):
+        return word[1:-1]
+    if word in ("true", "false"):
+        return word == "true"
+    if word == "nil":
+        return None
+    if re.fullmatch(r"-?\d+", word):
+        return int(word)
+    if re.fullmatch(r"-?\d+\.\d*", word):
+        return float(word)
+    return _NOTHING
 
 
 def _split_pipes(text: str) -> list[str]:
@@ -294,14 +304,9 @@ def _go_string(word: str) -> str:
 
 
 def _truth(value: Any) -> bool:
-    return (
-        value is not None
-        and value is not _NOTHING
-        and value != 0
-        and value != ""
-        and value != []
-        and value != {}
-    )
+    if value is None or value is _NOTHING or (isinstance(value, (str, list, dict)) and not value):
+        return False
+    return value is not False and value != 0
 
 
 def _go_text(value: Any) -> str:
