@@ -27,6 +27,15 @@ from kaffinity.repo.releases import checkout_remotes, repository_key, this_repos
 from kaffinity.repo.render import helm_engine, kustomize_engine
 
 from . import kit
+from .remote import (
+    chart_repository,
+    git_daemon,
+    git_remote,
+    oci_registry,
+    package_chart,
+    push_chart,
+    write_chart,
+)
 
 needs_helm = pytest.mark.skipif(helm_engine() is None, reason="no helm on the PATH and no helm-python-sdk")
 needs_kustomize = pytest.mark.skipif(
@@ -44,6 +53,16 @@ spec:
     - name: a
       pools: [{name: general, count: 3, allocatable: {cpu: "8", memory: 32Gi, pods: 110}}]
 """
+
+
+@pytest.fixture(autouse=True)
+def remote_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh remote cache per test, outside the repositories (kaffinity.repo.fetch)."""
+    from kaffinity.repo.fetch import CACHE_ENV
+
+    folder = tmp_path / "remote-cache"
+    monkeypatch.setenv(CACHE_ENV, str(folder))
+    return folder
 
 
 def write(top: Path, files: dict[str, str]) -> Path:
@@ -423,11 +442,16 @@ def test_umbrella_chart_with_an_unvendored_dependency_is_never_silent(tmp_path: 
     )
     code, report = lint(top)
     assert "Application argocd/grafana" in units(report)
-    # Never zero objects and exit 0 without a word: the chart's dependency is a finding at its
-    # Chart.yaml (or the release is in the note).
-    chart_findings = [f for f in report["findings"] if f["file"].endswith("apps/grafana/Chart.yaml")]
-    assert chart_findings or report["summary"]["notices"]
-    assert code != 0 or report["summary"]["notices"]
+    # Never zero objects and exit 0 without a word: the dependency not vendored is one finding
+    # at its Chart.yaml item (kaffinity.repo.dependencies), whether the chart is rendered as a
+    # chart unit or as the Application's source.
+    chart = (top / "apps/grafana/Chart.yaml").read_text()
+    line, column = kit.position(chart, "name: grafana", after="dependencies:")
+    found = [
+        (f["rule"], f["line"], f["column"]) for f in report["findings"] if f["file"].endswith("Chart.yaml")
+    ]
+    assert found == [("chart-dependency", line, column)]
+    assert code == 0  # a warning
 
 
 # --- kustomize and directory sources ---------------------------------------------------------
@@ -781,3 +805,67 @@ def test_nothing_in_the_checkout_is_written(tmp_path: Path) -> None:
     for release in argo.releases(context_of(top)):
         release.render(30.0)
     assert sorted(str(path.relative_to(top)) for path in top.rglob("*")) == before
+
+
+# --- remote sources, served on loopback ------------------------------------------------------
+
+
+def guestbook_chart(folder: Path, version: str = "1.0.0") -> Path:
+    templates = {
+        name.removeprefix("helm-guestbook/templates/"): text
+        for name, text in GUESTBOOK_CHART.items()
+        if "/templates/" in name
+    }
+    return write_chart(
+        folder,
+        "helm-guestbook",
+        version,
+        templates={name: textwrap.dedent(text) for name, text in templates.items()},
+        values=textwrap.dedent(GUESTBOOK_CHART["helm-guestbook/values.yaml"]),
+    )
+
+
+@needs_helm
+def test_a_remote_chart_from_a_helm_repository_with_the_network_allowed(tmp_path: Path) -> None:
+    chart = guestbook_chart(tmp_path / "src")
+    with chart_repository(tmp_path / "served", [chart]) as repository:
+        top = checkout(tmp_path / "lab", "https://github.com/someone/lab")
+        source = {
+            "repoURL": repository.url,
+            "chart": "helm-guestbook",
+            "targetRevision": "1.x",
+            "helm": {"valuesObject": {"replicaCount": 2}},
+        }
+        write(top, {"apps/guestbook.yaml": application("guestbook", source)})
+        offline = placed(top)
+        pods = placed(top, "--allow-network")
+        assert "/helm-guestbook-1.0.0.tgz" in repository.requests
+    assert "Application argocd/guestbook" not in offline
+    assert pods["Application argocd/guestbook"] == [("guestbook-helm-guestbook", node) for _, node in pods[
+        "Application argocd/guestbook"]]  # fmt: skip
+    assert len(pods["Application argocd/guestbook"]) == 2
+
+
+@needs_helm
+def test_a_remote_chart_from_an_oci_registry_named_without_a_scheme(tmp_path: Path) -> None:
+    chart = guestbook_chart(tmp_path / "src", "2.1.0")
+    with oci_registry(tmp_path / "registry") as registry:
+        push_chart(registry, package_chart(chart, tmp_path / "out"))
+        top = checkout(tmp_path / "lab", "https://github.com/someone/lab")
+        bare = registry.url.removeprefix("oci://")  # Argo CD's form: host/path, no scheme
+        source = {"repoURL": bare, "chart": "helm-guestbook", "targetRevision": "2.1.0"}
+        write(top, {"apps/guestbook.yaml": application("guestbook", source)})
+        pods = placed(top, "--allow-network")
+    assert [name for name, _ in pods["Application argocd/guestbook"]] == ["guestbook-helm-guestbook"]
+
+
+@needs_kustomize
+def test_a_remote_git_source_over_git_daemon(tmp_path: Path) -> None:
+    remote_files = {name: textwrap.dedent(text) for name, text in KUSTOMIZE_GUESTBOOK.items()}
+    remote = git_remote(tmp_path / "git", remote_files, tags=("v1.0.0",))
+    with git_daemon(remote) as url:
+        top = checkout(tmp_path / "lab", "https://github.com/someone/lab")
+        source = {"repoURL": url, "path": "kustomize-guestbook", "targetRevision": "v1.0.0"}
+        write(top, {"apps/guestbook.yaml": application("guestbook", source)})
+        pods = placed(top, "--allow-network")
+    assert [name for name, _ in pods["Application argocd/guestbook"]] == ["kustomize-guestbook-ui"]

@@ -217,8 +217,10 @@ class _Application:
                     f"its repoURL {source.repo_url} was taken for this repository (the checkout "
                     "folder's name; no git remote matches)"
                 )
-            source.top = self.root
-            folder = _inside(self.root, source.path or ".")
+            # Paths as the documents name theirs (relative when the user gave relative paths):
+            # the release's files and findings are then the same names as the first pass's.
+            source.top = _shown(self.root, self.doc.file)
+            folder = _inside(source.top, source.path or ".")
             if folder is None or not os.path.isdir(folder):
                 source.missing = NotRendered(
                     f"path {source.path!r} of {source.repo_url} is not in the checkout"
@@ -1110,6 +1112,15 @@ def _root(doc: Document, sandbox: Sandbox) -> str:
                 return root
         return sandbox.roots[0]
     return repository_root(doc.file)
+
+
+def _shown(root: str, like: str) -> str:
+    """``root`` relative to the working folder when ``like`` (a document's file) is relative
+    and ``root`` is at or below the working folder; else as it is."""
+    if os.path.isabs(like):
+        return root
+    relative = os.path.relpath(root)
+    return root if relative == ".." or relative.startswith(".." + os.sep) else relative
 
 
 def _inside(top: str, relative: str) -> str | None:
