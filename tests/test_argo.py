@@ -520,6 +520,8 @@ def test_directory_recurse_include_exclude(tmp_path: Path) -> None:
     outcome = directory.render(5.0)
     assert not isinstance(outcome, argo.NotRendered)
     assert [doc.data["metadata"]["name"] for doc in outcome.documents] == ["guestbook-ui", "b"]
+    # Objects naming no namespace are applied in spec.destination.namespace.
+    assert {doc.data["metadata"]["namespace"] for doc in outcome.documents} == {"guestbook"}
     jsonnet = found["Application argocd/jsonnet"].render(5.0)
     assert isinstance(jsonnet, argo.NotRendered)
     assert not jsonnet.remote

@@ -256,6 +256,8 @@ class _Application:
             outcome = self._render_source(source, refs, context.limits, confined, timeout)
             if isinstance(outcome, NotRendered):
                 return outcome
+            if self.namespace and outcome.ok:
+                _default_namespace(outcome, self.namespace)
             outcomes.append(outcome)
         if not outcomes:
             return NotRendered("none of its sources deploys anything (only ref sources)")
@@ -1112,6 +1114,21 @@ def _root(doc: Document, sandbox: Sandbox) -> str:
                 return root
         return sandbox.roots[0]
     return repository_root(doc.file)
+
+
+def _default_namespace(outcome: Rendered, namespace: str) -> None:
+    """Argo CD applies each namespaced object that names no namespace in
+    ``spec.destination.namespace`` (argo-cd controller/sync.go hands it to gitops-engine's
+    ``sync.NewSyncContext`` as the namespace of such objects): so are the objects read."""
+    from kaffinity.policy.matching import CLUSTER_SCOPED
+
+    for doc in outcome.documents:
+        data = doc.data
+        if not isinstance(data, dict) or data.get("kind") in CLUSTER_SCOPED:
+            continue
+        metadata = data.get("metadata")
+        if isinstance(metadata, dict) and not metadata.get("namespace"):
+            metadata["namespace"] = namespace
 
 
 def _shown(root: str, like: str) -> str:

@@ -139,7 +139,7 @@ def this_repository(url: str, root: str, path: str = "") -> str | None:
     matches one of the checkout's remotes (:func:`checkout_remotes`, compared by
     :func:`repository_key`), ``"folder"`` when no remote matches but ``path`` exists in the
     checkout and the URL's repository name is the checkout folder's name (``name``, or
-    ``owner+name``/``owner_name`` as some tools name clones) -- a guess callers say they made --,
+    ``owner+name``/``owner_name`` as some tools name clones, any owner) -- a guess callers say they made --,
     else None."""
     key = repository_key(url)
     if key is None:
@@ -150,6 +150,8 @@ def this_repository(url: str, root: str, path: str = "") -> str | None:
     owner, _, name = key[1].rpartition("/")
     folder = os.path.basename(os.path.normpath(root)).lower()
     names = {name, f"{owner}+{name}", f"{owner}_{name}"} if owner else {name}
+    if folder.rpartition("+")[2] == name:  # an ``owner+name`` clone of a fork or mirror
+        names.add(folder)
     target = os.path.normpath(os.path.join(root, path.strip("/"))) if path else root
     if folder in names and os.path.exists(target):
         return "folder"
