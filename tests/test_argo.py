@@ -871,3 +871,32 @@ def test_a_remote_git_source_over_git_daemon(tmp_path: Path) -> None:
         write(top, {"apps/guestbook.yaml": application("guestbook", source)})
         pods = placed(top, "--allow-network")
     assert [name for name, _ in pods["Application argocd/guestbook"]] == ["kustomize-guestbook-ui"]
+
+
+def test_symlinks_and_fifos_in_a_source_are_never_read(tmp_path: Path) -> None:
+    top = checkout(tmp_path / "repo", "https://github.com/someone/repo")
+    deployment = KUSTOMIZE_GUESTBOOK["kustomize-guestbook/guestbook-ui-deployment.yaml"]
+    write(tmp_path, {"outside.yaml": deployment.replace("guestbook-ui}", "outside}")})
+    write(
+        top,
+        {
+            "manifests/a.yaml": deployment,
+            "app.yaml": application(
+                "dir", {"repoURL": "https://github.com/someone/repo", "path": "manifests"}
+            ),
+        },
+    )
+    (top / "manifests/link.yaml").symlink_to(tmp_path / "outside.yaml")
+    os.mkfifo(top / "manifests/pipe.yaml")
+    (release,) = argo.releases(context_of(top))
+    assert [os.path.basename(path) for path in release.files] == ["a.yaml"]
+    outcome = release.render(5.0)
+    assert not isinstance(outcome, argo.NotRendered)
+    assert [doc.data["metadata"]["name"] for doc in outcome.documents] == ["guestbook-ui"]
+
+
+def test_a_fifo_as_git_config_does_not_block(tmp_path: Path) -> None:
+    top = tmp_path / "repo"
+    (top / ".git").mkdir(parents=True)
+    os.mkfifo(top / ".git" / "config")
+    assert checkout_remotes(str(top)) == ()

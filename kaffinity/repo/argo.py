@@ -50,6 +50,8 @@ import json
 import os
 import posixpath
 import re
+import stat
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -65,6 +67,8 @@ GROUP = "argoproj.io"
 DEFAULT_NAMESPACE = "argocd"
 #: How deep app-of-apps are followed through renders (Applications in files are always found).
 MAX_DEPTH = 3
+#: Apps of apps rendered to find their children (each at most once; in file order).
+MAX_PARENT_RENDERS = 50
 #: Parameter sets one ApplicationSet may generate.
 MAX_GENERATED = 500
 _MANIFEST_EXTENSIONS = (".yaml", ".yml", ".json")
@@ -76,6 +80,7 @@ def releases(context: ReleaseContext) -> Iterator[Release]:
     """The releases of this kind among ``context.documents``: each Application (those generated
     by ApplicationSets and those parents render included) once."""
     finder = _Finder(context)
+    _WALKS.clear()
     for doc in context.documents:
         data = doc.data
         if not isinstance(data, Mapping) or not str(data.get("apiVersion", "")).startswith(GROUP + "/"):
@@ -90,6 +95,10 @@ class _Finder:
     def __init__(self, context: ReleaseContext) -> None:
         self.context = context
         self.seen: set[tuple[str, str]] = set()
+        #: Renders done to find the children of an app of apps, before the run's render budget
+        #: applies: bounded in number and in time (half the budget).
+        self.parents = 0
+        self.started = time.perf_counter()
 
     def application(
         self, doc: Document, data: Mapping[str, Any], depth: int, origin: str = ""
@@ -113,7 +122,8 @@ class _Finder:
 
         yield Release(unit, "argocd", doc, render, plan.files, plan.note)
         # App of apps: Applications only this one's render produces.
-        if depth < MAX_DEPTH and plan.children_possible:
+        if depth < MAX_DEPTH and plan.children_possible and self._may_render_parent():
+            self.parents += 1
             outcome = render(self.context.sandbox.timeout)
             if isinstance(outcome, Rendered) and outcome.ok:
                 for child in outcome.documents:
@@ -124,6 +134,10 @@ class _Finder:
                         and child_data.get("kind") == "Application"
                     ):
                         yield from self.application(child, child_data, depth + 1)
+
+    def _may_render_parent(self) -> bool:
+        spent = time.perf_counter() - self.started
+        return self.parents < MAX_PARENT_RENDERS and spent < self.context.sandbox.budget / 2
 
     def application_set(self, doc: Document, data: Mapping[str, Any]) -> Iterator[Release]:
         metadata = _mapping(data.get("metadata"))
@@ -618,7 +632,7 @@ def _directory_files(folder: str, options: Mapping[str, Any]) -> list[str]:
         folders[:] = sorted(name for name in folders if not name.startswith(".")) if recurse else []
         for name in sorted(names):
             path = os.path.join(current, name)
-            if os.path.islink(path) or not name.endswith((*_MANIFEST_EXTENSIONS, *_JSONNET_EXTENSIONS)):
+            if not name.endswith((*_MANIFEST_EXTENSIONS, *_JSONNET_EXTENSIONS)) or not _regular(path):
                 continue
             relative = os.path.relpath(path, folder).replace(os.sep, "/")
             if exclude and _glob(exclude, relative):
@@ -660,8 +674,9 @@ def _directory(unit: str, source: _Source, limits: Limits) -> Rendered | NotRend
 
 
 def _mentions_argo(folder: str) -> bool:
-    """Whether a file of the folder (at most 200 files, 1 MiB each, looked at) names argoproj.io:
-    then rendering it may produce Applications (app of apps)."""
+    """Whether a file of the folder (at most 200 files, 1 MiB each, looked at; regular files
+    only, never through a symlink) names argoproj.io: then rendering it may produce
+    Applications (app of apps)."""
     count = 0
     for current, folders, names in os.walk(folder):
         folders[:] = [name for name in folders if not name.startswith(".")]
@@ -669,15 +684,24 @@ def _mentions_argo(folder: str) -> bool:
             count += 1
             if count > 200:
                 return False
-            if not name.endswith((".yaml", ".yml", ".json", ".tpl")):
+            path = os.path.join(current, name)
+            if not name.endswith((".yaml", ".yml", ".json", ".tpl")) or not _regular(path):
                 continue
             try:
-                with open(os.path.join(current, name), "rb") as handle:
+                with open(path, "rb") as handle:
                     if b"argoproj.io" in handle.read(1 << 20):
                         return True
             except OSError:
                 continue
     return False
+
+
+def _regular(path: str) -> bool:
+    """A regular file, not a symlink (nor a FIFO or device, whose reading could block)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 # --- ApplicationSets -----------------------------------------------------------------------------
@@ -942,10 +966,17 @@ def _selected(selector: Mapping[str, Any], params: Mapping[str, Any]) -> bool:
     return True
 
 
+#: The walks of a checkout in one call of :func:`releases` (a matrix evaluates its git
+#: generator once per parameter set of the other).
+_WALKS: dict[tuple[str, str], list[str]] = {}
+
+
 def _all_folders(root: str) -> list[str]:
     """Every folder of the checkout (relative, ``/``-separated), hidden ones left out, as the
     repo-server's ``GetGitDirectories`` lists them."""
-    found: list[str] = []
+    if ("folders", root) in _WALKS:
+        return _WALKS["folders", root]
+    found: list[str] = _WALKS.setdefault(("folders", root), [])
     for current, folders, _ in os.walk(root):
         folders[:] = sorted(
             name
@@ -958,7 +989,9 @@ def _all_folders(root: str) -> list[str]:
 
 
 def _all_files(root: str) -> list[str]:
-    found: list[str] = []
+    if ("files", root) in _WALKS:
+        return _WALKS["files", root]
+    found: list[str] = _WALKS.setdefault(("files", root), [])
     for current, folders, names in os.walk(root):
         folders[:] = sorted(
             name

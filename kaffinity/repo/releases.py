@@ -153,14 +153,24 @@ def this_repository(url: str, root: str, path: str = "") -> str | None:
     if folder.rpartition("+")[2] == name:  # an ``owner+name`` clone of a fork or mirror
         names.add(folder)
     target = os.path.normpath(os.path.join(root, path.strip("/"))) if path else root
-    if folder in names and os.path.exists(target):
+    inside = target == os.path.normpath(root) or target.startswith(os.path.normpath(root) + os.sep)
+    if folder in names and inside and os.path.exists(target):
         return "folder"
     return None
 
 
 def _small_text(path: str) -> str:
+    """A regular file's first 256 KiB (never a FIFO or device, whose reading could block)."""
+    import stat
+
     try:
-        with open(path, "rb") as handle:
-            return handle.read(_GIT_CONFIG_LIMIT).decode("utf-8", "replace")
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return ""
+    with open(descriptor, "rb") as handle:
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                return ""
+            return handle.read(_GIT_CONFIG_LIMIT).decode("utf-8", "replace")
+        except OSError:
+            return ""
