@@ -900,3 +900,23 @@ def test_a_fifo_as_git_config_does_not_block(tmp_path: Path) -> None:
     (top / ".git").mkdir(parents=True)
     os.mkfifo(top / ".git" / "config")
     assert checkout_remotes(str(top)) == ()
+
+
+def test_a_kustomize_source_claims_the_files_of_its_build(tmp_path: Path) -> None:
+    # An overlay over a base (argocd-example-apps' kustomize-guestbook, with a prod overlay).
+    top = checkout(tmp_path / "repo", "https://github.com/someone/repo")
+    write(
+        top,
+        {name.replace("kustomize-guestbook/", "base/"): text for name, text in KUSTOMIZE_GUESTBOOK.items()},
+    )
+    write(
+        top,
+        {
+            "overlays/prod/kustomization.yaml": "resources: [../../base]\n",
+            "app.yaml": application(
+                "kg", {"repoURL": "https://github.com/someone/repo", "path": "/overlays/prod"}
+            ),
+        },
+    )
+    (release,) = argo.releases(context_of(top))
+    assert [os.path.relpath(path, top) for path in release.files] == ["base/guestbook-ui-deployment.yaml"]

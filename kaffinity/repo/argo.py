@@ -234,15 +234,19 @@ class _Application:
             # Paths as the documents name theirs (relative when the user gave relative paths):
             # the release's files and findings are then the same names as the first pass's.
             source.top = _shown(self.root, self.doc.file)
-            folder = _inside(source.top, source.path or ".")
+            # Argo joins the path to the repository's top (Go's filepath.Join: a leading / too).
+            folder = _inside(source.top, source.path.lstrip("/") or ".")
             if folder is None or not os.path.isdir(folder):
                 source.missing = NotRendered(
                     f"path {source.path!r} of {source.repo_url} is not in the checkout"
                 )
                 continue
             source.folder = folder
-            if _is_deployed(source) and _kind(source) == "directory":
+            kind = _kind(source)
+            if _is_deployed(source) and kind == "directory":
                 files.extend(_directory_files(folder, _block(source.spec, "directory")))
+            elif _is_deployed(source) and kind == "kustomize":
+                files.extend(_kustomize_files(folder, context.limits))
             if _is_deployed(source) and _mentions_argo(folder):
                 plan.children_possible = True
         plan.files = tuple(os.path.normpath(path) for path in files)
@@ -560,7 +564,7 @@ def _fetch(source: _Source, sandbox: Sandbox) -> NotRendered | None:
         return NotRendered("a source has no repoURL")
     if isinstance(fetched, NotFetched):
         return NotRendered(fetched.reason, remote=fetched.offline)
-    folder = fetched.path if source.chart else _inside(fetched.path, source.path or ".")
+    folder = fetched.path if source.chart else _inside(fetched.path, source.path.lstrip("/") or ".")
     if folder is None or not os.path.isdir(folder):
         return NotRendered(f"path {source.path!r} is not in {source.repo_url} at {fetched.version}")
     source.folder, source.top = folder, fetched.path
@@ -671,6 +675,17 @@ def _directory(unit: str, source: _Source, limits: Limits) -> Rendered | NotRend
         # A file's problems were reported when it was linted; its objects are what Argo applies.
         files.append(SourceFile(parsed.name, parsed.text, parsed.documents, ()))
     return Rendered(unit, None, tuple(files))
+
+
+def _kustomize_files(folder: str, limits: Limits) -> list[str]:
+    """The repository files a kustomize source's build reads objects from (its kustomization's
+    closure, :func:`kaffinity.repo.units.find_kustomizations`): they belong to the Application's
+    unit once it is rendered."""
+    from kaffinity.repo.units import _closure, find_kustomizations
+
+    found = find_kustomizations([], [folder], limits)
+    key = os.path.normpath(folder)
+    return list(_closure(key, found)) if key in found else []
 
 
 def _mentions_argo(folder: str) -> bool:
