@@ -920,3 +920,91 @@ def test_a_kustomize_source_claims_the_files_of_its_build(tmp_path: Path) -> Non
     )
     (release,) = argo.releases(context_of(top))
     assert [os.path.relpath(path, top) for path in release.files] == ["base/guestbook-ui-deployment.yaml"]
+
+
+MALFORMED = [
+    {"spec": "nope"},
+    {"spec": {"source": "nope"}},
+    {"spec": {"sources": [1, "x", {"repoURL": 5, "path": ["a"]}]}},
+    {
+        "spec": {
+            "source": {"repoURL": "https://github.com/someone/repo", "path": "m", "helm": {"parameters": 5}}
+        }
+    },
+    {
+        "spec": {
+            "source": {
+                "repoURL": "https://github.com/someone/repo",
+                "path": "m",
+                "kustomize": {"replicas": 5},
+            }
+        }
+    },
+    {"spec": {"source": {"repoURL": "https://github.com/someone/repo", "path": "../.."}}},
+    {
+        "spec": {
+            "source": {
+                "repoURL": "https://github.com/someone/repo",
+                "path": "m",
+                "directory": {"include": "{" * 40},
+            }
+        }
+    },
+    {
+        "spec": {
+            "source": {"repoURL": "https://github.com/someone/repo", "path": "m", "helm": {"valueFiles": "x"}}
+        }
+    },
+    {
+        "spec": {
+            "source": {
+                "repoURL": "https://github.com/someone/repo",
+                "path": "m",
+                "helm": {"values": "[1, 2]"},
+            }
+        }
+    },
+]
+MALFORMED_SETS = [
+    {"spec": {"generators": 5, "template": {}}},
+    {"spec": {"generators": [{"list": {"elements": 5}}], "template": {"metadata": {"name": "{{x}}"}}}},
+    {
+        "spec": {
+            "generators": [{"list": {"elements": [{"a": 1}]}, "selector": {"matchLabels": 3}}],
+            "template": {},
+        }
+    },
+    {
+        "spec": {
+            "goTemplate": True,
+            "generators": [{"list": {"elements": [{"a": 1}]}}],
+            "template": {"metadata": {"name": '{{ printf "%d %d" 1 }}{{ .a.b.c }}{{ (index .a 3) }}'}},
+        }
+    },
+    {"spec": {"generators": [{"matrix": {"generators": [{"list": {"elements": [{"a": "1"}] * 600}}] * 2}}]}},
+    {"spec": {"generators": [{"merge": {"mergeKeys": "a", "generators": 3}}], "template": {}}},
+    {"spec": {"generators": [{"git": {"repoURL": "https://github.com/someone/repo", "directories": "x"}}]}},
+]
+
+
+def test_malformed_applications_never_raise(tmp_path: Path) -> None:
+    top = checkout(tmp_path / "repo", "https://github.com/someone/repo")
+    write(top, {"m/a.yaml": KUSTOMIZE_GUESTBOOK["kustomize-guestbook/guestbook-ui-deployment.yaml"]})
+    documents = []
+    for index, body in enumerate(MALFORMED):
+        meta = {"name": f"app{index}"}
+        documents.append(
+            {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": meta, **body}
+        )
+    for index, body in enumerate(MALFORMED_SETS):
+        meta = {"name": f"set{index}"}
+        documents.append(
+            {"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "metadata": meta, **body}
+        )
+    (top / "all.yaml").write_text("---\n".join(json.dumps(doc) + "\n" for doc in documents))
+    found = list(argo.releases(context_of(top)))
+    assert len(found) >= len(MALFORMED) - 1
+    for release in found:
+        release.render(5.0)
+    with pytest.raises(ValueError):
+        argo._strvals_set({}, "a[99999999]", "x", force_string=False)

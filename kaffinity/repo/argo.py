@@ -389,12 +389,12 @@ class _Application:
         """``parameters`` (``--set``, ``--set-string`` with ``forceString``) and
         ``fileParameters`` (``--set-file``), in util/helm ``template``'s order."""
         sets: list[tuple[str, str, bool]] = []
-        for parameter in helm.get("parameters") or ():
+        for parameter in _list(helm.get("parameters")):
             if isinstance(parameter, Mapping) and parameter.get("name"):
                 value = parameter.get("value")
                 text = "" if value is None else _scalar_text(value)
                 sets.append((str(parameter["name"]), text, bool(parameter.get("forceString"))))
-        for parameter in helm.get("fileParameters") or ():
+        for parameter in _list(helm.get("fileParameters")):
             if isinstance(parameter, Mapping) and parameter.get("name") and parameter.get("path"):
                 path = self._value_file(str(parameter["path"]), source, refs)
                 if isinstance(path, NotRendered):
@@ -463,7 +463,7 @@ class _Application:
         assert source.folder is not None
         top = source.top or self.root
         patches = []
-        for entry in options.get("patches") or ():
+        for entry in _list(options.get("patches")):
             if not isinstance(entry, Mapping):
                 continue
             patch = {
@@ -524,7 +524,7 @@ def _kustomize_fields(options: Mapping[str, Any]) -> dict[str, Any]:
         fields["images"] = images
     replicas = [
         {"name": str(entry.get("name")), "count": _int(entry.get("count"))}
-        for entry in options.get("replicas") or ()
+        for entry in _list(options.get("replicas"))
         if isinstance(entry, Mapping) and entry.get("name") and _int(entry.get("count")) is not None
     ]
     if replicas:
@@ -649,13 +649,20 @@ def _directory_files(folder: str, options: Mapping[str, Any]) -> list[str]:
 
 def _glob(pattern: str, path: str) -> bool:
     """argo-cd util/glob ``Match`` (gobwas/glob without separators: ``*`` crosses ``/``; ``{a,b}``
-    alternatives)."""
-    match = re.match(r"^(.*?)\{([^{}]*)\}(.*)$", pattern)
-    if match is not None:
-        return any(
-            _glob(match.group(1) + choice + match.group(3), path) for choice in match.group(2).split(",")
-        )
-    return fnmatch.fnmatchcase(path, pattern)
+    alternatives, at most 256 spellings expanded)."""
+    spellings = [pattern]
+    while any("{" in spelling for spelling in spellings):
+        expanded = []
+        for spelling in spellings:
+            match = re.match(r"^(.*?)\{([^{}]*)\}(.*)$", spelling)
+            if match is None:
+                expanded.append(spelling)
+                continue
+            expanded.extend(match.group(1) + choice + match.group(3) for choice in match.group(2).split(","))
+        if len(expanded) > 256 or expanded == spellings:
+            return False
+        spellings = expanded
+    return any(fnmatch.fnmatchcase(path, spelling) for spelling in spellings)
 
 
 def _directory(unit: str, source: _Source, limits: Limits) -> Rendered | NotRendered:
@@ -735,7 +742,7 @@ def _generate(spec: Mapping[str, Any], root: str, limits: Limits) -> Iterator[Ma
     if not isinstance(template, Mapping):
         raise _Unevaluated("it has no template")
     go = bool(spec.get("goTemplate"))
-    missing_error = any("missingkey=error" in str(option) for option in spec.get("goTemplateOptions") or ())
+    missing_error = any("missingkey=error" in str(option) for option in _list(spec.get("goTemplateOptions")))
     generators = spec.get("generators")
     if not isinstance(generators, list) or not generators:
         raise _Unevaluated("it has no generators")
@@ -798,7 +805,7 @@ def _list_params(generator: Mapping[str, Any], go: bool) -> list[dict[str, Any]]
     if generator.get("elementsYaml"):
         raise _Unevaluated("its list generator's elementsYaml is not evaluated by kaffinity")
     found = []
-    for element in generator.get("elements") or ():
+    for element in _list(generator.get("elements")):
         if not isinstance(element, Mapping):
             continue
         if go:
@@ -915,7 +922,7 @@ def _matrix_params(
     parameter set of the first, the sets merged."""
     from kaffinity.repo.argo_template import fast_render, go_render, render_value
 
-    children = [child for child in generator.get("generators") or () if isinstance(child, Mapping)]
+    children = [child for child in _list(generator.get("generators")) if isinstance(child, Mapping)]
     if len(children) != 2:
         raise _Unevaluated("its matrix generator does not have two generators")
     found = []
@@ -927,6 +934,8 @@ def _matrix_params(
         second = render_value(_plain(children[1]), render)
         for other in _params(second, root, limits, go, depth + 1):
             found.append(_merge(first, other) if go else {**first, **other})
+            if len(found) > MAX_GENERATED:
+                raise _Unevaluated(f"it generates more than {MAX_GENERATED} Applications")
     return found
 
 
@@ -935,8 +944,8 @@ def _merge_params(
 ) -> list[dict[str, Any]]:
     """applicationset/generators/merge.go: the first generator's sets, each overridden by the
     sets of the others that agree on every ``mergeKeys`` value."""
-    keys = [str(key) for key in generator.get("mergeKeys") or ()]
-    children = [child for child in generator.get("generators") or () if isinstance(child, Mapping)]
+    keys = [str(key) for key in _list(generator.get("mergeKeys"))]
+    children = [child for child in _list(generator.get("generators")) if isinstance(child, Mapping)]
     if not keys or not children:
         raise _Unevaluated("its merge generator has no mergeKeys or generators")
     base = _params(children[0], root, limits, go, depth + 1)
@@ -963,13 +972,15 @@ def _lookup(params: Mapping[str, Any], key: str) -> Any:
 def _selected(selector: Mapping[str, Any], params: Mapping[str, Any]) -> bool:
     """A generator's label ``selector`` over its parameter sets (matchLabels; matchExpressions
     In/NotIn/Exists/DoesNotExist)."""
-    for key, value in (selector.get("matchLabels") or {}).items():
+    for key, value in _mapping(selector.get("matchLabels")).items():
         if str(_lookup(params, str(key))) != str(value):
             return False
-    for expression in selector.get("matchExpressions") or ():
+    for expression in _list(selector.get("matchExpressions")):
+        if not isinstance(expression, Mapping):
+            return False
         key, operator = str(expression.get("key")), str(expression.get("operator"))
         actual = _lookup(params, key)
-        values = [str(value) for value in expression.get("values") or ()]
+        values = [str(value) for value in _list(expression.get("values"))]
         if operator == "In" and str(actual) not in values:
             return False
         if operator == "NotIn" and actual is not None and str(actual) in values:
@@ -1114,6 +1125,8 @@ def _strvals_path(name: str) -> list[str | int]:
             close = name.find("]", index)
             if close < 0 or not name[index + 1 : close].isdigit():
                 raise ValueError(f"bad list index in {name}")
+            if int(name[index + 1 : close]) > _MAX_INDEX:
+                raise ValueError(f"list index in {name} is over {_MAX_INDEX}")
             steps.extend([current] if current else [])
             current = ""
             steps.append(int(name[index + 1 : close]))
@@ -1128,6 +1141,10 @@ def _strvals_path(name: str) -> list[str | int]:
     if not steps or not isinstance(steps[0], str):
         raise ValueError(f"bad key {name}")
     return steps
+
+
+#: strvals' bound on a list index (helm pkg/strvals ``MaxIndex``).
+_MAX_INDEX = 65536
 
 
 def _typed(text: str, force_string: bool) -> Any:
@@ -1203,6 +1220,10 @@ def _read_confined(path: str | None, top: str, limits: Limits) -> str | None:
         return None
     _, text, problem = read_text(path, limits)
     return None if problem is not None else text
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

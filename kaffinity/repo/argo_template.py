@@ -210,7 +210,7 @@ class _GoTemplate:
             return function(*args)
         except TemplateError:
             raise
-        except (TypeError, ValueError, IndexError, KeyError) as error:
+        except Exception as error:  # noqa: BLE001 - any failure of a function is the template's
             raise TemplateError(f"{name}: {error}") from None
 
 
