@@ -578,19 +578,27 @@ def test_app_of_apps_only_a_parents_render_produces(tmp_path: Path) -> None:
             "apps/base/child.yaml": application(
                 "child", {"repoURL": "https://github.com/someone/repo", "path": "manifests"}
             ),
-            "apps/base/kustomization.yaml": "resources: [child.yaml]\n",
+            "apps/base/set.yaml": appset(
+                [{"list": {"elements": [{"name": "gen"}]}}],
+                {
+                    "metadata": {"name": "{{name}}"},
+                    "spec": {"source": {"repoURL": "https://github.com/someone/repo"}},
+                },
+            ),
+            "apps/base/kustomization.yaml": "resources: [child.yaml, set.yaml]\n",
             "root.yaml": application(
                 "root",
                 {
                     "repoURL": "https://github.com/someone/repo",
                     "path": "apps/base",
-                    "kustomize": {"namePrefix": "prod-"},
+                    "kustomize": {"namePrefix": "prod-", "namespace": "team"},
                 },
             ),
         },
     )
     names = [release.name for release in argo.releases(context_of(top))]
-    assert "Application argocd/prod-child" in names
+    # The child Application and the ApplicationSet the parent's build puts in its namespace.
+    assert {"Application team/prod-child", "Application team/gen"} <= set(names)
 
 
 # --- ApplicationSets -------------------------------------------------------------------------

@@ -95,14 +95,13 @@ class _Finder:
     def __init__(self, context: ReleaseContext) -> None:
         self.context = context
         self.seen: set[tuple[str, str]] = set()
+        self.sets: set[tuple[str, str, str]] = set()
         #: Renders done to find the children of an app of apps, before the run's render budget
         #: applies: bounded in number and in time (half the budget).
         self.parents = 0
         self.started = time.perf_counter()
 
-    def application(
-        self, doc: Document, data: Mapping[str, Any], depth: int, origin: str = ""
-    ) -> Iterator[Release]:
+    def application(self, doc: Document, data: Mapping[str, Any], depth: int) -> Iterator[Release]:
         metadata = _mapping(data.get("metadata"))
         name = str(metadata.get("name") or "")
         namespace = str(metadata.get("namespace") or DEFAULT_NAMESPACE)
@@ -128,21 +127,26 @@ class _Finder:
             if isinstance(outcome, Rendered) and outcome.ok:
                 for child in outcome.documents:
                     child_data = child.data
-                    if (
-                        isinstance(child_data, Mapping)
-                        and str(child_data.get("apiVersion", "")).startswith(GROUP + "/")
-                        and child_data.get("kind") == "Application"
-                    ):
+                    if not isinstance(child_data, Mapping) or not str(
+                        child_data.get("apiVersion", "")
+                    ).startswith(GROUP + "/"):
+                        continue
+                    if child_data.get("kind") == "Application":
                         yield from self.application(child, child_data, depth + 1)
+                    elif child_data.get("kind") == "ApplicationSet":
+                        yield from self.application_set(child, child_data, depth + 1)
 
     def _may_render_parent(self) -> bool:
         spent = time.perf_counter() - self.started
         return self.parents < MAX_PARENT_RENDERS and spent < self.context.sandbox.budget / 2
 
-    def application_set(self, doc: Document, data: Mapping[str, Any]) -> Iterator[Release]:
+    def application_set(self, doc: Document, data: Mapping[str, Any], depth: int = 0) -> Iterator[Release]:
         metadata = _mapping(data.get("metadata"))
         name = str(metadata.get("name") or "")
         namespace = str(metadata.get("namespace") or DEFAULT_NAMESPACE)
+        if ("ApplicationSet", namespace, name) in self.sets:
+            return
+        self.sets.add(("ApplicationSet", namespace, name))
         unit = f"ApplicationSet {namespace}/{name}"
         spec = _mapping(data.get("spec"))
         root = _root(doc, self.context.sandbox)
@@ -155,7 +159,7 @@ class _Finder:
         for generated in applications:
             app_meta = dict(generated.get("metadata") or {})
             app_meta.setdefault("namespace", namespace)
-            yield from self.application(doc, {**generated, "metadata": app_meta}, depth=0, origin=unit)
+            yield from self.application(doc, {**generated, "metadata": app_meta}, depth=depth)
 
 
 # --- one Application --------------------------------------------------------------------------
