@@ -1016,3 +1016,34 @@ def test_malformed_applications_never_raise(tmp_path: Path) -> None:
         release.render(5.0)
     with pytest.raises(ValueError):
         argo._strvals_set({}, "a[99999999]", "x", force_string=False)
+
+
+@needs_helm
+def test_a_remote_chart_with_values_from_this_repository(tmp_path: Path) -> None:
+    # The most common multi-source layout: an upstream chart, the values in the GitOps repository.
+    chart = guestbook_chart(tmp_path / "src", "1.2.0")
+    with chart_repository(tmp_path / "served", [chart]) as repository:
+        top = checkout(tmp_path / "lab", "https://github.com/someone/lab")
+        sources = [
+            {
+                "repoURL": repository.url,
+                "chart": "helm-guestbook",
+                "targetRevision": "1.2.0",
+                "helm": {
+                    "valueFiles": ["$values/values/guestbook.yaml"],
+                    "values": "image: {tag: '0.4'}\n",
+                    "fileParameters": [{"name": "motd", "path": "$values/values/motd.txt"}],
+                },
+            },
+            {"repoURL": "https://github.com/someone/lab.git", "targetRevision": "main", "ref": "values"},
+        ]
+        write(
+            top,
+            {
+                "values/guestbook.yaml": "replicaCount: 3\n",
+                "values/motd.txt": "hello\n",
+                "apps/guestbook.yaml": application("guestbook", {}, sources=sources),
+            },
+        )
+        pods = placed(top, "--allow-network")
+    assert [name for name, _ in pods["Application argocd/guestbook"]] == ["guestbook-helm-guestbook"] * 3

@@ -347,7 +347,7 @@ class _Application:
             # values given, is what the chart sees.
             base: dict[str, Any] = {}
             for path in values_files:
-                text = _read_confined(path, source.top or self.root, limits) or ""
+                text = _read_confined(path, os.path.dirname(path), limits) or ""
                 data, _ = parse_data(text)
                 if isinstance(data, Mapping):
                     base = _merge(base, _plain(data))
@@ -403,7 +403,8 @@ class _Application:
                 path = self._value_file(str(parameter["path"]), source, refs)
                 if isinstance(path, NotRendered):
                     return path
-                content = _read_confined(path, source.top or self.root, limits)
+                # _value_file kept it inside its repository (this one, a ref's, the chart's).
+                content = _read_confined(path, os.path.dirname(path), limits)
                 if content is None:
                     return NotRendered(f"file parameter {parameter['path']} not found")
                 sets.append((str(parameter["name"]), content, True))
