@@ -34,7 +34,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kaffinity.load.manifests import KUSTOMIZATION_NAMES, find_kustomization
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits, LoadProblem, SourceFile, parse
@@ -60,6 +60,9 @@ from kaffinity.repo.sandbox import (
     repository_root,
     run_tool,
 )
+
+if TYPE_CHECKING:
+    from kaffinity.repo.dependencies import Plan
 
 #: The rule of a render failure: bad input, as a manifest that does not parse.
 RENDER_PROBLEM = "parse-error"
@@ -110,9 +113,14 @@ class Rendered:
     def problems(self) -> tuple[tuple[str, LoadProblem], ...]:
         return tuple((file.name, problem) for file in self.files for problem in file.problems)
 
+    #: False: nothing was rendered (the problems say why), though none is a ``parse-error``.
+    built: bool = True
+
     @property
     def ok(self) -> bool:
-        return not self.problems
+        """Rendered: no problem but ``chart-dependency`` findings (a chart rendered without the
+        dependencies it lacks, kaffinity.repo.dependencies)."""
+        return self.built and all(problem.rule == "chart-dependency" for _, problem in self.problems)
 
     def patch_place(self, doc: Document, path: DataPath) -> tuple[str, Span] | None:
         """Where one of the overlay's patches spells ``path`` (a field it added or set), when
@@ -822,6 +830,12 @@ def render_chart(
     refusal = check_chart(chart_dir, values_files, roots, limits, network=sandbox.network)
     if refusal is not None:
         return failed(refusal.message, refusal.file, refusal.span)
+    from kaffinity.repo.dependencies import plan, scratch_chart
+
+    # Chart.yaml's dependencies (kaffinity.repo.dependencies): those missing from charts/ are
+    # taken from the repository (file://) or the remote cache into a scratch copy of the chart;
+    # those that cannot be are findings at their Chart.yaml item, and the rest still renders.
+    needs = plan(chart_dir, roots, limits, sandbox)
     with tempfile.TemporaryDirectory(prefix="kaffinity-values-") as scratch:
         # Inline values as files of their own (JSON is YAML), after the user's files.
         inline = []
@@ -830,7 +844,16 @@ def render_chart(
             with open(path, "w", encoding="utf-8") as handle:
                 json.dump(values, handle)
             inline.append(path)
-        return _render_chart(
+        render_dir = chart_dir
+        if needs is not None and not needs.complete:
+            copy = os.path.join(scratch, "chart")
+            os.mkdir(copy)
+            render_dir = scratch_chart(needs, copy)
+            # What was fetched is held to the rules the checkout is (a schema's $ref, links).
+            refusal = check_chart(render_dir, (), (copy,), limits, network=sandbox.network)
+            if refusal is not None:
+                return failed(refusal.message.replace(copy, "<dependencies>"))
+        rendered = _render_chart(
             chart_dir,
             [*values_files, *inline],
             release,
@@ -843,7 +866,37 @@ def render_chart(
             engine,
             started,
             failed,
+            render_dir=render_dir,
         )
+    if needs is not None and needs.missing:
+        return _missing_dependencies(rendered, needs, limits, roots)
+    return rendered
+
+
+def _missing_dependencies(rendered: Rendered, needs: Plan, limits: Limits, roots: Sequence[str]) -> Rendered:
+    """``rendered`` (the chart without the dependencies it lacks) with one ``chart-dependency``
+    problem per missing dependency, at its item of Chart.yaml; when the chart did not render
+    without them (a template of the parent uses one), the problems alone, not rendered."""
+    from kaffinity.repo.dependencies import DEPENDENCY_RULE, vendor_command
+
+    failure = next((problem for _, problem in rendered.problems if problem.rule == RENDER_PROBLEM), None)
+    problems = []
+    for number, (dependency, why) in enumerate(needs.missing):
+        message = (
+            f"dependency {dependency.name} {dependency.version or '*'} "
+            f"({dependency.repository or 'no repository'}) is not in charts/: {why}; "
+            f"the chart is rendered without it (`{vendor_command(needs.chart_dir)}` vendors it)"
+        )
+        if failure is not None and number == 0:
+            message = message.replace(
+                "the chart is rendered without it",
+                f"the chart does not render without it ({failure.message})",
+            )
+        problems.append(LoadProblem(DEPENDENCY_RULE, message, dependency.span))
+    listing = SourceFile(needs.file, _text_of(needs.file, limits, roots), (), tuple(problems))
+    if failure is not None:
+        return Rendered(rendered.unit, rendered.engine, (listing,), rendered.seconds, built=False)
+    return replace(rendered, files=(*rendered.files, listing))
 
 
 def _render_chart(
@@ -859,10 +912,15 @@ def _render_chart(
     engine: str,
     started: float,
     failed: Callable[..., Rendered],
+    *,
+    render_dir: str | None = None,
 ) -> Rendered:
+    """Render ``render_dir`` (a scratch copy of ``chart_dir`` with its dependencies, or the chart
+    itself), mapped back to ``chart_dir``'s templates."""
     chart_file = os.path.join(chart_dir, "Chart.yaml")
+    source = render_dir or chart_dir
     if engine == "helm binary":
-        command = ["helm", "template", release, chart_dir]
+        command = ["helm", "template", release, source]
         if namespace:
             command += ["--namespace", namespace]
         if kube_version:
@@ -881,7 +939,7 @@ def _render_chart(
             )
         output = outcome.output
     else:
-        rendered = _sdk_render(chart_dir, values_files, release, namespace, seconds, limits, sandbox)
+        rendered = _sdk_render(source, values_files, release, namespace, seconds, limits, sandbox)
         if isinstance(rendered, _Failure):
             where = (
                 (rendered.file, rendered.span)

@@ -332,6 +332,8 @@ class _Builder:
         self.failed: list[str] = []
         #: Releases read as written, and why (kaffinity.repo.releases).
         self.unrendered: list[tuple[str, NotRendered]] = []
+        #: Releases found by a guess (Release.note), and the guess.
+        self.guesses: list[tuple[str, str]] = []
         self.places: dict[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
 
     def build(self, unit: Unit) -> list[Unit]:
@@ -400,6 +402,8 @@ class _Builder:
         if left <= 0:
             self.unspent.append(release.name)
             return Unit(release.name, release.source, (release.document,))
+        if release.note:
+            self.guesses.append((release.name, release.note))
         outcome = release.render(min(self.sandbox.timeout, left))
         if isinstance(outcome, NotRendered):
             self.unrendered.append((release.name, outcome))
@@ -423,6 +427,11 @@ class _Builder:
         if other:
             notes.append(
                 f"{len(other)} release(s) read as written (first: {other[0][0]}: {other[0][1].reason})"
+            )
+        if self.guesses:
+            notes.append(
+                f"{len(self.guesses)} release(s) found by a guess (first: {self.guesses[0][0]}: "
+                f"{self.guesses[0][1]})"
             )
         if self.remote:
             notes.append(
