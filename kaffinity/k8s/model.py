@@ -47,6 +47,20 @@ WORKLOAD_GROUPS: dict[str, tuple[str, ...]] = {
 }
 WORKLOAD_KINDS = frozenset(WORKLOAD_GROUPS)
 
+#: Built-in kinds that are cluster-scoped (others, custom kinds included, are taken as
+#: namespaced unless the object is a Namespace).
+CLUSTER_SCOPED = frozenset(
+    {
+        "Namespace", "Node", "PersistentVolume", "StorageClass", "ClusterRole", "ClusterRoleBinding",
+        "CustomResourceDefinition", "PriorityClass", "RuntimeClass", "IngressClass", "CSIDriver",
+        "CSINode", "VolumeAttachment", "APIService", "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+        "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "CertificateSigningRequest",
+        "FlowSchema", "PriorityLevelConfiguration", "ComponentStatus", "DeviceClass",
+        "ResourceSlice", "PodSecurityPolicy", "ClusterTrustBundle", "VolumeAttributesClass",
+    }
+)  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class WorkloadKind:

@@ -195,6 +195,8 @@ class _Application:
         self.spec = spec
         self.doc = doc
         self.root = ""
+        #: The Kubernetes version charts render for (ReleaseContext.kube_version).
+        self.kube_version: str | None = None
         destination = _mapping(spec.get("destination"))
         self.namespace = str(destination.get("namespace") or "") or None
 
@@ -260,6 +262,7 @@ class _Application:
         if not plan.sources:
             return NotRendered("it names no source (spec.source or spec.sources)")
         sandbox = context.sandbox
+        self.kube_version = context.kube_version
         roots = [self.root]
         for source in plan.sources:
             if source.missing is not None:
@@ -369,6 +372,7 @@ class _Application:
             timeout=timeout,
             sandbox=sandbox,
             values_objects=objects,
+            kube_version=self.kube_version,
         )
 
     def _values_files(
@@ -1190,7 +1194,7 @@ def _default_namespace(outcome: Rendered, namespace: str) -> None:
     """Argo CD applies each namespaced object that names no namespace in
     ``spec.destination.namespace`` (argo-cd controller/sync.go hands it to gitops-engine's
     ``sync.NewSyncContext`` as the namespace of such objects): so are the objects read."""
-    from kaffinity.policy.matching import CLUSTER_SCOPED
+    from kaffinity.k8s.model import CLUSTER_SCOPED
 
     for doc in outcome.documents:
         data = doc.data
