@@ -18,6 +18,8 @@ The API (context managers; a test file wraps them in fixtures of its own when it
         registry.url            # "oci://127.0.0.1:PORT/charts"
         push_chart(registry, package_chart(chart, tmp_path / "out"))   # the manifest's digest
         registry.requests()     # request URIs the registry logged so far
+        with bearer_proxy(registry) as proxy:   # the same, behind an anonymous token challenge
+            proxy.url, proxy.requests           # [(path, Authorization header), ...]
 
     remote = git_remote(tmp_path / "git", {"app/pod.yaml": POD}, tags=("v1.0.0",))
     remote.url                  # "file:///.../remote.git"; remote.commits: {ref: sha}
@@ -623,3 +625,85 @@ def git_daemon(remote: GitRemote) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(10)
+
+
+@dataclass
+class TokenProxy:
+    """A registry behind the distribution token flow (tests/remote.py :func:`bearer_proxy`)."""
+
+    #: ``oci://127.0.0.1:PORT/charts``
+    url: str
+    #: Every request: (path, the Authorization header or "").
+    requests: list[tuple[str, str]] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def bearer_proxy(registry: Registry, *, redirect_blobs: bool = False) -> Iterator[TokenProxy]:
+    """``registry`` behind a proxy on 127.0.0.1 that answers ``401`` with a ``WWW-Authenticate:
+    Bearer realm=...`` challenge (as Docker Hub, GHCR and Quay do for anonymous pulls) until a
+    request carries the token its ``/token`` endpoint hands out; ``redirect_blobs``: blobs are
+    answered with a ``307`` to ``/storage/...`` of the same proxy (as registries redirect to
+    their storage), which records whether the Authorization header followed."""
+    token = "anonymous-pull-token"
+    proxy = TokenProxy("")
+    lock = threading.Lock()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            auth = self.headers.get("Authorization", "")
+            with lock:
+                proxy.requests.append((self.path, auth))
+            if self.path.startswith("/token"):
+                self._send(200, {"Content-Type": "application/json"}, json.dumps({"token": token}).encode())
+                return
+            if self.path.startswith("/storage/"):
+                self._forward("/v2/" + self.path.removeprefix("/storage/"))
+                return
+            if auth != f"Bearer {token}":
+                realm = proxy.url.removeprefix("oci://").split("/", 1)[0]
+                challenge = f'Bearer realm="http://{realm}/token",service="registry.test"'
+                self._send(401, {"WWW-Authenticate": challenge}, b'{"errors":[{"code":"UNAUTHORIZED"}]}')
+                return
+            if redirect_blobs and "/blobs/" in self.path:
+                self._send(307, {"Location": "/storage/" + self.path.removeprefix("/v2/")}, b"")
+                return
+            self._forward(self.path)
+
+        def _forward(self, path: str) -> None:
+            request = urllib.request.Request(f"http://{registry.host}{path}")
+            accept = self.headers.get("Accept")
+            if accept:
+                request.add_header("Accept", accept)
+            try:
+                with urllib.request.urlopen(request, timeout=WAIT) as answer:
+                    headers = {
+                        k: v
+                        for k, v in answer.headers.items()
+                        if k.lower() in ("content-type", "docker-content-digest", "link")
+                    }
+                    self._send(answer.status, headers, answer.read())
+            except urllib.error.HTTPError as error:
+                self._send(error.code, {}, error.read())
+
+        def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    proxy.url = f"oci://127.0.0.1:{server.server_address[1]}/charts"
+    try:
+        yield proxy
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(WAIT)

@@ -13,12 +13,15 @@ from pathlib import Path
 import pytest
 
 from kaffinity.load.parse import DEFAULT_LIMITS
+from kaffinity.repo import fetch
 from kaffinity.repo.fetch import CACHE_ENV, Fetched, GitRef, NotFetched, fetch_chart, fetch_git
 from kaffinity.repo.sandbox import Sandbox
-from kaffinity.repo.semver import newest
+from kaffinity.repo.semver import is_exact, newest
 
 from .remote import (
     GitRemote,
+    Registry,
+    bearer_proxy,
     chart_repository,
     git_daemon,
     git_remote,
@@ -37,10 +40,16 @@ POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec: {containers: [{nam
 
 @pytest.fixture(autouse=True)
 def remote_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh remote cache per test, outside any repository."""
+    """A fresh remote cache per test, outside any repository; each test a run of its own."""
     folder = tmp_path / "remote-cache"
     monkeypatch.setenv(CACHE_ENV, str(folder))
+    new_run()
     return folder
+
+
+def new_run() -> None:
+    """What one run of kaffinity keeps in memory (the indexes it read) forgotten."""
+    fetch._INDEXES.clear()
 
 
 def charts(folder: Path, name: str, *versions: str) -> list[Path]:
@@ -91,6 +100,24 @@ def test_a_version_is_chosen_as_helm_chooses_it(constraint: str | None, chosen: 
     assert newest(VERSIONS, constraint) == chosen
 
 
+@pytest.mark.parametrize(
+    ("text", "exact"),
+    [
+        *[("1.2.3", True), ("v1.2.3", True), ("1.2.3-rc.1", True), ("1.2.3+build.5", True), ("1.2", False)],
+        *[
+            ("1.2.x", False),
+            ("^1.2.3", False),
+            ("~1.2.3", False),
+            (">=1.2.3", False),
+            ("", False),
+            ("*", False),
+        ],
+    ],
+)
+def test_only_an_exact_version_may_come_from_the_cache_offline(text: str, exact: bool) -> None:
+    assert is_exact(text) is exact
+
+
 # -- an HTTP Helm repository ------------------------------------------------------------------
 
 
@@ -113,7 +140,10 @@ def test_an_exact_version_in_the_cache_is_used_without_a_request(tmp_path: Path)
         second = fetched(fetch_chart(repo.url, "redis", "1.2.3", NETWORK))
         assert second == first
         assert repo.requests == asked  # no request at all
-        # A range asks the index again, but the archive comes from the cache.
+        # A range needs the index: read once a run (this process), the archive from the cache.
+        fetched(fetch_chart(repo.url, "redis", "^1", NETWORK))
+        assert repo.requests == asked
+        new_run()
         fetched(fetch_chart(repo.url, "redis", "^1", NETWORK))
         assert repo.requests == [*asked, "/index.yaml"]
         # Offline: the exact version is there; a range needs the index.
@@ -192,10 +222,10 @@ def test_downloads_are_bounded(tmp_path: Path) -> None:
         assert isinstance(result, NotFetched)
         assert repo.requests == ["/index.yaml", "/redis-1.2.3.tgz"]
         # A redirect loop stops at the limit of redirects.
-        repo.routes["/index.yaml"] = (302, {"Location": "/index.yaml"}, b"")
-        looped = fetch_chart(repo.url, "other", "1.0.0", NETWORK)
+        repo.routes["/loop/index.yaml"] = (302, {"Location": "/loop/index.yaml"}, b"")
+        looped = fetch_chart(f"{repo.url}/loop", "other", "1.0.0", NETWORK)
         assert isinstance(looped, NotFetched)
-        assert 2 <= repo.requests.count("/index.yaml") <= 1 + 1 + 5 + 1
+        assert 2 <= repo.requests.count("/loop/index.yaml") <= 1 + 5 + 1
 
 
 def test_a_redirect_to_a_file_url_is_refused(tmp_path: Path) -> None:
@@ -361,3 +391,38 @@ def test_a_git_ref_that_is_not_there(remote: GitRemote) -> None:
     for ref in (GitRef(tag="v9"), GitRef(branch="nope"), GitRef(semver="^5"), GitRef(commit="abc")):
         result = fetch_git(remote.url, ref, NETWORK, local=True)
         assert isinstance(result, NotFetched) and not result.offline
+
+
+@pytest.mark.parametrize("redirect", [False, True], ids=["direct", "blobs-redirected"])
+def test_an_anonymous_token_is_asked_for_when_the_registry_challenges(
+    registry: tuple[str, list[str]], tmp_path: Path, redirect: bool
+) -> None:
+    """The distribution token flow helm and oras-go follow: a 401 with a Bearer challenge, a
+    token from its realm, the request again with it; the token never follows a redirect."""
+    url, (log,) = registry
+    started = Registry(url, url.removeprefix("oci://").split("/", 1)[0], Path(log))
+    with bearer_proxy(started, redirect_blobs=redirect) as proxy:
+        result = fetched(fetch_chart(proxy.url, "redis", "~1.3", NETWORK))
+        assert result.version == "1.3.0"
+        paths = [path for path, _ in proxy.requests]
+        assert any(path.startswith("/token?") for path in paths)
+        assert "scope=repository%3Acharts%2Fredis%3Apull" in next(p for p in paths if p.startswith("/token?"))
+        authorized = [path for path, auth in proxy.requests if auth == "Bearer anonymous-pull-token"]
+        assert any("/tags/list" in path for path in authorized)
+        assert any("/manifests/1.3.0" in path for path in authorized)
+        storage = [(path, auth) for path, auth in proxy.requests if path.startswith("/storage/")]
+        assert bool(storage) == redirect
+        assert all(auth == "" for _, auth in storage)
+
+
+def test_a_cache_folder_others_can_write_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kaffinity.cache's rule for its key folder: the user's own, writable by no one else."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv(CACHE_ENV, str(shared))
+    with chart_repository(tmp_path / "repo", charts(tmp_path / "src", "redis", "1.2.3")) as repo:
+        result = fetch_chart(repo.url, "redis", "1.2.3", NETWORK)
+        assert isinstance(result, NotFetched)
+        assert repo.requests == []
+    assert list(shared.iterdir()) == []

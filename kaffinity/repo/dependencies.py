@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tarfile
 from collections.abc import Sequence
@@ -119,7 +120,12 @@ def _listed(chart_dir: str, limits: Limits) -> tuple[str, list[Dependency]] | No
         return None
     found = []
     for index, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+        if not isinstance(item, dict):
+            continue
+        name = item.get("name")
+        if name is not None and not isinstance(name, str):
+            name = _as_written(item, "name", file)
+        if not isinstance(name, str) or not name:
             continue
         version = item.get("version")
         repository = item.get("repository")
@@ -128,15 +134,35 @@ def _listed(chart_dir: str, limits: Limits) -> tuple[str, list[Dependency]] | No
             from kaffinity.load.source import unpack
 
             span = unpack(items.pos[index])
+        if version is not None and not isinstance(version, str):
+            # Helm reads the field as a string, as written (sigs.k8s.io/yaml into a string
+            # field): an unquoted 1.10 is "1.10", not the float 1.1.
+            version = _as_written(item, "version", file) or str(version)
         found.append(
             Dependency(
-                item["name"],
+                name,
                 str(version) if version is not None else None,
                 repository.strip() if isinstance(repository, str) else "",
                 span,
             )
         )
     return (file, found) if found else None
+
+
+def _as_written(item: Any, key: str, file: str) -> str | None:
+    """The plain scalar ``key`` of the mapping ``item`` as its line of ``file`` spells it."""
+    from kaffinity.load.source import unpack
+
+    try:
+        position = unpack(item.pos[list(item).index(key)])
+        with open(file, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if number == position.line:
+                    match = re.match(rf"{re.escape(key)}\s*:\s*([^\s#,\]}}]+)", line[position.column - 1 :])
+                    return match.group(1) if match else None
+    except (AttributeError, ValueError, IndexError, TypeError, OSError, UnicodeDecodeError):
+        return None
+    return None
 
 
 def _present(charts: str, limits: Limits) -> set[str]:
@@ -246,24 +272,63 @@ def _take(
 
 
 def scratch_chart(chart: Plan, scratch: str) -> str:
-    """A copy of the chart in ``scratch`` whose ``charts/`` holds the dependencies taken, and an
-    empty chart for each missing one (so that Helm's CheckDependencies lets the rest render);
-    the copy's folder. The chart was walked before (check_chart): its symlinks lead inside the
-    repository, and are copied as the files they lead to."""
+    """A copy of the chart in ``scratch`` whose ``charts/`` holds the dependencies taken, and
+    whose Chart.yaml (or requirements.yaml) no longer lists the missing ones, so that Helm's
+    CheckDependencies lets the rest render as Helm renders a chart without them (``.Subcharts``
+    lacks them, as it lacks a disabled one; the values are the chart's). The copy's folder.
+    The chart was walked before (check_chart): its symlinks lead inside the repository, and
+    are copied as the files they lead to."""
     target = os.path.join(scratch, os.path.basename(os.path.abspath(chart.chart_dir)) or "chart")
     shutil.copytree(chart.chart_dir, target, symlinks=False, ignore=shutil.ignore_patterns(".git"))
     charts = os.path.join(target, "charts")
     os.makedirs(charts, exist_ok=True)
     for dependency, folder in chart.taken:
         shutil.copytree(folder, _free(charts, dependency.name), symlinks=False)
-    for dependency, _ in chart.missing:
-        stub = _free(charts, dependency.name)
-        os.makedirs(os.path.join(stub, "templates"))
-        with open(os.path.join(stub, "Chart.yaml"), "w", encoding="utf-8") as handle:
-            json.dump(
-                {"apiVersion": "v2", "name": dependency.name, "version": _stub_version(dependency)}, handle
-            )
+    if chart.missing:
+        listing = os.path.join(target, os.path.basename(chart.file))
+        with open(listing, encoding="utf-8") as handle:
+            text = handle.read()
+        lines = [dependency.span.line for dependency, _ in chart.missing if dependency.span is not None]
+        kept = _without_items(text, lines, [d.span.line for d in chart.dependencies if d.span is not None])
+        if kept is not None and len(lines) == len(chart.missing):
+            with open(listing, "w", encoding="utf-8") as handle:
+                handle.write(kept)
+        else:  # a flow-style list: an empty chart of the name in charts/ instead
+            for dependency, _ in chart.missing:
+                stub = _free(charts, dependency.name)
+                os.makedirs(os.path.join(stub, "templates"))
+                with open(os.path.join(stub, "Chart.yaml"), "w", encoding="utf-8") as handle:
+                    json.dump({"apiVersion": "v2", "name": dependency.name, "version": "0.0.0"}, handle)
     return target
+
+
+def _without_items(text: str, remove: Sequence[int], starts: Sequence[int]) -> str | None:
+    """``text`` without the block-sequence items that begin on the lines ``remove`` (1-based; a
+    ``- `` at the start of the line's content); each item ends before the next item of
+    ``starts`` or the first later line indented no deeper than its dash. None when an item is
+    not of that form (a flow sequence)."""
+    lines = text.splitlines(keepends=True)
+    drop: set[int] = set()
+    following = sorted(starts)
+    for line in remove:
+        index = line - 1
+        if index >= len(lines):
+            return None
+        content = lines[index].lstrip(" ")
+        if not content.startswith("-"):
+            return None
+        indent = len(lines[index]) - len(content)
+        end = next((start - 1 for start in following if start > line), len(lines))
+        stop = index + 1
+        while stop < end:
+            body = lines[stop].strip()
+            depth = len(lines[stop]) - len(lines[stop].lstrip(" "))
+            if body and not body.startswith("#") and depth <= indent:
+                break
+            stop += 1
+        drop.update(range(index, stop))
+    kept = "".join(line for number, line in enumerate(lines) if number not in drop)
+    return kept
 
 
 def _free(charts: str, name: str) -> str:
@@ -273,16 +338,6 @@ def _free(charts: str, name: str) -> str:
         number += 1
         path = os.path.join(charts, f"{name}-{number}")
     return path
-
-
-def _stub_version(dependency: Dependency) -> str:
-    from kaffinity.repo.semver import is_exact
-
-    return (
-        dependency.version.strip().lstrip("v")
-        if is_exact(dependency.version) and dependency.version
-        else "0.0.0"
-    )
 
 
 def vendor_command(chart_dir: str) -> str:

@@ -135,10 +135,10 @@ _NETWORK_OFF = "the network is off (--allow-network allows it)"
 # --- the cache -------------------------------------------------------------------------------
 
 
-def cache_folder(sandbox: Sandbox | None = None) -> str:
-    """The remote cache's folder, made if missing; raises _Failed when it may not be used: a
-    symlink, someone else's or writable by others (kaffinity.cache's rule for its key folder),
-    or inside a repository being linted."""
+def cache_folder(sandbox: Sandbox | None = None, *, create: bool = True) -> str | None:
+    """The remote cache's folder, made if missing (``create``; else None when there is none);
+    raises _Failed when it may not be used: a symlink, someone else's or writable by others
+    (kaffinity.cache's rule for its key folder), or inside a repository being linted."""
     from kaffinity.cache import _private, key_file  # the user's cache folder, and its guard
 
     override = os.environ.get(CACHE_ENV)
@@ -155,7 +155,12 @@ def cache_folder(sandbox: Sandbox | None = None) -> str:
         from kaffinity.repo.sandbox import inside
 
         if sandbox.roots and inside(folder, sandbox.roots):
-            raise _Failed(f"the remote cache {folder} is inside the repository; it must not be")
+            raise _Failed(
+                f"the remote cache {folder} is inside the repository being linted "
+                f"(set {CACHE_ENV} to a folder outside it)"
+            )
+    if not create and not os.path.lexists(folder):
+        return None
     try:
         os.makedirs(os.path.dirname(parent), exist_ok=True)
         with contextlib.suppress(FileExistsError):
@@ -371,13 +376,13 @@ def fetch_chart(
         return NotFetched(f"{what}: not a chart name")
     exact = is_exact(version)
     try:
-        folder = cache_folder(sandbox)
-        if exact:
+        folder = cache_folder(sandbox, create=sandbox.network)
+        if folder is not None and exact:
             assert version is not None
             hit = _chart_entry(folder, repository, name, version.strip())
             if hit is not None:
                 return hit
-        if not sandbox.network:
+        if not sandbox.network or folder is None:
             return NotFetched(f"{what} is remote and {_NETWORK_OFF}", offline=True)
         http = _Http(sandbox.timeout)
         if scheme == "oci":
@@ -407,10 +412,17 @@ def _fetch_http(
 
     base = repository.rstrip("/") + "/"
     index_url = urllib.parse.urljoin(base, "index.yaml")
-    answer = http.get(index_url, MAX_INDEX_SIZE)
-    if answer.status != 200:
-        raise _Failed(f"{index_url} answered {answer.status}")
-    entries = _index_entries(answer.body, index_url, limits)
+    entries = _INDEXES.get(index_url)
+    if entries is None:
+        answer = http.get(index_url, MAX_INDEX_SIZE)
+        if answer.status != 200:
+            raise _Failed(f"{index_url} answered {answer.status}")
+        entries = _index_entries(answer.body, index_url, limits)
+        # One run asks an index once: an umbrella chart names several charts of one repository,
+        # and a public index of 10 MB takes seconds to read.
+        if len(_INDEXES) >= 8:
+            _INDEXES.pop(next(iter(_INDEXES)))
+        _INDEXES[index_url] = entries
     versions = entries.get(name)
     if not isinstance(versions, list) or not versions:
         raise _Failed(f"no chart {name} in {index_url}")
@@ -438,12 +450,16 @@ def _fetch_http(
     return _keep_chart(folder, repository, name, chosen, archive.body, limits, {"url": url, "sha256": actual})
 
 
+#: The indexes read by this process, by URL (a run's; a new run asks again).
+_INDEXES: dict[str, dict[str, Any]] = {}
+
+
 def _index_entries(body: bytes, url: str, limits: Limits) -> dict[str, Any]:
     from kaffinity.load.parse import LoadError, _documents, _parse_errors
 
     try:
         text = body.decode("utf-8")
-        documents = [data for data, _ in _documents(text, replace_limits(limits, len(body)))]
+        documents = [data for data, _ in _documents(text, _replace_limits(limits, len(body)))]
     except UnicodeDecodeError:
         raise _Failed(f"{url} is not UTF-8 text") from None
     except LoadError as error:
@@ -457,7 +473,7 @@ def _index_entries(body: bytes, url: str, limits: Limits) -> dict[str, Any]:
     return dict(entries)
 
 
-def replace_limits(limits: Limits, size: int) -> Limits:
+def _replace_limits(limits: Limits, size: int) -> Limits:
     from dataclasses import replace
 
     return replace(limits, file_size=max(limits.file_size, size))
@@ -646,15 +662,15 @@ def fetch_git(
     if problem is not None:
         return NotFetched(f"{what}: {problem}")
     try:
-        folder = cache_folder(sandbox)
+        folder = cache_folder(sandbox, create=sandbox.network)
         commit = ref.commit.strip().lower() if ref.commit else None
         if commit is not None and not _COMMIT.fullmatch(commit):
             return NotFetched(f"{what}: commit {ref.commit!r} is not a full commit id")
-        if commit is not None:
+        if commit is not None and folder is not None:
             hit = _git_entry(folder, url, commit)
             if hit is not None:
                 return hit
-        if not sandbox.network:
+        if not sandbox.network or folder is None:
             return NotFetched(f"{what} is remote and {_NETWORK_OFF}", offline=True)
         git = shutil.which("git")
         if git is None:

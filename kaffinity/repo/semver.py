@@ -260,10 +260,10 @@ _CHECKS: dict[str, Callable[[Version, _Comparison], bool]] = {
 def is_exact(text: str | None) -> bool:
     """Whether ``text`` names one version (no operator, range or wildcard): what may be taken
     from the cache without asking a repository which versions exist."""
-    if not text:
-        return False
-    version = parse_version(text)
-    return version is not None and text.strip().lstrip("v").count(".") == 2
+    return text is not None and _EXACT.match(text.strip()) is not None
+
+
+_EXACT = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
 
 
 def newest(candidates: Iterable[str], constraint: str | None) -> str | None:
