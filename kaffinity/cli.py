@@ -1289,7 +1289,7 @@ def _stream(
     files (found on disk under ``roots`` before anything is parsed): then the files are read
     whole."""
     from kaffinity.load.parse import STDIN
-    from kaffinity.repo.units import has_kustomization
+    from kaffinity.repo.kustomizations import has_kustomization
 
     if STDIN in (paths or ()) or settings.policies or settings.render:
         return None

@@ -695,13 +695,13 @@ def _directory(unit: str, source: _Source, limits: Limits) -> Rendered | NotRend
 
 def _kustomize_files(folder: str, limits: Limits) -> list[str]:
     """The repository files a kustomize source's build reads objects from (its kustomization's
-    closure, :func:`kaffinity.repo.units.find_kustomizations`): they belong to the Application's
+    closure, :func:`kaffinity.repo.kustomizations.find_kustomizations`): they belong to the Application's
     unit once it is rendered."""
-    from kaffinity.repo.units import _closure, find_kustomizations
+    from kaffinity.repo.kustomizations import closure, find_kustomizations
 
     found = find_kustomizations([], [folder], limits)
     key = os.path.normpath(folder)
-    return list(_closure(key, found)) if key in found else []
+    return list(closure(key, found)) if key in found else []
 
 
 def _mentions_argo(folder: str) -> bool:
