@@ -139,17 +139,16 @@ def cache_folder(sandbox: Sandbox | None = None, *, create: bool = True) -> str 
     """The remote cache's folder, made if missing (``create``; else None when there is none);
     raises _Failed when it may not be used: a symlink, someone else's or writable by others
     (kaffinity.cache's rule for its key folder), or inside a repository being linted."""
-    from kaffinity.cache import _private, key_file  # the user's cache folder, and its guard
+    from kaffinity.load.userfiles import private_problem, user_cache_folder
 
     override = os.environ.get(CACHE_ENV)
     if override:
         folder = os.path.abspath(override)
         parent = os.path.dirname(folder)
     else:
-        key = key_file()
-        if key is None:
+        parent = user_cache_folder()  # type: ignore[assignment]
+        if parent is None:
             raise _Failed(f"no home folder for the remote cache (set {CACHE_ENV} or XDG_CACHE_HOME)")
-        parent = os.path.dirname(key)
         folder = os.path.join(parent, "remote")
     if sandbox is not None:
         from kaffinity.repo.sandbox import inside
@@ -166,16 +165,16 @@ def cache_folder(sandbox: Sandbox | None = None, *, create: bool = True) -> str 
         with contextlib.suppress(FileExistsError):
             os.mkdir(parent, 0o700)
         if not override:
-            problem = _private(os.lstat(parent), parent, 0o022)
+            problem = private_problem(os.lstat(parent), parent, 0o022, "the cache")
             if problem is not None:
-                raise _Failed(problem.replace("the cache's key folder", "the cache folder"))
+                raise _Failed(problem)
         with contextlib.suppress(FileExistsError):
             os.mkdir(folder, 0o700)
-        problem = _private(os.lstat(folder), folder, 0o022)
+        problem = private_problem(os.lstat(folder), folder, 0o022, "the remote cache")
     except OSError as error:
         raise _Failed(f"cannot use the remote cache {folder}: {error.strerror or error}") from None
     if problem is not None:
-        raise _Failed(problem.replace("the cache's key folder", "the remote cache"))
+        raise _Failed(problem)
     return folder
 
 

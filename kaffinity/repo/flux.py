@@ -771,12 +771,12 @@ def _built_files(folder: str, doc: Document, index: _Index) -> tuple[str, ...]:
     else:
         paths, folders = [], [folder]
     if folders:
-        from kaffinity.repo.units import _closure, find_kustomizations
+        from kaffinity.repo.kustomizations import closure, find_kustomizations
 
         found = find_kustomizations([], folders, index.context.limits)
         for child in folders:
             if child in found or os.path.normpath(child) in found:
-                paths.extend(_closure(os.path.normpath(child), found))
+                paths.extend(closure(os.path.normpath(child), found))
     relative = not os.path.isabs(doc.file)
     return tuple(
         dict.fromkeys(
@@ -1244,6 +1244,7 @@ def _render_helm_release(doc: Document, index: _Index, timeout: float) -> Any:
         timeout=timeout,
         sandbox=sandbox,
         values_objects=[values] if values else [],
+        kube_version=index.context.kube_version,
     )
     if not rendered.ok:
         return rendered
@@ -1380,8 +1381,8 @@ def _in_namespace(rendered: Any, namespace: str) -> None:
     """Namespaced objects the chart writes no namespace for are created in the release's
     namespace (helm-controller installs with the release's namespace: Helm's kube client sets
     it on each namespaced object that has none)."""
+    from kaffinity.k8s.model import CLUSTER_SCOPED
     from kaffinity.load.source import PosDict
-    from kaffinity.policy.matching import CLUSTER_SCOPED
 
     for item in rendered.documents:
         metadata = item.data.get("metadata") if isinstance(item.data, dict) else None
