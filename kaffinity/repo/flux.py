@@ -54,8 +54,6 @@ _VARIABLE_NAME = re.compile(r"^[_a-zA-Z][_a-zA-Z0-9]*$")
 #: helm-controller's longest release name (internal/release/name.go ``ShortenName``).
 _RELEASE_NAME_MAX = 53
 _DEFAULT_VALUES_KEY = "values.yaml"
-#: How much of a checkout's .git/config is read for its remotes.
-_GIT_CONFIG_LIMIT = 1024 * 1024
 
 
 def releases(context: ReleaseContext) -> Iterator[Release]:
@@ -211,7 +209,6 @@ class _Index:
             api = _api(data)
             if (kind in ("ConfigMap", "Secret") and api == "v1") or api.startswith(SOURCE_GROUPS):
                 self.objects.setdefault((kind, _namespace(data), _object_name(data)), doc)
-        self._remotes: dict[str, frozenset[str]] = {}
 
     def place(self, scopes: Sequence[_Scope]) -> None:
         """Objects a Kustomization of this repository deploys into its targetNamespace are
@@ -235,74 +232,35 @@ class _Index:
                     return top
         return repository_root(doc.file)
 
-    def remotes(self, root: str) -> frozenset[str]:
-        if root not in self._remotes:
-            self._remotes[root] = _git_remotes(root)
-        return self._remotes[root]
+    def this(self, kind: str, namespace: str, name: str, root: str) -> tuple[bool, str]:
+        """Whether the source ``kind namespace/name`` is this repository, and the guess made
+        when it is taken for it without its URL being a remote of the checkout (a note says
+        so): a GitRepository whose url is a remote of the checkout
+        (:func:`kaffinity.repo.releases.this_repository`), or ``flux-system/flux-system``, the
+        source ``flux bootstrap`` writes to sync the repository it commits into."""
+        from kaffinity.repo.releases import this_repository
 
-    def local(self, source: Document, root: str) -> bool:
-        """Whether the GitRepository ``source`` is the checkout itself."""
-        url = _string(_spec(source.data).get("url"))
-        if url is not None and _normal_url(url) in self.remotes(root):
-            return True
-        return _object_name(source.data) == "flux-system" and _namespace(source.data) == "flux-system"
-
-
-def _git_remotes(root: str) -> frozenset[str]:
-    """The remote URLs of the checkout at ``root``, from its ``.git/config`` (a linked worktree's
-    ``.git`` file leads to its common folder), normalised; read as text, never running git."""
-    dot = os.path.join(root, ".git")
-    folder = dot
-    if os.path.isfile(dot):
-        line = _small_file(dot, 4096).strip()
-        if not line.startswith("gitdir:"):
-            return frozenset()
-        folder = os.path.normpath(os.path.join(root, line[len("gitdir:") :].strip()))
-        common = _small_file(os.path.join(folder, "commondir"), 4096).strip()
-        if common:
-            folder = os.path.normpath(os.path.join(folder, common))
-    text = _small_file(os.path.join(folder, "config"), _GIT_CONFIG_LIMIT)
-    urls: set[str] = set()
-    section = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith("["):
-            section = line
-        elif section.startswith("[remote ") and "=" in line:
-            key, _, value = line.partition("=")
-            if key.strip().lower() in ("url", "pushurl"):
-                urls.add(_normal_url(value.strip().strip('"')))
-    return frozenset(urls)
-
-
-def _small_file(path: str, limit: int) -> str:
-    """The start of a regular file (never a FIFO or a device, which would block or never end),
-    or "" when it is not one or cannot be read."""
-    import stat
-
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return ""
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read(limit)
-    except OSError:
-        return ""
-
-
-def _normal_url(url: str) -> str:
-    """A git URL as host/path, whatever its form: ``https://github.com/o/r.git``,
-    ``ssh://git@github.com/o/r``, ``git@github.com:o/r.git`` all give ``github.com/o/r``."""
-    text = url.strip()
-    match = re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^@/]*@)?([^/:]+)(?::\d+)?(/.*)?$", text)
-    if match:
-        host, path = match.group(1), match.group(2) or ""
-    elif (scp := re.match(r"^(?:[^@/]+@)?([^/:]+):(.*)$", text)) and not text.startswith("/"):
-        host, path = scp.group(1), "/" + scp.group(2)
-    else:
-        return os.path.normpath(text).lower()
-    path = path.rstrip("/")
-    path = path.removesuffix(".git")
-    return f"{host.lower()}{path.lower()}"
+        if kind != "GitRepository":
+            return False, ""
+        bootstrap = (namespace, name) == ("flux-system", "flux-system")
+        source = self.get(kind, namespace, name)
+        url = _string(_spec(source.data).get("url")) if source is not None else None
+        how = this_repository(url, root) if url is not None else None
+        if how == "remote":
+            return True, ""
+        if how == "folder":
+            return (
+                True,
+                f"GitRepository {namespace}/{name} ({url}) taken for this repository by its folder's name",
+            )
+        if bootstrap:
+            where = f" ({url} is not a remote of the checkout)" if url else " (not in the repository)"
+            return (
+                True,
+                f"GitRepository flux-system/flux-system{where} taken for this repository, "
+                "which flux bootstrap syncs",
+            )
+        return False, ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,15 +280,13 @@ def _source_tree(
     root = index.root(owner)
     if kind == "ExternalArtifact":
         return _artifact_tree(name, namespace, index, owner, context)
+    if index.this(kind, namespace, name, root)[0]:
+        return _Tree(root, local=True)
     source = index.get(kind, namespace, name)
     if source is None:
-        if kind == "GitRepository" and name == "flux-system" and namespace == "flux-system":
-            return _Tree(root, local=True)  # flux bootstrap's own source, kept out of the repository
         return NotRendered(f"its source {kind} {namespace}/{name} is not in the repository")
     if kind != "GitRepository":
         return NotRendered(f"its source {kind} {namespace}/{name} is an artifact kaffinity does not fetch")
-    if index.local(source, root):
-        return _Tree(root, local=True)
     spec = _spec(source.data)
     url = _string(spec.get("url"))
     if url is None:
@@ -724,31 +680,59 @@ def _as_built(text: str, variables: _Variables, index: _Index) -> str:
 def _kustomization_release(doc: Document, name: str, index: _Index) -> Release:
     spec = _spec(doc.data)
     files: tuple[str, ...] = ()
-    folder = _local_folder(doc, index)
+    folder, guess = _local_source(doc, index)
     if isinstance(folder, str):
         files = _built_files(folder, doc, index)
 
     def render(timeout: float) -> Any:
         return _render_kustomization(doc, spec, index, timeout)
 
-    return Release(name, "flux", doc, render, files)
+    return Release(name, "flux", doc, render, files, note=guess)
 
 
 def _local_folder(doc: Document, index: _Index) -> str | None:
     """The Kustomization's folder when its source is this repository (no fetch)."""
+    return _local_source(doc, index)[0]
+
+
+def _local_source(doc: Document, index: _Index) -> tuple[str | None, str]:
+    """The Kustomization's folder when its source is this repository, and the guess made."""
     spec = _spec(doc.data)
     reference = _mapping(spec.get("sourceRef"))
     kind = str(reference.get("kind") or "GitRepository")
     name = str(reference.get("name") or "")
     namespace = _string(reference.get("namespace")) or _namespace(doc.data)
-    if kind == "GitRepository":
-        source = index.get(kind, namespace, name)
-        root = index.root(doc)
-        if (source is None and (name, namespace) == ("flux-system", "flux-system")) or (
-            source is not None and index.local(source, root)
-        ):
-            return _inside(root, str(spec.get("path") or "./"))
-    return None
+    root = index.root(doc)
+    if kind == "ExternalArtifact":
+        return _local_artifact(doc, name, namespace, index)
+    local, guess = index.this(kind, namespace, name, root)
+    if not local:
+        return None, ""
+    return _inside(root, str(spec.get("path") or "./")), guess
+
+
+def _local_artifact(doc: Document, name: str, namespace: str, index: _Index) -> tuple[str | None, str]:
+    """An ExternalArtifact's folder when its generator copies from this repository only (so
+    nothing is fetched in finding it), and the guess made in taking its sources for it."""
+    root = index.root(doc)
+    guesses: list[str] = []
+    for generator in index.context.documents:
+        data = generator.data
+        if not (_api(data).startswith(SOURCE_GROUPS) and data.get("kind") == "ArtifactGenerator"):
+            continue
+        for source in _spec(data).get("sources") or ():
+            if not isinstance(source, dict):
+                continue
+            where = _string(source.get("namespace")) or _namespace(data)
+            local, guess = index.this(str(source.get("kind")), where, str(source.get("name")), root)
+            if not local:
+                return None, ""
+            guesses.append(guess)
+    tree = _artifact_tree(name, namespace, index, doc, index.context)
+    if isinstance(tree, NotRendered):
+        return None, ""
+    path = str(_spec(doc.data).get("path") or "./")
+    return _inside(tree.path, path), next((guess for guess in guesses if guess), "")
 
 
 def _inside(root: str, path: str) -> str | None:
@@ -1051,7 +1035,17 @@ def _helm_release(doc: Document, name: str, index: _Index) -> Release:
             rendered = replace(rendered, patches={**rendered.patches, **places})
         return rendered
 
-    return Release(name, "flux", doc, render)
+    return Release(name, "flux", doc, render, note=_chart_guess(doc, index))
+
+
+def _chart_guess(doc: Document, index: _Index) -> str:
+    """The guess made in reading a HelmRelease's chart from this repository (a note says so)."""
+    template = _mapping(_mapping(_spec(doc.data).get("chart")).get("spec"))
+    reference = _mapping(template.get("sourceRef"))
+    if reference.get("kind") != "GitRepository":
+        return ""
+    namespace = _string(reference.get("namespace")) or _namespace(doc.data)
+    return index.this("GitRepository", namespace, str(reference.get("name") or ""), index.root(doc))[1]
 
 
 @dataclass(frozen=True, slots=True)
