@@ -324,6 +324,8 @@ class _Builder:
         self.missing: set[str] = set()
         #: Overlays built without their remote resources (the network is off).
         self.remote: list[str] = []
+        #: Overlays that do not build without their remote resources (read as written).
+        self.offline: list[str] = []
         #: The remote entries those builds left out.
         self.left_out: list[str] = []
         #: Units whose build failed or was refused (a parse-error says why).
@@ -367,6 +369,13 @@ class _Builder:
                 unit.name, self.limits, timeout=timeout, sandbox=self.sandbox, local_only=remote
             )
             if remote:
+                if not rendered.ok:
+                    # Built without its remote resources, the overlay may not build at all (a
+                    # patch whose target the remote resource defines: "no matches for Id"):
+                    # that is kaffinity's doing, not the author's error. Read as written, and
+                    # the note says the network would build it.
+                    self.offline.append(unit.name)
+                    return replace(unit, not_rendered="network off")
                 self.remote.append(unit.name)
                 self.left_out.extend(entry for entry in rendered.left_out if entry not in self.left_out)
         else:
@@ -436,6 +445,12 @@ class _Builder:
                 f"{len(self.remote)} kustomization(s) built without their remote resources, which "
                 f"need the network (off; --allow-network allows it): {_listed(self.remote)}; "
                 f"left out: {_listed(self.left_out)}"
+            )
+        if self.offline:
+            notes.append(
+                f"{len(self.offline)} kustomization(s) read as written: they do not build without "
+                f"their remote resources, which need the network (off; --allow-network allows it): "
+                f"{_listed(self.offline)}"
             )
         if self.failed:
             notes.append(
