@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import gc
+import math
 import re
 import sys
 import warnings
@@ -168,9 +169,9 @@ def resolve_plain(text: str) -> Any:
 
     gopkg.in/yaml.v2 v2.4.0 resolve.go, ``resolve``: the YAML 1.1 map of nulls, booleans and
     special floats; a text that starts with `.` is a float if ``strconv.ParseFloat`` reads it
-    (Go's float literal: `_` only between digits); one that starts with a sign or a digit (underscores taken out)
-    is an int64 (``ParseInt``, base from the prefix: `0x`, `0o`, `0b`, a leading `0` for octal),
-    else a uint64 (``ParseUint``: no sign), else a float of ``yamlStyleFloat``'s form; a number
+    (Go's float literal: `_` only between digits); one that starts with a sign or a digit
+    (underscores taken out) is an int64 (``ParseInt``, base from the prefix: `0x`, `0o`, `0b`,
+    a leading `0` for octal), else a uint64 (``ParseUint``: no sign), else a float of ``yamlStyleFloat``'s form; a number
     that overflows what ``ParseFloat`` reads stays the text (`1e400`), as does a timestamp (a
     string in an ``interface{}``: decode.go, ``scalar``)."""
     if text in _YAML11_NULL:
@@ -232,7 +233,7 @@ def _float_key(value: float) -> str:
     float32, in exponent form below 1e-4 and from 1e6 on."""
     import struct
 
-    if value != value:
+    if math.isnan(value):
         return ".nan"
     try:
         single = struct.unpack("f", struct.pack("f", value))[0]
@@ -261,14 +262,17 @@ def _unsupported_key(value: Any) -> str | None:
     if value is None:
         return 'a null key: kubectl cannot convert it to JSON ("unsupported map key of type: <nil>")'
     if value.__class__ is int and value > _INT64_MAX:
-        return f'the key {value} is a uint64: kubectl cannot convert it to JSON ("unsupported map key of type: uint64")'
+        return (
+            f"the key {value} is a uint64: kubectl cannot convert it to JSON "
+            '("unsupported map key of type: uint64")'
+        )
     return None
 
 
 def _not_json(value: float, text: str, span: Span) -> LoadError:
     """A NaN or infinity: JSON cannot hold it, and kubectl refuses the document (sigs.k8s.io/yaml's
     ``json.Marshal``: "json: unsupported value: NaN")."""
-    shown = "NaN" if value != value else ("+Inf" if value > 0 else "-Inf")
+    shown = "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
     return LoadError(
         f"{text!r} is not a number JSON can hold: kubectl refuses it (json: unsupported value: {shown})", span
     )
@@ -316,7 +320,9 @@ class _Builder:
                 try:
                     data = base64.b64decode(value.replace("\r", "").replace("\n", ""), validate=True)
                 except (binascii.Error, ValueError):
-                    raise LoadError("!!binary value contains invalid base64 data", _span(node.start_mark)) from None
+                    raise LoadError(
+                        "!!binary value contains invalid base64 data", _span(node.start_mark)
+                    ) from None
                 return data.decode("utf-8", "replace")
             # ruamel's constructors raise plain ValueError/KeyError on `!!int x`, `!!bool x`
             # (not a YAMLError) and warn on stderr for `!!float 1e3`: both are bad input, so
@@ -574,192 +580,213 @@ def _check_nesting(text: str, limits: Limits = DEFAULT_LIMITS) -> None:
             raise _too_deep(limits, _offset_span(text, match.start(1)))
 
 
-# --- go-yaml's plain scalars in flow collections --------------------------------------------------
+# --- go-yaml's plain scalars in flow collections -------------------------------------------------
 #
 # go-yaml v2 ends a plain scalar at `:` only when a blank follows it, in flow collections too
 # (gopkg.in/yaml.v2 v2.4.0 scannerc.go, yaml_parser_scan_plain_scalar: "Check for indicators
 # that may end a plain scalar": `:` followed by is_blankz, or in the flow context `,?[]{}`), so
 # `[frontend:80]` is one string and `{image: nginx:1.27}` a one-key mapping. The libyaml inside
-# ruamel.yaml.clib refuses a `:` followed by anything else there ("found unexpected ':'", the
-# check libyaml 0.1 has and go-yaml dropped). Such a file is read again with each of those `:`
-# replaced by a stand-in character (one character for one, so every line and column stays) and
-# the stand-in put back in the scalars (:class:`_EventComposer`).
+# ruamel.yaml.clib refuses a `:` followed by anything else there ("found unexpected ':'", a
+# check of libyaml 0.1 that go-yaml does not have). Such a file is read again with each of
+# those `:` replaced by a stand-in character (one character for one, so every line and column
+# stays) that :class:`_EventComposer` turns back into `:` in the scalars.
 
 #: Private-use characters, one of which the text does not hold, stand in for `:`.
 _STAND_INS = tuple(chr(code) for code in range(0xE000, 0xE010))
-#: How often a file is read again for a `:` the scan below did not find (each one at the
-#: reader's own error position); a bound, so that no input costs more than that many reads.
+#: How often a file is read again: once for all the `:` that :func:`_flow_colons` finds and
+#: once for anchors defined again, then once for each `:` it missed (found at the reader's own
+#: error); a bound, so that no input costs more than that many readings.
 _RETRIES = 32
 _BLANKZ = frozenset(" \t\r\n\x85\u2028\u2029")
-_BREAKS = "\r\n\x85\u2028\u2029"
+_BREAKS = frozenset("\r\n\x85\u2028\u2029")
+_FLOW_INDICATORS = frozenset(",?[]{}")
 _SPACES = re.compile(r"[ \t]*")
+_INDENT = re.compile(r" *")
 _ANCHOR_CHARS = re.compile(r"[0-9A-Za-z_-]*")
 _TAG_END = re.compile(r"[ \t\r\n\x85\u2028\u2029,\[\]{}]|\Z")
 _LINE_END = re.compile(r"[\r\n\x85\u2028\u2029]|\Z")
 _SINGLE_QUOTED = re.compile(r"'[^']*(?:''[^']*)*(?:'|\Z)")
 _DOUBLE_QUOTED = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)', re.S)
-# Where a plain scalar in the block context may end: `:` before a blank, a comment, a line end.
+# Where a plain scalar of the block context may end: `:` before a blank, a comment, a line end.
 _BLOCK_PLAIN_END = re.compile(r":(?=[ \t\r\n\x85\u2028\u2029]|\Z)|[ \t]#|[\r\n\x85\u2028\u2029]|\Z")
-# The next character of a plain scalar in a flow collection that may matter.
+# The next character of a plain scalar in a flow collection that may end it or be a `:`.
 _FLOW_PLAIN_STOP = re.compile(r"[:,?\[\]{}\s\x85\u2028\u2029]|\Z")
-_BLOCK_SCALAR_HEADER = re.compile(r"[|>]([+-]?)([1-9]?)([+-]?)")
-_INDENT = re.compile(r" *")
+_BLANKS_AFTER = re.compile(r"[ \t\r\n\x85\u2028\u2029]*")
+_BLOCK_SCALAR_INDENT = re.compile(r"[|>][+-]?([1-9]?)")
+
+
+def _end(pattern: re.Pattern[str], text: str, position: int) -> int:
+    """Where ``pattern`` (which matches the empty string or the end) stops matching at ``position``."""
+    match = pattern.match(text, position)
+    return match.end() if match else position
+
+
+def _next(pattern: re.Pattern[str], text: str, position: int) -> int:
+    """Where ``pattern`` (which matches at the end, ``\\Z``) first matches from ``position``."""
+    match = pattern.search(text, position)
+    return match.start() if match else len(text)
+
+
+def _after_line(text: str, end: int) -> int:
+    """The start of the line after the line break at ``end``."""
+    return end + (2 if text.startswith("\r\n", end) else 1)
 
 
 def _flow_colons(text: str) -> list[int]:
     """The offsets of the `:` characters that go-yaml reads inside a plain scalar of a flow
     collection and that are followed by a non-blank: the ones libyaml refuses.
 
-    A scan of the token structure as go-yaml's scanner sees it (comments, quoted and block
-    scalars, flow levels), in one pass. Only a file that libyaml refused is scanned, and
-    a `:` found here that is in fact inside a scalar of another kind gets its character back
-    all the same: the scan errs only towards a `:` missed (then read again at the reader's
-    error) or one taken for part of a scalar at the start of a flow token (go-yaml's value
-    indicator), which a sound scan does not do.
+    One pass over the tokens as go-yaml's scanner sees them (comments, quoted and block
+    scalars, flow levels). Only a file that libyaml refused is scanned, and a `:` taken here
+    that is in fact inside a scalar of another kind (a block scalar this scan misjudged) gets
+    its character back all the same; a `:` missed is found at the reader's next error.
     """
-    colons: list[int] = []
-    size = len(text)
-    position = 0
-    line_start = 0
-    flow = 0
-    parent = -1  # the indentation of the block node that holds what comes next on this line
-    token_column = 0  # where the last node on this line started
-    while position < size:
+    scan = _FlowScan(text)
+    while scan.position < scan.size:
+        scan.step()
+    return scan.colons
+
+
+class _FlowScan:
+    """The state of :func:`_flow_colons`."""
+
+    __slots__ = ("colons", "flow", "line_start", "parent", "position", "size", "text", "token_column")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.size = len(text)
+        self.colons: list[int] = []
+        self.position = 0
+        self.line_start = 0
+        self.flow = 0  # the flow collections open
+        self.parent = -1  # the indentation of the block node that holds what comes next
+        self.token_column = 0  # where the last node of the line started
+
+    def step(self) -> None:
+        """Go past the blanks, comment, line break or token at ``position``."""
+        text, position = self.text, self.position
         char = text[position]
-        if char == " " or char == "\t":
-            position = _SPACES.match(text, position).end()
-            continue
-        if char in _BREAKS:
-            position += 2 if text.startswith("\r\n", position) else 1
-            line_start = position
-            if flow == 0:
-                indent = _INDENT.match(text, position).end() - position
-                parent = indent - 1
-            continue
-        column = position - line_start
-        if char == "#":
-            position = _LINE_END.search(text, position).start()
-            continue
-        if flow == 0 and column == 0:
-            if text.startswith(("---", "..."), position) and (
-                position + 3 >= size or text[position + 3] in _BLANKZ
-            ):
-                position += 3
-                parent = -1
-                continue
-            if char == "%":
-                position = _LINE_END.search(text, position).start()
-                continue
-        following = text[position + 1] if position + 1 < size else "\n"
-        if char in "[{":
-            if flow == 0:
-                token_column = column
-            flow += 1
-            position += 1
-        elif char in "]}":
-            flow = max(flow - 1, 0)
-            position += 1
-        elif flow and char in ",?:":
-            position += 1  # go-yaml: in a flow collection, `?` and `:` start no plain scalar
-        elif char in "-?:" and following in _BLANKZ:
-            if char == ":":
-                parent = token_column
-            else:
-                parent = column
-            position += 1
-        elif char == "&" or char == "*":
-            position = _ANCHOR_CHARS.match(text, position + 1).end()
-        elif char == "!":
-            if following == "<":
-                end = text.find(">", position)
-                position = size if end < 0 else end + 1
-            else:
-                position = _TAG_END.search(text, position + 1).start()
-        elif char == "'":
-            token_column = column
-            position = _SINGLE_QUOTED.match(text, position).end()
-        elif char == '"':
-            token_column = column
-            position = _DOUBLE_QUOTED.match(text, position).end()
-        elif flow == 0 and char in "|>":
-            position = _skip_block_scalar(text, position, parent)
-            line_start = position  # a block scalar ends at a line start
-            if position < size:
-                parent = _INDENT.match(text, position).end() - position - 1
-        elif flow:
-            position = _flow_plain(text, position, colons)
+        if char in " \t":
+            self.position = _end(_SPACES, text, position)
+        elif char in _BREAKS:
+            self.new_line(_after_line(text, position))
+        elif char == "#":
+            self.position = _next(_LINE_END, text, position)
+        elif self.flow == 0 and position == self.line_start and self.line_marker(char):
+            return
         else:
-            token_column = column
-            position = _BLOCK_PLAIN_END.search(text, position + 1).start()
-    return colons
+            self.token(char)
 
+    def new_line(self, start: int) -> None:
+        self.position = self.line_start = start
+        if self.flow == 0:
+            self.parent = _end(_INDENT, self.text, start) - start - 1
 
-def _flow_plain(text: str, position: int, colons: list[int]) -> int:
-    """The end of the plain scalar that starts at ``position`` in a flow collection, as
-    go-yaml's yaml_parser_scan_plain_scalar ends it; its `:` not followed by a blank are
-    added to ``colons``."""
-    size = len(text)
-    position += 1  # its first character is its own, whatever it is (`-x`)
-    while True:
-        stop = _FLOW_PLAIN_STOP.search(text, position).start()
-        if stop >= size:
-            return size
-        char = text[stop]
-        if char == ":":
-            if stop + 1 >= size or text[stop + 1] in _BLANKZ:
-                return stop
-            colons.append(stop)
-            position = stop + 1
-            continue
-        if char in ",?[]{}":
-            return stop
-        # Blanks and line breaks: the scalar goes on unless a comment, a document marker or
-        # an indicator that ends it comes next.
-        after = stop
-        while after < size and text[after] in _BLANKZ:
-            after += 1
-        if after >= size or text[after] == "#":
-            return stop
-        if text.startswith(("---", "..."), after) and after > 0 and text[after - 1] in _BREAKS:
-            return stop
-        if text[after] in ",?[]{}" or (
-            text[after] == ":" and (after + 1 >= size or text[after + 1] in _BLANKZ)
+    def line_marker(self, char: str) -> bool:
+        """Go past a document marker or a directive at the start of a line, if there is one."""
+        text, position = self.text, self.position
+        if text.startswith(("---", "..."), position) and (
+            position + 3 >= self.size or text[position + 3] in _BLANKZ
         ):
-            return stop
-        position = after
+            self.position, self.parent = position + 3, -1
+            return True
+        if char == "%":
+            self.position = _next(_LINE_END, text, position)
+            return True
+        return False
 
+    def token(self, char: str) -> None:
+        text, position = self.text, self.position
+        column = position - self.line_start
+        following = text[position + 1] if position + 1 < self.size else "\n"
+        if char in "[{":
+            self.token_column = column if self.flow == 0 else self.token_column
+            self.flow += 1
+            self.position += 1
+        elif char in "]}":
+            self.flow = max(self.flow - 1, 0)
+            self.position += 1
+        elif self.flow and char in ",?:":
+            self.position += 1  # go-yaml: in a flow collection, `?` and `:` start no plain scalar
+        elif char in "-?:" and following in _BLANKZ:
+            self.parent = self.token_column if char == ":" else column
+            self.position += 1
+        elif char in "&*":
+            self.position = _end(_ANCHOR_CHARS, text, position + 1)
+        elif char == "!":
+            end = text.find(">", position) + 1 if following == "<" else _next(_TAG_END, text, position + 1)
+            self.position = end if end > position else self.size
+        elif char in "'\"":
+            self.token_column = column
+            self.position = _end(_SINGLE_QUOTED if char == "'" else _DOUBLE_QUOTED, text, position)
+        elif self.flow:
+            self.position = self.flow_plain(position)
+        elif char in "|>":
+            self.new_line(self.block_scalar_end(position))
+        else:
+            self.token_column = column
+            self.position = _next(_BLOCK_PLAIN_END, text, position + 1)
 
-def _skip_block_scalar(text: str, position: int, parent: int) -> int:
-    """The offset of the first line after the block scalar (``|``, ``>``) whose header is at
-    ``position``, held by a block node indented ``parent``: libyaml's
-    yaml_parser_scan_block_scalar and yaml_parser_scan_block_scalar_breaks."""
-    size = len(text)
-    header = _BLOCK_SCALAR_HEADER.match(text, position)
-    digit = header.group(2) if header else ""
-    line_end = _LINE_END.search(text, position).start()
-    position = line_end + (2 if text.startswith("\r\n", line_end) else 1)
-    if digit:
-        indent = max(parent, 0) + int(digit) if parent >= 0 else int(digit)
-    else:
-        indent = 0
-        scan = position
-        while scan < size:
-            spaces = _INDENT.match(text, scan).end()
-            end = _LINE_END.search(text, spaces).start()
-            if spaces == end:  # an empty line: its spaces may set the indentation
-                indent = max(indent, spaces - scan)
-                scan = end + (2 if text.startswith("\r\n", end) else 1)
+    def flow_plain(self, position: int) -> int:
+        """The end of the plain scalar at ``position`` in a flow collection, as go-yaml's
+        yaml_parser_scan_plain_scalar ends it; its `:` not followed by a blank are kept."""
+        text, size = self.text, self.size
+        position += 1  # its first character is its own, whatever it is (`-x`)
+        while True:
+            stop = _next(_FLOW_PLAIN_STOP, text, position)
+            if stop >= size:
+                return size
+            char = text[stop]
+            if char in _FLOW_INDICATORS:
+                return stop
+            if char == ":":
+                if stop + 1 >= size or text[stop + 1] in _BLANKZ:
+                    return stop
+                self.colons.append(stop)
+                position = stop + 1
                 continue
-            indent = max(indent, spaces - scan)
-            break
-        indent = max(indent, parent + 1, 1)
-    while position < size:
-        spaces = _INDENT.match(text, position).end()
-        end = _LINE_END.search(text, spaces).start()
-        if spaces != end and spaces - position < indent:
-            return position
-        position = end + (2 if text.startswith("\r\n", end) else 1)
-    return size
+            # Blanks: the scalar goes on unless a comment, a document marker or an indicator
+            # that ends it comes next.
+            after = _end(_BLANKS_AFTER, text, stop)
+            if after >= size or text[after] == "#" or text[after] in _FLOW_INDICATORS:
+                return stop
+            if text[after] == ":" and (after + 1 >= size or text[after + 1] in _BLANKZ):
+                return stop
+            if text.startswith(("---", "..."), after) and text[after - 1] in _BREAKS:
+                return stop
+            position = after
+
+    def block_scalar_end(self, position: int) -> int:
+        """The start of the first line after the block scalar (``|``, ``>``) whose header is at
+        ``position``: libyaml's yaml_parser_scan_block_scalar and its indentation rules."""
+        text, size, parent = self.text, self.size, self.parent
+        header = _BLOCK_SCALAR_INDENT.match(text, position)
+        digit = header.group(1) if header else ""
+        line_end = _next(_LINE_END, text, position)
+        if line_end >= size:
+            return size
+        position = _after_line(text, line_end)
+        if digit:
+            indent = parent + int(digit) if parent >= 0 else int(digit)
+        else:
+            indent, scan = 0, position
+            while scan < size:  # leading empty lines may set the indentation
+                spaces = _end(_INDENT, text, scan)
+                end = _next(_LINE_END, text, spaces)
+                indent = max(indent, spaces - scan)
+                if spaces != end or end >= size:
+                    break
+                scan = _after_line(text, end)
+            indent = max(indent, parent + 1, 1)
+        while position < size:
+            spaces = _end(_INDENT, text, position)
+            end = _next(_LINE_END, text, spaces)
+            if spaces != end and spaces - position < indent:
+                return position
+            if end >= size:
+                return size
+            position = _after_line(text, end)
+        return size
 
 
 def _composer(text: str) -> Any:
@@ -815,7 +842,7 @@ def _event_composer_class(base: Any, scalar_tag: Any, map_tag: Any, seq_tag: Any
     )
     from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-    class _EventComposer(base):  # type: ignore[misc,valid-type]
+    class _EventComposer(base):  # type: ignore[misc]
         """Composes nodes from libyaml's events in Python, as go-yaml's parser does
         (gopkg.in/yaml.v2 v2.4.0 decode.go, ``parser.anchor`` and ``parser.alias``): an anchor
         defined again replaces the earlier one for the aliases after it, where the C composer
