@@ -170,10 +170,11 @@ def resolve_plain(text: str) -> Any:
     gopkg.in/yaml.v2 v2.4.0 resolve.go, ``resolve``: the YAML 1.1 map of nulls, booleans and
     special floats; a text that starts with `.` is a float if ``strconv.ParseFloat`` reads it
     (Go's float literal: `_` only between digits); one that starts with a sign or a digit
-    (underscores taken out) is an int64 (``ParseInt``, base from the prefix: `0x`, `0o`, `0b`,
-    a leading `0` for octal), else a uint64 (``ParseUint``: no sign), else a float of ``yamlStyleFloat``'s form; a number
-    that overflows what ``ParseFloat`` reads stays the text (`1e400`), as does a timestamp (a
-    string in an ``interface{}``: decode.go, ``scalar``)."""
+    (underscores taken out) is an int64 (``ParseInt``, base from the prefix: `0x`, `0o`,
+    `0b`, a leading `0` for octal), else a uint64 (``ParseUint``: no sign), else a float of
+    ``yamlStyleFloat``'s form; a number that overflows what ``ParseFloat`` reads stays the
+    text (`1e400`), as does a timestamp (a string in an ``interface{}``: decode.go, ``scalar``).
+    """
     if text in _YAML11_NULL:
         return None
     boolean = _YAML11_BOOL.get(text)
