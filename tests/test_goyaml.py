@@ -44,13 +44,14 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kaffinity.load.parse import LoadProblem, decode, parse, parse_data
 from kaffinity.load.source import locate
-from tests.kit import check, position
+from tests.kit import check, invoke, keys, lint_text, position
 
 VALUE, DUPLICATE, REFUSED = "value", "duplicate", "refused"
 
@@ -776,3 +777,32 @@ def test_issue_cases_lint_clean() -> None:
     )
     check(text)
     assert [problem for problem in parse("t.yaml", text).problems if isinstance(problem, LoadProblem)] == []
+
+
+def test_fix_edits_a_file_read_as_go_yaml_reads_it(tmp_path: Path) -> None:
+    """`fix` writes into a file that needed the second reading, every other byte kept."""
+    text = textwrap.dedent(
+        """\
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: web}
+        spec:
+          replicas: 3
+          selector: {matchLabels: {app: web}}
+          template:
+            metadata: {labels: {app: web}}
+            spec:
+              containers: [{name: web, image: nginx:1.27}]
+              affinity:
+                podAntiAffinity:
+                  requiredDuringSchedulingIgnoredDuringExecution:
+                  - labelSelector: {matchLabels: {app: web}}
+                    topologyKey: kubernetes.io/hostname
+        """
+    )
+    path = tmp_path / "web.yaml"
+    path.write_text(text)
+    assert invoke("fix", path).exit_code == 0
+    fixed = path.read_text()
+    assert fixed == text + "            matchLabelKeys: [pod-template-hash]\n"
+    assert keys(lint_text(fixed)) == []

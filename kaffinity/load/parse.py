@@ -990,6 +990,28 @@ def _documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[Any
                 raise
 
 
+def compose_nodes(text: str, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, ...]:
+    """The root node of every document of ``text``, composed as :func:`_documents` reads it
+    (read again as go-yaml reads what libyaml refuses); raises on bad input. For writing
+    files back (:mod:`kaffinity.load.edits`): the nodes' marks are the text's own."""
+    _check_nesting(text, limits)
+    reading = _Reading(text)
+    while True:
+        loader = reading.loader(limits)
+        try:
+            roots: list[Any] = []
+            with _frames_for(limits.depth):
+                while loader.check_node():
+                    roots.append(loader.get_node())
+            return tuple(roots)
+        except _yaml_errors() as error:
+            if not reading.again(error):
+                raise
+        finally:
+            loader.dispose()
+            vars(loader).clear()  # the loader refers to itself: free it now (see _read)
+
+
 def _yaml_errors() -> tuple[type[Exception], ...]:
     from ruamel.yaml.error import YAMLError
 
