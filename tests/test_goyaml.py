@@ -806,3 +806,21 @@ def test_fix_edits_a_file_read_as_go_yaml_reads_it(tmp_path: Path) -> None:
     fixed = path.read_text()
     assert fixed == text + "            matchLabelKeys: [pod-template-hash]\n"
     assert keys(lint_text(fixed)) == []
+
+
+def test_readings_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `:` the scan misses costs one more reading each, within a bound: past it, the
+    parse-error libyaml gives (here the scan is made to find nothing)."""
+    from kaffinity.load import parse as module
+
+    monkeypatch.setattr(module, "_flow_colons", lambda text: [])
+    monkeypatch.setattr(module, "_RETRIES", 5)
+    text = "".join(f"k{index}: [a:{index}]\n" for index in range(10))
+    value, problem = parse_data(text)
+    assert problem is not None
+    assert problem.span is not None
+    assert (problem.rule, problem.span.line) == ("parse-error", 6)
+    text = "".join(f"k{index}: [a:{index}]\n" for index in range(4))
+    value, problem = parse_data(text)
+    assert problem is None
+    assert value["k3"] == ["a:3"]

@@ -596,8 +596,10 @@ def _check_nesting(text: str, limits: Limits = DEFAULT_LIMITS) -> None:
 _STAND_INS = tuple(chr(code) for code in range(0xE000, 0xE010))
 #: How often a file is read again: once for all the `:` that :func:`_flow_colons` finds and
 #: once for anchors defined again, then once for each `:` it missed (found at the reader's own
-#: error); a bound, so that no input costs more than that many readings.
+#: error), as long as the readings past those two stay within ``_REREAD_CHARACTERS`` in all:
+#: no input costs more than a few readings of the largest file allowed.
 _RETRIES = 32
+_REREAD_CHARACTERS = 8 << 20
 _BLANKZ = frozenset(" \t\r\n\x85\u2028\u2029")
 _BREAKS = frozenset("\r\n\x85\u2028\u2029")
 _FLOW_INDICATORS = frozenset(",?[]{}")
@@ -938,7 +940,9 @@ class _Reading:
         from ruamel.yaml.composer import ComposerError
         from ruamel.yaml.scanner import ScannerError
 
-        if self.retries >= _RETRIES:
+        if self.retries >= _RETRIES or (
+            self.retries >= 2 and (self.retries - 1) * len(self.text) > _REREAD_CHARACTERS
+        ):
             return False
         if isinstance(error, ComposerError) and (error.context or "").startswith("found duplicate anchor"):
             self.events = True
