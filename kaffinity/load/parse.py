@@ -88,6 +88,14 @@ _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 _BINARY = "tag:yaml.org,2002:binary"
 _MERGE = "tag:yaml.org,2002:merge"
+_MERGE_NEEDS_MAPS = (
+    "a merge key (<<) needs a mapping or a sequence of mappings (map merge requires map or sequence of maps)"
+)
+# The tags go-yaml resolves (resolve.go, ``resolvableTag``, and ``!!binary``); another
+# `tag:yaml.org,2002:` tag (`!!python/name:x`) keeps the text, as a tag of another tool does.
+_RESOLVED_TAGS = frozenset(
+    "tag:yaml.org,2002:" + name for name in ("bool", "int", "float", "null", "timestamp", "binary")
+)
 # The tag our composer gives every scalar without an explicit one (we resolve those ourselves).
 _IMPLICIT = "?"
 _YAML11_BOOL = {
@@ -312,7 +320,7 @@ class _Builder:
         if node.ctag.suffix is not _IMPLICIT:
             # An explicit tag (`!!str 0777`, `!!int "3"`); unknown ones (`!Ref x`) keep the text.
             tag = node.tag
-            if tag == _STR or not tag.startswith("tag:yaml.org,2002:"):
+            if tag not in _RESOLVED_TAGS:
                 return value
             if tag == _BINARY:
                 # go-yaml decodes with base64.StdEncoding.DecodeString (v2.4.0 decode.go,
@@ -402,7 +410,7 @@ class _Builder:
                 resolved = keys.get(key)
                 if resolved is None:
                     if key == "<<":
-                        merged = self._merge(result, value_node, depth, merged)
+                        merged = self._merge(result, key_node, value_node, depth, merged)
                         continue
                     # Keys repeat in every object: one (interned) string each saves memory, and
                     # the cache saves resolving the same plain key again.
@@ -416,7 +424,7 @@ class _Builder:
                 key = resolved
             elif key == "<<" and key_node.tag == _MERGE:
                 # `!!merge "<<"`: go-yaml's isMerge takes a plain `<<` or one tagged !!merge
-                merged = self._merge(result, value_node, depth, merged)
+                merged = self._merge(result, key_node, value_node, depth, merged)
                 continue
             else:
                 key = intern(key)
@@ -484,18 +492,25 @@ class _Builder:
         self.cache[id(node)] = (result, size)
         return result
 
-    def _merge(self, target: PosDict, node: Any, depth: int, merged: set[str] | None) -> set[str]:
+    def _merge(
+        self, target: PosDict, key_node: Any, node: Any, depth: int, merged: set[str] | None
+    ) -> set[str]:
         """A YAML merge key (``<<: *base``) as go-yaml v2 applies it (v2.4.0 decode.go,
         ``mapping`` and ``merge``): where it stands among the keys, so that its keys replace
         those given before it and keys after it replace its own; of a sequence of mappings,
         the earlier ones win. Returns the keys it set (``merged``, added to)."""
         merged = set() if merged is None else merged
+        # An alias of a sequence is no sequence of mappings for go-yaml (``merge``: an alias
+        # must name a mapping); the composed tree shares the aliased node, which then starts
+        # before its key.
+        if node.id == "sequence" and node.start_mark.index < key_node.start_mark.index:
+            raise LoadError(_MERGE_NEEDS_MAPS, _span(key_node.start_mark))
         sources = node.value if node.id == "sequence" else [node]
         built = []
         for source in sources:
             value = self.build(source, depth + 1)
             if not isinstance(value, PosDict):
-                raise LoadError("a merge key (<<) needs a mapping", _span(source.start_mark))
+                raise LoadError(_MERGE_NEEDS_MAPS, _span(source.start_mark))
             built.append(value)
         order: list[str] | None = None
         for value in reversed(built):  # go-yaml steps backwards: earlier mappings take precedence
