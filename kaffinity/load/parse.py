@@ -83,7 +83,6 @@ DEFAULT_LIMITS = Limits()
 _INTERNED = 253
 _SCALAR_SIZE = (None, 1)
 
-_STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 _BINARY = "tag:yaml.org,2002:binary"
