@@ -49,7 +49,7 @@ from typing import Any
 
 import pytest
 
-from kaffinity.load.parse import LoadProblem, decode, parse, parse_data
+from kaffinity.load.parse import decode, parse, parse_data
 from kaffinity.load.source import locate
 from tests.kit import check, invoke, keys, lint_text, position
 
@@ -764,26 +764,46 @@ def test_flow_colons_beside_other_scalars(text: str, expected: Any) -> None:
 
 
 def test_issue_cases_lint_clean() -> None:
-    """The three shapes of issue 32 that kubectl accepts: no parse-error."""
+    """The three shapes of issue 32 that kubectl accepts: no parse-error, and the values kubectl
+    reads. The anchors defined twice are modelled on onedr0p/home-ops'
+    `kubernetes/apps/network/certificates/export/pushsecret.yaml` (`secretKey: &key tls.crt`,
+    `property: *key`, then `&key tls.key` again)."""
     text = textwrap.dedent(
         """\
         apiVersion: v1
         kind: Pod
-        metadata: {name: p, labels: &labels {app: p}}
+        metadata: {name: p, labels: {app: p}}
         spec:
           containers: [{name: web, image: nginx:1.27}]
+          volumes:
+          - name: tls
+            secret:
+              secretName: turbo-ac-tls
+              items:
+              - key: &key tls.crt
+                path: *key
+              - key: &key tls.key
+                path: *key
         ---
         apiVersion: v1
         kind: Service
-        metadata: {name: s, labels: &labels {app: s}}
+        metadata: {name: s}
         spec:
-          selector: *labels
+          selector: {app: p}
           ports: [{name: http, port: 80, targetPort: 8080}]
           externalIPs: [frontend:80]
         """
     )
     check(text)
-    assert [problem for problem in parse("t.yaml", text).problems if isinstance(problem, LoadProblem)] == []
+    source = parse("t.yaml", text)
+    assert source.problems == ()
+    pod, service = (document.data for document in source.documents)
+    assert pod["spec"]["containers"] == [{"name": "web", "image": "nginx:1.27"}]
+    assert pod["spec"]["volumes"][0]["secret"]["items"] == [
+        {"key": "tls.crt", "path": "tls.crt"},
+        {"key": "tls.key", "path": "tls.key"},
+    ]
+    assert service["spec"]["externalIPs"] == ["frontend:80"]
 
 
 def test_fix_edits_a_file_read_as_go_yaml_reads_it(tmp_path: Path) -> None:
