@@ -119,6 +119,8 @@ _HELM_IN_VALUE = re.compile(
     r"|include\s|tpl\s|toYaml\s)"
 )
 _ACTION = re.compile(r"\{\{.*?\}\}", re.S)
+_COMMENT_ACTION = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.S)
+_ITEM_ACTION = re.compile(r"^([ \t]*-[ \t]+)\{\{[^\n]*?\}\}[ \t]*$", re.M)
 _ACTION_LINE = re.compile(r"^[ \t]*\{\{[^\n]*?\}\}[ \t]*$", re.M)
 _COMPACT_NESTING = re.compile(r"^[ \t]*((?:[-?][ \t]+){50,})", re.M)
 _COMPACT_PAIRS = ("- -", "- ?", "? -", "? ?", "\t")
@@ -698,7 +700,12 @@ def _parses_without_actions(text: str) -> bool:
     """
     if _HELM_ACTION.search(text) is None:
         return False
-    stripped = _ACTION_LINE.sub("", text)
+    # Comments (`{{/* licence */}}` at the top, `{{- /* ... */}}` in the body) hold no value:
+    # only their lines are kept. An action that is a whole list item (`- {{ toYaml $c | nindent
+    # 8 | trim }}`, more keys of the item below it) stands for a mapping.
+    stripped = _COMMENT_ACTION.sub(lambda match: "\n" * match.group().count("\n"), text)
+    stripped = _ITEM_ACTION.sub(r"\1helm: helm", stripped)
+    stripped = _ACTION_LINE.sub("", stripped)
     stripped = _ACTION.sub(lambda match: "helm" + "\n" * match.group().count("\n"), stripped)
     try:
         for _ in _documents(stripped):

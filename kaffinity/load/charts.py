@@ -1,0 +1,338 @@
+"""Files that are other tools' templates, classified by where they are (and, failing that, by
+what they hold): a Helm chart's ``templates/``, an Ansible role's ``templates/``, Jinja
+(``*.j2``), cookiecutter and envsubst files. None of them is a manifest as written, so none is
+parsed as one, and none is ever a ``parse-error``.
+
+**Helm charts**, as Helm reads a chart folder (helm.sh/helm/v3):
+
+- a chart is a folder holding ``Chart.yaml`` (pkg/chart/loader ``LoadDir``/``LoadFiles``);
+- every file under its ``templates/`` is a template, whatever its name or depth
+  (``LoadFiles``: ``strings.HasPrefix(f.Name, "templates/")``): ``_helpers.tpl`` (partials,
+  pkg/engine renders but never outputs files whose name starts with ``_``), ``NOTES.txt``
+  (pkg/action keeps it out of the manifests), ``templates/tests/`` (test hooks);
+- ``crds/`` files are installed as they are, never templated (pkg/chart ``Chart.CRDObjects``):
+  plain YAML, linted as manifests;
+- files the chart's ``.helmignore`` matches are not part of the chart (pkg/chart/loader
+  ``LoadDir`` applies internal/ignore ``Rules``, plus ``AddDefaults``: ``templates/.?*``);
+- ``charts/<sub>/`` holds subcharts, charts themselves (each with its ``Chart.yaml``).
+
+A template comes back skipped (:data:`HELM_TEMPLATE`); the chart gets one ``helm-template``
+finding at its ``Chart.yaml`` when it is not rendered (:func:`with_chart_notes`), never one per
+template.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from kaffinity.load.parse import DEFAULT_LIMITS, Limits, LoadProblem, SourceFile
+from kaffinity.load.source import Span
+
+#: The skip reason of a file under a chart's ``templates/``.
+HELM_TEMPLATE = "Helm chart template"
+ANSIBLE_TEMPLATE = "Ansible role template"
+JINJA_TEMPLATE = "Jinja template"
+COOKIECUTTER_TEMPLATE = "cookiecutter template"
+ENVSUBST_TEMPLATE = "envsubst template"
+CHART_FILE = "Helm chart file"
+
+_JINJA_SUFFIXES = (".j2", ".jinja", ".jinja2")
+# The standard folders of an Ansible role besides templates/ (docs.ansible.com, "Roles", Role
+# directory structure: "You must include at least one of these directories in each role").
+_ROLE_FOLDERS = ("tasks", "handlers", "defaults", "vars", "meta")
+_COOKIECUTTER = re.compile(r"\{\{\s*cookiecutter\.")
+
+
+def _parts(path: str) -> list[str]:
+    return os.path.normpath(path).replace(os.sep, "/").split("/")
+
+
+def _join(parts: Sequence[str]) -> str:
+    return "/".join(parts) or "."
+
+
+def template_reason(path: str) -> str | None:
+    """Why the file at ``path`` is another tool's template, from where it is alone; None when it
+    is not one (or only its content can tell: :func:`content_reason`). A few ``stat`` calls, for
+    paths under a folder named ``templates`` only."""
+    parts = _parts(path)
+    if _COOKIECUTTER.search(path):
+        return COOKIECUTTER_TEMPLATE
+    if parts[-1].endswith(_JINJA_SUFFIXES):
+        return JINJA_TEMPLATE
+    if "templates" not in parts[:-1]:
+        return None
+    for index in range(len(parts) - 2, -1, -1):  # the innermost folder named templates first
+        if parts[index] != "templates":
+            continue
+        root = parts[:index]
+        if os.path.isfile(os.path.join(_join(root), "Chart.yaml")):
+            if _helmignored(_join(root), parts[index:]):
+                return None  # not part of the chart: a file like any other
+            return HELM_TEMPLATE
+        if _is_role(root):
+            return ANSIBLE_TEMPLATE
+    return None
+
+
+def _is_role(root: Sequence[str]) -> bool:
+    """Whether ``root`` is an Ansible role: a folder of ``roles/``, or one with another of the
+    standard role folders beside its ``templates/``."""
+    if len(root) >= 2 and root[-2] == "roles":
+        return True
+    folder = _join(root)
+    return any(os.path.isdir(os.path.join(folder, name)) for name in _ROLE_FOLDERS)
+
+
+def chart_template_root(path: str) -> str | None:
+    """The chart folder whose ``templates/`` holds ``path`` (as a chart is read, so not when its
+    ``.helmignore`` leaves the file out), else None."""
+    parts = _parts(path)
+    for index in range(len(parts) - 2, -1, -1):
+        if parts[index] == "templates" and os.path.isfile(os.path.join(_join(parts[:index]), "Chart.yaml")):
+            return None if _helmignored(_join(parts[:index]), parts[index:]) else _join(parts[:index])
+    return None
+
+
+def content_reason(text: str, broken: bool) -> str | None:
+    """Why ``text`` is another tool's template, from what it holds: cookiecutter's variables
+    anywhere; ``${VAR}`` (envsubst, Flux's post-build substitution) or Jinja statements where
+    YAML structure should be, only when the file does not parse (``broken``) and does once they
+    are taken out. A manifest holding ``${VAR}`` inside a value parses, and is linted."""
+    if "cookiecutter" in text and _COOKIECUTTER.search(text):
+        return COOKIECUTTER_TEMPLATE
+    if not broken:
+        return None
+    # A line holding only substitutions is structure (emptied); elsewhere each is a value.
+    if "${" in text and _ENVSUBST.search(text) and _parses(_ENVSUBST.sub("x", _ENVSUBST_LINE.sub("", text))):
+        return ENVSUBST_TEMPLATE
+    if "{%" in text and _parses(_JINJA_ACTION.sub("x", _JINJA_LINE.sub("", text))):
+        return JINJA_TEMPLATE
+    return None
+
+
+_VARIABLE = r"\$\{[A-Za-z_][A-Za-z0-9_]*(?:[:=+?-][^}\n]*)?\}"
+_ENVSUBST = re.compile(_VARIABLE)
+_ENVSUBST_LINE = re.compile(rf"^[ \t]*(?:-[ \t]+)?(?:{_VARIABLE}[ \t]*)+$", re.M)
+_JINJA_LINE = re.compile(r"^[ \t]*(?:\{%.*?%\}|\{#.*?#\}|\{\{.*?\}\})[ \t]*$", re.M)
+_JINJA_ACTION = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
+
+
+def _parses(text: str) -> bool:
+    from kaffinity.load.parse import parse
+
+    return not parse("", text).problems
+
+
+# --- .helmignore ---------------------------------------------------------------------------
+
+
+class _Rule:
+    __slots__ = ("base", "must_dir", "negate", "pattern")
+
+    def __init__(self, negate: bool, must_dir: bool, pattern: re.Pattern[str], base: bool) -> None:
+        self.negate = negate
+        self.must_dir = must_dir
+        self.pattern = pattern
+        self.base = base  # no slash in the rule: the base name is matched
+
+    def matches(self, path: str) -> bool:
+        name = path.rsplit("/", 1)[-1] if self.base else path
+        return self.pattern.fullmatch(name) is not None
+
+
+def _go_match(pattern: str) -> re.Pattern[str] | None:
+    """Go's ``filepath.Match`` pattern as a regular expression (``*`` and ``?`` stop at ``/``,
+    ``[^...]`` negates, ``\\`` escapes), or None if Go would refuse it."""
+    out: list[str] = []
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "\\":
+            index += 1
+            if index == len(pattern):
+                return None
+            out.append(re.escape(pattern[index]))
+        elif char == "[":
+            end = pattern.find("]", index + 2 if pattern[index + 1 : index + 2] == "^" else index + 1)
+            if end < 0:
+                return None
+            body = pattern[index + 1 : end]
+            negated = body.startswith("^")
+            body = body[1:] if negated else body
+            escaped = body.replace("\\", "\\\\").replace("[", "\\[")
+            out.append(f"[{'^/' if negated else ''}{escaped}]")
+            index = end
+        else:
+            out.append(re.escape(char))
+        index += 1
+    try:
+        return re.compile("".join(out))
+    except re.error:
+        return None
+
+
+def _helmignore_rules(chart: str) -> list[_Rule]:
+    """The rules of ``chart``'s ``.helmignore`` and Helm's default, in order: a transcription
+    of helm.sh/helm/v3 internal/ignore ``Rules.parseRule`` (blank lines and ``#`` comments
+    skipped, ``!`` negates, a trailing ``/`` matches folders only, a leading ``/`` or a ``/``
+    inside matches the path from the chart's root, else the base name). A file with ``**`` in
+    a rule makes Helm refuse the chart: then no rule is read here (rendering says why)."""
+    lines: list[str] = []
+    try:
+        with open(os.path.join(chart, ".helmignore"), encoding="utf-8", errors="replace") as handle:
+            lines = handle.read(1 << 20).splitlines()
+    except OSError:
+        pass
+    rules: list[_Rule] = []
+    for raw in [*lines, "templates/.?*"]:  # AddDefaults: dotfiles in templates/
+        rule = raw.strip()
+        if not rule or rule.startswith("#"):
+            continue
+        if "**" in rule:
+            return []
+        negate = rule.startswith("!")
+        rule = rule[1:] if negate else rule
+        must_dir = rule.endswith("/")
+        rule = rule.removesuffix("/")
+        base = "/" not in rule
+        rule = rule.removeprefix("/")
+        pattern = _go_match(rule)
+        if pattern is None:
+            return []
+        rules.append(_Rule(negate, must_dir, pattern, base))
+    return rules
+
+
+def _ignores(rules: Sequence[_Rule], path: str, folder: bool) -> bool:
+    """helm.sh/helm/v3 internal/ignore ``Rules.Ignore``, as Helm evaluates it: in order, the
+    first match decides; a negated rule that does not match ignores the path."""
+    for rule in rules:
+        if rule.negate:
+            if rule.must_dir and not folder:
+                return True
+            if not rule.matches(path):
+                return True
+            continue
+        if rule.must_dir and not folder:
+            continue
+        if rule.matches(path):
+            return True
+    return False
+
+
+def _helmignored(chart: str, relative: Sequence[str]) -> bool:
+    """Whether the chart ``chart`` leaves out the file at ``relative`` (its path parts from the
+    chart's root): ``LoadDir``'s walk skips a folder its rules ignore, and what is below it."""
+    rules = _helmignore_rules(chart)
+    if not rules:
+        return False
+    for end in range(1, len(relative)):
+        if _ignores(rules, "/".join(relative[:end]), folder=True):
+            return True
+    return _ignores(rules, "/".join(relative), folder=False)
+
+
+def chart_templates(chart: str) -> list[str]:
+    """The templates of ``chart`` that make manifests, as Helm loads them (``.helmignore``
+    applied): every file under ``templates/`` but partials (``_*``) and ``NOTES.txt``."""
+    top = os.path.join(chart, "templates")
+    rules = _helmignore_rules(chart)
+    found: list[str] = []
+    for root, dirs, files in os.walk(top):
+        relative = os.path.relpath(root, chart).replace(os.sep, "/")
+        dirs[:] = sorted(d for d in dirs if not _ignores(rules, f"{relative}/{d}", folder=True))
+        for name in sorted(files):
+            if name.startswith("_") or name == "NOTES.txt":
+                continue
+            if not _ignores(rules, f"{relative}/{name}", folder=False):
+                found.append(os.path.join(root, name))
+    return found
+
+
+# --- one finding per chart -------------------------------------------------------------------
+
+_NAME = re.compile(r"^name[ \t]*:", re.M)
+
+
+def chart_note(chart: str, limits: Limits = DEFAULT_LIMITS) -> SourceFile | None:
+    """``chart``'s ``Chart.yaml`` carrying the chart's one ``helm-template`` problem (at its
+    ``name:`` line, else line 1): its templates are not linted until the chart is rendered.
+    None when the chart has no template that makes manifests."""
+    count = len(chart_templates(chart))
+    if not count:
+        return None
+    from kaffinity.load.read import read_text
+
+    path = os.path.join(chart, "Chart.yaml") if chart != "." else "Chart.yaml"
+    name, text, problem = read_text(path, limits)
+    match = _NAME.search(text) if problem is None else None
+    line = text.count("\n", 0, match.start()) + 1 if match is not None else 1
+    templates = "template is" if count == 1 else "templates are"
+    message = (
+        f"chart not rendered: its {count} {templates} not linted; render it with "
+        "`--render` (helm or helm-python-sdk), or lint `helm template RELEASE CHART | kaffinity lint -`"
+    )
+    return SourceFile(name, text if problem is None else "", (), (LoadProblem("helm-template", message, Span(line, 1)),))
+
+
+def with_chart_notes(files: Sequence[SourceFile], limits: Limits = DEFAULT_LIMITS) -> list[SourceFile]:
+    """``files`` with one ``helm-template`` problem per chart read (its ``Chart.yaml``, or one of
+    its templates, named or found in a folder), carried by the chart's ``Chart.yaml``
+    (:func:`chart_note`): in place of that file when it was read, else added."""
+    charts: dict[str, None] = {}
+    for file in files:
+        if file.skipped == HELM_TEMPLATE:
+            root = chart_template_root(file.name)
+            if root is not None:
+                charts[os.path.normpath(root)] = None
+        elif file.skipped is not None and os.path.basename(file.name) == "Chart.yaml":
+            charts[os.path.normpath(os.path.dirname(file.name) or ".")] = None
+    if not charts:
+        return list(files)
+    notes = {chart: chart_note(chart, limits) for chart in charts}
+    out: list[SourceFile] = []
+    placed: set[str] = set()
+    for file in files:
+        if os.path.basename(file.name) == "Chart.yaml" and file.skipped is not None:
+            chart = os.path.normpath(os.path.dirname(file.name) or ".")
+            note = notes.get(chart)
+            if note is not None and chart not in placed:
+                placed.add(chart)
+                out.append(replace(note, name=file.name))
+                continue
+        out.append(file)
+    out.extend(note for chart, note in notes.items() if note is not None and chart not in placed)
+    return out
+
+
+def rendered_with(chart: str, rendered: set[str]) -> bool:
+    """Whether ``chart`` (a folder) was rendered: itself, or a chart whose ``charts/`` holds it
+    (Helm renders in-tree subcharts with their parent: pkg/chart/loader ``LoadFiles``).
+    ``rendered``: absolute paths."""
+    folder = os.path.abspath(chart)
+    while True:
+        if folder in rendered:
+            return True
+        parent = os.path.dirname(folder)
+        if os.path.basename(parent) != "charts" or os.path.dirname(parent) == parent:
+            return False
+        folder = os.path.dirname(parent)
+
+
+def named_template(file: SourceFile, name: str) -> SourceFile:
+    """Stdin ``file`` as the template ``--stdin-filename`` names (skipped, as the file on disk
+    would be), unless it is rendered output (``# Source:`` comments) or ``name`` is no template."""
+    from kaffinity.load.parse import STDIN_NAME
+
+    if file.name != STDIN_NAME or "# Source: " in file.text:
+        return file
+    reason = template_reason(name)
+    return SourceFile(name, "", (), (), reason) if reason is not None else file
