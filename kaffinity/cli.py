@@ -1212,9 +1212,8 @@ def _layout(
         )
         layout = built.layout
         if built.charts:
-            from kaffinity.repo.units import chart_of
-
             from kaffinity.load.charts import rendered_with
+            from kaffinity.repo.units import chart_of
 
             rendered = {os.path.abspath(chart) for chart in built.charts}
             cache: dict[str, Optional[str]] = {}

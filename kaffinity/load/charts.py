@@ -280,7 +280,8 @@ def chart_note(chart: str, limits: Limits = DEFAULT_LIMITS) -> SourceFile | None
         f"chart not rendered: its {count} {templates} not linted; render it with "
         "`--render` (helm or helm-python-sdk), or lint `helm template RELEASE CHART | kaffinity lint -`"
     )
-    return SourceFile(name, text if problem is None else "", (), (LoadProblem("helm-template", message, Span(line, 1)),))
+    found = LoadProblem("helm-template", message, Span(line, 1))
+    return SourceFile(name, text if problem is None else "", (), (found,))
 
 
 def with_chart_notes(files: Sequence[SourceFile], limits: Limits = DEFAULT_LIMITS) -> list[SourceFile]:
