@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -44,6 +45,16 @@ _JINJA_SUFFIXES = (".j2", ".jinja", ".jinja2")
 # directory structure: "You must include at least one of these directories in each role").
 _ROLE_FOLDERS = ("tasks", "handlers", "defaults", "vars", "meta")
 _COOKIECUTTER = re.compile(r"\{\{\s*cookiecutter\.")
+
+
+def _regular(path: str) -> bool:
+    """Whether ``path`` is a regular file and no symlink: the checkout is attacker input, so a
+    chart's ``Chart.yaml`` or ``.helmignore`` linked elsewhere (or a FIFO, which would block) is
+    never read here (docs/security.md)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _parts(path: str) -> list[str]:
@@ -186,9 +197,11 @@ def _helmignore_rules(chart: str) -> list[_Rule]:
     inside matches the path from the chart's root, else the base name). A file with ``**`` in
     a rule makes Helm refuse the chart: then no rule is read here (rendering says why)."""
     lines: list[str] = []
+    path = os.path.join(chart, ".helmignore")
     try:
-        with open(os.path.join(chart, ".helmignore"), encoding="utf-8", errors="replace") as handle:
-            lines = handle.read(1 << 20).splitlines()
+        if _regular(path):
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                lines = handle.read(1 << 20).splitlines()
     except OSError:
         pass
     rules: list[_Rule] = []
@@ -259,6 +272,22 @@ def chart_templates(chart: str) -> list[str]:
 
 # --- one finding per chart -------------------------------------------------------------------
 
+
+def _chart_text(path: str, limits: Limits) -> str:
+    """The text of a ``Chart.yaml`` (for the report's line and comment suppressions), or ""
+    when it cannot be read or is past the size limit (the finding is then at line 1)."""
+    if not _regular(path):
+        return ""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(limits.file_size + 1)
+    except OSError:
+        return ""
+    if len(raw) > limits.file_size:
+        return ""
+    return raw.decode("utf-8", "replace").removeprefix("\ufeff")
+
+
 _NAME = re.compile(r"^name[ \t]*:", re.M)
 
 
@@ -269,11 +298,9 @@ def chart_note(chart: str, limits: Limits = DEFAULT_LIMITS) -> SourceFile | None
     count = len(chart_templates(chart))
     if not count:
         return None
-    from kaffinity.load.read import read_text
-
     path = os.path.join(chart, "Chart.yaml") if chart != "." else "Chart.yaml"
-    name, text, problem = read_text(path, limits)
-    match = _NAME.search(text) if problem is None else None
+    text = _chart_text(path, limits)
+    match = _NAME.search(text)
     line = text.count("\n", 0, match.start()) + 1 if match is not None else 1
     templates = "template is" if count == 1 else "templates are"
     message = (
@@ -281,7 +308,7 @@ def chart_note(chart: str, limits: Limits = DEFAULT_LIMITS) -> SourceFile | None
         "`--render` (helm or helm-python-sdk), or lint `helm template RELEASE CHART | kaffinity lint -`"
     )
     found = LoadProblem("helm-template", message, Span(line, 1))
-    return SourceFile(name, text if problem is None else "", (), (found,))
+    return SourceFile(path, text, (), (found,))
 
 
 def with_chart_notes(files: Sequence[SourceFile], limits: Limits = DEFAULT_LIMITS) -> list[SourceFile]:
