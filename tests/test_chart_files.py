@@ -299,7 +299,7 @@ spec:
     _write(
         repo,
         {
-            "roles/web/tasks/main.yml": "- name: apply\n  kubernetes.core.k8s:\n    template: deployment.yaml\n",
+            "roles/web/tasks/main.yml": "- name: apply\n  kubernetes.core.k8s:\n    template: web.yaml\n",
             "roles/web/defaults/main.yml": "replicas: 2\n",
             "roles/web/templates/deployment.yaml": jinja,
             # a role folder elsewhere: templates/ beside tasks/
