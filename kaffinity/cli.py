@@ -1361,7 +1361,10 @@ def _load_in_context(
         raise typer.Exit(2)
     seen: set[tuple[int, int]] = set()
     files = _load(paths, settings, stdin_filename, seen, stream=stream)
-    reported = {file.name for file in files}
+    from kaffinity.load.charts import charts_of_templates
+
+    # A template changed: its chart's one helm-template finding (at Chart.yaml) is reported.
+    reported = {file.name for file in files} | charts_of_templates(files)
     context_paths = context_paths or listing or _repository_context(paths)
     if not context_paths:
         _say_no_context()

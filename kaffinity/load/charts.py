@@ -364,3 +364,15 @@ def named_template(file: SourceFile, name: str) -> SourceFile:
         return file
     reason = template_reason(name)
     return SourceFile(name, "", (), (), reason) if reason is not None else file
+
+
+def charts_of_templates(files: Sequence[SourceFile]) -> set[str]:
+    """The ``Chart.yaml`` of each chart whose templates are among ``files``: where their one
+    finding goes (``--changed`` reports on it when a template changed)."""
+    found: set[str] = set()
+    for file in files:
+        if file.skipped == HELM_TEMPLATE:
+            root = chart_template_root(file.name)
+            if root is not None:
+                found.add(os.path.join(os.path.normpath(root), "Chart.yaml"))
+    return found
