@@ -14,6 +14,7 @@ docs.ansible.com ("Roles": ``roles/<role>/{tasks,defaults,templates}``).
 from __future__ import annotations
 
 import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -192,6 +193,26 @@ def test_the_pre_commit_hook_passes_a_commit_that_touches_templates(tmp_path: Pa
         "charts/web/templates/tests/test-connection.yaml",
     ]
     code, report = run_json("--no-render", "--no-cache", "--fail-on", "warning", *named, cwd=repo)
+    assert code == 0
+    assert _placed(report) == [("helm-template", "charts/web/Chart.yaml", 2, 1)]
+
+
+def test_the_changed_hook_reports_the_chart_of_a_changed_template(tmp_path: Path) -> None:
+    """The published hooks run `lint --changed --fail-on warning --pre-commit FILES`: the chart's
+    finding is at its Chart.yaml, not among the files named, and is still reported."""
+    repo = _chart_repository(tmp_path)
+    for command in (["git", "init", "-q"], ["git", "add", "."]):
+        subprocess.run(command, cwd=repo, check=True, capture_output=True)
+    code, report = run_json(
+        "--no-render",
+        "--no-cache",
+        "--changed",
+        "--fail-on",
+        "warning",
+        "--pre-commit",
+        "charts/web/templates/deployment.yaml",
+        cwd=repo,
+    )
     assert code == 0
     assert _placed(report) == [("helm-template", "charts/web/Chart.yaml", 2, 1)]
 
