@@ -190,7 +190,29 @@ def _go_match(pattern: str) -> re.Pattern[str] | None:
         return None
 
 
+#: The rules of the charts read, by .helmignore path and what ``lstat`` says of it (a template
+#: is classified one at a time: the file is read once per chart, and again when it changes).
+_RULES: dict[str, tuple[tuple[int, int, int], list[_Rule]]] = {}
+
+
 def _helmignore_rules(chart: str) -> list[_Rule]:
+    path = os.path.join(chart, ".helmignore")
+    try:
+        info = os.lstat(path)
+        stamp = (info.st_ino, info.st_size, info.st_mtime_ns)
+    except OSError:
+        stamp = (0, 0, 0)
+    cached = _RULES.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    if len(_RULES) > 1000:
+        _RULES.clear()
+    rules = _read_helmignore(chart)
+    _RULES[path] = (stamp, rules)
+    return rules
+
+
+def _read_helmignore(chart: str) -> list[_Rule]:
     """The rules of ``chart``'s ``.helmignore`` and Helm's default, in order: a transcription
     of helm.sh/helm/v3 internal/ignore ``Rules.parseRule`` (blank lines and ``#`` comments
     skipped, ``!`` negates, a trailing ``/`` matches folders only, a leading ``/`` or a ``/``
