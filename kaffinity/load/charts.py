@@ -120,16 +120,52 @@ def content_reason(text: str, broken: bool) -> str | None:
     # A line holding only substitutions is structure (emptied); elsewhere each is a value.
     if "${" in text and _ENVSUBST.search(text) and _parses(_ENVSUBST.sub("x", _ENVSUBST_LINE.sub("", text))):
         return ENVSUBST_TEMPLATE
-    if "{%" in text and _parses(_JINJA_ACTION.sub("x", _JINJA_LINE.sub("", text))):
+    if "{%" in text and _parses(_without_jinja(text)):
         return JINJA_TEMPLATE
     return None
 
 
-_VARIABLE = r"\$\{[A-Za-z_][A-Za-z0-9_]*(?:[:=+?-][^}\n]*)?\}"
+def _without_jinja(text: str) -> str:
+    """``text`` with its Jinja lines (a statement, comment or expression alone on a line)
+    emptied and its other expressions made a word: one pass with ``str.find``, linear whatever
+    the text (a regular expression would go quadratic on many unclosed ``{{``)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        stripped = line.strip()
+        closing = _JINJA_PAIRS.get(stripped[:2])
+        if closing is not None and stripped.find(closing, 2) == len(stripped) - 2:
+            out.append("")
+            continue
+        out.append(_jinja_words(line))
+    return "\n".join(out)
+
+
+_JINJA_PAIRS = {"{{": "}}", "{%": "%}", "{#": "#}"}
+
+
+def _jinja_words(line: str) -> str:
+    parts: list[str] = []
+    start = 0
+    while True:
+        found = [(index, key) for key in _JINJA_PAIRS if (index := line.find(key, start)) >= 0]
+        if not found:
+            break
+        index, key = min(found)
+        end = line.find(_JINJA_PAIRS[key], index + 2)
+        if end < 0:
+            break
+        parts.append(line[start:index])
+        parts.append("x")
+        start = end + 2
+    parts.append(line[start:])
+    return "".join(parts)
+
+
+# A default value stops at the next `$` or `{`: a `${` never closed on a long line must not make
+# the search quadratic.
+_VARIABLE = r"\$\{[A-Za-z_][A-Za-z0-9_]*(?:[:=+?-][^}\n${]*)?\}"
 _ENVSUBST = re.compile(_VARIABLE)
 _ENVSUBST_LINE = re.compile(rf"^[ \t]*(?:-[ \t]+)?(?:{_VARIABLE}[ \t]*)+$", re.M)
-_JINJA_LINE = re.compile(r"^[ \t]*(?:\{%.*?%\}|\{#.*?#\}|\{\{.*?\}\})[ \t]*$", re.M)
-_JINJA_ACTION = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
 
 
 def _parses(text: str) -> bool:
@@ -141,53 +177,123 @@ def _parses(text: str) -> bool:
 # --- .helmignore ---------------------------------------------------------------------------
 
 
-class _Rule:
-    __slots__ = ("base", "must_dir", "negate", "pattern")
+#: One element of a glob: ``*``, ``?``, a character class (negated, its characters and ranges),
+#: or a literal character.
+_Token = tuple[str, bool, tuple[tuple[str, str], ...]]
+_STAR: _Token = ("*", False, ())
+_ANY: _Token = ("?", False, ())
 
-    def __init__(self, negate: bool, must_dir: bool, pattern: re.Pattern[str], base: bool) -> None:
+
+class _Rule:
+    __slots__ = ("base", "must_dir", "negate", "segments")
+
+    def __init__(self, negate: bool, must_dir: bool, segments: list[list[_Token]], base: bool) -> None:
         self.negate = negate
         self.must_dir = must_dir
-        self.pattern = pattern
+        self.segments = segments
         self.base = base  # no slash in the rule: the base name is matched
 
     def matches(self, path: str) -> bool:
-        name = path.rsplit("/", 1)[-1] if self.base else path
-        return self.pattern.fullmatch(name) is not None
+        names = [path.rsplit("/", 1)[-1]] if self.base else path.split("/")
+        return len(names) == len(self.segments) and all(
+            _match_segment(tokens, name) for tokens, name in zip(self.segments, names, strict=True)
+        )
 
 
-def _go_match(pattern: str) -> re.Pattern[str] | None:
-    """Go's ``filepath.Match`` pattern as a regular expression (``*`` and ``?`` stop at ``/``,
-    ``[^...]`` negates, ``\\`` escapes), or None if Go would refuse it."""
-    out: list[str] = []
+def _glob(pattern: str) -> list[list[_Token]] | None:
+    """Go's ``filepath.Match`` pattern, one token list per ``/``-separated segment (``*``, ``?``
+    and classes never match ``/``; ``[^...]`` negates; ``\\`` escapes), or None if Go would
+    refuse it. Matched segment by segment without regular expressions: a hostile ``.helmignore``
+    cannot make matching slow."""
+    segments: list[list[_Token]] = [[]]
     index = 0
     while index < len(pattern):
         char = pattern[index]
-        if char == "*":
-            out.append("[^/]*")
+        tokens = segments[-1]
+        if char == "/":
+            segments.append([])
+        elif char == "*":
+            if not tokens or tokens[-1] is not _STAR:
+                tokens.append(_STAR)
         elif char == "?":
-            out.append("[^/]")
+            tokens.append(_ANY)
         elif char == "\\":
             index += 1
             if index == len(pattern):
                 return None
-            out.append(re.escape(pattern[index]))
+            tokens.append(("=", False, ((pattern[index], pattern[index]),)))
         elif char == "[":
-            end = pattern.find("]", index + 2 if pattern[index + 1 : index + 2] == "^" else index + 1)
-            if end < 0:
+            found = _class(pattern, index + 1)
+            if found is None:
                 return None
-            body = pattern[index + 1 : end]
-            negated = body.startswith("^")
-            body = body[1:] if negated else body
-            escaped = body.replace("\\", "\\\\").replace("[", "\\[")
-            out.append(f"[{'^/' if negated else ''}{escaped}]")
-            index = end
+            token, index = found
+            tokens.append(token)
         else:
-            out.append(re.escape(char))
+            tokens.append(("=", False, ((char, char),)))
         index += 1
-    try:
-        return re.compile("".join(out))
-    except re.error:
+    return segments
+
+
+def _class(pattern: str, index: int) -> tuple[_Token, int] | None:
+    """The character class that starts at ``index`` (after its ``[``) and the index of its
+    ``]``, or None when it is not closed."""
+    negated = pattern[index : index + 1] == "^"
+    index += negated
+    ranges: list[tuple[str, str]] = []
+
+    def character() -> str | None:
+        nonlocal index
+        if pattern[index] == "\\":
+            index += 1
+            if index == len(pattern):
+                return None
+        return pattern[index]
+
+    while index < len(pattern) and (pattern[index] != "]" or not ranges):
+        low = character()
+        if low is None:
+            return None
+        high: str | None = low
+        if pattern[index + 1 : index + 2] == "-" and pattern[index + 2 : index + 3] not in ("", "]"):
+            index += 2
+            high = character()
+        if high is None:
+            return None
+        ranges.append((low, high))
+        index += 1
+    if index == len(pattern):
         return None
+    return ("[", negated, tuple(ranges)), index
+
+
+def _one(token: _Token, char: str) -> bool:
+    kind, negated, ranges = token
+    if kind == "?":
+        return True
+    inside = any(low <= char <= high for low, high in ranges)
+    return inside != negated
+
+
+def _match_segment(tokens: Sequence[_Token], name: str) -> bool:
+    """Whether ``name`` (no ``/``) matches ``tokens``: the classic wildcard walk that goes back
+    only to the last ``*``, linear in practice and never worse than length times length."""
+    position = index = 0
+    star, mark = -1, 0
+    while position < len(name):
+        if index < len(tokens) and tokens[index] is _STAR:
+            star, mark = index, position
+            index += 1
+        elif index < len(tokens) and _one(tokens[index], name[position]):
+            index += 1
+            position += 1
+        elif star >= 0:
+            mark += 1
+            position, index = mark, star + 1
+        else:
+            return False
+    while index < len(tokens) and tokens[index] is _STAR:
+        index += 1
+    return index == len(tokens)
 
 
 #: The rules of the charts read, by .helmignore path and what ``lstat`` says of it (a template
@@ -239,10 +345,10 @@ def _read_helmignore(chart: str) -> list[_Rule]:
         rule = rule.removesuffix("/")
         base = "/" not in rule
         rule = rule.removeprefix("/")
-        pattern = _go_match(rule)
-        if pattern is None:
+        segments = _glob(rule)
+        if segments is None:
             return []
-        rules.append(_Rule(negate, must_dir, pattern, base))
+        rules.append(_Rule(negate, must_dir, segments, base))
     return rules
 
 
