@@ -328,6 +328,7 @@ spec:
             "ansible/site/templates/k8s/service.yml": "apiVersion: v1\nkind: Service\n{{ spec | to_yaml }}\n",
             "deploy/web.yaml.j2": jinja,
             "deploy/jinja.yaml": jinja,
+            "deploy/gomplate.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Env.APP }}\n",
             "{{cookiecutter.project}}/deploy.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: x}\n",
             "flux/apps/web.yaml": (
                 "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"
@@ -354,8 +355,8 @@ def test_other_tools_templates_are_skipped_never_parse_errors(tmp_path: Path) ->
         ("replicas-not-spread", "flux/apps/api.yaml", line_of(api, "replicas: 3"))
     ]
     # roles/web (2 yml + template), ansible/site (tasks + template), the .j2, jinja.yaml,
-    # cookiecutter, the envsubst file
-    assert report["summary"]["skipped"] == 9
+    # gomplate.yaml, cookiecutter, the envsubst file
+    assert report["summary"]["skipped"] == 10
     assert report["summary"]["documents"] == 1
     assert template_reason(str(repo / "roles/web/templates/deployment.yaml")) == ANSIBLE_TEMPLATE
     assert template_reason(str(repo / "ansible/site/templates/k8s/service.yml")) == ANSIBLE_TEMPLATE

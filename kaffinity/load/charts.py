@@ -36,6 +36,9 @@ from kaffinity.load.source import Span
 HELM_TEMPLATE = "Helm chart template"
 ANSIBLE_TEMPLATE = "Ansible role template"
 JINJA_TEMPLATE = "Jinja template"
+#: A file that parses only once its ``{{ }}``/``{% %}`` actions are taken out (Jinja, gomplate,
+#: Go templates of other tools; Helm's own are found first: kaffinity.load.parse).
+TEXT_TEMPLATE = "template ({{ }} or {% %} actions where YAML structure should be)"
 COOKIECUTTER_TEMPLATE = "cookiecutter template"
 ENVSUBST_TEMPLATE = "envsubst template"
 CHART_FILE = "Helm chart file"
@@ -110,9 +113,11 @@ def chart_template_root(path: str) -> str | None:
 
 def content_reason(text: str, broken: bool) -> str | None:
     """Why ``text`` is another tool's template, from what it holds: cookiecutter's variables
-    anywhere; ``${VAR}`` (envsubst, Flux's post-build substitution) or Jinja statements where
-    YAML structure should be, only when the file does not parse (``broken``) and does once they
-    are taken out. A manifest holding ``${VAR}`` inside a value parses, and is linted."""
+    anywhere; ``${VAR}`` (envsubst, Flux's post-build substitution), or ``{{ }}``/``{% %}``
+    actions (Jinja, other tools' Go templates) where YAML structure should be, only when the
+    file does not parse (``broken``: a parse-error, not Helm's actions, which
+    kaffinity.load.parse reports as ``helm-template``) and does once they are taken out. A
+    manifest holding ``${VAR}`` or ``{{ }}`` inside a value parses, and is linted."""
     if "cookiecutter" in text and _COOKIECUTTER.search(text):
         return COOKIECUTTER_TEMPLATE
     if not broken:
@@ -120,8 +125,8 @@ def content_reason(text: str, broken: bool) -> str | None:
     # A line holding only substitutions is structure (emptied); elsewhere each is a value.
     if "${" in text and _ENVSUBST.search(text) and _parses(_ENVSUBST.sub("x", _ENVSUBST_LINE.sub("", text))):
         return ENVSUBST_TEMPLATE
-    if "{%" in text and _parses(_without_jinja(text)):
-        return JINJA_TEMPLATE
+    if ("{%" in text or "{{" in text) and _parses(_without_jinja(text)):
+        return TEXT_TEMPLATE
     return None
 
 
