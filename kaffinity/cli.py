@@ -1209,6 +1209,7 @@ def _layout(
             helm_values=settings.helm_values,
             namespace=None,
             sandbox=sandbox,
+            kube_version=settings.kube_version,
         )
         layout = built.layout
         if built.charts:
@@ -1224,6 +1225,13 @@ def _layout(
                 for file in files
             ]
         files = [*files, *built.files]
+    else:
+        from kaffinity.repo.units import unrendered_note
+
+        # Overlays and charts read as written are not what gets deployed: one note says so.
+        unrendered = unrendered_note(layout.units)
+        if unrendered is not None:
+            layout = replace(layout, notes=(*layout.notes, unrendered))
     for note in layout.notes:
         _say(f"kaffinity: note: {note}")
     return files, layout
@@ -1288,7 +1296,7 @@ def _stream(
     files (found on disk under ``roots`` before anything is parsed): then the files are read
     whole."""
     from kaffinity.load.parse import STDIN
-    from kaffinity.repo.units import has_kustomization
+    from kaffinity.repo.kustomizations import has_kustomization
 
     if STDIN in (paths or ()) or settings.policies or settings.render:
         return None

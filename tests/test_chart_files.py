@@ -27,6 +27,8 @@ from kaffinity.load.charts import (
     _helmignored,
     chart_templates,
     template_reason,
+    top_chart,
+    unit_templates,
 )
 
 from .kit import line_of, run, run_json
@@ -169,16 +171,14 @@ def _placed(report: dict[str, Any]) -> list[tuple[str, str, int | None, int | No
 
 
 def test_an_unrendered_chart_is_one_info_finding_at_its_chart_yaml(tmp_path: Path) -> None:
-    """Without rendering: one helm-template finding per chart (the subchart is a chart too), at
-    the `name:` line of its Chart.yaml, severity info; no parse-error although every template
-    starts with a licence comment; the CRD and the .helmignore'd file are linted as manifests."""
+    """Without rendering: one helm-template finding per chart (its in-tree subchart, rendered
+    only with it, counted with it), at the `name:` line of its Chart.yaml, severity info; no
+    parse-error although every template starts with a licence comment; the CRD and the
+    .helmignore'd file are linted as manifests."""
     repo = _chart_repository(tmp_path)
     code, report = run_json("--no-render", "--no-cache", ".", cwd=repo)
     assert code == 0
-    assert _placed(report) == [
-        ("helm-template", "charts/web/Chart.yaml", 2, 1),
-        ("helm-template", "charts/web/charts/sub/Chart.yaml", 2, 1),
-    ]
+    assert _placed(report) == [("helm-template", "charts/web/Chart.yaml", 2, 1)]
     assert {f["severity"] for f in report["findings"]} == {"info"}
     assert report["summary"]["documents"] == 2  # the CRD and the ConfigMap Helm leaves out
 
@@ -282,6 +282,12 @@ def test_helm_reads_the_chart_as_kaffinity_classifies_it(tmp_path: Path) -> None
         "templates/deployment.yaml",
         "templates/tests/test-connection.yaml",
     ]
+    assert sorted(Path(path).relative_to(web).as_posix() for path in unit_templates(str(web))) == [
+        "charts/sub/templates/service.yaml",
+        "templates/deployment.yaml",
+        "templates/tests/test-connection.yaml",
+    ]
+    assert top_chart(str(web / "charts" / "sub")) == str(web)
 
 
 @pytest.mark.parametrize(
@@ -369,11 +375,4 @@ def test_the_cache_keeps_the_classification(tmp_path: Path) -> None:
     first = run_json("--no-render", "--cache-dir", cache, ".", cwd=repo)
     second = run_json("--no-render", "--cache-dir", cache, ".", cwd=repo)
     assert first[0] == second[0] == 0
-    assert (
-        _placed(first[1])
-        == _placed(second[1])
-        == [
-            ("helm-template", "charts/web/Chart.yaml", 2, 1),
-            ("helm-template", "charts/web/charts/sub/Chart.yaml", 2, 1),
-        ]
-    )
+    assert _placed(first[1]) == _placed(second[1]) == [("helm-template", "charts/web/Chart.yaml", 2, 1)]

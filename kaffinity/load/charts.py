@@ -424,11 +424,45 @@ def _chart_text(path: str, limits: Limits) -> str:
 _NAME = re.compile(r"^name[ \t]*:", re.M)
 
 
+def top_chart(chart: str) -> str:
+    """The chart ``chart`` is rendered with: itself, or the chart whose ``charts/`` holds it (an
+    in-tree subchart is rendered only as a dependency of its parent, with the parent's values:
+    helm.sh/helm/v3 pkg/chart/loader ``LoadFiles``, pkg/chartutil ``ProcessDependencies``)."""
+    while True:
+        folder = os.path.dirname(chart)
+        if os.path.basename(folder) != "charts":
+            return chart
+        parent = os.path.dirname(folder) or "."
+        if parent == chart or not os.path.isfile(os.path.join(parent, "Chart.yaml")):
+            return chart
+        chart = parent
+
+
+def unit_templates(chart: str) -> list[str]:
+    """The templates that make manifests of ``chart`` and of its in-tree subcharts (folders of
+    its ``charts/`` with a ``Chart.yaml``, at any depth), rendered together."""
+    found: list[str] = []
+    pending = [chart]
+    while pending:
+        current = pending.pop()
+        found.extend(chart_templates(current))
+        folder = os.path.join(current, "charts")
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in reversed(names):
+            sub = os.path.join(folder, name)
+            if not os.path.islink(sub) and os.path.isfile(os.path.join(sub, "Chart.yaml")):
+                pending.append(sub)
+    return found
+
+
 def chart_note(chart: str, limits: Limits = DEFAULT_LIMITS) -> SourceFile | None:
     """``chart``'s ``Chart.yaml`` carrying the chart's one ``helm-template`` problem (at its
     ``name:`` line, else line 1): its templates are not linted until the chart is rendered.
     None when the chart has no template that makes manifests."""
-    count = len(chart_templates(chart))
+    count = len(unit_templates(chart))
     if not count:
         return None
     path = os.path.join(chart, "Chart.yaml") if chart != "." else "Chart.yaml"
@@ -447,15 +481,16 @@ def chart_note(chart: str, limits: Limits = DEFAULT_LIMITS) -> SourceFile | None
 def with_chart_notes(files: Sequence[SourceFile], limits: Limits = DEFAULT_LIMITS) -> list[SourceFile]:
     """``files`` with one ``helm-template`` problem per chart read (its ``Chart.yaml``, or one of
     its templates, named or found in a folder), carried by the chart's ``Chart.yaml``
-    (:func:`chart_note`): in place of that file when it was read, else added."""
+    (:func:`chart_note`): in place of that file when it was read, else added. An in-tree
+    subchart is counted with its parent (:func:`top_chart`), as it is rendered."""
     charts: dict[str, None] = {}
     for file in files:
         if file.skipped == HELM_TEMPLATE:
             root = chart_template_root(file.name)
             if root is not None:
-                charts[os.path.normpath(root)] = None
+                charts[top_chart(os.path.normpath(root))] = None
         elif file.skipped is not None and os.path.basename(file.name) == "Chart.yaml":
-            charts[os.path.normpath(os.path.dirname(file.name) or ".")] = None
+            charts[top_chart(os.path.normpath(os.path.dirname(file.name) or "."))] = None
     if not charts:
         return list(files)
     notes = {chart: chart_note(chart, limits) for chart in charts}
@@ -507,5 +542,5 @@ def charts_of_templates(files: Sequence[SourceFile]) -> set[str]:
         if file.skipped == HELM_TEMPLATE:
             root = chart_template_root(file.name)
             if root is not None:
-                found.add(os.path.join(os.path.normpath(root), "Chart.yaml"))
+                found.add(os.path.join(top_chart(os.path.normpath(root)), "Chart.yaml"))
     return found
