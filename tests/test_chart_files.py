@@ -376,3 +376,32 @@ def test_the_cache_keeps_the_classification(tmp_path: Path) -> None:
     second = run_json("--no-render", "--cache-dir", cache, ".", cwd=repo)
     assert first[0] == second[0] == 0
     assert _placed(first[1]) == _placed(second[1]) == [("helm-template", "charts/web/Chart.yaml", 2, 1)]
+
+
+HELMRELEASE = """\
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: konflate
+spec:
+  interval: 1h
+  chartRef: {kind: OCIRepository, name: app-template}
+  values:
+    config:
+      publicUrl: https://{{ .Release.Name }}.example.com
+      prometheus: http://prometheus.{{ .Release.Namespace }}.svc:9090
+"""
+
+
+def test_values_that_hold_templates_as_content_are_a_manifest() -> None:
+    """A Flux HelmRelease's values (modelled on a Flux home lab: the app-template chart passes
+    them to `tpl`) hold Helm actions as content: the file is a manifest, not a template. The
+    same actions as a ConfigMap's name outside any chart still make it a template."""
+    code, report = run_json("--no-render", "-", stdin=HELMRELEASE)
+    assert code == 0
+    assert report["findings"] == []
+    assert report["summary"]["documents"] == 1
+    configmap = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-web\n"
+    code, report = run_json("--no-render", "-", stdin=configmap)
+    assert code == 0
+    assert [(f["rule"], f["line"]) for f in report["findings"]] == [("helm-template", 4)]

@@ -768,7 +768,8 @@ def _parse(name: str, text: str, limits: Limits) -> SourceFile:
     template: Span | None = None
     try:
         for index, (data, builder) in enumerate(_documents(text, limits)):
-            template = template or builder.template
+            if builder.template is not None and not _carries_templates(data):
+                template = template or builder.template
             duplicates = tuple(builder.duplicates)
             documents.extend(_objects(name, index, data, duplicates, problems))
             problems.extend(map(_duplicate_problem, duplicates))
@@ -784,6 +785,18 @@ def _parse(name: str, text: str, limits: Limits) -> SourceFile:
         )
         return SourceFile(name, text, (), (LoadProblem("helm-template", message, template),))
     return SourceFile(name, text, tuple(documents), tuple(problems))
+
+
+#: API groups of objects whose values hold templates rendered later, as content: a Flux
+#: HelmRelease's ``spec.values`` (charts pass them to ``tpl``, `{{ .Release.Name }}` in a URL),
+#: an Argo CD Application's Helm values and an ApplicationSet's Go template, a k3s HelmChart's
+#: ``valuesContent``. Such an object is a manifest, never an unrendered chart template.
+_TEMPLATE_CARRIERS = ("helm.toolkit.fluxcd.io/", "argoproj.io/", "helm.cattle.io/")
+
+
+def _carries_templates(data: Any) -> bool:
+    api_version = data.get("apiVersion") if isinstance(data, dict) else None
+    return isinstance(api_version, str) and api_version.startswith(_TEMPLATE_CARRIERS)
 
 
 def _duplicate_problem(duplicate: DuplicateKey) -> LoadProblem:
