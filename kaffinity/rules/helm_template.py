@@ -24,7 +24,8 @@ linted as manifests.
 A file outside any chart that holds Helm template actions (`{{ .Values.x }}`, `{{- if ... }}`,
 `{{ include ... }}`) where YAML structure or plain values should be is reported the same way,
 at its first action. Go templates that are *content* — inside quoted or block strings, such as
-Prometheus alert texts (`{{ $labels.pod }}`) — do not count.
+Prometheus alert texts (`{{ $labels.pod }}`), or in the values of a Flux `HelmRelease`, an Argo
+CD `Application` or `ApplicationSet` — do not count.
 
 The severity is `info`: the pre-commit hook (`--fail-on warning`) does not fail a commit that
 touches a chart template. `severity: {helm-template: warning}` in `.kaffinity.yaml` makes it
