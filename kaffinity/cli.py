@@ -1112,6 +1112,10 @@ def _load(
     files: list[SourceFile] = load(
         targets, excluded, seen, jobs=jobs, limits=settings.limits, gitignore=settings.gitignore
     )
+    if STDIN in targets and stdin_filename:
+        from kaffinity.load.charts import named_template
+
+        files = [named_template(file, stdin_filename) for file in files]
     if STDIN in targets:
         files = _map_rendered_stdin(files, settings, stdin_filename)
     if stdin_filename and STDIN in targets:
@@ -1180,8 +1184,10 @@ def _layout(
     """The deployment units of what was read (kaffinity.repo.units), built with the tools when
     ``--render`` asks; notes about it on stderr. The files come back with those the rendered
     objects point at, and without the helm-template problems of the charts rendered."""
+    from kaffinity.load.charts import with_chart_notes
     from kaffinity.repo.units import read_layout, render_units
 
+    files = with_chart_notes(files, settings.limits)  # one helm-template per chart, not rendered yet
     roots = [path for path in (paths or ["."]) if path != "-"]
     layout = read_layout(
         files,
@@ -1207,13 +1213,14 @@ def _layout(
         )
         layout = built.layout
         if built.charts:
+            from kaffinity.load.charts import rendered_with
             from kaffinity.repo.units import chart_of
 
             rendered = {os.path.abspath(chart) for chart in built.charts}
             cache: dict[str, Optional[str]] = {}
             files = [
                 replace(file, problems=tuple(p for p in file.problems if p.rule != "helm-template"))
-                if (chart := chart_of(file.name, cache)) is not None and os.path.abspath(chart) in rendered
+                if (chart := chart_of(file.name, cache)) is not None and rendered_with(chart, rendered)
                 else file
                 for file in files
             ]
@@ -1362,7 +1369,10 @@ def _load_in_context(
         raise typer.Exit(2)
     seen: set[tuple[int, int]] = set()
     files = _load(paths, settings, stdin_filename, seen, stream=stream)
-    reported = {file.name for file in files}
+    from kaffinity.load.charts import charts_of_templates
+
+    # A template changed: its chart's one helm-template finding (at Chart.yaml) is reported.
+    reported = {file.name for file in files} | charts_of_templates(files)
     context_paths = context_paths or listing or _repository_context(paths)
     if not context_paths:
         _say_no_context()

@@ -28,8 +28,9 @@ def test_exit_0_when_clean() -> None:
 
 
 def test_exit_1_when_a_finding_reaches_fail_on() -> None:
-    assert run_json(HELM)[0] == 0  # a warning; default --fail-on error
-    assert run_json(HELM, "--fail-on", "warning")[0] == 1
+    assert run_json(HELM)[0] == 0  # info; default --fail-on error
+    assert run_json(HELM, "--fail-on", "warning")[0] == 0  # the pre-commit hook's: not failed
+    assert run_json(HELM, "--fail-on", "info")[0] == 1
     assert run_json(UNUSED, "--fail-on", "warning")[0] == 0
     assert run_json(UNUSED, "--fail-on", "info")[0] == 1
 
@@ -178,7 +179,7 @@ def test_installed_command_runs_from_any_folder(tmp_path: Path) -> None:
     """The console script, outside the checkout: schemas ship inside the package."""
     command = shutil.which("kaffinity", path=str(Path(sys.executable).parent))
     assert command is not None, "pip install . provides the kaffinity command"
-    (tmp_path / ".kaffinity.yaml").write_text("kube-version: '1.33'\nfail-on: warning\n")
+    (tmp_path / ".kaffinity.yaml").write_text("kube-version: '1.33'\nfail-on: info\n")
     (tmp_path / "t.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Values.x }}\n")
     import subprocess
 
@@ -186,7 +187,7 @@ def test_installed_command_runs_from_any_folder(tmp_path: Path) -> None:
         [command, "lint", "t.yaml"], cwd=tmp_path, capture_output=True, text=True, check=False
     )
     assert completed.returncode == 1, completed.stderr
-    assert completed.stdout.startswith("t.yaml:4:9: warning [helm-template]")
+    assert completed.stdout.startswith("t.yaml:4:9: info [helm-template]")
 
 
 def test_exclude_and_namespace_flags(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from kaffinity.rules import CATEGORIES, RULES
 from .kit import run
 
 NAMES = [rule.name for rule in RULES]
+#: A manifest with one helm-template finding (info: `fail-on: info` makes it count).
 HELM = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Values.x }}\n"
 
 
@@ -22,7 +23,7 @@ def _load(path: Path) -> Settings:
 
 
 def test_discovered_upward_from_the_working_directory(tmp_path: Path) -> None:
-    (tmp_path / ".kaffinity.yaml").write_text("fail-on: warning\n")
+    (tmp_path / ".kaffinity.yaml").write_text("fail-on: info\n")
     nested = tmp_path / "a" / "b"
     nested.mkdir(parents=True)
     assert find_config(str(nested)) == str(tmp_path / ".kaffinity.yaml")
@@ -109,7 +110,7 @@ def test_empty_config_means_defaults(tmp_path: Path) -> None:
 
 
 def test_flags_override_the_file(tmp_path: Path) -> None:
-    (tmp_path / ".kaffinity.yaml").write_text("fail-on: warning\nignore: [helm-template]\n")
+    (tmp_path / ".kaffinity.yaml").write_text("fail-on: info\nignore: [helm-template]\n")
     (tmp_path / "t.yaml").write_text(HELM)
     assert run("lint", "t.yaml", cwd=tmp_path).returncode == 0  # ignored by the file
     assert run("lint", "t.yaml", "--ignore", "parse-error", cwd=tmp_path).returncode == 1
@@ -119,13 +120,13 @@ def test_flags_override_the_file(tmp_path: Path) -> None:
 
 
 def test_exclude_from_config_is_relative_to_the_config_file(tmp_path: Path) -> None:
-    (tmp_path / ".kaffinity.yaml").write_text("exclude: ['charts/**/templates']\nfail-on: warning\n")
+    (tmp_path / ".kaffinity.yaml").write_text("exclude: ['charts/**/templates']\nfail-on: info\n")
     chart = tmp_path / "charts" / "web" / "templates"
     chart.mkdir(parents=True)
     (chart / "deploy.yaml").write_text(HELM)
     sub = tmp_path / "charts"
     assert run("lint", ".", cwd=sub).returncode == 0
-    assert run("lint", "--no-config", "--fail-on", "warning", ".", cwd=sub).returncode == 1
+    assert run("lint", "--no-config", "--fail-on", "info", ".", cwd=sub).returncode == 1
 
 
 def test_severity_override_changes_the_exit_code(tmp_path: Path) -> None:
@@ -143,7 +144,7 @@ def test_feature_gate_syntax() -> None:
 
 
 def test_exclude_from_file_and_flag_each_anchor_at_their_own_folder(tmp_path: Path) -> None:
-    (tmp_path / ".kaffinity.yaml").write_text("exclude: [apps/legacy]\nfail-on: warning\n")
+    (tmp_path / ".kaffinity.yaml").write_text("exclude: [apps/legacy]\nfail-on: info\n")
     for name in ("apps/legacy/a.yaml", "apps/web/b.yaml", "apps/web/gen/c.yaml"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(HELM)

@@ -320,13 +320,14 @@ def _git_repository(tmp_path: Path) -> Path:
 def test_lint_dot_reports_only_the_real_problems(tmp_path: Path) -> None:
     """`kaffinity lint .` at the root of a GitOps repository: overlays with patches, environment
     copies, a chart, mkdocs.yml (python tags), docker-compose.yml (a key given twice), a build
-    folder git ignores. Only the real problem, exit 0; the chart's template is a warning."""
+    folder git ignores. Only the real problem, exit 0; the chart, not rendered, is one
+    helm-template note at its Chart.yaml's name: line (its templates are never parsed)."""
     repo = _git_repository(tmp_path)
     code, report = _lint("--no-render", ".", cwd=repo)
     assert code == 0
     found = [(rule, Path(file).as_posix(), line) for rule, file, line, _, _ in _where(report)]
     assert found == [
-        ("helm-template", "charts/web/templates/deployment.yaml", 4),
+        ("helm-template", "charts/web/Chart.yaml", 2),
         ("pdb-blocks-eviction", "envs/staging/api-pdb.yaml", 7),
     ]
     assert report["summary"]["skipped"] >= 2  # mkdocs.yml, docker-compose.yml

@@ -24,8 +24,15 @@ from kaffinity.precommit import split
 
 from .kit import run
 
-#: A manifest with one warning (helm-template): exit 1 under ``fail-on: warning``, 0 otherwise.
-WARNS = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Values.x }}\n"
+#: A manifest with one warning (revision-unscoped): exit 1 under ``fail-on: warning``, 0 otherwise.
+WARNS = (
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n"
+    "  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n"
+    "    spec:\n      topologySpreadConstraints:\n"
+    "        - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule,\n"
+    "           labelSelector: {matchLabels: {app: web}}}\n"
+    "      containers: [{name: web, image: nginx}]\n"
+)
 POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{name: web, image: web}]\n"
 CLUSTER = "apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {kubernetes.io/hostname: n1}}\n"
 

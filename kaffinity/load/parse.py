@@ -130,6 +130,7 @@ _HELM_IN_VALUE = re.compile(
     r"|include\s|tpl\s|toYaml\s)"
 )
 _ACTION = re.compile(r"\{\{.*?\}\}", re.S)
+_ITEM_ACTION = re.compile(r"^([ \t]*-[ \t]+)\{\{[^\n]*?\}\}[ \t]*$", re.M)
 _ACTION_LINE = re.compile(r"^[ \t]*\{\{[^\n]*?\}\}[ \t]*$", re.M)
 _COMPACT_NESTING = re.compile(r"^[ \t]*((?:[-?][ \t]+){50,})", re.M)
 _COMPACT_PAIRS = ("- -", "- ?", "? -", "? ?", "\t")
@@ -1235,6 +1236,31 @@ def parse_data(text: str, *, strict: bool = False) -> tuple[Any, LoadProblem | N
     return None, None
 
 
+def _blank_comments(text: str) -> str:
+    """``text`` with its Go template comments (``{{/* ... */}}``, ``{{- /* ... */ -}}``: "must
+    start and end at the delimiters", text/template) reduced to their line breaks. One pass
+    with ``str.find``: linear whatever the text."""
+    out: list[str] = []
+    emitted = search = 0
+    while (start := text.find("/*", search)) >= 0:
+        opening = text.rfind("{{", max(0, start - 4), start)
+        if opening < 0 or text[opening + 2 : start] not in ("", "-", "- ", " "):
+            search = start + 2
+            continue
+        end = text.find("*/", start + 2)
+        if end < 0:
+            break
+        close = text.find("}}", end + 2, end + 6)
+        if close < 0 or text[end + 2 : close] not in ("", "-", " -", " "):
+            search = end + 2
+            continue
+        out.append(text[emitted:opening])
+        out.append("\n" * text.count("\n", opening, close))
+        emitted = search = close + 2
+    out.append(text[emitted:])
+    return "".join(out)
+
+
 def _parses_without_actions(text: str) -> bool:
     """Whether ``text`` is valid YAML once its template actions are taken out.
 
@@ -1244,7 +1270,12 @@ def _parses_without_actions(text: str) -> bool:
     """
     if _HELM_ACTION.search(text) is None:
         return False
-    stripped = _ACTION_LINE.sub("", text)
+    # Comments (`{{/* licence */}}` at the top, `{{- /* ... */}}` in the body) hold no value:
+    # only their lines are kept. An action that is a whole list item (`- {{ toYaml $c | nindent
+    # 8 | trim }}`, more keys of the item below it) stands for a mapping.
+    stripped = _blank_comments(text)
+    stripped = _ITEM_ACTION.sub(r"\1helm: helm", stripped)
+    stripped = _ACTION_LINE.sub("", stripped)
     stripped = _ACTION.sub(lambda match: "helm" + "\n" * match.group().count("\n"), stripped)
     try:
         for _ in _documents(stripped):
@@ -1283,7 +1314,8 @@ def _parse(name: str, text: str, limits: Limits) -> SourceFile:
     template: Span | None = None
     try:
         for index, (data, builder) in enumerate(_documents(text, limits)):
-            template = template or builder.template
+            if builder.template is not None and not _carries_templates(data):
+                template = template or builder.template
             duplicates = tuple(builder.duplicates)
             documents.extend(_objects(name, index, data, duplicates, problems))
             problems.extend(map(_duplicate_problem, duplicates))
@@ -1299,6 +1331,18 @@ def _parse(name: str, text: str, limits: Limits) -> SourceFile:
         )
         return SourceFile(name, text, (), (LoadProblem("helm-template", message, template),))
     return SourceFile(name, text, tuple(documents), tuple(problems))
+
+
+#: API groups of objects whose values hold templates rendered later, as content: a Flux
+#: HelmRelease's ``spec.values`` (charts pass them to ``tpl``, `{{ .Release.Name }}` in a URL),
+#: an Argo CD Application's Helm values and an ApplicationSet's Go template, a k3s HelmChart's
+#: ``valuesContent``. Such an object is a manifest, never an unrendered chart template.
+_TEMPLATE_CARRIERS = ("helm.toolkit.fluxcd.io/", "argoproj.io/", "helm.cattle.io/")
+
+
+def _carries_templates(data: Any) -> bool:
+    api_version = data.get("apiVersion") if isinstance(data, dict) else None
+    return isinstance(api_version, str) and api_version.startswith(_TEMPLATE_CARRIERS)
 
 
 def _duplicate_problem(duplicate: DuplicateKey) -> LoadProblem:

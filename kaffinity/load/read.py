@@ -121,10 +121,23 @@ def skipped_by_name(path: str) -> SourceFile | None:
     (:mod:`kaffinity.load.manifests`); None otherwise, and for stdin."""
     if path == STDIN:
         return None
+    from kaffinity.load.charts import template_reason
     from kaffinity.load.manifests import skip_reason_for_name
 
-    reason = skip_reason_for_name(path)
+    # Where a file is decides first: a chart's templates/ holds templates whatever their name
+    # (kaffinity.load.charts), never parsed as YAML.
+    reason = template_reason(path) or skip_reason_for_name(path) or _chart_file(path)
     return SourceFile(path, "", (), (), reason) if reason is not None else None
+
+
+def _chart_file(path: str) -> str | None:
+    """A chart's ``values.schema.json`` (helm.sh/helm/v3 pkg/chart/loader ``LoadFiles`` reads it
+    as the chart's Schema): no manifest."""
+    if os.path.basename(path) == "values.schema.json" and os.path.isfile(
+        os.path.join(os.path.dirname(path), "Chart.yaml")
+    ):
+        return "Helm chart values schema"
+    return None
 
 
 def from_bytes(
@@ -154,6 +167,13 @@ def _classified(file: SourceFile, text: str, *, stdin: bool = False) -> SourceFi
     """``file``, or the same file skipped when it is no Kubernetes manifest: it holds no object,
     and its text does not look like a manifest either (a broken one is still reported). On
     stdin, which is piped to kaffinity on purpose, every problem is reported."""
+    from kaffinity.load.charts import content_reason
+
+    if not stdin:  # piped on purpose: read as it is
+        # Another tool's template (cookiecutter, envsubst, Jinja): skipped, never a parse-error.
+        template = content_reason(text, any(p.rule == "parse-error" for p in file.problems))
+        if template is not None:
+            return SourceFile(file.name, "", (), (), template)
     if file.documents:
         return file
     from kaffinity.load.manifests import looks_like_manifest
