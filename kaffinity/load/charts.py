@@ -424,6 +424,16 @@ def _chart_text(path: str, limits: Limits) -> str:
 _NAME = re.compile(r"^name[ \t]*:", re.M)
 
 
+def is_library(chart: str, limits: Limits = DEFAULT_LIMITS) -> bool:
+    """Whether ``chart``'s ``Chart.yaml`` says ``type: library``: partials other charts use, never
+    installed (helm.sh/helm/v3 pkg/action/install.go: "library charts are not installable";
+    ``helm template`` refuses them too), so never rendered as a unit of its own."""
+    from kaffinity.load.parse import parse_data
+
+    data, problem = parse_data(_chart_text(os.path.join(chart, "Chart.yaml"), limits))
+    return problem is None and isinstance(data, dict) and data.get("type") == "library"
+
+
 def top_chart(chart: str) -> str:
     """The chart ``chart`` is rendered with: itself, or the chart whose ``charts/`` holds it (an
     in-tree subchart is rendered only as a dependency of its parent, with the parent's values:

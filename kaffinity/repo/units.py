@@ -328,7 +328,7 @@ class _Builder:
         self.offline: list[str] = []
         #: The remote entries those builds left out.
         self.left_out: list[str] = []
-        #: Units whose build failed or was refused (a parse-error says why).
+        #: Units whose build failed or was refused (a parse-error or chart-dependency says why).
         self.failed: list[str] = []
         #: Releases read as written, and why (kaffinity.repo.releases).
         self.unrendered: list[tuple[str, NotRendered]] = []
@@ -347,6 +347,10 @@ class _Builder:
             return [replace(unit, not_rendered="no tool")]
         if unit.source == "kustomize":
             return [self._build(unit)]
+        from kaffinity.load.charts import is_library
+
+        if is_library(unit.name, self.limits):
+            return [replace(unit, not_rendered=None)]  # nothing to deploy: only its users render it
         variants = chart_variants(unit.name, self.values.get(os.path.abspath(unit.name)))
         if not variants:
             return [self._build(unit)]
@@ -454,8 +458,8 @@ class _Builder:
             )
         if self.failed:
             notes.append(
-                f"{len(self.failed)} unit(s) read as written: their build failed (a parse-error "
-                f"says why): {_listed(list(dict.fromkeys(self.failed)))}"
+                f"{len(self.failed)} unit(s) read as written: their build failed (a finding at "
+                f"each says why: parse-error, chart-dependency): {_listed(list(dict.fromkeys(self.failed)))}"
             )
         if self.unspent:
             notes.append(
