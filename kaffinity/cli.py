@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kaffinity.load.files import ExcludeFn
     from kaffinity.load.parse import SourceFile
     from kaffinity.policy.load import Loaded
+    from kaffinity.repo.rendering import RenderSummary
     from kaffinity.repo.sandbox import Sandbox
     from kaffinity.repo.units import Layout, Unit
     from kaffinity.rules.base import Rule
@@ -167,16 +168,25 @@ _Render = Annotated[
     Optional[bool],
     typer.Option(
         "--render/--no-render",
-        help="Build kustomize overlays and render Helm charts (with kustomize/kubectl and helm, or "
-        "kaffinity[helm]) and lint the result, findings placed on the source files.",
+        help="Build kustomize overlays, render Helm charts and GitOps releases (with kustomize/kubectl "
+        "and helm, or kaffinity[helm]) and lint the result, findings placed on the source files "
+        "(default: on, render: in the config; --no-render reads the files as written).",
     ),
 ]
 _AllowNetwork = Annotated[
     Optional[bool],
     typer.Option(
         "--allow-network",
-        help="Let --render fetch what overlays name remotely (remote bases, URLs, helmCharts); "
+        help="Let rendering fetch what overlays name remotely (remote bases, URLs, helmCharts); "
         "off by default, and never from the config (also KAFFINITY_ALLOW_NETWORK=1).",
+    ),
+]
+_Offline = Annotated[
+    Optional[bool],
+    typer.Option(
+        "--offline",
+        help="Never reach the network, whatever --allow-network or KAFFINITY_ALLOW_NETWORK say "
+        "(also KAFFINITY_OFFLINE=1).",
     ),
 ]
 _RenderTimeout = Annotated[
@@ -330,6 +340,7 @@ def lint(
     ] = False,
     build: _Render = None,
     allow_network: _AllowNetwork = None,
+    offline: _Offline = None,
     render_timeout: _RenderTimeout = None,
     render_budget: _RenderBudget = None,
     render_memory: _RenderMemory = None,
@@ -386,7 +397,7 @@ def lint(
         render=build,
         cache=False if no_cache else None,
     )
-    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory)
+    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory, offline)
     settings = replace(settings, sandbox=sandbox)
     if no_gitignore:
         settings = replace(settings, gitignore=False)
@@ -458,10 +469,18 @@ def _linted(
     files, reported, has_context, roots = _load_in_context(
         paths, settings, stdin_filename, changed, context, stream, listing
     )
+    if stream is not None and settings.render and _has_release(files):
+        # A GitOps release is rendered from its whole object and the ConfigMaps, sources and
+        # values around it, which the single-object stage compacts away: read whole, once more.
+        stream.close()
+        stream = None
+        files, reported, has_context, roots = _load_in_context(
+            paths, settings, stdin_filename, changed, context, None, listing
+        )
     rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_all_manifests)
     rules, policy_errors = _with_policies(rules, settings, memo)
     cluster = _load_cluster(settings)
-    # Streamed: has_kustomization found none under the same paths (_stream).
+    # Streamed: renderable_on_disk found no kustomization (nor a chart to render) there (_stream).
     files, layout = _layout(files, roots, settings, kustomized=stream is None)
     # The first unit's context: the Markdown report draws its graph; the units share the
     # typed objects built from their documents.
@@ -478,7 +497,34 @@ def _linted(
     )
     if stream is not None:
         stream.close()
-    return lint_context, result, policy_errors
+    return lint_context, replace(result, render=_render_summary(settings, layout)), policy_errors
+
+
+def _has_release(files: Sequence[SourceFile]) -> bool:
+    from kaffinity.repo.rendering import has_release
+
+    return has_release(doc for file in files for doc in file.documents)
+
+
+def _render_summary(settings: Settings, layout: Layout) -> RenderSummary:
+    """What the reports say of rendering: the engines used for the kinds of units there were,
+    the units rendered and those read as written (Layout.unrendered)."""
+    from kaffinity.repo.rendering import RenderSummary
+
+    if not settings.render:
+        return RenderSummary(enabled=False)
+    kinds = {unit.source.partition(" ")[0] for unit in layout.units}
+    helm = kustomize = None
+    if kinds & {"helm", "flux", "argocd"}:
+        from kaffinity.repo.render import helm_engine
+
+        helm = helm_engine()
+    if kinds & {"kustomize", "flux", "argocd"}:
+        from kaffinity.repo.render import kustomize_engine
+
+        kustomize = kustomize_engine()
+    rendered = sum(1 for unit in layout.units if unit.source.endswith("(rendered)"))
+    return RenderSummary(True, helm, kustomize, rendered, layout.unrendered)
 
 
 def _shown(result: LintResult, lowest: Severity) -> LintResult:
@@ -557,7 +603,8 @@ def expand(
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
     files = _load(paths, settings, stdin_filename)
-    files, layout = _layout(files, paths, settings)
+    # The previews read the files as written: nothing to render for them.
+    files, layout = _layout(files, paths, replace(settings, render=False))
     broken = _input_problems(files, settings, layout)
     version, gates = settings.kube_version, settings.feature_gates
     objects = [file for file in files if os.path.normpath(file.name) not in layout.fragments]
@@ -607,6 +654,7 @@ def graph(
     unit: _Unit = None,
     build: _Render = None,
     allow_network: _AllowNetwork = None,
+    offline: _Offline = None,
     render_timeout: _RenderTimeout = None,
     render_budget: _RenderBudget = None,
     render_memory: _RenderMemory = None,
@@ -681,7 +729,7 @@ def graph(
         raise typer.Exit(2)
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
     settings = settings.overridden(cluster=cluster_file, closed=closed, render=build)
-    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory)
+    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory, offline)
     settings = replace(settings, sandbox=sandbox)
     files = _load(paths, settings, stdin_filename)
     cluster = _load_cluster(settings)
@@ -761,6 +809,7 @@ def place(
     build: _Render = None,
     limit: _Limit = None,
     allow_network: _AllowNetwork = None,
+    offline: _Offline = None,
     render_timeout: _RenderTimeout = None,
     render_budget: _RenderBudget = None,
     render_memory: _RenderMemory = None,
@@ -776,7 +825,7 @@ def place(
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace, limits=limit)
     settings = settings.overridden(cluster=cluster_file, render=build)
-    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory)
+    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory, offline)
     settings = replace(settings, sandbox=sandbox)
     enabled: tuple[str, ...] = FILTERS
     if filters is not None:
@@ -1068,14 +1117,18 @@ def error_line(message: str) -> str:
 
 
 def _sandbox(
-    network: Optional[bool], timeout: Optional[float], budget: Optional[float], memory: Optional[str]
+    network: Optional[bool],
+    timeout: Optional[float],
+    budget: Optional[float],
+    memory: Optional[str],
+    offline: Optional[bool] = None,
 ) -> Sandbox:
     """What rendering may do: these flags, else the environment (kaffinity.repo.sandbox); a bad
-    value is a usage error (exit 2)."""
+    value is a usage error (exit 2). ``--offline`` (or ``KAFFINITY_OFFLINE``) beats any allowance."""
     from kaffinity.repo.sandbox import SandboxError, sandbox_from
 
     try:
-        return sandbox_from(network, timeout, budget, memory)
+        return sandbox_from(network, timeout, budget, memory, offline=offline)
     except SandboxError as error:
         _say(f"kaffinity: error: {error}")
         raise typer.Exit(2) from None
@@ -1191,7 +1244,7 @@ def _layout(
         limits=settings.limits,
         kustomized=kustomized,
     )
-    if settings.render:
+    if settings.render and _renders(layout):
         from kaffinity.repo.sandbox import roots_for
 
         sandbox = settings.sandbox
@@ -1220,6 +1273,14 @@ def _layout(
     for note in layout.notes:
         _say(f"kaffinity: note: {note}")
     return files, layout
+
+
+def _renders(layout: Layout) -> bool:
+    """Whether the layout has a unit to build: an overlay, a chart or a GitOps release (nothing
+    else renders: a layout without any is left exactly as read)."""
+    from kaffinity.repo.rendering import has_release
+
+    return any(unit.source in ("kustomize", "helm") for unit in layout.units) or has_release(layout.documents)
 
 
 class _Stream:
@@ -1281,11 +1342,15 @@ def _stream(
     files (found on disk under ``roots`` before anything is parsed): then the files are read
     whole."""
     from kaffinity.load.parse import STDIN
-    from kaffinity.repo.units import has_kustomization
+    from kaffinity.repo.rendering import renderable_on_disk
 
-    if STDIN in (paths or ()) or settings.policies or settings.render:
+    if STDIN in (paths or ()) or settings.policies:
         return None
-    if settings.units != "one" and has_kustomization(root for root in roots if root != STDIN):
+    # What renders is read whole; a repository with nothing to render streams as it always did
+    # (a GitOps release is found among the objects read: _linted reads them again whole).
+    if settings.units != "one" and renderable_on_disk(
+        (root for root in roots if root != STDIN), charts=settings.render and _helm_available()
+    ):
         return None
     cache = None
     if settings.cache:
@@ -1298,6 +1363,12 @@ def _stream(
         if note is not None:
             _say(f"kaffinity: note: {note}")
     return _Stream(settings, cache)
+
+
+def _helm_available() -> bool:
+    from kaffinity.repo.render import helm_engine
+
+    return helm_engine() is not None
 
 
 def _map_rendered_stdin(

@@ -109,6 +109,10 @@ class Layout:
     places: Mapping[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = field(
         default_factory=dict
     )
+    #: The units read as written although rendering was on, each with why, one line (no tool,
+    #: the network off, the render budget spent, a failed build): the reports count them
+    #: (kaffinity.repo.rendering.RenderSummary). Set by :func:`render_units`.
+    unrendered: tuple[tuple[str, str], ...] = ()
 
     @property
     def several(self) -> bool:
@@ -267,6 +271,7 @@ def render_units(
         (*layout.notes, *builder.notes()),
         {key: tuple(names) for key, names in membership.items()},
         builder.places,
+        builder.read_as_written(),
     )
     return RenderedLayout(new, tuple(builder.files), tuple(builder.charts))
 
@@ -307,6 +312,10 @@ class _Builder:
         self.remote: list[str] = []
         #: Releases read as written, and why (kaffinity.repo.releases).
         self.unrendered: list[tuple[str, NotRendered]] = []
+        #: Units whose tool is missing (name, source), and whose build failed (their finding
+        #: says why): read as written too (Layout.unrendered).
+        self.absent: list[tuple[str, str]] = []
+        self.failed: list[str] = []
         self.places: dict[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
 
     def build(self, unit: Unit) -> Unit:
@@ -316,6 +325,7 @@ class _Builder:
             return unit
         if self.engines[unit.source] is None:
             self.missing.add(unit.source)
+            self.absent.append((unit.name, unit.source))
             return unit
         if unit.source == "kustomize" and unit.name in self.networked:
             self.remote.append(unit.name)
@@ -339,6 +349,7 @@ class _Builder:
             )
         self.files.extend(rendered.files)
         if not rendered.ok:
+            self.failed.append(unit.name)
             return unit
         self.replaced.update(unit.files)
         self.places.update((key, rendered.patch_place) for key in rendered.patches)
@@ -361,10 +372,26 @@ class _Builder:
             return Unit(release.name, release.source, (release.document,))
         self.files.extend(outcome.files)
         if not outcome.ok:
+            self.failed.append(release.name)
             return Unit(release.name, release.source, (release.document,))
         self.replaced.update(release.files)
         self.places.update((key, outcome.patch_place) for key in outcome.patches)
         return Unit(release.name, f"{release.source} (rendered)", outcome.documents, release.files)
+
+    def read_as_written(self) -> tuple[tuple[str, str], ...]:
+        """Every unit left as written, with why (Layout.unrendered), in the order of the notes."""
+        missing = {
+            "kustomize": "no kustomize or kubectl on the PATH",
+            "helm": "no helm on the PATH and kaffinity[helm] not installed",
+        }
+        network = "--offline" if self.sandbox.offline else "the network is off"
+        return (
+            *((name, why.reason) for name, why in self.unrendered),
+            *((name, f"names remote resources ({network})") for name in self.remote),
+            *((name, "the render budget was spent") for name in self.unspent),
+            *((name, missing.get(source, f"no {source} tool")) for name, source in self.absent),
+            *((name, "the build failed (see its finding)") for name in self.failed),
+        )
 
     def notes(self) -> list[str]:
         notes = []
