@@ -489,8 +489,8 @@ def test_a_checkout_cannot_run_code_through_the_action(
     action: dict[str, Any], installed: dict[str, str], tmp_path: Path
 ) -> None:
     """The workspace is the pull request (issue 31): a kaffinity/ package, a json.py and a
-    .kaffinity_cache of its own are never imported or read; its config cannot turn on
-    rendering; every Python of the action runs with -I."""
+    .kaffinity_cache of its own are never imported or read; rendering (on by default) stays
+    offline whatever the checkout says; every Python of the action runs with -I."""
     root = tmp_path / "runner"
     root.mkdir()
     workspace = root / "workspace"
@@ -507,7 +507,7 @@ def test_a_checkout_cannot_run_code_through_the_action(
     assert not marker.exists(), marker.read_text()
     assert run.outputs["files"] == "1"
     lint = next(step for step in action["runs"]["steps"] if step.get("id") == "lint")["run"]
-    assert "-I -m kaffinity lint" in lint and "--no-cache" in lint and "--no-render" in lint
+    assert "-I -m kaffinity lint" in lint and "--no-cache" in lint and "--offline" in lint
     calls = re.findall(
         r'"\$(?:KAFFINITY|python|bin/python)" (-\S*)',
         "".join(str(step.get("run", "")) for step in action["runs"]["steps"]),

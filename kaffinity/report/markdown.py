@@ -206,16 +206,11 @@ MAX_UNRENDERED = 20
 
 
 def _rendering(result: LintResult) -> str:
-    """How the run rendered: off, or the engines used for charts and overlays, and the units
-    read as written with why; "" when there was nothing to render."""
+    """How the run rendered: the engines used for charts and overlays, and the units read as
+    written with why; "" when rendering was off or there was nothing to render."""
     summary = result.render
-    if summary is None:
+    if summary is None or not summary.enabled:
         return ""
-    if not summary.enabled:
-        return (
-            "Rendering was off (`--no-render` or `render: false`): charts, overlays and releases "
-            "were read as written."
-        )
     engines = [
         f"{what} with `{engine}`"
         for what, engine in (("charts", summary.helm), ("overlays", summary.kustomize))
