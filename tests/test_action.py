@@ -515,6 +515,53 @@ def test_a_checkout_cannot_run_code_through_the_action(
     assert calls and set(calls) == {"-I"}
 
 
+def _overlays(root: Path, remote: bool = False) -> None:
+    """The gitops fixture's base and prod overlay in the workspace (and an overlay naming a
+    remote base: building it needs the network)."""
+    workspace = root / "workspace"
+    gitops = REPO / "tests" / "data" / "gitops"
+    shutil.copytree(gitops / "base", workspace / "deploy" / "base")
+    shutil.copytree(gitops / "overlays" / "prod", workspace / "deploy" / "overlays" / "prod")
+    if remote:
+        (workspace / "deploy" / "remote").mkdir()
+        (workspace / "deploy" / "remote" / "kustomization.yaml").write_text(
+            "resources:\n  - https://github.com/example/app//deploy?ref=v1\n"
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("kustomize") is None and shutil.which("kubectl") is None,
+    reason="neither kustomize nor kubectl is on the PATH (GitHub's runners have both)",
+)
+def test_the_action_renders_by_default_and_says_with_what(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path
+) -> None:
+    engine = "kustomize" if shutil.which("kustomize") else "kubectl kustomize"
+    _overlays(tmp_path / "default", remote=True)
+    run = run_action(action, installed, tmp_path / "default", paths="deploy")
+    assert run.code == 0, run.stdout + run.stderr
+    # The prod overlay as built: one worker per node rolled by surging only.
+    assert workflow_annotations(run.stdout) == [
+        ("warning", "deploy/overlays/prod/one-per-node.yaml", 15, 15, "revision-unscoped")
+    ]
+    report = json.loads(Path(run.outputs["json-file"]).read_text(encoding="utf-8"))
+    render = report["summary"]["render"]
+    assert (render["enabled"], render["engines"]["kustomize"]) == (True, engine)
+    # The remote base stays unfetched: the network is the workflow's input, off by default.
+    assert [item["unit"] for item in render["unrendered_units"]] == ["deploy/remote"]
+    assert (run.outputs["rendered"], run.outputs["unrendered"]) == ("1", "1")
+    assert f"overlays with `{engine}`" in run.summary
+    rows = dict(re.findall(r"^\| ([a-z ()]+) \| (\d+) \|$", run.summary, re.MULTILINE))
+    assert rows["units read as written (not rendered)"] == "1"
+
+    _overlays(tmp_path / "off")
+    run = run_action(action, installed, tmp_path / "off", paths="deploy", render="false")
+    report = json.loads(Path(run.outputs["json-file"]).read_text(encoding="utf-8"))
+    assert report["summary"]["render"]["enabled"] is False
+    assert (run.outputs["rendered"], run.outputs["unrendered"]) == ("0", "0")
+
+
 # --- the documentation ----------------------------------------------------------------------
 
 

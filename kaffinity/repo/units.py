@@ -407,10 +407,10 @@ class _Builder:
                 f"{len(other)} release(s) read as written (first: {other[0][0]}: {other[0][1].reason})"
             )
         if self.remote:
+            allow = "--offline forbids it" if self.sandbox.offline else "--allow-network allows it"
             notes.append(
                 f"{len(self.remote)} kustomization(s) read as written: they name remote resources, "
-                f"which building needs the network to fetch (first: {self.remote[0]}; "
-                "--allow-network allows it)"
+                f"which building needs the network to fetch (first: {self.remote[0]}; {allow})"
             )
         if self.unspent:
             notes.append(
