@@ -17,7 +17,7 @@ from kaffinity.help import Group
 from kaffinity.load.display import escape, patch_lines, quote_name, utf8
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Iterator, Sequence
 
     from kaffinity.cache import Cache
     from kaffinity.config import Settings
@@ -481,7 +481,9 @@ def _linted(
     rules, policy_errors = _with_policies(rules, settings, memo)
     cluster = _load_cluster(settings)
     # Streamed: renderable_on_disk found no kustomization (nor a chart to render) there (_stream).
-    files, layout = _layout(files, roots, settings, kustomized=stream is None)
+    files, layout = _layout(
+        files, roots, settings, kustomized=stream is None, changed=reported if changed else None
+    )
     # The first unit's context: the Markdown report draws its graph; the units share the
     # typed objects built from their documents.
     typed = stream.typed() if stream is not None else {}
@@ -1228,11 +1230,18 @@ def _only(layout: Layout, unit: Unit) -> Layout:
 
 
 def _layout(
-    files: list[SourceFile], paths: Optional[list[str]], settings: Settings, *, kustomized: bool = True
+    files: list[SourceFile],
+    paths: Optional[list[str]],
+    settings: Settings,
+    *,
+    kustomized: bool = True,
+    changed: Optional[Collection[str]] = None,
 ) -> tuple[list[SourceFile], Layout]:
     """The deployment units of what was read (kaffinity.repo.units), built with the tools when
     ``--render`` asks; notes about it on stderr. The files come back with those the rendered
-    objects point at, and without the helm-template problems of the charts rendered."""
+    objects point at, and without the helm-template problems of the charts rendered.
+    ``changed`` (``--changed``: the files reported on): only the overlays and charts that hold
+    one of them are built; the others' findings could land on no file reported."""
     from kaffinity.repo.units import read_layout, render_units
 
     roots = [path for path in (paths or ["."]) if path != "-"]
@@ -1250,6 +1259,14 @@ def _layout(
         sandbox = settings.sandbox
         if not sandbox.roots:  # paths from the checkout stay in the repositories linted
             sandbox = replace(sandbox, roots=roots_for(roots or ["."]))
+        held = _untouched(layout, changed, settings) if changed is not None else {}
+        if held:
+            layout = replace(
+                layout,
+                units=tuple(
+                    replace(unit, source=_HELD) if unit.name in held else unit for unit in layout.units
+                ),
+            )
         built = render_units(
             layout,
             limits=settings.limits,
@@ -1258,6 +1275,14 @@ def _layout(
             sandbox=sandbox,
         )
         layout = built.layout
+        if held:  # read as written, as the files they are: not counted as left unrendered
+            layout = replace(
+                layout,
+                units=tuple(
+                    replace(unit, source=held[unit.name]) if unit.source == _HELD else unit
+                    for unit in layout.units
+                ),
+            )
         if built.charts:
             from kaffinity.repo.units import chart_of
 
@@ -1273,6 +1298,51 @@ def _layout(
     for note in layout.notes:
         _say(f"kaffinity: note: {note}")
     return files, layout
+
+
+#: The source a unit that ``--changed`` does not build carries through render_units (which
+#: builds only the sources it has an engine for), restored after.
+_HELD = "held (--changed)"
+
+
+def _untouched(layout: Layout, changed: Collection[str], settings: Settings) -> dict[str, str]:
+    """The overlays and charts that hold none of the ``changed`` files, by name, with their
+    source. An overlay holds its resources, those of its bases and components, and the files of
+    each of those kustomizations' folders (the kustomization, patches, generators' files); a
+    chart, the files below its folder and its ``helm-values:`` files."""
+    touched = {os.path.abspath(path) for path in changed}
+    folders = {os.path.dirname(path) for path in touched}
+    by_folder = {os.path.abspath(k.folder): k for k in layout.kustomizations}
+    values = {os.path.abspath(chart): files for chart, files in settings.helm_values.items()}
+
+    def closure(folder: str) -> Iterator[str]:
+        seen: set[str] = set()
+        stack = [os.path.abspath(folder)]
+        while stack:
+            current = stack.pop()
+            if current in seen or current not in by_folder:
+                continue
+            seen.add(current)
+            yield current
+            stack.extend(os.path.abspath(child) for child in by_folder[current].folders)
+
+    untouched: dict[str, str] = {}
+    for unit in layout.units:
+        if unit.source == "kustomize":
+            held = {os.path.abspath(path) for path in unit.files}
+            near = set()
+            for folder in closure(unit.name):
+                kustomization = by_folder[folder]
+                near.add(folder)
+                held.update(os.path.abspath(path) for path in (kustomization.path, *kustomization.fragments))
+            if not (touched & held or folders & near):
+                untouched[unit.name] = unit.source
+        elif unit.source == "helm":
+            chart = os.path.abspath(unit.name)
+            inside = any(path.startswith(chart + os.sep) for path in touched)
+            if not inside and not touched & {os.path.abspath(p) for p in values.get(chart, ())}:
+                untouched[unit.name] = unit.source
+    return untouched
 
 
 def _renders(layout: Layout) -> bool:

@@ -445,3 +445,50 @@ def test_the_hooks_entry_renders_the_chart_a_commit_touches(tmp_path: Path) -> N
     assert done.returncode == 0, done.stdout + done.stderr
     render = json.loads(report.read_text())["summary"]["render"]
     assert (render["enabled"], render["rendered"], render["unrendered"]) == (True, 1, 0)
+
+
+# --- --changed: only what the commit touches ------------------------------------------------
+
+
+def _git_repo(root: Path) -> Path:
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run(["git", "add", "."], cwd=root, check=True)
+    return root
+
+
+@needs_helm
+@pytest.mark.skipif(shutil.which("git") is None, reason="--changed reads the git repository")
+def test_changed_renders_only_the_charts_a_commit_touches(tmp_path: Path) -> None:
+    charts = {
+        f"charts/{name}/{k}": v.replace("-web", f"-{name}")
+        for name in ("web", "api")
+        for k, v in CHART.items()
+    }
+    repo = _git_repo(_write(tmp_path / "repo", charts))
+    done = run(
+        "lint", "--no-config", "--no-cache", "-f", "json", "--changed", "charts/web/values.yaml", cwd=repo
+    )
+    render = json.loads(done.stdout)["summary"]["render"]
+    assert (render["rendered"], render["unrendered"]) == (1, 0)
+    done = run("lint", "--no-config", "--no-cache", "-f", "json", "charts", cwd=repo)
+    assert json.loads(done.stdout)["summary"]["render"]["rendered"] == 2
+
+
+@needs_kustomize
+@pytest.mark.skipif(shutil.which("git") is None, reason="--changed reads the git repository")
+@pytest.mark.parametrize(
+    ("changed", "rendered"),
+    [
+        ("base/worker.yaml", 2),
+        ("overlays/prod/one-per-node.yaml", 1),
+        ("overlays/staging/kustomization.yaml", 1),
+    ],
+)
+def test_changed_builds_the_overlays_that_hold_the_file(tmp_path: Path, changed: str, rendered: int) -> None:
+    repo = tmp_path / "repo"
+    for folder in ("base", "overlays"):
+        shutil.copytree(GITOPS / folder, repo / folder)
+    _git_repo(repo)
+    done = run("lint", "--no-config", "--no-cache", "-f", "json", "--changed", changed, cwd=repo)
+    render = json.loads(done.stdout)["summary"]["render"]
+    assert (render["rendered"], render["unrendered"]) == (rendered, 0)
