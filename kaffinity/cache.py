@@ -71,6 +71,7 @@ from typing import TYPE_CHECKING, Any
 from kaffinity.load.source import PosDict as _PosDict
 from kaffinity.load.source import PosList as _PosList
 from kaffinity.load.source import Span as _Span
+from kaffinity.load.userfiles import private_problem, user_cache_folder
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -109,7 +110,6 @@ _TEMPORARY = re.compile(r"\.tmp-[0-9]+-[0-9]+-[0-9a-f]{40}")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _READ = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-_POSIX = os.name == "posix"
 #: A stuck git (a network file system, a lock) must not hang a commit hook.
 _GIT_TIMEOUT = 30
 
@@ -667,16 +667,10 @@ def _tracked_by_git(root: str) -> str | None:
 
 
 def key_file() -> str | None:
-    """Where the secret is kept when ``KAFFINITY_CACHE_KEY`` is not set: ``cache-key`` in
-    ``$XDG_CACHE_HOME/kaffinity`` (XDG Base Directory Specification: a relative value is
-    ignored), else ``~/.cache/kaffinity``; None without a home folder."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        home = os.path.expanduser("~")
-        if not os.path.isabs(home):
-            return None
-        base = os.path.join(home, ".cache")
-    return os.path.join(base, "kaffinity", "cache-key")
+    """Where the secret is kept when ``KAFFINITY_CACHE_KEY`` is not set: ``cache-key`` in the
+    user's cache folder (kaffinity.load.userfiles); None without a home folder."""
+    folder = user_cache_folder()
+    return None if folder is None else os.path.join(folder, "cache-key")
 
 
 def cache_secret() -> tuple[bytes | None, str | None]:
@@ -719,20 +713,8 @@ class _Refused(Exception):
 
 
 def _private(info: os.stat_result, path: str, open_bits: int) -> str | None:
-    """Why ``path`` (lstat ``info``) may not hold the key: a symlink, not what it should be, owned by
-    another user, or with ``open_bits`` set; None if fine (off POSIX: only its type)."""
-    folder = open_bits == 0o022
-    if stat.S_ISLNK(info.st_mode):
-        return f"the cache's key {'folder ' if folder else ''}{path} is a symlink"
-    if not (stat.S_ISDIR(info.st_mode) if folder else stat.S_ISREG(info.st_mode)):
-        return f"the cache's key {path} is not a {'folder' if folder else 'regular file'}"
-    if _POSIX:
-        if info.st_uid != os.geteuid():
-            return f"the cache's key {'folder ' if folder else ''}{path} belongs to another user"
-        if info.st_mode & open_bits:
-            whom = "writable" if folder else "readable or writable"
-            return f"the cache's key {'folder ' if folder else ''}{path} is {whom} by others (chmod go-rwx)"
-    return None
+    """Why ``path`` may not hold the key (kaffinity.load.userfiles.private_problem)."""
+    return private_problem(info, path, open_bits, "the cache's key")
 
 
 def _read_key(path: str) -> bytes | None:

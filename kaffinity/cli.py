@@ -510,7 +510,7 @@ def _has_release(files: Sequence[SourceFile]) -> bool:
 
 def _render_summary(settings: Settings, layout: Layout) -> RenderSummary:
     """What the reports say of rendering: the engines used for the kinds of units there were,
-    the units rendered and those read as written (Layout.unrendered)."""
+    the units rendered and those read as written (Unit.not_rendered)."""
     from kaffinity.repo.rendering import RenderSummary
 
     if not settings.render:
@@ -526,7 +526,8 @@ def _render_summary(settings: Settings, layout: Layout) -> RenderSummary:
 
         kustomize = kustomize_engine()
     rendered = sum(1 for unit in layout.units if unit.source.endswith("(rendered)"))
-    return RenderSummary(True, helm, kustomize, rendered, layout.unrendered)
+    unrendered = tuple((unit.name, unit.not_rendered) for unit in layout.units if unit.not_rendered)
+    return RenderSummary(True, helm, kustomize, rendered, unrendered)
 
 
 def _shown(result: LintResult, lowest: Severity) -> LintResult:
@@ -1273,13 +1274,14 @@ def _layout(
             helm_values=settings.helm_values,
             namespace=None,
             sandbox=sandbox,
+            kube_version=settings.kube_version,
         )
         layout = built.layout
         if held:  # read as written, as the files they are: not counted as left unrendered
             layout = replace(
                 layout,
                 units=tuple(
-                    replace(unit, source=held[unit.name]) if unit.source == _HELD else unit
+                    replace(unit, source=held[unit.name], not_rendered=None) if unit.source == _HELD else unit
                     for unit in layout.units
                 ),
             )
@@ -1295,6 +1297,13 @@ def _layout(
                 for file in files
             ]
         files = [*files, *built.files]
+    else:
+        from kaffinity.repo.units import unrendered_note
+
+        # Overlays and charts read as written are not what gets deployed: one note says so.
+        unrendered = unrendered_note(layout.units)
+        if unrendered is not None:
+            layout = replace(layout, notes=(*layout.notes, unrendered))
     for note in layout.notes:
         _say(f"kaffinity: note: {note}")
     return files, layout

@@ -51,7 +51,12 @@ def _shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     folder = tmp_path_factory.mktemp("kaffinity-cache")
     # The secret that authenticates the entries (kaffinity.cache): given, so that no test reads
     # or makes the key file of the real home folder.
-    values = {"KAFFINITY_CACHE_DIR": str(folder), "KAFFINITY_CACHE_KEY": "the test suite's cache key"}
+    values = {
+        "KAFFINITY_CACHE_DIR": str(folder),
+        "KAFFINITY_CACHE_KEY": "the test suite's cache key",
+        # Charts and git trees fetched (kaffinity.repo.fetch): never the user's remote cache.
+        "KAFFINITY_REMOTE_CACHE": str(tmp_path_factory.mktemp("kaffinity-remote")),
+    }
     before = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
     yield

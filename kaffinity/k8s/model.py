@@ -47,6 +47,20 @@ WORKLOAD_GROUPS: dict[str, tuple[str, ...]] = {
 }
 WORKLOAD_KINDS = frozenset(WORKLOAD_GROUPS)
 
+#: Built-in kinds that are cluster-scoped (others, custom kinds included, are taken as
+#: namespaced unless the object is a Namespace).
+CLUSTER_SCOPED = frozenset(
+    {
+        "Namespace", "Node", "PersistentVolume", "StorageClass", "ClusterRole", "ClusterRoleBinding",
+        "CustomResourceDefinition", "PriorityClass", "RuntimeClass", "IngressClass", "CSIDriver",
+        "CSINode", "VolumeAttachment", "APIService", "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+        "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "CertificateSigningRequest",
+        "FlowSchema", "PriorityLevelConfiguration", "ComponentStatus", "DeviceClass",
+        "ResourceSlice", "PodSecurityPolicy", "ClusterTrustBundle", "VolumeAttributesClass",
+    }
+)  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class WorkloadKind:
@@ -453,7 +467,12 @@ Object = Workload | Namespace | Node | PodDisruptionBudget | PriorityClass
 @dataclass(frozen=True, slots=True)
 class Inventory:
     """Everything kaffinity read, sorted by kind of object, in input order (the graph and the
-    placement put them in canonical order: see canonical_key)."""
+    placement put them in canonical order: see canonical_key).
+
+    ``workloads`` are the steady-state ones: what the graph, the disruption budgets, topology
+    spread, anti-affinity counts and the placement read. Helm hooks (:func:`is_hook`) are kept
+    apart in ``hooks``: the rules that lint one workload at a time read both
+    (:attr:`every_workload`)."""
 
     documents: tuple[Document, ...]
     workloads: tuple[Workload, ...]
@@ -461,6 +480,33 @@ class Inventory:
     nodes: tuple[Node, ...]
     pdbs: tuple[PodDisruptionBudget, ...]
     priority_classes: tuple[PriorityClass, ...] = ()
+    #: Workloads that are Helm hooks: run at install/upgrade/test and deleted, never running
+    #: beside the release's pods (:func:`is_hook`).
+    hooks: tuple[Workload, ...] = ()
+
+    @property
+    def every_workload(self) -> tuple[Workload, ...]:
+        """The steady-state workloads and the hooks: for the rules that read one at a time."""
+        return self.workloads + self.hooks if self.hooks else self.workloads
+
+
+#: The annotation that makes a chart's object a Helm hook.
+HELM_HOOK = "helm.sh/hook"
+
+
+def is_hook(doc: Document) -> bool:
+    """Whether an object is a Helm hook (``metadata.annotations["helm.sh/hook"]``): not a
+    steady-state object of its release. Helm sorts hooks out of the release's manifest
+    (helm/helm pkg/release/util/manifest_sorter.go, SortManifests), creates them at their event
+    (pre-/post-install, -upgrade, -rollback, -delete, test) and waits for a Job to complete or a
+    Pod to succeed before going on (pkg/action/hooks.go, execHook); it deletes them per
+    ``helm.sh/hook-delete-policy``, ``before-hook-creation`` when none is given (execHook sets
+    it), so a hook's pods never run beside the release's pods for long: a disruption budget,
+    a spread constraint or an anti-affinity term never counts them, and the placement does
+    not place them. The rules that read one object lint them as any object."""
+    metadata = doc.data.get("metadata") if isinstance(doc.data, Mapping) else None
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    return isinstance(annotations, Mapping) and bool(annotations.get(HELM_HOOK))
 
 
 CanonicalKey = tuple[str, str, str, str, int, tuple[int, ...]]
@@ -536,6 +582,7 @@ def build_inventory(
     custom = tuple(workload_kinds)
     docs = tuple(documents)
     workloads: list[Workload] = []
+    hooks: list[Workload] = []
     namespaces: list[Namespace] = []
     nodes: list[Node] = []
     pdbs: list[PodDisruptionBudget] = []
@@ -546,7 +593,7 @@ def build_inventory(
         elif (obj := cache.get(id(doc), _UNBUILT)) is _UNBUILT:
             obj = cache[id(doc)] = build_object(doc, default_namespace, custom)
         if isinstance(obj, Workload):
-            workloads.append(obj)
+            (hooks if is_hook(doc) else workloads).append(obj)
         elif isinstance(obj, Namespace):
             namespaces.append(obj)
         elif isinstance(obj, Node):
@@ -555,7 +602,9 @@ def build_inventory(
             pdbs.append(obj)
         elif isinstance(obj, PriorityClass):
             classes.append(obj)
-    return Inventory(docs, tuple(workloads), tuple(namespaces), tuple(nodes), tuple(pdbs), tuple(classes))
+    return Inventory(
+        docs, tuple(workloads), tuple(namespaces), tuple(nodes), tuple(pdbs), tuple(classes), tuple(hooks)
+    )
 
 
 def priority_classes(documents: Iterable[Document]) -> tuple[PriorityClass, ...]:

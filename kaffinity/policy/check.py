@@ -135,7 +135,7 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
     valid = _fast(policy.schema) if policy.schema is not None else None
 
     def check(context: Context) -> Iterator[Violation]:
-        for workload in context.inventory.workloads:
+        for workload in context.inventory.every_workload:
             if not matches(policy, workload) or not begin(workload.doc):
                 continue
             path, target = _target(policy, workload)

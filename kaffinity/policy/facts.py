@@ -61,7 +61,7 @@ class _Run:
     """What the facts of one context share: the workloads by document, the built-in findings."""
 
     def __init__(self, context: Context) -> None:
-        self.workloads = {id(w.doc): w for w in context.inventory.workloads}
+        self.workloads = {id(w.doc): w for w in context.inventory.every_workload}
         self._found: dict[int, list[dict[str, Any]]] | None = None
         self.context = context
 

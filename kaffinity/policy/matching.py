@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kaffinity.k8s.conversion import EQUIVALENT_VERSIONS
-from kaffinity.k8s.model import LabelSelector, dig
+from kaffinity.k8s.model import CLUSTER_SCOPED, LabelSelector, dig
 from kaffinity.k8s.selectors import selector_matches
 from kaffinity.load.source import Document
 from kaffinity.policy.admission import MatchResources, ParamRef, ResourceRule
@@ -34,19 +34,6 @@ from kaffinity.policy.admission import MatchResources, ParamRef, ResourceRule
 #: The label kube-apiserver puts on every Namespace (``NamespaceDefaultLabelName``).
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
-#: Built-in kinds that are cluster-scoped (others, custom kinds included, are taken as
-#: namespaced unless the object is a Namespace).
-CLUSTER_SCOPED = frozenset(
-    {
-        "Namespace", "Node", "PersistentVolume", "StorageClass", "ClusterRole", "ClusterRoleBinding",
-        "CustomResourceDefinition", "PriorityClass", "RuntimeClass", "IngressClass", "CSIDriver",
-        "CSINode", "VolumeAttachment", "APIService", "ValidatingWebhookConfiguration",
-        "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
-        "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "CertificateSigningRequest",
-        "FlowSchema", "PriorityLevelConfiguration", "ComponentStatus", "DeviceClass",
-        "ResourceSlice", "PodSecurityPolicy", "ClusterTrustBundle", "VolumeAttributesClass",
-    }
-)  # fmt: skip
 
 #: Kinds whose resource name is not what apimachinery's guess gives.
 _RESOURCES = {"Endpoints": "endpoints"}

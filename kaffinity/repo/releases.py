@@ -5,9 +5,9 @@ turns into objects -- Flux's ``Kustomization`` (kustomize-controller builds a pa
 and ``HelmRelease`` (helm-controller renders a chart with values), Argo CD's ``Application`` and
 ``ApplicationSet`` (the repo-server renders a helm, kustomize or directory source). Linting the
 release object finds no pod; each release is rendered as its controller would and is a unit of
-its own, named after it (:func:`kaffinity.repo.units.render_units` calls :func:`find_releases`
-on the objects of the repository, rendered ones included, so a HelmRelease patched by an overlay
-is rendered with the overlay's values).
+its own, named after it (:func:`kaffinity.repo.units.render_units` asks each kind for its
+releases among the objects of the repository, rendered ones included, so a HelmRelease patched
+by an overlay is rendered with the overlay's values).
 
 The kinds live in their own modules (:mod:`kaffinity.repo.flux`, :mod:`kaffinity.repo.argo`);
 each offers ``releases(documents, context) -> Iterator[Release]``.
@@ -15,6 +15,8 @@ each offers ``releases(documents, context) -> Iterator[Release]``.
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -36,6 +38,8 @@ class ReleaseContext:
     roots: Sequence[str] = ()
     limits: Limits = DEFAULT_LIMITS
     sandbox: Sandbox = DEFAULT_SANDBOX
+    #: The Kubernetes version charts are rendered for (render_chart's ``kube_version``).
+    kube_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +68,104 @@ class Release:
     #: Repository files whose objects the release deploys (normalised paths): they belong to
     #: this unit once it is rendered.
     files: tuple[str, ...] = field(default=())
+    #: A guess made in finding the release that the run's notes state even when it renders
+    #: (Argo CD: a ``repoURL`` taken for this repository by the checkout folder's name).
+    note: str = ""
 
 
-def find_releases(context: ReleaseContext) -> list[Release]:
-    """Every release of the repository, Flux's then Argo CD's, in file order."""
-    from kaffinity.repo import argo, flux
+# --- "is this repository": a release's source URL against the checkout's own remotes ---------
+#
+# Generic (Argo CD's ``repoURL``, Flux's ``GitRepository.spec.url``): whether a URL a release
+# names is the repository being linted, so that its path is read from the checkout instead of
+# being fetched. Read from the checkout's ``.git/config`` as a file (no git subprocess: nothing
+# in the checkout runs), bounded in size.
 
-    return [*flux.releases(context), *argo.releases(context)]
+_GIT_CONFIG_LIMIT = 256 * 1024
+
+
+def checkout_remotes(root: str) -> tuple[str, ...]:
+    """The URLs of the remotes in the git configuration of the work tree ``root``
+    (``[remote "..."] url = ...``; a linked worktree's ``.git`` file is followed to its common
+    folder), or ``()``. Read as text, never more than 256 KiB, errors ignored."""
+    dot_git = os.path.join(root, ".git")
+    folder = dot_git
+    if os.path.isfile(dot_git):
+        text = _small_text(dot_git)
+        line = next((line for line in text.splitlines() if line.startswith("gitdir:")), "")
+        folder = os.path.join(root, line[len("gitdir:") :].strip()) if line else ""
+        common = _small_text(os.path.join(folder, "commondir")).strip() if folder else ""
+        if common:
+            folder = os.path.join(folder, common)
+    if not folder or not os.path.isdir(folder):
+        return ()
+    urls: list[str] = []
+    section = ""
+    for raw in _small_text(os.path.join(folder, "config")).splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip().lower()
+        elif section.startswith("remote ") and "=" in line:
+            key, _, value = line.partition("=")
+            if key.strip().lower() == "url":
+                urls.append(value.strip().strip('"'))
+    return tuple(urls)
+
+
+def repository_key(url: str) -> tuple[str, str] | None:
+    """A git URL as ``(host, owner/name)``, lower-cased, for comparison: ``https://`` and
+    ``ssh://`` URLs, scp-like ``git@host:owner/name``, a trailing ``.git`` or ``/`` and a port
+    or user ignored (``https://github.com/argoproj/argocd-example-apps.git`` and
+    ``git@github.com:argoproj/argocd-example-apps`` are one key). None for a local path."""
+    text = url.strip()
+    match = re.match(r"^[a-z][a-z0-9+.-]*://(?:[^@/]*@)?([^/:]+)(?::\d+)?/(.+)$", text, re.I)
+    if match is None:
+        match = re.match(r"^(?:[^@/]+@)?([^/:]+):(?!//)(.+)$", text)
+    if match is None:
+        return None
+    path = match.group(2).strip("/")
+    if path.endswith(".git"):
+        path = path[:-4]
+    path = path.strip("/")
+    return (match.group(1).lower(), path.lower()) if path else None
+
+
+def this_repository(url: str, root: str, path: str = "") -> str | None:
+    """Whether ``url`` names the repository checked out at ``root``: ``"remote"`` when it
+    matches one of the checkout's remotes (:func:`checkout_remotes`, compared by
+    :func:`repository_key`), ``"folder"`` when no remote matches but ``path`` exists in the
+    checkout and the URL's repository name is the checkout folder's name (``name``, or
+    ``owner+name``/``owner_name`` as some tools name clones, any owner) -- a guess callers say they made --,
+    else None."""
+    key = repository_key(url)
+    if key is None:
+        return None
+    remotes = {repository_key(remote) for remote in checkout_remotes(root)}
+    if key in remotes:
+        return "remote"
+    owner, _, name = key[1].rpartition("/")
+    folder = os.path.basename(os.path.normpath(root)).lower()
+    names = {name, f"{owner}+{name}", f"{owner}_{name}"} if owner else {name}
+    if folder.rpartition("+")[2] == name:  # an ``owner+name`` clone of a fork or mirror
+        names.add(folder)
+    target = os.path.normpath(os.path.join(root, path.strip("/"))) if path else root
+    inside = target == os.path.normpath(root) or target.startswith(os.path.normpath(root) + os.sep)
+    if folder in names and inside and os.path.exists(target):
+        return "folder"
+    return None
+
+
+def _small_text(path: str) -> str:
+    """A regular file's first 256 KiB (never a FIFO or device, whose reading could block)."""
+    import stat
+
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return ""
+    with open(descriptor, "rb") as handle:
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                return ""
+            return handle.read(_GIT_CONFIG_LIMIT).decode("utf-8", "replace")
+        except OSError:
+            return ""

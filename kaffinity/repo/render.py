@@ -34,11 +34,12 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kaffinity.load.manifests import KUSTOMIZATION_NAMES, find_kustomization
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits, LoadProblem, SourceFile, parse
 from kaffinity.load.read import read, read_text
+from kaffinity.load.repository import within
 from kaffinity.load.source import (
     COLUMN_BITS,
     DataPath,
@@ -59,6 +60,9 @@ from kaffinity.repo.sandbox import (
     repository_root,
     run_tool,
 )
+
+if TYPE_CHECKING:
+    from kaffinity.repo.dependencies import Plan
 
 #: The rule of a render failure: bad input, as a manifest that does not parse.
 RENDER_PROBLEM = "parse-error"
@@ -98,6 +102,8 @@ class Rendered:
     #: By ``id`` of a rendered document: the overlay's patches that touch it, as (patch file,
     #: tree of positions shaped like the document), in the order kustomize applies them.
     patches: dict[int, tuple[tuple[str, Any], ...]] = field(default_factory=dict, compare=False)
+    #: Remote resources left out of a build without the network (``local_only``).
+    left_out: tuple[str, ...] = ()
 
     @property
     def documents(self) -> tuple[Document, ...]:
@@ -107,9 +113,14 @@ class Rendered:
     def problems(self) -> tuple[tuple[str, LoadProblem], ...]:
         return tuple((file.name, problem) for file in self.files for problem in file.problems)
 
+    #: False: nothing was rendered (the problems say why), though none is a ``parse-error``.
+    built: bool = True
+
     @property
     def ok(self) -> bool:
-        return not self.problems
+        """Rendered: no problem but ``chart-dependency`` findings (a chart rendered without the
+        dependencies it lacks, kaffinity.repo.dependencies)."""
+        return self.built and all(problem.rule == "chart-dependency" for _, problem in self.problems)
 
     def patch_place(self, doc: Document, path: DataPath) -> tuple[str, Span] | None:
         """Where one of the overlay's patches spells ``path`` (a field it added or set), when
@@ -171,8 +182,14 @@ def render_kustomization(
     sandbox: Sandbox = DEFAULT_SANDBOX,
     wrapper_fields: Mapping[str, Any] | None = None,
     transform: Callable[[str], str] | None = None,
+    local_only: bool = False,
 ) -> Rendered:
     """Build the kustomization in ``directory`` and point each object at the file defining it.
+
+    ``local_only`` (the network is off and the build names remote resources): the build runs
+    on a scratch copy of the kustomizations it uses with their remote ``resources``,
+    ``bases`` and ``components`` left out (:func:`_local_mirror`), so the local objects are
+    built with every local patch; the objects point at the repository's files as usual.
 
     ``wrapper_fields``: kustomization fields added to the temporary wrapper around the overlay
     (``namespace``, ``patches``, ``components``, ``images``, ``namePrefix``...), as a GitOps
@@ -210,6 +227,18 @@ def render_kustomization(
         return failed(f"cannot render: no kustomization file in {directory}", directory)
     if engine is None:
         return failed("cannot render: neither kustomize nor kubectl is on the PATH")
+    if local_only and not sandbox.network:
+        return _render_local(
+            directory,
+            kustomization,
+            limits,
+            seconds,
+            sandbox,
+            roots,
+            failed,
+            wrapper_fields=wrapper_fields,
+            transform=transform,
+        )
     refusal = check_kustomization(directory, roots, limits, network=sandbox.network)
     if refusal is not None:
         message = refusal.message
@@ -252,6 +281,179 @@ def render_kustomization(
         files = _map_kustomize(built, wrapper, directory, kustomization, limits, roots)
     patches = _overlay_patches(kustomization, directory, files, limits, roots)
     return Rendered(directory, engine, files, time.perf_counter() - started, patches=patches)
+
+
+def _render_local(
+    directory: str,
+    kustomization: str,
+    limits: Limits,
+    seconds: float,
+    sandbox: Sandbox,
+    roots: Sequence[str],
+    failed: Callable[..., Rendered],
+    *,
+    wrapper_fields: Mapping[str, Any] | None,
+    transform: Callable[[str], str] | None,
+) -> Rendered:
+    """:func:`render_kustomization` of a scratch mirror without the remote entries, its files
+    named back to the repository's."""
+    root = next((r for r in roots if within(os.path.realpath(directory), os.path.realpath(r))), None)
+    if root is None:
+        return failed(f"cannot render: {directory} is outside the repository")
+    with tempfile.TemporaryDirectory(prefix="kaffinity-local-") as scratch:
+        mirror_root = os.path.join(os.path.realpath(scratch), "tree")
+        left_out: list[str] = []
+        mirrored, why = _local_mirror(directory, os.path.realpath(root), mirror_root, limits, left_out)
+        if mirrored is None:
+            return failed(f"cannot render without the network: {why}")
+        inner = render_kustomization(
+            mirrored,
+            limits,
+            timeout=seconds,
+            sandbox=replace(sandbox, roots=(mirror_root,)),
+            wrapper_fields=wrapper_fields,
+            transform=transform,
+        )
+
+        def back(name: str) -> str:
+            if not os.path.isabs(name) or not within(name, mirror_root):
+                return name
+            return os.path.normpath(os.path.join(directory, os.path.relpath(name, mirrored)))
+
+        files = []
+        for file in inner.files:
+            name = back(file.name)
+            text = _text_of(name, limits, roots) if name != file.name else file.text
+            documents = tuple(replace(doc, file=name) for doc in file.documents)
+            files.append(SourceFile(name, text, documents, file.problems))
+    patches = _overlay_patches(kustomization, directory, files, limits, roots)
+    return Rendered(
+        directory, inner.engine, tuple(files), inner.seconds, patches=patches, left_out=tuple(left_out)
+    )
+
+
+#: What a scratch mirror of a build tree may copy (files, bytes): past it, the overlay is read
+#: as written.
+_MIRROR_FILES, _MIRROR_BYTES = 20_000, 256 << 20
+
+
+def _local_mirror(
+    directory: str, root: str, mirror_root: str, limits: Limits, left_out: list[str]
+) -> tuple[str, None] | tuple[None, str]:
+    """Copy the folders of the kustomizations ``directory`` uses (itself, its local bases and
+    components, recursively) from the repository ``root`` into ``mirror_root``, at the same
+    relative places, with the remote entries of ``resources``, ``bases`` and ``components``
+    blanked out of each kustomization (their lines emptied, so every other line keeps its
+    number). Symlinks are copied as links (the preflight of the mirror refuses those leading
+    out of it). Returns the mirrored ``directory``, or why it could not be made; the remote
+    entries left out are added to ``left_out``."""
+    folders, blanks = _build_tree(directory, root, limits, left_out)
+    why = _copy_folders(folders, root, mirror_root)
+    if why is None:
+        why = _blank_lines(blanks, root, mirror_root)
+    if why is not None:
+        return None, why
+    return os.path.join(mirror_root, os.path.relpath(os.path.realpath(directory), root)), None
+
+
+def _build_tree(
+    directory: str, root: str, limits: Limits, left_out: list[str]
+) -> tuple[list[str], dict[str, list[tuple[int, str | None]]]]:
+    """The real folders of the kustomizations a build uses (inside ``root``), and the lines of
+    the remote entries of each kustomization file (with None), and of the fields all of whose
+    entries are remote (with the field's name: ``resources: []`` then, as kustomize refuses a
+    kustomization left empty)."""
+    from kaffinity.load.parse import parse_data
+    from kaffinity.repo.preflight import is_remote
+
+    folders: list[str] = []
+    stack = [os.path.realpath(directory)]
+    blanks: dict[str, list[tuple[int, str | None]]] = {}
+    while stack:
+        folder = stack.pop()
+        if folder in folders or not within(folder, root):
+            continue
+        folders.append(folder)
+        path = find_kustomization(folder)
+        if path is None:
+            continue
+        _, text, problem = read_text(path, limits)
+        data, problem = (None, problem) if problem is not None else parse_data(text)
+        if problem is not None or not isinstance(data, PosDict):
+            continue
+        for key in ("resources", "bases", "components"):
+            entries = data.get(key)
+            if not isinstance(entries, PosList):
+                continue
+            lines = blanks.setdefault(os.path.realpath(path), [])
+            remote = 0
+            for index, entry in enumerate(entries):
+                if not isinstance(entry, str):
+                    continue
+                if is_remote(entry, folder):
+                    left_out.append(entry)
+                    remote += 1
+                    if index < len(entries.pos):
+                        lines.append((unpack(entries.pos[index]).line, None))
+                    continue
+                target = os.path.realpath(os.path.join(folder, entry))
+                if os.path.isdir(target):
+                    stack.append(target)
+            position = data.key_position(key)
+            if remote and remote == len(entries) and position is not None:
+                lines.append((unpack(position).line, key))
+    return folders, {path: lines for path, lines in blanks.items() if lines}
+
+
+def _copy_folders(folders: Sequence[str], root: str, mirror_root: str) -> str | None:
+    """Copy the trees of ``folders`` (hidden folders left out) to the same places under
+    ``mirror_root``; why not, past the mirror's bounds."""
+    count = size = 0
+    for folder in folders:
+        for current, dirs, names in os.walk(folder):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            into = os.path.join(mirror_root, os.path.relpath(current, root))
+            os.makedirs(into, exist_ok=True)
+            for name in names:
+                source, target = os.path.join(current, name), os.path.join(into, name)
+                if os.path.lexists(target):
+                    continue
+                count += 1
+                if os.path.islink(source):
+                    os.symlink(os.readlink(source), target)
+                elif os.path.isfile(source):
+                    size += os.path.getsize(source)
+                    if count > _MIRROR_FILES or size > _MIRROR_BYTES:
+                        return f"its tree has over {_MIRROR_FILES:,} files or {_MIRROR_BYTES >> 20} MiB"
+                    shutil.copyfile(source, target)
+    return None
+
+
+def _blank_lines(
+    blanks: Mapping[str, Sequence[tuple[int, str | None]]], root: str, mirror_root: str
+) -> str | None:
+    """Empty the lines of the remote entries in the mirrored kustomization files (a field left
+    with none: ``key: []``)."""
+    for path, lines in blanks.items():
+        target = os.path.join(mirror_root, os.path.relpath(path, root))
+        with open(target, encoding="utf-8") as handle:
+            text_lines = handle.read().split("\n")
+        for line, key in lines:
+            if not 0 < line <= len(text_lines):
+                continue
+            text = text_lines[line - 1]
+            if key is not None:
+                indent = text[: len(text) - len(text.lstrip())]
+                if text.strip().split("#")[0].strip() not in (f"{key}:", f'"{key}":', f"'{key}':"):
+                    return f"{path}:{line}: remote entries in a flow sequence"
+                text_lines[line - 1] = f"{indent}{key}: []"
+            elif not text.lstrip().startswith("-"):
+                return f"{path}:{line}: a remote entry in a flow sequence"
+            else:
+                text_lines[line - 1] = ""
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(text_lines))
+    return None
 
 
 def _map_kustomize(
@@ -581,6 +783,7 @@ def render_chart(
     timeout: float | None = None,
     sandbox: Sandbox = DEFAULT_SANDBOX,
     values_objects: Sequence[Any] = (),
+    kube_version: str | None = None,
 ) -> Rendered:
     """Render a chart as ``helm template RELEASE CHART [--namespace NS] [-f VALUES]...`` would,
     and point each object at its template (see :func:`map_helm_sources`).
@@ -591,6 +794,12 @@ def render_chart(
     first (:func:`kaffinity.repo.preflight.check_chart`: a symlink leading outside the
     repository, a values file outside it or past kaffinity's limits refuse it), and either
     engine runs with no network, a cleared environment, memory and time limits.
+
+    ``kube_version``: the Kubernetes version the chart is rendered for (``Capabilities.KubeVersion``,
+    a chart's ``kubeVersion`` constraint): kaffinity's ``--kube-version``. A helm built without
+    Helm's release ldflags (``go install``) says v1.20.0 otherwise, and refuses charts that
+    require newer (helm.sh/helm/v3 pkg/chartutil/capabilities.go); helm-python-sdk renders for
+    the version it was built with.
 
     ``values_objects``: values given inline (a HelmRelease's ``spec.values``, an Application's
     ``valuesObject``), applied after the files in order, as further ``--values`` files are.
@@ -621,6 +830,12 @@ def render_chart(
     refusal = check_chart(chart_dir, values_files, roots, limits, network=sandbox.network)
     if refusal is not None:
         return failed(refusal.message, refusal.file, refusal.span)
+    from kaffinity.repo.dependencies import plan, scratch_chart
+
+    # Chart.yaml's dependencies (kaffinity.repo.dependencies): those missing from charts/ are
+    # taken from the repository (file://) or the remote cache into a scratch copy of the chart;
+    # those that cannot be are findings at their Chart.yaml item, and the rest still renders.
+    needs = plan(chart_dir, roots, limits, sandbox)
     with tempfile.TemporaryDirectory(prefix="kaffinity-values-") as scratch:
         # Inline values as files of their own (JSON is YAML), after the user's files.
         inline = []
@@ -629,11 +844,21 @@ def render_chart(
             with open(path, "w", encoding="utf-8") as handle:
                 json.dump(values, handle)
             inline.append(path)
-        return _render_chart(
+        render_dir = chart_dir
+        if needs is not None and not needs.complete:
+            copy = os.path.join(scratch, "chart")
+            os.mkdir(copy)
+            render_dir = scratch_chart(needs, copy)
+            # What was fetched is held to the rules the checkout is (a schema's $ref, links).
+            refusal = check_chart(render_dir, (), (copy,), limits, network=sandbox.network)
+            if refusal is not None:
+                return failed(refusal.message.replace(copy, "<dependencies>"))
+        rendered = _render_chart(
             chart_dir,
             [*values_files, *inline],
             release,
             namespace,
+            kube_version,
             limits,
             seconds,
             sandbox,
@@ -641,7 +866,44 @@ def render_chart(
             engine,
             started,
             failed,
+            render_dir=render_dir,
         )
+    if needs is not None and needs.missing:
+        return _missing_dependencies(rendered, needs, limits, roots)
+    return rendered
+
+
+def _missing_dependencies(rendered: Rendered, needs: Plan, limits: Limits, roots: Sequence[str]) -> Rendered:
+    """``rendered`` (the chart without the dependencies it lacks) with one ``chart-dependency``
+    problem per missing dependency, at its item of Chart.yaml. When the chart did not render
+    and Helm's error names a missing dependency (a template of the parent uses it), that is
+    the cause: the dependency problems alone, the chart not rendered; any other failure stays
+    the chart's ``parse-error``, beside them."""
+    from kaffinity.repo.dependencies import DEPENDENCY_RULE, vendor_command
+
+    failure = next((problem for _, problem in rendered.problems if problem.rule == RENDER_PROBLEM), None)
+    if failure is not None and not any(
+        re.search(rf"(?<![\w-]){re.escape(dependency.name)}(?![\w-])", failure.message)
+        for dependency, _ in needs.missing
+    ):
+        failure = None  # a failure of its own (its message names no missing dependency): kept
+    problems = []
+    for number, (dependency, why) in enumerate(needs.missing):
+        message = (
+            f"dependency {dependency.name} {dependency.version or '*'} "
+            f"({dependency.repository or 'no repository'}) is not in charts/: {why}; "
+            f"the chart is rendered without it (`{vendor_command(needs.chart_dir)}` vendors it)"
+        )
+        if failure is not None and number == 0:
+            message = message.replace(
+                "the chart is rendered without it",
+                f"the chart does not render without it ({failure.message})",
+            )
+        problems.append(LoadProblem(DEPENDENCY_RULE, message, dependency.span))
+    listing = SourceFile(needs.file, _text_of(needs.file, limits, roots), (), tuple(problems))
+    if failure is not None:
+        return Rendered(rendered.unit, rendered.engine, (listing,), rendered.seconds, built=False)
+    return replace(rendered, files=(*rendered.files, listing))
 
 
 def _render_chart(
@@ -649,6 +911,7 @@ def _render_chart(
     values_files: Sequence[str],
     release: str,
     namespace: str | None,
+    kube_version: str | None,
     limits: Limits,
     seconds: float,
     sandbox: Sandbox,
@@ -656,12 +919,19 @@ def _render_chart(
     engine: str,
     started: float,
     failed: Callable[..., Rendered],
+    *,
+    render_dir: str | None = None,
 ) -> Rendered:
+    """Render ``render_dir`` (a scratch copy of ``chart_dir`` with its dependencies, or the chart
+    itself), mapped back to ``chart_dir``'s templates."""
     chart_file = os.path.join(chart_dir, "Chart.yaml")
+    source = render_dir or chart_dir
     if engine == "helm binary":
-        command = ["helm", "template", release, chart_dir]
+        command = ["helm", "template", release, source]
         if namespace:
             command += ["--namespace", namespace]
+        if kube_version:
+            command += ["--kube-version", kube_version]
         for values in values_files:
             command += ["--values", values]
         outcome = _run(command, seconds, limits, sandbox)
@@ -676,7 +946,7 @@ def _render_chart(
             )
         output = outcome.output
     else:
-        rendered = _sdk_render(chart_dir, values_files, release, namespace, seconds, limits, sandbox)
+        rendered = _sdk_render(source, values_files, release, namespace, seconds, limits, sandbox)
         if isinstance(rendered, _Failure):
             where = (
                 (rendered.file, rendered.span)
@@ -793,6 +1063,10 @@ def map_helm_sources(
     kept: list[Document] = []
     sections: list[Section] = []
     moved: list[tuple[int, int]] = []  # the lines of the documents pointed at their template
+    # A key given twice in the output: every object kept (the later value read, as go-yaml v2
+    # decodes for sigs.k8s.io/yaml), and the duplicate reported at its template line.
+    duplicates: dict[str, list[LoadProblem]] = {}
+    placed: set[Span] = set()
     for doc, origin in zip(file.documents, origins, strict=True):
         if origin is None:
             kept.append(doc)
@@ -805,11 +1079,78 @@ def map_helm_sources(
         else:
             mapped.setdefault(path, []).append(repointed)
             moved.append((first, last))
-    files = [SourceFile(path, texts[path] or "", tuple(docs), ()) for path, docs in mapped.items()]
-    if kept or file.problems:
+            for duplicate in doc.duplicate_keys:
+                where = _key_path(doc.data, duplicate.key, duplicate.span)
+                if where is not None:
+                    placed.add(duplicate.span)
+                    span = _later_key(texts[path] or "", duplicate.key, repointed.locate(where))
+                    problem = _rendered_duplicate(duplicate.key, span)
+                    duplicates.setdefault(path, []).append(problem)
+    problems = tuple(
+        problem
+        for problem in file.problems
+        if not (problem.span in placed and problem.message.startswith("mapping key "))
+    )
+    files = [
+        SourceFile(path, texts[path] or "", tuple(docs), tuple(duplicates.get(path, ())))
+        for path, docs in mapped.items()
+    ]
+    if kept or problems:
         text = _without_suppressions(file.text, moved)
-        files.insert(0, SourceFile(file.name, text, tuple(kept), file.problems))
+        files.insert(0, SourceFile(file.name, text, tuple(kept), problems))
     return Rendered(file.name, None, tuple(files), time.perf_counter() - started, tuple(sections))
+
+
+def _key_path(data: Any, key: str, span: Span) -> DataPath | None:
+    """The data path of ``key`` in ``data`` where the parser recorded it at ``span`` (the later
+    of a key given twice: kaffinity.load.parse keeps that position). Without recursion."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, PosDict):
+            if key in node and (position := node.key_position(key)) is not None and unpack(position) == span:
+                return (*path, key)
+            stack.extend((value, (*path, name)) for name, value in node.items())
+        elif isinstance(node, PosList):
+            stack.extend((value, (*path, index)) for index, value in enumerate(node))
+    return None
+
+
+def _later_key(text: str, key: str, span: Span) -> Span:
+    """The template line of the later of a key given twice: the positions of a rendered object
+    are found in its template by key (the first such key), so the same key again below it, at
+    the same indentation and in the same block, is the one Helm's output repeats. ``span``
+    itself when there is none (the key repeated through an include or a value)."""
+    lines = text.splitlines()
+    indent = span.column - 1
+    if not 0 < span.line <= len(lines) or not lines[span.line - 1][indent:].startswith(f"{key}:"):
+        return span
+    for number in range(span.line, len(lines)):
+        line = lines[number]
+        stripped = line.lstrip()
+        if not stripped or stripped.startswith(("#", "{{")):
+            continue
+        depth = len(line) - len(stripped)
+        if depth < indent:
+            break
+        if depth == indent and stripped.startswith(f"{key}:"):
+            return Span(number + 1, span.column)
+    return span
+
+
+def _rendered_duplicate(key: str, span: Span) -> LoadProblem:
+    """A key given twice in an object a template rendered. Helm reads the manifest leniently
+    (sigs.k8s.io/yaml over go-yaml v2, non-strict: the later value wins), but ``helm install``
+    and ``helm upgrade`` validate it strictly by default (helm/helm pkg/kube/client.go, Build:
+    ``metav1.FieldValidationStrict`` unless --disable-openapi-validation; kubectl's
+    cmdutil Factory.Validator adds ``validation.NoDoubleKeySchema``), so they refuse the release;
+    ``kubectl apply`` does too (``--validate=strict``). Reported at the template line, every
+    object of the chart still linted with the later value."""
+    message = (
+        f'mapping key "{key}" given twice in the rendered object: helm install refuses it '
+        "(strict validation); the later value is read"
+    )
+    return LoadProblem(RENDER_PROBLEM, message, span)
 
 
 class _Templates:
@@ -1221,25 +1562,39 @@ _KLOG = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ \S+\] "command failed" err=(?:"(
 
 
 def _first_error(errors: str) -> str:
-    """The first useful line of a tool's error output (kubectl's klog line unwrapped, also its
-    multi-line ``err=<`` form; helm's and kustomize's ``Error:`` prefix removed)."""
+    """The error in a tool's error output: kustomize's ``Error: ...`` line, kubectl's klog
+    ``"command failed" err=...`` line (unwrapped, also its multi-line ``err=<`` form), helm's
+    ``Error: ...``; the ``Error:`` prefix removed. Warnings before it are not the error: both
+    kustomize and kubectl kustomize print ``# Warning: 'commonLabels' is deprecated...`` first
+    (kustomize warns of deprecated fields before it builds),
+    helm ``walk.go:...`` and ``WARNING:`` lines. Without such a line, the first line that is
+    no warning."""
     lines = errors.splitlines()
+    chosen: str | None = None
+    fallback: str | None = None
     for number, raw in enumerate(lines):
         line = raw.strip()
-        if not line or line.startswith(("WARNING", "Warning:", "walk.go")):
+        if not line or line.startswith(("WARNING", "Warning:", "walk.go", "#")):
             continue
         klog = _KLOG.match(line)
         if klog is not None and klog.group(1) is not None:
-            line = klog.group(1).encode("utf-8").decode("unicode_escape", "replace")
-        elif klog is not None:
+            chosen = klog.group(1).encode("utf-8").decode("unicode_escape", "replace")
+            break
+        if klog is not None:
             rest = itertools.takewhile(lambda text: text.strip() != ">", lines[number + 1 :])
-            line = " ".join(text.strip() for text in rest)
-        for prefix in ("Error: ", "error: "):
-            line = line.removeprefix(prefix)
-        if "MalformedYAMLError: " in line:  # past the chain of "accumulating resources from ..."
-            line = line[line.index("MalformedYAMLError: ") :]
-        return _one_line(line)
-    return "no error message"
+            chosen = " ".join(text.strip() for text in rest)
+            break
+        if line.startswith(("Error: ", "error: ")):
+            chosen = line[len("Error: ") :]
+            break
+        if fallback is None:
+            fallback = line
+    found = chosen if chosen is not None else fallback
+    if found is None:
+        return "no error message"
+    if "MalformedYAMLError: " in found:  # past the chain of "accumulating resources from ..."
+        found = found[found.index("MalformedYAMLError: ") :]
+    return _one_line(found)
 
 
 _YAML_ERROR = re.compile(r"yaml: line (\d+): .*? in File: ([^\s\"']+)")

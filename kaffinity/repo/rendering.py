@@ -9,7 +9,7 @@ then, once the files are read, :func:`has_release` (a Flux or Argo CD release am
 whose controller's rendering needs the whole objects, not their compact copies).
 
 :class:`RenderSummary` is what the reports count: the engines used, the units rendered, and the
-units read as written with the reason (``Layout.unrendered``).
+units read as written with the reason (``Unit.not_rendered``).
 """
 
 from __future__ import annotations
@@ -107,6 +107,6 @@ class RenderSummary:
     kustomize: str | None = None
     #: Units built by a tool (overlays, charts, releases).
     rendered: int = 0
-    #: Units read as written, each with why (one line): no tool, the network off, the budget
-    #: spent, a failed build.
+    #: Units read as written, each with why (:data:`kaffinity.repo.units.NOT_RENDERED`: ``no
+    #: tool``, ``network off``, ``budget spent``, ``failed``).
     unrendered: tuple[tuple[str, str], ...] = ()

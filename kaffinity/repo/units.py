@@ -14,7 +14,10 @@ How units are found (docs/repositories.md):
    ``resources`` (and those of the bases and components it uses, recursively) are its objects.
    The files a kustomization names as patches, replacements, generators or transformers are
    *fragments*: parts of objects, never objects of their own, so they are not linted.
-2. A Helm chart folder (``Chart.yaml``) is a unit of its own.
+2. A Helm chart folder (``Chart.yaml``) is a unit of its own; an in-tree subchart (a chart in
+   another chart's ``charts/``) belongs to its parent (:func:`chart_of`). Rendered, a chart is
+   one unit per variant (:func:`chart_variants`: each ``ci/*-values.yaml``, or each
+   ``helm-values:`` file).
 3. The remaining files: where two files define the same object with different content, they
    are variants of each other. The folder that tells them apart (the first path component below
    their common folder: ``envs/prod`` and ``envs/staging``; or the file itself when they sit side
@@ -33,30 +36,22 @@ from __future__ import annotations
 import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.k8s.model import document_key, object_ref
-from kaffinity.load.manifests import KUSTOMIZATION_NAMES, find_kustomization
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits, SourceFile
 from kaffinity.load.source import DataPath, Document, Span
+from kaffinity.repo.kustomizations import (
+    Kustomization,
+    closure,
+    find_kustomizations,
+    needs_network,
+)
 from kaffinity.repo.sandbox import DEFAULT_SANDBOX, Budget, Sandbox
 
 if TYPE_CHECKING:
     from kaffinity.repo.releases import NotRendered, Release
-
-#: Kustomization fields whose entries are objects (files or folders of another kustomization).
-_RESOURCE_FIELDS = ("resources", "bases", "components", "crds")
-#: Fields whose entries are files that are not objects of their own (kustomize's
-#: types.Kustomization: patches, replacements, generator and transformer configurations).
-_FRAGMENT_LIST_FIELDS = (
-    "patchesStrategicMerge",
-    "configurations",
-    "generators",
-    "transformers",
-    "validators",
-)
-_FRAGMENT_PATH_FIELDS = ("patches", "patchesJson6902", "replacements")
 
 Identity = tuple[str, str, str, str]
 
@@ -71,23 +66,18 @@ class Unit:
     documents: tuple[Document, ...]
     #: The files the unit claims (a kustomization's resources, a chart's files), normalised.
     files: tuple[str, ...] = ()
+    #: Why a unit that a tool builds (a kustomization, a chart, a release) was read as written
+    #: instead: one of :data:`NOT_RENDERED` (``"rendering off"`` until :func:`render_units`
+    #: builds it); None once built, and for the units of plain files. The summary counts them.
+    not_rendered: str | None = None
+    #: A chart variant's values files (``ci/*-values.yaml``, a ``helm-values:`` entry).
+    values: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Kustomization:
-    """A kustomization file as read: the files and folders it names."""
-
-    path: str
-    folder: str
-    resource_files: tuple[str, ...]
-    folders: tuple[str, ...]  # bases, components, resources that are folders
-    fragments: tuple[str, ...]
-    uses_helm: bool = False
-    #: Resources or bases fetched from elsewhere (a URL, a git repository): building it needs
-    #: the network, so --render reads it as written.
-    remote: bool = False
-    #: ``kind: Component``: a piece other kustomizations use, never deployed alone.
-    component: bool = False
+#: Why a unit was read as written (:attr:`Unit.not_rendered`): rendering was not asked
+#: (``--no-render``), no tool renders it, it needs the network and that is off, the run's render
+#: budget was spent, or the tool failed or was refused (a ``parse-error`` says why).
+NOT_RENDERED = ("rendering off", "no tool", "network off", "budget spent", "failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +99,6 @@ class Layout:
     places: Mapping[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = field(
         default_factory=dict
     )
-    #: The units read as written although rendering was on, each with why, one line (no tool,
-    #: the network off, the render budget spent, a failed build): the reports count them
-    #: (kaffinity.repo.rendering.RenderSummary). Set by :func:`render_units`.
-    unrendered: tuple[tuple[str, str], ...] = ()
 
     @property
     def several(self) -> bool:
@@ -197,7 +183,7 @@ def _final_units(
     units = [unit for unit in units if unit.documents or unit.source in ("helm", "kustomize")]
     if not units:
         units = [Unit("", "files", documents)]
-    units = [Unit(unit.name or "(other files)", unit.source, unit.documents, unit.files) for unit in units]
+    units = [replace(unit, name=unit.name or "(other files)") for unit in units]
     clashes: list[Document] = []
     units = [_once(unit, default_namespace, clashes, whole) for unit in units]
     if clashes:
@@ -208,7 +194,7 @@ def _final_units(
             "`kubectl apply -f` leaves it (`units:` in .kaffinity.yaml can separate them)"
         )
     if len(units) == 1 and units[0].source in ("files", "variant", "fixture"):
-        units = [Unit("", units[0].source, units[0].documents, units[0].files)]
+        units = [replace(units[0], name="")]
     return units
 
 
@@ -233,6 +219,7 @@ def render_units(
     helm_values: Mapping[str, Sequence[str]] | None = None,
     namespace: str | None = None,
     sandbox: Sandbox = DEFAULT_SANDBOX,
+    kube_version: str | None = None,
 ) -> RenderedLayout:
     """Build each kustomize unit (kustomize, or kubectl kustomize) and render each chart (helm,
     or helm-python-sdk) with kaffinity.repo.render; the rules then read what the tools produce, each
@@ -241,8 +228,8 @@ def render_units(
     without the tool, or for an overlay that needs the network (remote resources), a note says
     once that those units were read as written; so it does for the units left when the run's
     render budget (``sandbox.budget``) is spent."""
-    builder = _Builder(layout, limits, helm_values or {}, namespace, sandbox)
-    units = [builder.build(unit) for unit in layout.units]
+    builder = _Builder(layout, limits, helm_values or {}, namespace, sandbox, kube_version)
+    units = [built for unit in layout.units for built in builder.build(unit)]
 
     def current() -> tuple[Document, ...]:
         rendered = [unit for unit in units if unit.source.endswith("(rendered)")]
@@ -253,10 +240,12 @@ def render_units(
 
     # GitOps releases (kaffinity.repo.releases), found among the objects as built: a HelmRelease
     # an overlay patches is rendered with the overlay's values.
-    from kaffinity.repo.releases import ReleaseContext, find_releases
+    from kaffinity.repo import argo, flux
+    from kaffinity.repo.releases import ReleaseContext
 
-    context = ReleaseContext(current(), limits=limits, sandbox=sandbox)
-    units.extend(builder.release(release) for release in find_releases(context))
+    context = ReleaseContext(current(), limits=limits, sandbox=sandbox, kube_version=kube_version)
+    for kind in (flux, argo):
+        units.extend(builder.release(release) for release in kind.releases(context))
     rendered = [unit for unit in units if unit.source.endswith("(rendered)")]
     documents = current()
     membership: dict[int, list[str]] = defaultdict(list)
@@ -271,7 +260,6 @@ def render_units(
         (*layout.notes, *builder.notes()),
         {key: tuple(names) for key, names in membership.items()},
         builder.places,
-        builder.read_as_written(),
     )
     return RenderedLayout(new, tuple(builder.files), tuple(builder.charts))
 
@@ -286,6 +274,7 @@ class _Builder:
         helm_values: Mapping[str, Sequence[str]],
         namespace: str | None,
         sandbox: Sandbox,
+        kube_version: str | None = None,
     ) -> None:
         from kaffinity.repo.render import helm_engine, kustomize_engine
 
@@ -295,67 +284,87 @@ class _Builder:
         #: Units left unrendered because the budget was spent.
         self.unspent: list[str] = []
         self.namespace = namespace
+        self.kube_version = kube_version
         self.engines = {"kustomize": kustomize_engine(), "helm": helm_engine()}
         self.values = {os.path.abspath(chart): list(files) for chart, files in helm_values.items()}
         by_folder = {k.folder: k for k in layout.kustomizations}
         # An overlay whose closure names a remote resource needs the network to build (allowed
         # only by the person running kaffinity: --allow-network).
         self.networked = (
-            set()
-            if sandbox.network
-            else {folder for folder in by_folder if _needs_network(folder, by_folder)}
+            set() if sandbox.network else {folder for folder in by_folder if needs_network(folder, by_folder)}
         )
         self.files: list[SourceFile] = []
         self.charts: list[str] = []
         self.replaced: set[str] = set()
         self.missing: set[str] = set()
+        #: Overlays built without their remote resources (the network is off).
         self.remote: list[str] = []
+        #: The remote entries those builds left out.
+        self.left_out: list[str] = []
+        #: Units whose build failed or was refused (a parse-error says why).
+        self.failed: list[str] = []
         #: Releases read as written, and why (kaffinity.repo.releases).
         self.unrendered: list[tuple[str, NotRendered]] = []
-        #: Units whose tool is missing (name, source), and whose build failed (their finding
-        #: says why): read as written too (Layout.unrendered).
-        self.absent: list[tuple[str, str]] = []
-        self.failed: list[str] = []
+        #: Releases found by a guess (Release.note), and the guess.
+        self.guesses: list[tuple[str, str]] = []
         self.places: dict[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
 
-    def build(self, unit: Unit) -> Unit:
-        from kaffinity.repo.render import render_chart, render_kustomization
-
+    def build(self, unit: Unit) -> list[Unit]:
+        """The unit as its tool builds it: a kustomization once; a chart once per variant
+        (:func:`chart_variants`), each a unit of its own. A unit that cannot be built is kept
+        as written, with :attr:`Unit.not_rendered` saying why."""
         if unit.source not in self.engines:
-            return unit
+            return [unit]
         if self.engines[unit.source] is None:
             self.missing.add(unit.source)
-            self.absent.append((unit.name, unit.source))
-            return unit
-        if unit.source == "kustomize" and unit.name in self.networked:
-            self.remote.append(unit.name)
-            return unit
+            return [replace(unit, not_rendered="no tool")]
+        if unit.source == "kustomize":
+            return [self._build(unit)]
+        variants = chart_variants(unit.name, self.values.get(os.path.abspath(unit.name)))
+        if not variants:
+            return [self._build(unit)]
+        return [
+            self._build(replace(unit, name=f"{unit.name} ({label})", values=(values,)), unit.name)
+            for label, values in variants
+        ]
+
+    def _build(self, unit: Unit, chart: str | None = None) -> Unit:
+        from kaffinity.repo.render import render_chart, render_kustomization
+
         left = self.budget.left()
         if left <= 0:
             self.unspent.append(unit.name)
-            return unit
+            return replace(unit, not_rendered="budget spent")
         timeout = min(self.sandbox.timeout, left)
         if unit.source == "kustomize":
-            rendered = render_kustomization(unit.name, self.limits, timeout=timeout, sandbox=self.sandbox)
+            remote = unit.name in self.networked
+            rendered = render_kustomization(
+                unit.name, self.limits, timeout=timeout, sandbox=self.sandbox, local_only=remote
+            )
+            if remote:
+                self.remote.append(unit.name)
+                self.left_out.extend(entry for entry in rendered.left_out if entry not in self.left_out)
         else:
-            values = self.values.get(os.path.abspath(unit.name), [])
             rendered = render_chart(
-                unit.name,
-                values,
+                chart or unit.name,
+                unit.values,
                 namespace=self.namespace,
+                kube_version=self.kube_version,
                 limits=self.limits,
                 timeout=timeout,
                 sandbox=self.sandbox,
             )
         self.files.extend(rendered.files)
-        if not rendered.ok:
+        if not rendered.ok and not rendered.documents:
             self.failed.append(unit.name)
-            return unit
+            return replace(unit, not_rendered="failed")
         self.replaced.update(unit.files)
         self.places.update((key, rendered.patch_place) for key in rendered.patches)
-        if unit.source == "helm":
-            self.charts.append(unit.name)
-        return Unit(unit.name, f"{unit.source} (rendered)", rendered.documents, unit.files)
+        if unit.source == "helm" and (chart or unit.name) not in self.charts:
+            self.charts.append(chart or unit.name)
+        return replace(
+            unit, source=f"{unit.source} (rendered)", documents=rendered.documents, not_rendered=None
+        )
 
     def release(self, release: Release) -> Unit:
         """A GitOps release rendered as its controller would (kaffinity.repo.releases); read as
@@ -365,33 +374,20 @@ class _Builder:
         left = self.budget.left()
         if left <= 0:
             self.unspent.append(release.name)
-            return Unit(release.name, release.source, (release.document,))
+            return Unit(release.name, release.source, (release.document,), not_rendered="budget spent")
+        if release.note:
+            self.guesses.append((release.name, release.note))
         outcome = release.render(min(self.sandbox.timeout, left))
         if isinstance(outcome, NotRendered):
             self.unrendered.append((release.name, outcome))
-            return Unit(release.name, release.source, (release.document,))
+            why = "network off" if outcome.remote else "failed"
+            return Unit(release.name, release.source, (release.document,), not_rendered=why)
         self.files.extend(outcome.files)
         if not outcome.ok:
-            self.failed.append(release.name)
-            return Unit(release.name, release.source, (release.document,))
+            return Unit(release.name, release.source, (release.document,), not_rendered="failed")
         self.replaced.update(release.files)
         self.places.update((key, outcome.patch_place) for key in outcome.patches)
         return Unit(release.name, f"{release.source} (rendered)", outcome.documents, release.files)
-
-    def read_as_written(self) -> tuple[tuple[str, str], ...]:
-        """Every unit left as written, with why (Layout.unrendered), in the order of the notes."""
-        missing = {
-            "kustomize": "no kustomize or kubectl on the PATH",
-            "helm": "no helm on the PATH and kaffinity[helm] not installed",
-        }
-        network = "--offline" if self.sandbox.offline else "the network is off"
-        return (
-            *((name, why.reason) for name, why in self.unrendered),
-            *((name, f"names remote resources ({network})") for name in self.remote),
-            *((name, "the render budget was spent") for name in self.unspent),
-            *((name, missing.get(source, f"no {source} tool")) for name, source in self.absent),
-            *((name, "the build failed (see its finding)") for name in self.failed),
-        )
 
     def notes(self) -> list[str]:
         notes = []
@@ -406,11 +402,22 @@ class _Builder:
             notes.append(
                 f"{len(other)} release(s) read as written (first: {other[0][0]}: {other[0][1].reason})"
             )
-        if self.remote:
-            allow = "--offline forbids it" if self.sandbox.offline else "--allow-network allows it"
+        if self.guesses:
             notes.append(
-                f"{len(self.remote)} kustomization(s) read as written: they name remote resources, "
-                f"which building needs the network to fetch (first: {self.remote[0]}; {allow})"
+                f"{len(self.guesses)} release(s) found by a guess (first: {self.guesses[0][0]}: "
+                f"{self.guesses[0][1]})"
+            )
+        if self.remote:
+            network = "--offline" if self.sandbox.offline else "off; --allow-network allows it"
+            notes.append(
+                f"{len(self.remote)} kustomization(s) built without their remote resources, which "
+                f"need the network ({network}): {_listed(self.remote)}; "
+                f"left out: {_listed(self.left_out)}"
+            )
+        if self.failed:
+            notes.append(
+                f"{len(self.failed)} unit(s) read as written: their build failed (a parse-error "
+                f"says why): {_listed(list(dict.fromkeys(self.failed)))}"
             )
         if self.unspent:
             notes.append(
@@ -419,7 +426,8 @@ class _Builder:
             )
         if "kustomize" in self.missing:
             notes.append(
-                "kustomize overlays read as written (no kustomize or kubectl on the PATH to build them)"
+                "kustomize overlays read as written, without their patches, namespace or replicas "
+                "(no kustomize or kubectl on the PATH to build them)"
             )
         if "helm" in self.missing:
             notes.append(
@@ -428,128 +436,53 @@ class _Builder:
         return notes
 
 
-# --- kustomize -----------------------------------------------------------------------------
+def _listed(names: Sequence[str], most: int = 5) -> str:
+    """Names for a note: the first ``most``, and how many more."""
+    shown = ", ".join(names[:most])
+    return shown if len(names) <= most else f"{shown} and {len(names) - most} more"
 
 
-def find_kustomizations(
-    files: Sequence[SourceFile], roots: Sequence[str], limits: Limits = DEFAULT_LIMITS
-) -> dict[str, Kustomization]:
-    """Every kustomization below the folders named, and in the folders of the files loaded and
-    above them (up to the folder named), by folder."""
-    candidates: set[str] = set()
-    for root in roots:
-        if os.path.isdir(root):
-            candidates.update(_walk_kustomizations(root))
-        elif os.path.basename(root) in KUSTOMIZATION_NAMES:  # a repository's listing (--changed)
-            candidates.add(os.path.normpath(root))
-    folders = {os.path.dirname(os.path.normpath(file.name)) or "." for file in files}
-    for folder in folders:
-        path = find_kustomization(folder)
-        if path is not None:
-            candidates.add(path)
-    found: dict[str, Kustomization] = {}
-    pending = sorted(candidates)
-    while pending:
-        path = pending.pop()
-        folder = os.path.dirname(path) or "."
-        if folder in found:
-            continue
-        kustomization = _read_kustomization(path, limits)
-        if kustomization is None:
-            continue
-        found[folder] = kustomization
-        for child in kustomization.folders:  # bases outside the walked folders
-            if child not in found:
-                child_path = find_kustomization(child)
-                if child_path is not None:
-                    pending.append(child_path)
-    return found
-
-
-def has_kustomization(roots: Iterable[str]) -> bool:
-    """Whether :func:`find_kustomizations` may find any under ``roots`` (folders walked, files'
-    own folders, listed kustomization files): checked before loading, from the disk alone."""
-    folders: set[str] = set()  # of the files named: each looked at once (a --changed listing)
-    for root in roots:
-        if os.path.isdir(root):
-            if next(_walk_kustomizations(root), None) is not None:
-                return True
-        elif os.path.basename(root) in KUSTOMIZATION_NAMES:
-            return True
-        else:
-            folders.add(os.path.dirname(os.path.normpath(root)) or ".")
-    return any(find_kustomization(folder) is not None for folder in folders)
-
-
-def _walk_kustomizations(root: str) -> Iterator[str]:
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in KUSTOMIZATION_NAMES:
-            if name in names:
-                yield os.path.normpath(os.path.join(folder, name))
-                break
-
-
-def _read_kustomization(path: str, limits: Limits) -> Kustomization | None:
-    from kaffinity.load.parse import parse_data
-    from kaffinity.load.read import read_text
-
-    # apiVersion and kind are optional in a kustomization: read the mapping as it is.
-    _, text, problem = read_text(path, limits)
-    if problem is not None:
+def unrendered_note(units: Iterable[Unit]) -> str | None:
+    """The note of a run that did not render (``--no-render``): the overlays and charts read as
+    written, which are not what gets deployed (an overlay without its patches, namespace and
+    replicas; a chart's templates unread). None when there is none."""
+    names = [unit.name for unit in units if unit.not_rendered == "rendering off"]
+    if not names:
         return None
-    data, problem = parse_data(text)
-    if problem is not None or not isinstance(data, Mapping):
-        return None
-    folder = os.path.dirname(path) or "."
-    files: list[str] = []
-    folders: list[str] = []
-    fragments: list[str] = []
-    remote = False
-    for key in _RESOURCE_FIELDS:
-        for entry in _strings(data.get(key)):
-            target = _local(folder, entry)
-            if target is None:
-                remote = True
-                continue
-            if os.path.isdir(target):
-                folders.append(target)
-            else:
-                files.append(target)
-    for key in _FRAGMENT_LIST_FIELDS:
-        for entry in _strings(data.get(key)):
-            if "\n" not in entry and (target := _local(folder, entry)) is not None:
-                fragments.append(target)
-    for key in _FRAGMENT_PATH_FIELDS:
-        items = data.get(key)
-        for item in items if isinstance(items, list) else ():
-            if isinstance(item, Mapping) and isinstance(item.get("path"), str):
-                target = _local(folder, item["path"])
-                if target is not None:
-                    fragments.append(target)
-    return Kustomization(
-        path,
-        folder,
-        tuple(files),
-        tuple(folders),
-        tuple(fragments),
-        uses_helm=bool(data.get("helmCharts")),
-        remote=remote,
-        component=data.get("kind") == "Component",
+    return (
+        f"{len(names)} overlay(s) and chart(s) read as written, not as built (rendering is off): "
+        f"{_listed(names)}"
     )
 
 
-def _strings(value: Any) -> list[str]:
-    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+def chart_variants(chart: str, configured: Sequence[str] | None) -> list[tuple[str, str]]:
+    """The variants a chart is rendered in, as (label, values file): each ``helm-values:`` file
+    of the chart when the config names some; else each ``ci/*-values.yaml``, as chart-testing
+    (``ct lint``/``ct install``) tests a chart once per file and not with its defaults alone
+    (helm/chart-testing pkg/chart/chart.go, ValuesFilePathsForCI: the ``ci`` folder's files
+    matching ``*-values.yaml``; the defaults are tested only where there is none). Empty: the
+    chart once, with its defaults. Labels are the files' paths relative to the chart."""
+    if configured:
+        files = list(configured)
+    else:
+        folder = os.path.join(chart, "ci")
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            return []
+        files = [
+            os.path.join(folder, name)
+            for name in names
+            if name.endswith("-values.yaml") and os.path.isfile(os.path.join(folder, name))
+        ]
+    out = []
+    for path in files:
+        relative = os.path.relpath(path, chart)
+        out.append((path if relative.startswith("..") else relative, path))
+    return out
 
 
-def _local(folder: str, entry: str) -> str | None:
-    """A kustomization entry as a local path; None for remote ones (URLs, git repositories)."""
-    from kaffinity.repo.preflight import is_remote
-
-    if is_remote(entry, folder):
-        return None
-    return os.path.normpath(os.path.join(folder, entry))
+# --- kustomize -----------------------------------------------------------------------------
 
 
 def _kustomize_units(
@@ -558,62 +491,35 @@ def _kustomize_units(
     """One unit per kustomization no other one uses (an overlay, or a lone base)."""
     used = {child for k in kustomizations.values() for child in k.folders}
     for folder in sorted(kustomizations):
-        members = _closure(folder, kustomizations)
+        members = closure(folder, kustomizations)
         for path in members:
             claimed.add(path)
         if folder in used or kustomizations[folder].component:
             continue
         docs = tuple(doc for path in members if (file := by_path.get(path)) for doc in file.documents)
-        yield Unit(folder, "kustomize", docs, tuple(members))
-
-
-def _needs_network(folder: str, kustomizations: Mapping[str, Kustomization]) -> bool:
-    """Whether building the kustomization in ``folder`` fetches a remote resource (its own or a
-    base's, recursively)."""
-    seen: set[str] = set()
-    stack = [folder]
-    while stack:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        kustomization = kustomizations.get(current)
-        if kustomization is None:
-            continue
-        if kustomization.remote:
-            return True
-        stack.extend(kustomization.folders)
-    return False
-
-
-def _closure(folder: str, kustomizations: Mapping[str, Kustomization]) -> list[str]:
-    """The resource files of a kustomization and of those it uses, each once, in order."""
-    out: list[str] = []
-    seen: set[str] = set()
-    stack = [folder]
-    visited: set[str] = set()
-    while stack:
-        current = stack.pop(0)
-        if current in visited:
-            continue
-        visited.add(current)
-        kustomization = kustomizations.get(current)
-        if kustomization is None:
-            continue
-        for path in kustomization.resource_files:
-            if path not in seen:
-                seen.add(path)
-                out.append(path)
-        stack.extend(kustomization.folders)
-    return out
+        yield Unit(folder, "kustomize", docs, tuple(members), "rendering off")
 
 
 # --- Helm ----------------------------------------------------------------------------------
 
 
 def chart_of(path: str, cache: dict[str, str | None] | None = None) -> str | None:
-    """The Helm chart folder (holding ``Chart.yaml``) a file belongs to, if any."""
+    """The Helm chart folder (holding ``Chart.yaml``) a file belongs to, if any: the parent's for
+    a file of an in-tree subchart (a chart folder in another chart's ``charts/``), which Helm
+    renders only as a dependency of its parent, with the parent's values (helm/helm
+    pkg/chart/loader: a folder of ``charts/`` is a dependency of the chart; pkg/chartutil
+    ProcessDependencies and CoalesceValues give it ``.Values.<name>`` of the parent's values)."""
     cache = {} if cache is None else cache
+    found = _nearest_chart(path, cache)
+    while found is not None and os.path.basename(os.path.dirname(found)) == "charts":
+        parent = os.path.dirname(os.path.dirname(found)) or "."
+        if not os.path.isfile(os.path.join(parent, "Chart.yaml")):
+            break
+        found = _nearest_chart(os.path.join(parent, "Chart.yaml"), cache)
+    return found
+
+
+def _nearest_chart(path: str, cache: dict[str, str | None]) -> str | None:
     folder = os.path.dirname(os.path.normpath(path)) or "."
     trail: list[str] = []
     found: str | None = None
@@ -647,7 +553,10 @@ def _chart_units(files: Sequence[SourceFile], claimed: set[str]) -> list[Unit]:
             claimed.add(path)
             by_chart[chart].extend(file.documents)
             members[chart].append(path)
-    return [Unit(chart, "helm", tuple(by_chart[chart]), tuple(members[chart])) for chart in sorted(members)]
+    return [
+        Unit(chart, "helm", tuple(by_chart[chart]), tuple(members[chart]), "rendering off")
+        for chart in sorted(members)
+    ]
 
 
 # --- variants ------------------------------------------------------------------------------
@@ -1240,4 +1149,4 @@ def _once(unit: Unit, default_namespace: str, clashes: list[Document], whole: _W
     if not replaced:
         return unit
     kept = tuple(doc for doc in unit.documents if id(doc) not in replaced)
-    return Unit(unit.name, unit.source, kept, unit.files)
+    return replace(unit, documents=kept)

@@ -18,6 +18,7 @@ from kaffinity.rules import (
     anti_affinity_no_match,
     api_validation,
     api_warning,
+    chart_dependency,
     controller_label_unavailable,
     field_unavailable,
     gated_field_dropped,
@@ -47,6 +48,7 @@ from kaffinity.rules.base import Rule
 RULES: tuple[Rule, ...] = (
     parse_error.RULE,
     helm_template.RULE,
+    chart_dependency.RULE,
     unused_suppression.RULE,
     schema.RULE,
     field_unavailable.RULE,

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    for workload in context.inventory.workloads:
+    for workload in context.inventory.every_workload:
         kind = workload.ref.kind
         for term in context.expansions.of(workload).terms:
             for use in term.ignored:

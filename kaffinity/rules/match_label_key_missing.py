@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    for workload in context.inventory.workloads:
+    for workload in context.inventory.every_workload:
         expansion = context.expansions.of(workload)
         for term in expansion.terms:
             for use in term.ignored:

@@ -26,7 +26,7 @@ def _check(context: Context) -> Iterator[Violation]:
 
     settings = context.settings
     target = Target(settings.kube_version, dict(settings.feature_gates), settings.proposals)
-    for workload in context.inventory.workloads:
+    for workload in context.inventory.every_workload:
         kind = workload.ref.kind
         if workload.controller not in _CREATORS or not context.expansions.of(workload).applied:
             continue

@@ -167,7 +167,7 @@ def _check(context: Context) -> Iterator[Violation]:
 
     version = context.settings.kube_version
     shares: dict[str, bool] = {}  # per file: scanning its text once per term was quadratic
-    for workload in context.inventory.workloads:
+    for workload in context.inventory.every_workload:
         for kind, term in unscoped_terms(context, workload):
             message, severity = _WHY[kind], None
             if kind == POD_ANTI_AFFINITY:
