@@ -548,12 +548,14 @@ def test_the_action_renders_by_default_and_says_with_what(
     report = json.loads(Path(run.outputs["json-file"]).read_text(encoding="utf-8"))
     render = report["summary"]["render"]
     assert (render["enabled"], render["engines"]["kustomize"]) == (True, engine)
-    # The remote base stays unfetched: the network is the workflow's input, off by default.
-    assert [item["unit"] for item in render["unrendered_units"]] == ["deploy/remote"]
-    assert (run.outputs["rendered"], run.outputs["unrendered"]) == ("1", "1")
+    # The remote base stays unfetched (the network is the workflow's input, off by default): the
+    # overlay is built without it.
+    assert (render["rendered"], render["unrendered_units"]) == (2, [])
+    assert "--offline" in run.stderr  # the note says what kept the remote resource out
+    assert (run.outputs["rendered"], run.outputs["unrendered"]) == ("2", "0")
     assert f"overlays with `{engine}`" in run.summary
     rows = dict(re.findall(r"^\| ([a-z ()]+) \| (\d+) \|$", run.summary, re.MULTILINE))
-    assert rows["units read as written (not rendered)"] == "1"
+    assert (rows["units rendered"], rows["units read as written (not rendered)"]) == ("2", "0")
 
     _overlays(tmp_path / "off")
     run = run_action(action, installed, tmp_path / "off", paths="deploy", render="false")

@@ -360,29 +360,33 @@ def test_offline_beats_any_allowance_of_the_network() -> None:
     assert sandbox_from(True, environ={"KAFFINITY_OFFLINE": "0"}).network is True
 
 
-@needs_kustomize
-def test_offline_on_the_command_line_keeps_a_remote_base_unbuilt(
+def test_offline_on_the_command_line_beats_the_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """KAFFINITY_ALLOW_NETWORK=1 would let the overlay fetch its remote base; --offline (on every
-    command that has --allow-network) reads it as written, and nothing is fetched."""
-    _write(
-        tmp_path / "remote",
-        {
-            "kustomization.yaml": (
-                "resources:\n  - https://github.com/example/app//deploy?ref=v1\n  - web.yaml\n"
-            ),
-            "web.yaml": PLAIN["apps/web.yaml"],
-        },
-    )
+    """KAFFINITY_ALLOW_NETWORK=1 would let rendering fetch remote bases and charts; --offline (on
+    every command that has --allow-network) forbids it. The sandbox the renders get is recorded
+    (nothing is built, nothing fetched)."""
+    from kaffinity.repo import units
+
+    root = _write(tmp_path / "repo", {**PLAIN, "kustomization.yaml": "resources: [apps/web.yaml]\n"})
+    seen: list[tuple[bool, bool]] = []
+
+    def render_units(layout: Any, **options: Any) -> Any:
+        seen.append((options["sandbox"].network, options["sandbox"].offline))
+        return units.RenderedLayout(layout, (), ())
+
+    monkeypatch.setattr(units, "render_units", render_units)
     monkeypatch.setenv("KAFFINITY_ALLOW_NETWORK", "1")
-    for command in ("lint", "graph", "place"):
-        result = invoke(command, "--help")
-        assert "--offline" in result.stdout, command
-    _, report = _json("--offline", "--allow-network", tmp_path / "remote")
-    (item,) = report["summary"]["render"]["unrendered_units"]
-    assert Path(item["unit"]) == tmp_path / "remote"
-    assert report["summary"]["render"]["rendered"] == 0
+    cluster = ("--cluster", str(REPO / "examples" / "clusters" / "topology.yaml"))
+    for command, extra in (("lint", ()), ("graph", ()), ("place", cluster)):
+        invoke(command, "--no-config", *extra, str(root))
+        invoke(command, "--no-config", "--offline", *extra, str(root))
+        invoke(command, "--no-config", "--offline", "--allow-network", *extra, str(root))
+        assert seen == [(True, False), (False, True), (False, True)], command
+        seen.clear()
+    monkeypatch.setenv("KAFFINITY_OFFLINE", "1")
+    invoke("lint", "--no-config", "--allow-network", str(root))
+    assert seen == [(False, True)]
 
 
 # --- pre-commit ----------------------------------------------------------------------------
