@@ -68,7 +68,8 @@ class Unit:
     files: tuple[str, ...] = ()
     #: Why a unit that a tool builds (a kustomization, a chart, a release) was read as written
     #: instead: one of :data:`NOT_RENDERED` (``"rendering off"`` until :func:`render_units`
-    #: builds it); None once built, and for the units of plain files. The summary counts them.
+    #: builds it), or for a release its own reason (NotRendered.reason); None once built, and
+    #: for the units of plain files. The summary counts them.
     not_rendered: str | None = None
     #: A chart variant's values files (``ci/*-values.yaml``, a ``helm-values:`` entry).
     values: tuple[str, ...] = ()
@@ -380,7 +381,9 @@ class _Builder:
         outcome = release.render(min(self.sandbox.timeout, left))
         if isinstance(outcome, NotRendered):
             self.unrendered.append((release.name, outcome))
-            why = "network off" if outcome.remote else "failed"
+            # A release's own reason (jsonnet, a plugin, a values file missing) says more than
+            # "failed": it is the unit's.
+            why = "network off" if outcome.remote else outcome.reason
             return Unit(release.name, release.source, (release.document,), not_rendered=why)
         self.files.extend(outcome.files)
         if not outcome.ok:
