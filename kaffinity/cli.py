@@ -1428,7 +1428,7 @@ def _stream(
     # What renders is read whole; a repository with nothing to render streams as it always did
     # (a GitOps release is found among the objects read: _linted reads them again whole).
     if settings.units != "one" and renderable_on_disk(
-        (root for root in roots if root != STDIN), charts=settings.render and _helm_available()
+        (root for root in roots if root != STDIN), charts=_helm_available if settings.render else False
     ):
         return None
     cache = None

@@ -15,7 +15,7 @@ units read as written with the reason (``Unit.not_rendered``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from kaffinity.load.manifests import KUSTOMIZATION_NAMES
@@ -55,44 +55,63 @@ def has_release(documents: Iterable[Document]) -> bool:
     return any(is_release(doc) for doc in documents)
 
 
-def renderable_on_disk(roots: Iterable[str], *, charts: bool = True) -> bool:
+def renderable_on_disk(roots: Iterable[str], *, charts: bool | Callable[[], bool] = True) -> bool:
     """Whether the layout of ``roots`` may hold a unit to build: a kustomization, or (``charts``)
     a Helm chart, below the folders named, beside or above the files named (as
-    :func:`kaffinity.repo.units.has_kustomization` and :func:`kaffinity.repo.units.chart_of` find
-    them), or a kustomization or ``Chart.yaml`` named itself (a ``--changed`` listing). From the
-    disk alone, before anything is parsed; one walk of each folder, stopping at the first found."""
+    :func:`kaffinity.repo.kustomizations.has_kustomization` and
+    :func:`kaffinity.repo.units.chart_of` find them), or a kustomization or ``Chart.yaml`` named
+    itself (a ``--changed`` listing). From the disk alone, before anything is parsed; one walk of
+    each folder, stopping at the first kustomization. ``charts`` may be a function (is there an
+    engine to render charts?), asked only once a chart is found."""
+    found = renderable_kinds(roots)
+    if "kustomize" in found:
+        return True
+    if "helm" not in found:
+        return False
+    return charts() if callable(charts) else charts
+
+
+def renderable_kinds(roots: Iterable[str]) -> set[str]:
+    """``kustomize`` and ``helm`` if a kustomization or a chart is found (see
+    :func:`renderable_on_disk`); the walk stops at the first kustomization."""
     from kaffinity.load.manifests import find_kustomization
     from kaffinity.repo.units import chart_of
 
-    wanted = (*KUSTOMIZATION_NAMES, CHART_FILE) if charts else KUSTOMIZATION_NAMES
+    found: set[str] = set()
     folders: set[str] = set()
     cache: dict[str, str | None] = {}
     for root in roots:
         if os.path.isdir(root):
-            if next(_walk(root, wanted), None) is not None:
-                return True
-            if charts and chart_of(os.path.join(root, "x"), cache) is not None:
-                return True  # a folder inside a chart (its templates/)
-        elif os.path.basename(root) in wanted:
-            return True
+            for path in _walk(root, (*KUSTOMIZATION_NAMES, CHART_FILE)):
+                found.add("helm" if os.path.basename(path) == CHART_FILE else "kustomize")
+                if "kustomize" in found:
+                    return found
+            if "helm" not in found and chart_of(os.path.join(root, "x"), cache) is not None:
+                found.add("helm")  # a folder inside a chart (its templates/)
+        elif os.path.basename(root) in KUSTOMIZATION_NAMES:
+            return {*found, "kustomize"}
+        elif os.path.basename(root) == CHART_FILE:
+            found.add("helm")
         else:
             folders.add(os.path.dirname(os.path.normpath(root)) or ".")
     for folder in sorted(folders):
         if find_kustomization(folder) is not None:
-            return True
-        if charts and chart_of(os.path.join(folder, "x"), cache) is not None:
-            return True
-    return False
+            return {*found, "kustomize"}
+        if "helm" not in found and chart_of(os.path.join(folder, "x"), cache) is not None:
+            found.add("helm")
+    return found
 
 
 def _walk(root: str, names: tuple[str, ...]) -> Iterator[str]:
-    """The files of ``names`` below ``root``, hidden folders skipped (as the units walk)."""
+    """The files of ``names`` below ``root``, hidden folders skipped (as the units walk); a
+    folder with a kustomization and a ``Chart.yaml`` gives both."""
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in names:
-            if name in files:
-                yield os.path.join(folder, name)
-                break
+        kustomization = next((name for name in KUSTOMIZATION_NAMES if name in files), None)
+        if kustomization is not None:
+            yield os.path.join(folder, kustomization)
+        if CHART_FILE in names and CHART_FILE in files:
+            yield os.path.join(folder, CHART_FILE)
 
 
 @dataclass(frozen=True, slots=True)
