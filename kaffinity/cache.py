@@ -87,8 +87,9 @@ ENV_DIR = "KAFFINITY_CACHE_DIR"
 ENV_KEY = "KAFFINITY_CACHE_KEY"
 #: Characters ``KAFFINITY_CACHE_KEY`` has at least: a short secret can be guessed.
 MIN_KEY_CHARS = 16
-#: Bumped when what an entry holds, or how, changes. 4: JSON and an HMAC (pickles before).
-FORMAT = 4
+#: Bumped when what an entry holds, or how, changes. 4: JSON and an HMAC (pickles before);
+#: 5: YAML read as go-yaml v2 reads it (flow-collection colons, anchors redefined, merge keys).
+FORMAT = 5
 #: An entry starts with this, then its key, its HMAC (hex) and the payload, a line each.
 MAGIC = b"kaffinity-cache %d\n" % FORMAT
 _HEADER = len(MAGIC) + 41 + 65

@@ -88,23 +88,12 @@ class _Unsupported(Exception):
 @functools.lru_cache(maxsize=4)  # a large file's nodes take far more memory than its text
 def compose(text: str) -> tuple[YamlNode, ...]:
     """The root node of every YAML document of ``text`` (empty if the text does not parse)."""
-    from kaffinity.load.parse import _check_nesting, _composer, _parse_errors
+    from kaffinity.load.parse import _parse_errors, compose_nodes
 
-    roots: list[YamlNode] = []
     try:
-        _check_nesting(text)
-        loader = _composer(text)
+        return compose_nodes(text)
     except _parse_errors():
         return ()
-    try:
-        while loader.check_node():
-            roots.append(loader.get_node())
-    except _parse_errors():
-        return ()
-    finally:
-        loader.dispose()
-        vars(loader).clear()  # the loader refers to itself; free it now (see loader._documents)
-    return tuple(roots)
 
 
 @dataclass(frozen=True, slots=True)

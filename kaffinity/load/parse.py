@@ -13,8 +13,10 @@ Bad input never raises: a file that cannot be read, decoded or parsed yields a
 
 from __future__ import annotations
 
+import base64
 import binascii
 import gc
+import math
 import re
 import sys
 import warnings
@@ -81,9 +83,18 @@ DEFAULT_LIMITS = Limits()
 _INTERNED = 253
 _SCALAR_SIZE = (None, 1)
 
-_STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
+_BINARY = "tag:yaml.org,2002:binary"
+_MERGE = "tag:yaml.org,2002:merge"
+_MERGE_NEEDS_MAPS = (
+    "a merge key (<<) needs a mapping or a sequence of mappings (map merge requires map or sequence of maps)"
+)
+# The tags go-yaml resolves (resolve.go, ``resolvableTag``, and ``!!binary``); another
+# `tag:yaml.org,2002:` tag (`!!python/name:x`) keeps the text, as a tag of another tool does.
+_RESOLVED_TAGS = frozenset(
+    "tag:yaml.org,2002:" + name for name in ("bool", "int", "float", "null", "timestamp", "binary")
+)
 # The tag our composer gives every scalar without an explicit one (we resolve those ourselves).
 _IMPLICIT = "?"
 _YAML11_BOOL = {
@@ -161,36 +172,118 @@ class LoadError(Exception):
 
 
 def resolve_plain(text: str) -> Any:
-    """Resolve a plain (unquoted) scalar as go-yaml v2 does for Kubernetes manifests."""
+    """Resolve a plain (unquoted) scalar as go-yaml v2 does for Kubernetes manifests.
+
+    gopkg.in/yaml.v2 v2.4.0 resolve.go, ``resolve``: the YAML 1.1 map of nulls, booleans and
+    special floats; a text that starts with `.` is a float if ``strconv.ParseFloat`` reads it
+    (Go's float literal: `_` only between digits); one that starts with a sign or a digit
+    (underscores taken out) is an int64 (``ParseInt``, base from the prefix: `0x`, `0o`,
+    `0b`, a leading `0` for octal), else a uint64 (``ParseUint``: no sign), else a float of
+    ``yamlStyleFloat``'s form; a number that overflows what ``ParseFloat`` reads stays the
+    text (`1e400`), as does a timestamp (a string in an ``interface{}``: decode.go, ``scalar``).
+    """
     if text in _YAML11_NULL:
         return None
     boolean = _YAML11_BOOL.get(text)
     if boolean is not None:
         return boolean
-    if text[0] not in "+-.0123456789":
+    first = text[0]
+    if first not in "+-.0123456789":
         return text
     special = _YAML11_SPECIAL_FLOAT.get(text)
     if special is not None:
         return special
+    if first == ".":
+        return _finite(float(text.replace("_", "")), text) if _DOT_FLOAT.match(text) else text
     plain = text.replace("_", "")
+    number: int | None = None
     if _OCTAL.match(plain):
-        return int(plain, 8)
-    if _INT.match(plain):
-        return int(plain, 0)
-    if _FLOAT.match(plain):  # also `08`, `09`: not octal, so go-yaml reads a float
-        return float(plain)
+        number = int(plain, 8)
+    elif _INT.match(plain):
+        number = int(plain, 0)
+    if number is not None and (
+        _INT64_MIN <= number <= _INT64_MAX or (number <= _UINT64_MAX and plain[0] not in "+-")
+    ):
+        return number
+    if _FLOAT.match(plain):  # also `08`, `09` (not octal) and integers past 64 bits
+        return _finite(float(plain), text)
     return text
 
 
+def _finite(value: float, text: str) -> Any:
+    """``value``, or ``text`` where ``strconv.ParseFloat`` fails with a range error."""
+    return value if value - value == 0.0 else text
+
+
+_INT64_MIN, _INT64_MAX, _UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
+# strconv.ParseFloat of a text that starts with `.`: Go's float literal, `_` between digits.
+_DOT_FLOAT = re.compile(r"\.[0-9](?:_?[0-9])*(?:[eE][-+]?[0-9](?:_?[0-9])*)?\Z")
+
+
 def _key_string(value: Any) -> str:
-    """Map keys become strings, as in sigs.k8s.io/yaml's conversion to JSON."""
+    """Map keys become strings, as in sigs.k8s.io/yaml's conversion to JSON (v1.6.0 yaml.go,
+    ``convertToJSONableObject``: ``strconv.Itoa`` of an int, ``FormatFloat(key, 'g', -1, 32)``
+    of a float). A null key is "null" here; the loader refuses it (:func:`_unsupported_key`)."""
     if isinstance(value, str):
         return value
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float):
+        return _float_key(value)
     return str(value)
+
+
+def _float_key(value: float) -> str:
+    """Go's ``strconv.FormatFloat(value, 'g', -1, 32)``, then `.inf`, `-.inf`, `.nan` for its
+    `+Inf`, `-Inf`, `NaN` (sigs.k8s.io/yaml): the shortest digits that read back as the same
+    float32, in exponent form below 1e-4 and from 1e6 on."""
+    import struct
+
+    if math.isnan(value):
+        return ".nan"
+    try:
+        single = struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        single = value * float("inf")
+    if single - single != 0.0:
+        return ".inf" if single > 0 else "-.inf"
+    shown = ""
+    for precision in range(9):
+        shown = f"{single:.{precision}e}"
+        if struct.unpack("f", struct.pack("f", float(shown)))[0] == single:
+            break
+    mantissa, exponent_text = shown.split("e")
+    digits = mantissa.replace("-", "").replace(".", "").rstrip("0") or "0"
+    exponent = int(exponent_text)
+    if exponent < -4 or exponent >= 6:
+        sign = "-" if mantissa.startswith("-") else ""
+        head = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{head}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
+    return f"{float(shown):.{max(len(digits) - exponent - 1, 0)}f}"
+
+
+def _unsupported_key(value: Any) -> str | None:
+    """Why sigs.k8s.io/yaml cannot make ``value`` a JSON key (kubectl refuses the document:
+    "unsupported map key of type"), or None."""
+    if value is None:
+        return 'a null key: kubectl cannot convert it to JSON ("unsupported map key of type: <nil>")'
+    if value.__class__ is int and value > _INT64_MAX:
+        return (
+            f"the key {value} is a uint64: kubectl cannot convert it to JSON "
+            '("unsupported map key of type: uint64")'
+        )
+    return None
+
+
+def _not_json(value: float, text: str, span: Span) -> LoadError:
+    """A NaN or infinity: JSON cannot hold it, and kubectl refuses the document (sigs.k8s.io/yaml's
+    ``json.Marshal``: "json: unsupported value: NaN")."""
+    shown = "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+    return LoadError(
+        f"{text!r} is not a number JSON can hold: kubectl refuses it (json: unsupported value: {shown})", span
+    )
 
 
 class _Builder:
@@ -226,8 +319,19 @@ class _Builder:
         if node.ctag.suffix is not _IMPLICIT:
             # An explicit tag (`!!str 0777`, `!!int "3"`); unknown ones (`!Ref x`) keep the text.
             tag = node.tag
-            if tag == _STR or not tag.startswith("tag:yaml.org,2002:"):
+            if tag not in _RESOLVED_TAGS:
                 return value
+            if tag == _BINARY:
+                # go-yaml decodes with base64.StdEncoding.DecodeString (v2.4.0 decode.go,
+                # ``scalar``): padding required, line breaks skipped, nothing else; the bytes
+                # become a Go string, then a JSON string (invalid UTF-8 replaced).
+                try:
+                    data = base64.b64decode(value.replace("\r", "").replace("\n", ""), validate=True)
+                except (binascii.Error, ValueError):
+                    raise LoadError(
+                        "!!binary value contains invalid base64 data", _span(node.start_mark)
+                    ) from None
+                return data.decode("utf-8", "replace")
             # ruamel's constructors raise plain ValueError/KeyError on `!!int x`, `!!bool x`
             # (not a YAMLError) and warn on stderr for `!!float 1e3`: both are bad input, so
             # they become this file's one-line parse error, and the warning is silenced.
@@ -245,12 +349,17 @@ class _Builder:
                 return constructed.decode("utf-8", "replace")
             if not isinstance(constructed, (str, int, float, type(None))):
                 return value  # `!!timestamp` (a date): JSON has no such type, the text stays
+            if constructed.__class__ is float and constructed - constructed != 0.0:
+                raise _not_json(constructed, value, _span(node.start_mark))
             return constructed
         if node.style:
             return intern(value) if len(value) <= _INTERNED else value
         if "{{" in value and self.template is None and _HELM_IN_VALUE.search(value):
             self.template = _span(node.start_mark)
-        return resolve_plain(value)
+        resolved = resolve_plain(value)
+        if resolved.__class__ is float and resolved - resolved != 0.0:
+            raise _not_json(resolved, value, _span(node.start_mark))
+        return resolved
 
     def build(self, node: Any, depth: int) -> Any:
         if self.aliases:
@@ -288,7 +397,7 @@ class _Builder:
         mark = node.start_mark
         result = PosDict(Span(mark.line + 1, mark.column + 1))
         positions = result.pos
-        merges: list[Any] = []
+        merged: set[str] | None = None  # the keys a merge key (<<) set last
         scalar = self.scalar
         keys = _PLAIN_KEYS
         for key_node, value_node in node.value:
@@ -300,14 +409,22 @@ class _Builder:
                 resolved = keys.get(key)
                 if resolved is None:
                     if key == "<<":
-                        merges.append(value_node)
+                        merged = self._merge(result, key_node, value_node, depth, merged)
                         continue
                     # Keys repeat in every object: one (interned) string each saves memory, and
                     # the cache saves resolving the same plain key again.
-                    resolved = intern(_key_string(resolve_plain(key)))
+                    plain = resolve_plain(key)
+                    unsupported = _unsupported_key(plain)
+                    if unsupported is not None:
+                        raise LoadError(unsupported, _span(key_node.start_mark))
+                    resolved = intern(_key_string(plain))
                     if len(keys) < _PLAIN_KEYS_SIZE:
                         keys[key] = resolved
                 key = resolved
+            elif key == "<<" and key_node.tag == _MERGE:
+                # `!!merge "<<"`: go-yaml's isMerge takes a plain `<<` or one tagged !!merge
+                merged = self._merge(result, key_node, value_node, depth, merged)
+                continue
             else:
                 key = intern(key)
             key_mark = key_node.start_mark
@@ -315,7 +432,10 @@ class _Builder:
             if key in result:
                 # The later value wins and keeps the first key's place in the order.
                 first = list(result).index(key)
-                self.duplicates.append(DuplicateKey(key, unpack(position), unpack(positions[first])))
+                if merged is not None and key in merged:
+                    merged.discard(key)  # what a merge key set, a key after it replaces
+                else:
+                    self.duplicates.append(DuplicateKey(key, unpack(position), unpack(positions[first])))
                 positions[first] = position
             else:
                 positions.append(position)
@@ -335,8 +455,6 @@ class _Builder:
                 result[key] = intern(value) if len(value) <= _INTERNED else value
             else:
                 result[key] = scalar(value_node)
-        for merge in merges:
-            self._merge(result, merge, depth)
         result.pos = array("Q", result.pos)  # exactly as long: 8 bytes a position
         return result
 
@@ -373,17 +491,39 @@ class _Builder:
         self.cache[id(node)] = (result, size)
         return result
 
-    def _merge(self, target: PosDict, node: Any, depth: int) -> None:
-        """YAML merge keys (``<<: *base``), which go-yaml v2 honours: explicit keys win."""
+    def _merge(
+        self, target: PosDict, key_node: Any, node: Any, depth: int, merged: set[str] | None
+    ) -> set[str]:
+        """A YAML merge key (``<<: *base``) as go-yaml v2 applies it (v2.4.0 decode.go,
+        ``mapping`` and ``merge``): where it stands among the keys, so that its keys replace
+        those given before it and keys after it replace its own; of a sequence of mappings,
+        the earlier ones win. Returns the keys it set (``merged``, added to)."""
+        merged = set() if merged is None else merged
+        # An alias of a sequence is no sequence of mappings for go-yaml (``merge``: an alias
+        # must name a mapping); the composed tree shares the aliased node, which then starts
+        # before its key.
+        if node.id == "sequence" and node.start_mark.index < key_node.start_mark.index:
+            raise LoadError(_MERGE_NEEDS_MAPS, _span(key_node.start_mark))
         sources = node.value if node.id == "sequence" else [node]
+        built = []
         for source in sources:
-            merged = self.build(source, depth + 1)
-            if not isinstance(merged, PosDict):
-                raise LoadError("a merge key (<<) needs a mapping", _span(source.start_mark))
-            for (key, value), position in zip(merged.items(), merged.pos, strict=True):
-                if key not in target:
-                    target[key] = value
+            value = self.build(source, depth + 1)
+            if not isinstance(value, PosDict):
+                raise LoadError(_MERGE_NEEDS_MAPS, _span(source.start_mark))
+            built.append(value)
+        order: list[str] | None = None
+        for value in reversed(built):  # go-yaml steps backwards: earlier mappings take precedence
+            for (key, item), position in zip(value.items(), value.pos, strict=True):
+                if key in target:
+                    order = list(target) if order is None else order
+                    target.pos[order.index(key)] = position
+                else:
                     target.pos.append(position)
+                    if order is not None:
+                        order.append(key)
+                target[key] = item
+                merged.add(key)
+        return merged
 
 
 def _recursive(node: Any) -> LoadError:
@@ -455,6 +595,217 @@ def _check_nesting(text: str, limits: Limits = DEFAULT_LIMITS) -> None:
             raise _too_deep(limits, _offset_span(text, match.start(1)))
 
 
+# --- go-yaml's plain scalars in flow collections -------------------------------------------------
+#
+# go-yaml v2 ends a plain scalar at `:` only when a blank follows it, in flow collections too
+# (gopkg.in/yaml.v2 v2.4.0 scannerc.go, yaml_parser_scan_plain_scalar: "Check for indicators
+# that may end a plain scalar": `:` followed by is_blankz, or in the flow context `,?[]{}`), so
+# `[frontend:80]` is one string and `{image: nginx:1.27}` a one-key mapping. The libyaml inside
+# ruamel.yaml.clib refuses a `:` followed by anything else there ("found unexpected ':'", a
+# check of libyaml 0.1 that go-yaml does not have). Such a file is read again with each of
+# those `:` replaced by a stand-in character (one character for one, so every line and column
+# stays) that :class:`_EventComposer` turns back into `:` in the scalars.
+
+#: Private-use characters, one of which the text does not hold, stand in for `:`.
+_STAND_INS = tuple(chr(code) for code in range(0xE000, 0xE010))
+#: How often a file is read again: once for all the `:` that :func:`_flow_colons` finds and
+#: once for anchors defined again, then once for each `:` it missed (found at the reader's own
+#: error), as long as the readings past those two stay within ``_REREAD_CHARACTERS`` in all:
+#: no input costs more than a few readings of the largest file allowed.
+_RETRIES = 32
+_REREAD_CHARACTERS = 8 << 20
+_BLANKZ = frozenset(" \t\r\n\x85\u2028\u2029")
+_BREAKS = frozenset("\r\n\x85\u2028\u2029")
+_FLOW_INDICATORS = frozenset(",?[]{}")
+_SPACES = re.compile(r"[ \t]*")
+_INDENT = re.compile(r" *")
+_ANCHOR_CHARS = re.compile(r"[0-9A-Za-z_-]*")
+_TAG_END = re.compile(r"[ \t\r\n\x85\u2028\u2029,\[\]{}]|\Z")
+_LINE_END = re.compile(r"[\r\n\x85\u2028\u2029]|\Z")
+_SINGLE_QUOTED = re.compile(r"'[^']*(?:''[^']*)*(?:'|\Z)")
+_DOUBLE_QUOTED = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)', re.S)
+# Where a plain scalar of the block context may end: `:` before a blank, a comment, a line end.
+_BLOCK_PLAIN_END = re.compile(r":(?=[ \t\r\n\x85\u2028\u2029]|\Z)|[ \t]#|[\r\n\x85\u2028\u2029]|\Z")
+# The next character of a plain scalar in a flow collection that may end it or be a `:`.
+_FLOW_PLAIN_STOP = re.compile(r"[:,?\[\]{}\s\x85\u2028\u2029]|\Z")
+_BLANKS_AFTER = re.compile(r"[ \t\r\n\x85\u2028\u2029]*")
+_BLOCK_SCALAR_INDENT = re.compile(r"[|>][+-]?([1-9]?)")
+
+
+def _end(pattern: re.Pattern[str], text: str, position: int) -> int:
+    """Where ``pattern`` (which matches the empty string or the end) stops matching at ``position``."""
+    match = pattern.match(text, position)
+    return match.end() if match else position
+
+
+def _next(pattern: re.Pattern[str], text: str, position: int) -> int:
+    """Where ``pattern`` (which matches at the end, ``\\Z``) first matches from ``position``."""
+    match = pattern.search(text, position)
+    return match.start() if match else len(text)
+
+
+def _after_line(text: str, end: int) -> int:
+    """The start of the line after the line break at ``end``."""
+    return end + (2 if text.startswith("\r\n", end) else 1)
+
+
+def _flow_colons(text: str) -> list[int]:
+    """The offsets of the `:` characters that go-yaml reads inside a plain scalar of a flow
+    collection and that are followed by a non-blank: the ones libyaml refuses.
+
+    One pass over the tokens as go-yaml's scanner sees them (comments, quoted and block
+    scalars, flow levels). Only a file that libyaml refused is scanned, and a `:` taken here
+    that is in fact inside a scalar of another kind (a block scalar this scan misjudged) gets
+    its character back all the same; a `:` missed is found at the reader's next error.
+    """
+    scan = _FlowScan(text)
+    while scan.position < scan.size:
+        scan.step()
+    return scan.colons
+
+
+class _FlowScan:
+    """The state of :func:`_flow_colons`."""
+
+    __slots__ = ("colons", "flow", "line_start", "parent", "position", "size", "text", "token_column")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.size = len(text)
+        self.colons: list[int] = []
+        self.position = 0
+        self.line_start = 0
+        self.flow = 0  # the flow collections open
+        self.parent = -1  # the indentation of the block node that holds what comes next
+        self.token_column = 0  # where the last node of the line started
+
+    def step(self) -> None:
+        """Go past the blanks, comment, line break or token at ``position``."""
+        text, position = self.text, self.position
+        char = text[position]
+        if char in " \t":
+            self.position = _end(_SPACES, text, position)
+        elif char in _BREAKS:
+            self.new_line(_after_line(text, position))
+        elif char == "#":
+            self.position = _next(_LINE_END, text, position)
+        elif self.flow == 0 and position == self.line_start and self.line_marker(char):
+            return
+        else:
+            self.token(char)
+
+    def new_line(self, start: int) -> None:
+        self.position = self.line_start = start
+        if self.flow == 0:
+            self.parent = _end(_INDENT, self.text, start) - start - 1
+
+    def line_marker(self, char: str) -> bool:
+        """Go past a document marker or a directive at the start of a line, if there is one."""
+        text, position = self.text, self.position
+        if text.startswith(("---", "..."), position) and (
+            position + 3 >= self.size or text[position + 3] in _BLANKZ
+        ):
+            self.position, self.parent = position + 3, -1
+            return True
+        if char == "%":
+            self.position = _next(_LINE_END, text, position)
+            return True
+        return False
+
+    def token(self, char: str) -> None:
+        text, position = self.text, self.position
+        column = position - self.line_start
+        following = text[position + 1] if position + 1 < self.size else "\n"
+        if char in "[{":
+            self.token_column = column if self.flow == 0 else self.token_column
+            self.flow += 1
+            self.position += 1
+        elif char in "]}":
+            self.flow = max(self.flow - 1, 0)
+            self.position += 1
+        elif self.flow and char in ",?:":
+            self.position += 1  # go-yaml: in a flow collection, `?` and `:` start no plain scalar
+        elif char in "-?:" and following in _BLANKZ:
+            self.parent = self.token_column if char == ":" else column
+            self.position += 1
+        elif char in "&*":
+            self.position = _end(_ANCHOR_CHARS, text, position + 1)
+        elif char == "!":
+            end = text.find(">", position) + 1 if following == "<" else _next(_TAG_END, text, position + 1)
+            self.position = end if end > position else self.size
+        elif char in "'\"":
+            self.token_column = column
+            self.position = _end(_SINGLE_QUOTED if char == "'" else _DOUBLE_QUOTED, text, position)
+        elif self.flow:
+            self.position = self.flow_plain(position)
+        elif char in "|>":
+            self.new_line(self.block_scalar_end(position))
+        else:
+            self.token_column = column
+            self.position = _next(_BLOCK_PLAIN_END, text, position + 1)
+
+    def flow_plain(self, position: int) -> int:
+        """The end of the plain scalar at ``position`` in a flow collection, as go-yaml's
+        yaml_parser_scan_plain_scalar ends it; its `:` not followed by a blank are kept."""
+        text, size = self.text, self.size
+        position += 1  # its first character is its own, whatever it is (`-x`)
+        while True:
+            stop = _next(_FLOW_PLAIN_STOP, text, position)
+            if stop >= size:
+                return size
+            char = text[stop]
+            if char in _FLOW_INDICATORS:
+                return stop
+            if char == ":":
+                if stop + 1 >= size or text[stop + 1] in _BLANKZ:
+                    return stop
+                self.colons.append(stop)
+                position = stop + 1
+                continue
+            # Blanks: the scalar goes on unless a comment, a document marker or an indicator
+            # that ends it comes next.
+            after = _end(_BLANKS_AFTER, text, stop)
+            if after >= size or text[after] == "#" or text[after] in _FLOW_INDICATORS:
+                return stop
+            if text[after] == ":" and (after + 1 >= size or text[after + 1] in _BLANKZ):
+                return stop
+            if text.startswith(("---", "..."), after) and text[after - 1] in _BREAKS:
+                return stop
+            position = after
+
+    def block_scalar_end(self, position: int) -> int:
+        """The start of the first line after the block scalar (``|``, ``>``) whose header is at
+        ``position``: libyaml's yaml_parser_scan_block_scalar and its indentation rules."""
+        text, size, parent = self.text, self.size, self.parent
+        header = _BLOCK_SCALAR_INDENT.match(text, position)
+        digit = header.group(1) if header else ""
+        line_end = _next(_LINE_END, text, position)
+        if line_end >= size:
+            return size
+        position = _after_line(text, line_end)
+        if digit:
+            indent = parent + int(digit) if parent >= 0 else int(digit)
+        else:
+            indent, scan = 0, position
+            while scan < size:  # leading empty lines may set the indentation
+                spaces = _end(_INDENT, text, scan)
+                end = _next(_LINE_END, text, spaces)
+                indent = max(indent, spaces - scan)
+                if spaces != end or end >= size:
+                    break
+                scan = _after_line(text, end)
+            indent = max(indent, parent + 1, 1)
+        while position < size:
+            spaces = _end(_INDENT, text, position)
+            end = _next(_LINE_END, text, spaces)
+            if spaces != end and spaces - position < indent:
+                return position
+            if end >= size:
+                return size
+            position = _after_line(text, end)
+        return size
+
+
 def _composer(text: str) -> Any:
     """ruamel's C composer, minus its implicit tag resolution: we resolve plain scalars
     ourselves (YAML 1.1, as Kubernetes does), so every implicit tag is left generic.
@@ -465,8 +816,13 @@ def _composer(text: str) -> Any:
     own; the YAML-path resolver hooks, unused here, are C builtins that do nothing with their
     arguments instead of Python methods.
     """
-    global _COMPOSER  # noqa: PLW0603 - built once, on first use, to keep start-up light
-    if _COMPOSER is None:
+    return _composers()[0](text)
+
+
+def _composers() -> tuple[Any, Any]:
+    """The C composer (:func:`_composer`) and :class:`_EventComposer`'s class, built once."""
+    global _COMPOSERS  # noqa: PLW0603 - built once, on first use, to keep start-up light
+    if _COMPOSERS is None:
         from ruamel.yaml.cyaml import CSafeLoader
         from ruamel.yaml.nodes import MappingNode, ScalarNode
         from ruamel.yaml.tag import Tag
@@ -482,25 +838,215 @@ def _composer(text: str) -> Any:
                     return scalar_tag
                 return map_tag if kind is MappingNode else seq_tag
 
-        _COMPOSER = Composer
-    return _COMPOSER(text)
+        _COMPOSERS = (Composer, _event_composer_class(Composer, scalar_tag, map_tag, seq_tag))
+    return _COMPOSERS
 
 
-_COMPOSER: Any = None
+_COMPOSERS: tuple[Any, Any] | None = None
+
+
+def _event_composer_class(base: Any, scalar_tag: Any, map_tag: Any, seq_tag: Any) -> Any:
+    """:class:`_EventComposer` on top of the C composer ``base`` (its events, its constructor)."""
+    from ruamel.yaml.composer import ComposerError
+    from ruamel.yaml.events import (
+        AliasEvent,
+        MappingEndEvent,
+        MappingStartEvent,
+        ScalarEvent,
+        SequenceEndEvent,
+        StreamEndEvent,
+        StreamStartEvent,
+    )
+    from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+    class _EventComposer(base):  # type: ignore[misc]
+        """Composes nodes from libyaml's events in Python, as go-yaml's parser does
+        (gopkg.in/yaml.v2 v2.4.0 decode.go, ``parser.anchor`` and ``parser.alias``): an anchor
+        defined again replaces the earlier one for the aliases after it, where the C composer
+        refuses the file ("found duplicate anchor"); and ``stand_in`` (see
+        :func:`_flow_colons`) is read back as the `:` it stands for. Slower than the C
+        composer: only a file that the C composer refused is read with it."""
+
+        stand_in: str | None = None
+        depth_limit: int = DEFAULT_LIMITS.depth
+
+        def check_node(self) -> bool:
+            if self.check_event(StreamStartEvent):
+                self.get_event()
+            return not self.check_event(StreamEndEvent)
+
+        def get_node(self) -> Any:
+            self.get_event()  # the document's start
+            anchors: dict[str, Any] = {}
+            node = self._node(anchors, 0)
+            self.get_event()  # its end
+            return node
+
+        def _node(self, anchors: dict[str, Any], depth: int) -> Any:
+            event = self.get_event()
+            kind = event.__class__
+            if kind is AliasEvent:
+                node = anchors.get(event.anchor)
+                if node is None:
+                    raise ComposerError(
+                        None, None, f"found undefined alias {event.anchor!r}", event.start_mark
+                    )
+                return node
+            if depth > self.depth_limit:
+                raise _too_deep(Limits(depth=self.depth_limit), _span(event.start_mark))
+            if kind is ScalarEvent:
+                value = event.value
+                if self.stand_in is not None and self.stand_in in value:
+                    value = value.replace(self.stand_in, ":")
+                tag = event.tag
+                node = ScalarNode(
+                    scalar_tag if tag is None or tag == "!" else tag,
+                    value,
+                    event.start_mark,
+                    event.end_mark,
+                    style=event.style,
+                )
+                if event.anchor is not None:
+                    anchors[event.anchor] = node
+                return node
+            mapping = kind is MappingStartEvent
+            node = (MappingNode if mapping else SequenceNode)(
+                map_tag if mapping else seq_tag, [], event.start_mark, None, flow_style=event.flow_style
+            )
+            if event.anchor is not None:  # before its content, as go-yaml: an alias inside
+                anchors[event.anchor] = node  # is the recursion the builder refuses
+            end = MappingEndEvent if mapping else SequenceEndEvent
+            items = node.value
+            while not self.check_event(end):
+                if mapping:
+                    key = self._node(anchors, depth + 1)
+                    items.append((key, self._node(anchors, depth + 1)))
+                else:
+                    items.append(self._node(anchors, depth + 1))
+            node.end_mark = self.get_event().end_mark
+            return node
+
+    return _EventComposer
+
+
+class _Reading:
+    """How a file's text is read: by the C composer, then again as go-yaml reads what libyaml
+    refused (a `:` inside a plain scalar of a flow collection, an anchor defined twice)."""
+
+    __slots__ = ("events", "retries", "stand_in", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.events = False
+        self.stand_in: str | None = None
+        self.retries = 0
+
+    def loader(self, limits: Limits) -> Any:
+        if not self.events:
+            return _composer(self.text)
+        loader = _composers()[1](self.text)
+        loader.stand_in = self.stand_in
+        loader.depth_limit = limits.depth
+        return loader
+
+    def again(self, error: Exception) -> bool:
+        """Whether to read again after ``error``, changed to read what go-yaml reads there."""
+        from ruamel.yaml.composer import ComposerError
+        from ruamel.yaml.scanner import ScannerError
+
+        if self.retries >= _RETRIES or (
+            self.retries >= 2 and (self.retries - 1) * len(self.text) > _REREAD_CHARACTERS
+        ):
+            return False
+        if isinstance(error, ComposerError) and (error.context or "").startswith("found duplicate anchor"):
+            self.events = True
+        elif (
+            isinstance(error, ScannerError) and error.problem == "found unexpected ':'" and error.problem_mark
+        ):
+            index = error.problem_mark.index
+            if not 0 <= index < len(self.text) or self.text[index] != ":":
+                return False
+            if self.stand_in is None:
+                self.stand_in = next((char for char in _STAND_INS if char not in self.text), None)
+                if self.stand_in is None:
+                    return False
+                offsets = [*_flow_colons(self.text), index]
+            else:
+                offsets = [index]
+            chars = list(self.text) if len(offsets) > 1 else None
+            if chars is None:
+                self.text = self.text[:index] + self.stand_in + self.text[index + 1 :]
+            else:
+                for offset in offsets:
+                    if chars[offset] == ":":
+                        chars[offset] = self.stand_in
+                self.text = "".join(chars)
+            self.events = True
+        else:
+            return False
+        self.retries += 1
+        return True
 
 
 def _documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[Any, _Builder]]:
-    """Compose and build each document of ``text``; raises on bad input (see :func:`parse`)."""
+    """Compose and build each document of ``text``; raises on bad input (see :func:`parse`).
+
+    Where libyaml refuses what go-yaml reads (:class:`_Reading`), the text is read again, and
+    the documents already given are not given again."""
     _check_nesting(text, limits)
-    loader = _composer(text)
-    aliases = "&" in text and "*" in text
+    reading = _Reading(text)
+    given = 0
+    while True:
+        try:
+            for index, document in enumerate(_read(reading, limits)):
+                if index >= given:
+                    given += 1
+                    yield document
+            return
+        except _yaml_errors() as error:
+            if not reading.again(error):
+                raise
+
+
+def compose_nodes(text: str, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, ...]:
+    """The root node of every document of ``text``, composed as :func:`_documents` reads it
+    (read again as go-yaml reads what libyaml refuses); raises on bad input. For writing
+    files back (:mod:`kaffinity.load.edits`): the nodes' marks are the text's own."""
+    _check_nesting(text, limits)
+    reading = _Reading(text)
+    while True:
+        loader = reading.loader(limits)
+        try:
+            roots: list[Any] = []
+            with _frames_for(limits.depth):
+                while loader.check_node():
+                    roots.append(loader.get_node())
+            return tuple(roots)
+        except _yaml_errors() as error:
+            if not reading.again(error):
+                raise
+        finally:
+            loader.dispose()
+            vars(loader).clear()  # the loader refers to itself: free it now (see _read)
+
+
+def _yaml_errors() -> tuple[type[Exception], ...]:
+    from ruamel.yaml.error import YAMLError
+
+    return (YAMLError,)
+
+
+def _read(reading: _Reading, limits: Limits) -> Iterator[tuple[Any, _Builder]]:
+    """The documents of ``reading``'s text, each composed and built."""
+    loader = reading.loader(limits)
+    aliases = "&" in reading.text and "*" in reading.text
     expanded = 0
     try:
         while loader.check_node():
             builder = _Builder(loader, aliases, limits)
             builder.expanded = expanded  # alias-nodes counts the whole file
-            node = loader.get_node()
             with _frames_for(limits.depth):
+                node = loader.get_node()
                 data = builder.build(node, 0)
             if builder.expanded > expanded:  # aliases were followed (each built once, shared)
                 _check_aliasing(node)

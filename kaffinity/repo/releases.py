@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits
@@ -40,6 +40,10 @@ class ReleaseContext:
     sandbox: Sandbox = DEFAULT_SANDBOX
     #: The Kubernetes version charts are rendered for (render_chart's ``kube_version``).
     kube_version: str | None = None
+    #: The unit that rendered each rendered object, by ``id`` of its document: two overlays
+    #: render two versions of one release (``apps/staging`` and ``apps/production`` patch one
+    #: HelmRelease), and each release unit is named after the overlay it comes from.
+    units: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

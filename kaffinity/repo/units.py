@@ -244,9 +244,26 @@ def render_units(
     from kaffinity.repo import argo, flux
     from kaffinity.repo.releases import ReleaseContext
 
-    context = ReleaseContext(current(), limits=limits, sandbox=sandbox, kube_version=kube_version)
-    for kind in (flux, argo):
-        units.extend(builder.release(release) for release in kind.releases(context))
+    owners = {
+        id(doc): unit.name for unit in units if unit.source.endswith("(rendered)") for doc in unit.documents
+    }
+    context = ReleaseContext(
+        current(), limits=limits, sandbox=sandbox, kube_version=kube_version, units=owners
+    )
+    found = [release for kind in (flux, argo) for release in kind.releases(context)]
+    built = [builder.release(release) for release in found]
+    # The files a rendered release deploys belong to its unit (Release.files): the units that
+    # read them as written (a plain folder a Flux Kustomization substitutes) or built them
+    # otherwise (the overlay it builds) give them up, so no object is placed twice.
+    claimed = {
+        path
+        for release, unit in zip(found, built, strict=True)
+        if unit.source.endswith("(rendered)")
+        for path in release.files
+    }
+    if claimed:
+        units = [unit for unit in (_without_files(unit, claimed) for unit in units) if unit is not None]
+    units.extend(built)
     rendered = [unit for unit in units if unit.source.endswith("(rendered)")]
     documents = current()
     membership: dict[int, list[str]] = defaultdict(list)
@@ -263,6 +280,14 @@ def render_units(
         builder.places,
     )
     return RenderedLayout(new, tuple(builder.files), tuple(builder.charts))
+
+
+def _without_files(unit: Unit, claimed: set[str]) -> Unit | None:
+    """``unit`` without the objects of ``claimed`` files; None when none is left."""
+    kept = tuple(doc for doc in unit.documents if os.path.normpath(doc.file) not in claimed)
+    if len(kept) == len(unit.documents):
+        return unit
+    return replace(unit, documents=kept) if kept else None
 
 
 class _Builder:
@@ -300,6 +325,8 @@ class _Builder:
         self.missing: set[str] = set()
         #: Overlays built without their remote resources (the network is off).
         self.remote: list[str] = []
+        #: Overlays that do not build without their remote resources (read as written).
+        self.offline: list[str] = []
         #: The remote entries those builds left out.
         self.left_out: list[str] = []
         #: Units whose build failed or was refused (a parse-error says why).
@@ -343,6 +370,13 @@ class _Builder:
                 unit.name, self.limits, timeout=timeout, sandbox=self.sandbox, local_only=remote
             )
             if remote:
+                if not rendered.ok:
+                    # Built without its remote resources, the overlay may not build at all (a
+                    # patch whose target the remote resource defines: "no matches for Id"):
+                    # that is kaffinity's doing, not the author's error. Read as written, and
+                    # the note says the network would build it.
+                    self.offline.append(unit.name)
+                    return replace(unit, not_rendered="network off")
                 self.remote.append(unit.name)
                 self.left_out.extend(entry for entry in rendered.left_out if entry not in self.left_out)
         else:
@@ -416,6 +450,12 @@ class _Builder:
                 f"{len(self.remote)} kustomization(s) built without their remote resources, which "
                 f"need the network ({network}): {_listed(self.remote)}; "
                 f"left out: {_listed(self.left_out)}"
+            )
+        if self.offline:
+            notes.append(
+                f"{len(self.offline)} kustomization(s) read as written: they do not build without "
+                f"their remote resources, which need the network (off; --allow-network allows it): "
+                f"{_listed(self.offline)}"
             )
         if self.failed:
             notes.append(

@@ -22,6 +22,11 @@ It also finds a key given twice in one mapping (`mapping key "selector" already 
 6`), the message kubectl gives: its YAML decoding is strict, as is the API server's field
 validation, kubectl's default (`--validate=strict`).
 
+YAML is read as kubectl reads it (go-yaml v2 through `sigs.k8s.io/yaml`: docs/input-files.md,
+"YAML as Kubernetes reads it"): `ports: [frontend:80]` and an anchor defined twice parse, and
+what kubectl cannot convert to JSON is a parse error: a value `.nan` or `.inf`, a null key,
+a `!!binary` that is not base64.
+
 Only files meant as Kubernetes manifests are reported: YAML for other tools (mkdocs, Docker
 Compose, GitHub workflows, Ansible, Helm values) that does not parse is skipped quietly, as is
 any file without a document that has `apiVersion` and `kind` (docs/input-files.md). A file
@@ -50,6 +55,8 @@ Repair the file at the reported position (here: close the flow mapping with `}`)
 ## References
 - kubernetes/apimachinery `pkg/util/yaml/decoder.go` (`NewYAMLOrJSONDecoder`), what kubectl reads
   manifests with; `sigs.k8s.io/yaml` underneath resolves scalars as YAML 1.1
+- go-yaml v2 (`gopkg.in/yaml.v2` v2.4.0) `scannerc.go`, `resolve.go`, `decode.go`; `sigs.k8s.io/yaml`
+  v1.6.0 `yaml.go` (`convertToJSONableObject`)
 - Server-side field validation, strict by default in kubectl since 1.27:
   https://kubernetes.io/docs/reference/using-api/api-concepts/#field-validation
 """,
