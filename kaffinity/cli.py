@@ -17,7 +17,7 @@ from kaffinity.help import Group
 from kaffinity.load.display import escape, patch_lines, quote_name, utf8
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Iterator, Sequence
 
     from kaffinity.cache import Cache
     from kaffinity.config import Settings
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kaffinity.load.files import ExcludeFn
     from kaffinity.load.parse import SourceFile
     from kaffinity.policy.load import Loaded
+    from kaffinity.repo.rendering import RenderSummary
     from kaffinity.repo.sandbox import Sandbox
     from kaffinity.repo.units import Layout, Unit
     from kaffinity.rules.base import Rule
@@ -167,16 +168,25 @@ _Render = Annotated[
     Optional[bool],
     typer.Option(
         "--render/--no-render",
-        help="Build kustomize overlays and render Helm charts (with kustomize/kubectl and helm, or "
-        "kaffinity[helm]) and lint the result, findings placed on the source files.",
+        help="Build kustomize overlays, render Helm charts and GitOps releases (with kustomize/kubectl "
+        "and helm, or kaffinity[helm]) and lint the result, findings placed on the source files "
+        "(default: on, render: in the config; --no-render reads the files as written).",
     ),
 ]
 _AllowNetwork = Annotated[
     Optional[bool],
     typer.Option(
         "--allow-network",
-        help="Let --render fetch what overlays name remotely (remote bases, URLs, helmCharts); "
+        help="Let rendering fetch what overlays name remotely (remote bases, URLs, helmCharts); "
         "off by default, and never from the config (also KAFFINITY_ALLOW_NETWORK=1).",
+    ),
+]
+_Offline = Annotated[
+    Optional[bool],
+    typer.Option(
+        "--offline",
+        help="Never reach the network, whatever --allow-network or KAFFINITY_ALLOW_NETWORK say "
+        "(also KAFFINITY_OFFLINE=1).",
     ),
 ]
 _RenderTimeout = Annotated[
@@ -330,6 +340,7 @@ def lint(
     ] = False,
     build: _Render = None,
     allow_network: _AllowNetwork = None,
+    offline: _Offline = None,
     render_timeout: _RenderTimeout = None,
     render_budget: _RenderBudget = None,
     render_memory: _RenderMemory = None,
@@ -386,7 +397,7 @@ def lint(
         render=build,
         cache=False if no_cache else None,
     )
-    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory)
+    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory, offline)
     settings = replace(settings, sandbox=sandbox)
     if no_gitignore:
         settings = replace(settings, gitignore=False)
@@ -458,11 +469,21 @@ def _linted(
     files, reported, has_context, roots = _load_in_context(
         paths, settings, stdin_filename, changed, context, stream, listing
     )
+    if stream is not None and settings.render and _has_release(files):
+        # A GitOps release is rendered from its whole object and the ConfigMaps, sources and
+        # values around it, which the single-object stage compacts away: read whole, once more.
+        stream.close()
+        stream = None
+        files, reported, has_context, roots = _load_in_context(
+            paths, settings, stdin_filename, changed, context, None, listing
+        )
     rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_all_manifests)
     rules, policy_errors = _with_policies(rules, settings, memo)
     cluster = _load_cluster(settings)
-    # Streamed: has_kustomization found none under the same paths (_stream).
-    files, layout = _layout(files, roots, settings, kustomized=stream is None)
+    # Streamed: renderable_on_disk found no kustomization (nor a chart to render) there (_stream).
+    files, layout = _layout(
+        files, roots, settings, kustomized=stream is None, changed=reported if changed else None
+    )
     # The first unit's context: the Markdown report draws its graph; the units share the
     # typed objects built from their documents.
     typed = stream.typed() if stream is not None else {}
@@ -478,7 +499,35 @@ def _linted(
     )
     if stream is not None:
         stream.close()
-    return lint_context, result, policy_errors
+    return lint_context, replace(result, render=_render_summary(settings, layout)), policy_errors
+
+
+def _has_release(files: Sequence[SourceFile]) -> bool:
+    from kaffinity.repo.rendering import has_release
+
+    return has_release(doc for file in files for doc in file.documents)
+
+
+def _render_summary(settings: Settings, layout: Layout) -> RenderSummary:
+    """What the reports say of rendering: the engines used for the kinds of units there were,
+    the units rendered and those read as written (Unit.not_rendered)."""
+    from kaffinity.repo.rendering import RenderSummary
+
+    if not settings.render:
+        return RenderSummary(enabled=False)
+    kinds = {unit.source.partition(" ")[0] for unit in layout.units}
+    helm = kustomize = None
+    if kinds & {"helm", "flux", "argocd"}:
+        from kaffinity.repo.render import helm_engine
+
+        helm = helm_engine()
+    if kinds & {"kustomize", "flux", "argocd"}:
+        from kaffinity.repo.render import kustomize_engine
+
+        kustomize = kustomize_engine()
+    rendered = sum(1 for unit in layout.units if unit.source.endswith("(rendered)"))
+    unrendered = tuple((unit.name, unit.not_rendered) for unit in layout.units if unit.not_rendered)
+    return RenderSummary(True, helm, kustomize, rendered, unrendered)
 
 
 def _shown(result: LintResult, lowest: Severity) -> LintResult:
@@ -557,7 +606,8 @@ def expand(
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
     files = _load(paths, settings, stdin_filename)
-    files, layout = _layout(files, paths, settings)
+    # The previews read the files as written: nothing to render for them.
+    files, layout = _layout(files, paths, replace(settings, render=False))
     broken = _input_problems(files, settings, layout)
     version, gates = settings.kube_version, settings.feature_gates
     objects = [file for file in files if os.path.normpath(file.name) not in layout.fragments]
@@ -607,6 +657,7 @@ def graph(
     unit: _Unit = None,
     build: _Render = None,
     allow_network: _AllowNetwork = None,
+    offline: _Offline = None,
     render_timeout: _RenderTimeout = None,
     render_budget: _RenderBudget = None,
     render_memory: _RenderMemory = None,
@@ -681,7 +732,7 @@ def graph(
         raise typer.Exit(2)
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace)
     settings = settings.overridden(cluster=cluster_file, closed=closed, render=build)
-    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory)
+    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory, offline)
     settings = replace(settings, sandbox=sandbox)
     files = _load(paths, settings, stdin_filename)
     cluster = _load_cluster(settings)
@@ -761,6 +812,7 @@ def place(
     build: _Render = None,
     limit: _Limit = None,
     allow_network: _AllowNetwork = None,
+    offline: _Offline = None,
     render_timeout: _RenderTimeout = None,
     render_budget: _RenderBudget = None,
     render_memory: _RenderMemory = None,
@@ -776,7 +828,7 @@ def place(
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace, limits=limit)
     settings = settings.overridden(cluster=cluster_file, render=build)
-    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory)
+    sandbox = _sandbox(allow_network, render_timeout, render_budget, render_memory, offline)
     settings = replace(settings, sandbox=sandbox)
     enabled: tuple[str, ...] = FILTERS
     if filters is not None:
@@ -1068,14 +1120,18 @@ def error_line(message: str) -> str:
 
 
 def _sandbox(
-    network: Optional[bool], timeout: Optional[float], budget: Optional[float], memory: Optional[str]
+    network: Optional[bool],
+    timeout: Optional[float],
+    budget: Optional[float],
+    memory: Optional[str],
+    offline: Optional[bool] = None,
 ) -> Sandbox:
     """What rendering may do: these flags, else the environment (kaffinity.repo.sandbox); a bad
-    value is a usage error (exit 2)."""
+    value is a usage error (exit 2). ``--offline`` (or ``KAFFINITY_OFFLINE``) beats any allowance."""
     from kaffinity.repo.sandbox import SandboxError, sandbox_from
 
     try:
-        return sandbox_from(network, timeout, budget, memory)
+        return sandbox_from(network, timeout, budget, memory, offline=offline)
     except SandboxError as error:
         _say(f"kaffinity: error: {error}")
         raise typer.Exit(2) from None
@@ -1179,11 +1235,18 @@ def _only(layout: Layout, unit: Unit) -> Layout:
 
 
 def _layout(
-    files: list[SourceFile], paths: Optional[list[str]], settings: Settings, *, kustomized: bool = True
+    files: list[SourceFile],
+    paths: Optional[list[str]],
+    settings: Settings,
+    *,
+    kustomized: bool = True,
+    changed: Optional[Collection[str]] = None,
 ) -> tuple[list[SourceFile], Layout]:
     """The deployment units of what was read (kaffinity.repo.units), built with the tools when
     ``--render`` asks; notes about it on stderr. The files come back with those the rendered
-    objects point at, and without the helm-template problems of the charts rendered."""
+    objects point at, and without the helm-template problems of the charts rendered.
+    ``changed`` (``--changed``: the files reported on): only the overlays and charts that hold
+    one of them are built; the others' findings could land on no file reported."""
     from kaffinity.load.charts import with_chart_notes
     from kaffinity.repo.units import read_layout, render_units
 
@@ -1197,12 +1260,20 @@ def _layout(
         limits=settings.limits,
         kustomized=kustomized,
     )
-    if settings.render:
+    if settings.render and _renders(layout):
         from kaffinity.repo.sandbox import roots_for
 
         sandbox = settings.sandbox
         if not sandbox.roots:  # paths from the checkout stay in the repositories linted
             sandbox = replace(sandbox, roots=roots_for(roots or ["."]))
+        held = _untouched(layout, changed, settings) if changed is not None else {}
+        if held:
+            layout = replace(
+                layout,
+                units=tuple(
+                    replace(unit, source=_HELD) if unit.name in held else unit for unit in layout.units
+                ),
+            )
         built = render_units(
             layout,
             limits=settings.limits,
@@ -1212,6 +1283,14 @@ def _layout(
             kube_version=settings.kube_version,
         )
         layout = built.layout
+        if held:  # read as written, as the files they are: not counted as left unrendered
+            layout = replace(
+                layout,
+                units=tuple(
+                    replace(unit, source=held[unit.name], not_rendered=None) if unit.source == _HELD else unit
+                    for unit in layout.units
+                ),
+            )
         if built.charts:
             from kaffinity.load.charts import rendered_with
             from kaffinity.repo.units import chart_of
@@ -1235,6 +1314,59 @@ def _layout(
     for note in layout.notes:
         _say(f"kaffinity: note: {note}")
     return files, layout
+
+
+#: The source a unit that ``--changed`` does not build carries through render_units (which
+#: builds only the sources it has an engine for), restored after.
+_HELD = "held (--changed)"
+
+
+def _untouched(layout: Layout, changed: Collection[str], settings: Settings) -> dict[str, str]:
+    """The overlays and charts that hold none of the ``changed`` files, by name, with their
+    source. An overlay holds its resources, those of its bases and components, and the files of
+    each of those kustomizations' folders (the kustomization, patches, generators' files); a
+    chart, the files below its folder and its ``helm-values:`` files."""
+    touched = {os.path.abspath(path) for path in changed}
+    folders = {os.path.dirname(path) for path in touched}
+    by_folder = {os.path.abspath(k.folder): k for k in layout.kustomizations}
+    values = {os.path.abspath(chart): files for chart, files in settings.helm_values.items()}
+
+    def closure(folder: str) -> Iterator[str]:
+        seen: set[str] = set()
+        stack = [os.path.abspath(folder)]
+        while stack:
+            current = stack.pop()
+            if current in seen or current not in by_folder:
+                continue
+            seen.add(current)
+            yield current
+            stack.extend(os.path.abspath(child) for child in by_folder[current].folders)
+
+    untouched: dict[str, str] = {}
+    for unit in layout.units:
+        if unit.source == "kustomize":
+            held = {os.path.abspath(path) for path in unit.files}
+            near = set()
+            for folder in closure(unit.name):
+                kustomization = by_folder[folder]
+                near.add(folder)
+                held.update(os.path.abspath(path) for path in (kustomization.path, *kustomization.fragments))
+            if not (touched & held or folders & near):
+                untouched[unit.name] = unit.source
+        elif unit.source == "helm":
+            chart = os.path.abspath(unit.name)
+            inside = any(path.startswith(chart + os.sep) for path in touched)
+            if not inside and not touched & {os.path.abspath(p) for p in values.get(chart, ())}:
+                untouched[unit.name] = unit.source
+    return untouched
+
+
+def _renders(layout: Layout) -> bool:
+    """Whether the layout has a unit to build: an overlay, a chart or a GitOps release (nothing
+    else renders: a layout without any is left exactly as read)."""
+    from kaffinity.repo.rendering import has_release
+
+    return any(unit.source in ("kustomize", "helm") for unit in layout.units) or has_release(layout.documents)
 
 
 class _Stream:
@@ -1296,11 +1428,15 @@ def _stream(
     files (found on disk under ``roots`` before anything is parsed): then the files are read
     whole."""
     from kaffinity.load.parse import STDIN
-    from kaffinity.repo.kustomizations import has_kustomization
+    from kaffinity.repo.rendering import renderable_on_disk
 
-    if STDIN in (paths or ()) or settings.policies or settings.render:
+    if STDIN in (paths or ()) or settings.policies:
         return None
-    if settings.units != "one" and has_kustomization(root for root in roots if root != STDIN):
+    # What renders is read whole; a repository with nothing to render streams as it always did
+    # (a GitOps release is found among the objects read: _linted reads them again whole).
+    if settings.units != "one" and renderable_on_disk(
+        (root for root in roots if root != STDIN), charts=_helm_available if settings.render else False
+    ):
         return None
     cache = None
     if settings.cache:
@@ -1313,6 +1449,12 @@ def _stream(
         if note is not None:
             _say(f"kaffinity: note: {note}")
     return _Stream(settings, cache)
+
+
+def _helm_available() -> bool:
+    from kaffinity.repo.render import helm_engine
+
+    return helm_engine() is not None
 
 
 def _map_rendered_stdin(

@@ -74,8 +74,10 @@ class Settings:
     limits: Limits = DEFAULT_LIMITS
     #: Deployment units (kaffinity.repo.units): "auto", "one", or (name, path prefixes) pairs.
     units: str | tuple[tuple[str, tuple[str, ...]], ...] = "auto"
-    #: Build kustomize overlays and render Helm charts before linting (``--render``).
-    render: bool = False
+    #: Build kustomize overlays, render Helm charts and GitOps releases before linting: on by
+    #: default (issue 32); ``--no-render`` or ``render: false`` reads the files as written. Where
+    #: no tool can render a unit, the unit is read as written and counted (a note, the summary).
+    render: bool = True
     #: Values files per chart folder, for rendering.
     helm_values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Custom workload kinds configured (``workloads``), read before kaffinity's own
@@ -453,7 +455,7 @@ def _settings(data: Mapping[str, Any], base: str) -> Settings:
         jobs=_jobs(data.get("jobs")),
         limits=_limits(data.get("limits") or {}),
         units=_units(data.get("units", "auto"), paths),
-        render=bool(data.get("render", False)),
+        render=bool(data.get("render", True)),
         helm_values={
             paths([chart])[0]: paths(files) for chart, files in (data.get("helm-values") or {}).items()
         },

@@ -30,6 +30,7 @@ from kaffinity.suppress import Suppression, annotation_suppressions, comment_sup
 
 if TYPE_CHECKING:
     from kaffinity.load.edits import Edit
+    from kaffinity.repo.rendering import RenderSummary
     from kaffinity.repo.units import Layout
     from kaffinity.simulate.cluster import Cluster
 
@@ -102,6 +103,8 @@ class LintResult:
     notices: tuple[str, ...] = ()
     #: Findings left out of the report by ``--min-severity`` (they still decide the exit code).
     hidden: int = 0
+    #: What was rendered and what was read as written (``kaffinity lint``; the reports count it).
+    render: RenderSummary | None = None
 
     def failed(self, threshold: Severity | None) -> bool:
         return threshold is not None and any(f.severity.reaches(threshold) for f in self.findings)

@@ -489,8 +489,8 @@ def test_a_checkout_cannot_run_code_through_the_action(
     action: dict[str, Any], installed: dict[str, str], tmp_path: Path
 ) -> None:
     """The workspace is the pull request (issue 31): a kaffinity/ package, a json.py and a
-    .kaffinity_cache of its own are never imported or read; its config cannot turn on
-    rendering; every Python of the action runs with -I."""
+    .kaffinity_cache of its own are never imported or read; rendering (on by default) stays
+    offline whatever the checkout says; every Python of the action runs with -I."""
     root = tmp_path / "runner"
     root.mkdir()
     workspace = root / "workspace"
@@ -507,12 +507,61 @@ def test_a_checkout_cannot_run_code_through_the_action(
     assert not marker.exists(), marker.read_text()
     assert run.outputs["files"] == "1"
     lint = next(step for step in action["runs"]["steps"] if step.get("id") == "lint")["run"]
-    assert "-I -m kaffinity lint" in lint and "--no-cache" in lint and "--no-render" in lint
+    assert "-I -m kaffinity lint" in lint and "--no-cache" in lint and "--offline" in lint
     calls = re.findall(
         r'"\$(?:KAFFINITY|python|bin/python)" (-\S*)',
         "".join(str(step.get("run", "")) for step in action["runs"]["steps"]),
     )
     assert calls and set(calls) == {"-I"}
+
+
+def _overlays(root: Path, remote: bool = False) -> None:
+    """The gitops fixture's base and prod overlay in the workspace (and an overlay naming a
+    remote base: building it needs the network)."""
+    workspace = root / "workspace"
+    gitops = REPO / "tests" / "data" / "gitops"
+    shutil.copytree(gitops / "base", workspace / "deploy" / "base")
+    shutil.copytree(gitops / "overlays" / "prod", workspace / "deploy" / "overlays" / "prod")
+    if remote:
+        (workspace / "deploy" / "remote").mkdir()
+        (workspace / "deploy" / "remote" / "kustomization.yaml").write_text(
+            "resources:\n  - https://github.com/example/app//deploy?ref=v1\n"
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("kustomize") is None and shutil.which("kubectl") is None,
+    reason="neither kustomize nor kubectl is on the PATH (GitHub's runners have both)",
+)
+def test_the_action_renders_by_default_and_says_with_what(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path
+) -> None:
+    engine = "kustomize" if shutil.which("kustomize") else "kubectl kustomize"
+    _overlays(tmp_path / "default", remote=True)
+    run = run_action(action, installed, tmp_path / "default", paths="deploy")
+    assert run.code == 0, run.stdout + run.stderr
+    # The prod overlay as built: one worker per node rolled by surging only.
+    assert workflow_annotations(run.stdout) == [
+        ("warning", "deploy/overlays/prod/one-per-node.yaml", 15, 15, "revision-unscoped")
+    ]
+    report = json.loads(Path(run.outputs["json-file"]).read_text(encoding="utf-8"))
+    render = report["summary"]["render"]
+    assert (render["enabled"], render["engines"]["kustomize"]) == (True, engine)
+    # The remote base stays unfetched (the network is the workflow's input, off by default): the
+    # overlay is built without it.
+    assert (render["rendered"], render["unrendered_units"]) == (2, [])
+    assert "--offline" in run.stderr  # the note says what kept the remote resource out
+    assert (run.outputs["rendered"], run.outputs["unrendered"]) == ("2", "0")
+    assert f"overlays with `{engine}`" in run.summary
+    rows = dict(re.findall(r"^\| ([a-z ()]+) \| (\d+) \|$", run.summary, re.MULTILINE))
+    assert (rows["units rendered"], rows["units read as written (not rendered)"]) == ("2", "0")
+
+    _overlays(tmp_path / "off")
+    run = run_action(action, installed, tmp_path / "off", paths="deploy", render="false")
+    report = json.loads(Path(run.outputs["json-file"]).read_text(encoding="utf-8"))
+    assert report["summary"]["render"]["enabled"] is False
+    assert (run.outputs["rendered"], run.outputs["unrendered"]) == ("0", "0")
 
 
 # --- the documentation ----------------------------------------------------------------------

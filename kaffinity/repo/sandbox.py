@@ -1,7 +1,7 @@
 """Rendering confined: what a checkout may make kustomize, kubectl kustomize and Helm do.
 
-A pull request can turn ``--render`` on by itself (``render: true`` in its own ``.kaffinity.yaml``),
-so everything the tools read is attacker input. The rules here (issue 31):
+Rendering is on by default, and a pull request can only turn it off (``render: false`` in its own
+``.kaffinity.yaml``), so everything the tools read is attacker input. The rules here (issue 31):
 
 - **Paths.** Every path the checkout hands a tool resolves (symlinks followed, as the tools follow
   them) inside the repository root: a chart is walked with ``lstat`` before Helm loads it (Helm's
@@ -9,7 +9,8 @@ so everything the tools read is attacker input. The rules here (issue 31):
   runner's environment), and each path a kustomization names is resolved. Only the person running
   kaffinity widens that (``Sandbox.roots``).
 - **Network.** Off unless the person running kaffinity allows it (``--allow-network``,
-  ``KAFFINITY_ALLOW_NETWORK=1``; never ``.kaffinity.yaml``): a URL in any field of a kustomization
+  ``KAFFINITY_ALLOW_NETWORK=1``; never ``.kaffinity.yaml``), and off whatever allows it with
+  ``--offline`` or ``KAFFINITY_OFFLINE=1``: a URL in any field of a kustomization
   is refused before the tool runs, and the tools run in a network namespace where the system
   offers one, else behind a proxy that refuses (with ``GIT_ALLOW_PROTOCOL=file``).
 - **Resources.** Each tool (and Helm's Go engine, helm-python-sdk, in a child process) runs with a
@@ -34,7 +35,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kaffinity.load.repository import within
@@ -57,6 +58,8 @@ WALK_ENTRIES = 100_000
 WORKER_FAILED = 10
 
 ALLOW_NETWORK_ENV = "KAFFINITY_ALLOW_NETWORK"
+#: Forbids the network whatever allows it (``--offline``; beats ``KAFFINITY_ALLOW_NETWORK``).
+OFFLINE_ENV = "KAFFINITY_OFFLINE"
 TIMEOUT_ENV = "KAFFINITY_RENDER_TIMEOUT"
 BUDGET_ENV = "KAFFINITY_RENDER_BUDGET"
 MEMORY_ENV = "KAFFINITY_RENDER_MEMORY"
@@ -83,6 +86,10 @@ class Sandbox:
     #: Folders that paths from the checkout may lead into; empty: the repository around each
     #: unit (:func:`repository_root`).
     roots: tuple[str, ...] = ()
+    #: The person running kaffinity forbade the network (``--offline``, ``KAFFINITY_OFFLINE``):
+    #: ``network`` is False whatever else asked for it; a note may say ``--offline`` rather than
+    #: suggest ``--allow-network``.
+    offline: bool = False
 
 
 DEFAULT_SANDBOX = Sandbox()
@@ -97,18 +104,29 @@ def sandbox_from(
     timeout: float | None = None,
     budget: float | None = None,
     memory: str | None = None,
-    environ: dict[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    offline: bool | None = None,
 ) -> Sandbox:
-    """The sandbox the command line asks for, the environment filling what it leaves out."""
+    """The sandbox the command line asks for, the environment filling what it leaves out.
+    ``offline`` (``--offline``, else ``KAFFINITY_OFFLINE``) forbids the network whatever
+    ``network`` or ``KAFFINITY_ALLOW_NETWORK`` say."""
     env = os.environ if environ is None else environ
+    if offline is None:
+        offline = _yes(env.get(OFFLINE_ENV))
     if network is None:
-        network = env.get(ALLOW_NETWORK_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+        network = _yes(env.get(ALLOW_NETWORK_ENV))
     return Sandbox(
-        network=network,
+        network=network and not offline,
+        offline=offline,
         timeout=_seconds(timeout, env.get(TIMEOUT_ENV), DEFAULT_TIMEOUT, "--render-timeout", TIMEOUT_ENV),
         budget=_seconds(budget, env.get(BUDGET_ENV), DEFAULT_BUDGET, "--render-budget", BUDGET_ENV),
         memory=_size(memory if memory is not None else env.get(MEMORY_ENV)),
     )
+
+
+def _yes(text: str | None) -> bool:
+    return (text or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _seconds(value: float | None, text: str | None, default: float, flag: str, variable: str) -> float:

@@ -68,7 +68,8 @@ class Unit:
     files: tuple[str, ...] = ()
     #: Why a unit that a tool builds (a kustomization, a chart, a release) was read as written
     #: instead: one of :data:`NOT_RENDERED` (``"rendering off"`` until :func:`render_units`
-    #: builds it); None once built, and for the units of plain files. The summary counts them.
+    #: builds it), or for a release its own reason (NotRendered.reason); None once built, and
+    #: for the units of plain files. The summary counts them.
     not_rendered: str | None = None
     #: A chart variant's values files (``ci/*-values.yaml``, a ``helm-values:`` entry).
     values: tuple[str, ...] = ()
@@ -412,16 +413,19 @@ class _Builder:
         left = self.budget.left()
         if left <= 0:
             self.unspent.append(release.name)
-            return Unit(release.name, release.source, (release.document,))
+            return Unit(release.name, release.source, (release.document,), not_rendered="budget spent")
         if release.note:
             self.guesses.append((release.name, release.note))
         outcome = release.render(min(self.sandbox.timeout, left))
         if isinstance(outcome, NotRendered):
             self.unrendered.append((release.name, outcome))
-            return Unit(release.name, release.source, (release.document,))
+            # A release's own reason (jsonnet, a plugin, a values file missing) says more than
+            # "failed": it is the unit's.
+            why = "network off" if outcome.remote else outcome.reason
+            return Unit(release.name, release.source, (release.document,), not_rendered=why)
         self.files.extend(outcome.files)
         if not outcome.ok:
-            return Unit(release.name, release.source, (release.document,))
+            return Unit(release.name, release.source, (release.document,), not_rendered="failed")
         self.replaced.update(release.files)
         self.places.update((key, outcome.patch_place) for key in outcome.patches)
         return Unit(release.name, f"{release.source} (rendered)", outcome.documents, release.files)
@@ -445,9 +449,10 @@ class _Builder:
                 f"{self.guesses[0][1]})"
             )
         if self.remote:
+            network = "--offline" if self.sandbox.offline else "off; --allow-network allows it"
             notes.append(
                 f"{len(self.remote)} kustomization(s) built without their remote resources, which "
-                f"need the network (off; --allow-network allows it): {_listed(self.remote)}; "
+                f"need the network ({network}): {_listed(self.remote)}; "
                 f"left out: {_listed(self.left_out)}"
             )
         if self.offline:

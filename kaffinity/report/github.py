@@ -57,4 +57,21 @@ def render(result: LintResult) -> str:
         if finding.fix:
             message += f"\nfix: {escape(finding.fix)}"
         lines.append(f"::{_COMMANDS[finding.severity]} {','.join(properties)}::{escape_data(message)}")
+    summary = result.render
+    if summary is not None and summary.unrendered:
+        # One notice for the run, never one per file: the units read as written and why.
+        shown = [f"{escape(unit)}: {escape(reason)}" for unit, reason in summary.unrendered[:_SHOWN]]
+        more = len(summary.unrendered) - len(shown)
+        count = len(summary.unrendered)
+        message = (
+            f"{count} unit{'s' if count != 1 else ''} read as written, not rendered: "
+            + "; ".join(shown)
+            + (f"; and {more} more" if more else "")
+        )
+        title = escape_property("kaffinity [not rendered]")
+        lines.append(f"::notice title={title}::{escape_data(message)}")
     return "".join(line + "\n" for line in lines)
+
+
+#: Units the notice of units read as written names (the JSON and SARIF reports list them all).
+_SHOWN = 10

@@ -9,6 +9,7 @@ from kaffinity import __version__
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Location, Severity
 from kaffinity.load.display import json_name, json_text
+from kaffinity.repo.rendering import RenderSummary
 
 #: Bumped only on a change that breaks consumers of the JSON report.
 JSON_VERSION = 1
@@ -21,8 +22,22 @@ def render(result: LintResult) -> str:
     return json_text(as_dict(result)) + "\n"
 
 
+def render_dict(summary: RenderSummary) -> dict[str, Any]:
+    """``summary.render`` (and the SARIF run's ``properties.render``): whether rendering was on,
+    the engines used for charts (``helm``) and overlays (``kustomize``), the units rendered, and
+    those read as written with why (docs/output.md)."""
+    return {
+        "enabled": summary.enabled,
+        "engines": {"helm": summary.helm, "kustomize": summary.kustomize},
+        "rendered": summary.rendered,
+        "unrendered": len(summary.unrendered),
+        "unrendered_units": [{"unit": unit, "reason": reason} for unit, reason in summary.unrendered],
+    }
+
+
 def as_dict(result: LintResult) -> dict[str, Any]:
     severities = Counter(finding.severity.value for finding in result.findings)
+    rendering = {"render": render_dict(result.render)} if result.render is not None else {}
     return {
         "version": JSON_VERSION,
         "tool": {"name": "kaffinity", "version": __version__},
@@ -37,6 +52,7 @@ def as_dict(result: LintResult) -> dict[str, Any]:
             "rules": dict(sorted(Counter(finding.rule for finding in result.findings).items())),
             "units": list(result.units),
             "notices": list(result.notices),
+            **rendering,
         },
     }
 

@@ -145,6 +145,9 @@ def render(
     notes = _notes(result)
     if notes:
         blocks.append(notes)
+    rendering = _rendering(result)
+    if rendering:
+        blocks.append(rendering)
     if result.findings:
         blocks.append(_table(result.findings, links))
     graph = _graph(result, context)
@@ -174,6 +177,10 @@ def _counts(result: LintResult) -> str:
     rows += [("files", result.files), ("documents", result.documents), ("suppressed", result.suppressed)]
     if result.skipped:
         rows.append(("skipped (not manifests)", result.skipped))
+    summary = result.render
+    if summary is not None and (summary.rendered or summary.unrendered):
+        rows.append(("units rendered", summary.rendered))
+        rows.append(("units read as written (not rendered)", len(summary.unrendered)))
     lines = ["| | count |", "|---|---:|"]
     lines += [f"| {name} | {count} |" for name, count in rows]
     return "\n".join(lines)
@@ -191,6 +198,37 @@ def _notes(result: LintResult) -> str:
         lines.append(f"- {escape_markdown(_cut(message), table=False)}")
     for message in result.internal_errors:
         lines.append(f"- internal error: {escape_markdown(_cut(message), table=False)}")
+    return "\n".join(lines)
+
+
+#: Units read as written the summary names one by one; the JSON and SARIF reports list all.
+MAX_UNRENDERED = 20
+
+
+def _rendering(result: LintResult) -> str:
+    """How the run rendered: the engines used for charts and overlays, and the units read as
+    written with why; "" when rendering was off or there was nothing to render."""
+    summary = result.render
+    if summary is None or not summary.enabled:
+        return ""
+    engines = [
+        f"{what} with `{engine}`"
+        for what, engine in (("charts", summary.helm), ("overlays", summary.kustomize))
+        if engine is not None
+    ]
+    if not engines and not summary.unrendered:
+        return ""
+    lines = [f"Rendered {' and '.join(engines)}." if engines else "Nothing could be rendered."]
+    if summary.unrendered:
+        count = len(summary.unrendered)
+        lines[0] += f" {_plural(count, 'unit')} read as written, not rendered:"
+        lines.append("")
+        for unit, reason in summary.unrendered[:MAX_UNRENDERED]:
+            lines.append(
+                f"- {escape_markdown(_cut(unit), table=False)}: {escape_markdown(_cut(reason), table=False)}"
+            )
+        if count > MAX_UNRENDERED:
+            lines.append(f"- … and {count - MAX_UNRENDERED} more (the JSON and SARIF reports list them all)")
     return "\n".join(lines)
 
 

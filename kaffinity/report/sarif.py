@@ -36,6 +36,7 @@ from kaffinity.findings import Finding, Severity
 from kaffinity.load.display import json_text
 from kaffinity.load.parse import STDIN_NAME
 from kaffinity.load.source import Span
+from kaffinity.report.json import render_dict
 from kaffinity.rules.base import POLICY_CATEGORY, Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -132,6 +133,12 @@ def as_dict(result: LintResult) -> dict[str, Any]:
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
                 "results": [_result(finding, index, root) for finding in result.findings],
                 "columnKind": "unicodeCodePoints",
+                # What was rendered, and the units read as written (as summary.render in JSON).
+                **(
+                    {"properties": {"render": render_dict(result.render)}}
+                    if result.render is not None
+                    else {}
+                ),
             }
         ],
     }

@@ -96,6 +96,7 @@ def _summary(result: LintResult) -> str:
         suppressed += f"; {result.skipped} other YAML/JSON file{'s' if result.skipped != 1 else ''} skipped"
     if result.hidden:
         suppressed += f"; {result.hidden} below --min-severity not shown"
+    suppressed += render_counts(result)
     if not result.findings:
         return (
             f"No problems shown in {files}{suppressed}."
@@ -109,6 +110,22 @@ def _summary(result: LintResult) -> str:
     ]
     total = len(result.findings)
     return f"Found {total} problem{'s' if total != 1 else ''} ({', '.join(parts)}) in {files}{suppressed}."
+
+
+def render_counts(result: LintResult) -> str:
+    """``; 3 units rendered, 1 read as written`` when units were rendered or left as written
+    (nothing when nothing was to render: the line is what it always was)."""
+    summary = result.render
+    if summary is None or not (summary.rendered or summary.unrendered):
+        return ""
+    parts = []
+    if summary.rendered:
+        parts.append(f"{summary.rendered} unit{'s' if summary.rendered != 1 else ''} rendered")
+    if summary.unrendered:
+        count = len(summary.unrendered)
+        unit = "" if parts else (" unit" if count == 1 else " units")
+        parts.append(f"{count}{unit} read as written (not rendered)")
+    return "; " + ", ".join(parts)
 
 
 def _plural(count: int, severity: Severity) -> str:
