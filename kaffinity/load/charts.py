@@ -481,8 +481,9 @@ def chart_note(chart: str, limits: Limits = DEFAULT_LIMITS) -> SourceFile | None
     line = text.count("\n", 0, match.start()) + 1 if match is not None else 1
     templates = "template is" if count == 1 else "templates are"
     message = (
-        f"chart not rendered: its {count} {templates} not linted; render it with "
-        "`--render` (helm or helm-python-sdk), or lint `helm template RELEASE CHART | kaffinity lint -`"
+        f"chart not rendered: its {count} {templates} not linted (rendering needs helm or "
+        "helm-python-sdk and is off with --no-render; where it failed, a finding here says why); "
+        "or lint `helm template RELEASE CHART | kaffinity lint -`"
     )
     found = LoadProblem("helm-template", message, Span(line, 1))
     return SourceFile(path, text, (), (found,))

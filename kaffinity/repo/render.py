@@ -875,18 +875,15 @@ def render_chart(
 
 def _missing_dependencies(rendered: Rendered, needs: Plan, limits: Limits, roots: Sequence[str]) -> Rendered:
     """``rendered`` (the chart without the dependencies it lacks) with one ``chart-dependency``
-    problem per missing dependency, at its item of Chart.yaml. When the chart did not render
-    and Helm's error names a missing dependency (a template of the parent uses it), that is
-    the cause: the dependency problems alone, the chart not rendered; any other failure stays
-    the chart's ``parse-error``, beside them."""
+    problem per missing dependency, at its item of Chart.yaml. When the chart did not render,
+    the missing dependencies are the cause as far as anyone can tell: ``helm template`` refuses
+    such a chart outright (pkg/action/dependency.go CheckDependencies), and the parent's
+    templates often read the dependency's values or helpers (argo-cd's HA values enable
+    redis-ha; the error then names a template of the parent, not the dependency). So: the
+    dependency problems alone, the first carrying Helm's error, the chart not rendered."""
     from kaffinity.repo.dependencies import DEPENDENCY_RULE, vendor_command
 
     failure = next((problem for _, problem in rendered.problems if problem.rule == RENDER_PROBLEM), None)
-    if failure is not None and not any(
-        re.search(rf"(?<![\w-]){re.escape(dependency.name)}(?![\w-])", failure.message)
-        for dependency, _ in needs.missing
-    ):
-        failure = None  # a failure of its own (its message names no missing dependency): kept
     problems = []
     for number, (dependency, why) in enumerate(needs.missing):
         message = (

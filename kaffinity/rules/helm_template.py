@@ -47,8 +47,9 @@ spec:
 ```
 
 ## Fix
-Render the chart: `kaffinity lint --render .` (with `helm` on the PATH or helm-python-sdk
-installed), or lint Helm's output:
+Let kaffinity render it (the default, with `helm` on the PATH or helm-python-sdk installed:
+`pip install 'kaffinity[helm]'`); where rendering failed, fix what that finding says (a
+`chart-dependency` is vendored with `helm dependency build`). Or lint Helm's output:
 
     helm template my-release ./chart | kaffinity lint -
 
