@@ -1,7 +1,12 @@
 """Quantities that used to crash (``1Ei`` read as an exponent, ``1EB``, ``.nan``, ``.inf``,
 ``1.0e+400``, ``"1e1000000"``) in a Deployment's requests, a Node's and a ClusterTopology pool's
 allocatable, and ``--max-file-size``: every command answers, and what kube-apiserver would refuse is
-reported where it stands."""
+reported where it stands.
+
+YAML is read as kubectl reads it (sigs.k8s.io/yaml over go-yaml v2, tests/test_goyaml.py):
+``1.0e+400`` overflows a float, so go-yaml keeps it a string, which ``resource.ParseQuantity``
+reads as a huge quantity; ``.nan`` and ``.inf`` are floats JSON cannot hold, so kubectl refuses
+the whole file (``json: unsupported value``): a ``parse-error`` at the value, exit 2."""
 
 from __future__ import annotations
 
@@ -13,8 +18,10 @@ import pytest
 from .kit import EXAMPLES, run
 
 #: The memory values of the issue, as a manifest writes them, and whether kube-apiserver decodes them.
-VALID = ["1Ei", '"1e1000000"']
-INVALID = ["1EB", ".nan", ".inf", "1.0e+400"]
+VALID = ["1Ei", '"1e1000000"', "1.0e+400"]
+INVALID = ["1EB"]
+#: Values kubectl cannot read at all (the file is refused).
+UNREADABLE = [".nan", ".inf"]
 
 DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -36,6 +43,8 @@ spec:
 """
 #: Line and column of the ``memory`` key above (where kaffinity reports a field).
 MEMORY_AT = (16, 15)
+#: Line and column of its value (where a value kubectl cannot read is reported).
+VALUE_AT = (16, 23)
 
 NODE = """\
 apiVersion: v1
@@ -66,7 +75,7 @@ def _write(tmp_path: Path, name: str, template: str, memory: str) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("memory", VALID + INVALID)
+@pytest.mark.parametrize("memory", VALID + INVALID + UNREADABLE)
 def test_requests_lint(tmp_path: Path, memory: str) -> None:
     manifest = _write(tmp_path, "web.yaml", DEPLOYMENT, memory)
     completed = run("lint", "--no-config", "--format", "json", manifest)
@@ -74,17 +83,20 @@ def test_requests_lint(tmp_path: Path, memory: str) -> None:
     if memory in VALID:
         assert completed.returncode == 0
         assert findings == []
+    elif memory in UNREADABLE:
+        assert completed.returncode == 2
+        assert [(f["rule"], f["line"], f["column"]) for f in findings] == [("parse-error", *VALUE_AT)]
     else:
         assert completed.returncode == 1
         assert [(f["rule"], f["line"], f["column"]) for f in findings] == [("api-validation", *MEMORY_AT)]
         assert findings[0]["path"] == "spec.template.spec.containers[0].resources.requests.memory"
 
 
-@pytest.mark.parametrize("memory", VALID + INVALID)
+@pytest.mark.parametrize("memory", VALID + INVALID + UNREADABLE)
 @pytest.mark.parametrize("command", ["expand", "graph"])
 def test_requests_expand_graph(tmp_path: Path, memory: str, command: str) -> None:
     completed = run(command, "--no-config", _write(tmp_path, "web.yaml", DEPLOYMENT, memory))
-    assert completed.returncode == 0
+    assert completed.returncode == (2 if memory in UNREADABLE else 0)
 
 
 @pytest.mark.parametrize(
@@ -93,7 +105,7 @@ def test_requests_expand_graph(tmp_path: Path, memory: str, command: str) -> Non
         ("1Ei", True),  # 2^60 bytes on a node with 2^60
         ('"1e1000000"', False),  # more than the node has
         ("1EB", True),  # no quantity: no request (and lint says the API server refuses it)
-        (".nan", True),
+        ("1.0e+400", False),  # a string to go-yaml: a quantity past any node
     ],
 )
 def test_requests_on_a_cluster(tmp_path: Path, memory: str, placed: bool) -> None:
@@ -109,19 +121,22 @@ def test_requests_on_a_cluster(tmp_path: Path, memory: str, placed: bool) -> Non
     assert ("unschedulable" in rules) is not placed
 
 
-@pytest.mark.parametrize("memory", VALID + INVALID)
+@pytest.mark.parametrize("memory", VALID + INVALID + UNREADABLE)
 def test_node_allocatable(tmp_path: Path, memory: str) -> None:
     """A Node's allocatable that is no quantity counts as not declared (kube-apiserver never
-    stores one); a huge one is more than any request."""
+    stores one); a huge one is more than any request; a cluster file kubectl cannot read is a
+    parse-error at its value."""
     manifest = _write(tmp_path, "web.yaml", DEPLOYMENT, "1Gi")
     node = _write(tmp_path, "node.yaml", NODE, memory)
     place = run("place", "--no-config", "--cluster", node, manifest)
-    assert place.returncode == (0 if memory in VALID else 1)
+    assert place.returncode == (0 if memory in VALID else 2 if memory in UNREADABLE else 1)
+    if memory in UNREADABLE:
+        assert place.stderr.strip().splitlines()[-1].startswith(f"{node}:5:48: error [parse-error] ")
     lint = run("lint", "--no-config", "--cluster", node, manifest)
-    assert lint.returncode in (0, 1)
+    assert lint.returncode in ((2,) if memory in UNREADABLE else (0, 1))
 
 
-@pytest.mark.parametrize("memory", VALID + INVALID)
+@pytest.mark.parametrize("memory", VALID + INVALID + UNREADABLE)
 def test_topology_allocatable(tmp_path: Path, memory: str) -> None:
     manifest = _write(tmp_path, "web.yaml", DEPLOYMENT, "1Gi")
     topology = _write(tmp_path, "cluster.yaml", TOPOLOGY, memory)
@@ -129,6 +144,10 @@ def test_topology_allocatable(tmp_path: Path, memory: str) -> None:
     if memory in VALID:
         assert completed.returncode == 0
         assert "-> big-a-0" in completed.stdout
+    elif memory in UNREADABLE:
+        assert completed.returncode == 2
+        error = completed.stderr.strip().splitlines()[-1]
+        assert error.startswith(f"{topology}:11:21: error [parse-error] ")
     else:
         assert completed.returncode == 2
         error = completed.stderr.strip().splitlines()[-1]
