@@ -1047,3 +1047,43 @@ def test_a_remote_chart_with_values_from_this_repository(tmp_path: Path) -> None
         )
         pods = placed(top, "--allow-network")
     assert [name for name, _ in pods["Application argocd/guestbook"]] == ["guestbook-helm-guestbook"] * 3
+
+
+@needs_kustomize
+def test_a_folder_a_plugin_builds_is_not_a_failed_kustomization(tmp_path: Path) -> None:
+    """argocd-example-apps' ``plugins/kustomized-helm``: its kustomization names the ``all.yaml``
+    the config management plugin generates (``helm template . > all.yaml && kustomize build``),
+    so plain kustomize cannot build it; the Application says a plugin builds it. No parse-error:
+    the folder is read as written, and the summary says a plugin builds it."""
+    top = checkout(tmp_path / "apps")
+    write(
+        top,
+        {
+            "plugins/kustomized-helm/kustomization.yaml": (
+                "namePrefix: kustomize-\nresources:\n- ./all.yaml\n"
+            ),
+            "apps/plugin.yaml": application(
+                "plugin-kustomized-helm",
+                {
+                    "repoURL": URL,
+                    "path": "plugins/kustomized-helm",
+                    "targetRevision": "HEAD",
+                    "plugin": {"name": "kustomized-helm"},
+                },
+            ),
+        },
+    )
+    code, report = lint(top)
+    assert [f["rule"] for f in report["findings"]] == []
+    assert code == 0
+    reasons = {item["unit"]: item["reason"] for item in report["summary"]["render"]["unrendered_units"]}
+    assert reasons[str(top / "plugins/kustomized-helm")] == "built by an Argo CD plugin"
+    assert (
+        "its source uses a config management plugin" in reasons["Application argocd/plugin-kustomized-helm"]
+    )
+
+    # Without the Application, the same folder is a kustomization that does not build.
+    (top / "apps/plugin.yaml").unlink()
+    code, report = lint(top)
+    assert [f["rule"] for f in report["findings"]] == ["parse-error"]
+    assert code == 2

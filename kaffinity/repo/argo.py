@@ -311,7 +311,10 @@ class _Application:
         assert source.folder is not None
         kind = _kind(source)
         if kind == "plugin":
-            return NotRendered("its source uses a config management plugin, which kaffinity does not run")
+            return NotRendered(
+                "its source uses a config management plugin, which kaffinity does not run",
+                folders=(os.path.normpath(source.folder),),
+            )
         if kind == "helm":
             return self._helm(source, refs, limits, sandbox, timeout)
         if kind == "kustomize":

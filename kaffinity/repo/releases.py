@@ -54,6 +54,11 @@ class NotRendered:
 
     reason: str
     remote: bool = False
+    #: Folders of the repository that the release builds with a tool kaffinity does not run (an
+    #: Argo CD config management plugin): what they hold is that tool's input, so their own
+    #: first-pass build failing (a kustomization naming the plugin's generated ``all.yaml``) is
+    #: not the author's error.
+    folders: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -252,6 +252,13 @@ def render_units(
     )
     found = [release for kind in (flux, argo) for release in kind.releases(context)]
     built = [builder.release(release) for release in found]
+    if builder.plugin_built:  # read as written because a plugin builds them, not failed
+        units = [
+            replace(unit, not_rendered="built by an Argo CD plugin")
+            if unit.not_rendered == "failed" and os.path.normpath(unit.name) in builder.plugin_built
+            else unit
+            for unit in units
+        ]
     # The files a rendered release deploys belong to its unit (Release.files): the units that
     # read them as written (a plain folder a Flux Kustomization substitutes) or built them
     # otherwise (the overlay it builds) give them up, so no object is placed twice.
@@ -327,6 +334,8 @@ class _Builder:
         self.remote: list[str] = []
         #: Overlays that do not build without their remote resources (read as written).
         self.offline: list[str] = []
+        #: Folders a release builds with a tool kaffinity does not run (NotRendered.folders).
+        self.plugin_built: set[str] = set()
         #: The remote entries those builds left out.
         self.left_out: list[str] = []
         #: Units whose build failed or was refused (a parse-error or chart-dependency says why).
@@ -419,6 +428,7 @@ class _Builder:
         outcome = release.render(min(self.sandbox.timeout, left))
         if isinstance(outcome, NotRendered):
             self.unrendered.append((release.name, outcome))
+            self._withdraw(outcome.folders)
             # A release's own reason (jsonnet, a plugin, a values file missing) says more than
             # "failed": it is the unit's.
             why = "network off" if outcome.remote else outcome.reason
@@ -429,6 +439,28 @@ class _Builder:
         self.replaced.update(release.files)
         self.places.update((key, outcome.patch_place) for key in outcome.patches)
         return Unit(release.name, f"{release.source} (rendered)", outcome.documents, release.files)
+
+    def _withdraw(self, folders: Sequence[str]) -> None:
+        """Forget the first-pass build failures of units in ``folders``: a tool kaffinity does
+        not run builds them (NotRendered.folders), so what plain kustomize or Helm says of them
+        is no finding. Their units stay read as written (:attr:`plugin_built`)."""
+        from kaffinity.repo.render import RENDER_PROBLEM
+
+        if not folders:
+            return
+        wanted = {os.path.normpath(folder) for folder in folders}
+        self.plugin_built.update(wanted)
+        self.failed = [name for name in self.failed if os.path.normpath(name) not in wanted]
+        self.files = [
+            file
+            for file in self.files
+            if not (
+                file.problems
+                and not file.documents
+                and os.path.normpath(os.path.dirname(file.name)) in wanted
+                and all(problem.rule == RENDER_PROBLEM for problem in file.problems)
+            )
+        ]
 
     def notes(self) -> list[str]:
         notes = []
