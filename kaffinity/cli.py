@@ -873,7 +873,19 @@ def place(
         runs.append((chosen.name, placement))
     shown = runs if len(runs) > 1 else []
     run = runs[0][1]
-    text = render_json(run, shown) if output_format is PlaceFormat.json else render_text(run, shown)
+    if output_format is PlaceFormat.json:
+        text = render_json(run, shown)
+    else:
+        # A unit read as written is not what gets deployed (an overlay without its patches, a
+        # release without its chart): its header says so, beside the run's note.
+        why = {unit.name: unit.not_rendered for unit in units if unit.not_rendered}
+        text = render_text(
+            run,
+            [
+                (f"{name} (read as written: {why[name]})" if name in why else name, each)
+                for name, each in shown
+            ],
+        )
     _emit(text, output)
     raise typer.Exit(2 if broken else 1 if any(each.pending for _, each in runs) else 0)
 

@@ -241,6 +241,25 @@ def test_units_without_a_tool_are_named_once_and_counted(
     assert len(notices) == 1  # one for the run, never one per file
 
 
+def test_place_names_the_units_read_as_written(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 32: without a renderer, ``place`` answered for a prod overlay as if its base were
+    deployed. The overlay's unit header says it was read as written, and why."""
+    root = _unrenderable(tmp_path)
+    (root / "cluster.yaml").write_text(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n  labels: {kubernetes.io/hostname: n1}\n"
+        "status:\n  allocatable: {cpu: '64', memory: 256Gi, pods: '110'}\n"
+    )
+    _no_tools(monkeypatch)
+    result = invoke("place", "--no-config", "--cluster", str(root / "cluster.yaml"), str(root))
+    headers = sorted(re.findall(r"^== unit (.+) ==$", result.stdout, re.MULTILINE))
+    assert f"{root / 'overlays' / 'prod'} (read as written: no tool)" in headers
+    assert all(
+        "read as written" not in header
+        for header in headers
+        if "overlays" not in header and "charts" not in header
+    )
+
+
 @needs_helm
 @needs_kustomize
 def test_the_summary_names_the_engines_used(tmp_path: Path) -> None:
