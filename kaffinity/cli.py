@@ -1630,6 +1630,11 @@ def _emit(text: str, output: Optional[str]) -> None:
         sys.stdout.write(text)
         return
     try:
+        # The folders it names are made, as `mkdir -p` would (the README's
+        # `schema -o .schemas/kubernetes.json` in a fresh repository): -o is the command line's.
+        folder = os.path.dirname(output)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as error:

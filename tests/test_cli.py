@@ -232,10 +232,22 @@ def test_a_bad_report_option_is_a_usage_error(value: str, tmp_path: Path) -> Non
 
 
 def test_an_unwritable_report_is_exit_2_without_traceback(tmp_path: Path) -> None:
-    target = tmp_path / "missing" / "out.sarif"
+    (tmp_path / "a-file").write_text("")
+    target = tmp_path / "a-file" / "out.sarif"  # a folder that cannot be made
     completed = run("lint", "--no-config", "--report", f"sarif={target}", CLEAN)
     assert completed.returncode == 2
     assert completed.stderr.strip().startswith(f"{target}: error: cannot write")
+
+
+def test_a_report_in_a_missing_folder_makes_the_folder(tmp_path: Path) -> None:
+    """Issue 33: the README's `schema -o .schemas/kubernetes.json` failed in a fresh repository."""
+    target = tmp_path / "reports" / "ci" / "out.sarif"
+    completed = run(
+        "lint", "--no-config", "--report", f"sarif={target}", "-o", str(tmp_path / "out" / "x.txt"), CLEAN
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(target.read_text())["version"] == "2.1.0"
+    assert (tmp_path / "out" / "x.txt").is_file()
 
 
 @pytest.mark.parametrize(

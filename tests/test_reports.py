@@ -173,6 +173,7 @@ def test_output_file(tmp_path: Path, fmt: str) -> None:
 
 
 def test_output_file_that_cannot_be_written(tmp_path: Path) -> None:
+    (tmp_path / "no").write_text("")  # a file where the folder would be
     completed = run("lint", "--no-config", "-o", str(tmp_path / "no" / "such" / "dir.txt"), str(EXAMPLES))
     assert completed.returncode == 2
     assert "cannot write" in completed.stderr

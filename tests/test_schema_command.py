@@ -108,8 +108,8 @@ def test_list_names_every_shipped_schema() -> None:
             "--kube-version applies to the kubernetes schema, not to 'config'",
         ),
         (
-            ("output", "-o", "/nonexistent/folder/out.json"),
-            "/nonexistent/folder/out.json: error: cannot write",
+            ("output", "-o", "/dev/null/folder/out.json"),  # a folder that cannot be made
+            "/dev/null/folder/out.json: error: cannot write",
         ),
     ],
 )
