@@ -408,6 +408,13 @@ def lint(
         settings = replace(settings, fail_on=threshold)
     if min_severity is not None:
         settings = replace(settings, min_severity=Severity(min_severity.value))
+    # A policy path that does not exist is a usage error, as a missing --cluster is: nothing
+    # is linted and no report says "No problems found" (issue 33).
+    missing = [path for path in settings.policies if not os.path.exists(path)]
+    if missing:
+        for path in missing:
+            _say(f"{quote_name(path)}: error: policy file not found")
+        raise typer.Exit(2)
     # Erased before any report is written; not while the user types the input on the terminal.
     typed = "-" in (paths or ()) and sys.stdin.isatty()
     with active(terminal(sys.stderr, enabled=not (no_progress or typed))):

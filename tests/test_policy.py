@@ -88,7 +88,8 @@ def test_bad_policies_are_errors_at_their_lines_and_the_rest_still_runs() -> Non
 def test_a_missing_policy_file_is_a_usage_error(tmp_path: Path) -> None:
     completed = run("lint", "--no-config", str(WORKLOADS), "--policy", str(tmp_path / "nope.yaml"))
     assert completed.returncode == 2
-    assert f"{tmp_path / 'nope.yaml'}: error: policy file not found" in completed.stderr
+    assert completed.stderr == f"{tmp_path / 'nope.yaml'}: error: policy file not found\n"
+    assert completed.stdout == ""  # no report: nothing was linted (it said "No problems found")
 
 
 def test_policies_in_the_config_are_relative_to_it(tmp_path: Path) -> None:
