@@ -302,3 +302,18 @@ def test_the_sarif_multitool_finds_no_error_or_warning(tmp_path: Path) -> None:
     )  # fmt: skip
     results = [result for run_ in json.loads(out.read_text())["runs"] for result in run_.get("results", [])]
     assert [(r["ruleId"], r["level"], r["message"]) for r in results] == []
+
+
+def test_a_file_level_error_has_a_region_in_sarif(tmp_path: Path) -> None:
+    """Issue 33: a finding of a whole file (a kustomization kustomize cannot build) had no region
+    in SARIF, where GitHub code scanning needs ``region.startLine``: its first line."""
+    from kaffinity.repo.render import kustomize_engine
+
+    if kustomize_engine() is None:
+        pytest.skip("neither kustomize nor kubectl is on the PATH")
+    (tmp_path / "kustomization.yaml").write_text("resources:\n- missing.yaml\n")
+    report = json.loads(run("lint", "--no-config", "--no-cache", "--format", "json", str(tmp_path)).stdout)
+    assert [(f["rule"], f["line"]) for f in report["findings"]] == [("parse-error", None)]
+    completed = run("lint", "--no-config", "--no-cache", "--format", "sarif", str(tmp_path))
+    [result] = json.loads(completed.stdout)["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 1}

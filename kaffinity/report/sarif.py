@@ -177,6 +177,11 @@ def _location(file: str, span: Span | None, root: Path, finding: Finding | None 
     physical: dict[str, Any] = {"artifactLocation": _artifact(file, root)}
     if span is not None:
         physical["region"] = {"startLine": span.line, "startColumn": span.column}
+    elif finding is not None:
+        # A finding of the whole file (a render that failed, a file that cannot be read): its
+        # first line, as GitHub code scanning needs a region to show and match an alert
+        # ("region.startLine" in its SARIF support docs); related locations stay file-level.
+        physical["region"] = {"startLine": 1}
     location: dict[str, Any] = {"physicalLocation": physical}
     if finding is not None and finding.object is not None:
         location["logicalLocations"] = [{"fullyQualifiedName": str(finding.object), "kind": "resource"}]
