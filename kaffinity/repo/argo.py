@@ -1218,11 +1218,10 @@ def _shown(root: str, like: str) -> str:
 
 
 def _inside(top: str, relative: str) -> str | None:
-    """``top/relative`` when it stays inside ``top`` (symlinks resolved), else None."""
-    from kaffinity.load.repository import within
+    """``top/relative`` when it stays inside ``top`` (kaffinity.repo.sandbox.joined_inside)."""
+    from kaffinity.repo.sandbox import joined_inside
 
-    path = os.path.normpath(os.path.join(top, relative))
-    return path if within(os.path.realpath(path), os.path.realpath(top)) else None
+    return joined_inside(top, relative)
 
 
 def _read_confined(path: str | None, top: str, limits: Limits) -> str | None:

@@ -736,10 +736,11 @@ def _local_artifact(doc: Document, name: str, namespace: str, index: _Index) -> 
 
 
 def _inside(root: str, path: str) -> str | None:
-    from kaffinity.load.repository import within
+    """A source's path (``./apps``, ``/apps``: both from the source's root) when it stays inside
+    the root (kaffinity.repo.sandbox.joined_inside)."""
+    from kaffinity.repo.sandbox import joined_inside
 
-    folder = os.path.normpath(os.path.join(root, path.lstrip("/")))
-    return folder if within(os.path.realpath(folder), os.path.realpath(root)) else None
+    return joined_inside(root, path.lstrip("/"))
 
 
 def _built_files(folder: str, doc: Document, index: _Index) -> tuple[str, ...]:
@@ -1392,9 +1393,9 @@ def _in_namespace(rendered: Any, namespace: str) -> None:
 
 
 def _within(path: str, root: str) -> bool:
-    from kaffinity.load.repository import within
+    from kaffinity.repo.sandbox import inside
 
-    return within(os.path.realpath(path), os.path.realpath(root))
+    return inside(path, (root,))
 
 
 def _without_hooks(rendered: Any, spec: Mapping[str, Any]) -> Any:

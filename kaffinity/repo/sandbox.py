@@ -199,6 +199,14 @@ def inside(path: str, roots: Sequence[str]) -> bool:
     return any(within(real, _real(root)) for root in roots)
 
 
+def joined_inside(top: str, relative: str) -> str | None:
+    """``top/relative`` (normalised) when it stays inside ``top``, symlinks resolved, else None:
+    a path a checkout names relative to a folder of its own (a Flux ``spec.path``, an Argo CD
+    ``valueFiles`` entry)."""
+    path = os.path.normpath(os.path.join(top, relative))
+    return path if inside(path, (top,)) else None
+
+
 @functools.lru_cache(maxsize=64)
 def _real(root: str) -> str:
     return os.path.realpath(root)
