@@ -1,0 +1,103 @@
+"""Install instructions that work today (issue 33, item 4): every install snippet of the README and
+docs/*.md names an extra, a hook, an Action input, a tag or a commit that exists
+(tests/install_snippets.py says what is checked and the placeholder rule), and the checker fails
+on each kind of bad snippet."""
+
+from __future__ import annotations
+
+import pytest
+
+from . import install_snippets
+from .install_snippets import documents, problems
+from .kit import REPO
+
+URL = install_snippets.repository_url()
+
+
+@pytest.mark.parametrize("document", documents(), ids=lambda path: str(path.relative_to(REPO)))
+def test_every_install_snippet_names_something_that_exists(document: object) -> None:
+    assert problems(document.read_text(encoding="utf-8"), document=str(document)) == []  # type: ignore[attr-defined]
+
+
+def test_the_docs_pin_kaffinity_somewhere() -> None:
+    """The checker has something to check: the pre-commit rev, the Action ref and a pip install."""
+    text = "\n".join(path.read_text(encoding="utf-8") for path in documents())
+    assert f"repo: {URL}" in text
+    assert "uses: kaffinity/kaffinity@<commit-sha>" in text
+    assert f"git+{URL}@<commit-sha>" in text
+
+
+def test_the_repository_url_is_the_one_pyproject_declares() -> None:
+    assert URL == "https://github.com/kaffinity/kaffinity"
+
+
+LINK = "See [install.md](docs/install.md).\n"
+SHA = "<commit-sha>"
+
+
+def _block(*lines: str, link: bool = True) -> str:
+    return "```\n" + "\n".join(lines) + "\n```\n" + (LINK if link else "")
+
+
+def _step(*with_: str) -> str:
+    return _block(f"      - uses: kaffinity/kaffinity@{SHA}", "        id: k", "        with:", *with_)
+
+
+BAD = {
+    # The README's snippets before issue 33: a tag that does not exist, PyPI without a release.
+    "a missing tag in rev:": _block(
+        "repos:", f"  - repo: {URL}", "    rev: v0.1.0", "    hooks:", "      - id: kaffinity"
+    ),
+    "a missing tag in uses:": _block("    steps:", "      - uses: kaffinity/kaffinity@v0.1.0"),
+    "a branch in uses:": _block("      - uses: kaffinity/kaffinity@main"),
+    "PyPI": _block("pip install 'kaffinity[helm]'"),
+    "PyPI inline": "Run `pip install kaffinity` first.\n",
+    "an unknown extra": _block("pip install '.[helmet]'"),
+    "an unknown extra from git": _block(f"pip install 'kaffinity[hlem] @ git+{URL}@{SHA}'"),
+    "another URL": _block(f"pip install 'kaffinity @ git+https://github.com/someone/kaffinity@{SHA}'"),
+    "nothing pinned": _block(f"pip install 'kaffinity @ git+{URL}'"),
+    "a missing commit": _block(f"pip install 'kaffinity @ git+{URL}@{'0' * 40}'"),
+    "a placeholder unexplained": _block(f"      - uses: kaffinity/kaffinity@{SHA}", link=False),
+    "an unknown hook": _block(
+        f"  - repo: {URL}", f"    rev: {SHA}", "    hooks:", "      - id: kaffinity-helm"
+    ),
+    "another repo URL": _block("  - repo: https://github.com/kaffinity/kaffinity-hooks", f"    rev: {SHA}"),
+    "an unknown input": _step("          path: manifests/"),
+    "a PyPI version input": _step("          version: 0.1.0"),
+    "a missing constraints file": _block("pip install --constraint constraints/nope.txt ."),
+}
+
+
+@pytest.mark.parametrize("name", BAD)
+def test_the_checker_fails_on_a_bad_snippet(name: str) -> None:
+    assert len(problems(BAD[name])) == 1, problems(BAD[name])
+
+
+GOOD = (
+    "```sh\npip install . && kaffinity lint examples/\npip install '.[test]' && pytest\n```\n"
+    f"```sh\npip install 'kaffinity[helm] @ git+{URL}@<commit-sha>'\npip install pre-commit\n```\n"
+    f"```yaml\nrepos:\n  - repo: {URL}\n    rev: <commit-sha>  # install.md\n    hooks:\n"
+    "      - id: kaffinity\n      - id: kaffinity-json\n```\n"
+    "```yaml\n    steps:\n      - uses: actions/checkout@v4\n      - uses: kaffinity/kaffinity@<commit-sha>\n"
+    "        id: kaffinity\n        with:\n          paths: |\n            manifests/\n"
+    "          fail-on: warning\n      - uses: github/codeql-action/upload-sarif@v3\n"
+    "        with:\n          sarif_file: x\n```\n"
+    "After the first release: `kaffinity/kaffinity@vX.Y.Z`; the `helm` extra (`kaffinity[helm]`).\n"
+)
+
+
+def test_the_checker_passes_what_exists() -> None:
+    assert problems(GOOD) == []
+
+
+def test_a_commit_of_the_repository_and_an_existing_tag_are_valid_refs(tmp_path: object) -> None:
+    import subprocess
+
+    head = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+    )
+    if head.returncode != 0:
+        pytest.skip("not a git checkout")
+    sha = head.stdout.strip()
+    assert install_snippets.ref_problem(sha, "") is None
+    assert install_snippets.ref_problem("v999.0.0", "") is not None  # no such tag
