@@ -5,6 +5,10 @@ on each kind of bad snippet."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+from pathlib import Path
+
 import pytest
 
 from . import install_snippets
@@ -15,8 +19,8 @@ URL = install_snippets.repository_url()
 
 
 @pytest.mark.parametrize("document", documents(), ids=lambda path: str(path.relative_to(REPO)))
-def test_every_install_snippet_names_something_that_exists(document: object) -> None:
-    assert problems(document.read_text(encoding="utf-8"), document=str(document)) == []  # type: ignore[attr-defined]
+def test_every_install_snippet_names_something_that_exists(document: Path) -> None:
+    assert problems(document.read_text(encoding="utf-8"), document=str(document)) == []
 
 
 def test_the_docs_pin_kaffinity_somewhere() -> None:
@@ -90,7 +94,7 @@ def test_the_checker_passes_what_exists() -> None:
     assert problems(GOOD) == []
 
 
-def test_a_commit_of_the_repository_and_an_existing_tag_are_valid_refs(tmp_path: object) -> None:
+def test_a_commit_of_the_repository_and_an_existing_tag_are_valid_refs() -> None:
     import subprocess
 
     head = subprocess.run(
@@ -101,3 +105,43 @@ def test_a_commit_of_the_repository_and_an_existing_tag_are_valid_refs(tmp_path:
     sha = head.stdout.strip()
     assert install_snippets.ref_problem(sha, "") is None
     assert install_snippets.ref_problem("v999.0.0", "") is not None  # no such tag
+
+
+def test_the_readmes_pre_commit_snippet_works_after_autoupdate(tmp_path: Path) -> None:
+    """The README's snippet as written, its repo a clone of this repository (the URL is not
+    reachable from the tests): `pre-commit autoupdate`, as docs/install.md says, writes the SHA of
+    the clone's newest commit (no tag: pre-commit's RevInfo.update takes `git rev-parse
+    FETCH_HEAD`), a commit `rev:` pre-commit can install."""
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("pre_commit") is None or shutil.which("git") is None:
+        pytest.skip("pre-commit or git is not installed (pip install '.[test]')")
+    clone = tmp_path / "kaffinity"
+    cloned = subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], capture_output=True, check=False)
+    if cloned.returncode != 0:
+        pytest.skip(f"cannot clone the repository: {cloned.stderr!r}")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    (snippet,) = [block for block in re.findall(r"```yaml\n(.*?)```", readme, re.DOTALL) if "repos:" in block]
+    app = tmp_path / "app"
+    app.mkdir()
+    subprocess.run(["git", "init", "-q", str(app)], check=True)
+    (app / ".pre-commit-config.yaml").write_text(snippet.replace(URL, str(clone)), encoding="utf-8")
+    updated = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "autoupdate", "--repo", str(clone)],
+        cwd=app,
+        env={**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "home")},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    head = subprocess.run(
+        ["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    )
+    config = (app / ".pre-commit-config.yaml").read_text(encoding="utf-8")
+    (rev,) = re.findall(r"rev: (\S+)", config)
+    assert rev == head.stdout.strip()
