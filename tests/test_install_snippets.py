@@ -144,4 +144,12 @@ def test_the_readmes_pre_commit_snippet_works_after_autoupdate(tmp_path: Path) -
     )
     config = (app / ".pre-commit-config.yaml").read_text(encoding="utf-8")
     (rev,) = re.findall(r"rev: (\S+)", config)
-    assert rev == head.stdout.strip()
+    # No tag: the SHA itself. On a tagged commit (the release workflow's run) pre-commit writes
+    # the tag (`git describe --tags --exact`): the same commit.
+    commit = subprocess.run(
+        ["git", "-C", str(clone), "rev-parse", f"{rev}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert commit.stdout.strip() == head.stdout.strip(), config
