@@ -577,16 +577,20 @@ def _workflow_blocks(text: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("document", ["README.md", "docs/github-action.md"])
 def test_documented_workflows_use_the_action_as_declared(action: dict[str, Any], document: str) -> None:
-    from kaffinity import __version__
+    from .install_snippets import ref_problem
 
-    workflows = _workflow_blocks((REPO / document).read_text(encoding="utf-8"))
+    text = (REPO / document).read_text(encoding="utf-8")
+    workflows = _workflow_blocks(text)
     assert workflows, f"no complete workflow in {document}"
     for workflow in workflows:
         (job,) = workflow["jobs"].values()
         assert job["permissions"]["security-events"] == "write"
         uses = [step for step in job["steps"] if "uses" in step]
         ours = [step for step in uses if step["uses"].startswith("kaffinity/kaffinity@")]
-        assert [step["uses"] for step in ours] == [f"kaffinity/kaffinity@v{__version__}"]
+        # A ref that exists: until the first release tag, a commit SHA (issue 33: the docs'
+        # @v0.1.0 named no tag); tests/install_snippets.py's placeholder rule.
+        assert len(ours) == 1
+        assert ref_problem(ours[0]["uses"].partition("@")[2], text) is None
         assert set(ours[0].get("with", {})) <= set(action["inputs"])
         (upload,) = [step for step in uses if step["uses"].startswith("github/codeql-action/upload-sarif@")]
         # Also after findings failed the step, but not after a usage error (no SARIF): the job

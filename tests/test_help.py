@@ -72,3 +72,96 @@ def test_a_bad_choice_is_reported_without_a_value_error_prefix() -> None:
     assert "Value error" not in completed.stderr
     assert "(env var:" not in completed.stderr  # click 8.2 with typer < 0.26
     assert "kaffinity: error: invalid value for '--fail-on': 'bogus' is not one of" in completed.stderr
+
+
+# -- readable at 80 columns (issue 33) -----------------------------------------------------------
+# typer's own table squeezed the help column to ~19 characters at 80 columns, cut six texts with
+# "…" and folded choice metavars mid-word (``[error|warning|i`` / ``nfo|none]``): help.options_panel.
+
+_BORDERS = "│╭╮╰╯─"
+
+
+def _params(command: tuple[str, ...]) -> list[Any]:
+    built: Any = typer.main.get_command(app)
+    for name in command:
+        built = built.commands[name]
+    return [param for param in built.params if not getattr(param, "hidden", False)]
+
+
+def _tokens(text: str) -> set[str]:
+    return set(text.translate({ord(border): " " for border in _BORDERS}).split())
+
+
+def _help(command: tuple[str, ...], columns: int) -> str:
+    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _help_column(output: str, param: Any, first_word: str) -> int:
+    """The column where ``param``'s help starts: on its row, or on one of the next two lines."""
+    name = next((opt for opt in param.opts if opt.startswith("--")), None) or metavar(param)
+    lines = output.splitlines()
+    starts = re.compile(rf"│ {re.escape(name)}(?=[\s,])")
+    row = next(index for index, line in enumerate(lines) if starts.match(line))
+    pattern = re.compile(rf"(?<=\s){re.escape(first_word)}(?=\s|$)")
+    for offset, line in enumerate(lines[row : row + 3]):
+        found = pattern.search(line, len(name) + 2 if offset == 0 else 0)
+        if found:
+            return found.start()
+    raise AssertionError(f"the help of {name} is not under it:\n{output}")
+
+
+def unreadable(output: str, columns: int, params: list[Any]) -> list[str]:
+    """What makes ``output`` (a command's --help at ``columns``) unreadable: a cut text, a line
+    past the width, a help word or choice split across lines, a squeezed help column."""
+    problems = [f"cut: {line!r}" for line in output.splitlines() if "…" in line]
+    problems += [f"too wide: {line!r}" for line in output.splitlines() if len(line) > columns]
+    tokens = _tokens(output)
+    pieces = {piece for token in tokens for piece in re.split(r"[\[\]|]", token) if piece}
+    for param in params:
+        words = (param.help or "").split()
+        problems += [f"split: {word!r} ({param.name})" for word in words if word not in tokens]
+        shown = metavar(param)
+        choices = shown.strip("[]").split("|") if "|" in shown else []
+        problems += [f"split choice: {choice!r}" for choice in choices if choice not in pieces]
+        if words and _help_column(output, param, words[0]) > columns - 40:
+            problems.append(f"squeezed: the help of {param.name} starts past column {columns - 40}")
+    return problems
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+@pytest.mark.parametrize("command", _commands(), ids=lambda path: " ".join(path) or "kaffinity")
+def test_every_commands_help_is_readable_at_80_and_120_columns(
+    command: tuple[str, ...], columns: int
+) -> None:
+    output = _help(command, columns)
+    assert unreadable(output, columns, _params(command)) == []
+    # The command's own description and, for a group, each command's summary: whole words.
+    built: Any = typer.main.get_command(app)
+    for name in command:
+        built = built.commands[name]
+    texts = [built.help or ""] + [sub.help or "" for sub in getattr(built, "commands", {}).values()]
+    tokens = _tokens(output)
+    first_paragraphs = [text.split("\n\n")[0] for text in texts]
+    assert [word for text in first_paragraphs for word in text.split() if word not in tokens] == []
+
+
+def test_the_readability_check_finds_typers_own_layout_unreadable() -> None:
+    """The check above fails on what typer printed at 80 columns before (lint --help, kept here
+    as it looked): a cut text, a choice folded mid-word, a squeezed help column."""
+    params = {param.name: param for param in _params(("lint",))}
+    typers = (
+        "│ --feature-gates                         TEXT              Gates that differ  │\n"
+        "│                                                           from the defaults: │\n"
+        "│                                                           Name=true,Other=f… │\n"
+        "│ --fail-on                               [error|warning|i  Lowest severity    │\n"
+        "│                                         nfo|none]         that fails the run │\n"
+        "│                                                           (default: error).  │\n"
+    )
+    problems = unreadable(typers, 80, [params["feature_gates"], params["fail_on"]])
+    assert any(problem.startswith("cut: ") for problem in problems)
+    assert "split choice: 'info'" in problems
+    assert "squeezed: the help of fail_on starts past column 40" in problems
+    readable = _help(("lint",), 80)
+    assert unreadable(readable, 80, [params["feature_gates"], params["fail_on"]]) == []

@@ -48,7 +48,7 @@ spec:
 
 ## Fix
 Let kaffinity render it (the default, with `helm` on the PATH or helm-python-sdk installed:
-`pip install 'kaffinity[helm]'`); where rendering failed, fix what that finding says (a
+kaffinity's `helm` extra, docs/install.md); where rendering failed, fix what that finding says (a
 `chart-dependency` is vendored with `helm dependency build`). Or lint Helm's output:
 
     helm template my-release ./chart | kaffinity lint -
