@@ -27,12 +27,17 @@ def sentence(cause: Cause) -> str:
         return f"because {file} changed the labels it selects{obj}"
     if cause.relation == CAUSE_SELECTED_BY:
         return f"because {file} changed a term that selects it{obj}"
+    kind = cause.object.kind if cause.object is not None else ""
     if cause.relation == CAUSE_BUDGET:
-        return f"because {file} changed a PodDisruptionBudget or the pods it covers{obj}"
+        if kind == "PodDisruptionBudget":
+            return f"because {file} changed a disruption budget over its pods{obj}"
+        return f"because {file} changed the pods it covers{obj}"
     if cause.relation == CAUSE_AUTOSCALER:
-        return f"because {file} changed a HorizontalPodAutoscaler or the workload it scales{obj}"
+        if kind == "HorizontalPodAutoscaler":
+            return f"because {file} changed the autoscaler that scales it{obj}"
+        return f"because {file} changed the workload it scales{obj}"
     if cause.relation == CAUSE_PLACEMENT:
-        return f"because {file} changed pods that the placement on the cluster counts{obj}"
+        return f"because {file} changed pods placed on the same cluster{obj}"
     if cause.relation == CAUSE_RENDERED_FROM:
         unit = f"unit {cause.unit}" if cause.unit else "the unit"
         return f"because {file} changed, which {unit} is rendered from"
