@@ -535,7 +535,7 @@ class _Run:
             related = self.related
             if related is not None and finding.object is not None:
                 obj = finding.object
-                causes.extend(related.causes.get((obj.kind, obj.namespace, obj.name), ()))
+                causes.extend(related.of((obj.kind, obj.namespace, obj.name), finding.path, finding.category))
                 rule = self.enabled.get(finding.rule)
                 if related.placement and rule is not None and rule.needs_cluster:
                     causes.extend(related.placement)

@@ -370,3 +370,16 @@ def test_the_reports_carry_the_because(tmp_path: Path) -> None:
     assert sentence(cause) in github.stdout
     markdown = run("lint", "--format", "markdown", "--no-cache", "--changed", "a.yaml", cwd=repo)
     assert sentence(cause) in markdown.stdout
+
+
+def test_only_the_findings_of_the_relation_are_reported(tmp_path: Path) -> None:
+    """web runs 3 unspread replicas (replicas-not-spread, an info finding of its own) and selects
+    the cache's pods: renaming them reports the term's finding, not that one."""
+    web = WEB.replace("replicas: 1", "replicas: 3")
+    repo = _committed(tmp_path, {"a.yaml": CACHE, "b.yaml": web})
+    _, whole = _lint(repo, "--min-severity", "info", "b.yaml", "a.yaml")
+    assert [f["rule"] for f in whole["findings"]] == ["replicas-not-spread"]
+    _stage(repo, {"a.yaml": CACHE.replace("app: cache", "app: redis")})
+    code, report = _lint(repo, "--min-severity", "info", "--changed", "a.yaml")
+    assert code == 1
+    assert [(f["rule"], f["file"]) for f in report["findings"]] == [("affinity-no-match", "b.yaml")]

@@ -21,7 +21,7 @@ Objects are matched by identity (kind, namespace, name).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.findings import (
@@ -42,11 +42,12 @@ from kaffinity.k8s.model import (
     object_ref,
 )
 from kaffinity.k8s.selectors import selector_matches
-from kaffinity.load.source import Document
+from kaffinity.load.source import Document, format_path
 
 if TYPE_CHECKING:
     from kaffinity.config import Settings
     from kaffinity.graph.affinity import AffinityGraph
+    from kaffinity.graph.affinity import Relation as GraphRelation
     from kaffinity.repo.changed import Change
 
 #: An object's identity: kind, namespace (None: cluster-scoped), name.
@@ -59,18 +60,55 @@ def identity(ref: ObjectRef) -> Key:
     return (ref.kind, ref.namespace, ref.name)
 
 
+#: The findings on an object that a change of the pods its term or budget selects can cause, or
+#: of the pods a changed term selects: placement (``topology``) and rollouts (``rollout``).
+_MOVED = frozenset(("topology", "rollout"))
+_ROLLOUT = frozenset(("rollout",))
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One cause of the findings on a related object, and which of its findings it explains:
+    those at or below the data path ``path`` (the term that selects the changed pods: its
+    ``affinity-no-match``, not the object's unrelated ``replicas-not-spread``), or of the rule
+    categories ``categories``; None: any."""
+
+    cause: Cause
+    path: str | None = None
+    categories: frozenset[str] | None = None
+
+    def admits(self, path: str, category: str) -> bool:
+        if self.path is not None and not (_within(path, self.path) or _within(self.path, path)):
+            return False
+        return self.categories is None or category in self.categories
+
+
+def _within(path: str, outer: str) -> bool:
+    """Whether data path ``path`` is ``outer`` or below it (a preferred term's finding may be at
+    its weighted entry, the term one level below)."""
+    return bool(outer) and (path == outer or path.startswith((outer + ".", outer + "[")))
+
+
 @dataclass(slots=True)
 class Related:
-    """The objects of one unit a change relates to, by identity, each with its causes; and, when
+    """The objects of one unit a change relates to, by identity, each with its links; and, when
     the change moves the unit's pods on the declared cluster, the causes of that."""
 
-    causes: dict[Key, list[Cause]] = field(default_factory=dict)
+    causes: dict[Key, list[Link]] = field(default_factory=dict)
     placement: tuple[Cause, ...] = ()
 
-    def add(self, key: Key, cause: Cause) -> None:
+    def add(
+        self, key: Key, cause: Cause, path: str | None = None, categories: frozenset[str] | None = None
+    ) -> None:
         found = self.causes.setdefault(key, [])
-        if cause not in found and len(found) < MAX_CAUSES:
-            found.append(cause)
+        link = Link(cause, path, categories)
+        if link not in found and len(found) < 4 * MAX_CAUSES:
+            found.append(link)
+
+    def of(self, key: Key, path: str, category: str) -> list[Cause]:
+        """The causes of a finding on object ``key`` at data path ``path`` of rule category
+        ``category``."""
+        return [link.cause for link in self.causes.get(key, ()) if link.admits(path, category)]
 
 
 def related(
@@ -136,7 +174,6 @@ def _selecting_now(graph: AffinityGraph, changed: Mapping[str, ObjectRef], found
     """The terms and budgets of unchanged objects that select a changed object's pods now."""
     if not changed:
         return
-    from kaffinity.graph.affinity import RELATION_PDB
 
     for relation in graph.relations:
         if relation.owner in changed:
@@ -146,9 +183,19 @@ def _selecting_now(graph: AffinityGraph, changed: Mapping[str, ObjectRef], found
             if vertex in reach:
                 owner = _ref_of(graph, relation.owner)
                 if owner is not None:
-                    kind = CAUSE_BUDGET if relation.kind == RELATION_PDB else CAUSE_SELECTS
-                    found.add(identity(owner), Cause(_file_of(graph, vertex), kind, ref))
+                    _owner_link(found, identity(owner), relation, Cause(_file_of(graph, vertex), "", ref))
                 break
+
+
+def _owner_link(found: Related, owner: Key, relation: GraphRelation, cause: Cause) -> None:
+    """The link of an unchanged term or budget that selects (or selected) changed pods: every
+    finding of a budget; of a term, those at or below the term."""
+    from kaffinity.graph.affinity import RELATION_PDB
+
+    if relation.kind == RELATION_PDB:
+        found.add(owner, replace(cause, relation=CAUSE_BUDGET))
+    else:
+        found.add(owner, replace(cause, relation=CAUSE_SELECTS), path=format_path(relation.path))
 
 
 def _selected_now(graph: AffinityGraph, changed: Mapping[str, ObjectRef], found: Related) -> None:
@@ -158,17 +205,27 @@ def _selected_now(graph: AffinityGraph, changed: Mapping[str, ObjectRef], found:
     for vertex, ref in changed.items():
         file = _file_of(graph, vertex)
         for relation in graph.by_owner.get(vertex, ()):
-            kind = CAUSE_BUDGET if relation.kind == RELATION_PDB else CAUSE_SELECTED_BY
-            _reached(graph, relation.reach, vertex, Cause(file, kind, ref), found)
+            budget = relation.kind == RELATION_PDB
+            cause = Cause(file, CAUSE_BUDGET if budget else CAUSE_SELECTED_BY, ref)
+            _reached(graph, relation.reach, vertex, cause, found, _ROLLOUT if budget else _MOVED)
 
 
-def _reached(graph: AffinityGraph, reach: Iterable[str], owner: str, cause: Cause, found: Related) -> None:
+def _reached(
+    graph: AffinityGraph,
+    reach: Iterable[str],
+    owner: str,
+    cause: Cause,
+    found: Related,
+    categories: frozenset[str],
+) -> None:
+    """The objects a changed term or budget selects: their placement and rollout findings
+    (``categories``) can move with it."""
     for target in reach:
         if target == owner:
             continue
         ref = _ref_of(graph, target)
         if ref is not None:
-            found.add(identity(ref), cause)
+            found.add(identity(ref), cause, categories=categories)
 
 
 def _previous(
@@ -196,7 +253,8 @@ def _previous(
             selector = obj.selector
             if selector is not None and selector.is_empty and obj.ref.api_version == "policy/v1beta1":
                 selector = None
-            _reached(graph, graph.matching(selector, None, ns), "", Cause(file, CAUSE_BUDGET, obj.ref), found)
+            cause = Cause(file, CAUSE_BUDGET, obj.ref)
+            _reached(graph, graph.matching(selector, None, ns), "", cause, found, _ROLLOUT)
             continue
         if obj.ref.kind == "PodTemplate":
             continue
@@ -207,10 +265,11 @@ def _previous(
         pods.append((obj, file, ns, labels))
         cause = Cause(file, CAUSE_SELECTED_BY, obj.ref)
         for _, _, term in affinity_terms(obj):
-            _reached(graph, graph.matching(graph.expansions.selector(obj, term), term, ns), "", cause, found)
+            reach = graph.matching(graph.expansions.selector(obj, term), term, ns)
+            _reached(graph, reach, "", cause, found, _MOVED)
         for constraint in obj.pod.topology_spread_constraints:
             selector = graph.expansions.selector(obj, constraint)
-            _reached(graph, graph.matching(selector, None, ns), "", cause, found)
+            _reached(graph, graph.matching(selector, None, ns), "", cause, found, _MOVED)
     if pods:
         _selected_before(graph, pods, by_pair, changed, proposals, found)
 
@@ -225,7 +284,6 @@ def _selected_before(
 ) -> None:
     """The unchanged terms and budgets that selected the previous pods of a changed workload
     (``pods``: workload, file, namespace, labels; ``by_pair``: their indexes by label)."""
-    from kaffinity.graph.affinity import RELATION_PDB
 
     everyone = range(len(pods))
     for relation in graph.relations:
@@ -245,8 +303,7 @@ def _selected_before(
                 continue
             owner = _ref_of(graph, relation.owner)
             if owner is not None:
-                kind = CAUSE_BUDGET if relation.kind == RELATION_PDB else CAUSE_SELECTS
-                found.add(identity(owner), Cause(file, kind, workload.ref))
+                _owner_link(found, identity(owner), relation, Cause(file, "", workload.ref))
 
 
 def _autoscalers(
