@@ -383,3 +383,39 @@ def test_only_the_findings_of_the_relation_are_reported(tmp_path: Path) -> None:
     code, report = _lint(repo, "--min-severity", "info", "--changed", "a.yaml")
     assert code == 1
     assert [(f["rule"], f["file"]) for f in report["findings"]] == [("affinity-no-match", "b.yaml")]
+
+
+@needs_helm
+@needs_kustomize
+def test_a_release_values_change_reports_the_release_findings(tmp_path: Path) -> None:
+    """A Flux HelmRelease whose valuesFrom ConfigMap a configMapGenerator makes from the app's
+    values.yaml (tests/test_flux.py's home lab, the layout of onedr0p/cluster-template): a
+    commit that changes only that values.yaml reports the release's rendered findings."""
+    from tests.test_flux import CHART as FLUX_CHART
+    from tests.test_flux import REPOSITORY_CHART_REF, _home_lab, _write
+
+    root = _home_lab(tmp_path / "home-ops", REPOSITORY_CHART_REF)
+    _write(root / "charts" / "podinfo", FLUX_CHART)
+    _git(root, "add", ".")
+    _git(root, "commit", "-q", "-m", "before")
+    values = "kubernetes/apps/default/echo/app/values.yaml"
+    # Every pod in the budget: no voluntary eviction is allowed.
+    _stage(root, {values: "pdb:\n  minAvailable: 100%\n"})
+    code, after = _lint(root, "--render", "--changed", values)
+    assert code == 1
+    release = [f for f in after["findings"] if f["units"] == ["HelmRelease default/echo"]]
+    assert release, after["findings"]
+    for finding in release:
+        assert finding["file"] != values
+        assert {
+            "file": values,
+            "relation": "rendered-from",
+            "object": None,
+            "unit": "HelmRelease default/echo",
+        } in (finding["because"])
+    _, whole = _lint(root, "--render", ".")
+    assert {(f["rule"], f["file"], f["line"]) for f in release} == {
+        (f["rule"], f["file"], f["line"])
+        for f in whole["findings"]
+        if f["units"] == ["HelmRelease default/echo"]
+    }

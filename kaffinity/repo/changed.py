@@ -116,7 +116,7 @@ def rendered_touches(
     is touched by a changed file that holds its object or a ConfigMap or Secret its
     ``valuesFrom`` names (``changed_documents``: the changed files' documents, new and old), one
     its rendered objects come from, a file of a chart they were rendered from, or a
-    kustomization or patch beside their files."""
+    kustomization or patch beside their files, or a file beside the release's own object."""
     named = {_abs(path): path for path in changed}
     found: dict[str, tuple[str, ...]] = {}
     for unit in layout.units:
@@ -149,7 +149,7 @@ def rendered_touches(
                 doc.file
             )
     wanted = {unit.name for unit in releases}
-    release_docs = _release_documents(layout.documents, wanted) if references else {}
+    release_docs = _release_documents(layout.documents, wanted)
     fragments = {_abs(path) for path in layout.fragments}
     for unit in releases:
         hit = set(labels.get(unit.name, ()))
@@ -163,6 +163,13 @@ def rendered_touches(
             hit.update(references.get(reference, ()))
             hit.update(references.get((reference[0], "", reference[2]), ()))
         hit.update(_rendered_from(unit, named, fragments))
+        release = release_docs.get(unit.name)
+        if release is not None:
+            # The release's own folder: its values files, the kustomization that generates its
+            # valuesFrom ConfigMap (the layout of a Flux app: helmrelease.yaml, values.yaml,
+            # kustomization.yaml side by side).
+            home = os.path.dirname(_abs(release.file))
+            hit.update(name for path, name in named.items() if os.path.dirname(path) == home)
         if hit:
             found[unit.name] = tuple(sorted({*found.get(unit.name, ()), *hit}))
     return found
