@@ -17,7 +17,7 @@ from kaffinity.help import Group
 from kaffinity.load.display import escape, patch_lines, quote_name, utf8
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterator, Sequence
+    from collections.abc import Collection, Sequence
 
     from kaffinity.cache import Cache
     from kaffinity.config import Settings
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kaffinity.load.files import ExcludeFn
     from kaffinity.load.parse import SourceFile
     from kaffinity.policy.load import Loaded
+    from kaffinity.repo.changed import Change
     from kaffinity.repo.rendering import RenderSummary
     from kaffinity.repo.sandbox import Sandbox
     from kaffinity.repo.units import Layout, Unit
@@ -487,10 +488,12 @@ def _linted(
     rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_all_manifests)
     rules, policy_errors = _with_policies(rules, settings, memo)
     cluster = _load_cluster(settings)
+    # --changed: the files named too (a values file is no manifest), and the units each touches.
+    names = _changed_names(reported, paths) if changed and reported is not None else None
+    touched: dict[str, tuple[str, ...]] = {}
     # Streamed: renderable_on_disk found no kustomization (nor a chart to render) there (_stream).
-    files, layout = _layout(
-        files, roots, settings, kustomized=stream is None, changed=reported if changed else None
-    )
+    files, layout = _layout(files, roots, settings, kustomized=stream is None, changed=names, touched=touched)
+    change = _change(files, layout, names, touched, settings) if names is not None else None
     # The first unit's context: the Markdown report draws its graph; the units share the
     # typed objects built from their documents.
     typed = stream.typed() if stream is not None else {}
@@ -500,13 +503,38 @@ def _linted(
         settings,
         rules,
         context=lint_context,
-        reported=reported,
+        reported=names if names is not None else reported,
         layout=layout,
         checked=stream.checked if stream is not None else None,
+        change=change,
     )
     if stream is not None:
         stream.close()
     return lint_context, replace(result, render=_render_summary(settings, layout)), policy_errors
+
+
+def _changed_names(reported: Collection[str], paths: Optional[list[str]]) -> frozenset[str]:
+    """The files ``--changed`` names: those read, and the other files given (a values file)."""
+    return frozenset(reported) | {path for path in paths or () if path != "-" and os.path.isfile(path)}
+
+
+def _change(
+    files: Sequence[SourceFile],
+    layout: Layout,
+    names: frozenset[str],
+    touched: Mapping[str, tuple[str, ...]],
+    settings: Settings,
+) -> Change:
+    """What ``--changed`` reports on (kaffinity.repo.changed): the files, their versions at
+    ``HEAD``, and the units rendered from them (``touched``: the overlays and charts, by
+    :func:`_layout`; the releases are found here, once rendered)."""
+    from kaffinity.repo.changed import Change, previous_documents, rendered_touches
+
+    previous = previous_documents(names, settings.limits)
+    documents = [doc for file in files if file.name in names for doc in file.documents]
+    documents.extend(doc for docs in previous.values() for doc in docs)
+    units = rendered_touches(layout, touched, names, documents)
+    return Change(names, previous, units)
 
 
 def _has_release(files: Sequence[SourceFile]) -> bool:
@@ -1260,12 +1288,14 @@ def _layout(
     *,
     kustomized: bool = True,
     changed: Optional[Collection[str]] = None,
+    touched: Optional[dict[str, tuple[str, ...]]] = None,
 ) -> tuple[list[SourceFile], Layout]:
     """The deployment units of what was read (kaffinity.repo.units), built with the tools when
     ``--render`` asks; notes about it on stderr. The files come back with those the rendered
     objects point at, and without the helm-template problems of the charts rendered.
     ``changed`` (``--changed``: the files reported on): only the overlays and charts that hold
-    one of them are built; the others' findings could land on no file reported."""
+    one of them are built; the others' findings could land on no file reported. ``touched``
+    gets those built, by name, with the changed files each holds."""
     from kaffinity.load.charts import with_chart_notes
     from kaffinity.repo.units import read_layout, render_units
 
@@ -1285,7 +1315,7 @@ def _layout(
         sandbox = settings.sandbox
         if not sandbox.roots:  # paths from the checkout stay in the repositories linted
             sandbox = replace(sandbox, roots=roots_for(roots or ["."]))
-        held = _untouched(layout, changed, settings) if changed is not None else {}
+        held = _untouched(layout, changed, settings, touched) if changed is not None else {}
         if held:
             layout = replace(
                 layout,
@@ -1340,44 +1370,25 @@ def _layout(
 _HELD = "held (--changed)"
 
 
-def _untouched(layout: Layout, changed: Collection[str], settings: Settings) -> dict[str, str]:
+def _untouched(
+    layout: Layout,
+    changed: Collection[str],
+    settings: Settings,
+    touched: Optional[dict[str, tuple[str, ...]]] = None,
+) -> dict[str, str]:
     """The overlays and charts that hold none of the ``changed`` files, by name, with their
-    source. An overlay holds its resources, those of its bases and components, and the files of
-    each of those kustomizations' folders (the kustomization, patches, generators' files); a
-    chart, the files below its folder and its ``helm-values:`` files."""
-    touched = {os.path.abspath(path) for path in changed}
-    folders = {os.path.dirname(path) for path in touched}
-    by_folder = {os.path.abspath(k.folder): k for k in layout.kustomizations}
-    values = {os.path.abspath(chart): files for chart, files in settings.helm_values.items()}
+    source (kaffinity.repo.changed.touches says what an overlay and a chart hold); ``touched``
+    gets the others, with the changed files each holds."""
+    from kaffinity.repo.changed import touches
 
-    def closure(folder: str) -> Iterator[str]:
-        seen: set[str] = set()
-        stack = [os.path.abspath(folder)]
-        while stack:
-            current = stack.pop()
-            if current in seen or current not in by_folder:
-                continue
-            seen.add(current)
-            yield current
-            stack.extend(os.path.abspath(child) for child in by_folder[current].folders)
-
-    untouched: dict[str, str] = {}
-    for unit in layout.units:
-        if unit.source == "kustomize":
-            held = {os.path.abspath(path) for path in unit.files}
-            near = set()
-            for folder in closure(unit.name):
-                kustomization = by_folder[folder]
-                near.add(folder)
-                held.update(os.path.abspath(path) for path in (kustomization.path, *kustomization.fragments))
-            if not (touched & held or folders & near):
-                untouched[unit.name] = unit.source
-        elif unit.source == "helm":
-            chart = os.path.abspath(unit.name)
-            inside = any(path.startswith(chart + os.sep) for path in touched)
-            if not inside and not touched & {os.path.abspath(p) for p in values.get(chart, ())}:
-                untouched[unit.name] = unit.source
-    return untouched
+    found = touches(layout, changed, settings.helm_values)
+    if touched is not None:
+        touched.update(found)
+    return {
+        unit.name: unit.source
+        for unit in layout.units
+        if unit.source in ("kustomize", "helm") and unit.name not in found
+    }
 
 
 def _renders(layout: Layout) -> bool:

@@ -8,6 +8,7 @@ drops what a suppression covers. New rules need no change here: the registry lis
 from __future__ import annotations
 
 import gc
+import os
 import traceback
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -15,7 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 from kaffinity.config import Settings
 from kaffinity.context import Context
-from kaffinity.findings import MAX_RELATED, Finding, Location, Severity, Violation
+from kaffinity.findings import (
+    CAUSE_NAMES,
+    CAUSE_RENDERED_FROM,
+    MAX_CAUSES,
+    MAX_RELATED,
+    Cause,
+    Finding,
+    Location,
+    Severity,
+    Violation,
+)
 from kaffinity.k8s.model import (
     Object,
     ObjectRef,
@@ -29,7 +40,9 @@ from kaffinity.rules.base import POLICY_CATEGORY, Rule, finding_fact, rule_enabl
 from kaffinity.suppress import Suppression, annotation_suppressions, comment_suppressions
 
 if TYPE_CHECKING:
+    from kaffinity.graph.changes import Related
     from kaffinity.load.edits import Edit
+    from kaffinity.repo.changed import Change
     from kaffinity.repo.rendering import RenderSummary
     from kaffinity.repo.units import Layout
     from kaffinity.simulate.cluster import Cluster
@@ -125,6 +138,7 @@ def lint(
     reported: Collection[str] | None = None,
     layout: Layout | None = None,
     checked: Mapping[str, Checked] | None = None,
+    change: Change | None = None,
 ) -> LintResult:
     """Run every enabled rule over the loaded files (and consult the declared cluster, if any).
 
@@ -139,6 +153,9 @@ def lint(
     (:mod:`kaffinity.stream`: the files are then compact, without their text); the rules it ran
     (:func:`kaffinity.stream.streamed_rules`) are not run again, their findings are taken as they
     are, suppressions and the reported files applied here as to any other.
+    ``change`` (``--changed``; its files are ``reported``): also reported, each with its
+    :class:`~kaffinity.findings.Cause`, the findings of the units rendered from a changed file
+    and those of the objects a changed object relates to (:mod:`kaffinity.graph.changes`).
     """
     if context is not None:
         if cluster is not None:
@@ -156,7 +173,7 @@ def lint(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _lint(files, settings, enabled, rules, cluster, context, reported, layout, checked)
+        return _lint(files, settings, enabled, rules, cluster, context, reported, layout, checked, change)
     finally:
         if collecting:
             gc.enable()
@@ -186,8 +203,12 @@ def _lint(
     reported: Collection[str] | None,
     layout: Layout | None,
     checked: Mapping[str, Checked] | None = None,
+    change: Change | None = None,
 ) -> LintResult:
+    if change is not None and reported is None:
+        reported = change.files
     run = _Run(files, settings, enabled, None if reported is None else frozenset(reported), layout, checked)
+    run.change = change
     run.load_problems(cluster.files if cluster is not None else ())
     typed: dict[int, Object | None] = {}  # shared: units overlap (a base, shared files)
     if context is None:
@@ -215,6 +236,7 @@ def _lint(
             else:
                 run.check(rule, local)
         if not units:
+            run.relate(context, context.documents)
             for rule in together:
                 progress.tick(rule.name)
                 run.check(rule, context)
@@ -229,11 +251,13 @@ def _lint(
             unit_context.running = running
             unit_context.found, unit_context.found_rules = run.found, run.found_rules
             unit_context.run_cache = run.run_cache
+            run.relate(unit_context, unit.documents)
             for rule in together:
                 progress.tick(f"{rule.name} ({unit.name})")
                 run.check(rule, unit_context)
             run.notice(unit_context.notices, unit.name)
         run.unit = ""
+        run.related = None
     run.notice(context.notices)
     if local is not context:
         run.notice(local.notices)
@@ -247,8 +271,14 @@ def _local(run: _Run, context: Context, layout: Layout | None, typed: dict[int, 
     whole repository, and validating it all would be wasted work."""
     objects: Sequence[Document] | None = layout.documents if layout is not None else None
     if not run.everything:
+        # With --changed, the objects of the units rendered from a changed file too: they are
+        # not what they were, wherever they point.
+        touched = run.change.units if run.change is not None else {}
+        membership = run.membership
         objects = [
-            doc for doc in (objects if objects is not None else context.documents) if doc.file in run.reported
+            doc
+            for doc in (objects if objects is not None else context.documents)
+            if doc.file in run.reported or any(unit in touched for unit in membership.get(id(doc), ()))
         ]
     if objects is None or _same(objects, context.documents):
         return context
@@ -332,6 +362,11 @@ def _result(
     )
 
 
+def _with_causes(finding: Finding, more: Sequence[Cause]) -> Finding:
+    """``finding`` with the causes of its copy in another unit too (at most MAX_CAUSES)."""
+    return replace(finding, because=tuple(dict.fromkeys((*finding.because, *more)))[:MAX_CAUSES])
+
+
 def _same(one: Sequence[Document], other: Sequence[Document]) -> bool:
     """The same documents, in the same order (identity: a unit that is the whole input)."""
     return len(one) == len(other) and all(a is b for a, b in zip(one, other, strict=True))
@@ -361,6 +396,11 @@ class _Run:
         #: The files reported on; None: every file.
         self.reported = reported if reported is not None else frozenset(file.name for file in files)
         self.everything = reported is None
+        #: ``--changed``: the change (set by the caller), and what it relates to in the unit
+        #: whose rules run now (:meth:`relate`).
+        self.change: Change | None = None
+        self.related: Related | None = None
+        self._present: frozenset[str] | None = None
         self.enabled = {rule.name: rule for rule in enabled}
         #: The built-in rules' findings by id() of their document, and the rules that ran
         #: (Context.found, Context.found_rules).
@@ -443,6 +483,69 @@ class _Run:
                         finding = self._finding(enabled, file.name, problem.span, problem.message)
                         self.add(finding, always=always)
 
+    def relate(self, context: Context, documents: Sequence[Document]) -> None:
+        """What the change relates to among one unit's ``documents`` (:attr:`related`): nothing
+        to find, and the unit's graph not built for it, when the unit holds no changed file and
+        no previous version of one."""
+        self.related = None
+        change = self.change
+        if change is None:
+            return
+        if self._present is None:
+            self._present = frozenset(doc.file for doc in context.documents) | frozenset(
+                doc.file for file in self.files for doc in file.documents
+            )
+        here = {doc.file for doc in documents}
+        present = self._present
+        if not (change.files & here or any(f in here or f not in present for f in change.previous)):
+            return
+        from kaffinity.graph.changes import related
+
+        placement = context.cluster is not None and self.settings.simulate
+        try:
+            self.related = related(
+                context.graph, documents, change, self.settings, present=present, placement=placement
+            )
+        except Exception as error:  # noqa: BLE001 - the findings of the changed files still count
+            where = traceback.extract_tb(error.__traceback__)[-1]
+            self.internal_errors.append(
+                f"internal error relating the change: {type(error).__name__}: {error} "
+                f"({where.filename}:{where.lineno}); please report it"
+            )
+
+    def because(self, finding: Finding) -> tuple[Cause, ...] | None:
+        """Why a finding is reported with ``--changed``: () for one in a changed file; the causes
+        of one elsewhere (:class:`~kaffinity.findings.Cause`); None: not reported."""
+        if finding.file in self.reported:
+            return ()
+        causes: list[Cause] = []
+        change = self.change
+        if change is not None:
+            units = (self.unit,) if self.unit else finding.units
+            for unit in units:
+                causes.extend(
+                    Cause(file, CAUSE_RENDERED_FROM, unit=unit) for file in change.units.get(unit, ())
+                )
+            if not units and change.units:
+                # A build that failed: its parse-error is at the unit's kustomization or chart.
+                folder = os.path.normpath(os.path.dirname(finding.file))
+                for unit, files in change.units.items():
+                    if os.path.normpath(unit.split(" (", 1)[0]) == folder:
+                        causes.extend(Cause(file, CAUSE_RENDERED_FROM, unit=unit) for file in files)
+            related = self.related
+            if related is not None and finding.object is not None:
+                obj = finding.object
+                causes.extend(related.of((obj.kind, obj.namespace, obj.name), finding.path, finding.category))
+                rule = self.enabled.get(finding.rule)
+                if related.placement and rule is not None and rule.needs_cluster:
+                    causes.extend(related.placement)
+        causes.extend(
+            Cause(place.file, CAUSE_NAMES) for place in finding.related if place.file in self.reported
+        )
+        if not causes:
+            return None
+        return tuple(dict.fromkeys(causes))[:MAX_CAUSES]
+
     def check(self, rule: Rule, context: Context) -> None:
         assert rule.check is not None
         try:
@@ -513,15 +616,15 @@ class _Run:
         load_error: bool = False,
     ) -> None:
         """Record a finding unless an annotation on its object or a comment covers it, or it
-        concerns only context files (neither it nor a related place is in a reported file).
+        concerns only context files (neither it nor a related place is in a reported file, nor
+        does the change relate to it: :meth:`because`).
         ``load_error``: no suppression covers it."""
-        if not (
-            always
-            or self.everything
-            or finding.file in self.reported
-            or any(place.file in self.reported for place in finding.related)
-        ):
-            return
+        if not (always or self.everything):
+            because = self.because(finding)
+            if because is None:
+                return
+            if because:
+                finding = replace(finding, because=because)
         if load_error:
             self.findings.append(finding)
             return
@@ -545,7 +648,10 @@ class _Run:
             if index is not None:
                 first = self.findings[index]
                 if finding.units and not set(finding.units) <= set(first.units):
-                    self.findings[index] = replace(first, units=(*first.units, *finding.units))
+                    first = replace(first, units=(*first.units, *finding.units))
+                    self.findings[index] = first
+                if finding.because and not set(finding.because) <= set(first.because):
+                    self.findings[index] = _with_causes(first, finding.because)
             elif len(self.findings) >= self.settings.limits.findings:
                 self.dropped += 1
             else:
@@ -571,8 +677,11 @@ class _Run:
             first = out.get(key)
             if first is None:
                 out[key] = finding
-            elif finding.units and not set(finding.units) <= set(first.units):
-                out[key] = replace(first, units=(*first.units, *finding.units))
+            else:
+                if finding.units and not set(finding.units) <= set(first.units):
+                    out[key] = first = replace(first, units=(*first.units, *finding.units))
+                if finding.because and not set(finding.because) <= set(first.because):
+                    out[key] = _with_causes(first, finding.because)
         if self.dropped:
             self.notices.append(
                 f"{self.dropped:,} more findings were not reported: a run reports at most "

@@ -77,6 +77,48 @@ class Violation:
     severity: Severity | None = None
 
 
+#: Why ``lint --changed`` reports a finding in a file the change did not touch (:class:`Cause`):
+#: the finding's object has a term that selects the changed object's pods, before or after the
+#: change (``selects``); a term of the changed object selects the finding's object
+#: (``selected-by``); a PodDisruptionBudget is one and covers the other's pods (``budget``); a
+#: HorizontalPodAutoscaler is one and scales the other (``autoscaler``); the changed object
+#: changes where the pods of the finding's unit are placed on the declared cluster
+#: (``placement``); the finding's unit is rendered from the changed file (``rendered-from``: a
+#: patch, a values file, a kustomization, a chart's file, a release's valuesFrom); the finding
+#: names a place in the changed file (``names``).
+CAUSE_SELECTS, CAUSE_SELECTED_BY, CAUSE_BUDGET, CAUSE_AUTOSCALER = (
+    "selects",
+    "selected-by",
+    "budget",
+    "autoscaler",
+)
+CAUSE_PLACEMENT, CAUSE_RENDERED_FROM, CAUSE_NAMES = "placement", "rendered-from", "names"
+CAUSES = (
+    CAUSE_SELECTS,
+    CAUSE_SELECTED_BY,
+    CAUSE_BUDGET,
+    CAUSE_AUTOSCALER,
+    CAUSE_PLACEMENT,
+    CAUSE_RENDERED_FROM,
+    CAUSE_NAMES,
+)
+#: Causes one finding keeps at most (a label many objects select, changed once).
+MAX_CAUSES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """Why a finding in a file that did not change is reported by ``lint --changed``: the
+    changed ``file``, how the finding relates to it (``relation``, one of :data:`CAUSES`), the
+    changed object when one is meant (before or after the change), and the unit rendered from
+    the file (``rendered-from``)."""
+
+    file: str
+    relation: str
+    object: ObjectRef | None = None
+    unit: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One reported problem; reports list them in :meth:`sort_key` order."""
@@ -96,6 +138,9 @@ class Finding:
     #: The deployment units the finding was found in, when the input holds several
     #: (kaffinity.repo.units); empty for the rules that read one object at a time.
     units: tuple[str, ...] = field(default=(), compare=False)
+    #: ``lint --changed``: why a finding in a file that did not change is reported (empty for a
+    #: finding in a changed file, and without ``--changed``).
+    because: tuple[Cause, ...] = field(default=(), compare=False)
 
     @property
     def object_label(self) -> str:

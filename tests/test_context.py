@@ -128,8 +128,16 @@ def test_a_context_finding_that_names_a_changed_file_is_reported(tmp_path: Path)
         # Each budget's finding names the other: both involve the changed file.
         found = [(f["rule"], f["file"]) for f in report["findings"]]
         assert found == [("pdb-overlap", "a-pdb.yaml"), ("pdb-overlap", "b-pdb.yaml")], changed
+    # The budgets cover the changed workload's pods: their overlap is part of what the change
+    # causes (issue 33), each finding with its because.
     _, report, _ = _lint(repo, "--changed", "cache.yaml")
-    assert report["findings"] == []
+    found = [
+        (f["rule"], f["file"], [(c["file"], c["relation"]) for c in f["because"]]) for f in report["findings"]
+    ]
+    assert found == [
+        ("pdb-overlap", "a-pdb.yaml", [("cache.yaml", "budget")]),
+        ("pdb-overlap", "b-pdb.yaml", [("cache.yaml", "budget")]),
+    ]
 
 
 @needs_git

@@ -178,3 +178,65 @@ def test_committed_files_named_like_options_are_files(
         assert f"\n{name}:" in failed.stdout and "warning [revision-unscoped]" in failed.stdout, failed.stdout
     assert not (repo / "report.yaml").exists()
     no_internal_error(failed.returncode, failed.stdout + failed.stderr)
+
+
+@pytest.mark.slow
+def test_the_hook_blocks_what_a_change_causes_in_a_base_overlays_and_chart_repository(
+    hooks: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """Issue 33's journey through the real pre-commit, in a repository of a kustomize base, an
+    overlay and a chart (kubernetes-sigs/kustomize examples/helloWorld's ``base/`` and
+    ``overlays/<env>/``, a chart folder as ``helm create`` makes): a commit that renames a label
+    another file's required affinity selects is blocked with that finding, in the file the
+    commit did not touch, and why; so is a commit that changes only the overlay's patch, and one
+    that changes only the chart's values file."""
+    from kaffinity.findings import Cause
+    from kaffinity.k8s.model import ObjectRef
+    from kaffinity.repo.render import kustomize_engine
+    from kaffinity.report.because import sentence
+    from tests.kit import position
+    from tests.test_changed import CHART, OVERLAY_BASE, RELABEL
+
+    if kustomize_engine() is None:
+        pytest.skip("neither kustomize nor kubectl is on the PATH")
+    _, env = hooks
+    repo = _user_repo(tmp_path / "app", env, {"README.md": "# app\n"})
+    for name, text in {**OVERLAY_BASE, **CHART}.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    _git(repo, env, "add", ".")
+    _git(repo, env, "commit", "-q", "-m", "base, overlay and chart")
+    line, column = position(WEB, "- labelSelector")
+    web = f"base/web.yaml:{line}:{column + 2}: warning [affinity-no-match] Deployment default/web:"
+
+    # 1. The label the base's web selects, renamed in base/cache.yaml only.
+    (repo / "base/cache.yaml").write_text(CACHE.replace("app: cache", "app: redis"))
+    _git(repo, env, "add", "base/cache.yaml")
+    failed = _try_repo(hooks, repo, "kaffinity")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert web in failed.stdout, failed.stdout
+    renamed = Cause("base/cache.yaml", "selects", ObjectRef("apps/v1", "Deployment", "default", "cache"))
+    assert f"    note: {sentence(renamed)}" in failed.stdout.splitlines(), failed.stdout
+    no_internal_error(failed.returncode, failed.stdout + failed.stderr)
+    _git(repo, env, "reset", "-q", "--hard")
+
+    # 2. Only the overlay's patch: it relabels the cache's pods in prod.
+    (repo / "overlays/prod/patch.yaml").write_text(RELABEL)
+    _git(repo, env, "add", "overlays/prod/patch.yaml")
+    failed = _try_repo(hooks, repo, "kaffinity")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert web in failed.stdout, failed.stdout
+    patched = Cause("overlays/prod/patch.yaml", "rendered-from", unit="overlays/prod")
+    assert f"    note: {sentence(patched)}" in failed.stdout.splitlines(), failed.stdout
+    _git(repo, env, "reset", "-q", "--hard")
+
+    # 3. Only the chart's values file.
+    (repo / "charts/web/values.yaml").write_text('topologyKey: ""\n')
+    _git(repo, env, "add", "charts/web/values.yaml")
+    failed = _try_repo(hooks, repo, "kaffinity")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    line, column = position(CHART["charts/web/templates/deploy.yaml"], "topologyKey:")
+    assert f"charts/web/templates/deploy.yaml:{line}:{column}: error [api-validation]" in failed.stdout
+    valued = Cause("charts/web/values.yaml", "rendered-from", unit="charts/web")
+    assert f"    note: {sentence(valued)}" in failed.stdout.splitlines(), failed.stdout
+    no_internal_error(failed.returncode, failed.stdout + failed.stderr)

@@ -509,6 +509,21 @@ class AffinityGraph:
             return member.namespace
         return self.pdbs[vertex].ref.namespace or self.default_namespace
 
+    def matching(
+        self, selector: LabelSelector | None, term: PodAffinityTerm | None, namespace: str
+    ) -> frozenset[str]:
+        """The members a selector of an object in ``namespace`` reaches (certainly or maybe), as a
+        term of the graph would (``term``: a pod (anti-)affinity term's namespaces; None: its own
+        namespace, as topology spread and budgets): for an object that is not in the graph, the
+        previous version of a changed one (:mod:`kaffinity.graph.changes`)."""
+        matches, maybe = self._match(selector, term, namespace, _scope_key(term, namespace))
+        return matches | maybe if maybe else matches
+
+    def in_scope(self, term: PodAffinityTerm | None, owner: str, namespace: str) -> bool | None:
+        """Whether a term of an object in namespace ``owner`` reaches pods in ``namespace``
+        (None: it depends on labels of a Namespace nobody declared)."""
+        return self._in_scope(term, _scope_key(term, owner), owner, namespace)
+
     def labelled(self, key: str, value: str) -> list[str]:
         """The members whose pods carry ``key=value`` (from the index; in :meth:`order`)."""
         return self._index.pairs.get((key, value), [])

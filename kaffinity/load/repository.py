@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Sequence
 
-from kaffinity.load.parse import MANIFEST_SUFFIXES
+from kaffinity.load.parse import MANIFEST_SUFFIXES, LoadError, decode
 
 #: A stuck git (a network file system, a lock) must not hang a commit hook.
 _GIT_TIMEOUT = 30
@@ -104,6 +105,66 @@ def _git(cwd: str, *args: str) -> str | None:
             errors="surrogateescape",
             timeout=_GIT_TIMEOUT,
             check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def previous_versions(paths: Sequence[str], size_limit: int) -> dict[str, str]:
+    """The text each of ``paths`` had at ``HEAD`` of its git work tree (``lint --changed``: a
+    staged commit changes them), by the path as given. Left out: a file new since ``HEAD``, one
+    outside a work tree, larger than ``size_limit`` bytes, or not text; all of them when git is
+    unavailable. Two ``git cat-file`` calls per work tree (sizes first, then the blobs small
+    enough), whatever the number of files: ``git cat-file --batch`` prints objects as stored,
+    running no filter or textconv (git-cat-file(1))."""
+    wanted: dict[str, list[tuple[str, str]]] = {}
+    for path in paths:
+        top = work_tree(path)
+        if top is None or "\n" in path:
+            continue
+        relative = os.path.relpath(os.path.abspath(path), top)
+        if relative.startswith(".."):
+            continue
+        wanted.setdefault(top, []).append((path, relative.replace(os.sep, "/")))
+    found: dict[str, str] = {}
+    for top, names in wanted.items():
+        request = "".join(f"HEAD:{relative}\n" for _, relative in names)
+        sizes = _git_bytes(top, request.encode(), "cat-file", "--batch-check")
+        if sizes is None:
+            continue
+        small: list[tuple[str, str]] = []
+        for (path, relative), line in zip(names, sizes.decode("utf-8", "replace").splitlines(), strict=False):
+            parts = line.split(" ")
+            if len(parts) == 3 and parts[1] == "blob" and parts[2].isdigit() and int(parts[2]) <= size_limit:
+                small.append((path, relative))
+        if not small:
+            continue
+        blobs = _git_bytes(
+            top, "".join(f"HEAD:{relative}\n" for _, relative in small).encode(), "cat-file", "--batch"
+        )
+        if blobs is None:
+            continue
+        position = 0
+        for path, _ in small:
+            end = blobs.find(b"\n", position)
+            header = blobs[position:end].split(b" ") if end >= 0 else []
+            if len(header) != 3 or header[1] != b"blob" or not header[2].isdigit():
+                break  # the two calls disagree (the index moved): keep what was read
+            size = int(header[2])
+            content = blobs[end + 1 : end + 1 + size]
+            position = end + 1 + size + 1
+            try:
+                found[path] = decode(content)
+            except (LoadError, UnicodeDecodeError):
+                continue
+    return found
+
+
+def _git_bytes(cwd: str, stdin: bytes, *args: str) -> bytes | None:
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, input=stdin, capture_output=True, timeout=_GIT_TIMEOUT, check=False
         )
     except (OSError, subprocess.SubprocessError):
         return None

@@ -16,6 +16,7 @@ import os
 from kaffinity.engine import LintResult
 from kaffinity.findings import Severity
 from kaffinity.load.display import escape, quote_name
+from kaffinity.report.because import sentences
 
 _COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -54,6 +55,8 @@ def render(result: LintResult) -> str:
         message = f"{where}: {on}{escape(finding.message)}"
         if finding.units:
             message += f" ({escape(finding.unit_label)})"
+        if finding.because:  # lint --changed: why a finding in a file that did not change
+            message += f"\n{escape(sentences(finding.because))}"
         if finding.fix:
             message += f"\nfix: {escape(finding.fix)}"
         lines.append(f"::{_COMMANDS[finding.severity]} {','.join(properties)}::{escape_data(message)}")

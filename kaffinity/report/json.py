@@ -7,7 +7,7 @@ from typing import Any
 
 from kaffinity import __version__
 from kaffinity.engine import LintResult
-from kaffinity.findings import Finding, Location, Severity
+from kaffinity.findings import Cause, Finding, Location, Severity
 from kaffinity.load.display import json_name, json_text
 from kaffinity.repo.rendering import RenderSummary
 
@@ -74,6 +74,21 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
         "related": [_location(related) for related in finding.related],
         "fix": finding.fix,
         "units": list(finding.units),
+        **({"because": [cause_dict(cause) for cause in finding.because]} if finding.because else {}),
+    }
+
+
+def cause_dict(cause: Cause) -> dict[str, Any]:
+    """One reason ``lint --changed`` shows a finding in a file that did not change (JSON
+    ``because``, SARIF ``properties.because``)."""
+    obj = cause.object
+    return {
+        "file": json_name(cause.file),
+        "relation": cause.relation,
+        "object": None
+        if obj is None
+        else {"apiVersion": obj.api_version, "kind": obj.kind, "namespace": obj.namespace, "name": obj.name},
+        "unit": cause.unit or None,
     }
 
 

@@ -46,6 +46,7 @@ from urllib.parse import quote
 
 from kaffinity.findings import Finding, Severity
 from kaffinity.load import display
+from kaffinity.report.because import sentences
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
@@ -249,6 +250,8 @@ def _table(findings: tuple[Finding, ...], links: GitHubLinks | None) -> str:
     for finding in ordered:
         fix = escape_markdown(_cut(finding.fix)) if finding.fix else ""
         message = f"{finding.message} ({finding.unit_label})" if finding.units else finding.message
+        if finding.because:  # lint --changed: why a finding in a file that did not change
+            message += f" ({sentences(finding.because)})"
         rule = display.code_span(finding.rule, table=True)
         row = (
             f"| {finding.severity.value} | {_location(finding, links)} | {rule} "

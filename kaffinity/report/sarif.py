@@ -169,6 +169,12 @@ def _result(finding: Finding, index: dict[str, int], root: Path) -> dict[str, An
         properties["fix"] = finding.fix
     if finding.units:
         properties["units"] = list(finding.units)
+    if finding.because:  # lint --changed: why a finding in a file that did not change
+        from kaffinity.report.because import sentences
+        from kaffinity.report.json import cause_dict
+
+        properties["because"] = [cause_dict(cause) for cause in finding.because]
+        properties["becauseText"] = plain_text(sentences(finding.because))
     result["properties"] = properties
     return result
 

@@ -10,6 +10,7 @@ from itertools import groupby
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Severity
 from kaffinity.load.display import columns, escape, quote_name
+from kaffinity.report.because import sentence
 
 _COLORS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "34"}
 _BOLD, _DIM, _CYAN, _GREEN = "1", "2", "36", "32"
@@ -43,6 +44,8 @@ def render(result: LintResult, *, color: bool = False, sources: Mapping[str, str
                 lines.append(f"    {style('note', _CYAN)}: {where}: {note}")
             if finding.units:
                 lines.append(f"    {style('in', _CYAN)}: {escape(finding.unit_label)}")
+            for cause in finding.because:  # lint --changed: why a finding elsewhere is shown
+                lines.append(f"    {style('note', _CYAN)}: {escape(sentence(cause))}")
             if finding.fix:
                 lines.append(f"    {style('fix', _GREEN)}: {escape(finding.fix)}")
         blocks.append("\n".join(lines))
