@@ -57,9 +57,22 @@ def discover(
         if excluded is not None and excluded(path):
             continue
         if os.path.isdir(path):
-            yield from _walk(path, seen, excluded, gitignore)
+            yield from map(shown, _walk(path, seen, excluded, gitignore))
         elif _first_visit(path, seen):
-            yield path
+            yield shown(path)
+
+
+def shown(path: str) -> str:
+    """``path`` without its leading ``./`` (``./overlays/prod/patch.yaml`` is
+    ``overlays/prod/patch.yaml``): the name every report, the code frame's text and the units
+    use for the file, whether ``.``, ``./overlays`` or ``overlays`` was linted. Ruff names files
+    so (relative to the working folder, no ``./``: ruff_linter ``fs::relativize_path``), and
+    GitHub's annotations and code scanning need the repository-relative path. A name that would
+    become ``-`` (stdin) or empty keeps its prefix."""
+    stripped = path
+    while stripped.startswith("./") or stripped.startswith("." + os.sep):
+        stripped = stripped[2:].lstrip("/" + os.sep)
+    return stripped if stripped not in ("", STDIN) else path
 
 
 def _walk(
