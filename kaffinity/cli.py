@@ -745,7 +745,10 @@ def graph(
     cluster = _load_cluster(settings)
     files, layout = _layout(files, paths, settings)
     broken = _input_problems(files, settings, layout, cluster)
-    chosen = _choose_unit(layout, unit)
+    if focus and unit is None and layout.several:
+        chosen = _focused_unit(files, settings, cluster, layout, focus)
+    else:
+        chosen = _choose_unit(layout, unit)
     # The graph rules the configuration enables: their findings are what the picture marks;
     # with --findings-only, every enabled rule's, as kaffinity lint reports them.
     drawn = tuple(
@@ -1245,6 +1248,40 @@ def _choose_unit(layout: Layout, name: Optional[str]) -> Unit:
     known = ", ".join(unit.name or "(the whole input)" for unit in layout.units)
     _say(f"kaffinity: error: --unit {name}: no such deployment unit (units: {known})")
     raise typer.Exit(2)
+
+
+def _focused_unit(
+    files: list[SourceFile], settings: Settings, cluster: Cluster | None, layout: Layout, focus: list[str]
+) -> Unit:
+    """``graph --focus`` without ``--unit`` in several deployment units: the first unit whose
+    graph holds every focused object, with a note naming it (and the other units that hold them
+    too: ``--unit`` chooses one of those); the first unit when none does (its error then says
+    what is missing). ``place`` shows every unit; a graph is one picture, of one unit."""
+    from kaffinity.context import Context
+    from kaffinity.graph.view import FocusError, resolve
+
+    holding = []
+    for each in layout.units:
+        graph = Context(files, settings, cluster, each.documents).graph.graph
+        try:
+            for text in focus:
+                resolve(graph, text)
+        except FocusError:
+            continue
+        holding.append(each)
+    if not holding:
+        return _choose_unit(layout, None)
+    what = ", ".join(focus)
+    if len(holding) == 1:
+        _say(f"kaffinity: note: --focus {what}: drawing unit {holding[0].name}, the one that holds it")
+    else:
+        names = ", ".join(each.name for each in holding[:5])
+        more = f" and {len(holding) - 5} more" if len(holding) > 5 else ""
+        _say(
+            f"kaffinity: note: --focus {what}: in {len(holding)} deployment units ({names}{more}); "
+            f"drawing {holding[0].name} (choose one with --unit)"
+        )
+    return holding[0]
 
 
 def _only(layout: Layout, unit: Unit) -> Layout:

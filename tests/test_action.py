@@ -754,7 +754,9 @@ def error_commands(stdout: str) -> list[tuple[dict[str, str], str]]:
         match = re.match(r"^::error (?P<properties>[^:]*)::(?P<message>.*)$", line)
         if match and _ANNOTATION.match(line) is None:
             properties = dict(item.split("=", 1) for item in match["properties"].split(","))
-            found.append(({key: _unescape(value) for key, value in properties.items()}, _unescape(match["message"])))
+            found.append(
+                ({key: _unescape(value) for key, value in properties.items()}, _unescape(match["message"]))
+            )
     return found
 
 

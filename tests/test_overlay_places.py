@@ -21,7 +21,9 @@ from kaffinity.repo.render import kustomize_engine
 
 from .kit import line_of, position, run
 
-needs_kustomize = pytest.mark.skipif(kustomize_engine() is None, reason="neither kustomize nor kubectl on the PATH")
+needs_kustomize = pytest.mark.skipif(
+    kustomize_engine() is None, reason="neither kustomize nor kubectl on the PATH"
+)
 
 DEPLOY = """\
 apiVersion: apps/v1
@@ -116,7 +118,9 @@ def _files(fmt: str, out: str) -> set[str]:
     """Every file a report names, findings and related places."""
     if fmt == "json":
         report: Any = json.loads(out)
-        return {f["file"] for f in report["findings"]} | {r["file"] for f in report["findings"] for r in f["related"]}
+        return {f["file"] for f in report["findings"]} | {
+            r["file"] for f in report["findings"] for r in f["related"]
+        }
     if fmt == "sarif":
         results = json.loads(out)["runs"][0]["results"]
         return {
@@ -144,7 +148,9 @@ def test_a_finding_in_a_patch_shows_its_code_frame(tmp_path: Path, target: str) 
     root = repository(tmp_path)
     out = lint(root, target, "text").splitlines()
     line, column = position(PATCH, "maxSkew")
-    found = [i for i, text in enumerate(out) if text.startswith(f"overlays/prod/patch.yaml:{line}:{column}: ")]
+    found = [
+        i for i, text in enumerate(out) if text.startswith(f"overlays/prod/patch.yaml:{line}:{column}: ")
+    ]
     assert found
     for at in found:  # each: the patch's line, then the caret under its column
         assert out[at + 1] == f"  {line} | {PATCH.splitlines()[line - 1]}"
@@ -153,7 +159,9 @@ def test_a_finding_in_a_patch_shows_its_code_frame(tmp_path: Path, target: str) 
 
 def test_a_plain_folder_linted_as_dot_names_its_files_without_dot_slash(tmp_path: Path) -> None:
     (tmp_path / "apps").mkdir()
-    spread = PATCH.replace("spec:\n  replicas: 1\n", "spec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n")
+    spread = PATCH.replace(
+        "spec:\n  replicas: 1\n", "spec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n"
+    )
     (tmp_path / "apps" / "web.yaml").write_text(spread)
     for target in (".", "./apps", "./apps/web.yaml"):
         for fmt in ("text", "json", "sarif", "github"):
