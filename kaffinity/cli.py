@@ -1181,7 +1181,8 @@ def _load(
     from kaffinity.load.parse import STDIN, STDIN_NAME
 
     targets = paths or ["."]
-    excluded = ExcludeFn(settings.exclude) if settings.exclude else None
+    fixtures = _policy_folders(settings, targets)
+    excluded = ExcludeFn(settings.exclude, folders=fixtures) if settings.exclude or fixtures else None
     if stream is not None:
         return stream.load(targets, excluded, seen if seen is not None else set(), local=True)
     from kaffinity.load.parallel import default_jobs
@@ -1209,6 +1210,23 @@ def _load(
             for file in files
         ]
     return files
+
+
+def _policy_folders(settings: Settings, targets: list[str]) -> list[str]:
+    """The folders of policies (``policies:``, ``--policy``) whose files are not manifests of the
+    repository: ``kaffinity policy test FOLDER`` reads each file there as a policy file or as a
+    fixture (docs/policies.md), and a fixture's bad objects are bad on purpose. Not a folder that
+    is, or holds, a folder being linted (``lint policies/``, or ``policies: [.]``): that is
+    linted as asked. Files named one by one (pre-commit's) are left out like the walked ones."""
+    folders = [path for path in settings.policies if os.path.isdir(path)]
+    linted = [os.path.abspath(target) for target in targets if os.path.isdir(target)]
+    return [
+        folder
+        for folder in folders
+        if not any(
+            target == (full := os.path.abspath(folder)) or target.startswith(full + os.sep) for target in linted
+        )
+    ]
 
 
 def _input_problems(

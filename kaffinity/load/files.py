@@ -154,13 +154,19 @@ def anchor_patterns(patterns: Iterable[str], base: str) -> tuple[str, ...]:
 
 
 class ExcludeFn:
-    """Glob patterns (``**`` for any depth), anchored at ``base`` when they hold a ``/``."""
+    """Glob patterns (``**`` for any depth), anchored at ``base`` when they hold a ``/``; and
+    ``folders``, excluded with everything under them."""
 
-    def __init__(self, patterns: Sequence[str], base: str = ".") -> None:
+    def __init__(self, patterns: Sequence[str], base: str = ".", folders: Iterable[str] = ()) -> None:
         regexes = [_glob_regex(pattern) for pattern in anchor_patterns(patterns, base)]
         self.pattern = re.compile("|".join(f"(?:{regex})" for regex in regexes)) if regexes else None
+        self.folders = tuple(os.path.abspath(folder) for folder in folders)
 
     def __call__(self, path: str) -> bool:
+        if self.folders:
+            full = os.path.abspath(path)
+            if any(full == folder or full.startswith(folder + os.sep) for folder in self.folders):
+                return True
         if self.pattern is None:
             return False
         parts = os.path.abspath(path).replace(os.sep, "/").split("/")
