@@ -79,7 +79,9 @@ def repository(root: Path) -> Path:
         "base/deploy.yaml": DEPLOY,
         "base/pdb.yaml": PDB,
         "base/kustomization.yaml": "resources: [deploy.yaml, pdb.yaml]\n",
-        "overlays/prod/kustomization.yaml": "resources: [../../base]\nnamespace: prod\npatches:\n  - path: patch.yaml\n",
+        "overlays/prod/kustomization.yaml": (
+            "resources: [../../base]\nnamespace: prod\npatches:\n  - path: patch.yaml\n"
+        ),
         "overlays/prod/patch.yaml": PATCH,
     }
     for name, text in files.items():

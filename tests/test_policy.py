@@ -89,7 +89,7 @@ def test_bad_policies_are_errors_at_their_lines_and_the_rest_still_runs() -> Non
 def test_a_missing_policy_file_is_a_usage_error(tmp_path: Path) -> None:
     completed = run("lint", "--no-config", str(WORKLOADS), "--policy", str(tmp_path / "nope.yaml"))
     assert completed.returncode == 2
-    assert completed.stderr == f"{tmp_path / 'nope.yaml'}: error: policy file not found\n"
+    assert completed.stderr == f"kaffinity: error: {tmp_path / 'nope.yaml'}: policy file not found\n"
     assert completed.stdout == ""  # no report: nothing was linted (it said "No problems found")
 
 
@@ -145,8 +145,10 @@ def test_the_policy_schema_reports_every_mistake_with_its_path() -> None:
     policy, errors = _policy(doc)
     assert policy is None
     assert errors == [
-        "p.yaml:{}:{}: error: spec.match.kinds: [] should be non-empty".format(*position(text, "kinds: []")),
-        "p.yaml:{}:{}: error: spec.target: 'pod' is not one of ['object', 'podTemplate', 'podSpec']".format(
+        "p.yaml:{}:{}: error: spec.match.kinds: expected at least 1 item, got []".format(
+            *position(text, "kinds: []")
+        ),
+        "p.yaml:{}:{}: error: spec.target: expected one of object, podTemplate, podSpec, got 'pod'".format(
             *position(text, "target: pod")
         ),
     ]

@@ -87,7 +87,7 @@ def test_configured_units_are_validated(tmp_path: Path) -> None:
     (tmp_path / ".kaffinity.yaml").write_text("units:\n  - {name: prod}\n")
     done = run("lint", ".", cwd=tmp_path)
     assert done.returncode == 2
-    assert done.stderr.startswith(".kaffinity.yaml:2:5: error: units.0: 'paths' is a required property")
+    assert done.stderr.startswith(".kaffinity.yaml:2:5: error: units.0: missing required key 'paths'")
 
 
 # --- kustomize -----------------------------------------------------------------------------------

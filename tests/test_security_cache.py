@@ -203,9 +203,7 @@ def test_a_well_formed_entry_forged_without_the_key_hides_nothing(
     broken = [rule for rule in _rules(expected) if rule[0] == "web.yaml"]
     assert broken
     cache = checkout / ".kaffinity_cache"
-    (entry,) = [
-        path for path in _entries(cache) if b'"web.yaml"' in path.read_bytes()[HEADER : HEADER + 20]
-    ]
+    (entry,) = [path for path in _entries(cache) if b'"web.yaml"' in path.read_bytes()[HEADER : HEADER + 20]]
     honest = decode(entry.read_bytes()[HEADER:])
     assert honest is not None and honest.file.name == "web.yaml" and honest.findings
     from dataclasses import replace
