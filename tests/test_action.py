@@ -781,10 +781,9 @@ def test_a_usage_error_is_an_error_annotation_and_in_the_summary(
     assert properties["title"] == "kaffinity"
     # The annotation says what stderr says: kaffinity's own error line.
     assert message == run.stderr.splitlines()[0]
-    if "config" in given:
-        assert properties["file"] == "missing.yaml" and "line" not in properties
-    else:
-        assert "file" not in properties
+    # No place: a missing file is named in the message, not annotated (GitHub would show it on
+    # no file of the pull request).
+    assert "file" not in properties
     assert len(summary_messages(run.summary)) == 1
 
 
@@ -808,7 +807,10 @@ def test_annotation_properties_are_escaped(
 ) -> None:
     """``:`` and ``,`` would end a property, ``%`` starts an escape: each is percent-encoded."""
     name = "odd,name:100%.yaml"
-    run = run_action(action, installed, tmp_path, paths="k8s/good", config=name)
+    root = tmp_path / "runner"
+    (root / "workspace").mkdir(parents=True)
+    (root / "workspace" / name).write_text("fail-on: sometimes\n")
+    run = run_action(action, installed, root, paths="k8s/good", config=name)
     assert run.code == 2
     (command,) = [line for line in run.stdout.splitlines() if line.startswith("::error ")]
     assert "file=odd%2Cname%3A100%25.yaml," in command
