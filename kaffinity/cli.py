@@ -414,7 +414,7 @@ def lint(
     missing = [path for path in settings.policies if not os.path.exists(path)]
     if missing:
         for path in missing:
-            _say(f"{quote_name(path)}: error: policy file not found")
+            _say(f"kaffinity: error: {quote_name(path)}: policy file not found")
         raise typer.Exit(2)
     # Erased before any report is written; not while the user types the input on the terminal.
     typed = "-" in (paths or ()) and sys.stdin.isatty()
@@ -773,7 +773,8 @@ def graph(
     cluster = _load_cluster(settings)
     files, layout = _layout(files, paths, settings)
     broken = _input_problems(files, settings, layout, cluster)
-    chosen = _choose_unit(layout, unit)
+    chosen = _focused_unit(files, settings, cluster, layout, focus) if focus and unit is None else None
+    chosen = chosen or _choose_unit(layout, unit)
     # The graph rules the configuration enables: their findings are what the picture marks;
     # with --findings-only, every enabled rule's, as kaffinity lint reports them.
     drawn = tuple(
@@ -1034,7 +1035,7 @@ def _write_stdout(item: FileFix, stdin_bytes: bytes) -> bool:
     """The fixed stdin stream on stdout, with the byte order mark it came with; False (and an
     error) for a UTF-16/32 stream."""
     if _wide(stdin_bytes):
-        _say(f"{quote_name(item.file)}: error: fix writes UTF-8 files only; this one is UTF-16/32")
+        _say(f"kaffinity: error: {quote_name(item.file)}: fix writes UTF-8 files only; this one is UTF-16/32")
         return False
     bom = _BOM if stdin_bytes.startswith(_BOM) else b""
     sys.stdout.flush()
@@ -1056,7 +1057,7 @@ def _write_back(item: FileFix, roots: tuple[str, ...]) -> bool:
     try:
         write_fixed(item.file, item.text, item.fixed, roots)
     except WriteRefused as error:
-        _say(f"{quote_name(item.file)}: error: {error}")
+        _say(f"kaffinity: error: {quote_name(item.file)}: {error}")
         return False
     return True
 
@@ -1108,7 +1109,7 @@ def _settings(
                 else None
             )
             if what is not None:
-                raise ConfigError([f"{quote_name(config)}: error: config file {what}"])
+                raise ConfigError([f"kaffinity: error: {quote_name(config)}: config file {what}"])
         categories = sorted({*CATEGORIES, "policy"})
         read: PolicyMemo = memo if memo is not None else {}
 
@@ -1206,7 +1207,8 @@ def _load(
     from kaffinity.load.parse import STDIN, STDIN_NAME
 
     targets = paths or ["."]
-    excluded = ExcludeFn(settings.exclude) if settings.exclude else None
+    fixtures = _policy_folders(settings, targets)
+    excluded = ExcludeFn(settings.exclude, folders=fixtures) if settings.exclude or fixtures else None
     if stream is not None:
         return stream.load(targets, excluded, seen if seen is not None else set(), local=True)
     from kaffinity.load.parallel import default_jobs
@@ -1234,6 +1236,24 @@ def _load(
             for file in files
         ]
     return files
+
+
+def _policy_folders(settings: Settings, targets: list[str]) -> list[str]:
+    """The folders of policies (``policies:``, ``--policy``) whose files are not manifests of the
+    repository: ``kaffinity policy test FOLDER`` reads each file there as a policy file or as a
+    fixture (docs/policies.md), and a fixture's bad objects are bad on purpose. Not a folder that
+    is, or holds, a folder being linted (``lint policies/``, or ``policies: [.]``): that is
+    linted as asked. Files named one by one (pre-commit's) are left out like the walked ones."""
+    folders = [path for path in settings.policies if os.path.isdir(path)]
+    linted = [os.path.abspath(target) for target in targets if os.path.isdir(target)]
+    return [
+        folder
+        for folder in folders
+        if not any(
+            target == (full := os.path.abspath(folder)) or target.startswith(full + os.sep)
+            for target in linted
+        )
+    ]
 
 
 def _input_problems(
@@ -1273,6 +1293,43 @@ def _choose_unit(layout: Layout, name: Optional[str]) -> Unit:
     known = ", ".join(unit.name or "(the whole input)" for unit in layout.units)
     _say(f"kaffinity: error: --unit {name}: no such deployment unit (units: {known})")
     raise typer.Exit(2)
+
+
+def _focused_unit(
+    files: list[SourceFile], settings: Settings, cluster: Cluster | None, layout: Layout, focus: list[str]
+) -> Unit | None:
+    """``graph --focus`` without ``--unit`` in several deployment units: the first unit whose
+    graph holds every focused object, with a note naming it (and the other units that hold them
+    too: ``--unit`` chooses one of those); None (the first unit, whose error then says what is
+    missing) when none does, or there is one unit. ``place`` shows every unit; a graph is one
+    picture, of one unit."""
+    from kaffinity.context import Context
+    from kaffinity.graph.view import FocusError, resolve
+
+    if not layout.several:
+        return None
+    holding = []
+    for each in layout.units:
+        graph = Context(files, settings, cluster, each.documents).graph.graph
+        try:
+            for text in focus:
+                resolve(graph, text)
+        except FocusError:
+            continue
+        holding.append(each)
+    if not holding:
+        return None
+    what = ", ".join(focus)
+    if len(holding) == 1:
+        _say(f"kaffinity: note: --focus {what}: drawing unit {holding[0].name}, the one that holds it")
+    else:
+        names = ", ".join(each.name for each in holding[:5])
+        more = f" and {len(holding) - 5} more" if len(holding) > 5 else ""
+        _say(
+            f"kaffinity: note: --focus {what}: in {len(holding)} deployment units ({names}{more}); "
+            f"drawing {holding[0].name} (choose one with --unit)"
+        )
+    return holding[0]
 
 
 def _only(layout: Layout, unit: Unit) -> Layout:
@@ -1537,7 +1594,7 @@ def _load_in_context(
         return _load(paths, settings, stdin_filename, stream=stream), None, True, list(paths or ["."])
     missing = [path for path in context_paths if not os.path.exists(path)]
     if missing:
-        _say(f"{quote_name(missing[0])}: error: context path not found")
+        _say(f"kaffinity: error: {quote_name(missing[0])}: context path not found")
         raise typer.Exit(2)
     seen: set[tuple[int, int]] = set()
     files = _load(paths, settings, stdin_filename, seen, stream=stream)
@@ -1656,7 +1713,7 @@ def _emit(text: str, output: Optional[str]) -> None:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as error:
-        _say(f"{quote_name(output)}: error: cannot write: {error.strerror or error}")
+        _say(f"kaffinity: error: {quote_name(output)}: cannot write: {error.strerror or error}")
         raise typer.Exit(2) from None
 
 
@@ -1668,7 +1725,7 @@ def _load_cluster(settings: Settings) -> Cluster | None:
     from kaffinity.simulate.cluster import cluster_from
 
     if not os.path.exists(settings.cluster):
-        _say(f"{quote_name(str(settings.cluster))}: error: cluster file not found")
+        _say(f"kaffinity: error: {quote_name(str(settings.cluster))}: cluster file not found")
         raise typer.Exit(2)
     # A cluster file is read whatever it holds: what it lacks is reported by cluster_from.
     files = load([settings.cluster], limits=settings.limits, gitignore=False, manifests_only=False)
@@ -1911,7 +1968,7 @@ def schema(
         with open(output, "wb") as handle:
             handle.write(data)
     except OSError as error:
-        _say(f"{quote_name(output)}: error: cannot write: {error.strerror or error}")
+        _say(f"kaffinity: error: {quote_name(output)}: cannot write: {error.strerror or error}")
         raise typer.Exit(2) from None
 
 

@@ -236,6 +236,8 @@ def _schema_errors(doc: Document, schema_doc: Mapping[str, Any]) -> list[str]:
     """The schema's errors by path (an unknown key is said once, above)."""
     from jsonschema import Draft202012Validator
 
+    from kaffinity.load.schema_words import said, shown
+
     validator = Draft202012Validator(schema_doc)
     errors = []
     for found in sorted(validator.iter_errors(doc.data), key=lambda e: [str(p) for p in e.absolute_path]):
@@ -250,7 +252,9 @@ def _schema_errors(doc: Document, schema_doc: Mapping[str, Any]) -> list[str]:
             over = next((e for e in alternatives or [error] if e.validator == "maximum"), None)
             if over is not None:
                 message = _raised_message(str(path[1]), over.instance, over.validator_value)
-        errors.append(error_at(doc.file, doc.locate(path), f"{where}: {message or error.message}"))
+            elif path[1] == "file-size":
+                message = f"expected bytes or a quantity such as 16Mi or 10M, got {shown(error.instance)}"
+        errors.append(error_at(doc.file, doc.locate(path), f"{where}: {message or said(error)}"))
     return errors
 
 
@@ -642,9 +646,12 @@ def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
 
 
 def error_at(file: str, span: Span | None, message: str) -> str:
-    """``file:line:column: error: message`` (just the file when there is no position)."""
-    where = f"{file}:{span.line}:{span.column}" if span else file
-    return f"{where}: error: {message}"
+    """An error in kaffinity's two styles (docs/output.md): ``file:line:column: error: message``
+    at a position, as compilers and linters write it (GNU Coding Standards, "Formatting Error
+    Messages"); ``kaffinity: error: file: message`` without one ("program: message" there)."""
+    if span is None:
+        return f"kaffinity: error: {file}: {message}"
+    return f"{file}:{span.line}:{span.column}: error: {message}"
 
 
 def check_target(version: str, gates: Mapping[str, bool]) -> None:

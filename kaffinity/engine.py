@@ -34,7 +34,7 @@ from kaffinity.k8s.model import (
     pod_template_path,
 )
 from kaffinity.load.parse import SourceFile
-from kaffinity.load.source import Document, Span, format_path
+from kaffinity.load.source import DataPath, Document, Span, format_path
 from kaffinity.rules import RULES
 from kaffinity.rules.base import POLICY_CATEGORY, Rule, finding_fact, rule_enabled, severity_of
 from kaffinity.suppress import Suppression, annotation_suppressions, comment_suppressions
@@ -584,14 +584,11 @@ class _Run:
         span = doc.locate(violation.path)
         if rule.category != POLICY_CATEGORY:
             self.found.setdefault(id(doc), []).append(finding_fact(rule, violation, span.line))
-        file = doc.file
-        place = self.places.get(id(doc))
-        if place is not None:  # a rendered object: the overlay patch that set the field, if any
-            found = place(doc, violation.path)
-            if found is not None:
-                file, span = found
+        file, span = self._where(doc, violation.path, span)
+        # A related place goes the same way: the value an overlay patch set is shown in the patch,
+        # not at the base line the patch replaced (issue 33).
         related = tuple(
-            Location(other.doc.file, other.doc.locate(other.path), format_path(other.path), other.message)
+            Location(*self._where(other.doc, other.path), format_path(other.path), other.message)
             for other in violation.related[:MAX_RELATED]
         )
         return self._finding(
@@ -606,6 +603,16 @@ class _Run:
             edit=violation.edit,
             severity=violation.severity,
         )
+
+    def _where(self, doc: Document, path: DataPath, span: Span | None = None) -> tuple[str, Span]:
+        """Where a data path of a document is shown: for a rendered object, in the overlay patch
+        that set the field, if one did; else at its position in the document's own file."""
+        place = self.places.get(id(doc))
+        if place is not None:
+            found = place(doc, path)
+            if found is not None:
+                return found
+        return doc.file, span if span is not None else doc.locate(path)
 
     def add(
         self,

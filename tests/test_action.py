@@ -737,3 +737,99 @@ def test_the_action_page_lists_every_input_and_output(action: dict[str, Any]) ->
     rows = re.findall(r"^\| (`[^|]+`) \|", page, re.MULTILINE)
     documented = {name for row in rows for name in re.findall(r"`([a-z-]+)`", row)}
     assert set(action["inputs"]) | set(action["outputs"]) <= documented
+
+
+# --- errors and notes on stderr (issue 33, item 5) ------------------------------------------------
+
+#: A workflow command's escaping undone, as the runner does (@actions/core command.ts escapes).
+_UNESCAPE = (("%0A", "\n"), ("%0D", "\r"), ("%3A", ":"), ("%2C", ","), ("%25", "%"))
+
+
+def _unescape(text: str) -> str:
+    for escaped, raw in _UNESCAPE:
+        text = text.replace(escaped, raw)
+    return text
+
+
+def error_commands(stdout: str) -> list[tuple[dict[str, str], str]]:
+    """The ``::error`` commands that are not findings: (properties, message), unescaped."""
+    found = []
+    for line in stdout.splitlines():
+        match = re.match(r"^::error (?P<properties>[^:]*)::(?P<message>.*)$", line)
+        if match and _ANNOTATION.match(line) is None:
+            properties = dict(item.split("=", 1) for item in match["properties"].split(","))
+            found.append(
+                ({key: _unescape(value) for key, value in properties.items()}, _unescape(match["message"]))
+            )
+    return found
+
+
+def summary_messages(summary: str) -> list[str]:
+    """The list items of the job summary's Messages section."""
+    _, found, rest = summary.partition("\n### Messages\n")
+    assert found, summary
+    return [line for line in rest.splitlines() if line.startswith("- ")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "given", [{"args": "--no-such-option"}, {"kube_version": "0.1"}, {"config": "missing.yaml"}]
+)
+def test_a_usage_error_is_an_error_annotation_and_in_the_summary(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path, given: dict[str, str]
+) -> None:
+    run = run_action(action, installed, tmp_path, paths="k8s/good", **given)
+    assert run.code == 2
+    assert run.outputs["exit-code"] == "2"
+    ((properties, message),) = error_commands(run.stdout)
+    assert properties["title"] == "kaffinity"
+    # The annotation says what stderr says: kaffinity's own error line.
+    assert message == run.stderr.splitlines()[0]
+    # No place: a missing file is named in the message, not annotated (GitHub would show it on
+    # no file of the pull request).
+    assert "file" not in properties
+    assert len(summary_messages(run.summary)) == 1
+
+
+@pytest.mark.slow
+def test_a_config_error_is_annotated_at_its_line(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path
+) -> None:
+    root = tmp_path / "runner"
+    (root / "workspace").mkdir(parents=True)
+    (root / "workspace" / ".kaffinity.yaml").write_text("render: true\nfail-on: sometimes\n")
+    run = run_action(action, installed, root, paths="k8s/good")
+    assert run.code == 2
+    ((properties, message),) = error_commands(run.stdout)
+    assert (properties["file"], properties["line"], properties["col"]) == (".kaffinity.yaml", "2", "1")
+    assert message.startswith(".kaffinity.yaml:2:1: ")
+
+
+@pytest.mark.slow
+def test_annotation_properties_are_escaped(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path
+) -> None:
+    """``:`` and ``,`` would end a property, ``%`` starts an escape: each is percent-encoded."""
+    name = "odd,name:100%.yaml"
+    root = tmp_path / "runner"
+    (root / "workspace").mkdir(parents=True)
+    (root / "workspace" / name).write_text("fail-on: sometimes\n")
+    run = run_action(action, installed, root, paths="k8s/good", config=name)
+    assert run.code == 2
+    (command,) = [line for line in run.stdout.splitlines() if line.startswith("::error ")]
+    assert "file=odd%2Cname%3A100%25.yaml," in command
+    ((properties, _),) = error_commands(run.stdout)
+    assert properties["file"] == name
+
+
+@pytest.mark.slow
+def test_notes_on_stderr_reach_the_job_summary(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path
+) -> None:
+    run = run_action(action, installed, tmp_path, paths="k8s/good", args="--feature-gates UnknownGate=true")
+    assert run.code == 0, run.stderr
+    notes = [line for line in run.stderr.splitlines() if line.startswith("kaffinity: note: ")]
+    assert len(notes) == 1
+    (item,) = summary_messages(run.summary)
+    assert "UnknownGate" in item
+    assert error_commands(run.stdout) == []

@@ -557,5 +557,5 @@ def test_deny_with_warn_and_a_file_of_no_policy_are_errors(tmp_path: Path) -> No
     params = tmp_path / "params.yaml"
     params.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: limits}\n")
     assert load_policies([str(params)], reserved_names()).errors == [
-        f"{params}: error: no policy (Policy or ValidatingAdmissionPolicy) found"
+        f"kaffinity: error: {params}: no policy (Policy or ValidatingAdmissionPolicy) found"
     ]

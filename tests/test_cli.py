@@ -236,7 +236,7 @@ def test_an_unwritable_report_is_exit_2_without_traceback(tmp_path: Path) -> Non
     target = tmp_path / "a-file" / "out.sarif"  # a folder that cannot be made
     completed = run("lint", "--no-config", "--report", f"sarif={target}", CLEAN)
     assert completed.returncode == 2
-    assert completed.stderr.strip().startswith(f"{target}: error: cannot write")
+    assert completed.stderr.strip().startswith(f"kaffinity: error: {target}: cannot write")
 
 
 def test_a_report_in_a_missing_folder_makes_the_folder(tmp_path: Path) -> None:

@@ -152,7 +152,7 @@ def test_exclude_from_file_and_flag_each_anchor_at_their_own_folder(tmp_path: Pa
     completed = run("lint", ".", "--exclude", "web/gen", cwd=tmp_path / "apps")
     assert completed.returncode == 1
     assert [line.split(":")[0] for line in completed.stdout.splitlines() if "[helm-template]" in line] == [
-        "./web/b.yaml"
+        "web/b.yaml"
     ]
 
 

@@ -217,7 +217,7 @@ def test_a_missing_context_path_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "web.yaml").write_text(WEB)
     completed = run("lint", "--no-config", "--context", "nowhere", "web.yaml", cwd=tmp_path)
     assert completed.returncode == 2
-    assert completed.stderr.strip() == "nowhere: error: context path not found"
+    assert completed.stderr.strip() == "kaffinity: error: nowhere: context path not found"
 
 
 def test_an_unreadable_context_file_is_noted_not_reported(tmp_path: Path) -> None:

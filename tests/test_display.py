@@ -91,16 +91,15 @@ def test_line_formats_carry_no_raw_control_character(hostile: Path, fmt: str) ->
     assert _RAW.search(out) is None, out
     text = out.decode("utf-8")  # strict: valid UTF-8
     if fmt == "markdown":  # in a code span: the name as the text report shows it
-        assert '`"./a\\377.yaml' in text
+        assert '`"a\\377.yaml' in text
         return
-    # GitHub names files relative to the workspace, without "./" (as the SARIF report does).
-    prefix = "" if fmt == "github" else "./"
-    assert f'"{prefix}a\\377.yaml' in text
-    assert f"{prefix}b\\n\\033[31mc.yaml" in text
+    # Every format names files relative to the working folder, without "./" (issue 33).
+    assert '"a\\377.yaml' in text
+    assert "b\\n\\033[31mc.yaml" in text
     if fmt == "text":
         # Every finding line names one of the two files: no forged line.
         heads = [line for line in text.splitlines() if re.match(r"^\S.*:\d+:\d+: ", line)]
-        names = ('"./a\\377.yaml":', '"./b\\n\\033[31mc.yaml":')
+        names = ('"a\\377.yaml":', '"b\\n\\033[31mc.yaml":')
         assert heads and all(line.startswith(names) for line in heads)
         assert not any(line.startswith("forged.yaml") for line in text.splitlines())
 
@@ -114,7 +113,7 @@ def test_json_formats_are_valid_utf8(hostile: Path, fmt: str) -> None:
     assert "\\ud" not in text  # no lone surrogate escaped by JSON either
     if fmt == "json":
         files = {finding["file"] for finding in document["findings"]}
-        assert files == {'"./a\\377.yaml"', "./b\n\x1b[31mc.yaml"}
+        assert files == {'"a\\377.yaml"', "b\n\x1b[31mc.yaml"}
     else:
         uris = {
             result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
@@ -151,7 +150,7 @@ def test_parse_error_on_stderr_names_the_file_escaped(tmp_path: Path) -> None:
     completed = _run("expand", "--no-config", ".", cwd=tmp_path)
     assert completed.returncode == 2
     assert _RAW.search(completed.stderr) is None
-    assert completed.stderr.decode("utf-8").startswith('"./bad\\377\\033.yaml":')
+    assert completed.stderr.decode("utf-8").startswith('"bad\\377\\033.yaml":')
 
 
 @pytest.mark.parametrize("fmt", ["mermaid", "dot", "json"])
@@ -206,7 +205,7 @@ def test_place_text_escaped(tmp_path: Path) -> None:
         text = completed.stdout.decode("utf-8")
         if fmt == "text":
             assert text.startswith(
-                '"./w\\377\\033.yaml":1:1: Deployment/n\\ns\\302\\233/we\\nb\\033[31m replica 0'
+                '"w\\377\\033.yaml":1:1: Deployment/n\\ns\\302\\233/we\\nb\\033[31m replica 0'
             )
         else:
             json.loads(text)

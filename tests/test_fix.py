@@ -222,7 +222,7 @@ def test_fix_leaves_a_utf16_file_alone(tmp_path: Path) -> None:
     path.write_bytes(raw)
     completed = run("fix", "--no-config", str(path))
     assert completed.returncode == 2
-    assert f"{path}: error: fix writes UTF-8 files only" in completed.stderr
+    assert f"kaffinity: error: {path}: fix writes UTF-8 files only" in completed.stderr
     assert path.read_bytes() == raw
 
 
@@ -318,7 +318,7 @@ def test_fix_stdin_refuses_utf16_as_in_place(tmp_path: Path) -> None:
     raw = ODD_BUT_VALID.encode("utf-16")
     completed = _fix_stdin(raw)
     assert completed.returncode == 2
-    assert b"<stdin>: error: fix writes UTF-8 files only" in completed.stderr
+    assert b"kaffinity: error: <stdin>: fix writes UTF-8 files only" in completed.stderr
     assert completed.stdout == raw  # the stream as it came
 
 

@@ -532,4 +532,4 @@ def test_a_broken_or_missing_cluster_file_is_a_one_line_error(tmp_path: Path) ->
     assert code == 2 and ("affinity-no-match", "warning") in found  # the manifests are still linted
     assert "cluster.yaml:2:1: error [parse-error]" in completed.stdout
     code, found, stderr = _lint_cli("--no-config", "--cluster", "absent.yaml", "api.yaml", cwd=tmp_path)
-    assert code == 2 and stderr.strip() == "absent.yaml: error: cluster file not found"
+    assert code == 2 and stderr.strip() == "kaffinity: error: absent.yaml: cluster file not found"

@@ -8,6 +8,7 @@ a bad policy is an error at its own line, and the other policies and the built-i
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from kaffinity.load.parse import parse
 from kaffinity.policy.check import policy_rule
 from kaffinity.policy.load import _policy, load_policies
 
-from .kit import REPO, findings, invoke, keys, lint_text, position, run, run_json
+from .kit import POLICY_EXAMPLES, REPO, findings, invoke, keys, lint_text, position, run, run_json
 
 DATA = REPO / "tests" / "data" / "policies"
 WORKLOADS = DATA / "workloads.yaml"
@@ -88,7 +89,7 @@ def test_bad_policies_are_errors_at_their_lines_and_the_rest_still_runs() -> Non
 def test_a_missing_policy_file_is_a_usage_error(tmp_path: Path) -> None:
     completed = run("lint", "--no-config", str(WORKLOADS), "--policy", str(tmp_path / "nope.yaml"))
     assert completed.returncode == 2
-    assert completed.stderr == f"{tmp_path / 'nope.yaml'}: error: policy file not found\n"
+    assert completed.stderr == f"kaffinity: error: {tmp_path / 'nope.yaml'}: policy file not found\n"
     assert completed.stdout == ""  # no report: nothing was linted (it said "No problems found")
 
 
@@ -144,8 +145,10 @@ def test_the_policy_schema_reports_every_mistake_with_its_path() -> None:
     policy, errors = _policy(doc)
     assert policy is None
     assert errors == [
-        "p.yaml:{}:{}: error: spec.match.kinds: [] should be non-empty".format(*position(text, "kinds: []")),
-        "p.yaml:{}:{}: error: spec.target: 'pod' is not one of ['object', 'podTemplate', 'podSpec']".format(
+        "p.yaml:{}:{}: error: spec.match.kinds: expected at least 1 item, got []".format(
+            *position(text, "kinds: []")
+        ),
+        "p.yaml:{}:{}: error: spec.target: expected one of object, podTemplate, podSpec, got 'pod'".format(
             *position(text, "target: pod")
         ),
     ]
@@ -328,3 +331,33 @@ def test_a_fixture_naming_a_cluster_that_is_not_there_fails_at_its_settings_line
         f"{tmp_path / 'fail-facts.yaml'}:1:1: error: cluster file {tmp_path / 'nowhere.yaml'} not found"
         in (completed.stdout)
     )
+
+
+def _policy_repository(root: Path) -> None:
+    """Policies with their fixtures in policies/ (as examples/policies keeps them, and as
+    kyverno's and gatekeeper's libraries keep tests beside policies), a manifest in apps/."""
+    (root / "policies").mkdir()
+    (root / "apps").mkdir()
+    for name in ("scheduling.yaml", "admission.yaml", "pass.yaml", "fail.yaml"):
+        shutil.copyfile(POLICY_EXAMPLES / name, root / "policies" / name)
+    shutil.copyfile(POLICY_EXAMPLES / "fail.yaml", root / "apps" / "web.yaml")
+    (root / ".kaffinity.yaml").write_text("policies: [policies]\n")
+
+
+def test_fixtures_beside_the_configured_policies_are_not_linted_as_manifests(tmp_path: Path) -> None:
+    """issue 33: `lint .` reports the manifests only; the fixtures, bad on purpose, are what
+    `kaffinity policy test policies` reads (and it still does)."""
+    _policy_repository(tmp_path)
+    done = run("lint", "--format", "json", ".", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert {finding["file"] for finding in report["findings"]} == {"apps/web.yaml"}
+    assert report["summary"]["files"] == 1
+    # The pre-commit hook names the changed files: a fixture named so is still a fixture.
+    hook = run("lint", "--format", "json", "--changed", "policies/fail.yaml", "apps/web.yaml", cwd=tmp_path)
+    assert {finding["file"] for finding in json.loads(hook.stdout)["findings"]} == {"apps/web.yaml"}
+    tested = run("policy", "test", "policies", cwd=tmp_path)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    # The policies' folder linted itself is linted as asked.
+    asked = run("lint", "--format", "json", "policies", cwd=tmp_path)
+    assert "policies/fail.yaml" in {finding["file"] for finding in json.loads(asked.stdout)["findings"]}

@@ -518,7 +518,7 @@ def test_an_error_during_the_run_is_shown_and_the_line_erased(tmp_path: Path) ->
     )
     assert session.process.returncode == 2
     assert "reading files" in session.terminal
-    assert screen(session.terminal) == [f"{missing}: error: cluster file not found"]
+    assert screen(session.terminal) == [f"kaffinity: error: {missing}: cluster file not found"]
     assert cursor_visible(session.terminal)
     assert session.stdout == b""
 

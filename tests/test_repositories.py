@@ -87,7 +87,7 @@ def test_configured_units_are_validated(tmp_path: Path) -> None:
     (tmp_path / ".kaffinity.yaml").write_text("units:\n  - {name: prod}\n")
     done = run("lint", ".", cwd=tmp_path)
     assert done.returncode == 2
-    assert done.stderr.startswith(".kaffinity.yaml:2:5: error: units.0: 'paths' is a required property")
+    assert done.stderr.startswith(".kaffinity.yaml:2:5: error: units.0: missing required key 'paths'")
 
 
 # --- kustomize -----------------------------------------------------------------------------------
@@ -273,6 +273,64 @@ def test_graph_draws_one_unit() -> None:
     assert done.returncode == 0, done.stderr
     text = done.stdout
     assert "api-prod" in text and "api-staging" not in text
+
+
+def _drawn(done: Any) -> set[str]:
+    return {node["id"] for node in json.loads(done.stdout)["nodes"] if node.get("type") != "selector"}
+
+
+def test_graph_focus_finds_its_object_in_any_unit() -> None:
+    """``--focus`` on an object of the second unit draws that unit, not the first (issue 33)."""
+    done = run(
+        "graph",
+        "--no-config",
+        "-f",
+        "json",
+        "--focus",
+        "PodDisruptionBudget/shop/api-staging",
+        "envs",
+        cwd=GITOPS,
+    )
+    assert done.returncode == 0, done.stderr
+    assert _drawn(done) == {"Deployment/shop/api", "PodDisruptionBudget/shop/api-staging"}
+    (note,) = [line for line in done.stderr.splitlines() if "--focus" in line]
+    assert "envs/staging" in note and "envs/prod" not in note
+    # --unit still decides: there the object is not, and the focus fails.
+    there = run(
+        "graph",
+        "--no-config",
+        "-f",
+        "json",
+        "--unit",
+        "envs/prod",
+        "--focus",
+        "shop/api-staging",
+        "envs",
+        cwd=GITOPS,
+    )
+    assert there.returncode == 2
+
+
+def test_graph_focus_in_several_units_draws_the_first_and_names_them() -> None:
+    """shop/api is in both units: the first is drawn, the note names every unit holding it."""
+    done = run("graph", "--no-config", "-f", "json", "--focus", "shop/api", "envs", cwd=GITOPS)
+    assert done.returncode == 0, done.stderr
+    assert _drawn(done) == {"Deployment/shop/api", "PodDisruptionBudget/shop/api-prod"}
+    (note,) = [line for line in done.stderr.splitlines() if "--focus" in line]
+    assert "envs/prod" in note and "envs/staging" in note
+    staging = run(
+        "graph",
+        "--no-config",
+        "-f",
+        "json",
+        "--unit",
+        "envs/staging",
+        "--focus",
+        "shop/api",
+        "envs",
+        cwd=GITOPS,
+    )
+    assert _drawn(staging) == {"Deployment/shop/api", "PodDisruptionBudget/shop/api-staging"}
 
 
 def test_expand_and_fix_leave_patches_alone() -> None:

@@ -286,8 +286,9 @@ def test_bad_limits_in_the_config_file_are_errors_at_their_lines(tmp_path: Path)
     completed = run("lint", ".", cwd=tmp_path)
     assert completed.returncode == 2 and completed.stdout == ""
     assert sorted(completed.stderr.splitlines()) == [
-        ".kaffinity.yaml:1:1: error: jobs: 0 is less than the minimum of 1",
-        ".kaffinity.yaml:3:3: error: limits.file-size: 'lots' is not valid under any of the given schemas",
+        ".kaffinity.yaml:1:1: error: jobs: expected at least 1, got 0",
+        ".kaffinity.yaml:3:3: error: limits.file-size: expected bytes or a quantity such as 16Mi or 10M, "
+        "got 'lots'",
         ".kaffinity.yaml:4:3: error: limits.depth: 20000 is more than the default, 400: a configuration "
         "file may lower a limit, not raise it (raise it on the command line, --limit depth=20000, or in "
         "KAFFINITY_LIMITS)",

@@ -109,7 +109,7 @@ def test_list_names_every_shipped_schema() -> None:
         ),
         (
             ("output", "-o", "/dev/null/folder/out.json"),  # a folder that cannot be made
-            "/dev/null/folder/out.json: error: cannot write",
+            "kaffinity: error: /dev/null/folder/out.json: cannot write",
         ),
     ],
 )

@@ -200,14 +200,12 @@ def test_a_well_formed_entry_forged_without_the_key_hides_nothing(
     entry with the user's key would hide them (so the key is what stands in the way)."""
     expected = _lint(checkout, home)
     assert expected.returncode == 1
-    broken = [rule for rule in _rules(expected) if rule[0] == "./web.yaml"]
+    broken = [rule for rule in _rules(expected) if rule[0] == "web.yaml"]
     assert broken
     cache = checkout / ".kaffinity_cache"
-    (entry,) = [
-        path for path in _entries(cache) if b'"./web.yaml"' in path.read_bytes()[HEADER : HEADER + 20]
-    ]
+    (entry,) = [path for path in _entries(cache) if b'"web.yaml"' in path.read_bytes()[HEADER : HEADER + 20]]
     honest = decode(entry.read_bytes()[HEADER:])
-    assert honest is not None and honest.file.name == "./web.yaml" and honest.findings
+    assert honest is not None and honest.file.name == "web.yaml" and honest.findings
     from dataclasses import replace
 
     forged = encode(replace(honest, findings=()))
@@ -227,7 +225,7 @@ def test_a_well_formed_entry_forged_without_the_key_hides_nothing(
     entry.unlink()
     own.put(entry.name, forged)
     own.flush()
-    assert [rule for rule in _rules(_lint(checkout, home)) if rule[0] == "./web.yaml"] == []
+    assert [rule for rule in _rules(_lint(checkout, home)) if rule[0] == "web.yaml"] == []
 
 
 def test_an_entry_is_bound_to_its_settings(checkout: Path, home: dict[str, str]) -> None:
@@ -366,7 +364,7 @@ def test_a_shard_or_version_folder_that_is_a_symlink_is_never_followed(
     outside = _outside(tmp_path)
     shard_target = outside / "0.0.1-3" / ("a" * 32) / "aa"
     # The shard of the file that does not change: read by the next run.
-    (entry,) = [path for path in _entries(cache) if b"./api.yaml" in path.read_bytes()]
+    (entry,) = [path for path in _entries(cache) if b"api.yaml" in path.read_bytes()]
     shard = entry.parent
     for name in os.listdir(shard):
         (shard_target / name).write_bytes((shard / name).read_bytes())

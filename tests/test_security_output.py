@@ -265,7 +265,7 @@ def test_stderr_notes_are_one_line_each(tmp_path: Path) -> None:
     assert code == 2
     _clean(out + err)
     _no_forged_line(err)
-    assert '"./b\\nfile.yaml:1:1: error [x] fake\\033[2J\\u202e\\u2028.yaml":' in err
+    assert '"b\\nfile.yaml:1:1: error [x] fake\\033[2J\\u202e\\u2028.yaml":' in err
     code, out, err = _raw("lint", "--no-config", "--policy", "bad.yaml", "app.yaml", cwd=tmp_path)
     assert code == 2
     _clean(out + err)

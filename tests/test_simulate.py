@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,7 @@ def test_a_broken_compact_cluster_is_a_one_line_load_error(tmp_path: Path) -> No
     code, out = place(tmp_path, WEB.replace("REPLICAS", "1"), cluster=broken)
     assert code == 2
     assert "cluster.yaml:5:7: error [parse-error] invalid ClusterTopology at spec.zones.0:" in out
-    assert "'name' is a required property" in out
+    assert "missing required key 'name'" in out
 
 
 # --- kaffinity place ---------------------------------------------------------------------
@@ -638,7 +639,10 @@ def test_a_huge_pool_is_refused_before_it_is_expanded(tmp_path: Path) -> None:
     )
     code, out = place(tmp_path, WEB.replace("REPLICAS", "1"), cluster=huge)
     assert code == 2
-    assert "invalid ClusterTopology at spec.zones.0.pools.0.count: 1000000000 is greater than" in out
+    assert re.search(
+        r"invalid ClusterTopology at spec\.zones\.0\.pools\.0\.count: expected at most \d+, got 1000000000",
+        out,
+    )
 
 
 ROLLOUT = EXAMPLES / "rollout-deadlock" / "fail.yaml"

@@ -262,7 +262,7 @@ def test_configured_kinds_are_validated_and_in_the_graph(tmp_path: Path) -> None
             ":2:6:",
             ["'apps/v1' is not the group/version of a custom resource"],
         ),
-        ("  - {apiVersion: example.com/v1, kind: MyApp}\n", ":2:5:", ["'template' is a required property"]),
+        ("  - {apiVersion: example.com/v1, kind: MyApp}\n", ":2:5:", ["missing required key 'template'"]),
         (
             "  - apiVersion: example.com/v1\n    kind: MyApp\n    template: spec..x\n",
             ":4:5:",

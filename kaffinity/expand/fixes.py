@@ -107,11 +107,13 @@ def fix_files(files: Sequence[SourceFile], findings: Sequence[Finding]) -> tuple
         try:
             new = apply(text, _unique(finding.edit for finding in found))
         except ValueError as error:
-            problems.append(f"{name}: error: fixes overlap, nothing written ({error})")
+            problems.append(f"kaffinity: error: {name}: fixes overlap, nothing written ({error})")
             continue
         after = parse(name, new)
         if after.problems or len(after.documents) != len(loaded[name].documents):
-            problems.append(f"{name}: error: the fixed file would not parse the same, nothing written")
+            problems.append(
+                f"kaffinity: error: {name}: the fixed file would not parse the same, nothing written"
+            )
             continue
         fixed.append(FileFix(name, text, new, tuple(found)))
     return fixed, problems

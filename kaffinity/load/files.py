@@ -57,9 +57,22 @@ def discover(
         if excluded is not None and excluded(path):
             continue
         if os.path.isdir(path):
-            yield from _walk(path, seen, excluded, gitignore)
+            yield from map(shown, _walk(path, seen, excluded, gitignore))
         elif _first_visit(path, seen):
-            yield path
+            yield shown(path)
+
+
+def shown(path: str) -> str:
+    """``path`` without its leading ``./`` (``./overlays/prod/patch.yaml`` is
+    ``overlays/prod/patch.yaml``): the name every report, the code frame's text and the units
+    use for the file, whether ``.``, ``./overlays`` or ``overlays`` was linted. Ruff names files
+    so (relative to the working folder, no ``./``: ruff_linter ``fs::relativize_path``), and
+    GitHub's annotations and code scanning need the repository-relative path. A name that would
+    become ``-`` (stdin) or empty keeps its prefix."""
+    stripped = path
+    while stripped.startswith("./") or stripped.startswith("." + os.sep):
+        stripped = stripped[2:].lstrip("/" + os.sep)
+    return stripped if stripped not in ("", STDIN) else path
 
 
 def _walk(
@@ -141,13 +154,19 @@ def anchor_patterns(patterns: Iterable[str], base: str) -> tuple[str, ...]:
 
 
 class ExcludeFn:
-    """Glob patterns (``**`` for any depth), anchored at ``base`` when they hold a ``/``."""
+    """Glob patterns (``**`` for any depth), anchored at ``base`` when they hold a ``/``; and
+    ``folders``, excluded with everything under them."""
 
-    def __init__(self, patterns: Sequence[str], base: str = ".") -> None:
+    def __init__(self, patterns: Sequence[str], base: str = ".", folders: Iterable[str] = ()) -> None:
         regexes = [_glob_regex(pattern) for pattern in anchor_patterns(patterns, base)]
         self.pattern = re.compile("|".join(f"(?:{regex})" for regex in regexes)) if regexes else None
+        self.folders = tuple(os.path.abspath(folder) for folder in folders)
 
     def __call__(self, path: str) -> bool:
+        if self.folders:
+            full = os.path.abspath(path)
+            if any(full == folder or full.startswith(folder + os.sep) for folder in self.folders):
+                return True
         if self.pattern is None:
             return False
         parts = os.path.abspath(path).replace(os.sep, "/").split("/")

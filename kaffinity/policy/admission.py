@@ -155,11 +155,13 @@ def _validator() -> Any:
 def shape_errors(doc: Document) -> list[str]:
     """What the API server's validation would refuse in the policy or binding, at its place
     (the fields kaffinity reads; ``pkg/apis/admissionregistration/validation``)."""
+    from kaffinity.load.schema_words import said as in_words
+
     found = sorted(_validator().iter_errors(doc.data), key=lambda e: [str(s) for s in e.absolute_path])
     out = []
     for error in found:
         path: DataPath = tuple(error.absolute_path)
-        message = error.message
+        message = in_words(error)
         if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
             known = error.schema.get("properties", {})
             extra = next((key for key in error.instance if key not in known), None)

@@ -95,7 +95,7 @@ def load_policies(
     if files and not loaded.names and not loaded.bindings and not loaded.errors:
         # Params alone, or nothing at all: a path that was meant to hold policies holds none.
         loaded.errors.append(
-            f"{', '.join(paths)}: error: no policy (Policy or ValidatingAdmissionPolicy) found"
+            f"kaffinity: error: {', '.join(paths)}: no policy (Policy or ValidatingAdmissionPolicy) found"
         )
     return loaded
 
@@ -104,11 +104,15 @@ def read_policy_files(
     paths: Sequence[str], limits: Limits = DEFAULT_LIMITS
 ) -> tuple[list[SourceFile], list[str]]:
     """The files under ``paths``, and an error for each path that does not exist or holds none."""
-    missing = [f"{path}: error: policy file not found" for path in paths if not os.path.exists(path)]
+    missing = [
+        f"kaffinity: error: {path}: policy file not found" for path in paths if not os.path.exists(path)
+    ]
     present = [path for path in paths if os.path.exists(path)]
     files = load(present, limits=limits, gitignore=False, manifests_only=False) if present else []
     if present and not files:
-        missing.append(f"{', '.join(present)}: error: no policy file (*.yaml, *.yml, *.json) found")
+        missing.append(
+            f"kaffinity: error: {', '.join(present)}: no policy file (*.yaml, *.yml, *.json) found"
+        )
     return files, missing
 
 
@@ -239,6 +243,8 @@ def _shape_errors(doc: Document) -> list[str]:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
+    from kaffinity.load.schema_words import said
+
     validator = _policy_validator()
     found = sorted(
         validator.iter_errors(doc.data), key=lambda error: [str(step) for step in error.absolute_path]
@@ -248,7 +254,7 @@ def _shape_errors(doc: Document) -> list[str]:
             error_at(
                 doc.file,
                 doc.locate(tuple(error.absolute_path)),
-                f"{field_prefix(error.absolute_path)}{error.message}",
+                f"{field_prefix(error.absolute_path)}{said(error)}",
             )
             for error in found
         ]
@@ -259,7 +265,7 @@ def _shape_errors(doc: Document) -> list[str]:
     except SchemaError as error:
         path: DataPath = ("spec", "schema", *error.absolute_path)
         return [
-            error_at(doc.file, doc.locate(path), f"spec.schema is not a valid JSON Schema: {error.message}")
+            error_at(doc.file, doc.locate(path), f"spec.schema is not a valid JSON Schema: {said(error)}")
         ]
     return _reference_errors(doc)
 

@@ -113,8 +113,8 @@ _ERROR_LINE = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<column>\d+): error: 
 def _parsed(line: str) -> Problem:
     """An error line of the loader (``file:line:column: error: ...``) as a problem."""
     match = _ERROR_LINE.match(line)
-    if match is None:
-        file, _, message = line.partition(": error: ")
+    if match is None:  # kaffinity: error: FILE: message (no position)
+        file, _, message = line.removeprefix("kaffinity: error: ").partition(": ")
         return Problem(file, 0, 0, Severity.ERROR, message)
     return Problem(match["file"], int(match["line"]), int(match["column"]), Severity.ERROR, match["message"])
 

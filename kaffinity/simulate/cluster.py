@@ -177,12 +177,14 @@ def _checked(file: SourceFile, invalid: set[int]) -> SourceFile:
     problems: list[LoadProblem] = []
     for doc in file.documents:
         if isinstance(doc.data, Mapping) and doc.data.get("kind") == COMPACT_KIND:
+            from kaffinity.load.schema_words import said
+
             for error in sorted(_validator().iter_errors(doc.data), key=lambda e: list(e.absolute_path)):
                 path = tuple(error.absolute_path)
                 where = ".".join(str(part) for part in path) or "(document)"
                 problems.append(
                     LoadProblem(
-                        "parse-error", f"invalid {COMPACT_KIND} at {where}: {error.message}", doc.locate(path)
+                        "parse-error", f"invalid {COMPACT_KIND} at {where}: {said(error)}", doc.locate(path)
                     )
                 )
                 invalid.add(id(doc))
