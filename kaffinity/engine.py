@@ -197,6 +197,7 @@ def _lint(
     context.running = running
     context.found, context.found_rules = run.found, run.found_rules
     context.run_cache = run.run_cache
+    context.rendered, context.places = run.membership, run.places
     local = _local(run, context, layout, typed)
     typed = context.objects if context.objects is not None else typed
     each, together = _checked(enabled, context)
@@ -229,6 +230,7 @@ def _lint(
             unit_context.running = running
             unit_context.found, unit_context.found_rules = run.found, run.found_rules
             unit_context.run_cache = run.run_cache
+            unit_context.rendered, unit_context.places = run.membership, run.places
             for rule in together:
                 progress.tick(f"{rule.name} ({unit.name})")
                 run.check(rule, unit_context)
@@ -256,6 +258,7 @@ def _local(run: _Run, context: Context, layout: Layout | None, typed: dict[int, 
     local.running = context.running
     local.found, local.found_rules = context.found, context.found_rules
     local.run_cache = context.run_cache
+    local.rendered, local.places = context.rendered, context.places
     return local
 
 
@@ -501,6 +504,7 @@ class _Run:
             related=related,
             fix=violation.fix,
             edit=violation.edit,
+            edit_file=violation.edit_file,
             severity=violation.severity,
         )
 
@@ -592,6 +596,7 @@ class _Run:
         related: tuple[Location, ...] = (),
         fix: str | None = None,
         edit: Edit | None = None,
+        edit_file: str | None = None,
         severity: Severity | None = None,
     ) -> Finding:
         return Finding(
@@ -607,6 +612,7 @@ class _Run:
             related=related,
             fix=fix,
             edit=edit,
+            edit_file=edit_file,
         )
 
     def unused_suppressions(self, rules: Sequence[Rule]) -> None:

@@ -75,6 +75,9 @@ class Violation:
     edit: Edit | None = None
     #: This finding's severity when it differs from the rule's default (the configured one wins).
     severity: Severity | None = None
+    #: The file ``edit`` applies to, when it is not the document's (a rendered object's term is
+    #: written in an overlay's patch: kaffinity.expand.fixes.plan_revision_fix).
+    edit_file: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,8 @@ class Finding:
     related: tuple[Location, ...] = field(default=(), compare=False)
     fix: str | None = field(default=None, compare=False)
     edit: Edit | None = field(default=None, compare=False, repr=False)
+    #: The file ``edit`` applies to: the finding's own file when None.
+    edit_file: str | None = field(default=None, compare=False, repr=False)
     #: The deployment units the finding was found in, when the input holds several
     #: (kaffinity.repo.units); empty for the rules that read one object at a time.
     units: tuple[str, ...] = field(default=(), compare=False)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from kaffinity.expand.merge import (
@@ -20,11 +20,13 @@ from kaffinity.k8s.fenceposts import Budget, deployment_budget
 from kaffinity.k8s.labels import POD_TEMPLATE_HASH as REVISION_LABEL
 from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload, dig
 from kaffinity.k8s.selectors import namespace_in_scope, selector_matches
-from kaffinity.load.source import PosDict, unpack
+from kaffinity.load.display import quote_name
+from kaffinity.load.source import DataPath, Document, PosDict, Span, unpack
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
+    from kaffinity.expand.fixes import Fix
 
 RULE_NAME = "revision-unscoped"
 
@@ -149,24 +151,8 @@ def supported(context: Context, kind: str) -> fg.GateState:
     return fg.gate_state(gate, settings.kube_version, settings.feature_gates)
 
 
-_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[\w.-]", re.MULTILINE)
-_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[\w.-]", re.MULTILINE)
-_MERGE = re.compile(r"<<\s*:")
-
-
-def _may_share(text: str) -> bool:
-    """Whether a file may hold an alias (``&a`` ... ``*a``) or a merge key (``<<:``), which
-    ``kaffinity fix`` does not edit through (a cheap test on the text; a false positive only
-    costs planning the fix, whose hint is then the exact edit)."""
-    aliased = _ANCHOR.search(text) is not None and _ALIAS.search(text) is not None
-    return aliased or _MERGE.search(text) is not None
-
-
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.expand.fixes import revision_fix
-
     version = context.settings.kube_version
-    shares: dict[str, bool] = {}  # per file: scanning its text once per term was quadratic
     for workload in context.inventory.every_workload:
         for kind, term in unscoped_terms(context, workload):
             message, severity = _WHY[kind], None
@@ -180,26 +166,7 @@ def _check(context: Context) -> Iterator[Violation]:
                 continue
             fix = None
             if state.enabled:
-                # Planning the edit composes the file again: only `kaffinity fix` pays for it, and
-                # lint where a YAML alias or merge key may keep the fix from editing the term (so
-                # that the hint promises the fix only where `kaffinity fix` makes it).
-                file = workload.doc.file
-                if file not in shares:
-                    shares[file] = _may_share(context.texts.get(file, ""))
-                plan = context.settings.plan_fixes or shares[file]
-                fix = revision_fix(context.texts, workload, term) if plan else None
-                hint = f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term'
-                if fix is not None:
-                    hint += f" ({fix.describe(context.texts[fix.file])})"
-                elif not plan:
-                    hint += (
-                        f"{_where(workload, term)} (kaffinity fix adds it; fix --diff shows the lines first)"
-                    )
-                else:
-                    hint += (
-                        " by hand (kaffinity fix cannot edit this term safely, e.g. a YAML alias shares it)"
-                    )
-                hint += ", so that each revision counts only its own pods"
+                fix, hint = _fix_hint(context, workload, term)
             else:
                 hint = (
                     f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable the "
@@ -209,8 +176,86 @@ def _check(context: Context) -> Iterator[Violation]:
                     "the gate"
                 )
             yield Violation(
-                workload.doc, term.path, message, fix=hint, edit=fix.edit if fix else None, severity=severity
+                workload.doc,
+                term.path,
+                message,
+                fix=hint,
+                edit=fix.edit if fix else None,
+                severity=severity,
+                edit_file=fix.file if fix else None,
             )
+
+
+def _fix_hint(
+    context: Context, workload: Workload, term: PodAffinityTerm | TopologySpreadConstraint
+) -> tuple[Fix | None, str]:
+    """The edit ``kaffinity fix`` makes for this term, if any, and the hint that says so.
+
+    Both come from :func:`kaffinity.expand.fixes.plan_revision_fix`, the planner ``fix`` applies:
+    the hint names ``kaffinity fix`` exactly when there is an edit, so it never promises what
+    ``fix`` then does not do (issue 33). Planning composes the term's file again (once per file:
+    kaffinity.load.edits caches it)."""
+    from kaffinity.expand.fixes import file_text, plan_revision_fix
+
+    doc = workload.doc
+    rendered = id(doc) in context.rendered
+    place = context.places.get(id(doc))
+    fix = plan_revision_fix(context.texts, workload, term, rendered=rendered, place=place)
+    hint = f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term'
+    if fix is not None:
+        text = file_text(context.texts, fix.file) or ""
+        where = "" if fix.file == doc.file else f"in {quote_name(fix.file)}, "
+        hint += f" (kaffinity fix does it: {where}{fix.describe(text)}; fix --diff shows it first)"
+    elif rendered:
+        hint += " " + _rendered_by_hand(context, workload, term, place)
+    else:
+        hint += (
+            f"{_where(workload, term)} by hand (kaffinity fix cannot edit this term safely: a YAML "
+            "alias or merge key shares it, or its layout is one fix does not write)"
+        )
+    return fix, hint + ", so that each revision counts only its own pods"
+
+
+def _rendered_by_hand(
+    context: Context,
+    workload: Workload,
+    term: PodAffinityTerm | TopologySpreadConstraint,
+    place: Callable[[Document, DataPath], tuple[str, Span] | None] | None,
+) -> str:
+    """Where to add the key by hand to a rendered term that no single file spells as rendered:
+    the patch or template line it comes from, and the chart value a template line prints."""
+    from kaffinity.expand.fixes import file_text
+
+    doc = workload.doc
+    spelled = place(doc, term.path) if place is not None else None
+    file, span = spelled if spelled is not None else (doc.file, doc.locate(term.path))
+    where = f"{quote_name(file)}:{span.line}"
+    text = file_text(context.texts, file) or ""
+    values = _printed_values(text, span.line)
+    if values:
+        listed = ", ".join(f".Values.{value}" for value in values)
+        return (
+            f"where {where} renders it from {listed}: in the chart's values file under that key, "
+            "or in the template (kaffinity fix edits only a term written as rendered in one file)"
+        )
+    return (
+        f"where it is written, {where} (kaffinity fix edits only a term written as rendered in one "
+        "file; this one is built from a template or merged from several places)"
+    )
+
+
+_VALUES = re.compile(r"\.Values\.([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)")
+
+
+def _printed_values(text: str, line: int) -> list[str]:
+    """The chart values a template prints at ``line`` or on the line below it (``affinity:`` /
+    ``{{- toYaml .Values.affinity | nindent 8 }}``), each once."""
+    lines = text.splitlines()
+    found: list[str] = []
+    for number in (line, line + 1):
+        if 0 < number <= len(lines) and "{{" in lines[number - 1]:
+            found += (value for value in _VALUES.findall(lines[number - 1]) if value not in found)
+    return found
 
 
 RULE = Rule(
