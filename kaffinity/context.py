@@ -8,7 +8,7 @@ properties, so that a rule that needs none of them costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -67,7 +67,7 @@ class Context:
         #: The rendered objects (kustomize and Helm builds, kaffinity.repo.units), by id(), and
         #: where an overlay's patch spells a path of one (Layout.places): a fix edits the file
         #: that wrote the field (kaffinity.expand.fixes.plan_revision_fix). Set by the engine.
-        self.rendered: Collection[int] = frozenset()
+        self.rendered: Mapping[int, tuple[str, ...]] = {}
         self.places: Mapping[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
 
     @cached_property

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.k8s.labels import POD_TEMPLATE_HASH as REVISION_LABEL
@@ -39,6 +40,8 @@ class Fix:
 
     file: str
     edit: Edit
+    #: The text the edit was planned on (the file's, as read).
+    text: str = field(default="", compare=False, repr=False)
 
     def describe(self, text: str) -> str:
         """Where the edit writes what, in the file's own line numbers (for a finding's hint)."""
@@ -111,7 +114,7 @@ def _revision_edit(file: str, text: str, index: int, path: DataPath, has_keys: b
                 edit = fill_null(text, index, keys, [REVISION_LABEL])
     if edit is None:
         return None
-    return Fix(file, edit)
+    return Fix(file, edit, text)
 
 
 def written_term(
@@ -133,6 +136,8 @@ def written_term(
     else:
         full = (*doc.prefix, *path)
         depth, span = locate_depth(doc.root, full, doc.span)
+        if 0 < depth < len(full):
+            return values_term(doc, full, depth, span)
         if depth != len(full) or not full:
             return None
         file = doc.file
@@ -146,6 +151,100 @@ def written_term(
     if found is None or not same_data(found[2], rendered):
         return None
     return file, text, found[0], found[1]
+
+
+def values_term(
+    doc: Document, full: DataPath, depth: int, span: Span
+) -> tuple[str, str, int, DataPath] | None:
+    """Where a chart's values file writes a term that a template prints verbatim: the template
+    spells the path down to ``full[:depth]`` (``affinity:``, at ``span``) and prints the rest
+    with ``toYaml`` of one value (``{{- toYaml .Values.affinity | nindent 8 }}``, or ``toYaml .``
+    inside ``{{- with .Values.affinity }}``); Helm's ``toYaml`` writes the value as it is, so a
+    key added under it in ``values.yaml`` is added to the rendered term (helm/helm
+    pkg/engine/funcs.go ``toYAML``). Only a chart's own ``values.yaml`` and only when no other
+    values file of the chart (``values-*.yaml``, ``ci/*.yaml``: variants kaffinity renders, or
+    a user's ``-f``) sets that value, and the value written is the rendered one: otherwise None,
+    and the hint says where to change it. A subchart (its parent's values set it) is left alone."""
+    from kaffinity.k8s.model import dig
+
+    template = os.path.normpath(doc.file)
+    chart = _chart_folder(template)
+    text = _read(template)
+    if chart is None or text is None:
+        return None
+    lines = text.splitlines()
+    window = [lines[number - 1] for number in (span.line - 1, span.line, span.line + 1) if 0 < number <= len(lines)]
+    values = printed_values(text, span.line)
+    if len(values) != 1 or not any("toYaml" in line for line in window):
+        return None
+    steps: DataPath = tuple(values[0].split("."))
+    default = os.path.join(chart, "values.yaml")
+    for other in _values_files(chart):
+        if other != default and (data := _yaml_root(other)) is not None and dig(data, steps) is not None:
+            return None
+    values_text = _read(default)
+    data = _yaml_root(default)
+    if values_text is None or data is None:
+        return None
+    if depth <= len(doc.prefix) or not same_data(dig(data, steps), dig(doc.data, full[len(doc.prefix) : depth])):
+        return None
+    return default, values_text, 0, (*steps, *full[depth:])
+
+
+_VALUES = re.compile(r"\.Values\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+
+
+def printed_values(text: str, line: int) -> list[str]:
+    """The chart values (``.Values.a.b`` as ``a.b``) that template expressions read on the line
+    before ``line``, on it and on the line after it (``{{- with .Values.affinity }}`` /
+    ``affinity:`` / ``{{- toYaml . | nindent 8 }}``), each once."""
+    lines = text.splitlines()
+    found: list[str] = []
+    for number in (line - 1, line, line + 1):
+        if 0 < number <= len(lines) and "{{" in lines[number - 1]:
+            found += (value for value in _VALUES.findall(lines[number - 1]) if value not in found)
+    return found
+
+
+def _chart_folder(template: str) -> str | None:
+    """The chart folder of a template (``<chart>/templates/...``) with ``Chart.yaml``; None for
+    a subchart's (a chart folder inside another chart's ``charts/``), whose values its parent sets."""
+    parts = template.split(os.sep)
+    if "templates" not in parts:
+        return None
+    chart = os.sep.join(parts[: len(parts) - 1 - parts[::-1].index("templates")]) or "."
+    if not os.path.isfile(os.path.join(chart, "Chart.yaml")):
+        return None
+    above = os.path.dirname(os.path.abspath(chart))
+    if os.path.basename(above) == "charts" and os.path.isfile(os.path.join(os.path.dirname(above), "Chart.yaml")):
+        return None
+    return chart
+
+
+def _values_files(chart: str) -> list[str]:
+    """The chart's values files: ``values*.yaml`` beside ``Chart.yaml`` and ``ci/*.yaml``."""
+    import glob
+
+    found = [
+        *glob.glob(os.path.join(glob.escape(chart), "values*.y*ml")),
+        *glob.glob(os.path.join(glob.escape(chart), "ci", "*.y*ml")),
+    ]
+    return sorted(os.path.normpath(path) for path in found)
+
+
+def _yaml_root(path: str) -> Any:
+    """The first document of a YAML file, with positions, or None."""
+    from kaffinity.load.parse import _documents, _parse_errors
+
+    text = _read(path)
+    if text is None:
+        return None
+    try:
+        for data, _ in _documents(text):
+            return data
+    except _parse_errors():
+        return None
+    return None
 
 
 def file_text(texts: Mapping[str, str], name: str) -> str | None:
@@ -237,7 +336,9 @@ def fix_files(files: Sequence[SourceFile], findings: Sequence[Finding]) -> tuple
             by_file.setdefault(finding.edit_file or finding.file, []).append(finding)
     fixed: list[FileFix] = []
     problems: list[str] = []
-    loaded = {file.name: file.text for file in files if not file.compact}
+    # The manifests as read (stdin's text is only there); a file the loader skipped (a JSON
+    # 6902 patch, a values file) holds no text here and is read again from disk.
+    loaded = {file.name: file.text for file in files if file.documents and not file.compact}
     for name, found in by_file.items():
         text = file_text(loaded, name)
         if text is None:

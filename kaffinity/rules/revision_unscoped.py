@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -21,7 +20,7 @@ from kaffinity.k8s.labels import POD_TEMPLATE_HASH as REVISION_LABEL
 from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload, dig
 from kaffinity.k8s.selectors import namespace_in_scope, selector_matches
 from kaffinity.load.display import quote_name
-from kaffinity.load.source import DataPath, Document, PosDict, Span, unpack
+from kaffinity.load.source import DataPath, Document, PosDict, Span, locate_depth, unpack
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
@@ -195,7 +194,7 @@ def _fix_hint(
     the hint names ``kaffinity fix`` exactly when there is an edit, so it never promises what
     ``fix`` then does not do (issue 33). Planning composes the term's file again (once per file:
     kaffinity.load.edits caches it)."""
-    from kaffinity.expand.fixes import file_text, plan_revision_fix
+    from kaffinity.expand.fixes import plan_revision_fix
 
     doc = workload.doc
     rendered = id(doc) in context.rendered
@@ -203,9 +202,8 @@ def _fix_hint(
     fix = plan_revision_fix(context.texts, workload, term, rendered=rendered, place=place)
     hint = f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term'
     if fix is not None:
-        text = file_text(context.texts, fix.file) or ""
         where = "" if fix.file == doc.file else f"in {quote_name(fix.file)}, "
-        hint += f" (kaffinity fix does it: {where}{fix.describe(text)}; fix --diff shows it first)"
+        hint += f" (kaffinity fix does it: {where}{fix.describe(fix.text)}; fix --diff shows it first)"
     elif rendered:
         hint += " " + _rendered_by_hand(context, workload, term, place)
     else:
@@ -224,14 +222,28 @@ def _rendered_by_hand(
 ) -> str:
     """Where to add the key by hand to a rendered term that no single file spells as rendered:
     the patch or template line it comes from, and the chart value a template line prints."""
-    from kaffinity.expand.fixes import file_text
+    from kaffinity.expand.fixes import file_text, printed_values
 
     doc = workload.doc
     spelled = place(doc, term.path) if place is not None else None
-    file, span = spelled if spelled is not None else (doc.file, doc.locate(term.path))
+    if spelled is not None:
+        file, span = spelled
+    else:
+        full = (*doc.prefix, *term.path)
+        depth, span = locate_depth(doc.root, full, doc.span)
+        file = doc.file
+        if depth < len(full) and not printed_values(file_text(context.texts, file) or "", span.line):
+            # Not spelled in the object's file (an inline patch of a kustomization, a
+            # generator): the build of the unit sets it.
+            units = ", ".join(context.rendered[id(doc)])
+            return (
+                f"where the build{f' of {units}' if units else ''} sets it (an inline patch or "
+                f"another layer: {quote_name(file)} does not spell it; kaffinity fix edits only a "
+                "term written as rendered in one file)"
+            )
     where = f"{quote_name(file)}:{span.line}"
     text = file_text(context.texts, file) or ""
-    values = _printed_values(text, span.line)
+    values = printed_values(text, span.line)
     if values:
         listed = ", ".join(f".Values.{value}" for value in values)
         return (
@@ -242,20 +254,6 @@ def _rendered_by_hand(
         f"where it is written, {where} (kaffinity fix edits only a term written as rendered in one "
         "file; this one is built from a template or merged from several places)"
     )
-
-
-_VALUES = re.compile(r"\.Values\.([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)")
-
-
-def _printed_values(text: str, line: int) -> list[str]:
-    """The chart values a template prints at ``line`` or on the line below it (``affinity:`` /
-    ``{{- toYaml .Values.affinity | nindent 8 }}``), each once."""
-    lines = text.splitlines()
-    found: list[str] = []
-    for number in (line, line + 1):
-        if 0 < number <= len(lines) and "{{" in lines[number - 1]:
-            found += (value for value in _VALUES.findall(lines[number - 1]) if value not in found)
-    return found
 
 
 RULE = Rule(
