@@ -96,11 +96,13 @@ class Finding:
     related: tuple[Location, ...] = field(default=(), compare=False)
     fix: str | None = field(default=None, compare=False)
     edit: Edit | None = field(default=None, compare=False, repr=False)
-    #: The file ``edit`` applies to: the finding's own file when None.
-    edit_file: str | None = field(default=None, compare=False, repr=False)
     #: The deployment units the finding was found in, when the input holds several
     #: (kaffinity.repo.units); empty for the rules that read one object at a time.
     units: tuple[str, ...] = field(default=(), compare=False)
+    #: The file ``edit`` applies to: the finding's own file when None (a rendered object's term
+    #: written in an overlay's patch or a chart's values file). Last, so that the positional
+    #: form of the cache (kaffinity.cache) stays as it is: rendered objects are never cached.
+    edit_file: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def object_label(self) -> str:

@@ -117,9 +117,7 @@ def _revision_edit(file: str, text: str, index: int, path: DataPath, has_keys: b
     return Fix(file, edit, text)
 
 
-def written_term(
-    doc: Document, path: DataPath, place: Place | None
-) -> tuple[str, str, int, DataPath] | None:
+def written_term(doc: Document, path: DataPath, place: Place | None) -> tuple[str, str, int, DataPath] | None:
     """Where the value at ``path`` of the rendered ``doc`` is written, as it was rendered: (the
     file, its text, the document's index in it, the data path there), or None.
 
@@ -173,7 +171,8 @@ def values_term(
     if chart is None or text is None:
         return None
     lines = text.splitlines()
-    window = [lines[number - 1] for number in (span.line - 1, span.line, span.line + 1) if 0 < number <= len(lines)]
+    numbers = (span.line - 1, span.line, span.line + 1)
+    window = [lines[number - 1] for number in numbers if 0 < number <= len(lines)]
     values = printed_values(text, span.line)
     if len(values) != 1 or not any("toYaml" in line for line in window):
         return None
@@ -186,7 +185,9 @@ def values_term(
     data = _yaml_root(default)
     if values_text is None or data is None:
         return None
-    if depth <= len(doc.prefix) or not same_data(dig(data, steps), dig(doc.data, full[len(doc.prefix) : depth])):
+    if depth <= len(doc.prefix):
+        return None
+    if not same_data(dig(data, steps), dig(doc.data, full[len(doc.prefix) : depth])):
         return None
     return default, values_text, 0, (*steps, *full[depth:])
 
@@ -216,7 +217,8 @@ def _chart_folder(template: str) -> str | None:
     if not os.path.isfile(os.path.join(chart, "Chart.yaml")):
         return None
     above = os.path.dirname(os.path.abspath(chart))
-    if os.path.basename(above) == "charts" and os.path.isfile(os.path.join(os.path.dirname(above), "Chart.yaml")):
+    parent = os.path.join(os.path.dirname(above), "Chart.yaml")
+    if os.path.basename(above) == "charts" and os.path.isfile(parent):
         return None
     return chart
 
