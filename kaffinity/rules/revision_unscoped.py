@@ -185,6 +185,10 @@ def _check(context: Context) -> Iterator[Violation]:
             )
 
 
+#: What a hint says when ``kaffinity fix`` makes its edit, and only then (tests hold it to that).
+FIX_PROMISE = "kaffinity fix does it"
+
+
 def _fix_hint(
     context: Context, workload: Workload, term: PodAffinityTerm | TopologySpreadConstraint
 ) -> tuple[Fix | None, str]:
@@ -203,7 +207,7 @@ def _fix_hint(
     hint = f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term'
     if fix is not None:
         where = "" if fix.file == doc.file else f"in {quote_name(fix.file)}, "
-        hint += f" (kaffinity fix does it: {where}{fix.describe(fix.text)}; fix --diff shows it first)"
+        hint += f" ({FIX_PROMISE}: {where}{fix.describe(fix.text)}; fix --diff shows it first)"
     elif rendered:
         hint += " " + _rendered_by_hand(context, workload, term, place)
     else:
