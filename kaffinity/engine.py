@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import traceback
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -475,7 +475,7 @@ class _Run:
         finding = self.placed(rule, violation)
         if not self.unit and id(doc) in self.membership:
             finding = replace(finding, units=self.membership[id(doc)])
-        self.add(finding, self.annotations.get(id(doc), ()))
+        self.add(finding, self.annotations.get(id(doc), ()), plan=violation.plan)
 
     def placed(self, rule: Rule, violation: Violation) -> Finding:
         """The finding of a violation: at the position of its path (in the overlay patch that set
@@ -515,10 +515,12 @@ class _Run:
         *,
         always: bool = False,
         load_error: bool = False,
+        plan: Callable[[], tuple[str, Edit | None, str | None]] | None = None,
     ) -> None:
         """Record a finding unless an annotation on its object or a comment covers it, or it
         concerns only context files (neither it nor a related place is in a reported file).
-        ``load_error``: no suppression covers it."""
+        ``load_error``: no suppression covers it. ``plan``: the finding's hint and fix
+        (Violation.plan), computed here for a finding that is kept, once."""
         if not (
             always
             or self.everything
@@ -553,6 +555,9 @@ class _Run:
             elif len(self.findings) >= self.settings.limits.findings:
                 self.dropped += 1
             else:
+                if plan is not None:
+                    hint, edit, edit_file = plan()
+                    finding = replace(finding, fix=hint, edit=edit, edit_file=edit_file)
                 self.positions[key] = len(self.findings)
                 self.findings.append(finding)
 

@@ -10,6 +10,8 @@ from kaffinity.k8s.model import ObjectRef
 from kaffinity.load.source import DataPath, Document, Span
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kaffinity.load.edits import Edit
 
 
@@ -78,6 +80,10 @@ class Violation:
     #: The file ``edit`` applies to, when it is not the document's (a rendered object's term is
     #: written in an overlay's patch: kaffinity.expand.fixes.plan_revision_fix).
     edit_file: str | None = None
+    #: Computes (``fix``, ``edit``, ``edit_file``) when the finding is reported, not before: a
+    #: rule whose hint needs its fix planned (the file composed again) pays only for the
+    #: findings a report shows (a pre-commit run reports the changed files only).
+    plan: Callable[[], tuple[str, Edit | None, str | None]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

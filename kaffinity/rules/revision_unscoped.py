@@ -26,6 +26,7 @@ from kaffinity.rules.base import Rule
 if TYPE_CHECKING:
     from kaffinity.context import Context
     from kaffinity.expand.fixes import Fix
+    from kaffinity.load.edits import Edit
 
 RULE_NAME = "revision-unscoped"
 
@@ -163,26 +164,35 @@ def _check(context: Context) -> Iterator[Violation]:
             state = supported(context, kind)
             if REVISION_LABEL in term.match_label_keys and _dropped_elsewhere(context, state, severity):
                 continue
-            fix = None
             if state.enabled:
-                fix, hint = _fix_hint(context, workload, term)
-            else:
-                hint = (
-                    f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable the "
-                    "gate, or roll out with maxSurge: 0 and maxUnavailable: 1"
-                    if kind != TOPOLOGY_SPREAD_CONSTRAINTS
-                    else f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable "
-                    "the gate"
+                yield Violation(
+                    workload.doc,
+                    term.path,
+                    message,
+                    severity=severity,
+                    plan=_planner(context, workload, term),
                 )
-            yield Violation(
-                workload.doc,
-                term.path,
-                message,
-                fix=hint,
-                edit=fix.edit if fix else None,
-                severity=severity,
-                edit_file=fix.file if fix else None,
+                continue
+            hint = (
+                f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable the "
+                "gate, or roll out with maxSurge: 0 and maxUnavailable: 1"
+                if kind != TOPOLOGY_SPREAD_CONSTRAINTS
+                else f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable "
+                "the gate"
             )
+            yield Violation(workload.doc, term.path, message, fix=hint, severity=severity)
+
+
+def _planner(
+    context: Context, workload: Workload, term: PodAffinityTerm | TopologySpreadConstraint
+) -> Callable[[], tuple[str, Edit | None, str | None]]:
+    """The finding's hint and fix, planned when the engine keeps the finding (Violation.plan)."""
+
+    def plan() -> tuple[str, Edit | None, str | None]:
+        fix, hint = _fix_hint(context, workload, term)
+        return hint, fix.edit if fix else None, fix.file if fix else None
+
+    return plan
 
 
 #: What a hint says when ``kaffinity fix`` makes its edit, and only then (tests hold it to that).
