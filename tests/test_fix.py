@@ -700,3 +700,21 @@ def test_fix_adds_the_key_beside_explicit_keys(term: str, column: int, tmp_path:
     ][0]
     assert term_after.pop("matchLabelKeys") == ["pod-template-hash"]
     assert after.data == before.data
+
+
+@needs_kustomize
+def test_fix_of_a_rendered_unit_writes_nothing_outside_the_repository(tmp_path: Path) -> None:
+    """An overlay's patch that is a symlink to a file outside the folder given: the build is
+    refused (kaffinity.repo.sandbox), and fix writes neither there nor anywhere else."""
+    outside = tmp_path / "outside" / "anti.yaml"
+    outside.parent.mkdir()
+    outside.write_text(_SMP)
+    folder = _tree(
+        tmp_path / "repo", {k: v for k, v in _RENDERED["smp"].items() if k != "overlays/prod/anti.yaml"}
+    )
+    (folder / "overlays/prod/anti.yaml").symlink_to(outside)
+    before = {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+    completed = run("fix", "--no-config", ".", cwd=folder)
+    assert completed.returncode == 2 and "nothing to fix" in completed.stderr
+    assert outside.read_text() == _SMP
+    assert {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()} == before
