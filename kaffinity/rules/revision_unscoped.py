@@ -329,9 +329,11 @@ podAntiAffinity:
 ```
 
 ## Fix
-Add `matchLabelKeys: [pod-template-hash]` to the term (`kaffinity fix` does it, where the target
-version supports the field: pod affinity from 1.31, or 1.29 with the gate; spread from 1.27).
-On older clusters, roll out with `maxSurge: 0` and `maxUnavailable: 1` instead.
+Add `matchLabelKeys: [pod-template-hash]` to the term, where the target version supports the
+field: pod affinity from 1.31, or 1.29 with the gate; spread from 1.27. `kaffinity fix` does it
+where the hint says so: a term written in one file as it is rendered (the manifest, an overlay's
+patch, or the chart `values.yaml` key a template prints with `toYaml`); elsewhere the hint says
+where to add it. On older clusters, roll out with `maxSurge: 0` and `maxUnavailable: 1` instead.
 
 ## References
 Paths without a repository name are in kubernetes/kubernetes.
