@@ -271,10 +271,13 @@ def _read(path: str) -> str | None:
         return None
     if not stat.S_ISREG(info.st_mode):
         return None
+    # The same file, unchanged (a run plans several terms of one patch or values file; fix
+    # applies the edits to the text they were planned on).
     key = (os.path.realpath(path), info.st_ino, info.st_size, info.st_mtime_ns)
     if key not in _READ:
         _, text, problem = read_text(path)
-        _READ.clear()  # one file at a time is what a run asks for again (its terms)
+        if len(_READ) >= 16:
+            del _READ[next(iter(_READ))]
         _READ[key] = None if problem is not None else text
     return _READ[key]
 
