@@ -933,7 +933,11 @@ def fix(
     result = run_lint(files, settings, layout=layout)
     stdin_name = stdin_filename or STDIN_NAME
     fixed, problems = fix_files(inputs, result.findings)
-    roots = allowed_roots(paths or ["."])
+    # The repositories too, as rendering reads them (a patch of a layer below the overlay named).
+    from kaffinity.repo.sandbox import roots_for
+
+    given = [path for path in paths or ["."] if path != "-"]
+    roots = tuple(dict.fromkeys([*allowed_roots(paths or ["."]), *roots_for(given)]))
     for problem in problems:
         _say(problem)
     for item in fixed:

@@ -718,3 +718,31 @@ def test_fix_of_a_rendered_unit_writes_nothing_outside_the_repository(tmp_path: 
     assert completed.returncode == 2 and "nothing to fix" in completed.stderr
     assert outside.read_text() == _SMP
     assert {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()} == before
+
+
+@needs_kustomize
+def test_fix_edits_the_patch_of_a_layer_below_the_overlay(tmp_path: Path) -> None:
+    """The patch is in a kustomization the overlay builds on (argoproj/argo-cd manifests/ha:
+    ha/base patches the Deployments of base/, and install overlays build on ha/base): the
+    finding is at that patch, and fix edits it."""
+    files = {
+        "base/deploy.yaml": _BASE,
+        "base/kustomization.yaml": "resources:\n  - deploy.yaml\n",
+        "ha/base/kustomization.yaml": "resources:\n  - ../../base\npatches:\n  - path: anti.yaml\n",
+        "ha/base/anti.yaml": _SMP,
+        "ha/install/kustomization.yaml": "resources:\n  - ../base\nnamespace: argocd\n",
+    }
+    folder = _tree(tmp_path, files)
+    _, report = run_json("ha/install", cwd=folder)
+    assert [(f["rule"], f["file"], f["line"], f["column"]) for f in report["findings"]] == [
+        ("revision-unscoped", "ha/base/anti.yaml", 11, 15)
+    ]
+    assert FIX_PROMISE in report["findings"][0]["fix"]
+    completed = run("fix", "--no-config", "ha/install", cwd=folder)
+    assert completed.returncode == 0, completed.stderr
+    assert (
+        folder / "ha/base/anti.yaml"
+    ).read_text() == _SMP + "              matchLabelKeys: [pod-template-hash]\n"
+    assert (folder / "base/deploy.yaml").read_text() == _BASE
+    code, after = run_json("ha/install", cwd=folder)
+    assert code == 0 and after["findings"] == []
