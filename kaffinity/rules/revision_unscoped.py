@@ -205,9 +205,9 @@ def _fix_hint(
     """The edit ``kaffinity fix`` makes for this term, if any, and the hint that says so.
 
     Both come from :func:`kaffinity.expand.fixes.plan_revision_fix`, the planner ``fix`` applies:
-    the hint names ``kaffinity fix`` exactly when there is an edit, so it never promises what
-    ``fix`` then does not do (issue 33). Planning composes the term's file again (once per file:
-    kaffinity.load.edits caches it)."""
+    the hint names ``kaffinity fix`` exactly when there is an edit (and no other hint names it),
+    so it never promises what ``fix`` then does not do (issue 33). Planning composes the term's
+    file again (kaffinity.load.edits caches the last few)."""
     from kaffinity.expand.fixes import plan_revision_fix
 
     doc = workload.doc
@@ -222,8 +222,8 @@ def _fix_hint(
         hint += " " + _rendered_by_hand(context, workload, term, place)
     else:
         hint += (
-            f"{_where(workload, term)} by hand (kaffinity fix cannot edit this term safely: a YAML "
-            "alias or merge key shares it, or its layout is one fix does not write)"
+            f"{_where(workload, term)} by hand (not edited automatically: a YAML alias or merge "
+            "key shares this term, or its layout is one no safe edit writes)"
         )
     return fix, hint + ", so that each revision counts only its own pods"
 
@@ -252,8 +252,8 @@ def _rendered_by_hand(
             units = ", ".join(context.rendered[id(doc)])
             return (
                 f"where the build{f' of {units}' if units else ''} sets it (an inline patch or "
-                f"another layer: {quote_name(file)} does not spell it; kaffinity fix edits only a "
-                "term written as rendered in one file)"
+                f"another layer: {quote_name(file)} does not spell it; not edited automatically, "
+                "as no file of the repository writes the term as it is rendered)"
             )
     where = f"{quote_name(file)}:{span.line}"
     text = file_text(context.texts, file) or ""
@@ -262,11 +262,12 @@ def _rendered_by_hand(
         listed = ", ".join(f".Values.{value}" for value in values)
         return (
             f"where {where} renders it from {listed}: in the chart's values file under that key, "
-            "or in the template (kaffinity fix edits only a term written as rendered in one file)"
+            "or in the template (not edited automatically: no one file writes the term as it "
+            "is rendered)"
         )
     return (
-        f"where it is written, {where} (kaffinity fix edits only a term written as rendered in one "
-        "file; this one is built from a template or merged from several places)"
+        f"where it is written, {where} (not edited automatically: the term is built from a "
+        "template or merged from several places, not written as rendered in one file)"
     )
 
 
