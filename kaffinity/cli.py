@@ -953,14 +953,20 @@ def fix(
     # mark too), and a stream that cannot be fixed comes out as it went in. The bytes are read
     # here (the loader then reads the same bytes) so that they can be written back exactly.
     stdin_bytes, stdin_rest = _buffer_stdin(paths, settings)
-    files = _load(paths, settings, stdin_filename)
-    # Fixes edit the files as written: never rendered objects.
-    files, layout = _layout(files, paths, replace(settings, render=False))
+    inputs = _load(paths, settings, stdin_filename)
+    # The units are built as lint builds them (rendering as configured), so that a finding on a
+    # rendered object is the one lint reports; its fix edits the file of the input that wrote
+    # the term (an overlay's patch: kaffinity.expand.fixes.plan_revision_fix), never the output.
+    files, layout = _layout(list(inputs), paths, settings)
     broken = _input_problems(files, settings, layout)
     result = run_lint(files, settings, layout=layout)
     stdin_name = stdin_filename or STDIN_NAME
-    fixed, problems = fix_files(files, result.findings)
-    roots = allowed_roots(paths or ["."])
+    fixed, problems = fix_files(inputs, result.findings)
+    # The repositories too, as rendering reads them (a patch of a layer below the overlay named).
+    from kaffinity.repo.sandbox import roots_for
+
+    given = [path for path in paths or ["."] if path != "-"]
+    roots = tuple(dict.fromkeys([*allowed_roots(paths or ["."]), *roots_for(given)]))
     for problem in problems:
         _say(problem)
     for item in fixed:

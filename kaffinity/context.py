@@ -8,7 +8,7 @@ properties, so that a rule that needs none of them costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -16,7 +16,7 @@ from kaffinity.config import Settings
 from kaffinity.findings import Severity, Violation
 from kaffinity.k8s.model import Inventory, Object, build_inventory, canonical_key, namespace_labels
 from kaffinity.load.parse import SourceFile
-from kaffinity.load.source import Document
+from kaffinity.load.source import DataPath, Document, Span
 
 if TYPE_CHECKING:
     from kaffinity.expand.merge import Expansions
@@ -64,6 +64,11 @@ class Context:
         #: Caches of the stages above the rules that hold for the whole run, whichever context
         #: reads them (the policies' defaulted objects): one per run, set by the engine.
         self.run_cache: dict[str, object] = {}
+        #: The rendered objects (kustomize and Helm builds, kaffinity.repo.units), by id(), and
+        #: where an overlay's patch spells a path of one (Layout.places): a fix edits the file
+        #: that wrote the field (kaffinity.expand.fixes.plan_revision_fix). Set by the engine.
+        self.rendered: Mapping[int, tuple[str, ...]] = {}
+        self.places: Mapping[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
 
     @cached_property
     def documents(self) -> tuple[Document, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import os
 import traceback
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -218,6 +218,7 @@ def _lint(
     context.running = running
     context.found, context.found_rules = run.found, run.found_rules
     context.run_cache = run.run_cache
+    context.rendered, context.places = run.membership, run.places
     local = _local(run, context, layout, typed)
     typed = context.objects if context.objects is not None else typed
     each, together = _checked(enabled, context)
@@ -251,6 +252,7 @@ def _lint(
             unit_context.running = running
             unit_context.found, unit_context.found_rules = run.found, run.found_rules
             unit_context.run_cache = run.run_cache
+            unit_context.rendered, unit_context.places = run.membership, run.places
             run.relate(unit_context, unit.documents)
             for rule in together:
                 progress.tick(f"{rule.name} ({unit.name})")
@@ -286,6 +288,7 @@ def _local(run: _Run, context: Context, layout: Layout | None, typed: dict[int, 
     local.running = context.running
     local.found, local.found_rules = context.found, context.found_rules
     local.run_cache = context.run_cache
+    local.rendered, local.places = context.rendered, context.places
     return local
 
 
@@ -575,7 +578,7 @@ class _Run:
         finding = self.placed(rule, violation)
         if not self.unit and id(doc) in self.membership:
             finding = replace(finding, units=self.membership[id(doc)])
-        self.add(finding, self.annotations.get(id(doc), ()))
+        self.add(finding, self.annotations.get(id(doc), ()), plan=violation.plan)
 
     def placed(self, rule: Rule, violation: Violation) -> Finding:
         """The finding of a violation: at the position of its path (in the overlay patch that set
@@ -601,6 +604,7 @@ class _Run:
             related=related,
             fix=violation.fix,
             edit=violation.edit,
+            edit_file=violation.edit_file,
             severity=violation.severity,
         )
 
@@ -621,11 +625,13 @@ class _Run:
         *,
         always: bool = False,
         load_error: bool = False,
+        plan: Callable[[], tuple[str, Edit | None, str | None]] | None = None,
     ) -> None:
         """Record a finding unless an annotation on its object or a comment covers it, or it
         concerns only context files (neither it nor a related place is in a reported file, nor
         does the change relate to it: :meth:`because`).
-        ``load_error``: no suppression covers it."""
+        ``load_error``: no suppression covers it. ``plan``: the finding's hint and fix
+        (Violation.plan), computed here for a finding that is kept, once."""
         if not (always or self.everything):
             because = self.because(finding)
             if because is None:
@@ -662,6 +668,9 @@ class _Run:
             elif len(self.findings) >= self.settings.limits.findings:
                 self.dropped += 1
             else:
+                if plan is not None:
+                    hint, edit, edit_file = plan()
+                    finding = replace(finding, fix=hint, edit=edit, edit_file=edit_file)
                 self.positions[key] = len(self.findings)
                 self.findings.append(finding)
 
@@ -708,6 +717,7 @@ class _Run:
         related: tuple[Location, ...] = (),
         fix: str | None = None,
         edit: Edit | None = None,
+        edit_file: str | None = None,
         severity: Severity | None = None,
     ) -> Finding:
         return Finding(
@@ -723,6 +733,7 @@ class _Run:
             related=related,
             fix=fix,
             edit=edit,
+            edit_file=edit_file,
         )
 
     def unused_suppressions(self, rules: Sequence[Rule]) -> None:

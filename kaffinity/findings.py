@@ -10,6 +10,8 @@ from kaffinity.k8s.model import ObjectRef
 from kaffinity.load.source import DataPath, Document, Span
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kaffinity.load.edits import Edit
 
 
@@ -75,6 +77,13 @@ class Violation:
     edit: Edit | None = None
     #: This finding's severity when it differs from the rule's default (the configured one wins).
     severity: Severity | None = None
+    #: The file ``edit`` applies to, when it is not the document's (a rendered object's term is
+    #: written in an overlay's patch: kaffinity.expand.fixes.plan_revision_fix).
+    edit_file: str | None = None
+    #: Computes (``fix``, ``edit``, ``edit_file``) when the finding is reported, not before: a
+    #: rule whose hint needs its fix planned (the file composed again) pays only for the
+    #: findings a report shows (a pre-commit run reports the changed files only).
+    plan: Callable[[], tuple[str, Edit | None, str | None]] | None = None
 
 
 #: Why ``lint --changed`` reports a finding in a file the change did not touch (:class:`Cause`):
@@ -141,6 +150,10 @@ class Finding:
     #: ``lint --changed``: why a finding in a file that did not change is reported (empty for a
     #: finding in a changed file, and without ``--changed``).
     because: tuple[Cause, ...] = field(default=(), compare=False)
+    #: The file ``edit`` applies to: the finding's own file when None (a rendered object's term
+    #: written in an overlay's patch or a chart's values file). Last, so that the positional
+    #: form of the cache (kaffinity.cache) stays as it is: rendered objects are never cached.
+    edit_file: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def object_label(self) -> str:

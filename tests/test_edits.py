@@ -482,7 +482,9 @@ def test_null_values_and_odd_input_give_none() -> None:
     assert add_entry("a: [b\n", 0, (), "c", "d") is None  # does not parse
     assert add_entry("", 0, (), "c", "d") is None
     assert compose("a: [b\n") == ()
-    assert add_entry("not: a manifest\n", 0, (), "c", "d") is None  # not an object: cannot be checked
+    # Not an object (a chart's values file, a JSON 6902 patch): checked by the loader's builder.
+    assert add_entry("not: a manifest\n", 0, (), "c", "d") == Edit(15, 15, "\nc: d")
+    assert add_entry("not: a manifest\nc: 1\n", 0, (), "c", "d") is None  # the key is there
     assert add_entry(text, 0, ("spec",), "a", object()) is None  # cannot write that
     assert add_entry(text, 0, ("spec",), "a", float("nan")) is None
     assert append_items(text, 0, ("spec", "keys"), []) is None

@@ -14,9 +14,10 @@ import pytest
 
 from kaffinity.load.files import load
 from kaffinity.load.parse import parse
+from kaffinity.repo.render import kustomize_engine
 from kaffinity.repo.units import read_layout
 
-from .kit import REPO, SHARED, manifest, run
+from .kit import REPO, SHARED, added_lines, manifest, run
 from .kit import workload as kit_workload
 
 GITOPS = REPO / "tests" / "data" / "gitops"
@@ -333,14 +334,20 @@ def test_graph_focus_in_several_units_draws_the_first_and_names_them() -> None:
     assert _drawn(staging) == {"Deployment/shop/api", "PodDisruptionBudget/shop/api-staging"}
 
 
-def test_expand_and_fix_leave_patches_alone() -> None:
-    """A patch that names matchLabelKeys is no workload: expand and fix never show or edit it."""
+def test_expand_leaves_patches_alone_and_fix_edits_the_patch_that_set_the_term() -> None:
+    """A patch is no workload: expand never shows it. fix builds the overlay as lint does and
+    edits the patch that wrote the term the rendered Deployment carries (issue 33: the hint
+    promised it, and fix answered "nothing to fix")."""
     done = run("expand", "--no-config", "--format", "json", "overlays", "base", cwd=GITOPS)
     assert done.returncode == 0, done.stderr
     assert "overlays" not in done.stdout
+    if kustomize_engine() is None:
+        pytest.skip("neither kustomize nor kubectl: the overlay is not built")
     fixed = run("fix", "--no-config", "--diff", "overlays", "base", cwd=GITOPS)
-    assert fixed.returncode in (0, 1)
-    assert "overlays/" not in fixed.stdout
+    assert fixed.returncode == 1, fixed.stderr
+    headers = [line for line in fixed.stdout.splitlines() if line.startswith("+++")]
+    assert headers == ["+++ overlays/prod/one-per-node.yaml (fixed)"]
+    assert added_lines(fixed.stdout) == ["+              matchLabelKeys: [pod-template-hash]"]
 
 
 def test_pre_commit_reads_the_repository_as_units(tmp_path: Path) -> None:

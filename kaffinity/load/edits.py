@@ -39,8 +39,9 @@ loader) as exactly the original data plus the change, or the function returns No
 document is loaded again, so that a file with many edits costs linear time. Edits are
 refused (None) also when the path breaks, a node on the way or at the end is shared through a
 YAML alias, the target has a merge key (``<<``), is of the wrong kind, or the layout is odd.
-Only documents that are Kubernetes objects (``apiVersion`` and ``kind``) can be edited, as the
-check loads the file the way ``kaffinity lint`` does.
+A document that is a Kubernetes object (``apiVersion`` and ``kind``) is checked by loading it
+the way ``kaffinity lint`` does; a document the loader keeps no object of (a JSON 6902 patch's operations,
+a chart's values file) by the same loader's builder, every document kept.
 """
 
 from __future__ import annotations
@@ -387,7 +388,17 @@ def _loaded(text: str) -> dict[int, Any] | None:
     source = parse("<edit>", text)
     if source.problems:
         return None
-    return {document.index: document.root for document in source.documents}
+    found = {document.index: document.root for document in source.documents}
+    if found:
+        return found
+    # A document that is no object (a JSON 6902 patch's list of operations, a chart's values
+    # file): the loader's own builder reads it as it reads a manifest, with no object kept.
+    from kaffinity.load.parse import _documents, _parse_errors
+
+    try:
+        return dict(enumerate(data for data, _ in _documents(text)))
+    except _parse_errors():
+        return None
 
 
 def _checked(
@@ -445,7 +456,14 @@ def _plain(data: Any) -> Any:
     return root
 
 
-def _same(left: Any, right: Any) -> bool:
+def same_data(left: Any, right: Any) -> bool:
+    """Equal, whatever the order of mapping keys, with the same scalar types (``1 != True !=
+    1.0``): whether a value written in a file is the one a tool rendered (kustomize and Helm
+    write keys in an order of their own)."""
+    return _same(left, right, ordered=False)
+
+
+def _same(left: Any, right: Any, *, ordered: bool = True) -> bool:
     """Equal, with the same key order and the same scalar types (``1 != True != 1.0``).
     Compared without recursion, and each pair of containers once (aliases share them)."""
     stack: list[tuple[Any, Any]] = [(left, right)]
@@ -458,7 +476,9 @@ def _same(left: Any, right: Any) -> bool:
                 continue
             seen.add(pair)
             if isinstance(left, dict):
-                if not isinstance(right, dict) or list(left) != list(right):
+                if not isinstance(right, dict) or len(left) != len(right):
+                    return False
+                if (list(left) != list(right)) if ordered else any(key not in right for key in left):
                     return False
                 stack.extend((value, right[key]) for key, value in left.items())
             else:
@@ -661,10 +681,25 @@ class _Writer:
                 if block is not None:
                     return block
             return self.flow_items(mapping, [f"{self.key(key)}: {self.flow(value)}"])
-        columns = {existing.start_mark.column for existing, _ in mapping.value}
+        columns = {self.entry_column(existing) for existing, _ in mapping.value}
         if len(columns) != 1:
             raise _Unsupported("keys at different columns")
         return self.insert_lines(mapping, self.entry_lines(key, value, top=True), columns.pop())
+
+    def entry_column(self, key: YamlNode) -> int:
+        """The column where a block mapping's entry starts: its key's, or for an explicit key
+        (``? labelSelector`` / ``: value``, YAML 1.2 spec 8.2.2 "Block Mappings",
+        ``ns-l-block-map-explicit-entry``) the column of its ``?`` indicator, which is the
+        mapping's indentation (the key itself stands after ``? ``). A new entry written at the
+        key's column would be more indented than the mapping, and not one of its entries."""
+        start: int = key.start_mark.index
+        line_start = max(self.text.rfind("\n", 0, start), self.text.rfind("\r", 0, start)) + 1
+        before = self.text[line_start:start]
+        stripped = before.rstrip(" \t")
+        if stripped.endswith("?") and stripped[:-1].strip(" \t-") == "" and len(stripped) < len(before):
+            # "? key" on a line of its own, or as the first entry of a compact "- ? key" item
+            return int(key.start_mark.column) - (len(before) - len(stripped)) - 1
+        return int(key.start_mark.column)
 
     def empty_flow_as_block(self, found: _Found, key: str, value: Any) -> Edit | None:
         """``labelSelector: {}`` -> ``labelSelector:`` and the new entry as a block mapping."""

@@ -491,27 +491,24 @@ def _map_kustomize(
 def _overlay_patches(
     kustomization: str, directory: str, files: Sequence[SourceFile], limits: Limits, roots: Sequence[str]
 ) -> dict[int, tuple[tuple[str, Any], ...]]:
-    """The patch files of the overlay's own kustomization (``patches``, ``patchesStrategicMerge``,
-    ``patchesJson6902`` entries with a ``path``), aligned with each rendered object they touch.
-    A strategic-merge patch touches the object of its kind and name; a JSON 6902 one the
-    object its ``target`` names, and only its ``add``/``replace`` values count."""
-    config = _raw_documents(_text_of(kustomization, limits, roots), limits)
-    if not config or not isinstance(config[0], dict):
-        return {}
+    """The patch files of the overlay's kustomization and of the local kustomizations it builds
+    on (``patches``, ``patchesStrategicMerge``, ``patchesJson6902`` entries with a ``path``), in
+    the order kustomize applies them, aligned with each rendered object they touch. A
+    strategic-merge patch touches the object of its kind and name; a JSON 6902 one the object
+    its ``target`` names, and only its ``add``/``replace`` values count."""
     entries: list[tuple[str, dict[str, Any] | None]] = []
-    for key in ("patches", "patchesStrategicMerge", "patchesJson6902"):
-        listed = config[0].get(key)
-        for entry in listed if isinstance(listed, list) else ():
-            relative = (
-                entry if isinstance(entry, str) else entry.get("path") if isinstance(entry, dict) else None
-            )
-            target = entry.get("target") if isinstance(entry, dict) else None
-            if isinstance(relative, str):
-                entries.append((relative, target if isinstance(target, dict) else None))
+    for config, folder in _closure(kustomization, directory, limits, roots):
+        for key in ("patches", "patchesStrategicMerge", "patchesJson6902"):
+            listed = config.get(key)
+            for entry in listed if isinstance(listed, list) else ():
+                relative = entry.get("path") if isinstance(entry, dict) else entry
+                target = entry.get("target") if isinstance(entry, dict) else None
+                if isinstance(relative, str):
+                    path = os.path.normpath(os.path.join(folder, relative))
+                    entries.append((path, target if isinstance(target, dict) else None))
     found: dict[int, list[tuple[str, Any]]] = {}
     documents = [doc for file in files for doc in file.documents]
-    for relative, target in entries:
-        path = os.path.normpath(os.path.join(directory, relative))
+    for path, target in entries:
         if not confined_file(path, roots):
             continue
         raw = _raw_documents(_text_of(path, limits, roots), limits)
@@ -519,6 +516,44 @@ def _overlay_patches(
             for tree in _patch_trees(doc, raw, target):
                 found.setdefault(id(doc), []).append((path, tree))
     return {key: tuple(value) for key, value in found.items()}
+
+
+#: Kustomizations of one build whose patches are read (a bound on a deep or wide tree).
+_MOST_LAYERS = 64
+
+
+def _closure(
+    kustomization: str, directory: str, limits: Limits, roots: Sequence[str]
+) -> list[tuple[dict[str, Any], str]]:
+    """The overlay's kustomization and the local ones it builds on, each with its folder, in
+    the order kustomize applies their patches: a kustomization's ``resources`` (and ``bases``)
+    are built first, each with its own patches, then its ``components``, then its own patches
+    (kubernetes-sigs/kustomize api/internal/target/kusttarget.go, ``AccumulateTarget``:
+    ``accumulateResources``, ``accumulateComponents``, then the transformers). Only folders
+    inside the repository; a kustomization read once."""
+    ordered: list[tuple[dict[str, Any], str]] = []
+    seen: set[str] = set()
+
+    def visit(path: str, folder: str) -> None:
+        real = os.path.realpath(path)
+        if real in seen or len(seen) >= _MOST_LAYERS:
+            return
+        seen.add(real)
+        config = _raw_documents(_text_of(path, limits, roots), limits)
+        if not config or not isinstance(config[0], dict):
+            return
+        for key in ("resources", "bases", "components"):
+            listed = config[0].get(key)
+            for entry in listed if isinstance(listed, list) else ():
+                if not isinstance(entry, str) or "://" in entry or entry.startswith("git@"):
+                    continue
+                inner = os.path.normpath(os.path.join(folder, entry))
+                if os.path.isdir(inner) and (found := find_kustomization(inner)) is not None:
+                    visit(found, inner)
+        ordered.append((config[0], folder))
+
+    visit(kustomization, directory)
+    return ordered
 
 
 def _patch_trees(doc: Document, raw: list[Any], target: dict[str, Any] | None) -> list[Any]:

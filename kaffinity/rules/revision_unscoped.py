@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from kaffinity.expand.merge import (
@@ -20,11 +19,14 @@ from kaffinity.k8s.fenceposts import Budget, deployment_budget
 from kaffinity.k8s.labels import POD_TEMPLATE_HASH as REVISION_LABEL
 from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload, dig
 from kaffinity.k8s.selectors import namespace_in_scope, selector_matches
-from kaffinity.load.source import PosDict, unpack
+from kaffinity.load.display import quote_name
+from kaffinity.load.source import DataPath, Document, PosDict, Span, locate_depth, unpack
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
+    from kaffinity.expand.fixes import Fix
+    from kaffinity.load.edits import Edit
 
 RULE_NAME = "revision-unscoped"
 
@@ -149,24 +151,8 @@ def supported(context: Context, kind: str) -> fg.GateState:
     return fg.gate_state(gate, settings.kube_version, settings.feature_gates)
 
 
-_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[\w.-]", re.MULTILINE)
-_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[\w.-]", re.MULTILINE)
-_MERGE = re.compile(r"<<\s*:")
-
-
-def _may_share(text: str) -> bool:
-    """Whether a file may hold an alias (``&a`` ... ``*a``) or a merge key (``<<:``), which
-    ``kaffinity fix`` does not edit through (a cheap test on the text; a false positive only
-    costs planning the fix, whose hint is then the exact edit)."""
-    aliased = _ANCHOR.search(text) is not None and _ALIAS.search(text) is not None
-    return aliased or _MERGE.search(text) is not None
-
-
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.expand.fixes import revision_fix
-
     version = context.settings.kube_version
-    shares: dict[str, bool] = {}  # per file: scanning its text once per term was quadratic
     for workload in context.inventory.every_workload:
         for kind, term in unscoped_terms(context, workload):
             message, severity = _WHY[kind], None
@@ -178,39 +164,111 @@ def _check(context: Context) -> Iterator[Violation]:
             state = supported(context, kind)
             if REVISION_LABEL in term.match_label_keys and _dropped_elsewhere(context, state, severity):
                 continue
-            fix = None
             if state.enabled:
-                # Planning the edit composes the file again: only `kaffinity fix` pays for it, and
-                # lint where a YAML alias or merge key may keep the fix from editing the term (so
-                # that the hint promises the fix only where `kaffinity fix` makes it).
-                file = workload.doc.file
-                if file not in shares:
-                    shares[file] = _may_share(context.texts.get(file, ""))
-                plan = context.settings.plan_fixes or shares[file]
-                fix = revision_fix(context.texts, workload, term) if plan else None
-                hint = f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term'
-                if fix is not None:
-                    hint += f" ({fix.describe(context.texts[fix.file])})"
-                elif not plan:
-                    hint += (
-                        f"{_where(workload, term)} (kaffinity fix adds it; fix --diff shows the lines first)"
-                    )
-                else:
-                    hint += (
-                        " by hand (kaffinity fix cannot edit this term safely, e.g. a YAML alias shares it)"
-                    )
-                hint += ", so that each revision counts only its own pods"
-            else:
-                hint = (
-                    f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable the "
-                    "gate, or roll out with maxSurge: 0 and maxUnavailable: 1"
-                    if kind != TOPOLOGY_SPREAD_CONSTRAINTS
-                    else f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable "
-                    "the gate"
+                yield Violation(
+                    workload.doc,
+                    term.path,
+                    message,
+                    severity=severity,
+                    plan=_planner(context, workload, term),
                 )
-            yield Violation(
-                workload.doc, term.path, message, fix=hint, edit=fix.edit if fix else None, severity=severity
+                continue
+            hint = (
+                f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable the "
+                "gate, or roll out with maxSurge: 0 and maxUnavailable: 1"
+                if kind != TOPOLOGY_SPREAD_CONSTRAINTS
+                else f"matchLabelKeys is not available here ({state.why(version)}); upgrade or enable "
+                "the gate"
             )
+            yield Violation(workload.doc, term.path, message, fix=hint, severity=severity)
+
+
+def _planner(
+    context: Context, workload: Workload, term: PodAffinityTerm | TopologySpreadConstraint
+) -> Callable[[], tuple[str, Edit | None, str | None]]:
+    """The finding's hint and fix, planned when the engine keeps the finding (Violation.plan)."""
+
+    def plan() -> tuple[str, Edit | None, str | None]:
+        fix, hint = _fix_hint(context, workload, term)
+        return hint, fix.edit if fix else None, fix.file if fix else None
+
+    return plan
+
+
+#: What a hint says when ``kaffinity fix`` makes its edit, and only then (tests hold it to that).
+FIX_PROMISE = "kaffinity fix does it"
+
+
+def _fix_hint(
+    context: Context, workload: Workload, term: PodAffinityTerm | TopologySpreadConstraint
+) -> tuple[Fix | None, str]:
+    """The edit ``kaffinity fix`` makes for this term, if any, and the hint that says so.
+
+    Both come from :func:`kaffinity.expand.fixes.plan_revision_fix`, the planner ``fix`` applies:
+    the hint names ``kaffinity fix`` exactly when there is an edit (and no other hint names it),
+    so it never promises what ``fix`` then does not do (issue 33). Planning composes the term's
+    file again (kaffinity.load.edits caches the last few)."""
+    from kaffinity.expand.fixes import plan_revision_fix
+
+    doc = workload.doc
+    rendered = id(doc) in context.rendered
+    place = context.places.get(id(doc))
+    fix = plan_revision_fix(context.texts, workload, term, rendered=rendered, place=place)
+    hint = f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term'
+    if fix is not None:
+        where = "" if fix.file == doc.file else f"in {quote_name(fix.file)}, "
+        hint += f" ({FIX_PROMISE}: {where}{fix.describe(fix.text)}; fix --diff shows it first)"
+    elif rendered:
+        hint += " " + _rendered_by_hand(context, workload, term, place)
+    else:
+        hint += (
+            f"{_where(workload, term)} by hand (not edited automatically: a YAML alias or merge "
+            "key shares this term, or its layout is one no safe edit writes)"
+        )
+    return fix, hint + ", so that each revision counts only its own pods"
+
+
+def _rendered_by_hand(
+    context: Context,
+    workload: Workload,
+    term: PodAffinityTerm | TopologySpreadConstraint,
+    place: Callable[[Document, DataPath], tuple[str, Span] | None] | None,
+) -> str:
+    """Where to add the key by hand to a rendered term that no single file spells as rendered:
+    the patch or template line it comes from, and the chart value a template line prints."""
+    from kaffinity.expand.fixes import file_text, printed_values
+
+    doc = workload.doc
+    spelled = place(doc, term.path) if place is not None else None
+    if spelled is not None:
+        file, span = spelled
+    else:
+        full = (*doc.prefix, *term.path)
+        depth, span = locate_depth(doc.root, full, doc.span)
+        file = doc.file
+        if depth < len(full) and not printed_values(file_text(context.texts, file) or "", span.line):
+            # Not spelled in the object's file (an inline patch of a kustomization, a
+            # generator): the build of the unit sets it.
+            units = ", ".join(context.rendered[id(doc)])
+            return (
+                f"where the build{f' of {units}' if units else ''} sets it (an inline patch or "
+                f"another layer: {quote_name(file)} does not spell it; not edited automatically, "
+                "as no file of the repository writes the term as it is rendered)"
+            )
+    where = f"{quote_name(file)}:{span.line}"
+    text = file_text(context.texts, file) or ""
+    values = printed_values(text, span.line)
+    if values:
+        listed = ", ".join(f".Values.{value}" for value in values)
+        return (
+            f"where {where} renders it from {listed}: in the chart's values file under that key, "
+            "or in the template (not edited automatically: no one file writes the term as it "
+            "is rendered)"
+        )
+    return (
+        f"where it is written, {where} (not edited automatically: the term is built from a "
+        "template or merged from several places, not written as rendered in one file)"
+    )
 
 
 RULE = Rule(
@@ -272,9 +330,11 @@ podAntiAffinity:
 ```
 
 ## Fix
-Add `matchLabelKeys: [pod-template-hash]` to the term (`kaffinity fix` does it, where the target
-version supports the field: pod affinity from 1.31, or 1.29 with the gate; spread from 1.27).
-On older clusters, roll out with `maxSurge: 0` and `maxUnavailable: 1` instead.
+Add `matchLabelKeys: [pod-template-hash]` to the term, where the target version supports the
+field: pod affinity from 1.31, or 1.29 with the gate; spread from 1.27. `kaffinity fix` does it
+where the hint says so: a term written in one file as it is rendered (the manifest, an overlay's
+patch, or the chart `values.yaml` key a template prints with `toYaml`); elsewhere the hint says
+where to add it. On older clusters, roll out with `maxSurge: 0` and `maxUnavailable: 1` instead.
 
 ## References
 Paths without a repository name are in kubernetes/kubernetes.
