@@ -44,15 +44,15 @@ class Fix:
     text: str = field(default="", compare=False, repr=False)
 
     def describe(self, text: str) -> str:
-        """Where the edit writes what, in the file's own line numbers (for a finding's hint)."""
+        """Where the edit writes, in the file's own line numbers (for a finding's hint, which
+        already says what is added): ``after line 21``, ``on line 7, column 3``."""
         edit = self.edit
         line = text.count("\n", 0, edit.start) + 1
         added = edit.text.lstrip("\r\n")
         if edit.end == edit.start and len(added) < len(edit.text):
-            new_lines = [item.strip() for item in added.splitlines()]
-            return f'after line {line}, add "{" / ".join(new_lines)}"'
+            return f"after line {line}"
         column = edit.start - (text.rfind("\n", 0, edit.start) + 1) + 1
-        return f'on line {line}, column {column}, write "{edit.text.strip()}"'
+        return f"on line {line}, column {column}"
 
 
 def revision_fix(

@@ -216,8 +216,8 @@ def _fix_hint(
     fix = plan_revision_fix(context.texts, workload, term, rendered=rendered, place=place)
     hint = f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term'
     if fix is not None:
-        where = "" if fix.file == doc.file else f"in {quote_name(fix.file)}, "
-        hint += f" ({FIX_PROMISE}: {where}{fix.describe(fix.text)}; fix --diff shows it first)"
+        where = "" if fix.file == doc.file else f"in {quote_name(fix.file)} "
+        hint += f" ({FIX_PROMISE}, {where}{fix.describe(fix.text)}; fix --diff shows it first)"
     elif rendered:
         hint += " " + _rendered_by_hand(context, workload, term, place)
     else:
