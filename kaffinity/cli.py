@@ -1313,7 +1313,6 @@ def _layout(
                 cache_dir,
                 settings.limits,
                 sandbox,
-                settings.kube_version,
             )
             if note is not None:
                 _say(f"kaffinity: note: {note}")

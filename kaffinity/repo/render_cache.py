@@ -24,8 +24,8 @@ runs no kustomize and no Helm unless the commit touched what they read (issue 33
 - the engine that renders it: the tool's path, size and modification time
   (``kustomize``/``kubectl``/``helm`` as found on the PATH), or helm-python-sdk's version: a new
   tool is a new key, without running ``helm version`` on every run;
-- in the fingerprint folder (:func:`render_fingerprint`): the Kubernetes version
-  (``--kube-version``), kaffinity's limits, whether the network is allowed (and ``--offline``),
+- a chart's Kubernetes version (``--kube-version``: ``Capabilities.KubeVersion``);
+- in the fingerprint folder (:func:`render_fingerprint`): kaffinity's limits, whether the network is allowed (and ``--offline``),
   the repository roots, the working folder, and :data:`FORMAT` (kaffinity's own version and
   :data:`kaffinity.cache.FORMAT` name the folder above).
 
@@ -314,16 +314,16 @@ def _sdk_version() -> str:
 # --- the cache -------------------------------------------------------------------------------
 
 
-def render_fingerprint(limits: Limits, sandbox: Sandbox, kube_version: str | None) -> str:
+def render_fingerprint(limits: Limits, sandbox: Sandbox) -> str:
     """The folder of the render entries of runs with these settings (see the module's
-    docstring): 32 hex digits."""
+    docstring): 32 hex digits. The Kubernetes version is a chart's argument (its key): an
+    overlay does not depend on it."""
     parts = [
         "render",
         str(FORMAT),
         repr(limits),
         f"network={sandbox.network} offline={sandbox.offline}",
         "roots=" + "\0".join(os.path.realpath(root) for root in sandbox.roots),
-        f"kube={kube_version}",
         f"cwd={os.getcwd()}",
     ]
     return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
@@ -404,15 +404,12 @@ def open_render_cache(
     flag: str | None,
     limits: Limits,
     sandbox: Sandbox,
-    kube_version: str | None,
 ) -> tuple[RenderCache | None, str | None]:
     """The render cache of this run in the cache folder (:func:`kaffinity.cache.open_cache`:
     the same folder, secret and checks as the file cache), and a note, or None and why not."""
     from kaffinity.cache import open_cache
 
-    store, note = open_cache(
-        settings_dir, base_dir, flag, render_fingerprint(limits, sandbox, kube_version), limits
-    )
+    store, note = open_cache(settings_dir, base_dir, flag, render_fingerprint(limits, sandbox), limits)
     return (RenderCache(store, limits, sandbox) if store is not None else None), note
 
 
