@@ -772,7 +772,6 @@ def generate(
     )
 
 
-
 #: The namespaces of :func:`repository` that become a kustomize base with overlays.
 REPOSITORY_BASES = 3
 #: The overlays of each base, and the replicas each one's patch sets.
@@ -850,18 +849,21 @@ class RepositoryResult:
 
 
 def repository(out_dir: str, workloads: int, seed: int = 1) -> RepositoryResult:
-    """A repository of deployment units around the corpus (:func:`generate`): the first
-    :data:`REPOSITORY_BASES` namespaces move to ``apps/<namespace>/base`` (a kustomization of
-    their files) with the overlays of :data:`REPOSITORY_OVERLAYS` (each a patch of the base's
-    first Deployment: replicas, and required pod anti-affinity in ``prod``), a chart
-    ``charts/web`` (a Deployment and a Service), and the other namespaces stay plain manifests
-    under ``manifests/``. Paths in the result are relative to ``out_dir``. Deterministic."""
+    """A repository of deployment units around the corpus (:func:`generate`).
+
+    The first :data:`REPOSITORY_BASES` namespaces (all but one, if fewer) move to
+    ``apps/<namespace>/base`` (a kustomization of their files), each with the overlays of
+    :data:`REPOSITORY_OVERLAYS` (a patch of the base's first Deployment: replicas, and required
+    pod anti-affinity in ``prod``); a chart ``charts/web`` (a Deployment and a Service); the
+    other namespaces stay plain manifests under ``manifests/``. Paths in the result are
+    relative to ``out_dir``. Deterministic."""
     corpus = generate(out_dir, workloads, seed=seed)
     manifests = os.path.join(out_dir, "manifests")
     namespaces = sorted(os.listdir(manifests))
     overlays: list[str] = []
     patch = ""
-    for namespace in namespaces[:REPOSITORY_BASES]:
+    # One namespace at least stays plain manifests (the hook's changed manifest is there).
+    for namespace in namespaces[: min(REPOSITORY_BASES, len(namespaces) - 1)]:
         app = os.path.join(out_dir, "apps", namespace)
         base = os.path.join(app, "base")
         os.makedirs(os.path.dirname(base), exist_ok=True)
