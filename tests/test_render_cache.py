@@ -352,3 +352,22 @@ def test_a_chart_with_a_remote_dependency_it_lacks_is_not_cacheable(tmp_path: Pa
     inputs = render_cache.chart_inputs(str(chart), (), DEFAULT_LIMITS)
     assert inputs is not None
     assert os.path.realpath(tmp_path / "common" / "Chart.yaml") in inputs.files
+
+
+@needs_both
+def test_the_hook_re_renders_a_changed_patchs_overlay_once(
+    repository: Path, renders: Counter[str], tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    patch = repository / "overlays/prod/replicas.yaml"
+    patch.write_text(patch.read_text().replace("replicas: 4", "replicas: 1"))
+    hook = ["lint", "--changed", "--no-config", "--format", "json", "--cache-dir", str(cache)]
+    first = invoke(*hook, "overlays/prod/replicas.yaml")
+    assert renders[OVERLAY] == 1
+    second = invoke(*hook, "overlays/prod/replicas.yaml")
+    assert renders[OVERLAY] == 1  # the same commit again: from the cache
+    uncached = invoke(*hook[:-2], "--no-cache", "overlays/prod/replicas.yaml")
+    assert renders[OVERLAY] == 2
+    assert first.exit_code == second.exit_code == uncached.exit_code
+    assert first.stdout == second.stdout == uncached.stdout
+    assert json.loads(first.stdout)["summary"]["render"]["rendered"] >= 1

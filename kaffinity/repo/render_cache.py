@@ -25,16 +25,18 @@ runs no kustomize and no Helm unless the commit touched what they read (issue 33
   (``kustomize``/``kubectl``/``helm`` as found on the PATH), or helm-python-sdk's version: a new
   tool is a new key, without running ``helm version`` on every run;
 - a chart's Kubernetes version (``--kube-version``: ``Capabilities.KubeVersion``);
-- in the fingerprint folder (:func:`render_fingerprint`): kaffinity's limits, whether the network is allowed (and ``--offline``),
-  the repository roots, the working folder, and :data:`FORMAT` (kaffinity's own version and
-  :data:`kaffinity.cache.FORMAT` name the folder above).
+- in the fingerprint folder (:func:`render_fingerprint`): kaffinity's limits, whether the
+  network is allowed (and ``--offline``), the repository roots, the working folder, and
+  :data:`FORMAT` (kaffinity's own version and :data:`kaffinity.cache.FORMAT` name the folder
+  above).
 
-**Not cached**: a unit whose inputs are not all local files (a remote resource or base, a
-``helmCharts`` entry, a remote chart dependency missing from ``charts/``, a symlinked folder in
-a chart): only content that was hashed is trusted to be the same; an overlay built without its
-remote resources; a render that a limit stopped (its time, the run's budget, its memory, its
-output size) or a tool that could not start (:func:`kaffinity.repo.render.interruptions`):
-the next run tries again.
+**Not cached**: GitOps releases (a Flux HelmRelease or Kustomization, an Argo CD Application:
+their sources, ConfigMaps and fetched charts are other inputs); a unit whose inputs are not all
+local files (a remote resource or base, a ``helmCharts`` entry, a remote chart dependency
+missing from ``charts/``, a symlinked folder in a chart): only content that was hashed is
+trusted to be the same; an overlay built without its remote resources; a render that a limit
+stopped (its time, the run's budget, its memory, its output size) or a tool that could not
+start (:func:`kaffinity.repo.render.interruptions`): the next run tries again.
 
 **Safety** (issue 31: the cache folder may come with the checkout): entries are written and
 read by :class:`kaffinity.cache.Cache` (authenticated with an HMAC whose key is not in the
@@ -518,7 +520,7 @@ def decode(payload: bytes, allowed: set[str]) -> Rendered | None:
 def _rendered(data: Any, allowed: set[str]) -> Rendered:
     from kaffinity.cache import _is, _optional_span, _span_of, _strings
     from kaffinity.load.parse import LoadProblem, SourceFile
-    from kaffinity.load.source import Document, DuplicateKey
+    from kaffinity.load.source import Document, DuplicateKey, PosDict
     from kaffinity.repo.render import Rendered, Section
 
     unit, engine, seconds, built, left_out, sections, files, trees, patches = _is(data, list)
@@ -546,6 +548,8 @@ def _rendered(data: Any, allowed: set[str]) -> Rendered:
                     value = _child(value, step)
             else:
                 value = tree_at(data_index)
+            if type(value) is not PosDict:
+                raise ValueError("an object that is not a mapping")
             doc = Document(
                 file,
                 _is(index, int),
