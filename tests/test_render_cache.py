@@ -333,23 +333,31 @@ def test_an_overlays_inputs_are_the_files_its_build_reads(tmp_path: Path) -> Non
     assert render_cache.kustomize_inputs(str(tmp_path / OVERLAY), DEFAULT_LIMITS, network=True) is None
 
 
-def test_a_chart_with_a_remote_dependency_it_lacks_is_not_cacheable(tmp_path: Path) -> None:
+def test_a_chart_with_a_remote_dependency_it_lacks_is_cached_only_offline(tmp_path: Path) -> None:
+    from kaffinity.repo.sandbox import Sandbox
+
+    offline, online = Sandbox(), Sandbox(network=True)
     chart = tmp_path / "chart"
     (chart / "templates").mkdir(parents=True)
     (chart / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 1.0.0\n")
-    assert render_cache.chart_inputs(str(chart), (), DEFAULT_LIMITS) is not None
+    assert render_cache.chart_inputs(str(chart), (), DEFAULT_LIMITS, online) is not None
     (chart / "Chart.yaml").write_text(
         "apiVersion: v2\nname: c\nversion: 1.0.0\ndependencies:\n"
         "  - name: redis\n    version: 1.0.0\n    repository: https://charts.example.com\n"
     )
-    assert render_cache.chart_inputs(str(chart), (), DEFAULT_LIMITS) is None
+    # With the network on it would be fetched: content not hashed here, never cached.
+    assert render_cache.chart_inputs(str(chart), (), DEFAULT_LIMITS, online) is None
+    # Off: taken from the remote cache if fetched before (none here): the key says so.
+    inputs = render_cache.chart_inputs(str(chart), (), DEFAULT_LIMITS, offline)
+    assert inputs is not None
+    assert any(line.endswith("not fetched") or "\0not fetched\0" in line for line in inputs.lines)
     (chart / "Chart.yaml").write_text(
         "apiVersion: v2\nname: c\nversion: 1.0.0\ndependencies:\n"
         "  - name: common\n    version: 1.0.0\n    repository: file://../common\n"
     )
     (tmp_path / "common").mkdir()
     (tmp_path / "common" / "Chart.yaml").write_text("apiVersion: v2\nname: common\nversion: 1.0.0\n")
-    inputs = render_cache.chart_inputs(str(chart), (), DEFAULT_LIMITS)
+    inputs = render_cache.chart_inputs(str(chart), (), DEFAULT_LIMITS, offline)
     assert inputs is not None
     assert os.path.realpath(tmp_path / "common" / "Chart.yaml") in inputs.files
 

@@ -19,7 +19,8 @@ runs no kustomize and no Helm unless the commit touched what they read (issue 33
     kustomization file names present in each folder (kustomize refuses two);
   - a chart (:func:`chart_inputs`): every file below the chart folder (``.helmignore`` only
     takes files away: a superset is safe), its ``charts/`` archives, the values files given,
-    and the folder of a ``file://`` dependency missing from ``charts/``;
+    and what a dependency missing from ``charts/`` is taken from: a ``file://`` folder, or
+    (the network off) the chart fetched before into the remote cache, or that there is none;
 
 - the engine that renders it: the tool's path, size and modification time
   (``kustomize``/``kubectl``/``helm`` as found on the PATH), or helm-python-sdk's version: a new
@@ -31,12 +32,12 @@ runs no kustomize and no Helm unless the commit touched what they read (issue 33
   above).
 
 **Not cached**: GitOps releases (a Flux HelmRelease or Kustomization, an Argo CD Application:
-their sources, ConfigMaps and fetched charts are other inputs); a unit whose inputs are not all
-local files (a remote resource or base, a ``helmCharts`` entry, a remote chart dependency
-missing from ``charts/``, a symlinked folder in a chart): only content that was hashed is
-trusted to be the same; an overlay built without its remote resources; a render that a limit
-stopped (its time, the run's budget, its memory, its output size) or a tool that could not
-start (:func:`kaffinity.repo.render.interruptions`): the next run tries again.
+their sources, ConfigMaps and fetched charts are other inputs); with the network on, a unit
+with a remote input (a remote resource or base, a ``helmCharts`` entry, a remote chart
+dependency missing from ``charts/``): only content that was hashed is trusted to be the same;
+a chart with a symlinked folder; an overlay built without its remote resources; a render that
+a limit stopped (its time, the run's budget, its memory, its output size) or a tool that could
+not start (:func:`kaffinity.repo.render.interruptions`): the next run tries again.
 
 **Safety** (issue 31: the cache folder may come with the checkout): entries are written and
 read by :class:`kaffinity.cache.Cache` (authenticated with an HMAC whose key is not in the
@@ -210,33 +211,62 @@ def _entry(
     return True
 
 
-def chart_inputs(chart_dir: str, values_files: Sequence[str], limits: Limits) -> Inputs | None:
+def chart_inputs(
+    chart_dir: str, values_files: Sequence[str], limits: Limits, sandbox: Sandbox | None = None
+) -> Inputs | None:
     """The files rendering the chart in ``chart_dir`` with ``values_files`` reads (see the
-    module's docstring), or None when a dependency it lacks is remote or a folder in it is a
-    symlink."""
+    module's docstring), or None when a folder in it is a symlink, or a dependency it lacks
+    would be fetched (the network is on: what it fetches is not hashed here)."""
     inputs = Inputs()
     if not _add_tree(inputs, chart_dir, limits):
         return None
     for values in values_files:
         if not inputs.add(values, limits):
             return None
-    from kaffinity.repo.dependencies import _listed, _present
+    from kaffinity.repo.dependencies import _listed, _locked, _present
 
     listed = _listed(chart_dir, limits)
-    if listed is not None:
-        present = _present(os.path.join(chart_dir, "charts"), limits)
-        for dependency in listed[1]:
-            if dependency.name in present:
-                continue
-            repository = dependency.repository
-            if not repository.startswith("file://"):
-                if repository:
-                    return None  # fetched, or from the user's cache: not content hashed here
-                continue  # none: a chart-dependency finding, from Chart.yaml's own bytes
-            folder = os.path.normpath(os.path.join(chart_dir, repository[len("file://") :]))
-            if not _add_tree(inputs, folder, limits):
-                return None
+    if listed is None:
+        return inputs
+    present = _present(os.path.join(chart_dir, "charts"), limits)
+    locked = _locked(chart_dir, limits)
+    for dependency in listed[1]:
+        if dependency.name in present:
+            continue
+        if not _dependency(inputs, chart_dir, dependency, locked, limits, sandbox):
+            return None
     return inputs
+
+
+def _dependency(
+    inputs: Inputs,
+    chart_dir: str,
+    dependency: Any,
+    locked: Mapping[tuple[str, str], str],
+    limits: Limits,
+    sandbox: Sandbox | None,
+) -> bool:
+    """Hash what a dependency missing from ``charts/`` is taken from, as
+    :func:`kaffinity.repo.dependencies.plan` takes it: a ``file://`` folder; with the network off,
+    the chart kaffinity fetched before (the remote cache: an exact version), else nothing (a
+    ``chart-dependency`` finding, from Chart.yaml's bytes). False with the network on."""
+    repository = dependency.repository
+    if repository.startswith("file://"):
+        folder = os.path.normpath(os.path.join(chart_dir, repository.removeprefix("file://")))
+        return _add_tree(inputs, folder, limits)
+    if not repository or repository.startswith(("@", "alias:")):
+        return True  # never taken: the finding comes from Chart.yaml's bytes
+    if sandbox is None or sandbox.network:
+        return False
+    from kaffinity.repo.fetch import NotFetched, fetch_chart
+
+    version = locked.get((dependency.name, repository)) or dependency.version
+    fetched = fetch_chart(repository, dependency.name, version, sandbox, limits=limits)
+    if isinstance(fetched, NotFetched):
+        inputs.lines.append(f"{repository}\0{dependency.name}\0{version}\0not fetched\0{fetched.reason}")
+        return True
+    inputs.lines.append(f"{repository}\0{dependency.name}\0{version}\0fetched")
+    return _add_tree(inputs, fetched.path, limits)
 
 
 def _add_tree(inputs: Inputs, folder: str, limits: Limits) -> bool:
@@ -365,7 +395,7 @@ class RenderCache:
     ) -> Rendered:
         """``render()`` (rendering the chart with ``values_files`` and ``arguments``: release,
         namespace, kube version), or what it gave before."""
-        inputs = chart_inputs(chart_dir, values_files, self.limits)
+        inputs = chart_inputs(chart_dir, values_files, self.limits, self.sandbox)
         return self._through(
             "helm", {"chart": chart_dir, "values": list(values_files), **arguments}, inputs, render
         )
