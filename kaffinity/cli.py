@@ -1325,7 +1325,8 @@ def _layout(
             kube_version=settings.kube_version,
             cache=store,
         )
-        if store is not None and (error := store.close()) is not None:
+        # --changed builds the units of the changed files (and reads context): never prune then.
+        if store is not None and (error := store.close(complete=changed is None)) is not None:
             _say(f"kaffinity: note: {error} (--no-cache to skip it)")
         layout = built.layout
         if held:  # read as written, as the files they are: not counted as left unrendered

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -379,3 +381,25 @@ def test_the_hook_re_renders_a_changed_patchs_overlay_once(
     assert first.exit_code == second.exit_code == uncached.exit_code
     assert first.stdout == second.stdout == uncached.stdout
     assert json.loads(first.stdout)["summary"]["render"]["rendered"] >= 1
+
+
+@needs_both
+def test_a_hook_run_keeps_the_entries_of_the_units_it_did_not_build(
+    repository: Path, renders: Counter[str], tmp_path: Path
+) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    (repository / ".git").rmdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "x"]):
+        subprocess.run([*git, *command], cwd=repository, check=True, capture_output=True)
+    cache = tmp_path / "cache"
+    lint(cache)
+    patch = repository / "overlays/prod/replicas.yaml"
+    hook = ["lint", "--changed", "--no-config", "--format", "json", "--cache-dir", str(cache)]
+    for replicas in range(5, 9):  # four commits of the patch: the chart is not built
+        patch.write_text(patch.read_text().replace(f"replicas: {replicas - 1}", f"replicas: {replicas}"))
+        invoke(*hook, "overlays/prod/replicas.yaml")
+    renders.clear()
+    lint(cache)
+    assert renders == Counter()  # the chart's entry survived; the overlay's last one is there

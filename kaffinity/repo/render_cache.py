@@ -424,9 +424,15 @@ class RenderCache:
                 self.store.put(key, encoded)
         return rendered
 
-    def close(self) -> str | None:
-        """Write what is pending and prune; why the cache could not be used, if it could not."""
-        self.store.prune()
+    def close(self, *, complete: bool = True) -> str | None:
+        """Write what is pending; prune (:meth:`kaffinity.cache.Cache.prune`) after a run that
+        went through every unit (``complete``): a pre-commit run (``--changed``) builds only the
+        units holding a changed file, and the others' entries, unread, are not stale. Why the cache could not
+        be used, if it could not."""
+        if complete:
+            self.store.prune()
+        else:
+            self.store.flush()
         return self.store.error
 
 
