@@ -2356,13 +2356,18 @@ def replace_section(document: str, heading: str, section: str) -> str:
 
 
 def keep_scale_section(output: str, text: str) -> str:
-    """``text`` (the full run's report) with the Scale section of the file ``output`` appended,
-    if it has one: a full run leaves ``--stages scale``'s results in place."""
+    """``text`` (the full run's report) with the Scale and Rendered units sections of the file
+    ``output`` appended, if it has them: a full run leaves ``--stages scale``'s and
+    ``--stages render``'s results in place."""
     if not os.path.exists(output):
         return text
     with open(output, encoding="utf-8") as handle:
-        scale = extract_section(handle.read(), SCALE_HEADING)
-    return text if scale is None else replace_section(text, SCALE_HEADING, scale)
+        document = handle.read()
+    for heading in (SCALE_HEADING, RENDER_HEADING):
+        section = extract_section(document, heading)
+        if section is not None:
+            text = replace_section(text, heading, section)
+    return text
 
 
 def scale_size(item: Corpus, run: ScaleRun, results: ScaleResults) -> None:
@@ -2583,6 +2588,7 @@ def render_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     code_before = code_identity()
     rows: list[tuple[str, RenderCase, list[ChildRun] | None, str]] = []
     same: list[str] = []
+    profile: list[tuple[str, float]] | None = None
     with tempfile.TemporaryDirectory(prefix="kaffinity-bench-") as scratch:
         folder, repo = render_repository(scratch, size)
         for engines, found, reason in render_engines():
@@ -2613,8 +2619,10 @@ def render_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
                 )
                 if not equal:
                     print(f"  {same[-1]}", file=sys.stderr)
+            if env is not None and profile is None:
+                profile = render_profile(folder, repo, env, scratch)
     facts = machine(load_before, (code_before, code_identity()))
-    section = render_section(rows, same, repo, size, repeat, command_line, facts)
+    section = render_section(rows, same, repo, size, repeat, command_line, facts, profile or [])
     print()
     print(section)
     if output:
@@ -2628,6 +2636,54 @@ def render_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     return 0 if all("is NOT" not in line for line in same) else 1
 
 
+#: Where a warm one-file commit spends its time: (label, a function's ``file:name`` in the
+#: profile), cumulative seconds of the first such function.
+PROFILE_PARTS = (
+    ("the whole command", "kaffinity/__main__.py:<module>"),
+    ("imports of the CLI (typer, kaffinity.cli, ...)", "kaffinity/__main__.py:<module>-lint"),
+    ("`lint`", "kaffinity/cli.py:lint"),
+    ("reading the files, whole (the changed one and the context)", "kaffinity/cli.py:_load_in_context"),
+    ("of which YAML parsing (kaffinity.load.parse)", "kaffinity/load/parse.py:_parse"),
+    ("the units (kaffinity.repo.units: layout, renders, cache)", "kaffinity/cli.py:_layout"),
+    ("of which render_units (renders or cache hits)", "kaffinity/repo/units.py:render_units"),
+    ("the rules (kaffinity.engine.lint)", "kaffinity/engine.py:lint"),
+    ("of which the affinity graphs (one per unit)", "kaffinity/context.py:graph"),
+    ("of which the typed objects (inventory)", "kaffinity/context.py:inventory"),
+    ("of which schema validation", "kaffinity/context.py:validation"),
+)
+
+
+def render_profile(folder: str, repo: Any, env: dict[str, str], scratch: str) -> list[tuple[str, float]]:
+    """cProfile of one warm one-file commit (the hook, a manifest changed), in a child process:
+    the cumulative seconds of :data:`PROFILE_PARTS` (cProfile's overhead included: compare
+    parts with each other, not with the timed runs)."""
+    import pstats
+
+    cache = tempfile.mkdtemp(prefix="render-profile-", dir=scratch)
+    arguments = [*HOOK[:-1], "--cache-dir", cache, "-o", os.devnull, HOOK[-1], repo.manifest]
+    run_child(cli_command(*arguments), folder, env)  # warm
+    stats_file = os.path.join(scratch, "render.prof")
+    command = [sys.executable, "-m", "cProfile", "-o", stats_file, "-m", "kaffinity", *arguments]
+    subprocess.run(command, cwd=folder, env=env, check=False, capture_output=True)
+    shutil.rmtree(cache, ignore_errors=True)
+    stats: dict[Any, Any] = pstats.Stats(stats_file).stats  # type: ignore[attr-defined]
+
+    def cumulative(fragment: str) -> float:
+        return max(
+            (value[3] for (file, _, name), value in stats.items() if f"{file}:{name}".endswith(fragment)),
+            default=0.0,
+        )
+
+    parts = []
+    for label, fragment in PROFILE_PARTS:
+        if fragment.endswith("-lint"):
+            value = cumulative(fragment.removesuffix("-lint")) - cumulative("kaffinity/cli.py:lint")
+        else:
+            value = cumulative(fragment)
+        parts.append((label, value))
+    return parts
+
+
 def render_section(
     rows: Sequence[tuple[str, RenderCase, list[ChildRun] | None, str]],
     same: Sequence[str],
@@ -2636,6 +2692,7 @@ def render_section(
     repeat: int,
     command_line: str,
     facts: Sequence[tuple[str, str]],
+    profile: Sequence[tuple[str, float]] = (),
 ) -> str:
     lines = [
         RENDER_HEADING,
@@ -2673,6 +2730,16 @@ def render_section(
                 f"- target: a warm one-file commit (`{case.label}`) at or under {RENDER_TARGET} s with "
                 f"{engines}: {median:.3f} s, {verdict}"
             )
+    if profile:
+        lines += [
+            "",
+            "Where a warm one-file commit (the hook, a manifest changed) spends its time, from "
+            "cProfile (first engine set; cumulative seconds, profiler overhead included):",
+            "",
+            "| part | seconds |",
+            "|---|---:|",
+            *(f"| {label} | {value:.3f} |" for label, value in profile),
+        ]
     lines += ["", *(f"- {name}: {value}" for name, value in facts)]
     return "\n".join(lines) + "\n"
 

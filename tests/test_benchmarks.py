@@ -285,9 +285,13 @@ def test_the_render_stage_runs_every_case_and_compares_outputs(tmp_path: Path) -
     assert text.startswith(run.RENDER_HEADING)
     engines = run.render_engines()
     cases = run.render_cases(argparse.Namespace(manifest="M", patch="P", values="V"))
-    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| engines")]
+    names = tuple(f"| {name} | " for name, _, _ in engines)
+    rows = [line for line in text.splitlines() if line.startswith(names)]
     assert len(rows) == len(engines) * len(cases)
     measured = [name for name, env, _ in engines if env is not None]
     for name in measured:
         assert f"- {name}: the JSON of `lint .` is byte-identical with no, a cold and a warm cache" in text
         assert f"at or under {run.RENDER_TARGET} s with {name}:" in text
+    if measured:  # the profile of a warm one-file commit, every part of it
+        for label, _ in run.PROFILE_PARTS:
+            assert f"| {label} | " in text
