@@ -196,15 +196,16 @@ def test_the_kube_version_and_the_engine_are_part_of_a_charts_key(
     lint(cache, "--kube-version", "1.31")
     assert renders == Counter()  # both versions' entries are kept
     # Another engine (a new helm binary, another helm-python-sdk): the charts are rendered again.
-    identity = render_cache.engine_identity("helm")
-    monkeypatch.setitem(render_cache._ENGINES, "helm", identity + "\0another build")
-    lint(cache, "--kube-version", "1.31")
-    assert renders == Counter({CHART: 1})
-    renders.clear()
-    identity = render_cache.engine_identity("kustomize")
-    monkeypatch.setitem(render_cache._ENGINES, "kustomize", identity + "\0another build")
-    lint(cache, "--kube-version", "1.31")
-    assert renders == Counter({OVERLAY: 1})
+    identity = render_cache.engine_identity
+    for kind, unit in (("helm", CHART), ("kustomize", OVERLAY)):
+
+        def another(asked: str, kind: str = kind) -> str:
+            return identity(asked) + ("\0another build" if asked == kind else "")
+
+        monkeypatch.setattr(render_cache, "engine_identity", another)
+        renders.clear()
+        lint(cache, "--kube-version", "1.31")
+        assert renders == Counter({unit: 1})
 
 
 @needs_both
@@ -403,3 +404,31 @@ def test_a_hook_run_keeps_the_entries_of_the_units_it_did_not_build(
     renders.clear()
     lint(cache)
     assert renders == Counter()  # the chart's entry survived; the overlay's last one is there
+
+
+@pytest.mark.skipif(shutil.which("helm") is None, reason="needs a helm binary on the PATH")
+def test_a_chart_rendered_by_the_binary_is_rendered_again_by_the_sdk(
+    repository: Path, renders: Counter[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("helm_python") is None or kustomize_engine() is None:
+        pytest.skip("needs helm-python-sdk and a kustomize engine too")
+    cache = tmp_path / "cache"
+    lint(cache)
+    builder = render_cache.engine_identity("kustomize")
+    # The PATH without any folder holding a helm (kubectl kustomize builds the overlay).
+    kept = [
+        folder
+        for folder in os.environ["PATH"].split(os.pathsep)
+        if not os.path.exists(os.path.join(folder, "helm"))
+    ]
+    monkeypatch.setenv("PATH", os.pathsep.join(kept))
+    if kustomize_engine() is None:
+        pytest.skip("no kustomize engine without the helm folders on the PATH")
+    assert helm_engine() == "helm-python-sdk"
+    renders.clear()
+    lint(cache)
+    assert renders[CHART] == 1  # another engine: another key
+    # The overlay renders again only if its engine changed with the PATH too.
+    assert renders[OVERLAY] == (render_cache.engine_identity("kustomize") != builder)

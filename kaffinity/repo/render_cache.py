@@ -49,6 +49,7 @@ tool's own output name: an entry never names a file outside the unit's inputs.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -289,15 +290,15 @@ def _add_tree(inputs: Inputs, folder: str, limits: Limits) -> bool:
 # --- the engines -----------------------------------------------------------------------------
 
 
-_ENGINES: dict[str, str] = {}
+#: Engine identities by (kind, engine, the binary's path): a tool's stat or the SDK's version,
+#: read once per process.
+_ENGINES: dict[tuple[str, str | None, str | None], str] = {}
 
 
 def engine_identity(kind: str) -> str:
-    """The engine that renders ``kind`` (``kustomize``, ``helm``) as a key part: the tool's path,
-    size and modification time, or helm-python-sdk's version; once per process."""
-    found = _ENGINES.get(kind)
-    if found is not None:
-        return found
+    """The engine that renders ``kind`` (``kustomize``, ``helm``) as a key part: which engine
+    (found as rendering finds it, every time: a test or a PATH may change it), the tool's path,
+    size and modification time, or helm-python-sdk's version (read once per process)."""
     from kaffinity.repo.render import helm_engine, kustomize_engine
 
     if kind == "kustomize":
@@ -306,19 +307,21 @@ def engine_identity(kind: str) -> str:
     else:
         engine = helm_engine()
         binary = "helm" if engine == "helm binary" else None
-    parts = [str(engine)]
-    if binary is not None:
-        path = shutil.which(binary)
-        parts.append(str(path))
-        if path is not None:
-            try:
-                info = os.stat(path)
-                parts.append(f"{info.st_size}:{info.st_mtime_ns}")
-            except OSError:
-                parts.append("unreadable")
+    path = shutil.which(binary) if binary is not None else None
+    memo = (kind, engine, path)
+    found = _ENGINES.get(memo)
+    if found is not None:
+        return found
+    parts = [str(engine), str(path)]
+    if path is not None:
+        try:
+            info = os.stat(path)
+            parts.append(f"{info.st_size}:{info.st_mtime_ns}")
+        except OSError:
+            parts.append("unreadable")
     elif engine == "helm-python-sdk":
         parts.append(_sdk_version())
-    _ENGINES[kind] = found = "\0".join(parts)
+    _ENGINES[memo] = found = "\0".join(parts)
     return found
 
 
@@ -372,6 +375,8 @@ class RenderCache:
         self.sandbox = sandbox
         self.hits = 0
         self.rendered = 0
+        #: The entries this run read or wrote (touched again when it closes: see close).
+        self.used: set[str] = set()
 
     def key(self, kind: str, arguments: Mapping[str, Any], inputs: Inputs) -> str:
         digest = hashlib.blake2b(digest_size=20)
@@ -414,6 +419,7 @@ class RenderCache:
             found = decode(payload, inputs.files)
             if found is not None:
                 self.hits += 1
+                self.used.add(key)
                 return found
         before = interruptions()
         rendered = render()
@@ -422,6 +428,7 @@ class RenderCache:
             encoded = encode(rendered)
             if encoded is not None:
                 self.store.put(key, encoded)
+                self.used.add(key)
         return rendered
 
     def close(self, *, complete: bool = True) -> str | None:
@@ -429,10 +436,15 @@ class RenderCache:
         went through every unit (``complete``): a pre-commit run (``--changed``) builds only the
         units holding a changed file, and the others' entries, unread, are not stale. Why the cache could not
         be used, if it could not."""
+        self.store.flush()
         if complete:
+            # Pruning keeps what was used since the run started, by the entries' times; a hit
+            # comes milliseconds after the cache is opened, which a file system's coarse clock
+            # may date before it: the entries used are touched again now.
+            for key in self.used:
+                with contextlib.suppress(OSError, NotImplementedError):
+                    os.utime(os.path.join(self.store.folder, key[:2], key), follow_symlinks=False)
             self.store.prune()
-        else:
-            self.store.flush()
         return self.store.error
 
 
