@@ -772,6 +772,192 @@ def generate(
     )
 
 
+#: The namespaces of :func:`repository` that become a kustomize base with overlays.
+REPOSITORY_BASES = 3
+#: The overlays of each base, and the replicas each one's patch sets.
+REPOSITORY_OVERLAYS = (("staging", 1), ("prod", 3))
+
+_CHART_YAML = """apiVersion: v2
+name: web
+description: A chart of the generated repository (benchmarks/generate.py repository).
+type: application
+version: 0.1.0
+appVersion: "1.0.0"
+"""
+_CHART_VALUES = """replicaCount: 2
+image:
+  repository: registry.example.com/web
+  tag: "1.0.0"
+zone: topology.kubernetes.io/zone
+resources:
+  requests:
+    cpu: 100m
+    memory: 128Mi
+"""
+_CHART_DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+  labels:
+    app: web
+spec:
+  replicas: {{ .Values.replicaCount }}
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: {{ .Values.zone }}
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector:
+            matchLabels:
+              app: web
+      containers:
+        - name: web
+          image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+          resources:
+            {{- toYaml .Values.resources | nindent 12 }}
+"""
+_CHART_SERVICE = """apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .Release.Name }}-web
+spec:
+  selector:
+    app: web
+  ports:
+    - port: 80
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class RepositoryResult:
+    """What :func:`repository` wrote: the corpus, the overlays and the chart, and the files a
+    one-file commit changes (a plain manifest, an overlay's patch, the chart's values)."""
+
+    corpus: GenerateResult
+    overlays: tuple[str, ...]
+    chart: str
+    manifest: str
+    patch: str
+    values: str
+
+
+def repository(out_dir: str, workloads: int, seed: int = 1) -> RepositoryResult:
+    """A repository of deployment units around the corpus (:func:`generate`).
+
+    The first :data:`REPOSITORY_BASES` namespaces (all but one, if fewer) move to
+    ``apps/<namespace>/base`` (a kustomization of their files), each with the overlays of
+    :data:`REPOSITORY_OVERLAYS` (a patch of the base's first Deployment: replicas, and required
+    pod anti-affinity in ``prod``); a chart ``charts/web`` (a Deployment and a Service); the
+    other namespaces stay plain manifests under ``manifests/``. Paths in the result are
+    relative to ``out_dir``. Deterministic."""
+    corpus = generate(out_dir, workloads, seed=seed)
+    manifests = os.path.join(out_dir, "manifests")
+    namespaces = sorted(os.listdir(manifests))
+    overlays: list[str] = []
+    patch = ""
+    # One namespace at least stays plain manifests (the hook's changed manifest is there).
+    for namespace in namespaces[: min(REPOSITORY_BASES, len(namespaces) - 1)]:
+        app = os.path.join(out_dir, "apps", namespace)
+        base = os.path.join(app, "base")
+        os.makedirs(os.path.dirname(base), exist_ok=True)
+        os.rename(os.path.join(manifests, namespace), base)
+        names = sorted(os.listdir(base))
+        with open(os.path.join(base, "kustomization.yaml"), "w", encoding="utf-8") as handle:
+            handle.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
+            handle.writelines(f"  - {name}\n" for name in names)
+        target = _first_deployment(base, names)
+        for overlay, replicas in REPOSITORY_OVERLAYS:
+            folder = os.path.join(app, "overlays", overlay)
+            os.makedirs(folder)
+            with open(os.path.join(folder, "kustomization.yaml"), "w", encoding="utf-8") as handle:
+                handle.write(
+                    "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                    "resources:\n  - ../../base\n"
+                    + ("patches:\n  - path: deployment-patch.yaml\n" if target else "")
+                )
+            if target is None:
+                continue
+            name, labels = target
+            lines = [
+                "apiVersion: apps/v1",
+                "kind: Deployment",
+                "metadata:",
+                f"  name: {name}",
+                f"  namespace: {namespace}",
+                "spec:",
+                f"  replicas: {replicas}",
+            ]
+            if overlay == "prod":
+                lines += [
+                    "  template:",
+                    "    spec:",
+                    "      affinity:",
+                    "        podAntiAffinity:",
+                    "          requiredDuringSchedulingIgnoredDuringExecution:",
+                    "            - topologyKey: kubernetes.io/hostname",
+                    "              labelSelector:",
+                    "                matchLabels:",
+                    *(f"                  {key}: {json.dumps(value)}" for key, value in labels.items()),
+                ]
+            with open(os.path.join(folder, "deployment-patch.yaml"), "w", encoding="utf-8") as handle:
+                handle.write("\n".join(lines) + "\n")
+            overlays.append(os.path.relpath(folder, out_dir))
+            patch = patch or os.path.relpath(os.path.join(folder, "deployment-patch.yaml"), out_dir)
+    chart = os.path.join(out_dir, "charts", "web")
+    os.makedirs(os.path.join(chart, "templates"))
+    for name, text in (
+        ("Chart.yaml", _CHART_YAML),
+        ("values.yaml", _CHART_VALUES),
+        ("templates/deployment.yaml", _CHART_DEPLOYMENT),
+        ("templates/service.yaml", _CHART_SERVICE),
+    ):
+        with open(os.path.join(chart, name), "w", encoding="utf-8") as handle:
+            handle.write(text)
+    rest = sorted(
+        os.path.join(folder, name)
+        for folder, _, names in os.walk(manifests)
+        for name in names
+        if name.endswith(".yaml")
+    )
+    manifest = next(
+        (path for path in rest if _first_deployment(os.path.dirname(path), [os.path.basename(path)])), rest[0]
+    )
+    return RepositoryResult(
+        corpus,
+        tuple(overlays),
+        os.path.relpath(chart, out_dir),
+        os.path.relpath(manifest, out_dir),
+        patch,
+        os.path.relpath(os.path.join(chart, "values.yaml"), out_dir),
+    )
+
+
+def _first_deployment(folder: str, names: Sequence[str]) -> tuple[str, dict[str, str]] | None:
+    """The name and pod labels of the first Deployment (top level, not in a List) in the files
+    ``names`` of ``folder``, read from the emitter's own layout."""
+    for name in names:
+        with open(os.path.join(folder, name), encoding="utf-8") as handle:
+            text = handle.read()
+        for document in text.split("\n---\n"):
+            if not re.search(r"^kind: Deployment$", document, re.M):
+                continue
+            found = re.search(r"^metadata:\n  name: (\S+)", document, re.M)
+            labels = re.search(r"^      labels:\n((?:        \S.*\n)+)", document, re.M)
+            if found is None or labels is None:
+                continue
+            pairs = dict(line.strip().split(": ", 1) for line in labels.group(1).splitlines())
+            app = {key: value.strip('"') for key, value in pairs.items() if key.endswith("name")}
+            return found.group(1), app or {key: value.strip('"') for key, value in list(pairs.items())[:1]}
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("out", help="output folder (manifests/ and cluster.yaml go below it)")

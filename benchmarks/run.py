@@ -43,6 +43,7 @@ import datetime
 import gc
 import hashlib
 import importlib.metadata
+import importlib.util
 import itertools
 import json
 import os
@@ -2355,13 +2356,18 @@ def replace_section(document: str, heading: str, section: str) -> str:
 
 
 def keep_scale_section(output: str, text: str) -> str:
-    """``text`` (the full run's report) with the Scale section of the file ``output`` appended,
-    if it has one: a full run leaves ``--stages scale``'s results in place."""
+    """``text`` (the full run's report) with the Scale and Rendered units sections of the file
+    ``output`` appended, if it has them: a full run leaves ``--stages scale``'s and
+    ``--stages render``'s results in place."""
     if not os.path.exists(output):
         return text
     with open(output, encoding="utf-8") as handle:
-        scale = extract_section(handle.read(), SCALE_HEADING)
-    return text if scale is None else replace_section(text, SCALE_HEADING, scale)
+        document = handle.read()
+    for heading in (SCALE_HEADING, RENDER_HEADING):
+        section = extract_section(document, heading)
+        if section is not None:
+            text = replace_section(text, heading, section)
+    return text
 
 
 def scale_size(item: Corpus, run: ScaleRun, results: ScaleResults) -> None:
@@ -2435,6 +2441,327 @@ def scale_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     return 0
 
 
+# --- --stages render (issue 33) ----------------------------------------------------------------
+
+RENDER_HEADING = "## Rendered units"
+RENDER_SIZE = 1_000
+RENDER_REPEAT = 5
+RENDER_TARGET = 0.5  # warm one-file commit, wall seconds (issue 33)
+#: The pre-commit hook's command (.pre-commit-hooks.yaml ``entry``), run from the repository.
+HOOK = ("lint", "--changed", "--fail-on", "warning", "--pre-commit")
+
+
+@dataclass(frozen=True, slots=True)
+class RenderCase:
+    """One line of ``--stages render``: ``arguments`` of ``kaffinity`` (FILE: ``changes``, a
+    file rewritten before every run, so that each run is a new commit of it); ``cache``: none,
+    cold (a fresh folder per run) or warm (a folder one run has filled)."""
+
+    key: str
+    label: str
+    cache: str
+    arguments: tuple[str, ...]
+    changes: str | None = None
+
+
+def render_cases(repo: Any) -> tuple[RenderCase, ...]:
+    whole = ("lint", ".", "--format", "json")
+    return (
+        RenderCase("nocache", "lint . --no-cache", "none", whole),
+        RenderCase("cold", "lint . (cold cache)", "cold", whole),
+        RenderCase("warm", "lint . (warm cache)", "warm", whole),
+        RenderCase(
+            "manifest-nocache", "hook, a manifest changed, --no-cache", "none", (*HOOK, repo.manifest)
+        ),
+        RenderCase(
+            "manifest", "hook, a manifest changed (warm)", "warm", (*HOOK, repo.manifest), repo.manifest
+        ),
+        RenderCase(
+            "patch", "hook, an overlay's patch changed (warm)", "warm", (*HOOK, repo.patch), repo.patch
+        ),
+        RenderCase(
+            "values", "hook, the chart's values changed (warm)", "warm", (*HOOK, repo.values), repo.values
+        ),
+    )
+
+
+def render_engines() -> list[tuple[str, dict[str, str] | None, str]]:
+    """The engine sets: the tools on the PATH (``kustomize`` and ``helm`` binaries), and the
+    fallbacks (the PATH without the folders holding them: ``kubectl kustomize`` and
+    helm-python-sdk). Each with its environment, or None and why it is not measured."""
+    path = os.environ.get("PATH", "")
+    tools = {name: shutil.which(name) for name in ("kustomize", "helm")}
+    found: list[tuple[str, dict[str, str] | None, str]] = []
+    if all(tools.values()):
+        found.append(("kustomize + helm binaries", dict(os.environ), ""))
+    else:
+        found.append(("kustomize + helm binaries", None, "kustomize or helm is not on the PATH"))
+    folders = {os.path.dirname(os.path.realpath(t)) for t in tools.values() if t} | {
+        os.path.dirname(t) for t in tools.values() if t
+    }
+    kept = os.pathsep.join(
+        folder
+        for folder in path.split(os.pathsep)
+        if os.path.realpath(folder) not in folders and folder not in folders
+    )
+    env = {**os.environ, "PATH": kept}
+    if shutil.which("kubectl", path=kept) and importlib.util.find_spec("helm_python") is not None:
+        found.append(("kubectl kustomize + helm-python-sdk", env, ""))
+    else:
+        found.append(
+            ("kubectl kustomize + helm-python-sdk", None, "no kubectl, or helm-python-sdk is not installed")
+        )
+    return found
+
+
+def render_repository(scratch: str, workloads: int) -> tuple[str, Any]:
+    """benchmarks/generate.py's repository (a base + overlays and a chart around the corpus), as
+    a git repository with one commit."""
+    from generate import repository
+
+    folder = os.path.join(scratch, f"repo-{workloads}")
+    repo = repository(folder, workloads)
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "generated"]):
+        subprocess.run([*git, *command], cwd=folder, check=True, capture_output=True)
+    return folder, repo
+
+
+def _rewrite(path: str, number: int) -> None:
+    """A new commit of ``path``: a comment line that says which run this is (the YAML is the
+    same; its bytes, and so a rendered unit's key, are not)."""
+    with open(path, encoding="utf-8") as handle:
+        lines = [line for line in handle.read().splitlines() if not line.startswith("# bench run ")]
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("\n".join([f"# bench run {number}", *lines]) + "\n")
+
+
+def measure_render_case(
+    case: RenderCase, folder: str, env: dict[str, str], repeat: int, scratch: str
+) -> list[ChildRun]:
+    """``repeat`` runs of ``case`` from the repository ``folder``; a warm case's folder filled
+    by one untimed run first; the file ``changes`` rewritten before every run."""
+    runs: list[ChildRun] = []
+    warm = tempfile.mkdtemp(prefix="render-warm-", dir=scratch)
+    output = os.path.join(scratch, f"render-{case.key}.out")
+
+    def command(cache: str | None) -> list[str]:
+        cache_arguments = ["--cache-dir", cache] if cache is not None else ["--no-cache"]
+        hook = case.arguments[: len(HOOK)] == HOOK
+        # Options before --pre-commit (what follows it is paths).
+        arguments = (
+            [*HOOK[:-1], *cache_arguments, "-o", output, *case.arguments[len(HOOK) - 1 :]]
+            if hook
+            else [*case.arguments, *cache_arguments, "-o", output]
+        )
+        return cli_command(*arguments)
+
+    try:
+        if case.cache == "warm":
+            run_child(command(warm), folder, env)
+        for number in range(repeat):
+            if case.changes is not None:
+                _rewrite(os.path.join(folder, case.changes), number)
+            if case.cache == "cold":
+                fresh = tempfile.mkdtemp(prefix="render-cold-", dir=scratch)
+                runs.append(run_child(command(fresh), folder, env))
+                shutil.rmtree(fresh, ignore_errors=True)
+            else:
+                runs.append(run_child(command(warm if case.cache == "warm" else None), folder, env))
+    finally:
+        shutil.rmtree(warm, ignore_errors=True)
+        if case.changes is not None:
+            subprocess.run(["git", "checkout", "-q", "--", case.changes], cwd=folder, check=False)
+    return runs
+
+
+def render_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """``--stages render``: the repository of generate.py's ``repository`` (1,000 workloads,
+    overlays, a chart) linted whole (no cache, cold, warm) and by the pre-commit hook after a
+    one-file commit (a manifest, an overlay's patch, the chart's values) with a warm cache, with
+    each engine set; the ``## Rendered units`` section of the results file."""
+    size = (args.sizes or [RENDER_SIZE])[0]
+    repeat = args.repeat or (2 if args.quick else RENDER_REPEAT)
+    output: str | None = args.output or (None if args.quick else DEFAULT_OUTPUT)
+    command_line = shlex.join(["python", "benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])
+    load_before = os.getloadavg()
+    code_before = code_identity()
+    rows: list[tuple[str, RenderCase, list[ChildRun] | None, str]] = []
+    same: list[str] = []
+    profile: list[tuple[str, float]] | None = None
+    with tempfile.TemporaryDirectory(prefix="kaffinity-bench-") as scratch:
+        folder, repo = render_repository(scratch, size)
+        for engines, found, reason in render_engines():
+            print(f"{engines}", flush=True)
+            outputs: dict[str, bytes] = {}
+            # Bytecode as an installed kaffinity has it (pip compiles it): never compiling every
+            # module in every run, even where PYTHONDONTWRITEBYTECODE is set; in the scratch folder.
+            env = None
+            if found is not None:
+                env = {name: value for name, value in found.items() if name != "PYTHONDONTWRITEBYTECODE"}
+                env["PYTHONPYCACHEPREFIX"] = os.path.join(scratch, "pycache")
+                run_child(cli_command("lint", repo.manifest, "--no-cache", "-o", os.devnull), folder, env)
+            for case in render_cases(repo):
+                if env is None:
+                    rows.append((engines, case, None, reason))
+                    continue
+                runs = measure_render_case(case, folder, env, repeat, scratch)
+                rows.append((engines, case, runs, ""))
+                with open(os.path.join(scratch, f"render-{case.key}.out"), "rb") as handle:
+                    outputs[case.key] = handle.read()
+                median = statistics.median(run.wall for run in runs)
+                print(f"  {case.label:<50} {median:7.3f} s wall (median of {len(runs)})", flush=True)
+            if outputs:
+                equal = outputs["nocache"] == outputs["cold"] == outputs["warm"]
+                verb = "is" if equal else "is NOT"
+                same.append(
+                    f"{engines}: the JSON of `lint .` {verb} byte-identical with no, a cold and a warm cache"
+                )
+                if not equal:
+                    print(f"  {same[-1]}", file=sys.stderr)
+            if env is not None and profile is None:
+                profile = render_profile(folder, repo, env, scratch)
+    facts = machine(load_before, (code_before, code_identity()))
+    section = render_section(rows, same, repo, size, repeat, command_line, facts, profile or [])
+    print()
+    print(section)
+    if output:
+        document = ""
+        if os.path.exists(output):
+            with open(output, encoding="utf-8") as handle:
+                document = handle.read()
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(replace_section(document, RENDER_HEADING, section))
+        print(f"written to {output} (section {RENDER_HEADING!r})")
+    return 0 if all("is NOT" not in line for line in same) else 1
+
+
+#: Where a warm one-file commit spends its time: (label, a function's ``file:name`` in the
+#: profile), cumulative seconds of the first such function.
+PROFILE_PARTS = (
+    ("the whole command", "kaffinity/__main__.py:<module>"),
+    ("imports of the CLI (typer, kaffinity.cli, ...)", "kaffinity/__main__.py:<module>-lint"),
+    ("`lint`", "kaffinity/cli.py:lint"),
+    ("reading the files, whole (the changed one and the context)", "kaffinity/cli.py:_load_in_context"),
+    ("of which YAML parsing (kaffinity.load.parse)", "kaffinity/load/parse.py:_parse"),
+    ("the units (kaffinity.repo.units: layout, renders, cache)", "kaffinity/cli.py:_layout"),
+    ("of which render_units (renders or cache hits)", "kaffinity/repo/units.py:render_units"),
+    ("the rules (kaffinity.engine.lint)", "kaffinity/engine.py:lint"),
+    ("of which the affinity graphs (one per unit)", "kaffinity/context.py:graph"),
+    ("of which the typed objects (inventory)", "kaffinity/context.py:inventory"),
+    ("of which schema validation", "kaffinity/context.py:validation"),
+)
+
+
+#: What the profile says stands between a warm one-file commit and the target (issue 33).
+RENDER_READING = (
+    "What stands in the way of the target: in a repository with kustomizations `lint` reads every "
+    "file whole (docs/cache.md, *When lint reads files whole instead*): the per-file cache of the "
+    "single-object stage is not used there, so a one-file commit parses the whole repository's "
+    "YAML again (the largest part above); then the cross-object rules build one affinity graph "
+    "and one set of typed objects per unit, and the CLI imports its modules. Rendering itself "
+    "costs almost nothing warm: the hook builds only the units that hold the changed file (the "
+    "patch and values lines render one unit), and a whole `lint .` takes every unchanged unit from "
+    "the render cache (the warm line against `--no-cache`). Reaching 0.5 s needs the rendered "
+    "objects to go through the streamed, cached single-object stage, so that a repository that "
+    "renders streams as a plain one does (issue 23's warm `--changed` at 1,000 workloads, 0.55 s), "
+    "and a graph restricted to what the changed objects reach: issue 36, items 1 and 5.",
+)
+
+
+def render_profile(folder: str, repo: Any, env: dict[str, str], scratch: str) -> list[tuple[str, float]]:
+    """cProfile of one warm one-file commit (the hook, a manifest changed), in a child process:
+    the cumulative seconds of :data:`PROFILE_PARTS` (cProfile's overhead included: compare
+    parts with each other, not with the timed runs)."""
+    import pstats
+
+    cache = tempfile.mkdtemp(prefix="render-profile-", dir=scratch)
+    arguments = [*HOOK[:-1], "--cache-dir", cache, "-o", os.devnull, HOOK[-1], repo.manifest]
+    run_child(cli_command(*arguments), folder, env)  # warm
+    stats_file = os.path.join(scratch, "render.prof")
+    command = [sys.executable, "-m", "cProfile", "-o", stats_file, "-m", "kaffinity", *arguments]
+    subprocess.run(command, cwd=folder, env=env, check=False, capture_output=True)
+    shutil.rmtree(cache, ignore_errors=True)
+    stats: dict[Any, Any] = pstats.Stats(stats_file).stats  # type: ignore[attr-defined]
+
+    def cumulative(fragment: str) -> float:
+        return max(
+            (value[3] for (file, _, name), value in stats.items() if f"{file}:{name}".endswith(fragment)),
+            default=0.0,
+        )
+
+    parts = []
+    for label, fragment in PROFILE_PARTS:
+        if fragment.endswith("-lint"):
+            value = cumulative(fragment.removesuffix("-lint")) - cumulative("kaffinity/cli.py:lint")
+        else:
+            value = cumulative(fragment)
+        parts.append((label, value))
+    return parts
+
+
+def render_section(
+    rows: Sequence[tuple[str, RenderCase, list[ChildRun] | None, str]],
+    same: Sequence[str],
+    repo: Any,
+    size: int,
+    repeat: int,
+    command_line: str,
+    facts: Sequence[tuple[str, str]],
+    profile: Sequence[tuple[str, float]] = (),
+) -> str:
+    lines = [
+        RENDER_HEADING,
+        "",
+        f"Written by `{command_line}` (issue 33). The repository is benchmarks/generate.py's "
+        f"`repository` at {size:,} workloads: {len(repo.overlays)} overlays over "
+        f"{len(repo.overlays) // 2} bases, a chart, the other namespaces as plain manifests, in a "
+        "git repository. The hook is `kaffinity lint --changed --fail-on warning --pre-commit FILE` "
+        "(.pre-commit-hooks.yaml), run from the repository; its FILE is rewritten before every run "
+        f"(a new commit of it): `{repo.manifest}`, `{repo.patch}`, `{repo.values}`. Median of "
+        f"{repeat} runs, wall seconds, each in a fresh process, with bytecode (as pip installs "
+        "kaffinity: `PYTHONDONTWRITEBYTECODE` is dropped, `PYTHONPYCACHEPREFIX` a scratch folder; "
+        "one untimed run compiles it).",
+        "",
+        "| engines | command | cache | median (s) | min (s) | CPU (s) | peak RSS (MiB) |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for engines, case, runs, reason in rows:
+        if runs is None:
+            lines.append(f"| {engines} | {case.label} | {case.cache} | {reason} | | | |")
+            continue
+        walls = [run.wall for run in runs]
+        cpu = statistics.median(run.cpu for run in runs)
+        rss = max(run.rss_kib for run in runs) / 1024
+        lines.append(
+            f"| {engines} | {case.label} | {case.cache} | {statistics.median(walls):.3f} | {min(walls):.3f} "
+            f"| {cpu:.3f} | {rss:.0f} |"
+        )
+    lines += ["", *(f"- {line}" for line in same)]
+    for engines, case, runs, _ in rows:
+        if runs is not None and case.key == "manifest":
+            median = statistics.median(run.wall for run in runs)
+            verdict = "met" if median <= RENDER_TARGET else "NOT met"
+            lines.append(
+                f"- target: a warm one-file commit (`{case.label}`) at or under {RENDER_TARGET} s with "
+                f"{engines}: {median:.3f} s, {verdict}"
+            )
+    if profile:
+        lines += [
+            "",
+            "Where a warm one-file commit (the hook, a manifest changed) spends its time, from "
+            "cProfile (first engine set; cumulative seconds, profiler overhead included):",
+            "",
+            "| part | seconds |",
+            "|---|---:|",
+            *(f"| {label} | {value:.3f} |" for label, value in profile),
+            "",
+            *RENDER_READING,
+        ]
+    lines += ["", *(f"- {name}: {value}" for name, value in facts)]
+    return "\n".join(lines) + "\n"
+
+
 def trace_estimate(workloads: int, previous: dict[int, list[Measurement]]) -> int:
     """Bytes the tracemalloc run at ``workloads`` may need: the largest traced peak at the size
     before, scaled, times :data:`TRACE_FACTOR`; without one, a guess per workload."""
@@ -2492,23 +2819,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--stages",
-        choices=("all", "graph", "place", "policy", "scale"),
+        choices=("all", "graph", "place", "policy", "scale", "render"),
         default="all",
         help=f"graph: only the affinity graph stage and the parse floor (default output "
         f"{GRAPH_OUTPUT_NAME}); place: the offline scheduler (default output {PLACE_OUTPUT_NAME}); "
         f"policy: ten policies on top of the rules (default output {POLICY_OUTPUT_NAME}); scale: "
         "--jobs 1 and 2, cold and warm cache, pre-commit --changed, at 1k, 10k, 100k by default "
-        "(the Scale section of the output, default benchmarks/RESULTS.md)",
+        "(the Scale section of the output, default benchmarks/RESULTS.md); render: a repository of "
+        "overlays and a chart, whole and by the pre-commit hook after a one-file commit, no, cold and "
+        "warm cache, with each engine set (the Rendered units section; --quick: 2 runs, prints only)",
     )
     args = parser.parse_args(argv)
-    if args.stages == "graph":
-        return graph_main(args, argv)
-    if args.stages == "place":
-        return place_main(args, argv)
-    if args.stages == "policy":
-        return policy_main(args, argv)
-    if args.stages == "scale":
-        return scale_main(args, argv)
+    stages = {
+        "graph": graph_main,
+        "place": place_main,
+        "policy": policy_main,
+        "scale": scale_main,
+        "render": render_main,
+    }
+    if args.stages in stages:
+        return stages[args.stages](args, argv)
     sizes: list[int] = args.sizes or ([1_000] if args.quick else list(DEFAULT_SIZES))
     output: str | None = args.output or (None if args.quick else DEFAULT_OUTPUT)
     command = shlex.join(["python", "benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])

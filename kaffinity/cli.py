@@ -492,7 +492,16 @@ def _linted(
     names = _changed_names(reported, paths) if changed and reported is not None else None
     touched: dict[str, tuple[str, ...]] = {}
     # Streamed: renderable_on_disk found no kustomization (nor a chart to render) there (_stream).
-    files, layout = _layout(files, roots, settings, kustomized=stream is None, changed=names, touched=touched)
+    files, layout = _layout(
+        files,
+        roots,
+        settings,
+        kustomized=stream is None,
+        changed=names,
+        touched=touched,
+        cached=True,
+        cache_dir=cache_dir,
+    )
     change = _change(files, layout, names, touched, settings) if names is not None else None
     # The first unit's context: the Markdown report draws its graph; the units share the
     # typed objects built from their documents.
@@ -1352,13 +1361,17 @@ def _layout(
     kustomized: bool = True,
     changed: Optional[Collection[str]] = None,
     touched: Optional[dict[str, tuple[str, ...]]] = None,
+    cached: bool = False,
+    cache_dir: Optional[str] = None,
 ) -> tuple[list[SourceFile], Layout]:
     """The deployment units of what was read (kaffinity.repo.units), built with the tools when
     ``--render`` asks; notes about it on stderr. The files come back with those the rendered
     objects point at, and without the helm-template problems of the charts rendered.
     ``changed`` (``--changed``: the files reported on): only the overlays and charts that hold
     one of them are built; the others' findings could land on no file reported. ``touched``
-    gets those built, by name, with the changed files each holds."""
+    gets those built, by name, with the changed files each holds. ``cached`` (``lint``):
+    rendered units come from the cache when their inputs are unchanged
+    (kaffinity.repo.render_cache; ``--no-cache``, ``cache: false``), ``cache_dir`` its folder."""
     from kaffinity.load.charts import with_chart_notes
     from kaffinity.repo.units import read_layout, render_units
 
@@ -1386,6 +1399,19 @@ def _layout(
                     replace(unit, source=_HELD) if unit.name in held else unit for unit in layout.units
                 ),
             )
+        store = None
+        if cached and settings.cache:
+            from kaffinity.repo.render_cache import open_render_cache
+
+            store, note = open_render_cache(
+                settings.cache_dir,
+                settings.base_dir,
+                cache_dir,
+                settings.limits,
+                sandbox,
+            )
+            if note is not None:
+                _say(f"kaffinity: note: {note}")
         built = render_units(
             layout,
             limits=settings.limits,
@@ -1393,7 +1419,11 @@ def _layout(
             namespace=None,
             sandbox=sandbox,
             kube_version=settings.kube_version,
+            cache=store,
         )
+        # --changed builds the units of the changed files (and reads context): never prune then.
+        if store is not None and (error := store.close(complete=changed is None)) is not None:
+            _say(f"kaffinity: note: {error} (--no-cache to skip it)")
         layout = built.layout
         if held:  # read as written, as the files they are: not counted as left unrendered
             layout = replace(

@@ -256,3 +256,42 @@ def test_a_cluster_estimated_over_the_budget_is_skipped(measured: dict[str, Any]
     rows = run.measure_simulate(measured["item"], plan, Settings(), notes)
     assert [row.nodes for row in rows] == [NODES]
     assert len(notes) == 1 and f"simulate on {NODES * 40:,} nodes" in notes[0]
+
+
+def test_the_render_repository_is_deterministic_with_overlays_and_a_chart(tmp_path: Path) -> None:
+    import generate
+
+    first = generate.repository(str(tmp_path / "one"), 200)
+    second = generate.repository(str(tmp_path / "two"), 200)
+    assert first == second
+    one, two = tmp_path / "one", tmp_path / "two"
+    names = sorted(str(path.relative_to(one)) for path in one.rglob("*") if path.is_file())
+    assert names == sorted(str(path.relative_to(two)) for path in two.rglob("*") if path.is_file())
+    assert all((one / name).read_bytes() == (two / name).read_bytes() for name in names)
+    assert len(first.overlays) == generate.REPOSITORY_BASES * len(generate.REPOSITORY_OVERLAYS)
+    assert not first.manifest.startswith("apps/")
+    for overlay in first.overlays:
+        assert (one / overlay / "kustomization.yaml").is_file()
+    assert (one / first.chart / "Chart.yaml").is_file()
+    assert all((one / name).is_file() for name in (first.patch, first.values, first.manifest))
+
+
+@pytest.mark.slow
+def test_the_render_stage_runs_every_case_and_compares_outputs(tmp_path: Path) -> None:
+    output = tmp_path / "RESULTS.md"
+    args = argparse.Namespace(sizes=[200], repeat=1, quick=True, output=str(output))
+    assert run.render_main(args, ["--stages", "render"]) == 0
+    text = output.read_text()
+    assert text.startswith(run.RENDER_HEADING)
+    engines = run.render_engines()
+    cases = run.render_cases(argparse.Namespace(manifest="M", patch="P", values="V"))
+    names = tuple(f"| {name} | " for name, _, _ in engines)
+    rows = [line for line in text.splitlines() if line.startswith(names)]
+    assert len(rows) == len(engines) * len(cases)
+    measured = [name for name, env, _ in engines if env is not None]
+    for name in measured:
+        assert f"- {name}: the JSON of `lint .` is byte-identical with no, a cold and a warm cache" in text
+        assert f"at or under {run.RENDER_TARGET} s with {name}:" in text
+    if measured:  # the profile of a warm one-file commit, every part of it
+        for label, _ in run.PROFILE_PARTS:
+            assert f"| {label} | " in text

@@ -1021,11 +1021,13 @@ def _sdk_render(
         "release": release,
         "namespace": namespace,
     }
-    outcome = run_tool(
-        [*worker_command(), json.dumps(request)],
-        sandbox,
-        timeout=timeout,
-        output_limit=limits.file_size,
+    outcome = _counted(
+        run_tool(
+            [*worker_command(), json.dumps(request)],
+            sandbox,
+            timeout=timeout,
+            output_limit=limits.file_size,
+        )
     )
     if isinstance(outcome, str):
         return _Failure(outcome)
@@ -1587,7 +1589,33 @@ def _run(command: list[str], timeout: float, limits: Limits, sandbox: Sandbox) -
     """What a tool printed and how it ended (kaffinity.repo.sandbox.run_tool: confined, its
     output bounded by ``file-size``), or why it could not run. Run from the working folder, so
     the paths in its messages are those the user gave."""
-    return run_tool(command, sandbox, timeout=timeout, output_limit=limits.file_size, cwd=os.getcwd())
+    return _counted(
+        run_tool(command, sandbox, timeout=timeout, output_limit=limits.file_size, cwd=os.getcwd())
+    )
+
+
+#: How many tool runs of this process a limit stopped or that could not start (see interruptions).
+_INTERRUPTED = [0]
+_OUT_OF_MEMORY = ("out of memory", "cannot allocate memory", "MemoryError")
+
+
+def interruptions() -> int:
+    """How many tool runs of this process were stopped by a limit (time, the run's budget,
+    memory, output size), ended by a signal, or could not start: the render cache
+    (kaffinity.repo.render_cache) keeps no render during which this count grew, as the next run
+    may well render the unit."""
+    return _INTERRUPTED[0]
+
+
+def _counted(outcome: Outcome | str) -> Outcome | str:
+    if (
+        isinstance(outcome, str)
+        or outcome.stopped is not None
+        or outcome.code < 0
+        or (outcome.code != 0 and any(text in outcome.errors for text in _OUT_OF_MEMORY))
+    ):
+        _INTERRUPTED[0] += 1
+    return outcome
 
 
 _KLOG = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ \S+\] "command failed" err=(?:"(.*)"|<)$')

@@ -52,6 +52,7 @@ from kaffinity.repo.sandbox import DEFAULT_SANDBOX, Budget, Sandbox
 
 if TYPE_CHECKING:
     from kaffinity.repo.releases import NotRendered, Release
+    from kaffinity.repo.render_cache import RenderCache
 
 Identity = tuple[str, str, str, str]
 
@@ -221,6 +222,7 @@ def render_units(
     namespace: str | None = None,
     sandbox: Sandbox = DEFAULT_SANDBOX,
     kube_version: str | None = None,
+    cache: RenderCache | None = None,
 ) -> RenderedLayout:
     """Build each kustomize unit (kustomize, or kubectl kustomize) and render each chart (helm,
     or helm-python-sdk) with kaffinity.repo.render; the rules then read what the tools produce, each
@@ -228,8 +230,9 @@ def render_units(
     its files as written, and the failure is a ``parse-error`` of its kustomization or chart;
     without the tool, or for an overlay that needs the network (remote resources), a note says
     once that those units were read as written; so it does for the units left when the run's
-    render budget (``sandbox.budget``) is spent."""
-    builder = _Builder(layout, limits, helm_values or {}, namespace, sandbox, kube_version)
+    render budget (``sandbox.budget``) is spent. ``cache``: overlays and charts whose inputs
+    are unchanged since a run rendered them come from it (kaffinity.repo.render_cache)."""
+    builder = _Builder(layout, limits, helm_values or {}, namespace, sandbox, kube_version, cache)
     units = [built for unit in layout.units for built in builder.build(unit)]
 
     def current() -> tuple[Document, ...]:
@@ -308,9 +311,12 @@ class _Builder:
         namespace: str | None,
         sandbox: Sandbox,
         kube_version: str | None = None,
+        cache: RenderCache | None = None,
     ) -> None:
         from kaffinity.repo.render import helm_engine, kustomize_engine
 
+        #: Rendered units by the hash of their inputs (kaffinity.repo.render_cache), or None.
+        self.cache = cache
         self.limits = limits
         self.sandbox = sandbox
         self.budget = Budget(sandbox.budget)
@@ -370,7 +376,7 @@ class _Builder:
         ]
 
     def _build(self, unit: Unit, chart: str | None = None) -> Unit:
-        from kaffinity.repo.render import render_chart, render_kustomization
+        from kaffinity.repo.render import Rendered, render_chart, render_kustomization
 
         left = self.budget.left()
         if left <= 0:
@@ -379,9 +385,14 @@ class _Builder:
         timeout = min(self.sandbox.timeout, left)
         if unit.source == "kustomize":
             remote = unit.name in self.networked
-            rendered = render_kustomization(
-                unit.name, self.limits, timeout=timeout, sandbox=self.sandbox, local_only=remote
-            )
+
+            def build() -> Rendered:
+                return render_kustomization(
+                    unit.name, self.limits, timeout=timeout, sandbox=self.sandbox, local_only=remote
+                )
+
+            # Built without its remote resources: not cached (kaffinity.repo.render_cache).
+            rendered = build() if remote or self.cache is None else self.cache.kustomization(unit.name, build)
             if remote:
                 if not rendered.ok:
                     # Built without its remote resources, the overlay may not build at all (a
@@ -393,14 +404,27 @@ class _Builder:
                 self.remote.append(unit.name)
                 self.left_out.extend(entry for entry in rendered.left_out if entry not in self.left_out)
         else:
-            rendered = render_chart(
-                chart or unit.name,
-                unit.values,
-                namespace=self.namespace,
-                kube_version=self.kube_version,
-                limits=self.limits,
-                timeout=timeout,
-                sandbox=self.sandbox,
+
+            def draw() -> Rendered:
+                return render_chart(
+                    chart or unit.name,
+                    unit.values,
+                    namespace=self.namespace,
+                    kube_version=self.kube_version,
+                    limits=self.limits,
+                    timeout=timeout,
+                    sandbox=self.sandbox,
+                )
+
+            rendered = (
+                draw()
+                if self.cache is None
+                else self.cache.chart(
+                    chart or unit.name,
+                    unit.values,
+                    {"namespace": self.namespace, "kube_version": self.kube_version},
+                    draw,
+                )
             )
         self.files.extend(rendered.files)
         if not rendered.ok and not rendered.documents:

@@ -1,0 +1,664 @@
+"""The cache of rendered units: what building an overlay or rendering a chart gave
+(:class:`~kaffinity.repo.render.Rendered`), kept in kaffinity's cache folder
+(:mod:`kaffinity.cache`) and keyed by the hash of everything the render reads.
+
+A warm run renders only the units whose inputs changed: a pre-commit hook on a one-file commit
+runs no kustomize and no Helm unless the commit touched what they read (issue 33).
+
+**The key** of an entry (BLAKE2b, :meth:`RenderCache.key`) covers:
+
+- the unit: its kind, its folder and values files as named (a rendered file is named as the
+  unit is: relative to the working folder when the unit is), the release name, the namespace;
+- every file the render reads, by name, real path and bytes:
+
+  - an overlay (:func:`kustomize_inputs`): each kustomization of its closure (``resources``,
+    ``bases``, ``components``, ``crds``) and every file any of them names, as kustomize's
+    ``types.Kustomization`` has them (:mod:`kaffinity.repo.preflight` lists the same fields):
+    resources, patches, generators' ``files``/``envs``/``env``, replacements, configurations,
+    generator and transformer configurations (and the files those name), ``openapi.path``; the
+    kustomization file names present in each folder (kustomize refuses two);
+  - a chart (:func:`chart_inputs`): every file below the chart folder (``.helmignore`` only
+    takes files away: a superset is safe), its ``charts/`` archives, the values files given,
+    and what a dependency missing from ``charts/`` is taken from: a ``file://`` folder, or
+    (the network off) the chart fetched before into the remote cache, or that there is none;
+
+- the engine that renders it: the tool's path, size and modification time
+  (``kustomize``/``kubectl``/``helm`` as found on the PATH), or helm-python-sdk's version: a new
+  tool is a new key, without running ``helm version`` on every run;
+- a chart's Kubernetes version (``--kube-version``: ``Capabilities.KubeVersion``);
+- in the fingerprint folder (:func:`render_fingerprint`): kaffinity's limits, whether the
+  network is allowed (and ``--offline``), the repository roots, the working folder, and
+  :data:`FORMAT` (kaffinity's own version and :data:`kaffinity.cache.FORMAT` name the folder
+  above).
+
+**Not cached**: GitOps releases (a Flux HelmRelease or Kustomization, an Argo CD Application:
+their sources, ConfigMaps and fetched charts are other inputs); with the network on, a unit
+with a remote input (a remote resource or base, a ``helmCharts`` entry, a remote chart
+dependency missing from ``charts/``): only content that was hashed is trusted to be the same;
+a chart with a symlinked folder; an overlay built without its remote resources; a render that
+a limit stopped (its time, the run's budget, its memory, its output size) or a tool that could
+not start (:func:`kaffinity.repo.render.interruptions`): the next run tries again.
+
+**Safety** (issue 31: the cache folder may come with the checkout): entries are written and
+read by :class:`kaffinity.cache.Cache` (authenticated with an HMAC whose key is not in the
+checkout, never through a symlink, bounded in size, pruned only by kaffinity's own names); an
+entry is JSON rebuilt by this module's decoder, every field's type checked: a wrong shape is a
+miss and the unit is rendered. A rendered document's file must be one the key covered, or the
+tool's own output name: an entry never names a file outside the unit's inputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import stat
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kaffinity.load.manifests import KUSTOMIZATION_NAMES
+from kaffinity.load.parse import Limits
+
+if TYPE_CHECKING:
+    from kaffinity.cache import Cache
+    from kaffinity.repo.render import Rendered
+    from kaffinity.repo.sandbox import Sandbox
+
+#: Bumped when what an entry holds, or how, changes.
+FORMAT = 1
+#: Files a unit's key may hash: past it, the unit is rendered every run.
+MAX_INPUTS = 20_000
+
+
+# --- the inputs of a unit --------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Inputs:
+    """What a render reads, as hashed: one line per path (name, real path, kind, digest). ``None``
+    from the functions below: something that cannot be hashed (remote, too many files)."""
+
+    lines: list[str] = field(default_factory=list)
+    #: Real paths of the files hashed and the folders listed: a cached entry may name only these.
+    files: set[str] = field(default_factory=set)
+
+    def add(self, path: str, limits: Limits) -> bool:
+        """Hash the file or folder at ``path`` (a folder: its existence; a missing path: so
+        marked). False past :data:`MAX_INPUTS`."""
+        if len(self.lines) >= MAX_INPUTS:
+            return False
+        real = os.path.realpath(path)
+        try:
+            info = os.stat(real)
+        except OSError:
+            self.lines.append(f"{path}\0{real}\0missing")
+            return True
+        if stat.S_ISDIR(info.st_mode):
+            self.lines.append(f"{path}\0{real}\0folder")
+            self.files.add(real)
+            return True
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limits.file_size:
+            self.lines.append(f"{path}\0{real}\0other\0{info.st_size}")
+            return True
+        digest = hashlib.blake2b(digest_size=20)
+        try:
+            with open(real, "rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+        except OSError:
+            self.lines.append(f"{path}\0{real}\0unreadable")
+            return True
+        self.lines.append(f"{path}\0{real}\0file\0{digest.hexdigest()}")
+        self.files.add(real)
+        return True
+
+
+def kustomize_inputs(directory: str, limits: Limits, *, network: bool) -> Inputs | None:
+    """The files building the kustomization in ``directory`` reads (see the module's
+    docstring), or None when one of them is remote (a URL, a remote base, ``helmCharts``)."""
+    from kaffinity.load.manifests import find_kustomization
+    from kaffinity.load.read import read_text
+    from kaffinity.repo.preflight import _first_document
+
+    inputs = Inputs()
+    seen: set[str] = set()
+    folders = [directory]
+    while folders:
+        folder = folders.pop()
+        real = os.path.realpath(folder)
+        if real in seen:
+            continue
+        seen.add(real)
+        inputs.files.add(real)
+        present = [name for name in KUSTOMIZATION_NAMES if os.path.isfile(os.path.join(folder, name))]
+        inputs.lines.append(f"{folder}\0{real}\0kustomizations\0{','.join(present)}")
+        path = find_kustomization(folder)
+        if path is None:
+            continue
+        if not inputs.add(path, limits):
+            return None
+        _, text, problem = read_text(path, limits)
+        if problem is not None:
+            continue
+        pending: list[Any] = [_first_document(text, limits, every=True, strict=False)]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, dict):
+                for key, value in node.items():
+                    if key == "helmCharts" and value:
+                        return None  # kustomize runs helm, which pulls charts
+                    for entry in _entries(key, value):
+                        if not _entry(entry, key, folder, inputs, folders, pending, limits, network=network):
+                            return None
+                pending.extend(node.values())
+            elif isinstance(node, list):
+                pending.extend(node)
+    return inputs
+
+
+def _entries(key: str, value: Any) -> list[str]:
+    """The paths (or URLs) a kustomization's field ``key`` names (kaffinity.repo.preflight's
+    fields: the same that the preflight checks)."""
+    from kaffinity.repo import preflight
+
+    if key in preflight._LIST_KEYS and isinstance(value, list):
+        found = [item for item in value if isinstance(item, str)]
+    elif key in preflight._SCALAR_KEYS and isinstance(value, str):
+        found = [value]
+    else:
+        return []
+    if key in preflight._CONFIG_KEYS:
+        found = [item for item in found if "\n" not in item]  # inline: the kustomization's bytes
+    if key == "files":
+        found = [item.split("=", 1)[1] if "=" in item else item for item in found]
+    return [item for item in found if item.strip()]
+
+
+def _entry(
+    entry: str,
+    key: str,
+    folder: str,
+    inputs: Inputs,
+    folders: list[str],
+    pending: list[Any],
+    limits: Limits,
+    *,
+    network: bool,
+) -> bool:
+    """Hash what one entry names: a folder of resources to walk, a file (a configuration's
+    own paths to look through); False when it cannot be (remote with the network on)."""
+    from kaffinity.load.read import read_text
+    from kaffinity.repo import preflight
+
+    if preflight.is_remote(entry, folder):
+        # With the network off, a remote entry builds to a refusal, or the overlay is built
+        # without it (not cached): the entry's text decides. On, its content is not hashed here.
+        inputs.lines.append(f"{folder}\0remote\0{entry}")
+        return not network
+    target = os.path.normpath(os.path.join(folder, entry))
+    if os.path.isdir(target):
+        if key in preflight.RESOURCE_KEYS:
+            folders.append(target)
+        return inputs.add(target, limits)
+    if not inputs.add(target, limits):
+        return False
+    if key in preflight._CONFIG_KEYS and os.path.isfile(target):
+        _, text, problem = read_text(target, limits)
+        if problem is None:
+            pending.append(preflight._first_document(text, limits, every=True, strict=False))
+    return True
+
+
+def chart_inputs(
+    chart_dir: str, values_files: Sequence[str], limits: Limits, sandbox: Sandbox | None = None
+) -> Inputs | None:
+    """The files rendering the chart in ``chart_dir`` with ``values_files`` reads (see the
+    module's docstring), or None when a folder in it is a symlink, or a dependency it lacks
+    would be fetched (the network is on: what it fetches is not hashed here)."""
+    inputs = Inputs()
+    if not _add_tree(inputs, chart_dir, limits):
+        return None
+    for values in values_files:
+        if not inputs.add(values, limits):
+            return None
+    from kaffinity.repo.dependencies import _listed, _locked, _present
+
+    listed = _listed(chart_dir, limits)
+    if listed is None:
+        return inputs
+    present = _present(os.path.join(chart_dir, "charts"), limits)
+    locked = _locked(chart_dir, limits)
+    for dependency in listed[1]:
+        if dependency.name in present:
+            continue
+        if not _dependency(inputs, chart_dir, dependency, locked, limits, sandbox):
+            return None
+    return inputs
+
+
+def _dependency(
+    inputs: Inputs,
+    chart_dir: str,
+    dependency: Any,
+    locked: Mapping[tuple[str, str], str],
+    limits: Limits,
+    sandbox: Sandbox | None,
+) -> bool:
+    """Hash what a dependency missing from ``charts/`` is taken from, as
+    :func:`kaffinity.repo.dependencies.plan` takes it: a ``file://`` folder; with the network off,
+    the chart kaffinity fetched before (the remote cache: an exact version), else nothing (a
+    ``chart-dependency`` finding, from Chart.yaml's bytes). False with the network on."""
+    repository = dependency.repository
+    if repository.startswith("file://"):
+        folder = os.path.normpath(os.path.join(chart_dir, repository.removeprefix("file://")))
+        return _add_tree(inputs, folder, limits)
+    if not repository or repository.startswith(("@", "alias:")):
+        return True  # never taken: the finding comes from Chart.yaml's bytes
+    if sandbox is None or sandbox.network:
+        return False
+    from kaffinity.repo.fetch import NotFetched, fetch_chart
+
+    version = locked.get((dependency.name, repository)) or dependency.version
+    fetched = fetch_chart(repository, dependency.name, version, sandbox, limits=limits)
+    if isinstance(fetched, NotFetched):
+        inputs.lines.append(f"{repository}\0{dependency.name}\0{version}\0not fetched\0{fetched.reason}")
+        return True
+    inputs.lines.append(f"{repository}\0{dependency.name}\0{version}\0fetched")
+    return _add_tree(inputs, fetched.path, limits)
+
+
+def _add_tree(inputs: Inputs, folder: str, limits: Limits) -> bool:
+    """Every file below ``folder`` (symlinks to files followed, sorted); False for a symlink to
+    a folder, or past :data:`MAX_INPUTS`."""
+    if not os.path.isdir(folder):
+        inputs.lines.append(f"{folder}\0missing folder")
+        return True
+    for current, dirs, names in os.walk(folder):
+        dirs.sort()
+        inputs.files.add(os.path.realpath(current))
+        if any(os.path.islink(os.path.join(current, name)) for name in dirs):
+            return False
+        for name in sorted(names):
+            if not inputs.add(os.path.join(current, name), limits):
+                return False
+    return True
+
+
+# --- the engines -----------------------------------------------------------------------------
+
+
+#: Engine identities by (kind, engine, the binary's path): a tool's stat or the SDK's version,
+#: read once per process.
+_ENGINES: dict[tuple[str, str | None, str | None], str] = {}
+
+
+def engine_identity(kind: str) -> str:
+    """The engine that renders ``kind`` (``kustomize``, ``helm``) as a key part: which engine
+    (found as rendering finds it, every time: a test or a PATH may change it), the tool's path,
+    size and modification time, or helm-python-sdk's version (read once per process)."""
+    from kaffinity.repo.render import helm_engine, kustomize_engine
+
+    if kind == "kustomize":
+        engine = kustomize_engine()
+        binary = {"kustomize": "kustomize", "kubectl kustomize": "kubectl"}.get(engine or "")
+    else:
+        engine = helm_engine()
+        binary = "helm" if engine == "helm binary" else None
+    path = shutil.which(binary) if binary is not None else None
+    memo = (kind, engine, path)
+    found = _ENGINES.get(memo)
+    if found is not None:
+        return found
+    parts = [str(engine), str(path)]
+    if path is not None:
+        try:
+            info = os.stat(path)
+            parts.append(f"{info.st_size}:{info.st_mtime_ns}")
+        except OSError:
+            parts.append("unreadable")
+    elif engine == "helm-python-sdk":
+        parts.append(_sdk_version())
+    _ENGINES[memo] = found = "\0".join(parts)
+    return found
+
+
+def _sdk_version() -> str:
+    from importlib import metadata
+
+    for name in ("helm-python-sdk", "helm_python_sdk", "helm-python"):
+        try:
+            return f"{name}=={metadata.version(name)}"
+        except metadata.PackageNotFoundError:
+            continue
+    import importlib.util
+
+    spec = importlib.util.find_spec("helm_python")
+    origin = spec.origin if spec is not None else None
+    if origin is None:
+        return "unknown"
+    try:
+        info = os.stat(origin)
+    except OSError:
+        return origin
+    return f"{origin}:{info.st_size}:{info.st_mtime_ns}"
+
+
+# --- the cache -------------------------------------------------------------------------------
+
+
+def render_fingerprint(limits: Limits, sandbox: Sandbox) -> str:
+    """The folder of the render entries of runs with these settings (see the module's
+    docstring): 32 hex digits. The Kubernetes version is a chart's argument (its key): an
+    overlay does not depend on it."""
+    parts = [
+        "render",
+        str(FORMAT),
+        repr(limits),
+        f"network={sandbox.network} offline={sandbox.offline}",
+        "roots=" + "\0".join(os.path.realpath(root) for root in sandbox.roots),
+        f"cwd={os.getcwd()}",
+    ]
+    return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+
+
+class RenderCache:
+    """Rendered units by the hash of their inputs, in one :class:`kaffinity.cache.Cache`
+    (its fingerprint: :func:`render_fingerprint`). ``rendered``/``hits``: how many units were
+    rendered and how many came from the cache this run."""
+
+    def __init__(self, store: Cache, limits: Limits, sandbox: Sandbox) -> None:
+        self.store = store
+        self.limits = limits
+        self.sandbox = sandbox
+        self.hits = 0
+        self.rendered = 0
+        #: The entries this run read or wrote (touched again when it closes: see close).
+        self.used: set[str] = set()
+
+    def key(self, kind: str, arguments: Mapping[str, Any], inputs: Inputs) -> str:
+        digest = hashlib.blake2b(digest_size=20)
+        digest.update(f"{kind}\0{engine_identity(kind)}\0".encode("utf-8", "surrogateescape"))
+        digest.update(json.dumps(arguments, sort_keys=True, default=str).encode("utf-8", "surrogateescape"))
+        for line in inputs.lines:
+            digest.update(b"\n" + line.encode("utf-8", "surrogateescape"))
+        return digest.hexdigest()
+
+    def kustomization(self, directory: str, render: Callable[[], Rendered]) -> Rendered:
+        """``render()`` (building the overlay in ``directory``), or what it gave before."""
+        inputs = kustomize_inputs(directory, self.limits, network=self.sandbox.network)
+        return self._through("kustomize", {"directory": directory}, inputs, render)
+
+    def chart(
+        self,
+        chart_dir: str,
+        values_files: Sequence[str],
+        arguments: Mapping[str, Any],
+        render: Callable[[], Rendered],
+    ) -> Rendered:
+        """``render()`` (rendering the chart with ``values_files`` and ``arguments``: release,
+        namespace, kube version), or what it gave before."""
+        inputs = chart_inputs(chart_dir, values_files, self.limits, self.sandbox)
+        return self._through(
+            "helm", {"chart": chart_dir, "values": list(values_files), **arguments}, inputs, render
+        )
+
+    def _through(
+        self, kind: str, arguments: Mapping[str, Any], inputs: Inputs | None, render: Callable[[], Rendered]
+    ) -> Rendered:
+        from kaffinity.repo.render import interruptions
+
+        if inputs is None:
+            self.rendered += 1
+            return render()
+        key = self.key(kind, arguments, inputs)
+        payload = self.store.get(key)
+        if payload is not None:
+            found = decode(payload, inputs.files)
+            if found is not None:
+                self.hits += 1
+                self.used.add(key)
+                return found
+        before = interruptions()
+        rendered = render()
+        self.rendered += 1
+        if interruptions() == before:  # stopped by a limit, or not started: tried again next run
+            encoded = encode(rendered)
+            if encoded is not None:
+                self.store.put(key, encoded)
+                self.used.add(key)
+        return rendered
+
+    def close(self, *, complete: bool = True) -> str | None:
+        """Write what is pending; prune (:meth:`kaffinity.cache.Cache.prune`) after a run that
+        went through every unit (``complete``): a pre-commit run (``--changed``) builds only the
+        units holding a changed file, and the others' entries, unread, are not stale. Why the cache could not
+        be used, if it could not."""
+        self.store.flush()
+        if complete:
+            # Pruning keeps what was used since the run started, by the entries' times; a hit
+            # comes milliseconds after the cache is opened, which a file system's coarse clock
+            # may date before it: the entries used are touched again now.
+            for key in self.used:
+                with contextlib.suppress(OSError, NotImplementedError):
+                    os.utime(os.path.join(self.store.folder, key[:2], key), follow_symlinks=False)
+            self.store.prune()
+        return self.store.error
+
+
+def open_render_cache(
+    settings_dir: str | None,
+    base_dir: str,
+    flag: str | None,
+    limits: Limits,
+    sandbox: Sandbox,
+) -> tuple[RenderCache | None, str | None]:
+    """The render cache of this run in the cache folder (:func:`kaffinity.cache.open_cache`:
+    the same folder, secret and checks as the file cache), and a note, or None and why not."""
+    from kaffinity.cache import open_cache
+
+    store, note = open_cache(settings_dir, base_dir, flag, render_fingerprint(limits, sandbox), limits)
+    return (RenderCache(store, limits, sandbox) if store is not None else None), note
+
+
+# --- the format of an entry ------------------------------------------------------------------
+#
+# JSON, as kaffinity.cache's entries: [unit, engine, seconds, built, left_out, sections, files,
+# trees, patches]. Trees (the rendered data, the position trees pointing into origin files,
+# the patches' trees) are stored once each in ``trees`` with kaffinity.cache's tree format, and
+# named by their index; a document's data that is its root's (or a part of it, a List item) is
+# named by its root and prefix.
+
+
+def encode(rendered: Rendered) -> bytes | None:
+    """``rendered`` as an entry's payload, or None if it holds what the format does not."""
+    from kaffinity.cache import _tree, _Unfit
+
+    trees: list[Any] = []
+    indices: dict[int, int] = {}
+
+    def tree(value: Any) -> int:
+        index = indices.get(id(value))
+        if index is None:
+            index = indices[id(value)] = len(trees)
+            trees.append(_tree(value))
+        return index
+
+    try:
+        files = []
+        numbers: dict[int, int] = {}
+        for file in rendered.files:
+            documents = []
+            for doc in file.documents:
+                numbers[id(doc)] = len(numbers)
+                root = tree(doc.root)
+                data = None if _follow(doc.root, doc.prefix) is doc.data else tree(doc.data)
+                documents.append(
+                    [
+                        doc.file,
+                        doc.index,
+                        root,
+                        data,
+                        [doc.span[0], doc.span[1]],
+                        list(doc.prefix),
+                        [[item.key, *item.span, *item.first] for item in doc.duplicate_keys],
+                    ]
+                )
+            files.append(
+                [
+                    file.name,
+                    file.text,
+                    documents,
+                    [
+                        [problem.rule, problem.message, None if problem.span is None else list(problem.span)]
+                        for problem in file.problems
+                    ],
+                    file.skipped,
+                    file.compact,
+                ]
+            )
+        patches = [
+            [numbers[key], [[name, tree(value)] for name, value in items]]
+            for key, items in rendered.patches.items()
+            if key in numbers
+        ]
+        if len(patches) != len(rendered.patches):
+            return None  # a patch of a document not among the files: not this format
+        entry: list[Any] = [
+            rendered.unit,
+            rendered.engine,
+            rendered.seconds,
+            rendered.built,
+            list(rendered.left_out),
+            [[s.file, s.first, s.last, s.origin] for s in rendered.sections],
+            files,
+            trees,
+            patches,
+        ]
+        text = json.dumps(entry, ensure_ascii=True, check_circular=False, separators=(",", ":"))
+        return text.encode("ascii")
+    except (_Unfit, ValueError, TypeError, RecursionError, KeyError, IndexError):
+        return None
+
+
+def _follow(data: Any, path: Sequence[Any]) -> Any:
+    try:
+        for item in path:
+            data = data[item]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return data
+
+
+def decode(payload: bytes, allowed: set[str]) -> Rendered | None:
+    """The :class:`Rendered` an entry holds, or None when anything in it has the wrong shape or
+    names a file the unit's key did not cover (``allowed``: real paths) other than the tool's
+    own output (a miss). Runs no code of the payload's choosing."""
+    from kaffinity.cache import _node
+
+    try:
+        data = json.loads(payload, object_hook=_node)
+        return _rendered(data, allowed)
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError, AttributeError):
+        return None
+
+
+def _rendered(data: Any, allowed: set[str]) -> Rendered:
+    from kaffinity.cache import _is, _optional_span, _span_of, _strings
+    from kaffinity.load.parse import LoadProblem, SourceFile
+    from kaffinity.load.source import Document, DuplicateKey, PosDict
+    from kaffinity.repo.render import Rendered, Section
+
+    unit, engine, seconds, built, left_out, sections, files, trees, patches = _is(data, list)
+    _is(trees, list)
+
+    def tree_at(index: Any) -> Any:
+        if type(index) is not int or not 0 <= index < len(trees):
+            raise ValueError("not a tree")
+        return trees[index]
+
+    documents: list[Any] = []
+    out_files = []
+    for name, text, docs, problems, skipped, compact in (_is(item, list) for item in _is(files, list)):
+        _named(_is(name, str), allowed)
+        kept = []
+        for file, index, root_index, data_index, span, prefix, duplicates in (
+            _is(item, list) for item in _is(docs, list)
+        ):
+            _named(_is(file, str), allowed)
+            root = tree_at(root_index)
+            path = tuple(_is(step, str, int) for step in _is(prefix, list))
+            if data_index is None:
+                value = root
+                for step in path:
+                    value = _child(value, step)
+            else:
+                value = tree_at(data_index)
+            if type(value) is not PosDict:
+                raise ValueError("an object that is not a mapping")
+            doc = Document(
+                file,
+                _is(index, int),
+                value,
+                root,
+                _span_of(span),
+                path,
+                tuple(
+                    DuplicateKey(_is(key, str), _span_of([line, column]), _span_of([first, at]))
+                    for key, line, column, first, at in (_is(item, list) for item in _is(duplicates, list))
+                ),
+            )
+            kept.append(doc)
+            documents.append(doc)
+        out_files.append(
+            SourceFile(
+                name,
+                _is(text, str),
+                tuple(kept),
+                tuple(
+                    LoadProblem(_is(rule, str), _is(message, str), _optional_span(where))
+                    for rule, message, where in (_is(item, list) for item in _is(problems, list))
+                ),
+                _is(skipped, str, type(None)),
+                _is(compact, bool),
+            )
+        )
+    found: dict[int, tuple[tuple[str, Any], ...]] = {}
+    for number, items in (_is(item, list) for item in _is(patches, list)):
+        if type(number) is not int or not 0 <= number < len(documents):
+            raise ValueError("not a document")
+        pairs = []
+        for path, index in (_is(item, list) for item in _is(items, list)):
+            _named(_is(path, str), allowed)
+            pairs.append((path, tree_at(index)))
+        found[id(documents[number])] = tuple(pairs)
+    return Rendered(
+        _is(unit, str),
+        _is(engine, str, type(None)),
+        tuple(out_files),
+        float(_is(seconds, float, int)),
+        sections=tuple(
+            Section(_is(file, str), _is(first, int), _is(last, int), _is(origin, str))
+            for file, first, last, origin in (_is(item, list) for item in _is(sections, list))
+        ),
+        patches=found,
+        left_out=_strings(left_out),
+        built=_is(built, bool),
+    )
+
+
+def _named(name: str, allowed: set[str]) -> None:
+    """A file an entry names must be one the key hashed, or the tool's output (``... (rendered)``,
+    ``helm template ...``, which names no file on disk)."""
+    if name.endswith(" (rendered)") or name.startswith("helm template "):
+        return
+    if os.path.realpath(name) not in allowed:
+        raise ValueError("a file outside the unit's inputs")
+
+
+def _child(node: Any, step: str | int) -> Any:
+    from kaffinity.cache import _child as child
+
+    return child(node, step)
