@@ -17,6 +17,7 @@ from kaffinity.help import Group
 from kaffinity.load.display import escape, patch_lines, quote_name, utf8
 
 if TYPE_CHECKING:
+    from collections import Counter
     from collections.abc import Collection, Iterator, Sequence
 
     from kaffinity.cache import Cache
@@ -368,6 +369,25 @@ def lint(
             "also KAFFINITY_CACHE_DIR, cache-dir: in the config).",
         ),
     ] = None,
+    new_from_rev: Annotated[
+        Optional[str],
+        typer.Option(
+            "--new-from-rev",
+            metavar="REV",
+            help="Report only the findings that the same lint of git revision REV does not have "
+            "(docs/adopting.md).",
+        ),
+    ] = None,
+    baseline: Annotated[
+        Optional[str],
+        typer.Option(
+            "--baseline",
+            metavar="FILE",
+            help="Leave out the findings of this baseline file (kaffinity baseline write; also "
+            "baseline: in the config).",
+        ),
+    ] = None,
+    write_baseline: Annotated[Optional[str], typer.Option("--write-baseline", hidden=True)] = None,
 ) -> None:
     """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage;
     3: internal error (a bug in kaffinity)."""
@@ -415,12 +435,34 @@ def lint(
         for path in missing:
             _say(f"{quote_name(path)}: error: policy file not found")
         raise typer.Exit(2)
+    # Before anything is linted: a baseline that cannot be read, a REV that names no commit.
+    baseline_file = None if write_baseline is not None else baseline or settings.baseline
+    known = _read_baseline(baseline_file) if baseline_file else None
+    revision = _revision(new_from_rev, paths) if new_from_rev is not None and write_baseline is None else None
     # Erased before any report is written; not while the user types the input on the terminal.
     typed = "-" in (paths or ()) and sys.stdin.isatty()
     with active(terminal(sys.stderr, enabled=not (no_progress or typed))):
         lint_context, result, policy_errors = _linted(
             paths, settings, stdin_filename, changed, context, cache_dir, memo
         )
+        if write_baseline is not None:
+            from kaffinity.report.baseline import DEFAULT_BASELINE
+
+            target = write_baseline or (_shown_path(settings.baseline) if settings.baseline else DEFAULT_BASELINE)
+            _write_baseline(result, target)
+        from kaffinity.report.baseline import left_out
+
+        if known is not None and baseline_file is not None:
+            result = left_out(result, known, "baseline", _shown_path(baseline_file))
+        if revision is not None and new_from_rev is not None:
+            at_rev = _linted_at(revision, paths, settings, stdin_filename, changed, context, memo)
+            result = left_out(result, at_rev, "rev", new_from_rev)
+        if result.new_only is not None and baseline_file is not None:
+            from kaffinity.report.baseline import fixed_note
+
+            note = fixed_note(result.new_only, _shown_path(baseline_file))
+            if note is not None:
+                result = replace(result, notices=(*result.notices, note))
 
     fmt = output_format.value
     if fmt == "auto":
@@ -507,6 +549,132 @@ def _linted(
     if stream is not None:
         stream.close()
     return lint_context, replace(result, render=_render_summary(settings, layout)), policy_errors
+
+
+def _read_baseline(path: str) -> Counter[str]:
+    """The baseline's fingerprints and counts; a usage error (exit 2) naming the file and the
+    line when it cannot be read."""
+    from kaffinity.report.baseline import BaselineError, read
+
+    try:
+        return read(path, quote_name(_shown_path(path)))
+    except BaselineError as error:
+        _say(str(error))
+        raise typer.Exit(2) from None
+
+
+def _write_baseline(result: LintResult, path: str) -> None:
+    """``kaffinity baseline write``: the fingerprints of ``result`` to ``path``, then exit (2 when
+    an input could not be read: its findings are never baselined; 3 on an internal error)."""
+    from kaffinity.report.baseline import write_text
+
+    _emit(write_text(result), path)
+    baselined = sum(1 for finding in result.findings if finding.rule != "parse-error")
+    _say(f"kaffinity: wrote {baselined} finding{'s' if baselined != 1 else ''} to {quote_name(path)}")
+    for message in result.internal_errors:
+        _say(f"kaffinity: {message}")
+    if result.exit_code:
+        for finding in result.findings:
+            if finding.rule == "parse-error":
+                where = f"{finding.file}:{finding.line}:{finding.column}" if finding.line else finding.file
+                _say(f"{quote_name(where)}: error: {finding.message}")
+    raise typer.Exit(result.exit_code)
+
+
+def _revision(rev: str, paths: Optional[list[str]]) -> tuple[str, str]:
+    """``--new-from-rev REV``: the repository's top and REV's commit; a usage error (exit 2)
+    outside a repository, for stdin, or when REV names no commit."""
+    from kaffinity.load.revision import RevisionError, resolve
+
+    if "-" in (paths or ()):
+        _say("kaffinity: error: --new-from-rev lints files of a repository, not stdin")
+        raise typer.Exit(2)
+    try:
+        return resolve(rev, ".")
+    except RevisionError as error:
+        _say(f"kaffinity: error: {error}")
+        raise typer.Exit(2) from None
+
+
+def _linted_at(
+    revision: tuple[str, str],
+    paths: Optional[list[str]],
+    settings: Settings,
+    stdin_filename: Optional[str],
+    changed: bool,
+    context: Optional[list[str]],
+    memo: PolicyMemo,
+) -> Counter[str]:
+    """The fingerprints of the findings of the same lint of another revision: its tree written
+    to a temporary folder (kaffinity.load.revision: the work tree and the index untouched), the
+    paths, the context and the paths of the config mapped into it, the config, the policies and
+    the cluster of this checkout, no cache; the folder removed whatever happens."""
+    import shutil
+    import tempfile
+    from collections import Counter
+
+    from kaffinity.load.revision import RevisionError, export
+    from kaffinity.report.baseline import rev_counts
+
+    top, sha = revision
+    real_top = os.path.realpath(top)
+    here = os.getcwd()
+    folder = tempfile.mkdtemp(prefix="kaffinity-rev-")
+    try:
+        try:
+            export(top, sha, folder, settings.limits.file_size)
+        except RevisionError as error:
+            _say(f"kaffinity: error: --new-from-rev: {error}")
+            raise typer.Exit(2) from None
+        tree = os.path.realpath(folder)
+
+        def moved(path: str) -> str:
+            """A path of this checkout, absolute, as the same path in REV's tree."""
+            real = os.path.realpath(path)
+            if real == real_top or real.startswith(real_top + os.sep):
+                return os.path.join(tree, os.path.relpath(real, real_top))
+            return os.path.abspath(path)
+
+        def moved_pattern(pattern: str) -> str:
+            for top_form in {real_top, os.path.abspath(top)}:
+                if pattern == top_form or pattern.startswith(top_form + "/"):
+                    return tree + pattern[len(top_form) :]
+            return pattern
+
+        cwd = moved(here)
+        at_rev = replace(
+            settings,
+            cluster=os.path.abspath(settings.cluster) if settings.cluster else None,
+            policies=tuple(os.path.abspath(path) for path in settings.policies),
+            context=tuple(path for path in map(moved, settings.context) if os.path.lexists(path)),
+            exclude=tuple(moved_pattern(pattern) for pattern in settings.exclude),
+            base_dir=moved(settings.base_dir),
+            helm_values={
+                moved(chart): tuple(moved(path) for path in files) for chart, files in settings.helm_values.items()
+            },
+            units=settings.units
+            if isinstance(settings.units, str)
+            else tuple((name, tuple(moved(path) for path in prefixes)) for name, prefixes in settings.units),
+            cache=False,
+            baseline=None,
+        )
+        # What is linted now, where it is at REV; a file REV does not have has no findings there.
+        rev_paths = [moved(path) for path in paths or ["."]]
+        rev_paths = [os.path.relpath(path, cwd) for path in rev_paths if os.path.lexists(path)]
+        rev_context = [path for path in map(moved, context) if os.path.lexists(path)] if context else None
+        if changed and not rev_context and not at_rev.context:
+            rev_context = [tree]  # the whole tree is REV's context (it is no git work tree of REV)
+        if not rev_paths:
+            return Counter()
+        os.makedirs(cwd, exist_ok=True)
+        os.chdir(cwd)
+        try:
+            _, result, _ = _linted(rev_paths, at_rev, stdin_filename, changed, rev_context, None, memo)
+        finally:
+            os.chdir(here)
+        return rev_counts(result)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _has_release(files: Sequence[SourceFile]) -> bool:
@@ -1686,6 +1854,70 @@ def _use_color(choice: Color, output: Optional[str]) -> bool:
     if output or os.environ.get("NO_COLOR"):
         return False
     return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
+
+
+baseline_app = typer.Typer(
+    help="Baseline files: the findings a repository accepts for now, left out by lint --baseline "
+    "(docs/adopting.md).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.add_typer(baseline_app, name="baseline")
+
+#: lint's options that shape the report, not what is linted: ``baseline write`` has none of them.
+_REPORT_ONLY = frozenset(
+    {
+        "output_format",
+        "output",
+        "reports",
+        "color",
+        "min_severity",
+        "fail_on",
+        "new_from_rev",
+        "baseline",
+        "write_baseline",
+    }
+)
+_BaselineOutput = Annotated[
+    Optional[str],
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="The baseline file to write (default: baseline: in the config, else .kaffinity-baseline.json).",
+    ),
+]
+
+
+def baseline_write(**options: Any) -> None:
+    """Write a baseline: the fingerprints of every finding of PATHS, linted as lint would with
+    the same options, for lint --baseline to leave out. Exit code 0: written; 2: an input could
+    not be read (never baselined) or bad usage; 3: internal error."""
+    output = options.pop("output", None)
+    lint(**options, write_baseline=output or "")
+
+
+def _baseline_signature() -> None:
+    """``baseline write`` takes lint's options for what is linted (one list: they cannot drift)."""
+    import inspect
+
+    kept = [
+        parameter
+        for parameter in inspect.signature(lint, eval_str=True).parameters.values()
+        if parameter.name not in _REPORT_ONLY
+    ]
+    output = inspect.Parameter(
+        "output", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_BaselineOutput
+    )
+    parameters = [
+        parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY) for parameter in kept
+    ] + [output]
+    baseline_write.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
+    baseline_write.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters}
+
+
+_baseline_signature()
+baseline_app.command("write")(baseline_write)
 
 
 policy_app = typer.Typer(

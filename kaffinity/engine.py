@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kaffinity.config import Settings
 from kaffinity.context import Context
-from kaffinity.findings import MAX_RELATED, Finding, Location, Severity, Violation
+from kaffinity.findings import MAX_RELATED, Finding, Location, Severity, Violation, stable_path
 from kaffinity.k8s.model import (
     Object,
     ObjectRef,
@@ -86,6 +86,26 @@ INTERNAL_ERROR = 3
 
 
 @dataclass(frozen=True, slots=True)
+class NewOnly:
+    """What ``--new-from-rev REV`` or ``--baseline FILE`` left out of a result: ``against`` is
+    ``rev`` or ``baseline``, ``ref`` the revision or the file, ``known`` the findings that were
+    there already (not shown), ``fixed`` the baseline's entries that no longer occur."""
+
+    against: str
+    ref: str
+    known: int
+    fixed: int = 0
+
+    @property
+    def phrase(self) -> str:
+        """``12 findings also at main`` / ``12 findings in the baseline``, for the summaries."""
+        what = f"{self.known} finding{'s' if self.known != 1 else ''}"
+        if self.against == "baseline":
+            return f"{what} in the baseline"
+        return f"{what} also at {self.ref}" if self.against == "rev" else f"{what} in the baseline or at {self.ref}"
+
+
+@dataclass(frozen=True, slots=True)
 class LintResult:
     findings: tuple[Finding, ...]
     rules: tuple[Rule, ...]
@@ -105,6 +125,8 @@ class LintResult:
     hidden: int = 0
     #: What was rendered and what was read as written (``kaffinity lint``; the reports count it).
     render: RenderSummary | None = None
+    #: Findings left out because they were there before (``--new-from-rev``, ``--baseline``).
+    new_only: NewOnly | None = None
 
     def failed(self, threshold: Severity | None) -> bool:
         return threshold is not None and any(f.severity.reaches(threshold) for f in self.findings)
@@ -463,13 +485,17 @@ class _Run:
         self.found_rules.add(name)
         for placed, doc in found:
             finding = placed
+            if doc is not None:
+                # The fingerprint's field path, from this run's document (kaffinity.findings).
+                finding = replace(finding, anchor=stable_path(doc.data, finding.path))
             if doc is not None and not self.unit and id(doc) in self.membership:
-                finding = replace(placed, units=self.membership[id(doc)])
+                finding = replace(finding, units=self.membership[id(doc)])
             self.add(finding, self.annotations.get(id(doc), ()) if doc is not None else ())
 
     def add_violation(self, rule: Rule, violation: Violation) -> None:
         doc = violation.doc
         finding = self.placed(rule, violation)
+        finding = replace(finding, anchor=stable_path(doc.data, finding.path))
         if not self.unit and id(doc) in self.membership:
             finding = replace(finding, units=self.membership[id(doc)])
         self.add(finding, self.annotations.get(id(doc), ()))

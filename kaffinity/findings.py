@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kaffinity.k8s.model import ObjectRef
 from kaffinity.load.source import DataPath, Document, Span
@@ -96,6 +97,10 @@ class Finding:
     #: The deployment units the finding was found in, when the input holds several
     #: (kaffinity.repo.units); empty for the rules that read one object at a time.
     units: tuple[str, ...] = field(default=(), compare=False)
+    #: ``path`` with each list index that depends on the order of the list replaced by the
+    #: item's identity (:func:`stable_path`): what a fingerprint names (kaffinity.report.fingerprint).
+    #: Empty when the engine had no document for it (a file that does not parse).
+    anchor: str = field(default="", compare=False)
 
     @property
     def object_label(self) -> str:
@@ -125,3 +130,87 @@ class Finding:
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.file, self.line or 0, self.column or 0, self.rule, self.message)
+
+
+#: One step of a path as :func:`kaffinity.load.source.format_path` writes it: ``[3]``, ``[a.b/c]``
+#: (a map key that is not a plain name, as Go's field.Path writes it) or ``name`` / ``.name``.
+_STEP = re.compile(r"\[([^\]]*)\]|\.?([^.\[]+)")
+
+#: The keys that name an item of a list, by the list's field: the list-map keys of the Kubernetes
+#: API (``+listType=map`` / ``+listMapKey``, ``patchMergeKey`` in k8s.io/api core/v1 types.go:
+#: PodSpec.TopologySpreadConstraints by topologyKey and whenUnsatisfiable, Container.Ports by
+#: containerPort and protocol, Container.VolumeMounts by mountPath, PodSpec.HostAliases by ip,
+#: PodSpec.ReadinessGates by conditionType). Any other list whose items have a string ``name``
+#: (containers, initContainers, volumes, env, imagePullSecrets, schedulingGates,
+#: resourceClaims...: ``+listMapKey=name``) is keyed by it. The items of the other lists
+#: (tolerations, affinity terms, nodeSelectorTerms, matchExpressions: ``+listType=atomic``) have
+#: no identity but their place: their index is kept.
+LIST_KEYS: dict[str, tuple[str, ...]] = {
+    "topologySpreadConstraints": ("topologyKey", "whenUnsatisfiable"),
+    "ports": ("containerPort", "protocol"),
+    "volumeMounts": ("mountPath",),
+    "hostAliases": ("ip",),
+    "readinessGates": ("conditionType",),
+}
+
+
+def parse_path(text: str) -> tuple[str | int, ...]:
+    """A path as :func:`kaffinity.load.source.format_path` writes it, as data-path steps (an
+    index in brackets is an int; a bracketed key a string)."""
+    steps: list[str | int] = []
+    for match in _STEP.finditer(text):
+        bracket, name = match.group(1), match.group(2)
+        if bracket is not None:
+            steps.append(int(bracket) if bracket.isdigit() else bracket)
+        elif name:
+            steps.append(name)
+    return tuple(steps)
+
+
+def _item_key(field_name: str, items: list[Any], index: int) -> str | None:
+    """``name=web`` for the item of a keyed list (:data:`LIST_KEYS`), None when it has no
+    identity (its index is then kept). When two items share the key (an invalid list), the
+    occurrence is added: ``name=web#2``."""
+    item = items[index]
+    if not isinstance(item, dict):
+        return None
+    keys = LIST_KEYS.get(field_name, ("name",))
+
+    def key_of(entry: Any) -> tuple[str, ...] | None:
+        if not isinstance(entry, dict):
+            return None
+        values = tuple(entry.get(key) for key in keys)
+        if keys == ("name",) and not isinstance(values[0], str):
+            return None
+        if all(value is None for value in values):
+            return None
+        return tuple("" if value is None else str(value) for value in values)
+
+    mine = key_of(item)
+    if mine is None:
+        return None
+    text = ",".join(f"{key}={value}" for key, value in zip(keys, mine, strict=True))
+    before = sum(1 for entry in items[:index] if key_of(entry) == mine)
+    return f"{text}#{before + 1}" if before else text
+
+
+def stable_path(data: Any, path: str) -> str:
+    """``path`` (relative to ``data``, a document's object) with the index of each item of a
+    keyed list replaced by the item's identity: ``spec.template.spec.containers[name=web]
+    .resources``, so that reordering the containers or inserting one above leaves it alone
+    (:data:`LIST_KEYS`). Where the path leaves ``data`` (a field the object does not have),
+    the rest is kept as written."""
+    out: list[str] = []
+    node: Any = data
+    parent = ""
+    for step in parse_path(path):
+        if isinstance(step, int):
+            key = _item_key(parent, node, step) if isinstance(node, list) and 0 <= step < len(node) else None
+            out.append(f"[{key if key is not None else step}]")
+            node = node[step] if isinstance(node, list) and 0 <= step < len(node) else None
+        else:
+            plain = step != "" and all(c.isalnum() or c in "_-" for c in step)
+            out.append((f".{step}" if out else step) if plain else f"[{step}]")
+            node = node.get(step) if isinstance(node, dict) else None
+            parent = step
+    return "".join(out)

@@ -1,0 +1,141 @@
+"""Another revision's tree, written to a folder of its own: what ``lint --new-from-rev REV`` lints.
+
+The user's repository is only read: no worktree is added (``git worktree add`` writes under
+``.git/worktrees`` and runs the post-checkout hook), nothing of the work tree or the index is
+touched. The tree is listed with ``git ls-tree`` and its files written from ``git cat-file
+--batch``, so that no attribute of the checkout decides what is written (``git archive`` leaves
+out what an ``export-ignore`` in the revision's ``.gitattributes`` says, and applies
+``export-subst``) and no filter or hook of any kind runs. Bounded: files larger than the file
+size limit are left out (kaffinity would not read them), the whole tree is refused past
+:data:`MAX_TREE_BYTES`, and git gets :data:`GIT_TIMEOUT` seconds per call.
+
+Paths are checked as git's ``verify_path`` would (no ``..``, no ``.git``, no empty component,
+no absolute path): a crafted tree object cannot write outside the folder. A symbolic link is
+written only when it stays inside the folder; submodules (gitlinks) are left out. The folder is
+made a git work tree of its own (``git init``, no template: no hook), so that the lint of REV
+finds its repository root where the lint of the work tree does (kaffinity.repo.sandbox).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import subprocess
+import time
+
+#: Seconds for each git call, and for writing the whole tree.
+GIT_TIMEOUT = 120
+#: The most a revision's tree may hold (files kaffinity would read): 2 GiB.
+MAX_TREE_BYTES = 2 << 30
+
+
+class RevisionError(Exception):
+    """REV cannot be linted: not a commit, not in a repository, git failed, too large."""
+
+
+def _git(cwd: str, *args: str, data: bytes | None = None) -> bytes:
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            input=data,
+            capture_output=True,
+            timeout=GIT_TIMEOUT,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise RevisionError("git is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise RevisionError(f"git {args[0]} took more than {GIT_TIMEOUT} s") from None
+    except OSError as error:
+        raise RevisionError(f"git {args[0]}: {error.strerror or error}") from None
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise RevisionError(said[-1] if said else f"git {args[0]} failed")
+    return done.stdout
+
+
+def resolve(rev: str, start: str = ".") -> tuple[str, str]:
+    """The top of the work tree holding ``start`` and the commit ``rev`` names in it;
+    :class:`RevisionError` outside a repository or when ``rev`` names no commit."""
+    try:
+        top = _git(start, "rev-parse", "--show-toplevel").decode("utf-8", "surrogateescape").strip()
+    except RevisionError:
+        raise RevisionError("--new-from-rev needs a git repository, and this is not one") from None
+    if not rev or rev.startswith("-") or "\0" in rev:  # never an option of git's
+        raise RevisionError(f"--new-from-rev: '{rev}' is not a revision")
+    try:
+        sha = _git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+    except RevisionError:
+        raise RevisionError(
+            f"--new-from-rev: '{rev}' is not a commit of this repository (a shallow clone may lack "
+            "it: fetch it, e.g. git fetch --depth=1 origin <sha>)"
+        ) from None
+    return top, sha.decode("ascii").strip()
+
+
+def _safe(name: str) -> bool:
+    """A tree path git itself would check out (``read-cache.c``, ``verify_path``)."""
+    parts = name.split("/")
+    return not name.startswith("/") and all(
+        part not in ("", ".", "..") and part.lower() != ".git" for part in parts
+    )
+
+
+def export(top: str, sha: str, dest: str, max_file: int) -> int:
+    """Write the tree of commit ``sha`` of the repository at ``top`` into the empty folder
+    ``dest``; the number of files written. Files larger than ``max_file`` are left out."""
+    started = time.monotonic()
+    listing = _git(top, "ls-tree", "-r", "-z", "--full-tree", "-l", sha)
+    blobs: list[tuple[str, str, str]] = []  # mode, object, path
+    total = 0
+    for record in filter(None, listing.split(b"\0")):
+        meta, _, raw = record.partition(b"\t")
+        mode, kind, oid, size = meta.decode("ascii").split()
+        name = raw.decode("utf-8", "surrogateescape")
+        if kind != "blob" or not _safe(name):
+            continue  # a submodule (commit), or a path git would refuse
+        if mode != "120000" and int(size) > max_file:
+            continue
+        total += int(size)
+        if total > MAX_TREE_BYTES:
+            raise RevisionError(f"the tree of {sha[:12]} holds more than {MAX_TREE_BYTES >> 30} GiB")
+        blobs.append((mode, oid, name))
+    _git(dest, "init", "--quiet", "--template=")
+    real_dest = os.path.realpath(dest)
+    written = 0
+    with subprocess.Popen(
+        ["git", "cat-file", "--batch"], cwd=top, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as batch:
+        assert batch.stdin is not None and batch.stdout is not None
+        try:
+            for mode, oid, name in blobs:
+                if time.monotonic() - started > GIT_TIMEOUT:
+                    raise RevisionError(f"writing the tree of {sha[:12]} took more than {GIT_TIMEOUT} s")
+                batch.stdin.write(oid.encode("ascii") + b"\n")
+                batch.stdin.flush()
+                header = batch.stdout.readline().split()
+                if len(header) != 3:
+                    raise RevisionError(f"git cat-file: no object {oid}")
+                content = batch.stdout.read(int(header[2]))
+                batch.stdout.read(1)  # the newline after the content
+                target = os.path.join(dest, *name.split("/"))
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                if mode == "120000":
+                    link = content.decode("utf-8", "surrogateescape")
+                    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(name), link))
+                    if link.startswith("/") or resolved == ".." or resolved.startswith("../"):
+                        continue  # out of the tree: kaffinity would not follow it either
+                    os.symlink(link, target)
+                    if not os.path.realpath(target).startswith(real_dest + os.sep):
+                        os.unlink(target)
+                    continue
+                with open(target, "wb") as handle:
+                    handle.write(content)
+                if mode == "100755":
+                    os.chmod(target, 0o755)
+                written += 1
+        finally:
+            batch.stdin.close()
+            batch.kill()
+    return written

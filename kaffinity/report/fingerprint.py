@@ -1,0 +1,119 @@
+"""Finding fingerprints: one finding's identity across commits, whatever moved around it.
+
+A fingerprint is a hash of what makes a finding the finding it is, and of nothing that a move,
+a reformat or a reorder changes:
+
+- the rule;
+- the deployment units, for the rules that read a whole unit (``Rule.needs_all_manifests``:
+  graph, topology, rollout, and the policies that read facts of the unit); empty for the rules
+  that read one object, and when the input is one unit;
+- the object: API group (not its version), kind, namespace and name (``ObjectRef``);
+- the field path, with each index of a keyed list replaced by the item's identity
+  (``containers[name=web]``, ``topologySpreadConstraints[topologyKey=zone,...]``:
+  :func:`kaffinity.findings.stable_path`), and kept where the index is the identity (terms,
+  tolerations);
+- the message, the values that decide the finding, with the positions it names (``line 3``,
+  ``file.yaml:3:5``) and the finding's own file names taken out.
+
+A finding on no object (a file that does not parse, a chart that does not render) has no
+identity but its file: its fingerprint is the rule, the file and the message as above.
+
+No line, column or file of an object goes in: inserting ten lines above a Deployment, changing
+its indentation, the order of its keys, flow or block style, or the order of the documents in the
+file, keeps its findings' fingerprints; changing the value a finding is about changes it.
+
+**Collisions.** Two findings may hash alike: the same problem on two objects of the same identity
+(a Deployment defined twice, in one file or two). They are told apart as GitHub code scanning
+tells alike lines apart (``primaryLocationLineHash`` is ``hash:occurrence``; "SARIF support for
+code scanning", docs.github.com): in report order, the n-th finding of a hash is ``hash:n``. A
+baseline keeps each hash with its count; a run shows the findings of a hash beyond the count
+known. So two distinct findings always have distinct fingerprints, and two copies of one are
+counted, not merged.
+
+The SARIF report writes the fingerprint as ``partialFingerprints["kaffinity/v1"]`` (SARIF 2.1.0
+section 3.27.17: the property names are versioned hierarchical strings, section 3.5.4.2; the
+``v1`` is bumped whenever what goes into the hash changes). ``primaryLocationLineHash`` is left
+to GitHub's upload-sarif, which computes it and warns on a value it did not compute
+(github/codeql-action issue 4052).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from kaffinity.findings import Finding
+
+if TYPE_CHECKING:
+    from kaffinity.rules.base import Rule
+
+#: The key of the fingerprint in SARIF ``partialFingerprints`` and in baseline files; bumped when
+#: what goes into a fingerprint changes (a baseline of another version is refused).
+FINGERPRINT_VERSION = "kaffinity/v1"
+
+#: ``file.yaml:12:3`` / ``file.yaml:12``: a place in a file, as messages quote related places.
+_PLACE = re.compile(r"(\.(?:ya?ml|json|tpl)|<file>)(?::\d+){1,2}\b")
+#: ``line 12``, ``column 3``, ``lines 3-5``, ``line 12, column 3`` (a parser's words).
+_POSITION = re.compile(r"\b(line|lines|column|columns|offset|index)\s+\d+(?:\s*-\s*\d+)?", re.IGNORECASE)
+_SPACE = re.compile(r"\s+")
+
+
+def normalized_message(finding: Finding) -> str:
+    """The message with what a move changes taken out: places (``:12:3``), ``line N`` and
+    ``column N``, and the names of the finding's own file and its related places' files."""
+    text = finding.message
+    names = sorted({finding.file, *(related.file for related in finding.related)} - {""}, key=len, reverse=True)
+    for name in names:
+        text = text.replace(name, "<file>")
+    text = _PLACE.sub(r"\1", text)
+    text = _POSITION.sub(lambda match: match.group(1).lower(), text)
+    return _SPACE.sub(" ", text).strip()
+
+
+def _group(api_version: str) -> str:
+    """The API group of ``apiVersion`` (``apps`` of ``apps/v1``; ``""`` for core ``v1``): a
+    version bump of the same object keeps its findings."""
+    return api_version.rpartition("/")[0]
+
+
+def fingerprint_of(finding: Finding, unit_scoped: bool) -> str:
+    """The hash of one finding (32 hexadecimal digits, 128 bits of SHA-256), without its
+    occurrence number. ``unit_scoped``: the rule reads a whole deployment unit, so the units
+    are part of what it found."""
+    obj = finding.object
+    units = sorted(finding.units) if unit_scoped else []
+    if obj is None or not obj.kind or obj.kind == "None":
+        parts: list[object] = [FINGERPRINT_VERSION, finding.rule, units, "file", finding.file]
+    else:
+        parts = [FINGERPRINT_VERSION, finding.rule, units, _group(obj.api_version), obj.kind]
+        parts += [obj.namespace or "", obj.name, finding.anchor or finding.path]
+    parts.append(normalized_message(finding))
+    data = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(data.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def fingerprints(findings: Sequence[Finding], unit_scoped: Collection[str]) -> list[str]:
+    """Each finding's fingerprint, ``hash:occurrence`` (occurrences counted in the order given,
+    the report's): ``unit_scoped`` names the rules whose findings belong to their units."""
+    seen: Counter[str] = Counter()
+    out = []
+    for finding in findings:
+        digest = fingerprint_of(finding, finding.rule in unit_scoped)
+        seen[digest] += 1
+        out.append(f"{digest}:{seen[digest]}")
+    return out
+
+
+def unit_scoped_rules(rules: Iterable[Rule]) -> frozenset[str]:
+    """The names of the rules that read a whole deployment unit (``needs_all_manifests``)."""
+    return frozenset(rule.name for rule in rules if rule.needs_all_manifests)
+
+
+def split(fingerprint: str) -> tuple[str, int]:
+    """``hash:occurrence`` as its parts."""
+    digest, _, occurrence = fingerprint.rpartition(":")
+    return digest, int(occurrence)
