@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kaffinity.config import Settings
 from kaffinity.context import Context
-from kaffinity.findings import MAX_RELATED, Finding, Location, Severity, Violation, stable_path
+from kaffinity.findings import MAX_RELATED, Finding, Location, Severity, Violation, anchor_of
 from kaffinity.k8s.model import (
     Object,
     ObjectRef,
@@ -485,9 +485,6 @@ class _Run:
         self.found_rules.add(name)
         for placed, doc in found:
             finding = placed
-            if doc is not None:
-                # The fingerprint's field path, from this run's document (kaffinity.findings).
-                finding = replace(finding, anchor=stable_path(doc.data, finding.path))
             if doc is not None and not self.unit and id(doc) in self.membership:
                 finding = replace(finding, units=self.membership[id(doc)])
             self.add(finding, self.annotations.get(id(doc), ()) if doc is not None else ())
@@ -495,7 +492,6 @@ class _Run:
     def add_violation(self, rule: Rule, violation: Violation) -> None:
         doc = violation.doc
         finding = self.placed(rule, violation)
-        finding = replace(finding, anchor=stable_path(doc.data, finding.path))
         if not self.unit and id(doc) in self.membership:
             finding = replace(finding, units=self.membership[id(doc)])
         self.add(finding, self.annotations.get(id(doc), ()))
@@ -528,6 +524,7 @@ class _Run:
             fix=violation.fix,
             edit=violation.edit,
             severity=violation.severity,
+            anchor=anchor_of(doc.data, violation.path),
         )
 
     def add(
@@ -619,6 +616,7 @@ class _Run:
         fix: str | None = None,
         edit: Edit | None = None,
         severity: Severity | None = None,
+        anchor: str = "",
     ) -> Finding:
         return Finding(
             file=file,
@@ -633,6 +631,7 @@ class _Run:
             related=related,
             fix=fix,
             edit=edit,
+            anchor=anchor,
         )
 
     def unused_suppressions(self, rules: Sequence[Rule]) -> None:

@@ -97,9 +97,10 @@ class Finding:
     #: The deployment units the finding was found in, when the input holds several
     #: (kaffinity.repo.units); empty for the rules that read one object at a time.
     units: tuple[str, ...] = field(default=(), compare=False)
-    #: ``path`` with each list index that depends on the order of the list replaced by the
-    #: item's identity (:func:`stable_path`): what a fingerprint names (kaffinity.report.fingerprint).
-    #: Empty when the engine had no document for it (a file that does not parse).
+    #: Where the finding is, as a fingerprint takes it (kaffinity.report.fingerprint): the data
+    #: path with each list index that depends on the order of the list replaced by the item's
+    #: identity, and the value there (:func:`anchor_of`). Empty for a finding on no document
+    #: (a file that does not parse).
     anchor: str = field(default="", compare=False)
 
     @property
@@ -194,7 +195,56 @@ def _item_key(field_name: str, items: list[Any], index: int) -> str | None:
     return f"{text}#{before + 1}" if before else text
 
 
-def stable_path(data: Any, path: str) -> str:
+#: The largest value (as canonical JSON) a fingerprint takes as the value that decides a finding:
+#: a term, a selector, a field; past it (a whole pod spec) the finding's message is taken.
+MAX_DECIDING = 1024
+
+
+#: Fields whose value is a whole part of an object (a pod spec, a template, metadata): never
+#: the value a finding is about, and what the single-object stage's compaction trims
+#: (kaffinity.k8s.compact: pod spec fields, container fields, managedFields and the
+#: last-applied annotation), so the same finding would see two values, read whole or streamed.
+_WHOLE_PARTS = frozenset({"spec", "template", "jobTemplate", "metadata", "annotations"})
+_CONTAINER_LISTS = frozenset({"containers", "initContainers", "ephemeralContainers"})
+
+
+def _decides(path: DataPath) -> bool:
+    """Whether the value at ``path`` can be what a finding is about (not a part trimmed)."""
+    last = path[-1]
+    if isinstance(last, str) and last in _WHOLE_PARTS:
+        return False
+    tail = path[-2:] if isinstance(last, int) else path[-1:]
+    return not (isinstance(tail[0], str) and tail[0] in _CONTAINER_LISTS)
+
+
+def anchor_of(data: Any, path: DataPath) -> str:
+    """What a fingerprint takes of the place of a finding (:attr:`Finding.anchor`): its
+    :func:`stable_path`, and, when the path holds a value no larger than :data:`MAX_DECIDING`
+    (a field, a term, a selector: the value the finding is about), a tab and the value as
+    canonical JSON (keys sorted: the same for block or flow style, any key order or
+    indentation). The whole object (an empty path), a whole part of it (:data:`_WHOLE_PARTS`,
+    a container) and larger values give the path alone: the fingerprint takes the message."""
+    import json
+
+    anchor = stable_path(data, path)
+    if not path or not _decides(path):
+        return anchor
+    node: Any = data
+    for step in path:
+        if isinstance(step, int) and isinstance(node, list) and 0 <= step < len(node):
+            node = node[step]
+        elif isinstance(step, str) and isinstance(node, dict) and step in node:
+            node = node[step]
+        else:
+            return anchor
+    try:
+        value = json.dumps(node, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):  # keys that do not sort together (an int and a string)
+        return anchor
+    return anchor if len(value) > MAX_DECIDING else f"{anchor}\t{value}"
+
+
+def stable_path(data: Any, path: str | DataPath) -> str:
     """``path`` (relative to ``data``, a document's object) with the index of each item of a
     keyed list replaced by the item's identity: ``spec.template.spec.containers[name=web]
     .resources``, so that reordering the containers or inserting one above leaves it alone
@@ -203,7 +253,7 @@ def stable_path(data: Any, path: str) -> str:
     out: list[str] = []
     node: Any = data
     parent = ""
-    for step in parse_path(path):
+    for step in parse_path(path) if isinstance(path, str) else path:
         if isinstance(step, int):
             key = _item_key(parent, node, step) if isinstance(node, list) and 0 <= step < len(node) else None
             out.append(f"[{key if key is not None else step}]")

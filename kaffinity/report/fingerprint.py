@@ -89,9 +89,17 @@ def fingerprint_of(finding: Finding, unit_scoped: bool) -> str:
     if obj is None or not obj.kind or obj.kind == "None":
         parts: list[object] = [FINGERPRINT_VERSION, finding.rule, units, "file", finding.file]
     else:
+        path, tab, value = (finding.anchor or finding.path).partition("\t")
         parts = [FINGERPRINT_VERSION, finding.rule, units, _group(obj.api_version), obj.kind]
-        parts += [obj.namespace or "", obj.name, finding.anchor or finding.path]
+        parts += [obj.namespace or "", obj.name, path]
+        if tab:  # the value the finding is about decides, not the words around it
+            parts.append(value)
+            return _digest(parts)
     parts.append(normalized_message(finding))
+    return _digest(parts)
+
+
+def _digest(parts: list[object]) -> str:
     data = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(data.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
