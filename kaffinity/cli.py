@@ -2071,7 +2071,8 @@ def schema(
         typer.Argument(
             metavar="NAME",
             help="kubernetes (manifests, for --kube-version), config (.kaffinity.yaml), "
-            "cluster (a ClusterTopology file), output (the report of lint --format json), policy (a Policy), "
+            "cluster (a ClusterTopology file), output (the report of lint --format json), baseline (a baseline "
+            "file), policy (a Policy), "
             "facts (the kaffinity variable of a policy expression), admission (a ValidatingAdmissionPolicy).",
         ),
     ] = "kubernetes",
@@ -2088,6 +2089,7 @@ def schema(
         "config": ("config.schema.json", ".kaffinity.yaml"),
         "cluster": ("cluster.schema.json", "a ClusterTopology file (--cluster)"),
         "output": ("output.schema.json", "the report of lint --format json"),
+        "baseline": ("baseline.schema.json", "a baseline file (kaffinity baseline write)"),
         "policy": ("policy.schema.json", "a kaffinity.io/v1alpha1 Policy (--policy)"),
         "facts": ("facts.schema.json", "the kaffinity variable of a policy expression"),
         "admission": (
