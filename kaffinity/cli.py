@@ -6,7 +6,7 @@ import gc
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Optional
 
@@ -436,33 +436,14 @@ def lint(
             _say(f"{quote_name(path)}: error: policy file not found")
         raise typer.Exit(2)
     # Before anything is linted: a baseline that cannot be read, a REV that names no commit.
-    baseline_file = None if write_baseline is not None else baseline or settings.baseline
-    known = _read_baseline(baseline_file) if baseline_file else None
-    revision = _revision(new_from_rev, paths) if new_from_rev is not None and write_baseline is None else None
+    before = _Before.of(paths, settings, baseline, new_from_rev, write_baseline)
     # Erased before any report is written; not while the user types the input on the terminal.
     typed = "-" in (paths or ()) and sys.stdin.isatty()
     with active(terminal(sys.stderr, enabled=not (no_progress or typed))):
         lint_context, result, policy_errors = _linted(
             paths, settings, stdin_filename, changed, context, cache_dir, memo
         )
-        if write_baseline is not None:
-            from kaffinity.report.baseline import DEFAULT_BASELINE
-
-            target = write_baseline or (_shown_path(settings.baseline) if settings.baseline else DEFAULT_BASELINE)
-            _write_baseline(result, target)
-        from kaffinity.report.baseline import left_out
-
-        if known is not None and baseline_file is not None:
-            result = left_out(result, known, "baseline", _shown_path(baseline_file))
-        if revision is not None and new_from_rev is not None:
-            at_rev = _linted_at(revision, paths, settings, stdin_filename, changed, context, memo)
-            result = left_out(result, at_rev, "rev", new_from_rev)
-        if result.new_only is not None and baseline_file is not None:
-            from kaffinity.report.baseline import fixed_note
-
-            note = fixed_note(result.new_only, _shown_path(baseline_file))
-            if note is not None:
-                result = replace(result, notices=(*result.notices, note))
+        result = before.left_out(result, paths, settings, stdin_filename, changed, context, memo)
 
     fmt = output_format.value
     if fmt == "auto":
@@ -549,6 +530,63 @@ def _linted(
     if stream is not None:
         stream.close()
     return lint_context, replace(result, render=_render_summary(settings, layout)), policy_errors
+
+
+@dataclass(frozen=True)
+class _Before:
+    """What ``lint`` compares with (docs/adopting.md): the baseline file and its fingerprints
+    (``--baseline``, ``baseline:``), the repository and commit of ``--new-from-rev``, and where
+    ``baseline write`` (``--write-baseline``) writes instead."""
+
+    baseline: Optional[str] = None
+    known: Optional[Counter[str]] = None
+    rev: Optional[str] = None
+    revision: Optional[tuple[str, str]] = None
+    write: Optional[str] = None
+
+    @classmethod
+    def of(
+        cls,
+        paths: Optional[list[str]],
+        settings: Settings,
+        baseline: Optional[str],
+        new_from_rev: Optional[str],
+        write: Optional[str],
+    ) -> _Before:
+        """Read and checked before anything is linted: a usage error (exit 2) otherwise."""
+        if write is not None:
+            return cls(write=write)
+        file = baseline or settings.baseline
+        known = _read_baseline(file) if file else None
+        revision = _revision(new_from_rev, paths) if new_from_rev is not None else None
+        return cls(file, known, new_from_rev, revision)
+
+    def left_out(
+        self,
+        result: LintResult,
+        paths: Optional[list[str]],
+        settings: Settings,
+        stdin_filename: Optional[str],
+        changed: bool,
+        context: Optional[list[str]],
+        memo: PolicyMemo,
+    ) -> LintResult:
+        """``result`` without what the baseline and REV had; ``baseline write`` writes here and exits."""
+        from kaffinity.report.baseline import DEFAULT_BASELINE, fixed_note, left_out
+
+        if self.write is not None:
+            default = _shown_path(settings.baseline) if settings.baseline else DEFAULT_BASELINE
+            _write_baseline(result, self.write or default)
+        if self.known is not None and self.baseline is not None:
+            result = left_out(result, self.known, "baseline", _shown_path(self.baseline))
+        if self.revision is not None and self.rev is not None:
+            at_rev = _linted_at(self.revision, paths, settings, stdin_filename, changed, context, memo)
+            result = left_out(result, at_rev, "rev", self.rev)
+        if result.new_only is not None and self.baseline is not None:
+            note = fixed_note(result.new_only, _shown_path(self.baseline))
+            if note is not None:
+                result = replace(result, notices=(*result.notices, note))
+        return result
 
 
 def _read_baseline(path: str) -> Counter[str]:
@@ -650,7 +688,8 @@ def _linted_at(
             exclude=tuple(moved_pattern(pattern) for pattern in settings.exclude),
             base_dir=moved(settings.base_dir),
             helm_values={
-                moved(chart): tuple(moved(path) for path in files) for chart, files in settings.helm_values.items()
+                moved(chart): tuple(moved(path) for path in files)
+                for chart, files in settings.helm_values.items()
             },
             units=settings.units
             if isinstance(settings.units, str)
@@ -1909,9 +1948,7 @@ def _baseline_signature() -> None:
     output = inspect.Parameter(
         "output", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_BaselineOutput
     )
-    parameters = [
-        parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY) for parameter in kept
-    ] + [output]
+    parameters = [parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY) for parameter in kept] + [output]
     baseline_write.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
     baseline_write.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters}
 
@@ -2071,8 +2108,8 @@ def schema(
         typer.Argument(
             metavar="NAME",
             help="kubernetes (manifests, for --kube-version), config (.kaffinity.yaml), "
-            "cluster (a ClusterTopology file), output (the report of lint --format json), baseline (a baseline "
-            "file), policy (a Policy), "
+            "cluster (a ClusterTopology file), output (the report of lint --format json), "
+            "baseline (a baseline file), policy (a Policy), "
             "facts (the kaffinity variable of a policy expression), admission (a ValidatingAdmissionPolicy).",
         ),
     ] = "kubernetes",

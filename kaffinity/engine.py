@@ -102,7 +102,11 @@ class NewOnly:
         what = f"{self.known} finding{'s' if self.known != 1 else ''}"
         if self.against == "baseline":
             return f"{what} in the baseline"
-        return f"{what} also at {self.ref}" if self.against == "rev" else f"{what} in the baseline or at {self.ref}"
+        return (
+            f"{what} also at {self.ref}"
+            if self.against == "rev"
+            else f"{what} in the baseline or at {self.ref}"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -231,12 +231,12 @@ def anchor_of(data: Any, path: DataPath) -> str:
         return anchor
     node: Any = data
     for step in path:
-        if isinstance(step, int) and isinstance(node, list) and 0 <= step < len(node):
-            node = node[step]
-        elif isinstance(step, str) and isinstance(node, dict) and step in node:
-            node = node[step]
-        else:
+        found = (isinstance(step, int) and isinstance(node, list) and 0 <= step < len(node)) or (
+            isinstance(step, str) and isinstance(node, dict) and step in node
+        )
+        if not found:
             return anchor
+        node = node[step]
     try:
         value = json.dumps(node, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError):  # keys that do not sort together (an int and a string)

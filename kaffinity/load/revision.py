@@ -102,40 +102,46 @@ def export(top: str, sha: str, dest: str, max_file: int) -> int:
             raise RevisionError(f"the tree of {sha[:12]} holds more than {MAX_TREE_BYTES >> 30} GiB")
         blobs.append((mode, oid, name))
     _git(dest, "init", "--quiet", "--template=")
-    real_dest = os.path.realpath(dest)
     written = 0
     with subprocess.Popen(
         ["git", "cat-file", "--batch"], cwd=top, stdin=subprocess.PIPE, stdout=subprocess.PIPE
     ) as batch:
-        assert batch.stdin is not None and batch.stdout is not None
         try:
             for mode, oid, name in blobs:
                 if time.monotonic() - started > GIT_TIMEOUT:
                     raise RevisionError(f"writing the tree of {sha[:12]} took more than {GIT_TIMEOUT} s")
-                batch.stdin.write(oid.encode("ascii") + b"\n")
-                batch.stdin.flush()
-                header = batch.stdout.readline().split()
-                if len(header) != 3:
-                    raise RevisionError(f"git cat-file: no object {oid}")
-                content = batch.stdout.read(int(header[2]))
-                batch.stdout.read(1)  # the newline after the content
-                target = os.path.join(dest, *name.split("/"))
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                if mode == "120000":
-                    link = content.decode("utf-8", "surrogateescape")
-                    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(name), link))
-                    if link.startswith("/") or resolved == ".." or resolved.startswith("../"):
-                        continue  # out of the tree: kaffinity would not follow it either
-                    os.symlink(link, target)
-                    if not os.path.realpath(target).startswith(real_dest + os.sep):
-                        os.unlink(target)
-                    continue
-                with open(target, "wb") as handle:
-                    handle.write(content)
-                if mode == "100755":
-                    os.chmod(target, 0o755)
-                written += 1
+                written += _write(batch, mode, oid, name, dest)
         finally:
-            batch.stdin.close()
+            if batch.stdin is not None:
+                batch.stdin.close()
             batch.kill()
     return written
+
+
+def _write(batch: subprocess.Popen[bytes], mode: str, oid: str, name: str, dest: str) -> int:
+    """One blob from ``git cat-file --batch``, written at ``name`` below ``dest`` (a symbolic link
+    only when it stays inside ``dest``): 1 when a file was written."""
+    assert batch.stdin is not None and batch.stdout is not None
+    batch.stdin.write(oid.encode("ascii") + b"\n")
+    batch.stdin.flush()
+    header = batch.stdout.readline().split()
+    if len(header) != 3:
+        raise RevisionError(f"git cat-file: no object {oid}")
+    content = batch.stdout.read(int(header[2]))
+    batch.stdout.read(1)  # the newline after the content
+    target = os.path.join(dest, *name.split("/"))
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if mode == "120000":
+        link = content.decode("utf-8", "surrogateescape")
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(name), link))
+        if link.startswith("/") or resolved == ".." or resolved.startswith("../"):
+            return 0  # out of the tree: kaffinity would not follow it either
+        os.symlink(link, target)
+        if not os.path.realpath(target).startswith(os.path.realpath(dest) + os.sep):
+            os.unlink(target)
+        return 0
+    with open(target, "wb") as handle:
+        handle.write(content)
+    if mode == "100755":
+        os.chmod(target, 0o755)
+    return 1

@@ -63,7 +63,8 @@ def write_text(result: LintResult) -> str:
             "message": finding.message,
         }
     listed = sorted(
-        entries.values(), key=lambda entry: (entry["file"], entry["rule"], entry["object"], entry["fingerprint"])
+        entries.values(),
+        key=lambda entry: (entry["file"], entry["rule"], entry["object"], entry["fingerprint"]),
     )
     data = {"version": BASELINE_VERSION, "fingerprints": FINGERPRINT_VERSION, "findings": listed}
     return json_text(data, indent=2) + "\n"
@@ -123,23 +124,33 @@ def _counts(doc: Document) -> Counter[str]:
         raise fail(("findings",) if "findings" in data else (), "findings: a list of entries is expected")
     counts: Counter[str] = Counter()
     for index, entry in enumerate(findings):
-        where: tuple[str | int, ...] = ("findings", index)
-        if not isinstance(entry, dict):
-            raise fail(where, f"findings[{index}]: an object with fingerprint and count is expected")
-        for key in entry:
-            if key not in _ENTRY_KEYS:
-                raise fail((*where, key), f"findings[{index}]: unknown key '{key}'")
-        digest = entry.get("fingerprint")
-        if not isinstance(digest, str) or not _HASH.fullmatch(digest):
-            raise fail((*where, "fingerprint"), f"findings[{index}].fingerprint: 32 hexadecimal digits expected")
-        count = entry.get("count", 1)
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise fail((*where, "count"), f"findings[{index}].count: a whole number from 1 expected")
-        for key in ("rule", "file", "object", "message"):
-            if key in entry and not isinstance(entry[key], str):
-                raise fail((*where, key), f"findings[{index}].{key}: a string expected")
+        digest, count = _entry(doc, index, entry)
         counts[digest] += count
     return counts
+
+
+def _entry(doc: Document, index: int, entry: Any) -> tuple[str, int]:
+    """One entry of ``findings``: its fingerprint and count."""
+    where: tuple[str | int, ...] = ("findings", index)
+
+    def fail(path: tuple[str | int, ...], message: str) -> BaselineError:
+        return BaselineError(_at(doc.file, doc.locate(path), f"findings[{index}]{message}"))
+
+    if not isinstance(entry, dict):
+        raise fail(where, ": an object with fingerprint and count is expected")
+    for key in entry:
+        if key not in _ENTRY_KEYS:
+            raise fail((*where, key), f": unknown key '{key}'")
+    digest = entry.get("fingerprint")
+    if not isinstance(digest, str) or not _HASH.fullmatch(digest):
+        raise fail((*where, "fingerprint"), ".fingerprint: 32 hexadecimal digits expected")
+    count = entry.get("count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise fail((*where, "count"), ".count: a whole number from 1 expected")
+    for key in ("rule", "file", "object", "message"):
+        if key in entry and not isinstance(entry[key], str):
+            raise fail((*where, key), f".{key}: a string expected")
+    return digest, count
 
 
 def rev_counts(result: LintResult) -> Counter[str]:
@@ -163,7 +174,9 @@ def left_out(result: LintResult, known: Counter[str], against: str, ref: str) ->
         if finding.rule == _LOAD_ERROR or seen[digest] > known[digest]:
             kept.append(finding)
     dropped = len(result.findings) - len(kept)
-    fixed = sum(max(0, count - seen[digest]) for digest, count in known.items()) if against == "baseline" else 0
+    fixed = (
+        sum(max(0, count - seen[digest]) for digest, count in known.items()) if against == "baseline" else 0
+    )
     earlier = result.new_only
     if earlier is not None:  # --baseline, then --new-from-rev: one count of what was left out
         dropped += earlier.known

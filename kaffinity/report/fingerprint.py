@@ -66,7 +66,9 @@ def normalized_message(finding: Finding) -> str:
     """The message with what a move changes taken out: places (``:12:3``), ``line N`` and
     ``column N``, and the names of the finding's own file and its related places' files."""
     text = finding.message
-    names = sorted({finding.file, *(related.file for related in finding.related)} - {""}, key=len, reverse=True)
+    names = sorted(
+        {finding.file, *(related.file for related in finding.related)} - {""}, key=len, reverse=True
+    )
     for name in names:
         text = text.replace(name, "<file>")
     text = _PLACE.sub(r"\1", text)

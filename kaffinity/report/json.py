@@ -51,7 +51,9 @@ def as_dict(result: LintResult) -> dict[str, Any]:
     return {
         "version": JSON_VERSION,
         "tool": {"name": "kaffinity", "version": __version__},
-        "findings": [finding_dict(finding, mark) for finding, mark in zip(result.findings, prints, strict=True)],
+        "findings": [
+            finding_dict(finding, mark) for finding, mark in zip(result.findings, prints, strict=True)
+        ],
         "summary": {
             "files": result.files,
             "skipped": result.skipped,
