@@ -627,8 +627,11 @@ def _revision(rev: str, paths: Optional[list[str]]) -> tuple[str, str]:
     if "-" in (paths or ()):
         _say("kaffinity: error: --new-from-rev lints files of a repository, not stdin")
         raise typer.Exit(2)
+    # The repository of the first path linted (the working directory's when it names none).
+    start = next((path for path in paths or () if os.path.exists(path)), ".")
+    folder = start if os.path.isdir(start) else os.path.dirname(start) or "."
     try:
-        return resolve(rev, ".")
+        return resolve(rev, folder)
     except RevisionError as error:
         _say(f"kaffinity: error: {error}")
         raise typer.Exit(2) from None
@@ -700,9 +703,9 @@ def _linted_at(
         # What is linted now, where it is at REV; a file REV does not have has no findings there.
         rev_paths = [moved(path) for path in paths or ["."]]
         rev_paths = [os.path.relpath(path, cwd) for path in rev_paths if os.path.lexists(path)]
+        # With --changed and no context, the context is the manifests of REV's tree (a git work
+        # tree of its own: kaffinity.load.revision), listed as the working tree's are.
         rev_context = [path for path in map(moved, context) if os.path.lexists(path)] if context else None
-        if changed and not rev_context and not at_rev.context:
-            rev_context = [tree]  # the whole tree is REV's context (it is no git work tree of REV)
         if not rev_paths:
             return Counter()
         os.makedirs(cwd, exist_ok=True)

@@ -417,3 +417,24 @@ def test_the_real_command_line(repository: Path) -> None:
     lines = completed.stdout.splitlines()
     assert len(lines) == 2  # the new finding, and the summary that counts the others
     assert "[all-namespaces-anti-affinity] StatefulSet jobs/exclusive:" in lines[0]
+
+
+def test_changed_files_against_rev_and_paths_from_elsewhere(
+    repository: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As pre-commit runs it (--changed, the changed file only, the repository as context), and
+    with the repository named by an absolute path from another folder: the same one new finding."""
+    _the_commit_that_adds_one(repository)
+    code, report, _ = _lint("--changed", "--new-from-rev", "HEAD~1", "k8s/app.yaml")
+    assert code == 1
+    assert [(f["object"]["namespace"], f["object"]["name"]) for f in report["findings"]] == [
+        ("jobs", "exclusive")
+    ]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, report, _ = _lint("--new-from-rev", "HEAD~1", str(repository))
+    assert code == 1
+    assert [(f["object"]["namespace"], f["object"]["name"]) for f in report["findings"]] == [
+        ("jobs", "exclusive")
+    ]

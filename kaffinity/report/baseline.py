@@ -25,7 +25,13 @@ from kaffinity.engine import LintResult, NewOnly
 from kaffinity.findings import Finding
 from kaffinity.load.display import json_name, json_text
 from kaffinity.load.source import Document, Span
-from kaffinity.report.fingerprint import FINGERPRINT_VERSION, fingerprint_of, fingerprints, unit_scoped_rules
+from kaffinity.report.fingerprint import (
+    FINGERPRINT_VERSION,
+    fingerprint_of,
+    fingerprints,
+    repository_name,
+    unit_scoped_rules,
+)
 
 #: Bumped only on a change of the file's shape (the fingerprints have their own version).
 BASELINE_VERSION = 1
@@ -58,7 +64,7 @@ def write_text(result: LintResult) -> str:
             "fingerprint": digest,
             "count": 1,
             "rule": finding.rule,
-            "file": json_name(finding.file),
+            "file": json_name(repository_name(finding.file)),
             "object": finding.object_label,
             "message": finding.message,
         }

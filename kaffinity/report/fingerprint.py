@@ -41,12 +41,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Finding
+from kaffinity.load.repository import work_tree
 
 if TYPE_CHECKING:
     from kaffinity.rules.base import Rule
@@ -76,6 +79,23 @@ def normalized_message(finding: Finding) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
+@lru_cache(maxsize=1024)
+def _top(folder: str) -> str:
+    """The top of the git work tree holding ``folder``, else the working directory."""
+    return work_tree(folder) or os.getcwd()
+
+
+def repository_name(name: str) -> str:
+    """A file or unit name as the repository knows it: relative to the top of its git work tree
+    (``k8s/app.yaml`` whether it was linted as ``./k8s/app.yaml``, ``app.yaml`` from ``k8s/``
+    or ``/home/me/repo/k8s/app.yaml``, and in the tree of ``--new-from-rev``), with ``/``.
+    A name that is not a path on disk (``<stdin>``, ``(other files)``) is kept."""
+    path = os.path.abspath(name)
+    if not os.path.lexists(path):
+        return name
+    return os.path.relpath(path, _top(os.path.dirname(path))).replace(os.sep, "/")
+
+
 def _group(api_version: str) -> str:
     """The API group of ``apiVersion`` (``apps`` of ``apps/v1``; ``""`` for core ``v1``): a
     version bump of the same object keeps its findings."""
@@ -87,9 +107,15 @@ def fingerprint_of(finding: Finding, unit_scoped: bool) -> str:
     occurrence number. ``unit_scoped``: the rule reads a whole deployment unit, so the units
     are part of what it found."""
     obj = finding.object
-    units = sorted(finding.units) if unit_scoped else []
+    units = sorted(map(repository_name, finding.units)) if unit_scoped else []
     if obj is None or not obj.kind or obj.kind == "None":
-        parts: list[object] = [FINGERPRINT_VERSION, finding.rule, units, "file", finding.file]
+        parts: list[object] = [
+            FINGERPRINT_VERSION,
+            finding.rule,
+            units,
+            "file",
+            repository_name(finding.file),
+        ]
     else:
         path, tab, value = (finding.anchor or finding.path).partition("\t")
         parts = [FINGERPRINT_VERSION, finding.rule, units, _group(obj.api_version), obj.kind]
