@@ -701,8 +701,11 @@ def _linted_at(
             baseline=None,
         )
         # What is linted now, where it is at REV; a file REV does not have has no findings there.
-        rev_paths = [moved(path) for path in paths or ["."]]
-        rev_paths = [os.path.relpath(path, cwd) for path in rev_paths if os.path.lexists(path)]
+        rev_paths = [
+            there if os.path.isabs(path) else os.path.relpath(there, cwd)
+            for path in paths or ["."]
+            if os.path.lexists(there := moved(path))
+        ]
         # With --changed and no context, the context is the manifests of REV's tree (a git work
         # tree of its own: kaffinity.load.revision), listed as the working tree's are.
         rev_context = [path for path in map(moved, context) if os.path.lexists(path)] if context else None
@@ -712,9 +715,9 @@ def _linted_at(
         os.chdir(cwd)
         try:
             _, result, _ = _linted(rev_paths, at_rev, stdin_filename, changed, rev_context, None, memo)
+            return rev_counts(result)  # in REV's tree: names are resolved where they are
         finally:
             os.chdir(here)
-        return rev_counts(result)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -74,6 +74,8 @@ def normalized_message(finding: Finding) -> str:
     )
     for name in names:
         text = text.replace(name, "<file>")
+    for top in _tops(finding.file):  # a folder named from the top (helm dependency build DIR)
+        text = text.replace(top + os.sep, "")
     text = _PLACE.sub(r"\1", text)
     text = _POSITION.sub(lambda match: match.group(1).lower(), text)
     return _SPACE.sub(" ", text).strip()
@@ -85,15 +87,29 @@ def _top(folder: str) -> str:
     return work_tree(folder) or os.getcwd()
 
 
+def _tops(name: str) -> list[str]:
+    """How the top of the work tree holding ``name`` may be spelled in a message: absolute, and
+    relative when the working directory is outside it (``../repo``)."""
+    path = os.path.abspath(name)
+    if not name or not os.path.lexists(path):
+        return []
+    top = _top(os.path.dirname(path))
+    relative = os.path.relpath(top)
+    return [top, relative] if relative.startswith("..") else [top]
+
+
 def repository_name(name: str) -> str:
     """A file or unit name as the repository knows it: relative to the top of its git work tree
     (``k8s/app.yaml`` whether it was linted as ``./k8s/app.yaml``, ``app.yaml`` from ``k8s/``
     or ``/home/me/repo/k8s/app.yaml``, and in the tree of ``--new-from-rev``), with ``/``.
-    A name that is not a path on disk (``<stdin>``, ``(other files)``) is kept."""
-    path = os.path.abspath(name)
-    if not os.path.lexists(path):
+    A unit of a chart rendered with a values file, ``charts/web (ci/test-values.yaml)``, keeps
+    its values part. A name that is not a path on disk (``<stdin>``, ``(other files)``) is kept."""
+    head, space, rest = name.partition(" (")
+    path = os.path.abspath(head)
+    if not head or not os.path.lexists(path):
         return name
-    return os.path.relpath(path, _top(os.path.dirname(path))).replace(os.sep, "/")
+    relative = os.path.relpath(path, _top(path if os.path.isdir(path) else os.path.dirname(path)))
+    return relative.replace(os.sep, "/") + space + rest
 
 
 def _group(api_version: str) -> str:
