@@ -438,3 +438,22 @@ def test_changed_files_against_rev_and_paths_from_elsewhere(
     assert [(f["object"]["namespace"], f["object"]["name"]) for f in report["findings"]] == [
         ("jobs", "exclusive")
     ]
+
+
+def test_file_level_findings_match_from_anywhere(
+    repository: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finding on no object (a suppression comment naming no rule) is known by its file,
+    named from the repository's top: the same whether linted as ./k8s, k8s or an absolute path."""
+    text = "# kaffinity: ignore[no-such-rule]\n" + _yaml([workload("web", "shop")])
+    (repository / "k8s" / "comment.yaml").write_text(text)
+    _git(repository, "add", ".")
+    _git(repository, "commit", "--quiet", "-m", "a comment")
+    code, report, _ = _lint(".")
+    assert [f["object"] for f in report["findings"] if f["rule"] == "unused-suppression"] == [None]
+    for target in ("./k8s", "k8s", str(repository / "k8s")):
+        code, report, _ = _lint("--new-from-rev", "HEAD", target)
+        assert (code, report["findings"]) == (0, []), target
+    monkeypatch.chdir(tmp_path)
+    code, report, _ = _lint("--new-from-rev", "HEAD", str(repository / "k8s"))
+    assert (code, report["findings"]) == (0, [])
