@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from kaffinity.repo.rendering import RenderSummary
     from kaffinity.repo.sandbox import Sandbox
     from kaffinity.repo.units import Layout, Unit
+    from kaffinity.report.baseline import Baseline
     from kaffinity.rules.base import Rule
     from kaffinity.simulate.cluster import Cluster
 
@@ -539,7 +540,7 @@ class _Before:
     ``baseline write`` (``--write-baseline``) writes instead."""
 
     baseline: Optional[str] = None
-    known: Optional[Counter[str]] = None
+    known: Optional[Baseline] = None
     rev: Optional[str] = None
     revision: Optional[tuple[str, str]] = None
     write: Optional[str] = None
@@ -578,7 +579,8 @@ class _Before:
             default = _shown_path(settings.baseline) if settings.baseline else DEFAULT_BASELINE
             _write_baseline(result, self.write or default)
         if self.known is not None and self.baseline is not None:
-            result = left_out(result, self.known, "baseline", _shown_path(self.baseline))
+            covered = self.known.in_scope(paths or ["."], {rule.name for rule in result.rules})
+            result = left_out(result, self.known.counts, "baseline", _shown_path(self.baseline), covered)
         if self.revision is not None and self.rev is not None:
             at_rev = _linted_at(self.revision, paths, settings, stdin_filename, changed, context, memo)
             result = left_out(result, at_rev, "rev", self.rev)
@@ -589,7 +591,7 @@ class _Before:
         return result
 
 
-def _read_baseline(path: str) -> Counter[str]:
+def _read_baseline(path: str) -> Baseline:
     """The baseline's fingerprints and counts; a usage error (exit 2) naming the file and the
     line when it cannot be read."""
     from kaffinity.report.baseline import BaselineError, read

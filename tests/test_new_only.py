@@ -457,3 +457,21 @@ def test_file_level_findings_match_from_anywhere(
     monkeypatch.chdir(tmp_path)
     code, report, _ = _lint("--new-from-rev", "HEAD", str(repository / "k8s"))
     assert (code, report["findings"]) == (0, [])
+
+
+def test_a_baseline_of_the_whole_repository_over_a_part_fixes_nothing(repository: Path) -> None:
+    """Linting one file, or a few rules, with the repository's baseline: the entries of the other
+    files and rules are not found, and not fixed either."""
+    (repository / "k8s" / "other.yaml").write_text(_yaml([_exclusive("other", "jobs")]))
+    invoke("baseline", "write", "--no-config", "--no-cache", "-o", "baseline.json", ".")
+    for args in (
+        ("k8s/other.yaml",),
+        ("--changed", "k8s/other.yaml"),
+        ("--select", "pdb-blocks-eviction", "."),
+    ):
+        code, report, _ = _lint("--baseline", "baseline.json", *args)
+        assert (code, report["findings"]) == (0, []), args
+        assert report["summary"]["new_only"]["fixed"] == 0, args
+    (repository / "k8s" / "other.yaml").unlink()
+    code, report, _ = _lint("--baseline", "baseline.json", ".")
+    assert report["summary"]["new_only"]["fixed"] == 1

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import replace
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kaffinity.engine import LintResult, NewOnly
@@ -42,6 +43,32 @@ DEFAULT_BASELINE = ".kaffinity-baseline.json"
 _LOAD_ERROR = "parse-error"
 _HASH = re.compile(r"[0-9a-f]{32}")
 _ENTRY_KEYS = ("fingerprint", "count", "rule", "file", "object", "message")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline file read: the count of each fingerprint, and the rule and file of its entry
+    (for :meth:`in_scope`)."""
+
+    counts: Counter[str]
+    entries: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def in_scope(self, paths: Sequence[str], rules: Collection[str]) -> Callable[[str], bool]:
+        """Whether a run of ``rules`` over ``paths`` (files or folders) would find an entry
+        again: only such an entry is fixed when nothing matches it (``lint k8s/a.yaml``,
+        ``--changed`` or ``--select`` cover a part of what the baseline was written for)."""
+        prefixes = [repository_name(path) for path in paths or ["."]]
+
+        def covered(digest: str) -> bool:
+            rule, file = self.entries.get(digest, ("", ""))
+            if rule and rule not in rules:
+                return False
+            return not file or any(
+                prefix in (".", file) or file.startswith(prefix.rstrip("/") + "/")
+                for prefix in prefixes
+            )
+
+        return covered
 
 
 class BaselineError(Exception):
@@ -76,7 +103,7 @@ def write_text(result: LintResult) -> str:
     return json_text(data, indent=2) + "\n"
 
 
-def read(path: str, display: str) -> Counter[str]:
+def read(path: str, display: str) -> Baseline:
     """The fingerprints of the baseline at ``path`` with their counts; :class:`BaselineError`
     (naming ``display`` and the line) when it is missing or not a baseline."""
     import os
@@ -103,7 +130,7 @@ def _at(file: str, span: Span | None, message: str) -> str:
     return f"{where}: error: {message}"
 
 
-def _counts(doc: Document) -> Counter[str]:
+def _counts(doc: Document) -> Baseline:
     """A baseline's entries, checked as ``schemas/baseline.schema.json`` says, in words of ours."""
     data = doc.data
 
@@ -129,10 +156,12 @@ def _counts(doc: Document) -> Counter[str]:
     if not isinstance(findings, list):
         raise fail(("findings",) if "findings" in data else (), "findings: a list of entries is expected")
     counts: Counter[str] = Counter()
+    entries: dict[str, tuple[str, str]] = {}
     for index, entry in enumerate(findings):
         digest, count = _entry(doc, index, entry)
         counts[digest] += count
-    return counts
+        entries.setdefault(digest, (entry.get("rule", ""), entry.get("file", "")))
+    return Baseline(counts, entries)
 
 
 def _entry(doc: Document, index: int, entry: Any) -> tuple[str, int]:
@@ -167,10 +196,17 @@ def rev_counts(result: LintResult) -> Counter[str]:
     return counts
 
 
-def left_out(result: LintResult, known: Counter[str], against: str, ref: str) -> LintResult:
+def left_out(
+    result: LintResult,
+    known: Counter[str],
+    against: str,
+    ref: str,
+    in_scope: Callable[[str], bool] | None = None,
+) -> LintResult:
     """``result`` without the findings ``known`` counts (per fingerprint, the first ones in report
     order: two copies known, a third is new), and how many were left out; for a baseline, the
-    entries no finding matched any more (``fixed``). Load errors always stay."""
+    entries no finding matched any more (``fixed``) among those the run covers (``in_scope``).
+    Load errors always stay."""
     scoped = unit_scoped_rules(result.rules)
     seen: Counter[str] = Counter()
     kept: list[Finding] = []
@@ -181,7 +217,13 @@ def left_out(result: LintResult, known: Counter[str], against: str, ref: str) ->
             kept.append(finding)
     dropped = len(result.findings) - len(kept)
     fixed = (
-        sum(max(0, count - seen[digest]) for digest, count in known.items()) if against == "baseline" else 0
+        sum(
+            max(0, count - seen[digest])
+            for digest, count in known.items()
+            if in_scope is None or in_scope(digest)
+        )
+        if against == "baseline"
+        else 0
     )
     earlier = result.new_only
     if earlier is not None:  # --baseline, then --new-from-rev: one count of what was left out
