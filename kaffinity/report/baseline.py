@@ -64,8 +64,7 @@ class Baseline:
             if rule and rule not in rules:
                 return False
             return not file or any(
-                prefix in (".", file) or file.startswith(prefix.rstrip("/") + "/")
-                for prefix in prefixes
+                prefix in (".", file) or file.startswith(prefix.rstrip("/") + "/") for prefix in prefixes
             )
 
         return covered
