@@ -675,7 +675,7 @@ def _linted_at(
             """A path of this checkout, absolute, as the same path in REV's tree."""
             real = os.path.realpath(path)
             if real == real_top or real.startswith(real_top + os.sep):
-                return os.path.join(tree, os.path.relpath(real, real_top))
+                return os.path.normpath(os.path.join(tree, os.path.relpath(real, real_top)))
             return os.path.abspath(path)
 
         def moved_pattern(pattern: str) -> str:
@@ -715,10 +715,12 @@ def _linted_at(
             return Counter()
         os.makedirs(cwd, exist_ok=True)
         os.chdir(cwd)
+        _QUIET_NOTES.append(True)
         try:
             _, result, _ = _linted(rev_paths, at_rev, stdin_filename, changed, rev_context, None, memo)
             return rev_counts(result)  # in REV's tree: names are resolved where they are
         finally:
+            _QUIET_NOTES.pop()
             os.chdir(here)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -1840,8 +1842,16 @@ def _say(message: str) -> None:
     """One message on stderr, on one line: the control characters (line breaks included),
     bidirectional controls and undecodable bytes that come from the input (a file name, a
     ``--stdin-filename``, a name or a policy's message quoted in a notice) escaped
-    (``kaffinity.load.display``), so that no message shows as two lines, or a forged one."""
+    (``kaffinity.load.display``), so that no message shows as two lines, or a forged one.
+    While ``--new-from-rev`` lints REV's tree, its notes are not said (they would name the
+    temporary folder and repeat the work tree's)."""
+    if _QUIET_NOTES and message.startswith("kaffinity: note:"):
+        return
     typer.echo(escape(message), err=True)
+
+
+#: Set while the tree of ``--new-from-rev`` is linted (:func:`_linted_at`).
+_QUIET_NOTES: list[bool] = []
 
 
 def _emit(text: str, output: Optional[str]) -> None:

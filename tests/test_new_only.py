@@ -475,3 +475,18 @@ def test_a_baseline_of_the_whole_repository_over_a_part_fixes_nothing(repository
     (repository / "k8s" / "other.yaml").unlink()
     code, report, _ = _lint("--baseline", "baseline.json", ".")
     assert report["summary"]["new_only"]["fixed"] == 1
+
+
+def test_a_tracked_file_that_gitignore_names_is_linted_at_rev_too(repository: Path) -> None:
+    """git never ignores a tracked file: REV's tree is tracked in its own index, so a .gitignore
+    pattern that matches a committed manifest hides it neither now nor at REV."""
+    (repository / ".gitignore").write_text("k8s/generated-*.yaml\n")
+    (repository / "k8s" / "generated-app.yaml").write_text(_yaml([_exclusive("generated", "jobs")]))
+    _git(repository, "add", "--force", ".")
+    _git(repository, "commit", "--quiet", "-m", "a generated manifest, committed")
+    code, report, _ = _lint(".")
+    assert "generated" in {f["object"]["name"] for f in report["findings"] if f["object"]}
+    code, report, _ = _lint("--new-from-rev", "HEAD", ".")
+    assert (code, report["findings"]) == (0, [])
+    code, report, _ = _lint("--changed", "--new-from-rev", "HEAD", "k8s/app.yaml")
+    assert (code, report["findings"]) == (0, [])

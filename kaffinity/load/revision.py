@@ -29,6 +29,12 @@ GIT_TIMEOUT = 120
 MAX_TREE_BYTES = 2 << 30
 
 
+#: git reads the repository only: no credential prompt, and no object fetched on demand from a
+#: partial clone's promisor remote (``GIT_NO_LAZY_FETCH``, git 2.44+).
+def _env() -> dict[str, str]:
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1"}
+
+
 class RevisionError(Exception):
     """REV cannot be linted: not a commit, not in a repository, git failed, too large."""
 
@@ -38,6 +44,7 @@ def _git(cwd: str, *args: str, data: bytes | None = None) -> bytes:
         done = subprocess.run(
             ["git", *args],
             cwd=cwd,
+            env=_env(),
             input=data,
             capture_output=True,
             timeout=GIT_TIMEOUT,
@@ -101,10 +108,10 @@ def export(top: str, sha: str, dest: str, max_file: int) -> int:
         if total > MAX_TREE_BYTES:
             raise RevisionError(f"the tree of {sha[:12]} holds more than {MAX_TREE_BYTES >> 30} GiB")
         blobs.append((mode, oid, name))
-    _git(dest, "init", "--quiet", "--template=")
+    _tracked(top, sha, dest)
     written = 0
     with subprocess.Popen(
-        ["git", "cat-file", "--batch"], cwd=top, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        ["git", "cat-file", "--batch"], cwd=top, env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE
     ) as batch:
         try:
             for mode, oid, name in blobs:
@@ -116,6 +123,24 @@ def export(top: str, sha: str, dest: str, max_file: int) -> int:
                 batch.stdin.close()
             batch.kill()
     return written
+
+
+def _tracked(top: str, sha: str, dest: str) -> None:
+    """Make ``dest`` a git work tree whose index is REV's tree, as the work tree's index is the
+    work tree's: its files are tracked, so a ``.gitignore`` of REV does not hide a file REV
+    tracks (``git ls-files --others --ignored`` lists untracked files only), and ``--changed``
+    lists REV's manifests as it lists the work tree's. No object is copied: the repository's
+    object store is an alternate of ``dest``'s (``objects/info/alternates``, gitrepository-layout)."""
+    _git(dest, "init", "--quiet", "--template=")
+    common = _git(top, "rev-parse", "--git-common-dir").decode("utf-8", "surrogateescape").strip()
+    objects = os.path.join(os.path.abspath(os.path.join(top, common)), "objects")
+    alternates = os.path.join(dest, ".git", "objects", "info")
+    os.makedirs(alternates, exist_ok=True)
+    with open(
+        os.path.join(alternates, "alternates"), "w", encoding="utf-8", errors="surrogateescape"
+    ) as handle:
+        handle.write(objects + "\n")
+    _git(dest, "read-tree", sha)
 
 
 def _write(batch: subprocess.Popen[bytes], mode: str, oid: str, name: str, dest: str) -> int:
