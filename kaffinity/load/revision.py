@@ -12,8 +12,10 @@ size limit are left out (kaffinity would not read them), the whole tree is refus
 Paths are checked as git's ``verify_path`` would (no ``..``, no ``.git``, no empty component,
 no absolute path): a crafted tree object cannot write outside the folder. A symbolic link is
 written only when it stays inside the folder; submodules (gitlinks) are left out. The folder is
-made a git work tree of its own (``git init``, no template: no hook), so that the lint of REV
-finds its repository root where the lint of the work tree does (kaffinity.repo.sandbox).
+made a git work tree of its own (``git init``, no template: no hook) whose index is REV's tree
+(:func:`_tracked`), so that the lint of REV finds its repository root where the lint of the work
+tree does (kaffinity.repo.sandbox), and git lists and ignores its files as it does the work
+tree's.
 """
 
 from __future__ import annotations
