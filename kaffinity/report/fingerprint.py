@@ -12,18 +12,23 @@ a reformat or a reorder changes:
   (``containers[name=web]``, ``topologySpreadConstraints[topologyKey=zone,...]``:
   :func:`kaffinity.findings.stable_path`), and kept where the index is the identity (terms,
   tolerations);
-- the message, the values that decide the finding, with the positions it names (``line 3``,
-  ``file.yaml:3:5``) and the finding's own file names taken out.
+- the value that decides the finding: the value at that path as canonical JSON (keys sorted), a
+  term, a selector, ``replicas: 3`` (:func:`kaffinity.findings.anchor_of`). Where the path is the
+  whole object or a whole part of it (a pod spec, a container, metadata) or the value is larger
+  than 1 KiB, the message stands for it, with the positions it names (``line 3``,
+  ``file.yaml:3:5``), the finding's own file names and the repository's top folder taken out:
+  the message of a finding may name other objects it affects, which change when they do.
 
 A finding on no object (a file that does not parse, a chart that does not render) has no
-identity but its file: its fingerprint is the rule, the file and the message as above.
+identity but its file: its fingerprint is the rule, the file (named from the top of its git work
+tree: :func:`repository_name`) and the message as above. Unit names are named from the top too.
 
 No line, column or file of an object goes in: inserting ten lines above a Deployment, changing
 its indentation, the order of its keys, flow or block style, or the order of the documents in the
 file, keeps its findings' fingerprints; changing the value a finding is about changes it.
 
-**Collisions.** Two findings may hash alike: the same problem on two objects of the same identity
-(a Deployment defined twice, in one file or two). They are told apart as GitHub code scanning
+**Collisions.** Two findings may hash alike: a rule that says two things of one field of one
+object (the value decides, not the words), or one problem on copies of an object read as two. They are told apart as GitHub code scanning
 tells alike lines apart (``primaryLocationLineHash`` is ``hash:occurrence``; "SARIF support for
 code scanning", docs.github.com): in report order, the n-th finding of a hash is ``hash:n``. A
 baseline keeps each hash with its count; a run shows the findings of a hash beyond the count
