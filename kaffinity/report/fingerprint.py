@@ -28,8 +28,8 @@ its indentation, the order of its keys, flow or block style, or the order of the
 file, keeps its findings' fingerprints; changing the value a finding is about changes it.
 
 **Collisions.** Two findings may hash alike: a rule that says two things of one field of one
-object (the value decides, not the words), or one problem on copies of an object read as two. They are told apart as GitHub code scanning
-tells alike lines apart (``primaryLocationLineHash`` is ``hash:occurrence``; "SARIF support for
+object (the value decides, not the words), or one problem on copies of an object read as two.
+They are told apart as GitHub code scanning tells alike lines apart (``primaryLocationLineHash`` is ``hash:occurrence``; "SARIF support for
 code scanning", docs.github.com): in report order, the n-th finding of a hash is ``hash:n``. A
 baseline keeps each hash with its count; a run shows the findings of a hash beyond the count
 known. So two distinct findings always have distinct fingerprints, and two copies of one are
