@@ -102,8 +102,8 @@ def export(top: str, sha: str, dest: str, max_file: int) -> int:
         meta, _, raw = record.partition(b"\t")
         mode, kind, oid, size = meta.decode("ascii").split()
         name = raw.decode("utf-8", "surrogateescape")
-        if kind != "blob" or not _safe(name):
-            continue  # a submodule (commit), or a path git would refuse
+        if kind != "blob" or not _safe(name) or not size.isdigit():
+            continue  # a submodule (commit), a path git would refuse, a blob this clone lacks
         if mode != "120000" and int(size) > max_file:
             continue
         total += int(size)
@@ -152,6 +152,8 @@ def _write(batch: subprocess.Popen[bytes], mode: str, oid: str, name: str, dest:
     batch.stdin.write(oid.encode("ascii") + b"\n")
     batch.stdin.flush()
     header = batch.stdout.readline().split()
+    if len(header) == 2 and header[1] == b"missing":
+        return 0  # not in this clone (a partial or shallow one): as absent as from the work tree
     if len(header) != 3:
         raise RevisionError(f"git cat-file: no object {oid}")
     content = batch.stdout.read(int(header[2]))

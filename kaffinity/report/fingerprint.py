@@ -29,11 +29,11 @@ file, keeps its findings' fingerprints; changing the value a finding is about ch
 
 **Collisions.** Two findings may hash alike: a rule that says two things of one field of one
 object (the value decides, not the words), or one problem on copies of an object read as two.
-They are told apart as GitHub code scanning tells alike lines apart (``primaryLocationLineHash`` is ``hash:occurrence``; "SARIF support for
-code scanning", docs.github.com): in report order, the n-th finding of a hash is ``hash:n``. A
-baseline keeps each hash with its count; a run shows the findings of a hash beyond the count
-known. So two distinct findings always have distinct fingerprints, and two copies of one are
-counted, not merged.
+They are told apart as GitHub code scanning tells alike lines apart (``primaryLocationLineHash``
+is ``hash:occurrence``; "SARIF support for code scanning", docs.github.com): in report order,
+the n-th finding of a hash is ``hash:n``. A baseline keeps each hash with its count; a run shows
+the findings of a hash beyond the count known. So two distinct findings always have distinct
+fingerprints, and two copies of one are counted, not merged.
 
 The SARIF report writes the fingerprint as ``partialFingerprints["kaffinity/v1"]`` (SARIF 2.1.0
 section 3.27.17: the property names are versioned hierarchical strings, section 3.5.4.2; the
