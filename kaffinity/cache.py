@@ -88,8 +88,9 @@ ENV_KEY = "KAFFINITY_CACHE_KEY"
 #: Characters ``KAFFINITY_CACHE_KEY`` has at least: a short secret can be guessed.
 MIN_KEY_CHARS = 16
 #: Bumped when what an entry holds, or how, changes. 4: JSON and an HMAC (pickles before);
-#: 5: YAML read as go-yaml v2 reads it (flow-collection colons, anchors redefined, merge keys).
-FORMAT = 5
+#: 5: YAML read as go-yaml v2 reads it (flow-collection colons, anchors redefined, merge keys);
+#: 6: a finding keeps its anchor (what its fingerprint takes of its place: kaffinity.findings).
+FORMAT = 6
 #: An entry starts with this, then its key, its HMAC (hex) and the payload, a line each.
 MAGIC = b"kaffinity-cache %d\n" % FORMAT
 _HEADER = len(MAGIC) + 41 + 65
@@ -871,6 +872,7 @@ def _finding(finding: Any) -> list[Any]:
         finding.fix,
         None if edit is None else [edit.start, edit.end, edit.text],
         list(finding.units),
+        finding.anchor,
     ]
 
 
@@ -1025,7 +1027,7 @@ def _finding_of(data: list[Any]) -> Any:
     from kaffinity.k8s.model import ObjectRef
     from kaffinity.load.edits import Edit
 
-    file, line, column, rule, message, severity, category, path, obj, related, fix, edit, units = data
+    file, line, column, rule, message, severity, category, path, obj, related, fix, edit, units, anchor = data
     optional = (int, type(None))
     ref = None
     if obj is not None:
@@ -1054,6 +1056,7 @@ def _finding_of(data: list[Any]) -> Any:
         _is(fix, str, type(None)),
         change,
         _strings(units),
+        _is(anchor, str),
     )
 
 

@@ -6,7 +6,7 @@ import gc
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Optional
 
@@ -17,6 +17,7 @@ from kaffinity.help import Group
 from kaffinity.load.display import escape, patch_lines, quote_name, utf8
 
 if TYPE_CHECKING:
+    from collections import Counter
     from collections.abc import Collection, Sequence
 
     from kaffinity.cache import Cache
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from kaffinity.repo.rendering import RenderSummary
     from kaffinity.repo.sandbox import Sandbox
     from kaffinity.repo.units import Layout, Unit
+    from kaffinity.report.baseline import Baseline
     from kaffinity.rules.base import Rule
     from kaffinity.simulate.cluster import Cluster
 
@@ -369,6 +371,25 @@ def lint(
             "also KAFFINITY_CACHE_DIR, cache-dir: in the config).",
         ),
     ] = None,
+    new_from_rev: Annotated[
+        Optional[str],
+        typer.Option(
+            "--new-from-rev",
+            metavar="REV",
+            help="Report only the findings that the same lint of git revision REV does not have "
+            "(docs/adopting.md).",
+        ),
+    ] = None,
+    baseline: Annotated[
+        Optional[str],
+        typer.Option(
+            "--baseline",
+            metavar="FILE",
+            help="Leave out the findings of this baseline file (kaffinity baseline write; also "
+            "baseline: in the config).",
+        ),
+    ] = None,
+    write_baseline: Annotated[Optional[str], typer.Option("--write-baseline", hidden=True)] = None,
 ) -> None:
     """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage;
     3: internal error (a bug in kaffinity)."""
@@ -416,12 +437,15 @@ def lint(
         for path in missing:
             _say(f"kaffinity: error: {quote_name(path)}: policy file not found")
         raise typer.Exit(2)
+    # Before anything is linted: a baseline that cannot be read, a REV that names no commit.
+    before = _Before.of(paths, settings, baseline, new_from_rev, write_baseline)
     # Erased before any report is written; not while the user types the input on the terminal.
     typed = "-" in (paths or ()) and sys.stdin.isatty()
     with active(terminal(sys.stderr, enabled=not (no_progress or typed))):
         lint_context, result, policy_errors = _linted(
             paths, settings, stdin_filename, changed, context, cache_dir, memo
         )
+        result = before.left_out(result, paths, settings, stdin_filename, changed, context, memo)
 
     fmt = output_format.value
     if fmt == "auto":
@@ -544,6 +568,199 @@ def _change(
     documents.extend(doc for docs in previous.values() for doc in docs)
     units = rendered_touches(layout, touched, names, documents)
     return Change(names, previous, units)
+
+
+@dataclass(frozen=True)
+class _Before:
+    """What ``lint`` compares with (docs/adopting.md): the baseline file and its fingerprints
+    (``--baseline``, ``baseline:``), the repository and commit of ``--new-from-rev``, and where
+    ``baseline write`` (``--write-baseline``) writes instead."""
+
+    baseline: Optional[str] = None
+    known: Optional[Baseline] = None
+    rev: Optional[str] = None
+    revision: Optional[tuple[str, str]] = None
+    write: Optional[str] = None
+
+    @classmethod
+    def of(
+        cls,
+        paths: Optional[list[str]],
+        settings: Settings,
+        baseline: Optional[str],
+        new_from_rev: Optional[str],
+        write: Optional[str],
+    ) -> _Before:
+        """Read and checked before anything is linted: a usage error (exit 2) otherwise."""
+        if write is not None:
+            return cls(write=write)
+        file = baseline or settings.baseline
+        known = _read_baseline(file) if file else None
+        revision = _revision(new_from_rev, paths) if new_from_rev is not None else None
+        return cls(file, known, new_from_rev, revision)
+
+    def left_out(
+        self,
+        result: LintResult,
+        paths: Optional[list[str]],
+        settings: Settings,
+        stdin_filename: Optional[str],
+        changed: bool,
+        context: Optional[list[str]],
+        memo: PolicyMemo,
+    ) -> LintResult:
+        """``result`` without what the baseline and REV had; ``baseline write`` writes here and exits."""
+        from kaffinity.report.baseline import DEFAULT_BASELINE, fixed_note, left_out
+
+        if self.write is not None:
+            default = _shown_path(settings.baseline) if settings.baseline else DEFAULT_BASELINE
+            _write_baseline(result, self.write or default)
+        if self.known is not None and self.baseline is not None:
+            covered = self.known.in_scope(paths or ["."], {rule.name for rule in result.rules})
+            result = left_out(result, self.known.counts, "baseline", _shown_path(self.baseline), covered)
+        if self.revision is not None and self.rev is not None:
+            at_rev = _linted_at(self.revision, paths, settings, stdin_filename, changed, context, memo)
+            result = left_out(result, at_rev, "rev", self.rev)
+        if result.new_only is not None and self.baseline is not None:
+            note = fixed_note(result.new_only, _shown_path(self.baseline))
+            if note is not None:
+                result = replace(result, notices=(*result.notices, note))
+        return result
+
+
+def _read_baseline(path: str) -> Baseline:
+    """The baseline's fingerprints and counts; a usage error (exit 2) naming the file and the
+    line when it cannot be read."""
+    from kaffinity.report.baseline import BaselineError, read
+
+    try:
+        return read(path, quote_name(_shown_path(path)))
+    except BaselineError as error:
+        _say(str(error))
+        raise typer.Exit(2) from None
+
+
+def _write_baseline(result: LintResult, path: str) -> None:
+    """``kaffinity baseline write``: the fingerprints of ``result`` to ``path``, then exit (2 when
+    an input could not be read: its findings are never baselined; 3 on an internal error)."""
+    from kaffinity.report.baseline import write_text
+
+    _emit(write_text(result), path)
+    baselined = sum(1 for finding in result.findings if finding.rule != "parse-error")
+    _say(f"kaffinity: wrote {baselined} finding{'s' if baselined != 1 else ''} to {quote_name(path)}")
+    for message in result.internal_errors:
+        _say(f"kaffinity: {message}")
+    if result.exit_code:
+        for finding in result.findings:
+            if finding.rule == "parse-error":
+                where = f"{finding.file}:{finding.line}:{finding.column}" if finding.line else finding.file
+                _say(f"{quote_name(where)}: error: {finding.message}")
+    raise typer.Exit(result.exit_code)
+
+
+def _revision(rev: str, paths: Optional[list[str]]) -> tuple[str, str]:
+    """``--new-from-rev REV``: the repository's top and REV's commit; a usage error (exit 2)
+    outside a repository, for stdin, or when REV names no commit."""
+    from kaffinity.load.revision import RevisionError, resolve
+
+    if "-" in (paths or ()):
+        _say("kaffinity: error: --new-from-rev lints files of a repository, not stdin")
+        raise typer.Exit(2)
+    # The repository of the first path linted (the working directory's when it names none).
+    start = next((path for path in paths or () if os.path.exists(path)), ".")
+    folder = start if os.path.isdir(start) else os.path.dirname(start) or "."
+    try:
+        return resolve(rev, folder)
+    except RevisionError as error:
+        _say(f"kaffinity: error: {error}")
+        raise typer.Exit(2) from None
+
+
+def _linted_at(
+    revision: tuple[str, str],
+    paths: Optional[list[str]],
+    settings: Settings,
+    stdin_filename: Optional[str],
+    changed: bool,
+    context: Optional[list[str]],
+    memo: PolicyMemo,
+) -> Counter[str]:
+    """The fingerprints of the findings of the same lint of another revision: its tree written
+    to a temporary folder (kaffinity.load.revision: the work tree and the index untouched), the
+    paths, the context and the paths of the config mapped into it, the config, the policies and
+    the cluster of this checkout, no cache; the folder removed whatever happens."""
+    import shutil
+    import tempfile
+    from collections import Counter
+
+    from kaffinity.load.revision import RevisionError, export
+    from kaffinity.report.baseline import rev_counts
+
+    top, sha = revision
+    real_top = os.path.realpath(top)
+    here = os.getcwd()
+    folder = tempfile.mkdtemp(prefix="kaffinity-rev-")
+    try:
+        try:
+            export(top, sha, folder, settings.limits.file_size)
+        except RevisionError as error:
+            _say(f"kaffinity: error: --new-from-rev: {error}")
+            raise typer.Exit(2) from None
+        tree = os.path.realpath(folder)
+
+        def moved(path: str) -> str:
+            """A path of this checkout, absolute, as the same path in REV's tree."""
+            real = os.path.realpath(path)
+            if real == real_top or real.startswith(real_top + os.sep):
+                return os.path.normpath(os.path.join(tree, os.path.relpath(real, real_top)))
+            return os.path.abspath(path)
+
+        def moved_pattern(pattern: str) -> str:
+            for top_form in {real_top, os.path.abspath(top)}:
+                if pattern == top_form or pattern.startswith(top_form + "/"):
+                    return tree + pattern[len(top_form) :]
+            return pattern
+
+        cwd = moved(here)
+        at_rev = replace(
+            settings,
+            cluster=os.path.abspath(settings.cluster) if settings.cluster else None,
+            policies=tuple(os.path.abspath(path) for path in settings.policies),
+            context=tuple(path for path in map(moved, settings.context) if os.path.lexists(path)),
+            exclude=tuple(moved_pattern(pattern) for pattern in settings.exclude),
+            base_dir=moved(settings.base_dir),
+            helm_values={
+                moved(chart): tuple(moved(path) for path in files)
+                for chart, files in settings.helm_values.items()
+            },
+            units=settings.units
+            if isinstance(settings.units, str)
+            else tuple((name, tuple(moved(path) for path in prefixes)) for name, prefixes in settings.units),
+            cache=False,
+            baseline=None,
+        )
+        # What is linted now, where it is at REV; a file REV does not have has no findings there.
+        rev_paths = [
+            there if os.path.isabs(path) else os.path.relpath(there, cwd)
+            for path in paths or ["."]
+            if os.path.lexists(there := moved(path))
+        ]
+        # With --changed and no context, the context is the manifests of REV's tree (a git work
+        # tree of its own: kaffinity.load.revision), listed as the working tree's are.
+        rev_context = [path for path in map(moved, context) if os.path.lexists(path)] if context else None
+        if not rev_paths:
+            return Counter()
+        os.makedirs(cwd, exist_ok=True)
+        os.chdir(cwd)
+        _QUIET_NOTES.append(True)
+        try:
+            _, result, _ = _linted(rev_paths, at_rev, stdin_filename, changed, rev_context, None, memo)
+            return rev_counts(result)  # in REV's tree: names are resolved where they are
+        finally:
+            _QUIET_NOTES.pop()
+            os.chdir(here)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _has_release(files: Sequence[SourceFile]) -> bool:
@@ -1729,8 +1946,16 @@ def _say(message: str) -> None:
     """One message on stderr, on one line: the control characters (line breaks included),
     bidirectional controls and undecodable bytes that come from the input (a file name, a
     ``--stdin-filename``, a name or a policy's message quoted in a notice) escaped
-    (``kaffinity.load.display``), so that no message shows as two lines, or a forged one."""
+    (``kaffinity.load.display``), so that no message shows as two lines, or a forged one.
+    While ``--new-from-rev`` lints REV's tree, its notes are not said (they would name the
+    temporary folder and repeat the work tree's)."""
+    if _QUIET_NOTES and message.startswith("kaffinity: note:"):
+        return
     typer.echo(escape(message), err=True)
+
+
+#: Set while the tree of ``--new-from-rev`` is linted (:func:`_linted_at`).
+_QUIET_NOTES: list[bool] = []
 
 
 def _emit(text: str, output: Optional[str]) -> None:
@@ -1790,6 +2015,68 @@ def _use_color(choice: Color, output: Optional[str]) -> bool:
     if output or os.environ.get("NO_COLOR"):
         return False
     return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
+
+
+baseline_app = typer.Typer(
+    help="Baseline files: the findings a repository accepts for now, left out by lint --baseline "
+    "(docs/adopting.md).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.add_typer(baseline_app, name="baseline")
+
+#: lint's options that shape the report, not what is linted: ``baseline write`` has none of them.
+_REPORT_ONLY = frozenset(
+    {
+        "output_format",
+        "output",
+        "reports",
+        "color",
+        "min_severity",
+        "fail_on",
+        "new_from_rev",
+        "baseline",
+        "write_baseline",
+    }
+)
+_BaselineOutput = Annotated[
+    Optional[str],
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="The baseline file to write (default: baseline: in the config, else .kaffinity-baseline.json).",
+    ),
+]
+
+
+def baseline_write(**options: Any) -> None:
+    """Write a baseline: the fingerprints of every finding of PATHS, linted as lint would with
+    the same options, for lint --baseline to leave out. Exit code 0: written; 2: an input could
+    not be read (never baselined) or bad usage; 3: internal error."""
+    output = options.pop("output", None)
+    lint(**options, write_baseline=output or "")
+
+
+def _baseline_signature() -> None:
+    """``baseline write`` takes lint's options for what is linted (one list: they cannot drift)."""
+    import inspect
+
+    kept = [
+        parameter
+        for parameter in inspect.signature(lint, eval_str=True).parameters.values()
+        if parameter.name not in _REPORT_ONLY
+    ]
+    output = inspect.Parameter(
+        "output", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_BaselineOutput
+    )
+    parameters = [parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY) for parameter in kept] + [output]
+    baseline_write.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
+    baseline_write.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters}
+
+
+_baseline_signature()
+baseline_app.command("write")(baseline_write)
 
 
 policy_app = typer.Typer(
@@ -1943,7 +2230,8 @@ def schema(
         typer.Argument(
             metavar="NAME",
             help="kubernetes (manifests, for --kube-version), config (.kaffinity.yaml), "
-            "cluster (a ClusterTopology file), output (the report of lint --format json), policy (a Policy), "
+            "cluster (a ClusterTopology file), output (the report of lint --format json), "
+            "baseline (a baseline file), policy (a Policy), "
             "facts (the kaffinity variable of a policy expression), admission (a ValidatingAdmissionPolicy).",
         ),
     ] = "kubernetes",
@@ -1960,6 +2248,7 @@ def schema(
         "config": ("config.schema.json", ".kaffinity.yaml"),
         "cluster": ("cluster.schema.json", "a ClusterTopology file (--cluster)"),
         "output": ("output.schema.json", "the report of lint --format json"),
+        "baseline": ("baseline.schema.json", "a baseline file (kaffinity baseline write)"),
         "policy": ("policy.schema.json", "a kaffinity.io/v1alpha1 Policy (--policy)"),
         "facts": ("facts.schema.json", "the kaffinity variable of a policy expression"),
         "admission": (

@@ -95,6 +95,9 @@ class Settings:
     #: What rendering may do (network, time, memory): the command line's and the environment's
     #: only (``--allow-network``, ``--render-*``; kaffinity.repo.sandbox), never the config's.
     sandbox: Sandbox = DEFAULT_SANDBOX
+    #: The baseline file whose findings ``lint`` leaves out (``baseline:``, relative to the config
+    #: file; ``--baseline``): kaffinity.report.baseline.
+    baseline: str | None = None
 
     def overridden(self, **changes: Any) -> Settings:
         """These settings with the given (non-None) values replaced: flags over the file."""
@@ -315,7 +318,7 @@ def _file_size_errors(doc: Document) -> list[str]:
 
 #: The settings that name paths read (or, ``cache-dir``, written): each must stay in the
 #: repository. ``exclude`` and ``units`` only match paths, never reach one.
-_PATH_KEYS = ("cluster", "cache-dir", "context", "policies", "helm-values")
+_PATH_KEYS = ("cluster", "cache-dir", "context", "policies", "helm-values", "baseline")
 
 
 def _outside_errors(doc: Document, base: str, root: str) -> list[str]:
@@ -363,6 +366,7 @@ _PATH_OPTIONS = {
     "context": " (--context)",
     "policies": " (--policy)",
     "helm-values": "",
+    "baseline": " (--baseline)",
 }
 
 
@@ -454,6 +458,7 @@ def _settings(data: Mapping[str, Any], base: str) -> Settings:
         gitignore=bool(data.get("gitignore", True)),
         cache=bool(data.get("cache", True)),
         cache_dir=paths([data["cache-dir"]])[0] if isinstance(data.get("cache-dir"), str) else None,
+        baseline=paths([data["baseline"]])[0] if isinstance(data.get("baseline"), str) else None,
         context=paths(data.get("context") or ()),
         policies=paths(data.get("policies") or ()),
         jobs=_jobs(data.get("jobs")),

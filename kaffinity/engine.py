@@ -26,6 +26,7 @@ from kaffinity.findings import (
     Location,
     Severity,
     Violation,
+    anchor_of,
 )
 from kaffinity.k8s.model import (
     Object,
@@ -99,6 +100,30 @@ INTERNAL_ERROR = 3
 
 
 @dataclass(frozen=True, slots=True)
+class NewOnly:
+    """What ``--new-from-rev REV`` or ``--baseline FILE`` left out of a result: ``against`` is
+    ``rev`` or ``baseline``, ``ref`` the revision or the file, ``known`` the findings that were
+    there already (not shown), ``fixed`` the baseline's entries that no longer occur."""
+
+    against: str
+    ref: str
+    known: int
+    fixed: int = 0
+
+    @property
+    def phrase(self) -> str:
+        """``12 findings also at main`` / ``12 findings in the baseline``, for the summaries."""
+        what = f"{self.known} finding{'s' if self.known != 1 else ''}"
+        if self.against == "baseline":
+            return f"{what} in the baseline"
+        return (
+            f"{what} also at {self.ref}"
+            if self.against == "rev"
+            else f"{what} in the baseline or at {self.ref}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class LintResult:
     findings: tuple[Finding, ...]
     rules: tuple[Rule, ...]
@@ -118,6 +143,8 @@ class LintResult:
     hidden: int = 0
     #: What was rendered and what was read as written (``kaffinity lint``; the reports count it).
     render: RenderSummary | None = None
+    #: Findings left out because they were there before (``--new-from-rev``, ``--baseline``).
+    new_only: NewOnly | None = None
 
     def failed(self, threshold: Severity | None) -> bool:
         return threshold is not None and any(f.severity.reaches(threshold) for f in self.findings)
@@ -570,7 +597,7 @@ class _Run:
         for placed, doc in found:
             finding = placed
             if doc is not None and not self.unit and id(doc) in self.membership:
-                finding = replace(placed, units=self.membership[id(doc)])
+                finding = replace(finding, units=self.membership[id(doc)])
             self.add(finding, self.annotations.get(id(doc), ()) if doc is not None else ())
 
     def add_violation(self, rule: Rule, violation: Violation) -> None:
@@ -606,6 +633,7 @@ class _Run:
             edit=violation.edit,
             edit_file=violation.edit_file,
             severity=violation.severity,
+            anchor=anchor_of(doc.data, violation.path),
         )
 
     def _where(self, doc: Document, path: DataPath, span: Span | None = None) -> tuple[str, Span]:
@@ -719,6 +747,7 @@ class _Run:
         edit: Edit | None = None,
         edit_file: str | None = None,
         severity: Severity | None = None,
+        anchor: str = "",
     ) -> Finding:
         return Finding(
             file=file,
@@ -734,6 +763,7 @@ class _Run:
             fix=fix,
             edit=edit,
             edit_file=edit_file,
+            anchor=anchor,
         )
 
     def unused_suppressions(self, rules: Sequence[Rule]) -> None:

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -242,10 +243,19 @@ class ActionRun:
     outputs: dict[str, str]
 
 
-def run_action(action: dict[str, Any], installed: dict[str, str], root: Path, **given: str) -> ActionRun:
+def run_action(
+    action: dict[str, Any],
+    installed: dict[str, str],
+    root: Path,
+    prepare: Callable[[Path], dict[str, str]] | None = None,
+    **given: str,
+) -> ActionRun:
     """Every step after the install, as a runner would, with ``given`` inputs (``_`` for ``-``);
-    the action's outputs are evaluated from the steps' outputs as ``outputs:`` declares them."""
+    the action's outputs are evaluated from the steps' outputs as ``outputs:`` declares them.
+    ``prepare``: called with the workspace before the steps run; the inputs it returns are added."""
     runner = _new_runner(root)
+    if prepare is not None:
+        given = {**given, **prepare(runner.workspace)}
     inputs = _inputs(action, {name.replace("_", "-"): value for name, value in given.items()})
     outputs: dict[str, dict[str, str]] = {"install": installed}
     code, stdout, stderr, summary = 0, "", "", ""
@@ -833,3 +843,126 @@ def test_notes_on_stderr_reach_the_job_summary(
     (item,) = summary_messages(run.summary)
     assert "UnknownGate" in item
     assert error_commands(run.stdout) == []
+
+
+# --- only what a pull request adds ----------------------------------------------------------
+
+
+def _git(folder: Path, *args: str) -> str:
+    done = subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=kaffinity",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "commit.gpgsign=false",
+            *args,
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return done.stdout.strip()
+
+
+def _pull_request(workspace: Path) -> dict[str, str]:
+    """The workspace as actions/checkout leaves it on a pull request, one commit deep: an origin
+    with the base (k8s/bad/fail.yaml, an error and a warning) and the head, which puts ten
+    lines above the old findings and adds one error in a new file; the base's SHA as input."""
+    origin = workspace.parent / "origin"
+    shutil.copytree(workspace, origin)
+    _git(origin, "init", "--quiet")
+    _git(origin, "add", ".")
+    _git(origin, "commit", "--quiet", "-m", "base")
+    base = _git(origin, "rev-parse", "HEAD")
+    old = (origin / "k8s" / "bad" / "fail.yaml").read_text(encoding="utf-8")
+    (origin / "k8s" / "bad" / "fail.yaml").write_text("# moved\n" * 10 + old, encoding="utf-8")
+    added = old.replace("ex-all-namespaces-anti-affinity-fail", "added")
+    (origin / "k8s" / "bad" / "added.yaml").write_text(added, encoding="utf-8")
+    _git(origin, "add", ".")
+    _git(origin, "commit", "--quiet", "-m", "head")
+    shutil.rmtree(workspace)
+    subprocess.run(
+        ["git", "clone", "--quiet", "--depth=1", origin.as_uri(), str(workspace)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return {"new-from-rev": base}
+
+
+@pytest.mark.slow
+def test_new_from_rev_fetches_the_base_and_reports_only_what_the_head_adds(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path, official_sarif: dict[str, Any]
+) -> None:
+    run = run_action(action, installed, tmp_path, prepare=_pull_request, paths="k8s")
+    assert run.code == 1, run.stderr
+    # The base's findings (an error and a warning, moved ten lines down) are not shown; the
+    # copies the head adds in new namespaces are.
+    annotations = workflow_annotations(run.stdout)
+    assert sorted((command, file, rule) for command, file, _, _, rule in annotations) == [
+        ("error", "k8s/bad/added.yaml", "all-namespaces-anti-affinity"),
+        ("warning", "k8s/bad/added.yaml", "all-namespaces-anti-affinity"),
+    ]
+    report = json.loads(Path(run.outputs["json-file"]).read_text(encoding="utf-8"))
+    assert report["summary"]["new_only"]["known"] == 2
+    assert (run.outputs["errors"], run.outputs["findings"]) == ("1", "2")
+    sarif = json.loads((run.runner.workspace / run.outputs["sarif-file"]).read_text(encoding="utf-8"))
+    Draft7Validator(official_sarif).validate(sarif)
+    assert [result["partialFingerprints"] for result in sarif["runs"][0]["results"]] == [
+        {"kaffinity/v1": finding["fingerprint"]} for finding in report["findings"]
+    ]
+    # The base was fetched into the shallow clone; the work tree is untouched.
+    assert _git(run.runner.workspace, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+@pytest.mark.slow
+def test_a_baseline_input_leaves_its_findings_out(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path
+) -> None:
+    def with_baseline(workspace: Path) -> dict[str, str]:
+        written = subprocess.run(
+            [
+                installed["python"],
+                "-I",
+                "-m",
+                "kaffinity",
+                "baseline",
+                "write",
+                "--no-cache",
+                "-o",
+                "kb.json",
+                "k8s",
+            ],
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert written.returncode == 0, written.stderr
+        return {"baseline": "kb.json"}
+
+    run = run_action(action, installed, tmp_path, prepare=with_baseline, paths="k8s")
+    assert run.code == 0, run.stderr
+    assert workflow_annotations(run.stdout) == []
+    report = json.loads(Path(run.outputs["json-file"]).read_text(encoding="utf-8"))
+    assert report["summary"]["new_only"] == {"against": "baseline", "ref": "kb.json", "known": 2, "fixed": 0}
+
+
+@pytest.mark.slow
+def test_a_rev_that_is_not_there_is_a_usage_error(
+    action: dict[str, Any], installed: dict[str, str], tmp_path: Path
+) -> None:
+    def shallow(workspace: Path) -> dict[str, str]:
+        _pull_request(workspace)
+        return {"new-from-rev": "--upload-pack=touch pwned"}
+
+    run = run_action(action, installed, tmp_path, prepare=shallow, paths="k8s")
+    assert run.code == 2
+    assert run.outputs["sarif-file"] == ""
+    assert not (run.runner.workspace / "pwned").exists()

@@ -521,10 +521,7 @@ def test_revision_unscoped_where_the_field_is_unavailable_gives_another_fix() ->
     (planned,) = lint_text(SELF_ANTI, select=("revision-unscoped",), plan_fixes=True).findings
     assert planned.edit == finding.edit
     line = line_of(SELF_ANTI, "topologyKey")
-    assert (
-        finding.fix is not None
-        and f"after line {line};" in finding.fix
-    )
+    assert finding.fix is not None and f"after line {line};" in finding.fix
 
 
 def test_revision_unscoped_ignores_other_revision_keys() -> None:

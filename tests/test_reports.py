@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,10 @@ def test_sarif_is_valid_against_the_official_schema(sarif_schema: dict[str, Any]
     sarif = json.loads(out)
     Draft7Validator(sarif_schema).validate(sarif)
     (run,) = sarif["runs"]
+    # Every result carries its fingerprint (docs/output.md#fingerprints), each distinct.
+    marks = [result["partialFingerprints"]["kaffinity/v1"] for result in run["results"]]
+    assert all(re.fullmatch(r"[0-9a-f]{32}:[1-9][0-9]*", mark) for mark in marks)
+    assert len(set(marks)) == len(marks)
     rules = {rule["id"]: rule for rule in run["tool"]["driver"]["rules"]}
     assert {"parse-error", "helm-template", "unused-suppression"} <= set(rules)
     assert all(rule["help"]["text"] for rule in rules.values())

@@ -37,6 +37,7 @@ NAMES = {
     "config": "config.schema.json",
     "cluster": "cluster.schema.json",
     "output": "output.schema.json",
+    "baseline": "baseline.schema.json",
     "policy": "policy.schema.json",
     "facts": "facts.schema.json",
     "admission": "admission.schema.json",
@@ -93,7 +94,7 @@ def test_list_names_every_shipped_schema() -> None:
         (
             ("openapi",),
             "kaffinity: error: unknown schema 'openapi' "
-            "(one of kubernetes, config, cluster, output, policy, facts, admission)",
+            "(one of kubernetes, config, cluster, output, baseline, policy, facts, admission)",
         ),
         (
             ("--kube-version", "1.26"),

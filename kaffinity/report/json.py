@@ -10,6 +10,7 @@ from kaffinity.engine import LintResult
 from kaffinity.findings import Cause, Finding, Location, Severity
 from kaffinity.load.display import json_name, json_text
 from kaffinity.repo.rendering import RenderSummary
+from kaffinity.report.fingerprint import fingerprints, unit_scoped_rules
 
 #: Bumped only on a change that breaks consumers of the JSON report.
 JSON_VERSION = 1
@@ -38,10 +39,21 @@ def render_dict(summary: RenderSummary) -> dict[str, Any]:
 def as_dict(result: LintResult) -> dict[str, Any]:
     severities = Counter(finding.severity.value for finding in result.findings)
     rendering = {"render": render_dict(result.render)} if result.render is not None else {}
+    new_only = result.new_only
+    if new_only is not None:  # --new-from-rev / --baseline: what was there before, not shown
+        rendering["new_only"] = {
+            "against": new_only.against,
+            "ref": json_name(new_only.ref),
+            "known": new_only.known,
+            "fixed": new_only.fixed,
+        }
+    prints = fingerprints(result.findings, unit_scoped_rules(result.rules))
     return {
         "version": JSON_VERSION,
         "tool": {"name": "kaffinity", "version": __version__},
-        "findings": [finding_dict(finding) for finding in result.findings],
+        "findings": [
+            finding_dict(finding, mark) for finding, mark in zip(result.findings, prints, strict=True)
+        ],
         "summary": {
             "files": result.files,
             "skipped": result.skipped,
@@ -57,8 +69,10 @@ def as_dict(result: LintResult) -> dict[str, Any]:
     }
 
 
-def finding_dict(finding: Finding) -> dict[str, Any]:
+def finding_dict(finding: Finding, fingerprint: str | None = None) -> dict[str, Any]:
+    """One finding; ``fingerprint``: its ``hash:occurrence`` (kaffinity.report.fingerprint)."""
     obj = finding.object
+    mark = {} if fingerprint is None else {"fingerprint": fingerprint}
     return {
         "rule": finding.rule,
         "category": finding.category,
@@ -74,6 +88,7 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
         "related": [_location(related) for related in finding.related],
         "fix": finding.fix,
         "units": list(finding.units),
+        **mark,
         **({"because": [cause_dict(cause) for cause in finding.because]} if finding.because else {}),
     }
 

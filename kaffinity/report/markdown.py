@@ -130,8 +130,11 @@ def verdict(result: LintResult) -> str:
     counts = Counter(finding.severity for finding in result.findings)
     files = _plural(result.files, "file")
     suppressed = f", {result.suppressed} suppressed" if result.suppressed else ""
+    known = result.new_only
+    if known is not None and known.known:  # --new-from-rev, --baseline
+        suppressed += f"; {known.phrase}, not shown"
     if not result.findings:
-        return f"No problems found in {files}{suppressed}."
+        return f"No {'new ' if known is not None else ''}problems found in {files}{suppressed}."
     parts = ", ".join(_severity_words(counts[s], s) for s in _ORDER if counts[s])
     return f"{_plural(len(result.findings), 'problem')} ({parts}) in {files}{suppressed}."
 

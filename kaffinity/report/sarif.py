@@ -36,6 +36,7 @@ from kaffinity.findings import Finding, Severity
 from kaffinity.load.display import json_text
 from kaffinity.load.parse import STDIN_NAME
 from kaffinity.load.source import Span
+from kaffinity.report.fingerprint import FINGERPRINT_VERSION, fingerprints, unit_scoped_rules
 from kaffinity.report.json import render_dict
 from kaffinity.rules.base import POLICY_CATEGORY, Rule
 
@@ -131,7 +132,14 @@ def as_dict(result: LintResult) -> dict[str, Any]:
                     }
                 ],
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
-                "results": [_result(finding, index, root) for finding in result.findings],
+                "results": [
+                    _result(finding, index, root, mark)
+                    for finding, mark in zip(
+                        result.findings,
+                        fingerprints(result.findings, unit_scoped_rules(result.rules)),
+                        strict=True,
+                    )
+                ],
                 "columnKind": "unicodeCodePoints",
                 # What was rendered, and the units read as written (as summary.render in JSON).
                 **(
@@ -144,12 +152,15 @@ def as_dict(result: LintResult) -> dict[str, Any]:
     }
 
 
-def _result(finding: Finding, index: dict[str, int], root: Path) -> dict[str, Any]:
+def _result(finding: Finding, index: dict[str, int], root: Path, fingerprint: str) -> dict[str, Any]:
     result: dict[str, Any] = {
         "ruleId": finding.rule,
         "level": _LEVELS[finding.severity],
         "message": {"text": plain_text(finding.message)},
         "locations": [_location(finding.file, finding.span, root, finding)],
+        # The finding's identity across line moves and reformatting (kaffinity.report.fingerprint;
+        # SARIF 2.1.0 section 3.27.17). GitHub's own primaryLocationLineHash is left to upload-sarif.
+        "partialFingerprints": {FINGERPRINT_VERSION: fingerprint},
     }
     if finding.rule in index:
         result["ruleIndex"] = index[finding.rule]

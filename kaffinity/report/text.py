@@ -99,11 +99,14 @@ def _summary(result: LintResult) -> str:
         suppressed += f"; {result.skipped} other YAML/JSON file{'s' if result.skipped != 1 else ''} skipped"
     if result.hidden:
         suppressed += f"; {result.hidden} below --min-severity not shown"
+    known = result.new_only.known if result.new_only is not None else 0
+    if result.new_only is not None and known:  # --new-from-rev, --baseline
+        suppressed += f"; {result.new_only.phrase}, not shown"
     suppressed += render_counts(result)
     if not result.findings:
         return (
             f"No problems shown in {files}{suppressed}."
-            if result.hidden
+            if result.hidden or known
             else f"No problems found in {files}{suppressed}."
         )
     parts = [
