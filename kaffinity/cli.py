@@ -1588,7 +1588,7 @@ def _layout(
     one of them are built; the others' findings could land on no file reported. ``touched``
     gets those built, by name, with the changed files each holds. ``cached`` (``lint``):
     rendered units come from the cache when their inputs are unchanged
-    (kaffinity.repo.render_cache; ``--no-cache``, ``cache: false``), ``cache_dir`` its folder."""
+    (kaffinity.cache.rendered; ``--no-cache``, ``cache: false``), ``cache_dir`` its folder."""
     from kaffinity.load.charts import with_chart_notes
     from kaffinity.repo.units import read_layout, render_units
 
@@ -1618,7 +1618,7 @@ def _layout(
             )
         store = None
         if cached and settings.cache:
-            from kaffinity.repo.render_cache import open_render_cache
+            from kaffinity.cache.rendered import open_render_cache
 
             store, note = open_render_cache(
                 settings.cache_dir,

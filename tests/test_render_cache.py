@@ -1,4 +1,4 @@
-"""The cache of rendered units (kaffinity.repo.render_cache, issue 33): a warm run renders
+"""The cache of rendered units (kaffinity.cache.rendered, issue 33): a warm run renders
 nothing, a change to what a unit reads re-renders exactly that unit, a damaged or hostile
 entry is a miss, and the output is byte-identical with and without the cache.
 
@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from kaffinity.cache import Cache, cache_secret, max_entry
+from kaffinity.cache import rendered as render_cache
 from kaffinity.load.parse import DEFAULT_LIMITS
 from kaffinity.repo import render as render_module
-from kaffinity.repo import render_cache
 from kaffinity.repo.render import helm_engine, kustomize_engine
 
 from .kit import invoke

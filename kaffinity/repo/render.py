@@ -1602,7 +1602,7 @@ _OUT_OF_MEMORY = ("out of memory", "cannot allocate memory", "MemoryError")
 def interruptions() -> int:
     """How many tool runs of this process were stopped by a limit (time, the run's budget,
     memory, output size), ended by a signal, or could not start: the render cache
-    (kaffinity.repo.render_cache) keeps no render during which this count grew, as the next run
+    (kaffinity.cache.rendered) keeps no render during which this count grew, as the next run
     may well render the unit."""
     return _INTERRUPTED[0]
 

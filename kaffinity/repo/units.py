@@ -37,7 +37,7 @@ import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kaffinity.k8s.model import document_key, object_ref
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits, SourceFile
@@ -52,9 +52,24 @@ from kaffinity.repo.sandbox import DEFAULT_SANDBOX, Budget, Sandbox
 
 if TYPE_CHECKING:
     from kaffinity.repo.releases import NotRendered, Release
-    from kaffinity.repo.render_cache import RenderCache
+    from kaffinity.repo.render import Rendered
 
 Identity = tuple[str, str, str, str]
+
+
+class UnitCache(Protocol):
+    """Rendered units by the hash of their inputs (kaffinity.cache.rendered.RenderCache: the
+    cache layer sits above this one, so the builder knows it by what it does)."""
+
+    def kustomization(self, directory: str, render: Callable[[], Rendered]) -> Rendered: ...
+
+    def chart(
+        self,
+        chart_dir: str,
+        values_files: Sequence[str],
+        arguments: Mapping[str, Any],
+        render: Callable[[], Rendered],
+    ) -> Rendered: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +237,7 @@ def render_units(
     namespace: str | None = None,
     sandbox: Sandbox = DEFAULT_SANDBOX,
     kube_version: str | None = None,
-    cache: RenderCache | None = None,
+    cache: UnitCache | None = None,
 ) -> RenderedLayout:
     """Build each kustomize unit (kustomize, or kubectl kustomize) and render each chart (helm,
     or helm-python-sdk) with kaffinity.repo.render; the rules then read what the tools produce, each
@@ -231,7 +246,7 @@ def render_units(
     without the tool, or for an overlay that needs the network (remote resources), a note says
     once that those units were read as written; so it does for the units left when the run's
     render budget (``sandbox.budget``) is spent. ``cache``: overlays and charts whose inputs
-    are unchanged since a run rendered them come from it (kaffinity.repo.render_cache)."""
+    are unchanged since a run rendered them come from it (kaffinity.cache.rendered)."""
     builder = _Builder(layout, limits, helm_values or {}, namespace, sandbox, kube_version, cache)
     units = [built for unit in layout.units for built in builder.build(unit)]
 
@@ -311,11 +326,11 @@ class _Builder:
         namespace: str | None,
         sandbox: Sandbox,
         kube_version: str | None = None,
-        cache: RenderCache | None = None,
+        cache: UnitCache | None = None,
     ) -> None:
         from kaffinity.repo.render import helm_engine, kustomize_engine
 
-        #: Rendered units by the hash of their inputs (kaffinity.repo.render_cache), or None.
+        #: Rendered units by the hash of their inputs (kaffinity.cache.rendered), or None.
         self.cache = cache
         self.limits = limits
         self.sandbox = sandbox
@@ -376,7 +391,7 @@ class _Builder:
         ]
 
     def _build(self, unit: Unit, chart: str | None = None) -> Unit:
-        from kaffinity.repo.render import Rendered, render_chart, render_kustomization
+        from kaffinity.repo.render import render_chart, render_kustomization
 
         left = self.budget.left()
         if left <= 0:
@@ -391,7 +406,7 @@ class _Builder:
                     unit.name, self.limits, timeout=timeout, sandbox=self.sandbox, local_only=remote
                 )
 
-            # Built without its remote resources: not cached (kaffinity.repo.render_cache).
+            # Built without its remote resources: not cached (kaffinity.cache.rendered).
             rendered = build() if remote or self.cache is None else self.cache.kustomization(unit.name, build)
             if remote:
                 if not rendered.ok:

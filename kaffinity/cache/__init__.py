@@ -1056,7 +1056,7 @@ def _finding_of(data: list[Any]) -> Any:
         _is(fix, str, type(None)),
         change,
         _strings(units),
-        _is(anchor, str),
+        anchor=_is(anchor, str),
     )
 
 
