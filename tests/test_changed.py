@@ -366,6 +366,10 @@ def test_the_reports_carry_the_because(tmp_path: Path) -> None:
     assert result["properties"]["becauseText"] == sentence(cause)
     text = run("lint", "--format", "text", "--no-cache", "--changed", "a.yaml", cwd=repo)
     assert f"    note: {sentence(cause)}" in text.stdout.splitlines()
+    # The summary counts the file linted and the one the change affects, apart.
+    assert (
+        text.stdout.splitlines()[-1] == "Found 1 problem (1 warning) in 1 file and 1 file the change affects."
+    )
     github = run("lint", "--format", "github", "--no-cache", "--changed", "a.yaml", cwd=repo)
     assert sentence(cause) in github.stdout
     markdown = run("lint", "--format", "markdown", "--no-cache", "--changed", "a.yaml", cwd=repo)

@@ -93,6 +93,10 @@ def _frame(finding: Finding, lines: list[str], style: Style) -> list[str]:
 def _summary(result: LintResult) -> str:
     counts = Counter(finding.severity for finding in result.findings)
     files = f"{result.files} file{'s' if result.files != 1 else ''}"
+    # lint --changed: findings in files the change did not touch, shown for their because.
+    affected = len({finding.file for finding in result.findings if finding.because})
+    if affected:
+        files += f" and {affected} file{'s' if affected != 1 else ''} the change affects"
     suppressed = f", {result.suppressed} suppressed" if result.suppressed else ""
     if result.skipped:
         # Files that are not Kubernetes manifests (mkdocs.yml, compose files, workflows, ...).
