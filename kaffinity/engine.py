@@ -402,6 +402,11 @@ def _same(one: Sequence[Document], other: Sequence[Document]) -> bool:
     return len(one) == len(other) and all(a is b for a, b in zip(one, other, strict=True))
 
 
+#: Fix plans one run makes for its findings' hints (kaffinity.rules.revision_unscoped: a file of
+#: a thousand workloads has thousands of findings; planning each made lint ten times slower).
+PLANS_PER_RUN = 200
+
+
 class _Run:
     """The mutable state of one lint run (kept out of the rules)."""
 
@@ -443,6 +448,10 @@ class _Run:
         self.positions: dict[tuple[object, ...], int] = {}
         #: Findings past ``limits: findings``, not kept.
         self.dropped = 0
+        #: Fixes still planned for a hint (Violation.plan): each costs about a millisecond (the
+        #: term's document loaded again to verify the edit), so a run plans the first
+        #: PLANS_PER_RUN; the others keep the violation's own hint, which promises no edit.
+        self.plans_left = PLANS_PER_RUN
         self.notices: list[str] = []
         self.suppressed = 0
         self.internal_errors: list[str] = []
@@ -696,7 +705,8 @@ class _Run:
             elif len(self.findings) >= self.settings.limits.findings:
                 self.dropped += 1
             else:
-                if plan is not None:
+                if plan is not None and self.plans_left > 0:
+                    self.plans_left -= 1
                     hint, edit, edit_file = plan()
                     finding = replace(finding, fix=hint, edit=edit, edit_file=edit_file)
                 self.positions[key] = len(self.findings)

@@ -597,3 +597,20 @@ def test_expand_writes_to_output_as_lint_does(tmp_path: pathlib.Path) -> None:
     assert [item["object"]["name"] for item in json.loads(target.read_text())["workloads"]] == [
         "nginx-deployment"
     ]
+
+
+def test_a_run_plans_the_edits_of_its_first_findings_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planning an edit loads the term's document again (about a millisecond): a file of a
+    thousand workloads made lint ten times slower. Past engine.PLANS_PER_RUN the hint promises
+    no edit and carries none; kaffinity fix still plans every finding itself."""
+    from kaffinity import engine
+    from kaffinity.rules.revision_unscoped import FIX_PROMISE
+
+    monkeypatch.setattr(engine, "PLANS_PER_RUN", 2)
+    docs = [SELF_ANTI.replace("name: web", f"name: web{index}") for index in range(4)]
+    findings = lint_text("---\n".join(docs), select=("revision-unscoped",)).findings
+    assert len(findings) == 4
+    planned = [finding.edit is not None for finding in findings]
+    promised = [FIX_PROMISE in (finding.fix or "") for finding in findings]
+    assert planned == promised == [True, True, False, False]
+    assert not any("kaffinity fix" in (finding.fix or "") for finding in findings[2:])

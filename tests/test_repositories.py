@@ -480,6 +480,10 @@ def test_the_readme_configuration_is_valid(tmp_path: Path) -> None:
     (tmp_path / "policies").mkdir()
     policies = (REPO / "tests" / "data" / "policies" / "scheduling.yaml").read_text()
     (tmp_path / "policies" / "scheduling.yaml").write_text(policies)
+    # Its baseline: is written by `kaffinity baseline write`, to the file the config names.
+    written = run("baseline", "write", "--no-render", "manifests", cwd=tmp_path)
+    assert written.returncode == 0, written.stderr
+    assert (tmp_path / ".kaffinity-baseline.json").is_file()
     done = run("lint", "--format", "json", "--no-render", "manifests", cwd=tmp_path)
     assert "error:" not in done.stderr, done.stderr
     assert done.returncode == 0

@@ -184,7 +184,7 @@ def test_fix_refuses_a_file_changed_since_it_was_read(
     result = invoke("fix", "--no-config", str(deploy))
     assert result.exit_code == 2
     assert path.read_text() == saved  # the edit is kept
-    assert f"{path}: error: not written: the file changed since it was read" in result.stderr
+    assert f"kaffinity: error: {path}: not written: the file changed since it was read" in result.stderr
     assert ADDED in other.read_text()
 
 

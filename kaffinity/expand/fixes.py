@@ -25,7 +25,16 @@ from typing import TYPE_CHECKING, Any
 
 from kaffinity.k8s.labels import POD_TEMPLATE_HASH as REVISION_LABEL
 from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload
-from kaffinity.load.edits import Edit, add_entry, append_items, apply, fill_null, find_node, same_data
+from kaffinity.load.edits import (
+    Edit,
+    add_entry,
+    append_items,
+    apply,
+    fill_null,
+    find_node,
+    line_of,
+    same_data,
+)
 from kaffinity.load.repository import within, work_tree
 from kaffinity.load.source import DataPath, Document, PosDict, PosList, Span, locate_depth, unpack
 
@@ -47,7 +56,7 @@ class Fix:
         """Where the edit writes, in the file's own line numbers (for a finding's hint, which
         already says what is added): ``after line 21``, ``on line 7, column 3``."""
         edit = self.edit
-        line = text.count("\n", 0, edit.start) + 1
+        line = line_of(text, edit.start)
         added = edit.text.lstrip("\r\n")
         if edit.end == edit.start and len(added) < len(edit.text):
             return f"after line {line}"

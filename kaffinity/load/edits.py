@@ -46,6 +46,7 @@ a chart's values file) by the same loader's builder, every document kept.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import re
@@ -174,6 +175,20 @@ def _count_offset(
         steps[offset] += 1
     elif _is_sequence(value) and not value.flow_style and offset >= 0:
         dashes[offset] += 1
+
+
+@functools.lru_cache(maxsize=8)
+def _line_starts(text: str) -> tuple[int, ...]:
+    """The offset at which each line of ``text`` starts (a str caches its hash: a lookup of the
+    same text is cheap)."""
+    return (0, *(match.end() for match in re.finditer("\n", text)))
+
+
+def line_of(text: str, offset: int) -> int:
+    """The 1-based line of ``offset`` in ``text``, without counting the lines before it each
+    time: a lint plans one edit per finding, and a file of a thousand workloads has thousands
+    (counting made the hints quadratic in the file's size)."""
+    return bisect.bisect_right(_line_starts(text), offset)
 
 
 @functools.lru_cache(maxsize=64)

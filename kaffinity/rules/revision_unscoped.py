@@ -170,6 +170,7 @@ def _check(context: Context) -> Iterator[Violation]:
                     term.path,
                     message,
                     severity=severity,
+                    fix=_UNPLANNED,
                     plan=_planner(context, workload, term),
                 )
                 continue
@@ -197,6 +198,14 @@ def _planner(
 
 #: What a hint says when ``kaffinity fix`` makes its edit, and only then (tests hold it to that).
 FIX_PROMISE = "kaffinity fix does it"
+
+#: The hint of a finding whose edit the run did not plan (engine.PLANS_PER_RUN): it promises no
+#: edit, and says where to learn whether one can be made.
+_UNPLANNED = (
+    f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term (a run plans the edits of its first '
+    "findings only: fix --diff shows whether it can write this one), so that each revision counts "
+    "only its own pods"
+)
 
 
 def _fix_hint(
