@@ -969,10 +969,30 @@ def _data_path(value: Any) -> tuple[str | int, ...]:
     return tuple(_is(item, str, int) for item in _is(value, list))
 
 
+def _duplicate_keys(value: Any) -> tuple[Any, ...]:
+    """A document's duplicate keys as an entry stores them (this cache's and the render cache's)."""
+    from kaffinity.load.source import DuplicateKey
+
+    return tuple(
+        DuplicateKey(_is(key, str), _span_of([line, column]), _span_of([first, at]))
+        for key, line, column, first, at in (_is(item, list) for item in _is(value, list))
+    )
+
+
+def _load_problems(value: Any) -> tuple[Any, ...]:
+    """A file's load problems as an entry stores them (this cache's and the render cache's)."""
+    from kaffinity.load.parse import LoadProblem
+
+    return tuple(
+        LoadProblem(_is(rule, str), _is(message, str), _optional_span(span))
+        for rule, message, span in (_is(item, list) for item in _is(value, list))
+    )
+
+
 def _checked(data: Any) -> Checked:
     from kaffinity.engine import Checked
-    from kaffinity.load.parse import LoadProblem, SourceFile
-    from kaffinity.load.source import Document, DuplicateKey
+    from kaffinity.load.parse import SourceFile
+    from kaffinity.load.source import Document
 
     name, text, skipped, compact, trees, docs, problems, findings, comments, errors, notices = _is(data, list)
     _is(trees, list)
@@ -991,20 +1011,14 @@ def _checked(data: Any) -> Checked:
                 tree,
                 _span_of(span),
                 path,
-                tuple(
-                    DuplicateKey(_is(key, str), _span_of([line, column]), _span_of([first, at]))
-                    for key, line, column, first, at in (_is(item, list) for item in _is(duplicates, list))
-                ),
+                _duplicate_keys(duplicates),
             )
         )
     source = SourceFile(
         _is(name, str),
         _is(text, str),
         tuple(documents),
-        tuple(
-            LoadProblem(_is(rule, str), _is(message, str), _optional_span(span))
-            for rule, message, span in (_is(item, list) for item in _is(problems, list))
-        ),
+        _load_problems(problems),
         _is(skipped, str, type(None)),
         _is(compact, bool),
     )

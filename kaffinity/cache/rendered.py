@@ -566,18 +566,16 @@ def decode(payload: bytes, allowed: set[str]) -> Rendered | None:
 
 
 def _rendered(data: Any, allowed: set[str]) -> Rendered:
-    from kaffinity.cache import _is, _optional_span, _span_of, _strings
-    from kaffinity.load.parse import LoadProblem, SourceFile
-    from kaffinity.load.source import Document, DuplicateKey, PosDict
+    from kaffinity.cache import _data_path, _duplicate_keys, _index, _is, _load_problems, _span_of, _strings
+    from kaffinity.load.parse import SourceFile
+    from kaffinity.load.source import Document, PosDict
     from kaffinity.repo.render import Rendered, Section
 
     unit, engine, seconds, built, left_out, sections, files, trees, patches = _is(data, list)
     _is(trees, list)
 
     def tree_at(index: Any) -> Any:
-        if type(index) is not int or not 0 <= index < len(trees):
-            raise ValueError("not a tree")
-        return trees[index]
+        return trees[_index(index, len(trees))]
 
     documents: list[Any] = []
     out_files = []
@@ -589,7 +587,7 @@ def _rendered(data: Any, allowed: set[str]) -> Rendered:
         ):
             _named(_is(file, str), allowed)
             root = tree_at(root_index)
-            path = tuple(_is(step, str, int) for step in _is(prefix, list))
+            path = _data_path(prefix)
             if data_index is None:
                 value = root
                 for step in path:
@@ -605,10 +603,7 @@ def _rendered(data: Any, allowed: set[str]) -> Rendered:
                 root,
                 _span_of(span),
                 path,
-                tuple(
-                    DuplicateKey(_is(key, str), _span_of([line, column]), _span_of([first, at]))
-                    for key, line, column, first, at in (_is(item, list) for item in _is(duplicates, list))
-                ),
+                _duplicate_keys(duplicates),
             )
             kept.append(doc)
             documents.append(doc)
@@ -617,10 +612,7 @@ def _rendered(data: Any, allowed: set[str]) -> Rendered:
                 name,
                 _is(text, str),
                 tuple(kept),
-                tuple(
-                    LoadProblem(_is(rule, str), _is(message, str), _optional_span(where))
-                    for rule, message, where in (_is(item, list) for item in _is(problems, list))
-                ),
+                _load_problems(problems),
                 _is(skipped, str, type(None)),
                 _is(compact, bool),
             )
