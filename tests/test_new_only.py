@@ -490,3 +490,49 @@ def test_a_tracked_file_that_gitignore_names_is_linted_at_rev_too(repository: Pa
     assert (code, report["findings"]) == (0, [])
     code, report, _ = _lint("--changed", "--new-from-rev", "HEAD", "k8s/app.yaml")
     assert (code, report["findings"]) == (0, [])
+
+
+def _object(repo: Path, data: bytes, kind: str = "blob") -> str:
+    args = ["git", "hash-object", "-w", "--stdin", *(["-t", kind, "--literally"] if kind != "blob" else [])]
+    return subprocess.run(args, cwd=repo, input=data, capture_output=True, check=True).stdout.decode().strip()
+
+
+@pytest.mark.parametrize("twice", [True, False], ids=["a-path-listed-twice", "a-link-through-a-link"])
+def test_a_hostile_tree_writes_nothing_outside_its_folder(tmp_path: Path, twice: bool) -> None:
+    """A crafted tree (git fsck would refuse it; a clone can carry it): in ``p1/p2``, link
+    ``a -> b/../../pwned`` reads as inside (``p1/pwned``) while ``b`` is missing, then
+    ``b -> ../`` (``p1``, inside) makes ``a`` lead out of the folder; the same path ``a``
+    listed again as a file was written through the link. Links are written last and checked
+    together once all are there; a path is written once."""
+    from kaffinity.load.revision import export
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+
+    def tree(entries: list[tuple[str, str, str]]) -> str:
+        data = b"".join(f"{mode} {name}".encode() + b"\0" + bytes.fromhex(oid) for mode, name, oid in entries)
+        return _object(repo, data, "tree")
+
+    inner = [("120000", "a", _object(repo, b"b/../../pwned")), ("120000", "b", _object(repo, b"../"))]
+    if twice:
+        inner.append(("100644", "a", _object(repo, b"owned\n")))
+    root = tree([("40000", "p1", tree([("40000", "p2", tree(inner))]))])
+    commit = (
+        subprocess.run(
+            ["git", "-c", "user.name=a", "-c", "user.email=a@b", "commit-tree", root, "-m", "x"],
+            cwd=repo,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    dest = tmp_path / "rev"
+    dest.mkdir()
+    export(str(repo), commit, str(dest), 1 << 20)
+    assert not (tmp_path / "pwned").exists()
+    top = os.path.realpath(dest)
+    for folder, folders, files in os.walk(dest):
+        for name in (*folders, *files):
+            assert os.path.realpath(os.path.join(folder, name)).startswith(top + os.sep)

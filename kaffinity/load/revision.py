@@ -29,6 +29,8 @@ import time
 GIT_TIMEOUT = 120
 #: The most a revision's tree may hold (files kaffinity would read): 2 GiB.
 MAX_TREE_BYTES = 2 << 30
+#: The longest symbolic link written (PATH_MAX on Linux): a longer one is left out, not read.
+MAX_LINK_BYTES = 4096
 
 
 #: git reads the repository only: no credential prompt, and no object fetched on demand from a
@@ -104,13 +106,17 @@ def export(top: str, sha: str, dest: str, max_file: int) -> int:
         name = raw.decode("utf-8", "surrogateescape")
         if kind != "blob" or not _safe(name) or not size.isdigit():
             continue  # a submodule (commit), a path git would refuse, a blob this clone lacks
-        if mode != "120000" and int(size) > max_file:
+        if int(size) > (MAX_LINK_BYTES if mode == "120000" else max_file):
             continue
         total += int(size)
         if total > MAX_TREE_BYTES:
             raise RevisionError(f"the tree of {sha[:12]} holds more than {MAX_TREE_BYTES >> 30} GiB")
         blobs.append((mode, oid, name))
     _tracked(top, sha, dest)
+    # The files first, the symbolic links last: no file or folder is written through a link.
+    # A path listed twice (a tree git fsck would refuse) is written once.
+    blobs.sort(key=lambda blob: blob[0] == "120000")
+    seen: set[str] = set()
     written = 0
     with subprocess.Popen(
         ["git", "cat-file", "--batch"], cwd=top, env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE
@@ -119,11 +125,15 @@ def export(top: str, sha: str, dest: str, max_file: int) -> int:
             for mode, oid, name in blobs:
                 if time.monotonic() - started > GIT_TIMEOUT:
                     raise RevisionError(f"writing the tree of {sha[:12]} took more than {GIT_TIMEOUT} s")
+                if name in seen:
+                    continue
+                seen.add(name)
                 written += _write(batch, mode, oid, name, dest)
         finally:
             if batch.stdin is not None:
                 batch.stdin.close()
             batch.kill()
+    _links_inside(dest)
     return written
 
 
@@ -158,19 +168,63 @@ def _write(batch: subprocess.Popen[bytes], mode: str, oid: str, name: str, dest:
         raise RevisionError(f"git cat-file: no object {oid}")
     content = batch.stdout.read(int(header[2]))
     batch.stdout.read(1)  # the newline after the content
-    target = os.path.join(dest, *name.split("/"))
-    os.makedirs(os.path.dirname(target), exist_ok=True)
+    parts = name.split("/")
+    target = os.path.join(dest, *parts)
+    if not _folders(dest, parts[:-1]):
+        return 0  # a folder of its path is a file or a link of the tree
     if mode == "120000":
         link = content.decode("utf-8", "surrogateescape")
         resolved = posixpath.normpath(posixpath.join(posixpath.dirname(name), link))
         if link.startswith("/") or resolved == ".." or resolved.startswith("../"):
             return 0  # out of the tree: kaffinity would not follow it either
-        os.symlink(link, target)
-        if not os.path.realpath(target).startswith(os.path.realpath(dest) + os.sep):
-            os.unlink(target)
-        return 0
-    with open(target, "wb") as handle:
-        handle.write(content)
+        try:
+            os.symlink(link, target)
+        except OSError:
+            return 0  # a name the file system refuses, or one a folder of the tree holds
+        return 0  # _links_inside checks it once every link is there (one may go through another)
+    try:
+        handle = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except OSError:
+        return 0  # written already as a folder of another path, or a name the file system refuses
+    with os.fdopen(handle, "wb") as out:
+        out.write(content)
     if mode == "100755":
         os.chmod(target, 0o755)
     return 1
+
+
+def _folders(dest: str, parts: list[str]) -> bool:
+    """Make the folders ``parts`` below ``dest``, one at a time, refusing one that is a link or
+    a file (``os.makedirs`` would follow a link out of the tree); whether they are there."""
+    path = dest
+    for part in parts:
+        path = os.path.join(path, part)
+        if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+            return False
+        if not os.path.lexists(path):
+            try:
+                os.mkdir(path)
+            except OSError:
+                return False
+    return True
+
+
+def _links_inside(dest: str) -> None:
+    """Remove each symbolic link of the written tree that leads out of ``dest``, as the tree is
+    once all are written: one link may lead out only through another (``a -> b/../..`` with
+    ``b -> ../..``), so links are checked together, again until none is removed."""
+    top = os.path.realpath(dest)
+    links = [
+        os.path.join(folder, name)
+        for folder, folders, files in os.walk(dest)
+        for name in (*folders, *files)
+        if os.path.islink(os.path.join(folder, name))
+    ]
+    removed = True
+    while removed:
+        removed = False
+        for link in list(links):
+            if not os.path.realpath(link).startswith(top + os.sep):
+                os.unlink(link)
+                links.remove(link)
+                removed = True
