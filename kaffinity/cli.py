@@ -595,7 +595,7 @@ class _Before:
         if write is not None:
             return cls(write=write)
         file = baseline or settings.baseline
-        known = _read_baseline(file) if file else None
+        known = _read_baseline(file, settings) if file else None
         revision = _revision(new_from_rev, paths) if new_from_rev is not None else None
         return cls(file, known, new_from_rev, revision)
 
@@ -630,13 +630,13 @@ class _Before:
         return result
 
 
-def _read_baseline(path: str) -> Baseline:
+def _read_baseline(path: str, settings: Settings) -> Baseline:
     """The baseline's fingerprints and counts; a usage error (exit 2) naming the file and the
     line when it cannot be read."""
     from kaffinity.report.baseline import BaselineError, read
 
     try:
-        return read(path, quote_name(_shown_path(path)))
+        return read(path, quote_name(_shown_path(path)), settings.limits)
     except BaselineError as error:
         _say(str(error))
         raise typer.Exit(2) from None
@@ -695,6 +695,7 @@ def _linted_at(
     import tempfile
     from collections import Counter
 
+    from kaffinity.load.repository import within
     from kaffinity.load.revision import RevisionError, export
     from kaffinity.report.baseline import rev_counts
 
@@ -713,7 +714,7 @@ def _linted_at(
         def moved(path: str) -> str:
             """A path of this checkout, absolute, as the same path in REV's tree."""
             real = os.path.realpath(path)
-            if real == real_top or real.startswith(real_top + os.sep):
+            if within(real, real_top):
                 return os.path.normpath(os.path.join(tree, os.path.relpath(real, real_top)))
             return os.path.abspath(path)
 
@@ -742,10 +743,11 @@ def _linted_at(
             baseline=None,
         )
         # What is linted now, where it is at REV; a file REV does not have has no findings there.
+        # A path outside the repository has no version at REV: its findings are all new.
         rev_paths = [
             there if os.path.isabs(path) else os.path.relpath(there, cwd)
             for path in paths or ["."]
-            if os.path.lexists(there := moved(path))
+            if within(os.path.realpath(path), real_top) and os.path.lexists(there := moved(path))
         ]
         # With --changed and no context, the context is the manifests of REV's tree (a git work
         # tree of its own: kaffinity.load.revision), listed as the working tree's are.

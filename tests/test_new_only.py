@@ -367,7 +367,7 @@ def test_a_broken_baseline_is_a_usage_error_at_its_line(repository: Path, text: 
 def test_a_missing_baseline_is_a_usage_error(repository: Path) -> None:
     result = invoke("lint", "--no-config", "--baseline", "nowhere.json", ".")
     assert result.exit_code == 2
-    assert result.stderr.splitlines() == ["nowhere.json: error: baseline file not found"]
+    assert result.stderr.splitlines() == ["kaffinity: error: nowhere.json: baseline file not found"]
 
 
 @pytest.mark.parametrize("rev", ["no-such-branch", "HEAD~5", "--output=x", "0" * 40])
@@ -388,6 +388,31 @@ def test_new_from_rev_outside_a_repository(tmp_path: Path, monkeypatch: pytest.M
     assert result.exit_code == 2
     assert len(result.stderr.splitlines()) == 1
     assert result.stderr.startswith("kaffinity: error: --new-from-rev")
+
+
+def test_a_file_outside_the_repository_is_all_new(repository: Path, tmp_path: Path) -> None:
+    """A path outside the repository has no version at REV: REV's lint does not read it as it is
+    now (its findings were counted as known, and hidden)."""
+    outside = tmp_path / "outside.yaml"
+    outside.write_text(_yaml([_exclusive("other", "jobs")]))
+    code, report, _ = _lint("--new-from-rev", "HEAD", "k8s/app.yaml", str(outside))
+    assert code == 1
+    assert [f["object"]["name"] for f in report["findings"]] == ["other"]
+
+
+def test_the_baseline_is_read_within_the_runs_limits(repository: Path) -> None:
+    """A baseline larger than the default file-size limit is read when the command line raises
+    the limit, as its error says."""
+    written = invoke("baseline", "write", "--no-config", "--no-cache", ".")
+    assert written.exit_code == 0
+    baseline = repository / ".kaffinity-baseline.json"
+    size = len(baseline.read_bytes())
+    small = f"--max-file-size={size // 2}"
+    result = invoke("lint", "--no-config", "--no-cache", small, "--baseline", str(baseline), "k8s/app.yaml")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(".kaffinity-baseline.json:1:1: error: not a baseline")
+    code, report, _ = _lint(f"--max-file-size={size * 2}", "--baseline", str(baseline), "k8s/app.yaml")
+    assert (code, report["findings"]) == (0, [])
 
 
 def test_a_file_new_since_rev_is_all_new(repository: Path) -> None:

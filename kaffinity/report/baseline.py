@@ -22,9 +22,11 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kaffinity.config import error_at
 from kaffinity.engine import LintResult, NewOnly
 from kaffinity.findings import Finding
 from kaffinity.load.display import json_name, json_text
+from kaffinity.load.parse import DEFAULT_LIMITS, Limits
 from kaffinity.load.source import Document, Span
 from kaffinity.report.fingerprint import (
     FINGERPRINT_VERSION,
@@ -102,31 +104,27 @@ def write_text(result: LintResult) -> str:
     return json_text(data, indent=2) + "\n"
 
 
-def read(path: str, display: str) -> Baseline:
+def read(path: str, display: str, limits: Limits = DEFAULT_LIMITS) -> Baseline:
     """The fingerprints of the baseline at ``path`` with their counts; :class:`BaselineError`
-    (naming ``display`` and the line) when it is missing or not a baseline."""
+    (naming ``display`` and the line) when it is missing or not a baseline. ``limits``: the
+    run's (``--limit file-size``, ``--max-file-size`` raise them, as the error says)."""
     import os
 
     from kaffinity.load.parse import parse_data
     from kaffinity.load.read import read_text
 
     if not os.path.exists(path):
-        raise BaselineError(f"{display}: error: baseline file not found")
+        raise BaselineError(error_at(display, None, "baseline file not found"))
     if os.path.isdir(path):
-        raise BaselineError(f"{display}: error: baseline file is a folder")
-    _, text, problem = read_text(path)
+        raise BaselineError(error_at(display, None, "baseline file is a folder"))
+    _, text, problem = read_text(path, limits)
     data: Any = None
     if problem is None:
         data, problem = parse_data(text, strict=True)
     if problem is not None:
-        raise BaselineError(_at(display, problem.span, f"not a baseline: {problem.message}"))
+        raise BaselineError(error_at(display, problem.span, f"not a baseline: {problem.message}"))
     doc = Document(display, 0, data, data, Span(1, 1))
     return _counts(doc)
-
-
-def _at(file: str, span: Span | None, message: str) -> str:
-    where = f"{file}:{span.line}:{span.column}" if span else file
-    return f"{where}: error: {message}"
 
 
 def _counts(doc: Document) -> Baseline:
@@ -134,7 +132,7 @@ def _counts(doc: Document) -> Baseline:
     data = doc.data
 
     def fail(path: tuple[str | int, ...], message: str) -> BaselineError:
-        return BaselineError(_at(doc.file, doc.locate(path), message))
+        return BaselineError(error_at(doc.file, doc.locate(path), message))
 
     if not isinstance(data, dict):
         raise fail((), "not a baseline: a JSON object with version, fingerprints and findings is expected")
@@ -168,7 +166,7 @@ def _entry(doc: Document, index: int, entry: Any) -> tuple[str, int]:
     where: tuple[str | int, ...] = ("findings", index)
 
     def fail(path: tuple[str | int, ...], message: str) -> BaselineError:
-        return BaselineError(_at(doc.file, doc.locate(path), f"findings[{index}]{message}"))
+        return BaselineError(error_at(doc.file, doc.locate(path), f"findings[{index}]{message}"))
 
     if not isinstance(entry, dict):
         raise fail(where, ": an object with fingerprint and count is expected")
