@@ -245,17 +245,10 @@ def _values_files(chart: str) -> list[str]:
 
 def _yaml_root(path: str) -> Any:
     """The first document of a YAML file, with positions, or None."""
-    from kaffinity.load.parse import _documents, _parse_errors
+    from kaffinity.load.parse import parse_data
 
     text = _read(path)
-    if text is None:
-        return None
-    try:
-        for data, _ in _documents(text):
-            return data
-    except _parse_errors():
-        return None
-    return None
+    return None if text is None else parse_data(text)[0]
 
 
 def file_text(texts: Mapping[str, str], name: str) -> str | None:

@@ -13,11 +13,13 @@ over the previous version of each changed file (``git show HEAD:path``, read wit
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kaffinity.load.charts import chart_template_root
 from kaffinity.load.source import Document
+from kaffinity.repo.rendering import is_release
 
 if TYPE_CHECKING:
     from kaffinity.load.parse import Limits
@@ -98,11 +100,6 @@ def touches(
     return found
 
 
-#: The kinds whose object is a GitOps release (kaffinity.repo.flux, kaffinity.repo.argo): their
-#: unit is named ``Kind namespace/name``.
-_RELEASE_KINDS = ("HelmRelease", "Kustomization", "Application")
-
-
 def rendered_touches(
     layout: Layout,
     before: Mapping[str, tuple[str, ...]],
@@ -140,7 +137,7 @@ def rendered_touches(
         name, namespace = metadata.get("name"), metadata.get("namespace")
         if not isinstance(name, str):
             continue
-        if kind in _RELEASE_KINDS:
+        if is_release(doc):  # its unit is named ``Kind namespace/name``
             labels.setdefault(
                 f"{kind} {namespace}/{name}" if isinstance(namespace, str) else kind, []
             ).append(doc.file if isinstance(namespace, str) else f"{name}\0{doc.file}")
@@ -181,7 +178,7 @@ def _release_documents(documents: Iterable[Document], wanted: Collection[str]) -
     for doc in documents:
         data = doc.data
         kind = data.get("kind")
-        if kind not in _RELEASE_KINDS:
+        if not is_release(doc):
             continue
         metadata = data.get("metadata")
         if not isinstance(metadata, Mapping):
@@ -210,7 +207,7 @@ def _rendered_from(unit: Unit, named: Mapping[str, str], fragments: Collection[s
     the folder of one of them."""
     files = {_abs(doc.file) for doc in unit.documents}
     folders = {os.path.dirname(path) for path in files}
-    charts = {chart for path in files if (chart := _chart_root(path, _is_file)) is not None}
+    charts = {chart for path in files if (chart := chart_template_root(path)) is not None}
     for path, name in named.items():
         if (
             path in files
@@ -218,19 +215,3 @@ def _rendered_from(unit: Unit, named: Mapping[str, str], fragments: Collection[s
             or (path in fragments and os.path.dirname(path) in folders)
         ):
             yield name
-
-
-def _is_file(path: str) -> bool:
-    return os.path.isfile(path)
-
-
-def _chart_root(path: str, exists: Callable[[str], bool]) -> str | None:
-    """The chart folder of a template: the folder above ``templates/`` that holds a
-    ``Chart.yaml``; None for a file of no chart."""
-    parts = path.split(os.sep)
-    for index in range(len(parts) - 1, 0, -1):
-        if parts[index] == "templates":
-            folder = os.sep.join(parts[:index])
-            if exists(os.path.join(folder, "Chart.yaml")):
-                return folder
-    return None

@@ -9,7 +9,7 @@ uses is a unit; the files it names as patches are fragments); the GitOps release
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,21 +80,6 @@ def find_kustomizations(
                 if child_path is not None:
                     pending.append(child_path)
     return found
-
-
-def has_kustomization(roots: Iterable[str]) -> bool:
-    """Whether :func:`find_kustomizations` may find any under ``roots`` (folders walked, files'
-    own folders, listed kustomization files): checked before loading, from the disk alone."""
-    folders: set[str] = set()  # of the files named: each looked at once (a --changed listing)
-    for root in roots:
-        if os.path.isdir(root):
-            if next(_walk_kustomizations(root), None) is not None:
-                return True
-        elif os.path.basename(root) in KUSTOMIZATION_NAMES:
-            return True
-        else:
-            folders.add(os.path.dirname(os.path.normpath(root)) or ".")
-    return any(find_kustomization(folder) is not None for folder in folders)
 
 
 def _walk_kustomizations(root: str) -> Iterator[str]:

@@ -58,7 +58,7 @@ def has_release(documents: Iterable[Document]) -> bool:
 def renderable_on_disk(roots: Iterable[str], *, charts: bool | Callable[[], bool] = True) -> bool:
     """Whether the layout of ``roots`` may hold a unit to build: a kustomization, or (``charts``)
     a Helm chart, below the folders named, beside or above the files named (as
-    :func:`kaffinity.repo.kustomizations.has_kustomization` and
+    :func:`kaffinity.repo.kustomizations.find_kustomizations` and
     :func:`kaffinity.repo.units.chart_of` find them), or a kustomization or ``Chart.yaml`` named
     itself (a ``--changed`` listing). From the disk alone, before anything is parsed; one walk of
     each folder, stopping at the first kustomization. ``charts`` may be a function (is there an

@@ -141,8 +141,8 @@ def read_layout(
 
     ``roots``: the folders and files the user named (kustomizations are looked for below the
     folders). ``configured``: ``units:`` of the config: ``"one"``, or (name, path prefixes) pairs.
-    ``kustomized``: False when :func:`has_kustomization` said none is there (the folders are not
-    walked again).
+    ``kustomized``: False when :func:`kaffinity.repo.rendering.renderable_on_disk` said none is
+    there (the folders are not walked again).
     """
     if configured == "one":
         return single(doc for file in files for doc in file.documents)

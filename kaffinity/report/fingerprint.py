@@ -168,9 +168,3 @@ def fingerprints(findings: Sequence[Finding], unit_scoped: Collection[str]) -> l
 def unit_scoped_rules(rules: Iterable[Rule]) -> frozenset[str]:
     """The names of the rules that read a whole deployment unit (``needs_all_manifests``)."""
     return frozenset(rule.name for rule in rules if rule.needs_all_manifests)
-
-
-def split(fingerprint: str) -> tuple[str, int]:
-    """``hash:occurrence`` as its parts."""
-    digest, _, occurrence = fingerprint.rpartition(":")
-    return digest, int(occurrence)
