@@ -26,7 +26,7 @@ RULES = PACKAGE / "rules"
 
 #: The layers, lowest first: a module may import from its own layer and the ones before it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("kaffinity",),  # the package itself: __version__
+    ("kaffinity", "kaffinity.memo"),  # the package itself: __version__; the memo interface
     ("kaffinity.load",),
     ("kaffinity.k8s",),
     ("kaffinity.repo",),
