@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from kaffinity.cache import Cache, cache_secret, max_entry
+from kaffinity.cache import render_inputs
 from kaffinity.cache import rendered as render_cache
 from kaffinity.load.parse import DEFAULT_LIMITS
 from kaffinity.repo import render as render_module
@@ -318,7 +319,7 @@ def test_an_overlays_inputs_are_the_files_its_build_reads(tmp_path: Path) -> Non
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     (tmp_path / "overlays/prod/unrelated.yaml").write_text("a: 1\n")
-    inputs = render_cache.kustomize_inputs(str(tmp_path / OVERLAY), DEFAULT_LIMITS, network=False)
+    inputs = render_inputs.kustomize_inputs(str(tmp_path / OVERLAY), DEFAULT_LIMITS, network=False)
     assert inputs is not None
     hashed = {os.path.relpath(line.split("\0")[1], tmp_path) for line in inputs.lines if "\0file\0" in line}
     assert hashed == {
@@ -332,8 +333,8 @@ def test_an_overlays_inputs_are_the_files_its_build_reads(tmp_path: Path) -> Non
     (tmp_path / "base/kustomization.yaml").write_text(
         "resources:\n  - deployment.yaml\n  - https://github.com/example/config//base?ref=v1\n"
     )
-    assert render_cache.kustomize_inputs(str(tmp_path / OVERLAY), DEFAULT_LIMITS, network=False) is not None
-    assert render_cache.kustomize_inputs(str(tmp_path / OVERLAY), DEFAULT_LIMITS, network=True) is None
+    assert render_inputs.kustomize_inputs(str(tmp_path / OVERLAY), DEFAULT_LIMITS, network=False) is not None
+    assert render_inputs.kustomize_inputs(str(tmp_path / OVERLAY), DEFAULT_LIMITS, network=True) is None
 
 
 def test_a_chart_with_a_remote_dependency_it_lacks_is_cached_only_offline(tmp_path: Path) -> None:
@@ -343,15 +344,15 @@ def test_a_chart_with_a_remote_dependency_it_lacks_is_cached_only_offline(tmp_pa
     chart = tmp_path / "chart"
     (chart / "templates").mkdir(parents=True)
     (chart / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 1.0.0\n")
-    assert render_cache.chart_inputs(str(chart), (), DEFAULT_LIMITS, online) is not None
+    assert render_inputs.chart_inputs(str(chart), (), DEFAULT_LIMITS, online) is not None
     (chart / "Chart.yaml").write_text(
         "apiVersion: v2\nname: c\nversion: 1.0.0\ndependencies:\n"
         "  - name: redis\n    version: 1.0.0\n    repository: https://charts.example.com\n"
     )
     # With the network on it would be fetched: content not hashed here, never cached.
-    assert render_cache.chart_inputs(str(chart), (), DEFAULT_LIMITS, online) is None
+    assert render_inputs.chart_inputs(str(chart), (), DEFAULT_LIMITS, online) is None
     # Off: taken from the remote cache if fetched before (none here): the key says so.
-    inputs = render_cache.chart_inputs(str(chart), (), DEFAULT_LIMITS, offline)
+    inputs = render_inputs.chart_inputs(str(chart), (), DEFAULT_LIMITS, offline)
     assert inputs is not None
     assert any(line.endswith("not fetched") or "\0not fetched\0" in line for line in inputs.lines)
     (chart / "Chart.yaml").write_text(
@@ -360,7 +361,7 @@ def test_a_chart_with_a_remote_dependency_it_lacks_is_cached_only_offline(tmp_pa
     )
     (tmp_path / "common").mkdir()
     (tmp_path / "common" / "Chart.yaml").write_text("apiVersion: v2\nname: common\nversion: 1.0.0\n")
-    inputs = render_cache.chart_inputs(str(chart), (), DEFAULT_LIMITS, offline)
+    inputs = render_inputs.chart_inputs(str(chart), (), DEFAULT_LIMITS, offline)
     assert inputs is not None
     assert os.path.realpath(tmp_path / "common" / "Chart.yaml") in inputs.files
 

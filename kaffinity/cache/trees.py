@@ -1,0 +1,142 @@
+"""The JSON form of a file's trees and the typed readers of an entry's fields, shared by the
+cache of files (:mod:`kaffinity.cache.entries`) and of rendered units
+(:mod:`kaffinity.cache.rendered`). Reading builds nothing but this module's own objects, each
+field's type checked: a wrong shape is a ValueError (a miss), never code run.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any
+
+from kaffinity.load.source import PosDict, PosList, Span
+
+# --- the format of an entry -----------------------------------------------------------------------
+#
+# JSON: the C codec of the standard library, which builds dicts, lists, strings, numbers and
+# nothing else. A file's trees (PosDict, PosList) are JSON objects: a PosDict's keys and values,
+# then one more member, last, that holds its position and those of its keys ([line, column,
+# [positions]]); a PosList is an object of that one member, with its items ([line, column,
+# [positions], [items]]). Everything around the trees (documents, findings, suppressions,
+# problems) is JSON arrays, rebuilt field by field with their types checked.
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_new_dict = dict.__new__
+_new_list = list.__new__
+_new_tuple = tuple.__new__
+
+
+class _Unfit(Exception):
+    """A value this format does not hold: the entry is not written (nor the file sent so)."""
+
+
+def _tree(value: Any) -> Any:
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    scalars = _SCALARS
+    if kind is PosDict:
+        out = {key: item if type(item) in scalars else _tree(item) for key, item in value.items()}
+        last = ""
+        while last in out:
+            last += "\0"
+        out[last] = [value.span[0], value.span[1], list(value.pos)]
+        return out
+    if kind is PosList:
+        items = [item if type(item) in scalars else _tree(item) for item in value]
+        return {"": [value.span[0], value.span[1], list(value.pos), items]}
+    raise _Unfit(kind.__name__)
+
+
+def _node(pairs: dict[str, Any]) -> Any:
+    """A PosDict or PosList from its JSON object (see the format above); ValueError if it is not
+    one. Called for every mapping and sequence of every file read from the cache: few checks."""
+    if not pairs:
+        raise ValueError("an empty object")
+    meta = pairs.pop(next(reversed(pairs)))
+    if type(meta) is not list or not 3 <= len(meta) <= 4:
+        raise ValueError("not a tree")
+    line, column, positions = meta[0], meta[1], meta[2]
+    if type(line) is not int or type(column) is not int or type(positions) is not list:
+        raise ValueError("not a position")
+    try:
+        packed: Any = array("Q", positions)
+    except TypeError:  # a missing position (rendered input): a list, as kaffinity.k8s.compact keeps
+        if any(item is not None and type(item) is not int for item in positions):
+            raise ValueError("not a position") from None
+        packed = positions
+    node: Any
+    if len(meta) == 3:
+        node = _new_dict(PosDict)
+        node.update(pairs)
+        values: Any = pairs.values()
+    else:
+        values = meta[3]
+        if pairs or type(values) is not list:
+            raise ValueError("not a list")
+        node = _new_list(PosList)
+        node.extend(values)
+    if list in set(map(type, values)):  # a JSON array is never a value of a tree
+        raise ValueError("a list in a tree")
+    node.span = _new_tuple(Span, (line, column))
+    node.pos = packed
+    return node
+
+
+def _index(value: Any, size: int) -> int:
+    if type(value) is not int or not 0 <= value < size:
+        raise ValueError("not an index")
+    return value
+
+
+def _is(value: Any, *kinds: type) -> Any:
+    if type(value) not in kinds:
+        raise ValueError(f"{type(value).__name__}, not {kinds}")
+    return value
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(_is(item, str) for item in _is(value, list))
+
+
+def _span_of(value: Any) -> Any:
+    line, column = _is(value, list)
+    return Span(_is(line, int), _is(column, int))
+
+
+def _optional_span(value: Any) -> Any:
+    return None if value is None else _span_of(value)
+
+
+def _data_path(value: Any) -> tuple[str | int, ...]:
+    return tuple(_is(item, str, int) for item in _is(value, list))
+
+
+def _duplicate_keys(value: Any) -> tuple[Any, ...]:
+    """A document's duplicate keys as an entry stores them (this cache's and the render cache's)."""
+    from kaffinity.load.source import DuplicateKey
+
+    return tuple(
+        DuplicateKey(_is(key, str), _span_of([line, column]), _span_of([first, at]))
+        for key, line, column, first, at in (_is(item, list) for item in _is(value, list))
+    )
+
+
+def _load_problems(value: Any) -> tuple[Any, ...]:
+    """A file's load problems as an entry stores them (this cache's and the render cache's)."""
+    from kaffinity.load.parse import LoadProblem
+
+    return tuple(
+        LoadProblem(_is(rule, str), _is(message, str), _optional_span(span))
+        for rule, message, span in (_is(item, list) for item in _is(value, list))
+    )
+
+
+def _child(node: Any, step: str | int) -> Any:
+    """One step of a document's path (see :class:`~kaffinity.load.source.Document`): a key of a
+    mapping, an index of a sequence; ValueError otherwise."""
+    if type(node) is PosDict and type(step) is str:
+        return node[step]
+    if type(node) is PosList and type(step) is int and step >= 0:
+        return node[step]
+    raise ValueError("not a document's path")
