@@ -2643,7 +2643,7 @@ PROFILE_PARTS = (
     ("imports of the CLI (typer, kaffinity.cli, ...)", "kaffinity/__main__.py:<module>-lint"),
     ("`lint`", "kaffinity/cli.py:lint"),
     ("reading the files, whole (the changed one and the context)", "kaffinity/cli.py:_load_in_context"),
-    ("of which YAML parsing (kaffinity.load.parse)", "kaffinity/load/parse.py:_parse"),
+    ("of which YAML parsing (kaffinity.load.parse)", "kaffinity/load/parse/objects.py:_parse"),
     ("the units (kaffinity.repo.units: layout, renders, cache)", "kaffinity/cli.py:_layout"),
     ("of which render_units (renders or cache hits)", "kaffinity/repo/units.py:render_units"),
     ("the rules (kaffinity.engine.lint)", "kaffinity/engine.py:lint"),

@@ -721,7 +721,7 @@ def test_stand_in_already_in_the_text() -> None:
 
 def test_many_flow_colons_are_read_in_one_more_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     """All the `:`s are found by one scan, not one reading each (a file of 2,000 of them)."""
-    from kaffinity.load import parse as module
+    from kaffinity.load.parse import goyaml as module
 
     readings = []
     real = module._Reading.loader
@@ -838,7 +838,7 @@ def test_fix_edits_a_file_read_as_go_yaml_reads_it(tmp_path: Path) -> None:
 def test_readings_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """A `:` the scan misses costs one more reading each, within a bound: past it, the
     parse-error libyaml gives (here the scan is made to find nothing)."""
-    from kaffinity.load import parse as module
+    from kaffinity.load.parse import goyaml as module
 
     monkeypatch.setattr(module, "_flow_colons", lambda text: [])
     monkeypatch.setattr(module, "_RETRIES", 5)

@@ -15,12 +15,12 @@ import pytest
 from kaffinity.config import Settings
 from kaffinity.context import Context
 from kaffinity.graph import affinity as graph_module
-from kaffinity.graph.affinity import (
+from kaffinity.graph.affinity import AffinityGraph
+from kaffinity.graph.members import (
     RELATION_ANTI_AFFINITY,
     RELATION_PDB,
     RELATION_SELECTS,
     RELATION_SPREAD,
-    AffinityGraph,
     within,
 )
 from kaffinity.graph.picture import render_mermaid

@@ -21,8 +21,7 @@ from typing import Any
 
 import pytest
 
-from kaffinity.cache import Cache, cache_secret, max_entry
-from kaffinity.cache import render_inputs
+from kaffinity.cache import Cache, cache_secret, max_entry, render_inputs
 from kaffinity.cache import rendered as render_cache
 from kaffinity.load.parse import DEFAULT_LIMITS
 from kaffinity.repo import render as render_module

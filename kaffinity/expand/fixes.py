@@ -291,7 +291,7 @@ def item_at(text: str, span: Span) -> tuple[int, DataPath, Any] | None:
     """The sequence item that starts at ``span`` in ``text`` (a term is an item of a list): the
     index of its document, its data path there and its value; None if no item, or more than one
     (an alias repeats a node), starts there."""
-    from kaffinity.load.parse import _documents, _parse_errors
+    from kaffinity.load.parse.reader import _documents, _parse_errors
 
     try:
         documents = [data for data, _ in _documents(text)]

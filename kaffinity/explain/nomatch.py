@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from kaffinity.explain.precedence import gives_way
 from kaffinity.explain.suggest import hint, nobody, unknown_pods, written_selector
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import RELATION_AFFINITY, AffinityGraph, Member, Relation, selector_text
+from kaffinity.graph.affinity import AffinityGraph
+from kaffinity.graph.members import RELATION_AFFINITY, Member, Relation, selector_text
 from kaffinity.k8s.selectors import selector_matches
 
 if TYPE_CHECKING:

@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from kaffinity.explain.precedence import gives_way
 from kaffinity.findings import Related, Violation
-from kaffinity.graph.affinity import AffinityGraph, Member, Relation, selector_text
+from kaffinity.graph.affinity import AffinityGraph
+from kaffinity.graph.members import Member, Relation, selector_text
 from kaffinity.k8s.model import (
     WORKLOAD_KINDS,
     LabelSelector,

@@ -47,7 +47,7 @@ from kaffinity.load.source import Document, format_path
 if TYPE_CHECKING:
     from kaffinity.config import Settings
     from kaffinity.graph.affinity import AffinityGraph
-    from kaffinity.graph.affinity import Relation as GraphRelation
+    from kaffinity.graph.members import Relation as GraphRelation
     from kaffinity.repo.changed import Change
 
 #: An object's identity: kind, namespace (None: cluster-scoped), name.
@@ -190,7 +190,7 @@ def _selecting_now(graph: AffinityGraph, changed: Mapping[str, ObjectRef], found
 def _owner_link(found: Related, owner: Key, relation: GraphRelation, cause: Cause) -> None:
     """The link of an unchanged term or budget that selects (or selected) changed pods: every
     finding of a budget; of a term, those at or below the term."""
-    from kaffinity.graph.affinity import RELATION_PDB
+    from kaffinity.graph.members import RELATION_PDB
 
     if relation.kind == RELATION_PDB:
         found.add(owner, replace(cause, relation=CAUSE_BUDGET))
@@ -200,7 +200,7 @@ def _owner_link(found: Related, owner: Key, relation: GraphRelation, cause: Caus
 
 def _selected_now(graph: AffinityGraph, changed: Mapping[str, ObjectRef], found: Related) -> None:
     """The objects a changed object's terms and budgets select now."""
-    from kaffinity.graph.affinity import RELATION_PDB
+    from kaffinity.graph.members import RELATION_PDB
 
     for vertex, ref in changed.items():
         file = _file_of(graph, vertex)

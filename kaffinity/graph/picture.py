@@ -21,13 +21,13 @@ from typing import Any
 import networkx as nx
 
 from kaffinity.findings import Finding, Severity
-from kaffinity.graph.affinity import (
+from kaffinity.graph.affinity import AffinityGraph
+from kaffinity.graph.members import (
     RELATION_AFFINITY,
     RELATION_ANTI_AFFINITY,
     RELATION_PDB,
     RELATION_SELECTS,
     RELATION_SPREAD,
-    AffinityGraph,
 )
 from kaffinity.graph.view import Area, Limits, Selection, Summary, summarise
 from kaffinity.load.display import escape, utf8_tree

@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kaffinity.graph.affinity import RELATION_SELECTS
+from kaffinity.graph.members import RELATION_SELECTS
 
 if TYPE_CHECKING:
     import networkx as nx

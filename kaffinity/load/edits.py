@@ -90,7 +90,8 @@ class _Unsupported(Exception):
 @functools.lru_cache(maxsize=4)  # a large file's nodes take far more memory than its text
 def compose(text: str) -> tuple[YamlNode, ...]:
     """The root node of every YAML document of ``text`` (empty if the text does not parse)."""
-    from kaffinity.load.parse import _parse_errors, compose_nodes
+    from kaffinity.load.parse import compose_nodes
+    from kaffinity.load.parse.reader import _parse_errors
 
     try:
         return compose_nodes(text)
@@ -218,7 +219,8 @@ def _is_scalar(node: YamlNode) -> bool:
 
 def _key(node: YamlNode) -> str | None:
     """A key as the loader reads it (None for a merge key ``<<`` or a non-scalar key)."""
-    from kaffinity.load.parse import _key_string, resolve_plain
+    from kaffinity.load.parse import resolve_plain
+    from kaffinity.load.parse.scalars import _key_string
 
     if not _is_scalar(node):
         return None
@@ -408,7 +410,7 @@ def _loaded(text: str) -> dict[int, Any] | None:
         return found
     # A document that is no object (a JSON 6902 patch's list of operations, a chart's values
     # file): the loader's own builder reads it as it reads a manifest, with no object kept.
-    from kaffinity.load.parse import _documents, _parse_errors
+    from kaffinity.load.parse.reader import _documents, _parse_errors
 
     try:
         return dict(enumerate(data for data, _ in _documents(text)))

@@ -90,7 +90,7 @@ def plan(chart_dir: str, roots: Sequence[str], limits: Limits, sandbox: Sandbox)
 
 
 def _documents(path: str, limits: Limits) -> list[Any]:
-    from kaffinity.load.parse import _documents, _parse_errors
+    from kaffinity.load.parse.reader import _documents, _parse_errors
     from kaffinity.load.read import read_text
 
     _, text, problem = read_text(path, limits)
@@ -202,7 +202,7 @@ def _archive_name(path: str, limits: Limits) -> str | None:
                     handle = archive.extractfile(member)
                     if handle is None:
                         return None
-                    from kaffinity.load.parse import _documents
+                    from kaffinity.load.parse.reader import _documents
 
                     text = handle.read().decode("utf-8", "replace")
                     meta = next((data for data, _ in _documents(text, limits)), None)

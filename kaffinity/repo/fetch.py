@@ -454,7 +454,8 @@ _INDEXES: dict[str, dict[str, Any]] = {}
 
 
 def _index_entries(body: bytes, url: str, limits: Limits) -> dict[str, Any]:
-    from kaffinity.load.parse import LoadError, _documents, _parse_errors
+    from kaffinity.load.parse import LoadError
+    from kaffinity.load.parse.reader import _documents, _parse_errors
 
     try:
         text = body.decode("utf-8")
@@ -500,7 +501,7 @@ def _keep_chart(
 
 
 def _check_chart_name(chart: str, name: str) -> None:
-    from kaffinity.load.parse import _documents
+    from kaffinity.load.parse.reader import _documents
 
     try:
         with open(os.path.join(chart, "Chart.yaml"), encoding="utf-8") as handle:

@@ -251,7 +251,8 @@ def _first_document(text: str, limits: Limits, *, every: bool = False, strict: b
     too (a kustomization or a configuration: what it names cannot be checked, and go-yaml reads
     some YAML 1.2 that libyaml refuses, such as ``[http://host:1/x]``); else None (the tool
     says why)."""
-    from kaffinity.load.parse import LoadError, _documents, _parse_errors
+    from kaffinity.load.parse import LoadError
+    from kaffinity.load.parse.reader import _documents, _parse_errors
 
     try:
         documents = [data for data, _ in _documents(text, limits)]

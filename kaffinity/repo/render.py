@@ -646,7 +646,7 @@ def _patch_tree(leaf: Any, steps: list[Any], operation: PosDict, position: int) 
 def _raw_documents(text: str, limits: Limits) -> list[Any]:
     """The documents of a YAML text with positions, whatever they hold (a kustomization without
     apiVersion/kind, a JSON 6902 patch is a list); none when it does not parse."""
-    from kaffinity.load.parse import _documents, _parse_errors  # the loader's own builder
+    from kaffinity.load.parse.reader import _documents, _parse_errors  # the loader's own builder
 
     try:
         return [data for data, _ in _documents(text, limits)]

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import RELATION_AFFINITY, RELATION_ANTI_AFFINITY, selector_text, within
+from kaffinity.graph.members import RELATION_AFFINITY, RELATION_ANTI_AFFINITY, selector_text, within
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.graph.affinity import AffinityGraph, Listing, Member, Relation
+    from kaffinity.graph.affinity import AffinityGraph
+    from kaffinity.graph.members import Listing, Member, Relation
 
 #: How many workloads or reasons a message names before it says "and N more".
 _NAMED = 3

@@ -21,12 +21,13 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import RELATION_AFFINITY
+from kaffinity.graph.members import RELATION_AFFINITY
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.graph.affinity import AffinityGraph, Relation
+    from kaffinity.graph.affinity import AffinityGraph
+    from kaffinity.graph.members import Relation
 
 #: How many workloads a message names before it says "and N more".
 _NAMED = 3

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.wording import SHOWN, counted_list, domain_word
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import RELATION_ANTI_AFFINITY, AffinityGraph, Member, Relation, selector_text
+from kaffinity.graph.affinity import AffinityGraph
+from kaffinity.graph.members import RELATION_ANTI_AFFINITY, Member, Relation, selector_text
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.k8s.model import dig
 from kaffinity.rules.base import Rule

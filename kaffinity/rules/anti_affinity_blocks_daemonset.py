@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import RELATION_ANTI_AFFINITY, Member, ordered
+from kaffinity.graph.affinity import ordered
+from kaffinity.graph.members import RELATION_ANTI_AFFINITY, Member
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import selector_text
+from kaffinity.graph.members import selector_text
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.suggest import silent_terms
 from kaffinity.findings import Severity, Violation
-from kaffinity.graph.affinity import RELATION_ANTI_AFFINITY, Relation
+from kaffinity.graph.members import RELATION_ANTI_AFFINITY, Relation
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from kaffinity.explain.wording import name_list
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import RELATION_PDB, Member, ordered
+from kaffinity.graph.affinity import ordered
+from kaffinity.graph.members import RELATION_PDB, Member
 from kaffinity.k8s.model import NodeSelectorTerm, PodDisruptionBudget, Workload, dig, document_key, object_ref
 from kaffinity.k8s.selectors import node_term_matches, selector_matches
 from kaffinity.load.source import DataPath, Document

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.suggest import hint, owner_namespace, unknown_pods
 from kaffinity.findings import Severity, Violation
-from kaffinity.graph.affinity import RELATION_PDB, selector_text
+from kaffinity.graph.members import RELATION_PDB, selector_text
 from kaffinity.rules.base import Rule
 from kaffinity.validate.apiserver import budget_refused
 

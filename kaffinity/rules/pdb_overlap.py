@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.wording import SHOWN, name_list
 from kaffinity.findings import MAX_RELATED, Related, Severity, Violation
-from kaffinity.graph.affinity import RELATION_PDB, AffinityGraph, Member, Relation, ordered
+from kaffinity.graph.affinity import AffinityGraph, ordered
+from kaffinity.graph.members import RELATION_PDB, Member, Relation
 from kaffinity.rules.base import Rule
 from kaffinity.validate.apiserver import budget_refused
 

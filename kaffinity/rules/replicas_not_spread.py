@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.findings import Related, Severity, Violation
-from kaffinity.graph.affinity import RELATION_AFFINITY, RELATION_ANTI_AFFINITY, Member
+from kaffinity.graph.members import RELATION_AFFINITY, RELATION_ANTI_AFFINITY, Member
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.k8s.model import dig, object_ref
 from kaffinity.load.source import DataPath, Document
