@@ -442,7 +442,7 @@ def test_the_walks_over_parsed_data_do_not_recurse() -> None:
     goes through each under the interpreter's default recursion limit."""
     from kaffinity.k8s.compact import _copied
     from kaffinity.k8s.defaults import plain as defaulted_copy
-    from kaffinity.load.edits import _plain, _same
+    from kaffinity.load.edits.verify import _plain, _same
     from kaffinity.load.parse.reader import _documents
     from kaffinity.policy.cel.convert import plain as cel_copy
     from kaffinity.repo.units import _frozen

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kaffinity.k8s.labels import POD_TEMPLATE_HASH as REVISION_LABEL
+from kaffinity.k8s.labels import POD_TEMPLATE_HASH
 from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload
 from kaffinity.load.edits import (
     Edit,
@@ -113,14 +113,14 @@ def _revision_edit(file: str, text: str, index: int, path: DataPath, has_keys: b
     # Every shape the term can have: keys to extend, an empty list (``[]``), a null value
     # (``matchLabelKeys:``, ``null``, ``~``, ``? matchLabelKeys``), or no such key.
     if has_keys:
-        edit = append_items(text, index, keys, [REVISION_LABEL])
+        edit = append_items(text, index, keys, [POD_TEMPLATE_HASH])
     else:
-        edit = add_entry(text, index, path, "matchLabelKeys", [REVISION_LABEL])
+        edit = add_entry(text, index, path, "matchLabelKeys", [POD_TEMPLATE_HASH])
         if edit is None and (node := find_node(text, index, keys)) is not None:
             if node.id == "sequence":
-                edit = append_items(text, index, keys, [REVISION_LABEL])
+                edit = append_items(text, index, keys, [POD_TEMPLATE_HASH])
             else:
-                edit = fill_null(text, index, keys, [REVISION_LABEL])
+                edit = fill_null(text, index, keys, [POD_TEMPLATE_HASH])
     if edit is None:
         return None
     return Fix(file, edit, text)

@@ -16,7 +16,7 @@ from kaffinity.explain.precedence import gives_way
 from kaffinity.findings import Severity, Violation
 from kaffinity.k8s import gates as fg
 from kaffinity.k8s.fenceposts import Budget, deployment_budget
-from kaffinity.k8s.labels import POD_TEMPLATE_HASH as REVISION_LABEL
+from kaffinity.k8s.labels import POD_TEMPLATE_HASH
 from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload, dig
 from kaffinity.k8s.selectors import namespace_in_scope, selector_matches
 from kaffinity.load.display import quote_name
@@ -68,7 +68,7 @@ def unscoped_terms(
     terms = [
         (kind, term)
         for kind, term in terms
-        if REVISION_LABEL not in term.match_label_keys or not supported(context, kind).enabled
+        if POD_TEMPLATE_HASH not in term.match_label_keys or not supported(context, kind).enabled
     ]
     if not terms:
         return
@@ -162,7 +162,7 @@ def _check(context: Context) -> Iterator[Violation]:
                     continue
                 message, severity = effect
             state = supported(context, kind)
-            if REVISION_LABEL in term.match_label_keys and _dropped_elsewhere(context, state, severity):
+            if POD_TEMPLATE_HASH in term.match_label_keys and _dropped_elsewhere(context, state, severity):
                 continue
             if state.enabled:
                 yield Violation(
@@ -202,7 +202,7 @@ FIX_PROMISE = "kaffinity fix does it"
 #: The hint of a finding whose edit the run did not plan (engine.PLANS_PER_RUN): it promises no
 #: edit, and says where to learn whether one can be made.
 _UNPLANNED = (
-    f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term (a run plans the edits of its first '
+    f'add "matchLabelKeys: [{POD_TEMPLATE_HASH}]" to this term (a run plans the edits of its first '
     "findings only: fix --diff shows whether it can write this one), so that each revision counts "
     "only its own pods"
 )
@@ -223,7 +223,7 @@ def _fix_hint(
     rendered = id(doc) in context.rendered
     place = context.places.get(id(doc))
     fix = plan_revision_fix(context.texts, workload, term, rendered=rendered, place=place)
-    hint = f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term'
+    hint = f'add "matchLabelKeys: [{POD_TEMPLATE_HASH}]" to this term'
     if fix is not None:
         where = "" if fix.file == doc.file else f"in {quote_name(fix.file)} "
         hint += f" ({FIX_PROMISE}, {where}{fix.describe(fix.text)}; fix --diff shows it first)"
