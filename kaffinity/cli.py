@@ -1317,11 +1317,11 @@ def _settings(
     config's, then ``KAFFINITY_LIMITS``, then ``--limit``."""
     from kaffinity.config import (
         ConfigError,
-        check_rule_names,
-        check_target,
         find_config,
         load_settings,
         parse_feature_gates,
+        validate_rule_names,
+        validate_target,
         with_limits,
     )
     from kaffinity.load.files import anchor_patterns
@@ -1361,7 +1361,7 @@ def _settings(
         selected, ignored = _names(select), _names(ignore)
         for option, names in (("--select", selected), ("--ignore", ignored)):
             if names:
-                check_rule_names(names, option, known, categories)
+                validate_rule_names(names, option, known, categories)
         settings = settings.overridden(
             kube_version=kube_version,
             feature_gates=None
@@ -1373,7 +1373,7 @@ def _settings(
             namespace=namespace,
             exclude=(*settings.exclude, *anchor_patterns(exclude, ".")) if exclude else None,
         )
-        check_target(settings.kube_version, settings.feature_gates)
+        validate_target(settings.kube_version, settings.feature_gates)
         _note_unmodelled_gates(settings.feature_gates)
         make_room(settings.limits.depth)  # no stage recurses out of stack on input it accepts
     except ConfigError as error:
@@ -2245,7 +2245,7 @@ def schema(
 ) -> None:
     """Print a JSON schema kaffinity ships, byte for byte: for an editor's YAML language server
     (docs/editors.md) or any JSON Schema 2020-12 validator."""
-    from kaffinity.config import DEFAULT_KUBE_VERSION, KUBE_VERSIONS, ConfigError, check_kube_version
+    from kaffinity.config import DEFAULT_KUBE_VERSION, KUBE_VERSIONS, ConfigError, validate_kube_version
     from kaffinity.load.resources import schema_text
 
     described = {
@@ -2274,7 +2274,7 @@ def schema(
     if name == "kubernetes":
         version = kube_version or DEFAULT_KUBE_VERSION
         try:
-            check_kube_version(version)
+            validate_kube_version(version)
         except ConfigError as error:
             problem = error_line(error.messages[0])
         file = f"kubernetes-{version}.schema.json"

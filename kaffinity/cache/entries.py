@@ -33,20 +33,20 @@ def encode(checked: Checked) -> bytes | None:
 
     try:
         return json.dumps(
-            _checked_data(checked), ensure_ascii=True, check_circular=False, separators=(",", ":")
+            _result_data(checked), ensure_ascii=True, check_circular=False, separators=(",", ":")
         ).encode("ascii")
     except (_Unfit, ValueError, TypeError, RecursionError):
         return None
 
 
-def _checked_data(checked: Checked) -> list[Any]:
+def _result_data(checked: Checked) -> list[Any]:
     file = checked.file
     roots: dict[int, int] = {}
     trees: list[Any] = []
     documents = []
-    places: dict[int, int] = {}
+    numbers: dict[int, int] = {}
     for number, doc in enumerate(file.documents):
-        places[id(doc)] = number
+        numbers[id(doc)] = number
         index = roots.get(id(doc.root))
         if index is None:
             index = roots[id(doc.root)] = len(trees)
@@ -72,7 +72,7 @@ def _checked_data(checked: Checked) -> list[Any]:
         documents,
         [[problem.rule, problem.message, _span(problem.span)] for problem in file.problems],
         [[rule, number, *_finding(finding)] for rule, number, finding in checked.findings],
-        [_comment(comment, places) for comment in checked.comments],
+        [_comment(comment, numbers) for comment in checked.comments],
         list(checked.internal_errors),
         list(checked.notices),
     ]
@@ -95,7 +95,7 @@ def _finding(finding: Any) -> list[Any]:
         finding.category,
         finding.path,
         None if obj is None else [obj.api_version, obj.kind, obj.namespace, obj.name],
-        [[place.file, _span(place.span), place.path, place.message] for place in finding.related],
+        [[related.file, _span(related.span), related.path, related.message] for related in finding.related],
         finding.fix,
         None if edit is None else [edit.start, edit.end, edit.text],
         list(finding.units),
@@ -103,17 +103,17 @@ def _finding(finding: Any) -> list[Any]:
     ]
 
 
-def _comment(comment: Any, places: dict[int, int]) -> list[Any]:
-    place = None
+def _comment(comment: Any, numbers: dict[int, int]) -> list[Any]:
+    number = None
     if comment.doc is not None:
-        place = places.get(id(comment.doc))
-        if place is None:
+        number = numbers.get(id(comment.doc))
+        if number is None:
             raise _Unfit("a suppression on another file's document")
     return [
         comment.file,
         list(comment.span),
         list(comment.names),
-        place,
+        number,
         list(comment.path),
         sorted(comment.used),
     ]
@@ -127,12 +127,12 @@ def decode(payload: bytes) -> Checked | None:
 
     try:
         data = json.loads(payload, object_hook=_node)
-        return _checked(data)
+        return _result(data)
     except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError, AttributeError):
         return None
 
 
-def _checked(data: Any) -> Checked:
+def _result(data: Any) -> Checked:
     from kaffinity.engine import Checked
     from kaffinity.load.parse import SourceFile
     from kaffinity.load.source import Document
@@ -207,8 +207,8 @@ def _finding_of(data: list[Any]) -> Any:
         _is(path, str),
         ref,
         tuple(
-            Location(_is(where, str), _optional_span(span), _is(place, str), _is(words, str))
-            for where, span, place, words in (_is(item, list) for item in _is(related, list))
+            Location(_is(where, str), _optional_span(span), _is(data_path, str), _is(words, str))
+            for where, span, data_path, words in (_is(item, list) for item in _is(related, list))
         ),
         _is(fix, str, type(None)),
         change,
@@ -220,8 +220,8 @@ def _finding_of(data: list[Any]) -> Any:
 def _comment_of(data: Any, documents: list[Any]) -> Any:
     from kaffinity.suppress import Suppression
 
-    file, span, names, place, path, used = _is(data, list)
-    doc = None if place is None else documents[_index(place, len(documents))]
+    file, span, names, number, path, used = _is(data, list)
+    doc = None if number is None else documents[_index(number, len(documents))]
     return Suppression(
         _is(file, str), _span_of(span), _strings(names), doc, _data_path(path), set(_strings(used))
     )

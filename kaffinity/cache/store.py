@@ -84,7 +84,7 @@ class Cache:
         #: Why the cache stopped being used or written, once (None: it could, or nobody tried).
         self.error: str | None = None
         self._secret = secret
-        self._context = (
+        self._mac_prefix = (
             MAGIC
             + self.version.encode("utf-8", "surrogateescape")
             + b"\0"
@@ -115,7 +115,7 @@ class Cache:
         return digest.hexdigest()
 
     def _mac(self, key: str, payload: bytes) -> bytes:
-        mac = hmac.new(self._secret, self._context, hashlib.sha256)
+        mac = hmac.new(self._secret, self._mac_prefix, hashlib.sha256)
         mac.update(key.encode("ascii") + b"\0")
         mac.update(payload)
         return mac.hexdigest().encode("ascii")

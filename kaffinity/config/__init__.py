@@ -22,17 +22,17 @@ from kaffinity.config.settings import (
     KUBE_VERSIONS,
     ConfigError,
     Settings,
-    check_rule_names,
     error_at,
+    validate_rule_names,
 )
 from kaffinity.config.versions import (
-    check_gates,
-    check_kube_version,
-    check_target,
     kube_version_option,
     normalize_version,
     parse_feature_gates,
     unknown_version,
+    validate_gates,
+    validate_kube_version,
+    validate_target,
 )
 
 __all__ = [
@@ -44,10 +44,6 @@ __all__ = [
     "MAX_DEPTH",
     "ConfigError",
     "Settings",
-    "check_gates",
-    "check_kube_version",
-    "check_rule_names",
-    "check_target",
     "error_at",
     "find_config",
     "kube_version_option",
@@ -58,5 +54,9 @@ __all__ = [
     "parse_size",
     "repository_root",
     "unknown_version",
+    "validate_gates",
+    "validate_kube_version",
+    "validate_rule_names",
+    "validate_target",
     "with_limits",
 ]

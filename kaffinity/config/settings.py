@@ -90,7 +90,7 @@ class Settings:
         return replace(self, **{key: value for key, value in changes.items() if value is not None})
 
 
-def check_rule_names(
+def validate_rule_names(
     names: Sequence[str], option: str, rule_names: Sequence[str], categories: Sequence[str]
 ) -> None:
     known = {*rule_names, *categories, "all"}

@@ -46,7 +46,7 @@ def kube_version_option(value: str | None) -> str | None:
     return normalize_version(value) if value is not None else None
 
 
-def check_kube_version(version: str) -> None:
+def validate_kube_version(version: str) -> None:
     if version not in KUBE_VERSIONS:
         raise ConfigError([f"--kube-version: {unknown_version(version)}"])
 
@@ -62,13 +62,13 @@ def parse_feature_gates(value: str) -> dict[str, bool]:
     return gates
 
 
-def check_target(version: str, gates: Mapping[str, bool]) -> None:
+def validate_target(version: str, gates: Mapping[str, bool]) -> None:
     """A version kaffinity knows, and gates that version's kube-apiserver would start with."""
-    check_kube_version(version)
-    check_gates(version, gates)
+    validate_kube_version(version)
+    validate_gates(version, gates)
 
 
-def check_gates(version: str, gates: Mapping[str, bool]) -> None:
+def validate_gates(version: str, gates: Mapping[str, bool]) -> None:
     """Refuse the gates :func:`kaffinity.k8s.gates.gate_problems` finds (flags and config file
     alike)."""
     from kaffinity.k8s.gates import gate_problems

@@ -8,7 +8,7 @@ from typing import Any
 
 from kaffinity.load.edits.nodes import _find, _is_mapping, _is_scalar, _is_sequence, _key
 from kaffinity.load.edits.text import Edit
-from kaffinity.load.edits.verify import _checked, _plain, _with_entry
+from kaffinity.load.edits.verify import _plain, _verified, _with_entry
 from kaffinity.load.edits.writer import _Unsupported, _Writer
 from kaffinity.load.source import DataPath
 
@@ -28,7 +28,7 @@ def add_entry(
         expected = _plain(value)
     except _Unsupported:
         return None
-    return _checked(text, edit, doc_index, mapping_path, lambda old: _with_entry(old, key, expected))
+    return _verified(text, edit, doc_index, mapping_path, lambda old: _with_entry(old, key, expected))
 
 
 def append_items(
@@ -43,7 +43,7 @@ def append_items(
         expected = _plain(list(items))
     except _Unsupported:
         return None
-    return _checked(text, edit, doc_index, sequence_path, lambda old: [*old, *expected])
+    return _verified(text, edit, doc_index, sequence_path, lambda old: [*old, *expected])
 
 
 def fill_null(text: str, doc_index: int, path: DataPath, value: Any) -> Edit | None:
@@ -85,7 +85,7 @@ def fill_null(text: str, doc_index: int, path: DataPath, value: Any) -> Edit | N
             except _Unsupported:
                 return None
             edit = Edit(key_end, key_end, f"{newline}{' ' * (question - line_start)}: {written}")
-    return _checked(text, edit, doc_index, path, lambda old: expected if old is None else _fail())
+    return _verified(text, edit, doc_index, path, lambda old: expected if old is None else _fail())
 
 
 def _fail() -> Any:

@@ -51,7 +51,7 @@ def _loaded(text: str) -> dict[int, Any] | None:
         return None
 
 
-def _checked(
+def _verified(
     text: str, edit: Edit, doc_index: int, path: DataPath, update: Callable[[Any], Any]
 ) -> Edit | None:
     """``edit`` if it passes :func:`verify`, run on the edited document alone: the edit lies

@@ -86,7 +86,7 @@ class PodValidator(AffinityValidator, TolerationValidator, SpreadValidator, Budg
         fails with ParseQuantity's error and the whole object is refused (``1EB``, ``.nan``)."""
         from kaffinity.k8s.quantity import quantity_error
 
-        places: list[tuple[Any, DataPath]] = [
+        maps: list[tuple[Any, DataPath]] = [
             (spec.get("overhead"), (*path, "overhead")),
             *(
                 (_map(spec.get("resources")).get(kind), (*path, "resources", kind))
@@ -97,12 +97,12 @@ class PodValidator(AffinityValidator, TolerationValidator, SpreadValidator, Budg
             for i, container in _items(spec.get(group)):
                 resources = _map(container.get("resources"))
                 for kind in ("requests", "limits"):
-                    places.append((resources.get(kind), (*path, group, i, "resources", kind)))
+                    maps.append((resources.get(kind), (*path, group, i, "resources", kind)))
         for i, volume in _items(spec.get("volumes")):
             empty_dir = _map(volume.get("emptyDir"))
             if "sizeLimit" in empty_dir:
-                places.append(({"sizeLimit": empty_dir["sizeLimit"]}, (*path, "volumes", i, "emptyDir")))
-        for values, here in places:
+                maps.append(({"sizeLimit": empty_dir["sizeLimit"]}, (*path, "volumes", i, "emptyDir")))
+        for values, here in maps:
             if isinstance(values, Mapping):
                 for name, value in values.items():
                     error = quantity_error(value)
