@@ -284,3 +284,16 @@ def test_options_that_need_another(manifests: Path, args: tuple[str, ...]) -> No
     assert result.exit_code == 2 and result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert line.startswith("kaffinity: error: --") and line.endswith("--findings-only")
+
+
+def test_a_summary_edge_takes_its_most_counted_kind_whatever_the_counting_order() -> None:
+    """Kinds counted as often: the first by name, never the first counted (the counts come from a
+    set, whose order followed the hash seed: the same graph was drawn in two colours)."""
+    from collections import Counter
+
+    from kaffinity.graph.picture import _link_label
+
+    tie = Counter({"spread": 2, "pdb": 2, "affinity": 1})
+    assert _link_label(tie) == ("affinity 1, pdb 2, spread 2", "pdb")
+    assert _link_label(Counter({"pdb": 2, "spread": 2}))[1] == "pdb"
+    assert _link_label(Counter({"pdb": 1, "spread": 2}))[1] == "spread"

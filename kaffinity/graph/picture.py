@@ -418,8 +418,10 @@ def _area_label(area: Area) -> str:
 
 
 def _link_label(kinds: Counter[str]) -> tuple[str, str]:
-    """An edge's label (the count of each kind) and its kind (the most counted)."""
-    return ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items())), kinds.most_common(1)[0][0]
+    """An edge's label (the count of each kind) and its kind (the most counted; of kinds counted
+    as often, the first by name: the counts come from a set, whose order is the hash seed's)."""
+    label = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
+    return label, min(kinds, key=lambda kind: (-kinds[kind], kind))
 
 
 def _summary_ids(summary: Summary) -> dict[str, str]:
