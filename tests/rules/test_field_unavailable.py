@@ -1,0 +1,20 @@
+"""The rule ``field-unavailable`` (kaffinity/rules/field_unavailable.py): a field the chosen Kubernetes
+version does not have yet, reported at the field with its data path.
+
+Upstream: kubernetes/kubernetes ``pkg/api/pod/util.go`` (dropDisabledFields) and
+``pkg/features/kube_features.go`` (when each field came).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ..kit import only
+from .validation_inputs import ANTI_MATCH_KEYS, ANTI_TERM, assert_at, lint_text
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.28"])
+def test_pod_affinity_match_label_keys_is_not_a_field_before_1_29(version: str) -> None:
+    finding = only(lint_text(ANTI_MATCH_KEYS, kube_version=version))
+    assert_at(finding, "field-unavailable", ANTI_MATCH_KEYS, "matchLabelKeys", f"{ANTI_TERM}.matchLabelKeys")
+    assert "1.29" in finding.message

@@ -1,0 +1,137 @@
+"""The rule ``topology-key-absent`` (kaffinity/rules/topology_key_absent.py): a topology key no
+eligible node of the cluster carries, reported at the key with a severity per kind of term and a
+close key suggested.
+
+Upstream: kube-scheduler's PodTopologySpread (podtopologyspread/filtering.go, scoring.go
+initPreScoreState) and InterPodAffinity plugins, which treat a node lacking the key as outside
+every domain.
+"""
+
+from __future__ import annotations
+
+from kaffinity.findings import Severity
+
+from ..kit import only
+from .pending_inputs import anti, node, rules_of, run, spread, where, workload, zones
+
+# --- topology-key-absent ---------------------------------------------------------------------------
+
+
+def test_key_absent_severity_per_kind_of_term() -> None:
+    """Error where it blocks every pod, warning for required anti-affinity, info for a preference
+    on a key that is not well-known, nothing for a preference on the zone key."""
+    preferred = {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 1,
+                    "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": k},
+                }
+                for k in ("example.com/row", "topology.kubernetes.io/zone")
+            ],
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "example.com/rack"}
+            ],
+        }
+    }
+    objects = [
+        workload("a", "StatefulSet", 1, affinity=preferred),
+        workload("b", topologySpreadConstraints=spread("example.com/rack", {"app": "b"})),
+        workload(
+            "c",
+            affinity={
+                "podAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "example.com/rack"}
+                    ]
+                }
+            },
+        ),
+    ]
+    cluster = [node("n1"), node("n2")]  # no zone, no rack
+    result = run(objects, cluster)
+    got = sorted((f.line, f.column, f.severity) for f in result.findings)
+    assert got == sorted(
+        [
+            (*where(objects, '"topologyKey": "example.com/rack"', 1), Severity.WARNING),
+            (*where(objects, '"topologyKey": "example.com/row"'), Severity.INFO),
+            (*where(objects, '"topologyKey": "example.com/rack"', 2), Severity.ERROR),
+            (*where(objects, '"topologyKey": "example.com/rack"', 3), Severity.ERROR),
+        ]
+    )
+    assert {f.rule for f in result.findings} == {"topology-key-absent"}
+    blocking = [f for f in result.findings if f.severity == Severity.ERROR]
+    assert all("stay" in f.message and "Pending" in f.message for f in blocking)
+    assert all("n1 and n2" in f.message for f in result.findings)
+    # Related: the eligible nodes' labels in the cluster file.
+    assert all(loc.file == "cluster.yaml" for f in result.findings for loc in f.related)
+
+
+def test_key_absent_only_counts_eligible_nodes_and_suggests_a_close_key() -> None:
+    """The key exists on a node the pod may not use (its nodeSelector excludes it): still absent."""
+    objects = [
+        workload(
+            "web",
+            nodeSelector={"pool": "web"},
+            topologySpreadConstraints=spread("example.com/rakc", {"app": "web"}),
+        )
+    ]
+    cluster = [
+        node("n1", labels={"pool": "web", "example.com/rack": "r1"}),
+        node("n2", labels={"pool": "db", "example.com/rakc": "r2"}),
+    ]
+    finding = only(run(objects, cluster), "topology-key-absent")
+    assert "none of the 1 node its pods may run on (n1)" in finding.message
+    assert finding.fix is not None and "did you mean example.com/rack?" in finding.fix
+
+
+def test_key_absent_deprecated_zone_key_suggests_the_ga_key() -> None:
+    objects = [
+        workload(
+            "db",
+            "StatefulSet",
+            2,
+            affinity=anti("failure-domain.beta.kubernetes.io/zone", {"app": "db"}),
+        )
+    ]
+    finding = only(run(objects, zones()), "topology-key-absent")
+    assert finding.severity == Severity.WARNING
+    assert finding.fix is not None and "use topology.kubernetes.io/zone" in finding.fix
+
+
+def test_key_absent_hostname_missing_from_the_cluster_file_is_a_warning_about_the_file() -> None:
+    objects = [workload("web", topologySpreadConstraints=spread("kubernetes.io/hostname", {"app": "web"}))]
+    cluster = [node("n1", zone="a", hostname=False)]
+    finding = only(run(objects, cluster), "topology-key-absent")
+    assert finding.severity == Severity.WARNING
+    assert "the kubelet sets it on every node" in finding.message
+    # Required anti-affinity on hostname without the label: nothing (the file is what is wrong).
+    quiet = [workload("db", "StatefulSet", 2, affinity=anti("kubernetes.io/hostname", {"app": "db"}))]
+    assert run(quiet, cluster).findings == ()
+
+
+def test_key_absent_is_quiet_without_eligible_nodes_and_for_an_empty_key() -> None:
+    objects = [
+        workload(
+            "gpu", nodeSelector={"pool": "gpu"}, topologySpreadConstraints=spread("x/y", {"app": "gpu"})
+        ),
+        workload("bad", topologySpreadConstraints=spread("", {"app": "bad"})),
+    ]
+    result = run(objects, zones())
+    # gpu: no node at all (no-eligible-node says so); bad: rejected by the API server.
+    assert rules_of(result) == ["no-eligible-node"]
+
+
+def test_schedule_anyway_on_a_key_some_nodes_lack_is_quiet() -> None:
+    """Upstream scoring (podtopologyspread/scoring.go initPreScoreState) skips the nodes lacking a
+    soft constraint's key; they score 0. A preference for zones on a cluster without zone labels
+    is quiet (topology-key-absent stays quiet for the well-known zone key). The simulation once
+    raised a KeyError here (Simulation.spread_nodes read the soft key on every node)."""
+    constraints = spread("topology.kubernetes.io/zone", {"app": "web"}, hard=False)
+    objects = [workload("web", replicas=2, topologySpreadConstraints=constraints)]
+    assert run(objects, [node("n1"), node("n2"), node("n3", zone="a")]).findings == ()
+    custom = spread("example.com/row", {"app": "web"}, hard=False)
+    objects[0]["spec"]["template"]["spec"]["topologySpreadConstraints"] = custom
+    finding = only(run(objects, [node("n1"), node("n2")]), "topology-key-absent")
+    assert finding.severity == Severity.INFO
+    assert "every node scores the same for it, so it spreads nothing" in finding.message

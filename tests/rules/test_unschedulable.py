@@ -1,0 +1,132 @@
+"""The rule ``unschedulable`` (kaffinity/rules/unschedulable.py): a pod the simulated scheduler leaves
+Pending for a reason no more specific rule owns, reported at what blocks it (a request, the
+existing pods' anti-affinity) with the nodes' reasons.
+
+Upstream: kube-scheduler's Filter plugins and their reasons (NodeResourcesFit "Insufficient cpu",
+InterPodAffinity), the scheduling queue's retry of unschedulable pods.
+"""
+
+from __future__ import annotations
+
+from kaffinity.engine import lint
+from kaffinity.findings import Severity
+from kaffinity.rules import RULES
+
+from ..kit import findings, only
+from .pending_inputs import anti, context_of, node, pod, rules_of, run, where, workload, zones
+
+# --- unschedulable ---------------------------------------------------------------------------------
+
+
+def test_unschedulable_insufficient_cpu_points_at_the_request() -> None:
+    containers = [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "6"}}}]
+    objects = [workload("batch", replicas=2, containers=containers)]
+    finding = only(run(objects, zones(2)), "unschedulable")
+    assert (finding.line, finding.column) == where(objects, '"cpu": "6"')
+    assert (
+        "batch[0] and batch[1] stay Pending: 0/2 nodes are available: 2 Insufficient cpu." in finding.message
+    )
+    assert (
+        "it requests 6 cpu; the most free on a node it may run on is 4 on n-a-0 (allocatable 4)"
+        in finding.message
+    )
+
+
+def test_unschedulable_existing_pods_anti_affinity_names_the_blockers() -> None:
+    guard = pod(
+        "guard",
+        "n-a-0",
+        {"app": "guard"},
+        affinity=anti("topology.kubernetes.io/zone", {"tier": "batch"}),
+    )
+    objects = [
+        workload("job", "Job", 1, labels={"tier": "batch"}, nodeSelector={"topology.kubernetes.io/zone": "a"})
+    ]
+    finding = only(run(objects, [*zones(2), guard]), "unschedulable")
+    assert "didn't satisfy existing pods anti-affinity rules" in finding.message
+    assert "guard (out of zone a)" in finding.message
+    assert any(
+        loc.file == "cluster.yaml" and loc.message == "anti-affinity of pod guard" for loc in finding.related
+    )
+
+
+def test_unschedulable_retries_a_pod_whose_affinity_target_comes_later() -> None:
+    """Placed in queue order (front < session-cache) the front end waits for the cache; the scheduler
+    retries it when the cache's pods are added, so nothing is reported -- and the placement run is
+    left as it was."""
+    affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    objects = [workload("front", affinity=affinity), workload("session-cache", labels={"app": "cache"})]
+    context = context_of(objects, zones(2), select=("topology",))
+    run_ = context.placement
+    assert run_ is not None
+    before = {sim_node.name: len(sim_node.pods) for sim_node in run_.sim.nodes}
+    assert len(run_.pending) == 1  # the simulation alone leaves it Pending
+    result = lint(context.files, context.settings, RULES, context=context)
+    assert findings(result) == []
+    assert {sim_node.name: len(sim_node.pods) for sim_node in run_.sim.nodes} == before
+
+
+def test_unschedulable_and_affinity_no_match_keep_the_more_severe() -> None:
+    """The same Pending pods, described by both rules; the error is kept."""
+    affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": "nothing"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+    }
+    objects = [workload("front", "StatefulSet", 1, affinity=affinity)]
+    # The cluster file lists no pods: affinity-no-match is a warning, unschedulable an error.
+    both = run(objects, zones(2), select=("topology", "affinity-no-match"))
+    assert [(f.rule, f.severity) for f in both.findings] == [("unschedulable", Severity.ERROR)]
+    alone = run(objects, zones(2))
+    assert (
+        "no running pod matches its required pod affinity (app=nothing)"
+        in only(alone, "unschedulable").message
+    )
+    # --closed: affinity-no-match is an error too, and a tie goes to it (it names near misses).
+    closed = run(objects, zones(2), select=("topology", "affinity-no-match"), closed=True)
+    assert [(f.rule, f.severity) for f in closed.findings] == [("affinity-no-match", Severity.ERROR)]
+    # Configured severities count: unschedulable lowered to info gives way to the warning.
+    lowered = run(
+        objects,
+        zones(2),
+        select=("topology", "affinity-no-match"),
+        severity={"unschedulable": Severity.INFO},
+    )
+    assert [(f.rule, f.severity) for f in lowered.findings] == [("affinity-no-match", Severity.WARNING)]
+    # Either alone reports the pods.
+    assert rules_of(run(objects, zones(2), select=("affinity-no-match",))) == ["affinity-no-match"]
+
+
+def test_unschedulable_undeclared_ephemeral_storage_is_a_warning_about_the_cluster_file() -> None:
+    # A hand-written Node without ephemeral-storage (kubelets always report it; a ClusterTopology
+    # pool that declares none leaves it unchecked instead: tests/test_simulate.py).
+    written = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n", "labels": {"kubernetes.io/hostname": "n"}},
+        "status": {"allocatable": {"cpu": "4", "pods": 10}},
+    }
+    containers = [{"name": "c", "image": "x", "resources": {"requests": {"ephemeral-storage": "1Gi"}}}]
+    finding = only(run([workload("app", containers=containers)], [written]), "unschedulable")
+    assert finding.severity == Severity.WARNING
+    assert "the cluster file declares no allocatable ephemeral-storage" in finding.message
+
+
+def test_unschedulable_daemonset_pod_names_its_node() -> None:
+    containers = [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "3"}}}]
+    cluster = [node("big", cpu="8"), node("small", cpu="2")]
+    finding = only(
+        run([workload("agent", "DaemonSet", None, containers=containers)], cluster), "unschedulable"
+    )
+    assert finding.message == "its pod for node small stays Pending: on small: Insufficient cpu"
