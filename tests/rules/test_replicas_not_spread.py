@@ -1,0 +1,192 @@
+"""The rule ``replicas-not-spread`` (kaffinity/rules/replicas_not_spread.py): replicas nothing spreads
+beyond the scheduler's default (``systemDefaultConstraints`` in
+``pkg/scheduler/framework/plugins/podtopologyspread``), advice at ``spec.replicas``; an autoscaler
+decides the replica count.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import pytest
+
+from kaffinity.findings import Severity
+
+from ..kit import keys, lines, position
+from .graph_policy_inputs import SPREAD, doc_at, doc_line, findings, related_lines, run, term, workload
+
+
+def hpa(
+    target: str, namespace: str, minimum: int | None, kind: str = "Deployment", api: str = "autoscaling/v2"
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": kind, "name": target},
+        "maxReplicas": 10,
+    }
+    if minimum is not None:
+        spec["minReplicas"] = minimum
+    return {
+        "apiVersion": api,
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": target, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+# -- replicas-not-spread --------------------------------------------------------------------------
+
+
+def test_replicas_without_spreading_are_advice_at_spec_replicas() -> None:
+    (finding,) = findings(workload("web", "shop", {"app": "web"}, kind="Deployment", replicas=3), rule=SPREAD)
+    assert finding.severity is Severity.INFO and finding.path == "spec.replicas"
+    assert "3 replicas" in finding.message and "maxSkew 3" in finding.message
+    assert finding.fix and "pod-template-hash" in finding.fix
+
+
+@pytest.mark.parametrize(
+    "spreading",
+    [
+        {"anti": [term({"matchLabels": {"app": "web"}})]},
+        {"preferred": [term({"matchLabels": {"app": "web"}}, "topology.kubernetes.io/zone")]},
+        # any constraint counts, even one that does not select the workload's own pods
+        {
+            "spread": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "kubernetes.io/hostname",
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {"matchLabels": {"app": "other"}},
+                }
+            ]
+        },
+        {"affinity": [term({"matchLabels": {"app": "web"}})]},
+        {"pod": {"nodeSelector": {"kubernetes.io/hostname": "n1"}}},
+        {"pod": {"nodeName": "n1"}},
+        {
+            "pod": {
+                "containers": [{"name": "c", "image": "x", "ports": [{"containerPort": 80, "hostPort": 80}]}]
+            }
+        },
+    ],
+)
+def test_anything_that_spreads_or_places_the_replicas_is_quiet(spreading: dict[str, Any]) -> None:
+    assert findings(workload("web", "shop", {"app": "web"}, replicas=3, **spreading), rule=SPREAD) == []
+
+
+def test_anti_affinity_on_other_pods_does_not_spread_and_the_message_says_so() -> None:
+    web = workload("web", "shop", {"app": "web"}, replicas=2, anti=[term({"matchLabels": {"app": "batch"}})])
+    (finding,) = findings(web, rule=SPREAD)
+    assert "does not select its own pods (labels app=web)" in finding.message
+
+
+@pytest.mark.parametrize("kind", ["DaemonSet", "Job", "CronJob", "Pod"])
+def test_other_kinds_are_skipped(kind: str) -> None:
+    obj: dict[str, Any]
+    if kind in ("DaemonSet",):
+        obj = workload("x", "shop", {"app": "x"}, kind=kind)
+    elif kind == "Pod":
+        obj = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "x", "namespace": "shop", "labels": {"app": "x"}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+    else:
+        job = {
+            "parallelism": 3,
+            "template": {
+                "metadata": {"labels": {"app": "x"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]},
+            },
+        }
+        spec = job if kind == "Job" else {"schedule": "* * * * *", "jobTemplate": {"spec": job}}
+        obj = {
+            "apiVersion": "batch/v1",
+            "kind": kind,
+            "metadata": {"name": "x", "namespace": "shop"},
+            "spec": spec,
+        }
+    assert findings(obj, rule=SPREAD) == []
+
+
+@pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "ReplicaSet"])
+def test_replicated_kinds_fire_and_single_or_default_replicas_do_not(kind: str) -> None:
+    assert len(findings(workload("x", "shop", {"app": "x"}, kind=kind, replicas=2), rule=SPREAD)) == 1
+    assert findings(workload("x", "shop", {"app": "x"}, kind=kind, replicas=1), rule=SPREAD) == []
+    assert findings(workload("x", "shop", {"app": "x"}, kind=kind, replicas=None), rule=SPREAD) == []
+
+
+def test_replication_controllers_fire() -> None:
+    text = """\
+    apiVersion: v1
+    kind: ReplicationController
+    metadata: {name: rc, namespace: shop}
+    spec:
+      replicas: 3
+      template:
+        metadata: {labels: {app: rc}}
+        spec: {containers: [{name: c, image: x}]}
+    """
+    assert lines(run(text, SPREAD)) == [(SPREAD, 5)]
+
+
+def test_a_template_without_labels_is_a_fragment_and_quiet() -> None:
+    text = """\
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: patch}
+    spec:
+      replicas: 2
+      template:
+        spec:
+          affinity:
+            podAntiAffinity:
+              requiredDuringSchedulingIgnoredDuringExecution:
+                - labelSelector: {matchLabels: {app: patch}}
+                  topologyKey: kubernetes.io/hostname
+    """
+    assert lines(run(text, SPREAD)) == []
+
+
+def test_an_autoscaler_decides_the_replica_count() -> None:
+    web = workload("web", "shop", {"app": "web"}, kind="Deployment", replicas=5)
+    # minReplicas defaults to 1: the autoscaler may run one replica; quiet
+    assert findings(web, hpa("web", "shop", None, api="autoscaling/v1"), rule=SPREAD) == []
+    assert findings(web, hpa("web", "shop", 1), rule=SPREAD) == []
+    # minReplicas 3 with a replicas field: reported at spec.replicas, the autoscaler related
+    objects = (web, hpa("web", "shop", 3))
+    (finding,) = findings(*objects, rule=SPREAD)
+    assert (finding.line, finding.column) == doc_at(
+        objects, 0, '"replicas"'
+    ) and finding.path == "spec.replicas"
+    assert "at least 3 replicas" in finding.message
+    assert "HorizontalPodAutoscaler web" in finding.message and related_lines(finding) == [doc_line(1)]
+    # another namespace, kind or name: not this workload's autoscaler
+    assert len(findings(web, hpa("web", "other", 1), rule=SPREAD)) == 1
+    assert len(findings(web, hpa("web", "shop", 1, kind="StatefulSet"), rule=SPREAD)) == 1
+
+
+def test_an_autoscaler_counts_when_the_replicas_field_is_absent() -> None:
+    text = """\
+    apiVersion: apps/v1
+    kind: StatefulSet
+    metadata: {name: db, namespace: shop}
+    spec:
+      serviceName: db
+      selector: {matchLabels: {app: db}}
+      template:
+        metadata: {labels: {app: db}}
+        spec: {containers: [{name: c, image: x}]}
+    ---
+    apiVersion: autoscaling/v2
+    kind: HorizontalPodAutoscaler
+    metadata: {name: db-hpa, namespace: shop}
+    spec:
+      scaleTargetRef: {apiVersion: apps/v1, kind: StatefulSet, name: db}
+      minReplicas: 2
+      maxReplicas: 4
+    """
+    result = run(text, SPREAD)
+    assert keys(result) == [(SPREAD, *position(textwrap.dedent(text), "minReplicas"))]
+    assert "db-hpa" in result.findings[0].message
