@@ -24,7 +24,7 @@ ALL_NS, DAEMON, OVERLAP, SPREAD = (
 )
 
 
-def run(text: str, rule: str, **settings: Any) -> LintResult:
+def lint_rule(text: str, rule: str, **settings: Any) -> LintResult:
     return lint_text(textwrap.dedent(text), select=(rule,), **settings)
 
 
@@ -39,7 +39,7 @@ def term(selector: dict[str, Any] | None, key: str = "kubernetes.io/hostname", *
     return out
 
 
-def findings(
+def lint_objects(
     *objects: dict[str, Any], rule: str, cluster: list[dict[str, Any]] | None = None
 ) -> list[Finding]:
     """Lint objects (one JSON document each, so each starts on its own line) with one rule."""
@@ -52,10 +52,10 @@ def related_lines(finding: Finding) -> list[int | None]:
 
 
 def doc_line(objects_before: int) -> int:
-    """The line on which the document after ``objects_before`` documents starts (see findings())."""
+    """The line on which the document after ``objects_before`` documents starts (see lint_objects())."""
     return 1 + 2 * objects_before
 
 
 def doc_at(objects: tuple[dict[str, Any], ...], index: int, needle: str) -> tuple[int, int]:
-    """(line, column) of ``needle`` in the document ``objects[index]`` as findings() writes it."""
+    """(line, column) of ``needle`` in the document ``objects[index]`` as lint_objects() writes it."""
     return position(kit.manifest(objects), needle, 1, after=json.dumps(objects[index]))

@@ -11,7 +11,7 @@ import json
 from kaffinity.findings import Severity
 
 from ..kit import keys, lint_text, position
-from .graph_policy_inputs import ALL_NS, findings, run, term, workload
+from .graph_policy_inputs import ALL_NS, lint_objects, lint_rule, term, workload
 
 # -- all-namespaces-anti-affinity -----------------------------------------------------------------
 
@@ -51,7 +51,7 @@ spec:
 
 def test_all_namespaces_with_a_zone_key_is_an_error_naming_who_it_locks_out() -> None:
     text = ALL_NAMESPACES + _batch("reports", "finance") + _batch("etl", "data") + _batch("local", "ops")
-    result = run(text, ALL_NS)
+    result = lint_rule(text, ALL_NS)
     assert keys(result) == [(ALL_NS, *position(text, "namespaceSelector: {}"))]
     (finding,) = result.findings
     assert finding.severity is Severity.ERROR
@@ -65,17 +65,17 @@ def test_all_namespaces_with_a_zone_key_is_an_error_naming_who_it_locks_out() ->
     ]
     assert finding.fix and "namespaces" in finding.fix
     swapped = ALL_NAMESPACES + _batch("local", "ops") + _batch("etl", "data") + _batch("reports", "finance")
-    assert [f.message for f in run(swapped, ALL_NS).findings] == [finding.message]
+    assert [f.message for f in lint_rule(swapped, ALL_NS).findings] == [finding.message]
 
 
 def test_many_victims_are_counted_and_none_is_said_so() -> None:
     text = ALL_NAMESPACES + "".join(_batch(f"job{n}", f"team{n}") for n in range(15))
-    (finding,) = run(text, ALL_NS).findings
+    (finding,) = lint_rule(text, ALL_NS).findings
     assert (  # the first three in (namespace, kind, name) order: team10 sorts before team2
         "Deployment/team0/job0, Deployment/team1/job1, Deployment/team10/job10 and 12 more" in finding.message
     )
     assert len(finding.related) == 3
-    (alone,) = run(ALL_NAMESPACES, ALL_NS).findings
+    (alone,) = lint_rule(ALL_NAMESPACES, ALL_NS).findings
     assert "nothing else in the input matches it yet" in alone.message and not alone.related
 
 
@@ -85,7 +85,7 @@ def test_an_empty_label_selector_with_hostname_is_a_warning_naming_its_namespace
         workload("neighbour", "ns-a", {"app": "neighbour"}),
         workload("elsewhere", "ns-b", {"app": "elsewhere"}),
     ]
-    (finding,) = findings(*objects, rule=ALL_NS)
+    (finding,) = lint_objects(*objects, rule=ALL_NS)
     assert finding.severity is Severity.WARNING
     assert finding.path.endswith("labelSelector")
     assert "StatefulSet/ns-a/neighbour" in finding.message and "elsewhere" not in finding.message
@@ -103,7 +103,7 @@ def test_an_empty_selector_over_every_namespace_names_everyone() -> None:
         workload("neighbour", "ns-a", {"app": "neighbour"}),
         workload("elsewhere", "ns-b", {"app": "elsewhere"}),
     ]
-    (finding,) = findings(*objects, rule=ALL_NS)
+    (finding,) = lint_objects(*objects, rule=ALL_NS)
     assert finding.severity is Severity.ERROR and finding.path.endswith("namespaceSelector")
     assert "StatefulSet/ns-a/neighbour and StatefulSet/ns-b/elsewhere" in finding.message
     assert "region" in finding.message
@@ -129,7 +129,7 @@ def test_specific_selectors_scopes_and_soft_terms_are_quiet() -> None:
         ),
         workload("e", "ns-a", {"app": "e"}, affinity=[term({}, namespaceSelector={})]),
     ]
-    assert findings(*objects, rule=ALL_NS) == []
+    assert lint_objects(*objects, rule=ALL_NS) == []
 
 
 def test_match_label_keys_make_an_empty_selector_specific() -> None:
@@ -146,7 +146,7 @@ def test_match_label_keys_make_an_empty_selector_specific() -> None:
             ),
         }
     ]
-    assert findings(*objects, rule=ALL_NS) == []
+    assert lint_objects(*objects, rule=ALL_NS) == []
 
 
 def test_configured_severity_wins_over_the_hostname_warning() -> None:

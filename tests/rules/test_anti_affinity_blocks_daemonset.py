@@ -9,7 +9,7 @@ from __future__ import annotations
 from kaffinity.findings import Severity
 
 from ..kit import keys
-from .graph_policy_inputs import DAEMON, doc_at, doc_line, findings, related_lines, term, workload
+from .graph_policy_inputs import DAEMON, doc_at, doc_line, lint_objects, related_lines, term, workload
 
 # -- anti-affinity-blocks-daemonset ---------------------------------------------------------------
 
@@ -24,7 +24,7 @@ def test_anti_affinity_on_a_label_the_daemonset_shares_is_reported_with_the_daem
         kind="Deployment",
         anti=[term({"matchLabels": {"tier": "infra"}})],
     )
-    (finding,) = findings(DAEMONSET, cache, rule=DAEMON)
+    (finding,) = lint_objects(DAEMONSET, cache, rule=DAEMON)
     assert finding.severity is Severity.WARNING
     assert (finding.line, finding.column) == doc_at((DAEMONSET, cache), 1, '{"topologyKey"')
     assert "DaemonSet/logging/fluent-bit" in finding.message
@@ -41,7 +41,7 @@ def test_zone_keys_and_all_namespace_terms_reach_a_daemonset_elsewhere() -> None
             term({"matchLabels": {"tier": "infra"}}, "topology.kubernetes.io/zone", namespaces=["logging"])
         ],
     )
-    (finding,) = findings(DAEMONSET, zone, rule=DAEMON)
+    (finding,) = lint_objects(DAEMONSET, zone, rule=DAEMON)
     assert "zone" in finding.message and "fluent-bit" in finding.message
 
 
@@ -75,7 +75,7 @@ def test_selectors_scopes_and_own_terms_that_miss_the_daemonset_are_quiet() -> N
             anti=[term({"matchLabels": {"app": "agent"}})],
         ),
     ]
-    assert findings(*objects, rule=DAEMON) == []
+    assert lint_objects(*objects, rule=DAEMON) == []
 
 
 def test_a_daemonset_on_another_node_pool_is_quiet_on_hostname_only() -> None:
@@ -96,7 +96,7 @@ def test_a_daemonset_on_another_node_pool_is_quiet_on_hostname_only() -> None:
         pod=on_general,
     )
     objects = (gpu_daemon, host, zone)
-    assert keys(findings(*objects, rule=DAEMON)) == [(DAEMON, *doc_at(objects, 2, '{"topologyKey"'))]
+    assert keys(lint_objects(*objects, rule=DAEMON)) == [(DAEMON, *doc_at(objects, 2, '{"topologyKey"'))]
 
 
 def test_another_daemonset_matched_counts() -> None:
@@ -107,5 +107,5 @@ def test_another_daemonset_matched_counts() -> None:
         kind="DaemonSet",
         anti=[term({"matchLabels": {"tier": "infra"}})],
     )
-    (finding,) = findings(DAEMONSET, agent, rule=DAEMON)
+    (finding,) = lint_objects(DAEMONSET, agent, rule=DAEMON)
     assert "fluent-bit" in finding.message

@@ -5,11 +5,14 @@ mean" hint.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
+
+import pytest
 
 from kaffinity.findings import Severity
 
-from ..kit import keys, lint_text, only, position
+from ..kit import EXAMPLES, check, keys, lint_paths, lint_text, only, position
 from .no_match_inputs import _statefulset
 
 # --- anti-affinity-no-match ----------------------------------------------------------------------
@@ -52,3 +55,74 @@ def test_required_anti_affinity_matching_another_workload_is_quiet() -> None:
         "db", "{app: db}"
     )
     assert _anti(text, closed=True) == []
+
+
+# -- anti-affinity-no-match: a required term meant for the own pods, with a wrong value ---------
+
+
+@pytest.mark.parametrize(
+    ("example", "line", "column"),
+    [("fail-zk-hs.yaml", 34, 15), ("fail-pulsar.yaml", 26, 13)],
+)
+def test_own_value_typo_is_reported(example: str, line: int, column: int) -> None:
+    """kubernetes/website#7700 and apache/pulsar-helm-chart#39: a warning at the labelSelector."""
+    result = lint_paths(EXAMPLES / "anti-affinity-no-match" / example, select=("anti-affinity-no-match",))
+    assert [(f.rule, f.line, f.column, f.severity) for f in result.findings] == [
+        ("anti-affinity-no-match", line, column, Severity.WARNING)
+    ]
+
+
+ZK = (EXAMPLES / "anti-affinity-no-match" / "fail-zk-hs.yaml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("change", "reported"),
+    [
+        ((), True),
+        # Another value that names nothing of this workload: a repelled application, not a typo.
+        (("- zk-hs", "- database"), False),
+        # The Service is gone: zk-hs still is zk with a word added.
+        (("  name: zk-hs\n", "  name: zookeeper-headless\n"), True),
+        # Not the own namespace: the term is about other pods.
+        (
+            (
+                '              topologyKey: "kubernetes.io/hostname"',
+                '              namespaces: [other]\n              topologyKey: "kubernetes.io/hostname"',
+            ),
+            False,
+        ),
+        # Its own pods lack the key: nothing says it was meant for them.
+        (('- key: "app"', '- key: "role"'), False),
+        # Another requirement on a key its pods lack: not only a wrong value.
+        (
+            (
+                "                    - zk-hs\n",
+                "                    - zk-hs\n                  - {key: tier, operator: Exists}\n",
+            ),
+            False,
+        ),
+    ],
+)
+def test_own_value_typo_quiet_cases(change: tuple[str, ...], reported: bool) -> None:
+    text = ZK.replace(change[0], change[1]) if change else ZK
+    assert text != ZK or not change
+    result = lint_text(text, select=("anti-affinity-no-match",))
+    assert bool(result.findings) is reported
+
+
+def test_own_value_typo_quiet_when_another_workload_carries_it() -> None:
+    """Pods with app=zk-hs in the namespace: the term matches them, so it is not silent."""
+    other = ZK + textwrap.dedent(
+        """\
+        ---
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: zk-hs-proxy, namespace: ex-anti-affinity-no-match-zk}
+        spec:
+          selector: {matchLabels: {app: zk-hs}}
+          template:
+            metadata: {labels: {app: zk-hs}}
+            spec: {containers: [{name: proxy, image: envoy}]}
+        """
+    )
+    check(other, select=("anti-affinity-no-match",))

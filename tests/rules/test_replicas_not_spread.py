@@ -13,8 +13,17 @@ import pytest
 
 from kaffinity.findings import Severity
 
-from ..kit import keys, lines, position
-from .graph_policy_inputs import SPREAD, doc_at, doc_line, findings, related_lines, run, term, workload
+from ..kit import EXAMPLES, check, keys, lines, lint_paths, position
+from .graph_policy_inputs import (
+    SPREAD,
+    doc_at,
+    doc_line,
+    lint_objects,
+    lint_rule,
+    related_lines,
+    term,
+    workload,
+)
 
 
 def hpa(
@@ -38,7 +47,9 @@ def hpa(
 
 
 def test_replicas_without_spreading_are_advice_at_spec_replicas() -> None:
-    (finding,) = findings(workload("web", "shop", {"app": "web"}, kind="Deployment", replicas=3), rule=SPREAD)
+    (finding,) = lint_objects(
+        workload("web", "shop", {"app": "web"}, kind="Deployment", replicas=3), rule=SPREAD
+    )
     assert finding.severity is Severity.INFO and finding.path == "spec.replicas"
     assert "3 replicas" in finding.message and "maxSkew 3" in finding.message
     assert finding.fix and "pod-template-hash" in finding.fix
@@ -71,12 +82,12 @@ def test_replicas_without_spreading_are_advice_at_spec_replicas() -> None:
     ],
 )
 def test_anything_that_spreads_or_places_the_replicas_is_quiet(spreading: dict[str, Any]) -> None:
-    assert findings(workload("web", "shop", {"app": "web"}, replicas=3, **spreading), rule=SPREAD) == []
+    assert lint_objects(workload("web", "shop", {"app": "web"}, replicas=3, **spreading), rule=SPREAD) == []
 
 
 def test_anti_affinity_on_other_pods_does_not_spread_and_the_message_says_so() -> None:
     web = workload("web", "shop", {"app": "web"}, replicas=2, anti=[term({"matchLabels": {"app": "batch"}})])
-    (finding,) = findings(web, rule=SPREAD)
+    (finding,) = lint_objects(web, rule=SPREAD)
     assert "does not select its own pods (labels app=web)" in finding.message
 
 
@@ -107,14 +118,14 @@ def test_other_kinds_are_skipped(kind: str) -> None:
             "metadata": {"name": "x", "namespace": "shop"},
             "spec": spec,
         }
-    assert findings(obj, rule=SPREAD) == []
+    assert lint_objects(obj, rule=SPREAD) == []
 
 
 @pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "ReplicaSet"])
 def test_replicated_kinds_fire_and_single_or_default_replicas_do_not(kind: str) -> None:
-    assert len(findings(workload("x", "shop", {"app": "x"}, kind=kind, replicas=2), rule=SPREAD)) == 1
-    assert findings(workload("x", "shop", {"app": "x"}, kind=kind, replicas=1), rule=SPREAD) == []
-    assert findings(workload("x", "shop", {"app": "x"}, kind=kind, replicas=None), rule=SPREAD) == []
+    assert len(lint_objects(workload("x", "shop", {"app": "x"}, kind=kind, replicas=2), rule=SPREAD)) == 1
+    assert lint_objects(workload("x", "shop", {"app": "x"}, kind=kind, replicas=1), rule=SPREAD) == []
+    assert lint_objects(workload("x", "shop", {"app": "x"}, kind=kind, replicas=None), rule=SPREAD) == []
 
 
 def test_replication_controllers_fire() -> None:
@@ -128,7 +139,7 @@ def test_replication_controllers_fire() -> None:
         metadata: {labels: {app: rc}}
         spec: {containers: [{name: c, image: x}]}
     """
-    assert lines(run(text, SPREAD)) == [(SPREAD, 5)]
+    assert lines(lint_rule(text, SPREAD)) == [(SPREAD, 5)]
 
 
 def test_a_template_without_labels_is_a_fragment_and_quiet() -> None:
@@ -146,25 +157,25 @@ def test_a_template_without_labels_is_a_fragment_and_quiet() -> None:
                 - labelSelector: {matchLabels: {app: patch}}
                   topologyKey: kubernetes.io/hostname
     """
-    assert lines(run(text, SPREAD)) == []
+    assert lines(lint_rule(text, SPREAD)) == []
 
 
 def test_an_autoscaler_decides_the_replica_count() -> None:
     web = workload("web", "shop", {"app": "web"}, kind="Deployment", replicas=5)
     # minReplicas defaults to 1: the autoscaler may run one replica; quiet
-    assert findings(web, hpa("web", "shop", None, api="autoscaling/v1"), rule=SPREAD) == []
-    assert findings(web, hpa("web", "shop", 1), rule=SPREAD) == []
+    assert lint_objects(web, hpa("web", "shop", None, api="autoscaling/v1"), rule=SPREAD) == []
+    assert lint_objects(web, hpa("web", "shop", 1), rule=SPREAD) == []
     # minReplicas 3 with a replicas field: reported at spec.replicas, the autoscaler related
     objects = (web, hpa("web", "shop", 3))
-    (finding,) = findings(*objects, rule=SPREAD)
+    (finding,) = lint_objects(*objects, rule=SPREAD)
     assert (finding.line, finding.column) == doc_at(
         objects, 0, '"replicas"'
     ) and finding.path == "spec.replicas"
     assert "at least 3 replicas" in finding.message
     assert "HorizontalPodAutoscaler web" in finding.message and related_lines(finding) == [doc_line(1)]
     # another namespace, kind or name: not this workload's autoscaler
-    assert len(findings(web, hpa("web", "other", 1), rule=SPREAD)) == 1
-    assert len(findings(web, hpa("web", "shop", 1, kind="StatefulSet"), rule=SPREAD)) == 1
+    assert len(lint_objects(web, hpa("web", "other", 1), rule=SPREAD)) == 1
+    assert len(lint_objects(web, hpa("web", "shop", 1, kind="StatefulSet"), rule=SPREAD)) == 1
 
 
 def test_an_autoscaler_counts_when_the_replicas_field_is_absent() -> None:
@@ -187,6 +198,27 @@ def test_an_autoscaler_counts_when_the_replicas_field_is_absent() -> None:
       minReplicas: 2
       maxReplicas: 4
     """
-    result = run(text, SPREAD)
+    result = lint_rule(text, SPREAD)
     assert keys(result) == [(SPREAD, *position(textwrap.dedent(text), "minReplicas"))]
     assert "db-hpa" in result.findings[0].message
+
+
+# -- replicas-not-spread: hostNetwork gives every container port a hostPort ---------------------
+
+
+def test_host_network_replicas_are_spread_by_their_host_ports() -> None:
+    """istio's hello-host-network (7 replicas, hostNetwork, containerPort 80): quiet."""
+    path = EXAMPLES / "replicas-not-spread" / "pass-host-network.yaml"
+    assert lint_paths(path, select=("replicas-not-spread",)).findings == ()
+
+
+def test_host_network_without_ports_is_still_not_spread() -> None:
+    """No container port, no defaulted hostPort: the scheduler may put the replicas together."""
+    path = EXAMPLES / "replicas-not-spread" / "pass-host-network.yaml"
+    text = path.read_text(encoding="utf-8").replace(
+        "          ports:\n            - name: http\n              containerPort: 80\n", ""
+    )
+    result = check(
+        text, ("replicas-not-spread", *position(text, "replicas: 7")), select=("replicas-not-spread",)
+    )
+    assert result.findings[0].path == "spec.replicas"
