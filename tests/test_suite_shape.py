@@ -10,8 +10,10 @@ What is counted, precisely:
 * **A test** is a test *function* (``def test_*`` at module level or in a ``Test*`` class), not
   a parametrized case: a table of 40 cases is one test.
 * Its **reach** is its own body plus, transitively, the functions of the same module it calls by
-  name (module-level helpers, nested functions, ``self.``/``cls.`` methods) and the fixtures of
-  the same module it takes as parameters. Helpers of ``tests/kit.py`` are primitives, not reach.
+  name (module-level helpers, nested functions, ``self.``/``cls.`` methods), those of the suite's
+  modules it imports from with a relative import (``from .validation_inputs import assert_at``)
+  and the fixtures of the same module it takes as parameters. Helpers of ``tests/kit.py`` are
+  primitives, not reach.
 * **It lints** when its reach calls one of :data:`LINTERS` (``kit.lint_text``, ``lint_paths``,
   ``check``, ``run_json``, the engine's ``lint``, a rule's ``.check``), or ``run``, ``run_raw``
   or ``invoke`` with the literal ``"lint"`` as first argument, **and** looks at what was found:
@@ -216,10 +218,8 @@ def _is_fixture(function: Function) -> bool:
     return False
 
 
-def measure_source(source: str, name: str = "<module>", *, every: bool = False) -> Shape:
-    """The :class:`Shape` of one test module's source; with ``every``, a test that lints counts
-    whether it reads findings or not."""
-    tree = ast.parse(source)
+def _module_facts(tree: ast.Module) -> tuple[dict[str, _Facts], set[str]]:
+    """The facts of each function of a module by name, and the names of its fixtures."""
     facts: dict[str, _Facts] = {}
     fixtures: set[str] = set()
     for function in _functions(tree):
@@ -231,6 +231,37 @@ def measure_source(source: str, name: str = "<module>", *, every: bool = False) 
         known.calls |= found.calls
         if _is_fixture(function):
             fixtures.add(function.name)
+    return facts, fixtures
+
+
+def helper_facts(root: Path = TESTS) -> dict[str, dict[str, _Facts]]:
+    """The facts of the functions of every module of the suite but the kit (whose helpers are
+    primitives), by module name (``validation_inputs``, ``test_context``): a test reaches the
+    helpers it imports from them with a relative import."""
+    return {
+        path.stem: _module_facts(ast.parse(path.read_text(encoding="utf-8")))[0]
+        for path in sorted(root.rglob("*.py"))
+        if path.name != "kit.py"
+    }
+
+
+def measure_source(
+    source: str,
+    name: str = "<module>",
+    *,
+    every: bool = False,
+    helpers: dict[str, dict[str, _Facts]] | None = None,
+) -> Shape:
+    """The :class:`Shape` of one test module's source; with ``every``, a test that lints counts
+    whether it reads findings or not; ``helpers`` (:func:`helper_facts`) are the functions of
+    the modules it may import from."""
+    tree = ast.parse(source)
+    facts, fixtures = _module_facts(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level and node.module and helpers:
+            imported = helpers.get(node.module.rsplit(".", 1)[-1], {})
+            for function, found in imported.items():
+                facts.setdefault(function, found)
     shape = Shape()
     for test_name, test in _tests(tree):
         shape.tests += 1
@@ -258,9 +289,10 @@ def modules(root: Path = TESTS) -> list[Path]:
 
 def measure(paths: Iterable[Path], *, every: bool = False) -> Shape:
     total = Shape()
+    helpers = helper_facts()
     for path in paths:
         source = path.read_text(encoding="utf-8")
-        total.add(measure_source(source, str(path.relative_to(TESTS)), every=every))
+        total.add(measure_source(source, str(path.relative_to(TESTS)), every=every, helpers=helpers))
     return total
 
 
