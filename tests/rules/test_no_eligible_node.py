@@ -11,8 +11,8 @@ import json
 
 from kaffinity.findings import Severity
 
-from ..kit import only
-from .pending_inputs import node, run, where, workload, zones
+from ..kit import assert_found, keys, line_of, only
+from .pending_inputs import node, run, text_of, where, workload, zones
 
 # --- no-eligible-node ------------------------------------------------------------------------------
 
@@ -20,19 +20,28 @@ from .pending_inputs import node, run, where, workload, zones
 def test_no_eligible_node_names_the_selector_label_and_the_values_there() -> None:
     objects = [workload("web", replicas=2, nodeSelector={"pool": "web", "disk": "ssd"})]
     cluster = [node("n1", labels={"pool": "web", "disk": "hdd"}), node("n2", labels={"pool": "db"})]
+    found = assert_found(
+        run(objects, cluster),
+        "no-eligible-node",
+        *where(objects, '"disk": "ssd"'),
+        severity="error",
+        path="spec.template.spec.nodeSelector.disk",
+    )
     finding = only(run(objects, cluster), "no-eligible-node")
-    assert (finding.line, finding.column) == where(objects, '"disk": "ssd"')
+    assert found["object"]["name"] == "web"
+    # The wording is the subject: which label, the values the nodes have, who stays Pending.
     assert "nodeSelector disk=ssd matches none of the cluster's 2 nodes" in finding.message
     assert "the cluster's nodes have disk = hdd" in finding.message
     assert "web[0] and web[1] stay Pending" in finding.message
-    assert finding.severity == Severity.ERROR
 
 
 def test_no_eligible_node_taint_points_at_the_node_and_suggests_the_toleration() -> None:
     taint = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
     objects = [workload("train", nodeSelector={"pool": "gpu"})]
     cluster = [node("n1"), node("g1", labels={"pool": "gpu"}, taints=[taint])]
-    finding = only(run(objects, cluster), "no-eligible-node")
+    result = run(objects, cluster)
+    assert keys(result) == [("no-eligible-node", *where(objects, '"nodeSelector"'))]
+    finding = only(result, "no-eligible-node")
     assert "its nodeSelector allows only g1: g1 has taint dedicated=gpu:NoSchedule" in finding.message
     assert finding.fix is not None
     assert "{key: dedicated, operator: Equal, value: gpu, effect: NoSchedule}" in finding.fix
@@ -52,7 +61,7 @@ def test_no_eligible_node_taint_points_at_the_node_and_suggests_the_toleration()
             tolerations=[{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
         )
     ]
-    assert run(tolerated, cluster).findings == ()
+    assert keys(run(tolerated, cluster)) == []
 
 
 def test_no_eligible_node_cordoned_and_node_affinity() -> None:
@@ -74,8 +83,15 @@ def test_no_eligible_node_cordoned_and_node_affinity() -> None:
     ]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] = ["dwh"]
     cluster = [node("n1", labels={"pool": "web"}), node("d1", labels={"pool": "db"}, unschedulable=True)]
     result = run(objects, cluster)
-    first, second = sorted(result.findings, key=lambda f: f.line or 0)
-    assert first.rule == second.rule == "no-eligible-node"
+    # backup at its required node affinity (d1 matches, cordoned); etl at the expression no node
+    # matches, the line before its key.
+    expression = line_of(text_of(objects), '"key": "pool"', 2) - 1
+    assert keys(result) == [
+        ("no-eligible-node", *where(objects, '"requiredDuringSchedulingIgnoredDuringExecution"', 1)),
+        ("no-eligible-node", expression, text_of(objects).splitlines()[expression - 1].index("{") + 1),
+    ]
+    first, second = result.findings
+    assert second.path.endswith("nodeSelectorTerms[0].matchExpressions[0]")
     assert "its required node affinity allows only d1: d1 is cordoned" in first.message
     assert "pool In [dwh] (values there: db and web)" in second.message
 
@@ -85,19 +101,23 @@ def test_no_eligible_node_is_quiet_for_a_daemonset_and_warns_for_zero_replicas()
         workload("agent", "DaemonSet", None, nodeSelector={"accelerator": "fpga"}),
         workload("spare", replicas=0, nodeSelector={"pool": "spot"}),
     ]
-    finding = only(run(objects, zones()), "no-eligible-node")
-    assert finding.severity == Severity.WARNING
-    assert "replicas: 0 now" in finding.message
+    result = run(objects, zones())
+    found = assert_found(result, "no-eligible-node", *where(objects, '"pool": "spot"'), severity="warning")
+    assert found["object"]["name"] == "spare"  # the DaemonSet places its pods on the nodes it may use
+    assert "replicas: 0 now" in found["message"]
 
 
 def test_no_eligible_node_kubelet_label_missing_from_the_file_is_a_warning() -> None:
     objects = [workload("web", nodeSelector={"kubernetes.io/arch": "amd64"})]
     finding = only(run(objects, [node("n1")]), "no-eligible-node")
+    assert (finding.line, finding.column) == where(objects, '"kubernetes.io/arch": "amd64"')
     assert finding.severity == Severity.WARNING
+    # The wording is the subject: the cluster file lacks a label the kubelet sets.
     assert "the kubelet sets kubernetes.io/arch on every node" in finding.message
 
 
 def test_no_eligible_node_names_a_missing_node_name() -> None:
     objects = [workload("debug", "Pod", nodeName="nowhere")]
     finding = only(run(objects, zones()), "no-eligible-node")
+    assert (finding.line, finding.column, finding.path) == (*where(objects, '"nodeName"'), "spec.nodeName")
     assert finding.message.startswith("spec.nodeName nowhere names none of the cluster's 3 nodes")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from kaffinity.findings import Severity
 
-from ..kit import only
-from .pending_inputs import anti, node, rules_of, run, spread, where, workload, zones
+from ..kit import assert_found, keys, line_of
+from .pending_inputs import anti, node, run, spread, text_of, where, workload, zones
 
 # --- topology-key-absent ---------------------------------------------------------------------------
 
@@ -60,11 +60,11 @@ def test_key_absent_severity_per_kind_of_term() -> None:
         ]
     )
     assert {f.rule for f in result.findings} == {"topology-key-absent"}
-    blocking = [f for f in result.findings if f.severity == Severity.ERROR]
-    assert all("stay" in f.message and "Pending" in f.message for f in blocking)
-    assert all("n1 and n2" in f.message for f in result.findings)
-    # Related: the eligible nodes' labels in the cluster file.
-    assert all(loc.file == "cluster.yaml" for f in result.findings for loc in f.related)
+    # Related: the labels of the eligible nodes n1 and n2 in the cluster file.
+    labels = {("cluster.yaml", line_of(text_of(cluster), '"labels"', n)) for n in (1, 2)}
+    assert {
+        (loc.file, loc.span.line if loc.span else None) for f in result.findings for loc in f.related
+    } == labels
 
 
 def test_key_absent_only_counts_eligible_nodes_and_suggests_a_close_key() -> None:
@@ -80,9 +80,18 @@ def test_key_absent_only_counts_eligible_nodes_and_suggests_a_close_key() -> Non
         node("n1", labels={"pool": "web", "example.com/rack": "r1"}),
         node("n2", labels={"pool": "db", "example.com/rakc": "r2"}),
     ]
-    finding = only(run(objects, cluster), "topology-key-absent")
-    assert "none of the 1 node its pods may run on (n1)" in finding.message
-    assert finding.fix is not None and "did you mean example.com/rack?" in finding.fix
+    found = assert_found(
+        run(objects, cluster),
+        "topology-key-absent",
+        *where(objects, '"topologyKey": "example.com/rakc"'),
+        severity="error",
+        path="spec.template.spec.topologySpreadConstraints[0].topologyKey",
+    )
+    # Related: the labels of n1 only, the one node its pods may run on.
+    assert [(r["file"], r["line"]) for r in found["related"]] == [
+        ("cluster.yaml", line_of(text_of(cluster), '"labels"', 1))
+    ]
+    assert found["fix"] is not None and "did you mean example.com/rack?" in found["fix"]
 
 
 def test_key_absent_deprecated_zone_key_suggests_the_ga_key() -> None:
@@ -94,20 +103,29 @@ def test_key_absent_deprecated_zone_key_suggests_the_ga_key() -> None:
             affinity=anti("failure-domain.beta.kubernetes.io/zone", {"app": "db"}),
         )
     ]
-    finding = only(run(objects, zones()), "topology-key-absent")
-    assert finding.severity == Severity.WARNING
-    assert finding.fix is not None and "use topology.kubernetes.io/zone" in finding.fix
+    found = assert_found(
+        run(objects, zones()),
+        "topology-key-absent",
+        *where(objects, '"topologyKey": "failure-domain.beta.kubernetes.io/zone"'),
+        severity="warning",
+    )
+    assert found["fix"] is not None and "use topology.kubernetes.io/zone" in found["fix"]
 
 
 def test_key_absent_hostname_missing_from_the_cluster_file_is_a_warning_about_the_file() -> None:
     objects = [workload("web", topologySpreadConstraints=spread("kubernetes.io/hostname", {"app": "web"}))]
     cluster = [node("n1", zone="a", hostname=False)]
-    finding = only(run(objects, cluster), "topology-key-absent")
-    assert finding.severity == Severity.WARNING
-    assert "the kubelet sets it on every node" in finding.message
+    found = assert_found(
+        run(objects, cluster),
+        "topology-key-absent",
+        *where(objects, '"topologyKey": "kubernetes.io/hostname"'),
+        severity="warning",
+    )
+    # The wording is the subject here: the cluster file is what is wrong, not the manifest.
+    assert "the kubelet sets it on every node" in found["message"]
     # Required anti-affinity on hostname without the label: nothing (the file is what is wrong).
     quiet = [workload("db", "StatefulSet", 2, affinity=anti("kubernetes.io/hostname", {"app": "db"}))]
-    assert run(quiet, cluster).findings == ()
+    assert keys(run(quiet, cluster)) == []
 
 
 def test_key_absent_is_quiet_without_eligible_nodes_and_for_an_empty_key() -> None:
@@ -119,7 +137,7 @@ def test_key_absent_is_quiet_without_eligible_nodes_and_for_an_empty_key() -> No
     ]
     result = run(objects, zones())
     # gpu: no node at all (no-eligible-node says so); bad: rejected by the API server.
-    assert rules_of(result) == ["no-eligible-node"]
+    assert keys(result) == [("no-eligible-node", *where(objects, '"pool": "gpu"'))]
 
 
 def test_schedule_anyway_on_a_key_some_nodes_lack_is_quiet() -> None:
@@ -129,9 +147,12 @@ def test_schedule_anyway_on_a_key_some_nodes_lack_is_quiet() -> None:
     raised a KeyError here (Simulation.spread_nodes read the soft key on every node)."""
     constraints = spread("topology.kubernetes.io/zone", {"app": "web"}, hard=False)
     objects = [workload("web", replicas=2, topologySpreadConstraints=constraints)]
-    assert run(objects, [node("n1"), node("n2"), node("n3", zone="a")]).findings == ()
+    assert keys(run(objects, [node("n1"), node("n2"), node("n3", zone="a")])) == []
     custom = spread("example.com/row", {"app": "web"}, hard=False)
     objects[0]["spec"]["template"]["spec"]["topologySpreadConstraints"] = custom
-    finding = only(run(objects, [node("n1"), node("n2")]), "topology-key-absent")
-    assert finding.severity == Severity.INFO
-    assert "every node scores the same for it, so it spreads nothing" in finding.message
+    assert_found(
+        run(objects, [node("n1"), node("n2")]),
+        "topology-key-absent",
+        *where(objects, '"topologyKey": "example.com/row"'),
+        severity="info",
+    )
