@@ -4,11 +4,14 @@ how many stay Pending.
 
 Upstream: kube-scheduler's InterPodAffinity filter (interpodaffinity/filtering.go) and the
 StatefulSet controller's OrderedReady pod management.
+
+The explanation (how many pods stay Pending, which nodes, why) exists only as the message's wording,
+so it is asserted on the message; where and what are asserted as (rule, line, column) and fields.
 """
 
 from __future__ import annotations
 
-from ..kit import line_of, only
+from ..kit import keys, line_of, only
 from .pending_inputs import anti, node, pod, run, text_of, where, workload, zones
 
 # --- anti-affinity-exceeds-domains ------------------------------------------------------------------
@@ -42,6 +45,7 @@ def test_anti_affinity_exceeds_ordered_ready_stops_at_the_first_pending_pod() ->
         workload("kafka", "StatefulSet", 5, affinity=anti("topology.kubernetes.io/zone", {"app": "kafka"}))
     ]
     finding = only(run(objects, zones(3)), "anti-affinity-exceeds-domains")
+    assert (finding.line, finding.column) == where(objects, '"topologyKey"')
     assert "kafka-3 stays Pending and, as podManagementPolicy is OrderedReady" in finding.message
     assert "never creates kafka-4" in finding.message
 
@@ -61,6 +65,7 @@ def test_anti_affinity_exceeds_counts_a_foreign_pod_that_takes_a_zone() -> None:
     ][0]["matchLabelKeys"] = ["pod-template-hash"]
     cluster = [*zones(3), pod("q-legacy", "n-a-0", {"app": "q", "v": "1"})]
     finding = only(run(objects, cluster), "anti-affinity-exceeds-domains")
+    assert (finding.line, finding.column) == where(objects, '"topologyKey"')
     assert "1 fewer than the replicas" in finding.message
     # matchLabelKeys scopes the term to this revision: the legacy pod is not selected.
     assert "q-legacy" not in finding.message
@@ -70,6 +75,7 @@ def test_anti_affinity_exceeds_counts_a_foreign_pod_that_takes_a_zone() -> None:
         "requiredDuringSchedulingIgnoredDuringExecution"
     ][0]["matchLabelKeys"]
     finding = only(run(objects, cluster), "anti-affinity-exceeds-domains")
+    assert (finding.line, finding.column) == where(objects, '"topologyKey"')
     assert (
         "zone a already holds q-legacy, which the term selects; that leaves 2 zones free" in finding.message
     )
@@ -85,6 +91,7 @@ def test_anti_affinity_exceeds_counts_its_own_old_pods_sharing_a_zone() -> None:
     objects = [workload("db", "StatefulSet", 4, affinity=anti("topology.kubernetes.io/zone", {"app": "db"}))]
     cluster = [*zones(2), pod("db-0", "n-a-0", {"app": "db"}), pod("db-1", "n-a-0", {"app": "db"})]
     finding = only(run(objects, cluster), "anti-affinity-exceeds-domains")
+    assert (finding.line, finding.column) == where(objects, '"topologyKey"')
     assert "2 fewer than the replicas" in finding.message
     assert "db-0 and db-1 of its own already run in zone a" in finding.message
     assert "that leaves 1 zone free beside the 2 pods already running" in finding.message
@@ -100,4 +107,4 @@ def test_anti_affinity_on_a_key_some_nodes_lack_bounds_nothing() -> None:
 
 def test_anti_affinity_within_the_domains_is_quiet() -> None:
     objects = [workload("db", "StatefulSet", 3, affinity=anti("topology.kubernetes.io/zone", {"app": "db"}))]
-    assert run(objects, zones(3)).findings == ()
+    assert keys(run(objects, zones(3))) == []

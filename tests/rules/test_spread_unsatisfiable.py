@@ -4,11 +4,14 @@ key), reported at the constraint.
 
 Upstream: kube-scheduler's PodTopologySpread filter (podtopologyspread/filtering.go) and
 nodeTaintsPolicy/nodeAffinityPolicy (KEP-3094).
+
+The explanation (how many pods stay Pending, which nodes, why) exists only as the message's wording,
+so it is asserted on the message; where and what are asserted as (rule, line, column) and fields.
 """
 
 from __future__ import annotations
 
-from ..kit import only
+from ..kit import keys, only
 from .pending_inputs import node, run, spread, where, workload, zones
 
 # --- spread-unsatisfiable --------------------------------------------------------------------------
@@ -24,7 +27,7 @@ def test_spread_min_domains_above_the_domains() -> None:
     assert "api[3] and api[4] stay Pending" in finding.message
     # Enough replicas for the zones: nothing Pending, nothing said.
     objects[0]["spec"]["replicas"] = 3
-    assert run(objects, zones(3, 2)).findings == ()
+    assert keys(run(objects, zones(3, 2))) == []
 
 
 def test_spread_tainted_domain_pins_the_minimum_and_honor_fixes_it() -> None:
@@ -36,13 +39,14 @@ def test_spread_tainted_domain_pins_the_minimum_and_honor_fixes_it() -> None:
         )
     ]
     finding = only(run(objects, cluster), "spread-unsatisfiable")
+    assert (finding.line, finding.column) == where(objects, '"topologyKey"')
     assert "g1: untolerated taint gpu=yes:NoSchedule" in finding.message
     assert "nodeTaintsPolicy Ignore (the default)" in finding.message
     assert "at most 3 of its 5 pods can run" in finding.message
     assert finding.fix is not None and "nodeTaintsPolicy: Honor" in finding.fix
     honor = spread("kubernetes.io/hostname", {"app": "web"}, nodeTaintsPolicy="Honor")
     objects[0]["spec"]["template"]["spec"]["topologySpreadConstraints"] = honor
-    assert run(objects, cluster).findings == ()
+    assert keys(run(objects, cluster)) == []
 
 
 def test_spread_nodes_lacking_the_key_found_by_the_simulation() -> None:
@@ -58,6 +62,7 @@ def test_spread_nodes_lacking_the_key_found_by_the_simulation() -> None:
         )
     ]
     finding = only(run(objects, cluster), "spread-unsatisfiable")
+    assert (finding.line, finding.column) == where(objects, '"topologyKey"')
     assert "2 nodes it may run on (n2 and n3) lack topology.kubernetes.io/zone" in finding.message
     assert "web[1] stays Pending" in finding.message
 
@@ -65,4 +70,4 @@ def test_spread_nodes_lacking_the_key_found_by_the_simulation() -> None:
 def test_spread_selector_not_matching_its_own_pods_caps_nothing() -> None:
     constraints = spread("topology.kubernetes.io/zone", {"app": "other"}, minDomains=5)
     objects = [workload("api", replicas=5, topologySpreadConstraints=constraints)]
-    assert run(objects, zones(3)).findings == ()
+    assert keys(run(objects, zones(3))) == []

@@ -4,6 +4,9 @@ existing pods' anti-affinity) with the nodes' reasons.
 
 Upstream: kube-scheduler's Filter plugins and their reasons (NodeResourcesFit "Insufficient cpu",
 InterPodAffinity), the scheduling queue's retry of unschedulable pods.
+
+The explanation (how many pods stay Pending, which nodes, why) exists only as the message's wording,
+so it is asserted on the message; where and what are asserted as (rule, line, column) and fields.
 """
 
 from __future__ import annotations
@@ -12,8 +15,8 @@ from kaffinity.engine import lint
 from kaffinity.findings import Severity
 from kaffinity.rules import RULES
 
-from ..kit import findings, only
-from .pending_inputs import anti, context_of, node, pod, rules_of, run, where, workload, zones
+from ..kit import keys, only
+from .pending_inputs import anti, context_of, node, pod, run, where, workload, zones
 
 # --- unschedulable ---------------------------------------------------------------------------------
 
@@ -43,6 +46,8 @@ def test_unschedulable_existing_pods_anti_affinity_names_the_blockers() -> None:
         workload("job", "Job", 1, labels={"tier": "batch"}, nodeSelector={"topology.kubernetes.io/zone": "a"})
     ]
     finding = only(run(objects, [*zones(2), guard]), "unschedulable")
+    # At the pod's labels, which the guard's anti-affinity selects.
+    assert (finding.line, finding.column) == where(objects, '"labels"', 1)
     assert "didn't satisfy existing pods anti-affinity rules" in finding.message
     assert "guard (out of zone a)" in finding.message
     assert any(
@@ -68,7 +73,7 @@ def test_unschedulable_retries_a_pod_whose_affinity_target_comes_later() -> None
     before = {sim_node.name: len(sim_node.pods) for sim_node in run_.sim.nodes}
     assert len(run_.pending) == 1  # the simulation alone leaves it Pending
     result = lint(context.files, context.settings, RULES, context=context)
-    assert findings(result) == []
+    assert keys(result) == []
     assert {sim_node.name: len(sim_node.pods) for sim_node in run_.sim.nodes} == before
 
 
@@ -87,7 +92,10 @@ def test_unschedulable_and_affinity_no_match_keep_the_more_severe() -> None:
     objects = [workload("front", "StatefulSet", 1, affinity=affinity)]
     # The cluster file lists no pods: affinity-no-match is a warning, unschedulable an error.
     both = run(objects, zones(2), select=("topology", "affinity-no-match"))
-    assert [(f.rule, f.severity) for f in both.findings] == [("unschedulable", Severity.ERROR)]
+    selector_line, selector_column = where(objects, '"labelSelector"')
+    term = (selector_line - 1, selector_column - 2)  # the term: the list item holding the labelSelector
+    assert keys(both) == [("unschedulable", *term)]
+    assert [f.severity for f in both.findings] == [Severity.ERROR]
     alone = run(objects, zones(2))
     assert (
         "no running pod matches its required pod affinity (app=nothing)"
@@ -95,7 +103,8 @@ def test_unschedulable_and_affinity_no_match_keep_the_more_severe() -> None:
     )
     # --closed: affinity-no-match is an error too, and a tie goes to it (it names near misses).
     closed = run(objects, zones(2), select=("topology", "affinity-no-match"), closed=True)
-    assert [(f.rule, f.severity) for f in closed.findings] == [("affinity-no-match", Severity.ERROR)]
+    assert keys(closed) == [("affinity-no-match", selector_line, selector_column)]
+    assert [f.severity for f in closed.findings] == [Severity.ERROR]
     # Configured severities count: unschedulable lowered to info gives way to the warning.
     lowered = run(
         objects,
@@ -103,9 +112,11 @@ def test_unschedulable_and_affinity_no_match_keep_the_more_severe() -> None:
         select=("topology", "affinity-no-match"),
         severity={"unschedulable": Severity.INFO},
     )
-    assert [(f.rule, f.severity) for f in lowered.findings] == [("affinity-no-match", Severity.WARNING)]
+    assert keys(lowered) == [("affinity-no-match", selector_line, selector_column)]
+    assert [f.severity for f in lowered.findings] == [Severity.WARNING]
     # Either alone reports the pods.
-    assert rules_of(run(objects, zones(2), select=("affinity-no-match",))) == ["affinity-no-match"]
+    alone_no_match = run(objects, zones(2), select=("affinity-no-match",))
+    assert keys(alone_no_match) == [("affinity-no-match", selector_line, selector_column)]
 
 
 def test_unschedulable_undeclared_ephemeral_storage_is_a_warning_about_the_cluster_file() -> None:
@@ -118,7 +129,9 @@ def test_unschedulable_undeclared_ephemeral_storage_is_a_warning_about_the_clust
         "status": {"allocatable": {"cpu": "4", "pods": 10}},
     }
     containers = [{"name": "c", "image": "x", "resources": {"requests": {"ephemeral-storage": "1Gi"}}}]
-    finding = only(run([workload("app", containers=containers)], [written]), "unschedulable")
+    objects = [workload("app", containers=containers)]
+    finding = only(run(objects, [written]), "unschedulable")
+    assert (finding.line, finding.column) == where(objects, '"ephemeral-storage": "1Gi"')
     assert finding.severity == Severity.WARNING
     assert "the cluster file declares no allocatable ephemeral-storage" in finding.message
 
@@ -126,7 +139,8 @@ def test_unschedulable_undeclared_ephemeral_storage_is_a_warning_about_the_clust
 def test_unschedulable_daemonset_pod_names_its_node() -> None:
     containers = [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "3"}}}]
     cluster = [node("big", cpu="8"), node("small", cpu="2")]
-    finding = only(
-        run([workload("agent", "DaemonSet", None, containers=containers)], cluster), "unschedulable"
-    )
+    objects = [workload("agent", "DaemonSet", None, containers=containers)]
+    finding = only(run(objects, cluster), "unschedulable")
+    # At the pod spec: no request of its own is too big, the node is too small.
+    assert (finding.line, finding.column) == where(objects, '"spec"', 2)
     assert finding.message == "its pod for node small stays Pending: on small: Insufficient cpu"
