@@ -11,7 +11,7 @@ import json
 from kaffinity.findings import Severity
 
 from ..kit import keys, lint_text, position
-from .graph_policy_inputs import ALL_NS, lint_objects, lint_rule, term, workload
+from .graph_policy_inputs import ALL_NS, doc_at, lint_objects, lint_rule, term, workload
 
 # -- all-namespaces-anti-affinity -----------------------------------------------------------------
 
@@ -70,7 +70,13 @@ def test_all_namespaces_with_a_zone_key_is_an_error_naming_who_it_locks_out() ->
 
 def test_many_victims_are_counted_and_none_is_said_so() -> None:
     text = ALL_NAMESPACES + "".join(_batch(f"job{n}", f"team{n}") for n in range(15))
-    (finding,) = lint_rule(text, ALL_NS).findings
+    result = lint_rule(text, ALL_NS)
+    assert keys(result) == [(ALL_NS, *position(text, "namespaceSelector: {}"))]
+    (finding,) = result.findings
+    # The victims' templates, the first three in (namespace, kind, name) order.
+    assert [(loc.span.line, loc.span.column) for loc in finding.related if loc.span] == [
+        position(text, "template:", n) for n in (2, 3, 12)
+    ]
     assert (  # the first three in (namespace, kind, name) order: team10 sorts before team2
         "Deployment/team0/job0, Deployment/team1/job1, Deployment/team10/job10 and 12 more" in finding.message
     )
@@ -85,9 +91,15 @@ def test_an_empty_label_selector_with_hostname_is_a_warning_naming_its_namespace
         workload("neighbour", "ns-a", {"app": "neighbour"}),
         workload("elsewhere", "ns-b", {"app": "elsewhere"}),
     ]
-    (finding,) = lint_objects(*objects, rule=ALL_NS)
+    found = lint_objects(*objects, rule=ALL_NS)
+    assert keys(found) == [(ALL_NS, *doc_at(tuple(objects), 0, '"labelSelector"'))]
+    (finding,) = found
     assert finding.severity is Severity.WARNING
     assert finding.path.endswith("labelSelector")
+    # Related: the neighbour in the same namespace, not the workload elsewhere.
+    assert [loc.span.line for loc in finding.related if loc.span] == [
+        doc_at(tuple(objects), 1, '"template"')[0]
+    ]
     assert "StatefulSet/ns-a/neighbour" in finding.message and "elsewhere" not in finding.message
     assert "exclusive node" in finding.message
 
@@ -103,8 +115,13 @@ def test_an_empty_selector_over_every_namespace_names_everyone() -> None:
         workload("neighbour", "ns-a", {"app": "neighbour"}),
         workload("elsewhere", "ns-b", {"app": "elsewhere"}),
     ]
-    (finding,) = lint_objects(*objects, rule=ALL_NS)
+    found = lint_objects(*objects, rule=ALL_NS)
+    assert keys(found) == [(ALL_NS, *doc_at(tuple(objects), 0, '"namespaceSelector"'))]
+    (finding,) = found
     assert finding.severity is Severity.ERROR and finding.path.endswith("namespaceSelector")
+    assert [loc.span.line for loc in finding.related if loc.span] == [
+        doc_at(tuple(objects), index, '"template"')[0] for index in (1, 2)
+    ]
     assert "StatefulSet/ns-a/neighbour and StatefulSet/ns-b/elsewhere" in finding.message
     assert "region" in finding.message
 
@@ -129,7 +146,7 @@ def test_specific_selectors_scopes_and_soft_terms_are_quiet() -> None:
         ),
         workload("e", "ns-a", {"app": "e"}, affinity=[term({}, namespaceSelector={})]),
     ]
-    assert lint_objects(*objects, rule=ALL_NS) == []
+    assert keys(lint_objects(*objects, rule=ALL_NS)) == []
 
 
 def test_match_label_keys_make_an_empty_selector_specific() -> None:
@@ -146,11 +163,12 @@ def test_match_label_keys_make_an_empty_selector_specific() -> None:
             ),
         }
     ]
-    assert lint_objects(*objects, rule=ALL_NS) == []
+    assert keys(lint_objects(*objects, rule=ALL_NS)) == []
 
 
 def test_configured_severity_wins_over_the_hostname_warning() -> None:
     objects = [workload("loner", "ns-a", {"app": "loner"}, anti=[term({})])]
     text = json.dumps(objects[0])
     result = lint_text(text, "input.yaml", select=(ALL_NS,), severity={ALL_NS: Severity.INFO})
+    assert keys(result) == [(ALL_NS, *position(text, '"labelSelector"'))]
     assert [finding.severity for finding in result.findings] == [Severity.INFO]

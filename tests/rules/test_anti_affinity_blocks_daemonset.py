@@ -42,7 +42,9 @@ def test_zone_keys_and_all_namespace_terms_reach_a_daemonset_elsewhere() -> None
         ],
     )
     (finding,) = lint_objects(DAEMONSET, zone, rule=DAEMON)
-    assert "zone" in finding.message and "fluent-bit" in finding.message
+    assert (finding.line, finding.column) == doc_at((DAEMONSET, zone), 1, '{"topologyKey"')
+    assert related_lines(finding) == [doc_line(0)]  # the DaemonSet, in another namespace
+    assert "zone" in finding.message  # the wording says how far the term reaches
 
 
 def test_selectors_scopes_and_own_terms_that_miss_the_daemonset_are_quiet() -> None:
@@ -75,7 +77,7 @@ def test_selectors_scopes_and_own_terms_that_miss_the_daemonset_are_quiet() -> N
             anti=[term({"matchLabels": {"app": "agent"}})],
         ),
     ]
-    assert lint_objects(*objects, rule=DAEMON) == []
+    assert keys(lint_objects(*objects, rule=DAEMON)) == []
 
 
 def test_a_daemonset_on_another_node_pool_is_quiet_on_hostname_only() -> None:
@@ -108,4 +110,5 @@ def test_another_daemonset_matched_counts() -> None:
         anti=[term({"matchLabels": {"tier": "infra"}})],
     )
     (finding,) = lint_objects(DAEMONSET, agent, rule=DAEMON)
-    assert "fluent-bit" in finding.message
+    assert (finding.line, finding.column) == doc_at((DAEMONSET, agent), 1, '{"topologyKey"')
+    assert related_lines(finding) == [doc_line(0)]  # fluent-bit

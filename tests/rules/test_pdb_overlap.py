@@ -9,7 +9,8 @@ from typing import Any
 
 from kaffinity.findings import Severity
 
-from .graph_policy_inputs import OVERLAP, doc_line, lint_objects, related_lines, workload
+from ..kit import keys
+from .graph_policy_inputs import OVERLAP, doc_at, doc_line, lint_objects, related_lines, workload
 
 
 def pdb(name: str, namespace: str, selector: dict[str, Any] | None, api: str = "policy/v1") -> dict[str, Any]:
@@ -37,10 +38,8 @@ def test_two_budgets_on_the_same_pods_are_each_reported_at_their_selector() -> N
         pdb("frontend", "shop", {"matchLabels": {"tier": "frontend"}}),
     ]
     result = lint_objects(*objects, rule=OVERLAP)
-    assert [(f.line, f.path) for f in result] == [
-        (doc_line(2), "spec.selector"),
-        (doc_line(3), "spec.selector"),
-    ]
+    assert keys(result) == [(OVERLAP, *doc_at(tuple(objects), index, '"selector"')) for index in (2, 3)]
+    assert [f.path for f in result] == ["spec.selector", "spec.selector"]
     first, second = result
     assert (
         "frontend" in first.message
@@ -63,9 +62,10 @@ def test_three_budgets_name_both_others() -> None:
         pdb("three", "shop", {}),
     ]
     result = lint_objects(*objects, rule=OVERLAP)
-    assert len(result) == 3
-    # The others in (namespace, kind, name) order, not in the order they were written.
-    assert "three and two" in result[0].message and len(result[0].related) == 2
+    assert keys(result) == [(OVERLAP, *doc_at(tuple(objects), index, '"selector"')) for index in (1, 2, 3)]
+    # The others in (namespace, kind, name) order, not in the order they were written: three, two.
+    assert related_lines(result[0]) == [doc_line(3), doc_line(2)]
+    assert "three and two" in result[0].message
 
 
 def test_disjoint_other_namespace_nil_v1beta1_empty_and_scaled_to_zero_are_quiet() -> None:
@@ -80,7 +80,7 @@ def test_disjoint_other_namespace_nil_v1beta1_empty_and_scaled_to_zero_are_quiet
         pdb("idle-a", "shop", {"matchLabels": {"app": "idle"}}),
         pdb("idle-b", "shop", {"matchLabels": {"tier": "idle"}}),
     ]
-    assert lint_objects(*objects, rule=OVERLAP) == []
+    assert keys(lint_objects(*objects, rule=OVERLAP)) == []
 
 
 def test_the_same_budget_twice_is_one_object_not_an_overlap() -> None:
@@ -90,7 +90,7 @@ def test_the_same_budget_twice_is_one_object_not_an_overlap() -> None:
         pdb("web", "shop", {"matchLabels": {"app": "web"}}),
         pdb("web", "shop", {"matchLabels": {"app": "web"}}),
     ]
-    assert lint_objects(*objects, rule=OVERLAP) == []
+    assert keys(lint_objects(*objects, rule=OVERLAP)) == []
 
 
 def test_existing_pods_of_a_cluster_file_count() -> None:
@@ -109,5 +109,5 @@ def test_existing_pods_of_a_cluster_file_count() -> None:
         pdb("frontend", "shop", {"matchLabels": {"tier": "frontend"}}),
     ]
     result = lint_objects(*objects, rule=OVERLAP, cluster=[pod])
-    assert len(result) == 2
+    assert keys(result) == [(OVERLAP, *doc_at(tuple(objects), index, '"selector"')) for index in (0, 1)]
     assert "1 existing pod in shop (app=legacy,tier=frontend)" in result[0].message
