@@ -47,9 +47,10 @@ def hpa(
 
 
 def test_replicas_without_spreading_are_advice_at_spec_replicas() -> None:
-    (finding,) = lint_objects(
-        workload("web", "shop", {"app": "web"}, kind="Deployment", replicas=3), rule=SPREAD
-    )
+    web = workload("web", "shop", {"app": "web"}, kind="Deployment", replicas=3)
+    found = lint_objects(web, rule=SPREAD)
+    assert keys(found) == [(SPREAD, *doc_at((web,), 0, '"replicas"'))]
+    (finding,) = found
     assert finding.severity is Severity.INFO and finding.path == "spec.replicas"
     assert "3 replicas" in finding.message and "maxSkew 3" in finding.message
     assert finding.fix and "pod-template-hash" in finding.fix
@@ -82,12 +83,18 @@ def test_replicas_without_spreading_are_advice_at_spec_replicas() -> None:
     ],
 )
 def test_anything_that_spreads_or_places_the_replicas_is_quiet(spreading: dict[str, Any]) -> None:
-    assert lint_objects(workload("web", "shop", {"app": "web"}, replicas=3, **spreading), rule=SPREAD) == []
+    assert (
+        keys(lint_objects(workload("web", "shop", {"app": "web"}, replicas=3, **spreading), rule=SPREAD))
+        == []
+    )
 
 
 def test_anti_affinity_on_other_pods_does_not_spread_and_the_message_says_so() -> None:
     web = workload("web", "shop", {"app": "web"}, replicas=2, anti=[term({"matchLabels": {"app": "batch"}})])
-    (finding,) = lint_objects(web, rule=SPREAD)
+    found = lint_objects(web, rule=SPREAD)
+    assert keys(found) == [(SPREAD, *doc_at((web,), 0, '"replicas"'))]
+    (finding,) = found
+    # The wording is the subject: it says why the anti-affinity it has does not count.
     assert "does not select its own pods (labels app=web)" in finding.message
 
 
@@ -118,14 +125,17 @@ def test_other_kinds_are_skipped(kind: str) -> None:
             "metadata": {"name": "x", "namespace": "shop"},
             "spec": spec,
         }
-    assert lint_objects(obj, rule=SPREAD) == []
+    assert keys(lint_objects(obj, rule=SPREAD)) == []
 
 
 @pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "ReplicaSet"])
 def test_replicated_kinds_fire_and_single_or_default_replicas_do_not(kind: str) -> None:
-    assert len(lint_objects(workload("x", "shop", {"app": "x"}, kind=kind, replicas=2), rule=SPREAD)) == 1
-    assert lint_objects(workload("x", "shop", {"app": "x"}, kind=kind, replicas=1), rule=SPREAD) == []
-    assert lint_objects(workload("x", "shop", {"app": "x"}, kind=kind, replicas=None), rule=SPREAD) == []
+    two = workload("x", "shop", {"app": "x"}, kind=kind, replicas=2)
+    assert keys(lint_objects(two, rule=SPREAD)) == [(SPREAD, *doc_at((two,), 0, '"replicas"'))]
+    assert keys(lint_objects(workload("x", "shop", {"app": "x"}, kind=kind, replicas=1), rule=SPREAD)) == []
+    assert (
+        keys(lint_objects(workload("x", "shop", {"app": "x"}, kind=kind, replicas=None), rule=SPREAD)) == []
+    )
 
 
 def test_replication_controllers_fire() -> None:
@@ -163,8 +173,8 @@ def test_a_template_without_labels_is_a_fragment_and_quiet() -> None:
 def test_an_autoscaler_decides_the_replica_count() -> None:
     web = workload("web", "shop", {"app": "web"}, kind="Deployment", replicas=5)
     # minReplicas defaults to 1: the autoscaler may run one replica; quiet
-    assert lint_objects(web, hpa("web", "shop", None, api="autoscaling/v1"), rule=SPREAD) == []
-    assert lint_objects(web, hpa("web", "shop", 1), rule=SPREAD) == []
+    assert keys(lint_objects(web, hpa("web", "shop", None, api="autoscaling/v1"), rule=SPREAD)) == []
+    assert keys(lint_objects(web, hpa("web", "shop", 1), rule=SPREAD)) == []
     # minReplicas 3 with a replicas field: reported at spec.replicas, the autoscaler related
     objects = (web, hpa("web", "shop", 3))
     (finding,) = lint_objects(*objects, rule=SPREAD)
@@ -174,8 +184,9 @@ def test_an_autoscaler_decides_the_replica_count() -> None:
     assert "at least 3 replicas" in finding.message
     assert "HorizontalPodAutoscaler web" in finding.message and related_lines(finding) == [doc_line(1)]
     # another namespace, kind or name: not this workload's autoscaler
-    assert len(lint_objects(web, hpa("web", "other", 1), rule=SPREAD)) == 1
-    assert len(lint_objects(web, hpa("web", "shop", 1, kind="StatefulSet"), rule=SPREAD)) == 1
+    at_replicas = [(SPREAD, *doc_at((web,), 0, '"replicas"'))]
+    assert keys(lint_objects(web, hpa("web", "other", 1), rule=SPREAD)) == at_replicas
+    assert keys(lint_objects(web, hpa("web", "shop", 1, kind="StatefulSet"), rule=SPREAD)) == at_replicas
 
 
 def test_an_autoscaler_counts_when_the_replicas_field_is_absent() -> None:
@@ -209,7 +220,7 @@ def test_an_autoscaler_counts_when_the_replicas_field_is_absent() -> None:
 def test_host_network_replicas_are_spread_by_their_host_ports() -> None:
     """istio's hello-host-network (7 replicas, hostNetwork, containerPort 80): quiet."""
     path = EXAMPLES / "replicas-not-spread" / "pass-host-network.yaml"
-    assert lint_paths(path, select=("replicas-not-spread",)).findings == ()
+    assert keys(lint_paths(path, select=("replicas-not-spread",))) == []
 
 
 def test_host_network_without_ports_is_still_not_spread() -> None:
