@@ -5,6 +5,9 @@ refuses, reported at the field with the API server's field path: matchLabelKeys 
 Upstream: kubernetes/kubernetes ``pkg/apis/core/validation/validation.go``,
 ``pkg/registry/core/pod/strategy.go`` (the matchLabelKeys merge) and
 ``pkg/features/kube_features.go``.
+
+The message quotes the API server's error ("exists in both matchLabelKeys and labelSelector",
+"Unsupported value"): where a test asserts its words, upstream's wording is the subject.
 """
 
 from __future__ import annotations
@@ -54,7 +57,14 @@ def test_spread_legacy_regime_also_rejects_a_key_of_a_match_expression() -> None
         "{matchLabels: {app: web}}", "{matchExpressions: [{key: app, operator: Exists}]}"
     )
     finding = only(lint_text(text, kube_version="1.33"))
-    assert finding.path == f"{TEMPLATE}.topologySpreadConstraints[0].matchLabelKeys[0]"
+    assert_at(
+        finding,
+        "api-validation",
+        text,
+        "matchLabelKeys",
+        f"{TEMPLATE}.topologySpreadConstraints[0].matchLabelKeys[0]",
+        at="app]",
+    )
     assert "exists in both matchLabelKeys and labelSelector" in finding.message
 
 
@@ -91,7 +101,7 @@ def test_spread_merge_gate_off_brings_back_the_legacy_regime() -> None:
         (SPREAD_POD, "spec.topologySpreadConstraints[0].matchLabelKeys[0]"),
     ):
         finding = only(lint_text(text, kube_version="1.37", feature_gates=gates))
-        assert (finding.rule, finding.path) == ("api-validation", path)
+        assert_at(finding, "api-validation", text, "matchLabelKeys", path, at="app]")
         assert "exists in both matchLabelKeys and labelSelector" in finding.message
 
 
@@ -114,12 +124,13 @@ def test_spread_key_syntax_without_a_selector_is_checked_only_by_the_legacy_regi
     text = deployment(SPREAD_WITHOUT_SELECTOR.replace("[app]", "['-bad-key']"))
     constraint = f"{TEMPLATE}.topologySpreadConstraints[0]"
     legacy = findings(lint_text(text, kube_version="1.33"), "api-validation")
-    assert sorted(f.path for f in legacy) == [
-        f"{constraint}.matchLabelKeys",
-        f"{constraint}.matchLabelKeys[0]",
+    field, key = position(text, "matchLabelKeys"), position(text, "'-bad-key'")
+    assert sorted((f.line, f.column, f.path) for f in legacy) == [
+        (*field, f"{constraint}.matchLabelKeys"),
+        (*key, f"{constraint}.matchLabelKeys[0]"),
     ]
     merge = findings(lint_text(text, kube_version="1.34"), "api-validation")
-    assert [f.path for f in merge] == [f"{constraint}.matchLabelKeys"]
+    assert [(f.line, f.column, f.path) for f in merge] == [(*field, f"{constraint}.matchLabelKeys")]
 
 
 POD_TERM = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
@@ -165,7 +176,7 @@ def test_pod_affinity_match_label_keys_without_a_selector_is_forbidden() -> None
         )
     )
     finding = only(lint_text(text), "api-validation")
-    assert finding.path == f"{POD_TERM}.matchLabelKeys"
+    assert_at(finding, "api-validation", text, "matchLabelKeys", f"{POD_TERM}.matchLabelKeys")
     assert "labelSelector is not set" in finding.message
 
 
@@ -208,9 +219,13 @@ def test_preferred_node_affinity_values_are_never_checked(version: str) -> None:
 def test_node_affinity_gt_takes_exactly_one_value() -> None:
     text = node_required('{key: example.com/cores, operator: Gt, values: ["1", "2"]}')
     finding = only(lint_text(text))
-    assert (finding.rule, finding.path) == (
+    assert_at(
+        finding,
         "api-validation",
+        text,
+        "operator: Gt",
         f"{NODE_REQUIRED}.nodeSelectorTerms[0].matchExpressions[0].values",
+        at="values:",
     )
     assert "Required value" in finding.message and "single value" in finding.message
 
@@ -238,15 +253,25 @@ def test_match_fields_with_another_key_reports_only_the_key() -> None:
 def test_match_fields_metadata_name_values_are_node_names() -> None:
     text = node_required('{key: metadata.name, operator: In, values: ["Not_A_Node"]}', "matchFields")
     finding = only(lint_text(text))
-    assert finding.path == f"{NODE_REQUIRED}.nodeSelectorTerms[0].matchFields[0].values[0]"
+    assert_at(
+        finding,
+        "api-validation",
+        text,
+        "Not_A_Node",
+        f"{NODE_REQUIRED}.nodeSelectorTerms[0].matchFields[0].values[0]",
+        at='"Not_A_Node"',
+    )
 
 
 def test_match_fields_value_count_is_checked_even_with_another_key() -> None:
     # ValidateNodeFieldSelectorRequirement checks the operator and the value count before the key.
     text = node_required('{key: metadata.namespace, operator: In, values: ["a", "b"]}', "matchFields")
-    found = sorted(f.path for f in lint_text(text).findings)
+    found = sorted((f.line, f.column, f.path) for f in lint_text(text).findings)
     field = f"{NODE_REQUIRED}.nodeSelectorTerms[0].matchFields[0]"
-    assert found == [f"{field}.key", f"{field}.values"]
+    assert found == [
+        (*position(text, "key: metadata.namespace"), f"{field}.key"),
+        (*position(text, "values:"), f"{field}.values"),
+    ]
 
 
 # -- 5. tolerations with Lt / Gt ----------------------------------------------------------------
@@ -282,4 +307,4 @@ def test_toleration_equal_value_is_reported_on_the_operator() -> None:
     # Upstream quirk: an invalid Equal value is reported at .operator, not .value.
     text = toleration("Equal", '"-x-"')
     finding = only(lint_text(text))
-    assert (finding.rule, finding.path) == ("api-validation", "spec.tolerations[0].operator")
+    assert_at(finding, "api-validation", text, "operator:", "spec.tolerations[0].operator")
