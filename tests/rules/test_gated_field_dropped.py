@@ -5,6 +5,8 @@ is neither validated further nor merged into a pod's selector.
 Upstream: kubernetes/kubernetes ``pkg/api/pod/util.go`` (dropDisabledFields) and
 ``pkg/features/kube_features.go`` (MatchLabelKeysInPodAffinity,
 MatchLabelKeysInPodTopologySpread).
+
+The gate's name and stage appear only in the message: they are asserted on its words.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import pytest
 
 from kaffinity.config import KUBE_VERSIONS
 
-from ..kit import only
+from ..kit import keys, only, position
 from .validation_inputs import ANTI_MATCH_KEYS, ANTI_TERM, SPREAD_POD, assert_at, check, lint_text, pod
 
 PRE_1_31 = ("1.27", "1.28", "1.29", "1.30")
@@ -41,7 +43,9 @@ def test_pod_affinity_match_label_keys_is_dropped_when_the_beta_gate_is_turned_o
         ANTI_MATCH_KEYS, kube_version=version, feature_gates={"MatchLabelKeysInPodAffinity": False}
     )
     finding = only(result)
-    assert (finding.rule, finding.path) == ("gated-field-dropped", f"{ANTI_TERM}.matchLabelKeys")
+    assert_at(
+        finding, "gated-field-dropped", ANTI_MATCH_KEYS, "matchLabelKeys", f"{ANTI_TERM}.matchLabelKeys"
+    )
     assert "MatchLabelKeysInPodAffinity" in finding.message
 
 
@@ -54,10 +58,13 @@ def test_mismatch_label_keys_is_dropped_with_the_same_gate() -> None:
 def test_a_dropped_field_is_not_validated_further() -> None:
     text = ANTI_MATCH_KEYS.replace("[pod-template-hash]", "['-bad-key']")
     # Dropped on 1.30: nothing is left for validation to reject.
-    assert [f.rule for f in lint_text(text, kube_version="1.30").findings] == ["gated-field-dropped"]
+    field = position(text, "matchLabelKeys")
+    assert keys(lint_text(text, kube_version="1.30")) == [("gated-field-dropped", *field)]
     # Kept on 1.31: the key is validated as a label key.
     invalid = only(lint_text(text, kube_version="1.31"))
-    assert (invalid.rule, invalid.path) == ("api-validation", f"{ANTI_TERM}.matchLabelKeys[0]")
+    assert_at(
+        invalid, "api-validation", text, "matchLabelKeys", f"{ANTI_TERM}.matchLabelKeys[0]", at="'-bad-key'"
+    )
 
 
 def test_a_dropped_field_is_not_merged_into_a_pods_selector() -> None:
@@ -71,8 +78,11 @@ def test_a_dropped_field_is_not_merged_into_a_pods_selector() -> None:
                 matchLabelKeys: [app]
         """
     )
-    assert [f.rule for f in lint_text(text, kube_version="1.30").findings] == ["gated-field-dropped"]
-    assert [f.rule for f in lint_text(text, kube_version="1.31").findings] == ["api-validation"]
+    assert keys(lint_text(text, kube_version="1.30")) == [
+        ("gated-field-dropped", *position(text, "matchLabelKeys"))
+    ]
+    # Kept on 1.31 and merged: the key is in the selector already.
+    assert keys(lint_text(text, kube_version="1.31")) == [("api-validation", *position(text, "app]"))]
 
 
 def test_spread_match_label_keys_is_dropped_when_its_gate_is_off() -> None:
@@ -80,7 +90,10 @@ def test_spread_match_label_keys_is_dropped_when_its_gate_is_off() -> None:
         SPREAD_POD, kube_version="1.37", feature_gates={"MatchLabelKeysInPodTopologySpread": False}
     )
     finding = only(result)
-    assert (finding.rule, finding.path) == (
+    assert_at(
+        finding,
         "gated-field-dropped",
+        SPREAD_POD,
+        "matchLabelKeys",
         "spec.topologySpreadConstraints[0].matchLabelKeys",
     )
