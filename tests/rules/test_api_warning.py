@@ -3,11 +3,14 @@ create, reported at the field.
 
 Upstream: kubernetes/kubernetes ``pkg/api/pod/warnings.go`` (null label selectors, deprecated
 node labels).
+
+The warning's text is the API server's own (``pkg/api/pod/warnings.go``): where a test asserts
+its words, upstream's wording is the subject.
 """
 
 from __future__ import annotations
 
-from ..kit import only
+from ..kit import only, position
 from .validation_inputs import (
     ANTI_POD_SPEC,
     NODE_REQUIRED,
@@ -42,13 +45,17 @@ def test_null_label_selector_warning_in_pod_affinity_terms() -> None:
         """
     )
     findings = lint_text(text).findings
-    assert {(f.rule, f.path) for f in findings} == {
+    # The first term has no labelSelector: reported at the term (its first key); the second at
+    # its `labelSelector: null`.
+    assert {(f.rule, f.line, f.column, f.path) for f in findings} == {
         (
             "api-warning",
+            *position(text, "topologyKey: kubernetes.io/hostname", 1),
             f"{TEMPLATE}.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector",
         ),
         (
             "api-warning",
+            *position(text, "labelSelector: null"),
             f"{TEMPLATE}.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
             ".podAffinityTerm.labelSelector",
         ),
@@ -66,7 +73,13 @@ def test_null_label_selector_warning_in_a_spread_constraint() -> None:
         """
     )
     finding = only(lint_text(text))
-    assert (finding.rule, finding.path) == ("api-warning", "spec.topologySpreadConstraints[0].labelSelector")
+    assert_at(
+        finding,
+        "api-warning",
+        text,
+        "maxSkew",
+        "spec.topologySpreadConstraints[0].labelSelector",
+    )
     assert NULL_SELECTOR in finding.message
 
 

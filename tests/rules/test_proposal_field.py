@@ -8,7 +8,7 @@ the Gt/Lt operators of pod label selectors proposed with it.
 
 from __future__ import annotations
 
-from ..kit import only
+from ..kit import keys, only, position
 from .validation_inputs import RDE, TEMPLATE, assert_at, check, deployment, lint_text
 
 RDE_SPEC = f"""\
@@ -43,7 +43,7 @@ def test_required_during_execution_is_a_proposal_field() -> None:
 
 def test_a_bad_value_inside_a_proposal_field_is_not_reported() -> None:
     text = deployment(RDE_SPEC.replace("operator: In", "operator: Bogus"))
-    assert [f.rule for f in lint_text(text).findings] == ["proposal-field"]
+    assert keys(lint_text(text)) == [("proposal-field", *position(text, RDE))]
 
 
 def test_an_unknown_field_inside_a_proposal_field_is_not_reported() -> None:
@@ -51,7 +51,7 @@ def test_an_unknown_field_inside_a_proposal_field_is_not_reported() -> None:
     text = deployment(
         RDE_SPEC.replace("      nodeSelectorTerms:", "      nodeSelectorTermz: 1\n      nodeSelectorTerms:")
     )
-    assert [f.rule for f in lint_text(text).findings] == ["proposal-field"]
+    assert keys(lint_text(text)) == [("proposal-field", *position(text, RDE))]
 
 
 def test_gt_in_a_pod_affinity_selector_is_a_proposal_operator() -> None:
@@ -89,5 +89,5 @@ def test_proposals_honoured_validate_required_during_execution_like_the_required
 def test_proposals_honoured_gt_in_a_pod_selector_takes_one_value() -> None:
     text = deployment(POD_GT_SPEC.replace('values: ["20"]', 'values: ["20", "30"]'))
     finding = only(lint_text(text, proposals=True))
-    assert (finding.rule, finding.path) == ("api-validation", f"{POD_GT_REQUIREMENT}.values")
+    assert_at(finding, "api-validation", text, "operator: Gt", f"{POD_GT_REQUIREMENT}.values", at="values:")
     assert "Required value" in finding.message

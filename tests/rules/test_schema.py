@@ -50,8 +50,9 @@ def test_each_unknown_field_is_its_own_finding_on_its_own_line() -> None:
 def test_unknown_field_without_a_close_name_has_no_suggestion() -> None:
     text = pod("affinity:\n  zzzzz: {}\n")
     finding = only(lint_text(text))
-    assert (finding.rule, finding.path) == ("schema", "spec.affinity.zzzzz")
-    assert "did you mean" not in finding.message
+    assert_at(finding, "schema", text, "zzzzz", "spec.affinity.zzzzz")
+    assert finding.fix is None  # no close name to suggest
+    assert "did you mean" not in finding.message  # nor in the wording
 
 
 def test_a_type_error_is_not_also_an_enum_error() -> None:
@@ -77,8 +78,11 @@ def test_a_type_error_is_not_also_an_enum_error() -> None:
 def test_a_value_outside_the_enumeration() -> None:
     text = deployment(SPREAD.replace("DoNotSchedule", "DoNotSchedul"))
     finding = only(lint_text(text))
-    assert (finding.rule, finding.path) == (
+    assert_at(
+        finding,
         "schema",
+        text,
+        "whenUnsatisfiable",
         f"{TEMPLATE}.topologySpreadConstraints[0].whenUnsatisfiable",
     )
     assert "Unsupported value" in finding.message
