@@ -11,7 +11,7 @@ import pytest
 
 from kaffinity.findings import Severity
 
-from ..kit import keys, lint_paths, lint_text, only, position
+from ..kit import assert_found, keys, lint_paths, lint_text, only, position
 from .no_match_inputs import RULES, _at, _lint, _statefulset
 
 
@@ -133,9 +133,10 @@ def test_a_workload_scaled_to_zero_still_counts_as_matchable() -> None:
 
 
 def test_severity_is_error_when_the_input_is_closed_and_configured_severity_wins() -> None:
-    assert only(_lint(ZK_SELF_MISS, closed=True), "affinity-no-match").severity is Severity.ERROR
+    term = position(ZK_SELF_MISS, "labelSelector", 1, after="# term {app: zk}")
+    assert_found(_lint(ZK_SELF_MISS, closed=True), "affinity-no-match", *term, severity="error")
     configured = _lint(ZK_SELF_MISS, closed=True, severity={"affinity-no-match": Severity.INFO})
-    assert only(configured, "affinity-no-match").severity is Severity.INFO
+    assert_found(configured, "affinity-no-match", *term, severity="info")
 
 
 def test_a_nil_label_selector_is_an_error_beside_api_warning() -> None:
@@ -149,16 +150,17 @@ def test_a_nil_label_selector_is_an_error_beside_api_warning() -> None:
         "            - topologyKey: kubernetes.io/hostname\n",
     )
     result = lint_text(text, select=(*RULES, "api-warning"))
-    assert sorted((f.rule, f.severity) for f in result.findings) == [
-        ("affinity-no-match", Severity.ERROR),
-        ("api-warning", Severity.WARNING),
-    ]
+    term = position(text, "- topologyKey", 1)
+    term = (term[0], term[1] + 2)  # the term (its first key, after the "- ")
+    assert_found(result, "affinity-no-match", *term, severity="error")
+    assert_found(result, "api-warning", *term, severity="warning")
+    assert len(result.findings) == 2
     configured = lint_text(
         text, select=(*RULES, "api-warning"), severity={"affinity-no-match": Severity.WARNING}
     )
-    assert [f.rule for f in configured.findings] == ["api-warning"]
+    assert keys(configured) == [("api-warning", *term)]
     alone = lint_text(text, select=("affinity-no-match",), severity={"affinity-no-match": Severity.WARNING})
-    assert [f.rule for f in alone.findings] == ["affinity-no-match"]
+    assert keys(alone) == [("affinity-no-match", *term)]
 
 
 def test_a_pod_bound_by_node_name_is_not_scheduled_and_not_reported() -> None:
@@ -194,9 +196,11 @@ def test_a_namespace_mistake_is_reported_when_the_labels_run_elsewhere() -> None
     text = _statefulset(
         "api", "{app: api}", _required("{app: cache}", namespaces="namespaces: [data]")
     ) + _statefulset("cache", "{app: cache}", namespace="cache")
-    finding = only(_lint(text), "affinity-no-match")
-    assert finding.fix is not None
-    assert "StatefulSet/cache/cache (namespace cache)" in finding.fix
+    found = assert_found(
+        _lint(text), "affinity-no-match", *position(text, "labelSelector", 1, after="# term {app: cache}")
+    )
+    assert found["fix"] is not None
+    assert "StatefulSet/cache/cache (namespace cache)" in found["fix"]
 
 
 def test_a_workload_fragment_without_pod_labels_may_match() -> None:
@@ -247,8 +251,13 @@ def test_cluster_example_files_exist_and_lint_clean() -> None:
     from ..kit import EXAMPLES
 
     result = lint_paths(EXAMPLES / "clusters" / "nomatch-pods.yaml")
-    assert result.findings == ()
-    fail = lint_paths(
-        EXAMPLES / "affinity-no-match" / "fail-cluster.yaml", cluster="examples/clusters/nomatch-pods.yaml"
+    assert keys(result) == []
+    example = EXAMPLES / "affinity-no-match" / "fail-cluster.yaml"
+    fail = lint_paths(example, cluster="examples/clusters/nomatch-pods.yaml")
+    assert_found(
+        fail,
+        "affinity-no-match",
+        *position(example.read_text(encoding="utf-8"), "- labelSelector"),
+        severity="error",
     )
-    assert [f.severity for f in fail.findings] == [Severity.ERROR]
+    assert len(fail.findings) == 1
