@@ -257,7 +257,7 @@ def test_cluster_example_files_exist_and_lint_clean() -> None:
     assert_found(
         fail,
         "affinity-no-match",
-        *position(example.read_text(encoding="utf-8"), "- labelSelector"),
+        *position(example.read_text(encoding="utf-8"), "labelSelector:"),
         severity="error",
     )
     assert len(fail.findings) == 1

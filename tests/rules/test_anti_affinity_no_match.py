@@ -12,7 +12,7 @@ import pytest
 
 from kaffinity.findings import Severity
 
-from ..kit import EXAMPLES, check, keys, lint_paths, lint_text, only, position
+from ..kit import EXAMPLES, assert_found, check, keys, lint_paths, lint_text, only, position
 from .no_match_inputs import _statefulset
 
 # --- anti-affinity-no-match ----------------------------------------------------------------------
@@ -35,8 +35,9 @@ def test_required_anti_affinity_on_the_wrong_label_fires_with_a_did_you_mean() -
         "zk", "{app.kubernetes.io/name: zk}", _ZK_ANTI.replace("{SELECTOR}", "{app: zk}"), replicas=3
     )
     result = lint_text(text, select=("anti-affinity-no-match",))
+    assert_found(result, "anti-affinity-no-match", *position(text, "labelSelector"), severity="warning")
     finding = only(result, "anti-affinity-no-match")
-    assert finding.severity is Severity.WARNING
+    # The wording is the subject: the term selects no pod, not even this one.
     assert "not even this one" in finding.message and "kubernetes.io/hostname" in finding.message
     assert finding.fix is not None and "app.kubernetes.io/name=zk instead of app=zk" in finding.fix
 
@@ -107,7 +108,9 @@ def test_own_value_typo_quiet_cases(change: tuple[str, ...], reported: bool) -> 
     text = ZK.replace(change[0], change[1]) if change else ZK
     assert text != ZK or not change
     result = lint_text(text, select=("anti-affinity-no-match",))
-    assert bool(result.findings) is reported
+    assert keys(result) == (
+        [("anti-affinity-no-match", *position(text, "labelSelector"))] if reported else []
+    )
 
 
 def test_own_value_typo_quiet_when_another_workload_carries_it() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kaffinity.findings import Severity
 
-from ..kit import keys, only, position
+from ..kit import assert_found, keys, only, position
 from .no_match_inputs import _at, _lint, _statefulset
 
 
@@ -66,8 +66,10 @@ def test_pdb_in_a_namespace_the_input_has_no_pods_of_is_quiet_unless_closed() ->
 
 def test_pdb_in_the_wrong_namespace_names_where_the_pods_are() -> None:
     text = _statefulset("zk", "{app: zk}") + _pdb("zk", "{app: zk}", namespace="ops")
-    finding = only(_lint(text), "pdb-no-match")
-    assert finding.fix is not None and "StatefulSet/shop/zk (namespace shop)" in finding.fix
+    found = assert_found(
+        _lint(text), "pdb-no-match", *position(text, "selector", 1, after="kind: PodDisruptionBudget")
+    )
+    assert found["fix"] is not None and "StatefulSet/shop/zk (namespace shop)" in found["fix"]
 
 
 def test_pdb_for_pods_an_operator_runs_is_quiet() -> None:

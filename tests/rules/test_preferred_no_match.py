@@ -102,4 +102,4 @@ def test_preferred_nil_selector_is_left_to_api_warning() -> None:
         "            - weight: 1\n              podAffinityTerm: {topologyKey: kubernetes.io/hostname}\n",
     )
     result = lint_text(text, select=(*RULES, "api-warning"), closed=True)
-    assert [f.rule for f in result.findings] == ["api-warning"]
+    assert keys(result) == [("api-warning", *position(text, "podAffinityTerm"))]
