@@ -255,4 +255,5 @@ def test_conflict_existing_pod_without_anti_affinity_can_satisfy(tmp_path: Path)
 
 def test_conflict_severity_configured_wins() -> None:
     result = run(SYMMETRY, CONFLICT, severity={"graph": Severity.INFO})
+    assert found(result) == at(SYMMETRY, CONFLICT, "aff")
     assert [f.severity for f in result.findings] == [Severity.INFO]

@@ -206,4 +206,5 @@ def test_deadlock_existing_pods_in_another_namespace_do_not_help(tmp_path: Path)
 
 def test_deadlock_severity_configured_wins() -> None:
     result = run(PAIR, DEADLOCK, severity={DEADLOCK: Severity.WARNING})
+    assert found(result) == at(PAIR, DEADLOCK, "a-needs-b", "b-needs-a")
     assert {f.severity for f in result.findings} == {Severity.WARNING}
