@@ -16,7 +16,16 @@ from kaffinity.findings import Severity
 from kaffinity.load.parse import parse
 
 from .kit import only
-from .rules.pending_inputs import anti, context_of, rules_of, run, spread, text_of, workload, zones
+from .rules.pending_inputs import (
+    anti,
+    context_of,
+    lint_on_cluster,
+    pending_workload,
+    rules_of,
+    spread,
+    text_of,
+    zones,
+)
 
 TOPOLOGY_RULES = (
     "topology-key-absent",
@@ -31,19 +40,21 @@ TOPOLOGY_RULES = (
 
 
 def test_without_a_cluster_every_topology_rule_is_silent() -> None:
-    objects = [workload("db", "StatefulSet", 5, affinity=anti("topology.kubernetes.io/zone", {"app": "db"}))]
-    assert run(objects, None).findings == ()
+    objects = [
+        pending_workload("db", "StatefulSet", 5, affinity=anti("topology.kubernetes.io/zone", {"app": "db"}))
+    ]
+    assert lint_on_cluster(objects, None).findings == ()
 
 
 def test_no_simulate_keeps_the_static_constraints_and_silences_the_others() -> None:
     objects = [
-        workload("db", "StatefulSet", 5, affinity=anti("topology.kubernetes.io/zone", {"app": "db"})),
-        workload("gpu", nodeSelector={"accelerator": "h100"}),
-        workload("web", topologySpreadConstraints=spread("example.com/rack", {"app": "web"})),
+        pending_workload("db", "StatefulSet", 5, affinity=anti("topology.kubernetes.io/zone", {"app": "db"})),
+        pending_workload("gpu", nodeSelector={"accelerator": "h100"}),
+        pending_workload("web", topologySpreadConstraints=spread("example.com/rack", {"app": "web"})),
     ]
-    simulated = run(objects, zones())
+    simulated = lint_on_cluster(objects, zones())
     assert rules_of(simulated) == ["anti-affinity-exceeds-domains", "no-eligible-node", "topology-key-absent"]
-    static = run(objects, zones(), simulate=False)
+    static = lint_on_cluster(objects, zones(), simulate=False)
     assert rules_of(static) == ["no-eligible-node", "topology-key-absent"]
     # Without the simulation nothing says how many stay Pending: the replicas asked for.
     assert "its pod cannot be scheduled" in only(static, "no-eligible-node").message
@@ -53,21 +64,25 @@ def test_no_simulate_keeps_the_static_constraints_and_silences_the_others() -> N
 
 
 MIXED = [
-    workload("nosel", nodeSelector={"pool": "none"}),
-    workload("typo", topologySpreadConstraints=spread("topology.kubernetes.io/zon", {"app": "typo"})),
-    workload("kafka", "StatefulSet", 4, affinity=anti("topology.kubernetes.io/zone", {"app": "kafka"})),
-    workload(
+    pending_workload("nosel", nodeSelector={"pool": "none"}),
+    pending_workload("typo", topologySpreadConstraints=spread("topology.kubernetes.io/zon", {"app": "typo"})),
+    pending_workload(
+        "kafka", "StatefulSet", 4, affinity=anti("topology.kubernetes.io/zone", {"app": "kafka"})
+    ),
+    pending_workload(
         "api",
         replicas=5,
         topologySpreadConstraints=spread("topology.kubernetes.io/zone", {"app": "api"}, minDomains=4),
     ),
-    workload("fat", containers=[{"name": "c", "image": "x", "resources": {"requests": {"cpu": "64"}}}]),
-    workload("fine", "StatefulSet", 3, affinity=anti("topology.kubernetes.io/zone", {"app": "fine"})),
+    pending_workload(
+        "fat", containers=[{"name": "c", "image": "x", "resources": {"requests": {"cpu": "64"}}}]
+    ),
+    pending_workload("fine", "StatefulSet", 3, affinity=anti("topology.kubernetes.io/zone", {"app": "fine"})),
 ]
 
 
 def test_each_pending_workload_is_reported_by_exactly_one_rule() -> None:
-    result = run(MIXED, zones(3))
+    result = lint_on_cluster(MIXED, zones(3))
     by_object = Counter(f.object.name for f in result.findings if f.object is not None)
     assert by_object == {"nosel": 1, "typo": 1, "kafka": 1, "api": 1, "fat": 1}
     assert {f.object.name: f.rule for f in result.findings if f.object is not None} == {
@@ -86,7 +101,7 @@ def test_each_pending_workload_is_reported_by_exactly_one_rule() -> None:
 
 @pytest.mark.parametrize("rule", TOPOLOGY_RULES)
 def test_configured_severity_wins(rule: str) -> None:
-    result = run(MIXED, zones(3), severity={rule: Severity.INFO})
+    result = lint_on_cluster(MIXED, zones(3), severity={rule: Severity.INFO})
     if rule == "unschedulable":
         assert [f.severity for f in result.findings if f.rule == rule] == [Severity.INFO]
         return
@@ -109,9 +124,9 @@ EXPECTED_OWNER = {
 @pytest.mark.parametrize(("name", "rule"), EXPECTED_OWNER.items())
 def test_selecting_unschedulable_alone_still_reports_every_pending_workload(name: str, rule: str) -> None:
     """With the specific rule not selected, the Pending pods are unschedulable's (at error)."""
-    result = run(MIXED, zones(3), select=("unschedulable",))
+    result = lint_on_cluster(MIXED, zones(3), select=("unschedulable",))
     assert name in {f.object.name for f in result.findings if f.object is not None}
-    both = run(MIXED, zones(3), select=("unschedulable", rule))
+    both = lint_on_cluster(MIXED, zones(3), select=("unschedulable", rule))
     assert {f.object.name: f.rule for f in both.findings if f.object is not None}[name] == rule
 
 
@@ -123,5 +138,5 @@ def test_the_analysis_is_shared_by_the_rules_of_one_run() -> None:
 
 def test_examples_text_is_valid_yaml() -> None:
     """The builders above produce what the loader reads (a guard for the helpers themselves)."""
-    text = text_of([workload("a")])
+    text = text_of([pending_workload("a")])
     assert parse("x.yaml", textwrap.dedent(text)).documents

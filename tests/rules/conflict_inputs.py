@@ -27,7 +27,7 @@ def term(tag: str, key: str, selector: dict[str, Any] | None = None, **extra: An
     return {"tag": tag, "key": key, "selector": selector or {}, "extra": extra}
 
 
-def workload(
+def block_workload(
     name: str,
     *,
     namespace: str = "shop",
@@ -77,7 +77,7 @@ def stream(*docs: str) -> str:
     return "---\n".join(docs)
 
 
-def run(text: str, *rules: str, **settings: Any) -> LintResult:
+def lint_graph(text: str, *rules: str, **settings: Any) -> LintResult:
     chosen = [BY_NAME[rule] for rule in rules or (DEADLOCK, CONFLICT)]
     return lint_text(text, rules=chosen, **settings)
 

@@ -29,7 +29,7 @@ def lint_rule(text: str, rule: str, **settings: Any) -> LintResult:
 
 
 #: StatefulSets of one replica unless said otherwise.
-workload = functools.partial(kit.workload, kind="StatefulSet")
+graph_workload = functools.partial(kit.workload, kind="StatefulSet")
 
 
 def term(selector: dict[str, Any] | None, key: str = "kubernetes.io/hostname", **more: Any) -> dict[str, Any]:

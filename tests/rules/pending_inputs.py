@@ -50,7 +50,7 @@ def node(
     }
 
 
-def pod(
+def running_pod(
     name: str, node_name: str, labels: dict[str, str], namespace: str = "t", **spec: Any
 ) -> dict[str, Any]:
     return {
@@ -67,7 +67,7 @@ def zones(count: int = 3, per_zone: int = 1) -> list[dict[str, Any]]:
     return [node(f"n-{chr(97 + z)}-{i}", zone=chr(97 + z)) for z in range(count) for i in range(per_zone)]
 
 
-def workload(
+def pending_workload(
     name: str,
     kind: str = "Deployment",
     replicas: int | None = 1,
@@ -114,7 +114,7 @@ def context_of(
     return Context(files, Settings(**settings), declared)
 
 
-def run(
+def lint_on_cluster(
     objects: list[dict[str, Any]],
     cluster: list[dict[str, Any]] | None,
     select: tuple[str, ...] = ("topology",),

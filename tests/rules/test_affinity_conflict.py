@@ -25,13 +25,13 @@ from .conflict_inputs import (
     REGION,
     ZONE,
     at,
+    block_workload,
     found,
+    lint_graph,
     namespace,
-    run,
     stream,
     term,
     term_at,
-    workload,
 )
 
 # -- affinity-conflict ---------------------------------------------------------------------------
@@ -42,8 +42,8 @@ API = {"matchLabels": {"app": "api"}}
 
 def nested(affinity_key: str, anti_key: str) -> str:
     return stream(
-        workload("pg"),
-        workload("api", affinity=[term("aff", affinity_key, PG)], anti=[term("anti", anti_key, PG)]),
+        block_workload("pg"),
+        block_workload("api", affinity=[term("aff", affinity_key, PG)], anti=[term("anti", anti_key, PG)]),
     )
 
 
@@ -64,13 +64,13 @@ def nested(affinity_key: str, anti_key: str) -> str:
 )
 def test_conflict_nested_domains(affinity_key: str, anti_key: str, fires: bool) -> None:
     text = nested(affinity_key, anti_key)
-    result = run(text)
+    result = lint_graph(text)
     assert found(result) == (at(text, CONFLICT, "aff") if fires else [])
 
 
 def test_conflict_nested_message_and_related() -> None:
     text = nested(HOST, ZONE)
-    finding = only(run(text))
+    finding = only(lint_graph(text))
     assert finding.message == (
         "required pod affinity puts this pod on the node of StatefulSet/shop/pg, but its own required "
         "anti-affinity (topology.kubernetes.io/zone) keeps it out of the zone of pods with app=pg: it can "
@@ -81,13 +81,13 @@ def test_conflict_nested_message_and_related() -> None:
 
 
 SYMMETRY = stream(
-    workload("pg", namespace="db", anti=[term("pg-anti", ZONE, API, namespaces=["shop"])]),
-    workload("api", kind="Deployment", affinity=[term("aff", HOST, PG, namespaces=["db"])]),
+    block_workload("pg", namespace="db", anti=[term("pg-anti", ZONE, API, namespaces=["shop"])]),
+    block_workload("api", kind="Deployment", affinity=[term("aff", HOST, PG, namespaces=["db"])]),
 )
 
 
 def test_conflict_symmetry_fires_on_the_affinity_with_the_other_sides_term() -> None:
-    finding = only(run(SYMMETRY))
+    finding = only(lint_graph(SYMMETRY))
     assert (finding.rule, finding.line, finding.column) == (CONFLICT, *term_at(SYMMETRY, "aff"))
     assert finding.message.startswith(
         "required pod affinity puts this pod on the node of StatefulSet/db/pg, but pg's required "
@@ -109,51 +109,51 @@ def test_conflict_symmetry_fires_on_the_affinity_with_the_other_sides_term() -> 
 def test_conflict_symmetry_quiet(pg_anti: dict[str, Any]) -> None:
     key = ZONE if pg_anti["key"] == HOST else HOST
     text = stream(
-        workload("pg", namespace="db", anti=[pg_anti]),
-        workload("api", kind="Deployment", affinity=[term("aff", key, PG, namespaces=["db"])]),
+        block_workload("pg", namespace="db", anti=[pg_anti]),
+        block_workload("api", kind="Deployment", affinity=[term("aff", key, PG, namespaces=["db"])]),
     )
-    assert found(run(text)) == []
+    assert found(lint_graph(text)) == []
 
 
 def test_conflict_symmetry_needs_a_certain_match_not_maybe() -> None:
     """pg's anti-affinity selects namespaces labelled team=shop: with shop undeclared, only its
     name label is known, so it *might* match api's pods: not enough to report."""
-    pg = workload(
+    pg = block_workload(
         "pg",
         namespace="db",
         anti=[term("pg-anti", HOST, API, namespaceSelector={"matchLabels": {"team": "shop"}})],
     )
-    api = workload("api", affinity=[term("aff", HOST, PG, namespaces=["db"])])
-    assert found(run(stream(pg, api))) == []
+    api = block_workload("api", affinity=[term("aff", HOST, PG, namespaces=["db"])])
+    assert found(lint_graph(stream(pg, api))) == []
     declared = stream(namespace("shop", {"team": "shop"}), pg, api)
-    assert found(run(declared)) == at(declared, CONFLICT, "aff")
+    assert found(lint_graph(declared)) == at(declared, CONFLICT, "aff")
     elsewhere = stream(namespace("shop", {"team": "other"}), pg, api)
-    assert found(run(elsewhere)) == []
+    assert found(lint_graph(elsewhere)) == []
 
 
 def test_conflict_own_anti_affinity_maybe_match_is_not_enough() -> None:
-    pg = workload("pg", namespace="db")
-    api = workload(
+    pg = block_workload("pg", namespace="db")
+    api = block_workload(
         "api",
         affinity=[term("aff", HOST, PG, namespaces=["db"])],
         anti=[term("anti", ZONE, PG, namespaceSelector={"matchLabels": {"tier": "data"}})],
     )
-    assert found(run(stream(pg, api))) == []
+    assert found(lint_graph(stream(pg, api))) == []
     declared = stream(namespace("db", {"tier": "data"}), pg, api)
-    assert found(run(declared)) == at(declared, CONFLICT, "aff")
+    assert found(lint_graph(declared)) == at(declared, CONFLICT, "aff")
 
 
 def test_conflict_needs_every_candidate_blocked() -> None:
     both = {"matchLabels": {"tier": "data"}}
-    pg = workload("pg", labels={"app": "pg", "tier": "data"}, anti=[term("pg-anti", HOST, API)])
-    redis = workload("redis", labels={"app": "redis", "tier": "data"})
-    api = workload("api", affinity=[term("aff", HOST, both)])
-    assert found(run(stream(pg, redis, api))) == []  # api can join redis
-    redis_anti = workload(
+    pg = block_workload("pg", labels={"app": "pg", "tier": "data"}, anti=[term("pg-anti", HOST, API)])
+    redis = block_workload("redis", labels={"app": "redis", "tier": "data"})
+    api = block_workload("api", affinity=[term("aff", HOST, both)])
+    assert found(lint_graph(stream(pg, redis, api))) == []  # api can join redis
+    redis_anti = block_workload(
         "redis", labels={"app": "redis", "tier": "data"}, anti=[term("redis-anti", ZONE, API)]
     )
     text = stream(pg, redis_anti, api)
-    finding = only(run(text))
+    finding = only(lint_graph(text))
     assert (finding.line, finding.column) == term_at(text, "aff")
     assert "a pod of StatefulSet/shop/pg or StatefulSet/shop/redis" in finding.message
     assert "pg's required anti-affinity (kubernetes.io/hostname)" in finding.message
@@ -167,29 +167,29 @@ def test_conflict_needs_every_candidate_blocked() -> None:
 def test_conflict_smallest_affinity_domain_decides() -> None:
     """Terms on zone and hostname: the pod shares pg's node, hence its zone: zone anti blocks."""
     text = stream(
-        workload("pg"),
-        workload(
+        block_workload("pg"),
+        block_workload(
             "api",
             affinity=[term("aff-zone", ZONE, PG), term("aff-host", HOST, PG)],
             anti=[term("anti", ZONE, PG)],
         ),
     )
-    assert found(run(text)) == at(text, CONFLICT, "aff-zone")  # once, at the first term
+    assert found(lint_graph(text)) == at(text, CONFLICT, "aff-zone")  # once, at the first term
     host_anti = stream(
-        workload("pg"),
-        workload(
+        block_workload("pg"),
+        block_workload(
             "api",
             affinity=[term("aff-zone", ZONE, PG), term("aff-host", HOST, PG)],
             anti=[term("anti", HOST, PG)],
         ),
     )
-    assert found(run(host_anti)) == at(host_anti, CONFLICT, "aff-host")
+    assert found(lint_graph(host_anti)) == at(host_anti, CONFLICT, "aff-host")
 
 
 def test_conflict_quiet_when_the_affinity_matches_nothing() -> None:
     """affinity-no-match reports it; the conflict rule has no candidate to reason about."""
-    text = workload("api", affinity=[term("aff", HOST, PG)], anti=[term("anti", ZONE, PG)])
-    assert found(run(text)) == []
+    text = block_workload("api", affinity=[term("aff", HOST, PG)], anti=[term("anti", ZONE, PG)])
+    assert found(lint_graph(text)) == []
 
 
 @pytest.mark.parametrize(
@@ -198,14 +198,14 @@ def test_conflict_quiet_when_the_affinity_matches_nothing() -> None:
 )
 def test_conflict_own_pods_first_pod_starts(kind: str, replicas: int, fires: bool) -> None:
     own = {"matchLabels": {"app": "etcd"}}
-    text = workload(
+    text = block_workload(
         "etcd",
         kind=kind,
         replicas=replicas,
         affinity=[term("aff", HOST, own)],
         anti=[term("anti", ZONE, own)],
     )
-    result = run(text)
+    result = lint_graph(text)
     assert found(result) == (at(text, CONFLICT, "aff") if fires else [])
     if fires:
         message = only(result).message
@@ -216,22 +216,24 @@ def test_conflict_own_pods_first_pod_starts(kind: str, replicas: int, fires: boo
 
 def test_conflict_own_pods_quiet_when_the_anti_affinity_domain_is_smaller() -> None:
     own = {"matchLabels": {"app": "etcd"}}
-    text = workload("etcd", replicas=3, affinity=[term("aff", ZONE, own)], anti=[term("anti", HOST, own)])
-    assert found(run(text)) == []
+    text = block_workload(
+        "etcd", replicas=3, affinity=[term("aff", ZONE, own)], anti=[term("anti", HOST, own)]
+    )
+    assert found(lint_graph(text)) == []
 
 
 def test_conflict_own_pods_and_another_workload_both_blocked() -> None:
     shared = {"matchLabels": {"stack": "s"}}
     text = stream(
-        workload("db", labels={"app": "db", "stack": "s"}),
-        workload(
+        block_workload("db", labels={"app": "db", "stack": "s"}),
+        block_workload(
             "api",
             labels={"app": "api", "stack": "s"},
             affinity=[term("aff", HOST, shared)],
             anti=[term("anti", HOST, shared)],
         ),
     )
-    finding = only(run(text))
+    finding = only(lint_graph(text))
     assert (finding.line, finding.column) == term_at(text, "aff")
     assert "StatefulSet/shop/db" in finding.message
     assert "only a first pod started before any of them exists can run" in finding.message
@@ -254,6 +256,6 @@ def test_conflict_existing_pod_without_anti_affinity_can_satisfy(tmp_path: Path)
 
 
 def test_conflict_severity_configured_wins() -> None:
-    result = run(SYMMETRY, CONFLICT, severity={"graph": Severity.INFO})
+    result = lint_graph(SYMMETRY, CONFLICT, severity={"graph": Severity.INFO})
     assert found(result) == at(SYMMETRY, CONFLICT, "aff")
     assert [f.severity for f in result.findings] == [Severity.INFO]

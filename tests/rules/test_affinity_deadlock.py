@@ -22,7 +22,18 @@ from kaffinity.rules import BY_NAME
 from kaffinity.simulate.cluster import cluster_from
 
 from ..kit import lint_paths
-from .conflict_inputs import DEADLOCK, HOST, ZONE, at, found, run, stream, term, term_at, workload
+from .conflict_inputs import (
+    DEADLOCK,
+    HOST,
+    ZONE,
+    at,
+    block_workload,
+    found,
+    lint_graph,
+    stream,
+    term,
+    term_at,
+)
 
 APP = {"matchLabels": {"app": "a"}}
 BPP = {"matchLabels": {"app": "b"}}
@@ -32,13 +43,13 @@ CPP = {"matchLabels": {"app": "c"}}
 # -- affinity-deadlock ---------------------------------------------------------------------------
 
 PAIR = stream(
-    workload("a", kind="Deployment", affinity=[term("a-needs-b", HOST, BPP)]),
-    workload("b", affinity=[term("b-needs-a", HOST, APP)]),
+    block_workload("a", kind="Deployment", affinity=[term("a-needs-b", HOST, BPP)]),
+    block_workload("b", affinity=[term("b-needs-a", HOST, APP)]),
 )
 
 
 def test_deadlock_pair_reports_both_members_with_the_cycle_from_each() -> None:
-    result = run(PAIR)
+    result = lint_graph(PAIR)
     assert found(result) == at(PAIR, DEADLOCK, "a-needs-b", "b-needs-a")
     first, second = result.findings
     assert first.message == (
@@ -58,25 +69,25 @@ def test_deadlock_pair_reports_both_members_with_the_cycle_from_each() -> None:
 def test_deadlock_quiet_when_one_member_matches_its_own_terms() -> None:
     """The self-match exception (``satisfyPodAffinity``): b's first pod starts, a follows."""
     text = stream(
-        workload("a", labels={"app": "a", "stack": "shop"}, affinity=[term("a", HOST, BPP)]),
-        workload(
+        block_workload("a", labels={"app": "a", "stack": "shop"}, affinity=[term("a", HOST, BPP)]),
+        block_workload(
             "b",
             labels={"app": "b", "stack": "shop"},
             affinity=[term("b", HOST, {"matchLabels": {"stack": "shop"}})],
         ),
     )
-    assert found(run(text)) == []
+    assert found(lint_graph(text)) == []
 
 
 def test_deadlock_cycle_of_three_and_a_waiter() -> None:
     text = stream(
-        workload("a", affinity=[term("a", ZONE, BPP)]),
-        workload("b", affinity=[term("b", ZONE, CPP)]),
-        workload("c", affinity=[term("c", ZONE, APP)]),
-        workload("w", affinity=[term("w", HOST, APP)]),
-        workload("w2", affinity=[term("w2", HOST, {"matchLabels": {"app": "w"}})]),
+        block_workload("a", affinity=[term("a", ZONE, BPP)]),
+        block_workload("b", affinity=[term("b", ZONE, CPP)]),
+        block_workload("c", affinity=[term("c", ZONE, APP)]),
+        block_workload("w", affinity=[term("w", HOST, APP)]),
+        block_workload("w2", affinity=[term("w2", HOST, {"matchLabels": {"app": "w"}})]),
     )
-    result = run(text, DEADLOCK)
+    result = lint_graph(text, DEADLOCK)
     assert found(result) == at(text, DEADLOCK, "a", "b", "c", "w", "w2")
     by_line = {(f.line, f.column): f for f in result.findings}
     c = by_line[term_at(text, "c")]
@@ -105,11 +116,11 @@ def test_deadlock_member_of_a_larger_knot_is_reported_as_waiting() -> None:
     connected knot; the knot's member outside that cycle is reported as waiting on it."""
     a_or_c = {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "c"]}]}
     text = stream(
-        workload("a", affinity=[term("a", HOST, BPP)]),
-        workload("b", affinity=[term("b", HOST, a_or_c)]),
-        workload("c", affinity=[term("c", HOST, BPP)]),
+        block_workload("a", affinity=[term("a", HOST, BPP)]),
+        block_workload("b", affinity=[term("b", HOST, a_or_c)]),
+        block_workload("c", affinity=[term("c", HOST, BPP)]),
     )
-    result = run(text, DEADLOCK)
+    result = lint_graph(text, DEADLOCK)
     assert found(result) == at(text, DEADLOCK, "a", "b", "c")
     # Which cycle of the knot deadlocks() picks, (a b) or (b c), follows set order (see the report).
     kinds = sorted(f.message.split(":")[0] for f in result.findings)
@@ -119,35 +130,35 @@ def test_deadlock_member_of_a_larger_knot_is_reported_as_waiting() -> None:
 def test_deadlock_ignores_workloads_stuck_behind_a_term_that_matches_nothing() -> None:
     """Those are affinity-no-match's roots; nor is a workload that can follow one that starts."""
     text = stream(
-        workload("ghostly", affinity=[term("ghost", HOST, {"matchLabels": {"app": "nobody"}})]),
-        workload("follower", affinity=[term("follower", HOST, {"matchLabels": {"app": "ghostly"}})]),
-        workload("db"),
-        workload("api", affinity=[term("api", HOST, {"matchLabels": {"app": "db"}})]),
+        block_workload("ghostly", affinity=[term("ghost", HOST, {"matchLabels": {"app": "nobody"}})]),
+        block_workload("follower", affinity=[term("follower", HOST, {"matchLabels": {"app": "ghostly"}})]),
+        block_workload("db"),
+        block_workload("api", affinity=[term("api", HOST, {"matchLabels": {"app": "db"}})]),
     )
-    assert found(run(text, DEADLOCK)) == []
+    assert found(lint_graph(text, DEADLOCK)) == []
 
 
 def test_deadlock_reported_at_the_term_its_own_pods_do_not_match() -> None:
     """a's first term matches a itself (and b); the second, b only, is what keeps a waiting."""
     text = stream(
-        workload(
+        block_workload(
             "a",
             labels={"app": "a", "stack": "shop"},
             affinity=[term("a-stack", HOST, {"matchLabels": {"stack": "shop"}}), term("a-b", HOST, BPP)],
         ),
-        workload("b", labels={"app": "b", "stack": "shop"}, affinity=[term("b-a", HOST, APP)]),
+        block_workload("b", labels={"app": "b", "stack": "shop"}, affinity=[term("b-a", HOST, APP)]),
     )
-    assert found(run(text)) == at(text, DEADLOCK, "a-b", "b-a")
+    assert found(lint_graph(text)) == at(text, DEADLOCK, "a-b", "b-a")
 
 
 def test_deadlock_waiter_may_follow_a_workload_that_can_start() -> None:
     """w could follow a (deadlocked) or db (starts): db starts, so w is placeable."""
     text = stream(
         PAIR,
-        workload("db", labels={"app": "a", "role": "db"}),
-        workload("w", affinity=[term("w", HOST, APP)]),
+        block_workload("db", labels={"app": "a", "role": "db"}),
+        block_workload("w", affinity=[term("w", HOST, APP)]),
     )
-    assert found(run(text, DEADLOCK)) == []  # db also breaks a's cycle: b follows db
+    assert found(lint_graph(text, DEADLOCK)) == []  # db also breaks a's cycle: b follows db
 
 
 def test_deadlock_broken_by_existing_pods_of_the_cluster(tmp_path: Path) -> None:
@@ -205,6 +216,6 @@ def test_deadlock_existing_pods_in_another_namespace_do_not_help(tmp_path: Path)
 
 
 def test_deadlock_severity_configured_wins() -> None:
-    result = run(PAIR, DEADLOCK, severity={DEADLOCK: Severity.WARNING})
+    result = lint_graph(PAIR, DEADLOCK, severity={DEADLOCK: Severity.WARNING})
     assert found(result) == at(PAIR, DEADLOCK, "a-needs-b", "b-needs-a")
     assert {f.severity for f in result.findings} == {Severity.WARNING}

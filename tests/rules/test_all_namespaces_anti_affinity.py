@@ -11,7 +11,7 @@ import json
 from kaffinity.findings import Severity
 
 from ..kit import keys, lint_text, position
-from .graph_policy_inputs import ALL_NS, doc_at, lint_objects, lint_rule, term, workload
+from .graph_policy_inputs import ALL_NS, doc_at, graph_workload, lint_objects, lint_rule, term
 
 # -- all-namespaces-anti-affinity -----------------------------------------------------------------
 
@@ -87,9 +87,9 @@ def test_many_victims_are_counted_and_none_is_said_so() -> None:
 
 def test_an_empty_label_selector_with_hostname_is_a_warning_naming_its_namespace_neighbours() -> None:
     objects = [
-        workload("loner", "ns-a", {"app": "loner"}, anti=[term({})]),
-        workload("neighbour", "ns-a", {"app": "neighbour"}),
-        workload("elsewhere", "ns-b", {"app": "elsewhere"}),
+        graph_workload("loner", "ns-a", {"app": "loner"}, anti=[term({})]),
+        graph_workload("neighbour", "ns-a", {"app": "neighbour"}),
+        graph_workload("elsewhere", "ns-b", {"app": "elsewhere"}),
     ]
     found = lint_objects(*objects, rule=ALL_NS)
     assert keys(found) == [(ALL_NS, *doc_at(tuple(objects), 0, '"labelSelector"'))]
@@ -106,14 +106,14 @@ def test_an_empty_label_selector_with_hostname_is_a_warning_naming_its_namespace
 
 def test_an_empty_selector_over_every_namespace_names_everyone() -> None:
     objects = [
-        workload(
+        graph_workload(
             "hog",
             "ns-a",
             {"app": "hog"},
             anti=[term({}, "topology.kubernetes.io/region", namespaceSelector={})],
         ),
-        workload("neighbour", "ns-a", {"app": "neighbour"}),
-        workload("elsewhere", "ns-b", {"app": "elsewhere"}),
+        graph_workload("neighbour", "ns-a", {"app": "neighbour"}),
+        graph_workload("elsewhere", "ns-b", {"app": "elsewhere"}),
     ]
     found = lint_objects(*objects, rule=ALL_NS)
     assert keys(found) == [(ALL_NS, *doc_at(tuple(objects), 0, '"namespaceSelector"'))]
@@ -128,23 +128,23 @@ def test_an_empty_selector_over_every_namespace_names_everyone() -> None:
 
 def test_specific_selectors_scopes_and_soft_terms_are_quiet() -> None:
     objects = [
-        workload(
+        graph_workload(
             "a",
             "ns-a",
             {"app": "a"},
             anti=[term({"matchLabels": {"app": "b"}}, "topology.kubernetes.io/zone")],
         ),
-        workload(
+        graph_workload(
             "b",
             "ns-a",
             {"app": "b"},
             anti=[term({"matchLabels": {"app": "a"}}, namespaceSelector={"matchLabels": {"team": "x"}})],
         ),
-        workload("c", "ns-a", {"app": "c"}, preferred=[term({}, namespaceSelector={})]),
-        workload(
+        graph_workload("c", "ns-a", {"app": "c"}, preferred=[term({}, namespaceSelector={})]),
+        graph_workload(
             "d", "ns-a", {"app": "d"}, anti=[term(None, namespaceSelector={"matchLabels": {"team": "x"}})]
         ),
-        workload("e", "ns-a", {"app": "e"}, affinity=[term({}, namespaceSelector={})]),
+        graph_workload("e", "ns-a", {"app": "e"}, affinity=[term({}, namespaceSelector={})]),
     ]
     assert keys(lint_objects(*objects, rule=ALL_NS)) == []
 
@@ -154,7 +154,7 @@ def test_match_label_keys_make_an_empty_selector_specific() -> None:
     no longer {}."""
     objects = [
         {
-            **workload(
+            **graph_workload(
                 "web",
                 "ns-a",
                 {"app": "web"},
@@ -167,7 +167,7 @@ def test_match_label_keys_make_an_empty_selector_specific() -> None:
 
 
 def test_configured_severity_wins_over_the_hostname_warning() -> None:
-    objects = [workload("loner", "ns-a", {"app": "loner"}, anti=[term({})])]
+    objects = [graph_workload("loner", "ns-a", {"app": "loner"}, anti=[term({})])]
     text = json.dumps(objects[0])
     result = lint_text(text, "input.yaml", select=(ALL_NS,), severity={ALL_NS: Severity.INFO})
     assert keys(result) == [(ALL_NS, *position(text, '"labelSelector"'))]

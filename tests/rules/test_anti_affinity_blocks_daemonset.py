@@ -9,15 +9,15 @@ from __future__ import annotations
 from kaffinity.findings import Severity
 
 from ..kit import keys
-from .graph_policy_inputs import DAEMON, doc_at, doc_line, lint_objects, related_lines, term, workload
+from .graph_policy_inputs import DAEMON, doc_at, doc_line, graph_workload, lint_objects, related_lines, term
 
 # -- anti-affinity-blocks-daemonset ---------------------------------------------------------------
 
-DAEMONSET = workload("fluent-bit", "logging", {"app": "fluent-bit", "tier": "infra"}, kind="DaemonSet")
+DAEMONSET = graph_workload("fluent-bit", "logging", {"app": "fluent-bit", "tier": "infra"}, kind="DaemonSet")
 
 
 def test_anti_affinity_on_a_label_the_daemonset_shares_is_reported_with_the_daemonset() -> None:
-    cache = workload(
+    cache = graph_workload(
         "cache",
         "logging",
         {"app": "cache"},
@@ -33,7 +33,7 @@ def test_anti_affinity_on_a_label_the_daemonset_shares_is_reported_with_the_daem
 
 
 def test_zone_keys_and_all_namespace_terms_reach_a_daemonset_elsewhere() -> None:
-    zone = workload(
+    zone = graph_workload(
         "zonal",
         "apps",
         {"app": "zonal"},
@@ -51,7 +51,7 @@ def test_selectors_scopes_and_own_terms_that_miss_the_daemonset_are_quiet() -> N
     objects = [
         DAEMONSET,
         # excludes the DaemonSet's pods
-        workload(
+        graph_workload(
             "a",
             "logging",
             {"app": "a"},
@@ -65,11 +65,11 @@ def test_selectors_scopes_and_own_terms_that_miss_the_daemonset_are_quiet() -> N
             ],
         ),
         # the DaemonSet is outside the term's namespace
-        workload("b", "apps", {"app": "b"}, anti=[term({"matchLabels": {"tier": "infra"}})]),
+        graph_workload("b", "apps", {"app": "b"}, anti=[term({"matchLabels": {"tier": "infra"}})]),
         # preferred only
-        workload("c", "logging", {"app": "c"}, preferred=[term({"matchLabels": {"tier": "infra"}})]),
+        graph_workload("c", "logging", {"app": "c"}, preferred=[term({"matchLabels": {"tier": "infra"}})]),
         # a DaemonSet's term on its own pods
-        workload(
+        graph_workload(
             "agent",
             "logging",
             {"app": "agent"},
@@ -81,7 +81,7 @@ def test_selectors_scopes_and_own_terms_that_miss_the_daemonset_are_quiet() -> N
 
 
 def test_a_daemonset_on_another_node_pool_is_quiet_on_hostname_only() -> None:
-    gpu_daemon = workload(
+    gpu_daemon = graph_workload(
         "gpu-agent",
         "ops",
         {"app": "gpu-agent", "tier": "infra"},
@@ -89,8 +89,10 @@ def test_a_daemonset_on_another_node_pool_is_quiet_on_hostname_only() -> None:
         pod={"nodeSelector": {"pool": "gpu"}},
     )
     on_general = {"nodeSelector": {"pool": "general"}}
-    host = workload("h", "ops", {"app": "h"}, anti=[term({"matchLabels": {"tier": "infra"}})], pod=on_general)
-    zone = workload(
+    host = graph_workload(
+        "h", "ops", {"app": "h"}, anti=[term({"matchLabels": {"tier": "infra"}})], pod=on_general
+    )
+    zone = graph_workload(
         "z",
         "ops",
         {"app": "z"},
@@ -102,7 +104,7 @@ def test_a_daemonset_on_another_node_pool_is_quiet_on_hostname_only() -> None:
 
 
 def test_another_daemonset_matched_counts() -> None:
-    agent = workload(
+    agent = graph_workload(
         "agent",
         "logging",
         {"app": "agent"},

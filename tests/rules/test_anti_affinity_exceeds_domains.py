@@ -12,14 +12,14 @@ so it is asserted on the message; where and what are asserted as (rule, line, co
 from __future__ import annotations
 
 from ..kit import keys, line_of, only
-from .pending_inputs import anti, node, pod, run, text_of, where, workload, zones
+from .pending_inputs import anti, lint_on_cluster, node, pending_workload, running_pod, text_of, where, zones
 
 # --- anti-affinity-exceeds-domains ------------------------------------------------------------------
 
 
 def test_anti_affinity_exceeds_zones_says_how_many_stay_pending() -> None:
     objects = [
-        workload(
+        pending_workload(
             "kafka",
             "StatefulSet",
             5,
@@ -29,7 +29,7 @@ def test_anti_affinity_exceeds_zones_says_how_many_stay_pending() -> None:
     ]
     objects[0]["spec"]["podManagementPolicy"] = "Parallel"
     del objects[0]["spec"]["template"]["spec"]["podManagementPolicy"]
-    finding = only(run(objects, zones(3, 2)), "anti-affinity-exceeds-domains")
+    finding = only(lint_on_cluster(objects, zones(3, 2)), "anti-affinity-exceeds-domains")
     assert (finding.line, finding.column) == where(objects, '"topologyKey"')
     assert "asks for 5 replicas" in finding.message
     assert (
@@ -42,9 +42,11 @@ def test_anti_affinity_exceeds_zones_says_how_many_stay_pending() -> None:
 
 def test_anti_affinity_exceeds_ordered_ready_stops_at_the_first_pending_pod() -> None:
     objects = [
-        workload("kafka", "StatefulSet", 5, affinity=anti("topology.kubernetes.io/zone", {"app": "kafka"}))
+        pending_workload(
+            "kafka", "StatefulSet", 5, affinity=anti("topology.kubernetes.io/zone", {"app": "kafka"})
+        )
     ]
-    finding = only(run(objects, zones(3)), "anti-affinity-exceeds-domains")
+    finding = only(lint_on_cluster(objects, zones(3)), "anti-affinity-exceeds-domains")
     assert (finding.line, finding.column) == where(objects, '"topologyKey"')
     assert "kafka-3 stays Pending and, as podManagementPolicy is OrderedReady" in finding.message
     assert "never creates kafka-4" in finding.message
@@ -53,7 +55,7 @@ def test_anti_affinity_exceeds_ordered_ready_stops_at_the_first_pending_pod() ->
 def test_anti_affinity_exceeds_counts_a_foreign_pod_that_takes_a_zone() -> None:
     """R - D plus the domains other pods the term selects already hold."""
     objects = [
-        workload(
+        pending_workload(
             "q",
             replicas=4,
             labels={"app": "q", "v": "2"},
@@ -63,8 +65,8 @@ def test_anti_affinity_exceeds_counts_a_foreign_pod_that_takes_a_zone() -> None:
     objects[0]["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"
     ][0]["matchLabelKeys"] = ["pod-template-hash"]
-    cluster = [*zones(3), pod("q-legacy", "n-a-0", {"app": "q", "v": "1"})]
-    finding = only(run(objects, cluster), "anti-affinity-exceeds-domains")
+    cluster = [*zones(3), running_pod("q-legacy", "n-a-0", {"app": "q", "v": "1"})]
+    finding = only(lint_on_cluster(objects, cluster), "anti-affinity-exceeds-domains")
     assert (finding.line, finding.column) == where(objects, '"topologyKey"')
     assert "1 fewer than the replicas" in finding.message
     # matchLabelKeys scopes the term to this revision: the legacy pod is not selected.
@@ -74,7 +76,7 @@ def test_anti_affinity_exceeds_counts_a_foreign_pod_that_takes_a_zone() -> None:
     del objects[0]["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"
     ][0]["matchLabelKeys"]
-    finding = only(run(objects, cluster), "anti-affinity-exceeds-domains")
+    finding = only(lint_on_cluster(objects, cluster), "anti-affinity-exceeds-domains")
     assert (finding.line, finding.column) == where(objects, '"topologyKey"')
     assert (
         "zone a already holds q-legacy, which the term selects; that leaves 2 zones free" in finding.message
@@ -88,9 +90,15 @@ def test_anti_affinity_exceeds_counts_a_foreign_pod_that_takes_a_zone() -> None:
 
 def test_anti_affinity_exceeds_counts_its_own_old_pods_sharing_a_zone() -> None:
     """R - D minus the existing pods of its own that already share a domain (IgnoredDuringExecution)."""
-    objects = [workload("db", "StatefulSet", 4, affinity=anti("topology.kubernetes.io/zone", {"app": "db"}))]
-    cluster = [*zones(2), pod("db-0", "n-a-0", {"app": "db"}), pod("db-1", "n-a-0", {"app": "db"})]
-    finding = only(run(objects, cluster), "anti-affinity-exceeds-domains")
+    objects = [
+        pending_workload("db", "StatefulSet", 4, affinity=anti("topology.kubernetes.io/zone", {"app": "db"}))
+    ]
+    cluster = [
+        *zones(2),
+        running_pod("db-0", "n-a-0", {"app": "db"}),
+        running_pod("db-1", "n-a-0", {"app": "db"}),
+    ]
+    finding = only(lint_on_cluster(objects, cluster), "anti-affinity-exceeds-domains")
     assert (finding.line, finding.column) == where(objects, '"topologyKey"')
     assert "2 fewer than the replicas" in finding.message
     assert "db-0 and db-1 of its own already run in zone a" in finding.message
@@ -101,10 +109,14 @@ def test_anti_affinity_exceeds_counts_its_own_old_pods_sharing_a_zone() -> None:
 def test_anti_affinity_on_a_key_some_nodes_lack_bounds_nothing() -> None:
     """A node without the key passes anti-affinity (``satisfyPodAntiAffinity``): pods go there
     without limit."""
-    objects = [workload("db", "StatefulSet", 5, affinity=anti("topology.kubernetes.io/zone", {"app": "db"}))]
-    assert run(objects, [*zones(2), node("bare")]).findings == ()
+    objects = [
+        pending_workload("db", "StatefulSet", 5, affinity=anti("topology.kubernetes.io/zone", {"app": "db"}))
+    ]
+    assert lint_on_cluster(objects, [*zones(2), node("bare")]).findings == ()
 
 
 def test_anti_affinity_within_the_domains_is_quiet() -> None:
-    objects = [workload("db", "StatefulSet", 3, affinity=anti("topology.kubernetes.io/zone", {"app": "db"}))]
-    assert keys(run(objects, zones(3))) == []
+    objects = [
+        pending_workload("db", "StatefulSet", 3, affinity=anti("topology.kubernetes.io/zone", {"app": "db"}))
+    ]
+    assert keys(lint_on_cluster(objects, zones(3))) == []

@@ -17,9 +17,9 @@ from .validation_inputs import (
     SPREAD,
     TEMPLATE,
     assert_at,
-    check,
+    check_schema,
     deployment,
-    lint_text,
+    lint_schema,
     node_required,
     pod,
 )
@@ -44,7 +44,7 @@ def test_null_label_selector_warning_in_pod_affinity_terms() -> None:
                   labelSelector: null
         """
     )
-    findings = lint_text(text).findings
+    findings = lint_schema(text).findings
     # The first term has no labelSelector: reported at the term (its first key); the second at
     # its `labelSelector: null`.
     assert {(f.rule, f.line, f.column, f.path) for f in findings} == {
@@ -72,7 +72,7 @@ def test_null_label_selector_warning_in_a_spread_constraint() -> None:
             whenUnsatisfiable: ScheduleAnyway
         """
     )
-    finding = only(lint_text(text))
+    finding = only(lint_schema(text))
     assert_at(
         finding,
         "api-warning",
@@ -93,12 +93,12 @@ def test_an_empty_label_selector_is_no_warning() -> None:
             labelSelector: {}
         """
     )
-    check(text)
+    check_schema(text)
 
 
 def test_deprecated_label_as_node_selector_key() -> None:
     text = pod("nodeSelector:\n  beta.kubernetes.io/os: linux\n")
-    finding = only(lint_text(text))
+    finding = only(lint_schema(text))
     assert_at(
         finding, "api-warning", text, "beta.kubernetes.io/os", "spec.nodeSelector[beta.kubernetes.io/os]"
     )
@@ -107,7 +107,7 @@ def test_deprecated_label_as_node_selector_key() -> None:
 
 def test_deprecated_label_as_node_affinity_key() -> None:
     text = node_required("{key: failure-domain.beta.kubernetes.io/zone, operator: In, values: [a]}")
-    finding = only(lint_text(text))
+    finding = only(lint_schema(text))
     assert_at(
         finding,
         "api-warning",
@@ -121,7 +121,7 @@ def test_deprecated_label_as_node_affinity_key() -> None:
 
 def test_deprecated_label_as_spread_topology_key() -> None:
     text = pod(SPREAD.replace("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"))
-    finding = only(lint_text(text), "api-warning")
+    finding = only(lint_schema(text), "api-warning")
     path = "spec.topologySpreadConstraints[0].topologyKey"
     assert_at(finding, "api-warning", text, "failure-domain", path, at="topologyKey")
 
@@ -130,4 +130,4 @@ def test_deprecated_label_as_pod_affinity_topology_key_is_no_warning() -> None:
     text = deployment(
         ANTI_POD_SPEC.replace("kubernetes.io/hostname", "failure-domain.beta.kubernetes.io/zone")
     )
-    check(text)
+    check_schema(text)

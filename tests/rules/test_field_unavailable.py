@@ -10,12 +10,12 @@ from __future__ import annotations
 import pytest
 
 from ..kit import findings, only
-from .validation_inputs import ANTI_MATCH_KEYS, ANTI_TERM, assert_at, lint_text
+from .validation_inputs import ANTI_MATCH_KEYS, ANTI_TERM, assert_at, lint_schema
 
 
 @pytest.mark.parametrize("version", ["1.27", "1.28"])
 def test_pod_affinity_match_label_keys_is_not_a_field_before_1_29(version: str) -> None:
-    finding = only(lint_text(ANTI_MATCH_KEYS, kube_version=version))
+    finding = only(lint_schema(ANTI_MATCH_KEYS, kube_version=version))
     assert_at(finding, "field-unavailable", ANTI_MATCH_KEYS, "matchLabelKeys", f"{ANTI_TERM}.matchLabelKeys")
     assert "1.29" in finding.message
 
@@ -24,4 +24,4 @@ def test_pod_affinity_match_label_keys_is_not_a_field_before_1_29(version: str) 
 def test_pod_affinity_match_label_keys_is_a_field_from_1_29(version: str) -> None:
     """The fixed variant: from 1.29 the field exists (dropped by its gate on 1.29-1.30, which
     gated-field-dropped says; kept from 1.31), so field-unavailable says nothing."""
-    assert findings(lint_text(ANTI_MATCH_KEYS, kube_version=version), "field-unavailable") == []
+    assert findings(lint_schema(ANTI_MATCH_KEYS, kube_version=version), "field-unavailable") == []

@@ -16,7 +16,15 @@ import pytest
 from kaffinity.config import KUBE_VERSIONS
 
 from ..kit import keys, only, position
-from .validation_inputs import ANTI_MATCH_KEYS, ANTI_TERM, SPREAD_POD, assert_at, check, lint_text, pod
+from .validation_inputs import (
+    ANTI_MATCH_KEYS,
+    ANTI_TERM,
+    SPREAD_POD,
+    assert_at,
+    check_schema,
+    lint_schema,
+    pod,
+)
 
 PRE_1_31 = ("1.27", "1.28", "1.29", "1.30")
 FROM_1_31 = tuple(v for v in KUBE_VERSIONS if v not in PRE_1_31)
@@ -24,7 +32,7 @@ FROM_1_31 = tuple(v for v in KUBE_VERSIONS if v not in PRE_1_31)
 
 @pytest.mark.parametrize("version", ["1.29", "1.30"])
 def test_pod_affinity_match_label_keys_is_dropped_while_the_gate_is_alpha(version: str) -> None:
-    finding = only(lint_text(ANTI_MATCH_KEYS, kube_version=version))
+    finding = only(lint_schema(ANTI_MATCH_KEYS, kube_version=version))
     assert_at(
         finding, "gated-field-dropped", ANTI_MATCH_KEYS, "matchLabelKeys", f"{ANTI_TERM}.matchLabelKeys"
     )
@@ -34,12 +42,12 @@ def test_pod_affinity_match_label_keys_is_dropped_while_the_gate_is_alpha(versio
 
 @pytest.mark.parametrize("version", FROM_1_31)
 def test_pod_affinity_match_label_keys_is_accepted_from_1_31(version: str) -> None:
-    check(ANTI_MATCH_KEYS, kube_version=version)
+    check_schema(ANTI_MATCH_KEYS, kube_version=version)
 
 
 @pytest.mark.parametrize("version", ["1.31", "1.32"])
 def test_pod_affinity_match_label_keys_is_dropped_when_the_beta_gate_is_turned_off(version: str) -> None:
-    result = lint_text(
+    result = lint_schema(
         ANTI_MATCH_KEYS, kube_version=version, feature_gates={"MatchLabelKeysInPodAffinity": False}
     )
     finding = only(result)
@@ -51,7 +59,7 @@ def test_pod_affinity_match_label_keys_is_dropped_when_the_beta_gate_is_turned_o
 
 def test_mismatch_label_keys_is_dropped_with_the_same_gate() -> None:
     text = ANTI_MATCH_KEYS.replace("matchLabelKeys: [pod-template-hash]", "mismatchLabelKeys: [tenant]")
-    finding = only(lint_text(text, kube_version="1.30"))
+    finding = only(lint_schema(text, kube_version="1.30"))
     assert_at(finding, "gated-field-dropped", text, "mismatchLabelKeys", f"{ANTI_TERM}.mismatchLabelKeys")
 
 
@@ -59,9 +67,9 @@ def test_a_dropped_field_is_not_validated_further() -> None:
     text = ANTI_MATCH_KEYS.replace("[pod-template-hash]", "['-bad-key']")
     # Dropped on 1.30: nothing is left for validation to reject.
     field = position(text, "matchLabelKeys")
-    assert keys(lint_text(text, kube_version="1.30")) == [("gated-field-dropped", *field)]
+    assert keys(lint_schema(text, kube_version="1.30")) == [("gated-field-dropped", *field)]
     # Kept on 1.31: the key is validated as a label key.
-    invalid = only(lint_text(text, kube_version="1.31"))
+    invalid = only(lint_schema(text, kube_version="1.31"))
     assert_at(
         invalid, "api-validation", text, "matchLabelKeys", f"{ANTI_TERM}.matchLabelKeys[0]", at="'-bad-key'"
     )
@@ -78,15 +86,15 @@ def test_a_dropped_field_is_not_merged_into_a_pods_selector() -> None:
                 matchLabelKeys: [app]
         """
     )
-    assert keys(lint_text(text, kube_version="1.30")) == [
+    assert keys(lint_schema(text, kube_version="1.30")) == [
         ("gated-field-dropped", *position(text, "matchLabelKeys"))
     ]
     # Kept on 1.31 and merged: the key is in the selector already.
-    assert keys(lint_text(text, kube_version="1.31")) == [("api-validation", *position(text, "app]"))]
+    assert keys(lint_schema(text, kube_version="1.31")) == [("api-validation", *position(text, "app]"))]
 
 
 def test_spread_match_label_keys_is_dropped_when_its_gate_is_off() -> None:
-    result = lint_text(
+    result = lint_schema(
         SPREAD_POD, kube_version="1.37", feature_gates={"MatchLabelKeysInPodTopologySpread": False}
     )
     finding = only(result)

@@ -10,7 +10,7 @@ from typing import Any
 from kaffinity.findings import Severity
 
 from ..kit import keys
-from .graph_policy_inputs import OVERLAP, doc_at, doc_line, lint_objects, related_lines, workload
+from .graph_policy_inputs import OVERLAP, doc_at, doc_line, graph_workload, lint_objects, related_lines
 
 
 def pdb(name: str, namespace: str, selector: dict[str, Any] | None, api: str = "policy/v1") -> dict[str, Any]:
@@ -29,8 +29,8 @@ def pdb(name: str, namespace: str, selector: dict[str, Any] | None, api: str = "
 
 
 def test_two_budgets_on_the_same_pods_are_each_reported_at_their_selector() -> None:
-    web = workload("web", "shop", {"app": "web", "tier": "frontend"})
-    admin = workload("admin", "shop", {"app": "admin", "tier": "frontend"})
+    web = graph_workload("web", "shop", {"app": "web", "tier": "frontend"})
+    admin = graph_workload("admin", "shop", {"app": "admin", "tier": "frontend"})
     objects = [
         web,
         admin,
@@ -54,7 +54,7 @@ def test_two_budgets_on_the_same_pods_are_each_reported_at_their_selector() -> N
 
 
 def test_three_budgets_name_both_others() -> None:
-    web = workload("web", "shop", {"app": "web", "tier": "frontend", "team": "a"})
+    web = graph_workload("web", "shop", {"app": "web", "tier": "frontend", "team": "a"})
     objects = [
         web,
         pdb("one", "shop", {"matchLabels": {"app": "web"}}),
@@ -70,8 +70,8 @@ def test_three_budgets_name_both_others() -> None:
 
 def test_disjoint_other_namespace_nil_v1beta1_empty_and_scaled_to_zero_are_quiet() -> None:
     objects = [
-        workload("web", "shop", {"app": "web", "tier": "frontend"}),
-        workload("idle", "shop", {"app": "idle", "tier": "idle"}, replicas=0),
+        graph_workload("web", "shop", {"app": "web", "tier": "frontend"}),
+        graph_workload("idle", "shop", {"app": "idle", "tier": "idle"}, replicas=0),
         pdb("web", "shop", {"matchLabels": {"app": "web"}}),
         pdb("other-ns", "elsewhere", {"matchLabels": {"app": "web"}}),
         pdb("nil", "shop", None),
@@ -86,7 +86,7 @@ def test_disjoint_other_namespace_nil_v1beta1_empty_and_scaled_to_zero_are_quiet
 def test_the_same_budget_twice_is_one_object_not_an_overlap() -> None:
     """Two documents with one name are variants of one object (overlays, fixtures linted together)."""
     objects = [
-        workload("web", "shop", {"app": "web"}),
+        graph_workload("web", "shop", {"app": "web"}),
         pdb("web", "shop", {"matchLabels": {"app": "web"}}),
         pdb("web", "shop", {"matchLabels": {"app": "web"}}),
     ]

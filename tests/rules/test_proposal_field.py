@@ -9,7 +9,7 @@ the Gt/Lt operators of pod label selectors proposed with it.
 from __future__ import annotations
 
 from ..kit import keys, only, position
-from .validation_inputs import RDE, TEMPLATE, assert_at, check, deployment, lint_text
+from .validation_inputs import RDE, TEMPLATE, assert_at, check_schema, deployment, lint_schema
 
 RDE_SPEC = f"""\
 affinity:
@@ -36,14 +36,14 @@ POD_GT_REQUIREMENT = (
 
 def test_required_during_execution_is_a_proposal_field() -> None:
     text = deployment(RDE_SPEC)
-    finding = only(lint_text(text))
+    finding = only(lint_schema(text))
     assert_at(finding, "proposal-field", text, RDE, f"{TEMPLATE}.affinity.nodeAffinity.{RDE}")
     assert "KEP-4328" in finding.message
 
 
 def test_a_bad_value_inside_a_proposal_field_is_not_reported() -> None:
     text = deployment(RDE_SPEC.replace("operator: In", "operator: Bogus"))
-    assert keys(lint_text(text)) == [("proposal-field", *position(text, RDE))]
+    assert keys(lint_schema(text)) == [("proposal-field", *position(text, RDE))]
 
 
 def test_an_unknown_field_inside_a_proposal_field_is_not_reported() -> None:
@@ -51,18 +51,18 @@ def test_an_unknown_field_inside_a_proposal_field_is_not_reported() -> None:
     text = deployment(
         RDE_SPEC.replace("      nodeSelectorTerms:", "      nodeSelectorTermz: 1\n      nodeSelectorTerms:")
     )
-    assert keys(lint_text(text)) == [("proposal-field", *position(text, RDE))]
+    assert keys(lint_schema(text)) == [("proposal-field", *position(text, RDE))]
 
 
 def test_gt_in_a_pod_affinity_selector_is_a_proposal_operator() -> None:
     text = deployment(POD_GT_SPEC)
-    finding = only(lint_text(text))
+    finding = only(lint_schema(text))
     assert_at(finding, "proposal-field", text, "operator: Gt", f"{POD_GT_REQUIREMENT}.operator")
 
 
 def test_proposals_honoured_accept_both() -> None:
-    check(deployment(RDE_SPEC), proposals=True)
-    check(deployment(POD_GT_SPEC), proposals=True)
+    check_schema(deployment(RDE_SPEC), proposals=True)
+    check_schema(deployment(POD_GT_SPEC), proposals=True)
 
 
 def test_proposals_honoured_validate_required_during_execution_like_the_required_selector() -> None:
@@ -74,8 +74,8 @@ def test_proposals_honoured_validate_required_during_execution_like_the_required
               nodeSelectorTerms: []
         """
     )
-    assert [f.rule for f in lint_text(text).findings] == ["proposal-field"]
-    finding = only(lint_text(text, proposals=True))
+    assert [f.rule for f in lint_schema(text).findings] == ["proposal-field"]
+    finding = only(lint_schema(text, proposals=True))
     assert_at(
         finding,
         "api-validation",
@@ -88,6 +88,6 @@ def test_proposals_honoured_validate_required_during_execution_like_the_required
 
 def test_proposals_honoured_gt_in_a_pod_selector_takes_one_value() -> None:
     text = deployment(POD_GT_SPEC.replace('values: ["20"]', 'values: ["20", "30"]'))
-    finding = only(lint_text(text, proposals=True))
+    finding = only(lint_schema(text, proposals=True))
     assert_at(finding, "api-validation", text, "operator: Gt", f"{POD_GT_REQUIREMENT}.values", at="values:")
     assert "Required value" in finding.message

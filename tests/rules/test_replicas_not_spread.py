@@ -18,11 +18,11 @@ from .graph_policy_inputs import (
     SPREAD,
     doc_at,
     doc_line,
+    graph_workload,
     lint_objects,
     lint_rule,
     related_lines,
     term,
-    workload,
 )
 
 
@@ -47,7 +47,7 @@ def hpa(
 
 
 def test_replicas_without_spreading_are_advice_at_spec_replicas() -> None:
-    web = workload("web", "shop", {"app": "web"}, kind="Deployment", replicas=3)
+    web = graph_workload("web", "shop", {"app": "web"}, kind="Deployment", replicas=3)
     found = lint_objects(web, rule=SPREAD)
     assert keys(found) == [(SPREAD, *doc_at((web,), 0, '"replicas"'))]
     (finding,) = found
@@ -84,13 +84,17 @@ def test_replicas_without_spreading_are_advice_at_spec_replicas() -> None:
 )
 def test_anything_that_spreads_or_places_the_replicas_is_quiet(spreading: dict[str, Any]) -> None:
     assert (
-        keys(lint_objects(workload("web", "shop", {"app": "web"}, replicas=3, **spreading), rule=SPREAD))
+        keys(
+            lint_objects(graph_workload("web", "shop", {"app": "web"}, replicas=3, **spreading), rule=SPREAD)
+        )
         == []
     )
 
 
 def test_anti_affinity_on_other_pods_does_not_spread_and_the_message_says_so() -> None:
-    web = workload("web", "shop", {"app": "web"}, replicas=2, anti=[term({"matchLabels": {"app": "batch"}})])
+    web = graph_workload(
+        "web", "shop", {"app": "web"}, replicas=2, anti=[term({"matchLabels": {"app": "batch"}})]
+    )
     found = lint_objects(web, rule=SPREAD)
     assert keys(found) == [(SPREAD, *doc_at((web,), 0, '"replicas"'))]
     (finding,) = found
@@ -102,7 +106,7 @@ def test_anti_affinity_on_other_pods_does_not_spread_and_the_message_says_so() -
 def test_other_kinds_are_skipped(kind: str) -> None:
     obj: dict[str, Any]
     if kind in ("DaemonSet",):
-        obj = workload("x", "shop", {"app": "x"}, kind=kind)
+        obj = graph_workload("x", "shop", {"app": "x"}, kind=kind)
     elif kind == "Pod":
         obj = {
             "apiVersion": "v1",
@@ -130,11 +134,15 @@ def test_other_kinds_are_skipped(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "ReplicaSet"])
 def test_replicated_kinds_fire_and_single_or_default_replicas_do_not(kind: str) -> None:
-    two = workload("x", "shop", {"app": "x"}, kind=kind, replicas=2)
+    two = graph_workload("x", "shop", {"app": "x"}, kind=kind, replicas=2)
     assert keys(lint_objects(two, rule=SPREAD)) == [(SPREAD, *doc_at((two,), 0, '"replicas"'))]
-    assert keys(lint_objects(workload("x", "shop", {"app": "x"}, kind=kind, replicas=1), rule=SPREAD)) == []
     assert (
-        keys(lint_objects(workload("x", "shop", {"app": "x"}, kind=kind, replicas=None), rule=SPREAD)) == []
+        keys(lint_objects(graph_workload("x", "shop", {"app": "x"}, kind=kind, replicas=1), rule=SPREAD))
+        == []
+    )
+    assert (
+        keys(lint_objects(graph_workload("x", "shop", {"app": "x"}, kind=kind, replicas=None), rule=SPREAD))
+        == []
     )
 
 
@@ -171,7 +179,7 @@ def test_a_template_without_labels_is_a_fragment_and_quiet() -> None:
 
 
 def test_an_autoscaler_decides_the_replica_count() -> None:
-    web = workload("web", "shop", {"app": "web"}, kind="Deployment", replicas=5)
+    web = graph_workload("web", "shop", {"app": "web"}, kind="Deployment", replicas=5)
     # minReplicas defaults to 1: the autoscaler may run one replica; quiet
     assert keys(lint_objects(web, hpa("web", "shop", None, api="autoscaling/v1"), rule=SPREAD)) == []
     assert keys(lint_objects(web, hpa("web", "shop", 1), rule=SPREAD)) == []

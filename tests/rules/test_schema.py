@@ -12,7 +12,16 @@ import pytest
 from kaffinity.findings import Finding
 
 from ..kit import findings, only, position
-from .validation_inputs import SPREAD, TEMPLATE, assert_at, check, deployment, lint_text, pod, toleration
+from .validation_inputs import (
+    SPREAD,
+    TEMPLATE,
+    assert_at,
+    check_schema,
+    deployment,
+    lint_schema,
+    pod,
+    toleration,
+)
 
 
 def where(findings: list[Finding]) -> list[tuple[str, int | None, int | None, str]]:
@@ -22,7 +31,7 @@ def where(findings: list[Finding]) -> list[tuple[str, int | None, int | None, st
 @pytest.mark.parametrize("operator", ["Lt", "Gt"])
 def test_toleration_comparison_is_outside_the_enumeration_before_1_35(operator: str) -> None:
     text = toleration(operator, '"10"')
-    finding = only(lint_text(text, kube_version="1.34"))
+    finding = only(lint_schema(text, kube_version="1.34"))
     assert_at(finding, "schema", text, "operator:", "spec.tolerations[0].operator")
 
 
@@ -38,7 +47,7 @@ def test_each_unknown_field_is_its_own_finding_on_its_own_line() -> None:
             efect: NoSchedule
         """
     )
-    findings = lint_text(text).findings
+    findings = lint_schema(text).findings
     assert where(list(findings)) == [
         ("schema", *position(text, "operater"), "spec.tolerations[0].operater"),
         ("schema", *position(text, "efect"), "spec.tolerations[0].efect"),
@@ -49,7 +58,7 @@ def test_each_unknown_field_is_its_own_finding_on_its_own_line() -> None:
 
 def test_unknown_field_without_a_close_name_has_no_suggestion() -> None:
     text = pod("affinity:\n  zzzzz: {}\n")
-    finding = only(lint_text(text))
+    finding = only(lint_schema(text))
     assert_at(finding, "schema", text, "zzzzz", "spec.affinity.zzzzz")
     assert finding.fix is None  # no close name to suggest
     assert "did you mean" not in finding.message  # nor in the wording
@@ -65,7 +74,7 @@ def test_a_type_error_is_not_also_an_enum_error() -> None:
             labelSelector: {matchLabels: {app: web}}
         """
     )
-    finding = only(lint_text(text))
+    finding = only(lint_schema(text))
     assert_at(
         finding,
         "schema",
@@ -77,7 +86,7 @@ def test_a_type_error_is_not_also_an_enum_error() -> None:
 
 def test_a_value_outside_the_enumeration() -> None:
     text = deployment(SPREAD.replace("DoNotSchedule", "DoNotSchedul"))
-    finding = only(lint_text(text))
+    finding = only(lint_schema(text))
     assert_at(
         finding,
         "schema",
@@ -100,7 +109,7 @@ def test_patch_directives_are_not_fields() -> None:
           - {key: a, operator: Exists, $patch: delete}
         """
     )
-    check(text)
+    check_schema(text)
 
 
 PDB = """\
@@ -115,18 +124,18 @@ spec:
 
 @pytest.mark.parametrize("value", ["null", '"50%"', "2"])
 def test_int_or_string_accepts_int_string_and_null(value: str) -> None:
-    check(PDB.replace("VALUE", value))
+    check_schema(PDB.replace("VALUE", value))
 
 
 @pytest.mark.parametrize("value", ["[2]", "true"])
 def test_int_or_string_rejects_other_types(value: str) -> None:
-    finding = only(lint_text(PDB.replace("VALUE", value)))
+    finding = only(lint_schema(PDB.replace("VALUE", value)))
     assert (finding.rule, finding.line, finding.path) == ("schema", 5, "spec.minAvailable")
 
 
 def test_kinds_with_an_unknown_api_version_are_not_schema_checked() -> None:
     old = deployment("affinty: {}\ntolerations: [{key: a, operater: Exists}]\n", api_version="apps/v1beta1")
-    assert findings(lint_text(old), "schema") == []
-    assert len(findings(lint_text(old.replace("apps/v1beta1", "apps/v1")), "schema")) == 2
+    assert findings(lint_schema(old), "schema") == []
+    assert len(findings(lint_schema(old.replace("apps/v1beta1", "apps/v1")), "schema")) == 2
     custom = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec:\n  affinty: {}\n"
-    check(custom)
+    check_schema(custom)

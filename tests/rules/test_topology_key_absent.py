@@ -12,7 +12,7 @@ from __future__ import annotations
 from kaffinity.findings import Severity
 
 from ..kit import assert_found, keys, line_of
-from .pending_inputs import anti, node, run, spread, text_of, where, workload, zones
+from .pending_inputs import anti, lint_on_cluster, node, pending_workload, spread, text_of, where, zones
 
 # --- topology-key-absent ---------------------------------------------------------------------------
 
@@ -35,9 +35,9 @@ def test_key_absent_severity_per_kind_of_term() -> None:
         }
     }
     objects = [
-        workload("a", "StatefulSet", 1, affinity=preferred),
-        workload("b", topologySpreadConstraints=spread("example.com/rack", {"app": "b"})),
-        workload(
+        pending_workload("a", "StatefulSet", 1, affinity=preferred),
+        pending_workload("b", topologySpreadConstraints=spread("example.com/rack", {"app": "b"})),
+        pending_workload(
             "c",
             affinity={
                 "podAffinity": {
@@ -49,7 +49,7 @@ def test_key_absent_severity_per_kind_of_term() -> None:
         ),
     ]
     cluster = [node("n1"), node("n2")]  # no zone, no rack
-    result = run(objects, cluster)
+    result = lint_on_cluster(objects, cluster)
     got = sorted((f.line, f.column, f.severity) for f in result.findings)
     assert got == sorted(
         [
@@ -70,7 +70,7 @@ def test_key_absent_severity_per_kind_of_term() -> None:
 def test_key_absent_only_counts_eligible_nodes_and_suggests_a_close_key() -> None:
     """The key exists on a node the pod may not use (its nodeSelector excludes it): still absent."""
     objects = [
-        workload(
+        pending_workload(
             "web",
             nodeSelector={"pool": "web"},
             topologySpreadConstraints=spread("example.com/rakc", {"app": "web"}),
@@ -81,7 +81,7 @@ def test_key_absent_only_counts_eligible_nodes_and_suggests_a_close_key() -> Non
         node("n2", labels={"pool": "db", "example.com/rakc": "r2"}),
     ]
     found = assert_found(
-        run(objects, cluster),
+        lint_on_cluster(objects, cluster),
         "topology-key-absent",
         *where(objects, '"topologyKey": "example.com/rakc"'),
         severity="error",
@@ -96,7 +96,7 @@ def test_key_absent_only_counts_eligible_nodes_and_suggests_a_close_key() -> Non
 
 def test_key_absent_deprecated_zone_key_suggests_the_ga_key() -> None:
     objects = [
-        workload(
+        pending_workload(
             "db",
             "StatefulSet",
             2,
@@ -104,7 +104,7 @@ def test_key_absent_deprecated_zone_key_suggests_the_ga_key() -> None:
         )
     ]
     found = assert_found(
-        run(objects, zones()),
+        lint_on_cluster(objects, zones()),
         "topology-key-absent",
         *where(objects, '"topologyKey": "failure-domain.beta.kubernetes.io/zone"'),
         severity="warning",
@@ -113,10 +113,12 @@ def test_key_absent_deprecated_zone_key_suggests_the_ga_key() -> None:
 
 
 def test_key_absent_hostname_missing_from_the_cluster_file_is_a_warning_about_the_file() -> None:
-    objects = [workload("web", topologySpreadConstraints=spread("kubernetes.io/hostname", {"app": "web"}))]
+    objects = [
+        pending_workload("web", topologySpreadConstraints=spread("kubernetes.io/hostname", {"app": "web"}))
+    ]
     cluster = [node("n1", zone="a", hostname=False)]
     found = assert_found(
-        run(objects, cluster),
+        lint_on_cluster(objects, cluster),
         "topology-key-absent",
         *where(objects, '"topologyKey": "kubernetes.io/hostname"'),
         severity="warning",
@@ -124,18 +126,18 @@ def test_key_absent_hostname_missing_from_the_cluster_file_is_a_warning_about_th
     # The wording is the subject here: the cluster file is what is wrong, not the manifest.
     assert "the kubelet sets it on every node" in found["message"]
     # Required anti-affinity on hostname without the label: nothing (the file is what is wrong).
-    quiet = [workload("db", "StatefulSet", 2, affinity=anti("kubernetes.io/hostname", {"app": "db"}))]
-    assert keys(run(quiet, cluster)) == []
+    quiet = [pending_workload("db", "StatefulSet", 2, affinity=anti("kubernetes.io/hostname", {"app": "db"}))]
+    assert keys(lint_on_cluster(quiet, cluster)) == []
 
 
 def test_key_absent_is_quiet_without_eligible_nodes_and_for_an_empty_key() -> None:
     objects = [
-        workload(
+        pending_workload(
             "gpu", nodeSelector={"pool": "gpu"}, topologySpreadConstraints=spread("x/y", {"app": "gpu"})
         ),
-        workload("bad", topologySpreadConstraints=spread("", {"app": "bad"})),
+        pending_workload("bad", topologySpreadConstraints=spread("", {"app": "bad"})),
     ]
-    result = run(objects, zones())
+    result = lint_on_cluster(objects, zones())
     # gpu: no node at all (no-eligible-node says so); bad: rejected by the API server.
     assert keys(result) == [("no-eligible-node", *where(objects, '"pool": "gpu"'))]
 
@@ -146,12 +148,12 @@ def test_schedule_anyway_on_a_key_some_nodes_lack_is_quiet() -> None:
     is quiet (topology-key-absent stays quiet for the well-known zone key). The simulation once
     raised a KeyError here (Simulation.spread_nodes read the soft key on every node)."""
     constraints = spread("topology.kubernetes.io/zone", {"app": "web"}, hard=False)
-    objects = [workload("web", replicas=2, topologySpreadConstraints=constraints)]
-    assert keys(run(objects, [node("n1"), node("n2"), node("n3", zone="a")])) == []
+    objects = [pending_workload("web", replicas=2, topologySpreadConstraints=constraints)]
+    assert keys(lint_on_cluster(objects, [node("n1"), node("n2"), node("n3", zone="a")])) == []
     custom = spread("example.com/row", {"app": "web"}, hard=False)
     objects[0]["spec"]["template"]["spec"]["topologySpreadConstraints"] = custom
     assert_found(
-        run(objects, [node("n1"), node("n2")]),
+        lint_on_cluster(objects, [node("n1"), node("n2")]),
         "topology-key-absent",
         *where(objects, '"topologyKey": "example.com/row"'),
         severity="info",

@@ -16,15 +16,24 @@ from kaffinity.findings import Severity
 from kaffinity.rules import RULES
 
 from ..kit import keys, only
-from .pending_inputs import anti, context_of, node, pod, run, where, workload, zones
+from .pending_inputs import (
+    anti,
+    context_of,
+    lint_on_cluster,
+    node,
+    pending_workload,
+    running_pod,
+    where,
+    zones,
+)
 
 # --- unschedulable ---------------------------------------------------------------------------------
 
 
 def test_unschedulable_insufficient_cpu_points_at_the_request() -> None:
     containers = [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "6"}}}]
-    objects = [workload("batch", replicas=2, containers=containers)]
-    finding = only(run(objects, zones(2)), "unschedulable")
+    objects = [pending_workload("batch", replicas=2, containers=containers)]
+    finding = only(lint_on_cluster(objects, zones(2)), "unschedulable")
     assert (finding.line, finding.column) == where(objects, '"cpu": "6"')
     assert (
         "batch[0] and batch[1] stay Pending: 0/2 nodes are available: 2 Insufficient cpu." in finding.message
@@ -36,16 +45,18 @@ def test_unschedulable_insufficient_cpu_points_at_the_request() -> None:
 
 
 def test_unschedulable_existing_pods_anti_affinity_names_the_blockers() -> None:
-    guard = pod(
+    guard = running_pod(
         "guard",
         "n-a-0",
         {"app": "guard"},
         affinity=anti("topology.kubernetes.io/zone", {"tier": "batch"}),
     )
     objects = [
-        workload("job", "Job", 1, labels={"tier": "batch"}, nodeSelector={"topology.kubernetes.io/zone": "a"})
+        pending_workload(
+            "job", "Job", 1, labels={"tier": "batch"}, nodeSelector={"topology.kubernetes.io/zone": "a"}
+        )
     ]
-    finding = only(run(objects, [*zones(2), guard]), "unschedulable")
+    finding = only(lint_on_cluster(objects, [*zones(2), guard]), "unschedulable")
     # At the pod's labels, which the guard's anti-affinity selects.
     assert (finding.line, finding.column) == where(objects, '"labels"', 1)
     assert "didn't satisfy existing pods anti-affinity rules" in finding.message
@@ -66,7 +77,10 @@ def test_unschedulable_retries_a_pod_whose_affinity_target_comes_later() -> None
             ]
         }
     }
-    objects = [workload("front", affinity=affinity), workload("session-cache", labels={"app": "cache"})]
+    objects = [
+        pending_workload("front", affinity=affinity),
+        pending_workload("session-cache", labels={"app": "cache"}),
+    ]
     context = context_of(objects, zones(2), select=("topology",))
     run_ = context.placement
     assert run_ is not None
@@ -89,24 +103,24 @@ def test_unschedulable_and_affinity_no_match_keep_the_more_severe() -> None:
             ]
         }
     }
-    objects = [workload("front", "StatefulSet", 1, affinity=affinity)]
+    objects = [pending_workload("front", "StatefulSet", 1, affinity=affinity)]
     # The cluster file lists no pods: affinity-no-match is a warning, unschedulable an error.
-    both = run(objects, zones(2), select=("topology", "affinity-no-match"))
+    both = lint_on_cluster(objects, zones(2), select=("topology", "affinity-no-match"))
     selector_line, selector_column = where(objects, '"labelSelector"')
     term = (selector_line - 1, selector_column - 2)  # the term: the list item holding the labelSelector
     assert keys(both) == [("unschedulable", *term)]
     assert [f.severity for f in both.findings] == [Severity.ERROR]
-    alone = run(objects, zones(2))
+    alone = lint_on_cluster(objects, zones(2))
     assert (
         "no running pod matches its required pod affinity (app=nothing)"
         in only(alone, "unschedulable").message
     )
     # --closed: affinity-no-match is an error too, and a tie goes to it (it names near misses).
-    closed = run(objects, zones(2), select=("topology", "affinity-no-match"), closed=True)
+    closed = lint_on_cluster(objects, zones(2), select=("topology", "affinity-no-match"), closed=True)
     assert keys(closed) == [("affinity-no-match", selector_line, selector_column)]
     assert [f.severity for f in closed.findings] == [Severity.ERROR]
     # Configured severities count: unschedulable lowered to info gives way to the warning.
-    lowered = run(
+    lowered = lint_on_cluster(
         objects,
         zones(2),
         select=("topology", "affinity-no-match"),
@@ -115,7 +129,7 @@ def test_unschedulable_and_affinity_no_match_keep_the_more_severe() -> None:
     assert keys(lowered) == [("affinity-no-match", selector_line, selector_column)]
     assert [f.severity for f in lowered.findings] == [Severity.WARNING]
     # Either alone reports the pods.
-    alone_no_match = run(objects, zones(2), select=("affinity-no-match",))
+    alone_no_match = lint_on_cluster(objects, zones(2), select=("affinity-no-match",))
     assert keys(alone_no_match) == [("affinity-no-match", selector_line, selector_column)]
 
 
@@ -129,8 +143,8 @@ def test_unschedulable_undeclared_ephemeral_storage_is_a_warning_about_the_clust
         "status": {"allocatable": {"cpu": "4", "pods": 10}},
     }
     containers = [{"name": "c", "image": "x", "resources": {"requests": {"ephemeral-storage": "1Gi"}}}]
-    objects = [workload("app", containers=containers)]
-    finding = only(run(objects, [written]), "unschedulable")
+    objects = [pending_workload("app", containers=containers)]
+    finding = only(lint_on_cluster(objects, [written]), "unschedulable")
     assert (finding.line, finding.column) == where(objects, '"ephemeral-storage": "1Gi"')
     assert finding.severity == Severity.WARNING
     assert "the cluster file declares no allocatable ephemeral-storage" in finding.message
@@ -139,8 +153,8 @@ def test_unschedulable_undeclared_ephemeral_storage_is_a_warning_about_the_clust
 def test_unschedulable_daemonset_pod_names_its_node() -> None:
     containers = [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "3"}}}]
     cluster = [node("big", cpu="8"), node("small", cpu="2")]
-    objects = [workload("agent", "DaemonSet", None, containers=containers)]
-    finding = only(run(objects, cluster), "unschedulable")
+    objects = [pending_workload("agent", "DaemonSet", None, containers=containers)]
+    finding = only(lint_on_cluster(objects, cluster), "unschedulable")
     # At the pod spec: no request of its own is too big, the node is too small.
     assert (finding.line, finding.column) == where(objects, '"spec"', 2)
     assert finding.message == "its pod for node small stays Pending: on small: Insufficient cpu"

@@ -16,8 +16,7 @@ from kaffinity.engine import LintResult
 from kaffinity.findings import Finding
 
 from .. import kit
-from ..kit import assert_found, position
-from ..kit import lint_text as lint_all
+from ..kit import assert_found, lint_text, position
 
 TEMPLATE = "spec.template.spec"
 
@@ -25,14 +24,14 @@ TEMPLATE = "spec.template.spec"
 # -- manifests and lookups ---------------------------------------------------------------------
 
 
-def lint_text(text: str, **settings: Any) -> LintResult:
+def lint_schema(text: str, **settings: Any) -> LintResult:
     """These tests are about the validation rules (category schema); the expansion rules, which
     also read matchLabelKeys, have their own tests (test_expand.py)."""
-    return lint_all(text, **{"select": ("schema",), **settings})
+    return lint_text(text, **{"select": ("schema",), **settings})
 
 
-def check(text: str, *problems: kit.Problem, **settings: Any) -> LintResult:
-    """kit.check with the validation rules, as :func:`lint_text`."""
+def check_schema(text: str, *problems: kit.Problem, **settings: Any) -> LintResult:
+    """kit.check with the validation rules, as :func:`lint_schema`."""
     return kit.check(text, *problems, **{"select": ("schema",), **settings})
 
 
