@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..kit import findings, only
+from ..kit import keys, only, position
 from .validation_inputs import ANTI_MATCH_KEYS, ANTI_TERM, assert_at, lint_schema
 
 
@@ -24,4 +24,6 @@ def test_pod_affinity_match_label_keys_is_not_a_field_before_1_29(version: str) 
 def test_pod_affinity_match_label_keys_is_a_field_from_1_29(version: str) -> None:
     """The fixed variant: from 1.29 the field exists (dropped by its gate on 1.29-1.30, which
     gated-field-dropped says; kept from 1.31), so field-unavailable says nothing."""
-    assert findings(lint_schema(ANTI_MATCH_KEYS, kube_version=version), "field-unavailable") == []
+    result = lint_schema(ANTI_MATCH_KEYS, kube_version=version)
+    dropped = [("gated-field-dropped", *position(ANTI_MATCH_KEYS, "matchLabelKeys"))]
+    assert keys(result) == (dropped if version == "1.29" else [])

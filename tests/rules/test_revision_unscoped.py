@@ -12,7 +12,7 @@ import pytest
 
 from kaffinity.findings import Severity
 
-from ..kit import EXAMPLES, line_of, lint_paths, lint_text
+from ..kit import EXAMPLES, keys, line_of, lint_paths, lint_text, position
 from .expand_inputs import SELF_ANTI, rules_of
 
 
@@ -35,11 +35,15 @@ def test_revision_unscoped_follows_the_namespace_scope(scope: str, flagged: bool
 def test_revision_unscoped_reads_namespace_objects() -> None:
     text = SELF_ANTI + " " * 12 + "namespaceSelector: {matchLabels: {team: a}}\n"
     namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: default, labels: {team: a}}\n---\n"
-    assert [rule for rule, *_ in rules_of(namespace + text)] == ["revision-unscoped"]
+    assert rules_of(namespace + text) == [
+        ("revision-unscoped", *position(namespace + text, "labelSelector:"))
+    ]
 
 
 def test_revision_unscoped_where_the_field_is_unavailable_gives_another_fix() -> None:
-    (finding,) = lint_text(SELF_ANTI, kube_version="1.30", select=("revision-unscoped",)).findings
+    old = lint_text(SELF_ANTI, kube_version="1.30", select=("revision-unscoped",))
+    assert keys(old) == [("revision-unscoped", *position(SELF_ANTI, "labelSelector:"))]
+    (finding,) = old.findings
     assert finding.fix is not None and "maxSurge: 0" in finding.fix and finding.edit is None
     # A lint plans the edit `kaffinity fix` makes (the hint names fix only then: issue 33).
     (finding,) = lint_text(SELF_ANTI, kube_version="1.31", select=("revision-unscoped",)).findings
@@ -101,7 +105,9 @@ def _self_anti(strategy: str, replicas: int = 3) -> str:
 def test_revision_unscoped_follows_the_rollout_arithmetic(
     strategy: str, replicas: int, severity: Severity | None
 ) -> None:
-    result = lint_text(_self_anti(strategy, replicas), select=("revision-unscoped",))
+    text = _self_anti(strategy, replicas)
+    result = lint_text(text, select=("revision-unscoped",))
+    assert keys(result) == ([("revision-unscoped", *position(text, "labelSelector:"))] if severity else [])
     assert [finding.severity for finding in result.findings] == ([severity] if severity else [])
 
 
