@@ -15,15 +15,15 @@ from kaffinity.explain.pending import analysis
 from kaffinity.findings import Severity
 from kaffinity.load.parse import parse
 
-from .kit import only
+from .kit import keys, only
 from .rules.pending_inputs import (
     anti,
     context_of,
     lint_on_cluster,
     pending_workload,
-    rules_of,
     spread,
     text_of,
+    where,
     zones,
 )
 
@@ -43,7 +43,7 @@ def test_without_a_cluster_every_topology_rule_is_silent() -> None:
     objects = [
         pending_workload("db", "StatefulSet", 5, affinity=anti("topology.kubernetes.io/zone", {"app": "db"}))
     ]
-    assert lint_on_cluster(objects, None).findings == ()
+    assert keys(lint_on_cluster(objects, None)) == []
 
 
 def test_no_simulate_keeps_the_static_constraints_and_silences_the_others() -> None:
@@ -53,9 +53,17 @@ def test_no_simulate_keeps_the_static_constraints_and_silences_the_others() -> N
         pending_workload("web", topologySpreadConstraints=spread("example.com/rack", {"app": "web"})),
     ]
     simulated = lint_on_cluster(objects, zones())
-    assert rules_of(simulated) == ["anti-affinity-exceeds-domains", "no-eligible-node", "topology-key-absent"]
+    static_constraints = [
+        ("no-eligible-node", *where(objects, '"accelerator": "h100"')),
+        ("topology-key-absent", *where(objects, '"topologyKey": "example.com/rack"')),
+    ]
+    exceeds = (
+        "anti-affinity-exceeds-domains",
+        *where(objects, '"topologyKey": "topology.kubernetes.io/zone"'),
+    )
+    assert keys(simulated) == [exceeds, *static_constraints]
     static = lint_on_cluster(objects, zones(), simulate=False)
-    assert rules_of(static) == ["no-eligible-node", "topology-key-absent"]
+    assert keys(static) == static_constraints
     # Without the simulation nothing says how many stay Pending: the replicas asked for.
     assert "its pod cannot be scheduled" in only(static, "no-eligible-node").message
 
@@ -81,8 +89,19 @@ MIXED = [
 ]
 
 
+#: Where each rule reports its workload of MIXED.
+OWNED = {
+    "nosel": ("no-eligible-node", *where(MIXED, '"pool": "none"')),
+    "typo": ("topology-key-absent", *where(MIXED, '"topologyKey": "topology.kubernetes.io/zon",')),
+    "kafka": ("anti-affinity-exceeds-domains", *where(MIXED, '"topologyKey": "topology.kubernetes.io/zone"')),
+    "api": ("spread-unsatisfiable", *where(MIXED, '"minDomains"')),
+    "fat": ("unschedulable", *where(MIXED, '"cpu": "64"')),
+}
+
+
 def test_each_pending_workload_is_reported_by_exactly_one_rule() -> None:
     result = lint_on_cluster(MIXED, zones(3))
+    assert keys(result) == list(OWNED.values())
     by_object = Counter(f.object.name for f in result.findings if f.object is not None)
     assert by_object == {"nosel": 1, "typo": 1, "kafka": 1, "api": 1, "fat": 1}
     assert {f.object.name: f.rule for f in result.findings if f.object is not None} == {
@@ -103,8 +122,11 @@ def test_each_pending_workload_is_reported_by_exactly_one_rule() -> None:
 def test_configured_severity_wins(rule: str) -> None:
     result = lint_on_cluster(MIXED, zones(3), severity={rule: Severity.INFO})
     if rule == "unschedulable":
+        assert OWNED["fat"] in keys(result)
         assert [f.severity for f in result.findings if f.rule == rule] == [Severity.INFO]
         return
+    owner = next(name for name, (owning, *_) in OWNED.items() if owning == rule)
+    assert OWNED[owner] not in keys(result)
     # Configured below unschedulable, a rule gives its Pending pods to
     # unschedulable's error (kaffinity.explain.precedence): an info never hides an error.
     assert [f.rule for f in result.findings if f.rule == rule] == []
@@ -127,6 +149,7 @@ def test_selecting_unschedulable_alone_still_reports_every_pending_workload(name
     result = lint_on_cluster(MIXED, zones(3), select=("unschedulable",))
     assert name in {f.object.name for f in result.findings if f.object is not None}
     both = lint_on_cluster(MIXED, zones(3), select=("unschedulable", rule))
+    assert OWNED[name] in keys(both)
     assert {f.object.name: f.rule for f in both.findings if f.object is not None}[name] == rule
 
 
