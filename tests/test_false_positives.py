@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
-from .kit import EXAMPLES, findings, lint_paths, lint_text
+from .kit import EXAMPLES, findings, keys, lint_paths, lint_text, position
 
 
 def test_linkerd_ha_rollout_finishes_on_a_cluster_of_as_many_nodes() -> None:
@@ -15,7 +15,7 @@ def test_linkerd_ha_rollout_finishes_on_a_cluster_of_as_many_nodes() -> None:
     result = lint_paths(
         path, select=("rollout-deadlock", "unschedulable"), cluster="examples/clusters/rollout-deadlock.yaml"
     )
-    assert result.findings == ()
+    assert keys(result) == []
 
 
 # -- budgets the API server refuses: api-validation, and nothing else ---------------------------
@@ -44,6 +44,6 @@ def test_refused_budget_that_selects_nothing_is_not_pdb_no_match() -> None:
           selector: {matchLabels: {app: web}}
         """
     )
-    assert [f.rule for f in lint_text(text, closed=True).findings] == ["api-validation"]
+    assert keys(lint_text(text, closed=True)) == [("api-validation", *position(text, "maxUnavailable"))]
     valid = text.replace("150%", "50%")
-    assert [f.rule for f in lint_text(valid, closed=True).findings] == ["pdb-no-match"]
+    assert keys(lint_text(valid, closed=True)) == [("pdb-no-match", *position(valid, "selector"))]
