@@ -29,7 +29,7 @@ from kaffinity.expand.merge import (
 from kaffinity.k8s.model import Workload, build_inventory
 from kaffinity.load.parse import parse
 
-from .kit import EXAMPLES, added_lines, check, line_of, lint_text, run
+from .kit import EXAMPLES, added_lines, check, keys, line_of, lint_text, position, run
 from .rules.expand_inputs import KEP_3633_STORY_1, SELF_ANTI, rules_of
 from .rules.validation_inputs import deployment, pod
 
@@ -112,8 +112,9 @@ def test_kep_3633_story_2_merges_the_anti_affinity_and_skips_the_term_without_a_
     assert affinity.merged is None and affinity.merger is None
     assert [(use.key, use.ignored) for use in affinity.keys] == [("tenant", NIL_SELECTOR)]
     assert expressions(anti) == [("tenant", "Exists", ()), ("tenant", "NotIn", ("tenant-a",))]
-    rejected = lint_text(KEP_3633_STORY_2, select=("api-validation",)).findings
-    assert [f.path for f in rejected] == [
+    rejected = lint_text(KEP_3633_STORY_2, select=("api-validation",))
+    assert keys(rejected) == [("api-validation", *position(KEP_3633_STORY_2, "matchLabelKeys", 1))]
+    assert [f.path for f in rejected.findings] == [
         "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].matchLabelKeys"
     ]
 

@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 
 from kaffinity.config import KUBE_VERSIONS
 
-from .kit import EXAMPLES, REPO, run
+from .kit import EXAMPLES, REPO, keys, position, run
 from .rules.validation_inputs import RDE
 
 # -- 9. feature gates and versions on the command line ------------------------------------------
@@ -79,8 +79,11 @@ def test_cli_proposals_flag() -> None:
     assert json.loads(honoured.stdout)["findings"] == []
     plain = run("lint", "--no-config", "--format", "json", example)
     assert plain.returncode == 1
-    rules = {finding["rule"] for finding in json.loads(plain.stdout)["findings"]}
-    assert rules == {"proposal-field"}
+    text = Path(example).read_text(encoding="utf-8")
+    assert keys(json.loads(plain.stdout)) == [
+        ("proposal-field", *position(text, RDE)),
+        ("proposal-field", *position(text, "operator: Gt")),
+    ]
 
 
 # -- 10. the generated schemas ------------------------------------------------------------------
