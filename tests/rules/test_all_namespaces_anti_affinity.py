@@ -56,9 +56,8 @@ def test_all_namespaces_with_a_zone_key_is_an_error_naming_who_it_locks_out() ->
     (finding,) = result.findings
     assert finding.severity is Severity.ERROR
     assert "all namespaces" in finding.message and "topology.kubernetes.io/zone" in finding.message
-    # Named in (namespace, kind, name) order, whatever the order of the documents and files.
-    assert "Deployment/data/etl and Deployment/finance/reports" in finding.message
-    assert "ops/local" not in finding.message  # same namespace: not what all-namespaces adds
+    # Related: the workloads it locks out, in (namespace, kind, name) order whatever the order of
+    # the documents (etl in data, then reports in finance); not ops/local, in its own namespace.
     assert [(loc.span.line, loc.span.column) for loc in finding.related if loc.span] == [
         position(text, "template:", 3),
         position(text, "template:", 2),
@@ -100,7 +99,6 @@ def test_an_empty_label_selector_with_hostname_is_a_warning_naming_its_namespace
     assert [loc.span.line for loc in finding.related if loc.span] == [
         doc_at(tuple(objects), 1, '"template"')[0]
     ]
-    assert "StatefulSet/ns-a/neighbour" in finding.message and "elsewhere" not in finding.message
     assert "exclusive node" in finding.message
 
 
@@ -122,7 +120,6 @@ def test_an_empty_selector_over_every_namespace_names_everyone() -> None:
     assert [loc.span.line for loc in finding.related if loc.span] == [
         doc_at(tuple(objects), index, '"template"')[0] for index in (1, 2)
     ]
-    assert "StatefulSet/ns-a/neighbour and StatefulSet/ns-b/elsewhere" in finding.message
     assert "region" in finding.message
 
 
