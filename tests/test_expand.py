@@ -475,8 +475,10 @@ def test_a_run_plans_the_edits_of_its_first_findings_only(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(engine, "PLANS_PER_RUN", 2)
     docs = [SELF_ANTI.replace("name: web", f"name: web{index}") for index in range(4)]
-    findings = lint_text("---\n".join(docs), select=("revision-unscoped",)).findings
-    assert len(findings) == 4
+    text = "---\n".join(docs)
+    result = lint_text(text, select=("revision-unscoped",))
+    assert keys(result) == [("revision-unscoped", *position(text, "labelSelector:", n)) for n in range(1, 5)]
+    findings = result.findings
     planned = [finding.edit is not None for finding in findings]
     promised = [FIX_PROMISE in (finding.fix or "") for finding in findings]
     assert planned == promised == [True, True, False, False]
