@@ -15,3 +15,5 @@ def test_missing_key_not_reported_when_the_field_is_dropped() -> None:
     assert rules_of(text, kube_version="1.31") == [
         ("match-label-key-missing", *position(text, "tenant", 1, after="- tenant"))
     ]
+    # The fixed variant: pod-template-hash, which the Deployment controller sets on every pod.
+    assert rules_of(KEP_3633_STORY_1, kube_version="1.31") == []
