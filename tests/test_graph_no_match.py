@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from .kit import SHARED, keys, lint_text, only, position
-from .rules.no_match_inputs import _lint
+from .rules.no_match_inputs import lint_no_match
 
 ZOOKEEPER = (
     SHARED
@@ -27,7 +27,7 @@ def test_the_kubernetes_website_zookeeper_mix_up() -> None:
     pods really carry. Turned into a preferred term, preferred-no-match reports it.
     """
     text = ZOOKEEPER.read_text(encoding="utf-8")
-    assert keys(_lint(text, closed=True)) == []
+    assert keys(lint_no_match(text, closed=True)) == []
     required = only(lint_text(text, select=("anti-affinity-no-match",)), "anti-affinity-no-match")
     assert (required.line, required.column) == position(text, "labelSelector:", 1)
     assert required.fix is not None and "app.kubernetes.io/name=zk instead of app=zk" in required.fix
@@ -40,5 +40,5 @@ def test_the_kubernetes_website_zookeeper_mix_up() -> None:
               labelSelector:""",
     )
     assert preferred != text
-    finding = only(_lint(preferred), "preferred-no-match")
+    finding = only(lint_no_match(preferred), "preferred-no-match")
     assert finding.fix is not None and "app.kubernetes.io/name=zk instead of app=zk" in finding.fix

@@ -16,11 +16,11 @@ from ..kit import lint_text
 RULES = ("affinity-no-match", "preferred-no-match", "pdb-no-match")
 
 
-def _lint(text: str, **settings: Any) -> LintResult:
+def lint_no_match(text: str, **settings: Any) -> LintResult:
     return lint_text(text, **{"select": RULES, **settings})
 
 
-def _statefulset(
+def statefulset_yaml(
     name: str,
     labels: str,
     affinity: str = "",
@@ -52,5 +52,5 @@ spec:
     return text + "---\n"
 
 
-def _at(location: Location) -> tuple[int, int] | None:
+def span_of(location: Location) -> tuple[int, int] | None:
     return (location.span.line, location.span.column) if location.span is not None else None

@@ -12,7 +12,7 @@ import pytest
 from kaffinity.findings import Severity
 
 from ..kit import assert_found, keys, lint_paths, lint_text, only, position
-from .no_match_inputs import RULES, _at, _lint, _statefulset
+from .no_match_inputs import RULES, lint_no_match, span_of, statefulset_yaml
 
 
 def _required(*selectors: str, namespaces: str = "") -> str:
@@ -27,12 +27,12 @@ def _required(*selectors: str, namespaces: str = "") -> str:
 
 # --- affinity-no-match ---------------------------------------------------------------------------
 
-ZK_SELF_MISS = _statefulset("zk", "{app.kubernetes.io/name: zk}", _required("{app: zk}"), replicas=3)
+ZK_SELF_MISS = statefulset_yaml("zk", "{app.kubernetes.io/name: zk}", _required("{app: zk}"), replicas=3)
 
 
 def test_self_affinity_that_misses_its_own_labels_fires_with_a_did_you_mean() -> None:
     """The first-pod problem (design doc "Examples > Affinity"): nothing matches, not even itself."""
-    result = _lint(ZK_SELF_MISS)
+    result = lint_no_match(ZK_SELF_MISS)
     finding = only(result, "affinity-no-match")
     assert (finding.line, finding.column) == position(
         ZK_SELF_MISS, "labelSelector", 1, after="# term {app: zk}"
@@ -44,15 +44,15 @@ def test_self_affinity_that_misses_its_own_labels_fires_with_a_did_you_mean() ->
     assert "app.kubernetes.io/name=zk instead of app=zk" in finding.fix
     assert "StatefulSet/shop/zk" in finding.fix
     assert any(
-        _at(loc) == position(ZK_SELF_MISS, "labels: {app.kubernetes.io/name: zk}", 1)
+        span_of(loc) == position(ZK_SELF_MISS, "labels: {app.kubernetes.io/name: zk}", 1)
         for loc in finding.related
     )
 
 
 def test_self_affine_group_that_matches_its_own_term_stays_quiet() -> None:
     """The scheduler's self-match exception (``satisfyPodAffinity``) lets the first pod start."""
-    text = _statefulset("zk", "{app: zk}", _required("{app: zk}"), replicas=3)
-    assert keys(_lint(text)) == []
+    text = statefulset_yaml("zk", "{app: zk}", _required("{app: zk}"), replicas=3)
+    assert keys(lint_no_match(text)) == []
 
 
 def test_kep_3633_story_1_is_quiet_and_fires_when_the_template_lacks_the_label() -> None:
@@ -79,63 +79,63 @@ spec:
       affinity:
 {term}"""
 
-    assert keys(_lint(deployment("{app: web}"))) == []
+    assert keys(lint_no_match(deployment("{app: web}"))) == []
     broken = deployment("{app.kubernetes.io/name: web}")
-    assert keys(_lint(broken)) == [
+    assert keys(lint_no_match(broken)) == [
         ("affinity-no-match", *position(broken, "labelSelector", 1, after="# the term"))
     ]
 
 
 def test_terms_that_no_single_pod_matches_report_the_list_and_name_each_workload() -> None:
     text = (
-        _statefulset("api", "{app: api}", _required("{app: cache}", "{app: db}"))
-        + _statefulset("cache", "{app: cache}")
-        + _statefulset("db", "{app: db}")
+        statefulset_yaml("api", "{app: api}", _required("{app: cache}", "{app: db}"))
+        + statefulset_yaml("cache", "{app: cache}")
+        + statefulset_yaml("db", "{app: db}")
     )
-    finding = only(_lint(text), "affinity-no-match")
+    finding = only(lint_no_match(text), "affinity-no-match")
     assert (finding.line, finding.column) == position(
         text, "requiredDuringSchedulingIgnoredDuringExecution", 1
     )
     assert "no single pod matches all 2 required pod affinity terms" in finding.message
     assert "StatefulSet/shop/cache" in finding.message and "StatefulSet/shop/db" in finding.message
-    assert sorted(_at(loc) for loc in finding.related) == [
+    assert sorted(span_of(loc) for loc in finding.related) == [
         position(text, "labelSelector", 1, after="# term {app: cache}"),
         position(text, "labelSelector", 1, after="# term {app: db}"),
     ]
 
 
 def test_one_pod_matching_every_term_satisfies_them() -> None:
-    text = _statefulset("api", "{app: api}", _required("{app: cache}", "{tier: data}")) + _statefulset(
-        "cache", "{app: cache, tier: data}"
-    )
-    assert keys(_lint(text)) == []
+    text = statefulset_yaml(
+        "api", "{app: api}", _required("{app: cache}", "{tier: data}")
+    ) + statefulset_yaml("cache", "{app: cache, tier: data}")
+    assert keys(lint_no_match(text)) == []
 
 
 def test_a_term_only_its_own_pods_match_fires_when_they_fail_another_term() -> None:
-    text = _statefulset("worker", "{tier: batch}", _required("{tier: batch}", "{team: ml}"))
-    result = _lint(text)
+    text = statefulset_yaml("worker", "{tier: batch}", _required("{tier: batch}", "{team: ml}"))
+    result = lint_no_match(text)
     assert keys(result) == [
         ("affinity-no-match", *position(text, "labelSelector", 1, after="# term {tier: batch}")),
         ("affinity-no-match", *position(text, "labelSelector", 1, after="# term {team: ml}")),
     ]
     own = result.findings[0]
     assert "only this workload's own pods" in own.message
-    assert [_at(loc) for loc in own.related] == [
+    assert [span_of(loc) for loc in own.related] == [
         position(text, "labelSelector", 1, after="# term {team: ml}")
     ]
 
 
 def test_a_workload_scaled_to_zero_still_counts_as_matchable() -> None:
-    text = _statefulset("api", "{app: api}", _required("{app: cache}")) + _statefulset(
+    text = statefulset_yaml("api", "{app: api}", _required("{app: cache}")) + statefulset_yaml(
         "cache", "{app: cache}", replicas=0
     )
-    assert keys(_lint(text)) == []
+    assert keys(lint_no_match(text)) == []
 
 
 def test_severity_is_error_when_the_input_is_closed_and_configured_severity_wins() -> None:
     term = position(ZK_SELF_MISS, "labelSelector", 1, after="# term {app: zk}")
-    assert_found(_lint(ZK_SELF_MISS, closed=True), "affinity-no-match", *term, severity="error")
-    configured = _lint(ZK_SELF_MISS, closed=True, severity={"affinity-no-match": Severity.INFO})
+    assert_found(lint_no_match(ZK_SELF_MISS, closed=True), "affinity-no-match", *term, severity="error")
+    configured = lint_no_match(ZK_SELF_MISS, closed=True, severity={"affinity-no-match": Severity.INFO})
     assert_found(configured, "affinity-no-match", *term, severity="info")
 
 
@@ -143,7 +143,7 @@ def test_a_nil_label_selector_is_an_error_beside_api_warning() -> None:
     """A null selector matches no pod, in the input or not: the pods never schedule, an error
     that api-warning's warning on the same term must not hide. Configured down to
     a warning, it gives way to api-warning's words."""
-    text = _statefulset(
+    text = statefulset_yaml(
         "api",
         "{app: api}",
         "        podAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n"
@@ -177,7 +177,7 @@ spec:
         - labelSelector: {matchLabels: {app: nothing}}
           topologyKey: kubernetes.io/hostname
 """
-    assert keys(_lint(text)) == []
+    assert keys(lint_no_match(text)) == []
 
 
 @pytest.mark.parametrize(
@@ -185,19 +185,21 @@ spec:
     ["namespaces: [data]", "namespaceSelector: {matchLabels: {team: data}}", "namespaceSelector: {}"],
 )
 def test_terms_reaching_namespaces_the_input_does_not_show_stay_quiet_unless_closed(namespaces: str) -> None:
-    text = _statefulset("api", "{app: api}", _required("{app: cache}", namespaces=namespaces))
-    assert keys(_lint(text)) == []
-    assert keys(_lint(text, closed=True)) == [
+    text = statefulset_yaml("api", "{app: api}", _required("{app: cache}", namespaces=namespaces))
+    assert keys(lint_no_match(text)) == []
+    assert keys(lint_no_match(text, closed=True)) == [
         ("affinity-no-match", *position(text, "labelSelector", 1, after="# term"))
     ]
 
 
 def test_a_namespace_mistake_is_reported_when_the_labels_run_elsewhere() -> None:
-    text = _statefulset(
+    text = statefulset_yaml(
         "api", "{app: api}", _required("{app: cache}", namespaces="namespaces: [data]")
-    ) + _statefulset("cache", "{app: cache}", namespace="cache")
+    ) + statefulset_yaml("cache", "{app: cache}", namespace="cache")
     found = assert_found(
-        _lint(text), "affinity-no-match", *position(text, "labelSelector", 1, after="# term {app: cache}")
+        lint_no_match(text),
+        "affinity-no-match",
+        *position(text, "labelSelector", 1, after="# term {app: cache}"),
     )
     assert found["fix"] is not None
     assert "StatefulSet/cache/cache (namespace cache)" in found["fix"]
@@ -215,8 +217,8 @@ spec:
       containers: [{name: c, image: redis}]
 ---
 """
-    text = _statefulset("api", "{app: api}", _required("{app: cache}")) + fragment
-    assert keys(_lint(text)) == []
+    text = statefulset_yaml("api", "{app: api}", _required("{app: cache}")) + fragment
+    assert keys(lint_no_match(text)) == []
 
 
 def test_cluster_pods_that_match_satisfy_the_term_and_unmatched_ones_make_it_an_error(tmp_path: Path) -> None:
@@ -237,10 +239,10 @@ items:
         encoding="utf-8",
     )
     quiet = tmp_path / "quiet.yaml"
-    quiet.write_text(_statefulset("api", "{app: api}", _required("{app: legacy-db}")), encoding="utf-8")
+    quiet.write_text(statefulset_yaml("api", "{app: api}", _required("{app: legacy-db}")), encoding="utf-8")
     assert keys(lint_paths(quiet, cluster=str(cluster), select=RULES)) == []
     loud = tmp_path / "loud.yaml"
-    loud.write_text(_statefulset("api", "{app: api}", _required("{app: legacy-cache}")), encoding="utf-8")
+    loud.write_text(statefulset_yaml("api", "{app: api}", _required("{app: legacy-cache}")), encoding="utf-8")
     finding = only(lint_paths(loud, cluster=str(cluster), select=RULES), "affinity-no-match")
     assert finding.severity is Severity.ERROR
     assert "no workload or existing pod in namespace shop" in finding.message

@@ -13,7 +13,7 @@ import pytest
 from kaffinity.findings import Severity
 
 from ..kit import EXAMPLES, assert_found, check, keys, lint_paths, lint_text, only, position
-from .no_match_inputs import _statefulset
+from .no_match_inputs import statefulset_yaml
 
 # --- anti-affinity-no-match ----------------------------------------------------------------------
 
@@ -31,7 +31,7 @@ def _anti(text: str, **settings: Any) -> list[tuple[str, int | None, int | None]
 
 
 def test_required_anti_affinity_on_the_wrong_label_fires_with_a_did_you_mean() -> None:
-    text = _statefulset(
+    text = statefulset_yaml(
         "zk", "{app.kubernetes.io/name: zk}", _ZK_ANTI.replace("{SELECTOR}", "{app: zk}"), replicas=3
     )
     result = lint_text(text, select=("anti-affinity-no-match",))
@@ -43,18 +43,18 @@ def test_required_anti_affinity_on_the_wrong_label_fires_with_a_did_you_mean() -
 
 
 def test_required_anti_affinity_on_its_own_label_or_on_pods_elsewhere_is_quiet_unless_closed() -> None:
-    own = _statefulset("zk", "{app: zk}", _ZK_ANTI.replace("{SELECTOR}", "{app: zk}"), replicas=3)
+    own = statefulset_yaml("zk", "{app: zk}", _ZK_ANTI.replace("{SELECTOR}", "{app: zk}"), replicas=3)
     assert _anti(own) == [] and _anti(own, closed=True) == []
     # Keeping away from a batch tier deployed from another repository: no sign of a typo.
-    away = _statefulset("api", "{app: api}", _ZK_ANTI.replace("{SELECTOR}", "{workload-class: batch}"))
+    away = statefulset_yaml("api", "{app: api}", _ZK_ANTI.replace("{SELECTOR}", "{workload-class: batch}"))
     assert _anti(away) == []
     assert _anti(away, closed=True) == [("anti-affinity-no-match", *position(away, "labelSelector:", 1))]
 
 
 def test_required_anti_affinity_matching_another_workload_is_quiet() -> None:
-    text = _statefulset("api", "{app: api}", _ZK_ANTI.replace("{SELECTOR}", "{app: db}")) + _statefulset(
-        "db", "{app: db}"
-    )
+    text = statefulset_yaml(
+        "api", "{app: api}", _ZK_ANTI.replace("{SELECTOR}", "{app: db}")
+    ) + statefulset_yaml("db", "{app: db}")
     assert _anti(text, closed=True) == []
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from kaffinity.findings import Severity
 
 from ..kit import keys, lint_text, only, position
-from .no_match_inputs import RULES, _at, _lint, _statefulset
+from .no_match_inputs import RULES, lint_no_match, span_of, statefulset_yaml
 
 
 def _preferred(kind: str, selector: str, namespaces: str = "") -> str:
@@ -26,10 +26,10 @@ def _preferred(kind: str, selector: str, namespaces: str = "") -> str:
 
 
 def test_preferred_anti_affinity_on_the_wrong_label_fires_with_a_did_you_mean() -> None:
-    text = _statefulset(
+    text = statefulset_yaml(
         "zk", "{app.kubernetes.io/name: zk}", _preferred("podAntiAffinity", "{app: zk}"), replicas=3
     )
-    finding = only(_lint(text), "preferred-no-match")
+    finding = only(lint_no_match(text), "preferred-no-match")
     assert (finding.line, finding.column) == position(text, "labelSelector", 1, after="# preferred {app: zk}")
     assert finding.severity is Severity.INFO
     assert "not even this one" in finding.message and "does nothing" in finding.message
@@ -37,30 +37,30 @@ def test_preferred_anti_affinity_on_the_wrong_label_fires_with_a_did_you_mean() 
 
 
 def test_preferred_term_for_pods_deployed_elsewhere_is_quiet_unless_closed() -> None:
-    text = _statefulset("api", "{app: api}", _preferred("podAffinity", "{app: log-shipper}"))
-    assert keys(_lint(text)) == []
-    assert keys(_lint(text, closed=True)) == [
+    text = statefulset_yaml("api", "{app: api}", _preferred("podAffinity", "{app: log-shipper}"))
+    assert keys(lint_no_match(text)) == []
+    assert keys(lint_no_match(text, closed=True)) == [
         ("preferred-no-match", *position(text, "labelSelector", 1, after="# preferred"))
     ]
 
 
 def test_preferred_term_matching_its_own_pods_or_another_workload_is_quiet() -> None:
-    text = _statefulset(
+    text = statefulset_yaml(
         "zk", "{app: zk}", _preferred("podAntiAffinity", "{app: zk}"), replicas=3
-    ) + _statefulset("api", "{app: api}", _preferred("podAffinity", "{app: zk}"))
-    assert keys(_lint(text, closed=True)) == []
+    ) + statefulset_yaml("api", "{app: api}", _preferred("podAffinity", "{app: zk}"))
+    assert keys(lint_no_match(text, closed=True)) == []
 
 
 def test_preferred_close_value_is_suggested_but_a_generic_one_is_not() -> None:
-    close = _statefulset("api", "{app: api}", _preferred("podAffinity", "{app: redis-cahce}")) + _statefulset(
-        "redis", "{app: redis-cache}"
-    )
-    finding = only(_lint(close), "preferred-no-match")
+    close = statefulset_yaml(
+        "api", "{app: api}", _preferred("podAffinity", "{app: redis-cahce}")
+    ) + statefulset_yaml("redis", "{app: redis-cache}")
+    finding = only(lint_no_match(close), "preferred-no-match")
     assert finding.fix is not None and "app=redis-cache instead of app=redis-cahce" in finding.fix
-    generic = _statefulset("api", "{app: api}", _preferred("podAffinity", "{canary: 'true'}")) + _statefulset(
-        "other", "{stable: 'true'}"
-    )
-    assert keys(_lint(generic)) == []
+    generic = statefulset_yaml(
+        "api", "{app: api}", _preferred("podAffinity", "{canary: 'true'}")
+    ) + statefulset_yaml("other", "{stable: 'true'}")
+    assert keys(lint_no_match(generic)) == []
 
 
 def test_labels_on_the_object_instead_of_the_pods_are_pointed_out() -> None:
@@ -86,16 +86,16 @@ spec:
                 labelSelector: {matchLabels: {app.kubernetes.io/part-of: argocd}}  # here
                 topologyKey: kubernetes.io/hostname
 """
-    finding = only(_lint(text), "preferred-no-match")
+    finding = only(lint_no_match(text), "preferred-no-match")
     assert (finding.line, finding.column) == position(text, "labelSelector", 1, after="# here")
     assert finding.fix is not None and "on the object (metadata.labels), not on the pods" in finding.fix
     assert position(text, "labels: {app.kubernetes.io/part-of: argocd}", 1) in [
-        _at(loc) for loc in finding.related
+        span_of(loc) for loc in finding.related
     ]
 
 
 def test_preferred_nil_selector_is_left_to_api_warning() -> None:
-    text = _statefulset(
+    text = statefulset_yaml(
         "api",
         "{app: api}",
         "        podAntiAffinity:\n          preferredDuringSchedulingIgnoredDuringExecution:\n"
