@@ -234,12 +234,30 @@ def _module_facts(tree: ast.Module) -> tuple[dict[str, _Facts], set[str]]:
     return facts, fixtures
 
 
+def _folded(facts: dict[str, _Facts]) -> dict[str, _Facts]:
+    """Each function's facts together with those of the functions of its module it reaches."""
+    folded = {}
+    for name in facts:
+        reach, pending = {name}, [name]
+        while pending:
+            for called in facts[pending.pop()].calls:
+                if called in facts and called not in reach:
+                    reach.add(called)
+                    pending.append(called)
+        folded[name] = _Facts(
+            lints=any(facts[item].lints for item in reach),
+            reads=any(facts[item].reads for item in reach),
+            positions=any(facts[item].positions for item in reach),
+        )
+    return folded
+
+
 def helper_facts(root: Path = TESTS) -> dict[str, dict[str, _Facts]]:
     """The facts of the functions of every module of the suite but the kit (whose helpers are
-    primitives), by module name (``validation_inputs``, ``test_context``): a test reaches the
-    helpers it imports from them with a relative import."""
+    primitives), by module name (``validation_inputs``, ``test_context``), each with what it
+    reaches in its own module: a test reaches the helpers it imports with a relative import."""
     return {
-        path.stem: _module_facts(ast.parse(path.read_text(encoding="utf-8")))[0]
+        path.stem: _folded(_module_facts(ast.parse(path.read_text(encoding="utf-8")))[0])
         for path in sorted(root.rglob("*.py"))
         if path.name != "kit.py"
     }
@@ -260,8 +278,9 @@ def measure_source(
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level and node.module and helpers:
             imported = helpers.get(node.module.rsplit(".", 1)[-1], {})
-            for function, found in imported.items():
-                facts.setdefault(function, found)
+            for alias in node.names:
+                if alias.name in imported:
+                    facts.setdefault(alias.asname or alias.name, imported[alias.name])
     shape = Shape()
     for test_name, test in _tests(tree):
         shape.tests += 1
@@ -377,6 +396,35 @@ def test_fixtures_methods_and_commands_are_followed() -> None:
     assert shape.lint_only == ["made_up.py::test_cli"]
     every = measure_source(POSITIONS, "made_up.py", every=True)
     assert (every.lint, every.lint_only) == (4, ["made_up.py::test_cli", "made_up.py::test_exit_code"])
+
+
+INPUTS = """
+from ..kit import keys, lint_text
+
+def lint_it(text):
+    return lint_text(text)
+
+def at(result):
+    return keys(result)
+"""
+
+USES = """
+from .made_inputs import at, lint_it
+
+def test_positions():
+    assert at(lint_it("kind: Pod")) == []
+
+def test_message():
+    assert lint_it("kind: Pod").findings[0].message == "m"
+"""
+
+
+def test_helpers_imported_from_another_module_of_the_suite_are_followed() -> None:
+    """``from .made_inputs import lint_it``: the helper lints and ``at`` compares positions there."""
+    helpers = {"made_inputs": _folded(_module_facts(ast.parse(INPUTS))[0])}
+    shape = measure_source(USES, "made_up.py", helpers=helpers)
+    assert (shape.lint, shape.positions, shape.lint_only) == (2, 1, ["made_up.py::test_message"])
+    assert measure_source(USES, "made_up.py").lint == 0  # without them nothing is seen to lint
 
 
 if __name__ == "__main__":
