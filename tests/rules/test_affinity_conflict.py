@@ -6,6 +6,10 @@ Upstream: the InterPodAffinity Filter (``satisfyPodAffinity``, ``satisfyPodAntiA
 ``satisfyExistingPodsAntiAffinity`` in ``pkg/scheduler/framework/plugins/interpodaffinity/
 filtering.go``); the 2015 design, kubernetes/design-proposals-archive ``scheduling/podaffinity.md``,
 "A comment on symmetry".
+
+Why the two terms exclude each other (which domains, which side's anti-affinity, whether the
+first pod starts) exists only as the message's wording: where a test reads it, the wording is the
+subject; where the finding is, is asserted as (rule, line, column) and related locations.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ Upstream: the InterPodAffinity Filter (``satisfyPodAffinity`` with the self-matc
 ``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go``); the 2015 design,
 kubernetes/design-proposals-archive ``scheduling/podaffinity.md``, "Examples > Affinity" (first
 pod).
+
+The cycle (who waits on whom) exists only as the message's wording: where a test reads it, the
+wording is the subject; each member's finding is asserted as (rule, line, column).
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """The rule ``affinity-no-match`` (kaffinity/rules/affinity_no_match.py): a required pod affinity term no
 pod of the input (or the cluster) matches, reported at the term with a "did you mean" hint
 (kaffinity.explain.suggest); KEP-3633 matchLabelKeys; open and closed inputs.
+
+Why nothing matches (which namespace, the first-pod exception, the near misses) exists only as
+the message's wording: where a test reads it, the wording is the subject; the finding is asserted
+as (rule, line, column), severity, fix and related locations.
 """
 
 from __future__ import annotations

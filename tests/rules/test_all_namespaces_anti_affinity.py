@@ -2,6 +2,9 @@
 required anti-affinity over every namespace (or an empty selector) that locks other tenants out,
 reported at the term naming who (the 2015 design, kubernetes/design-proposals-archive
 ``scheduling/podaffinity.md``, "Denial of Service").
+
+Who is locked out is asserted by the related locations; the words ("all namespaces", how a long
+list is cut, "exclusive node") are the subject where a test reads the message.
 """
 
 from __future__ import annotations

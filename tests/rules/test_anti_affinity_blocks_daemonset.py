@@ -2,6 +2,9 @@
 required anti-affinity on a label a DaemonSet's pods carry, which keeps the daemon off the nodes,
 reported at the term with the DaemonSet (the 2015 design, kubernetes/design-proposals-archive
 ``scheduling/podaffinity.md``, "Co-existing with daemons").
+
+The DaemonSet is asserted by the related location; the words (symmetry, the reach of the term)
+are the subject where a test reads the message.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ version does not have yet, reported at the field with its data path.
 
 Upstream: kubernetes/kubernetes ``pkg/api/pod/util.go`` (dropDisabledFields) and
 ``pkg/features/kube_features.go`` (when each field came).
+
+The version the field arrives in exists only in the message: it is asserted on its words.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 selects no pod, reported at the selector with a "did you mean" hint; a nil selector selects
 nothing and an empty one everything (``pkg/registry/core/pod/storage/eviction.go``,
 ``pkg/controller/disruption``).
+
+Where the pods are (the "did you mean" hint) is asserted on the fix; the message's words are the
+subject where a test reads it.
 """
 
 from __future__ import annotations

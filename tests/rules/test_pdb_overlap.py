@@ -1,6 +1,9 @@
 """The rule ``pdb-overlap`` (kaffinity/rules/pdb_overlap.py): two PodDisruptionBudgets selecting the same
 pods, which the eviction API refuses to evict (``pkg/registry/core/pod/storage/eviction.go``:
 "This pod has more than one PodDisruptionBudget"), reported at each selector.
+
+The other budgets are asserted by the related locations; the pods they share and the eviction
+API's refusal exist only as the message's wording, the subject where a test reads it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """The rule ``preferred-no-match`` (kaffinity/rules/preferred_no_match.py): a preferred (anti-)affinity
 term no pod matches, reported at the term with a close value suggested; labels written on the
 object instead of the pods pointed out.
+
+The near misses are asserted on the fix; the message's words are the subject where a test reads it.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ extends.
 
 Upstream: kubernetes/enhancements KEP-4328 (requiredDuringSchedulingRequiredDuringExecution) and
 the Gt/Lt operators of pod label selectors proposed with it.
+
+The proposal (KEP) a field belongs to exists only in the message: it is asserted on its words.
 """
 
 from __future__ import annotations

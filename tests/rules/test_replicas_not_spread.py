@@ -2,6 +2,10 @@
 beyond the scheduler's default (``systemDefaultConstraints`` in
 ``pkg/scheduler/framework/plugins/podtopologyspread``), advice at ``spec.replicas``; an autoscaler
 decides the replica count.
+
+The autoscaler is asserted by the related location; the advice (how many replicas, the maxSkew
+to use, why an anti-affinity does not count) exists only as the message's wording, the subject
+where a test reads it.
 """
 
 from __future__ import annotations
