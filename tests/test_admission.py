@@ -121,7 +121,9 @@ def test_the_replicas_demo_denies_in_the_test_namespace_only(tmp_path: Path) -> 
 )
 def test_validation_actions_give_the_severity(tmp_path: Path, actions: str, severity: str) -> None:
     made = rules(tmp_path, REPLICAS_POLICY, TEST_BINDING.format(actions=actions))
-    result = lint_text(NAMESPACES + "---\n" + deployment("web", "test", 6), rules=made)
+    text = NAMESPACES + "---\n" + deployment("web", "test", 6)
+    result = lint_text(text, rules=made)
+    assert keys(result) == [("demo-policy.example.com", *position(text, "replicas: 6"))]
     assert severities(result) == [severity]
 
 
@@ -412,7 +414,13 @@ def test_a_missing_field_errors_as_in_the_api_server(tmp_path: Path) -> None:
     text = deployment("invalid", "prod", image="dev.example.com/nginx").replace(
         "  labels: {app: invalid}\n", "", 1
     )
-    (finding,) = findings(lint_text(text, rules=made))
+    result = lint_text(text, rules=made)
+    # A validation without a field path is reported at the object: its first line.
+    assert keys(result) == [
+        ("image-matches-namespace-environment.policy.example.com", *position(text, "apiVersion"))
+    ]
+    (finding,) = findings(result)
+    # The API server's words are the subject: CEL's error on the missing key.
     assert "variable 'exempt' resulted in error" in finding.message
 
 
@@ -420,6 +428,10 @@ def test_an_undeclared_namespace_has_only_its_name_label(tmp_path: Path) -> None
     made = rules(tmp_path, VARIABLES)
     text = deployment("invalid", "elsewhere", image="dev.example.com/nginx")
     result = lint_text(text, rules=made)
+    assert keys(result) == [
+        ("image-matches-namespace-environment.policy.example.com", *position(text, "apiVersion"))
+    ]
+    # The policy's messageExpression is the subject: it reads the namespace object's name label.
     assert findings(result)[0].message.startswith("only prod images are allowed in namespace elsewhere")
 
 

@@ -48,7 +48,7 @@ def test_whole_examples_folder_reports_the_union_of_markers() -> None:
     """Linting the folder at once (default settings) finds what the examples find one by one.
 
     Except the cross-workload rules (category ``graph``): they see every example's workloads
-    at once, so they are checked example by example (above) and in ``tests/test_graph*.py``.
+    at once, so they are checked example by example (above) and in ``tests/rules/test_<rule>.py``.
     """
     result = lint_paths(EXAMPLES)
     got = sorted(

@@ -1,8 +1,7 @@
 """The matchLabelKeys / mismatchLabelKeys merge (kaffinity/expand/merge.py) and the rules built on it.
 
 The KEP examples are asserted as the KEPs print them: KEP-3633 stories 1 and 2 and the
-kube-apiserver diff of its design section, and the KEP-3243 example.
-"""
+kube-apiserver diff of its design section, and the KEP-3243 example."""
 
 from __future__ import annotations
 
@@ -31,7 +30,8 @@ from kaffinity.k8s.model import Workload, build_inventory
 from kaffinity.load.parse import parse
 
 from .kit import EXAMPLES, added_lines, check, keys, line_of, lint_text, position, run
-from .test_validation import deployment, pod
+from .rules.expand_inputs import KEP_3633_STORY_1, SELF_ANTI, rules_of
+from .rules.validation_inputs import deployment, pod
 
 HASH = "<pod-template-hash of this revision>"
 
@@ -49,38 +49,6 @@ def expressions(term: TermExpansion) -> list[tuple[str, str, tuple[str, ...]]]:
     assert term.merged is not None
     return [(r.key, r.operator, r.values) for r in term.merged.match_expressions]
 
-
-def rules_of(text: str, **settings: Any) -> list[tuple[str, int | None, int | None]]:
-    return keys(lint_text(text, **{"select": ("expansion",), **settings}))
-
-
-# -- the KEPs' own examples ----------------------------------------------------------------------
-
-KEP_3633_STORY_1 = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: application-server
-spec:
-  selector: {matchLabels: {app: application-server}}
-  template:
-    metadata:
-      labels: {app: application-server}
-    spec:
-      containers: [{name: server, image: server}]
-      affinity:
-        podAffinity:
-          requiredDuringSchedulingIgnoredDuringExecution:
-          - labelSelector:
-              matchExpressions:
-              - key: app
-                operator: In
-                values:
-                - database
-            topologyKey: topology.kubernetes.io/zone
-            matchLabelKeys: # ADDED
-            - pod-template-hash
-"""
 
 # Story 2 as a webhook would leave a tenant's Pod (the KEP gives the affinity only).
 KEP_3633_STORY_2 = """\
@@ -144,8 +112,9 @@ def test_kep_3633_story_2_merges_the_anti_affinity_and_skips_the_term_without_a_
     assert affinity.merged is None and affinity.merger is None
     assert [(use.key, use.ignored) for use in affinity.keys] == [("tenant", NIL_SELECTOR)]
     assert expressions(anti) == [("tenant", "Exists", ()), ("tenant", "NotIn", ("tenant-a",))]
-    rejected = lint_text(KEP_3633_STORY_2, select=("api-validation",)).findings
-    assert [f.path for f in rejected] == [
+    rejected = lint_text(KEP_3633_STORY_2, select=("api-validation",))
+    assert keys(rejected) == [("api-validation", *position(KEP_3633_STORY_2, "matchLabelKeys", 1))]
+    assert [f.path for f in rejected.findings] == [
         "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].matchLabelKeys"
     ]
 
@@ -428,108 +397,6 @@ def test_expansions_give_the_merged_selector_to_later_analyses() -> None:
     assert expansions.of(workload) is expansions.of(workload)  # computed once
 
 
-# -- rules ------------------------------------------------------------------------------------
-
-
-SPREAD_KEY_IN_SELECTOR = deployment(
-    """\
-    topologySpreadConstraints:
-    - maxSkew: 1
-      topologyKey: kubernetes.io/hostname
-      whenUnsatisfiable: ScheduleAnyway
-      labelSelector: {matchLabels: {app: web}}
-      matchLabelKeys: [app]
-    """
-)
-
-
-@pytest.mark.parametrize(
-    ("version", "rule"), [("1.33", "api-validation"), ("1.34", "merged-selector-rejected")]
-)
-def test_spread_key_in_selector_rejected_where_the_merge_happens(version: str, rule: str) -> None:
-    """Up to 1.33 the template itself is refused (legacy check); from 1.34 the template is
-    accepted and every pod is refused after kube-apiserver's merge."""
-    result = lint_text(SPREAD_KEY_IN_SELECTOR, kube_version=version, select=("schema", "expansion"))
-    assert [(f.rule, f.line) for f in result.findings] == [(rule, line_of(SPREAD_KEY_IN_SELECTOR, "[app]"))]
-
-
-def test_merged_selector_rejected_needs_the_pod_to_carry_the_key() -> None:
-    text = SPREAD_KEY_IN_SELECTOR.replace("matchLabelKeys: [app]", "matchLabelKeys: [tier]")
-    assert "merged-selector-rejected" not in [rule for rule, *_ in rules_of(text)]
-
-
-def test_missing_key_not_reported_when_the_field_is_dropped() -> None:
-    text = KEP_3633_STORY_1.replace("- pod-template-hash", "- tenant")
-    assert rules_of(text, kube_version="1.30") == []  # gated-field-dropped says it
-    assert rules_of(text, kube_version="1.31") == [
-        ("match-label-key-missing", *position(text, "tenant", 1, after="- tenant"))
-    ]
-
-
-def test_controller_label_unavailable_suggests_the_right_label() -> None:
-    text = KEP_3633_STORY_1.replace("kind: Deployment", "kind: StatefulSet")
-    (finding,) = lint_text(text, select=("controller-label-unavailable",)).findings
-    assert finding.fix is not None and "controller-revision-hash" in finding.fix
-    # apps.kubernetes.io/pod-index arrived in 1.28 (PodIndexLabel); spread keys exist since 1.27.
-    spread = SPREAD_KEY_IN_SELECTOR.replace("kind: Deployment", "kind: StatefulSet")
-    pod_index = spread.replace("[app]", "[apps.kubernetes.io/pod-index]")
-    assert rules_of(pod_index, kube_version="1.27") == [
-        ("controller-label-unavailable", *position(pod_index, "apps.kubernetes.io/pod-index"))
-    ]
-    assert rules_of(pod_index, kube_version="1.28") == []
-
-
-SELF_ANTI = deployment(
-    """\
-    affinity:
-      podAntiAffinity:
-        requiredDuringSchedulingIgnoredDuringExecution:
-        - labelSelector: {matchLabels: {app: web}}
-          topologyKey: kubernetes.io/hostname
-    """
-)
-
-
-@pytest.mark.parametrize(
-    ("scope", "flagged"),
-    [
-        ("", True),
-        ("namespaces: [default]\n", True),
-        ("namespaces: [other]\n", False),
-        ("namespaceSelector: {}\n", True),
-        ("namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: default}}\n", True),
-        ("namespaceSelector: {matchLabels: {team: a}}\n", False),  # unknown labels: no guess
-    ],
-)
-def test_revision_unscoped_follows_the_namespace_scope(scope: str, flagged: bool) -> None:
-    text = SELF_ANTI + textwrap.indent(scope, " " * 12)
-    assert bool(rules_of(text)) is flagged
-
-
-def test_revision_unscoped_reads_namespace_objects() -> None:
-    text = SELF_ANTI + " " * 12 + "namespaceSelector: {matchLabels: {team: a}}\n"
-    namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: default, labels: {team: a}}\n---\n"
-    assert [rule for rule, *_ in rules_of(namespace + text)] == ["revision-unscoped"]
-
-
-def test_revision_unscoped_where_the_field_is_unavailable_gives_another_fix() -> None:
-    (finding,) = lint_text(SELF_ANTI, kube_version="1.30", select=("revision-unscoped",)).findings
-    assert finding.fix is not None and "maxSurge: 0" in finding.fix and finding.edit is None
-    # A lint plans the edit `kaffinity fix` makes (the hint names fix only then: issue 33).
-    (finding,) = lint_text(SELF_ANTI, kube_version="1.31", select=("revision-unscoped",)).findings
-    assert finding.edit is not None
-    (planned,) = lint_text(SELF_ANTI, select=("revision-unscoped",), plan_fixes=True).findings
-    assert planned.edit == finding.edit
-    line = line_of(SELF_ANTI, "topologyKey")
-    assert finding.fix is not None and f"after line {line};" in finding.fix
-
-
-def test_revision_unscoped_ignores_other_revision_keys() -> None:
-    """mismatchLabelKeys: [pod-template-hash] selects only other revisions: not the own pods."""
-    text = SELF_ANTI + " " * 12 + "mismatchLabelKeys: [pod-template-hash]\n"
-    assert rules_of(text) == []
-
-
 # -- the command --------------------------------------------------------------------------------
 
 
@@ -608,8 +475,10 @@ def test_a_run_plans_the_edits_of_its_first_findings_only(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(engine, "PLANS_PER_RUN", 2)
     docs = [SELF_ANTI.replace("name: web", f"name: web{index}") for index in range(4)]
-    findings = lint_text("---\n".join(docs), select=("revision-unscoped",)).findings
-    assert len(findings) == 4
+    text = "---\n".join(docs)
+    result = lint_text(text, select=("revision-unscoped",))
+    assert keys(result) == [("revision-unscoped", *position(text, "labelSelector:", n)) for n in range(1, 5)]
+    findings = result.findings
     planned = [finding.edit is not None for finding in findings]
     promised = [FIX_PROMISE in (finding.fix or "") for finding in findings]
     assert planned == promised == [True, True, False, False]

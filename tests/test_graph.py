@@ -29,7 +29,7 @@ from kaffinity.load.parse import parse
 from kaffinity.simulate.cluster import cluster_from
 
 from . import kit
-from .kit import invoke, run
+from .kit import invoke, position, run
 
 #: The graph's workloads: StatefulSets of two replicas unless said otherwise.
 workload = functools.partial(kit.workload, kind="StatefulSet", replicas=2, replicas_first=True)
@@ -493,19 +493,28 @@ items:
 """
 
 
-def _lint_cli(*args: str, cwd: Path) -> tuple[int, list[tuple[str, str]], str]:
+#: Where affinity-no-match reports NEEDS_DB's term.
+TERM = position(NEEDS_DB, "labelSelector")
+
+
+def _lint_cli(*args: str, cwd: Path) -> tuple[int, list[tuple[str, int, int, str]], str]:
+    """The exit code, the findings as (rule, line, column, severity), and stderr."""
     completed = run("lint", "--format", "json", "--select", "affinity-no-match", *args, cwd=cwd)
     findings = json.loads(completed.stdout)["findings"] if completed.stdout else []
-    return completed.returncode, [(f["rule"], f["severity"]) for f in findings], completed.stderr
+    found = [(f["rule"], f["line"], f["column"], f["severity"]) for f in findings]
+    return completed.returncode, found, completed.stderr
 
 
 def test_lint_cluster_and_closed_flags(tmp_path: Path) -> None:
     (tmp_path / "api.yaml").write_text(NEEDS_DB)
     (tmp_path / "cluster.yaml").write_text(RUNNING_DB)
-    assert _lint_cli("--no-config", "api.yaml", cwd=tmp_path)[:2] == (0, [("affinity-no-match", "warning")])
+    assert _lint_cli("--no-config", "api.yaml", cwd=tmp_path)[:2] == (
+        0,
+        [("affinity-no-match", *TERM, "warning")],
+    )
     assert _lint_cli("--no-config", "--closed", "api.yaml", cwd=tmp_path)[:2] == (
         1,
-        [("affinity-no-match", "error")],
+        [("affinity-no-match", *TERM, "error")],
     )
     # The running db pod satisfies the term.
     assert _lint_cli("--no-config", "--cluster", "cluster.yaml", "api.yaml", cwd=tmp_path)[:2] == (0, [])
@@ -518,8 +527,8 @@ def test_cluster_and_closed_from_the_config_file(tmp_path: Path) -> None:
     (tmp_path / "state").mkdir()
     (tmp_path / "state" / "cluster.yaml").write_text(RUNNING_DB)
     (tmp_path / ".kaffinity.yaml").write_text("closed: true\n")
-    assert _lint_cli("deploy", cwd=tmp_path)[:2] == (1, [("affinity-no-match", "error")])
-    assert _lint_cli("--open", "deploy", cwd=tmp_path)[:2] == (0, [("affinity-no-match", "warning")])
+    assert _lint_cli("deploy", cwd=tmp_path)[:2] == (1, [("affinity-no-match", *TERM, "error")])
+    assert _lint_cli("--open", "deploy", cwd=tmp_path)[:2] == (0, [("affinity-no-match", *TERM, "warning")])
     (tmp_path / ".kaffinity.yaml").write_text("closed: true\ncluster: state/cluster.yaml\n")
     assert _lint_cli(".", cwd=tmp_path / "deploy")[:2] == (0, [])  # config found above, path from it
 
@@ -529,7 +538,7 @@ def test_a_broken_or_missing_cluster_file_is_a_one_line_error(tmp_path: Path) ->
     (tmp_path / "cluster.yaml").write_text("kind: [unclosed\n")
     code, found, stderr = _lint_cli("--no-config", "--cluster", "cluster.yaml", "api.yaml", cwd=tmp_path)
     completed = run("lint", "--no-config", "--cluster", "cluster.yaml", "api.yaml", cwd=tmp_path)
-    assert code == 2 and ("affinity-no-match", "warning") in found  # the manifests are still linted
+    assert code == 2 and ("affinity-no-match", *TERM, "warning") in found  # the manifests are still linted
     assert "cluster.yaml:2:1: error [parse-error]" in completed.stdout
     code, found, stderr = _lint_cli("--no-config", "--cluster", "absent.yaml", "api.yaml", cwd=tmp_path)
     assert code == 2 and stderr.strip() == "kaffinity: error: absent.yaml: cluster file not found"

@@ -116,23 +116,33 @@ def test_a_related_place_on_a_value_the_overlay_set_is_in_the_patch(tmp_path: Pa
     assert related["physicalLocation"]["region"]["startLine"] == line_of(PATCH, "replicas")
 
 
-def _files(fmt: str, out: str) -> set[str]:
-    """Every file a report names, findings and related places."""
+Location = tuple[str, int, int]
+
+
+def _locations(fmt: str, out: str) -> set[Location]:
+    """Every location a report names, (file, line, column): findings and related places (the
+    ``github`` format shows no related places)."""
     if fmt == "json":
         report: Any = json.loads(out)
-        return {f["file"] for f in report["findings"]} | {
-            r["file"] for f in report["findings"] for r in f["related"]
+        return {(f["file"], f["line"], f["column"]) for f in report["findings"]} | {
+            (r["file"], r["line"], r["column"]) for f in report["findings"] for r in f["related"]
         }
     if fmt == "sarif":
         results = json.loads(out)["runs"][0]["results"]
         return {
-            location["physicalLocation"]["artifactLocation"]["uri"]
+            (
+                location["physicalLocation"]["artifactLocation"]["uri"],
+                location["physicalLocation"]["region"]["startLine"],
+                location["physicalLocation"]["region"]["startColumn"],
+            )
             for result in results
             for location in (*result["locations"], *result.get("relatedLocations", ()))
         }
     if fmt == "github":
-        return set(re.findall(r"^::\w+ file=([^,]+),", out, re.MULTILINE))
-    return set(re.findall(r"^(?:    note: )?([^\s:]+\.yaml):\d+:\d+:", out, re.MULTILINE))
+        found = re.findall(r"^::\w+ file=([^,]+),line=(\d+),col=(\d+),", out, re.MULTILINE)
+    else:
+        found = re.findall(r"^(?:    note: )?([^\s:]+\.yaml):(\d+):(\d+):", out, re.MULTILINE)
+    return {(file, int(line), int(column)) for file, line, column in found}
 
 
 @needs_kustomize
@@ -140,8 +150,15 @@ def _files(fmt: str, out: str) -> set[str]:
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
 def test_files_are_named_relative_to_the_working_folder(tmp_path: Path, target: str, fmt: str) -> None:
     root = repository(tmp_path)
-    files = _files(fmt, lint(root, target, fmt))
-    assert files == {"base/pdb.yaml", "overlays/prod/patch.yaml"}
+    # The budget in the base, the spread's maxSkew in the patch, and (related to the budget) the
+    # patch's replicas, where the formats show related places.
+    expected = {
+        ("base/pdb.yaml", *position(PDB, "minAvailable")),
+        ("overlays/prod/patch.yaml", *position(PATCH, "maxSkew")),
+    }
+    if fmt != "github":
+        expected.add(("overlays/prod/patch.yaml", *position(PATCH, "replicas")))
+    assert _locations(fmt, lint(root, target, fmt)) == expected
 
 
 @needs_kustomize
@@ -169,4 +186,5 @@ def test_a_plain_folder_linted_as_dot_names_its_files_without_dot_slash(tmp_path
         for fmt in ("text", "json", "sarif", "github"):
             completed = run("lint", "--no-config", "--no-render", "--format", fmt, target, cwd=tmp_path)
             assert completed.returncode == 1, completed.stderr
-            assert _files(fmt, completed.stdout) == {"apps/web.yaml"}, (target, fmt)
+            at = ("apps/web.yaml", *position(spread, "maxSkew"))
+            assert _locations(fmt, completed.stdout) == {at}, (target, fmt)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .kit import EXAMPLES, run
+from .kit import EXAMPLES, keys, run
 
 #: The memory values of the issue, as a manifest writes them, and whether kube-apiserver decodes them.
 VALID = ["1Ei", '"1e1000000"', "1.0e+400"]
@@ -69,6 +69,12 @@ spec:
 """
 
 
+def _found(stdout: str) -> tuple[list[dict[str, object]], list[tuple[str, int | None, int | None]]]:
+    """The JSON report's findings and their (rule, line, column)."""
+    report = json.loads(stdout)
+    return report["findings"], keys(report)
+
+
 def _write(tmp_path: Path, name: str, template: str, memory: str) -> str:
     path = tmp_path / name
     path.write_text(template.format(memory=memory), encoding="utf-8")
@@ -117,8 +123,8 @@ def test_requests_on_a_cluster(tmp_path: Path, memory: str, placed: bool) -> Non
     if not placed:
         assert "Insufficient memory" in place.stdout
     lint = run("lint", "--no-config", "--format", "json", "--cluster", node, manifest)
-    rules = {finding["rule"] for finding in json.loads(lint.stdout)["findings"]}
-    assert ("unschedulable" in rules) is not placed
+    pending = [key for key in keys(json.loads(lint.stdout)) if key[0] == "unschedulable"]
+    assert pending == ([] if placed else [("unschedulable", *MEMORY_AT)])
 
 
 @pytest.mark.parametrize("memory", VALID + INVALID + UNREADABLE)
@@ -132,8 +138,12 @@ def test_node_allocatable(tmp_path: Path, memory: str) -> None:
     assert place.returncode == (0 if memory in VALID else 2 if memory in UNREADABLE else 1)
     if memory in UNREADABLE:
         assert place.stderr.strip().splitlines()[-1].startswith(f"{node}:5:48: error [parse-error] ")
-    lint = run("lint", "--no-config", "--cluster", node, manifest)
+    lint = run("lint", "--no-config", "--format", "json", "--cluster", node, manifest)
     assert lint.returncode in ((2,) if memory in UNREADABLE else (0, 1))
+    refused = [
+        (f["file"], *key) for f, key in zip(*_found(lint.stdout), strict=True) if key[0] == "parse-error"
+    ]
+    assert refused == ([(node, "parse-error", 5, 48)] if memory in UNREADABLE else [])
 
 
 @pytest.mark.parametrize("memory", VALID + INVALID + UNREADABLE)

@@ -63,6 +63,20 @@ def describe(findings: tuple[Finding, ...]) -> str:
     return "\n".join(f"  {f.rule} at {f.path or '(no path)'}: {f.message}" for f in findings) or "  (none)"
 
 
+def starts_a_token(text: str, finding: Finding) -> bool:
+    """The finding's (line, column) is where a JSON token of ``text`` starts: a key, an object,
+    a list or a value (a field the case leaves out is reported at the object that lacks it)."""
+    if finding.line is None or finding.column is None:
+        return False
+    lines = text.splitlines()
+    if not 1 <= finding.line <= len(lines):
+        return False
+    here = lines[finding.line - 1][finding.column - 1 :]
+    return bool(here) and (
+        here[0] in '"{[-' or here[0].isdigit() or here.startswith(("true", "false", "null"))
+    )
+
+
 def path_matches(case: dict[str, Any]) -> bool:
     return any(finding.path == case["path"] for finding in errors_for(case["name"]))
 
@@ -83,6 +97,11 @@ def test_upstream_case(case: dict[str, Any]) -> None:
         f"upstream {expectation} this Pod ({case['source']}; kube {case['kube-version']}); "
         f"kaffinity reported:\n{describe(errors)}\n{manifest(case)}"
     )
+    # Each finding's location is a token of the manifest (upstream's tables give field paths,
+    # not positions: the path is measured below, the position is checked here).
+    assert all(starts_a_token(manifest(case), finding) for finding in errors), [
+        (f.rule, f.line, f.column, f.path) for f in errors
+    ]
 
 
 def test_error_paths_agree_with_upstream() -> None:
@@ -112,6 +131,9 @@ def test_upstream_budget_case(case: dict[str, Any]) -> None:
     """Every case: the same verdict as upstream, and a finding at upstream's field path."""
     result = lint_text(budget(case), "case.yaml")
     errors = [finding for finding in result.findings if finding.rule in ERROR_RULES]
+    assert all(starts_a_token(budget(case), finding) for finding in errors), [
+        (f.rule, f.line, f.column, f.path) for f in errors
+    ]
     if case["valid"]:
         assert errors == [], describe(tuple(errors))
     else:

@@ -1,0 +1,160 @@
+"""The rule ``unschedulable`` (kaffinity/rules/unschedulable.py): a pod the simulated scheduler leaves
+Pending for a reason no more specific rule owns, reported at what blocks it (a request, the
+existing pods' anti-affinity) with the nodes' reasons.
+
+Upstream: kube-scheduler's Filter plugins and their reasons (NodeResourcesFit "Insufficient cpu",
+InterPodAffinity), the scheduling queue's retry of unschedulable pods.
+
+The explanation (how many pods stay Pending, which nodes, why) exists only as the message's wording,
+so it is asserted on the message; where and what are asserted as (rule, line, column) and fields.
+"""
+
+from __future__ import annotations
+
+from kaffinity.engine import lint
+from kaffinity.findings import Severity
+from kaffinity.rules import RULES
+
+from ..kit import keys, only
+from .pending_inputs import (
+    anti,
+    context_of,
+    lint_on_cluster,
+    node,
+    pending_workload,
+    running_pod,
+    where,
+    zones,
+)
+
+# --- unschedulable ---------------------------------------------------------------------------------
+
+
+def test_unschedulable_insufficient_cpu_points_at_the_request() -> None:
+    containers = [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "6"}}}]
+    objects = [pending_workload("batch", replicas=2, containers=containers)]
+    finding = only(lint_on_cluster(objects, zones(2)), "unschedulable")
+    assert (finding.line, finding.column) == where(objects, '"cpu": "6"')
+    assert (
+        "batch[0] and batch[1] stay Pending: 0/2 nodes are available: 2 Insufficient cpu." in finding.message
+    )
+    assert (
+        "it requests 6 cpu; the most free on a node it may run on is 4 on n-a-0 (allocatable 4)"
+        in finding.message
+    )
+
+
+def test_unschedulable_existing_pods_anti_affinity_names_the_blockers() -> None:
+    guard = running_pod(
+        "guard",
+        "n-a-0",
+        {"app": "guard"},
+        affinity=anti("topology.kubernetes.io/zone", {"tier": "batch"}),
+    )
+    objects = [
+        pending_workload(
+            "job", "Job", 1, labels={"tier": "batch"}, nodeSelector={"topology.kubernetes.io/zone": "a"}
+        )
+    ]
+    finding = only(lint_on_cluster(objects, [*zones(2), guard]), "unschedulable")
+    # At the pod's labels, which the guard's anti-affinity selects.
+    assert (finding.line, finding.column) == where(objects, '"labels"', 1)
+    assert "didn't satisfy existing pods anti-affinity rules" in finding.message
+    assert "guard (out of zone a)" in finding.message
+    assert any(
+        loc.file == "cluster.yaml" and loc.message == "anti-affinity of pod guard" for loc in finding.related
+    )
+
+
+def test_unschedulable_retries_a_pod_whose_affinity_target_comes_later() -> None:
+    """Placed in queue order (front < session-cache) the front end waits for the cache; the scheduler
+    retries it when the cache's pods are added, so nothing is reported -- and the placement run is
+    left as it was."""
+    affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    objects = [
+        pending_workload("front", affinity=affinity),
+        pending_workload("session-cache", labels={"app": "cache"}),
+    ]
+    context = context_of(objects, zones(2), select=("topology",))
+    run_ = context.placement
+    assert run_ is not None
+    before = {sim_node.name: len(sim_node.pods) for sim_node in run_.sim.nodes}
+    assert len(run_.pending) == 1  # the simulation alone leaves it Pending
+    result = lint(context.files, context.settings, RULES, context=context)
+    assert keys(result) == []
+    assert {sim_node.name: len(sim_node.pods) for sim_node in run_.sim.nodes} == before
+
+
+def test_unschedulable_and_affinity_no_match_keep_the_more_severe() -> None:
+    """The same Pending pods, described by both rules; the error is kept."""
+    affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": "nothing"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+    }
+    objects = [pending_workload("front", "StatefulSet", 1, affinity=affinity)]
+    # The cluster file lists no pods: affinity-no-match is a warning, unschedulable an error.
+    both = lint_on_cluster(objects, zones(2), select=("topology", "affinity-no-match"))
+    selector_line, selector_column = where(objects, '"labelSelector"')
+    term = (selector_line - 1, selector_column - 2)  # the term: the list item holding the labelSelector
+    assert keys(both) == [("unschedulable", *term)]
+    assert [f.severity for f in both.findings] == [Severity.ERROR]
+    alone = lint_on_cluster(objects, zones(2))
+    assert (
+        "no running pod matches its required pod affinity (app=nothing)"
+        in only(alone, "unschedulable").message
+    )
+    # --closed: affinity-no-match is an error too, and a tie goes to it (it names near misses).
+    closed = lint_on_cluster(objects, zones(2), select=("topology", "affinity-no-match"), closed=True)
+    assert keys(closed) == [("affinity-no-match", selector_line, selector_column)]
+    assert [f.severity for f in closed.findings] == [Severity.ERROR]
+    # Configured severities count: unschedulable lowered to info gives way to the warning.
+    lowered = lint_on_cluster(
+        objects,
+        zones(2),
+        select=("topology", "affinity-no-match"),
+        severity={"unschedulable": Severity.INFO},
+    )
+    assert keys(lowered) == [("affinity-no-match", selector_line, selector_column)]
+    assert [f.severity for f in lowered.findings] == [Severity.WARNING]
+    # Either alone reports the pods.
+    alone_no_match = lint_on_cluster(objects, zones(2), select=("affinity-no-match",))
+    assert keys(alone_no_match) == [("affinity-no-match", selector_line, selector_column)]
+
+
+def test_unschedulable_undeclared_ephemeral_storage_is_a_warning_about_the_cluster_file() -> None:
+    # A hand-written Node without ephemeral-storage (kubelets always report it; a ClusterTopology
+    # pool that declares none leaves it unchecked instead: tests/test_simulate.py).
+    written = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n", "labels": {"kubernetes.io/hostname": "n"}},
+        "status": {"allocatable": {"cpu": "4", "pods": 10}},
+    }
+    containers = [{"name": "c", "image": "x", "resources": {"requests": {"ephemeral-storage": "1Gi"}}}]
+    objects = [pending_workload("app", containers=containers)]
+    finding = only(lint_on_cluster(objects, [written]), "unschedulable")
+    assert (finding.line, finding.column) == where(objects, '"ephemeral-storage": "1Gi"')
+    assert finding.severity == Severity.WARNING
+    assert "the cluster file declares no allocatable ephemeral-storage" in finding.message
+
+
+def test_unschedulable_daemonset_pod_names_its_node() -> None:
+    containers = [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "3"}}}]
+    cluster = [node("big", cpu="8"), node("small", cpu="2")]
+    objects = [pending_workload("agent", "DaemonSet", None, containers=containers)]
+    finding = only(lint_on_cluster(objects, cluster), "unschedulable")
+    # At the pod spec: no request of its own is too big, the node is too small.
+    assert (finding.line, finding.column) == where(objects, '"spec"', 2)
+    assert finding.message == "its pod for node small stays Pending: on small: Insufficient cpu"
