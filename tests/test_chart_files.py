@@ -31,7 +31,7 @@ from kaffinity.load.charts import (
     unit_templates,
 )
 
-from .kit import line_of, run, run_json
+from .kit import keys, line_of, position, run, run_json
 
 try:
     import helm_python  # noqa: F401 - only whether it is there
@@ -179,6 +179,8 @@ def test_an_unrendered_chart_is_one_info_finding_at_its_chart_yaml(tmp_path: Pat
     code, report = run_json("--no-render", "--no-cache", ".", cwd=repo)
     assert code == 0
     assert _placed(report) == [("helm-template", "charts/web/Chart.yaml", 2, 1)]
+    chart = (repo / "charts" / "web" / "Chart.yaml").read_text()
+    assert keys(report) == [("helm-template", *position(chart, "name:"))]
     assert {f["severity"] for f in report["findings"]} == {"info"}
     assert report["summary"]["documents"] == 2  # the CRD and the ConfigMap Helm leaves out
 
@@ -195,6 +197,9 @@ def test_the_pre_commit_hook_passes_a_commit_that_touches_templates(tmp_path: Pa
     code, report = run_json("--no-render", "--no-cache", "--fail-on", "warning", *named, cwd=repo)
     assert code == 0
     assert _placed(report) == [("helm-template", "charts/web/Chart.yaml", 2, 1)]
+    chart = (repo / "charts" / "web" / "Chart.yaml").read_text()
+    assert keys(report) == [("helm-template", *position(chart, "name:"))]
+    assert report["findings"][0]["severity"] == "info"  # below --fail-on warning
 
 
 def test_the_changed_hook_reports_the_chart_of_a_changed_template(tmp_path: Path) -> None:
@@ -215,6 +220,8 @@ def test_the_changed_hook_reports_the_chart_of_a_changed_template(tmp_path: Path
     )
     assert code == 0
     assert _placed(report) == [("helm-template", "charts/web/Chart.yaml", 2, 1)]
+    chart = (repo / "charts" / "web" / "Chart.yaml").read_text()
+    assert keys(report) == [("helm-template", *position(chart, "name:"))]
 
 
 def test_a_template_on_stdin_named_by_stdin_filename_is_its_chart(tmp_path: Path) -> None:
@@ -235,6 +242,8 @@ def test_a_template_on_stdin_named_by_stdin_filename_is_its_chart(tmp_path: Path
     import json
 
     assert _placed(json.loads(completed.stdout)) == [("helm-template", "charts/web/Chart.yaml", 2, 1)]
+    chart = (repo / "charts" / "web" / "Chart.yaml").read_text()
+    assert keys(json.loads(completed.stdout)) == [("helm-template", *position(chart, "name:"))]
 
 
 @pytest.mark.parametrize(
@@ -246,6 +255,8 @@ def test_a_template_piped_without_a_name_is_a_template_not_a_parse_error(text: s
     code, report = run_json("--no-render", "-", stdin=text)
     assert code == 0
     assert [f["rule"] for f in report["findings"]] == ["helm-template"]
+    # At the first action that is not a comment (the licence block is one).
+    assert keys(report) == [("helm-template", *position(text, "{{ ", 1))]
 
 
 @needs_renderer
@@ -256,9 +267,11 @@ def test_a_rendered_chart_leaves_no_template_finding(tmp_path: Path) -> None:
     code, report = run_json("--render", "--no-cache", ".", cwd=repo)
     assert code == 0, report["findings"]
     assert _placed(report) == []
+    assert keys(report) == []
     code, report = run_json("--render", "--no-cache", ".", cwd=repo / "charts" / "web")
     assert code == 0, report["findings"]
     assert _placed(report) == []
+    assert keys(report) == []
     # The rendered Deployment is what is linted: without its spread constraints it is a finding.
     values = repo / "charts" / "web" / "values.yaml"
     values.write_text("replicaCount: 3\ntopologySpreadConstraints: []\n")
@@ -266,6 +279,10 @@ def test_a_rendered_chart_leaves_no_template_finding(tmp_path: Path) -> None:
     assert [(rule, Path(file).name) for rule, file, _, _ in _placed(report)] == [
         ("replicas-not-spread", "deployment.yaml")
     ]
+    # Where the template writes the replicas: the rendered line is mapped back to it.
+    assert keys(report) == [("replicas-not-spread", *position(DEPLOYMENT, "replicas:"))]
+    assert report["findings"][0]["path"] == "spec.replicas"
+    assert report["findings"][0]["units"] == ["charts/web"]
 
 
 def test_helm_reads_the_chart_as_kaffinity_classifies_it(tmp_path: Path) -> None:
@@ -360,6 +377,7 @@ def test_other_tools_templates_are_skipped_never_parse_errors(tmp_path: Path) ->
     assert [(rule, file, line) for rule, file, line, _ in _placed(report)] == [
         ("replicas-not-spread", "flux/apps/api.yaml", line_of(api, "replicas: 3"))
     ]
+    assert keys(report) == [("replicas-not-spread", *position(api, "replicas: 3"))]
     # roles/web (2 yml + template), ansible/site (tasks + template), the .j2, jinja.yaml,
     # gomplate.yaml, cookiecutter, the envsubst file
     assert report["summary"]["skipped"] == 10
@@ -376,6 +394,8 @@ def test_the_cache_keeps_the_classification(tmp_path: Path) -> None:
     second = run_json("--no-render", "--cache-dir", cache, ".", cwd=repo)
     assert first[0] == second[0] == 0
     assert _placed(first[1]) == _placed(second[1]) == [("helm-template", "charts/web/Chart.yaml", 2, 1)]
+    chart = (repo / "charts" / "web" / "Chart.yaml").read_text()
+    assert keys(first[1]) == keys(second[1]) == [("helm-template", *position(chart, "name:"))]
 
 
 HELMRELEASE = """\

@@ -15,7 +15,7 @@ from kaffinity import __version__
 from kaffinity.report.docs import rule_catalogue
 from kaffinity.rules import RULES
 
-from .kit import EXAMPLES, REPO, no_internal_error, run, run_json, run_raw
+from .kit import EXAMPLES, REPO, keys, no_internal_error, position, run, run_json, run_raw
 
 FAIL = str(EXAMPLES / "parse-error" / "fail.yaml")
 HELM = str(EXAMPLES / "helm-template" / "fail.yaml")
@@ -39,6 +39,11 @@ def test_exit_2_for_unparsable_input_even_with_fail_on_none() -> None:
     code, report = run_json(FAIL, HELM, "--fail-on", "none")
     assert code == 2
     assert {f["rule"] for f in report["findings"]} == {"parse-error", "helm-template"}
+    assert keys(report) == [  # in file order: helm-template/ before parse-error/
+        ("helm-template", *position(Path(HELM).read_text(encoding="utf-8"), "{{ include")),
+        ("parse-error", *position(Path(FAIL).read_text(encoding="utf-8"), ":  # expect")),
+    ]
+    assert [f["severity"] for f in report["findings"]] == ["info", "error"]
 
 
 @pytest.mark.parametrize(
@@ -132,15 +137,26 @@ def test_unknown_rule_suggests_the_right_name() -> None:
 
 def test_select_and_ignore_by_rule_and_category() -> None:
     both = [HELM, UNUSED]
+    template = [("helm-template", *position(Path(HELM).read_text(encoding="utf-8"), "{{ include"))]
+    unused_text = Path(UNUSED).read_text(encoding="utf-8")
+    unused = [  # the annotation's key, and the comment
+        ("unused-suppression", *position(unused_text, "kaffinity.io/ignore")),
+        ("unused-suppression", *position(unused_text, "# kaffinity: ignore[parse-error]")),
+    ]
     assert {f["rule"] for f in run_json(*both, "--ignore", "input")[1]["findings"]} == {"unused-suppression"}
+    # (with the input category ignored, the suppression of parse-error is not judged)
+    assert keys(run_json(*both, "--ignore", "input")[1]) == unused[:1]
     assert {f["rule"] for f in run_json(*both, "--select", "helm-template")[1]["findings"]} == {
         "helm-template"
     }
+    assert keys(run_json(*both, "--select", "helm-template")[1]) == template
     # The most specific wins: a rule selected by name within an ignored category runs.
     report = run_json(*both, "--select", "helm-template", "--ignore", "input")[1]
     assert {f["rule"] for f in report["findings"]} == {"helm-template"}
+    assert keys(report) == template
     report = run_json(*both, "--select", "input,suppression", "--ignore", "helm-template")[1]
     assert {f["rule"] for f in report["findings"]} == {"unused-suppression"}
+    assert keys(report) == unused
 
 
 def test_version() -> None:
@@ -193,11 +209,11 @@ def test_installed_command_runs_from_any_folder(tmp_path: Path) -> None:
 def test_exclude_and_namespace_flags(tmp_path: Path) -> None:
     (tmp_path / "vendor").mkdir()
     (tmp_path / "vendor" / "broken.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: [\n")
-    (tmp_path / "app.yaml").write_text(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {kaffinity.io/ignore: all}\n"
-    )
+    app = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {kaffinity.io/ignore: all}\n"
+    (tmp_path / "app.yaml").write_text(app)
     code, report = run_json(str(tmp_path), "--exclude", "vendor", "--namespace", "team-a")
     assert code == 0
+    assert keys(report) == [("unused-suppression", *position(app, "kaffinity.io/ignore"))]
     (finding,) = report["findings"]
     assert finding["rule"] == "unused-suppression" and finding["object"]["namespace"] == "team-a"
     assert run_json(str(tmp_path))[0] == 2
@@ -279,3 +295,8 @@ def test_kube_version_as_written(written: str) -> None:
     completed = run_raw("lint", "--no-config", "--kube-version", written, "--format", "json", example)
     assert completed.returncode == 0, completed.stderr
     assert [f["rule"] for f in json.loads(completed.stdout)["findings"]] == ["gated-field-dropped"]
+    # At the term's matchLabelKeys (the first mention is in the example's comment).
+    text = Path(example).read_text(encoding="utf-8")
+    where = position(text, "matchLabelKeys: [pod-template-hash]", 2)
+    assert keys(json.loads(completed.stdout)) == [("gated-field-dropped", *where)]
+    assert json.loads(completed.stdout)["findings"][0]["severity"] == "warning"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kaffinity.load.repository import repository_manifests
-from tests.kit import findings, run
+from tests.kit import findings, keys, position, run
 
 CACHE = """\
 apiVersion: apps/v1
@@ -94,6 +94,7 @@ def test_without_context_the_lone_file_guesses(tmp_path: Path) -> None:
     (tmp_path / "web.yaml").write_text(WEB)
     _, report, _ = _lint(tmp_path, "web.yaml")
     assert _rules(report) == [("web.yaml", "affinity-no-match")]
+    assert keys(report) == [("affinity-no-match", *position(WEB, "labelSelector"))]
 
 
 @needs_git
@@ -101,7 +102,7 @@ def test_changed_reads_the_repository_and_reports_the_changed_file_only(tmp_path
     repo = _repo(tmp_path, {"web.yaml": WEB, "deploy/cache.yaml": CACHE, "deploy/pdb.yaml": PDB % "a"})
     # cache.yaml satisfies web's affinity; the lone PDB in the context is fine and not reported.
     code, report, stderr = _lint(repo, "--changed", "web.yaml")
-    assert (code, report["findings"], stderr) == (0, [], "")
+    assert (code, keys(report), stderr) == (0, [], "")
     assert report["summary"]["files"] == 1
 
 
@@ -109,10 +110,16 @@ def test_changed_reads_the_repository_and_reports_the_changed_file_only(tmp_path
 def test_findings_in_context_files_are_not_reported(tmp_path: Path) -> None:
     repo = _repo(tmp_path, {"web.yaml": WEB, "cache.yaml": CACHE, "bad.yaml": BROKEN_API})
     code, report, _ = _lint(repo, "--changed", "web.yaml")
-    assert (code, report["findings"]) == (0, [])
+    assert (code, keys(report)) == (0, [])
     code, report, _ = _lint(repo, "--changed", "web.yaml", "bad.yaml")
     assert code == 1
     assert {file for file, _ in _rules(report)} == {"bad.yaml"}
+    # bad.yaml's own findings: its term (Exists selects its own pods) and the values Exists forbids.
+    assert keys(report) == [
+        ("revision-unscoped", *position(BROKEN_API, "labelSelector")),
+        ("api-validation", *position(BROKEN_API, "values")),
+    ]
+    assert [f["severity"] for f in report["findings"]] == ["warning", "error"]
 
 
 @needs_git
@@ -123,11 +130,21 @@ def test_a_context_finding_that_names_a_changed_file_is_reported(tmp_path: Path)
     assert overlap, whole["findings"]
     places = {overlap[0]["file"], *(place["file"] for place in overlap[0]["related"])}
     assert places == {"a-pdb.yaml", "b-pdb.yaml"}
+    # Each at its budget's selector, the other's selector related.
+    selector = position(PDB, "selector")
+    assert keys(whole) == [("pdb-overlap", *selector), ("pdb-overlap", *selector)]
+    assert [[(r["file"], r["line"], r["column"]) for r in f["related"]] for f in overlap] == [
+        [("b-pdb.yaml", *selector)],
+        [("a-pdb.yaml", *selector)],
+    ]
     for changed in sorted(places):
         _, report, _ = _lint(repo, "--changed", changed)
         # Each budget's finding names the other: both involve the changed file.
-        found = [(f["rule"], f["file"]) for f in report["findings"]]
-        assert found == [("pdb-overlap", "a-pdb.yaml"), ("pdb-overlap", "b-pdb.yaml")], changed
+        found = [(f["rule"], f["file"], f["line"], f["column"]) for f in report["findings"]]
+        assert found == [
+            ("pdb-overlap", "a-pdb.yaml", *selector),
+            ("pdb-overlap", "b-pdb.yaml", *selector),
+        ], changed
     # The budgets cover the changed workload's pods: their overlap is part of what the change
     # causes (issue 33), each finding with its because.
     _, report, _ = _lint(repo, "--changed", "cache.yaml")
@@ -156,6 +173,7 @@ def test_gitignored_and_hidden_files_are_not_context(tmp_path: Path) -> None:
     assert listed == {(repo / "web.yaml").resolve()}
     _, report, _ = _lint(repo, "--changed", "web.yaml")
     assert _rules(report) == [("web.yaml", "affinity-no-match")]
+    assert keys(report) == [("affinity-no-match", *position(WEB, "labelSelector"))]
 
 
 @needs_git
@@ -166,14 +184,14 @@ def test_untracked_files_are_context_and_deleted_ones_are_not(tmp_path: Path) ->
     names = {Path(path).name for path in repository_manifests(str(repo)) or ()}
     assert names == {"web.yaml", "new.yaml"}
     code, report, stderr = _lint(repo, "--changed", "web.yaml")
-    assert (code, report["findings"], stderr) == (0, [], "")
+    assert (code, keys(report), stderr) == (0, [], "")
 
 
 @needs_git
 def test_the_repository_is_found_from_the_changed_file(tmp_path: Path) -> None:
     repo = _repo(tmp_path / "repo", {"web.yaml": WEB, "cache.yaml": CACHE})
     code, report, stderr = _lint(tmp_path, "--changed", str(repo / "web.yaml"))
-    assert (code, report["findings"], stderr) == (0, [], "")
+    assert (code, keys(report), stderr) == (0, [], "")
 
 
 def test_no_context_says_so_once_and_skips_the_rules_that_would_guess(tmp_path: Path) -> None:
@@ -192,6 +210,9 @@ def test_no_context_says_so_once_and_skips_the_rules_that_would_guess(tmp_path: 
     rules = {rule for _, rule in _rules(report)}
     assert "api-validation" in rules
     assert not rules & {"affinity-no-match", "replicas-not-spread"}
+    assert ("bad.yaml", "api-validation", *position(BROKEN_API, "values")) in [
+        (f["file"], f["rule"], f["line"], f["column"]) for f in report["findings"]
+    ]
     completed = run("lint", "--format", "json", "web.yaml", "bad.yaml", cwd=outside)
     assert "affinity-no-match" in completed.stdout  # without --changed, the input is all there is
 
@@ -202,14 +223,18 @@ def test_explicit_context_and_config_context(tmp_path: Path) -> None:
     (tmp_path / "deploy" / "cache.yaml").write_text(CACHE)
     (tmp_path / "deploy" / "bad.yaml").write_text(BROKEN_API)
     code, report, stderr = _lint(tmp_path, "--no-config", "--context", "deploy", "web.yaml")
-    assert (code, report["findings"], stderr) == (0, [], "")
+    assert (code, keys(report), stderr) == (0, [], "")
     (tmp_path / ".kaffinity.yaml").write_text("context: [deploy]\n")
     code, report, stderr = _lint(tmp_path, "web.yaml")
-    assert (code, report["findings"], stderr) == (0, [], "")
+    assert (code, keys(report), stderr) == (0, [], "")
     # A file named both on the command line and in the context is reported, once.
     code, report, _ = _lint(tmp_path, "deploy/bad.yaml")
     assert code == 1
     assert {file for file, _ in _rules(report)} == {"deploy/bad.yaml"}
+    assert keys(report) == [
+        ("revision-unscoped", *position(BROKEN_API, "labelSelector")),
+        ("api-validation", *position(BROKEN_API, "values")),
+    ]
     assert report["summary"]["files"] == 1
 
 
@@ -226,7 +251,7 @@ def test_an_unreadable_context_file_is_noted_not_reported(tmp_path: Path) -> Non
     (tmp_path / "ctx" / "cache.yaml").write_text(CACHE)
     (tmp_path / "ctx" / "broken.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: [\n")
     code, report, stderr = _lint(tmp_path, "--no-config", "--context", "ctx", "web.yaml")
-    assert (code, report["findings"]) == (0, [])
+    assert (code, keys(report)) == (0, [])
     assert stderr.startswith("kaffinity: note: 1 context file(s) could not be read")
     assert "ctx/broken.yaml:" in stderr
 
@@ -234,10 +259,13 @@ def test_an_unreadable_context_file_is_noted_not_reported(tmp_path: Path) -> Non
 def test_a_broken_changed_file_still_exits_2(tmp_path: Path) -> None:
     (tmp_path / "ctx").mkdir()
     (tmp_path / "ctx" / "cache.yaml").write_text(CACHE)
-    (tmp_path / "web.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: [\n")
+    broken = "apiVersion: v1\nkind: Pod\nmetadata: [\n"
+    (tmp_path / "web.yaml").write_text(broken)
     code, report, _ = _lint(tmp_path, "--no-config", "--context", "ctx", "web.yaml")
     assert code == 2
     assert _rules(report) == [("web.yaml", "parse-error")]
+    # The flow sequence is never closed: the parser stops at the end of the stream.
+    assert keys(report) == [("parse-error", broken.count("\n") + 1, 1)]
 
 
 def test_stdin_with_context(tmp_path: Path) -> None:
@@ -246,4 +274,4 @@ def test_stdin_with_context(tmp_path: Path) -> None:
     completed = run(
         "lint", "--format", "json", "--no-config", "--context", "ctx", "-", stdin=WEB, cwd=tmp_path
     )
-    assert (completed.returncode, json.loads(completed.stdout)["findings"]) == (0, [])
+    assert (completed.returncode, keys(json.loads(completed.stdout))) == (0, [])

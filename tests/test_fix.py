@@ -20,7 +20,18 @@ from kaffinity.load.parse import parse
 from kaffinity.repo.render import helm_engine, kustomize_engine
 from kaffinity.rules.revision_unscoped import FIX_PROMISE
 
-from .kit import EXAMPLES, SHARED, added_lines, check, lint_text, no_internal_error, run, run_json
+from .kit import (
+    EXAMPLES,
+    SHARED,
+    added_lines,
+    check,
+    keys,
+    lint_text,
+    no_internal_error,
+    position,
+    run,
+    run_json,
+)
 
 ODD_BUT_VALID = """\
 # A hand-written manifest: comments, quoting, 4-space indents, a flow selector.
@@ -178,7 +189,9 @@ spec:
           - *term
 """
     # The anchor and its alias are one place in the file: one finding (an alias is no copy).
-    (finding,) = lint_text(aliased, select=("revision-unscoped",), plan_fixes=True).findings
+    result = lint_text(aliased, select=("revision-unscoped",), plan_fixes=True)
+    assert keys(result) == [("revision-unscoped", *position(aliased, "&term"))]  # the anchored term
+    (finding,) = result.findings
     assert finding.edit is None  # editing the anchor would change the alias too
     assert finding.fix is not None and "kaffinity fix" not in finding.fix  # no promise, no mention
     completed = run("fix", "--no-config", "-", stdin=aliased)
@@ -215,7 +228,12 @@ def test_fix_round_trips_the_real_world_corpus() -> None:
             rebuilt = rebuilt[:start] + rebuilt[start + len(edit.text) :]
         assert rebuilt == item.text  # every other byte as it was
         after = lint([parse(item.file, item.fixed)], settings)
-        assert after.findings == ()
+        assert keys(after) == []
+        # Each finding fixed had a place in its file, and its edit comes after that line's start.
+        starts = [0, *(i + 1 for i, char in enumerate(item.text) if char == "\n")]
+        for finding in item.findings:
+            assert finding.line is not None and finding.column is not None
+            assert finding.edit is None or finding.edit.start > starts[finding.line - 1]
         before_docs = parse(item.file, item.text).documents
         after_docs = parse(item.file, item.fixed).documents
         assert [d.data.get("kind") for d in before_docs] == [d.data.get("kind") for d in after_docs]
@@ -600,6 +618,9 @@ def test_an_inline_patch_is_not_promised_and_not_touched(tmp_path: Path) -> None
     before = {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
     _, report = run_json(".", cwd=folder)
     assert [f["rule"] for f in report["findings"]] == ["revision-unscoped"]
+    # The inline patch has no file of its own: the term is placed at the base's pod spec it joins.
+    assert keys(report) == [("revision-unscoped", *position(_BASE, "spec:", 2))]
+    assert report["findings"][0]["file"] == "base/deploy.yaml"
     assert FIX_PROMISE not in report["findings"][0]["fix"]
     completed = run("fix", "--no-config", ".", cwd=folder)
     assert completed.returncode == 0 and "nothing to fix" in completed.stderr
@@ -632,6 +653,9 @@ def test_a_values_key_a_variant_sets_too_is_not_promised(tmp_path: Path) -> None
     folder = _tree(tmp_path, files)
     _, report = run_json(".", cwd=folder)
     assert {f["rule"] for f in report["findings"]} == {"revision-unscoped"}
+    # At the template's affinity, which prints the values' term.
+    assert keys(report) == [("revision-unscoped", *position(_TEMPLATE, "affinity:"))]
+    assert report["findings"][0]["file"] == "charts/web/templates/deployment.yaml"
     assert all(FIX_PROMISE not in f["fix"] for f in report["findings"])
     completed = run("fix", "--no-config", ".", cwd=folder)
     assert "nothing to fix" in completed.stderr

@@ -11,7 +11,7 @@ import pytest
 
 from kaffinity.load.parse import parse
 
-from .kit import EXAMPLES, run
+from .kit import EXAMPLES, findings, keys, lines, lint_paths, position, run, run_json
 
 GOOD = (
     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ok\n"
@@ -35,7 +35,8 @@ HOSTILE: dict[str, tuple[bytes, int | None]] = {
         1,
     ),
     "compact.yaml": (_MANIFEST + b"items:\n" + b"- " * 30_000 + b"x\n", 4),
-    "bomb.yaml": (_MANIFEST + _BOMB, None),
+    # At the anchor &f (line 8): expanding it in g takes the file past 1,000,000 nodes.
+    "bomb.yaml": (_MANIFEST + _BOMB, 8),
     "tabs.yaml": (b"apiVersion: v1\nkind: Pod\nmetadata:\n\tname: x\n", 4),
 }
 # The same hostile content in files that do not look like manifests: skipped quietly, and
@@ -70,6 +71,7 @@ def test_each_hostile_file_gives_one_line_error_exit_2(hostile_dir: Path, name: 
     line = HOSTILE[name][1]
     prefix = f"{hostile_dir / name}:{line}:" if line else f"{hostile_dir / name}:"
     assert headline[0].startswith(prefix), headline[0]
+    assert lines(lint_paths(hostile_dir / name)) == [("parse-error", line)]
 
 
 def test_hostile_files_that_are_no_manifests_are_skipped(tmp_path: Path) -> None:
@@ -81,6 +83,7 @@ def test_hostile_files_that_are_no_manifests_are_skipped(tmp_path: Path) -> None
     assert completed.stderr == ""
     report = json.loads(completed.stdout)
     assert [finding["rule"] for finding in report["findings"]] == ["unused-suppression"]
+    assert keys(report) == [("unused-suppression", *position(GOOD, "kaffinity.io/ignore"))]
     assert (report["summary"]["files"], report["summary"]["skipped"]) == (1, len(NOT_MANIFESTS))
 
 
@@ -98,6 +101,14 @@ def test_other_files_are_still_linted(hostile_dir: Path) -> None:
     # The good file after all the bad ones is still linted: its useless suppression is found.
     assert f"{hostile_dir / 'zz-good.yaml'}:6:5: info [unused-suppression]" in out
     assert "empty.yaml" not in out and "only-comments.yaml" not in out
+    # As data: each hostile file's error on its line, in file order, and the good file's finding.
+    result = lint_paths(hostile_dir)
+    assert lines(findings(result, "parse-error")) == [
+        ("parse-error", HOSTILE[name][1]) for name in sorted(HOSTILE)
+    ]
+    assert keys(findings(result, "unused-suppression")) == [
+        ("unused-suppression", *position(GOOD, "kaffinity.io/ignore"))
+    ]
 
 
 def test_unreadable_and_missing_inputs(tmp_path: Path) -> None:
@@ -111,12 +122,24 @@ def test_unreadable_and_missing_inputs(tmp_path: Path) -> None:
         in completed.stdout
     )
     assert "inner.yaml:6:5" in completed.stdout
+    # The folder named like a manifest is walked; a missing file has no line (in file order).
+    result = lint_paths(tmp_path / "missing.yaml", folder)
+    assert keys(result) == [
+        ("unused-suppression", *position(GOOD, "kaffinity.io/ignore")),
+        ("parse-error", None, None),
+    ]
+    assert [Path(f.file).name for f in result.findings] == ["inner.yaml", "missing.yaml"]
 
 
 def test_non_utf8_on_stdin() -> None:
-    completed = run("lint", "--no-config", "-", stdin=b"kind: Pod\nname: \xff\n")
+    data = b"kind: Pod\nname: \xff\n"
+    completed = run("lint", "--no-config", "-", stdin=data)
     assert completed.returncode == 2
     assert completed.stdout.startswith("<stdin>:2:7: error [parse-error] not valid UTF-8")
+    code, report = run_json("-", stdin=data)
+    assert code == 2
+    # At the first byte that is not UTF-8.
+    assert keys(report) == [("parse-error", *position(data.decode("latin-1"), "\xff"))]
 
 
 def _mutations(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
@@ -174,9 +197,14 @@ def test_expansion_survives_any_value_anywhere(example: str) -> None:
     mutated = [_replaced(data, path, value) for data in (deployment, pod) for path, value in _mutations(data)]
     text = "".join(f"---\n{json.dumps(item)}\n" for item in mutated)
     files = [parse("mutated.yaml", text)]
+    rows = text.splitlines()
     for version in ("1.30", "1.33", "1.37"):
         result = lint(files, Settings(kube_version=version, select=("expansion",)))
         assert result.internal_errors == ()
+        # Whatever the shape, each finding is located in the file: a line and a column within it.
+        for finding in result.findings:
+            assert finding.line is not None and 1 <= finding.line <= len(rows), finding
+            assert finding.column is not None and 1 <= finding.column <= len(rows[finding.line - 1]), finding
     items = list(previews(files, "1.37", {}, "default"))
     assert items  # most mutations keep a key to merge
     for rendered in (

@@ -21,7 +21,7 @@ from kaffinity.load.files import discover, load
 from kaffinity.load.manifests import is_kustomization, looks_like_manifest, skip_reason_for_name
 from kaffinity.load.read import read
 
-from .kit import EXAMPLES, run, run_json
+from .kit import EXAMPLES, keys, position, run, run_json
 
 REPOSITORY = Path(__file__).parent / "data" / "repository"
 MANIFEST = REPOSITORY / "deploy" / "operator.yaml"
@@ -106,7 +106,7 @@ def test_a_folder_with_non_manifests_is_clean() -> None:
     is a finding of its own (the chart dependency tests)."""
     code, report = run_json("--no-render", str(REPOSITORY))
     assert code == 0, report
-    assert report["findings"] == []
+    assert keys(report) == []
     # Walked: .github/ is hidden, so 8 of the 10 other files are seen (and skipped).
     assert _summary(report) == (1, len(NOT_MANIFESTS) - 1)
     assert report["summary"]["documents"] == 1
@@ -131,6 +131,7 @@ def test_a_python_tag_is_a_plain_string(tmp_path: Path) -> None:
     code, report = run_json(str(tmp_path))
     assert code in (0, 1)
     assert all(f["rule"] != "parse-error" for f in report["findings"])
+    assert keys(report) == []  # a bare Pod named x: nothing to find, no parse-error at the tag
     assert report["summary"]["documents"] == 1
 
 
@@ -149,9 +150,8 @@ def test_a_broken_manifest_is_still_a_parse_error(tmp_path: Path, name: str) -> 
 def test_a_chart_template_keeps_its_warning_and_one_made_of_includes_is_skipped(tmp_path: Path) -> None:
     """Templates with manifest keys are helm-template warnings; a template that is only
     `{{ include }}` calls (rook's cluster-rbac.yaml) shows no manifest and is skipped."""
-    (tmp_path / "deployment.yaml").write_text(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n"
-    )
+    template = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n"
+    (tmp_path / "deployment.yaml").write_text(template)
     (tmp_path / "rbac.yaml").write_text(
         "{{- if ne .Release.Namespace .Values.operatorNamespace -}}\n"
         '{{ include "library.rbac" . }}\n{{- end }}\n'
@@ -161,13 +161,20 @@ def test_a_chart_template_keeps_its_warning_and_one_made_of_includes_is_skipped(
     assert [(Path(f["file"]).name, f["rule"]) for f in report["findings"]] == [
         ("deployment.yaml", "helm-template")
     ]
+    assert keys(report) == [("helm-template", *position(template, "{{"))]  # the first template
+    assert report["findings"][0]["severity"] == "info"
     assert _summary(report) == (1, 1)
 
 
 def test_stdin_is_always_meant_as_manifests() -> None:
-    completed = run("lint", "--no-config", "-", stdin="services:\n\tweb: {}\n")
+    compose = "services:\n\tweb: {}\n"
+    completed = run("lint", "--no-config", "-", stdin=compose)
     assert completed.returncode == 2
     assert completed.stdout.startswith("<stdin>:2:1: error [parse-error]")
+    code, report = run_json("-", stdin=compose)
+    assert code == 2
+    assert keys(report) == [("parse-error", *position(compose, "\t"))]  # the tab YAML forbids
+    assert report["findings"][0]["file"] == "<stdin>"
     clean = run("lint", "--no-config", "-", stdin="services:\n  web: {}\n")
     assert clean.returncode == 0
 
@@ -208,6 +215,11 @@ def test_the_cluster_file_is_read_whatever_it_holds(tmp_path: Path) -> None:
     completed = run("lint", "--no-config", "--cluster", str(cluster), str(MANIFEST))
     assert completed.returncode == 2
     assert f"{cluster}:2:1: error [parse-error]" in completed.stdout
+    # The flow sequence is never closed: the parser stops at the end of the stream.
+    code, report = run_json("--cluster", str(cluster), str(MANIFEST))
+    assert code == 2
+    assert keys(report) == [("parse-error", "nodes: [\n".count("\n") + 1, 1)]
+    assert report["findings"][0]["file"] == str(cluster)
 
 
 # --- what git ignores -------------------------------------------------------------------------
@@ -237,9 +249,9 @@ def _linted(report: dict[str, object], root: Path) -> list[tuple[str, str]]:
 
 def test_what_git_ignores_is_not_walked(git_repository: Path) -> None:
     code, report = run_json(".", cwd=git_repository)
-    assert (code, report["findings"], _summary(report)) == (0, [], (1, 0))
+    assert (code, keys(report), _summary(report)) == (0, [], (1, 0))
     code, report = run_json(str(git_repository / "app"))  # a folder inside the work tree
-    assert (code, report["findings"]) == (0, [])
+    assert (code, keys(report)) == (0, [])
 
 
 def test_ignored_files_named_explicitly_are_read(git_repository: Path) -> None:
@@ -249,6 +261,9 @@ def test_ignored_files_named_explicitly_are_read(git_repository: Path) -> None:
         ("build/web.yaml", "parse-error"),
         ("scratch.yaml", "parse-error"),
     ]
+    # Each where BROKEN's flow mapping is left open: the end of the stream.
+    end = ("parse-error", BROKEN.count("\n") + 1, 1)
+    assert keys(report) == [end, end]
 
 
 @pytest.mark.parametrize("how", ["--no-gitignore", "config"])
@@ -259,11 +274,14 @@ def test_no_gitignore(git_repository: Path, how: str) -> None:
     else:
         completed = run("lint", "--format", "json", "--no-config", "--no-gitignore", ".", cwd=git_repository)
     assert completed.returncode == 2, completed.stderr
-    assert _linted(json.loads(completed.stdout), git_repository) == [
+    report = json.loads(completed.stdout)
+    assert _linted(report, git_repository) == [
         ("app/web.rendered.yaml", "parse-error"),
         ("build/web.yaml", "parse-error"),
         ("scratch.yaml", "parse-error"),
     ]
+    # Each where BROKEN's flow mapping is left open: the end of the stream.
+    assert keys(report) == [("parse-error", BROKEN.count("\n") + 1, 1)] * 3
 
 
 def test_outside_a_work_tree_every_file_is_walked(tmp_path: Path) -> None:
@@ -338,6 +356,7 @@ def test_missing_paths_are_reported_whatever_the_selection(broken_and_good: Path
     code, report = run_json("--ignore", "parse-error", str(broken_and_good / "good.yaml"), str(missing))
     assert code == 2
     assert [(f["rule"], f["file"]) for f in report["findings"]] == [("parse-error", str(missing))]
+    assert keys(report) == [("parse-error", None, None)]  # no line in a file that is not there
 
 
 def test_severity_and_suppressions_do_not_hide_a_parse_error(broken_and_good: Path) -> None:

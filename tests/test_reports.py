@@ -25,7 +25,10 @@ from .kit import (
     example_settings,
     expected,
     findings,
+    keys,
+    lint_paths,
     lint_text,
+    position,
     run,
 )
 from .test_engine import ZONE_ANTI
@@ -42,16 +45,21 @@ def _report(fmt: str, *paths: str, cwd: Path | None = None) -> tuple[int, str]:
 def test_text_report_lines_frames_and_summary() -> None:
     code, out = _report("text", "examples/parse-error/fail.yaml", cwd=EXAMPLES.parent)
     assert code == 2
+    # Where the flow mapping of line 6 breaks: the colon of the next key.
+    path = EXAMPLES / "parse-error" / "fail.yaml"
+    line, column = position(path.read_text(encoding="utf-8"), ":  # expect: parse-error")
+    assert keys(lint_paths(path)) == [("parse-error", line, column)]
     lines = out.splitlines()
-    assert lines[0].startswith("examples/parse-error/fail.yaml:7:5: error [parse-error] ")
-    assert lines[1] == "  7 | spec:  # expect: parse-error"
-    assert lines[2] == "    |     ^"
+    assert lines[0].startswith(f"examples/parse-error/fail.yaml:{line}:{column}: error [parse-error] ")
+    assert lines[1] == f"  {line} | spec:  # expect: parse-error"
+    assert lines[2] == "    |" + " " * column + "^"
     assert lines[-1] == "Found 1 problem (1 error) in 1 file."
 
 
 def test_text_report_clean_run() -> None:
     code, out = _report("text", "examples/parse-error/pass.yaml", cwd=EXAMPLES.parent)
     assert code == 0
+    assert keys(lint_paths(EXAMPLES / "parse-error" / "pass.yaml")) == []
     assert out == "No problems found in 1 file.\n"
 
 
@@ -60,6 +68,12 @@ def test_color_only_when_asked() -> None:
     colored = run("lint", "--no-config", "--color", "always", str(EXAMPLES / "parse-error" / "fail.yaml"))
     assert "\x1b[" not in plain.stdout
     assert "\x1b[31;1merror\x1b[0m" in colored.stdout
+    # The same finding, at the same place, colored or not.
+    path = EXAMPLES / "parse-error" / "fail.yaml"
+    [(rule, line, column)] = keys(lint_paths(path))
+    assert (rule, line, column) == ("parse-error", *position(path.read_text(encoding="utf-8"), ":  # expect"))
+    assert plain.stdout.startswith(f"{path}:{line}:{column}: error [{rule}] ")
+    assert colored.stdout.startswith(f"\x1b[1m{path}:{line}:{column}\x1b[0m: ")
 
 
 def test_json_report_matches_documented_schema() -> None:
@@ -139,7 +153,10 @@ def test_sarif_is_valid_against_the_official_schema(sarif_schema: dict[str, Any]
             "uri": "examples/parse-error/fail.yaml",
             "uriBaseId": "%SRCROOT%",
         }
-        assert location["region"] == {"startLine": 7, "startColumn": 5}
+        text = (EXAMPLES / "parse-error" / "fail.yaml").read_text(encoding="utf-8")
+        region = location["region"]
+        assert set(region) == {"startLine", "startColumn"}
+        assert (region["startLine"], region["startColumn"]) == position(text, ":  # expect: parse-error")
         assert result["level"] == "error"
         assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "parse-error"
         notes = [r for r in run["results"] if r["ruleId"] == "unused-suppression"]
@@ -153,11 +170,17 @@ def test_github_escaping_follows_the_actions_toolkit() -> None:
 
 def test_github_annotations(tmp_path: Path) -> None:
     bad = tmp_path / "we:ird,name.yaml"
-    bad.write_text("apiVersion: v1\nkind: Pod\nmetadata: [\n")
+    text = "apiVersion: v1\nkind: Pod\nmetadata: [\n"
+    bad.write_text(text)
     code, out = _report("github", str(bad))
     assert code == 2
+    # The flow sequence is never closed: the parser stops at the end of the stream.
+    end = (text.count("\n") + 1, 1)
+    assert keys(lint_text(text, bad.name)) == [("parse-error", *end)]
     escaped = escape_property(str(bad))
-    assert out.startswith(f"::error file={escaped},line=4,col=1,title=kaffinity [parse-error]::")
+    assert out.startswith(
+        f"::error file={escaped},line={end[0]},col={end[1]},title=kaffinity [parse-error]::"
+    )
     assert out.count("\n") == 1
 
 
@@ -165,6 +188,9 @@ def test_format_auto_picks_github_on_actions() -> None:
     target = str(EXAMPLES / "parse-error" / "fail.yaml")
     on_actions = run("lint", "--no-config", target, env={"GITHUB_ACTIONS": "true"})
     assert on_actions.stdout.startswith("::error file=")
+    [(rule, line, column)] = keys(lint_paths(target))
+    assert (line, column) == position(Path(target).read_text(encoding="utf-8"), ":  # expect")
+    assert f",line={line},col={column},title=kaffinity [{rule}]::" in on_actions.stdout
     assert not run("lint", "--no-config", target).stdout.startswith("::")
 
 
@@ -175,6 +201,25 @@ def test_output_file(tmp_path: Path, fmt: str) -> None:
     assert completed.stdout == ""
     assert completed.returncode == 0  # helm-template is a warning; default --fail-on error
     assert "helm-template" in out.read_text()
+    # The file holds the finding where the example marks it, as each format spells a location.
+    fail = EXAMPLES / "helm-template" / "fail.yaml"
+    line, column = position(fail.read_text(encoding="utf-8"), "{{ include")
+    assert keys(lint_paths(EXAMPLES / "helm-template")) == [("helm-template", line, column)]
+    written = out.read_text()
+    if fmt == "json":
+        assert keys(json.loads(written)) == [("helm-template", line, column)]
+    elif fmt == "sarif":
+        [result] = json.loads(written)["runs"][0]["results"]
+        region = result["locations"][0]["physicalLocation"]["region"]
+        assert (result["ruleId"], region["startLine"], region["startColumn"]) == (
+            "helm-template",
+            line,
+            column,
+        )
+    elif fmt == "github":
+        assert f"fail.yaml,line={line},col={column},title=kaffinity [helm-template]::" in written
+    else:
+        assert f"fail.yaml:{line}:{column}: info [helm-template] " in written
 
 
 def test_output_file_that_cannot_be_written(tmp_path: Path) -> None:
@@ -209,7 +254,13 @@ def test_concise_is_one_line_per_finding_naming_the_object_and_the_summary() -> 
     code, out = _report("concise", *ROLLOUT, cwd=EXAMPLES.parent)
     assert code == 1
     lines = out.splitlines()
-    where = "examples/rollout-deadlock/fail.yaml:26:15"
+    path = EXAMPLES / "rollout-deadlock" / "fail.yaml"
+    line, column = position(path.read_text(encoding="utf-8"), "labelSelector: # expect")
+    assert keys(lint_paths(path, cluster=ROLLOUT[2])) == [
+        ("revision-unscoped", line, column),
+        ("rollout-deadlock", line, column),
+    ]
+    where = f"examples/rollout-deadlock/fail.yaml:{line}:{column}"
     on = "Deployment ex-rollout-deadlock-fail/nginx-deployment: "
     assert [line.split(" ", 3)[:3] for line in lines[:-1]] == [
         [f"{where}:", "warning", "[revision-unscoped]"],
@@ -226,6 +277,15 @@ def test_min_severity_hides_from_the_report_not_from_the_exit_code() -> None:
     assert completed.returncode == 1
     lines = completed.stdout.splitlines()
     assert [line.split(" ")[2] for line in lines[:-1]] == ["[rollout-deadlock]"]
+    # The error shown is the finding of the data, where the example marks it; the warning beside
+    # it is found, only not shown.
+    path = EXAMPLES / "rollout-deadlock" / "fail.yaml"
+    where = position(path.read_text(encoding="utf-8"), "labelSelector: # expect")
+    assert keys(lint_paths(path, cluster=ROLLOUT[2])) == [
+        ("revision-unscoped", *where),
+        ("rollout-deadlock", *where),
+    ]
+    assert lines[0].startswith("examples/rollout-deadlock/fail.yaml:{}:{}: error ".format(*where))
     assert lines[-1].endswith("; 1 below --min-severity not shown.")
     # A warning alone hidden, --fail-on warning: the run still fails.
     target = "examples/revision-unscoped/fail.yaml"
@@ -245,6 +305,11 @@ def test_github_names_files_as_the_workspace_does_and_says_where_in_the_text() -
     assert properties.startswith(f"warning file={file},line=")
     row, column = properties.split("line=")[1].split(",col=")[0], properties.split(",col=")[1].split(",")[0]
     assert message.startswith(f"{file}:{row}:{column}: ")
+    # The first annotation is the first finding: the anti-affinity term the example marks.
+    path = EXAMPLES / "revision-unscoped" / "fail.yaml"
+    first = keys(lint_paths(path))[0]
+    assert first == ("revision-unscoped", *position(path.read_text(encoding="utf-8"), "labelSelector:", 1))
+    assert (int(row), int(column)) == first[1:]
 
 
 def test_sarif_rule_names_differ_from_ids_and_link_to_the_docs() -> None:
@@ -256,6 +321,12 @@ def test_sarif_rule_names_differ_from_ids_and_link_to_the_docs() -> None:
     assert by_id["schema"]["name"] == "SchemaCheck"
     assert by_id["rollout-deadlock"]["name"] == "RolloutDeadlock"
     assert by_id["rollout-deadlock"]["helpUri"].endswith("/docs/rules.md#rollout-deadlock")
+    # The result points at its rule by index, and sits where the example marks it.
+    [result] = [r for r in json.loads(out)["runs"][0]["results"] if r["ruleId"] == "rollout-deadlock"]
+    assert rules[result["ruleIndex"]]["name"] == "RolloutDeadlock"
+    region = result["locations"][0]["physicalLocation"]["region"]
+    text = (EXAMPLES / "rollout-deadlock" / "fail.yaml").read_text(encoding="utf-8")
+    assert (region["startLine"], region["startColumn"]) == position(text, "labelSelector: # expect")
     rules_md = (EXAMPLES.parent / "docs" / "rules.md").read_text()
     assert all(f"\n## {rule['id']}\n" in rules_md for rule in rules)  # every link has its section
 

@@ -33,7 +33,7 @@ from kaffinity.load.parse import SourceFile, parse
 from kaffinity.rules import RULES
 from kaffinity.simulate.cluster import cluster_from
 
-from .kit import EXAMPLES, REPO, no_internal_error, run
+from .kit import EXAMPLES, REPO, findings, keys, lines, lint_paths, no_internal_error, position, run
 
 GOOD = (
     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ok\n"
@@ -92,6 +92,11 @@ def test_malformed_file_gives_one_line_error_with_line(malformed_dir: Path, name
     (headline,) = _headline(completed.stdout, path)
     assert headline.startswith(f"{path}:{MALFORMED[name][1]}:"), headline
     assert GOOD_FINDING in completed.stdout  # the good file linted alongside keeps its finding
+    result = lint_paths(path, malformed_dir / "zz-good.yaml")
+    assert lines(findings(result, "parse-error")) == [("parse-error", MALFORMED[name][1])]
+    assert keys(findings(result, "unused-suppression")) == [
+        ("unused-suppression", *position(GOOD, "kaffinity.io/ignore"))
+    ]
 
 
 def test_all_malformed_files_together(malformed_dir: Path) -> None:
@@ -276,6 +281,16 @@ def test_limits_from_the_config_file(tmp_path: Path) -> None:
     )
     assert "laughs.yaml:7:4: error [parse-error] aliases expand this file beyond 20 nodes" in completed.stdout
     assert GOOD_FINDING in completed.stdout
+    # The same, as data: the first node past 6 levels (root, metadata, the annotations' mapping,
+    # then one level per bracket: the fourth), the anchor whose aliases expand too far.
+    report = json.loads(run("lint", "--format", "json", ".", cwd=tmp_path).stdout)
+    line, brackets = position(deep, "[[[[[[1")
+    laughs_text = (tmp_path / "laughs.yaml").read_text()
+    assert keys(report) == [
+        ("parse-error", line, brackets + 3),
+        ("parse-error", *position(laughs_text, "&a")),
+        ("unused-suppression", *position(GOOD, "kaffinity.io/ignore")),
+    ]
     # The defaults accept both files.
     default = run("lint", "--no-config", str(tmp_path / "deep.yaml"), str(tmp_path / "laughs.yaml"))
     assert "parse-error" not in default.stdout, default.stdout
@@ -351,6 +366,14 @@ def test_symlink_loops(tmp_path: Path) -> None:
     assert out.count(GOOD_FINDING) == 1  # read once despite the folder loop
     for name in ("loop-a.yaml", "loop-b.yaml"):
         assert f"{tmp_path / name}: error [parse-error] cannot read: Too many levels of symbolic links" in out
+    # A file that cannot be read has no line; the good file's finding is where it is, once.
+    result = lint_paths(tmp_path)
+    assert keys(result) == [
+        ("parse-error", None, None),
+        ("parse-error", None, None),
+        ("unused-suppression", *position(GOOD, "kaffinity.io/ignore")),
+    ]
+    assert [Path(f.file).name for f in result.findings] == ["loop-a.yaml", "loop-b.yaml", "zz-good.yaml"]
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
@@ -375,8 +398,14 @@ def test_unreadable_file(tmp_path: Path) -> None:
         if os.access(path, os.R_OK):
             pytest.skip("running as root: a chmod 000 file is still readable")
         completed = run("lint", "--no-config", str(tmp_path))
+        result = lint_paths(tmp_path)
     finally:
         path.chmod(0o644)
+    # A file that cannot be read has no line; the good file's finding is where it is.
+    assert keys(result) == [
+        ("parse-error", None, None),
+        ("unused-suppression", *position(GOOD, "kaffinity.io/ignore")),
+    ]
     assert completed.returncode == 2
     assert f"{path}: error [parse-error] cannot read: Permission denied" in completed.stdout
     assert GOOD_FINDING in completed.stdout
@@ -394,7 +423,7 @@ def test_directory_named_like_a_manifest_inside_a_folder(tmp_path: Path) -> None
 def test_empty_stdin(stdin: bytes) -> None:
     completed = run("lint", "--no-config", "--format", "json", "-", stdin=stdin)
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert json.loads(completed.stdout)["findings"] == []
+    assert keys(json.loads(completed.stdout)) == []
 
 
 # --- wrong types everywhere (hypothesis) --------------------------------------------------------
@@ -730,6 +759,11 @@ def test_json_output_identical_bytes_for_two_file_orders() -> None:
     forward = run("lint", "--no-config", "--format", "json", "--cluster", cluster, *paths, cwd=REPO)
     backward = run("lint", "--no-config", "--format", "json", "--cluster", cluster, *paths[::-1], cwd=REPO)
     assert json.loads(forward.stdout)["findings"]
+    # The parse-error example's finding where it marks it, whichever order the files came in.
+    fail = EXAMPLES / "parse-error" / "fail.yaml"
+    for report in (json.loads(forward.stdout), json.loads(backward.stdout)):
+        here = [f for f in findings(report, "parse-error") if f["file"] == str(fail)]
+        assert keys(here) == [("parse-error", *position(fail.read_text(encoding="utf-8"), ":  # expect"))]
     assert forward.returncode == backward.returncode
     assert forward.stdout == backward.stdout
 
@@ -778,9 +812,13 @@ def test_no_network_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket, "create_connection", refuse)
     files = load([str(EXAMPLES)])
     cluster = cluster_from(load([str(EXAMPLES / "clusters" / "topology.yaml")]))
+    fail = EXAMPLES / "parse-error" / "fail.yaml"
     for result in (lint(files, Settings()), lint(files, Settings(), cluster=cluster)):
         assert result.internal_errors == ()
         assert result.findings
+        # The examples are linted as ever: the parse-error example's finding where it marks it.
+        here = [f for f in findings(result, "parse-error") if f.file == str(fail)]
+        assert keys(here) == [("parse-error", *position(fail.read_text(encoding="utf-8"), ":  # expect"))]
 
 
 def test_objects_declared_twice_resolve_the_same_whatever_the_file_order() -> None:

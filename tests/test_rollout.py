@@ -224,7 +224,7 @@ def test_classic_deadlock_is_reported_on_the_term() -> None:
 )
 def test_rollouts_that_complete(manifest: str) -> None:
     nodes = 4 if "replicas: 4" in manifest else 3
-    assert findings(run_lint(manifest, nodes_cluster(nodes)), ROLLOUT) == []
+    assert keys(run_lint(manifest, nodes_cluster(nodes))) == []
 
 
 def test_match_label_keys_without_room_for_the_surge_pod() -> None:
@@ -240,13 +240,15 @@ def test_match_label_keys_without_room_for_the_surge_pod() -> None:
 
 def test_zone_anti_affinity_with_as_many_replicas_as_zones() -> None:
     manifest = deployment(key="topology.kubernetes.io/zone")
-    assert len(findings(run_lint(manifest, nodes_cluster(6, zones=3)), ROLLOUT)) == 1
+    result = run_lint(manifest, nodes_cluster(6, zones=3))
+    assert keys(result) == [(ROLLOUT, *position(manifest, "labelSelector"))]
+    assert kit.only(result).severity is Severity.ERROR
     # Two nodes per zone but one pod per zone: no node beside an old pod is free either.
 
 
 def test_no_cluster_or_no_simulation_stays_quiet() -> None:
-    assert findings(run_lint(deployment()), ROLLOUT) == []
-    assert findings(run_lint(deployment(), nodes_cluster(3), simulate=False), ROLLOUT) == []
+    assert keys(run_lint(deployment())) == []
+    assert keys(run_lint(deployment(), nodes_cluster(3), simulate=False)) == []
 
 
 def test_workloads_roll_out_independently() -> None:
@@ -263,11 +265,13 @@ def test_a_workload_already_short_of_nodes_is_left_to_the_topology_rules() -> No
     manifest = deployment(
         replicas=7, strategy="  strategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 3}}\n"
     )
-    assert findings(run_lint(manifest, nodes_cluster(3)), ROLLOUT) == []
+    assert keys(run_lint(manifest, nodes_cluster(3))) == []
 
 
 def test_severity_override() -> None:
-    result = run_lint(deployment(), nodes_cluster(3), severity={ROLLOUT: Severity.WARNING})
+    manifest = deployment()
+    result = run_lint(manifest, nodes_cluster(3), severity={ROLLOUT: Severity.WARNING})
+    kit.assert_found(result, ROLLOUT, *position(manifest, "labelSelector"), severity="warning")
     [finding] = findings(result, ROLLOUT)
     assert finding.severity is Severity.WARNING
 
@@ -321,7 +325,10 @@ def test_kubernetes_116891_and_the_argo_cd_ha_install() -> None:
         path = EXAMPLES / ROLLOUT / name
         cluster = cluster_from(load([str(EXAMPLES / "clusters" / "rollout-deadlock.yaml")]))
         result = lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster)
-        assert len(findings(result, ROLLOUT)) == 1, name
+        text = path.read_text(encoding="utf-8")
+        where = position(text, "labelSelector: # expect: rollout-deadlock")
+        assert keys(result) == [(ROLLOUT, *where)], name
+        assert kit.only(result).path.endswith("requiredDuringSchedulingIgnoredDuringExecution[0]"), name
 
 
 def test_longhorn_soft_to_hard_against_the_running_pods() -> None:
@@ -336,7 +343,9 @@ def test_longhorn_soft_to_hard_against_the_running_pods() -> None:
             "labels: {app: csi-attacher}}\n    spec: {nodeName: node-1, containers: [{name: c, image: i}]}\n"
         )
     manifest = deployment("csi-attacher", strategy="  strategy: {rollingUpdate: {maxUnavailable: 1}}\n")
-    [finding] = findings(run_lint(manifest, cluster), ROLLOUT)
+    result = run_lint(manifest, cluster)
+    kit.assert_found(result, ROLLOUT, *position(manifest, "labelSelector"), severity="error")
+    [finding] = findings(result, ROLLOUT)
     assert "never finish (after removing 1 old pod)" in finding.message
     assert "0/1 nodes are available" in finding.message
     # Neither fix lets 3 pods with a node each run on one node.
@@ -348,7 +357,10 @@ def test_kubernetes_103584_the_old_pods_keep_the_removed_affinity() -> None:
     anti-affinity keeps it away by symmetry (1 replica, maxUnavailable 0, one node)."""
     path = EXAMPLES / ROLLOUT / "fail-removed-affinity.yaml"
     cluster = cluster_from(load([str(EXAMPLES / "clusters" / "rollout-deadlock-removed.yaml")]))
-    [finding] = findings(lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster), ROLLOUT)
+    result = lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster)
+    where = position(path.read_text(encoding="utf-8"), "strategy: # expect: rollout-deadlock")
+    assert keys(result) == [(ROLLOUT, *where)]
+    [finding] = findings(result, ROLLOUT)
     assert "didn't satisfy existing pods anti-affinity rules" in finding.message
     assert (
         "old revision's pod pts-6f8b7c9d4-x2l8q was created with required pod anti-affinity"
@@ -369,7 +381,10 @@ def test_kubernetes_103584_the_old_pods_keep_the_removed_affinity() -> None:
 def test_existing_pods_without_the_rule_let_match_label_keys_help_at_once() -> None:
     path = EXAMPLES / ROLLOUT / "fail-existing.yaml"
     cluster = cluster_from(load([str(EXAMPLES / "clusters" / "rollout-deadlock-existing.yaml")]))
-    [finding] = findings(lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster), ROLLOUT)
+    result = lint(load([str(path)]), Settings(select=(ROLLOUT,)), cluster=cluster)
+    where = position(path.read_text(encoding="utf-8"), "labelSelector: # expect: rollout-deadlock")
+    assert keys(result) == [(ROLLOUT, *where)]
+    [finding] = findings(result, ROLLOUT)
     assert finding.fix is not None
     assert 'add "matchLabelKeys: [pod-template-hash]" to this term' in finding.fix
     assert "(simulated: the rollout then completes)" in finding.fix.split("; or ")[1]
@@ -397,13 +412,15 @@ def test_statefulset_partition_leaves_the_pods_alone(tmp_path: Path) -> None:
     (tmp_path / "sts.yaml").write_text(text)
     cluster = cluster_from(load([str(EXAMPLES / "clusters" / "rollout-deadlock-statefulset.yaml")]))
     result = lint(load([str(tmp_path / "sts.yaml")]), Settings(select=(ROLLOUT,)), cluster=cluster)
-    assert findings(result, ROLLOUT) == []
+    assert keys(result) == []
 
 
 def test_daemonset_surge() -> None:
     surge = "  updateStrategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}\n"
     manifest = deployment("agent", kind="DaemonSet", strategy=surge)
-    [finding] = findings(run_lint(manifest, nodes_cluster(3)), ROLLOUT)
+    result = run_lint(manifest, nodes_cluster(3))
+    assert keys(result) == [(ROLLOUT, *position(manifest, "labelSelector"))]
+    [finding] = findings(result, ROLLOUT)
     assert "beside the old one" in finding.message
     assert "[NodeAffinity]" in finding.message  # the pinned pod: other nodes rejected as upstream
     assert finding.fix is not None and "controller-revision-hash" in finding.fix
@@ -418,7 +435,9 @@ spec:
     metadata: {{labels: {{app: agent}}}}
     spec: {{containers: [{{name: c, image: i, resources: {{requests: {{cpu: 1500m}}}}}}]}}
 """
-    [stall] = findings(run_lint(plain, nodes_cluster(3)), ROLLOUT)
+    plain_result = run_lint(plain, nodes_cluster(3))
+    assert keys(plain_result) == [(ROLLOUT, *position(plain, "containers:"))]  # its requests
+    [stall] = findings(plain_result, ROLLOUT)
     assert "Insufficient cpu" in stall.message
     assert (
         stall.fix == "roll out with maxSurge: 0 and maxUnavailable: 1 (simulated: the rollout then completes)"
@@ -545,12 +564,23 @@ def test_disruptions_allowed(spec: str, workload: str, blocked: bool) -> None:
 
 
 def test_messages_name_the_cause() -> None:
-    result = run_lint(budget_manifest("maxUnavailable: 1", app(kind="DaemonSet")), select=(PDB,))
+    """The wording is the subject here (the message names the cause as the disruption controller
+    does); where each finding is, and what it points at, are asserted as data first."""
+    manifest = budget_manifest("maxUnavailable: 1", app(kind="DaemonSet"))
+    result = run_lint(manifest, select=(PDB,))
+    daemonset_spec = position(manifest, "spec:", 1)  # the workload has no replicas to point at
+    kit.assert_found(
+        result, PDB, *position(manifest, "maxUnavailable: 1"), severity="warning", related=[daemonset_spec]
+    )
     [finding] = findings(result, PDB)
     assert "daemonsets.apps does not implement the scale subresource" in finding.message
     assert "SyncFailed" in finding.message
     assert finding.fix is not None and "integer minAvailable" in finding.fix
-    result = run_lint(budget_manifest("minAvailable: 1", app(1)), select=(PDB,))
+    manifest = budget_manifest("minAvailable: 1", app(1))
+    result = run_lint(manifest, select=(PDB,))
+    kit.assert_found(
+        result, PDB, *position(manifest, "minAvailable: 1"), related=[position(manifest, "replicas: 1")]
+    )
     [finding] = findings(result, PDB)
     assert "it selects 1 pod and requires 1 to stay healthy (minAvailable 1)" in finding.message
     assert "Deployment/p/web: 1 replica" in finding.message
@@ -571,9 +601,14 @@ spec:
 """
     for minimum, blocked in (("1", True), ("2", False)):
         manifest = budget_manifest("minAvailable: 1", app(5) + hpa.replace("MIN", minimum))
-        found = findings(run_lint(manifest, select=(PDB,)), PDB)
+        result = run_lint(manifest, select=(PDB,))
+        found = findings(result, PDB)
         assert bool(found) is blocked
         if found:
+            assert keys(result) == [(PDB, *position(manifest, "minAvailable: 1"))]
+            assert position(manifest, "minReplicas") in [
+                (r.span.line, r.span.column) for r in found[0].related if r.span
+            ]
             assert "minReplicas" in found[0].message
             assert any(r.path == "spec.minReplicas" for r in found[0].related)
 
@@ -581,11 +616,13 @@ spec:
 def test_several_workloads_add_up() -> None:
     second = app(1).replace("name: web,", "name: web-canary,")
     manifest = budget_manifest("minAvailable: 2", app(1) + "---\n" + second)
-    found = findings(run_lint(manifest, select=(PDB,)), PDB)
+    result = run_lint(manifest, select=(PDB,))
+    assert keys(result) == [(PDB, *position(manifest, "minAvailable: 2"))]
+    found = findings(result, PDB)
     assert len(found) == 1 and "it selects 2 pods" in found[0].message
     assert budget_manifest  # (two 1-replica Deployments, minAvailable 2: none may go)
     manifest = budget_manifest("minAvailable: 1", app(1) + "---\n" + second)
-    assert findings(run_lint(manifest, select=(PDB,)), PDB) == []
+    assert keys(run_lint(manifest, select=(PDB,))) == []
 
 
 EXISTING = """\
@@ -622,17 +659,20 @@ def _pods(count: int, owner: str | None, namespace: str = "p") -> str:
     ids=["replicaset", "replicaset-all", "daemonset", "daemonset-int", "bare", "custom"],
 )
 def test_existing_pods_of_the_cluster_file(pods: str, spec: str, blocked: bool) -> None:
-    result = run_lint(budget_manifest(spec), EXISTING.replace("PODS", pods), select=(PDB,))
-    assert bool(findings(result, PDB)) is blocked
+    manifest = budget_manifest(spec)
+    result = run_lint(manifest, EXISTING.replace("PODS", pods), select=(PDB,))
+    assert keys(result) == ([(PDB, *position(manifest, spec))] if blocked else [])
 
 
 def test_existing_pods_a_linted_workload_owns_are_not_counted_twice() -> None:
     # 3 running pods of the linted Deployment (3 replicas): 3 pods, not 6.
+    manifest = budget_manifest("minAvailable: 3", app(3))
     result = run_lint(
-        budget_manifest("minAvailable: 3", app(3)),
+        manifest,
         EXISTING.replace("PODS", _pods(3, "ReplicaSet")),
         select=(PDB,),
     )
+    assert keys(result) == [(PDB, *position(manifest, "minAvailable: 3"))]
     [finding] = findings(result, PDB)
     assert "it selects 3 pods" in finding.message
 
@@ -646,10 +686,10 @@ def test_daemonset_pods_counted_on_the_cluster() -> None:
         )
         == []
     )
-    [finding] = findings(
-        run_lint(budget_manifest("minAvailable: 2", app(kind="DaemonSet")), cluster, select=(PDB,)),
-        PDB,
-    )
+    manifest = budget_manifest("minAvailable: 2", app(kind="DaemonSet"))
+    result = run_lint(manifest, cluster, select=(PDB,))
+    assert keys(result) == [(PDB, *position(manifest, "minAvailable: 2"))]
+    [finding] = findings(result, PDB)
     assert "2 pods, one per node" in finding.message
 
 
@@ -674,6 +714,9 @@ spec:
 
 def test_kep_4328_eviction_is_an_error_with_proposals() -> None:
     manifest = budget_manifest("minAvailable: 2", RDE)
+    where = position(manifest, "minAvailable: 2")
+    kit.assert_found(run_lint(manifest, select=(PDB,)), PDB, *where, severity="warning")
+    kit.assert_found(run_lint(manifest, select=(PDB,), proposals=True), PDB, *where, severity="error")
     [plain] = findings(run_lint(manifest, select=(PDB,)), PDB)
     assert plain.severity is Severity.WARNING and "KEP-4328" not in plain.message
     [proposal] = findings(run_lint(manifest, select=(PDB,), proposals=True), PDB)
@@ -681,10 +724,7 @@ def test_kep_4328_eviction_is_an_error_with_proposals() -> None:
     assert "node-affinity-eviction controller" in proposal.message
     assert any("requiredDuringSchedulingRequiredDuringExecution" in r.path for r in proposal.related)
     # A budget that leaves an eviction is no problem, field or not.
-    assert (
-        findings(run_lint(budget_manifest("maxUnavailable: 1", RDE), select=(PDB,), proposals=True), PDB)
-        == []
-    )
+    assert keys(run_lint(budget_manifest("maxUnavailable: 1", RDE), select=(PDB,), proposals=True)) == []
     # The configured severity still wins.
     [configured] = findings(
         run_lint(manifest, select=(PDB,), proposals=True, severity={PDB: Severity.INFO}), PDB
@@ -696,14 +736,24 @@ def test_kep_4328_names_pods_already_on_a_node_that_no_longer_matches() -> None:
     path = EXAMPLES / PDB / "fail-proposals.yaml"
     cluster = cluster_from(load([str(EXAMPLES / "clusters" / "pdb-blocks-eviction.yaml")]))
     result = lint(load([str(path)]), Settings(select=(PDB,), proposals=True), cluster=cluster)
+    where = position(path.read_text(encoding="utf-8"), "minAvailable: 2 # expect: pdb-blocks-eviction")
+    kit.assert_found(result, PDB, *where, severity="error")
     [finding] = findings(result, PDB)
     assert "tenant-b-6c9f7d8b5-4jx2k on node-a" in finding.message
     assert "tenant-b-6c9f7d8b5-w7v9n" not in finding.message  # node-b still matches
 
 
 def test_pdb_rule_runs_without_a_cluster() -> None:
-    result = lint(load([str(EXAMPLES / PDB / "fail.yaml")]), Settings(select=(PDB,)))
+    path = EXAMPLES / PDB / "fail.yaml"
+    result = lint(load([str(path)]), Settings(select=(PDB,)))
     assert len(findings(result, PDB)) == 4
+    # Each at the budget's field the marker's line starts with.
+    text = path.read_text(encoding="utf-8").splitlines()
+    starts = [
+        (rule, line, len(text[line - 1]) - len(text[line - 1].lstrip()) + 1)
+        for rule, line in kit.expected(path)
+    ]
+    assert keys(result) == starts
 
 
 def test_daemonset_in_place_stops_where_the_new_pod_does_not_fit() -> None:
@@ -733,7 +783,9 @@ spec:
     metadata: {labels: {app: agent}}
     spec: {containers: [{name: c, image: i}]}
 """
-    [finding] = findings(run_lint(manifest, cluster), ROLLOUT)
+    result = run_lint(manifest, cluster)
+    assert keys(result) == [(ROLLOUT, *position(manifest, "spec:", 1))]  # the workload's spec
+    [finding] = findings(result, ROLLOUT)
     assert "the new pod for node n2 stays Pending" in finding.message
     assert "required pod anti-affinity of pod shop/loner selects it" in finding.message
     assert "(after 1 of 2 nodes run the new revision)" in finding.message
@@ -743,5 +795,5 @@ spec:
 def test_statefulset_parallel_with_the_gate_replaces_several_at_once() -> None:
     strategy = "  updateStrategy: {rollingUpdate: {maxUnavailable: 2}}\n"
     manifest = deployment(kind="StatefulSet", strategy=strategy, extra="  podManagementPolicy: Parallel\n")
-    assert findings(run_lint(manifest, nodes_cluster(3), kube_version="1.35"), ROLLOUT) == []
-    assert findings(run_lint(manifest, nodes_cluster(3), kube_version="1.34"), ROLLOUT) == []
+    assert keys(run_lint(manifest, nodes_cluster(3), kube_version="1.35")) == []
+    assert keys(run_lint(manifest, nodes_cluster(3), kube_version="1.34")) == []

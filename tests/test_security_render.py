@@ -172,6 +172,9 @@ def test_a_source_comment_leading_outside_is_never_read(repo: Path) -> None:
     assert MARKER not in done.stdout + done.stderr
     files = {f["file"] for f in json.loads(done.stdout)["findings"]}
     assert files == {"<stdin>"}
+    assert kit.keys(json.loads(done.stdout)) == [
+        ("replicas-not-spread", *kit.position(stream, "replicas: 3"))
+    ]
 
 
 @needs_helm
@@ -190,6 +193,10 @@ def test_a_schema_reference_leading_out_of_the_chart_is_refused(
     code, report, _ = lint(repo)
     assert code == 2
     assert ("parse-error", "web/values.schema.json") in placed(report)
+    # The chart is left unrendered (one finding at its name) and the schema refused as a whole,
+    # at its first line.
+    name = kit.position((folder / "Chart.yaml").read_text(), "name:")
+    assert kit.keys(report) == [("helm-template", *name), ("parse-error", 1, 1)]
     assert seen == []
 
 
@@ -354,6 +361,9 @@ def test_a_forged_origin_is_never_read(repo: Path) -> None:
     assert code == 0
     files = {f["file"] for f in report["findings"]}
     assert files and all(file.startswith("o/") for file in files)
+    # The origin refused, the Deployment is placed at the kustomization that built it (its start).
+    assert kit.keys(report) == [("replicas-not-spread", 1, 1)]
+    assert [(f["file"], f["path"]) for f in report["findings"]] == [("o/kustomization.yaml", "spec.replicas")]
 
 
 # --- limits -------------------------------------------------------------------------------------
@@ -404,6 +414,9 @@ def test_an_alias_bomb_in_a_subcharts_values_is_refused_before_helm_runs(repo: P
     code, report, _ = lint(repo, "--render-memory", "256M")
     assert code == 2
     assert ("parse-error", "web/charts/sub/values.yaml") in placed(report)
+    # The chart left unrendered (at its name); the values file refused as a whole, without a line.
+    name = kit.position((folder / "Chart.yaml").read_text(), "name:")
+    assert kit.keys(report) == [("helm-template", *name), ("parse-error", None, None)]
     assert time.monotonic() - started < 20
 
 
@@ -458,6 +471,8 @@ def test_past_the_render_budget_the_units_left_are_read_as_written(repo: Path) -
         "one/Chart.yaml",  # one finding per chart not rendered
         "two/Chart.yaml",
     }
+    name = kit.position((repo / "one" / "Chart.yaml").read_text(), "name:")  # two's is the same line
+    assert kit.keys(report) == [("helm-template", *name), ("helm-template", *name)]
     assert "one" in stderr and "--render-budget" in stderr
 
 
