@@ -13,7 +13,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from kaffinity.cli import app
-from kaffinity.help import metavar
+from kaffinity.cli.help import metavar
 
 from .kit import run
 

@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("kaffinity.engine",),
     ("kaffinity.stream", "kaffinity.cache"),
     ("kaffinity.report",),
+    ("kaffinity.run",),
     ("kaffinity.cli",),
     ("kaffinity.__main__",),
 )

@@ -20,7 +20,7 @@ from kaffinity.config import LIMIT_NAMES, ConfigError, find_config, load_setting
 from kaffinity.config import Settings as _Settings
 from kaffinity.load.parse import DEFAULT_LIMITS
 from kaffinity.load.resources import schema
-from kaffinity.precommit import split
+from kaffinity.cli.precommit import split
 
 from .kit import run
 
