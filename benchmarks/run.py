@@ -2642,7 +2642,10 @@ PROFILE_PARTS = (
     ("the whole command", "kaffinity/__main__.py:<module>"),
     ("imports of the CLI (typer, kaffinity.cli, ...)", "kaffinity/__main__.py:<module>-lint"),
     ("`lint`", "kaffinity/cli/lint.py:lint"),
-    ("reading the files, whole (the changed one and the context)", "kaffinity/run/workspace.py:load_in_context"),
+    (
+        "reading the files, whole (the changed one and the context)",
+        "kaffinity/run/workspace.py:load_in_context",
+    ),
     ("of which YAML parsing (kaffinity.load.parse)", "kaffinity/load/parse.py:_parse"),
     ("the units (kaffinity.repo.units: layout, renders, cache)", "kaffinity/run/layout.py:layout"),
     ("of which render_units (renders or cache hits)", "kaffinity/repo/units.py:render_units"),

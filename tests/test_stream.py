@@ -3,11 +3,12 @@
 
 ``kaffinity lint`` runs the single-object rules on each file as it is parsed and keeps only a
 compact model of it; the same command with streaming switched off
-(``kaffinity.run.workspace.stream`` returning None: the files read whole, every rule at the end, as before issue 23) must report exactly the
-same, byte for byte, in JSON and text, with and without a cluster, with ``--changed``, with
-``--jobs``. The inputs are every example, the repository layouts of ``tests/data`` (kustomize
-overlays, charts, per-environment copies, mkdocs.yml), and files written for the cases compaction
-must get right (Lists, comments, suppression annotations on objects whose fields are dropped).
+(``kaffinity.run.workspace.stream`` returning None: the files read whole, every rule at the end,
+as before issue 23) must report exactly the same, byte for byte, in JSON and text, with and
+without a cluster, with ``--changed``, with ``--jobs``. The inputs are every example, the
+repository layouts of ``tests/data`` (kustomize overlays, charts, per-environment copies,
+mkdocs.yml), and files written for the cases compaction must get right (Lists, comments,
+suppression annotations on objects whose fields are dropped).
 """
 
 from __future__ import annotations
