@@ -221,7 +221,6 @@ def lint(
 ) -> None:
     """Lint manifests. Exit code 0: clean; 1: findings at or above --fail-on; 2: bad input or usage;
     3: internal error (a bug in kaffinity)."""
-
     from kaffinity.load.progress import active, terminal
     from kaffinity.run.lint import LintInputs, lint_run
 
@@ -230,18 +229,18 @@ def lint(
         extra_reports = report_targets(reports or ())
         memo: PolicyMemo = {}  # the policies, read once for the settings and the rules
         options = SettingsOptions(
-            config,
-            no_config,
-            kube_version,
-            feature_gates,
-            proposals,
-            select,
-            ignore,
-            namespace,
-            exclude,
-            policy,
-            limit,
-            memo,
+            config=config,
+            no_config=no_config,
+            kube_version=kube_version,
+            feature_gates=feature_gates,
+            proposals=proposals,
+            select=select,
+            ignore=ignore,
+            namespace=namespace,
+            exclude=exclude,
+            policies=policy,
+            limits=limit,
+            memo=memo,
         )
         settings = settings_from(options, notes).overridden(
             cluster=cluster_file,
@@ -263,14 +262,14 @@ def lint(
         inputs = LintInputs(
             paths,
             settings,
-            Stdin.of(paths, stdin_filename),
-            changed,
-            context,
-            cache_dir,
-            memo,
-            baseline,
-            new_from_rev,
-            write_baseline,
+            stdin=Stdin.of(paths, stdin_filename),
+            changed=changed,
+            context=context,
+            cache_dir=cache_dir,
+            memo=memo,
+            baseline=baseline,
+            new_from_rev=new_from_rev,
+            write_baseline=write_baseline,
         )
         # Erased before any report is written; not while the user types the input on the terminal.
         typed = "-" in (paths or ()) and sys.stdin.isatty()
