@@ -72,7 +72,9 @@ def expand(
         outcome = expand_run(paths, settings, Stdin.of(paths, stdin_filename), output_format.value, notes)
     except RunError as error:
         fail(notes, error)
-    finish(notes, outcome, output, always=output is not None)
+    finally:
+        say_notes(notes)  # what the run said, before its outcome (or an unexpected error's line)
+    finish(outcome, output, always=output is not None)
 
 
 class GraphFormat(str, Enum):
@@ -193,7 +195,9 @@ def graph(
         outcome = graph_run(paths, settings, Stdin.of(paths, stdin_filename), ask, notes)
     except RunError as error:
         fail(notes, error)
-    finish(notes, outcome, output)
+    finally:
+        say_notes(notes)  # what the run said, before its outcome (or an unexpected error's line)
+    finish(outcome, output)
 
 
 class PlaceFormat(str, Enum):
@@ -250,7 +254,9 @@ def place(
         outcome = place_run(paths, settings, stdin, enabled, unit, output_format.value, notes)
     except RunError as error:
         fail(notes, error)
-    finish(notes, outcome, output)
+    finally:
+        say_notes(notes)  # what the run said, before its outcome (or an unexpected error's line)
+    finish(outcome, output)
 
 
 def fix(
@@ -280,7 +286,8 @@ def fix(
         plan = fix_run(paths, settings_from(options, notes), stdin, notes)
     except RunError as error:
         fail(notes, error)
-    say_notes(notes)
+    finally:
+        say_notes(notes)  # what the run said, before its outcome (or an unexpected error's line)
     broken = plan.broken
     stdin_bytes, stdin_rest = plan.stdin.data, plan.stdin.rest
     for problem in plan.problems:

@@ -277,7 +277,8 @@ def lint(
             outcome = lint_run(inputs, notes)
     except RunError as error:
         fail(notes, error)
-    say_notes(notes)
+    finally:
+        say_notes(notes)  # what the run said, before its outcome (or an unexpected error's line)
     if outcome.baseline is not None:
         _write_baseline(outcome, *outcome.baseline)
     _report(outcome, settings, extra_reports, output_format, output, color)

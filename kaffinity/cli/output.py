@@ -31,7 +31,8 @@ def say_notes(notes: Notes) -> None:
 
 
 def fail(notes: Notes, error: RunError) -> NoReturn:
-    """A run that could not go on: what it said before, its error, its exit code."""
+    """A run that could not go on: what it said before, its error, its exit code (the commands
+    call it from ``except RunError``, and say the notes again in ``finally``: none are left)."""
     say_notes(notes)
     for line in error.lines:
         say(line)
@@ -58,10 +59,9 @@ def emit(text: str, output: Optional[str]) -> None:
         raise typer.Exit(2) from None
 
 
-def finish(notes: Notes, outcome: Outcome, output: Optional[str], *, always: bool = True) -> NoReturn:
-    """A command's outcome printed: the run's notes, its output (when it has one, or ``always``
-    to ``--output``), the lines after it; exit with its code."""
-    say_notes(notes)
+def finish(outcome: Outcome, output: Optional[str], *, always: bool = True) -> NoReturn:
+    """A command's outcome printed: its output (when it has one, or ``always`` to ``--output``),
+    the lines after it; exit with its code."""
     if outcome.text is not None or always:
         emit(outcome.text or "", output)
     for line in outcome.after:

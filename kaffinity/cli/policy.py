@@ -45,7 +45,8 @@ def policy_test(
         run = policy_test_run(paths, settings, policy or ())
     except RunError as error:
         fail(notes, error)
-    say_notes(notes)
+    finally:
+        say_notes(notes)  # what the run said, before its outcome (or an unexpected error's line)
     failed = 0
     for fixture in run.fixtures:
         if fixture.passed:
@@ -93,7 +94,8 @@ def policy_check(
         )
     except RunError as error:
         fail(notes, error)
-    say_notes(notes)
+    finally:
+        say_notes(notes)  # what the run said, before its outcome (or an unexpected error's line)
     for problem in problems:
         typer.echo(escape(str(problem)))
     counts = {severity: sum(1 for p in problems if p.severity is severity) for severity in Severity}
