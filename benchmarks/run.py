@@ -2641,10 +2641,13 @@ def render_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
 PROFILE_PARTS = (
     ("the whole command", "kaffinity/__main__.py:<module>"),
     ("imports of the CLI (typer, kaffinity.cli, ...)", "kaffinity/__main__.py:<module>-lint"),
-    ("`lint`", "kaffinity/cli.py:lint"),
-    ("reading the files, whole (the changed one and the context)", "kaffinity/cli.py:_load_in_context"),
+    ("`lint`", "kaffinity/cli/lint.py:lint"),
+    (
+        "reading the files, whole (the changed one and the context)",
+        "kaffinity/run/workspace.py:load_in_context",
+    ),
     ("of which YAML parsing (kaffinity.load.parse)", "kaffinity/load/parse/objects.py:_parse"),
-    ("the units (kaffinity.repo.units: layout, renders, cache)", "kaffinity/cli.py:_layout"),
+    ("the units (kaffinity.repo.units: layout, renders, cache)", "kaffinity/run/layout.py:layout"),
     ("of which render_units (renders or cache hits)", "kaffinity/repo/units.py:render_units"),
     ("the rules (kaffinity.engine.lint)", "kaffinity/engine.py:lint"),
     ("of which the affinity graphs (one per unit)", "kaffinity/context.py:graph"),
@@ -2693,7 +2696,7 @@ def render_profile(folder: str, repo: Any, env: dict[str, str], scratch: str) ->
     parts = []
     for label, fragment in PROFILE_PARTS:
         if fragment.endswith("-lint"):
-            value = cumulative(fragment.removesuffix("-lint")) - cumulative("kaffinity/cli.py:lint")
+            value = cumulative(fragment.removesuffix("-lint")) - cumulative("kaffinity/cli/lint.py:lint")
         else:
             value = cumulative(fragment)
         parts.append((label, value))

@@ -1,4 +1,4 @@
-"""``--help`` and usage errors look the same on every supported typer (kaffinity/help.py): click's
+"""``--help`` and usage errors look the same on every supported typer (kaffinity/cli/help.py): click's
 metavars (``TEXT``, ``[error|warning|info|none]``), never Python types (``<bool>``, ``<str>``,
 ``<list[str]>``, typer >= 0.29), and no pydantic ``Value error, `` prefix. .ci/run runs this file
 with the lowest declared typer (constraints/floors.txt) and with the newest."""
@@ -13,7 +13,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from kaffinity.cli import app
-from kaffinity.help import metavar
+from kaffinity.cli.help import metavar
 
 from .kit import run
 

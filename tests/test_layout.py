@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("kaffinity.engine",),
     ("kaffinity.stream", "kaffinity.cache"),
     ("kaffinity.report",),
+    ("kaffinity.run",),
     ("kaffinity.cli",),
     ("kaffinity.__main__",),
 )
@@ -170,3 +171,163 @@ def test_every_package_is_installed() -> None:
     listed = set(re.findall(r'"(kaffinity(?:\.[a-z0-9_]+)*)"', section.group(1)))
     packages = {name for name, path in MODULES.items() if path.name == "__init__.py"}
     assert packages <= listed, sorted(packages - listed)
+
+
+# -- nothing below the command line prints or exits ---------------------------------------------
+
+#: Where printing and exiting belong: the command line prints a run's outcome and sets the exit
+#: code; every layer below it returns data (notes, outcomes) and raises exceptions
+#: (kaffinity.run.notes.RunError).
+COMMAND_LINE = ("kaffinity.cli", "kaffinity.__main__")
+
+#: Calls that print or end the process (by their dotted name as written).
+_PRINTS_OR_EXITS = frozenset(
+    {
+        "print",
+        "exit",
+        "quit",
+        "sys.exit",
+        "os._exit",
+        "typer.echo",
+        "typer.secho",
+        "typer.Exit",
+        "typer.Abort",
+        "click.echo",
+        "click.secho",
+        "click.Abort",
+        "click.exceptions.Exit",
+        "sys.stdout.write",
+        "sys.stdout.writelines",
+        "sys.stdout.buffer.write",
+        "sys.stderr.write",
+        "sys.stderr.writelines",
+        "sys.stderr.buffer.write",
+        "SystemExit",
+    }
+)
+
+#: The libraries that print or exit for the command line: not imported below it.
+_COMMAND_LINE_LIBRARIES = ("typer", "click")
+
+#: What may print or exit below the command line, and why. Writing to a stream a module is
+#: handed (a report writer given a file, the progress line given ``sys.stderr`` by the command
+#: line) is not printing: it writes where its caller says, and is not matched here.
+ALLOWED = {
+    # A process of its own (python -c "...helm_worker import main; sys.exit(main(...))",
+    # kaffinity.repo.sandbox): its stdout is the rendered chart, its stderr the failure, both
+    # read by the parent; its exit code is its answer.
+    ("kaffinity.repo.helm_worker", "sys.stdout.write"),
+    ("kaffinity.repo.helm_worker", "sys.stderr.write"),
+    ("kaffinity.repo.helm_worker", "sys.exit"),
+    # A forked child that evaluates one untrusted expression under limits ends itself without
+    # running the parent's exit handlers (os._exit, as a forked child must).
+    ("kaffinity.policy.guard", "os._exit"),
+}
+
+
+def _dotted(node: ast.expr) -> str:
+    """``a.b.c`` for a name or an attribute chain, else ''."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+def prints_or_exits(source: str) -> set[str]:
+    """What ``source`` calls (or raises, or imports) that prints or ends the process: the calls
+    of :data:`_PRINTS_OR_EXITS`, ``raise`` of one of them, a rich console's ``print``/``log``,
+    and imports of typer or click."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            if name in _PRINTS_OR_EXITS or (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("print", "log", "rule")
+                and "console" in name.lower()  # rich's Console.print / .log / .rule
+            ):
+                found.add(name)
+        elif isinstance(node, ast.Raise) and node.exc is not None:
+            raised = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            name = _dotted(raised)
+            if name in _PRINTS_OR_EXITS or name.endswith((".Exit", ".Abort")):
+                found.add(f"raise {name}")
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            modules = (
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            )
+            found.update(
+                f"import {module}" for module in modules if module.split(".")[0] in _COMMAND_LINE_LIBRARIES
+            )
+    return found
+
+
+def _below_the_command_line(module: str) -> bool:
+    return not any(module == top or module.startswith(top + ".") for top in COMMAND_LINE)
+
+
+@pytest.mark.parametrize("module", sorted(name for name in MODULES if _below_the_command_line(name)))
+def test_nothing_below_the_command_line_prints_or_exits(module: str) -> None:
+    found = prints_or_exits(MODULES[module].read_text(encoding="utf-8"))
+    found = {name for name in found if (module, name) not in ALLOWED}
+    assert not found, f"{module} prints or exits ({sorted(found)}): return notes or raise RunError"
+
+
+def test_the_allowed_printers_still_print() -> None:
+    """Every exception of :data:`ALLOWED` is still needed (a stale one would hide a new call)."""
+    for module, name in ALLOWED:
+        assert name in prints_or_exits(MODULES[module].read_text(encoding="utf-8")), (module, name)
+
+
+def test_the_print_check_would_fail() -> None:
+    """The check sees what it is meant to: each way of printing or exiting, made up."""
+    made_up = """
+import sys, typer
+from click import echo
+
+def f(console, out):
+    print("x")
+    typer.echo("x", err=True)
+    sys.stderr.write("x")
+    console.print("x")
+    out.write("x")  # a stream it was handed: allowed
+    raise typer.Exit(2)
+
+def g():
+    raise SystemExit(1)
+
+def h():
+    sys.exit(2)
+"""
+    assert prints_or_exits(made_up) == {
+        "print",
+        "typer.echo",
+        "sys.stderr.write",
+        "console.print",
+        "typer.Exit",
+        "raise typer.Exit",
+        "SystemExit",
+        "raise SystemExit",
+        "sys.exit",
+        "import typer",
+        "import click",
+    }
+    assert _below_the_command_line("kaffinity.run.lint")
+    assert not _below_the_command_line("kaffinity.cli.lint")
+    # The command line does print: the check reads it as it reads the others.
+    assert "raise typer.Exit" in prints_or_exits(MODULES["kaffinity.cli.output"].read_text(encoding="utf-8"))
+
+
+def test_the_run_layer_never_imports_the_command_line() -> None:
+    """kaffinity.run is called by the command line and returns to it: a lint's paths visit the
+    command line once. Nothing below it imports kaffinity.cli (the layers check it for every
+    module; this names the run layer's promise)."""
+    run_modules = [name for name in MODULES if name == "kaffinity.run" or name.startswith("kaffinity.run.")]
+    assert len(run_modules) >= 8
+    below = [name for name in MODULES if _below_the_command_line(name)]
+    leaks = sorted(
+        (module, name) for module in below for name in IMPORTS[module] if not _below_the_command_line(name)
+    )
+    assert leaks == []

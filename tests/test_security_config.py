@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from kaffinity.cli.precommit import split
 from kaffinity.config import LIMIT_NAMES, ConfigError, find_config, load_settings, parse_limits, with_limits
 from kaffinity.config import Settings as _Settings
 from kaffinity.load.parse import DEFAULT_LIMITS
 from kaffinity.load.resources import schema
-from kaffinity.precommit import split
 
 from .kit import run
 

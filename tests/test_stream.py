@@ -2,12 +2,13 @@
 (``kaffinity.k8s.compact``) change nothing in what lint reports.
 
 ``kaffinity lint`` runs the single-object rules on each file as it is parsed and keeps only a
-compact model of it; the same command with streaming switched off (``cli._stream`` returning
-None: the files read whole, every rule at the end, as before issue 23) must report exactly the
-same, byte for byte, in JSON and text, with and without a cluster, with ``--changed``, with
-``--jobs``. The inputs are every example, the repository layouts of ``tests/data`` (kustomize
-overlays, charts, per-environment copies, mkdocs.yml), and files written for the cases compaction
-must get right (Lists, comments, suppression annotations on objects whose fields are dropped).
+compact model of it; the same command with streaming switched off
+(``kaffinity.run.workspace.stream`` returning None: the files read whole, every rule at the end,
+as before issue 23) must report exactly the same, byte for byte, in JSON and text, with and
+without a cluster, with ``--changed``, with ``--jobs``. The inputs are every example, the
+repository layouts of ``tests/data`` (kustomize overlays, charts, per-environment copies,
+mkdocs.yml), and files written for the cases compaction must get right (Lists, comments,
+suppression annotations on objects whose fields are dropped).
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from typing import Any
 
 import pytest
 
-from kaffinity import cli
+import kaffinity.run.lint
 from kaffinity.config import Settings
 from kaffinity.k8s.compact import compact_file
 from kaffinity.k8s.model import build_object
 from kaffinity.load.files import discover
 from kaffinity.load.read import read
 from kaffinity.load.source import PosDict, PosList
+from kaffinity.run import workspace
 from tests.kit import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +42,7 @@ def _both(monkeypatch: pytest.MonkeyPatch, *args: str | Path) -> tuple[str, str,
     test compares them) and the exit code (equal in both)."""
     streamed = invoke("lint", "--no-cache", *args)
     with monkeypatch.context() as patched:
-        patched.setattr(cli, "_stream", lambda *_: None)
+        patched.setattr(kaffinity.run.lint, "stream", lambda *_: None)
         whole = invoke("lint", *args)
     assert streamed.exit_code == whole.exit_code, (streamed.output, whole.output)
     return streamed.stdout, whole.stdout, whole.exit_code
@@ -303,14 +305,16 @@ def test_kustomize_repositories_are_read_whole_without_a_first_streamed_pass(tmp
     """Objects built from several files (kustomize) are read whole; that is decided from the disk
     before anything is parsed, not after a streamed pass (which would parse every file twice)."""
     settings = Settings()
-    assert cli._stream([str(DATA / "gitops")], settings, None, [str(DATA / "gitops")]) is None
-    assert cli._stream([str(EXAMPLES)], settings, None, [str(EXAMPLES)]) is not None
+    assert workspace.stream([str(DATA / "gitops")], settings, None, [str(DATA / "gitops")]) is None
+    assert workspace.stream([str(EXAMPLES)], settings, None, [str(EXAMPLES)]) is not None
     # A kustomization beside a file named alone, or listed by git (--changed): read whole too.
     (tmp_path / "kustomization.yaml").write_text("resources: [web.yaml]\n")
     (tmp_path / "web.yaml").write_text(_CASES)
-    assert cli._stream([str(tmp_path / "web.yaml")], settings, None, [str(tmp_path / "web.yaml")]) is None
+    assert (
+        workspace.stream([str(tmp_path / "web.yaml")], settings, None, [str(tmp_path / "web.yaml")]) is None
+    )
     listed = [str(EXAMPLES / "schema" / "pass.yaml"), str(tmp_path / "kustomization.yaml")]
-    assert cli._stream(listed[:1], settings, None, listed) is None
+    assert workspace.stream(listed[:1], settings, None, listed) is None
     # units: one reads no kustomization: the files stream.
     one = Settings(units="one")
-    assert cli._stream([str(DATA / "gitops")], one, None, [str(DATA / "gitops")]) is not None
+    assert workspace.stream([str(DATA / "gitops")], one, None, [str(DATA / "gitops")]) is not None

@@ -8,7 +8,7 @@ object and message of the first for the people reading the file in a review. Its
 object, one entry per fingerprint: a rewrite after fixing one finding is a one-entry diff.
 
 ``--new-from-rev REV`` compares with the findings of the same lint of REV's tree instead
-(kaffinity.cli); both come down to :func:`left_out`: known fingerprints with their counts.
+(kaffinity.run.lint); both come down to :func:`left_out`: known fingerprints with their counts.
 
 What a load error says (``parse-error``: a file that could not be read or parsed) is never left
 out: the run exits 2 because of it and must say why.

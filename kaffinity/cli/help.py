@@ -271,8 +271,8 @@ class Group(typer.core.TyperGroup):
 
     def main(self, args: Any = None, *rest: Any, **kwargs: Any) -> Any:
         """click's ``main``, the arguments of ``lint ... --pre-commit`` rewritten first so that no
-        file name is read as an option (:mod:`kaffinity.precommit`)."""
-        from kaffinity.precommit import rewritten
+        file name is read as an option (:mod:`kaffinity.cli.precommit`)."""
+        from kaffinity.cli.precommit import rewritten
 
         given = list(sys.argv[1:] if args is None else args)
         changed = rewritten(self, given)

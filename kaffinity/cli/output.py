@@ -1,0 +1,69 @@
+"""What the command line writes: the output (stdout or ``--output``), the lines on stderr (one
+each, what came from the input escaped), a run's notes, and the error that ends a command."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, NoReturn, Optional
+
+import typer
+
+from kaffinity.load.display import escape, quote_name, utf8
+
+if TYPE_CHECKING:
+    from kaffinity.run.notes import Notes, Outcome, RunError
+
+
+def say(message: str) -> None:
+    """One message on stderr, on one line: the control characters (line breaks included),
+    bidirectional controls and undecodable bytes that come from the input (a file name, a
+    ``--stdin-filename``, a name or a policy's message quoted in a notice) escaped
+    (``kaffinity.load.display``), so that no message shows as two lines, or a forged one."""
+    typer.echo(escape(message), err=True)
+
+
+def say_notes(notes: Notes) -> None:
+    """What the run said so far, in order; said once (the list is emptied)."""
+    for line in notes.lines():
+        say(line)
+    notes.said.clear()
+
+
+def fail(notes: Notes, error: RunError) -> NoReturn:
+    """A run that could not go on: what it said before, its error, its exit code (the commands
+    call it from ``except RunError``, and say the notes again in ``finally``: none are left)."""
+    say_notes(notes)
+    for line in error.lines:
+        say(line)
+    raise typer.Exit(error.code)
+
+
+def emit(text: str, output: Optional[str]) -> None:
+    """Write ``text`` to ``output`` (a file), or to stdout; exit 2 when the file cannot be written.
+    Undecodable bytes still in ``text`` (lone surrogates) are escaped: the output is UTF-8."""
+    text = utf8(text)
+    if not output:
+        sys.stdout.write(text)
+        return
+    try:
+        # The folders it names are made, as `mkdir -p` would (the README's
+        # `schema -o .schemas/kubernetes.json` in a fresh repository): -o is the command line's.
+        folder = os.path.dirname(output)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:
+        say(f"kaffinity: error: {quote_name(output)}: cannot write: {error.strerror or error}")
+        raise typer.Exit(2) from None
+
+
+def finish(outcome: Outcome, output: Optional[str], *, always: bool = True) -> NoReturn:
+    """A command's outcome printed: its output (when it has one, or ``always`` to ``--output``),
+    the lines after it; exit with its code."""
+    if outcome.text is not None or always:
+        emit(outcome.text or "", output)
+    for line in outcome.after:
+        say(line)
+    raise typer.Exit(outcome.exit_code)

@@ -1,0 +1,249 @@
+"""The deployment units of what a run read (:mod:`kaffinity.repo.units`), built with the tools
+when ``--render`` asks (the render cache's life with them), the unit a command shows
+(``--unit``, ``graph --focus``), and what the reports say of rendering. Notes, as data."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from typing import TYPE_CHECKING, Optional
+
+from kaffinity.run.notes import Notes, RunError
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from kaffinity.config import Settings
+    from kaffinity.load.parse import SourceFile
+    from kaffinity.repo.rendering import RenderSummary
+    from kaffinity.repo.units import Layout, Unit
+    from kaffinity.simulate.cluster import Cluster
+
+
+def layout(
+    files: list[SourceFile],
+    paths: Optional[list[str]],
+    settings: Settings,
+    notes: Notes,
+    *,
+    kustomized: bool = True,
+    changed: Optional[Collection[str]] = None,
+    touched: Optional[dict[str, tuple[str, ...]]] = None,
+    cached: bool = False,
+    cache_dir: Optional[str] = None,
+) -> tuple[list[SourceFile], Layout]:
+    """The deployment units of what was read (kaffinity.repo.units), built with the tools when
+    ``--render`` asks; notes about it. The files come back with those the rendered objects
+    point at, and without the helm-template problems of the charts rendered. ``changed``
+    (``--changed``: the files reported on): only the overlays and charts that hold one of them
+    are built; the others' findings could land on no file reported. ``touched`` gets those
+    built, by name, with the changed files each holds. ``cached`` (``lint``): rendered units
+    come from the cache when their inputs are unchanged (kaffinity.cache.rendered;
+    ``--no-cache``, ``cache: false``), ``cache_dir`` its folder."""
+    from kaffinity.load.charts import with_chart_notes
+    from kaffinity.repo.units import read_layout, render_units
+
+    files = with_chart_notes(files, settings.limits)  # one helm-template per chart, not rendered yet
+    roots = [path for path in (paths or ["."]) if path != "-"]
+    read = read_layout(
+        files,
+        roots,
+        default_namespace=settings.namespace,
+        configured=settings.units,
+        limits=settings.limits,
+        kustomized=kustomized,
+    )
+    if settings.render and _renders(read):
+        from kaffinity.repo.sandbox import roots_for
+
+        sandbox = settings.sandbox
+        if not sandbox.roots:  # paths from the checkout stay in the repositories linted
+            sandbox = replace(sandbox, roots=roots_for(roots or ["."]))
+        held = _untouched(read, changed, settings, touched) if changed is not None else {}
+        if held:
+            read = replace(
+                read,
+                units=tuple(
+                    replace(unit, source=_HELD) if unit.name in held else unit for unit in read.units
+                ),
+            )
+        store = None
+        if cached and settings.cache:
+            from kaffinity.cache.rendered import open_render_cache
+
+            store, note = open_render_cache(
+                settings.cache_dir,
+                settings.base_dir,
+                cache_dir,
+                settings.limits,
+                sandbox,
+            )
+            if note is not None:
+                notes.note(note)
+        built = render_units(
+            read,
+            limits=settings.limits,
+            helm_values=settings.helm_values,
+            namespace=None,
+            sandbox=sandbox,
+            kube_version=settings.kube_version,
+            cache=store,
+        )
+        # --changed builds the units of the changed files (and reads context): never prune then.
+        if store is not None and (error := store.close(complete=changed is None)) is not None:
+            notes.note(f"{error} (--no-cache to skip it)")
+        read = built.layout
+        if held:  # read as written, as the files they are: not counted as left unrendered
+            read = replace(
+                read,
+                units=tuple(
+                    replace(unit, source=held[unit.name], not_rendered=None) if unit.source == _HELD else unit
+                    for unit in read.units
+                ),
+            )
+        if built.charts:
+            from kaffinity.load.charts import rendered_with
+            from kaffinity.repo.units import chart_of
+
+            rendered = {os.path.abspath(chart) for chart in built.charts}
+            cache: dict[str, Optional[str]] = {}
+            files = [
+                replace(file, problems=tuple(p for p in file.problems if p.rule != "helm-template"))
+                if (chart := chart_of(file.name, cache)) is not None and rendered_with(chart, rendered)
+                else file
+                for file in files
+            ]
+        files = [*files, *built.files]
+    else:
+        from kaffinity.repo.units import unrendered_note
+
+        # Overlays and charts read as written are not what gets deployed: one note says so.
+        unrendered = unrendered_note(read.units)
+        if unrendered is not None:
+            read = replace(read, notes=(*read.notes, unrendered))
+    for note in read.notes:
+        notes.note(note)
+    return files, read
+
+
+#: The source a unit that ``--changed`` does not build carries through render_units (which
+#: builds only the sources it has an engine for), restored after.
+_HELD = "held (--changed)"
+
+
+def _untouched(
+    layout: Layout,
+    changed: Collection[str],
+    settings: Settings,
+    touched: Optional[dict[str, tuple[str, ...]]] = None,
+) -> dict[str, str]:
+    """The overlays and charts that hold none of the ``changed`` files, by name, with their
+    source (kaffinity.repo.changed.touches says what an overlay and a chart hold); ``touched``
+    gets the others, with the changed files each holds."""
+    from kaffinity.repo.changed import touches
+
+    found = touches(layout, changed, settings.helm_values)
+    if touched is not None:
+        touched.update(found)
+    return {
+        unit.name: unit.source
+        for unit in layout.units
+        if unit.source in ("kustomize", "helm") and unit.name not in found
+    }
+
+
+def _renders(layout: Layout) -> bool:
+    """Whether the layout has a unit to build: an overlay, a chart or a GitOps release (nothing
+    else renders: a layout without any is left exactly as read)."""
+    from kaffinity.repo.rendering import has_release
+
+    return any(unit.source in ("kustomize", "helm") for unit in layout.units) or has_release(layout.documents)
+
+
+def render_summary(settings: Settings, layout: Layout) -> RenderSummary:
+    """What the reports say of rendering: the engines used for the kinds of units there were,
+    the units rendered and those read as written (Unit.not_rendered)."""
+    from kaffinity.repo.rendering import RenderSummary
+
+    if not settings.render:
+        return RenderSummary(enabled=False)
+    kinds = {unit.source.partition(" ")[0] for unit in layout.units}
+    helm = kustomize = None
+    if kinds & {"helm", "flux", "argocd"}:
+        from kaffinity.repo.render import helm_engine
+
+        helm = helm_engine()
+    if kinds & {"kustomize", "flux", "argocd"}:
+        from kaffinity.repo.render import kustomize_engine
+
+        kustomize = kustomize_engine()
+    rendered = sum(1 for unit in layout.units if unit.source.endswith("(rendered)"))
+    unrendered = tuple((unit.name, unit.not_rendered) for unit in layout.units if unit.not_rendered)
+    return RenderSummary(True, helm, kustomize, rendered, unrendered)
+
+
+def choose_unit(layout: Layout, name: Optional[str], notes: Notes) -> Unit:
+    """The unit named by ``--unit`` (a usage error for an unknown name), else the first."""
+    if name is None:
+        if layout.several:
+            names = ", ".join(unit.name for unit in layout.units[:5])
+            more = f" and {len(layout.units) - 5} more" if len(layout.units) > 5 else ""
+            notes.note(
+                f"{len(layout.units)} deployment units ({names}{more}); "
+                f"showing {layout.units[0].name} (choose one with --unit)",
+            )
+        return layout.units[0]
+    for unit in layout.units:
+        if unit.name == name:
+            return unit
+    known = ", ".join(unit.name or "(the whole input)" for unit in layout.units)
+    raise RunError(f"kaffinity: error: --unit {name}: no such deployment unit (units: {known})")
+
+
+def focused_unit(
+    files: list[SourceFile],
+    settings: Settings,
+    cluster: Cluster | None,
+    layout: Layout,
+    focus: list[str],
+    notes: Notes,
+) -> Unit | None:
+    """``graph --focus`` without ``--unit`` in several deployment units: the first unit whose
+    graph holds every focused object, with a note naming it (and the other units that hold them
+    too: ``--unit`` chooses one of those); None (the first unit, whose error then says what is
+    missing) when none does, or there is one unit. ``place`` shows every unit; a graph is one
+    picture, of one unit."""
+    from kaffinity.context import Context
+    from kaffinity.graph.view import FocusError, resolve
+
+    if not layout.several:
+        return None
+    holding = []
+    for each in layout.units:
+        graph = Context(files, settings, cluster, each.documents).graph.graph
+        try:
+            for text in focus:
+                resolve(graph, text)
+        except FocusError:
+            continue
+        holding.append(each)
+    if not holding:
+        return None
+    what = ", ".join(focus)
+    if len(holding) == 1:
+        notes.note(f"--focus {what}: drawing unit {holding[0].name}, the one that holds it")
+    else:
+        names = ", ".join(each.name for each in holding[:5])
+        more = f" and {len(holding) - 5} more" if len(holding) > 5 else ""
+        notes.note(
+            f"--focus {what}: in {len(holding)} deployment units ({names}{more}); "
+            f"drawing {holding[0].name} (choose one with --unit)"
+        )
+    return holding[0]
+
+
+def only(layout: Layout, unit: Unit) -> Layout:
+    """``layout`` with ``unit`` alone (the one a graph draws)."""
+    from kaffinity.repo import units
+
+    return units.Layout((unit,), layout.documents, layout.fragments, places=layout.places)
