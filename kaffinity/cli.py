@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from kaffinity.cache import Cache
     from kaffinity.config import Settings
     from kaffinity.context import Context
-    from kaffinity.engine import Checked, LintResult
+    from kaffinity.engine import FileResult, LintResult
     from kaffinity.expand.fixes import FileFix
     from kaffinity.findings import Severity
     from kaffinity.k8s.model import Object
@@ -538,7 +538,7 @@ def _linted(
         context=lint_context,
         reported=names if names is not None else reported,
         layout=layout,
-        checked=stream.checked if stream is not None else None,
+        results=stream.results if stream is not None else None,
         change=change,
     )
     if stream is not None:
@@ -1720,7 +1720,7 @@ class _Stream:
     def __init__(self, settings: Settings, cache: Optional[Cache]) -> None:
         self.settings = settings
         self.cache = cache
-        self.checked: dict[str, Checked] = {}
+        self.results: list[FileResult] = []
 
     def load(
         self,
@@ -1731,10 +1731,10 @@ class _Stream:
         local: bool,
     ) -> list[SourceFile]:
         from kaffinity.load.parallel import default_jobs
-        from kaffinity.stream import load_checked
+        from kaffinity.stream import load_results
 
         settings = self.settings
-        found = load_checked(
+        found = load_results(
             targets,
             settings,
             excluded,
@@ -1743,14 +1743,14 @@ class _Stream:
             local=local,
             cache=self.cache,
         )
-        self.checked.update((item.file.name, item) for item in found)
+        self.results.extend(found)
         return [item.file for item in found]
 
     def typed(self) -> dict[int, Object | None]:
         """The typed objects the single-object stage built here, by id() of compact document
         (the engine builds the others)."""
         found: dict[int, Object | None] = {}
-        for item in self.checked.values():
+        for item in self.results:
             if item.typed is not None:
                 found.update(zip(map(id, item.file.documents), item.typed, strict=True))
         return found

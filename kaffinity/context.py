@@ -17,12 +17,43 @@ from kaffinity.findings import Severity, Violation
 from kaffinity.k8s.model import Inventory, Object, build_inventory, canonical_key, namespace_labels
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import DataPath, Document, Span
+from kaffinity.memo import Memo
 
 if TYPE_CHECKING:
     from kaffinity.expand.merge import Expansions
     from kaffinity.graph.affinity import AffinityGraph
     from kaffinity.simulate.cluster import Cluster
     from kaffinity.simulate.place import PlacementRun
+
+
+class RunState:
+    """What the rules of one lint run share, built once by the engine and read by every
+    :class:`Context` of the run (one per deployment unit: each a view of its unit's objects over
+    this one state). A context made without one (a test, a library caller) has its own."""
+
+    def __init__(
+        self,
+        running: Mapping[str, tuple[Severity | None, Severity]] | None = None,
+        rendered: Mapping[int, tuple[str, ...]] | None = None,
+        places: Mapping[int, Callable[[Document, DataPath], tuple[str, Span] | None]] | None = None,
+    ) -> None:
+        #: Every rule this run runs, by name: (the severity configured for it, rule over
+        #: category, or None; its own), read by :mod:`kaffinity.explain.precedence`. Empty: no
+        #: rule gives way to another.
+        self.running: Mapping[str, tuple[Severity | None, Severity]] = running or {}
+        #: The built-in rules' findings so far ({rule, severity, line, message}, before
+        #: suppressions), by id() of their document, and the rules that have run: filled by the
+        #: engine, read by the policies' facts (:mod:`kaffinity.policy.facts`).
+        self.found: dict[int, list[dict[str, object]]] = {}
+        self.found_rules: set[str] = set()
+        #: The rendered objects (kustomize and Helm builds, kaffinity.repo.units), by id(), and
+        #: where an overlay's patch spells a path of one (Layout.places): a fix edits the file
+        #: that wrote the field (kaffinity.expand.fixes.plan_revision_fix).
+        self.rendered: Mapping[int, tuple[str, ...]] = rendered or {}
+        self.places: Mapping[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = places or {}
+        #: Values the stages above the rules derive once for the whole run, whichever unit's
+        #: context asks first (the policies' defaulted objects): :mod:`kaffinity.memo`.
+        self.memo = Memo()
 
 
 class Context:
@@ -39,6 +70,8 @@ class Context:
         cluster: Cluster | None = None,
         documents: Sequence[Document] | None = None,
         objects: dict[int, Object | None] | None = None,
+        *,
+        run: RunState | None = None,
     ) -> None:
         self.files = tuple(files)
         self.settings = settings
@@ -51,24 +84,10 @@ class Context:
         self.objects = objects
         #: Work not done because it passed a limit (``limits:``), one line each, for the run.
         self.notices: list[str] = []
-        #: Every rule this run runs, by name: (the severity configured for it, rule over
-        #: category, or None; its own). Set by the engine, which knows the registry; read by
-        #: :mod:`kaffinity.explain.precedence`. Empty: no rule gives way to another.
-        self.running: Mapping[str, tuple[Severity | None, Severity]] = {}
-        #: The built-in rules' findings so far ({rule, severity, line, message}, before
-        #: suppressions), by id() of their document, and the rules that have run: filled by
-        #: the engine, shared by the contexts of a run, read by the policies' facts
-        #: (:mod:`kaffinity.policy.facts`), which run whatever built-in rule is missing.
-        self.found: dict[int, list[dict[str, object]]] = {}
-        self.found_rules: set[str] = set()
-        #: Caches of the stages above the rules that hold for the whole run, whichever context
-        #: reads them (the policies' defaulted objects): one per run, set by the engine.
-        self.run_cache: dict[str, object] = {}
-        #: The rendered objects (kustomize and Helm builds, kaffinity.repo.units), by id(), and
-        #: where an overlay's patch spells a path of one (Layout.places): a fix edits the file
-        #: that wrote the field (kaffinity.expand.fixes.plan_revision_fix). Set by the engine.
-        self.rendered: Mapping[int, tuple[str, ...]] = {}
-        self.places: Mapping[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
+        #: What the rules share for the whole run, whichever unit's context reads it.
+        self.run = run if run is not None else RunState()
+        #: Values derived from this context (one unit's objects), built once: :mod:`kaffinity.memo`.
+        self.memo = Memo()
 
     @cached_property
     def documents(self) -> tuple[Document, ...]:

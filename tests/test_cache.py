@@ -224,10 +224,9 @@ def test_an_entry_decodes_to_what_was_checked(repo: Path) -> None:
     """The format rebuilds equal objects: documents (their trees, positions, spans), findings
     (their objects, related places, edits), suppression comments, problems."""
     from kaffinity.config import Settings
-    from kaffinity.engine import streamed_rules
+    from kaffinity.engine.single import check_file, single_object_rules
     from kaffinity.load.read import from_bytes, read_bytes
     from kaffinity.rules import RULES
-    from kaffinity.stream import check_file
 
     settings = Settings()
     text = BROKEN.replace("spec:\n  replicas", "spec:  # kaffinity: ignore[api-warning]\n  replicas")
@@ -240,7 +239,7 @@ def test_an_entry_decodes_to_what_was_checked(repo: Path) -> None:
     checked = check_file(
         from_bytes(str(repo / "all.yaml"), name, raw, problem, settings.limits),
         settings,
-        streamed_rules(RULES, settings),
+        single_object_rules(RULES, settings),
     )
     assert checked.findings and checked.comments and len(checked.file.documents) == 3
     assert any(doc.duplicate_keys for doc in checked.file.documents)

@@ -1,6 +1,6 @@
 """The cache of repeated runs (``.kaffinity_cache``), as ruff's ``.ruff_cache`` and mypy's ``.mypy_cache``.
 
-For each file, what the single-object stage made of it (:class:`kaffinity.engine.Checked`: its
+For each file, what the single-object stage made of it (:class:`kaffinity.engine.FileResult`: its
 findings placed, its suppression comments, its compact model), keyed by:
 
 - the file's name and bytes (a BLAKE2b digest of both: a finding names its file);
@@ -76,7 +76,7 @@ from kaffinity.load.userfiles import private_problem, user_cache_folder
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
-    from kaffinity.engine import Checked
+    from kaffinity.engine import FileResult
     from kaffinity.load.parse import Limits
 
 #: The default folder's name (in the config file's folder, else the working directory).
@@ -781,7 +781,7 @@ class _Unfit(Exception):
     """A value this format does not hold: the entry is not written (nor the file sent so)."""
 
 
-def encode(checked: Checked) -> bytes | None:
+def encode(checked: FileResult) -> bytes | None:
     """``checked`` as an entry's payload, or None if it holds what the format does not (the
     typed objects are not kept: they are built again where needed)."""
     import json
@@ -794,7 +794,7 @@ def encode(checked: Checked) -> bytes | None:
         return None
 
 
-def _checked_data(checked: Checked) -> list[Any]:
+def _checked_data(checked: FileResult) -> list[Any]:
     file = checked.file
     roots: dict[int, int] = {}
     trees: list[Any] = []
@@ -892,8 +892,8 @@ def _comment(comment: Any, places: dict[int, int]) -> list[Any]:
     ]
 
 
-def decode(payload: bytes) -> Checked | None:
-    """The :class:`~kaffinity.engine.Checked` an entry's payload holds, or None when anything in it
+def decode(payload: bytes) -> FileResult | None:
+    """The :class:`~kaffinity.engine.FileResult` an entry's payload holds, or None when anything in it
     has the wrong shape (a miss). Runs no code of the payload's choosing: JSON, then this
     module's own constructors, each field's type checked."""
     import json
@@ -989,8 +989,8 @@ def _load_problems(value: Any) -> tuple[Any, ...]:
     )
 
 
-def _checked(data: Any) -> Checked:
-    from kaffinity.engine import Checked
+def _checked(data: Any) -> FileResult:
+    from kaffinity.engine import FileResult
     from kaffinity.load.parse import SourceFile
     from kaffinity.load.source import Document
 
@@ -1027,7 +1027,7 @@ def _checked(data: Any) -> Checked:
         if number is not None:
             _index(number, len(documents))
         found.append((_is(rule, str), number, _finding_of(finding)))
-    return Checked(
+    return FileResult(
         source,
         tuple(found),
         tuple(_comment_of(item, documents) for item in _is(comments, list)),

@@ -6,7 +6,6 @@ Shared with ``unschedulable``, which finds the same pods Pending on a declared c
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -174,15 +173,9 @@ def _find(context: Context) -> Iterator[Violation]:
             yield _no_single_pod(context, member, terms)
 
 
-_FOUND: weakref.WeakKeyDictionary[Context, tuple[Violation, ...]] = weakref.WeakKeyDictionary()
-
-
 def affinity_no_match(context: Context) -> tuple[Violation, ...]:
     """Every finding of ``affinity-no-match``, before it gives way to anything."""
-    found = _FOUND.get(context)
-    if found is None:
-        found = _FOUND[context] = tuple(_find(context))
-    return found
+    return context.memo.get("explain.nomatch.found", lambda: tuple(_find(context)))
 
 
 def strongest(violations: tuple[Violation, ...]) -> dict[int, Severity | None]:

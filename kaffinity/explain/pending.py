@@ -38,7 +38,6 @@ run as it was.
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -213,9 +212,6 @@ class Analysis:
         return shape.rule if shape is not None else None
 
 
-_CACHE: weakref.WeakKeyDictionary[Context, Analysis] = weakref.WeakKeyDictionary()
-
-
 def reporter(context: Context, result: Analysis, workload: Workload) -> str | None:
     """The rule that reports ``workload``'s Pending pods (or its static problem) in this run.
 
@@ -260,10 +256,7 @@ def analysis(context: Context) -> Analysis | None:
     """The shared analysis of the lint run (None without a declared cluster)."""
     if context.cluster is None:
         return None
-    found = _CACHE.get(context)
-    if found is None:
-        found = _CACHE[context] = _analyse(context)
-    return found
+    return context.memo.get("explain.pending.analysis", lambda: _analyse(context))
 
 
 def _analyse(context: Context) -> Analysis:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -93,28 +92,27 @@ class _LabelIndex:
     object_pairs: dict[tuple[str, str], list[Member]]
 
 
-_INDEXES: weakref.WeakKeyDictionary[AffinityGraph, _LabelIndex] = weakref.WeakKeyDictionary()
-
-
 def _index(graph: AffinityGraph) -> _LabelIndex:
-    found = _INDEXES.get(graph)
-    if found is None:
-        found = _LabelIndex({}, {}, {}, {}, {})
-        for member in graph.members.values():
-            namespace = member.namespace
-            for key, value in member.labels.items():
-                found.by_value.setdefault(value, []).append(member)
-                found.by_key.setdefault(key, []).append(member)
-                found.ns_value.setdefault((namespace, value), []).append(member)
-                found.ns_key.setdefault((namespace, key), []).append(member)
-            workload = member.workload
-            metadata = workload.doc.data.get("metadata") if workload is not None else None
-            labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
-            if isinstance(labels, Mapping):
-                for key, value in labels.items():
-                    if isinstance(value, str):
-                        found.object_pairs.setdefault((str(key), value), []).append(member)
-        _INDEXES[graph] = found
+    """The graph's members by label (once per graph)."""
+    return graph.memo.get("explain.suggest.index", lambda: _label_index(graph))
+
+
+def _label_index(graph: AffinityGraph) -> _LabelIndex:
+    found = _LabelIndex({}, {}, {}, {}, {})
+    for member in graph.members.values():
+        namespace = member.namespace
+        for key, value in member.labels.items():
+            found.by_value.setdefault(value, []).append(member)
+            found.by_key.setdefault(key, []).append(member)
+            found.ns_value.setdefault((namespace, value), []).append(member)
+            found.ns_key.setdefault((namespace, key), []).append(member)
+        workload = member.workload
+        metadata = workload.doc.data.get("metadata") if workload is not None else None
+        labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+        if isinstance(labels, Mapping):
+            for key, value in labels.items():
+                if isinstance(value, str):
+                    found.object_pairs.setdefault((str(key), value), []).append(member)
     return found
 
 
@@ -441,9 +439,6 @@ class _Unknowns:
     described: frozenset[str]  # the namespaces of every workload and existing pod
 
 
-_UNKNOWNS: weakref.WeakKeyDictionary[AffinityGraph, _Unknowns] = weakref.WeakKeyDictionary()
-
-
 def _unknowns(context: Context) -> _Unknowns:
     """The workload fragments and custom resources of the input, by namespace (once per graph)."""
     graph = context.graph
@@ -472,9 +467,7 @@ def unknown_pods(context: Context, relation: Relation) -> str | None:
     then: when unsure, say nothing.
     """
     graph = context.graph
-    found = _UNKNOWNS.get(graph)
-    if found is None:
-        found = _UNKNOWNS[graph] = _unknowns(context)
+    found = graph.memo.get("explain.suggest.unknowns", lambda: _unknowns(context))
     named = scope_namespaces(graph, relation)
     # Scope depends on the namespace alone: test each namespace once, never each object.
     for namespace, members in found.fragments.items():

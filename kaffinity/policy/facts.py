@@ -29,7 +29,6 @@ declared cluster; ``kaffinity.findings`` runs the built-in rules), once per run.
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -71,9 +70,6 @@ class _Run:
         return self._found.get(id(doc), [])
 
 
-_RUNS: weakref.WeakKeyDictionary[Context, _Run] = weakref.WeakKeyDictionary()
-
-
 def parts_read(text: str) -> frozenset[str]:
     """The facts an expression reads: ``kaffinity.placement`` -> placement; ``kaffinity`` used
     whole (passed on, indexed) -> all of them."""
@@ -87,9 +83,7 @@ def parts_read(text: str) -> frozenset[str]:
 def facts(context: Context, doc: Document, parts: Collection[str] = PARTS) -> dict[str, Any]:
     """The ``kaffinity`` variable for the object of ``doc``: the ``parts`` asked for computed,
     the others null."""
-    run = _RUNS.get(context)
-    if run is None:
-        run = _RUNS[context] = _Run(context)
+    run = context.memo.get("policy.facts.run", lambda: _Run(context))
     out: dict[str, Any] = dict.fromkeys(PARTS)
     workload = run.workloads.get(id(doc))
     out["workload"] = workload is not None
@@ -117,10 +111,11 @@ def _builtin_findings(context: Context) -> dict[int, list[dict[str, Any]]]:
     rule that needs the cluster runs only with one)."""
     from kaffinity.rules import RULES
 
-    found: dict[int, list[dict[str, Any]]] = {key: list(items) for key, items in context.found.items()}
+    run = context.run
+    found: dict[int, list[dict[str, Any]]] = {key: list(items) for key, items in run.found.items()}
     usable = context.cluster is not None
     for rule in RULES:
-        if rule.check is None or rule.name in context.found_rules or (rule.needs_cluster and not usable):
+        if rule.check is None or rule.name in run.found_rules or (rule.needs_cluster and not usable):
             continue
         try:
             violations = list(rule.check(context))

@@ -38,7 +38,6 @@ is reported once, at the policy, and skipped.
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -168,16 +167,11 @@ class Objects:
     params: dict[int, dict[str, Any]] = field(default_factory=dict)  # as params, defaulted once
 
 
-_SHARED: weakref.WeakKeyDictionary[Context, Shared] = weakref.WeakKeyDictionary()
-
-
 def shared(context: Context) -> Shared:
-    found = _SHARED.get(context)
-    if found is None:
-        objects = context.run_cache.setdefault("policy.objects", Objects())
-        assert isinstance(objects, Objects)
-        found = _SHARED[context] = Shared(objects)
-    return found
+    """What the policies share of one context, over the objects of the whole run."""
+    return context.memo.get(
+        "policy.vap.shared", lambda: Shared(context.run.memo.get("policy.vap.objects", Objects))
+    )
 
 
 def admission_rule(

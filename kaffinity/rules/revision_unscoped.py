@@ -220,8 +220,8 @@ def _fix_hint(
     from kaffinity.expand.fixes import plan_revision_fix
 
     doc = workload.doc
-    rendered = id(doc) in context.rendered
-    place = context.places.get(id(doc))
+    rendered = id(doc) in context.run.rendered
+    place = context.run.places.get(id(doc))
     fix = plan_revision_fix(context.texts, workload, term, rendered=rendered, place=place)
     hint = f'add "matchLabelKeys: [{REVISION_LABEL}]" to this term'
     if fix is not None:
@@ -258,7 +258,7 @@ def _rendered_by_hand(
         if depth < len(full) and not printed_values(file_text(context.texts, file) or "", span.line):
             # Not spelled in the object's file (an inline patch of a kustomization, a
             # generator): the build of the unit sets it.
-            units = ", ".join(context.rendered[id(doc)])
+            units = ", ".join(context.run.rendered[id(doc)])
             return (
                 f"where the build{f' of {units}' if units else ''} sets it (an inline patch or "
                 f"another layer: {quote_name(file)} does not spell it; not edited automatically, "
