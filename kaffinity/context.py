@@ -8,12 +8,13 @@ properties, so that a rule that needs none of them costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from kaffinity.config import Settings
 from kaffinity.findings import Severity, Violation
+from kaffinity.k8s.compact import Sources
 from kaffinity.k8s.model import Inventory, Object, build_inventory, canonical_key, namespace_labels
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import DataPath, Document, Span
@@ -96,8 +97,8 @@ class Context:
     @cached_property
     def texts(self) -> Mapping[str, str]:
         """Each file's text by name (for fixes, which edit the text); a compact file's is read
-        again from the file when asked for (:class:`Texts`)."""
-        return Texts(self.files)
+        again from the file when asked for (:class:`kaffinity.k8s.compact.Sources`)."""
+        return Sources(self.files)
 
     @cached_property
     def inventory(self) -> Inventory:
@@ -164,29 +165,3 @@ class Context:
         from kaffinity.validate.documents import validate_documents
 
         return validate_documents(self.documents, self.settings)
-
-
-class Texts(Mapping[str, str]):
-    """The text of each file by name: kept, or for a compact file (:mod:`kaffinity.k8s.compact`)
-    read again from disk each time it is asked for (the report asks once per file it shows; a
-    rule that reads texts keeps what it needs), so that only the files a report or a fix shows
-    are read twice, and the run does not hold them all again. A file changed since it was linted
-    reads as it is now; one that cannot be read, as empty (the report shows no code frame)."""
-
-    def __init__(self, files: Sequence[SourceFile]) -> None:
-        self._files = {file.name: file for file in files}
-
-    def __getitem__(self, name: str) -> str:
-        file = self._files[name]
-        if not file.compact:
-            return file.text
-        from kaffinity.load.read import read_text
-
-        _, text, problem = read_text(name)
-        return "" if problem is not None else text
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._files)
-
-    def __len__(self) -> int:
-        return len(self._files)

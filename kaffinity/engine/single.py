@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.config import Settings
 from kaffinity.context import Context, RunState
 from kaffinity.engine.record import Recorder
 from kaffinity.findings import Finding, Violation
+from kaffinity.k8s.compact import Fields
 from kaffinity.k8s.model import Object
 from kaffinity.load.parse import STDIN_NAME, SourceFile
 from kaffinity.load.source import Document
@@ -74,6 +76,24 @@ def single_object_rules(rules: Iterable[Rule], settings: Settings) -> list[Rule]
     ]
 
 
+def kept_fields(rules: Iterable[Rule]) -> Fields:
+    """What compaction keeps of a pod template: the union of the fields ``rules`` that run on
+    compact files declare (``Rule.reads``: the rules outside this stage)."""
+    kept = Fields()
+    for rule in rules:
+        if rule.reads is not None:
+            kept |= rule.reads
+    return kept
+
+
+@cache
+def registry_fields() -> Fields:
+    """:func:`kept_fields` of the registry's rules, once."""
+    from kaffinity.rules import RULES
+
+    return kept_fields(RULES)
+
+
 def check_file(
     file: SourceFile,
     settings: Settings,
@@ -108,7 +128,7 @@ def check_file(
     comments = tuple(comment_suppressions(file.name, file.text))
     if file.name == STDIN_NAME:
         return FileResult(file, findings, comments, errors, notices)
-    kept = compact_file(file, settings.workload_kinds)
+    kept = compact_file(file, settings.workload_kinds, registry_fields())
     typed = None
     if built and all(id(doc) in built for doc in file.documents):
         # The rules built the typed objects (all of them): the compact documents take them over.

@@ -176,6 +176,9 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
         check=guarded(Guarded(check, stopped, own=(policy.doc,), prepare=prepare)),
         # What kaffinity knows of a workload (its neighbours, its placement) reads them all.
         needs_all_manifests=program is not None and references(program.text, FACTS),
+        # Its expression and schema read the object as written, any field of it: no compact
+        # model holds what it reads, so a run with policies reads its input whole.
+        reads=None,
     )
 
 

@@ -225,6 +225,9 @@ def admission_rule(
         check=guarded(Guarded(check, stopped, own=(policy.doc,), prepare=prepare)),
         # The namespaces, the params and the facts may be in any manifest of the repository.
         needs_all_manifests=True,
+        # Its CEL reads the object as written (and the params, the namespace), any field of it:
+        # no compact model holds what it reads, so a run with policies reads its input whole.
+        reads=None,
     )
 
 

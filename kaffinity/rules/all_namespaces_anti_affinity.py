@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from kaffinity.explain.wording import SHOWN, counted_list, domain_word
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import RELATION_ANTI_AFFINITY, AffinityGraph, Member, Relation, selector_text
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.k8s.model import dig
 from kaffinity.rules.base import Rule
@@ -148,4 +149,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - KEP-2249, kubernetes/enhancements `keps/sig-scheduling/2249-pod-affinity-namespace-selector`
   (`namespaceSelector`, the `CrossNamespacePodAffinity` quota scope)
 """,
+    reads=MODEL_FIELDS,
 )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import RELATION_ANTI_AFFINITY, Member, ordered
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 
@@ -132,4 +133,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - kubernetes/design-proposals-archive `scheduling/podaffinity.md`, "Co-existing with daemons"
 - `pkg/controller/daemon/util/daemonset_util.go` (`ReplaceDaemonSetPodNodeNameNodeAffinity`)
 """,
+    reads=MODEL_FIELDS,
 )

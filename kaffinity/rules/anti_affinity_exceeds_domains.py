@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import selector_text
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 
@@ -262,4 +263,5 @@ Paths without a repository name are in kubernetes/kubernetes.
   `satisfyExistingPodsAntiAffinity`)
 - `pkg/controller/statefulset/stateful_set_control.go`: OrderedReady waits for each pod
 """,
+    reads=MODEL_FIELDS,
 )

@@ -11,6 +11,7 @@ from kaffinity.findings import Severity, Violation
 if TYPE_CHECKING:
     from kaffinity.config import Settings
     from kaffinity.context import Context
+    from kaffinity.k8s.compact import Fields
 
 Check = Callable[["Context"], Iterator[Violation]]
 
@@ -43,6 +44,12 @@ class Rule:
     #: of its Namespace): it runs with the rules that read every manifest, not file by file in
     #: the single-object stage (:mod:`kaffinity.stream`).
     reads_other_files: bool = False
+    #: What a rule that reads several objects (and so runs on compact files, when the input is
+    #: streamed) reads of a pod template: compaction keeps exactly the union of these
+    #: (:mod:`kaffinity.k8s.compact`; most rules read the typed model,
+    #: :data:`~kaffinity.k8s.compact.MODEL_FIELDS`). None: a rule of the single-object stage, which
+    #: reads whole files; or one that may read any field (a policy), whose runs read input whole.
+    reads: Fields | None = None
 
 
 #: The category of every policy's rule (:mod:`kaffinity.policy`): they run after the built-in

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kaffinity.explain.wording import name_list
 from kaffinity.findings import Related, Severity, Violation
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.model import Requirement
 from kaffinity.k8s.selectors import requirement_matches
 from kaffinity.load.source import DataPath
@@ -431,4 +432,5 @@ Paths without a repository name are in kubernetes/kubernetes.
   required node affinity
 - `pkg/scheduler/framework/types.go` (`FitError.Error`): the event text
 """,
+    reads=MODEL_FIELDS,
 )

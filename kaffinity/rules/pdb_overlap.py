@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from kaffinity.explain.wording import SHOWN, name_list
 from kaffinity.findings import MAX_RELATED, Related, Severity, Violation
 from kaffinity.graph.affinity import RELATION_PDB, AffinityGraph, Member, Relation, ordered
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.rules.base import Rule
 from kaffinity.validate.apiserver import budget_refused
 
@@ -217,4 +218,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - `pkg/registry/core/pod/storage/eviction.go`: more than one budget is refused (HTTP 500)
 - `staging/src/k8s.io/kubectl/pkg/drain/drain.go`: kubectl drain gives up on that pod
 """,
+    reads=MODEL_FIELDS,
 )

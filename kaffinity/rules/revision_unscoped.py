@@ -15,6 +15,7 @@ from kaffinity.expand.merge import (
 from kaffinity.explain.precedence import gives_way
 from kaffinity.findings import Severity, Violation
 from kaffinity.k8s import gates as fg
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.fenceposts import Budget, deployment_budget
 from kaffinity.k8s.labels import POD_TEMPLATE_HASH as REVISION_LABEL
 from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload, dig
@@ -354,4 +355,5 @@ Paths without a repository name are in kubernetes/kubernetes.
   `keps/sig-scheduling/3243-respect-pod-topology-spread-after-rolling-upgrades`, "Motivation"
 - `pkg/controller/deployment/rolling.go` (`reconcileNewReplicaSet`, `reconcileOldReplicaSets`)
 """,
+    reads=MODEL_FIELDS,
 )

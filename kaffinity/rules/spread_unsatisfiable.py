@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Severity, Violation
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.model import dig
 from kaffinity.load.source import DataPath
 from kaffinity.rules.base import Rule
@@ -216,4 +217,5 @@ Paths without a repository name are in kubernetes/kubernetes.
   `keps/sig-scheduling/3094-pod-topology-spread-considering-taints`
 - KEP-895, kubernetes/enhancements `keps/sig-scheduling/895-pod-topology-spread`
 """,
+    reads=MODEL_FIELDS,
 )

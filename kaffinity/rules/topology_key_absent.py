@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.wording import name_list
 from kaffinity.findings import Related, Severity, Violation
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 
@@ -205,4 +206,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - `pkg/scheduler/framework/plugins/podtopologyspread/filtering.go` (`Filter`: "missing required
   label") and `scoring.go`
 """,
+    reads=MODEL_FIELDS,
 )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import selector_text
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.k8s.model import Workload, dig
 from kaffinity.load.source import DataPath
@@ -531,4 +532,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - `pkg/scheduler/framework/types.go` (`FitError.Error`): the event text
 - `pkg/scheduler/framework/plugins/noderesources/fit.go`: requests against allocatable
 """,
+    reads=MODEL_FIELDS,
 )
