@@ -243,6 +243,23 @@ class Recorder:
                 f"({where.filename}:{where.lineno}); please report it"
             )
 
+    def facts(self, rule: Rule, context: Context) -> None:
+        """Run a built-in rule the settings leave out, for the policies' facts only: its findings
+        go into the run state (:attr:`RunState.found`), not the report; a crash is not reported
+        (the rule does not run)."""
+        assert rule.check is not None
+        found = self.state.found
+        try:
+            violations = list(rule.check(context))
+        except Exception:  # noqa: BLE001 - the engine reports a rule that crashes, when it runs it
+            return
+        for violation in violations:
+            doc = violation.doc
+            found.setdefault(id(doc), []).append(
+                finding_fact(rule, violation, doc.locate(violation.path).line)
+            )
+        self.state.found_rules.add(rule.name)
+
     def take(self, name: str, found: Iterable[tuple[Finding, Document | None]]) -> None:
         """Add the findings the single-object stage placed for rule ``name``, on the
         documents given: their units and suppression annotations are this run's."""

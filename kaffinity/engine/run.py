@@ -7,7 +7,8 @@ New rules need no change here: the registry lists them.
 from __future__ import annotations
 
 import gc
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kaffinity.config import Settings
@@ -20,11 +21,11 @@ from kaffinity.k8s.model import Object
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import Document
 from kaffinity.rules import RULES
-from kaffinity.rules.base import Rule, rule_enabled, severity_of
+from kaffinity.rules.base import POLICY_CATEGORY, Rule, rule_enabled, severity_of
 
 if TYPE_CHECKING:
     from kaffinity.repo.changed import Change
-    from kaffinity.repo.units import Layout
+    from kaffinity.repo.units import Layout, Unit
     from kaffinity.simulate.cluster import Cluster
 
 
@@ -127,42 +128,20 @@ def _lint(
         context.run = state
     local = _local(run, context, layout, typed)
     typed = context.objects if context.objects is not None else typed
-    each, together = _stages(enabled, context)
+    stages = _stages(enabled, context, cluster)
     stage = single_object_rules(run.enabled.values(), settings)
     if results is None:  # read whole: the single-object stage runs here, on the run's objects
         results = single_object_stage(local.documents, files, settings, stage, state, typed, layout)
     taken = _taken(results, stage, run)
     units = layout.units if layout is not None and layout.several else ()
-    from kaffinity.load.progress import current
 
-    progress = current()  # a command's progress indicator: which rule runs
-    with progress.stage("checking rules", len(each) + len(together) * max(1, len(units))):
-        for rule in each:
-            progress.tick(rule.name)
-            if rule.name in taken:
-                run.take(rule.name, taken[rule.name])
-            else:
-                run.check(rule, local)
-        if not units:
-            run.relate(context, context.documents)
-            for rule in together:
-                progress.tick(rule.name)
-                run.check(rule, context)
-        for unit in units:
-            # One unit at a time: its graph and placement are dropped before the next is built.
-            run.unit = unit.name
-            view = (
-                context
-                if _same(unit.documents, context.documents)
-                else Context(files, settings, cluster, unit.documents, typed, run=state)
-            )
-            run.relate(view, unit.documents)
-            for rule in together:
-                progress.tick(f"{rule.name} ({unit.name})")
-                run.check(rule, view)
-            run.notice(view.notices, unit.name)
-        run.unit = ""
-        run.related = None
+    def view(documents: Sequence[Document]) -> Context:
+        """One unit's context: a view of its objects over the run state."""
+        if _same(documents, context.documents):
+            return context
+        return Context(files, settings, cluster, documents, typed, run=state)
+
+    _check_rules(run, stages, taken, local, context, units, view)
     run.notice(context.notices)
     if local is not context:
         run.notice(local.notices)
@@ -214,18 +193,130 @@ def _taken(
     return found
 
 
-def _stages(enabled: Sequence[Rule], context: Context) -> tuple[list[Rule], list[Rule]]:
-    """The rules that run, those that read one object at a time and those that read every
-    manifest. Rules that read the declared cluster have nothing to say without one (and would
-    import the offline scheduler to find that out), nor with one that could not all be read:
-    its missing nodes would make every pod Pending (the parse-error says why, exit code 2)."""
+def _facts_only(
+    enabled: Sequence[Rule], running: Sequence[Rule], cluster: Cluster | None
+) -> tuple[list[Rule], list[Rule]]:
+    """The built-in rules the engine runs for the policies' facts only, when a policy reads the
+    built-in findings (``Rule.reads_findings``): every registered rule with a check that does not
+    run otherwise (the facts do not change with ``select``/``ignore``), one that reads the
+    declared cluster only with one; those that read one object and those that read every
+    manifest."""
+    if not any(rule.reads_findings for rule in enabled):
+        return [], []
+    names = {rule.name for rule in running}
+    left = [
+        rule
+        for rule in RULES
+        if rule.check is not None
+        and rule.category != POLICY_CATEGORY
+        and rule.name not in names
+        and (cluster is not None or not rule.needs_cluster)
+    ]
+    return [rule for rule in left if not rule.needs_all_manifests], [
+        rule for rule in left if rule.needs_all_manifests
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Stages:
+    """The rules of a run in the order they run: built-in rules first, policies second (the
+    policies' facts read the built-in findings), each stage's rules in the registry's order."""
+
+    #: Built-in rules that read one object at a time (the single-object stage's among them).
+    each: list[Rule]
+    #: Built-in rules that read every manifest, once per unit.
+    together: list[Rule]
+    #: Policies that read one object at a time, after every built-in rule.
+    policies: list[Rule]
+    #: Policies that read every manifest, once per unit after its built-in rules.
+    unit_policies: list[Rule]
+    #: Built-in rules run for the policies' facts only (:func:`_facts_only`).
+    facts_each: list[Rule]
+    facts_together: list[Rule]
+
+    def ticks(self, units: int) -> int:
+        per_unit = len(self.together) + len(self.unit_policies)
+        return len(self.each) + len(self.policies) + per_unit * max(1, units)
+
+
+def _stages(enabled: Sequence[Rule], context: Context, cluster: Cluster | None) -> _Stages:
+    """The rules that run, by stage. Rules that read the declared cluster have nothing to say
+    without one (and would import the offline scheduler to find that out), nor with one that
+    could not all be read: its missing nodes would make every pod Pending (the parse-error says
+    why, exit code 2)."""
     usable = context.cluster is not None and not any(
         problem.rule == "parse-error" for file in context.cluster.files for problem in file.problems
     )
     running = [rule for rule in enabled if rule.check is not None and (usable or not rule.needs_cluster)]
     each = [rule for rule in running if not rule.needs_all_manifests]
     together = [rule for rule in running if rule.needs_all_manifests]
-    return each, together
+    builtin_each = [rule for rule in each if rule.category != POLICY_CATEGORY]
+    builtin_together = [rule for rule in together if rule.category != POLICY_CATEGORY]
+    facts_each, facts_together = _facts_only(enabled, (*builtin_each, *builtin_together), cluster)
+    return _Stages(
+        builtin_each,
+        builtin_together,
+        [rule for rule in each if rule.category == POLICY_CATEGORY],
+        [rule for rule in together if rule.category == POLICY_CATEGORY],
+        facts_each,
+        facts_together,
+    )
+
+
+def _check_rules(
+    run: Recorder,
+    stages: _Stages,
+    taken: Mapping[str, list[tuple[Finding, Document | None]]],
+    local: Context,
+    context: Context,
+    units: Sequence[Unit],
+    view: Callable[[Sequence[Document]], Context],
+) -> None:
+    """Run the stages: the rules that read one object on ``local`` (the single-object stage's
+    findings ``taken`` from its results), then unit by unit the rules that read every manifest,
+    then the policies that read one object."""
+    from kaffinity.load.progress import current
+
+    progress = current()  # a command's progress indicator: which rule runs
+    with progress.stage("checking rules", stages.ticks(len(units))):
+        for rule in stages.each:
+            progress.tick(rule.name)
+            if rule.name in taken:
+                run.take(rule.name, taken[rule.name])
+            else:
+                run.check(rule, local)
+        for rule in stages.facts_each:
+            run.facts(rule, local)
+        if not units:
+            run.relate(context, context.documents)
+            _check_unit(run, stages, context, "", progress.tick)
+        for unit in units:
+            # One unit at a time: its graph and placement are dropped before the next is built.
+            run.unit = unit.name
+            unit_context = view(unit.documents)
+            run.relate(unit_context, unit.documents)
+            _check_unit(run, stages, unit_context, unit.name, progress.tick)
+            run.notice(unit_context.notices, unit.name)
+        run.unit = ""
+        run.related = None
+        for rule in stages.policies:
+            progress.tick(rule.name)
+            run.check(rule, local)
+
+
+def _check_unit(
+    run: Recorder, stages: _Stages, context: Context, unit: str, tick: Callable[[str], None]
+) -> None:
+    """The rules that read every manifest, on one unit's context: built-in rules, those run for
+    the facts only, policies."""
+    for rule in stages.together:
+        tick(f"{rule.name} ({unit})" if unit else rule.name)
+        run.check(rule, context)
+    for rule in stages.facts_together:
+        run.facts(rule, context)
+    for rule in stages.unit_policies:
+        tick(f"{rule.name} ({unit})" if unit else rule.name)
+        run.check(rule, context)
 
 
 def _result(

@@ -165,6 +165,8 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
 
         prepare_facts(context, parts_read(program.text) if program is not None else ())
 
+    from kaffinity.policy.facts import parts_read
+
     where = f"Defined in `{policy.doc.file}` (a `{policy.target}` policy)."
     docs = f"{policy.description or policy.message}\n\n{where}"
     return Rule(
@@ -179,6 +181,7 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
         # Its expression and schema read the object as written, any field of it: no compact
         # model holds what it reads, so a run with policies reads its input whole.
         reads=None,
+        reads_findings=program is not None and "findings" in parts_read(program.text),
     )
 
 

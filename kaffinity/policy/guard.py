@@ -266,7 +266,7 @@ _CURRENT: list[_Child] = []  # the live guarded process, if any
 def _child(context: Context) -> _Child | None:
     """The guarded process of ``context`` (one at a time: another context's is stopped). A new one
     when the engine has run more built-in rules since: the policies' facts read their findings,
-    and a process that has not seen them would run those rules again. None: the system refuses
+    and a process forked before would not see them. None: the system refuses
     a process (the check then runs in kaffinity's)."""
     if (
         _CURRENT

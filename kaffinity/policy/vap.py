@@ -228,6 +228,7 @@ def admission_rule(
         # Its CEL reads the object as written (and the params, the namespace), any field of it:
         # no compact model holds what it reads, so a run with policies reads its input whole.
         reads=None,
+        reads_findings="findings" in compiled.facts,
     )
 
 

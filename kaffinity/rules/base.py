@@ -50,17 +50,21 @@ class Rule:
     #: :data:`~kaffinity.k8s.compact.MODEL_FIELDS`). None: a rule of the single-object stage, which
     #: reads whole files; or one that may read any field (a policy), whose runs read input whole.
     reads: Fields | None = None
+    #: A policy whose facts read the built-in rules' findings (``kaffinity.findings``): the
+    #: engine then runs every built-in rule, those the settings leave out too, for the facts only
+    #: (:mod:`kaffinity.policy.facts`; their findings are not reported).
+    reads_findings: bool = False
 
 
 #: The category of every policy's rule (:mod:`kaffinity.policy`): they run after the built-in
-#: rules and read their findings.
+#: rules and read their findings (the engine's run state, :class:`kaffinity.context.RunState`).
 POLICY_CATEGORY = "policy"
 
 
 def finding_fact(rule: Rule, violation: Violation, line: int) -> dict[str, object]:
     """A built-in finding as policies read it (``kaffinity.findings``: the engine records them,
-    :mod:`kaffinity.policy.facts` runs the rules the engine did not): its own severity, before
-    suppressions."""
+    of the rules the settings leave out too, :mod:`kaffinity.policy.facts` reads them): its own
+    severity, before suppressions."""
     return {
         "rule": rule.name,
         "severity": (violation.severity or rule.severity).value,

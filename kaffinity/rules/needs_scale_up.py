@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.explain.pending import replicas_field
+    from kaffinity.explain.pending_words import replicas_field
 
     run = context.placement
     if run is None:

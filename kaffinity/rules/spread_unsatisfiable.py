@@ -14,7 +14,8 @@ from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.explain.pending import Analysis, SpreadCap, Stuck
+    from kaffinity.explain.pending import Analysis, Stuck
+    from kaffinity.explain.shape import SpreadCap
     from kaffinity.simulate.scheduler import Spread
 
 
@@ -27,7 +28,7 @@ def _written(stuck: Stuck, spread: Spread, field: str) -> bool:
 
 
 def _static(stuck: Stuck, cap: SpreadCap) -> tuple[DataPath, str, str]:
-    from kaffinity.explain.pending import plural
+    from kaffinity.explain.pending_words import plural
 
     spread = cap.spread
     domain = domain_word(spread.topology_key)
@@ -86,7 +87,7 @@ def _static(stuck: Stuck, cap: SpreadCap) -> tuple[DataPath, str, str]:
 
 
 def _dynamic(result: Analysis, stuck: Stuck, spread: Spread) -> tuple[DataPath, str, str]:
-    from kaffinity.explain.pending import counts_text, plural
+    from kaffinity.explain.pending_words import counts_text, plural
     from kaffinity.simulate.scheduler import REASON_SPREAD, REASON_SPREAD_LABEL, spread_counts
 
     sim = result.sim
@@ -136,7 +137,9 @@ def _dynamic(result: Analysis, stuck: Stuck, spread: Spread) -> tuple[DataPath, 
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.explain.pending import SPREAD_UNSATISFIABLE, analysis, no_scale_up, pending_words, reporter
+    from kaffinity.explain.pending import analysis, reporter
+    from kaffinity.explain.pending_words import no_scale_up, pending_words
+    from kaffinity.explain.shape import SPREAD_UNSATISFIABLE
 
     result = analysis(context)
     if result is None or result.stuck is None:
