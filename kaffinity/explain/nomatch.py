@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kaffinity.explain.precedence import gives_way
-from kaffinity.explain.suggest import hint, nobody, unknown_pods, written_selector
+from kaffinity.explain.suggest import hint, written_selector
+from kaffinity.explain.unknown import nobody, unknown_pods
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import RELATION_AFFINITY, AffinityGraph, Member, Relation, selector_text
 from kaffinity.k8s.selectors import selector_matches

@@ -170,7 +170,7 @@ def _read_whole(doc: Document, kinds: tuple[WorkloadKind, ...]) -> bool:
     """Whether the cross-object stages read more of an object than its metadata: the kinds
     kaffinity models; HorizontalPodAutoscalers (disruption budgets, spread); Services (whose
     selector names a workload's pods in a suggestion); custom resources, which may make an
-    operator run pods the input does not show (:func:`kaffinity.explain.suggest.custom_resource`)."""
+    operator run pods the input does not show (:func:`kaffinity.explain.unknown.custom_resource`)."""
     data = doc.data
     kind, api_version = data.get("kind"), data.get("apiVersion")
     if kind in _WHOLE_KINDS:

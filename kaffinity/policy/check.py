@@ -76,7 +76,8 @@ def policy_rules(loaded: Loaded, settings: Settings) -> tuple[list[Rule], list[s
     """A rule per policy of ``loaded``, and the expressions that do not compile (errors at their
     line: the policy is left out). Each expression is compiled once, for ``--kube-version``."""
     from kaffinity.policy.admission import bindings_of
-    from kaffinity.policy.vap import admission_rule, compile_policy
+    from kaffinity.policy.evaluation import compile_policy
+    from kaffinity.policy.vap import admission_rule
 
     programs = Programs(settings.kube_version)
     rules: list[Rule] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kaffinity.explain.suggest import silent_terms
+from kaffinity.explain.own_terms import silent_terms
 from kaffinity.findings import Severity, Violation
 from kaffinity.graph.affinity import RELATION_ANTI_AFFINITY, Relation
 from kaffinity.k8s.compact import MODEL_FIELDS

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kaffinity.explain.suggest import hint, owner_namespace, unknown_pods
+from kaffinity.explain.suggest import hint, owner_namespace
+from kaffinity.explain.unknown import unknown_pods
 from kaffinity.findings import Severity, Violation
 from kaffinity.graph.affinity import RELATION_PDB, selector_text
 from kaffinity.k8s.compact import MODEL_FIELDS
