@@ -3,7 +3,7 @@
 ``kaffinity lint`` used to parse every file, keep every parsed tree until the report, and run all
 the rules at the end. The rules that read one object at a time
 (:func:`kaffinity.engine.single.single_object_rules`) now run on each file as soon as it is
-parsed, in the worker that parsed it (``--jobs``): :func:`kaffinity.engine.single.check_file`,
+parsed, in the worker that parsed it (``--jobs``): :func:`kaffinity.engine.single.file_result`,
 which then compacts the file (:mod:`kaffinity.k8s.compact`: the fields the rules that read every
 manifest declare, positions included) and drops its parsed tree and text. What comes back is a
 :class:`FileResult`: the compact file, the findings placed (positions
@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
-from kaffinity.engine.single import FileResult, check_file, single_object_rules
+from kaffinity.engine.single import FileResult, file_result, single_object_rules
 from kaffinity.load.parse import STDIN
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def payload(
                 cached = cache.get(candidate)
                 if cached is not None:
                     return ENTRY + cached, None
-    result = check_file(from_bytes(path, name, raw, problem, settings.limits), settings, rules, local=local)
+    result = file_result(from_bytes(path, name, raw, problem, settings.limits), settings, rules, local=local)
     if (key is None and not send) or must_read_here(result.file, settings.limits):
         return None, result
     encoded = None

@@ -224,7 +224,7 @@ def test_an_entry_decodes_to_what_was_checked(repo: Path) -> None:
     """The format rebuilds equal objects: documents (their trees, positions, spans), findings
     (their objects, related places, edits), suppression comments, problems."""
     from kaffinity.config import Settings
-    from kaffinity.engine.single import check_file, single_object_rules
+    from kaffinity.engine.single import file_result, single_object_rules
     from kaffinity.load.read import from_bytes, read_bytes
     from kaffinity.rules import RULES
 
@@ -236,7 +236,7 @@ def test_an_entry_decodes_to_what_was_checked(repo: Path) -> None:
     text += " data: {x: -1.5e-3, y: 1e3, z: null}}\n"  # .inf: a parse-error, as kubectl refuses it
     (repo / "all.yaml").write_text(text)
     name, raw, problem = read_bytes(str(repo / "all.yaml"), settings.limits)
-    checked = check_file(
+    checked = file_result(
         from_bytes(str(repo / "all.yaml"), name, raw, problem, settings.limits),
         settings,
         single_object_rules(RULES, settings),

@@ -51,7 +51,7 @@ def lint(
     manifest run once per unit, the others once per object; None: the files are one unit.
     ``results``: the single-object stage's result of each file (:mod:`kaffinity.stream`, which
     compacts the files: ``files`` are then theirs); None: input read whole, whose stage runs
-    here, through the same :func:`kaffinity.engine.single.check_file`. Either way the findings of
+    here, through the same :func:`kaffinity.engine.single.file_result`. Either way the findings of
     its rules (:func:`~kaffinity.engine.single.single_object_rules`) are taken from the results,
     suppressions and the reported files applied here as to any other.
     ``change`` (``--changed``; its files are ``reported``): also reported, each with its

@@ -2,7 +2,7 @@
 
 Most rules read one object at a time, from its own file alone (the schemas, the API server's
 validation, the matchLabelKeys expansion: :func:`single_object_rules`). They run on each file
-through :func:`check_file`, whose :class:`FileResult` is what the engine
+through :func:`file_result`, whose :class:`FileResult` is what the engine
 (:func:`kaffinity.engine.lint`) takes their findings from: in the worker that parsed the file
 (:mod:`kaffinity.stream`, ``--jobs``; the file is then compacted), or in the run's own process
 for input read whole (:func:`single_object_stage`). Either way the engine receives per-file
@@ -94,7 +94,7 @@ def registry_fields() -> Fields:
     return kept_fields(RULES)
 
 
-def check_file(
+def file_result(
     file: SourceFile,
     settings: Settings,
     rules: Sequence[Rule],
@@ -192,14 +192,14 @@ def single_object_stage(
     objects: dict[int, Object | None],
     layout: Layout | None = None,
 ) -> list[FileResult]:
-    """The single-object stage of input read whole, in this process: :func:`check_file` of each
+    """The single-object stage of input read whole, in this process: :func:`file_result` of each
     file's ``documents`` (the run's objects: a rendered object has no file of its own and is
     checked with the documents of the file it names), in order, without compacting them."""
     by_name: dict[str, SourceFile] = {}
     for file in files:
         by_name.setdefault(file.name, file)
     if not documents:  # the rules run all the same: one that crashes says so (exit code 3)
-        return [check_file(SourceFile("", "", (), ()), settings, rules, compact=False, state=state)]
+        return [file_result(SourceFile("", "", (), ()), settings, rules, compact=False, state=state)]
     results: list[FileResult] = []
     start = 0
     for end in range(1, len(documents) + 1):
@@ -212,7 +212,7 @@ def single_object_stage(
             replace(own, documents=tuple(part)) if own is not None else SourceFile(name, "", tuple(part), ())
         )
         results.append(
-            check_file(whole, settings, rules, compact=False, objects=objects, state=state, layout=layout)
+            file_result(whole, settings, rules, compact=False, objects=objects, state=state, layout=layout)
         )
         start = end
     return results
