@@ -73,6 +73,7 @@ class Context:
         objects: dict[int, Object | None] | None = None,
         *,
         run: RunState | None = None,
+        expansions: Expansions | None = None,
     ) -> None:
         self.files = tuple(files)
         self.settings = settings
@@ -83,6 +84,9 @@ class Context:
             self.__dict__["documents"] = tuple(documents)
         #: The typed view of each document, shared by the contexts of one run's units.
         self.objects = objects
+        if expansions is not None:
+            # Another context's merged selectors, over the same typed objects (keyed by them).
+            self.__dict__["expansions"] = expansions
         #: Work not done because it passed a limit (``limits:``), one line each, for the run.
         self.notices: list[str] = []
         #: What the rules share for the whole run, whichever unit's context reads it.

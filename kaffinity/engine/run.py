@@ -131,7 +131,9 @@ def _lint(
     stages = _stages(enabled, context, cluster)
     stage = single_object_rules(run.enabled.values(), settings)
     if results is None:  # read whole: the single-object stage runs here, on the run's objects
-        results = single_object_stage(local.documents, files, settings, stage, state, typed, layout)
+        results = single_object_stage(
+            local.documents, files, settings, stage, state, typed, layout, local.expansions
+        )
     taken = _taken(results, stage, run)
     units = layout.units if layout is not None and layout.several else ()
 

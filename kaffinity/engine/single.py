@@ -29,6 +29,7 @@ from kaffinity.rules.base import POLICY_CATEGORY, Rule, rule_enabled
 from kaffinity.suppress import Suppression
 
 if TYPE_CHECKING:
+    from kaffinity.expand.merge import Expansions
     from kaffinity.repo.units import Layout
 
 
@@ -104,6 +105,7 @@ def file_result(
     objects: dict[int, Object | None] | None = None,
     state: RunState | None = None,
     layout: Layout | None = None,
+    expansions: Expansions | None = None,
 ) -> FileResult:
     """The single-object stage of one parsed file: ``rules`` (:func:`single_object_rules`) if
     ``local``, then, with ``compact``, its suppression comments and the file compacted (stdin is
@@ -111,7 +113,8 @@ def file_result(
 
     Without ``compact`` (input read whole, in the run's process: :func:`single_object_stage`)
     the documents are the run's: ``objects`` are the run's typed objects, ``state`` its run state
-    (the built-in findings go into it), ``layout`` where a rendered object's fields are written."""
+    (the built-in findings go into it), ``layout`` where a rendered object's fields are written,
+    ``expansions`` the run's merged selectors."""
     from kaffinity.k8s.compact import compact_file
     from kaffinity.suppress import comment_suppressions
 
@@ -120,7 +123,9 @@ def file_result(
     notices: tuple[str, ...] = ()
     built: dict[int, Object | None] = objects if objects is not None else {}
     if local and rules and (file.documents or not compact):
-        findings, errors, notices, inventoried = _run_rules(file, settings, rules, built, state, layout)
+        findings, errors, notices, inventoried = _run_rules(
+            file, settings, rules, built, state, layout, expansions
+        )
         if objects is None and not inventoried:
             built.clear()  # not built: the engine builds them, once
     if not compact:
@@ -146,11 +151,12 @@ def _run_rules(
     objects: dict[int, Object | None],
     state: RunState | None,
     layout: Layout | None,
+    expansions: Expansions | None = None,
 ) -> tuple[tuple[tuple[str, int | None, Finding], ...], tuple[str, ...], tuple[str, ...], bool]:
     """The rules on one file; ``objects`` gets the typed objects they built, by id() of document
     (the last item: whether they built them all, the inventory)."""
     state = state if state is not None else RunState()
-    context = Context([file], settings, objects=objects, run=state)
+    context = Context([file], settings, objects=objects, run=state, expansions=expansions)
     collector = Collector([file], settings, rules, state, layout)
     for rule in rules:
         collector.check(rule, context)
@@ -191,6 +197,7 @@ def single_object_stage(
     state: RunState,
     objects: dict[int, Object | None],
     layout: Layout | None = None,
+    expansions: Expansions | None = None,
 ) -> list[FileResult]:
     """The single-object stage of input read whole, in this process: :func:`file_result` of each
     file's ``documents`` (the run's objects: a rendered object has no file of its own and is
@@ -212,7 +219,16 @@ def single_object_stage(
             replace(own, documents=tuple(part)) if own is not None else SourceFile(name, "", tuple(part), ())
         )
         results.append(
-            file_result(whole, settings, rules, compact=False, objects=objects, state=state, layout=layout)
+            file_result(
+                whole,
+                settings,
+                rules,
+                compact=False,
+                objects=objects,
+                state=state,
+                layout=layout,
+                expansions=expansions,
+            )
         )
         start = end
     return results
