@@ -1,4 +1,5 @@
-"""What a rule reads: the :class:`Context` of a lint run, and which rules the settings switch on.
+"""What a rule reads: the :class:`Context` of one deployment unit, a view over the
+:class:`RunState` that every unit of a lint run shares (built once by the engine).
 
 Below the rules and everything they share (the graph, the placement, the explanations): they
 import it, it imports none of them at module level. The engine (:mod:`kaffinity.engine`), which

@@ -200,8 +200,8 @@ def single_object_stage(
     expansions: Expansions | None = None,
 ) -> list[FileResult]:
     """The single-object stage of input read whole, in this process: :func:`file_result` of each
-    file's ``documents`` (the run's objects: a rendered object has no file of its own and is
-    checked with the documents of the file it names), in order, without compacting them."""
+    file's ``documents`` (the run's objects: a rendered object has no file of its own and goes
+    with the documents of the file it names), in order, without compacting them."""
     by_name: dict[str, SourceFile] = {}
     for file in files:
         by_name.setdefault(file.name, file)
