@@ -1,4 +1,5 @@
-"""What a rule reads: the :class:`Context` of a lint run, and which rules the settings switch on.
+"""What a rule reads: the :class:`Context` of one deployment unit, a view over the
+:class:`RunState` that every unit of a lint run shares (built once by the engine).
 
 Below the rules and everything they share (the graph, the placement, the explanations): they
 import it, it imports none of them at module level. The engine (:mod:`kaffinity.engine`), which
@@ -8,21 +9,53 @@ properties, so that a rule that needs none of them costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from kaffinity.config import Settings
 from kaffinity.findings import Severity, Violation
+from kaffinity.k8s.compact import Sources
 from kaffinity.k8s.model import Inventory, Object, build_inventory, canonical_key, namespace_labels
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import DataPath, Document, Span
+from kaffinity.memo import Memo
 
 if TYPE_CHECKING:
     from kaffinity.expand.merge import Expansions
     from kaffinity.graph.affinity import AffinityGraph
     from kaffinity.simulate.cluster import Cluster
     from kaffinity.simulate.place import PlacementRun
+
+
+class RunState:
+    """What the rules of one lint run share, built once by the engine and read by every
+    :class:`Context` of the run (one per deployment unit: each a view of its unit's objects over
+    this one state). A context made without one (a test, a library caller) has its own."""
+
+    def __init__(
+        self,
+        running: Mapping[str, tuple[Severity | None, Severity]] | None = None,
+        rendered: Mapping[int, tuple[str, ...]] | None = None,
+        places: Mapping[int, Callable[[Document, DataPath], tuple[str, Span] | None]] | None = None,
+    ) -> None:
+        #: Every rule this run runs, by name: (the severity configured for it, rule over
+        #: category, or None; its own), read by :mod:`kaffinity.explain.precedence`. Empty: no
+        #: rule gives way to another.
+        self.running: Mapping[str, tuple[Severity | None, Severity]] = running or {}
+        #: The built-in rules' findings so far ({rule, severity, line, message}, before
+        #: suppressions), by id() of their document, and the rules that have run: filled by the
+        #: engine, read by the policies' facts (:mod:`kaffinity.policy.facts`).
+        self.found: dict[int, list[dict[str, object]]] = {}
+        self.found_rules: set[str] = set()
+        #: The rendered objects (kustomize and Helm builds, kaffinity.repo.units), by id(), and
+        #: where an overlay's patch spells a path of one (Layout.places): a fix edits the file
+        #: that wrote the field (kaffinity.expand.fixes.plan_revision_fix).
+        self.rendered: Mapping[int, tuple[str, ...]] = rendered or {}
+        self.places: Mapping[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = places or {}
+        #: Values the stages above the rules derive once for the whole run, whichever unit's
+        #: context asks first (the policies' defaulted objects): :mod:`kaffinity.memo`.
+        self.memo = Memo()
 
 
 class Context:
@@ -39,6 +72,9 @@ class Context:
         cluster: Cluster | None = None,
         documents: Sequence[Document] | None = None,
         objects: dict[int, Object | None] | None = None,
+        *,
+        run: RunState | None = None,
+        expansions: Expansions | None = None,
     ) -> None:
         self.files = tuple(files)
         self.settings = settings
@@ -49,26 +85,15 @@ class Context:
             self.__dict__["documents"] = tuple(documents)
         #: The typed view of each document, shared by the contexts of one run's units.
         self.objects = objects
+        if expansions is not None:
+            # Another context's merged selectors, over the same typed objects (keyed by them).
+            self.__dict__["expansions"] = expansions
         #: Work not done because it passed a limit (``limits:``), one line each, for the run.
         self.notices: list[str] = []
-        #: Every rule this run runs, by name: (the severity configured for it, rule over
-        #: category, or None; its own). Set by the engine, which knows the registry; read by
-        #: :mod:`kaffinity.explain.precedence`. Empty: no rule gives way to another.
-        self.running: Mapping[str, tuple[Severity | None, Severity]] = {}
-        #: The built-in rules' findings so far ({rule, severity, line, message}, before
-        #: suppressions), by id() of their document, and the rules that have run: filled by
-        #: the engine, shared by the contexts of a run, read by the policies' facts
-        #: (:mod:`kaffinity.policy.facts`), which run whatever built-in rule is missing.
-        self.found: dict[int, list[dict[str, object]]] = {}
-        self.found_rules: set[str] = set()
-        #: Caches of the stages above the rules that hold for the whole run, whichever context
-        #: reads them (the policies' defaulted objects): one per run, set by the engine.
-        self.run_cache: dict[str, object] = {}
-        #: The rendered objects (kustomize and Helm builds, kaffinity.repo.units), by id(), and
-        #: where an overlay's patch spells a path of one (Layout.places): a fix edits the file
-        #: that wrote the field (kaffinity.expand.fixes.plan_revision_fix). Set by the engine.
-        self.rendered: Mapping[int, tuple[str, ...]] = {}
-        self.places: Mapping[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
+        #: What the rules share for the whole run, whichever unit's context reads it.
+        self.run = run if run is not None else RunState()
+        #: Values derived from this context (one unit's objects), built once: :mod:`kaffinity.memo`.
+        self.memo = Memo()
 
     @cached_property
     def documents(self) -> tuple[Document, ...]:
@@ -77,8 +102,8 @@ class Context:
     @cached_property
     def texts(self) -> Mapping[str, str]:
         """Each file's text by name (for fixes, which edit the text); a compact file's is read
-        again from the file when asked for (:class:`Texts`)."""
-        return Texts(self.files)
+        again from the file when asked for (:class:`kaffinity.k8s.compact.Sources`)."""
+        return Sources(self.files)
 
     @cached_property
     def inventory(self) -> Inventory:
@@ -145,29 +170,3 @@ class Context:
         from kaffinity.validate.documents import validate_documents
 
         return validate_documents(self.documents, self.settings)
-
-
-class Texts(Mapping[str, str]):
-    """The text of each file by name: kept, or for a compact file (:mod:`kaffinity.k8s.compact`)
-    read again from disk each time it is asked for (the report asks once per file it shows; a
-    rule that reads texts keeps what it needs), so that only the files a report or a fix shows
-    are read twice, and the run does not hold them all again. A file changed since it was linted
-    reads as it is now; one that cannot be read, as empty (the report shows no code frame)."""
-
-    def __init__(self, files: Sequence[SourceFile]) -> None:
-        self._files = {file.name: file for file in files}
-
-    def __getitem__(self, name: str) -> str:
-        file = self._files[name]
-        if not file.compact:
-            return file.text
-        from kaffinity.load.read import read_text
-
-        _, text, problem = read_text(name)
-        return "" if problem is not None else text
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._files)
-
-    def __len__(self) -> int:
-        return len(self._files)

@@ -224,10 +224,9 @@ def test_an_entry_decodes_to_what_was_checked(repo: Path) -> None:
     """The format rebuilds equal objects: documents (their trees, positions, spans), findings
     (their objects, related places, edits), suppression comments, problems."""
     from kaffinity.config import Settings
-    from kaffinity.engine import streamed_rules
+    from kaffinity.engine.single import file_result, single_object_rules
     from kaffinity.load.read import from_bytes, read_bytes
     from kaffinity.rules import RULES
-    from kaffinity.stream import check_file
 
     settings = Settings()
     text = BROKEN.replace("spec:\n  replicas", "spec:  # kaffinity: ignore[api-warning]\n  replicas")
@@ -237,10 +236,10 @@ def test_an_entry_decodes_to_what_was_checked(repo: Path) -> None:
     text += " data: {x: -1.5e-3, y: 1e3, z: null}}\n"  # .inf: a parse-error, as kubectl refuses it
     (repo / "all.yaml").write_text(text)
     name, raw, problem = read_bytes(str(repo / "all.yaml"), settings.limits)
-    checked = check_file(
+    checked = file_result(
         from_bytes(str(repo / "all.yaml"), name, raw, problem, settings.limits),
         settings,
-        streamed_rules(RULES, settings),
+        single_object_rules(RULES, settings),
     )
     assert checked.findings and checked.comments and len(checked.file.documents) == 3
     assert any(doc.duplicate_keys for doc in checked.file.documents)

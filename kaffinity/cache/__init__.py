@@ -1,6 +1,6 @@
 """The cache of repeated runs (``.kaffinity_cache``), as ruff's ``.ruff_cache`` and mypy's ``.mypy_cache``.
 
-For each file, what the single-object stage made of it (:class:`kaffinity.engine.Checked`: its
+For each file, what the single-object stage made of it (:class:`kaffinity.engine.FileResult`: its
 findings placed, its suppression comments, its compact model), keyed by:
 
 - the file's name and bytes (a BLAKE2b digest of both: a finding names its file);

@@ -1,5 +1,5 @@
 """An entry of the file cache: what the single-object stage made of a file
-(:class:`kaffinity.engine.Checked`) as JSON (:func:`encode`), and back (:func:`decode`), every
+(:class:`kaffinity.engine.FileResult`) as JSON (:func:`encode`), and back (:func:`decode`), every
 field rebuilt by this module's own constructors with its type checked (see :mod:`kaffinity.cache`).
 """
 
@@ -23,10 +23,10 @@ from kaffinity.cache.trees import (
 )
 
 if TYPE_CHECKING:
-    from kaffinity.engine import Checked
+    from kaffinity.engine import FileResult
 
 
-def encode(checked: Checked) -> bytes | None:
+def encode(checked: FileResult) -> bytes | None:
     """``checked`` as an entry's payload, or None if it holds what the format does not (the
     typed objects are not kept: they are built again where needed)."""
     import json
@@ -39,7 +39,7 @@ def encode(checked: Checked) -> bytes | None:
         return None
 
 
-def _result_data(checked: Checked) -> list[Any]:
+def _result_data(checked: FileResult) -> list[Any]:
     file = checked.file
     roots: dict[int, int] = {}
     trees: list[Any] = []
@@ -119,8 +119,8 @@ def _comment(comment: Any, numbers: dict[int, int]) -> list[Any]:
     ]
 
 
-def decode(payload: bytes) -> Checked | None:
-    """The :class:`~kaffinity.engine.Checked` an entry's payload holds, or None when anything in it
+def decode(payload: bytes) -> FileResult | None:
+    """The :class:`~kaffinity.engine.FileResult` an entry's payload holds, or None when anything in it
     has the wrong shape (a miss). Runs no code of the payload's choosing: JSON, then this
     module's own constructors, each field's type checked."""
     import json
@@ -132,8 +132,8 @@ def decode(payload: bytes) -> Checked | None:
         return None
 
 
-def _result(data: Any) -> Checked:
-    from kaffinity.engine import Checked
+def _result(data: Any) -> FileResult:
+    from kaffinity.engine import FileResult
     from kaffinity.load.parse import SourceFile
     from kaffinity.load.source import Document
 
@@ -170,7 +170,7 @@ def _result(data: Any) -> Checked:
         if number is not None:
             _index(number, len(documents))
         found.append((_is(rule, str), number, _finding_of(finding)))
-    return Checked(
+    return FileResult(
         source,
         tuple(found),
         tuple(_comment_of(item, documents) for item in _is(comments, list)),

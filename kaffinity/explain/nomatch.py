@@ -6,12 +6,12 @@ Shared with ``unschedulable``, which finds the same pods Pending on a declared c
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kaffinity.explain.precedence import gives_way
-from kaffinity.explain.suggest import hint, nobody, unknown_pods, written_selector
+from kaffinity.explain.suggest import hint, written_selector
+from kaffinity.explain.unknown import nobody, unknown_pods
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import AffinityGraph
 from kaffinity.graph.members import RELATION_AFFINITY, Member, Relation, selector_text
@@ -175,15 +175,9 @@ def _find(context: Context) -> Iterator[Violation]:
             yield _no_single_pod(context, member, terms)
 
 
-_FOUND: weakref.WeakKeyDictionary[Context, tuple[Violation, ...]] = weakref.WeakKeyDictionary()
-
-
 def affinity_no_match(context: Context) -> tuple[Violation, ...]:
     """Every finding of ``affinity-no-match``, before it gives way to anything."""
-    found = _FOUND.get(context)
-    if found is None:
-        found = _FOUND[context] = tuple(_find(context))
-    return found
+    return context.memo.get("explain.nomatch.found", lambda: tuple(_find(context)))
 
 
 def strongest(violations: tuple[Violation, ...]) -> dict[int, Severity | None]:

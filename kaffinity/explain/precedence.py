@@ -40,8 +40,8 @@ def reported_at(context: Context, rule: str, own: Severity | None = None) -> Sev
     """The severity a finding of ``rule`` whose own severity is ``own`` is reported at: the
     configured one (rule over category), else ``own``, else the rule's; None when the rule does
     not run (not selected, or it needs a cluster and there is none). The engine lists the rules
-    that run in :attr:`kaffinity.context.Context.running`."""
-    running = context.running.get(rule)
+    that run in :attr:`kaffinity.context.RunState.running`."""
+    running = context.run.running.get(rule)
     if running is None:
         return None
     configured, default = running

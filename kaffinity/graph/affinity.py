@@ -69,6 +69,7 @@ from kaffinity.k8s.model import (
 )
 from kaffinity.k8s.selectors import namespace_in_scope, selector_matches
 from kaffinity.load.source import DataPath, Document
+from kaffinity.memo import Memo
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -160,6 +161,8 @@ class AffinityGraph:
     ) -> None:
         """The graph of ``inventory``'s workloads and budgets (and ``cluster``'s existing pods),
         with the namespaces' labels of the input, completed by the cluster's."""
+        #: Values derived from the graph, built once (:mod:`kaffinity.memo`).
+        self.memo = Memo()
         self.version = settings.kube_version
         self.proposals = settings.proposals
         self.default_namespace = settings.namespace

@@ -8,8 +8,12 @@ disruption budgets, priority classes, and the HorizontalPodAutoscalers the budge
 scheduling fields. This module copies that part, positions included, and leaves the rest to be
 freed: at 10,000 workloads, the parsed trees were most of the 450 MiB a lint held.
 
-What is dropped is what no cross-object stage reads (checked by ``tests/test_stream.py``, which
-lints the same inputs with and without compaction and compares every finding):
+What is kept of a pod is declared by the readers: each rule that reads several objects (and
+so runs on compact files) declares the :class:`Fields` it reads (``Rule.reads``; most read the
+typed model, :data:`MODEL_FIELDS`), and compaction keeps exactly their union
+(:func:`kaffinity.engine.single.kept_fields`). ``tests/test_compact_fields.py`` runs every such rule
+on compact objects whose undeclared fields raise when read, and ``tests/test_stream.py`` lints the
+same inputs with and without compaction and compares every finding. What is dropped:
 
 - of every object: ``metadata.managedFields`` and the ``kubectl.kubernetes.io/last-applied-configuration``
   annotation (a copy of the whole object);
@@ -17,10 +21,10 @@ lints the same inputs with and without compaction and compares every finding):
   CustomResourceDefinition...: not one of :func:`_read_whole`'s): everything but ``apiVersion``,
   ``kind`` and ``metadata`` (its identity, labels, annotations: the suppression annotations are
   read from it);
-- of a pod template (or a Pod): the fields the scheduler does not read, :data:`POD_FIELDS` of the
-  pod spec, and of each container all but :data:`CONTAINER_FIELDS` (its environment, probes,
-  commands, mounts, security context...). What the scheduler's plugins read is kept: resources,
-  ports (host ports), node selection, affinity, tolerations, spread, priority, overhead.
+- of a pod template (or a Pod): every pod spec field and container field no reader declares
+  (volumes, security contexts, DNS, the environment, probes, commands, mounts...). What the
+  scheduler's plugins read is kept: resources, ports (host ports), node selection, affinity,
+  tolerations, spread, priority, overhead.
 
 What is kept is copied (:func:`_copied`), so that the parsed tree is freed whole; the strings
 (interned by the parser) and the positions (packed in arrays by the parser) are shared.
@@ -29,39 +33,60 @@ What is kept is copied (:func:`_copied`), so that the parsed tree is freed whole
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kaffinity.k8s.model import WORKLOAD_GROUPS, WorkloadKind, custom_workload_kind, pod_template_path
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import DataPath, Document, PosDict, PosList
 
-#: Pod spec fields no scheduler plugin, controller model or cross-object rule reads.
-POD_FIELDS = frozenset(
-    {
-        "volumes",
-        "securityContext",
-        "dnsConfig",
-        "dnsPolicy",
-        "hostAliases",
-        "imagePullSecrets",
-        "readinessGates",
-        "automountServiceAccountToken",
-        "enableServiceLinks",
-        "shareProcessNamespace",
-        "subdomain",
-        "hostname",
-        "setHostnameAsFQDN",
-        "terminationGracePeriodSeconds",
-        "activeDeadlineSeconds",
-        "resourceClaims",
-    }
+
+@dataclass(frozen=True, slots=True)
+class Fields:
+    """The fields of a compact pod template a reader reads: of the pod spec (``pod``) and of each
+    container (``container``). Everything else of a workload is kept whole (its identity,
+    labels, replicas, strategy...); the pod spec and its containers are where compaction
+    drops what no reader declares."""
+
+    pod: frozenset[str] = frozenset()
+    container: frozenset[str] = frozenset()
+
+    def __or__(self, other: Fields) -> Fields:
+        return Fields(self.pod | other.pod, self.container | other.container)
+
+
+#: What the typed model reads of a pod template (:func:`kaffinity.k8s.model.build_object`'s pod
+#: view and requests, and through it the graph, the offline scheduler's plugins, the rollouts):
+#: node selection, affinity, tolerations, spread (NodeAffinity, InterPodAffinity,
+#: TaintToleration, PodTopologySpread), ``resources`` and ``overhead`` (NodeResourcesFit: the
+#: pod-level requests and ``resource.PodRequests``), host ports (NodePorts: the containers'
+#: ``ports`` and ``hostNetwork``), ``nodeName``, ``schedulerName``, ``schedulingGates``, the
+#: priority (DefaultPreemption); of a container its ``name`` (the finding's own words),
+#: ``resources``, ``ports`` and ``restartPolicy`` (a sidecar's requests add up).
+MODEL_FIELDS = Fields(
+    pod=frozenset(
+        {
+            "affinity",
+            "nodeSelector",
+            "tolerations",
+            "topologySpreadConstraints",
+            "resources",
+            "overhead",
+            "containers",
+            "initContainers",
+            "ephemeralContainers",
+            "hostNetwork",
+            "nodeName",
+            "schedulerName",
+            "schedulingGates",
+            "priority",
+            "priorityClassName",
+            "preemptionPolicy",
+        }
+    ),
+    container=frozenset({"name", "resources", "ports", "restartPolicy"}),
 )
-#: The container fields the scheduler's plugins and the cross-object rules read: the rest
-#: (image, environment, probes, commands, mounts, security contexts...) is dropped. ``resources``
-#: (NodeResourcesFit), ``ports`` (NodePorts: host ports), ``restartPolicy`` (a sidecar's requests
-#: add up: ``resource.PodRequests``), ``name`` (the finding's own words).
-CONTAINER_FIELDS = frozenset({"name", "resources", "ports", "restartPolicy"})
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 _METADATA_FIELDS = frozenset({"managedFields"})
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -71,17 +96,19 @@ _WHOLE_KINDS = frozenset({"HorizontalPodAutoscaler", "Service"})
 Keep = Callable[[str], bool]
 
 
-def compact_file(file: SourceFile, workload_kinds: Iterable[WorkloadKind] = ()) -> SourceFile:
-    """``file`` without its text and with its objects compacted (see the module's docstring).
-    Its problems and name stay; a document whose root is not a plain object or a ``List`` of
-    objects is kept whole."""
+def compact_file(
+    file: SourceFile, workload_kinds: Iterable[WorkloadKind] = (), fields: Fields = MODEL_FIELDS
+) -> SourceFile:
+    """``file`` without its text and with its objects compacted (see the module's docstring),
+    keeping of each pod template the ``fields`` its readers declare. Its problems and name stay;
+    a document whose root is not a plain object or a ``List`` of objects is kept whole."""
     kinds = tuple(workload_kinds)
     roots: dict[int, Any] = {}  # id(old root) -> new root
     documents = []
     for doc in file.documents:
         new_root = roots.get(id(doc.root))
         if new_root is None:
-            new_root = roots[id(doc.root)] = _compact_root(doc, file.documents, kinds)
+            new_root = roots[id(doc.root)] = _compact_root(doc, file.documents, kinds, fields)
         data = _follow(new_root, doc.prefix)
         documents.append(
             Document(doc.file, doc.index, data, new_root, doc.span, doc.prefix, doc.duplicate_keys)
@@ -89,9 +116,11 @@ def compact_file(file: SourceFile, workload_kinds: Iterable[WorkloadKind] = ()) 
     return SourceFile(file.name, "", tuple(documents), file.problems, file.skipped, compact=True)
 
 
-def _compact_root(doc: Document, documents: Iterable[Document], kinds: tuple[WorkloadKind, ...]) -> Any:
+def _compact_root(
+    doc: Document, documents: Iterable[Document], kinds: tuple[WorkloadKind, ...], fields: Fields
+) -> Any:
     if not doc.prefix:
-        return compact_object(doc, kinds) if isinstance(doc.data, PosDict) else _copied(doc.data)
+        return compact_object(doc, kinds, fields) if isinstance(doc.data, PosDict) else _copied(doc.data)
     # Items of a List: the List's spine is copied, each item compacted in it.
     root = doc.root
     items = root.get("items") if isinstance(root, PosDict) else None
@@ -106,13 +135,15 @@ def _compact_root(doc: Document, documents: Iterable[Document], kinds: tuple[Wor
     for index, value in enumerate(items):
         item = objects.get(index)
         new_items.append(
-            compact_object(item, kinds) if item is not None and isinstance(value, PosDict) else value
+            compact_object(item, kinds, fields) if item is not None and isinstance(value, PosDict) else value
         )
     new_items.pos = items.pos
     return _copy_dict(root, replace={"items": new_items})
 
 
-def compact_object(doc: Document, kinds: tuple[WorkloadKind, ...] = ()) -> PosDict:
+def compact_object(
+    doc: Document, kinds: tuple[WorkloadKind, ...] = (), fields: Fields = MODEL_FIELDS
+) -> PosDict:
     """One object's compact tree (``doc.data`` is a mapping)."""
     data: PosDict = doc.data
     if not _read_whole(doc, kinds):
@@ -127,11 +158,11 @@ def compact_object(doc: Document, kinds: tuple[WorkloadKind, ...] = ()) -> PosDi
     if template is None:
         return _copy_dict(data, replace=replaced)
     if not template:  # a Pod: the object is its own template
-        return _pod(data, replaced)
+        return _pod(data, replaced, fields)
     head, rest = template[0], template[1:]
     child = data.get(head) if isinstance(head, str) else None
     if isinstance(head, str) and isinstance(child, PosDict):
-        replaced[head] = _along(child, rest)
+        replaced[head] = _along(child, rest, fields)
     return _copy_dict(data, replace=replaced)
 
 
@@ -139,7 +170,7 @@ def _read_whole(doc: Document, kinds: tuple[WorkloadKind, ...]) -> bool:
     """Whether the cross-object stages read more of an object than its metadata: the kinds
     kaffinity models; HorizontalPodAutoscalers (disruption budgets, spread); Services (whose
     selector names a workload's pods in a suggestion); custom resources, which may make an
-    operator run pods the input does not show (:func:`kaffinity.explain.suggest.custom_resource`)."""
+    operator run pods the input does not show (:func:`kaffinity.explain.unknown.custom_resource`)."""
     data = doc.data
     kind, api_version = data.get("kind"), data.get("apiVersion")
     if kind in _WHOLE_KINDS:
@@ -167,43 +198,33 @@ def _modelled(kind: Any, api_version: Any, data: PosDict, kinds: tuple[WorkloadK
     return api_version == "v1" and kind in ("Namespace", "Node")
 
 
-def _along(node: PosDict, path: DataPath) -> PosDict:
+def _along(node: PosDict, path: DataPath, fields: Fields) -> PosDict:
     """``node`` with the pod template at ``path`` below it compacted."""
     if not path:
-        return _pod(node, _metadata(node))
+        return _pod(node, _metadata(node), fields)
     head = path[0]
     child = node.get(head) if isinstance(head, str) else None
     if not isinstance(head, str) or not isinstance(child, PosDict):
         return _copy_dict(node)
-    return _copy_dict(node, replace={head: _along(child, path[1:])})
+    return _copy_dict(node, replace={head: _along(child, path[1:], fields)})
 
 
-def _pod(template: PosDict, replaced: dict[str, Any]) -> PosDict:
-    """A pod template (or Pod) with its spec reduced to what scheduling reads."""
+def _pod(template: PosDict, replaced: dict[str, Any], fields: Fields) -> PosDict:
+    """A pod template (or Pod) with its spec reduced to the declared ``fields``."""
     spec = template.get("spec")
     if isinstance(spec, PosDict):
         containers: dict[str, Any] = {}
         for name in _CONTAINER_LISTS:
             items = spec.get(name)
             if isinstance(items, PosList):
-                containers[name] = _containers(items)
-        replaced["spec"] = _copy_dict(spec, keep=_not_pod_field, replace=containers)
+                containers[name] = _containers(items, fields.container.__contains__)
+        replaced["spec"] = _copy_dict(spec, keep=fields.pod.__contains__, replace=containers)
     return _copy_dict(template, replace=replaced)
 
 
-def _not_pod_field(key: str) -> bool:
-    return key not in POD_FIELDS
-
-
-def _container_field(key: str) -> bool:
-    return key in CONTAINER_FIELDS
-
-
-def _containers(items: PosList) -> PosList:
+def _containers(items: PosList, keep: Keep) -> PosList:
     copied = PosList(items.span)
-    copied.extend(
-        _copy_dict(item, keep=_container_field) if isinstance(item, PosDict) else item for item in items
-    )
+    copied.extend(_copy_dict(item, keep=keep) if isinstance(item, PosDict) else item for item in items)
     copied.pos = items.pos
     return copied
 
@@ -356,3 +377,54 @@ def _follow(data: Any, path: DataPath) -> Any:
     for item in path:
         data = data[item]
     return data
+
+
+class Sources(Mapping[str, str]):
+    """The one store that reads compact files again: the text of each file by name (a mapping),
+    and the whole content of a document (:meth:`data`).
+
+    A compact file's text is read again from disk each time it is asked for (the report asks
+    once per file it shows; a rule that reads texts keeps what it needs), so that only the files
+    a report or a fix shows are read twice, and the run does not hold them all again; its
+    documents' whole content is read once, for the objects another file defines too (copies per
+    environment are compared in full, as before compaction: :mod:`kaffinity.repo.units`). A file
+    changed since it was linted reads as it is now: a text that cannot be read, as empty (the
+    report shows no code frame); documents that no longer line up, as what was kept."""
+
+    def __init__(self, files: Iterable[SourceFile]) -> None:
+        self._files = {file.name: file for file in files}
+        self._whole: dict[str, dict[tuple[int, DataPath], Any] | None] = {}
+
+    def __getitem__(self, name: str) -> str:
+        file = self._files[name]
+        if not file.compact:
+            return file.text
+        from kaffinity.load.read import read_text
+
+        _, text, problem = read_text(name)
+        return "" if problem is not None else text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def data(self, doc: Document) -> Any:
+        """The whole content of ``doc``: its own for a document of a file read whole."""
+        file = self._files.get(doc.file)
+        if file is None or not file.compact:
+            return doc.data
+        if doc.file not in self._whole:
+            from kaffinity.load.read import read
+
+            again = read(file.name)
+            self._whole[doc.file] = (
+                {(other.index, other.prefix): other.data for other in again.documents}
+                if len(again.documents) == len(file.documents)
+                else None
+            )
+        documents = self._whole[doc.file]
+        if documents is None:  # changed since it was linted: what is kept is compared
+            return doc.data
+        return documents.get((doc.index, doc.prefix), doc.data)

@@ -76,7 +76,8 @@ def policy_rules(loaded: Loaded, settings: Settings) -> tuple[list[Rule], list[s
     """A rule per policy of ``loaded``, and the expressions that do not compile (errors at their
     line: the policy is left out). Each expression is compiled once, for ``--kube-version``."""
     from kaffinity.policy.admission import bindings_of
-    from kaffinity.policy.vap import admission_rule, compile_policy
+    from kaffinity.policy.evaluation import compile_policy
+    from kaffinity.policy.vap import admission_rule
 
     programs = Programs(settings.kube_version)
     rules: list[Rule] = []
@@ -165,6 +166,8 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
 
         prepare_facts(context, parts_read(program.text) if program is not None else ())
 
+    from kaffinity.policy.facts import parts_read
+
     where = f"Defined in `{policy.doc.file}` (a `{policy.target}` policy)."
     docs = f"{policy.description or policy.message}\n\n{where}"
     return Rule(
@@ -176,6 +179,10 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
         check=guarded(Guarded(check, stopped, own=(policy.doc,), prepare=prepare)),
         # What kaffinity knows of a workload (its neighbours, its placement) reads them all.
         needs_all_manifests=program is not None and references(program.text, FACTS),
+        # Its expression and schema read the object as written, any field of it: no compact
+        # model holds what it reads, so a run with policies reads its input whole.
+        reads=None,
+        reads_findings=program is not None and "findings" in parts_read(program.text),
     )
 
 

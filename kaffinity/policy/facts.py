@@ -23,13 +23,13 @@ A kaffinity Policy's expression (and a ValidatingAdmissionPolicy annotated
 
 These facts exist only in kaffinity: a policy that reads them cannot run in a cluster. Each part
 is computed only when the expression reads it (``kaffinity.placement`` places the pods on the
-declared cluster; ``kaffinity.findings`` runs the built-in rules), once per run.
+declared cluster), once per run; ``kaffinity.findings`` are those the engine recorded, which runs
+the built-in rules first (:mod:`kaffinity.engine.run`).
 """
 
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,6 @@ from kaffinity.k8s.defaults import plain, pod_spec
 from kaffinity.k8s.labels import ZONE
 from kaffinity.k8s.model import Workload, dig
 from kaffinity.load.source import Document
-from kaffinity.rules.base import finding_fact
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
@@ -57,7 +56,7 @@ PARTS = (
 )
 
 
-class _Run:
+class _Facts:
     """What the facts of one context share: the workloads by document, the built-in findings."""
 
     def __init__(self, context: Context) -> None:
@@ -69,9 +68,6 @@ class _Run:
         if self._found is None:
             self._found = _builtin_findings(self.context)
         return self._found.get(id(doc), [])
-
-
-_RUNS: weakref.WeakKeyDictionary[Context, _Run] = weakref.WeakKeyDictionary()
 
 
 def parts_read(text: str) -> frozenset[str]:
@@ -87,9 +83,7 @@ def parts_read(text: str) -> frozenset[str]:
 def facts(context: Context, doc: Document, parts: Collection[str] = PARTS) -> dict[str, Any]:
     """The ``kaffinity`` variable for the object of ``doc``: the ``parts`` asked for computed,
     the others null."""
-    run = _RUNS.get(context)
-    if run is None:
-        run = _RUNS[context] = _Run(context)
+    run = context.memo.get("policy.facts.run", lambda: _Facts(context))
     out: dict[str, Any] = dict.fromkeys(PARTS)
     workload = run.workloads.get(id(doc))
     out["workload"] = workload is not None
@@ -112,25 +106,12 @@ def facts(context: Context, doc: Document, parts: Collection[str] = PARTS) -> di
 
 
 def _builtin_findings(context: Context) -> dict[int, list[dict[str, Any]]]:
-    """Every built-in rule's findings, by id() of their document: those the engine has found
-    in this run, and those of the rules it did not run (``select``/``ignore``), run here (a
-    rule that needs the cluster runs only with one)."""
-    from kaffinity.rules import RULES
-
-    found: dict[int, list[dict[str, Any]]] = {key: list(items) for key, items in context.found.items()}
-    usable = context.cluster is not None
-    for rule in RULES:
-        if rule.check is None or rule.name in context.found_rules or (rule.needs_cluster and not usable):
-            continue
-        try:
-            violations = list(rule.check(context))
-        except Exception:  # noqa: BLE001 - the engine reports a rule that crashes, when it runs it
-            continue
-        for violation in violations:
-            found.setdefault(id(violation.doc), []).append(
-                finding_fact(rule, violation, violation.doc.locate(violation.path).line)
-            )
-    for key, items in found.items():  # a unit's copy of a rule may find the same twice
+    """Every built-in rule's findings, by id() of their document, as the engine recorded them in
+    the run state (:class:`kaffinity.context.RunState`): it runs the built-in rules before the
+    policies, and those the settings leave out too when a policy reads the findings
+    (``Rule.reads_findings``), for the facts only."""
+    found: dict[int, list[dict[str, Any]]] = {}
+    for key, items in context.run.found.items():  # a unit's copy of a rule may find the same twice
         unique = {(i["rule"], i["line"], i["message"]): i for i in items}
         found[key] = sorted(unique.values(), key=lambda i: (i["line"], i["rule"], i["message"]))
     return found

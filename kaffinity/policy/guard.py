@@ -194,7 +194,7 @@ class _Child:
             if rule is not None and rule.prepare is not None:
                 rule.prepare(context)
         self.context = weakref.ref(context)
-        self.found_rules = len(context.found_rules)
+        self.found_rules = len(context.run.found_rules)
         self.shared = mmap.mmap(-1, _PROGRESS.size)
         mine, theirs = Pipe()
         parent = os.getpid()
@@ -266,9 +266,13 @@ _CURRENT: list[_Child] = []  # the live guarded process, if any
 def _child(context: Context) -> _Child | None:
     """The guarded process of ``context`` (one at a time: another context's is stopped). A new one
     when the engine has run more built-in rules since: the policies' facts read their findings,
-    and a process that has not seen them would run those rules again. None: the system refuses
+    and a process forked before would not see them. None: the system refuses
     a process (the check then runs in kaffinity's)."""
-    if _CURRENT and _CURRENT[0].context() is context and _CURRENT[0].found_rules == len(context.found_rules):
+    if (
+        _CURRENT
+        and _CURRENT[0].context() is context
+        and _CURRENT[0].found_rules == len(context.run.found_rules)
+    ):
         return _CURRENT[0]
     _stop_current()
     try:

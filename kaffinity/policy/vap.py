@@ -37,8 +37,6 @@ is reported once, at the policy, and skipped.
 
 from __future__ import annotations
 
-import re
-import weakref
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -52,23 +50,16 @@ from kaffinity.policy.admission import (
     ACTIONS,
     AdmissionPolicy,
     Binding,
-    Expression,
-    Validation,
     is_admission,
 )
-from kaffinity.policy.cel.limits import MAX_MESSAGE_BYTES, OUT_OF_BUDGET, RUNTIME_COST_BUDGET
+from kaffinity.policy.cel.limits import OUT_OF_BUDGET
+from kaffinity.policy.evaluation import Compiled, evaluate
 from kaffinity.policy.expressions import (
     ADMISSION_VARIABLES,
     FACTS,
-    CompileError,
-    EvaluationError,
-    Program,
     Programs,
-    chains,
-    last_cost,
-    references,
 )
-from kaffinity.policy.facts import facts, parts_read
+from kaffinity.policy.facts import facts
 from kaffinity.policy.guard import Guarded, begin, guarded
 from kaffinity.policy.matching import (
     NAMESPACE_NAME_LABEL,
@@ -85,57 +76,6 @@ from kaffinity.rules.base import POLICY_CATEGORY, Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-
-#: The longest message a messageExpression may give, in bytes once trimmed: a longer one is
-#: dropped for ``message`` (``MaxEvaluatedMessageExpressionSizeBytes``, 5 KiB, in
-#: ``staging/src/k8s.io/apiserver/pkg/apis/cel/config.go``; ``validating/validator.go``).
-_MAX_MESSAGE = MAX_MESSAGE_BYTES
-
-
-@dataclass
-class Compiled:
-    """A policy's expressions, compiled for its variables."""
-
-    conditions: list[tuple[Expression, Program]] = field(default_factory=list)
-    variables: list[tuple[Expression, Program]] = field(default_factory=list)
-    validations: list[tuple[Validation, Program, Program | None]] = field(default_factory=list)
-    offline: list[Expression] = field(default_factory=list)  # those that read ``authorizer``
-    facts: frozenset[str] = frozenset()  # the parts of ``kaffinity`` the expressions read
-
-
-def compile_policy(
-    policy: AdmissionPolicy, programs: Programs
-) -> tuple[Compiled, list[tuple[Expression, CompileError]]]:
-    """Every expression of ``policy`` compiled, and those that do not compile."""
-    names = [*ADMISSION_VARIABLES, *([FACTS] if policy.kaffinity_only else [])]
-    compiled, errors = Compiled(), []
-
-    def build(expression: Expression) -> Program | None:
-        if policy.kaffinity_only:
-            compiled.facts |= parts_read(expression.text)
-        if references(expression.text, "authorizer"):
-            compiled.offline.append(expression)
-            return None
-        try:
-            return programs.get(expression.text, names)
-        except CompileError as error:
-            errors.append((expression, error))
-            return None
-
-    for condition in policy.match_conditions:
-        program = build(condition)
-        if program is not None:
-            compiled.conditions.append((condition, program))
-    for variable in policy.variables:
-        program = build(variable)
-        if program is not None:
-            compiled.variables.append((variable, program))
-    for validation in policy.validations:
-        program = build(validation.expression)
-        message = build(validation.message_expression) if validation.message_expression else None
-        if program is not None:
-            compiled.validations.append((validation, program, message))
-    return compiled, errors
 
 
 #: What every admission rule of one context shares: the defaulted objects, the requests, the
@@ -168,16 +108,11 @@ class Objects:
     params: dict[int, dict[str, Any]] = field(default_factory=dict)  # as params, defaulted once
 
 
-_SHARED: weakref.WeakKeyDictionary[Context, Shared] = weakref.WeakKeyDictionary()
-
-
 def shared(context: Context) -> Shared:
-    found = _SHARED.get(context)
-    if found is None:
-        objects = context.run_cache.setdefault("policy.objects", Objects())
-        assert isinstance(objects, Objects)
-        found = _SHARED[context] = Shared(objects)
-    return found
+    """What the policies share of one context, over the objects of the whole run."""
+    return context.memo.get(
+        "policy.vap.shared", lambda: Shared(context.run.memo.get("policy.vap.objects", Objects))
+    )
 
 
 def admission_rule(
@@ -231,6 +166,10 @@ def admission_rule(
         check=guarded(Guarded(check, stopped, own=(policy.doc,), prepare=prepare)),
         # The namespaces, the params and the facts may be in any manifest of the repository.
         needs_all_manifests=True,
+        # Its CEL reads the object as written (and the params, the namespace), any field of it:
+        # no compact model holds what it reads, so a run with policies reads its input whole.
+        reads=None,
+        reads_findings="findings" in compiled.facts,
     )
 
 
@@ -291,7 +230,7 @@ def _check_object(
             bound = state.plain_activations.get(key) if shareable else None
             if shareable and bound is None:
                 bound = state.plain_activations[key] = programs.activation(names, {**data, "variables": {}})
-            for path, message in _evaluate(policy, compiled, programs, names, data, bound):
+            for path, message in evaluate(policy, compiled, programs, names, data, bound):
                 yield Violation(doc, path, _said(binding, message), severity=severity)
 
 
@@ -427,137 +366,6 @@ def _params(
         yield stored[key], None
 
 
-def _evaluate(
-    policy: AdmissionPolicy,
-    compiled: Compiled,
-    programs: Programs,
-    names: Sequence[str],
-    data: dict[str, Any],
-    bound: Any = None,
-) -> Iterator[tuple[DataPath, str]]:
-    """What the validations say of one (object, binding, params): (path, message) per failure.
-    ``bound``: an activation of ``data`` already made (no variables). Its expressions share
-    upstream's ``RuntimeCELCostBudget``: past it, the policy's decision is that error."""
-    fail = policy.failure_policy == "Fail"
-    try:
-        yield from _evaluate_within(policy, compiled, programs, names, data, bound, _Budget())
-    except _OutOfBudget:
-        if fail:
-            yield (), OUT_OF_BUDGET
-
-
-class _OutOfBudget(Exception):
-    """The expressions of one policy evaluation passed ``RuntimeCELCostBudget``."""
-
-
-class _Budget:
-    """What is left of ``RuntimeCELCostBudget`` for one policy evaluation (activation.go
-    subtracts each expression's actual cost)."""
-
-    def __init__(self) -> None:
-        self.left = RUNTIME_COST_BUDGET
-
-    def run(self, program: Program, bound: Any) -> Any:
-        """``program.run(bound)``, its cost subtracted; :class:`_OutOfBudget` past the budget."""
-        try:
-            return program.run(bound)
-        finally:
-            self.left -= last_cost()
-            if self.left < 0:
-                raise _OutOfBudget
-
-
-def _evaluate_within(
-    policy: AdmissionPolicy,
-    compiled: Compiled,
-    programs: Programs,
-    names: Sequence[str],
-    data: dict[str, Any],
-    bound: Any,
-    budget: _Budget,
-) -> Iterator[tuple[DataPath, str]]:
-    fail = policy.failure_policy == "Fail"
-    values: dict[str, Any] = {}
-    broken: dict[str, str] = {}
-    data["variables"] = values
-    if bound is None:
-        bound = programs.activation(names, data)
-    stale = False  # the activation lacks a variable evaluated since it was made
-    for expression, program in compiled.variables:
-        if stale and "variables" in expression.text:
-            bound, stale = programs.activation(names, data), False
-        try:
-            values[expression.name] = budget.run(program, bound)
-        except EvaluationError as error:
-            broken[expression.name] = str(error)
-        stale = True
-    if stale:
-        bound = programs.activation(names, data)
-    for condition, program in compiled.conditions:
-        try:
-            if budget.run(program, bound) is False:
-                return
-        except EvaluationError as error:
-            if fail:
-                yield (), f"match condition '{condition.name}' resulted in error: {error}"
-            return
-    for validation, program, message_program in compiled.validations:
-        said = _validate(validation, program, message_program, bound, broken, budget)
-        if said is not None and (fail or not said[1]):
-            yield _path(validation), said[0]
-
-
-def _validate(
-    validation: Validation,
-    program: Program,
-    message: Program | None,
-    bound: Any,
-    broken: Mapping[str, str],
-    budget: _Budget,
-) -> tuple[str, bool] | None:
-    """One validation: None when it holds, else what it says and whether it is an error (which
-    counts only under ``failurePolicy: Fail``) rather than a false."""
-    text = validation.expression.text
-    reads = [name for name in broken if references_variable(text, name)]
-    if reads:
-        return f"variable '{reads[0]}' resulted in error: {broken[reads[0]]}", True
-    try:
-        result = budget.run(program, bound)
-    except EvaluationError as error:
-        return f"expression '{_one_line(text)}' resulted in error: {error}", True
-    if result is True:
-        return None
-    if result is not False:
-        return f"expression '{_one_line(text)}' must evaluate to bool, not {type(result).__name__}", True
-    return _message(validation, message, bound, budget), False
-
-
-def references_variable(text: str, name: str) -> bool:
-    return re.search(rf"\bvariables\s*\.\s*{re.escape(name)}\b", text) is not None
-
-
-def _message(validation: Validation, program: Program | None, bound: Any, budget: _Budget) -> str:
-    """``messageExpression`` when it gives a one-line, non-empty string of at most 5 KiB
-    (trimmed, as ``validator.go`` trims it); else ``message``; else the API server's ``failed
-    expression: ...``."""
-    if program is not None:
-        try:
-            said = budget.run(program, bound)
-        except EvaluationError:
-            said = None
-        if isinstance(said, str):
-            said = said.strip()
-            if said and "\n" not in said and len(said.encode("utf-8", "surrogatepass")) <= _MAX_MESSAGE:
-                return said
-    if validation.message:
-        return validation.message
-    return f"failed expression: {_one_line(validation.expression.text)}"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _said(binding: Binding, message: str) -> str:
     return f"{message} (binding {binding.name})" if binding.name else message
 
@@ -567,16 +375,6 @@ def _severity(actions: Sequence[str]) -> Severity:
     found = [Severity(ACTIONS[action]) for action in actions if action in ACTIONS]
     order = [Severity.ERROR, Severity.WARNING, Severity.INFO]
     return min(found, key=order.index) if found else Severity.ERROR
-
-
-def _path(validation: Validation) -> DataPath:
-    """Where a failed validation points: the first field its expression reads of ``object``
-    (the deepest part of it the manifest writes), else the object. (A validation has no
-    ``fieldPath``: that is a CRD validation rule's field.)"""
-    for chain in chains(validation.expression.text, "object"):
-        if chain:
-            return chain
-    return ()
 
 
 def _namespaces(context: Context, state: Shared) -> dict[str, tuple[dict[str, str], dict[str, Any]]]:

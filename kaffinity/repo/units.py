@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kaffinity.k8s.compact import Sources
 from kaffinity.k8s.model import document_key, object_ref
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits, SourceFile
 from kaffinity.load.source import DataPath, Document, Span
@@ -146,7 +147,7 @@ def read_layout(
     """
     if configured == "one":
         return single(doc for file in files for doc in file.documents)
-    whole = _Whole(files)
+    whole = Sources(files)
     kustomizations = find_kustomizations(files, roots, limits) if kustomized else {}
     # Patches and the kustomization files themselves: build input, never objects of a cluster.
     fragments = frozenset(path for k in kustomizations.values() for path in (k.path, *k.fragments))
@@ -174,7 +175,7 @@ def _found_units(
     objects: Sequence[SourceFile],
     default_namespace: str,
     notes: list[str],
-    whole: _Whole,
+    whole: Sources,
 ) -> list[Unit]:
     """The units found: kustomizations, charts, then variants of the files neither claims."""
     claimed: set[str] = set()
@@ -192,7 +193,7 @@ def _final_units(
     documents: tuple[Document, ...],
     default_namespace: str,
     notes: list[str],
-    whole: _Whole,
+    whole: Sources,
 ) -> list[Unit]:
     """The units named, each object once in each (a note on those defined again), and a single
     unit of files nameless."""
@@ -723,7 +724,7 @@ def is_fixture(path: str) -> bool:
 
 
 def _variant_units(
-    files: Sequence[SourceFile], default_namespace: str, notes: list[str], whole: _Whole
+    files: Sequence[SourceFile], default_namespace: str, notes: list[str], whole: Sources
 ) -> list[Unit]:
     """Units of the files no kustomization or chart claims: each test fixture on its own;
     variants where two files define the same object differently, the shared files around them,
@@ -1063,7 +1064,7 @@ def _depends(one: _Needs | None, other: _Needs | None) -> bool:
 
 
 def _versions(
-    files: Sequence[SourceFile], paths: Sequence[str], default_namespace: str, whole: _Whole
+    files: Sequence[SourceFile], paths: Sequence[str], default_namespace: str, whole: Sources
 ) -> Versions:
     """For each file that defines an object some other file defines with different content:
     which version of each such object it holds (objects the same everywhere are left out)."""
@@ -1088,34 +1089,6 @@ def _versions(
         if mine:
             out[path] = mine
     return out
-
-
-class _Whole:
-    """The whole content of a document of a compact file (:mod:`kaffinity.k8s.compact`), which
-    kept only what the rules read: the file is read again, once, for the objects another file
-    defines too (copies per environment are compared in full, as before compaction)."""
-
-    def __init__(self, files: Iterable[SourceFile]) -> None:
-        self.compact = {file.name: file for file in files if file.compact}
-        self.read: dict[str, dict[tuple[int, DataPath], Any] | None] = {}
-
-    def data(self, doc: Document) -> Any:
-        file = self.compact.get(doc.file)
-        if file is None:
-            return doc.data
-        if doc.file not in self.read:
-            from kaffinity.load.read import read
-
-            again = read(file.name)
-            self.read[doc.file] = (
-                {(other.index, other.prefix): other.data for other in again.documents}
-                if len(again.documents) == len(file.documents)
-                else None
-            )
-        documents = self.read[doc.file]
-        if documents is None:  # changed since it was linted: what is kept is compared
-            return doc.data
-        return documents.get((doc.index, doc.prefix), doc.data)
 
 
 def _frozen(value: Any) -> Any:
@@ -1243,7 +1216,7 @@ def _configured_units(
 # --- one object once -----------------------------------------------------------------------
 
 
-def _once(unit: Unit, default_namespace: str, clashes: list[Document], whole: _Whole) -> Unit:
+def _once(unit: Unit, default_namespace: str, clashes: list[Document], whole: Sources) -> Unit:
     """The unit with each object once. Of copies with different content the last applied is
     read, as ``kubectl apply -f`` leaves it (files in lexical order, documents in file order:
     the canonical order); the documents it replaces are added to ``clashes``."""

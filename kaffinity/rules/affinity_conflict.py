@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.members import RELATION_AFFINITY, RELATION_ANTI_AFFINITY, selector_text, within
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 
@@ -284,4 +285,5 @@ Paths without a repository name are in kubernetes/kubernetes.
   `satisfyPodAntiAffinity`, `satisfyExistingPodsAntiAffinity`)
 - kubernetes/design-proposals-archive `scheduling/podaffinity.md`, "A comment on symmetry"
 """,
+    reads=MODEL_FIELDS,
 )

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.members import RELATION_AFFINITY
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
@@ -216,4 +217,5 @@ Paths without a repository name are in kubernetes/kubernetes.
   `podMatchesAllAffinityTerms`): the first-pod exception
 - kubernetes/design-proposals-archive `scheduling/podaffinity.md`, "Examples > Affinity"
 """,
+    reads=MODEL_FIELDS,
 )

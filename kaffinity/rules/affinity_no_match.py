@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.precedence import gives_way
 from kaffinity.findings import Severity, Violation
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
@@ -134,4 +135,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - `pkg/scheduler/framework/types.go` (`AffinityTerm.Matches`): namespaces and selector
 - https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/
 """,
+    reads=MODEL_FIELDS,
 )

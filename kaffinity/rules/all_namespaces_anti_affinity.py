@@ -9,6 +9,7 @@ from kaffinity.explain.wording import SHOWN, counted_list, domain_word
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import AffinityGraph
 from kaffinity.graph.members import RELATION_ANTI_AFFINITY, Member, Relation, selector_text
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.k8s.model import dig
 from kaffinity.rules.base import Rule
@@ -149,4 +150,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - KEP-2249, kubernetes/enhancements `keps/sig-scheduling/2249-pod-affinity-namespace-selector`
   (`namespaceSelector`, the `CrossNamespacePodAffinity` quota scope)
 """,
+    reads=MODEL_FIELDS,
 )

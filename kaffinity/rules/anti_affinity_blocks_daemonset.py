@@ -9,6 +9,7 @@ from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import ordered
 from kaffinity.graph.members import RELATION_ANTI_AFFINITY, Member
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 
@@ -133,4 +134,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - kubernetes/design-proposals-archive `scheduling/podaffinity.md`, "Co-existing with daemons"
 - `pkg/controller/daemon/util/daemonset_util.go` (`ReplaceDaemonSetPodNodeNameNodeAffinity`)
 """,
+    reads=MODEL_FIELDS,
 )

@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING
 from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.members import selector_text
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.explain.pending import Analysis, Exceeds, Shape, Stuck
+    from kaffinity.explain.pending import Analysis, Stuck
+    from kaffinity.explain.shape import Exceeds, Shape
     from kaffinity.simulate.place import PlacementRun
     from kaffinity.simulate.scheduler import SimPod
 
@@ -71,7 +73,8 @@ def _occupied(
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.explain.pending import ANTI_AFFINITY_EXCEEDS, analysis, reporter
+    from kaffinity.explain.pending import analysis, reporter
+    from kaffinity.explain.shape import ANTI_AFFINITY_EXCEEDS
 
     result = analysis(context)
     run = context.placement
@@ -87,7 +90,7 @@ def _check(context: Context) -> Iterator[Violation]:
 
 def _span_words(shape: Shape, exceeds: Exceeds, domain: str) -> str:
     """How few domains the nodes the workload may run on span."""
-    from kaffinity.explain.pending import plural
+    from kaffinity.explain.pending_words import plural
 
     count = len(exceeds.domains)
     if exceeds.term.topology_key == HOSTNAME:
@@ -152,7 +155,7 @@ def _fix_words(key: str, count: int, domain: str) -> str:
 def _violation(
     result: Analysis, run: PlacementRun, stuck: Stuck, exceeds: Exceeds, order: dict[int, int]
 ) -> Violation:
-    from kaffinity.explain.pending import no_scale_up, pending_words, plural, replicas_field
+    from kaffinity.explain.pending_words import no_scale_up, pending_words, plural, replicas_field
 
     shape = stuck.shape
     workload = shape.workload
@@ -262,4 +265,5 @@ Paths without a repository name are in kubernetes/kubernetes.
   `satisfyExistingPodsAntiAffinity`)
 - `pkg/controller/statefulset/stateful_set_control.go`: OrderedReady waits for each pod
 """,
+    reads=MODEL_FIELDS,
 )

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kaffinity.explain.suggest import silent_terms
+from kaffinity.explain.own_terms import silent_terms
 from kaffinity.findings import Severity, Violation
 from kaffinity.graph.members import RELATION_ANTI_AFFINITY, Relation
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
@@ -103,4 +104,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - `pkg/scheduler/framework/types.go` (`AffinityTerm.Matches`)
 - https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/
 """,
+    reads=MODEL_FIELDS,
 )

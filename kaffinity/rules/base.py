@@ -11,6 +11,7 @@ from kaffinity.findings import Severity, Violation
 if TYPE_CHECKING:
     from kaffinity.config import Settings
     from kaffinity.context import Context
+    from kaffinity.k8s.compact import Fields
 
 Check = Callable[["Context"], Iterator[Violation]]
 
@@ -43,17 +44,27 @@ class Rule:
     #: of its Namespace): it runs with the rules that read every manifest, not file by file in
     #: the single-object stage (:mod:`kaffinity.stream`).
     reads_other_files: bool = False
+    #: What a rule that reads several objects (and so runs on compact files, when the input is
+    #: streamed) reads of a pod template: compaction keeps exactly the union of these
+    #: (:mod:`kaffinity.k8s.compact`; most rules read the typed model,
+    #: :data:`~kaffinity.k8s.compact.MODEL_FIELDS`). None: a rule of the single-object stage, which
+    #: reads whole files; or one that may read any field (a policy), whose runs read input whole.
+    reads: Fields | None = None
+    #: A policy whose facts read the built-in rules' findings (``kaffinity.findings``): the
+    #: engine then runs every built-in rule, those the settings leave out too, for the facts only
+    #: (:mod:`kaffinity.policy.facts`; their findings are not reported).
+    reads_findings: bool = False
 
 
 #: The category of every policy's rule (:mod:`kaffinity.policy`): they run after the built-in
-#: rules and read their findings.
+#: rules and read their findings (the engine's run state, :class:`kaffinity.context.RunState`).
 POLICY_CATEGORY = "policy"
 
 
 def finding_fact(rule: Rule, violation: Violation, line: int) -> dict[str, object]:
     """A built-in finding as policies read it (``kaffinity.findings``: the engine records them,
-    :mod:`kaffinity.policy.facts` runs the rules the engine did not): its own severity, before
-    suppressions."""
+    of the rules the settings leave out too, :mod:`kaffinity.policy.facts` reads them): its own
+    severity, before suppressions."""
     return {
         "rule": rule.name,
         "severity": (violation.severity or rule.severity).value,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.wording import name_list
 from kaffinity.findings import Related, Severity, Violation
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.model import dig
 from kaffinity.load.source import DataPath
 from kaffinity.rules.base import Rule
@@ -116,4 +117,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - `pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go`
 - https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/
 """,
+    reads=MODEL_FIELDS,
 )

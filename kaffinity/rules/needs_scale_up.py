@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.wording import name_list, pool_nodes
 from kaffinity.findings import Related, Severity, Violation
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.explain.pending import replicas_field
+    from kaffinity.explain.pending_words import replicas_field
 
     run = context.placement
     if run is None:
@@ -84,4 +85,5 @@ None needed. To keep the pods off a scale-up, give the cluster room or lower the
 - kubernetes/autoscaler `cluster-autoscaler/FAQ.md`, "How does scale-up work?"
 - kubernetes-sigs/karpenter `pkg/apis/v1/nodepool.go` (`NodePool`, `limits`)
 """,
+    reads=MODEL_FIELDS,
 )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kaffinity.explain.wording import name_list
 from kaffinity.findings import Related, Severity, Violation
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.model import Requirement
 from kaffinity.k8s.selectors import requirement_matches
 from kaffinity.load.source import DataPath
@@ -14,7 +15,8 @@ from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.explain.pending import Analysis, Shape
+    from kaffinity.explain.pending import Analysis
+    from kaffinity.explain.shape import Shape
     from kaffinity.k8s.model import PodView, Taint, Workload
     from kaffinity.simulate.scheduler import Constraints, SimNode
 
@@ -41,7 +43,7 @@ class _Why(NamedTuple):
 def _unlabelled(why: _Why, key: str, nodes: list[SimNode]) -> _Why:
     """A label every kubelet sets that no node of the cluster file carries: the file is
     incomplete (a hand-written or compact cluster), so a warning that says so."""
-    from kaffinity.explain.pending import KUBELET_LABELS
+    from kaffinity.explain.shape import KUBELET_LABELS
 
     if key not in KUBELET_LABELS or any(key in node.labels for node in nodes):
         return why
@@ -56,7 +58,7 @@ def _unlabelled(why: _Why, key: str, nodes: list[SimNode]) -> _Why:
 def _explain(result: Analysis, shape: Shape) -> _Why:
     """Where, why, which nodes, and the fix: the first filter that leaves nothing, in the order
     a user reads the pod spec (nodeName, nodeSelector, node affinity, then taints and cordons)."""
-    from kaffinity.explain.pending import plural
+    from kaffinity.explain.pending_words import plural
     from kaffinity.simulate.scheduler import node_matches
 
     sim = result.sim
@@ -97,7 +99,7 @@ def _explain(result: Analysis, shape: Shape) -> _Why:
 
 
 def _by_selector(shape: Shape, nodes: list[SimNode]) -> _Why:
-    from kaffinity.explain.pending import node_related, plural
+    from kaffinity.explain.pending_words import node_related, plural
 
     spec = shape.workload.pod.spec_path
     total = plural(len(nodes), "node")
@@ -130,7 +132,7 @@ def _by_selector(shape: Shape, nodes: list[SimNode]) -> _Why:
 
 
 def _by_affinity(shape: Shape, selected: list[SimNode], total: int) -> _Why:
-    from kaffinity.explain.pending import plural
+    from kaffinity.explain.pending_words import plural
 
     constraints = shape.probe.constraints
     terms = constraints.node_terms or ()
@@ -210,7 +212,8 @@ def _blocked(result: Analysis, constraints: Constraints, selected: list[SimNode]
 
 def _taint_words(untolerated: list[tuple[SimNode, Taint]]) -> tuple[list[str], list[Related]]:
     """The reason the untolerated taints give, and the nodes to point at."""
-    from kaffinity.explain.pending import node_related, taint_text
+    from kaffinity.explain.pending_words import node_related
+    from kaffinity.explain.shape import taint_text
 
     parts = []
     if len(untolerated) == 1:
@@ -230,7 +233,7 @@ def _taint_words(untolerated: list[tuple[SimNode, Taint]]) -> tuple[list[str], l
 
 def _cordon_words(cordoned: list[SimNode]) -> tuple[list[str], list[Related]]:
     """The reason the cordoned nodes give, and where each is cordoned."""
-    from kaffinity.explain.pending import node_related
+    from kaffinity.explain.pending_words import node_related
 
     if not cordoned:
         return [], []
@@ -261,7 +264,7 @@ def _selection(constraints: Constraints) -> list[str]:
 
 def _taint_message(constraints: Constraints, selected: list[SimNode], reason: str) -> str:
     """The message: which nodes the pod's selection allows, then why none takes it."""
-    from kaffinity.explain.pending import plural
+    from kaffinity.explain.pending_words import plural
 
     selection = _selection(constraints)
     if not selection:
@@ -345,7 +348,9 @@ def _rejected_words(workload: Workload, node: str) -> str:
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.explain.pending import NO_ELIGIBLE_NODE, analysis, cannot_run, pending_words, reporter
+    from kaffinity.explain.pending import analysis, reporter
+    from kaffinity.explain.pending_words import cannot_run, pending_words
+    from kaffinity.explain.shape import NO_ELIGIBLE_NODE
 
     result = analysis(context)
     if result is None:
@@ -431,4 +436,5 @@ Paths without a repository name are in kubernetes/kubernetes.
   required node affinity
 - `pkg/scheduler/framework/types.go` (`FitError.Error`): the event text
 """,
+    reads=MODEL_FIELDS,
 )

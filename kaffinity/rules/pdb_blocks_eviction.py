@@ -40,6 +40,7 @@ from kaffinity.explain.wording import name_list
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import ordered
 from kaffinity.graph.members import RELATION_PDB, Member
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.model import NodeSelectorTerm, PodDisruptionBudget, Workload, dig, document_key, object_ref
 from kaffinity.k8s.selectors import node_term_matches, selector_matches
 from kaffinity.load.source import DataPath, Document
@@ -482,4 +483,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - `pkg/registry/core/pod/storage/eviction.go`: HTTP 429 and `unhealthyPodEvictionPolicy`
 - `staging/src/k8s.io/kubectl/pkg/drain/drain.go`: kubectl drain retries a 429 until `--timeout`
 """,
+    reads=MODEL_FIELDS,
 )

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kaffinity.explain.suggest import hint, owner_namespace, unknown_pods
+from kaffinity.explain.suggest import hint, owner_namespace
+from kaffinity.explain.unknown import unknown_pods
 from kaffinity.findings import Severity, Violation
 from kaffinity.graph.members import RELATION_PDB, selector_text
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.rules.base import Rule
 from kaffinity.validate.apiserver import budget_refused
 
@@ -114,4 +116,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - `pkg/registry/core/pod/storage/eviction.go`: the budgets an eviction consults
 - `pkg/controller/disruption/disruption.go` (`getExpectedPodCount`): the budget's `expectedPods`
 """,
+    reads=MODEL_FIELDS,
 )

@@ -9,6 +9,7 @@ from kaffinity.explain.wording import SHOWN, name_list
 from kaffinity.findings import MAX_RELATED, Related, Severity, Violation
 from kaffinity.graph.affinity import AffinityGraph, ordered
 from kaffinity.graph.members import RELATION_PDB, Member, Relation
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.rules.base import Rule
 from kaffinity.validate.apiserver import budget_refused
 
@@ -218,4 +219,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - `pkg/registry/core/pod/storage/eviction.go`: more than one budget is refused (HTTP 500)
 - `staging/src/k8s.io/kubectl/pkg/drain/drain.go`: kubectl drain gives up on that pod
 """,
+    reads=MODEL_FIELDS,
 )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.members import RELATION_AFFINITY, RELATION_ANTI_AFFINITY, Member
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.k8s.model import dig, object_ref
 from kaffinity.load.source import DataPath, Document
@@ -259,4 +260,5 @@ Paths without a repository name are in kubernetes/kubernetes.
   `common.go` (`buildDefaultConstraints`)
 - https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/
 """,
+    reads=MODEL_FIELDS,
 )

@@ -15,6 +15,7 @@ from kaffinity.expand.merge import (
 from kaffinity.explain.precedence import gives_way
 from kaffinity.findings import Severity, Violation
 from kaffinity.k8s import gates as fg
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.fenceposts import Budget, deployment_budget
 from kaffinity.k8s.labels import POD_TEMPLATE_HASH
 from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload, dig
@@ -220,8 +221,8 @@ def _fix_hint(
     from kaffinity.expand.fixes import plan_revision_fix
 
     doc = workload.doc
-    rendered = id(doc) in context.rendered
-    place = context.places.get(id(doc))
+    rendered = id(doc) in context.run.rendered
+    place = context.run.places.get(id(doc))
     fix = plan_revision_fix(context.texts, workload, term, rendered=rendered, place=place)
     hint = f'add "matchLabelKeys: [{POD_TEMPLATE_HASH}]" to this term'
     if fix is not None:
@@ -258,7 +259,7 @@ def _rendered_by_hand(
         if depth < len(full) and not printed_values(file_text(context.texts, file) or "", span.line):
             # Not spelled in the object's file (an inline patch of a kustomization, a
             # generator): the build of the unit sets it.
-            units = ", ".join(context.rendered[id(doc)])
+            units = ", ".join(context.run.rendered[id(doc)])
             return (
                 f"where the build{f' of {units}' if units else ''} sets it (an inline patch or "
                 f"another layer: {quote_name(file)} does not spell it; not edited automatically, "
@@ -354,4 +355,5 @@ Paths without a repository name are in kubernetes/kubernetes.
   `keps/sig-scheduling/3243-respect-pod-topology-spread-after-rolling-upgrades`, "Motivation"
 - `pkg/controller/deployment/rolling.go` (`reconcileNewReplicaSet`, `reconcileOldReplicaSets`)
 """,
+    reads=MODEL_FIELDS,
 )

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, dig
 from kaffinity.rules.base import Rule
 
@@ -430,4 +431,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - KEP-3633, kubernetes/enhancements `keps/sig-scheduling/3633-matchlabelkeys-to-podaffinity`,
   "Motivation"
 """,
+    reads=MODEL_FIELDS,
 )

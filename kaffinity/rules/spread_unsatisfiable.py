@@ -7,13 +7,15 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Severity, Violation
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.model import dig
 from kaffinity.load.source import DataPath
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.explain.pending import Analysis, SpreadCap, Stuck
+    from kaffinity.explain.pending import Analysis, Stuck
+    from kaffinity.explain.shape import SpreadCap
     from kaffinity.simulate.scheduler import Spread
 
 
@@ -26,7 +28,7 @@ def _written(stuck: Stuck, spread: Spread, field: str) -> bool:
 
 
 def _static(stuck: Stuck, cap: SpreadCap) -> tuple[DataPath, str, str]:
-    from kaffinity.explain.pending import plural
+    from kaffinity.explain.pending_words import plural
 
     spread = cap.spread
     domain = domain_word(spread.topology_key)
@@ -85,7 +87,7 @@ def _static(stuck: Stuck, cap: SpreadCap) -> tuple[DataPath, str, str]:
 
 
 def _dynamic(result: Analysis, stuck: Stuck, spread: Spread) -> tuple[DataPath, str, str]:
-    from kaffinity.explain.pending import counts_text, plural
+    from kaffinity.explain.pending_words import counts_text, plural
     from kaffinity.simulate.scheduler import REASON_SPREAD, REASON_SPREAD_LABEL, spread_counts
 
     sim = result.sim
@@ -135,7 +137,9 @@ def _dynamic(result: Analysis, stuck: Stuck, spread: Spread) -> tuple[DataPath, 
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.explain.pending import SPREAD_UNSATISFIABLE, analysis, no_scale_up, pending_words, reporter
+    from kaffinity.explain.pending import analysis, reporter
+    from kaffinity.explain.pending_words import no_scale_up, pending_words
+    from kaffinity.explain.shape import SPREAD_UNSATISFIABLE
 
     result = analysis(context)
     if result is None or result.stuck is None:
@@ -216,4 +220,5 @@ Paths without a repository name are in kubernetes/kubernetes.
   `keps/sig-scheduling/3094-pod-topology-spread-considering-taints`
 - KEP-895, kubernetes/enhancements `keps/sig-scheduling/895-pod-topology-spread`
 """,
+    reads=MODEL_FIELDS,
 )

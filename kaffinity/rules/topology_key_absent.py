@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.wording import name_list
 from kaffinity.findings import Related, Severity, Violation
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.explain.pending import Absent, Shape, Stuck
+    from kaffinity.explain.pending import Stuck
+    from kaffinity.explain.shape import Absent, Shape
 
 #: Deprecated keys and the GA key that replaced them (API doc "Well-Known Labels": the
 #: failure-domain.beta.kubernetes.io labels are deprecated since 1.17).
@@ -26,7 +28,7 @@ _RENAMED = {
 @cache
 def _consequences() -> dict[str, str]:
     """What an absent key does, by the kind of rule that names it."""
-    from kaffinity.explain.pending import (
+    from kaffinity.explain.shape import (
         TERM_AFFINITY,
         TERM_ANTI,
         TERM_PREFERRED_AFFINITY,
@@ -70,7 +72,7 @@ def _typo(a: str, b: str) -> bool:
 
 
 def _eligible_words(shape: Shape, total: int) -> str:
-    from kaffinity.explain.pending import plural
+    from kaffinity.explain.pending_words import plural
 
     count = len(shape.eligible)
     names = name_list(node.name for node in shape.eligible)
@@ -80,7 +82,7 @@ def _eligible_words(shape: Shape, total: int) -> str:
 
 
 def _fix(shape: Shape, absent: Absent) -> str:
-    from kaffinity.explain.pending import KUBELET_LABELS, TERM_ANTI
+    from kaffinity.explain.shape import KUBELET_LABELS, TERM_ANTI
 
     key = absent.key
     carried = sorted({label for node in shape.eligible for label in node.labels})
@@ -99,7 +101,8 @@ def _fix(shape: Shape, absent: Absent) -> str:
 
 
 def _message(shape: Shape, absent: Absent, total: int, stuck: Stuck | None) -> str:
-    from kaffinity.explain.pending import KUBELET_LABELS, TOPOLOGY_KEY_ABSENT, cannot_run, pending_words
+    from kaffinity.explain.pending_words import cannot_run, pending_words
+    from kaffinity.explain.shape import KUBELET_LABELS, TOPOLOGY_KEY_ABSENT
 
     where = _eligible_words(shape, total)
     text = f"{absent.kind} on topologyKey {absent.key}, which {where} carries: {_consequences()[absent.kind]}"
@@ -117,7 +120,9 @@ def _message(shape: Shape, absent: Absent, total: int, stuck: Stuck | None) -> s
 
 
 def _check(context: Context) -> Iterator[Violation]:
-    from kaffinity.explain.pending import TOPOLOGY_KEY_ABSENT, analysis, node_related, reporter
+    from kaffinity.explain.pending import analysis, reporter
+    from kaffinity.explain.pending_words import node_related
+    from kaffinity.explain.shape import TOPOLOGY_KEY_ABSENT
 
     result = analysis(context)
     if result is None:
@@ -205,4 +210,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - `pkg/scheduler/framework/plugins/podtopologyspread/filtering.go` (`Filter`: "missing required
   label") and `scoring.go`
 """,
+    reads=MODEL_FIELDS,
 )

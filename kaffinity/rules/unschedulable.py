@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.members import selector_text
+from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
 from kaffinity.k8s.model import Workload, dig
 from kaffinity.load.source import DataPath
@@ -103,7 +104,7 @@ def _request_path(workload: Workload, resource: str) -> DataPath:
 
 
 def _resources(stuck: Stuck, reason: str) -> _Explained:
-    from kaffinity.explain.pending import node_related, plural
+    from kaffinity.explain.pending_words import node_related, plural
     from kaffinity.simulate.scheduler import REASON_TOO_MANY_PODS
 
     workload = stuck.workload
@@ -279,7 +280,7 @@ def _affinity_ruled_out(
     result: Analysis, stuck: Stuck, pod: SimPod, selector: str, values: set[str]
 ) -> _Explained:
     """The nodes of the domains where the pods it requires run: why each is ruled out."""
-    from kaffinity.explain.pending import in_domains
+    from kaffinity.explain.pending_words import in_domains
     from kaffinity.simulate.scheduler import REASON_EXISTING_ANTI
 
     term = pod.constraints.affinity[0]
@@ -310,7 +311,7 @@ def _affinity_ruled_out(
 
 def _anti_affinity(result: Analysis, pod: SimPod) -> _Explained:
     """Its own required anti-affinity: the pods it matches, and where they run."""
-    from kaffinity.explain.pending import in_domains
+    from kaffinity.explain.pending_words import in_domains
 
     others = _matching(result, pod, anti=True)
     term = pod.constraints.anti[0]
@@ -346,7 +347,7 @@ def _existing_anti(result: Analysis, workload: Workload, pod: SimPod) -> _Explai
 
 def _daemonset_violation(result: Analysis, stuck: Stuck) -> Violation:
     """A DaemonSet's pods are pinned: each node's own reasons, for the first few."""
-    from kaffinity.explain.pending import pending_words
+    from kaffinity.explain.pending_words import pending_words
     from kaffinity.simulate.scheduler import REASON_PINNED
 
     workload = stuck.workload
@@ -379,7 +380,7 @@ def _dynamic(stuck: Stuck) -> tuple[list[str], str | None]:
 
 
 def _violation(result: Analysis, stuck: Stuck) -> Violation:
-    from kaffinity.explain.pending import no_scale_up, pending_words, plural, replicas_field
+    from kaffinity.explain.pending_words import no_scale_up, pending_words, plural, replicas_field
 
     workload = stuck.workload
     if workload.ref.kind == "DaemonSet":
@@ -435,8 +436,9 @@ def _undeclared(stuck: Stuck, reasons: list[str]) -> list[str]:
 def _check(context: Context) -> Iterator[Violation]:
     from kaffinity.explain.nomatch import RULE as NO_MATCH
     from kaffinity.explain.nomatch import affinity_no_match, strongest
-    from kaffinity.explain.pending import UNSCHEDULABLE, analysis, reporter
+    from kaffinity.explain.pending import analysis, reporter
     from kaffinity.explain.precedence import gives_way, reported_at
+    from kaffinity.explain.shape import UNSCHEDULABLE
     from kaffinity.simulate.scheduler import REASON_AFFINITY
 
     result = analysis(context)
@@ -531,4 +533,5 @@ Paths without a repository name are in kubernetes/kubernetes.
 - `pkg/scheduler/framework/types.go` (`FitError.Error`): the event text
 - `pkg/scheduler/framework/plugins/noderesources/fit.go`: requests against allocatable
 """,
+    reads=MODEL_FIELDS,
 )

@@ -128,7 +128,7 @@ def linted(inputs: LintInputs, notes: Notes) -> tuple[Context, LintResult, list[
         context=lint_context,
         reported=names if names is not None else reported,
         layout=units,
-        checked=streamed.checked if streamed is not None else None,
+        results=streamed.results if streamed is not None else None,
         change=change,
     )
     if streamed is not None:

@@ -14,12 +14,12 @@ from kaffinity.load.display import escape, quote_name
 from kaffinity.run.notes import Notes, RunError
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping, Sequence
+    from collections.abc import Collection, Sequence
 
     from kaffinity.cache import Cache
     from kaffinity.config import Settings
     from kaffinity.context import Context
-    from kaffinity.engine import Checked, LintResult
+    from kaffinity.engine import FileResult, LintResult
     from kaffinity.k8s.model import Object
     from kaffinity.load.files import ExcludeFn
     from kaffinity.load.parse import SourceFile
@@ -38,7 +38,7 @@ def run_rules(
     context: Context | None = None,
     reported: Collection[str] | None = None,
     layout: Layout | None = None,
-    checked: Mapping[str, Checked] | None = None,
+    results: Sequence[FileResult] | None = None,
     change: Change | None = None,
 ) -> LintResult:
     """The rules over the files read (:func:`kaffinity.engine.lint`): every call of a run into
@@ -54,7 +54,7 @@ def run_rules(
         context=context,
         reported=reported,
         layout=layout,
-        checked=checked,
+        results=results,
         change=change,
     )
 
@@ -66,7 +66,7 @@ class Stream:
     def __init__(self, settings: Settings, cache: Optional[Cache]) -> None:
         self.settings = settings
         self.cache = cache
-        self.checked: dict[str, Checked] = {}
+        self.results: list[FileResult] = []
 
     def load(
         self,
@@ -77,10 +77,10 @@ class Stream:
         local: bool,
     ) -> list[SourceFile]:
         from kaffinity.load.parallel import default_jobs
-        from kaffinity.stream import load_checked
+        from kaffinity.stream import load_results
 
         settings = self.settings
-        found = load_checked(
+        found = load_results(
             targets,
             settings,
             excluded,
@@ -89,14 +89,14 @@ class Stream:
             local=local,
             cache=self.cache,
         )
-        self.checked.update((item.file.name, item) for item in found)
+        self.results.extend(found)
         return [item.file for item in found]
 
     def typed(self) -> dict[int, Object | None]:
         """The typed objects the single-object stage built here, by id() of compact document
         (the engine builds the others)."""
         found: dict[int, Object | None] = {}
-        for item in self.checked.values():
+        for item in self.results:
             if item.typed is not None:
                 found.update(zip(map(id, item.file.documents), item.typed, strict=True))
         return found
