@@ -1089,8 +1089,8 @@ def place(
     Pending, 2 on bad input, 3 on an internal error."""
     from kaffinity.k8s.model import build_inventory
     from kaffinity.report.placements import render_json, render_text
+    from kaffinity.simulate.framework.profile import FILTERS
     from kaffinity.simulate.place import TooManyPods, place_all
-    from kaffinity.simulate.scheduler import STEPS as FILTERS
 
     settings = _settings(config, no_config, kube_version, feature_gates, namespace=namespace, limits=limit)
     settings = settings.overridden(cluster=cluster_file, render=build)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from kaffinity.simulate.scheduler import AUTOSCALING, STEPS
+from kaffinity.simulate.framework.profile import AUTOSCALING, FILTERS
 
 from .kit import invoke
 
@@ -53,7 +53,7 @@ def test_upstream_preemption_case(tmp_path: Path, case: dict[str, Any]) -> None:
     pod, cluster = tmp_path / "pod.yaml", tmp_path / "cluster.yaml"
     yaml.dump(case["pod"], pod)
     yaml.dump_all(case["cluster"], cluster)
-    steps = ",".join(step for step in STEPS if step != AUTOSCALING)
+    steps = ",".join(step for step in FILTERS if step != AUTOSCALING)
     args = ["place", str(pod), "--cluster", str(cluster), "--filters", steps, "--format", "json"]
     result = invoke(*args)
     assert result.exit_code in (0, 1), result.output

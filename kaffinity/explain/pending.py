@@ -49,23 +49,14 @@ from kaffinity.k8s.labels import HOSTNAME, REGION, ZONE
 from kaffinity.k8s.model import Taint, dig
 from kaffinity.k8s.selectors import selector_matches
 from kaffinity.load.source import DataPath
+from kaffinity.simulate.framework.schedule_one import Simulation
+from kaffinity.simulate.framework.types import Constraints, Placement, SimNode, SimPod, Spread, Term
 from kaffinity.simulate.place import daemon_nodes, placed
-from kaffinity.simulate.scheduler import (
-    REASON_AFFINITY,
-    REASON_SPREAD,
-    UNSCHEDULABLE_TAINT,
-    Constraints,
-    Placement,
-    SimNode,
-    SimPod,
-    Simulation,
-    Spread,
-    Term,
-    blocking_effects,
-    node_matches,
-    spread_counts,
-    tolerates,
-)
+from kaffinity.simulate.plugins.interpodaffinity import REASON_AFFINITY
+from kaffinity.simulate.plugins.nodeaffinity import node_matches
+from kaffinity.simulate.plugins.nodeunschedulable import UNSCHEDULABLE_TAINT
+from kaffinity.simulate.plugins.podtopologyspread import REASON_SPREAD, spread_counts
+from kaffinity.simulate.plugins.tainttoleration import blocking_effects, tolerates
 
 if TYPE_CHECKING:
     from kaffinity.context import Context

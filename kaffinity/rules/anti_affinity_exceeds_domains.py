@@ -14,8 +14,8 @@ from kaffinity.rules.base import Rule
 if TYPE_CHECKING:
     from kaffinity.context import Context
     from kaffinity.explain.pending import Analysis, Exceeds, Shape, Stuck
+    from kaffinity.simulate.framework.types import SimPod
     from kaffinity.simulate.place import PlacementRun
-    from kaffinity.simulate.scheduler import SimPod
 
 
 def _occupied(

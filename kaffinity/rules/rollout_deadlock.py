@@ -22,9 +22,9 @@ if TYPE_CHECKING:
     from kaffinity.context import Context
     from kaffinity.k8s.model import Workload
     from kaffinity.simulate.cluster import Pool
+    from kaffinity.simulate.framework.types import SimNode
     from kaffinity.simulate.place import PlacementRun
     from kaffinity.simulate.rollout import Blocker, Deadlock
-    from kaffinity.simulate.scheduler import SimNode
 
 #: How many names a list in a message shows before "and N more".
 _NAMED = 4
@@ -38,7 +38,7 @@ _REVISION_LABEL = {
 
 def _short(reason: str) -> bool:
     """A NodeResourcesFit reason: no room on the node."""
-    from kaffinity.simulate.scheduler import REASON_TOO_MANY_PODS
+    from kaffinity.simulate.plugins.noderesources import REASON_TOO_MANY_PODS
 
     return reason == REASON_TOO_MANY_PODS or reason.startswith("Insufficient ")
 
@@ -219,7 +219,7 @@ def _fix(
 
 def _message(deadlock: Deadlock) -> str:
     summary = deadlock.placement.summary(deadlock.nodes)
-    from kaffinity.simulate.scheduler import REASON_PORTS
+    from kaffinity.simulate.plugins.nodeports import REASON_PORTS
 
     reasons = [_because(b) for b in deadlock.blockers]
     ports = deadlock.pod.constraints.ports

@@ -64,20 +64,17 @@ from weakref import WeakKeyDictionary
 from kaffinity.k8s.fenceposts import Budget, daemonset_budget, deployment_budget, statefulset_budget
 from kaffinity.k8s.model import Workload
 from kaffinity.load.source import DataPath, Document
+from kaffinity.simulate.framework.schedule_one import Simulation
+from kaffinity.simulate.framework.types import Placement, SimNode, SimPod
 from kaffinity.simulate.place import PlacementRun, daemon_nodes, ordinal_of, owns
-from kaffinity.simulate.scheduler import (
+from kaffinity.simulate.plugins.interpodaffinity import (
     REASON_AFFINITY,
     REASON_ANTI_AFFINITY,
     REASON_EXISTING_ANTI,
-    REASON_PORTS,
-    REASON_SPREAD,
-    REASON_SPREAD_LABEL,
-    REASON_TOO_MANY_PODS,
-    Placement,
-    SimNode,
-    SimPod,
-    Simulation,
 )
+from kaffinity.simulate.plugins.nodeports import REASON_PORTS
+from kaffinity.simulate.plugins.noderesources import REASON_TOO_MANY_PODS
+from kaffinity.simulate.plugins.podtopologyspread import REASON_SPREAD, REASON_SPREAD_LABEL
 
 if TYPE_CHECKING:
     from kaffinity.simulate.cluster import Pool
