@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kaffinity.simulate.cluster import Pool
     from kaffinity.simulate.framework.types import SimNode
     from kaffinity.simulate.place import PlacementRun
-    from kaffinity.simulate.rollout import Blocker, Deadlock
+    from kaffinity.simulate.rollout.session import Blocker, Deadlock
 
 #: How many names a list in a message shows before "and N more".
 _NAMED = 4
@@ -64,7 +64,7 @@ def _pods(blocker: Blocker, relation: str) -> list[str]:
 
 
 def _because(blocker: Blocker) -> str:
-    from kaffinity.simulate.rollout import (
+    from kaffinity.simulate.rollout.session import (
         BLOCKER_AFFINITY,
         BLOCKER_ANTI,
         BLOCKER_EXISTING_ANTI,
@@ -132,7 +132,7 @@ def _term(blocker: Blocker) -> PodAffinityTerm | TopologySpreadConstraint | None
 def _primary(deadlock: Deadlock) -> Blocker | None:
     """The rolled workload's own rule that blocks (where the finding goes): a term, else its
     resource requests; None when only other workloads' rules block."""
-    from kaffinity.simulate.rollout import BLOCKER_AFFINITY, BLOCKER_ANTI, BLOCKER_SPREAD
+    from kaffinity.simulate.rollout.session import BLOCKER_AFFINITY, BLOCKER_ANTI, BLOCKER_SPREAD
 
     own = [blocker for blocker in deadlock.blockers if blocker.holder is deadlock.workload]
     for blocker in own:
@@ -151,7 +151,7 @@ def _scope_hint(
     (old and new pods both scoped) and the one that adds the key, as is or in place.
     """
     from kaffinity.k8s.fenceposts import Budget
-    from kaffinity.simulate.rollout import scoped, simulate
+    from kaffinity.simulate.rollout.simulation import scoped, simulate
 
     workload = deadlock.workload
     copy = scoped(run.sim, workload, primary.path, label)
@@ -180,7 +180,8 @@ def _fix(
 ) -> str:
     """Changes that the simulation shows complete the rollout; a generic hint if none does."""
     from kaffinity.k8s.fenceposts import Budget
-    from kaffinity.simulate.rollout import BLOCKER_ANTI, BLOCKER_RESOURCES, simulate
+    from kaffinity.simulate.rollout.session import BLOCKER_ANTI, BLOCKER_RESOURCES
+    from kaffinity.simulate.rollout.simulation import simulate
 
     workload = deadlock.workload
     kind = workload.ref.kind
@@ -286,7 +287,7 @@ def _check(context: Context) -> Iterator[Violation]:
     run = context.placement
     if run is None:
         return
-    from kaffinity.simulate.rollout import simulate
+    from kaffinity.simulate.rollout.simulation import simulate
 
     settings = context.settings
     gates = dict(settings.feature_gates)
