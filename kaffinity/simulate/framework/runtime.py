@@ -126,7 +126,7 @@ class Framework(Snapshot):
         if reason is None and NODE_NAME in on:
             reason = nodename.filter_node(constraints, node)
         if reason is None and TAINT_TOLERATION in on:
-            reason = tainttoleration.filter_node(constraints, node, self.version, self._comparison)
+            reason = tainttoleration.filter_node(constraints, node, self.version, self.comparison)
         if reason is None and NODE_AFFINITY in on:
             reason = nodeaffinity.filter_node(constraints, node)
         return reason
@@ -143,7 +143,7 @@ class Framework(Snapshot):
             return nodename.REASON_NODE_NAME
         if TAINT_TOLERATION in on:
             effects = tainttoleration.blocking_effects(constraints)
-            reason = tainttoleration.filter_node(constraints, node, self.version, self._comparison, effects)
+            reason = tainttoleration.filter_node(constraints, node, self.version, self.comparison, effects)
             if reason is not None:
                 return reason
         if NODE_AFFINITY in on and not node_matches(
@@ -159,7 +159,7 @@ class Framework(Snapshot):
         effects: tuple[str, ...] = tainttoleration.BLOCKING,
     ) -> Taint | None:
         """The first NoSchedule / NoExecute taint nothing tolerates (TaintToleration)."""
-        return tainttoleration.untolerated(tolerations, taints, self._comparison, effects)
+        return tainttoleration.untolerated(tolerations, taints, self.comparison, effects)
 
     # -- the dynamic filters -----------------------------------------------------------------
 
@@ -236,8 +236,8 @@ class Framework(Snapshot):
             self._extend_passed(signature, node, heaps_by_signature.get(signature, ()))
         self._extend_node_indexes(node)
         # The spread domains and their counts are keyed by node sets: counted again when needed.
-        self._spread_nodes.clear()
-        self._spread_cache.clear()
+        self.spread_nodes_cache.clear()
+        self.spread_counts_cache.clear()
 
     def _heaps_by_signature(self) -> dict[tuple[Any, ...], list[tuple[tuple[Any, ...], NodeHeap]]]:
         """The node heaps by the pod signature they serve (a heap of one domain, keyed
@@ -282,9 +282,9 @@ class Framework(Snapshot):
             if label not in node.labels:
                 missing.append(node)
         if any(t.effect == "PreferNoSchedule" for t in node.taints):
-            self._prefer_tainted.append(node)
+            self.prefer_tainted.append(node)
             self._prefer_taints = True
-            self._prefer.clear()
+            self.taint_scores.clear()
         nodeaffinity.extend_score(self, node)
 
     def _shrink_caches(self, node: SimNode) -> None:
@@ -314,12 +314,12 @@ class Framework(Snapshot):
         for missing in self._missing.values():
             if node in missing:
                 missing.remove(node)
-        if node in self._prefer_tainted:
-            self._prefer_tainted.remove(node)
-            self._prefer_taints = bool(self._prefer_tainted)
-            self._prefer.clear()
-        for preferred in self._node_pref.values():
+        if node in self.prefer_tainted:
+            self.prefer_tainted.remove(node)
+            self._prefer_taints = bool(self.prefer_tainted)
+            self.taint_scores.clear()
+        for preferred in self.affinity_scores.values():
             preferred.pop(node, None)
         self._static_values.clear()
-        self._spread_nodes.clear()
-        self._spread_cache.clear()
+        self.spread_nodes_cache.clear()
+        self.spread_counts_cache.clear()

@@ -167,8 +167,8 @@ class Snapshot:
         self.pdbs = tuple(pdbs)
         self.gates = dict(gates or {})
         self.filters = frozenset(filters)
-        self._fit = NODE_RESOURCES_FIT in self.filters
-        self._comparison = fg.gate_state(fg.TOLERATION_COMPARISON, version, self.gates).enabled
+        self.fit = NODE_RESOURCES_FIT in self.filters
+        self.comparison = fg.gate_state(fg.TOLERATION_COMPARISON, version, self.gates).enabled
         # kube-apiserver puts kubernetes.io/metadata.name on every Namespace (GA 1.22).
         self._namespaces = {
             name: {**labels, NAMESPACE_NAME_LABEL: name} for name, labels in (namespaces or {}).items()
@@ -182,14 +182,14 @@ class Snapshot:
             self.nodes.append(sim)
             self.by_name[sim.name] = sim
         self._pods = LabelIndex()
-        self._anti = TermIndex()
+        self.anti_index = TermIndex()
         #: priority -> bound pods of that priority (preemption needs a lower one somewhere)
         self._priorities: Counter[int] = Counter()
         #: the node preemption is trying pods out on: its heap entries are refreshed once, after
         self._trial: SimNode | None = None
         self._version = 0
         #: Every bind (+1) and unbind (-1), in order: cached spread counts catch up from it.
-        self._log: list[tuple[SimPod, SimNode, int]] = []
+        self.log: list[tuple[SimPod, SimNode, int]] = []
         #: tuple(map(id, terms)) -> (placed pods matching them all by domain, log position)
         #: (pod counts per domain do not change when an empty node comes or goes)
         self._term_cache: dict[tuple[int, ...], tuple[TermCounts, int]] = {}
@@ -200,20 +200,18 @@ class Snapshot:
         (autoscaling keeps them current node by node: ``Framework._extend_caches``,
         ``Framework._shrink_caches``)."""
         # TaintToleration's Score: the nodes with a PreferNoSchedule taint, counts per tolerations.
-        self._prefer_tainted = [
-            n for n in self.nodes if any(t.effect == "PreferNoSchedule" for t in n.taints)
-        ]
-        self._prefer_taints = bool(self._prefer_tainted)
-        self._prefer: dict[tuple[Any, ...], dict[SimNode, int]] = {}
+        self.prefer_tainted = [n for n in self.nodes if any(t.effect == "PreferNoSchedule" for t in n.taints)]
+        self._prefer_taints = bool(self.prefer_tainted)
+        self.taint_scores: dict[tuple[Any, ...], dict[SimNode, int]] = {}
         self._domains: dict[str, dict[str, list[SimNode]]] = {}
         self._missing: dict[str, list[SimNode]] = {}
         # NodeAffinity's Score: preferred weights per node, per set of preferred terms.
-        self._node_pref: dict[tuple[Any, ...], dict[SimNode, int]] = {}
-        self._node_pref_constraints: dict[tuple[Any, ...], Constraints] = {}
+        self.affinity_scores: dict[tuple[Any, ...], dict[SimNode, int]] = {}
+        self.affinity_score_constraints: dict[tuple[Any, ...], Constraints] = {}
         # PodTopologySpread's PreFilter: the counted nodes and domains, and the counts.
-        self._spread_nodes: dict[tuple[Any, ...], tuple[frozenset[SimNode], frozenset[str]]] = {}
+        self.spread_nodes_cache: dict[tuple[Any, ...], tuple[frozenset[SimNode], frozenset[str]]] = {}
         #: (namespace, id(spread), id(nodes)) -> (spread, nodes, counts, log position)
-        self._spread_cache: dict[
+        self.spread_counts_cache: dict[
             tuple[str, int, int], tuple[Spread, frozenset[SimNode], Counter[str], int]
         ] = {}
 
@@ -237,7 +235,7 @@ class Snapshot:
         self._pods.add(pod)
         self._priorities[pod.constraints.priority] += 1
         for term in pod.constraints.anti:
-            self._anti.add(term, node)
+            self.anti_index.add(term, node)
         self._logged(pod, node, 1)
         self._changed(node)
 
@@ -265,18 +263,18 @@ class Snapshot:
         if not self._priorities[pod.constraints.priority]:
             del self._priorities[pod.constraints.priority]
         for term in pod.constraints.anti:
-            self._anti.remove(term, node)
+            self.anti_index.remove(term, node)
         self._logged(pod, node, -1)
         self._changed(node)
 
     def _logged(self, pod: SimPod, node: SimNode, delta: int) -> None:
-        if len(self._log) > max(65_536, 4 * len(self._pods.all)):
+        if len(self.log) > max(65_536, 4 * len(self._pods.all)):
             # Counts too far behind cost more to catch up than to count again: start afresh
             # (amortized, each event is read a bounded number of times; the log stays small).
-            self._log.clear()
-            self._spread_cache.clear()
+            self.log.clear()
+            self.spread_counts_cache.clear()
             self._term_cache.clear()
-        self._log.append((pod, node, delta))
+        self.log.append((pod, node, delta))
 
     def _changed(self, node: SimNode) -> None:
         self._version += 1
@@ -317,8 +315,8 @@ class Snapshot:
         ns_labels = self.namespace_labels(pod.namespace)
         return [
             term
-            for term in self._anti.candidates(pod.labels)
-            if self._anti.holders.get(term) and term.matches(pod, ns_labels)
+            for term in self.anti_index.candidates(pod.labels)
+            if self.anti_index.holders.get(term) and term.matches(pod, ns_labels)
         ]
 
     def candidates(self, selector: LabelSelector | None) -> Iterable[SimPod]:
@@ -338,7 +336,7 @@ class Snapshot:
                     counts.count(self, other, other.node, 1)
         else:
             counts, seen = found
-            for pod, node, delta in self._log[seen:]:
+            for pod, node, delta in self.log[seen:]:
                 counts.count(self, pod, node, delta)
-        self._term_cache[key] = (counts, len(self._log))
+        self._term_cache[key] = (counts, len(self.log))
         return counts

@@ -38,7 +38,7 @@ class PreFilterState:
         self.self_match = False
         if enabled:
             for term in anti_terms:
-                self.existing_anti.append((term.topology_key, sim._anti.domains[term]))
+                self.existing_anti.append((term.topology_key, sim.anti_index.domains[term]))
             if constraints.affinity:
                 self.affinity = sim.term_counts(constraints.affinity)
                 # podMatchesAllAffinityTerms: the first pod of a series may match itself.

@@ -71,7 +71,7 @@ class AbsentNodes(Mapping[str, str]):
 def score(sim: Snapshot, constraints: Constraints) -> dict[SimNode, int]:
     """Summed weights of the preferred node-affinity terms each node matches (nonzero only)."""
     key = tuple((weight, node_term_key(term)) for weight, term in constraints.node_preferred)
-    found = sim._node_pref.get(key)
+    found = sim.affinity_scores.get(key)
     if found is None:
         found = {}
         for node in sim.nodes:
@@ -82,17 +82,17 @@ def score(sim: Snapshot, constraints: Constraints) -> dict[SimNode, int]:
             )
             if total:
                 found[node] = total
-        sim._node_pref[key] = found
-        sim._node_pref_constraints[key] = constraints
+        sim.affinity_scores[key] = found
+        sim.affinity_score_constraints[key] = constraints
     return found
 
 
 def extend_score(sim: Snapshot, node: SimNode) -> None:
     """``node``, added to the cluster, in the preference sums already made."""
-    for key, preferred in sim._node_pref.items():
+    for key, preferred in sim.affinity_scores.items():
         total = sum(
             weight
-            for weight, term in sim._node_pref_constraints[key].node_preferred
+            for weight, term in sim.affinity_score_constraints[key].node_preferred
             if node_term_matches(term, node.labels, node.name)
         )
         if total:

@@ -29,7 +29,7 @@ def filter_node(
     """NodeResourcesFit's reasons (``fitsRequest``), with the pods ``gone`` taken off the node
     first (what preemption asks; nothing is unbound); empty when the pod fits."""
     allocatable = node.allocatable
-    if allocatable is None or not sim._fit:
+    if allocatable is None or not sim.fit:
         return FITS
     reasons = None
     pods = allocatable.get("pods")
@@ -54,7 +54,7 @@ def too_big(sim: Snapshot, constraints: Constraints, node: SimNode) -> bool:
     """A request past the node's allocatable: NodeResourcesFit says UnschedulableAndUnresolvable
     (``fit.go``), no eviction can help."""
     allocatable = node.allocatable
-    if allocatable is None or not sim._fit:
+    if allocatable is None or not sim.fit:
         return False
     unchecked = UNCHECKED in allocatable
     return any(

@@ -54,7 +54,7 @@ def spread_nodes(
         spread.honor_affinity,
         spread.honor_taints,
     )
-    found = sim._spread_nodes.get(key)
+    found = sim.spread_nodes_cache.get(key)
     if found is None:
         nodes = []
         for node in sim.nodes:
@@ -67,12 +67,12 @@ def spread_nodes(
                 continue
             if (
                 spread.honor_taints
-                and untolerated(constraints.tolerations, node.taints, sim._comparison) is not None
+                and untolerated(constraints.tolerations, node.taints, sim.comparison) is not None
             ):
                 continue
             nodes.append(node)
         domains = frozenset(node.labels[spread.topology_key] for node in nodes)
-        found = sim._spread_nodes[key] = (frozenset(nodes), domains)
+        found = sim.spread_nodes_cache[key] = (frozenset(nodes), domains)
     return found
 
 
@@ -100,16 +100,16 @@ def counted(sim: Snapshot, namespace: str, spread: Spread, nodes: frozenset[SimN
     binds and unbinds since: a Deployment of P pods spread over its own pods counted every
     placed pod for each new one (P²: 3,000 pods, 36 s). Read-only for the caller."""
     key = (namespace, id(spread), id(nodes))
-    found = sim._spread_cache.get(key)
+    found = sim.spread_counts_cache.get(key)
     if found is None:
         counts = spread_counts(sim, namespace, spread, nodes)
-        sim._spread_cache[key] = (spread, nodes, counts, len(sim._log))
+        sim.spread_counts_cache[key] = (spread, nodes, counts, len(sim.log))
         return counts
     _, _, counts, seen = found
     selector = spread.selector
-    if seen < len(sim._log) and selector is not None and not selector.is_empty:
+    if seen < len(sim.log) and selector is not None and not selector.is_empty:
         topology_key = spread.topology_key
-        for pod, node, delta in sim._log[seen:]:
+        for pod, node, delta in sim.log[seen:]:
             if (
                 node in nodes
                 and not pod.terminating
@@ -117,7 +117,7 @@ def counted(sim: Snapshot, namespace: str, spread: Spread, nodes: frozenset[SimN
                 and selector_matches(selector, pod.labels)
             ):
                 counts[node.labels[topology_key]] += delta
-    sim._spread_cache[key] = (spread, nodes, counts, len(sim._log))
+    sim.spread_counts_cache[key] = (spread, nodes, counts, len(sim.log))
     return counts
 
 

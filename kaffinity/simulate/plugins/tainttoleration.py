@@ -96,17 +96,17 @@ def filter_node(
 def score(sim: Snapshot, constraints: Constraints) -> dict[SimNode, int]:
     """Untolerated PreferNoSchedule taints per node (TaintToleration Score; nonzero only)."""
     key = constraints.signature()[-1]  # the tolerations
-    found = sim._prefer.get(key)
+    found = sim.taint_scores.get(key)
     if found is None:
         found = {}
-        for node in sim._prefer_tainted:
+        for node in sim.prefer_tainted:
             count = sum(
                 1
                 for taint in node.taints
                 if taint.effect == "PreferNoSchedule"
-                and not any(tolerates(t, taint, sim._comparison) for t in constraints.tolerations)
+                and not any(tolerates(t, taint, sim.comparison) for t in constraints.tolerations)
             )
             if count:
                 found[node] = count
-        sim._prefer[key] = found
+        sim.taint_scores[key] = found
     return found
