@@ -341,7 +341,7 @@ event text, the rule that keeps it off each node (the term, reported at its line
 workload's term or an existing pod's, as a related location), the nodes, and why the
 controller waits.
 
-The controllers, as upstream implements them (`kaffinity/simulate/rollout/` has the details):
+The controllers, as upstream implements them (`kaffinity/simulate/rollout.py` has the details):
 
 - **Deployment** (`pkg/controller/deployment/rolling.go`): `maxSurge` / `maxUnavailable`
   (default 25% each) are resolved as `ResolveFenceposts`: surge rounded up, unavailable rounded
