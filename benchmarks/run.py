@@ -1618,8 +1618,8 @@ def postfilter_rows(scratch: str, repeat: int, chosen: list[Any], cluster: Any) 
     them in ``scratch`` for the placement table."""
     from kaffinity.k8s.model import build_inventory
     from kaffinity.simulate.cluster import cluster_from
+    from kaffinity.simulate.framework.profile import FILTER_PLUGINS, FILTERS, PREEMPTION
     from kaffinity.simulate.place import place_all
-    from kaffinity.simulate.scheduler import FILTERS, PREEMPTION, STEPS
 
     workloads, nodes = POSTFILTER_CASE
     folder = os.path.join(scratch, f"place-{workloads}-{nodes}")
@@ -1646,11 +1646,11 @@ def postfilter_rows(scratch: str, repeat: int, chosen: list[Any], cluster: Any) 
     classes = build_inventory(doc for file in load([services]) for doc in file.documents).priority_classes
     version = Settings().kube_version
     cases: list[tuple[str, Any, tuple[str, ...], Any]] = [
-        ("filters only", cluster, FILTERS, ()),
-        ("+ preemption and autoscaling, nothing to do", cluster, STEPS, ()),
-        ("+ a pool that may grow by 1,000 nodes", grown, STEPS, ()),
-        ("crowded, priority 1,000 over 0: filters only", crowded, FILTERS, classes),
-        ("crowded, priority 1,000 over 0: + preemption", crowded, (*FILTERS, PREEMPTION), classes),
+        ("filters only", cluster, FILTER_PLUGINS, ()),
+        ("+ preemption and autoscaling, nothing to do", cluster, FILTERS, ()),
+        ("+ a pool that may grow by 1,000 nodes", grown, FILTERS, ()),
+        ("crowded, priority 1,000 over 0: filters only", crowded, FILTER_PLUGINS, classes),
+        ("crowded, priority 1,000 over 0: + preemption", crowded, (*FILTER_PLUGINS, PREEMPTION), classes),
     ]
     rows = []
     for label, declared, filters, chosen_classes in cases:

@@ -136,7 +136,7 @@ class Context:
     @cached_property
     def placement(self) -> PlacementRun | None:
         """Every linted pod placed on the declared cluster by the offline scheduler
-        (``kaffinity.simulate.scheduler``); None without a cluster or with ``--no-simulate``."""
+        (``kaffinity.simulate.framework``); None without a cluster or with ``--no-simulate``."""
         if self.cluster is None or not self.settings.simulate:
             return None
         from kaffinity.simulate.place import TooManyPods, place_all

@@ -538,7 +538,7 @@ def test_a_failed_scale_up_is_tried_once_per_template(
     """Its trial (a node added, then taken away) leaves the cluster as it was: the replicas after
     the first are not tried again (each trial filters the new node and rebuilds nothing, but a
     Pending workload of 1,000 replicas would try 1,000 times)."""
-    from kaffinity.simulate.scheduler import Simulation
+    from kaffinity.simulate.framework.schedule_one import Simulation
 
     added: list[str] = []
     original = Simulation.add_node

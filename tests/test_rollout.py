@@ -23,7 +23,8 @@ from kaffinity.k8s.fenceposts import (
 from kaffinity.load.files import load
 from kaffinity.simulate.cluster import cluster_from
 from kaffinity.simulate.place import place_all
-from kaffinity.simulate.rollout import deletion_order, simulate
+from kaffinity.simulate.rollout.deployment import deletion_order
+from kaffinity.simulate.rollout.simulation import simulate
 
 from . import kit
 from .kit import EXAMPLES, findings, keys, line_of, lint_text, position

@@ -16,8 +16,8 @@ from kaffinity.k8s.model import build_inventory
 from kaffinity.load.files import load
 from kaffinity.load.parse import parse
 from kaffinity.simulate.cluster import cluster_from
+from kaffinity.simulate.framework.schedule_one import Simulation
 from kaffinity.simulate.place import place_all
-from kaffinity.simulate.scheduler import Simulation
 
 from . import kit
 from .kit import EXAMPLES, REPO, invoke

@@ -1,7 +1,7 @@
 """Start-up stays light: what ``kaffinity --version`` and a one-file lint import.
 
 kaffinity runs on every commit (pre-commit), so a run pays for its imports each time (the goal:
-``--version`` under 0.15 s, a one-file lint under 0.4 s). The simulator (``kaffinity.simulate.scheduler``,
+``--version`` under 0.15 s, a one-file lint under 0.4 s). The simulator (``kaffinity.simulate.framework``,
 ``place``, ``pending``, ``rollout``) is needed only with ``--cluster``; networkx only for graph
 algorithms; jsonschema and ruamel only once manifests are read. Each command runs in a fresh
 interpreter (``python -c``) that calls the CLI's entry point and then lists ``sys.modules``:
@@ -17,7 +17,7 @@ import sys
 from .kit import EXAMPLES, REPO, no_internal_error
 
 _SIMULATOR = (
-    "kaffinity.simulate.scheduler",
+    "kaffinity.simulate.framework.schedule_one",
     "kaffinity.simulate.rollout",
     "kaffinity.explain.pending",
     "kaffinity.simulate.place",

@@ -51,16 +51,11 @@ from kaffinity.explain.shape import (
     workload_shape,
 )
 from kaffinity.findings import Severity
+from kaffinity.simulate.framework.schedule_one import Simulation
+from kaffinity.simulate.framework.types import Constraints, Placement, SimPod, Spread
 from kaffinity.simulate.place import placed
-from kaffinity.simulate.scheduler import (
-    REASON_AFFINITY,
-    REASON_SPREAD,
-    Constraints,
-    Placement,
-    SimPod,
-    Simulation,
-    Spread,
-)
+from kaffinity.simulate.plugins.interpodaffinity import REASON_AFFINITY
+from kaffinity.simulate.plugins.podtopologyspread import REASON_SPREAD
 
 if TYPE_CHECKING:
     from kaffinity.context import Context

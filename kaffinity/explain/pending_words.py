@@ -10,10 +10,7 @@ from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related
 from kaffinity.k8s.model import dig
 from kaffinity.load.source import DataPath
-from kaffinity.simulate.scheduler import (
-    Placement,
-    SimNode,
-)
+from kaffinity.simulate.framework.types import Placement, SimNode
 
 if TYPE_CHECKING:
     from kaffinity.explain.pending import Stuck

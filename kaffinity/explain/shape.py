@@ -19,20 +19,13 @@ from kaffinity.findings import Severity
 from kaffinity.k8s.labels import HOSTNAME, REGION, ZONE
 from kaffinity.k8s.model import Taint
 from kaffinity.k8s.selectors import selector_matches
+from kaffinity.simulate.framework.schedule_one import Simulation
+from kaffinity.simulate.framework.types import Constraints, SimNode, SimPod, Spread, Term
 from kaffinity.simulate.place import daemon_nodes
-from kaffinity.simulate.scheduler import (
-    UNSCHEDULABLE_TAINT,
-    Constraints,
-    SimNode,
-    SimPod,
-    Simulation,
-    Spread,
-    Term,
-    blocking_effects,
-    node_matches,
-    spread_counts,
-    tolerates,
-)
+from kaffinity.simulate.plugins.nodeaffinity import node_matches
+from kaffinity.simulate.plugins.nodeunschedulable import UNSCHEDULABLE_TAINT
+from kaffinity.simulate.plugins.podtopologyspread import spread_counts
+from kaffinity.simulate.plugins.tainttoleration import blocking_effects, tolerates
 
 if TYPE_CHECKING:
     from kaffinity.k8s.model import Workload

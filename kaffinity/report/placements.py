@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from kaffinity.load.display import escape, quote_name, utf8_tree
+from kaffinity.simulate.framework.types import Placement
 from kaffinity.simulate.place import PlacementRun
-from kaffinity.simulate.scheduler import REASON_NODE_NAME, Placement
+from kaffinity.simulate.plugins.nodename import REASON_NODE_NAME
 
 
 def _object(placement: Placement) -> dict[str, Any]:

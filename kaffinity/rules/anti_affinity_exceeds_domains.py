@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from kaffinity.context import Context
     from kaffinity.explain.pending import Analysis, Stuck
     from kaffinity.explain.shape import Exceeds, Shape
+    from kaffinity.simulate.framework.types import SimPod
     from kaffinity.simulate.place import PlacementRun
-    from kaffinity.simulate.scheduler import SimPod
 
 
 def _occupied(

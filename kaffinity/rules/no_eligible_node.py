@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from kaffinity.explain.pending import Analysis
     from kaffinity.explain.shape import Shape
     from kaffinity.k8s.model import PodView, Taint, Workload
-    from kaffinity.simulate.scheduler import Constraints, SimNode
+    from kaffinity.simulate.framework.types import Constraints, SimNode
 
 _SHOWN_NODES = 3
 
@@ -59,7 +59,7 @@ def _explain(result: Analysis, shape: Shape) -> _Why:
     """Where, why, which nodes, and the fix: the first filter that leaves nothing, in the order
     a user reads the pod spec (nodeName, nodeSelector, node affinity, then taints and cordons)."""
     from kaffinity.explain.pending_words import plural
-    from kaffinity.simulate.scheduler import node_matches
+    from kaffinity.simulate.plugins.nodeaffinity import node_matches
 
     sim = result.sim
     constraints = shape.probe.constraints
@@ -192,7 +192,7 @@ class _Blocked(NamedTuple):
 
 def _blocked(result: Analysis, constraints: Constraints, selected: list[SimNode]) -> _Blocked:
     """The facts of the filters TaintToleration and NodeUnschedulable over ``selected``."""
-    from kaffinity.simulate.scheduler import blocking_effects
+    from kaffinity.simulate.plugins.tainttoleration import blocking_effects
 
     # The kubelet admits a pod with spec.nodeName on a cordoned node, past NoSchedule taints.
     effects = blocking_effects(constraints)

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from kaffinity.context import Context
     from kaffinity.k8s.model import Workload
     from kaffinity.simulate.cluster import Pool
+    from kaffinity.simulate.framework.types import SimNode
     from kaffinity.simulate.place import PlacementRun
-    from kaffinity.simulate.rollout import Blocker, Deadlock
-    from kaffinity.simulate.scheduler import SimNode
+    from kaffinity.simulate.rollout.session import Blocker, Deadlock
 
 #: How many names a list in a message shows before "and N more".
 _NAMED = 4
@@ -39,7 +39,7 @@ _REVISION_LABEL = {
 
 def _short(reason: str) -> bool:
     """A NodeResourcesFit reason: no room on the node."""
-    from kaffinity.simulate.scheduler import REASON_TOO_MANY_PODS
+    from kaffinity.simulate.plugins.noderesources import REASON_TOO_MANY_PODS
 
     return reason == REASON_TOO_MANY_PODS or reason.startswith("Insufficient ")
 
@@ -65,7 +65,7 @@ def _pods(blocker: Blocker, relation: str) -> list[str]:
 
 
 def _because(blocker: Blocker) -> str:
-    from kaffinity.simulate.rollout import (
+    from kaffinity.simulate.rollout.session import (
         BLOCKER_AFFINITY,
         BLOCKER_ANTI,
         BLOCKER_EXISTING_ANTI,
@@ -133,7 +133,7 @@ def _term(blocker: Blocker) -> PodAffinityTerm | TopologySpreadConstraint | None
 def _primary(deadlock: Deadlock) -> Blocker | None:
     """The rolled workload's own rule that blocks (where the finding goes): a term, else its
     resource requests; None when only other workloads' rules block."""
-    from kaffinity.simulate.rollout import BLOCKER_AFFINITY, BLOCKER_ANTI, BLOCKER_SPREAD
+    from kaffinity.simulate.rollout.session import BLOCKER_AFFINITY, BLOCKER_ANTI, BLOCKER_SPREAD
 
     own = [blocker for blocker in deadlock.blockers if blocker.holder is deadlock.workload]
     for blocker in own:
@@ -152,7 +152,7 @@ def _scope_hint(
     (old and new pods both scoped) and the one that adds the key, as is or in place.
     """
     from kaffinity.k8s.fenceposts import Budget
-    from kaffinity.simulate.rollout import scoped, simulate
+    from kaffinity.simulate.rollout.simulation import scoped, simulate
 
     workload = deadlock.workload
     copy = scoped(run.sim, workload, primary.path, label)
@@ -181,7 +181,8 @@ def _fix(
 ) -> str:
     """Changes that the simulation shows complete the rollout; a generic hint if none does."""
     from kaffinity.k8s.fenceposts import Budget
-    from kaffinity.simulate.rollout import BLOCKER_ANTI, BLOCKER_RESOURCES, simulate
+    from kaffinity.simulate.rollout.session import BLOCKER_ANTI, BLOCKER_RESOURCES
+    from kaffinity.simulate.rollout.simulation import simulate
 
     workload = deadlock.workload
     kind = workload.ref.kind
@@ -220,7 +221,7 @@ def _fix(
 
 def _message(deadlock: Deadlock) -> str:
     summary = deadlock.placement.summary(deadlock.nodes)
-    from kaffinity.simulate.scheduler import REASON_PORTS
+    from kaffinity.simulate.plugins.nodeports import REASON_PORTS
 
     reasons = [_because(b) for b in deadlock.blockers]
     ports = deadlock.pod.constraints.ports
@@ -287,7 +288,7 @@ def _check(context: Context) -> Iterator[Violation]:
     run = context.placement
     if run is None:
         return
-    from kaffinity.simulate.rollout import simulate
+    from kaffinity.simulate.rollout.simulation import simulate
 
     settings = context.settings
     gates = dict(settings.feature_gates)
@@ -341,7 +342,7 @@ event text, the rule that keeps it off each node (the term, reported at its line
 workload's term or an existing pod's, as a related location), the nodes, and why the
 controller waits.
 
-The controllers, as upstream implements them (`kaffinity/simulate/rollout.py` has the details):
+The controllers, as upstream implements them (`kaffinity/simulate/rollout/` has the details):
 
 - **Deployment** (`pkg/controller/deployment/rolling.go`): `maxSurge` / `maxUnavailable`
   (default 25% each) are resolved as `ResolveFenceposts`: surge rounded up, unavailable rounded

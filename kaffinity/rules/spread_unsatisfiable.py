@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from kaffinity.context import Context
     from kaffinity.explain.pending import Analysis, Stuck
     from kaffinity.explain.shape import SpreadCap
-    from kaffinity.simulate.scheduler import Spread
+    from kaffinity.simulate.framework.types import Spread
 
 
 def _head(spread: Spread) -> str:
@@ -88,7 +88,7 @@ def _static(stuck: Stuck, cap: SpreadCap) -> tuple[DataPath, str, str]:
 
 def _dynamic(result: Analysis, stuck: Stuck, spread: Spread) -> tuple[DataPath, str, str]:
     from kaffinity.explain.pending_words import counts_text, plural
-    from kaffinity.simulate.scheduler import REASON_SPREAD, REASON_SPREAD_LABEL, spread_counts
+    from kaffinity.simulate.plugins.podtopologyspread import REASON_SPREAD, REASON_SPREAD_LABEL, spread_counts
 
     sim = result.sim
     constraints = stuck.shape.probe.constraints

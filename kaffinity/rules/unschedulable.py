@@ -20,7 +20,7 @@ from kaffinity.rules.base import Rule
 if TYPE_CHECKING:
     from kaffinity.context import Context
     from kaffinity.explain.pending import Analysis, Stuck
-    from kaffinity.simulate.scheduler import SimPod
+    from kaffinity.simulate.framework.types import SimPod
 
 _INSUFFICIENT = "Insufficient "
 
@@ -31,15 +31,14 @@ _INSUFFICIENT = "Insufficient "
 @cache
 def _order() -> tuple[str, ...]:
     """The reasons in filter order."""
-    from kaffinity.simulate.scheduler import (
+    from kaffinity.simulate.plugins.interpodaffinity import (
         REASON_AFFINITY,
         REASON_ANTI_AFFINITY,
         REASON_EXISTING_ANTI,
-        REASON_PORTS,
-        REASON_SPREAD,
-        REASON_SPREAD_LABEL,
-        REASON_TOO_MANY_PODS,
     )
+    from kaffinity.simulate.plugins.nodeports import REASON_PORTS
+    from kaffinity.simulate.plugins.noderesources import REASON_TOO_MANY_PODS
+    from kaffinity.simulate.plugins.podtopologyspread import REASON_SPREAD, REASON_SPREAD_LABEL
 
     return (
         REASON_PORTS,
@@ -105,7 +104,7 @@ def _request_path(workload: Workload, resource: str) -> DataPath:
 
 def _resources(stuck: Stuck, reason: str) -> _Explained:
     from kaffinity.explain.pending_words import node_related, plural
-    from kaffinity.simulate.scheduler import REASON_TOO_MANY_PODS
+    from kaffinity.simulate.plugins.noderesources import REASON_TOO_MANY_PODS
 
     workload = stuck.workload
     nodes = stuck.shape.eligible
@@ -199,15 +198,14 @@ def _where(pods: list[SimPod], key: str) -> list[str]:
 
 def _explain(result: Analysis, stuck: Stuck, reason: str) -> _Explained:
     """The words for the dominant reason the nodes reject the pod, by the filter that gives it."""
-    from kaffinity.simulate.scheduler import (
+    from kaffinity.simulate.plugins.interpodaffinity import (
         REASON_AFFINITY,
         REASON_ANTI_AFFINITY,
         REASON_EXISTING_ANTI,
-        REASON_PORTS,
-        REASON_SPREAD,
-        REASON_SPREAD_LABEL,
-        REASON_TOO_MANY_PODS,
     )
+    from kaffinity.simulate.plugins.nodeports import REASON_PORTS
+    from kaffinity.simulate.plugins.noderesources import REASON_TOO_MANY_PODS
+    from kaffinity.simulate.plugins.podtopologyspread import REASON_SPREAD, REASON_SPREAD_LABEL
 
     workload = stuck.workload
     pod = stuck.pending[0].pod
@@ -281,7 +279,7 @@ def _affinity_ruled_out(
 ) -> _Explained:
     """The nodes of the domains where the pods it requires run: why each is ruled out."""
     from kaffinity.explain.pending_words import in_domains
-    from kaffinity.simulate.scheduler import REASON_EXISTING_ANTI
+    from kaffinity.simulate.plugins.interpodaffinity import REASON_EXISTING_ANTI
 
     term = pod.constraints.affinity[0]
     key = term.topology_key
@@ -348,7 +346,7 @@ def _existing_anti(result: Analysis, workload: Workload, pod: SimPod) -> _Explai
 def _daemonset_violation(result: Analysis, stuck: Stuck) -> Violation:
     """A DaemonSet's pods are pinned: each node's own reasons, for the first few."""
     from kaffinity.explain.pending_words import pending_words
-    from kaffinity.simulate.scheduler import REASON_PINNED
+    from kaffinity.simulate.plugins.nodeaffinity import REASON_PINNED
 
     workload = stuck.workload
     total = len(result.sim.nodes)
@@ -439,7 +437,7 @@ def _check(context: Context) -> Iterator[Violation]:
     from kaffinity.explain.pending import analysis, reporter
     from kaffinity.explain.precedence import gives_way, reported_at
     from kaffinity.explain.shape import UNSCHEDULABLE
-    from kaffinity.simulate.scheduler import REASON_AFFINITY
+    from kaffinity.simulate.plugins.interpodaffinity import REASON_AFFINITY
 
     result = analysis(context)
     if result is None or result.stuck is None:

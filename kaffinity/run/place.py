@@ -19,17 +19,17 @@ if TYPE_CHECKING:
 def filter_plugins(filters: Optional[str]) -> tuple[str, ...]:
     """The filter plugins ``--filters`` names, in the scheduler's order (all without it); an
     unknown name is a usage error."""
-    from kaffinity.simulate.scheduler import STEPS
+    from kaffinity.simulate.framework.profile import FILTERS
 
     if filters is None:
-        return STEPS
+        return FILTERS
     chosen = names([filters]) or ()
-    unknown = [name for name in chosen if name not in STEPS]
+    unknown = [name for name in chosen if name not in FILTERS]
     if unknown:
         raise RunError(
-            f"kaffinity: error: unknown filter plugin {', '.join(unknown)} (known: {', '.join(STEPS)})",
+            f"kaffinity: error: unknown filter plugin {', '.join(unknown)} (known: {', '.join(FILTERS)})",
         )
-    return tuple(name for name in STEPS if name in chosen)
+    return tuple(name for name in FILTERS if name in chosen)
 
 
 def place_run(

@@ -70,10 +70,10 @@ def cluster_from(
     document that passes it is a ``parse-error`` naming the limit and no compact document is
     expanded: the count is taken before any node is built."""
     invalid: set[int] = set()  # id() of compact documents that break the schema: not expanded
-    checked = tuple(_checked(file, invalid) for file in files)
-    documents = [doc for file in checked for doc in file.documents]
+    validated = tuple(_validated(file, invalid) for file in files)
+    documents = [doc for file in validated for doc in file.documents]
     inventory: Inventory = build_inventory(documents, default_namespace)
-    checked, refused = _counted(checked, invalid, inventory.nodes, max_nodes)
+    validated, refused = _counted(validated, invalid, inventory.nodes, max_nodes)
     if refused:
         invalid.update(id(doc) for doc in documents)
     pods = tuple(
@@ -89,7 +89,7 @@ def cluster_from(
             pools.extend(compact_pools(doc))
     if not refused:
         pools.extend(karpenter_pools(documents, nodes))
-    return Cluster(checked, tuple(nodes), inventory.namespaces, pods, tuple(pools), inventory.pdbs)
+    return Cluster(validated, tuple(nodes), inventory.namespaces, pods, tuple(pools), inventory.pdbs)
 
 
 def declared_nodes(doc: Document) -> int:
@@ -171,7 +171,7 @@ def _validator() -> Any:
     return Draft202012Validator(schema("cluster.schema.json"))
 
 
-def _checked(file: SourceFile, invalid: set[int]) -> SourceFile:
+def _validated(file: SourceFile, invalid: set[int]) -> SourceFile:
     """``file`` with a load problem for each compact document that breaks the schema (whose
     ``id()`` goes into ``invalid``)."""
     problems: list[LoadProblem] = []

@@ -46,15 +46,10 @@ from kaffinity.k8s.model import (
 )
 from kaffinity.k8s.selectors import selector_matches
 from kaffinity.simulate.cluster import Cluster, finished
-from kaffinity.simulate.scheduler import (
-    STEPS,
-    Constraints,
-    Placement,
-    SimNode,
-    SimPod,
-    Simulation,
-    node_matches,
-)
+from kaffinity.simulate.framework.profile import FILTERS
+from kaffinity.simulate.framework.schedule_one import Simulation
+from kaffinity.simulate.framework.types import Constraints, Placement, SimNode, SimPod
+from kaffinity.simulate.plugins.nodeaffinity import node_matches
 
 PLACED_KINDS = frozenset(
     ("Pod", "Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job", "CronJob")
@@ -176,7 +171,7 @@ def simulation(
     version: str,
     gates: Mapping[str, bool] | None = None,
     namespaces: Iterable[Namespace] = (),
-    filters: Iterable[str] = STEPS,
+    filters: Iterable[str] = FILTERS,
     priorities: Priorities | None = None,
     pdbs: Iterable[PodDisruptionBudget] = (),
     max_nodes: int | None = None,
@@ -219,7 +214,7 @@ def place_all(
     version: str,
     gates: Mapping[str, bool] | None = None,
     namespaces: Iterable[Namespace] = (),
-    filters: Iterable[str] = STEPS,
+    filters: Iterable[str] = FILTERS,
     record: bool = False,
     classes: Iterable[PriorityClass] = (),
     max_pods: int | None = None,

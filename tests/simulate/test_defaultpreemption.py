@@ -1,6 +1,7 @@
-"""``kaffinity place`` against upstream's DefaultPreemption tests, case by case.
+"""DefaultPreemption (``kaffinity/simulate/plugins/defaultpreemption.py`` with the preemption
+framework, ``kaffinity/simulate/framework/preemption.py``) against upstream's tests, case by case.
 
-``data/upstream_preemption.yaml`` restates cases of kube-scheduler's
+``tests/data/upstream/defaultpreemption.yaml`` restates cases of kube-scheduler's
 ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption_test.go`` (header: commit,
 how upstream's helpers map to manifests) whose outcome is one node and one set of victims: the
 incoming ``pod`` goes through the default filters, finds no node, and preemption either evicts
@@ -11,30 +12,22 @@ scheduler tests know no autoscaler.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from ruamel.yaml import YAML
 
-from kaffinity.simulate.scheduler import AUTOSCALING, STEPS
+from kaffinity.simulate.framework.profile import AUTOSCALING, FILTERS, PREEMPTION
 
-from .kit import invoke
+from .upstream import load, place, table_path
 
-DATA = Path(__file__).resolve().parent / "data" / "upstream_preemption.yaml"
-
-
-def _data() -> Any:
-    return YAML(typ="safe", pure=True).load(DATA.read_text(encoding="utf-8"))
+PLUGIN = "defaultpreemption"
+CASES = load(table_path(PLUGIN))["cases"]
 
 
-CASES = _data()["cases"]
-
-
-def test_fixture_is_well_formed() -> None:
-    data = _data()
-    assert data["plugin"] == "DefaultPreemption" and "commit" in data["source"]
+def test_table_is_well_formed() -> None:
+    data = load(table_path(PLUGIN))
+    assert data["plugin"] == PREEMPTION and "commit" in data["source"]
     names = [case["name"] for case in CASES]
     assert len(names) == len(set(names)) and len(names) >= 20
     for case in CASES:
@@ -48,16 +41,8 @@ def test_fixture_is_well_formed() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
 def test_upstream_preemption_case(tmp_path: Path, case: dict[str, Any]) -> None:
-    yaml = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = False  # libyaml refuses "pause:3.10" plain in flow style
-    pod, cluster = tmp_path / "pod.yaml", tmp_path / "cluster.yaml"
-    yaml.dump(case["pod"], pod)
-    yaml.dump_all(case["cluster"], cluster)
-    steps = ",".join(step for step in STEPS if step != AUTOSCALING)
-    args = ["place", str(pod), "--cluster", str(cluster), "--filters", steps, "--format", "json"]
-    result = invoke(*args)
-    assert result.exit_code in (0, 1), result.output
-    placed = json.loads(result.stdout)["pods"][0]
+    steps = ",".join(step for step in FILTERS if step != AUTOSCALING)
+    placed = place(tmp_path, steps, case)["pods"][0]
     assert placed["node"] == case["node"], case.get("note", "")
     assert sorted(victim["name"] for victim in placed["victims"]) == sorted(case["victims"]), case.get(
         "note", ""

@@ -1,0 +1,206 @@
+"""The autoscaler (cluster-autoscaler or Karpenter), as the PostFilter's last resort: a pool
+that may still grow and whose new node would take a pod no node takes gets that node.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kaffinity.k8s.model import Node
+from kaffinity.simulate.framework.cycle_state import fits_on
+from kaffinity.simulate.framework.runtime import Framework
+from kaffinity.simulate.framework.types import (
+    Constraints,
+    SimNode,
+    SimPod,
+    later_first,
+    scheduler_units,
+    sim_node,
+)
+
+if TYPE_CHECKING:
+    from kaffinity.k8s.model import PodDisruptionBudget
+    from kaffinity.simulate.cluster import Pool
+
+#: cluster-autoscaler ``--expendable-pods-priority-cutoff`` default: lower pods never scale up.
+EXPENDABLE_CUTOFF = -10
+
+
+class Growth:
+    """A pool as the simulation grows it: its nodes, and what its limits leave."""
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+        self.count = pool.count
+        self.nodes: list[SimNode] = []
+        #: Karpenter limits: what the pool's nodes hold now
+        self.used: Counter[str] = Counter()
+        self.size = scheduler_units(pool.allocatable) if pool.allocatable else None
+
+    def start(self, nodes: Iterable[SimNode]) -> None:
+        if self.pool.limits:
+            from kaffinity.simulate.cluster import KARPENTER_POOL_LABEL
+
+            for node in nodes:
+                if node.labels.get(KARPENTER_POOL_LABEL) == self.pool.name and node.allocatable:
+                    self.used.update(node.allocatable)
+
+    def rank(self, constraints: Constraints, node: SimNode, order: int, variant: int) -> tuple[Any, ...]:
+        """The autoscaler's preference for this pool's ``node`` (smaller first)."""
+        pool = self.pool
+        if pool.kind == "NodePool":
+            return (0, -pool.weight, later_first(pool.name), order, variant)
+        waste = 0.0
+        for resource in ("cpu", "memory"):
+            total = node.allocatable.get(resource) if node.allocatable else None
+            if total:
+                waste += (total - constraints.nonzero.get(resource, 0)) / total
+        return (1, waste, order, variant)
+
+    def full(self) -> str | None:
+        """Why the pool may not grow (None: it may)."""
+        pool = self.pool
+        if pool.max is not None and self.count >= pool.max:
+            return f"{self.pool.word} is at its max of {pool.max} node{'s' if pool.max != 1 else ''}"
+        if pool.limits:
+            if self.size is None:
+                return f"{self.pool.word} has limits but no node to take the size of a new one from"
+            for resource, limit in scheduler_units(pool.limits).items():
+                if resource == "nodes":
+                    if self.count + 1 > limit:
+                        return f"{self.pool.word} is at its limit of {limit} nodes"
+                elif self.used.get(resource, 0) + self.size.get(resource, 0) > limit:
+                    return f"{self.pool.word} would pass its {resource} limit"
+        return None
+
+    def new_node(self, variant: tuple[tuple[str, str], ...], taken: Mapping[str, SimNode]) -> Node:
+        from kaffinity.k8s.labels import HOSTNAME
+        from kaffinity.k8s.model import ObjectRef
+
+        index = self.count
+        while f"{self.pool.prefix}{index}" in taken:
+            index += 1
+        name = f"{self.pool.prefix}{index}"
+        pool = self.pool
+        return Node(
+            ref=ObjectRef("v1", "Node", None, name),
+            doc=pool.doc,
+            labels=(*variant, (HOSTNAME, name)),
+            taints=pool.taints,
+            allocatable=pool.allocatable or (),
+            unschedulable=False,
+            path=pool.path,
+        )
+
+    def grow(self, node: SimNode) -> None:
+        self.count += 1
+        self.nodes.append(node)
+        if self.size:
+            self.used.update(self.size)
+
+    def shrink(self, node: SimNode) -> None:
+        if node in self.nodes:
+            self.nodes.remove(node)
+            self.count -= 1
+            if self.size:
+                self.used.subtract(self.size)
+
+
+class Autoscaler(Framework):
+    """The framework with the pools that may grow, and the nodes they added."""
+
+    def __init__(
+        self,
+        nodes: Sequence[Node],
+        *,
+        version: str,
+        gates: Mapping[str, bool] | None,
+        namespaces: Mapping[str, Mapping[str, str]] | None,
+        filters: Iterable[str],
+        pdbs: Sequence[PodDisruptionBudget],
+        pools: Sequence[Pool],
+        max_nodes: int | None,
+    ) -> None:
+        super().__init__(
+            nodes, version=version, gates=gates, namespaces=namespaces, filters=filters, pdbs=pdbs
+        )
+        self.pools = [Growth(pool) for pool in pools]
+        self.max_nodes = max_nodes
+        #: nodes autoscaling added, in order, with their pools
+        self.added: list[tuple[SimNode, Pool]] = []
+        #: called with each node autoscaling adds: binds what runs there from the start (the
+        #: DaemonSet pods cluster-autoscaler puts on its template node); returns those pods
+        self.on_new_node: Callable[[SimNode], list[SimPod]] = lambda node: []
+        for growth in self.pools:
+            growth.start(self.nodes)
+
+    def _scale_up(self, pod: SimPod) -> tuple[SimNode, Pool] | str:
+        """A new node for ``pod``, bound there; else why no pool helps.
+
+        The pools that may still grow and whose new node passes the static filters and has room
+        are tried in the order their autoscaler would choose them: Karpenter NodePools first,
+        by ``weight``, then by name in reverse (``OrderByWeight``); then cluster-autoscaler node
+        groups by the least-waste expander (the default of current releases, config/flags.go;
+        older ones picked at random: the smallest unused share of cpu and memory on the new
+        node, here for this one pod), then file order. Each is
+        added, with its DaemonSet pods, and kept if the pod then passes every filter there (a
+        new zone or hostname changes spread and affinity counts), else taken away again."""
+        constraints = pod.constraints
+        if self.max_nodes is not None and len(self.nodes) >= self.max_nodes:
+            return (
+                f"the cluster already has {len(self.nodes):,} nodes, the most kaffinity simulates "
+                "(limits: nodes)"
+            )
+        reasons = {
+            growth.pool.word: growth.full() or f"a new node of {growth.pool.word} would not take it"
+            for growth in self.pools
+        }
+        options = [
+            (growth.rank(constraints, node, order, index), growth, node)
+            for order, index, growth, node in self.growth_nodes(constraints)
+            if not self.node_fit(constraints, node)
+        ]
+        options.sort(key=lambda option: option[0])
+        for _, growth, node in options:
+            self.add_node(node, growth)
+            if fits_on(self, pod, node):
+                self.bind(pod, node)
+                return node, growth.pool
+            self.remove_node(node)
+            reasons[growth.pool.word] = f"its pod would not fit on a new node of {growth.pool.word} either"
+        return "; ".join(reasons.values()) or "no pool may grow"
+
+    def growth_nodes(self, constraints: Constraints) -> Iterator[tuple[int, int, Growth, SimNode]]:
+        """The nodes the pools that may still grow would add, one per label variant, that pass
+        ``constraints``' static filters; with the pool's and the variant's index (nothing is added)."""
+        for order, growth in enumerate(self.pools):
+            if growth.full() is not None:
+                continue
+            for index, variant in enumerate(growth.pool.variants):
+                node = sim_node(growth.new_node(variant, self.by_name))
+                if self._static_reason(constraints, node) is None:
+                    yield order, index, growth, node
+
+    def add_node(self, node: SimNode, growth: Growth | None = None) -> None:
+        """A node autoscaling added, with what runs on it from the start (``on_new_node``)."""
+        self.nodes.append(node)
+        self.by_name[node.name] = node
+        if growth is not None:
+            growth.grow(node)
+            self.added.append((node, growth.pool))
+        self._extend_caches(node)
+        node.daemons = self.on_new_node(node)
+
+    def remove_node(self, node: SimNode) -> None:
+        """Undo :meth:`add_node` (a trial that did not help, a rollout restored); the pods
+        bound there must be gone but for the ones ``on_new_node`` put there."""
+        for pod in list(node.daemons):
+            self.unbind(pod)
+        self.nodes.remove(node)
+        del self.by_name[node.name]
+        for growth in self.pools:
+            growth.shrink(node)
+        self.added = [(n, p) for n, p in self.added if n is not node]
+        self._shrink_caches(node)
