@@ -783,11 +783,11 @@ def _render_summary(settings: Settings, layout: Layout) -> RenderSummary:
     kinds = {unit.source.partition(" ")[0] for unit in layout.units}
     helm = kustomize = None
     if kinds & {"helm", "flux", "argocd"}:
-        from kaffinity.repo.render import helm_engine
+        from kaffinity.repo.engines import helm_engine
 
         helm = helm_engine()
     if kinds & {"kustomize", "flux", "argocd"}:
-        from kaffinity.repo.render import kustomize_engine
+        from kaffinity.repo.engines import kustomize_engine
 
         kustomize = kustomize_engine()
     rendered = sum(1 for unit in layout.units if unit.source.endswith("(rendered)"))
@@ -1796,7 +1796,7 @@ def _stream(
 
 
 def _helm_available() -> bool:
-    from kaffinity.repo.render import helm_engine
+    from kaffinity.repo.engines import helm_engine
 
     return helm_engine() is not None
 
@@ -1817,7 +1817,7 @@ def _map_rendered_stdin(
     out: list[SourceFile] = []
     for file in files:
         if file.name == STDIN_NAME and "# Source: " in file.text and not file.problems:
-            from kaffinity.repo.render import map_helm_sources
+            from kaffinity.repo.helm.sources import map_helm_sources
 
             out.extend(map_helm_sources(file, chart, settings.limits).files)
         else:

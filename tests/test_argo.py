@@ -23,8 +23,8 @@ import pytest
 from kaffinity.load.parse import DEFAULT_LIMITS
 from kaffinity.repo import argo
 from kaffinity.repo.argo_template import TemplateError, fast_render, go_render, sanitize_name
+from kaffinity.repo.engines import helm_engine, kustomize_engine
 from kaffinity.repo.releases import checkout_remotes, repository_key, this_repository
-from kaffinity.repo.render import helm_engine, kustomize_engine
 
 from . import kit
 from .remote import (

@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 
 from kaffinity.repo import fetch
+from kaffinity.repo.engines import helm_engine
 from kaffinity.repo.fetch import CACHE_ENV
-from kaffinity.repo.render import Rendered, helm_engine, render_chart
+from kaffinity.repo.helm.chart import render_chart
+from kaffinity.repo.rendered import Rendered
 from kaffinity.repo.sandbox import Sandbox
 
 from .kit import line_of, run_json

@@ -23,16 +23,12 @@ from kaffinity.config import Settings
 from kaffinity.engine import lint
 from kaffinity.load.parse import Limits, parse
 from kaffinity.load.source import Document, Span
-from kaffinity.repo.render import (
-    Rendered,
-    helm_engine,
-    kustomize_engine,
-    map_helm_sources,
-    render_chart,
-    render_kustomization,
-    template_positions,
-)
-from kaffinity.repo.render import _template_documents as template_documents
+from kaffinity.repo.engines import helm_engine, kustomize_engine
+from kaffinity.repo.helm.chart import render_chart
+from kaffinity.repo.helm.sources import map_helm_sources
+from kaffinity.repo.kustomize.build import render_kustomization
+from kaffinity.repo.origins import template_documents, template_positions
+from kaffinity.repo.rendered import Rendered
 from kaffinity.repo.sandbox import Sandbox
 
 from . import kit
@@ -607,7 +603,7 @@ def test_parts_of_one_template_told_apart_by_name_kind_or_order(tmp_path: Path) 
 
 
 def test_kubectls_multi_line_error_is_one_line() -> None:
-    from kaffinity.repo.render import _first_error as first_error
+    from kaffinity.repo.engines import first_error
 
     errors = (
         'E1125 16:12:03.217387   17098 run.go:72] "command failed" err=<\n'

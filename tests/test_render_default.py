@@ -26,8 +26,8 @@ from packaging.requirements import Requirement
 
 from kaffinity.config import Settings, load_settings
 from kaffinity.load.source import Document, Span
-from kaffinity.repo import render as render_module
-from kaffinity.repo.render import helm_engine, kustomize_engine
+from kaffinity.repo import engines
+from kaffinity.repo.engines import helm_engine, kustomize_engine
 from kaffinity.repo.rendering import is_release, renderable_on_disk
 from kaffinity.repo.sandbox import sandbox_from
 
@@ -129,8 +129,8 @@ def _json(*args: str | Path) -> tuple[int, dict[str, Any]]:
 
 def _no_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     """As on a machine with no helm, no helm-python-sdk, no kustomize and no kubectl."""
-    monkeypatch.setattr(render_module, "helm_engine", lambda: None)
-    monkeypatch.setattr(render_module, "kustomize_engine", lambda: None)
+    monkeypatch.setattr(engines, "helm_engine", lambda: None)
+    monkeypatch.setattr(engines, "kustomize_engine", lambda: None)
 
 
 # --- the default ---------------------------------------------------------------------------

@@ -64,7 +64,7 @@ from kaffinity.load.parse import Limits
 
 if TYPE_CHECKING:
     from kaffinity.cache import Cache
-    from kaffinity.repo.render import Rendered
+    from kaffinity.repo.rendered import Rendered
     from kaffinity.repo.sandbox import Sandbox
 
 #: Bumped when what an entry holds, or how, changes.
@@ -299,7 +299,7 @@ def engine_identity(kind: str) -> str:
     """The engine that renders ``kind`` (``kustomize``, ``helm``) as a key part: which engine
     (found as rendering finds it, every time: a test or a PATH may change it), the tool's path,
     size and modification time, or helm-python-sdk's version (read once per process)."""
-    from kaffinity.repo.render import helm_engine, kustomize_engine
+    from kaffinity.repo.engines import helm_engine, kustomize_engine
 
     if kind == "kustomize":
         engine = kustomize_engine()
@@ -408,7 +408,7 @@ class RenderCache:
     def _through(
         self, kind: str, arguments: Mapping[str, Any], inputs: Inputs | None, render: Callable[[], Rendered]
     ) -> Rendered:
-        from kaffinity.repo.render import interruptions
+        from kaffinity.repo.engines import interruptions
 
         if inputs is None:
             self.rendered += 1
@@ -569,7 +569,7 @@ def _rendered(data: Any, allowed: set[str]) -> Rendered:
     from kaffinity.cache import _data_path, _duplicate_keys, _index, _is, _load_problems, _span_of, _strings
     from kaffinity.load.parse import SourceFile
     from kaffinity.load.source import Document, PosDict
-    from kaffinity.repo.render import Rendered, Section
+    from kaffinity.repo.rendered import Rendered, Section
 
     unit, engine, seconds, built, left_out, sections, files, trees, patches = _is(data, list)
     _is(trees, list)

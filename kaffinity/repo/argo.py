@@ -59,7 +59,7 @@ from typing import Any
 from kaffinity.load.parse import Limits, SourceFile
 from kaffinity.load.source import Document
 from kaffinity.repo.releases import NotRendered, Release, ReleaseContext, this_repository
-from kaffinity.repo.render import Rendered
+from kaffinity.repo.rendered import Rendered
 from kaffinity.repo.sandbox import Sandbox
 
 GROUP = "argoproj.io"
@@ -332,7 +332,7 @@ class _Application:
         timeout: float,
     ) -> Rendered | NotRendered:
         from kaffinity.load.parse import parse_data
-        from kaffinity.repo.render import render_chart
+        from kaffinity.repo.helm.chart import render_chart
 
         assert source.folder is not None
         helm = _block(source.spec, "helm")
@@ -446,7 +446,7 @@ class _Application:
         self, source: _Source, limits: Limits, sandbox: Sandbox, timeout: float
     ) -> Rendered | NotRendered:
         from kaffinity.load.manifests import find_kustomization
-        from kaffinity.repo.render import render_kustomization
+        from kaffinity.repo.kustomize.build import render_kustomization
 
         assert source.folder is not None
         if find_kustomization(source.folder) is None:

@@ -663,12 +663,12 @@ def _as_built(text: str, variables: _Variables, index: _Index) -> str:
     for the chart's own ``tpl`` (``hostnames: ["{{ .Release.Name }}.example.com"]``, as
     bjw-s app-template reads them), which kaffinity's loader would otherwise take for an
     unrendered template and drop the whole output."""
-    from kaffinity.repo.render import _raw_documents
+    from kaffinity.repo.kustomize.mapping import raw_documents
 
     text = _substituted(text, variables)
     if "{{" not in text:
         return text
-    documents = _raw_documents(text, index.context.limits)
+    documents = raw_documents(text, index.context.limits)
     if not documents:
         return text
     return "\n---\n".join(json.dumps(_plain(data)) for data in documents if data is not None) + "\n"
@@ -857,7 +857,7 @@ def _wrapper_fields(spec: Mapping[str, Any], folder: str, tree: _Tree) -> dict[s
 
 def _render_kustomization(doc: Document, spec: Mapping[str, Any], index: _Index, timeout: float) -> Any:
     from kaffinity.load.manifests import find_kustomization
-    from kaffinity.repo.render import render_kustomization
+    from kaffinity.repo.kustomize.build import render_kustomization
 
     reference = _mapping(spec.get("sourceRef"))
     tree = _source_tree(
@@ -918,7 +918,7 @@ def _render_generated(
     was copied from (same text, same positions)."""
     from kaffinity.load.manifests import find_kustomization
     from kaffinity.load.parse import SourceFile
-    from kaffinity.repo.render import render_kustomization
+    from kaffinity.repo.kustomize.build import render_kustomization
     from kaffinity.repo.sandbox import path_problem
 
     limits = index.context.limits
@@ -991,7 +991,7 @@ def _failure(doc: Document, message: str, index: _Index) -> Any:
     """A release that its controller would fail to apply: a ``parse-error`` at its object."""
     from kaffinity.load.parse import LoadProblem, SourceFile
     from kaffinity.load.read import read_text
-    from kaffinity.repo.render import RENDER_PROBLEM, Rendered
+    from kaffinity.repo.rendered import RENDER_PROBLEM, Rendered
 
     _, text, _ = read_text(doc.file, index.context.limits)
     problem = LoadProblem(RENDER_PROBLEM, message, doc.span)
@@ -1216,7 +1216,7 @@ def _set_path(values: dict[str, Any], path: str, value: str) -> dict[str, Any]:
 
 
 def _render_helm_release(doc: Document, index: _Index, timeout: float) -> Any:
-    from kaffinity.repo.render import render_chart
+    from kaffinity.repo.helm.chart import render_chart
 
     chart = _chart(doc, index)
     if isinstance(chart, NotRendered):
@@ -1448,7 +1448,8 @@ def _post_render(
     helm-controller does; each object keeps its template's positions (aligned with what the
     patch changed)."""
     from kaffinity.load.parse import SourceFile
-    from kaffinity.repo.render import _repoint, render_kustomization
+    from kaffinity.repo.kustomize.build import render_kustomization
+    from kaffinity.repo.origins import repoint
 
     originals = [item for file in rendered.files for item in file.documents]
     with tempfile.TemporaryDirectory(prefix="kaffinity-postrender-") as scratch:
@@ -1472,7 +1473,7 @@ def _post_render(
                 replace(item, file=doc.file, root=item.data, span=doc.span)
             )
             continue
-        mapped.setdefault(original.file, []).append(_repoint(item, original))
+        mapped.setdefault(original.file, []).append(repoint(item, original))
     if doc.file in mapped and doc.file not in texts:
         from kaffinity.load.read import read_text
 

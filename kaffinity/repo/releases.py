@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits
 from kaffinity.load.source import Document
-from kaffinity.repo.render import Rendered
+from kaffinity.repo.rendered import Rendered
 from kaffinity.repo.sandbox import DEFAULT_SANDBOX, Sandbox
 
 

@@ -52,7 +52,7 @@ from kaffinity.repo.sandbox import DEFAULT_SANDBOX, Budget, Sandbox
 
 if TYPE_CHECKING:
     from kaffinity.repo.releases import NotRendered, Release
-    from kaffinity.repo.render import Rendered
+    from kaffinity.repo.rendered import Rendered
 
 Identity = tuple[str, str, str, str]
 
@@ -328,7 +328,7 @@ class _Builder:
         kube_version: str | None = None,
         cache: UnitCache | None = None,
     ) -> None:
-        from kaffinity.repo.render import helm_engine, kustomize_engine
+        from kaffinity.repo.engines import helm_engine, kustomize_engine
 
         #: Rendered units by the hash of their inputs (kaffinity.cache.rendered), or None.
         self.cache = cache
@@ -391,7 +391,8 @@ class _Builder:
         ]
 
     def _build(self, unit: Unit, chart: str | None = None) -> Unit:
-        from kaffinity.repo.render import render_chart, render_kustomization
+        from kaffinity.repo.helm.chart import render_chart
+        from kaffinity.repo.kustomize.build import render_kustomization
 
         left = self.budget.left()
         if left <= 0:
@@ -483,7 +484,7 @@ class _Builder:
         """Forget the first-pass build failures of units in ``folders``: a tool kaffinity does
         not run builds them (NotRendered.folders), so what plain kustomize or Helm says of them
         is no finding. Their units stay read as written (:attr:`plugin_built`)."""
-        from kaffinity.repo.render import RENDER_PROBLEM
+        from kaffinity.repo.rendered import RENDER_PROBLEM
 
         if not folders:
             return
