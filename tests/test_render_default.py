@@ -344,7 +344,7 @@ def test_a_release_is_rendered_from_whole_objects(monkeypatch: pytest.MonkeyPatc
         seen.extend(doc.data for doc in context.documents if doc.data.get("kind") == "HelmRelease")
         return iter(())
 
-    from kaffinity.repo import flux
+    from kaffinity.repo.gitops import flux
 
     monkeypatch.setattr(flux, "releases", releases)
     invoke("lint", "--no-config", "--no-cache", "-f", "json", str(root))

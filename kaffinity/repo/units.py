@@ -51,7 +51,7 @@ from kaffinity.repo.kustomizations import (
 from kaffinity.repo.sandbox import DEFAULT_SANDBOX, Budget, Sandbox
 
 if TYPE_CHECKING:
-    from kaffinity.repo.releases import NotRendered, Release
+    from kaffinity.repo.gitops.releases import NotRendered, Release
     from kaffinity.repo.rendered import Rendered
 
 Identity = tuple[str, str, str, str]
@@ -257,18 +257,16 @@ def render_units(
             + list({id(doc): doc for unit in rendered for doc in unit.documents}.values())
         )
 
-    # GitOps releases (kaffinity.repo.releases), found among the objects as built: a HelmRelease
+    # GitOps releases (kaffinity.repo.gitops.releases), found among the objects as built: a HelmRelease
     # an overlay patches is rendered with the overlay's values.
-    from kaffinity.repo import argo, flux
-    from kaffinity.repo.releases import ReleaseContext
+    from kaffinity.repo.gitops import argo, flux
+    from kaffinity.repo.gitops.releases import ReleaseInputs
 
     owners = {
         id(doc): unit.name for unit in units if unit.source.endswith("(rendered)") for doc in unit.documents
     }
-    context = ReleaseContext(
-        current(), limits=limits, sandbox=sandbox, kube_version=kube_version, units=owners
-    )
-    found = [release for kind in (flux, argo) for release in kind.releases(context)]
+    inputs = ReleaseInputs(current(), limits=limits, sandbox=sandbox, kube_version=kube_version, units=owners)
+    found = [release for kind in (flux, argo) for release in kind.releases(inputs)]
     built = [builder.release(release) for release in found]
     if builder.plugin_built:  # read as written because a plugin builds them, not failed
         units = [
@@ -361,7 +359,7 @@ class _Builder:
         self.left_out: list[str] = []
         #: Units whose build failed or was refused (a parse-error or chart-dependency says why).
         self.failed: list[str] = []
-        #: Releases read as written, and why (kaffinity.repo.releases).
+        #: Releases read as written, and why (kaffinity.repo.gitops.releases).
         self.unrendered: list[tuple[str, NotRendered]] = []
         #: Releases found by a guess (Release.note), and the guess.
         self.guesses: list[tuple[str, str]] = []
@@ -455,9 +453,9 @@ class _Builder:
         )
 
     def release(self, release: Release) -> Unit:
-        """A GitOps release rendered as its controller would (kaffinity.repo.releases); read as
+        """A GitOps release rendered as its controller would (kaffinity.repo.gitops.releases); read as
         written (its object only) when it cannot be."""
-        from kaffinity.repo.releases import NotRendered
+        from kaffinity.repo.gitops.releases import NotRendered
 
         left = self.budget.left()
         if left <= 0:
