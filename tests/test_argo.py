@@ -59,7 +59,7 @@ spec:
 @pytest.fixture(autouse=True)
 def remote_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh remote cache per test, outside the repositories (kaffinity.repo.fetch)."""
-    from kaffinity.repo.fetch import CACHE_ENV
+    from kaffinity.repo.fetch.cache import CACHE_ENV
 
     folder = tmp_path / "remote-cache"
     monkeypatch.setenv(CACHE_ENV, str(folder))
@@ -294,15 +294,16 @@ def test_offline_remote_chart_is_a_note_in_the_json_report(tmp_path: Path) -> No
 
 
 def test_a_bare_registry_host_is_an_oci_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kaffinity.repo import fetch
+    from kaffinity.repo.fetch import charts
+    from kaffinity.repo.fetch.cache import NotFetched
 
     asked: list[tuple[str, str, str | None]] = []
 
-    def fake_chart(repository: str, name: str, version: str | None, sandbox: Any) -> fetch.NotFetched:
+    def fake_chart(repository: str, name: str, version: str | None, sandbox: Any) -> NotFetched:
         asked.append((repository, name, version))
-        return fetch.NotFetched("offline", offline=True)
+        return NotFetched("offline", offline=True)
 
-    monkeypatch.setattr(fetch, "fetch_chart", fake_chart)
+    monkeypatch.setattr(charts, "fetch_chart", fake_chart)
     top = checkout(tmp_path / "lab")
     write(
         top,

@@ -10,7 +10,8 @@ reposerver/repository/repository.go, ``GenerateManifests``), one release named
   -- a guess the run's notes state -- the checkout folder's name,
   :func:`kaffinity.repo.gitops.releases.this_repository`) is read from the checkout at ``path``;
   a Helm repository with ``chart:`` (HTTP, ``oci://`` or a bare registry host, as Argo's
-  ``IsHelmOci`` allows) is fetched with :func:`kaffinity.repo.fetch.fetch_chart`, another git repository with :func:`fetch_git` --
+  ``IsHelmOci`` allows) is fetched with :func:`kaffinity.repo.fetch.charts.fetch_chart`, another git
+  repository with :func:`kaffinity.repo.fetch.git.fetch_git` --
   only when the network is allowed, otherwise the release is read as written and the run's note
   lists it;
 - its type as util/app/discovery ``AppType`` finds it: an explicit ``helm:``/``kustomize:``/

@@ -435,7 +435,9 @@ def _inline_values(helm: Mapping[str, Any]) -> list[Any] | NotRendered:
 def _fetch(source: Source, sandbox: Sandbox) -> NotRendered | None:
     """A remote source into the cache (:mod:`kaffinity.repo.fetch`): its folder and top set, or
     why not."""
-    from kaffinity.repo.fetch import NotFetched, fetch_chart, fetch_git
+    from kaffinity.repo.fetch.cache import NotFetched
+    from kaffinity.repo.fetch.charts import fetch_chart
+    from kaffinity.repo.fetch.git import fetch_git
 
     if source.chart:
         repository = helm_repository_url(source.repo_url)

@@ -69,7 +69,7 @@ def helm_repository_url(url: str) -> str:
 
 
 def git_ref(revision: str) -> Any:
-    from kaffinity.repo.fetch import GitRef
+    from kaffinity.repo.fetch.cache import GitRef
 
     if not revision or revision == "HEAD":
         return GitRef()

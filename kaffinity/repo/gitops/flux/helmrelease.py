@@ -106,7 +106,8 @@ def _chart_template(
     """A chart from ``spec.chart.spec`` (or a HelmChart's spec): chart, version, sourceRef,
     valuesFiles (paths in the source: the chart's for a Helm repository, the source's root for
     a git one; source-controller internal/helm/chart builder)."""
-    from kaffinity.repo.fetch import NotFetched, fetch_chart
+    from kaffinity.repo.fetch.cache import NotFetched
+    from kaffinity.repo.fetch.charts import fetch_chart
 
     chart = as_string(template.get("chart"))
     reference = as_mapping(template.get("sourceRef"))
@@ -151,7 +152,8 @@ def _with_values(folder: str, base: str, listed: Sequence[str]) -> _Chart | NotR
 
 def _oci_chart(source: Document, index: Index) -> _Chart | NotRendered:
     """An OCIRepository holding a chart (``oci://host/path/<chart>``, ``ref.tag``/``semver``)."""
-    from kaffinity.repo.fetch import NotFetched, fetch_chart
+    from kaffinity.repo.fetch.cache import NotFetched
+    from kaffinity.repo.fetch.charts import fetch_chart
 
     spec = spec_of(source.data)
     url = as_string(spec.get("url"))

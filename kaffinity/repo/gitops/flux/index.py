@@ -149,7 +149,8 @@ def source_tree(
     kind: str, name: str, namespace: str, index: Index, owner: Document, inputs: ReleaseInputs
 ) -> SourceTree | NotRendered:
     """The folder of a Kustomization's or chart's source, fetched when remote (and allowed)."""
-    from kaffinity.repo.fetch import GitRef, NotFetched, fetch_git
+    from kaffinity.repo.fetch.cache import GitRef, NotFetched
+    from kaffinity.repo.fetch.git import fetch_git
 
     root = index.root(owner)
     if kind == "ExternalArtifact":
