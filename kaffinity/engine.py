@@ -28,12 +28,9 @@ from kaffinity.findings import (
     Violation,
     anchor_of,
 )
-from kaffinity.k8s.model import (
-    Object,
-    ObjectRef,
-    object_ref,
-    pod_template_path,
-)
+from kaffinity.k8s.model import Object, ObjectRef
+from kaffinity.k8s.model.build import object_ref
+from kaffinity.k8s.model.kinds import pod_template_path
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import DataPath, Document, Span, format_path
 from kaffinity.rules import RULES

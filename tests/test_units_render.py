@@ -28,7 +28,8 @@ from typing import Any
 
 import pytest
 
-from kaffinity.k8s.model import build_inventory, is_hook
+from kaffinity.k8s.model import build_inventory
+from kaffinity.k8s.model.objects import is_hook
 from kaffinity.load.files import load
 from kaffinity.repo.engines import first_error, kustomize_engine
 from kaffinity.repo.kustomize.build import render_kustomization

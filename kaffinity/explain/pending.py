@@ -46,7 +46,8 @@ from typing import TYPE_CHECKING, Any
 from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity
 from kaffinity.k8s.labels import HOSTNAME, REGION, ZONE
-from kaffinity.k8s.model import Taint, dig
+from kaffinity.k8s.model import Taint
+from kaffinity.k8s.model.readers import dig
 from kaffinity.k8s.selectors import selector_matches
 from kaffinity.load.source import DataPath
 from kaffinity.simulate.place import daemon_nodes, placed

@@ -38,17 +38,10 @@ from typing import TYPE_CHECKING, Any
 from kaffinity.explain.precedence import gives_way
 from kaffinity.findings import Related, Violation
 from kaffinity.graph.affinity import AffinityGraph, Member, Relation, selector_text
-from kaffinity.k8s.model import (
-    WORKLOAD_KINDS,
-    LabelSelector,
-    PodAffinityTerm,
-    PodDisruptionBudget,
-    Requirement,
-    WorkloadKind,
-    custom_workload_kind,
-    dig,
-    object_ref,
-)
+from kaffinity.k8s.model import LabelSelector, PodAffinityTerm, PodDisruptionBudget, Requirement, WorkloadKind
+from kaffinity.k8s.model.build import object_ref
+from kaffinity.k8s.model.kinds import WORKLOAD_KINDS, custom_workload_kind
+from kaffinity.k8s.model.readers import dig
 from kaffinity.k8s.selectors import (
     NAMESPACE_NAME_LABEL,
     namespace_in_scope,

@@ -52,8 +52,8 @@ from kaffinity.k8s.model import (
     PodDisruptionBudget,
     TopologySpreadConstraint,
     Workload,
-    canonical_key,
 )
+from kaffinity.k8s.model.objects import canonical_key
 from kaffinity.k8s.selectors import NAMESPACE_NAME_LABEL, namespace_in_scope, selector_matches
 from kaffinity.load.source import DataPath, Document
 

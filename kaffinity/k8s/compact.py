@@ -32,7 +32,8 @@ from array import array
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kaffinity.k8s.model import WORKLOAD_GROUPS, WorkloadKind, custom_workload_kind, pod_template_path
+from kaffinity.k8s.model import WorkloadKind
+from kaffinity.k8s.model.kinds import WORKLOAD_GROUPS, custom_workload_kind, pod_template_path
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import DataPath, Document, PosDict, PosList
 

@@ -39,7 +39,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kaffinity.k8s.model import document_key, object_ref
+from kaffinity.k8s.model.build import object_ref
+from kaffinity.k8s.model.objects import document_key
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits, SourceFile
 from kaffinity.load.source import DataPath, Document, Span
 from kaffinity.repo.kustomizations import (
@@ -691,7 +692,7 @@ def identity(doc: Document, default_namespace: str) -> Identity | None:
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
         return None  # generateName: a new object each time
-    # As kaffinity.k8s.model.object_ref names it: namespaced kinds default to the default namespace.
+    # As kaffinity.k8s.model.build.object_ref names it: namespaced kinds default to the default namespace.
     namespace = "" if kind in _CLUSTER_SCOPED else metadata.get("namespace")
     if not isinstance(namespace, str) or (not namespace and kind not in _CLUSTER_SCOPED):
         namespace = default_namespace

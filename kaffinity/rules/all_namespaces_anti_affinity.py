@@ -9,7 +9,7 @@ from kaffinity.explain.wording import SHOWN, counted_list, domain_word
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import RELATION_ANTI_AFFINITY, AffinityGraph, Member, Relation, selector_text
 from kaffinity.k8s.labels import HOSTNAME
-from kaffinity.k8s.model import dig
+from kaffinity.k8s.model.readers import dig
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:

@@ -39,7 +39,10 @@ from typing import TYPE_CHECKING, Any
 from kaffinity.explain.wording import name_list
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import RELATION_PDB, Member, ordered
-from kaffinity.k8s.model import NodeSelectorTerm, PodDisruptionBudget, Workload, dig, document_key, object_ref
+from kaffinity.k8s.model import NodeSelectorTerm, PodDisruptionBudget, Workload
+from kaffinity.k8s.model.build import object_ref
+from kaffinity.k8s.model.objects import document_key
+from kaffinity.k8s.model.readers import dig
 from kaffinity.k8s.selectors import node_term_matches, selector_matches
 from kaffinity.load.source import DataPath, Document
 from kaffinity.rules.base import Rule

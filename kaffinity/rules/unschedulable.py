@@ -12,7 +12,8 @@ from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import selector_text
 from kaffinity.k8s.labels import HOSTNAME
-from kaffinity.k8s.model import Workload, dig
+from kaffinity.k8s.model import Workload
+from kaffinity.k8s.model.readers import dig
 from kaffinity.load.source import DataPath
 from kaffinity.rules.base import Rule
 

@@ -56,7 +56,6 @@ from typing import TYPE_CHECKING, Any
 from kaffinity.expand.merge import expand, pod_labels
 from kaffinity.k8s import gates as fg
 from kaffinity.k8s.model import (
-    ANY_HOST_IP,
     Affinity,
     LabelSelector,
     Node,
@@ -67,6 +66,7 @@ from kaffinity.k8s.model import (
     TopologySpreadConstraint,
     Workload,
 )
+from kaffinity.k8s.model.terms import ANY_HOST_IP
 from kaffinity.k8s.selectors import NAMESPACE_NAME_LABEL, node_term_matches, selector_matches
 
 if TYPE_CHECKING:

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 from kaffinity.expand.merge import is_existing, merge_keys
 from kaffinity.k8s import gates as fg
 from kaffinity.k8s.labels import dns1123_label, dns1123_subdomain, label_value, qualified_name
-from kaffinity.k8s.model import dig, pod_template_path
+from kaffinity.k8s.model.kinds import pod_template_path
+from kaffinity.k8s.model.readers import dig
 from kaffinity.load.source import DataPath, format_path
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ def default_namespace(outcome: Rendered, namespace: str) -> None:
     """Argo CD applies each namespaced object that names no namespace in
     ``spec.destination.namespace`` (argo-cd controller/sync.go hands it to gitops-engine's
     ``sync.NewSyncContext`` as the namespace of such objects): so are the objects read."""
-    from kaffinity.k8s.model import CLUSTER_SCOPED
+    from kaffinity.k8s.model.kinds import CLUSTER_SCOPED
 
     for doc in outcome.documents:
         data = doc.data

@@ -208,7 +208,7 @@ def _in_namespace(rendered: Any, namespace: str) -> None:
     """Namespaced objects the chart writes no namespace for are created in the release's
     namespace (helm-controller installs with the release's namespace: Helm's kube client sets
     it on each namespaced object that has none)."""
-    from kaffinity.k8s.model import CLUSTER_SCOPED
+    from kaffinity.k8s.model.kinds import CLUSTER_SCOPED
     from kaffinity.load.source import PosDict
 
     for item in rendered.documents:
