@@ -1656,7 +1656,7 @@ def _layout(
             )
         if built.charts:
             from kaffinity.load.charts import rendered_with
-            from kaffinity.repo.units import chart_of
+            from kaffinity.repo.units.layout import chart_of
 
             rendered = {os.path.abspath(chart) for chart in built.charts}
             cache: dict[str, Optional[str]] = {}
@@ -1668,7 +1668,7 @@ def _layout(
             ]
         files = [*files, *built.files]
     else:
-        from kaffinity.repo.units import unrendered_note
+        from kaffinity.repo.units.render import unrendered_note
 
         # Overlays and charts read as written are not what gets deployed: one note says so.
         unrendered = unrendered_note(layout.units)

@@ -386,13 +386,14 @@ def test_offline_on_the_command_line_beats_the_environment(
     every command that has --allow-network) forbids it. The sandbox the renders get is recorded
     (nothing is built, nothing fetched)."""
     from kaffinity.repo import units
+    from kaffinity.repo.units.render import RenderedLayout
 
     root = _write(tmp_path / "repo", {**PLAIN, "kustomization.yaml": "resources: [apps/web.yaml]\n"})
     seen: list[tuple[bool, bool]] = []
 
     def render_units(layout: Any, **options: Any) -> Any:
         seen.append((options["sandbox"].network, options["sandbox"].offline))
-        return units.RenderedLayout(layout, (), ())
+        return RenderedLayout(layout, (), ())
 
     monkeypatch.setattr(units, "render_units", render_units)
     monkeypatch.setenv("KAFFINITY_ALLOW_NETWORK", "1")

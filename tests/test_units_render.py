@@ -34,7 +34,8 @@ from kaffinity.load.files import load
 from kaffinity.repo.engines import first_error, kustomize_engine
 from kaffinity.repo.kustomize.build import render_kustomization
 from kaffinity.repo.sandbox import Sandbox
-from kaffinity.repo.units import NOT_RENDERED, Layout, read_layout, render_units
+from kaffinity.repo.units import Layout, read_layout, render_units
+from kaffinity.repo.units.unit import NOT_RENDERED
 
 from . import kit
 

@@ -75,7 +75,7 @@ def renderable_kinds(roots: Iterable[str]) -> set[str]:
     """``kustomize`` and ``helm`` if a kustomization or a chart is found (see
     :func:`renderable_on_disk`); the walk stops at the first kustomization."""
     from kaffinity.load.manifests import find_kustomization
-    from kaffinity.repo.units import chart_of
+    from kaffinity.repo.units.layout import chart_of
 
     found: set[str] = set()
     folders: set[str] = set()
