@@ -2645,7 +2645,7 @@ PROFILE_PARTS = (
     ("reading the files, whole (the changed one and the context)", "kaffinity/cli.py:_load_in_context"),
     ("of which YAML parsing (kaffinity.load.parse)", "kaffinity/load/parse.py:_parse"),
     ("the units (kaffinity.repo.units: layout, renders, cache)", "kaffinity/cli.py:_layout"),
-    ("of which render_units (renders or cache hits)", "kaffinity/repo/units.py:render_units"),
+    ("of which render_units (renders or cache hits)", "kaffinity/repo/units/render.py:render_units"),
     ("the rules (kaffinity.engine.lint)", "kaffinity/engine.py:lint"),
     ("of which the affinity graphs (one per unit)", "kaffinity/context.py:graph"),
     ("of which the typed objects (inventory)", "kaffinity/context.py:inventory"),

@@ -1805,7 +1805,7 @@ def _map_rendered_stdin(
     files: list[SourceFile], settings: Settings, stdin_filename: Optional[str]
 ) -> list[SourceFile]:
     """``helm template ... | kaffinity lint -``: the documents of the stream are pointed at the
-    templates its ``# Source:`` comments name, where those are on disk (kaffinity.repo.render):
+    templates its ``# Source:`` comments name, where those are on disk (kaffinity.repo.helm.sources):
     below the chart folder ``--stdin-filename`` names, else below the working folder."""
     from kaffinity.load.parse import STDIN_NAME
 

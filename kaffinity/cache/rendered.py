@@ -1,5 +1,5 @@
 """The cache of rendered units: what building an overlay or rendering a chart gave
-(:class:`~kaffinity.repo.render.Rendered`), kept in kaffinity's cache folder
+(:class:`~kaffinity.repo.rendered.Rendered`), kept in kaffinity's cache folder
 (:mod:`kaffinity.cache`) and keyed by the hash of everything the render reads.
 
 A warm run renders only the units whose inputs changed: a pre-commit hook on a one-file commit
@@ -37,7 +37,7 @@ with a remote input (a remote resource or base, a ``helmCharts`` entry, a remote
 dependency missing from ``charts/``): only content that was hashed is trusted to be the same;
 a chart with a symlinked folder; an overlay built without its remote resources; a render that
 a limit stopped (its time, the run's budget, its memory, its output size) or a tool that could
-not start (:func:`kaffinity.repo.render.interruptions`): the next run tries again.
+not start (:func:`kaffinity.repo.engines.interruptions`): the next run tries again.
 
 **Safety** (issue 31: the cache folder may come with the checkout): entries are written and
 read by :class:`kaffinity.cache.Cache` (authenticated with an HMAC whose key is not in the

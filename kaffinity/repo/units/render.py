@@ -49,9 +49,9 @@ def render_units(
     cache: UnitCache | None = None,
 ) -> RenderedLayout:
     """Build each kustomize unit (kustomize, or kubectl kustomize) and render each chart (helm,
-    or helm-python-sdk) with kaffinity.repo.render; the rules then read what the tools produce, each
-    object pointed at the file that defines it. A unit that cannot be built keeps the objects of
-    its files as written, and the failure is a ``parse-error`` of its kustomization or chart;
+    or helm-python-sdk) with kaffinity.repo.kustomize and kaffinity.repo.helm; the rules then read
+    what the tools produce, each object pointed at the file that defines it. A unit that cannot be
+    built keeps the objects of its files as written, and the failure is a ``parse-error`` of its kustomization or chart;
     without the tool, or for an overlay that needs the network (remote resources), a note says
     once that those units were read as written; so it does for the units left when the run's
     render budget (``sandbox.budget``) is spent. ``cache``: overlays and charts whose inputs
