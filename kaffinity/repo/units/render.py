@@ -48,14 +48,14 @@ def render_units(
     kube_version: str | None = None,
     cache: UnitCache | None = None,
 ) -> RenderedLayout:
-    """Build each kustomize unit (kustomize, or kubectl kustomize) and render each chart (helm,
-    or helm-python-sdk) with kaffinity.repo.kustomize and kaffinity.repo.helm; the rules then read
-    what the tools produce, each object pointed at the file that defines it. A unit that cannot be
-    built keeps the objects of its files as written, and the failure is a ``parse-error`` of its kustomization or chart;
-    without the tool, or for an overlay that needs the network (remote resources), a note says
-    once that those units were read as written; so it does for the units left when the run's
-    render budget (``sandbox.budget``) is spent. ``cache``: overlays and charts whose inputs
-    are unchanged since a run rendered them come from it (kaffinity.cache.rendered)."""
+    """Build each kustomize unit (kustomize, or kubectl kustomize) and render each chart (helm, or
+    helm-python-sdk) with kaffinity.repo.kustomize and kaffinity.repo.helm; the rules then read what
+    the tools produce, each object pointed at the file that defines it. A unit that cannot be built
+    keeps the objects of its files as written, and the failure is a ``parse-error`` of its
+    kustomization or chart; without the tool, or for an overlay that needs the network (remote
+    resources), a note says once that those units were read as written; so it does for the units
+    left when the run's render budget (``sandbox.budget``) is spent. ``cache``: overlays and charts
+    whose inputs are unchanged since a run rendered them come from it (kaffinity.cache.rendered)."""
     builder = _Builder(layout, limits, helm_values or {}, namespace, sandbox, kube_version, cache)
     units = [built for unit in layout.units for built in builder.build(unit)]
 
