@@ -150,23 +150,23 @@ def test_a_field_an_overlay_patch_sets_can_be_placed_in_the_patch() -> None:
     prod = render_kustomization("kustomize/overlays/prod", Limits())
     web = only(prod, "Deployment")
     spread = "kustomize/overlays/prod/web-spread.yaml"
-    assert prod.patch_place(web, (*TEMPLATE_SPEC, "topologySpreadConstraints", 0, "topologyKey")) == (
+    assert prod.patch_location(web, (*TEMPLATE_SPEC, "topologySpreadConstraints", 0, "topologyKey")) == (
         spread,
         Span(12, 11),
     )
-    assert prod.patch_place(web, (*TEMPLATE_SPEC, "containers", 0, "image")) == (spread, Span(19, 11))
-    assert prod.patch_place(web, ("spec", "replicas")) == (spread, Span(7, 3))  # its value is rendered
+    assert prod.patch_location(web, (*TEMPLATE_SPEC, "containers", 0, "image")) == (spread, Span(19, 11))
+    assert prod.patch_location(web, ("spec", "replicas")) == (spread, Span(7, 3))  # its value is rendered
     # What the base spells better stays there: the base's container, the name.
-    assert prod.patch_place(web, (*TEMPLATE_SPEC, "containers", 1, "image")) is None
-    assert prod.patch_place(web, ("metadata", "name")) is None
-    assert prod.patch_place(web, (*ANTI_AFFINITY, 0)) is None
-    assert prod.patch_place(only(prod, "Service"), ("spec", "ports")) is None
+    assert prod.patch_location(web, (*TEMPLATE_SPEC, "containers", 1, "image")) is None
+    assert prod.patch_location(web, ("metadata", "name")) is None
+    assert prod.patch_location(web, (*ANTI_AFFINITY, 0)) is None
+    assert prod.patch_location(only(prod, "Service"), ("spec", "ports")) is None
     staging = render_kustomization("kustomize/overlays/staging", Limits())
     web = only(staging, "Deployment")
     json_patch = "kustomize/overlays/staging/web-json-patch.yaml"
-    assert staging.patch_place(web, (*TEMPLATE_SPEC, "tolerations", 0, "key")) == (json_patch, Span(8, 7))
-    assert staging.patch_place(web, ("spec", "replicas")) == (json_patch, Span(4, 3))
-    assert staging.patch_place(web, TEMPLATE_SPEC) is None  # the operation spells no parent
+    assert staging.patch_location(web, (*TEMPLATE_SPEC, "tolerations", 0, "key")) == (json_patch, Span(8, 7))
+    assert staging.patch_location(web, ("spec", "replicas")) == (json_patch, Span(4, 3))
+    assert staging.patch_location(web, TEMPLATE_SPEC) is None  # the operation spells no parent
 
 
 @needs_kustomize

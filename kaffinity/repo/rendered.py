@@ -68,7 +68,7 @@ class Rendered:
         dependencies it lacks, kaffinity.repo.dependencies)."""
         return self.built and all(problem.rule == "chart-dependency" for _, problem in self.problems)
 
-    def patch_place(self, doc: Document, path: DataPath) -> tuple[str, Span] | None:
+    def patch_location(self, doc: Document, path: DataPath) -> tuple[str, Span] | None:
         """Where one of the overlay's patches spells ``path`` (a field it added or set), when
         that is more precise than the origin file: a patch that spells the path deeper than
         the origin does, or the whole of it (the patch's value is the one rendered). None: the
@@ -77,12 +77,12 @@ class Rendered:
         if not patches:
             return None
         best, _ = locate_depth(doc.root, tuple(path), doc.span)
-        place: tuple[str, Span] | None = None
+        location: tuple[str, Span] | None = None
         for file, tree in patches:
             depth, span = locate_depth(tree, tuple(path), doc.span)
             if depth > best or (depth == best == len(path) and depth > 0):
-                best, place = depth, (file, span)
-        return place
+                best, location = depth, (file, span)
+        return location
 
     def origin(self, file: str, line: int) -> str | None:
         """The template that produced ``line`` of the rendered ``file``, when the documents there

@@ -204,7 +204,7 @@ def _render_chart(
         if outcome.code != 0:
             return failed(
                 f"helm template failed: {first_error(outcome.errors)}",
-                *_template_place(outcome.errors, chart_dir, chart_file, roots),
+                *_template_location(outcome.errors, chart_dir, chart_file, roots),
             )
         output = outcome.output
     else:
@@ -213,7 +213,7 @@ def _render_chart(
             where = (
                 (rendered.file, rendered.span)
                 if rendered.file and confined_file(rendered.file, roots)
-                else _template_place(rendered.message, chart_dir, chart_file, roots)
+                else _template_location(rendered.message, chart_dir, chart_file, roots)
             )
             return failed(f"helm-python-sdk: {rendered.message}", *where)
         output = rendered
@@ -297,7 +297,7 @@ _TEMPLATE_ERROR = re.compile(
 )
 
 
-def _template_place(
+def _template_location(
     errors: str, chart_dir: str, chart_file: str, roots: Sequence[str]
 ) -> tuple[str, Span | None]:
     """Where a template error points (``template: web/templates/x.yaml:12:3: ...``, ``parse

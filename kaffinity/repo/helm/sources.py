@@ -186,17 +186,17 @@ class _Templates:
         )
         self.totals = Counter(origin[0] for origin in origins if origin)
         self.seen: Counter[tuple[str, Any]] = Counter()
-        self.places: Counter[str] = Counter()
+        self.seen: Counter[str] = Counter()
         self.texts: dict[str, str | None] = {}
 
     def repoint(self, doc: Document, template: str) -> tuple[str | None, Document | None]:
-        """The template's path on disk (None: not found), and ``doc`` pointed at its place there
+        """The template's path on disk (None: not found), and ``doc`` pointed at its position there
         (None: the template could not be read, or its part cannot be told)."""
         kind = doc.data.get("kind")
         ordinal = self.seen[(template, kind)]
         self.seen[(template, kind)] += 1
-        order = (self.places[template], self.totals[template])
-        self.places[template] += 1
+        order = (self.seen[template], self.totals[template])
+        self.seen[template] += 1
         path = template_path(template, self.chart_root, self.roots)
         if path is None:
             return None, None
@@ -315,7 +315,7 @@ def _choose_block(
     blocks: list[list[Entry]], kind: Any, name: str, ordinal: int, count: int, order: tuple[int, int]
 ) -> tuple[int, list[Entry]] | None:
     """The part of a template (between ``---`` lines) that rendered the ``ordinal``-th object of
-    this kind from it (of ``count``; ``order``: its place among all the objects the template
+    this kind from it (of ``count``; ``order``: its position among all the objects the template
     rendered, and their number): among the parts whose literal ``kind:`` is that kind, the
     one whose ``metadata.name`` pattern fits the rendered name best (most literal characters),
     else by order when every such part rendered; with no such part, the only part whose kind is
@@ -354,8 +354,8 @@ def _unknown_kind(
     ]
     if len(unknown) == 1:
         return unknown[0]
-    place, total = order
-    return usable[place] if unknown and len(usable) == total and place < total else None
+    ordinal, total = order
+    return usable[ordinal] if unknown and len(usable) == total and ordinal < total else None
 
 
 def _top_value(entries: Sequence[Entry], key: str) -> str | None:

@@ -142,7 +142,7 @@ def render_kustomization(
                 errors = again.errors
             return failed(
                 f"{engine} failed: {first_error(errors)}",
-                *_error_place(errors, directory, kustomization, roots),
+                *_error_location(errors, directory, kustomization, roots),
             )
         if transform is not None:
             output = transform(output)
@@ -329,7 +329,7 @@ _YAML_ERROR = re.compile(r"yaml: line (\d+): .*? in File: ([^\s\"']+)")
 _ACCUMULATING = re.compile(r"accumulating resources from '([^']+)'")
 
 
-def _error_place(
+def _error_location(
     errors: str, directory: str, kustomization: str, roots: Sequence[str]
 ) -> tuple[str, Span | None]:
     """Where a kustomize error points: a resource's YAML error names its file (relative to the

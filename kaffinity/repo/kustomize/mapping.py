@@ -49,7 +49,7 @@ def map_kustomize(
             target = target if generated and target is not None else kustomization
             if target not in origins:
                 origins[target] = read(target, limits, manifests_only=False)
-            source = _kustomization_place(doc, origins[target], generated=generated)
+            source = _kustomization_location(doc, origins[target], generated=generated)
             mapped.setdefault(target, []).append(source)
             continue
         assert target is not None  # a source was found in it
@@ -143,7 +143,7 @@ def _patch_trees(doc: Document, raw: list[Any], target: dict[str, Any] | None) -
 
 def _without_identity(tree: Any) -> Any:
     """A strategic-merge patch's apiVersion, kind and name only say which object it patches:
-    they keep the place they have in the origin file."""
+    they keep the position they have in the origin file."""
     if isinstance(tree, PosDict):
         for key in ("apiVersion", "kind"):
             if key in tree:
@@ -262,7 +262,7 @@ def _origin_file(origin: dict[str, Any], wrapper: str, directory: str, roots: Se
     Trusted only as a regular file inside the repository (symlinks resolved): a manifest can
     carry a forged ``config.kubernetes.io/origin`` annotation of its own (kustomize keeps an
     annotation that is already there), naming any file; its lines would be printed as the
-    object's source. Otherwise the object keeps its rendered place."""
+    object's source. Otherwise the object keeps its rendered position."""
     if origin.get("repo"):
         return None  # a remote base: nothing on disk to point at
     relative = origin.get("path") or origin.get("configuredIn")
@@ -286,7 +286,7 @@ def _find_source(doc: Document, source: SourceFile) -> Document | None:
     return max(named, key=lambda other: len(object_name(other.data)), default=None)
 
 
-def _kustomization_place(doc: Document, kustomization: SourceFile, *, generated: bool) -> Document:
+def _kustomization_location(doc: Document, kustomization: SourceFile, *, generated: bool) -> Document:
     """``doc`` pointed at a kustomization: at the generator entry whose ``name`` the rendered
     name holds (``- name: web-config``), else at the generators' (or ``resources``) key; every
     path inside it resolves there. The kustomization need not parse as a manifest (it often
@@ -312,6 +312,6 @@ def _kustomization_place(doc: Document, kustomization: SourceFile, *, generated:
             and (best is None or len(entry.value) > len(best.value))
         ):
             best = entry
-    place = best or fallback or (entries[0] if entries else None)
-    span = Span(place.line, place.column) if place is not None else Span(1, 1)
+    chosen = best or fallback or (entries[0] if entries else None)
+    span = Span(chosen.line, chosen.column) if chosen is not None else Span(1, 1)
     return replace(doc, file=kustomization.name, index=0, root=PosDict(span), prefix=(), span=span)

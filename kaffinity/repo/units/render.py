@@ -109,7 +109,7 @@ def render_units(
         layout.kustomizations,
         (*layout.notes, *builder.notes()),
         {key: tuple(names) for key, names in membership.items()},
-        builder.places,
+        builder.patch_locations,
     )
     return RenderedLayout(new, tuple(builder.files), tuple(builder.charts))
 
@@ -172,7 +172,7 @@ class _Builder:
         self.unrendered: list[tuple[str, NotRendered]] = []
         #: Releases found by a guess (Release.note), and the guess.
         self.guesses: list[tuple[str, str]] = []
-        self.places: dict[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
+        self.patch_locations: dict[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
 
     def build(self, unit: Unit) -> list[Unit]:
         """The unit as its tool builds it: a kustomization once; a chart once per variant
@@ -254,7 +254,7 @@ class _Builder:
             self.failed.append(unit.name)
             return replace(unit, not_rendered="failed")
         self.replaced.update(unit.files)
-        self.places.update((key, rendered.patch_place) for key in rendered.patches)
+        self.patch_locations.update((key, rendered.patch_location) for key in rendered.patches)
         if unit.source == "helm" and (chart or unit.name) not in self.charts:
             self.charts.append(chart or unit.name)
         return replace(
@@ -284,7 +284,7 @@ class _Builder:
         if not outcome.ok:
             return Unit(release.name, release.source, (release.document,), not_rendered="failed")
         self.replaced.update(release.files)
-        self.places.update((key, outcome.patch_place) for key in outcome.patches)
+        self.patch_locations.update((key, outcome.patch_location) for key in outcome.patches)
         return Unit(release.name, f"{release.source} (rendered)", outcome.documents, release.files)
 
     def _withdraw(self, folders: Sequence[str]) -> None:

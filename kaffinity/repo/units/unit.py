@@ -74,7 +74,7 @@ class Layout:
     #: object at a time names it, as the object exists only in that unit's build.
     membership: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     #: For rendered objects, by id(document): where an overlay's patch spells a data path,
-    #: when that is more precise than the file the object comes from (Rendered.patch_place).
+    #: when that is more precise than the file the object comes from (Rendered.patch_location).
     places: Mapping[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = field(
         default_factory=dict
     )

@@ -29,7 +29,7 @@ from kaffinity.repo.gitops.flux.index import (
     within_folder,
 )
 from kaffinity.repo.gitops.flux.kustomization import failure, inside_root, patches_of
-from kaffinity.repo.gitops.flux.values import plain, release_values, values_places
+from kaffinity.repo.gitops.flux.values import plain, release_values, values_locations
 from kaffinity.repo.gitops.releases import NotRendered, Release
 
 # --- HelmRelease ---------------------------------------------------------------------------------
@@ -54,8 +54,8 @@ def helm_release(doc: Document, name: str, index: Index) -> Release:
     def render(timeout: float) -> Any:
         rendered = _render_helm_release(doc, index, timeout)
         if not isinstance(rendered, NotRendered) and rendered.ok:
-            places = values_places(doc, rendered, index)
-            rendered = replace(rendered, patches={**rendered.patches, **places})
+            locations = values_locations(doc, rendered, index)
+            rendered = replace(rendered, patches={**rendered.patches, **locations})
         return rendered
 
     return Release(name, "flux", doc, render, note=_chart_guess(doc, index))

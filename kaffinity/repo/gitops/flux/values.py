@@ -109,10 +109,10 @@ def _set_path(values: dict[str, Any], path: str, value: str) -> dict[str, Any]:
 _VALUES_REFERENCE = re.compile(r"\.Values\.([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)")
 
 
-def values_places(doc: Document, rendered: Any, index: Index) -> dict[int, tuple[tuple[str, Any], ...]]:
+def values_locations(doc: Document, rendered: Any, index: Index) -> dict[int, tuple[tuple[str, Any], ...]]:
     """Where the HelmRelease's ``spec.values`` set what a template line reads: a field rendered
     from ``replicas: {{ .Values.replicaCount }}`` is reported at ``replicaCount:`` of the
-    HelmRelease when its values set it (through :meth:`Rendered.patch_place`, as an overlay's
+    HelmRelease when its values set it (through :meth:`Rendered.patch_location`, as an overlay's
     patch is), else on the template. Only a line that reads one value, directly, is followed."""
     from kaffinity.load.source import COLUMN_BITS, PosDict, locate_depth
 
@@ -122,7 +122,7 @@ def values_places(doc: Document, rendered: Any, index: Index) -> dict[int, tuple
     written = _as_written(doc, index)
     if written is None:
         return {}
-    places: dict[int, tuple[tuple[str, Any], ...]] = {}
+    locations: dict[int, tuple[tuple[str, Any], ...]] = {}
     for file in rendered.files:
         lines = file.text.splitlines()
         for item in file.documents:
@@ -141,8 +141,8 @@ def values_places(doc: Document, rendered: Any, index: Index) -> dict[int, tuple
                 if depth == len(written.prefix + steps):
                     _put(tree, path, span.line << COLUMN_BITS | span.column)
             if tree:
-                places[id(item)] = ((written.file, tree),)
-    return places
+                locations[id(item)] = ((written.file, tree),)
+    return locations
 
 
 _MISSING = object()
