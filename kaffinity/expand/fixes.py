@@ -94,8 +94,8 @@ def plan_revision_fix(
     An object as written: the term in its own file (:func:`revision_fix`). A rendered object
     (``rendered``: a kustomize or Helm build, kaffinity.repo.units): the file that spells the
     term, the overlay's patch that set it (``place``:
-    :meth:`kaffinity.repo.rendered.Rendered.patch_location`), else the file the object comes from, and only when the term written there is the term
-    rendered, value for value (:func:`written_term`): then adding the key to it adds it to the
+    :meth:`kaffinity.repo.rendered.Rendered.patch_location`), else the file the object comes from,
+    and only when the term written there is the term rendered, value for value (:func:`written_term`): then adding the key to it adds it to the
     rendered term. A term a template prints from an expression, or one that patches merge from
     several places, is not a literal of one file: None, and the hint says where to change it.
     """
