@@ -186,7 +186,7 @@ class _Templates:
         )
         self.totals = Counter(origin[0] for origin in origins if origin)
         self.seen: Counter[tuple[str, Any]] = Counter()
-        self.seen: Counter[str] = Counter()
+        self.seen_of_template: Counter[str] = Counter()
         self.texts: dict[str, str | None] = {}
 
     def repoint(self, doc: Document, template: str) -> tuple[str | None, Document | None]:
@@ -195,8 +195,8 @@ class _Templates:
         kind = doc.data.get("kind")
         ordinal = self.seen[(template, kind)]
         self.seen[(template, kind)] += 1
-        order = (self.seen[template], self.totals[template])
-        self.seen[template] += 1
+        order = (self.seen_of_template[template], self.totals[template])
+        self.seen_of_template[template] += 1
         path = template_path(template, self.chart_root, self.roots)
         if path is None:
             return None, None
