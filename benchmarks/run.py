@@ -2648,7 +2648,7 @@ PROFILE_PARTS = (
     ),
     ("of which YAML parsing (kaffinity.load.parse)", "kaffinity/load/parse/objects.py:_parse"),
     ("the units (kaffinity.repo.units: layout, renders, cache)", "kaffinity/run/layout.py:layout"),
-    ("of which render_units (renders or cache hits)", "kaffinity/repo/units.py:render_units"),
+    ("of which render_units (renders or cache hits)", "kaffinity/repo/units/render.py:render_units"),
     ("the rules (kaffinity.engine.lint)", "kaffinity/engine/run.py:lint"),
     ("of which the affinity graphs (one per unit)", "kaffinity/context.py:graph"),
     ("of which the typed objects (inventory)", "kaffinity/context.py:inventory"),

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from kaffinity.config import Settings
 from kaffinity.findings import Severity, Violation
 from kaffinity.k8s.compact import Sources
-from kaffinity.k8s.model import Inventory, Object, build_inventory, canonical_key, namespace_labels
+from kaffinity.k8s.model import Inventory, Object, build_inventory
+from kaffinity.k8s.model.objects import canonical_key, namespace_labels
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import DataPath, Document, Span
 from kaffinity.memo import Memo

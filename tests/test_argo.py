@@ -1,4 +1,4 @@
-"""Argo CD releases (kaffinity.repo.argo): Applications and ApplicationSets rendered as the
+"""Argo CD releases (kaffinity.repo.gitops.argo): Applications and ApplicationSets rendered as the
 repo-server renders them, each a unit named after its Application.
 
 The repositories are written by the tests, modelled on real layouts: argoproj/argocd-example-apps
@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 
 from kaffinity.load.parse import DEFAULT_LIMITS
-from kaffinity.repo import argo
-from kaffinity.repo.argo_template import TemplateError, fast_render, go_render, sanitize_name
-from kaffinity.repo.releases import checkout_remotes, repository_key, this_repository
-from kaffinity.repo.render import helm_engine, kustomize_engine
+from kaffinity.repo.engines import helm_engine, kustomize_engine
+from kaffinity.repo.gitops import argo
+from kaffinity.repo.gitops.argo.strvals import strvals_set
+from kaffinity.repo.gitops.argo.template import TemplateError, fast_render, go_render, sanitize_name
+from kaffinity.repo.gitops.releases import NotRendered, checkout_remotes, repository_key, this_repository
 
 from . import kit
 from .remote import (
@@ -58,7 +59,7 @@ spec:
 @pytest.fixture(autouse=True)
 def remote_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh remote cache per test, outside the repositories (kaffinity.repo.fetch)."""
-    from kaffinity.repo.fetch import CACHE_ENV
+    from kaffinity.repo.fetch.cache import CACHE_ENV
 
     folder = tmp_path / "remote-cache"
     monkeypatch.setenv(CACHE_ENV, str(folder))
@@ -293,15 +294,16 @@ def test_offline_remote_chart_is_a_note_in_the_json_report(tmp_path: Path) -> No
 
 
 def test_a_bare_registry_host_is_an_oci_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kaffinity.repo import fetch
+    from kaffinity.repo.fetch import charts
+    from kaffinity.repo.fetch.cache import NotFetched
 
     asked: list[tuple[str, str, str | None]] = []
 
-    def fake_chart(repository: str, name: str, version: str | None, sandbox: Any) -> fetch.NotFetched:
+    def fake_chart(repository: str, name: str, version: str | None, sandbox: Any) -> NotFetched:
         asked.append((repository, name, version))
-        return fetch.NotFetched("offline", offline=True)
+        return NotFetched("offline", offline=True)
 
-    monkeypatch.setattr(fetch, "fetch_chart", fake_chart)
+    monkeypatch.setattr(charts, "fetch_chart", fake_chart)
     top = checkout(tmp_path / "lab")
     write(
         top,
@@ -316,7 +318,7 @@ def test_a_bare_registry_host_is_an_oci_repository(tmp_path: Path, monkeypatch: 
         },
     )
     outcomes = [release.render(5.0) for release in argo.releases(context_of(top))]
-    assert all(isinstance(outcome, argo.NotRendered) and outcome.remote for outcome in outcomes)
+    assert all(isinstance(outcome, NotRendered) and outcome.remote for outcome in outcomes)
     assert asked == [
         ("oci://ghcr.io/stefanprodan/charts", "podinfo", "6.*"),
         ("oci://ghcr.io/x/charts", "c", None),
@@ -326,10 +328,10 @@ def test_a_bare_registry_host_is_an_oci_repository(tmp_path: Path, monkeypatch: 
 
 def context_of(top: Path) -> Any:
     from kaffinity.load.files import load
-    from kaffinity.repo.releases import ReleaseContext
+    from kaffinity.repo.gitops.releases import ReleaseInputs
 
     files = load([str(top)], limits=DEFAULT_LIMITS)
-    return ReleaseContext(tuple(doc for file in files for doc in file.documents))
+    return ReleaseInputs(tuple(doc for file in files for doc in file.documents))
 
 
 # --- home lab of umbrella charts, multi-source -----------------------------------------------
@@ -414,7 +416,7 @@ def test_a_values_file_outside_the_repository_is_never_read(tmp_path: Path) -> N
         },
     )
     (outcome,) = [release.render(5.0) for release in argo.releases(context_of(top))]
-    assert isinstance(outcome, argo.NotRendered)
+    assert isinstance(outcome, NotRendered)
     assert not outcome.remote
 
 
@@ -518,12 +520,12 @@ def test_directory_recurse_include_exclude(tmp_path: Path) -> None:
         "manifests/sub/b.yaml",
     ]
     outcome = directory.render(5.0)
-    assert not isinstance(outcome, argo.NotRendered)
+    assert not isinstance(outcome, NotRendered)
     assert [doc.data["metadata"]["name"] for doc in outcome.documents] == ["guestbook-ui", "b"]
     # Objects naming no namespace are applied in spec.destination.namespace.
     assert {doc.data["metadata"]["namespace"] for doc in outcome.documents} == {"guestbook"}
     jsonnet = found["Application argocd/jsonnet"].render(5.0)
-    assert isinstance(jsonnet, argo.NotRendered)
+    assert isinstance(jsonnet, NotRendered)
     assert not jsonnet.remote
 
 
@@ -545,7 +547,7 @@ def test_a_guessed_repository_says_so(tmp_path: Path) -> None:
     found = {release.name: release for release in argo.releases(context_of(top))}
     assert found["Application argocd/a"].note
     assert not found["Application argocd/b"].note
-    assert isinstance(found["Application argocd/b"].render(5.0), argo.NotRendered)
+    assert isinstance(found["Application argocd/b"].render(5.0), NotRendered)
 
 
 # --- app of apps -----------------------------------------------------------------------------
@@ -660,7 +662,7 @@ def test_applicationset_git_directories(tmp_path: Path, go: bool) -> None:
     found = {release.name: release for release in argo.releases(context_of(top))}
     assert sorted(found) == ["Application argocd/api", "Application argocd/web"]
     outcome = found["Application argocd/web"].render(5.0)
-    assert not isinstance(outcome, argo.NotRendered)
+    assert not isinstance(outcome, NotRendered)
     assert [doc.data["metadata"]["name"] for doc in outcome.documents] == ["web"]
 
 
@@ -699,7 +701,7 @@ def test_applicationset_list_matrix_and_unevaluated_generators(tmp_path: Path) -
         "ApplicationSet argocd/fleet",
     ]
     fleet = found["ApplicationSet argocd/fleet"].render(5.0)
-    assert isinstance(fleet, argo.NotRendered)
+    assert isinstance(fleet, NotRendered)
     assert not fleet.remote
 
 
@@ -792,12 +794,12 @@ def test_go_templates_of_real_applicationsets() -> None:
 
 def test_helm_set_semantics() -> None:
     base: dict[str, Any] = {"list": [{"a": 1}, {"a": 2}]}
-    argo._strvals_set(base, "list[1].a", "3", force_string=False)
-    argo._strvals_set(base, r"annotations.example\.com/x", "true", force_string=False)
-    argo._strvals_set(base, "tag", "0123", force_string=False)
-    argo._strvals_set(base, "n", "10", force_string=True)
-    argo._strvals_set(base, "items", "{a,b}", force_string=False)
-    argo._strvals_set(base, "grow[2]", "x", force_string=False)
+    strvals_set(base, "list[1].a", "3", force_string=False)
+    strvals_set(base, r"annotations.example\.com/x", "true", force_string=False)
+    strvals_set(base, "tag", "0123", force_string=False)
+    strvals_set(base, "n", "10", force_string=True)
+    strvals_set(base, "items", "{a,b}", force_string=False)
+    strvals_set(base, "grow[2]", "x", force_string=False)
     assert base == {
         "list": [{"a": 1}, {"a": 3}],
         "annotations": {"example.com/x": True},
@@ -899,7 +901,7 @@ def test_symlinks_and_fifos_in_a_source_are_never_read(tmp_path: Path) -> None:
     (release,) = argo.releases(context_of(top))
     assert [os.path.basename(path) for path in release.files] == ["a.yaml"]
     outcome = release.render(5.0)
-    assert not isinstance(outcome, argo.NotRendered)
+    assert not isinstance(outcome, NotRendered)
     assert [doc.data["metadata"]["name"] for doc in outcome.documents] == ["guestbook-ui"]
 
 
@@ -1015,7 +1017,7 @@ def test_malformed_applications_never_raise(tmp_path: Path) -> None:
     for release in found:
         release.render(5.0)
     with pytest.raises(ValueError):
-        argo._strvals_set({}, "a[99999999]", "x", force_string=False)
+        strvals_set({}, "a[99999999]", "x", force_string=False)
 
 
 @needs_helm

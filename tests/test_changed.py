@@ -24,7 +24,7 @@ import pytest
 from kaffinity.findings import Cause
 from kaffinity.k8s.model import ObjectRef
 from kaffinity.load.repository import previous_versions
-from kaffinity.repo.render import helm_engine, kustomize_engine
+from kaffinity.repo.engines import helm_engine, kustomize_engine
 from kaffinity.report.because import sentence
 from tests.kit import REPO, manifest, position, run, workload
 

@@ -17,9 +17,11 @@ from typing import Any
 
 import pytest
 
-from kaffinity.repo import fetch
-from kaffinity.repo.fetch import CACHE_ENV
-from kaffinity.repo.render import Rendered, helm_engine, render_chart
+from kaffinity.repo.engines import helm_engine
+from kaffinity.repo.fetch import charts
+from kaffinity.repo.fetch.cache import CACHE_ENV
+from kaffinity.repo.helm.chart import render_chart
+from kaffinity.repo.rendered import Rendered
 from kaffinity.repo.sandbox import Sandbox
 
 from .kit import line_of, run_json
@@ -43,7 +45,7 @@ OWN_POD = SUB_POD.replace("{{ .Chart.Name }}", "own")
 def remote_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "remote-cache"
     monkeypatch.setenv(CACHE_ENV, str(folder))
-    fetch._INDEXES.clear()  # each test a run of its own
+    charts._INDEXES.clear()  # each test a run of its own
     return folder
 
 

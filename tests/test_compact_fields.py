@@ -19,7 +19,7 @@ from kaffinity.engine import lint
 from kaffinity.engine.single import kept_fields, registry_fields
 from kaffinity.findings import Severity, Violation
 from kaffinity.k8s.compact import MODEL_FIELDS, Fields, compact_file
-from kaffinity.k8s.model import pod_template_path
+from kaffinity.k8s.model.kinds import pod_template_path
 from kaffinity.load.files import load
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import Document, PosDict, PosList

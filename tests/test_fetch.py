@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from kaffinity.load.parse import DEFAULT_LIMITS
-from kaffinity.repo import fetch
-from kaffinity.repo.fetch import CACHE_ENV, Fetched, GitRef, NotFetched, fetch_chart, fetch_git
+from kaffinity.repo.fetch import charts as chart_fetching
+from kaffinity.repo.fetch.cache import CACHE_ENV, Fetched, GitRef, NotFetched
+from kaffinity.repo.fetch.charts import fetch_chart
+from kaffinity.repo.fetch.git import fetch_git
 from kaffinity.repo.sandbox import Sandbox
 from kaffinity.repo.semver import is_exact, newest
 
@@ -49,7 +51,7 @@ def remote_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def new_run() -> None:
     """What one run of kaffinity keeps in memory (the indexes it read) forgotten."""
-    fetch._INDEXES.clear()
+    chart_fetching._INDEXES.clear()
 
 
 def charts(folder: Path, name: str, *versions: str) -> list[Path]:

@@ -17,7 +17,7 @@ from kaffinity.engine import lint
 from kaffinity.expand.fixes import fix_files
 from kaffinity.load.files import load
 from kaffinity.load.parse import parse
-from kaffinity.repo.render import helm_engine, kustomize_engine
+from kaffinity.repo.engines import helm_engine, kustomize_engine
 from kaffinity.rules.revision_unscoped import FIX_PROMISE
 
 from .kit import (

@@ -1,4 +1,4 @@
-"""Flux releases as units (kaffinity.repo.flux, issue 32 item 4): Kustomizations built as
+"""Flux releases as units (kaffinity.repo.gitops.flux, issue 32 item 4): Kustomizations built as
 kustomize-controller builds them, HelmReleases rendered as helm-controller renders them.
 
 Fixtures are written by the tests, modelled on two real layouts:
@@ -28,8 +28,13 @@ from typing import Any
 import pytest
 
 from kaffinity.load.source import Document, Span
-from kaffinity.repo import flux
-from kaffinity.repo.releases import NotRendered, ReleaseContext
+from kaffinity.repo.gitops import flux
+from kaffinity.repo.gitops.flux.envsubst import SubstitutionError, envsubst
+from kaffinity.repo.gitops.flux.helmrelease import release_name
+from kaffinity.repo.gitops.flux.index import Index, object_name
+from kaffinity.repo.gitops.flux.kustomization import local_folder
+from kaffinity.repo.gitops.flux.values import release_values
+from kaffinity.repo.gitops.releases import NotRendered, ReleaseInputs
 
 from .kit import run
 
@@ -256,7 +261,7 @@ def _units(root: Path, *, network: bool = False) -> dict[str, tuple[str, list[tu
     return {
         unit.name: (
             unit.source,
-            sorted((str(d.data.get("kind")), flux._object_name(d.data)) for d in unit.documents),
+            sorted((str(d.data.get("kind")), object_name(d.data)) for d in unit.documents),
         )
         for unit in built.units
     }
@@ -318,19 +323,19 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str,
 )
 def test_envsubst_as_drone_envsubst(text: str, expected: str) -> None:
     variables = {"N": "3", "EMPTY": "", "NAME": "podinfo"}
-    assert flux.envsubst(text, variables) == expected
+    assert envsubst(text, variables) == expected
 
 
 def test_envsubst_errors_and_sealed_values() -> None:
-    with pytest.raises(flux.SubstitutionError):
-        flux.envsubst("a: ${bad.name}", {"N": "1"})
-    with pytest.raises(flux.SubstitutionError):
-        flux.envsubst("a: ${N", {"N": "1"})
-    with pytest.raises(flux.SubstitutionError):
-        flux.envsubst("a: ${MISSING}", {"N": "1"}, strict=True)
-    assert flux.envsubst("a: ${MISSING:=2}", {"N": "1"}, strict=True) == "a: 2"
+    with pytest.raises(SubstitutionError):
+        envsubst("a: ${bad.name}", {"N": "1"})
+    with pytest.raises(SubstitutionError):
+        envsubst("a: ${N", {"N": "1"})
+    with pytest.raises(SubstitutionError):
+        envsubst("a: ${MISSING}", {"N": "1"}, strict=True)
+    assert envsubst("a: ${MISSING:=2}", {"N": "1"}, strict=True) == "a: 2"
     # An encrypted Secret's key: its value is unknown, the expression stays as written.
-    assert flux.envsubst("host: ${SECRET_DOMAIN}", {"N": "1"}, sealed=frozenset({"SECRET_DOMAIN"})) == (
+    assert envsubst("host: ${SECRET_DOMAIN}", {"N": "1"}, sealed=frozenset({"SECRET_DOMAIN"})) == (
         "host: ${SECRET_DOMAIN}"
     )
 
@@ -344,7 +349,7 @@ def _doc(data: dict[str, Any], file: str = "release.yaml") -> Document:
 
 def test_release_name_as_helm_controller_gives_it() -> None:
     def release(name: str, **spec: Any) -> str:
-        return flux.release_name({"metadata": {"name": name, "namespace": "apps"}, "spec": spec})
+        return release_name({"metadata": {"name": name, "namespace": "apps"}, "spec": spec})
 
     assert release("podinfo") == "podinfo"
     assert release("podinfo", targetNamespace="web") == "web-podinfo"
@@ -395,14 +400,14 @@ def test_values_from_in_order_then_values() -> None:
             "values": {"replicaCount": 3},
         },
     }
-    index = flux._Index(ReleaseContext([_doc(config), _doc(secret), _doc(release)]))
-    assert flux.release_values(_doc(release), index) == {
+    index = Index(ReleaseInputs([_doc(config), _doc(secret), _doc(release)]))
+    assert release_values(_doc(release), index) == {
         "replicaCount": 3,
         "image": {"tag": "7", "repository": "r"},  # quoted: a string
         "pdb": {"minAvailable": 4},
     }
     release["spec"]["valuesFrom"].append({"kind": "Secret", "name": "absent"})  # type: ignore[index]
-    missing = flux.release_values(_doc(release), index)
+    missing = release_values(_doc(release), index)
     assert isinstance(missing, NotRendered)
     assert not missing.remote
 
@@ -950,10 +955,10 @@ def test_this_repository_by_its_remote(tmp_path: Path, cache: dict[str, str]) ->
         kustomization("theirs"),
         kustomization("flux-system"),
     ]
-    index = flux._Index(ReleaseContext(documents))
-    folders = {doc.data["metadata"]["name"]: flux._local_folder(doc, index) for doc in documents[2:]}
+    index = Index(ReleaseInputs(documents))
+    folders = {doc.data["metadata"]["name"]: local_folder(doc, index) for doc in documents[2:]}
     assert folders == {"mine": str(root / "deploy"), "theirs": None, "flux-system": str(root / "deploy")}
-    found = {r.name: r for r in flux.releases(ReleaseContext(documents))}
+    found = {r.name: r for r in flux.releases(ReleaseInputs(documents))}
     # Taken for this repository by flux bootstrap's convention, not by a remote: a guess, noted.
     assert [name for name, r in found.items() if r.note] == ["Kustomization flux-system/flux-system"]
     theirs = found["Kustomization flux-system/theirs"]
@@ -1033,7 +1038,7 @@ spec:
 
         docs = [doc for file in load(["."]) for doc in file.documents]
         release = next(
-            r for r in flux.releases(ReleaseContext(docs)) if r.name == "Kustomization flux-system/web"
+            r for r in flux.releases(ReleaseInputs(docs)) if r.name == "Kustomization flux-system/web"
         )
         rendered = release.render(60)
     finally:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from kaffinity.repo.render import kustomize_engine
+from kaffinity.repo.engines import kustomize_engine
 
 from .kit import line_of, position, run
 

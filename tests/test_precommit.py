@@ -192,7 +192,7 @@ def test_the_hook_blocks_what_a_change_causes_in_a_base_overlays_and_chart_repos
     that changes only the chart's values file."""
     from kaffinity.findings import Cause
     from kaffinity.k8s.model import ObjectRef
-    from kaffinity.repo.render import kustomize_engine
+    from kaffinity.repo.engines import kustomize_engine
     from kaffinity.report.because import sentence
     from tests.kit import position
     from tests.test_changed import CHART, OVERLAY_BASE, RELABEL

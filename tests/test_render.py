@@ -23,16 +23,12 @@ from kaffinity.config import Settings
 from kaffinity.engine import lint
 from kaffinity.load.parse import Limits, parse
 from kaffinity.load.source import Document, Span
-from kaffinity.repo.render import (
-    Rendered,
-    helm_engine,
-    kustomize_engine,
-    map_helm_sources,
-    render_chart,
-    render_kustomization,
-    template_positions,
-)
-from kaffinity.repo.render import _template_documents as template_documents
+from kaffinity.repo.engines import helm_engine, kustomize_engine
+from kaffinity.repo.helm.chart import render_chart
+from kaffinity.repo.helm.sources import map_helm_sources
+from kaffinity.repo.kustomize.build import render_kustomization
+from kaffinity.repo.origins import template_documents, template_positions
+from kaffinity.repo.rendered import Rendered
 from kaffinity.repo.sandbox import Sandbox
 
 from . import kit
@@ -154,23 +150,23 @@ def test_a_field_an_overlay_patch_sets_can_be_placed_in_the_patch() -> None:
     prod = render_kustomization("kustomize/overlays/prod", Limits())
     web = only(prod, "Deployment")
     spread = "kustomize/overlays/prod/web-spread.yaml"
-    assert prod.patch_place(web, (*TEMPLATE_SPEC, "topologySpreadConstraints", 0, "topologyKey")) == (
+    assert prod.patch_location(web, (*TEMPLATE_SPEC, "topologySpreadConstraints", 0, "topologyKey")) == (
         spread,
         Span(12, 11),
     )
-    assert prod.patch_place(web, (*TEMPLATE_SPEC, "containers", 0, "image")) == (spread, Span(19, 11))
-    assert prod.patch_place(web, ("spec", "replicas")) == (spread, Span(7, 3))  # its value is rendered
+    assert prod.patch_location(web, (*TEMPLATE_SPEC, "containers", 0, "image")) == (spread, Span(19, 11))
+    assert prod.patch_location(web, ("spec", "replicas")) == (spread, Span(7, 3))  # its value is rendered
     # What the base spells better stays there: the base's container, the name.
-    assert prod.patch_place(web, (*TEMPLATE_SPEC, "containers", 1, "image")) is None
-    assert prod.patch_place(web, ("metadata", "name")) is None
-    assert prod.patch_place(web, (*ANTI_AFFINITY, 0)) is None
-    assert prod.patch_place(only(prod, "Service"), ("spec", "ports")) is None
+    assert prod.patch_location(web, (*TEMPLATE_SPEC, "containers", 1, "image")) is None
+    assert prod.patch_location(web, ("metadata", "name")) is None
+    assert prod.patch_location(web, (*ANTI_AFFINITY, 0)) is None
+    assert prod.patch_location(only(prod, "Service"), ("spec", "ports")) is None
     staging = render_kustomization("kustomize/overlays/staging", Limits())
     web = only(staging, "Deployment")
     json_patch = "kustomize/overlays/staging/web-json-patch.yaml"
-    assert staging.patch_place(web, (*TEMPLATE_SPEC, "tolerations", 0, "key")) == (json_patch, Span(8, 7))
-    assert staging.patch_place(web, ("spec", "replicas")) == (json_patch, Span(4, 3))
-    assert staging.patch_place(web, TEMPLATE_SPEC) is None  # the operation spells no parent
+    assert staging.patch_location(web, (*TEMPLATE_SPEC, "tolerations", 0, "key")) == (json_patch, Span(8, 7))
+    assert staging.patch_location(web, ("spec", "replicas")) == (json_patch, Span(4, 3))
+    assert staging.patch_location(web, TEMPLATE_SPEC) is None  # the operation spells no parent
 
 
 @needs_kustomize
@@ -607,7 +603,7 @@ def test_parts_of_one_template_told_apart_by_name_kind_or_order(tmp_path: Path) 
 
 
 def test_kubectls_multi_line_error_is_one_line() -> None:
-    from kaffinity.repo.render import _first_error as first_error
+    from kaffinity.repo.engines import first_error
 
     errors = (
         'E1125 16:12:03.217387   17098 run.go:72] "command failed" err=<\n'

@@ -24,8 +24,10 @@ import pytest
 from kaffinity.cache import Cache, cache_secret, max_entry, render_inputs
 from kaffinity.cache import rendered as render_cache
 from kaffinity.load.parse import DEFAULT_LIMITS
-from kaffinity.repo import render as render_module
-from kaffinity.repo.render import helm_engine, kustomize_engine
+from kaffinity.repo import engines
+from kaffinity.repo.engines import helm_engine, kustomize_engine
+from kaffinity.repo.helm import chart as helm_chart
+from kaffinity.repo.kustomize import build as kustomize_build
 
 from .kit import invoke
 
@@ -110,7 +112,7 @@ def repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def renders(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """How many times each unit was handed to its tool (render_kustomization, render_chart)."""
     counted: Counter[str] = Counter()
-    build, draw = render_module.render_kustomization, render_module.render_chart
+    build, draw = kustomize_build.render_kustomization, helm_chart.render_chart
 
     def kustomization(directory: str, *args: Any, **kwargs: Any) -> Any:
         counted[os.path.normpath(directory)] += 1
@@ -120,8 +122,8 @@ def renders(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
         counted[os.path.normpath(chart_dir)] += 1
         return draw(chart_dir, *args, **kwargs)
 
-    monkeypatch.setattr(render_module, "render_kustomization", kustomization)
-    monkeypatch.setattr(render_module, "render_chart", chart)
+    monkeypatch.setattr(kustomize_build, "render_kustomization", kustomization)
+    monkeypatch.setattr(helm_chart, "render_chart", chart)
     yield counted
 
 
@@ -283,17 +285,17 @@ def test_a_render_a_limit_stopped_is_not_cached(
     repository: Path, renders: Counter[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "cache"
-    build = render_module.render_kustomization
+    build = kustomize_build.render_kustomization
 
     def stopped(directory: str, *args: Any, **kwargs: Any) -> Any:
-        render_module._INTERRUPTED[0] += 1  # as _run counts a timeout or a memory limit
+        engines._INTERRUPTED[0] += 1  # as run_render_tool counts a timeout or a memory limit
         return build(directory, *args, **kwargs)
 
-    monkeypatch.setattr(render_module, "render_kustomization", stopped)
+    monkeypatch.setattr(kustomize_build, "render_kustomization", stopped)
     lint(cache)
     assert renders == Counter({OVERLAY: 1, CHART: 1})
     assert len(_entries(cache)) == 1  # the chart's
-    monkeypatch.setattr(render_module, "render_kustomization", build)
+    monkeypatch.setattr(kustomize_build, "render_kustomization", build)
     renders.clear()
     lint(cache)
     assert renders == Counter({OVERLAY: 1})  # tried again; the chart came from the cache
@@ -303,13 +305,13 @@ def test_a_render_a_limit_stopped_is_not_cached(
 def test_a_timeout_counts_as_an_interruption(tmp_path: Path) -> None:
     from kaffinity.repo.sandbox import Outcome
 
-    before = render_module.interruptions()
-    render_module._counted(Outcome("", "", 0))
-    render_module._counted(Outcome("", "fatal error: runtime: out of memory", 2))
-    render_module._counted(Outcome("", "", 0, stopped="took longer than 1 s"))
-    render_module._counted("cannot start kustomize")
-    render_module._counted(Outcome("", "", -9))
-    assert render_module.interruptions() == before + 4
+    before = engines.interruptions()
+    engines.counted(Outcome("", "", 0))
+    engines.counted(Outcome("", "fatal error: runtime: out of memory", 2))
+    engines.counted(Outcome("", "", 0, stopped="took longer than 1 s"))
+    engines.counted("cannot start kustomize")
+    engines.counted(Outcome("", "", -9))
+    assert engines.interruptions() == before + 4
 
 
 def test_an_overlays_inputs_are_the_files_its_build_reads(tmp_path: Path) -> None:

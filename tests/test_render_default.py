@@ -26,8 +26,8 @@ from packaging.requirements import Requirement
 
 from kaffinity.config import Settings, load_settings
 from kaffinity.load.source import Document, Span
-from kaffinity.repo import render as render_module
-from kaffinity.repo.render import helm_engine, kustomize_engine
+from kaffinity.repo import engines
+from kaffinity.repo.engines import helm_engine, kustomize_engine
 from kaffinity.repo.rendering import is_release, renderable_on_disk
 from kaffinity.repo.sandbox import sandbox_from
 
@@ -129,8 +129,8 @@ def _json(*args: str | Path) -> tuple[int, dict[str, Any]]:
 
 def _no_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     """As on a machine with no helm, no helm-python-sdk, no kustomize and no kubectl."""
-    monkeypatch.setattr(render_module, "helm_engine", lambda: None)
-    monkeypatch.setattr(render_module, "kustomize_engine", lambda: None)
+    monkeypatch.setattr(engines, "helm_engine", lambda: None)
+    monkeypatch.setattr(engines, "kustomize_engine", lambda: None)
 
 
 # --- the default ---------------------------------------------------------------------------
@@ -344,7 +344,7 @@ def test_a_release_is_rendered_from_whole_objects(monkeypatch: pytest.MonkeyPatc
         seen.extend(doc.data for doc in context.documents if doc.data.get("kind") == "HelmRelease")
         return iter(())
 
-    from kaffinity.repo import flux
+    from kaffinity.repo.gitops import flux
 
     monkeypatch.setattr(flux, "releases", releases)
     invoke("lint", "--no-config", "--no-cache", "-f", "json", str(root))
@@ -386,13 +386,14 @@ def test_offline_on_the_command_line_beats_the_environment(
     every command that has --allow-network) forbids it. The sandbox the renders get is recorded
     (nothing is built, nothing fetched)."""
     from kaffinity.repo import units
+    from kaffinity.repo.units.render import RenderedLayout
 
     root = _write(tmp_path / "repo", {**PLAIN, "kustomization.yaml": "resources: [apps/web.yaml]\n"})
     seen: list[tuple[bool, bool]] = []
 
     def render_units(layout: Any, **options: Any) -> Any:
         seen.append((options["sandbox"].network, options["sandbox"].offline))
-        return units.RenderedLayout(layout, (), ())
+        return RenderedLayout(layout, (), ())
 
     monkeypatch.setattr(units, "render_units", render_units)
     monkeypatch.setenv("KAFFINITY_ALLOW_NETWORK", "1")

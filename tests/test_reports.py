@@ -383,7 +383,7 @@ def test_the_sarif_multitool_finds_no_error_or_warning(tmp_path: Path) -> None:
 def test_a_file_level_error_has_a_region_in_sarif(tmp_path: Path) -> None:
     """Issue 33: a finding of a whole file (a kustomization kustomize cannot build) had no region
     in SARIF, where GitHub code scanning needs ``region.startLine``: its first line."""
-    from kaffinity.repo.render import kustomize_engine
+    from kaffinity.repo.engines import kustomize_engine
 
     if kustomize_engine() is None:
         pytest.skip("neither kustomize nor kubectl is on the PATH")

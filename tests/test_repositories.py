@@ -14,7 +14,7 @@ import pytest
 
 from kaffinity.load.files import load
 from kaffinity.load.parse import parse
-from kaffinity.repo.render import kustomize_engine
+from kaffinity.repo.engines import kustomize_engine
 from kaffinity.repo.units import read_layout
 
 from .kit import REPO, SHARED, added_lines, manifest, run
@@ -550,7 +550,7 @@ def test_components_and_remote_overlays(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["findings"] == []
     # Built without its remote resource (the network is off): the base and the component's
     # objects, as the overlay builds them (tests/test_units_render.py has the details).
-    from kaffinity.repo.render import kustomize_engine
+    from kaffinity.repo.engines import kustomize_engine
     from kaffinity.repo.sandbox import Sandbox
     from kaffinity.repo.units import render_units
 

@@ -445,7 +445,7 @@ def test_the_walks_over_parsed_data_do_not_recurse() -> None:
     from kaffinity.load.edits.verify import _plain, _same
     from kaffinity.load.parse.reader import _documents
     from kaffinity.policy.cel.convert import plain as cel_copy
-    from kaffinity.repo.units import _frozen
+    from kaffinity.repo.units.variants import _frozen
 
     text = "a: " + "[" * 5000 + "{b: 1}" + "]" * 5000 + "\n"
     ((tree, _),) = list(_documents(text, replace(DEFAULT_LIMITS, depth=6000)))

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from kaffinity.repo.render import helm_engine, kustomize_engine
+from kaffinity.repo.engines import helm_engine, kustomize_engine
 from kaffinity.repo.sandbox import REFUSING_PROXY, Sandbox, isolated, run_tool
 
 from . import kit

@@ -28,11 +28,14 @@ from typing import Any
 
 import pytest
 
-from kaffinity.k8s.model import build_inventory, is_hook
+from kaffinity.k8s.model import build_inventory
+from kaffinity.k8s.model.objects import is_hook
 from kaffinity.load.files import load
-from kaffinity.repo.render import _first_error, kustomize_engine, render_kustomization
+from kaffinity.repo.engines import first_error, kustomize_engine
+from kaffinity.repo.kustomize.build import render_kustomization
 from kaffinity.repo.sandbox import Sandbox
-from kaffinity.repo.units import NOT_RENDERED, Layout, read_layout, render_units
+from kaffinity.repo.units import Layout, read_layout, render_units
+from kaffinity.repo.units.unit import NOT_RENDERED
 
 from . import kit
 
@@ -486,8 +489,8 @@ def test_a_failed_build_reports_the_error_not_the_warning(tmp_path: Path) -> Non
             [tool, *command[1:], str(root / "k")], capture_output=True, text=True, check=False
         ).stderr
         assert errors.splitlines()[0].startswith("# Warning")  # the tool warns first
-        message = _first_error(errors)
-        assert message != _first_error(errors.splitlines()[0])
+        message = first_error(errors)
+        assert message != first_error(errors.splitlines()[0])
         assert message.split(":")[0] == "accumulating resources"
 
 
@@ -496,10 +499,10 @@ def test_a_failed_build_reports_the_error_not_the_warning(tmp_path: Path) -> Non
 
 def test_units_say_why_they_were_not_rendered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = repository(tmp_path, {**OVERLAY, **{f"x/{k}": v for k, v in VARIANTS.items()}})
-    from kaffinity.repo import render
+    from kaffinity.repo import engines
 
-    monkeypatch.setattr(render, "helm_engine", lambda: None)
-    monkeypatch.setattr(render, "kustomize_engine", lambda: None)
+    monkeypatch.setattr(engines, "helm_engine", lambda: None)
+    monkeypatch.setattr(engines, "kustomize_engine", lambda: None)
     layout = rendered(root)
     reasons = {unit.name: unit.not_rendered for unit in layout.units}
     assert reasons == {"deploy/prod": "no tool", "x/charts/web": "no tool"}

@@ -1,5 +1,5 @@
 """Workloads beyond the nine built-in kinds: custom resources that embed a pod template, the ones
-kaffinity knows (kaffinity.k8s.model.CUSTOM_WORKLOADS) and those configured in .kaffinity.yaml."""
+kaffinity knows (kaffinity.k8s.model.kinds.CUSTOM_WORKLOADS) and those configured in .kaffinity.yaml."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 
 from kaffinity.config import Settings
 from kaffinity.expand.merge import pod_labels
-from kaffinity.k8s.model import build_inventory, pod_template_path
+from kaffinity.k8s.model import build_inventory
+from kaffinity.k8s.model.kinds import pod_template_path
 from kaffinity.load.files import load
 from kaffinity.simulate.cluster import cluster_from
 from kaffinity.simulate.place import place_all
@@ -289,7 +290,7 @@ def test_settings_default_has_no_configured_kinds() -> None:
 
 
 def test_the_docs_list_every_known_kind() -> None:
-    from kaffinity.k8s.model import CUSTOM_WORKLOADS
+    from kaffinity.k8s.model.kinds import CUSTOM_WORKLOADS
 
     docs = (Path(__file__).parent.parent / "docs" / "workloads.md").read_text(encoding="utf-8")
     for definition in CUSTOM_WORKLOADS:

@@ -209,7 +209,8 @@ def _dependency(
         return True  # never taken: the finding comes from Chart.yaml's bytes
     if sandbox is None or sandbox.network:
         return False
-    from kaffinity.repo.fetch import NotFetched, fetch_chart
+    from kaffinity.repo.fetch.cache import NotFetched
+    from kaffinity.repo.fetch.charts import fetch_chart
 
     version = locked.get((dependency.name, repository)) or dependency.version
     fetched = fetch_chart(repository, dependency.name, version, sandbox, limits=limits)

@@ -1,5 +1,5 @@
 """The cache of rendered units: what building an overlay or rendering a chart gave
-(:class:`~kaffinity.repo.render.Rendered`), kept in kaffinity's cache folder
+(:class:`~kaffinity.repo.rendered.Rendered`), kept in kaffinity's cache folder
 (:mod:`kaffinity.cache`) and keyed by the hash of everything the render reads.
 
 A warm run renders only the units whose inputs changed: a pre-commit hook on a one-file commit
@@ -37,7 +37,7 @@ with a remote input (a remote resource or base, a ``helmCharts`` entry, a remote
 dependency missing from ``charts/``): only content that was hashed is trusted to be the same;
 a chart with a symlinked folder; an overlay built without its remote resources; a render that
 a limit stopped (its time, the run's budget, its memory, its output size) or a tool that could
-not start (:func:`kaffinity.repo.render.interruptions`): the next run tries again.
+not start (:func:`kaffinity.repo.engines.interruptions`): the next run tries again.
 
 **Safety** (issue 31: the cache folder may come with the checkout): entries are written and
 read by :class:`kaffinity.cache.Cache` (authenticated with an HMAC whose key is not in the
@@ -75,7 +75,7 @@ from kaffinity.load.parse import Limits
 
 if TYPE_CHECKING:
     from kaffinity.cache.store import Cache
-    from kaffinity.repo.render import Rendered
+    from kaffinity.repo.rendered import Rendered
     from kaffinity.repo.sandbox import Sandbox
 
 #: Bumped when what an entry holds, or how, changes.
@@ -93,7 +93,7 @@ def engine_identity(kind: str) -> str:
     """The engine that renders ``kind`` (``kustomize``, ``helm``) as a key part: which engine
     (found as rendering finds it, every time: a test or a PATH may change it), the tool's path,
     size and modification time, or helm-python-sdk's version (read once per process)."""
-    from kaffinity.repo.render import helm_engine, kustomize_engine
+    from kaffinity.repo.engines import helm_engine, kustomize_engine
 
     if kind == "kustomize":
         engine = kustomize_engine()
@@ -202,7 +202,7 @@ class RenderCache:
     def _through(
         self, kind: str, arguments: Mapping[str, Any], inputs: Inputs | None, render: Callable[[], Rendered]
     ) -> Rendered:
-        from kaffinity.repo.render import interruptions
+        from kaffinity.repo.engines import interruptions
 
         if inputs is None:
             self.rendered += 1
@@ -358,7 +358,7 @@ def decode(payload: bytes, allowed: set[str]) -> Rendered | None:
 def _rendered(data: Any, allowed: set[str]) -> Rendered:
     from kaffinity.load.parse import SourceFile
     from kaffinity.load.source import Document, PosDict
-    from kaffinity.repo.render import Rendered, Section
+    from kaffinity.repo.rendered import Rendered, Section
 
     unit, engine, seconds, built, left_out, sections, files, trees, patches = _is(data, list)
     _is(trees, list)

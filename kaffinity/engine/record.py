@@ -30,7 +30,9 @@ from kaffinity.findings import (
     Violation,
     anchor_of,
 )
-from kaffinity.k8s.model import ObjectRef, object_ref, pod_template_path
+from kaffinity.k8s.model import ObjectRef
+from kaffinity.k8s.model.build import object_ref
+from kaffinity.k8s.model.kinds import pod_template_path
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import DataPath, Document, Span, format_path
 from kaffinity.rules.base import POLICY_CATEGORY, Rule, finding_fact, severity_of

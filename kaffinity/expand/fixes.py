@@ -93,7 +93,7 @@ def plan_revision_fix(
 
     An object as written: the term in its own file (:func:`revision_fix`). A rendered object
     (``rendered``: a kustomize or Helm build, kaffinity.repo.units): the file that spells the
-    term, the overlay's patch that set it (``place``: :meth:`kaffinity.repo.render.Rendered.patch_place`),
+    term, the overlay's patch that set it (``place``: :meth:`repo.rendered.Rendered.patch_location`),
     else the file the object comes from, and only when the term written there is the term
     rendered, value for value (:func:`written_term`): then adding the key to it adds it to the
     rendered term. A term a template prints from an expression, or one that patches merge from
@@ -134,7 +134,7 @@ def written_term(doc: Document, path: DataPath, place: Place | None) -> tuple[st
     (``place``), else the object's origin file when it spells the whole path. The value written
     at that position must equal the rendered one (keys in any order): a value a patch merged
     into, a template filled in, or a later layer changed is not edited in one file."""
-    from kaffinity.k8s.model import dig
+    from kaffinity.k8s.model.readers import dig
 
     rendered = dig(doc.data, path)
     spelled = place(doc, path) if place is not None else None
@@ -172,7 +172,7 @@ def values_term(
     values file of the chart (``values-*.yaml``, ``ci/*.yaml``: variants kaffinity renders, or
     a user's ``-f``) sets that value, and the value written is the rendered one: otherwise None,
     and the hint says where to change it. A subchart (its parent's values set it) is left alone."""
-    from kaffinity.k8s.model import dig
+    from kaffinity.k8s.model.readers import dig
 
     template = os.path.normpath(doc.file)
     chart = _chart_folder(template)

@@ -43,8 +43,8 @@ from kaffinity.k8s.model import (
     Requirement,
     TopologySpreadConstraint,
     Workload,
-    dig,
 )
+from kaffinity.k8s.model.readers import dig
 from kaffinity.load.source import DataPath
 
 POD_AFFINITY = "podAffinity"

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaffinity.expand.merge import SCHEDULER, TermExpansion, WorkloadExpansion, expand
-from kaffinity.k8s.model import LabelSelector, Workload, WorkloadKind, build_object, dig
+from kaffinity.k8s.model import LabelSelector, Workload, WorkloadKind, build_object
+from kaffinity.k8s.model.readers import dig
 from kaffinity.load.display import escape, json_name, patch_lines, quote_name, utf8_tree
 from kaffinity.load.edits import Edit, add_entry, append_items, apply
 from kaffinity.load.parse import SourceFile

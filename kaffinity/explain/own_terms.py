@@ -12,9 +12,7 @@ from kaffinity.explain.suggest import GENERIC_VALUES, hint, in_scope, requiremen
 from kaffinity.explain.unknown import nobody, unknown_pods
 from kaffinity.findings import Related, Violation
 from kaffinity.graph.members import Member, Relation, selector_text
-from kaffinity.k8s.model import (
-    object_ref,
-)
+from kaffinity.k8s.model.build import object_ref
 from kaffinity.k8s.selectors import (
     requirement_matches,
 )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related
-from kaffinity.k8s.model import dig
+from kaffinity.k8s.model.readers import dig
 from kaffinity.load.source import DataPath
 from kaffinity.simulate.framework.types import Placement, SimNode
 

@@ -15,14 +15,10 @@ from typing import TYPE_CHECKING, Any
 from kaffinity.explain.suggest import in_scope, outside_scope, owner_namespace, scope_namespaces
 from kaffinity.graph.affinity import AffinityGraph
 from kaffinity.graph.members import Member, Relation
-from kaffinity.k8s.model import (
-    WORKLOAD_KINDS,
-    PodAffinityTerm,
-    WorkloadKind,
-    custom_workload_kind,
-    dig,
-    object_ref,
-)
+from kaffinity.k8s.model import PodAffinityTerm, WorkloadKind
+from kaffinity.k8s.model.build import object_ref
+from kaffinity.k8s.model.kinds import WORKLOAD_KINDS, custom_workload_kind
+from kaffinity.k8s.model.readers import dig
 from kaffinity.load.source import Document
 
 if TYPE_CHECKING:

@@ -65,8 +65,8 @@ from kaffinity.k8s.model import (
     PodDisruptionBudget,
     TopologySpreadConstraint,
     Workload,
-    canonical_key,
 )
+from kaffinity.k8s.model.objects import canonical_key
 from kaffinity.k8s.selectors import namespace_in_scope, selector_matches
 from kaffinity.load.source import DataPath, Document
 from kaffinity.memo import Memo

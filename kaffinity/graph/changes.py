@@ -33,14 +33,8 @@ from kaffinity.findings import (
     MAX_CAUSES,
     Cause,
 )
-from kaffinity.k8s.model import (
-    ObjectRef,
-    PodAffinityTerm,
-    PodDisruptionBudget,
-    Workload,
-    build_object,
-    object_ref,
-)
+from kaffinity.k8s.model import ObjectRef, PodAffinityTerm, PodDisruptionBudget, Workload, build_object
+from kaffinity.k8s.model.build import object_ref
 from kaffinity.k8s.selectors import selector_matches
 from kaffinity.load.source import Document, format_path
 

@@ -37,7 +37,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kaffinity.k8s.model import WORKLOAD_GROUPS, WorkloadKind, custom_workload_kind, pod_template_path
+from kaffinity.k8s.model import WorkloadKind
+from kaffinity.k8s.model.kinds import WORKLOAD_GROUPS, custom_workload_kind, pod_template_path
 from kaffinity.load.parse import SourceFile
 from kaffinity.load.source import DataPath, Document, PosDict, PosList
 

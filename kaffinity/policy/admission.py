@@ -25,7 +25,8 @@ from functools import cache
 from typing import Any
 
 from kaffinity.config import error_at
-from kaffinity.k8s.model import LabelSelector, label_selector
+from kaffinity.k8s.model import LabelSelector
+from kaffinity.k8s.model.terms import label_selector
 from kaffinity.load.source import DataPath, Document, format_path
 
 GROUP = "admissionregistration.k8s.io"

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 from kaffinity.config import Settings, error_at
 from kaffinity.findings import Violation
 from kaffinity.k8s.defaults import defaulted
-from kaffinity.k8s.model import Workload, dig
+from kaffinity.k8s.model import Workload
+from kaffinity.k8s.model.readers import dig
 from kaffinity.k8s.selectors import selector_matches
 from kaffinity.load.source import DataPath, format_path
 from kaffinity.policy.admission import KAFFINITY_ONLY, field_path

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from kaffinity.k8s.defaults import plain, pod_spec
 from kaffinity.k8s.labels import ZONE
-from kaffinity.k8s.model import Workload, dig
+from kaffinity.k8s.model import Workload
+from kaffinity.k8s.model.readers import dig
 from kaffinity.load.source import Document
 
 if TYPE_CHECKING:

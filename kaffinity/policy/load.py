@@ -27,7 +27,8 @@ from typing import Any
 
 from kaffinity.config import error_at
 from kaffinity.findings import Severity
-from kaffinity.k8s.model import LabelSelector, label_selector
+from kaffinity.k8s.model import LabelSelector
+from kaffinity.k8s.model.terms import label_selector
 from kaffinity.load.files import load
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits, SourceFile
 from kaffinity.load.source import DataPath, Document

@@ -26,7 +26,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kaffinity.k8s.conversion import EQUIVALENT_VERSIONS
-from kaffinity.k8s.model import CLUSTER_SCOPED, LabelSelector, dig
+from kaffinity.k8s.model import LabelSelector
+from kaffinity.k8s.model.kinds import CLUSTER_SCOPED
+from kaffinity.k8s.model.readers import dig
 from kaffinity.k8s.selectors import selector_matches
 from kaffinity.load.source import Document
 from kaffinity.policy.admission import MatchResources, ParamRef, ResourceRule

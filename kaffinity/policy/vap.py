@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from kaffinity.findings import Severity, Violation
 from kaffinity.k8s.conversion import convert
 from kaffinity.k8s.defaults import defaulted, plain
-from kaffinity.k8s.model import dig
+from kaffinity.k8s.model.readers import dig
 from kaffinity.load.source import DataPath, Document
 from kaffinity.policy.admission import (
     ACTIONS,

@@ -242,7 +242,8 @@ def _take(
     sandbox: Sandbox,
 ) -> tuple[str | None, str]:
     """A chart folder for ``dependency``, or None and why there is none."""
-    from kaffinity.repo.fetch import NotFetched, fetch_chart
+    from kaffinity.repo.fetch.cache import NotFetched
+    from kaffinity.repo.fetch.charts import fetch_chart
 
     repository = dependency.repository
     if not repository:

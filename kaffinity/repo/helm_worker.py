@@ -2,7 +2,7 @@
 
 A call into the library cannot be interrupted, and Helm's engine has no memory bound: a template
 line such as ``{{ range until 100000000 }}`` grows without end. So kaffinity never renders in its
-own process: :func:`kaffinity.repo.render.render_chart` runs this module as a child
+own process: :func:`kaffinity.repo.helm.chart.render_chart` runs this module as a child
 (:func:`kaffinity.repo.sandbox.run_tool`: a cleared environment, no network, memory and CPU limits,
 killed whole on timeout). Input: one JSON argument ``{"chart", "values", "release",
 "namespace"}``. Output: helm template's stream on stdout (exit 0), or one JSON line

@@ -2,7 +2,7 @@
 
 :mod:`kaffinity.repo.units` finds deployment units from them (an overlay no other kustomization
 uses is a unit; the files it names as patches are fragments); the GitOps releases
-(:mod:`kaffinity.repo.argo`, :mod:`kaffinity.repo.flux`) claim a build's files with
+(:mod:`kaffinity.repo.gitops.argo`, :mod:`kaffinity.repo.gitops.flux`) claim a build's files with
 :func:`closure`. Field names follow kustomize's ``types.Kustomization``.
 """
 

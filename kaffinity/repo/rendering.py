@@ -59,7 +59,7 @@ def renderable_on_disk(roots: Iterable[str], *, charts: bool | Callable[[], bool
     """Whether the layout of ``roots`` may hold a unit to build: a kustomization, or (``charts``)
     a Helm chart, below the folders named, beside or above the files named (as
     :func:`kaffinity.repo.kustomizations.find_kustomizations` and
-    :func:`kaffinity.repo.units.chart_of` find them), or a kustomization or ``Chart.yaml`` named
+    :func:`kaffinity.repo.units.layout.chart_of` find them), or a kustomization or ``Chart.yaml`` named
     itself (a ``--changed`` listing). From the disk alone, before anything is parsed; one walk of
     each folder, stopping at the first kustomization. ``charts`` may be a function (is there an
     engine to render charts?), asked only once a chart is found."""
@@ -75,7 +75,7 @@ def renderable_kinds(roots: Iterable[str]) -> set[str]:
     """``kustomize`` and ``helm`` if a kustomization or a chart is found (see
     :func:`renderable_on_disk`); the walk stops at the first kustomization."""
     from kaffinity.load.manifests import find_kustomization
-    from kaffinity.repo.units import chart_of
+    from kaffinity.repo.units.layout import chart_of
 
     found: set[str] = set()
     folders: set[str] = set()
@@ -126,6 +126,6 @@ class RenderSummary:
     kustomize: str | None = None
     #: Units built by a tool (overlays, charts, releases).
     rendered: int = 0
-    #: Units read as written, each with why (:data:`kaffinity.repo.units.NOT_RENDERED`: ``no
+    #: Units read as written, each with why (:data:`kaffinity.repo.units.unit.NOT_RENDERED`: ``no
     #: tool``, ``network off``, ``budget spent``, ``failed``).
     unrendered: tuple[tuple[str, str], ...] = ()

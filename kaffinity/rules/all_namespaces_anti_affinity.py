@@ -11,7 +11,7 @@ from kaffinity.graph.affinity import AffinityGraph
 from kaffinity.graph.members import RELATION_ANTI_AFFINITY, Member, Relation, selector_text
 from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
-from kaffinity.k8s.model import dig
+from kaffinity.k8s.model.readers import dig
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:

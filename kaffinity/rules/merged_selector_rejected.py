@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kaffinity.expand.merge import pod_labels
 from kaffinity.findings import Severity, Violation
-from kaffinity.k8s.model import dig
+from kaffinity.k8s.model.readers import dig
 from kaffinity.load.source import format_path
 from kaffinity.rules.base import Rule
 

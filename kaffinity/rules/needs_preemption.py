@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from kaffinity.explain.wording import name_list
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.k8s.compact import MODEL_FIELDS
-from kaffinity.k8s.model import dig
+from kaffinity.k8s.model.readers import dig
 from kaffinity.load.source import DataPath
 from kaffinity.rules.base import Rule
 

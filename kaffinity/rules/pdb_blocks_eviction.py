@@ -41,7 +41,10 @@ from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import ordered
 from kaffinity.graph.members import RELATION_PDB, Member
 from kaffinity.k8s.compact import MODEL_FIELDS
-from kaffinity.k8s.model import NodeSelectorTerm, PodDisruptionBudget, Workload, dig, document_key, object_ref
+from kaffinity.k8s.model import NodeSelectorTerm, PodDisruptionBudget, Workload
+from kaffinity.k8s.model.build import object_ref
+from kaffinity.k8s.model.objects import document_key
+from kaffinity.k8s.model.readers import dig
 from kaffinity.k8s.selectors import node_term_matches, selector_matches
 from kaffinity.load.source import DataPath, Document
 from kaffinity.rules.base import Rule

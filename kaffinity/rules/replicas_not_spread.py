@@ -10,7 +10,8 @@ from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.members import RELATION_AFFINITY, RELATION_ANTI_AFFINITY, Member
 from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
-from kaffinity.k8s.model import dig, object_ref
+from kaffinity.k8s.model.build import object_ref
+from kaffinity.k8s.model.readers import dig
 from kaffinity.load.source import DataPath, Document
 from kaffinity.rules.base import Rule
 

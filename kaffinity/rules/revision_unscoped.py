@@ -18,7 +18,8 @@ from kaffinity.k8s import gates as fg
 from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.fenceposts import Budget, deployment_budget
 from kaffinity.k8s.labels import POD_TEMPLATE_HASH
-from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload, dig
+from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, Workload
+from kaffinity.k8s.model.readers import dig
 from kaffinity.k8s.selectors import namespace_in_scope, selector_matches
 from kaffinity.load.display import quote_name
 from kaffinity.load.source import DataPath, Document, PosDict, Span, locate_depth, unpack

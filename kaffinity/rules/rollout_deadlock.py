@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.k8s.compact import MODEL_FIELDS
-from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint, dig
+from kaffinity.k8s.model import PodAffinityTerm, TopologySpreadConstraint
+from kaffinity.k8s.model.readers import dig
 from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:

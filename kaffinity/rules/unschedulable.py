@@ -13,7 +13,8 @@ from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.members import selector_text
 from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.k8s.labels import HOSTNAME
-from kaffinity.k8s.model import Workload, dig
+from kaffinity.k8s.model import Workload
+from kaffinity.k8s.model.readers import dig
 from kaffinity.load.source import DataPath
 from kaffinity.rules.base import Rule
 

@@ -103,7 +103,7 @@ def layout(
             )
         if built.charts:
             from kaffinity.load.charts import rendered_with
-            from kaffinity.repo.units import chart_of
+            from kaffinity.repo.units.layout import chart_of
 
             rendered = {os.path.abspath(chart) for chart in built.charts}
             cache: dict[str, Optional[str]] = {}
@@ -115,7 +115,7 @@ def layout(
             ]
         files = [*files, *built.files]
     else:
-        from kaffinity.repo.units import unrendered_note
+        from kaffinity.repo.units.render import unrendered_note
 
         # Overlays and charts read as written are not what gets deployed: one note says so.
         unrendered = unrendered_note(read.units)
@@ -170,11 +170,11 @@ def render_summary(settings: Settings, layout: Layout) -> RenderSummary:
     kinds = {unit.source.partition(" ")[0] for unit in layout.units}
     helm = kustomize = None
     if kinds & {"helm", "flux", "argocd"}:
-        from kaffinity.repo.render import helm_engine
+        from kaffinity.repo.engines import helm_engine
 
         helm = helm_engine()
     if kinds & {"kustomize", "flux", "argocd"}:
-        from kaffinity.repo.render import kustomize_engine
+        from kaffinity.repo.engines import kustomize_engine
 
         kustomize = kustomize_engine()
     rendered = sum(1 for unit in layout.units if unit.source.endswith("(rendered)"))

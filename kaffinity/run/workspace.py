@@ -146,7 +146,7 @@ def stream(
 
 
 def _helm_available() -> bool:
-    from kaffinity.repo.render import helm_engine
+    from kaffinity.repo.engines import helm_engine
 
     return helm_engine() is not None
 
@@ -238,7 +238,7 @@ def _map_rendered_stdin(
     out: list[SourceFile] = []
     for file in files:
         if file.name == STDIN_NAME and "# Source: " in file.text and not file.problems:
-            from kaffinity.repo.render import map_helm_sources
+            from kaffinity.repo.helm.sources import map_helm_sources
 
             out.extend(map_helm_sources(file, chart, settings.limits).files)
         else:

@@ -34,16 +34,10 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kaffinity.k8s.model import (
-    Namespace,
-    PodDisruptionBudget,
-    PriorityClass,
-    Workload,
-    canonical_key,
-    dig,
-    namespace_labels,
-    priority_classes,
-)
+from kaffinity.k8s.model import Namespace, PodDisruptionBudget, PriorityClass, Workload
+from kaffinity.k8s.model.build import priority_classes
+from kaffinity.k8s.model.objects import canonical_key, namespace_labels
+from kaffinity.k8s.model.readers import dig
 from kaffinity.k8s.selectors import selector_matches
 from kaffinity.simulate.cluster import Cluster, finished
 from kaffinity.simulate.framework.profile import FILTERS

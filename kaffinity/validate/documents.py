@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def validate_documents(documents: Sequence[Document], settings: Settings) -> dict[str, list[Violation]]:
     # Imported here, not at the top: the rule registry imports this module, and jsonschema
     # (~0.1 s) is needed only when a validation rule actually runs.
-    from kaffinity.k8s.model import custom_workload_kind
+    from kaffinity.k8s.model.kinds import custom_workload_kind
     from kaffinity.validate.apiserver import Target, validate
     from kaffinity.validate.schema import check_object
 
@@ -61,7 +61,7 @@ def _template_problems(
 ) -> Iterator[tuple[SchemaProblem, DataPath]]:
     """The schema problems of a custom workload's pod template (the rest of the object is the
     custom resource's own), each with its path in the object."""
-    from kaffinity.k8s.model import dig
+    from kaffinity.k8s.model.readers import dig
     from kaffinity.validate.schema import check_template
 
     template = dig(data, custom.template)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from kaffinity.k8s.model import ANY_HOST_IP
+from kaffinity.k8s.model.terms import ANY_HOST_IP
 from kaffinity.simulate.framework.types import SimNode, SimPod
 
 #: pkg/scheduler/framework/plugins/nodeports ``ErrReason``

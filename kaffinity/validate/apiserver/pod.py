@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.expand.merge import is_existing
-from kaffinity.k8s.model import dig, pod_template_path
+from kaffinity.k8s.model.kinds import pod_template_path
+from kaffinity.k8s.model.readers import dig
 from kaffinity.load.source import DataPath, format_path
 from kaffinity.validate.apiserver.affinity import AffinityValidator
 from kaffinity.validate.apiserver.fields import (

@@ -9,7 +9,7 @@ its own, named after it (:func:`kaffinity.repo.units.render_units` asks each kin
 releases among the objects of the repository, rendered ones included, so a HelmRelease patched
 by an overlay is rendered with the overlay's values).
 
-The kinds live in their own modules (:mod:`kaffinity.repo.flux`, :mod:`kaffinity.repo.argo`);
+The kinds live in their own modules (:mod:`kaffinity.repo.gitops.flux`, :mod:`kaffinity.repo.gitops.argo`);
 each offers ``releases(documents, context) -> Iterator[Release]``.
 """
 
@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits
 from kaffinity.load.source import Document
-from kaffinity.repo.render import Rendered
+from kaffinity.repo.rendered import Rendered
 from kaffinity.repo.sandbox import DEFAULT_SANDBOX, Sandbox
 
 
 @dataclass(frozen=True, slots=True)
-class ReleaseContext:
+class ReleaseInputs:
     """What finding and rendering releases may use."""
 
     #: Every object of the repository (rendered overlays' objects included): sources
