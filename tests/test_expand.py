@@ -468,12 +468,12 @@ def test_expand_writes_to_output_as_lint_does(tmp_path: pathlib.Path) -> None:
 
 def test_a_run_plans_the_edits_of_its_first_findings_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Planning an edit loads the term's document again (about a millisecond): a file of a
-    thousand workloads made lint ten times slower. Past engine.PLANS_PER_RUN the hint promises
-    no edit and carries none; kaffinity fix still plans every finding itself."""
-    from kaffinity import engine
+    thousand workloads made lint ten times slower. Past engine.record.PLANS_PER_RUN the hint
+    promises no edit and carries none; kaffinity fix still plans every finding itself."""
+    from kaffinity.engine import record
     from kaffinity.rules.revision_unscoped import FIX_PROMISE
 
-    monkeypatch.setattr(engine, "PLANS_PER_RUN", 2)
+    monkeypatch.setattr(record, "PLANS_PER_RUN", 2)
     docs = [SELF_ANTI.replace("name: web", f"name: web{index}") for index in range(4)]
     text = "---\n".join(docs)
     result = lint_text(text, select=("revision-unscoped",))

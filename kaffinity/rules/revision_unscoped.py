@@ -201,7 +201,7 @@ def _planner(
 #: What a hint says when ``kaffinity fix`` makes its edit, and only then (tests hold it to that).
 FIX_PROMISE = "kaffinity fix does it"
 
-#: The hint of a finding whose edit the run did not plan (engine.PLANS_PER_RUN): it promises no
+#: The hint of a finding whose edit the run did not plan (engine.record.PLANS_PER_RUN): it promises no
 #: edit, and says where to learn whether one can be made.
 _UNPLANNED = (
     f'add "matchLabelKeys: [{POD_TEMPLATE_HASH}]" to this term (a run plans the edits of its first '
