@@ -13,13 +13,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -64,39 +68,138 @@ def no_internal_error(code: int, stderr: str | bytes) -> None:
     assert "Traceback" not in text, text
 
 
+Args = str | os.PathLike[str]
+
+
 def run(
-    *args: str, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+    *args: Args, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """The real command line, as a user runs it (``python -m kaffinity``); an internal error
-    fails the test."""
+    """The command line in process (:func:`kaffinity.cli.main`, as ``python -m kaffinity ARGS``
+    runs it): its exit code, stdout and stderr; an internal error fails the test. The process's
+    state is the test's again afterwards (:func:`_in_process`)."""
     completed = run_raw(*args, stdin=stdin, cwd=cwd, env=env)
     no_internal_error(completed.returncode, completed.stderr)
     return completed
 
 
 def run_raw(
-    *args: str, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+    *args: Args, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """:func:`run` without the guard: only for the tests of the internal error itself."""
-    # The suite may itself run on GitHub Actions; `--format auto` must not see that by accident.
-    inherited = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
-    environment = {**inherited, "NO_COLOR": "1", **(env or {})}
+    from kaffinity.cli import main
+
+    argv = [os.fspath(arg) for arg in args]
+    with _in_process(argv, stdin, cwd, _environment(env)) as (out, err):
+        try:
+            main()
+            code = 0
+        except SystemExit as exit:  # main() always ends with one
+            code = _exit_code(exit.code, err)
+    return subprocess.CompletedProcess(
+        ["kaffinity", *argv], code, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace")
+    )
+
+
+def run_process(
+    *args: Args, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m kaffinity ARGS`` in a new process, as a user runs it; an internal error fails
+    the test. Only for the tests whose subject is the process: start-up and imports, signals,
+    the entry point, the standard streams' encoding, environment variables read at import."""
     data = stdin.encode() if isinstance(stdin, str) else stdin
     completed = subprocess.run(
-        [sys.executable, "-m", "kaffinity", *args],
+        [sys.executable, "-m", "kaffinity", *map(os.fspath, args)],
         input=data,
         capture_output=True,
         cwd=cwd,
-        env=environment,
+        env=_environment(env),
         timeout=120,
         check=False,
     )
+    no_internal_error(completed.returncode, completed.stderr)
     return subprocess.CompletedProcess(
         completed.args,
         completed.returncode,
         completed.stdout.decode("utf-8", "replace"),
         completed.stderr.decode("utf-8", "replace"),
     )
+
+
+def _environment(env: dict[str, str] | None) -> dict[str, str]:
+    """The test's environment without ``GITHUB_ACTIONS`` (the suite may itself run on GitHub
+    Actions; ``--format auto`` must not see that by accident), with ``NO_COLOR=1``, and ``env``."""
+    inherited = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
+    return {**inherited, "NO_COLOR": "1", **(env or {})}
+
+
+def _exit_code(code: object, err: io.BytesIO) -> int:
+    """The exit status ``sys.exit(code)`` gives a process: None is 0, a text is printed (1)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    err.write(f"{code}\n".encode())
+    return 1
+
+
+class _Kept(io.BytesIO):
+    """A standard stream's bytes, still readable after the command closed its stream."""
+
+    def close(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _in_process(
+    argv: list[str], stdin: str | bytes | None, cwd: Path | None, environment: dict[str, str]
+) -> Iterator[tuple[_Kept, _Kept]]:
+    """Run the command as a process of its own would, and leave no trace: the arguments, the
+    standard streams (UTF-8 as on a pipe; stdin empty unless given), the environment, the
+    working directory, the signal handlers, the recursion limit, the collector (the command
+    freezes what it loaded, ``gc.freeze``) and the caches that read the environment or the
+    working directory are the test's again afterwards."""
+    from kaffinity.policy.cel.limits import time_limit
+    from kaffinity.report.fingerprint import _top
+
+    data = stdin.encode() if isinstance(stdin, str) else (stdin or b"")
+    out, err = _Kept(), _Kept()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    saved_argv, saved_environ, saved_cwd = sys.argv, dict(os.environ), os.getcwd()
+    saved_signals = {number: signal.getsignal(number) for number in _SIGNALS}
+    saved_limit, collecting = sys.getrecursionlimit(), gc.isenabled()
+    caches = (time_limit, _top)  # KAFFINITY_CEL_TIME_LIMIT; the working directory's work tree
+    sys.argv = ["kaffinity", *argv]
+    sys.stdin = io.TextIOWrapper(_Kept(data), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(out, encoding="utf-8", newline="\n")
+    sys.stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", newline="\n")
+    os.environ.clear()
+    os.environ.update(environment)
+    for cached in caches:
+        cached.cache_clear()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        yield out, err
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(ValueError):  # closed by the command
+                stream.flush()
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        sys.argv = saved_argv
+        os.environ.clear()
+        os.environ.update(saved_environ)
+        os.chdir(saved_cwd)
+        for number, handler in saved_signals.items():
+            signal.signal(number, handler)
+        sys.setrecursionlimit(saved_limit)
+        gc.unfreeze()
+        if collecting:
+            gc.enable()
+        for cached in caches:
+            cached.cache_clear()
+
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE)
 
 
 def run_json(*args: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
