@@ -7,8 +7,10 @@
 - what was found: :func:`keys`, :func:`findings`, :func:`assert_found` and :func:`check`
   compare (rule, line, column) and the JSON report's fields, not the wording of messages;
 - where: :func:`line_of` and :func:`position` find a line (and column) in a manifest;
-- what is linted: :func:`workload` builds a workload object, :func:`manifest` writes objects as
-  YAML, :func:`workloads` reads the workloads of a manifest.
+- what is linted: :func:`workload` builds a workload object (with :func:`term`, :func:`spread`,
+  :func:`toleration`, :func:`requests`), :func:`node`, :func:`zones` and :func:`cluster` a
+  cluster file, :func:`budget` a PodDisruptionBudget; :func:`manifest` writes objects as YAML,
+  :func:`workloads` reads the workloads of a manifest.
 """
 
 from __future__ import annotations
@@ -86,6 +88,28 @@ def run_raw(
     *args: Args, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """:func:`run` without the guard: only for the tests of the internal error itself."""
+    completed = _run_bytes(args, stdin, cwd, env)
+    return subprocess.CompletedProcess(
+        completed.args,
+        completed.returncode,
+        completed.stdout.decode("utf-8", "replace"),
+        completed.stderr.decode("utf-8", "replace"),
+    )
+
+
+def run_bytes(
+    *args: Args, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """:func:`run` with stdout and stderr as the bytes written: for the tests of what reaches the
+    terminal (escapes, file names that are no UTF-8)."""
+    completed = _run_bytes(args, stdin, cwd, env)
+    no_internal_error(completed.returncode, completed.stderr)
+    return completed
+
+
+def _run_bytes(
+    args: Sequence[Args], stdin: str | bytes | None, cwd: Path | None, env: dict[str, str] | None
+) -> subprocess.CompletedProcess[bytes]:
     from kaffinity.cli import main
 
     argv = [os.fspath(arg) for arg in args]
@@ -95,9 +119,7 @@ def run_raw(
             code = 0
         except SystemExit as exit:  # main() always ends with one
             code = _exit_code(exit.code, err)
-    return subprocess.CompletedProcess(
-        ["kaffinity", *argv], code, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace")
-    )
+    return subprocess.CompletedProcess(["kaffinity", *argv], code, out.getvalue(), err.getvalue())
 
 
 def run_process(
@@ -138,6 +160,7 @@ def _exit_code(code: object, err: io.BytesIO) -> int:
         return 0
     if isinstance(code, int):
         return code
+    sys.stderr.flush()
     err.write(f"{code}\n".encode())
     return 1
 
@@ -436,6 +459,102 @@ def workload(
             body["serviceName"] = name
     api = "batch/v1" if kind == "Job" else "apps/v1"
     return {"apiVersion": api, "kind": kind, "metadata": metadata, "spec": body}
+
+
+def requests(cpu: str | None = None, memory: str | None = None) -> dict[str, Any]:
+    """Pod spec fields (for ``workload(pod=...)``): one container requesting ``cpu`` and
+    ``memory``."""
+    wanted = {key: value for key, value in (("cpu", cpu), ("memory", memory)) if value is not None}
+    return {"containers": [{"name": "c", "image": "x", "resources": {"requests": wanted}}]}
+
+
+def toleration(key: str, value: str | None = None, effect: str = "NoSchedule") -> dict[str, Any]:
+    """A toleration of the taint ``key`` (``Equal`` to ``value``, or ``Exists`` without one)."""
+    if value is None:
+        return {"key": key, "operator": "Exists", "effect": effect}
+    return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+
+
+def spread(
+    key: str = "topology.kubernetes.io/zone",
+    labels: dict[str, str] | None = None,
+    *,
+    max_skew: int = 1,
+    when: str = "DoNotSchedule",
+    **more: Any,
+) -> dict[str, Any]:
+    """A topology spread constraint over ``key`` selecting ``labels`` (``more``: its other
+    fields as written, ``minDomains=3``, ``matchLabelKeys=[...]``)."""
+    constraint: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when}
+    if labels is not None:
+        constraint["labelSelector"] = {"matchLabels": labels}
+    return constraint | more
+
+
+def term(labels: dict[str, str], key: str = "kubernetes.io/hostname", **more: Any) -> dict[str, Any]:
+    """A pod (anti-)affinity term selecting ``labels`` over ``key`` (``more``: its other fields,
+    ``namespaces=[...]``, ``matchLabelKeys=[...]``), for ``workload(affinity=/anti=/preferred=)``."""
+    return {"labelSelector": {"matchLabels": labels}, "topologyKey": key} | more
+
+
+def node(
+    name: str,
+    labels: dict[str, str] | None = None,
+    *,
+    zone: str | None = None,
+    cpu: str = "4",
+    memory: str = "16Gi",
+    pods: str = "110",
+    taints: Sequence[dict[str, str]] = (),
+    unschedulable: bool = False,
+) -> dict[str, Any]:
+    """A Node for a cluster file: labelled with its hostname (and ``zone``, and ``labels``), with
+    this allocatable, these taints (``{"key": ..., "value": ..., "effect": ...}``)."""
+    labelled = {"kubernetes.io/hostname": name}
+    if zone is not None:
+        labelled["topology.kubernetes.io/zone"] = zone
+    spec: dict[str, Any] = {}
+    if taints:
+        spec["taints"] = list(taints)
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labelled | (labels or {})},
+        "spec": spec,
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}},
+    }
+
+
+def cluster(*nodes: dict[str, Any], indent: int | None = None) -> str:
+    """A cluster file (``--cluster``) of these nodes; ``cluster(*zones(...))`` for many."""
+    return manifest(nodes, indent)
+
+
+def zones(count: int, per_zone: int = 1, **fields: Any) -> list[dict[str, Any]]:
+    """``per_zone`` nodes in each of ``count`` zones (``z0``, ``z1``...; nodes ``z0-n0``...), each
+    a :func:`node` with ``fields``."""
+    return [node(f"z{z}-n{n}", zone=f"z{z}", **fields) for z in range(count) for n in range(per_zone)]
+
+
+def budget(
+    name: str,
+    namespace: str | None = "default",
+    labels: dict[str, str] | None = None,
+    *,
+    min_available: int | str | None = None,
+    max_unavailable: int | str | None = None,
+) -> dict[str, Any]:
+    """A PodDisruptionBudget selecting ``labels`` (default ``app: name``)."""
+    spec: dict[str, Any] = {}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    if max_unavailable is not None:
+        spec["maxUnavailable"] = max_unavailable
+    spec["selector"] = {"matchLabels": labels if labels is not None else {"app": name}}
+    metadata: dict[str, Any] = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": metadata, "spec": spec}
 
 
 def manifest(objects: Iterable[dict[str, Any]], indent: int | None = None) -> str:
