@@ -1,8 +1,11 @@
 """The test kit: the one place for the helpers every test file needs (tests/README.md shows how).
 
-- running the command: :func:`run` (a subprocess, as a user runs it) and :func:`invoke` (in
-  process, typer's ``CliRunner``) fail the test on an internal error (exit code 3, the line
-  ``kaffinity: internal error``, an exception the runner caught), whatever the test expects;
+- running the command: :func:`run` (in process: :func:`kaffinity.cli.main` with its own
+  arguments, streams, environment and working directory, all restored afterwards),
+  :func:`run_bytes` (the same, the output as bytes) and :func:`run_process` (``python -m
+  kaffinity`` in a new process, for the tests whose subject is the process) fail the test on an
+  internal error (exit code 3, the line ``kaffinity: internal error``), whatever the test
+  expects; :func:`invoke` (typer's ``CliRunner``) is left for the files not yet on :func:`run`;
 - linting in process: :func:`lint_text`, :func:`lint_paths`;
 - what was found: :func:`keys`, :func:`findings`, :func:`assert_found` and :func:`check`
   compare (rule, line, column) and the JSON report's fields, not the wording of messages;
@@ -220,6 +223,15 @@ def _in_process(
             gc.enable()
         for cached in caches:
             cached.cache_clear()
+        _at_exit()
+
+
+def _at_exit() -> None:
+    """What the command's process would end at its exit: the policies' guarded process (one per
+    run's context, stopped by ``atexit`` in a process of its own)."""
+    guard = sys.modules.get("kaffinity.policy.guard")
+    if guard is not None:
+        guard._stop_current()
 
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE)
@@ -232,8 +244,9 @@ def run_json(*args: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
 
 
 def invoke(*args: str | Path, input: str | None = None) -> Result:
-    """The command in process (typer's ``CliRunner``, faster than :func:`run`); an exception the
-    runner caught, exit code 3 or an ``internal error`` line fail the test."""
+    """The command through typer's ``CliRunner`` (not :func:`kaffinity.cli.main`: usage errors
+    read as click's); an exception the runner caught, exit code 3 or an ``internal error`` line
+    fail the test. Left for the files not yet on :func:`run`, which replaces it."""
     from kaffinity.cli import app
 
     result = CliRunner().invoke(app, [str(arg) for arg in args], input=input)

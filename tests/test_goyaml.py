@@ -51,7 +51,7 @@ import pytest
 
 from kaffinity.load.parse import decode, parse, parse_data
 from kaffinity.load.source import locate
-from tests.kit import check, invoke, keys, lint_text, position
+from tests.kit import check, keys, lint_text, position, run
 
 VALUE, DUPLICATE, REFUSED = "value", "duplicate", "refused"
 
@@ -829,7 +829,7 @@ def test_fix_edits_a_file_read_as_go_yaml_reads_it(tmp_path: Path) -> None:
     )
     path = tmp_path / "web.yaml"
     path.write_text(text)
-    assert invoke("fix", path).exit_code == 0
+    assert run("fix", path).returncode == 0
     fixed = path.read_text()
     assert fixed == text + "            matchLabelKeys: [pod-template-hash]\n"
     assert keys(lint_text(fixed)) == []
