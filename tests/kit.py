@@ -541,8 +541,9 @@ def node(
 
 
 def cluster(*nodes: dict[str, Any], indent: int | None = None) -> str:
-    """A cluster file (``--cluster``) of these nodes; ``cluster(*zones(...))`` for many."""
-    return manifest(nodes, indent)
+    """A cluster file (``--cluster``) of these nodes, ending with a line break (so that more
+    documents may follow a ``---``); ``cluster(*zones(...))`` for many."""
+    return manifest(nodes, indent) + "\n"
 
 
 def zones(count: int, per_zone: int = 1, **fields: Any) -> list[dict[str, Any]]:

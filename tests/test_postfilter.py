@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from . import kit
 from .kit import keys, run
 
 
@@ -55,18 +56,8 @@ def _place(tmp_path: Path, cluster: str, manifests: str, *extra: str) -> dict[st
     return report
 
 
-def _node(name: str, cpu: str = "4", taints: str = "[]") -> str:
-    return f"""\
-    apiVersion: v1
-    kind: Node
-    metadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}
-    spec: {{taints: {taints}}}
-    status: {{allocatable: {{cpu: "{cpu}", memory: 16Gi, pods: "110"}}}}
-    """
-
-
 def _batch(name: str, node: str, priority: int = 0, cpu: str = "3") -> str:
-    return f"""\
+    return textwrap.dedent(f"""\
     apiVersion: v1
     kind: Pod
     metadata: {{name: {name}, namespace: batch, labels: {{app: batch}}}}
@@ -74,7 +65,7 @@ def _batch(name: str, node: str, priority: int = 0, cpu: str = "3") -> str:
       nodeName: {node}
       priority: {priority}
       containers: [{{name: c, image: i, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
-    """
+    """)
 
 
 def _service(priority: int, policy: str = "PreemptLowerPriority", cpu: str = "2") -> str:
@@ -94,7 +85,14 @@ def _service(priority: int, policy: str = "PreemptLowerPriority", cpu: str = "2"
     """
 
 
-CROWDED = "---\n".join([_node("n1"), _node("n2"), _batch("b1", "n1"), _batch("b2", "n2", priority=5)])
+CROWDED = "---\n".join(
+    [
+        kit.cluster(kit.node("n1")),
+        kit.cluster(kit.node("n2")),
+        _batch("b1", "n1"),
+        _batch("b2", "n2", priority=5),
+    ]
+)
 
 
 # --- preemption -----------------------------------------------------------------------------------
@@ -135,11 +133,11 @@ def test_a_budget_steers_preemption_to_unprotected_pods(tmp_path: Path) -> None:
     """
     cluster = "---\n".join(
         [
-            _node("n1"),
-            _node("n2"),
+            kit.cluster(kit.node("n1")),
+            kit.cluster(kit.node("n2")),
             _batch("b1", "n1").replace("app: batch}", "app: batch, name: b1}"),
             _batch("b2", "n2"),
-            pdb,
+            textwrap.dedent(pdb),
         ]
     )
     report = _place(tmp_path, cluster, _service(1000))
@@ -259,13 +257,13 @@ spec:
 
 
 def test_host_port_pods_beyond_the_nodes_stay_pending(tmp_path: Path) -> None:
-    cluster = "---\n".join(_node(f"n{i}") for i in range(4))
+    cluster = kit.cluster(*(kit.node(f"n{i}") for i in range(4)))
     manifest = INGRESS.replace("REPLICAS", "5").replace("STRATEGY", "{maxSurge: 0, maxUnavailable: 1}")
     assert _lint(tmp_path, cluster, manifest) == [("unschedulable", 10, 5)]
 
 
 def test_host_network_takes_the_container_ports(tmp_path: Path) -> None:
-    cluster = "---\n".join(_node(f"n{i}") for i in range(2))
+    cluster = kit.cluster(*(kit.node(f"n{i}") for i in range(2)))
     manifest = (
         INGRESS.replace("REPLICAS", "3")
         .replace("STRATEGY", "{maxSurge: 0, maxUnavailable: 1}")
@@ -278,9 +276,9 @@ def test_host_network_takes_the_container_ports(tmp_path: Path) -> None:
 
 def test_host_port_rollouts_on_one_node(tmp_path: Path) -> None:
     surge = INGRESS.replace("REPLICAS", "1").replace("STRATEGY", "{maxSurge: 1, maxUnavailable: 0}")
-    assert _lint(tmp_path, _node("minikube"), surge) == [("rollout-deadlock", 6, 3)]
+    assert _lint(tmp_path, kit.cluster(kit.node("minikube")), surge) == [("rollout-deadlock", 6, 3)]
     replace = INGRESS.replace("REPLICAS", "1").replace("STRATEGY", "{maxSurge: 0, maxUnavailable: 1}")
-    assert _lint(tmp_path, _node("minikube"), replace) == []
+    assert _lint(tmp_path, kit.cluster(kit.node("minikube")), replace) == []
 
 
 def test_a_host_port_rollout_that_needs_a_new_node(tmp_path: Path) -> None:
@@ -309,13 +307,17 @@ def _pinned(kind: str, node: str) -> str:
 
 
 def test_node_name_on_a_no_schedule_node_runs(tmp_path: Path) -> None:
-    cluster = _node("infra", taints="[{key: dedicated, value: infra, effect: NoSchedule}]")
+    cluster = kit.cluster(
+        kit.node("infra", taints=[{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}])
+    )
     assert _lint(tmp_path, cluster, _pinned("Pod", "infra")) == []
     assert _place(tmp_path, cluster, _pinned("Pod", "infra"))["pods"][0]["node"] == "infra"
 
 
 def test_node_name_on_a_no_execute_node_is_killed_forever(tmp_path: Path) -> None:
-    cluster = _node("sick", taints="[{key: node.kubernetes.io/not-ready, effect: NoExecute}]")
+    cluster = kit.cluster(
+        kit.node("sick", taints=[{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}])
+    )
     assert _lint(tmp_path, cluster, _pinned("Deployment", "sick")) == [("no-eligible-node", 8, 5)]
     assert _lint(tmp_path, cluster, _pinned("Pod", "sick")) == [("no-eligible-node", 4, 1)]
 
@@ -446,8 +448,8 @@ def test_the_event_ends_with_what_preemption_said(tmp_path: Path) -> None:
     # do not fit on n1 once b1 is gone, and that is the reason given for it.
     mixed = "---\n".join(
         [
-            _node("n1"),
-            _node("n2"),
+            kit.cluster(kit.node("n1")),
+            kit.cluster(kit.node("n2")),
             _batch("b1", "n1", cpu="1"),
             _batch("h1", "n1", priority=5, cpu="2"),
             _batch("b2", "n2", priority=5),
@@ -460,7 +462,9 @@ def test_the_event_ends_with_what_preemption_said(tmp_path: Path) -> None:
 
 
 def test_place_says_the_kubelet_rejects_a_node_name_pod(tmp_path: Path) -> None:
-    cluster = _node("sick", taints="[{key: node.kubernetes.io/not-ready, effect: NoExecute}]")
+    cluster = kit.cluster(
+        kit.node("sick", taints=[{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}])
+    )
     result = _invoke(tmp_path, "place", cluster, _pinned("Pod", "sick"))
     assert result.returncode == 1
     assert result.stdout.splitlines()[0].endswith(
@@ -522,12 +526,9 @@ def test_autoscaling_stops_at_the_limits(tmp_path: Path) -> None:
     """
     report = _place(
         tmp_path,
-        nodepool
+        textwrap.dedent(nodepool)
         + "---\n"
-        + _node("default-a", cpu="4").replace(
-            "kubernetes.io/hostname: default-a",
-            "kubernetes.io/hostname: default-a, karpenter.sh/nodepool: default",
-        ),
+        + kit.cluster(kit.node("default-a", labels={"karpenter.sh/nodepool": "default"})),
         ANTI,
     )
     # one node exists, the limit allows one more
