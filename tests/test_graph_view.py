@@ -10,70 +10,32 @@ from typing import Any
 
 import pytest
 
-from .kit import run
+from .kit import budget, manifest, run, term, workload
 
-
-def _deployment(name: str, namespace: str, labels: str, affinity: str = "") -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: {namespace}}}
-spec:
-  replicas: 1
-  selector: {{matchLabels: {{{labels}}}}}
-  template:
-    metadata: {{labels: {{{labels}}}}}
-    spec:
-      containers: [{{name: c, image: x}}]
-{affinity}"""
-
-
-def _term(kind: str, labels: str) -> str:
-    return f"""\
-      affinity:
-        {kind}:
-          requiredDuringSchedulingIgnoredDuringExecution:
-            - labelSelector: {{matchLabels: {{{labels}}}}}
-              topologyKey: topology.kubernetes.io/zone
-"""
-
+ZONE = "topology.kubernetes.io/zone"
 
 #: shop: web -x-> api --> db <-- budget; other: api --> cache; lone <-- budget lone; orphan's
 #: affinity matches nothing (affinity-no-match); batch: 17 workloads a selector vertex stands
 #: for, kept away from by sweeper.
 OBJECTS = [
-    _deployment("web", "shop", "app: web", _term("podAntiAffinity", "app: api")),
-    _deployment("api", "shop", "app: api", _term("podAffinity", "app: db")),
-    _deployment("db", "shop", "app: db"),
-    """\
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: db-pdb, namespace: shop}
-spec:
-  maxUnavailable: 1
-  selector: {matchLabels: {app: db}}
-""",
-    _deployment("api", "other", "app: api", _term("podAffinity", "app: cache")),
-    _deployment("cache", "other", "app: cache"),
-    _deployment("lone", "other", "app: lone"),
-    """\
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: lone, namespace: other}
-spec:
-  maxUnavailable: 1
-  selector: {matchLabels: {app: lone}}
-""",
-    _deployment("orphan", "other", "app: orphan", _term("podAffinity", "app: nothing")),
-    *(_deployment(f"job-{n}", "batch", f"app: job-{n}, tier: batch") for n in range(17)),
-    _deployment("sweeper", "batch", "app: sweeper", _term("podAntiAffinity", "tier: batch")),
+    workload("web", "shop", anti=[term({"app": "api"}, ZONE)]),
+    workload("api", "shop", affinity=[term({"app": "db"}, ZONE)]),
+    workload("db", "shop"),
+    budget("db-pdb", "shop", {"app": "db"}, max_unavailable=1),
+    workload("api", "other", affinity=[term({"app": "cache"}, ZONE)]),
+    workload("cache", "other"),
+    workload("lone", "other"),
+    budget("lone", "other", max_unavailable=1),
+    workload("orphan", "other", affinity=[term({"app": "nothing"}, ZONE)]),
+    *(workload(f"job-{n}", "batch", {"app": f"job-{n}", "tier": "batch"}) for n in range(17)),
+    workload("sweeper", "batch", anti=[term({"tier": "batch"}, ZONE)]),
 ]
 
 
 @pytest.fixture
 def manifests(tmp_path: Path) -> Path:
     path = tmp_path / "all.yaml"
-    path.write_text("---\n".join(OBJECTS))
+    path.write_text(manifest(OBJECTS, indent=2))
     return path
 
 
@@ -257,7 +219,7 @@ def test_a_mermaid_summary_fits_the_text_limit() -> None:
     from kaffinity.graph.view import Limits
     from kaffinity.load.parse import parse
 
-    graph = Context([parse("all.yaml", "---\n".join(OBJECTS))], Settings()).graph
+    graph = Context([parse("all.yaml", manifest(OBJECTS))], Settings()).graph
     links = re.compile(r"^  a\d+ --", re.M)
     full, note = draw(graph, [], "mermaid", None, Limits(vertices=5))
     assert note is not None and len(links.findall(full)) == 3
