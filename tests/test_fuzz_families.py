@@ -221,7 +221,7 @@ FAMILIES: dict[str, list[list[str]]] = {
 }
 
 
-def _run(base: Path, family: str, files: dict[str, str | None]) -> list[int]:
+def _run_family(base: Path, family: str, files: dict[str, str | None]) -> list[int]:
     """Run ``family``'s commands on the repository ``files``; their exit codes."""
     codes: list[int] = []
     with _sandbox(base, files) as repo:
@@ -270,7 +270,7 @@ def test_hostile_repositories_never_escape(family: str, tmp_path: Path) -> None:
     @_SHORT
     @given(repositories())
     def check(files: dict[str, str | None]) -> None:
-        _run(tmp_path / "case", family, files)
+        _run_family(tmp_path / "case", family, files)
 
     check()
 
@@ -294,7 +294,7 @@ def test_fuzz_families_for_minutes(tmp_path: Path) -> None:
             return
         counts[family] += 1
         try:
-            for code in _run(tmp_path / "case", family, files):
+            for code in _run_family(tmp_path / "case", family, files):
                 exits[code] += 1
         except Exception as error:  # noqa: BLE001 - every failure is kept, the run goes on
             failures += 1
