@@ -428,10 +428,12 @@ def workload(
     spread: Sequence[dict[str, Any]] | None = None,
     pod: dict[str, Any] | None = None,
     replicas_first: bool = False,
+    preferred_affinity: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """A workload object (``kind``: Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or a bare
     Pod) with pod labels ``labels`` (default ``app: name``): ``affinity`` and ``anti`` are
-    required pod (anti-)affinity terms, ``preferred`` preferred anti-affinity terms (weight 10),
+    required pod (anti-)affinity terms, ``preferred`` preferred anti-affinity terms (weight 10,
+    as ``preferred_affinity`` the preferred affinity terms),
     ``spread`` the topology spread constraints, ``pod`` more pod spec fields; no namespace with
     ``namespace=None``. A DaemonSet has no replicas; a Job runs ``replicas`` pods at once. Key
     order is fixed (``replicas_first`` puts ``replicas`` first in the spec), as line and column
@@ -439,8 +441,14 @@ def workload(
     labels = labels if labels is not None else {"app": name}
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}], **(pod or {})}
     terms: dict[str, Any] = {}
-    if affinity:
-        terms["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": list(affinity)}
+    if affinity or preferred_affinity:
+        terms["podAffinity"] = {}
+        if affinity:
+            terms["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = list(affinity)
+        if preferred_affinity:
+            terms["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": 10, "podAffinityTerm": term} for term in preferred_affinity
+            ]
     if anti or preferred:
         terms["podAntiAffinity"] = {}
         if anti:
