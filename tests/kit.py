@@ -237,7 +237,7 @@ def _at_exit() -> None:
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE)
 
 
-def run_json(*args: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
+def run_json(*args: Args, **kwargs: Any) -> tuple[int, dict[str, Any]]:
     """``kaffinity lint --format json --no-config ARGS``: the exit code and the report."""
     completed = run("lint", "--format", "json", "--no-config", *args, **kwargs)
     return completed.returncode, json.loads(completed.stdout)

@@ -31,7 +31,7 @@ from kaffinity.repo.render import helm_engine, kustomize_engine
 from kaffinity.repo.rendering import is_release, renderable_on_disk
 from kaffinity.repo.sandbox import sandbox_from
 
-from .kit import REPO, run
+from .kit import REPO, run, run_json
 
 GITOPS = REPO / "tests" / "data" / "gitops"
 
@@ -121,12 +121,6 @@ def _write(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def _json(*args: str | Path) -> tuple[int, dict[str, Any]]:
-    result = run("lint", "--no-config", "--no-cache", "--format", "json", *args)
-    report: dict[str, Any] = json.loads(result.stdout)
-    return result.returncode, report
-
-
 def _no_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     """As on a machine with no helm, no helm-python-sdk, no kustomize and no kubectl."""
     monkeypatch.setattr(render_module, "helm_engine", lambda: None)
@@ -148,7 +142,7 @@ def test_render_is_on_by_default_and_the_config_may_turn_it_off(tmp_path: Path) 
 @needs_helm
 def test_a_chart_renders_by_default(tmp_path: Path) -> None:
     chart = _write(tmp_path / "charts" / "web", CHART)
-    code, report = _json(tmp_path)
+    code, report = run_json("--no-cache", tmp_path)
     assert code == 0, report
     render = report["summary"]["render"]
     assert render["enabled"] is True
@@ -157,7 +151,7 @@ def test_a_chart_renders_by_default(tmp_path: Path) -> None:
     assert not [f for f in report["findings"] if f["rule"] in ("parse-error", "helm-template")]
 
     # --no-render reads the chart as written: its template is not a manifest.
-    code, report = _json("--no-render", chart)
+    code, report = run_json("--no-cache", "--no-render", chart)
     assert report["summary"]["render"] == {
         "enabled": False,
         "engines": {"helm": None, "kustomize": None},
@@ -210,7 +204,7 @@ def test_units_without_a_tool_are_named_once_and_counted(
 ) -> None:
     root = _unrenderable(tmp_path)
     _no_tools(monkeypatch)
-    code, report = _json(root)
+    code, report = run_json("--no-cache", root)
     assert code == 0
     render = report["summary"]["render"]
     assert (render["enabled"], render["rendered"], render["unrendered"]) == (True, 0, 2)
@@ -264,7 +258,7 @@ def test_place_names_the_units_read_as_written(monkeypatch: pytest.MonkeyPatch, 
 @needs_kustomize
 def test_the_summary_names_the_engines_used(tmp_path: Path) -> None:
     root = _unrenderable(tmp_path)
-    _, report = _json(root)
+    _, report = run_json("--no-cache", root)
     render = report["summary"]["render"]
     assert render["engines"] == {"helm": helm_engine(), "kustomize": kustomize_engine()}
     assert (render["rendered"], render["unrendered"]) == (2, 0)
