@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ from kaffinity.load.parse import parse
 from kaffinity.repo.render import helm_engine, kustomize_engine
 from kaffinity.rules.revision_unscoped import FIX_PROMISE
 
-from .kit import EXAMPLES, SHARED, added_lines, check, lint_text, no_internal_error, run, run_json
+from .kit import EXAMPLES, SHARED, added_lines, check, lint_text, run, run_bytes, run_json
 
 ODD_BUT_VALID = """\
 # A hand-written manifest: comments, quoting, 4-space indents, a flow selector.
@@ -298,17 +296,7 @@ def test_fix_fills_a_null_in_a_flow_term() -> None:
 
 
 def _fix_stdin(raw: bytes) -> subprocess.CompletedProcess[bytes]:
-    environment = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
-    completed = subprocess.run(
-        [sys.executable, "-m", "kaffinity", "fix", "--no-config", "-"],
-        input=raw,
-        capture_output=True,
-        env=environment,
-        timeout=120,
-        check=False,
-    )
-    no_internal_error(completed.returncode, completed.stderr)
-    return completed
+    return run_bytes("fix", "--no-config", "-", stdin=raw)
 
 
 def test_fix_stdin_keeps_a_byte_order_mark() -> None:

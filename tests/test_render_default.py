@@ -16,7 +16,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -443,22 +442,7 @@ def test_the_hooks_entry_renders_the_chart_a_commit_touches(tmp_path: Path) -> N
     program, *arguments = shlex.split(hook["entry"])
     assert program == "kaffinity"
     report = tmp_path / "report.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kaffinity",
-            *arguments,
-            "--report",
-            f"json={report}",
-            "charts/web/templates/deployment.yaml",
-        ],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run(*arguments, "--report", f"json={report}", "charts/web/templates/deployment.yaml", cwd=repo)
     assert done.returncode == 0, done.stdout + done.stderr
     render = json.loads(report.read_text())["summary"]["render"]
     assert (render["enabled"], render["rendered"], render["unrendered"]) == (True, 1, 0)

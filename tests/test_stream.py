@@ -29,7 +29,7 @@ from kaffinity.k8s.model import build_object
 from kaffinity.load.files import discover
 from kaffinity.load.read import read
 from kaffinity.load.source import PosDict, PosList
-from tests.kit import run
+from tests.kit import run, run_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -223,23 +223,7 @@ def test_jobs_give_the_same_report_streamed(tmp_path: Path) -> None:
     assert len(list(manifests.rglob("*.yaml"))) >= 64
     (manifests / "zz-schema.yaml").write_text(_CASES.replace("replicas: 3", 'replicas: "3"'))
     reports = {
-        jobs: subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "kaffinity",
-                "lint",
-                "--no-config",
-                "--no-cache",
-                "-f",
-                "json",
-                "--jobs",
-                jobs,
-                str(manifests),
-            ],
-            capture_output=True,
-            check=False,
-        )
+        jobs: run_bytes("lint", "--no-config", "--no-cache", "-f", "json", "--jobs", jobs, manifests)
         for jobs in ("1", "2", "3")
     }
     assert {result.returncode for result in reports.values()} == {1}
