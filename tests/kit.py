@@ -28,7 +28,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -74,10 +74,15 @@ def no_internal_error(code: int, stderr: str | bytes) -> None:
 
 
 Args = str | os.PathLike[str]
+#: Variables for the command: set over the test's environment, left out where None.
+Env = Mapping[str, str | None] | None
 
 
 def run(
-    *args: Args, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+    *args: Args,
+    stdin: str | bytes | None = None,
+    cwd: Path | None = None,
+    env: Env = None,
 ) -> subprocess.CompletedProcess[str]:
     """The command line in process (:func:`kaffinity.cli.main`, as ``python -m kaffinity ARGS``
     runs it): its exit code, stdout and stderr; an internal error fails the test. The process's
@@ -88,7 +93,10 @@ def run(
 
 
 def run_raw(
-    *args: Args, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+    *args: Args,
+    stdin: str | bytes | None = None,
+    cwd: Path | None = None,
+    env: Env = None,
 ) -> subprocess.CompletedProcess[str]:
     """:func:`run` without the guard: only for the tests of the internal error itself."""
     completed = _run_bytes(args, stdin, cwd, env)
@@ -101,7 +109,10 @@ def run_raw(
 
 
 def run_bytes(
-    *args: Args, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+    *args: Args,
+    stdin: str | bytes | None = None,
+    cwd: Path | None = None,
+    env: Env = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """:func:`run` with stdout and stderr as the bytes written: for the tests of what reaches the
     terminal (escapes, file names that are no UTF-8)."""
@@ -111,7 +122,7 @@ def run_bytes(
 
 
 def _run_bytes(
-    args: Sequence[Args], stdin: str | bytes | None, cwd: Path | None, env: dict[str, str] | None
+    args: Sequence[Args], stdin: str | bytes | None, cwd: Path | None, env: Env
 ) -> subprocess.CompletedProcess[bytes]:
     from kaffinity.cli import main
 
@@ -126,7 +137,10 @@ def _run_bytes(
 
 
 def run_process(
-    *args: Args, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+    *args: Args,
+    stdin: str | bytes | None = None,
+    cwd: Path | None = None,
+    env: Env = None,
 ) -> subprocess.CompletedProcess[str]:
     """``python -m kaffinity ARGS`` in a new process, as a user runs it; an internal error fails
     the test. Only for the tests whose subject is the process: start-up and imports, signals,
@@ -150,11 +164,13 @@ def run_process(
     )
 
 
-def _environment(env: dict[str, str] | None) -> dict[str, str]:
+def _environment(env: Env) -> dict[str, str]:
     """The test's environment without ``GITHUB_ACTIONS`` (the suite may itself run on GitHub
-    Actions; ``--format auto`` must not see that by accident), with ``NO_COLOR=1``, and ``env``."""
+    Actions; ``--format auto`` must not see that by accident), with ``NO_COLOR=1``, and ``env``
+    (a variable given as None is left out)."""
     inherited = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
-    return {**inherited, "NO_COLOR": "1", **(env or {})}
+    merged = {**inherited, "NO_COLOR": "1", **(env or {})}
+    return {key: value for key, value in merged.items() if value is not None}
 
 
 def _exit_code(code: object, err: io.BytesIO) -> int:
