@@ -35,9 +35,6 @@ from ruamel.yaml import YAML
 from .kit import EXAMPLES, POLICY_EXAMPLES, REPO, expected, lint_paths
 from .test_reports import SARIF_SCHEMA
 
-# One worker installs the Action once (the installed fixture).
-pytestmark = pytest.mark.xdist_group("action")
-
 ACTION = REPO / "action.yml"
 _EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
 _INPUT = re.compile(r"inputs\.([A-Za-z0-9_-]+)")

@@ -22,10 +22,6 @@ from kaffinity.simulate.place import place_all
 
 from .kit import REPO
 
-pytestmark = pytest.mark.xdist_group(
-    "benchmarks"
-)  # one worker runs the benchmark harness once (the measured fixture)
-
 BENCHMARKS = REPO / "benchmarks"
 WORKLOADS = 200  # the smallest corpus with a shared selector and matchLabelKeys (the checks need both)
 NODES = 40

@@ -22,10 +22,7 @@ import pytest
 from tests.kit import REPO, no_internal_error
 from tests.test_context import BROKEN_API, CACHE, WEB
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git"),
-    pytest.mark.xdist_group("precommit"),  # one worker builds the hooks' environment once
-]
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
 
 _SNAPSHOT = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "kaffinity", "schemas")
 
