@@ -623,7 +623,7 @@ def test_place_reads_stdin_and_writes_a_file(tmp_path: Path) -> None:
         "json",
         "-o",
         out,
-        input=WEB.replace("REPLICAS", "2"),
+        stdin=WEB.replace("REPLICAS", "2"),
     )
     assert result.returncode == 0 and result.stdout == ""
     assert [pod["node"] for pod in json.loads(out.read_text())["pods"]] == [
