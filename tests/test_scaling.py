@@ -146,6 +146,7 @@ def _budgets(count: int) -> SourceFile:
     return parse("budgets.yaml", "".join(f"---\n{json.dumps(doc)}\n" for doc in docs))
 
 
+@pytest.mark.slow
 def test_four_times_the_budgets_on_the_same_pods_cost_at_most_five_times_the_time() -> None:
     """N budgets selecting the same pods used to make N pdb-overlap findings, each listing the
     other N - 1 budgets as related places (1,000 budgets: 15 s and a 183 MB report; 4,000: killed
@@ -192,6 +193,7 @@ spec:
 {zones}"""
 
 
+@pytest.mark.slow
 def test_four_times_the_replicas_of_one_workload_cost_at_most_five_times_the_time() -> None:
     """One workload's pods used to count every placed pod each (spread and inter-pod
     affinity PreFilter), a zone-spread pod sorted or filtered every node of the cluster, and a

@@ -211,6 +211,7 @@ def test_changed_with_a_context_reports_the_same_streamed(
         assert streamed == whole
 
 
+@pytest.mark.slow
 def test_jobs_give_the_same_report_streamed(tmp_path: Path) -> None:
     """Past ``MIN_FILES`` files the workers run the single-object stage: the report is the same
     for any ``--jobs``, and the same as without streaming."""
