@@ -42,10 +42,12 @@ def zone_rules() -> tuple[Rule, ...]:
 
 @pytest.fixture(autouse=True, scope="session")
 def _shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Every run of the suite shares one cache folder (``KAFFINITY_CACHE_DIR``), outside the
-    checkout: runs that lint the same file with the same settings take each other's entries, so
-    the whole suite exercises warm runs too (an entry is keyed by name, content, version and
-    settings: a wrong hit would show as a wrong finding in some test)."""
+    """Every run of the suite shares one cache folder (``KAFFINITY_CACHE_DIR``; one per
+    pytest-xdist worker, each with its own ``tmp_path_factory``), outside the checkout, read by
+    the in-process runs (``kit.run``) as by a process: runs that lint the same file with the same
+    settings take each other's entries, so the whole suite exercises warm runs too (an entry is
+    keyed by name, content, version and settings: a wrong hit would show as a wrong finding in
+    some test)."""
     import os
 
     folder = tmp_path_factory.mktemp("kaffinity-cache")

@@ -32,11 +32,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.kit import run_raw
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -84,19 +85,11 @@ def blocks(document: Path) -> list[Block]:
     return found
 
 
-def _environment(cache: str) -> dict[str, str]:
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("KAFFINITY_", "GITHUB_", "FORCE_COLOR", "PY_COLORS", "TERMINAL_WIDTH"))
-    }
-    environment.update(
-        NO_COLOR="1",
-        COLUMNS="80",
-        KAFFINITY_CACHE_DIR=cache,
-        PYTHONPATH=str(REPO) + os.pathsep + environment.get("PYTHONPATH", ""),
-    )
-    return environment
+def _environment(cache: str) -> dict[str, str | None]:
+    """The variables a reader's shell would not have left out (None), the cache of this block."""
+    left_out = ("KAFFINITY_", "GITHUB_", "FORCE_COLOR", "PY_COLORS", "TERMINAL_WIDTH")
+    environment: dict[str, str | None] = {key: None for key in os.environ if key.startswith(left_out)}
+    return environment | {"NO_COLOR": "1", "COLUMNS": "80", "KAFFINITY_CACHE_DIR": cache}
 
 
 def run(block: Block) -> str:
@@ -106,16 +99,7 @@ def run(block: Block) -> str:
         raise ValueError(f"{block.document}:{block.line}: an output block runs kaffinity, not {words[0]}")
     folder = REPO / block.options.get("cwd", ".")
     with tempfile.TemporaryDirectory() as cache:
-        completed = subprocess.run(
-            [sys.executable, "-m", "kaffinity", *words[1:]],
-            cwd=folder,
-            env=_environment(cache),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        completed = run_raw(*words[1:], cwd=folder, env=_environment(cache))  # in process
     if completed.returncode == 3 or "Traceback" in completed.stderr:
         raise RuntimeError(f"{block.document}:{block.line}: {block.command}: {completed.stderr}")
     output = completed.stderr if "stderr" in block.options else completed.stdout

@@ -1,25 +1,34 @@
 """The test kit: the one place for the helpers every test file needs (tests/README.md shows how).
 
-- running the command: :func:`run` (a subprocess, as a user runs it) and :func:`invoke` (in
-  process, typer's ``CliRunner``) fail the test on an internal error (exit code 3, the line
-  ``kaffinity: internal error``, an exception the runner caught), whatever the test expects;
+- running the command: :func:`run` (in process: :func:`kaffinity.cli.main` with its own
+  arguments, streams, environment and working directory, all restored afterwards),
+  :func:`run_bytes` (the same, the output as bytes) and :func:`run_process` (``python -m
+  kaffinity`` in a new process, for the tests whose subject is the process) fail the test on an
+  internal error (exit code 3, the line ``kaffinity: internal error``), whatever the test
+  expects; :func:`invoke` (typer's ``CliRunner``) is left for the files not yet on :func:`run`;
 - linting in process: :func:`lint_text`, :func:`lint_paths`;
 - what was found: :func:`keys`, :func:`findings`, :func:`assert_found` and :func:`check`
   compare (rule, line, column) and the JSON report's fields, not the wording of messages;
 - where: :func:`line_of` and :func:`position` find a line (and column) in a manifest;
-- what is linted: :func:`workload` builds a workload object, :func:`manifest` writes objects as
-  YAML, :func:`workloads` reads the workloads of a manifest.
+- what is linted: :func:`workload` builds a workload object (with :func:`term`, :func:`spread`,
+  :func:`toleration`, :func:`requests`), :func:`node`, :func:`zones` and :func:`cluster` a
+  cluster file, :func:`budget` a PodDisruptionBudget; :func:`manifest` writes objects as YAML,
+  :func:`workloads` reads the workloads of a manifest.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -64,33 +73,33 @@ def no_internal_error(code: int, stderr: str | bytes) -> None:
     assert "Traceback" not in text, text
 
 
+Args = str | os.PathLike[str]
+#: Variables for the command: set over the test's environment, left out where None.
+Env = Mapping[str, str | None] | None
+
+
 def run(
-    *args: str, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+    *args: Args,
+    stdin: str | bytes | None = None,
+    cwd: Path | None = None,
+    env: Env = None,
 ) -> subprocess.CompletedProcess[str]:
-    """The real command line, as a user runs it (``python -m kaffinity``); an internal error
-    fails the test."""
+    """The command line in process (:func:`kaffinity.cli.main`, as ``python -m kaffinity ARGS``
+    runs it): its exit code, stdout and stderr; an internal error fails the test. The process's
+    state is the test's again afterwards (:func:`_in_process`)."""
     completed = run_raw(*args, stdin=stdin, cwd=cwd, env=env)
     no_internal_error(completed.returncode, completed.stderr)
     return completed
 
 
 def run_raw(
-    *args: str, stdin: str | bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+    *args: Args,
+    stdin: str | bytes | None = None,
+    cwd: Path | None = None,
+    env: Env = None,
 ) -> subprocess.CompletedProcess[str]:
     """:func:`run` without the guard: only for the tests of the internal error itself."""
-    # The suite may itself run on GitHub Actions; `--format auto` must not see that by accident.
-    inherited = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
-    environment = {**inherited, "NO_COLOR": "1", **(env or {})}
-    data = stdin.encode() if isinstance(stdin, str) else stdin
-    completed = subprocess.run(
-        [sys.executable, "-m", "kaffinity", *args],
-        input=data,
-        capture_output=True,
-        cwd=cwd,
-        env=environment,
-        timeout=120,
-        check=False,
-    )
+    completed = _run_bytes(args, stdin, cwd, env)
     return subprocess.CompletedProcess(
         completed.args,
         completed.returncode,
@@ -99,15 +108,161 @@ def run_raw(
     )
 
 
-def run_json(*args: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
+def run_bytes(
+    *args: Args,
+    stdin: str | bytes | None = None,
+    cwd: Path | None = None,
+    env: Env = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """:func:`run` with stdout and stderr as the bytes written: for the tests of what reaches the
+    terminal (escapes, file names that are no UTF-8)."""
+    completed = _run_bytes(args, stdin, cwd, env)
+    no_internal_error(completed.returncode, completed.stderr)
+    return completed
+
+
+def _run_bytes(
+    args: Sequence[Args], stdin: str | bytes | None, cwd: Path | None, env: Env
+) -> subprocess.CompletedProcess[bytes]:
+    from kaffinity.cli import main
+
+    argv = [os.fspath(arg) for arg in args]
+    with _in_process(argv, stdin, cwd, _environment(env)) as (out, err):
+        try:
+            main()
+            code = 0
+        except SystemExit as exit:  # main() always ends with one
+            code = _exit_code(exit.code, err)
+    return subprocess.CompletedProcess(["kaffinity", *argv], code, out.getvalue(), err.getvalue())
+
+
+def run_process(
+    *args: Args,
+    stdin: str | bytes | None = None,
+    cwd: Path | None = None,
+    env: Env = None,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m kaffinity ARGS`` in a new process, as a user runs it; an internal error fails
+    the test. Only for the tests whose subject is the process: start-up and imports, signals,
+    the entry point, the standard streams' encoding, environment variables read at import."""
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    completed = subprocess.run(
+        [sys.executable, "-m", "kaffinity", *map(os.fspath, args)],
+        input=data,
+        capture_output=True,
+        cwd=cwd,
+        env=_environment(env),
+        timeout=120,
+        check=False,
+    )
+    no_internal_error(completed.returncode, completed.stderr)
+    return subprocess.CompletedProcess(
+        completed.args,
+        completed.returncode,
+        completed.stdout.decode("utf-8", "replace"),
+        completed.stderr.decode("utf-8", "replace"),
+    )
+
+
+def _environment(env: Env) -> dict[str, str]:
+    """The test's environment without ``GITHUB_ACTIONS`` (the suite may itself run on GitHub
+    Actions; ``--format auto`` must not see that by accident), with ``NO_COLOR=1``, and ``env``
+    (a variable given as None is left out)."""
+    inherited = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
+    merged = {**inherited, "NO_COLOR": "1", **(env or {})}
+    return {key: value for key, value in merged.items() if value is not None}
+
+
+def _exit_code(code: object, err: io.BytesIO) -> int:
+    """The exit status ``sys.exit(code)`` gives a process: None is 0, a text is printed (1)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    sys.stderr.flush()
+    err.write(f"{code}\n".encode())
+    return 1
+
+
+class _Kept(io.BytesIO):
+    """A standard stream's bytes, still readable after the command closed its stream."""
+
+    def close(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _in_process(
+    argv: list[str], stdin: str | bytes | None, cwd: Path | None, environment: dict[str, str]
+) -> Iterator[tuple[_Kept, _Kept]]:
+    """Run the command as a process of its own would, and leave no trace: the arguments, the
+    standard streams (UTF-8 as on a pipe; stdin empty unless given), the environment, the
+    working directory, the signal handlers, the recursion limit, the collector (the command
+    freezes what it loaded, ``gc.freeze``) and the caches that read the environment or the
+    working directory are the test's again afterwards."""
+    from kaffinity.policy.cel.limits import time_limit
+    from kaffinity.report.fingerprint import _top
+
+    data = stdin.encode() if isinstance(stdin, str) else (stdin or b"")
+    out, err = _Kept(), _Kept()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    saved_argv, saved_environ, saved_cwd = sys.argv, dict(os.environ), os.getcwd()
+    saved_signals = {number: signal.getsignal(number) for number in _SIGNALS}
+    saved_limit, collecting = sys.getrecursionlimit(), gc.isenabled()
+    caches = (time_limit, _top)  # KAFFINITY_CEL_TIME_LIMIT; the working directory's work tree
+    sys.argv = ["kaffinity", *argv]
+    sys.stdin = io.TextIOWrapper(_Kept(data), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(out, encoding="utf-8", newline="\n")
+    sys.stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", newline="\n")
+    os.environ.clear()
+    os.environ.update(environment)
+    for cached in caches:
+        cached.cache_clear()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        yield out, err
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(ValueError):  # closed by the command
+                stream.flush()
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        sys.argv = saved_argv
+        os.environ.clear()
+        os.environ.update(saved_environ)
+        os.chdir(saved_cwd)
+        for number, handler in saved_signals.items():
+            signal.signal(number, handler)
+        sys.setrecursionlimit(saved_limit)
+        gc.unfreeze()
+        if collecting:
+            gc.enable()
+        for cached in caches:
+            cached.cache_clear()
+        _at_exit()
+
+
+def _at_exit() -> None:
+    """What the command's process would end at its exit: the policies' guarded process (one per
+    run's context, stopped by ``atexit`` in a process of its own)."""
+    guard = sys.modules.get("kaffinity.policy.guard")
+    if guard is not None:
+        guard._stop_current()
+
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE)
+
+
+def run_json(*args: Args, **kwargs: Any) -> tuple[int, dict[str, Any]]:
     """``kaffinity lint --format json --no-config ARGS``: the exit code and the report."""
     completed = run("lint", "--format", "json", "--no-config", *args, **kwargs)
     return completed.returncode, json.loads(completed.stdout)
 
 
 def invoke(*args: str | Path, input: str | None = None) -> Result:
-    """The command in process (typer's ``CliRunner``, faster than :func:`run`); an exception the
-    runner caught, exit code 3 or an ``internal error`` line fail the test."""
+    """The command through typer's ``CliRunner`` (not :func:`kaffinity.cli.main`: usage errors
+    read as click's); an exception the runner caught, exit code 3 or an ``internal error`` line
+    fail the test. Left for the files not yet on :func:`run`, which replaces it."""
     from kaffinity.cli import app
 
     result = CliRunner().invoke(app, [str(arg) for arg in args], input=input)
@@ -289,10 +444,12 @@ def workload(
     spread: Sequence[dict[str, Any]] | None = None,
     pod: dict[str, Any] | None = None,
     replicas_first: bool = False,
+    preferred_affinity: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """A workload object (``kind``: Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or a bare
     Pod) with pod labels ``labels`` (default ``app: name``): ``affinity`` and ``anti`` are
-    required pod (anti-)affinity terms, ``preferred`` preferred anti-affinity terms (weight 10),
+    required pod (anti-)affinity terms, ``preferred`` preferred anti-affinity terms (weight 10,
+    as ``preferred_affinity`` the preferred affinity terms),
     ``spread`` the topology spread constraints, ``pod`` more pod spec fields; no namespace with
     ``namespace=None``. A DaemonSet has no replicas; a Job runs ``replicas`` pods at once. Key
     order is fixed (``replicas_first`` puts ``replicas`` first in the spec), as line and column
@@ -300,8 +457,14 @@ def workload(
     labels = labels if labels is not None else {"app": name}
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}], **(pod or {})}
     terms: dict[str, Any] = {}
-    if affinity:
-        terms["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": list(affinity)}
+    if affinity or preferred_affinity:
+        terms["podAffinity"] = {}
+        if affinity:
+            terms["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = list(affinity)
+        if preferred_affinity:
+            terms["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": 10, "podAffinityTerm": term} for term in preferred_affinity
+            ]
     if anti or preferred:
         terms["podAntiAffinity"] = {}
         if anti:
@@ -333,6 +496,103 @@ def workload(
             body["serviceName"] = name
     api = "batch/v1" if kind == "Job" else "apps/v1"
     return {"apiVersion": api, "kind": kind, "metadata": metadata, "spec": body}
+
+
+def requests(cpu: str | None = None, memory: str | None = None) -> dict[str, Any]:
+    """Pod spec fields (for ``workload(pod=...)``): one container requesting ``cpu`` and
+    ``memory``."""
+    wanted = {key: value for key, value in (("cpu", cpu), ("memory", memory)) if value is not None}
+    return {"containers": [{"name": "c", "image": "x", "resources": {"requests": wanted}}]}
+
+
+def toleration(key: str, value: str | None = None, effect: str = "NoSchedule") -> dict[str, Any]:
+    """A toleration of the taint ``key`` (``Equal`` to ``value``, or ``Exists`` without one)."""
+    if value is None:
+        return {"key": key, "operator": "Exists", "effect": effect}
+    return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+
+
+def spread(
+    key: str = "topology.kubernetes.io/zone",
+    labels: dict[str, str] | None = None,
+    *,
+    max_skew: int = 1,
+    when: str = "DoNotSchedule",
+    **more: Any,
+) -> dict[str, Any]:
+    """A topology spread constraint over ``key`` selecting ``labels`` (``more``: its other
+    fields as written, ``minDomains=3``, ``matchLabelKeys=[...]``)."""
+    constraint: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when}
+    if labels is not None:
+        constraint["labelSelector"] = {"matchLabels": labels}
+    return constraint | more
+
+
+def term(labels: dict[str, str], key: str = "kubernetes.io/hostname", **more: Any) -> dict[str, Any]:
+    """A pod (anti-)affinity term selecting ``labels`` over ``key`` (``more``: its other fields,
+    ``namespaces=[...]``, ``matchLabelKeys=[...]``), for ``workload(affinity=/anti=/preferred=)``."""
+    return {"labelSelector": {"matchLabels": labels}, "topologyKey": key} | more
+
+
+def node(
+    name: str,
+    labels: dict[str, str] | None = None,
+    *,
+    zone: str | None = None,
+    cpu: str = "4",
+    memory: str = "16Gi",
+    pods: str = "110",
+    taints: Sequence[dict[str, str]] = (),
+    unschedulable: bool = False,
+) -> dict[str, Any]:
+    """A Node for a cluster file: labelled with its hostname (and ``zone``, and ``labels``), with
+    this allocatable, these taints (``{"key": ..., "value": ..., "effect": ...}``)."""
+    labelled = {"kubernetes.io/hostname": name}
+    if zone is not None:
+        labelled["topology.kubernetes.io/zone"] = zone
+    spec: dict[str, Any] = {}
+    if taints:
+        spec["taints"] = list(taints)
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labelled | (labels or {})},
+        "spec": spec,
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}},
+    }
+
+
+def cluster(*nodes: dict[str, Any], indent: int | None = None) -> str:
+    """A cluster file (``--cluster``) of these nodes, ending with a line break (so that more
+    documents may follow a ``---``); ``cluster(*zones(...))`` for many."""
+    return manifest(nodes, indent) + "\n"
+
+
+def zones(count: int, per_zone: int = 1, **fields: Any) -> list[dict[str, Any]]:
+    """``per_zone`` nodes in each of ``count`` zones (``z0``, ``z1``...; nodes ``z0-n0``...), each
+    a :func:`node` with ``fields``."""
+    return [node(f"z{z}-n{n}", zone=f"z{z}", **fields) for z in range(count) for n in range(per_zone)]
+
+
+def budget(
+    name: str,
+    namespace: str | None = "default",
+    labels: dict[str, str] | None = None,
+    *,
+    min_available: int | str | None = None,
+    max_unavailable: int | str | None = None,
+) -> dict[str, Any]:
+    """A PodDisruptionBudget selecting ``labels`` (default ``app: name``)."""
+    spec: dict[str, Any] = {}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    if max_unavailable is not None:
+        spec["maxUnavailable"] = max_unavailable
+    spec["selector"] = {"matchLabels": labels if labels is not None else {"app": name}}
+    metadata: dict[str, Any] = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": metadata, "spec": spec}
 
 
 def manifest(objects: Iterable[dict[str, Any]], indent: int | None = None) -> str:

@@ -279,6 +279,7 @@ def test_damaged_entries_with_jobs(tmp_path: Path) -> None:
     assert _lint(folder, cache, "--jobs", "1") == expected
 
 
+@pytest.mark.slow
 def test_runs_at_the_same_time_share_the_folder(tmp_path: Path) -> None:
     folder = tmp_path / "many"
     folder.mkdir()

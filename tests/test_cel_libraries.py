@@ -23,7 +23,7 @@ def evaluate(expression: str, kube_version: str = NEWEST, data: dict[str, object
     return compiled.evaluate(data or {})
 
 
-def check(expression: str, expected: object) -> None:
+def evaluates_to(expression: str, expected: object) -> None:
     if expected is ERROR:
         with pytest.raises(cel_environment.CelEvaluationError):
             evaluate(expression)
@@ -315,7 +315,7 @@ CEL_GO_EXTENSIONS = [
     LISTS + REGEX + URLS + QUANTITY + IP + CIDR + FORMAT + SEMVER + CEL_GO_EXTENSIONS,
 )
 def test_documented_examples(expression: str, expected: object) -> None:
-    check(expression, expected)
+    evaluates_to(expression, expected)
 
 
 def test_runtime_errors_carry_upstream_messages() -> None:

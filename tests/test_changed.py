@@ -26,7 +26,7 @@ from kaffinity.k8s.model import ObjectRef
 from kaffinity.load.repository import previous_versions
 from kaffinity.repo.engines import helm_engine, kustomize_engine
 from kaffinity.report.because import sentence
-from tests.kit import REPO, manifest, position, run, workload
+from tests.kit import REPO, manifest, position, requests, run, workload
 
 pytestmark = pytest.mark.skipif(
     shutil.which("git") is None, reason="--changed reads the previous version with git"
@@ -425,18 +425,6 @@ def test_a_release_values_change_reports_the_release_findings(tmp_path: Path) ->
     }
 
 
-def _deployment(name: str, replicas: int, cpu: str) -> str:
-    return manifest(
-        [
-            workload(
-                name,
-                replicas=replicas,
-                pod={"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]},
-            )
-        ]
-    )
-
-
 def test_a_change_that_moves_pods_reports_the_placement_it_breaks(tmp_path: Path) -> None:
     """On four nodes of 4 cpu (examples/clusters/unschedulable.yaml), alpha going from 2 to 4
     pods of 3 cpu leaves zeta's 2-cpu pod nowhere: its unschedulable finding, in b.yaml, is
@@ -445,21 +433,21 @@ def test_a_change_that_moves_pods_reports_the_placement_it_breaks(tmp_path: Path
     repo = _committed(
         tmp_path,
         {
-            "a.yaml": _deployment("alpha", 2, "3"),
-            "b.yaml": _deployment("zeta", 1, "2"),
+            "a.yaml": manifest([workload("alpha", replicas=2, pod=requests(cpu="3"))]),
+            "b.yaml": manifest([workload("zeta", replicas=1, pod=requests(cpu="2"))]),
             "cluster.yaml": cluster,
         },
     )
     code, report = _lint(repo, "--cluster", "cluster.yaml", "--changed", "a.yaml")
     assert (code, report["findings"]) == (0, [])
-    _stage(repo, {"a.yaml": _deployment("alpha", 4, "3")})
+    _stage(repo, {"a.yaml": manifest([workload("alpha", replicas=4, pod=requests(cpu="3"))])})
     code, report = _lint(repo, "--cluster", "cluster.yaml", "--changed", "a.yaml")
     assert code == 1
     assert [(f["rule"], f["file"], _causes(f)) for f in report["findings"]] == [
         ("unschedulable", "b.yaml", [("a.yaml", "placement", "alpha")])
     ]
     _git(repo, "commit", "-q", "-m", "four")
-    annotated = json.loads(_deployment("alpha", 4, "3"))
+    annotated = json.loads(manifest([workload("alpha", replicas=4, pod=requests(cpu="3"))]))
     annotated["metadata"]["annotations"] = {"team": "a"}
     _stage(repo, {"a.yaml": manifest([annotated])})
     code, report = _lint(repo, "--cluster", "cluster.yaml", "--changed", "a.yaml")

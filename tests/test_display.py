@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kaffinity.load.display import escape, json_name, quote_name, utf8, utf8_tree
 
-from .kit import REPO, no_internal_error
+from .kit import run_bytes
 
 #: Raw control characters that may not reach a terminal (C0 but the line break, DEL, C1).
 _RAW = re.compile(rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")
@@ -46,22 +44,6 @@ spec:
 """
 
 
-def _run(*args: str, cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    environment = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
-    environment["NO_COLOR"] = "1"
-    completed = subprocess.run(
-        [sys.executable, "-m", "kaffinity", *args],
-        input=stdin,
-        capture_output=True,
-        cwd=cwd,
-        env={**environment, "PYTHONPATH": str(REPO)},
-        timeout=120,
-        check=False,
-    )
-    no_internal_error(completed.returncode, completed.stderr)
-    return completed
-
-
 @pytest.fixture
 def hostile(tmp_path: Path) -> Path:
     """A folder with the hostile manifest under a non-UTF-8 name and under a name with a line
@@ -85,7 +67,7 @@ def test_escape_and_quote_name() -> None:
 
 @pytest.mark.parametrize("fmt", ["text", "github", "markdown"])
 def test_line_formats_carry_no_raw_control_character(hostile: Path, fmt: str) -> None:
-    completed = _run("lint", "--no-config", "--format", fmt, ".", cwd=hostile)
+    completed = run_bytes("lint", "--no-config", "--format", fmt, ".", cwd=hostile)
     assert completed.returncode == 1, completed.stderr
     out = completed.stdout
     assert _RAW.search(out) is None, out
@@ -106,7 +88,7 @@ def test_line_formats_carry_no_raw_control_character(hostile: Path, fmt: str) ->
 
 @pytest.mark.parametrize("fmt", ["json", "sarif"])
 def test_json_formats_are_valid_utf8(hostile: Path, fmt: str) -> None:
-    completed = _run("lint", "--no-config", "--format", fmt, ".", cwd=hostile)
+    completed = run_bytes("lint", "--no-config", "--format", fmt, ".", cwd=hostile)
     assert completed.returncode == 1, completed.stderr
     document = json.loads(completed.stdout.decode("utf-8"))  # strict UTF-8, then JSON
     text = json.dumps(document)
@@ -125,7 +107,7 @@ def test_json_formats_are_valid_utf8(hostile: Path, fmt: str) -> None:
 def test_stdin_filename_with_control_characters(tmp_path: Path) -> None:
     name = "x\n\x1b]0;t\x07y.yaml:1:1: error [forged] z"
     for fmt in ("text", "github"):
-        completed = _run(
+        completed = run_bytes(
             "lint",
             "--no-config",
             "--format",
@@ -139,7 +121,7 @@ def test_stdin_filename_with_control_characters(tmp_path: Path) -> None:
         assert completed.returncode == 1
         assert _RAW.search(completed.stdout) is None
         assert not any(line.startswith(b"y.yaml") for line in completed.stdout.splitlines())
-    broken = _run("lint", "--no-config", "-", "--stdin-filename", name, cwd=tmp_path, stdin=b"a: [\n")
+    broken = run_bytes("lint", "--no-config", "-", "--stdin-filename", name, cwd=tmp_path, stdin=b"a: [\n")
     assert broken.returncode == 2
     assert _RAW.search(broken.stdout + broken.stderr) is None
 
@@ -147,7 +129,7 @@ def test_stdin_filename_with_control_characters(tmp_path: Path) -> None:
 def test_parse_error_on_stderr_names_the_file_escaped(tmp_path: Path) -> None:
     broken = b"apiVersion: v1\nkind: Pod\nmetadata: {name: p\n"
     (tmp_path / os.fsdecode(b"bad\xff\x1b.yaml")).write_bytes(broken)
-    completed = _run("expand", "--no-config", ".", cwd=tmp_path)
+    completed = run_bytes("expand", "--no-config", ".", cwd=tmp_path)
     assert completed.returncode == 2
     assert _RAW.search(completed.stderr) is None
     assert completed.stderr.decode("utf-8").startswith('"bad\\377\\033.yaml":')
@@ -157,7 +139,7 @@ def test_parse_error_on_stderr_names_the_file_escaped(tmp_path: Path) -> None:
 def test_graph_labels_escaped(tmp_path: Path, fmt: str) -> None:
     # The anti-affinity selects the workload's own pods: a relation, drawn with its labels.
     (tmp_path / "d.yaml").write_text(HOSTILE.replace('{"\\e]0;pwned\\a": x, app: web}', "{app: web}"))
-    completed = _run("graph", "--no-config", "--format", fmt, ".", cwd=tmp_path)
+    completed = run_bytes("graph", "--no-config", "--format", fmt, ".", cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
     assert _RAW.search(completed.stdout) is None
     text = completed.stdout.decode("utf-8")
@@ -183,7 +165,7 @@ def test_expand_output_escaped(hostile: Path, fmt: str) -> None:
             "      nodeSelector:", '            matchLabelKeys: ["k\\\\e[31m"]\n      nodeSelector:'
         )
     )
-    completed = _run("expand", "--no-config", "--format", fmt, ".", cwd=hostile)
+    completed = run_bytes("expand", "--no-config", "--format", fmt, ".", cwd=hostile)
     assert completed.returncode in (0, 1), completed.stderr
     assert _RAW.search(completed.stdout) is None
     text = completed.stdout.decode("utf-8")
@@ -197,7 +179,7 @@ def test_place_text_escaped(tmp_path: Path) -> None:
     )
     (tmp_path / "cluster.yaml").write_text("")
     for fmt in ("text", "json"):
-        completed = _run(
+        completed = run_bytes(
             "place", "--no-config", "--cluster", "cluster.yaml", "--format", fmt, ".", cwd=tmp_path
         )
         assert completed.returncode == 1, completed.stderr

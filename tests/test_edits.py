@@ -46,7 +46,7 @@ def _changed(data: Any, path: DataPath, key: str | None, value: Any) -> Any:
     return data
 
 
-def check(
+def applies_as(
     text: str,
     edit: Edit | None,
     expected: str,
@@ -76,11 +76,11 @@ def check(
 
 
 def add(text: str, path: DataPath, key: str, value: Any, expected: str, **kwargs: Any) -> str:
-    return check(text, add_entry(text, 0, path, key, value, **kwargs), expected, path, key, value)
+    return applies_as(text, add_entry(text, 0, path, key, value, **kwargs), expected, path, key, value)
 
 
 def append(text: str, path: DataPath, items: list[Any], expected: str, **kwargs: Any) -> str:
-    return check(text, append_items(text, 0, path, items, **kwargs), expected, path, None, items)
+    return applies_as(text, append_items(text, 0, path, items, **kwargs), expected, path, None, items)
 
 
 ANTI_BLOCK = (
@@ -389,7 +389,7 @@ def test_multi_document_file() -> None:
         + ANTI_BLOCK.replace("hostname\n", "hostname\n            matchLabelKeys: [pod-template-hash]\n")
         + f"---\n{third}"
     )
-    new = check(text, edit, expected, (*ANTI, 0), "matchLabelKeys", HASH, doc_index=1)
+    new = applies_as(text, edit, expected, (*ANTI, 0), "matchLabelKeys", HASH, doc_index=1)
     assert new.startswith(first + "---\n")
     assert new.endswith("---\n" + third)
     assert add_entry(text, 3, ("metadata",), "a", "b") is None

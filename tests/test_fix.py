@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +25,9 @@ from .kit import (
     check,
     keys,
     lint_text,
-    no_internal_error,
     position,
     run,
+    run_bytes,
     run_json,
 )
 
@@ -316,17 +314,7 @@ def test_fix_fills_a_null_in_a_flow_term() -> None:
 
 
 def _fix_stdin(raw: bytes) -> subprocess.CompletedProcess[bytes]:
-    environment = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
-    completed = subprocess.run(
-        [sys.executable, "-m", "kaffinity", "fix", "--no-config", "-"],
-        input=raw,
-        capture_output=True,
-        env=environment,
-        timeout=120,
-        check=False,
-    )
-    no_internal_error(completed.returncode, completed.stderr)
-    return completed
+    return run_bytes("fix", "--no-config", "-", stdin=raw)
 
 
 def test_fix_stdin_keeps_a_byte_order_mark() -> None:

@@ -180,7 +180,7 @@ def _with_number(data: object, target: tuple[object, ...], value: str) -> str:
     return json.dumps(copy, allow_nan=True)
 
 
-def _check(result: LintResult, files: list[SourceFile]) -> None:
+def _assert_in_bounds(result: LintResult, files: list[SourceFile]) -> None:
     assert not result.internal_errors, result.internal_errors
     lines = {file.name: file.text.count("\n") + 1 for file in files}
     for finding in result.findings:
@@ -220,7 +220,7 @@ def _fix_inserts_only(files: list[SourceFile]) -> None:
         assert not refixed, f"{item.file}: fixing the fixed text changed it again"
 
 
-def _cluster(text: str | None) -> Cluster | None:
+def _declared(text: str | None) -> Cluster | None:
     if text is None:
         return None
     return cluster_from([parse("cluster.yaml", text)], "default")
@@ -230,10 +230,10 @@ def _one(mutant: tuple[str, str], cluster_text: str | None) -> None:
     name, text = mutant
     started = time.monotonic()
     files = [parse(name, text)]
-    cluster = _cluster(cluster_text)
+    cluster = _declared(cluster_text)
     result = lint(files, Settings(), cluster=cluster)
-    _check(result, files)
-    assert _keys(lint(files, Settings(), cluster=_cluster(cluster_text))) == _keys(result)
+    _assert_in_bounds(result, files)
+    assert _keys(lint(files, Settings(), cluster=_declared(cluster_text))) == _keys(result)
     if cluster is None:
         _fix_inserts_only(files)
     assert time.monotonic() - started < PER_MUTANT_SECONDS, f"{name}: took too long"
@@ -347,7 +347,7 @@ def test_hostile_numbers_in_every_numeric_field(value: str) -> None:
     for path, index, target in _fields():
         name = f"{path.parent.name}-{path.name}"
         files = [parse(name, _with_number(_PARSED[path][index], target, value))]
-        for declared in (None, _cluster(cluster)):
+        for declared in (None, _declared(cluster)):
             result = lint(files, Settings(), cluster=declared)
             assert not result.internal_errors, (name, target, result.internal_errors[:1])
 
@@ -414,7 +414,7 @@ def test_required_affinity_to_pods_on_a_node_without_the_key() -> None:
     topology key (a cluster file's node without labels); `unschedulable` failed with an
     IndexError describing the empty set of domains."""
     files = [parse("app.yaml", AFFINITY_TO_UNLABELLED)]
-    result = lint(files, Settings(), cluster=_cluster(NODE_WITHOUT_LABELS))
+    result = lint(files, Settings(), cluster=_declared(NODE_WITHOUT_LABELS))
     assert keys(findings(result, "unschedulable")) == [("unschedulable", 24, 15)]
 
 

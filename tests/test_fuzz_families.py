@@ -38,9 +38,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from .kit import EXAMPLES, POLICY_EXAMPLES, no_internal_error
+from .kit import EXAMPLES, POLICY_EXAMPLES, no_internal_error, run_raw
 
 EXAMPLES_DEFAULT = 12
 LONG_MINUTES = float(os.environ.get("KAFFINITY_FUZZ_MINUTES", "0") or 0)
@@ -222,29 +221,22 @@ FAMILIES: dict[str, list[list[str]]] = {
 }
 
 
-def _run(base: Path, family: str, files: dict[str, str | None]) -> list[int]:
+def _run_family(base: Path, family: str, files: dict[str, str | None]) -> list[int]:
     """Run ``family``'s commands on the repository ``files``; their exit codes."""
-    from kaffinity.cli import app
-
     codes: list[int] = []
     with _sandbox(base, files) as repo:
         before_outside = _snapshot(base / "in" / "outside")
         before_home = _snapshot(base / "home")
         for args in FAMILIES[family]:
             started = time.monotonic()
-            result = CliRunner().invoke(app, args)
+            result = run_raw(*args)
             took = time.monotonic() - started
-            # A command is one process's whole life: what it loaded is frozen out of the
-            # collector's reach (kaffinity.load.files.load). Here, thousands run in one process.
-            gc.unfreeze()
-            gc.collect()
-            output = result.stdout + (result.stderr if result.stderr_bytes is not None else "")
+            gc.collect()  # thousands of runs in one process (the kit unfreezes what each froze)
+            output = result.stdout + result.stderr
             where = f"kaffinity {' '.join(args)} in {repo}"
-            if result.exception is not None and not isinstance(result.exception, SystemExit):
-                raise AssertionError(f"{where}: raised {result.exception!r}") from result.exception
-            no_internal_error(result.exit_code, output)
-            assert result.exit_code in (0, 1, 2), (where, result.exit_code, output[-2000:])
-            codes.append(result.exit_code)
+            no_internal_error(result.returncode, output)
+            assert result.returncode in (0, 1, 2), (where, result.returncode, output[-2000:])
+            codes.append(result.returncode)
             assert MARKER not in output, f"{where}: printed a file from outside the repository"
             fmt = args[args.index("--format") + 1] if "--format" in args else "text"
             if fmt in TEXT_FORMATS and args[0] == "lint":
@@ -278,7 +270,7 @@ def test_hostile_repositories_never_escape(family: str, tmp_path: Path) -> None:
     @_SHORT
     @given(repositories())
     def check(files: dict[str, str | None]) -> None:
-        _run(tmp_path / "case", family, files)
+        _run_family(tmp_path / "case", family, files)
 
     check()
 
@@ -302,7 +294,7 @@ def test_fuzz_families_for_minutes(tmp_path: Path) -> None:
             return
         counts[family] += 1
         try:
-            for code in _run(tmp_path / "case", family, files):
+            for code in _run_family(tmp_path / "case", family, files):
                 exits[code] += 1
         except Exception as error:  # noqa: BLE001 - every failure is kept, the run goes on
             failures += 1

@@ -51,7 +51,7 @@ import pytest
 
 from kaffinity.load.parse import decode, parse, parse_data
 from kaffinity.load.source import locate
-from tests.kit import check, invoke, keys, lint_text, position
+from tests.kit import check, keys, lint_text, position, run
 
 VALUE, DUPLICATE, REFUSED = "value", "duplicate", "refused"
 
@@ -571,7 +571,7 @@ def _same(found: Any, expected: Any) -> bool:
     return type(found) is type(expected) and found == expected
 
 
-def _check(text: str | bytes, kind: str, expected: str | None) -> None:
+def _reads_as(text: str | bytes, kind: str, expected: str | None) -> None:
     source = decode(text) if isinstance(text, bytes) else text
     value, problem = parse_data(source, strict=True)
     if kind == REFUSED:
@@ -591,19 +591,19 @@ def _check(text: str | bytes, kind: str, expected: str | None) -> None:
     ("where", "text", "kind", "expected"), GO_YAML_V2, ids=[row[0] for row in GO_YAML_V2]
 )
 def test_go_yaml_v2_decode_tests(where: str, text: str | bytes, kind: str, expected: str | None) -> None:
-    _check(text, kind, expected)
+    _reads_as(text, kind, expected)
 
 
 @pytest.mark.parametrize(
     ("where", "text", "kind", "expected"), SIGS_K8S_YAML, ids=[row[0] for row in SIGS_K8S_YAML]
 )
 def test_sigs_k8s_yaml_yaml_to_json(where: str, text: str | bytes, kind: str, expected: str | None) -> None:
-    _check(text, kind, expected)
+    _reads_as(text, kind, expected)
 
 
 @pytest.mark.parametrize(("where", "text", "kind", "expected"), EDGES, ids=[row[0] for row in EDGES])
 def test_go_yaml_edges(where: str, text: str | bytes, kind: str, expected: str | None) -> None:
-    _check(text, kind, expected)
+    _reads_as(text, kind, expected)
 
 
 def test_tables_cover_what_they_say() -> None:
@@ -829,7 +829,7 @@ def test_fix_edits_a_file_read_as_go_yaml_reads_it(tmp_path: Path) -> None:
     )
     path = tmp_path / "web.yaml"
     path.write_text(text)
-    assert invoke("fix", path).exit_code == 0
+    assert run("fix", path).returncode == 0
     fixed = path.read_text()
     assert fixed == text + "            matchLabelKeys: [pod-template-hash]\n"
     assert keys(lint_text(fixed)) == []

@@ -10,76 +10,38 @@ from typing import Any
 
 import pytest
 
-from .kit import invoke
+from .kit import budget, manifest, run, term, workload
 
-
-def _deployment(name: str, namespace: str, labels: str, affinity: str = "") -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: {namespace}}}
-spec:
-  replicas: 1
-  selector: {{matchLabels: {{{labels}}}}}
-  template:
-    metadata: {{labels: {{{labels}}}}}
-    spec:
-      containers: [{{name: c, image: x}}]
-{affinity}"""
-
-
-def _term(kind: str, labels: str) -> str:
-    return f"""\
-      affinity:
-        {kind}:
-          requiredDuringSchedulingIgnoredDuringExecution:
-            - labelSelector: {{matchLabels: {{{labels}}}}}
-              topologyKey: topology.kubernetes.io/zone
-"""
-
+ZONE = "topology.kubernetes.io/zone"
 
 #: shop: web -x-> api --> db <-- budget; other: api --> cache; lone <-- budget lone; orphan's
 #: affinity matches nothing (affinity-no-match); batch: 17 workloads a selector vertex stands
 #: for, kept away from by sweeper.
 OBJECTS = [
-    _deployment("web", "shop", "app: web", _term("podAntiAffinity", "app: api")),
-    _deployment("api", "shop", "app: api", _term("podAffinity", "app: db")),
-    _deployment("db", "shop", "app: db"),
-    """\
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: db-pdb, namespace: shop}
-spec:
-  maxUnavailable: 1
-  selector: {matchLabels: {app: db}}
-""",
-    _deployment("api", "other", "app: api", _term("podAffinity", "app: cache")),
-    _deployment("cache", "other", "app: cache"),
-    _deployment("lone", "other", "app: lone"),
-    """\
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: lone, namespace: other}
-spec:
-  maxUnavailable: 1
-  selector: {matchLabels: {app: lone}}
-""",
-    _deployment("orphan", "other", "app: orphan", _term("podAffinity", "app: nothing")),
-    *(_deployment(f"job-{n}", "batch", f"app: job-{n}, tier: batch") for n in range(17)),
-    _deployment("sweeper", "batch", "app: sweeper", _term("podAntiAffinity", "tier: batch")),
+    workload("web", "shop", anti=[term({"app": "api"}, ZONE)]),
+    workload("api", "shop", affinity=[term({"app": "db"}, ZONE)]),
+    workload("db", "shop"),
+    budget("db-pdb", "shop", {"app": "db"}, max_unavailable=1),
+    workload("api", "other", affinity=[term({"app": "cache"}, ZONE)]),
+    workload("cache", "other"),
+    workload("lone", "other"),
+    budget("lone", "other", max_unavailable=1),
+    workload("orphan", "other", affinity=[term({"app": "nothing"}, ZONE)]),
+    *(workload(f"job-{n}", "batch", {"app": f"job-{n}", "tier": "batch"}) for n in range(17)),
+    workload("sweeper", "batch", anti=[term({"tier": "batch"}, ZONE)]),
 ]
 
 
 @pytest.fixture
 def manifests(tmp_path: Path) -> Path:
     path = tmp_path / "all.yaml"
-    path.write_text("---\n".join(OBJECTS))
+    path.write_text(manifest(OBJECTS, indent=2))
     return path
 
 
 def _json(path: Path, *args: str) -> dict[str, Any]:
-    result = invoke("graph", "--no-config", "--format", "json", *args, str(path))
-    assert result.exit_code == 0, result.output
+    result = run("graph", "--no-config", "--format", "json", *args, str(path))
+    assert result.returncode == 0, result.stderr
     document: dict[str, Any] = json.loads(result.stdout)
     return document
 
@@ -93,8 +55,8 @@ def _edges(document: dict[str, Any]) -> set[tuple[str, str, str]]:
 
 
 def _error(path: Path, *args: str) -> str:
-    result = invoke("graph", "--no-config", *args, str(path))
-    assert result.exit_code == 2
+    result = run("graph", "--no-config", *args, str(path))
+    assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("kaffinity: error: --focus "), result.stderr
@@ -188,8 +150,8 @@ def test_findings_only(manifests: Path) -> None:
 
 
 def test_focused_pictures_say_what_they_leave_out(manifests: Path) -> None:
-    dot = invoke("graph", "--no-config", "--format", "dot", "--focus", "shop/web", str(manifests))
-    assert dot.exit_code == 0 and dot.stderr == ""
+    dot = run("graph", "--no-config", "--format", "dot", "--focus", "shop/web", str(manifests))
+    assert dot.returncode == 0 and dot.stderr == ""
     assert re.findall(r'^\s+"([^"]+)" \[label', dot.stdout, re.M) == [
         "Deployment/shop/api",
         "Deployment/shop/web",
@@ -197,7 +159,7 @@ def test_focused_pictures_say_what_they_leave_out(manifests: Path) -> None:
     assert re.search(
         r"^  // focus shop/web at depth 1: [\d,]+ of [\d,]+ vertices left out$", dot.stdout, re.M
     )
-    mermaid = invoke("graph", "--no-config", "--focus", "shop/web", str(manifests))
+    mermaid = run("graph", "--no-config", "--focus", "shop/web", str(manifests))
     assert re.search(
         r"^  %% focus shop/web at depth 1: [\d,]+ of [\d,]+ vertices left out$", mermaid.stdout, re.M
     )
@@ -209,8 +171,8 @@ def _summary_vertices(text: str) -> list[str]:
 
 
 def test_above_the_limit_a_summary_per_namespace(manifests: Path) -> None:
-    result = invoke("graph", "--no-config", "--format", "dot", "--max-vertices", "5", str(manifests))
-    assert result.exit_code == 0
+    result = run("graph", "--no-config", "--format", "dot", "--max-vertices", "5", str(manifests))
+    assert result.returncode == 0
     (note,) = result.stderr.splitlines()
     assert note.startswith("kaffinity: note: ") and "--focus" in note and "--findings-only" in note
     labels = _summary_vertices(result.stdout)
@@ -224,26 +186,26 @@ def test_above_the_limit_a_summary_per_namespace(manifests: Path) -> None:
     assert ("a2", "a2", "affinity 1, anti-affinity 1, pdb 1") in links  # shop within itself
     assert ("a0", "a0", "anti-affinity 1") in links  # sweeper's one term, not 17
     # Mermaid likewise; JSON is never summarised
-    mermaid = invoke("graph", "--no-config", "--max-vertices", "5", str(manifests))
+    mermaid = run("graph", "--no-config", "--max-vertices", "5", str(manifests))
     assert len(re.findall(r'^  a\d+\["namespace ', mermaid.stdout, re.M)) == 3
     assert mermaid.stdout.startswith("flowchart LR\n  %% ")
     whole = _json(manifests, "--max-vertices", "5")
     assert len(whole["nodes"]) == len(OBJECTS) + 1 and whole["graph"]["left_out"] == 0
     # under the limit: drawn whole, no note
-    drawn = invoke("graph", "--no-config", "--format", "dot", "--max-vertices", "0", str(manifests))
+    drawn = run("graph", "--no-config", "--format", "dot", "--max-vertices", "0", str(manifests))
     assert drawn.stderr == "" and not _summary_vertices(drawn.stdout)
 
 
 def test_the_summary_keeps_within_the_limits(manifests: Path) -> None:
     args = ("graph", "--no-config", "--format", "dot", "--max-vertices", "2", "--max-edges", "1")
-    result = invoke(*args, str(manifests))
+    result = run(*args, str(manifests))
     labels = _summary_vertices(result.stdout)
     # the largest namespace and the others together
     assert [label.split(":")[0] for label in labels] == ["namespace batch", "2 other namespaces"]
     assert len(re.findall(r"^  a\d+ -> a\d+ ", result.stdout, re.M)) == 1
     assert re.search(r"^  // 1 of 2 links .* not drawn$", result.stdout, re.M)
     # a focus too large is summarised as well
-    focused = invoke(
+    focused = run(
         "graph", "--no-config", "--format", "dot", "--focus", "sweeper", "--max-vertices", "5", str(manifests)
     )
     assert _summary_vertices(focused.stdout) == ["namespace batch: 18 workloads"]
@@ -257,7 +219,7 @@ def test_a_mermaid_summary_fits_the_text_limit() -> None:
     from kaffinity.graph.view import Limits
     from kaffinity.load.parse import parse
 
-    graph = Context([parse("all.yaml", "---\n".join(OBJECTS))], Settings()).graph
+    graph = Context([parse("all.yaml", manifest(OBJECTS))], Settings()).graph
     links = re.compile(r"^  a\d+ --", re.M)
     full, note = draw(graph, [], "mermaid", None, Limits(vertices=5))
     assert note is not None and len(links.findall(full)) == 3
@@ -280,8 +242,8 @@ def test_a_workload_before_a_budget_of_the_same_name(manifests: Path) -> None:
     "args", [("--depth", "1"), ("--min-severity", "error"), ("--focus", "web", "--min-severity", "error")]
 )
 def test_options_that_need_another(manifests: Path, args: tuple[str, ...]) -> None:
-    result = invoke("graph", "--no-config", *args, str(manifests))
-    assert result.exit_code == 2 and result.stdout == ""
+    result = run("graph", "--no-config", *args, str(manifests))
+    assert result.returncode == 2 and result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert line.startswith("kaffinity: error: --") and line.endswith("--findings-only")
 

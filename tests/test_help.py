@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import typer.main
-from typer.testing import CliRunner
 
 from kaffinity.cli import app
 from kaffinity.cli.help import metavar
@@ -46,9 +45,9 @@ def test_lint_help_shows_no_type_placeholders() -> None:
 
 @pytest.mark.parametrize("command", _commands(), ids=lambda path: " ".join(path) or "kaffinity")
 def test_every_commands_help_shows_click_metavars(command: tuple[str, ...]) -> None:
-    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "300"})
-    assert result.exit_code == 0, result.output
-    assert not _PLACEHOLDER.search(result.output), result.output
+    result = run(*command, "--help", env={"COLUMNS": "300"})
+    assert result.returncode == 0, result.stderr
+    assert not _PLACEHOLDER.search(result.stdout), result.stdout
 
 
 def test_every_parameter_has_an_explicit_metavar_or_a_click_style_type_column() -> None:
@@ -93,9 +92,9 @@ def _tokens(text: str) -> set[str]:
 
 
 def _help(command: tuple[str, ...], columns: int) -> str:
-    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": str(columns)})
-    assert result.exit_code == 0, result.output
-    return result.output
+    result = run(*command, "--help", env={"COLUMNS": str(columns)})
+    assert result.returncode == 0, result.stderr
+    return result.stdout
 
 
 def _help_column(output: str, param: Any, first_word: str) -> int:

@@ -75,17 +75,25 @@ def _imported(path: Path) -> set[str]:
 IMPORTS = {name: _imported(path) for name, path in MODULES.items()}
 
 
+#: The package itself: its layer holds the module ``kaffinity`` alone, not every module below it.
+TOP = "kaffinity"
+
+
 def layer_of(module: str) -> int:
-    """The index of the layer ``module`` belongs to: the most specific prefix that names one."""
+    """The index of the layer ``module`` belongs to: the most specific prefix that names one
+    (:data:`TOP` names only itself); -1 when none does."""
     best, length = -1, -1
     for index, layer in enumerate(LAYERS):
         for prefix in layer:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > length:
+            below = prefix != TOP and module.startswith(prefix + ".")
+            if (module == prefix or below) and len(prefix) > length:
                 best, length = index, len(prefix)
     return best
 
 
 def test_every_module_has_a_layer() -> None:
+    """Fails when a module is added that no prefix of :data:`LAYERS` names (a new top-level
+    module or package): ``kaffinity`` names the package itself only (test_the_checks_would_fail)."""
     assert len(MODULES) >= 80
     assert [name for name in MODULES if layer_of(name) < 0] == []
 
@@ -110,6 +118,8 @@ def test_the_checks_would_fail() -> None:
     """The checks above see what they are meant to: an upward import and a circle, made up."""
     assert layer_of("kaffinity.load.parse") < layer_of("kaffinity.engine")
     assert layer_of("kaffinity.rules.base") == layer_of("kaffinity.rules.unschedulable")
+    assert layer_of("kaffinity.nowhere") == layer_of("kaffinity.nowhere.deeper") == -1  # no layer
+    assert layer_of("kaffinity") == 0
     made_up = nx.DiGraph([("a", "b"), ("b", "a")])
     assert list(nx.simple_cycles(made_up))
     assert "kaffinity.load.parse" in IMPORTS["kaffinity.load.files"]  # imports are read

@@ -28,7 +28,7 @@ from kaffinity.load.source import format_path
 from kaffinity.report.baseline import left_out
 from kaffinity.report.fingerprint import fingerprints
 
-from .kit import REPO, invoke, run, workload
+from .kit import REPO, run, workload
 from .test_reports import SARIF_SCHEMA
 
 ZONE = "topology.kubernetes.io/zone"
@@ -93,8 +93,8 @@ def _styles(objects: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def _report(*args: str | Path) -> tuple[int, dict[str, Any]]:
-    result = invoke("lint", "--no-config", "--no-cache", "--format", "json", *args)
-    return result.exit_code, json.loads(result.stdout)
+    result = run("lint", "--no-config", "--no-cache", "--format", "json", *args)
+    return result.returncode, json.loads(result.stdout)
 
 
 def _prints(report: dict[str, Any]) -> Counter[tuple[str, str, str]]:
@@ -179,7 +179,7 @@ def test_sarif_carries_the_fingerprints(tmp_path: Path) -> None:
     path = tmp_path / "app.yaml"
     path.write_text(_yaml(_objects()))
     _, report = _report(path)
-    sarif = json.loads(invoke("lint", "--no-config", "--no-cache", "--format", "sarif", path).stdout)
+    sarif = json.loads(run("lint", "--no-config", "--no-cache", "--format", "sarif", path).stdout)
     results = sarif["runs"][0]["results"]
     assert [result["partialFingerprints"] for result in results] == [
         {"kaffinity/v1": finding["fingerprint"]} for finding in report["findings"]
@@ -263,8 +263,8 @@ def repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _lint(*args: str) -> tuple[int, dict[str, Any], str]:
-    result = invoke("lint", "--no-config", "--no-cache", "--format", "json", *args)
-    return result.exit_code, json.loads(result.stdout), result.stderr
+    result = run("lint", "--no-config", "--no-cache", "--format", "json", *args)
+    return result.returncode, json.loads(result.stdout), result.stderr
 
 
 def test_an_unchanged_repository_has_nothing_new(repository: Path) -> None:
@@ -280,8 +280,8 @@ def test_an_unchanged_repository_has_nothing_new(repository: Path) -> None:
     assert len(_git(repository, "worktree", "list").splitlines()) == 1
     assert os.listdir(tempfile.gettempdir()) == []
 
-    written = invoke("baseline", "write", "--no-config", "--no-cache", ".")
-    assert written.exit_code == 0
+    written = run("baseline", "write", "--no-config", "--no-cache", ".")
+    assert written.returncode == 0
     baseline = repository / ".kaffinity-baseline.json"
     data = json.loads(baseline.read_text())
     Draft202012Validator(json.loads((REPO / "schemas" / "baseline.schema.json").read_text())).validate(data)
@@ -301,7 +301,7 @@ def _the_commit_that_adds_one(repository: Path) -> None:
 
 
 def test_a_commit_that_adds_one_finding_and_moves_the_others(repository: Path) -> None:
-    invoke("baseline", "write", "--no-config", "--no-cache", "-o", "baseline.json", ".")
+    run("baseline", "write", "--no-config", "--no-cache", "-o", "baseline.json", ".")
     _the_commit_that_adds_one(repository)
     code, report, _ = _lint("--new-from-rev", "HEAD~1", ".")
     assert code == 1
@@ -319,7 +319,7 @@ def test_a_commit_that_adds_one_finding_and_moves_the_others(repository: Path) -
 
 
 def test_a_fixed_baseline_entry_is_noted(repository: Path) -> None:
-    invoke("baseline", "write", "--no-config", "--no-cache", "-o", "baseline.json", ".")
+    run("baseline", "write", "--no-config", "--no-cache", "-o", "baseline.json", ".")
     objects = _objects()[:3]  # the budget removed: its finding is fixed
     (repository / "k8s" / "app.yaml").write_text(_yaml(objects))
     code, report, _ = _lint("--baseline", "baseline.json", ".")
@@ -329,14 +329,14 @@ def test_a_fixed_baseline_entry_is_noted(repository: Path) -> None:
 
 
 def test_the_config_names_the_baseline_inside_the_repository(repository: Path) -> None:
-    invoke("baseline", "write", "--no-config", "--no-cache", "-o", "base/line.json", ".")
+    run("baseline", "write", "--no-config", "--no-cache", "-o", "base/line.json", ".")
     (repository / ".kaffinity.yaml").write_text("baseline: base/line.json\n")
-    result = invoke("lint", "--no-cache", "--format", "json", ".")
-    assert result.exit_code == 0
+    result = run("lint", "--no-cache", "--format", "json", ".")
+    assert result.returncode == 0
     assert json.loads(result.stdout)["summary"]["new_only"]["against"] == "baseline"
     (repository / ".kaffinity.yaml").write_text("cache: false\nbaseline: ../outside.json\n")
-    result = invoke("lint", "--no-cache", ".")
-    assert result.exit_code == 2
+    result = run("lint", "--no-cache", ".")
+    assert result.returncode == 2
     assert result.stderr.startswith(".kaffinity.yaml:2:1: error: baseline:")
 
 
@@ -357,23 +357,23 @@ def test_the_config_names_the_baseline_inside_the_repository(repository: Path) -
 )
 def test_a_broken_baseline_is_a_usage_error_at_its_line(repository: Path, text: str, line: int) -> None:
     (repository / "baseline.json").write_text(text)
-    result = invoke("lint", "--no-config", "--baseline", "baseline.json", ".")
-    assert result.exit_code == 2
+    result = run("lint", "--no-config", "--baseline", "baseline.json", ".")
+    assert result.returncode == 2
     (said,) = result.stderr.splitlines()
     assert said.startswith(f"baseline.json:{line}:")
     assert result.stdout == ""
 
 
 def test_a_missing_baseline_is_a_usage_error(repository: Path) -> None:
-    result = invoke("lint", "--no-config", "--baseline", "nowhere.json", ".")
-    assert result.exit_code == 2
+    result = run("lint", "--no-config", "--baseline", "nowhere.json", ".")
+    assert result.returncode == 2
     assert result.stderr.splitlines() == ["kaffinity: error: nowhere.json: baseline file not found"]
 
 
 @pytest.mark.parametrize("rev", ["no-such-branch", "HEAD~5", "--output=x", "0" * 40])
 def test_a_bad_rev_is_a_usage_error(repository: Path, rev: str) -> None:
-    result = invoke("lint", "--no-config", f"--new-from-rev={rev}", ".")
-    assert result.exit_code == 2
+    result = run("lint", "--no-config", f"--new-from-rev={rev}", ".")
+    assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1
     assert result.stderr.startswith("kaffinity: error: --new-from-rev")
     assert result.stdout == ""
@@ -384,8 +384,8 @@ def test_new_from_rev_outside_a_repository(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
     (tmp_path / "app.yaml").write_text(_yaml(_objects()))
-    result = invoke("lint", "--no-config", "--new-from-rev", "HEAD", ".")
-    assert result.exit_code == 2
+    result = run("lint", "--no-config", "--new-from-rev", "HEAD", ".")
+    assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1
     assert result.stderr.startswith("kaffinity: error: --new-from-rev")
 
@@ -403,13 +403,13 @@ def test_a_file_outside_the_repository_is_all_new(repository: Path, tmp_path: Pa
 def test_the_baseline_is_read_within_the_runs_limits(repository: Path) -> None:
     """A baseline larger than the default file-size limit is read when the command line raises
     the limit, as its error says."""
-    written = invoke("baseline", "write", "--no-config", "--no-cache", ".")
-    assert written.exit_code == 0
+    written = run("baseline", "write", "--no-config", "--no-cache", ".")
+    assert written.returncode == 0
     baseline = repository / ".kaffinity-baseline.json"
     size = len(baseline.read_bytes())
     small = f"--max-file-size={size // 2}"
-    result = invoke("lint", "--no-config", "--no-cache", small, "--baseline", str(baseline), "k8s/app.yaml")
-    assert result.exit_code == 2
+    result = run("lint", "--no-config", "--no-cache", small, "--baseline", str(baseline), "k8s/app.yaml")
+    assert result.returncode == 2
     assert result.stderr.startswith(".kaffinity-baseline.json:1:1: error: not a baseline")
     code, report, _ = _lint(f"--max-file-size={size * 2}", "--baseline", str(baseline), "k8s/app.yaml")
     assert (code, report["findings"]) == (0, [])
@@ -488,7 +488,7 @@ def test_a_baseline_of_the_whole_repository_over_a_part_fixes_nothing(repository
     """Linting one file, or a few rules, with the repository's baseline: the entries of the other
     files and rules are not found, and not fixed either."""
     (repository / "k8s" / "other.yaml").write_text(_yaml([_exclusive("other", "jobs")]))
-    invoke("baseline", "write", "--no-config", "--no-cache", "-o", "baseline.json", ".")
+    run("baseline", "write", "--no-config", "--no-cache", "-o", "baseline.json", ".")
     for args in (
         ("k8s/other.yaml",),
         ("--changed", "k8s/other.yaml"),

@@ -18,7 +18,7 @@ from kaffinity.load.parse import parse
 from kaffinity.policy.check import policy_rule
 from kaffinity.policy.load import _policy, load_policies
 
-from .kit import POLICY_EXAMPLES, REPO, findings, invoke, keys, lint_text, position, run, run_json
+from .kit import POLICY_EXAMPLES, REPO, findings, keys, lint_text, position, run, run_json
 
 DATA = REPO / "tests" / "data" / "policies"
 WORKLOADS = DATA / "workloads.yaml"
@@ -242,8 +242,8 @@ def test_the_policies_are_read_once_per_run(tmp_path: Path, monkeypatch: pytest.
     (tmp_path / "scheduling.yaml").write_text((DATA / "scheduling.yaml").read_text())
     (tmp_path / ".kaffinity.yaml").write_text("policies: [scheduling.yaml]\nignore: [zone-spread-required]\n")
     monkeypatch.chdir(tmp_path)
-    result = invoke("lint", "--format", "json", "--select", "policy", str(WORKLOADS))
-    assert result.exit_code == 0  # warnings only: fail-on error
+    result = run("lint", "--format", "json", "--select", "policy", str(WORKLOADS))
+    assert result.returncode == 0  # warnings only: fail-on error
     assert [f["rule"] for f in json.loads(result.stdout)["findings"]] == ["hostname-only-anti-affinity"] * 2
     assert read == [(str(tmp_path / "scheduling.yaml"),)]
 

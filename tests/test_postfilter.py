@@ -7,15 +7,16 @@ the assertions compare rule, line and column, and the placement's nodes and vict
 from __future__ import annotations
 
 import json
+import subprocess
 import textwrap
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import Result
 
-from .kit import invoke, keys
+from . import kit
+from .kit import keys, run
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -24,18 +25,20 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def _invoke(tmp_path: Path, command: str, cluster: str, manifests: str, *extra: str) -> Result:
+def _invoke(
+    tmp_path: Path, command: str, cluster: str, manifests: str, *extra: str
+) -> subprocess.CompletedProcess[str]:
     """``kaffinity <command> --no-config --cluster cluster.yaml app.yaml <extra>`` (``extra`` may
     name a ``--config``, which then replaces ``--no-config``)."""
     c = _write(tmp_path, "cluster.yaml", cluster)
     m = _write(tmp_path, "app.yaml", manifests)
     config = [] if "--config" in extra else ["--no-config"]
-    return invoke(command, *config, "--cluster", str(c), str(m), *extra)
+    return run(command, *config, "--cluster", str(c), str(m), *extra)
 
 
 def _findings(tmp_path: Path, cluster: str, manifests: str, *extra: str) -> list[dict[str, Any]]:
     result = _invoke(tmp_path, "lint", cluster, manifests, "--format", "json", *extra)
-    assert result.exit_code in (0, 1), result.output
+    assert result.returncode in (0, 1), result.stderr
     findings: list[dict[str, Any]] = json.loads(result.stdout)["findings"]
     return findings
 
@@ -48,23 +51,13 @@ def _lint(
 
 def _place(tmp_path: Path, cluster: str, manifests: str, *extra: str) -> dict[str, Any]:
     result = _invoke(tmp_path, "place", cluster, manifests, "--format", "json", *extra)
-    assert result.exit_code in (0, 1), result.output
+    assert result.returncode in (0, 1), result.stderr
     report: dict[str, Any] = json.loads(result.stdout)
     return report
 
 
-def _node(name: str, cpu: str = "4", taints: str = "[]") -> str:
-    return f"""\
-    apiVersion: v1
-    kind: Node
-    metadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}
-    spec: {{taints: {taints}}}
-    status: {{allocatable: {{cpu: "{cpu}", memory: 16Gi, pods: "110"}}}}
-    """
-
-
 def _batch(name: str, node: str, priority: int = 0, cpu: str = "3") -> str:
-    return f"""\
+    return textwrap.dedent(f"""\
     apiVersion: v1
     kind: Pod
     metadata: {{name: {name}, namespace: batch, labels: {{app: batch}}}}
@@ -72,7 +65,7 @@ def _batch(name: str, node: str, priority: int = 0, cpu: str = "3") -> str:
       nodeName: {node}
       priority: {priority}
       containers: [{{name: c, image: i, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
-    """
+    """)
 
 
 def _service(priority: int, policy: str = "PreemptLowerPriority", cpu: str = "2") -> str:
@@ -92,7 +85,14 @@ def _service(priority: int, policy: str = "PreemptLowerPriority", cpu: str = "2"
     """
 
 
-CROWDED = "---\n".join([_node("n1"), _node("n2"), _batch("b1", "n1"), _batch("b2", "n2", priority=5)])
+CROWDED = "---\n".join(
+    [
+        kit.cluster(kit.node("n1")),
+        kit.cluster(kit.node("n2")),
+        _batch("b1", "n1"),
+        _batch("b2", "n2", priority=5),
+    ]
+)
 
 
 # --- preemption -----------------------------------------------------------------------------------
@@ -133,11 +133,11 @@ def test_a_budget_steers_preemption_to_unprotected_pods(tmp_path: Path) -> None:
     """
     cluster = "---\n".join(
         [
-            _node("n1"),
-            _node("n2"),
+            kit.cluster(kit.node("n1")),
+            kit.cluster(kit.node("n2")),
             _batch("b1", "n1").replace("app: batch}", "app: batch, name: b1}"),
             _batch("b2", "n2"),
-            pdb,
+            textwrap.dedent(pdb),
         ]
     )
     report = _place(tmp_path, cluster, _service(1000))
@@ -257,13 +257,13 @@ spec:
 
 
 def test_host_port_pods_beyond_the_nodes_stay_pending(tmp_path: Path) -> None:
-    cluster = "---\n".join(_node(f"n{i}") for i in range(4))
+    cluster = kit.cluster(*(kit.node(f"n{i}") for i in range(4)))
     manifest = INGRESS.replace("REPLICAS", "5").replace("STRATEGY", "{maxSurge: 0, maxUnavailable: 1}")
     assert _lint(tmp_path, cluster, manifest) == [("unschedulable", 10, 5)]
 
 
 def test_host_network_takes_the_container_ports(tmp_path: Path) -> None:
-    cluster = "---\n".join(_node(f"n{i}") for i in range(2))
+    cluster = kit.cluster(*(kit.node(f"n{i}") for i in range(2)))
     manifest = (
         INGRESS.replace("REPLICAS", "3")
         .replace("STRATEGY", "{maxSurge: 0, maxUnavailable: 1}")
@@ -276,9 +276,9 @@ def test_host_network_takes_the_container_ports(tmp_path: Path) -> None:
 
 def test_host_port_rollouts_on_one_node(tmp_path: Path) -> None:
     surge = INGRESS.replace("REPLICAS", "1").replace("STRATEGY", "{maxSurge: 1, maxUnavailable: 0}")
-    assert _lint(tmp_path, _node("minikube"), surge) == [("rollout-deadlock", 6, 3)]
+    assert _lint(tmp_path, kit.cluster(kit.node("minikube")), surge) == [("rollout-deadlock", 6, 3)]
     replace = INGRESS.replace("REPLICAS", "1").replace("STRATEGY", "{maxSurge: 0, maxUnavailable: 1}")
-    assert _lint(tmp_path, _node("minikube"), replace) == []
+    assert _lint(tmp_path, kit.cluster(kit.node("minikube")), replace) == []
 
 
 def test_a_host_port_rollout_that_needs_a_new_node(tmp_path: Path) -> None:
@@ -307,13 +307,17 @@ def _pinned(kind: str, node: str) -> str:
 
 
 def test_node_name_on_a_no_schedule_node_runs(tmp_path: Path) -> None:
-    cluster = _node("infra", taints="[{key: dedicated, value: infra, effect: NoSchedule}]")
+    cluster = kit.cluster(
+        kit.node("infra", taints=[{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}])
+    )
     assert _lint(tmp_path, cluster, _pinned("Pod", "infra")) == []
     assert _place(tmp_path, cluster, _pinned("Pod", "infra"))["pods"][0]["node"] == "infra"
 
 
 def test_node_name_on_a_no_execute_node_is_killed_forever(tmp_path: Path) -> None:
-    cluster = _node("sick", taints="[{key: node.kubernetes.io/not-ready, effect: NoExecute}]")
+    cluster = kit.cluster(
+        kit.node("sick", taints=[{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}])
+    )
     assert _lint(tmp_path, cluster, _pinned("Deployment", "sick")) == [("no-eligible-node", 8, 5)]
     assert _lint(tmp_path, cluster, _pinned("Pod", "sick")) == [("no-eligible-node", 4, 1)]
 
@@ -444,8 +448,8 @@ def test_the_event_ends_with_what_preemption_said(tmp_path: Path) -> None:
     # do not fit on n1 once b1 is gone, and that is the reason given for it.
     mixed = "---\n".join(
         [
-            _node("n1"),
-            _node("n2"),
+            kit.cluster(kit.node("n1")),
+            kit.cluster(kit.node("n2")),
             _batch("b1", "n1", cpu="1"),
             _batch("h1", "n1", priority=5, cpu="2"),
             _batch("b2", "n2", priority=5),
@@ -458,9 +462,11 @@ def test_the_event_ends_with_what_preemption_said(tmp_path: Path) -> None:
 
 
 def test_place_says_the_kubelet_rejects_a_node_name_pod(tmp_path: Path) -> None:
-    cluster = _node("sick", taints="[{key: node.kubernetes.io/not-ready, effect: NoExecute}]")
+    cluster = kit.cluster(
+        kit.node("sick", taints=[{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}])
+    )
     result = _invoke(tmp_path, "place", cluster, _pinned("Pod", "sick"))
-    assert result.exit_code == 1
+    assert result.returncode == 1
     assert result.stdout.splitlines()[0].endswith(
         "Pod/default/p replica 0 rejected (spec.nodeName sick): node(s) had untolerated taint(s)"
     )
@@ -492,13 +498,13 @@ def test_a_malformed_nodepool_is_read_without_error(tmp_path: Path) -> None:
     spec: {template: {spec: {requirements: 5}}}
     """
     result = _invoke(tmp_path, "place", cluster, _service(0, cpu="1"), "--format", "json")
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     assert [entry["pool"] for entry in json.loads(result.stdout)["added"]] == ["weird"]
 
 
 def test_a_pool_whose_max_is_below_its_count_is_a_load_error(tmp_path: Path) -> None:
     result = _invoke(tmp_path, "lint", _pool(3, 2), _service(0, cpu="1"), "--format", "json")
-    assert result.exit_code == 2
+    assert result.returncode == 2
     findings = json.loads(result.stdout)["findings"]
     assert [(f["rule"], f["line"], f["column"]) for f in findings] == [
         ("parse-error", 10, 11)
@@ -520,12 +526,9 @@ def test_autoscaling_stops_at_the_limits(tmp_path: Path) -> None:
     """
     report = _place(
         tmp_path,
-        nodepool
+        textwrap.dedent(nodepool)
         + "---\n"
-        + _node("default-a", cpu="4").replace(
-            "kubernetes.io/hostname: default-a",
-            "kubernetes.io/hostname: default-a, karpenter.sh/nodepool: default",
-        ),
+        + kit.cluster(kit.node("default-a", labels={"karpenter.sh/nodepool": "default"})),
         ANTI,
     )
     # one node exists, the limit allows one more

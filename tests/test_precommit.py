@@ -1,9 +1,12 @@
-"""The published pre-commit hooks, run by the real ``pre-commit try-repo``.
+"""The published pre-commit hooks, run by the real ``pre-commit run``.
 
 pre-commit builds the hook's environment as a user's machine would (a virtualenv with kaffinity
 pip-installed from a git repository), so this also checks the packaging: the entry point and the
 schemas shipped as package data. The repository under test is a snapshot of this checkout
-committed to a temporary git repository, so uncommitted work is what gets tested.
+committed to a temporary git repository, so uncommitted work is what gets tested; a user's
+``.pre-commit-config.yaml`` names it at its commit (as ``try-repo`` does, but ``try-repo`` clones
+it again and builds a new environment at each call: here the environment is built once, in the
+module's pre-commit home, and every test's commit runs the hooks in it).
 """
 
 from __future__ import annotations
@@ -62,19 +65,31 @@ def hooks(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
     _git(snapshot, env, "init", "-q")
     _git(snapshot, env, "add", ".")
     _git(snapshot, env, "commit", "-q", "-m", "snapshot")
+    revision = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=snapshot, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    # Outside the user's repository (pre-commit then does not ask for it to be staged): every
+    # hook of the snapshot, at its commit, as a user's configuration names them.
+    (root / "config.yaml").write_text(
+        f"repos:\n  - repo: {snapshot}\n    rev: {revision}\n"
+        "    hooks: [{id: kaffinity}, {id: kaffinity-all}]\n",
+        encoding="utf-8",
+    )
     return snapshot, env
 
 
-def _try_repo(hooks: tuple[Path, dict[str, str]], repo: Path, hook: str) -> subprocess.CompletedProcess[str]:
+def _run_hook(hooks: tuple[Path, dict[str, str]], repo: Path, hook: str) -> subprocess.CompletedProcess[str]:
+    """``pre-commit run HOOK`` in ``repo`` on what is staged, as a commit runs it."""
     snapshot, env = hooks
     return subprocess.run(
         [
             sys.executable,
             "-m",
             "pre_commit",
-            "try-repo",
-            str(snapshot),
+            "run",
             hook,
+            "--config",
+            str(snapshot.parent / "config.yaml"),
             "--verbose",
             "--color",
             "never",
@@ -107,7 +122,7 @@ def test_the_hook_fails_on_a_bad_manifest_and_passes_once_fixed(
 
     (repo / "web.yaml").write_text(BROKEN_API)
     _git(repo, env, "add", "web.yaml")
-    failed = _try_repo(hooks, repo, "kaffinity")
+    failed = _run_hook(hooks, repo, "kaffinity")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "kaffinity" in failed.stdout and "Failed" in failed.stdout
     line = next(n for n, text in enumerate(BROKEN_API.splitlines(), 1) if "values: [x]" in text)
@@ -121,7 +136,7 @@ def test_the_hook_fails_on_a_bad_manifest_and_passes_once_fixed(
     # the hook read it as context (no affinity-no-match), and reported nothing on it.
     (repo / "web.yaml").write_text(WEB)
     _git(repo, env, "add", "web.yaml")
-    passed = _try_repo(hooks, repo, "kaffinity")
+    passed = _run_hook(hooks, repo, "kaffinity")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "Passed" in passed.stdout
     assert "No problems found in 1 file." in passed.stdout, passed.stdout
@@ -134,7 +149,7 @@ def test_the_whole_repository_hook(hooks: tuple[Path, dict[str, str]], tmp_path:
     repo = _user_repo(tmp_path / "app", env, {"cache.yaml": CACHE, "web.yaml": WEB})
     (repo / "notes.txt").write_text("no manifest changed\n")
     _git(repo, env, "add", "notes.txt")
-    passed = _try_repo(hooks, repo, "kaffinity-all")
+    passed = _run_hook(hooks, repo, "kaffinity-all")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "No problems found in 2 files." in passed.stdout, passed.stdout
 
@@ -149,12 +164,12 @@ def test_a_warning_blocks_the_commit_and_shows_and_mkdocs_passes(
     repo = _user_repo(tmp_path / "app", env, {"README.md": "# app\n"})
     (repo / "mkdocs.yml").write_text("site_name: app\nnav:\n  - Home: index.md\n")
     _git(repo, env, "add", "mkdocs.yml")
-    passed = _try_repo(hooks, repo, "kaffinity")
+    passed = _run_hook(hooks, repo, "kaffinity")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     warning = (REPO / "examples" / "revision-unscoped" / "fail.yaml").read_text()
     (repo / "web.yaml").write_text(warning)
     _git(repo, env, "add", "web.yaml")
-    failed = _try_repo(hooks, repo, "kaffinity")
+    failed = _run_hook(hooks, repo, "kaffinity")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "warning [revision-unscoped]" in failed.stdout, failed.stdout
 
@@ -172,7 +187,7 @@ def test_committed_files_named_like_options_are_files(
     for name in ("--config=quiet.yaml", "-oreport.yaml"):
         (repo / name).write_text(warning)
         _git(repo, env, "add", "--", name)
-    failed = _try_repo(hooks, repo, "kaffinity")
+    failed = _run_hook(hooks, repo, "kaffinity")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     for name in ("--config=quiet.yaml", "-oreport.yaml"):
         assert f"\n{name}:" in failed.stdout and "warning [revision-unscoped]" in failed.stdout, failed.stdout
@@ -212,7 +227,7 @@ def test_the_hook_blocks_what_a_change_causes_in_a_base_overlays_and_chart_repos
     # 1. The label the base's web selects, renamed in base/cache.yaml only.
     (repo / "base/cache.yaml").write_text(CACHE.replace("app: cache", "app: redis"))
     _git(repo, env, "add", "base/cache.yaml")
-    failed = _try_repo(hooks, repo, "kaffinity")
+    failed = _run_hook(hooks, repo, "kaffinity")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert web in failed.stdout, failed.stdout
     renamed = Cause("base/cache.yaml", "selects", ObjectRef("apps/v1", "Deployment", "default", "cache"))
@@ -223,7 +238,7 @@ def test_the_hook_blocks_what_a_change_causes_in_a_base_overlays_and_chart_repos
     # 2. Only the overlay's patch: it relabels the cache's pods in prod.
     (repo / "overlays/prod/patch.yaml").write_text(RELABEL)
     _git(repo, env, "add", "overlays/prod/patch.yaml")
-    failed = _try_repo(hooks, repo, "kaffinity")
+    failed = _run_hook(hooks, repo, "kaffinity")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert web in failed.stdout, failed.stdout
     patched = Cause("overlays/prod/patch.yaml", "rendered-from", unit="overlays/prod")
@@ -233,7 +248,7 @@ def test_the_hook_blocks_what_a_change_causes_in_a_base_overlays_and_chart_repos
     # 3. Only the chart's values file.
     (repo / "charts/web/values.yaml").write_text('topologyKey: ""\n')
     _git(repo, env, "add", "charts/web/values.yaml")
-    failed = _try_repo(hooks, repo, "kaffinity")
+    failed = _run_hook(hooks, repo, "kaffinity")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     line, column = position(CHART["charts/web/templates/deploy.yaml"], "topologyKey:")
     assert f"charts/web/templates/deploy.yaml:{line}:{column}: error [api-validation]" in failed.stdout

@@ -29,7 +29,7 @@ from kaffinity.repo.engines import helm_engine, kustomize_engine
 from kaffinity.repo.helm import chart as helm_chart
 from kaffinity.repo.kustomize import build as kustomize_build
 
-from .kit import invoke
+from .kit import run
 
 needs_both = pytest.mark.skipif(
     helm_engine() is None or kustomize_engine() is None,
@@ -130,8 +130,8 @@ def renders(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
 def lint(cache: Path | None, *extra: str, output: str = "json") -> tuple[int, str]:
     arguments = ["lint", ".", "--no-config", "--format", output, "--no-progress", *extra]
     arguments += ["--cache-dir", str(cache)] if cache is not None else ["--no-cache"]
-    result = invoke(*arguments)
-    return result.exit_code, result.stdout
+    result = run(*arguments)
+    return result.returncode, result.stdout
 
 
 @needs_both
@@ -220,8 +220,8 @@ def test_no_cache_and_cache_false_neither_read_nor_write(
     (repository / ".kaffinity.yaml").write_text("cache: false\ncache-dir: .render-cache\n")
     renders.clear()
     for _ in range(2):
-        result = invoke("lint", ".", "--format", "json", "--no-progress")
-        assert result.exit_code in (0, 1), result.output
+        result = run("lint", ".", "--format", "json", "--no-progress")
+        assert result.returncode in (0, 1), result.stderr
     assert renders == Counter({OVERLAY: 2, CHART: 2})
     assert not (repository / ".render-cache").exists()
 
@@ -375,13 +375,13 @@ def test_the_hook_re_renders_a_changed_patchs_overlay_once(
     patch = repository / "overlays/prod/replicas.yaml"
     patch.write_text(patch.read_text().replace("replicas: 4", "replicas: 1"))
     hook = ["lint", "--changed", "--no-config", "--format", "json", "--cache-dir", str(cache)]
-    first = invoke(*hook, "overlays/prod/replicas.yaml")
+    first = run(*hook, "overlays/prod/replicas.yaml")
     assert renders[OVERLAY] == 1
-    second = invoke(*hook, "overlays/prod/replicas.yaml")
+    second = run(*hook, "overlays/prod/replicas.yaml")
     assert renders[OVERLAY] == 1  # the same commit again: from the cache
-    uncached = invoke(*hook[:-2], "--no-cache", "overlays/prod/replicas.yaml")
+    uncached = run(*hook[:-2], "--no-cache", "overlays/prod/replicas.yaml")
     assert renders[OVERLAY] == 2
-    assert first.exit_code == second.exit_code == uncached.exit_code
+    assert first.returncode == second.returncode == uncached.returncode
     assert first.stdout == second.stdout == uncached.stdout
     assert json.loads(first.stdout)["summary"]["render"]["rendered"] >= 1
 
@@ -402,7 +402,7 @@ def test_a_hook_run_keeps_the_entries_of_the_units_it_did_not_build(
     hook = ["lint", "--changed", "--no-config", "--format", "json", "--cache-dir", str(cache)]
     for replicas in range(5, 9):  # four commits of the patch: the chart is not built
         patch.write_text(patch.read_text().replace(f"replicas: {replicas - 1}", f"replicas: {replicas}"))
-        invoke(*hook, "overlays/prod/replicas.yaml")
+        run(*hook, "overlays/prod/replicas.yaml")
     renders.clear()
     lint(cache)
     assert renders == Counter()  # the chart's entry survived; the overlay's last one is there

@@ -16,7 +16,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from kaffinity.repo.engines import helm_engine, kustomize_engine
 from kaffinity.repo.rendering import is_release, renderable_on_disk
 from kaffinity.repo.sandbox import sandbox_from
 
-from .kit import REPO, invoke, run
+from .kit import REPO, run, run_json
 
 GITOPS = REPO / "tests" / "data" / "gitops"
 
@@ -121,12 +120,6 @@ def _write(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def _json(*args: str | Path) -> tuple[int, dict[str, Any]]:
-    result = invoke("lint", "--no-config", "--no-cache", "--format", "json", *args)
-    report: dict[str, Any] = json.loads(result.stdout)
-    return result.exit_code, report
-
-
 def _no_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     """As on a machine with no helm, no helm-python-sdk, no kustomize and no kubectl."""
     monkeypatch.setattr(engines, "helm_engine", lambda: None)
@@ -148,7 +141,7 @@ def test_render_is_on_by_default_and_the_config_may_turn_it_off(tmp_path: Path) 
 @needs_helm
 def test_a_chart_renders_by_default(tmp_path: Path) -> None:
     chart = _write(tmp_path / "charts" / "web", CHART)
-    code, report = _json(tmp_path)
+    code, report = run_json("--no-cache", tmp_path)
     assert code == 0, report
     render = report["summary"]["render"]
     assert render["enabled"] is True
@@ -157,7 +150,7 @@ def test_a_chart_renders_by_default(tmp_path: Path) -> None:
     assert not [f for f in report["findings"] if f["rule"] in ("parse-error", "helm-template")]
 
     # --no-render reads the chart as written: its template is not a manifest.
-    code, report = _json("--no-render", chart)
+    code, report = run_json("--no-cache", "--no-render", chart)
     assert report["summary"]["render"] == {
         "enabled": False,
         "engines": {"helm": None, "kustomize": None},
@@ -173,9 +166,9 @@ def test_render_false_in_the_config_reads_as_written_and_the_flag_wins(tmp_path:
     _write(tmp_path / "charts" / "web", CHART)
     (tmp_path / ".kaffinity.yaml").write_text("render: false\n")
     base = ("lint", "--config", str(tmp_path / ".kaffinity.yaml"), "--no-cache", "-f", "json", str(tmp_path))
-    off = json.loads(invoke(*base).stdout)["summary"]["render"]
+    off = json.loads(run(*base).stdout)["summary"]["render"]
     assert (off["enabled"], off["rendered"]) == (False, 0)
-    on = json.loads(invoke(*base[:-1], "--render", str(tmp_path)).stdout)["summary"]["render"]
+    on = json.loads(run(*base[:-1], "--render", str(tmp_path)).stdout)["summary"]["render"]
     assert (on["enabled"], on["rendered"]) == (True, 1)
 
 
@@ -210,7 +203,7 @@ def test_units_without_a_tool_are_named_once_and_counted(
 ) -> None:
     root = _unrenderable(tmp_path)
     _no_tools(monkeypatch)
-    code, report = _json(root)
+    code, report = run_json("--no-cache", root)
     assert code == 0
     render = report["summary"]["render"]
     assert (render["enabled"], render["rendered"], render["unrendered"]) == (True, 0, 2)
@@ -219,22 +212,22 @@ def test_units_without_a_tool_are_named_once_and_counted(
     assert units == ["charts/web", "overlays/prod"]
     assert all(item["reason"] for item in render["unrendered_units"])
 
-    sarif = json.loads(invoke("lint", "--no-config", "--no-cache", "-f", "sarif", str(root)).stdout)
+    sarif = json.loads(run("lint", "--no-config", "--no-cache", "-f", "sarif", str(root)).stdout)
     properties = sarif["runs"][0]["properties"]["render"]
     assert (properties["rendered"], properties["unrendered"]) == (0, 2)
     assert properties["unrendered_units"] == render["unrendered_units"]
 
-    text = invoke("lint", "--no-config", "--no-cache", "-f", "text", str(root)).stdout
+    text = run("lint", "--no-config", "--no-cache", "-f", "text", str(root)).stdout
     summary = text.rstrip("\n").splitlines()[-1]
     assert re.search(r"; (\d+) units read as written \(not rendered\)\.$", summary).group(1) == "2"  # type: ignore[union-attr]
 
-    markdown = invoke("lint", "--no-config", "--no-cache", "-f", "markdown", str(root)).stdout
+    markdown = run("lint", "--no-config", "--no-cache", "-f", "markdown", str(root)).stdout
     rows = dict(re.findall(r"^\| ([a-z ()]+) \| (\d+) \|$", markdown, re.MULTILINE))
     assert (rows["units rendered"], rows["units read as written (not rendered)"]) == ("0", "2")
     listed = re.findall(r"^- `([^`]+)`: ", markdown, re.MULTILINE)
     assert sorted(Path(name).relative_to(root).as_posix() for name in listed) == units
 
-    github = invoke("lint", "--no-config", "--no-cache", "-f", "github", str(root)).stdout
+    github = run("lint", "--no-config", "--no-cache", "-f", "github", str(root)).stdout
     notices = [
         line for line in github.splitlines() if line.startswith("::notice title=kaffinity [not rendered]::")
     ]
@@ -250,7 +243,7 @@ def test_place_names_the_units_read_as_written(monkeypatch: pytest.MonkeyPatch, 
         "status:\n  allocatable: {cpu: '64', memory: 256Gi, pods: '110'}\n"
     )
     _no_tools(monkeypatch)
-    result = invoke("place", "--no-config", "--cluster", str(root / "cluster.yaml"), str(root))
+    result = run("place", "--no-config", "--cluster", str(root / "cluster.yaml"), str(root))
     headers = sorted(re.findall(r"^== unit (.+) ==$", result.stdout, re.MULTILINE))
     assert f"{root / 'overlays' / 'prod'} (read as written: no tool)" in headers
     assert all(
@@ -264,11 +257,11 @@ def test_place_names_the_units_read_as_written(monkeypatch: pytest.MonkeyPatch, 
 @needs_kustomize
 def test_the_summary_names_the_engines_used(tmp_path: Path) -> None:
     root = _unrenderable(tmp_path)
-    _, report = _json(root)
+    _, report = run_json("--no-cache", root)
     render = report["summary"]["render"]
     assert render["engines"] == {"helm": helm_engine(), "kustomize": kustomize_engine()}
     assert (render["rendered"], render["unrendered"]) == (2, 0)
-    markdown = invoke("lint", "--no-config", "--no-cache", "-f", "markdown", str(root)).stdout
+    markdown = run("lint", "--no-config", "--no-cache", "-f", "markdown", str(root)).stdout
     assert re.search(
         r"^Rendered charts with `([^`]+)` and overlays with `([^`]+)`\.", markdown, re.MULTILINE
     ).groups() == (  # type: ignore[union-attr]
@@ -347,10 +340,10 @@ def test_a_release_is_rendered_from_whole_objects(monkeypatch: pytest.MonkeyPatc
     from kaffinity.repo.gitops import flux
 
     monkeypatch.setattr(flux, "releases", releases)
-    invoke("lint", "--no-config", "--no-cache", "-f", "json", str(root))
+    run("lint", "--no-config", "--no-cache", "-f", "json", str(root))
     assert [data["spec"]["values"]["replicaCount"] for data in seen] == [2]
     seen.clear()
-    invoke("lint", "--no-config", "--no-cache", "--no-render", "-f", "json", str(root))
+    run("lint", "--no-config", "--no-cache", "--no-render", "-f", "json", str(root))
     assert seen == []
 
 
@@ -399,13 +392,13 @@ def test_offline_on_the_command_line_beats_the_environment(
     monkeypatch.setenv("KAFFINITY_ALLOW_NETWORK", "1")
     cluster = ("--cluster", str(REPO / "examples" / "clusters" / "topology.yaml"))
     for command, extra in (("lint", ()), ("graph", ()), ("place", cluster)):
-        invoke(command, "--no-config", *extra, str(root))
-        invoke(command, "--no-config", "--offline", *extra, str(root))
-        invoke(command, "--no-config", "--offline", "--allow-network", *extra, str(root))
+        run(command, "--no-config", *extra, str(root))
+        run(command, "--no-config", "--offline", *extra, str(root))
+        run(command, "--no-config", "--offline", "--allow-network", *extra, str(root))
         assert seen == [(True, False), (False, True), (False, True)], command
         seen.clear()
     monkeypatch.setenv("KAFFINITY_OFFLINE", "1")
-    invoke("lint", "--no-config", "--allow-network", str(root))
+    run("lint", "--no-config", "--allow-network", str(root))
     assert seen == [(False, True)]
 
 
@@ -450,22 +443,7 @@ def test_the_hooks_entry_renders_the_chart_a_commit_touches(tmp_path: Path) -> N
     program, *arguments = shlex.split(hook["entry"])
     assert program == "kaffinity"
     report = tmp_path / "report.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kaffinity",
-            *arguments,
-            "--report",
-            f"json={report}",
-            "charts/web/templates/deployment.yaml",
-        ],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run(*arguments, "--report", f"json={report}", "charts/web/templates/deployment.yaml", cwd=repo)
     assert done.returncode == 0, done.stdout + done.stderr
     render = json.loads(report.read_text())["summary"]["render"]
     assert (render["enabled"], render["rendered"], render["unrendered"]) == (True, 1, 0)

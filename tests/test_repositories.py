@@ -17,7 +17,7 @@ from kaffinity.load.parse import parse
 from kaffinity.repo.engines import kustomize_engine
 from kaffinity.repo.units import read_layout
 
-from .kit import REPO, SHARED, added_lines, manifest, run
+from .kit import REPO, SHARED, added_lines, manifest, run, run_json
 from .kit import workload as kit_workload
 
 GITOPS = REPO / "tests" / "data" / "gitops"
@@ -40,11 +40,6 @@ spec:
 """
 
 
-def _lint(*args: str, cwd: Path = GITOPS) -> tuple[int, dict[str, Any]]:
-    done = run("lint", "--no-config", "--format", "json", *args, cwd=cwd)
-    return done.returncode, json.loads(done.stdout)
-
-
 def _where(report: dict[str, Any]) -> list[tuple[str, str, int, int, list[str]]]:
     return [(f["rule"], f["file"], f["line"], f["column"], f["units"]) for f in report["findings"]]
 
@@ -55,7 +50,7 @@ def _where(report: dict[str, Any]) -> list[tuple[str, str, int, int, list[str]]]
 def test_environment_copies_are_units_each_read_with_its_own_files() -> None:
     """envs/prod and envs/staging define Deployment shop/api twice (3 and 1 replicas), each with a
     PDB: each environment is a unit, so the budgets never overlap and each counts its own pods."""
-    code, report = _lint("envs")
+    code, report = run_json("envs", cwd=GITOPS)
     assert code == 0
     assert _where(report) == [("pdb-blocks-eviction", "envs/staging/api-pdb.yaml", 7, 3, ["envs/staging"])]
     assert report["summary"]["units"] == ["envs/prod", "envs/staging"]
@@ -116,8 +111,12 @@ def test_overlays_are_units_and_patches_are_fragments() -> None:
 def test_a_patch_is_never_a_workload() -> None:
     """A strategic-merge patch (apiVersion, kind, metadata.name, spec.replicas) is not a
     Deployment of its own: named alone, it is still read as part of its overlay."""
-    code, report = _lint(
-        "--no-render", "overlays/prod/replicas.yaml", "overlays/staging/single-replica.yaml", "base"
+    code, report = run_json(
+        "--no-render",
+        "overlays/prod/replicas.yaml",
+        "overlays/staging/single-replica.yaml",
+        "base",
+        cwd=GITOPS,
     )
     assert code == 0
     assert report["findings"] == []
@@ -127,7 +126,7 @@ def test_a_patch_is_never_a_workload() -> None:
 def test_kustomize_and_environments_together() -> None:
     """The GitOps layout's manifests, linted together and read as written: only the real
     problem, once (rendered, the prod overlay's own problem shows too: test_render_default.py)."""
-    code, report = _lint("--no-render", "base", "overlays", "envs")
+    code, report = run_json("--no-render", "base", "overlays", "envs", cwd=GITOPS)
     assert code == 0
     assert _where(report) == [("pdb-blocks-eviction", "envs/staging/api-pdb.yaml", 7, 3, ["envs/staging"])]
 
@@ -155,10 +154,10 @@ def test_install_variants_together_report_nothing_alone_does_not(tmp_path: Path,
         shutil.copy(ARGO / name, tmp_path / name)
     (tmp_path / "cluster.yaml").write_text(THREE_NODES)
     cluster = ["--cluster", "cluster.yaml"] if with_cluster else []
-    _, together = _lint(*cluster, *ARGO_INSTALLS, cwd=tmp_path)
+    _, together = run_json(*cluster, *ARGO_INSTALLS, cwd=tmp_path)
     alone: set[tuple[Any, ...]] = set()
     for name in ARGO_INSTALLS:
-        _, report = _lint(*cluster, name, cwd=tmp_path)
+        _, report = run_json(*cluster, name, cwd=tmp_path)
         alone |= {_key(finding) for finding in report["findings"]}
     found = {_key(finding) for finding in together["findings"]}
     assert found
@@ -391,7 +390,7 @@ def test_lint_dot_reports_only_the_real_problems(tmp_path: Path) -> None:
     folder git ignores. Only the real problem, exit 0; the chart, not rendered, is one
     helm-template note at its Chart.yaml's name: line (its templates are never parsed)."""
     repo = _git_repository(tmp_path)
-    code, report = _lint("--no-render", ".", cwd=repo)
+    code, report = run_json("--no-render", ".", cwd=repo)
     assert code == 0
     found = [(rule, Path(file).as_posix(), line) for rule, file, line, _, _ in _where(report)]
     assert found == [
@@ -408,7 +407,7 @@ def test_lint_dot_rendered(tmp_path: Path) -> None:
     makes the rollout hang, reported on the patch's line and naming the unit; the chart
     renders cleanly (no helm-template warning)."""
     repo = _git_repository(tmp_path)
-    code, report = _lint("--render", ".", cwd=repo)
+    code, report = run_json("--render", ".", cwd=repo)
     assert code == 0
     found = [
         (rule, Path(file).as_posix(), line, column, units)
@@ -506,13 +505,13 @@ def test_test_fixtures_are_units_of_their_own(tmp_path: Path) -> None:
     )
     (golden / "deployment.golden.yaml").write_text(deployment)
     (golden / "pdb-2replicas.golden.yaml").write_text(budget)
-    code, report = _lint("testdata", cwd=tmp_path)
+    code, report = run_json("testdata", cwd=tmp_path)
     assert (code, report["findings"]) == (0, [])
     assert len(report["summary"]["units"]) == 2
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "deployment.yaml").write_text(deployment)
     (tmp_path / "app" / "pdb.yaml").write_text(budget)
-    code, report = _lint("app", cwd=tmp_path)  # the same files in an application folder: one unit
+    code, report = run_json("app", cwd=tmp_path)  # the same files in an application folder: one unit
     assert [(f["rule"], f["file"]) for f in report["findings"]] == [("pdb-blocks-eviction", "app/pdb.yaml")]
 
 
@@ -524,7 +523,7 @@ def test_kuttl_assertions_are_not_manifests(tmp_path: Path) -> None:
     (case / "00-assert.yaml").write_text(
         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: a}\nspec: {minAvailable: 1}\n"
     )
-    code, report = _lint("tests", cwd=tmp_path)
+    code, report = run_json("tests", cwd=tmp_path)
     assert (code, report["findings"], report["summary"]["skipped"]) == (0, [], 1)
 
 

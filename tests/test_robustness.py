@@ -33,7 +33,18 @@ from kaffinity.load.parse import SourceFile, parse
 from kaffinity.rules import RULES
 from kaffinity.simulate.cluster import cluster_from
 
-from .kit import EXAMPLES, REPO, findings, keys, lines, lint_paths, no_internal_error, position, run
+from .kit import (
+    EXAMPLES,
+    REPO,
+    findings,
+    keys,
+    lines,
+    lint_paths,
+    no_internal_error,
+    position,
+    run,
+    run_bytes,
+)
 
 GOOD = (
     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ok\n"
@@ -254,14 +265,14 @@ def test_file_over_the_size_limit_is_one_line_error_and_not_read(tmp_path: Path)
 
 
 def test_stdin_over_the_size_limit(tmp_path: Path) -> None:
-    completed = subprocess.run(
-        [sys.executable, "-m", "kaffinity", "lint", "--no-config", "--max-file-size", "1Ki", "-"],
-        input=(POD.format("x") + "  annotations:\n    blob: " + "a" * 5000 + "\n").encode(),
-        capture_output=True,
-        timeout=60,
-        check=False,
+    completed = run_bytes(
+        "lint",
+        "--no-config",
+        "--max-file-size",
+        "1Ki",
+        "-",
+        stdin=POD.format("x") + "  annotations:\n    blob: " + "a" * 5000 + "\n",
     )
-    no_internal_error(completed.returncode, completed.stderr)
     assert completed.returncode == 2 and completed.stderr == b""
     assert b"<stdin>:1:1: error [parse-error] more than the limit of 1 KiB per file" in completed.stdout
 

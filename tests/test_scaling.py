@@ -27,114 +27,43 @@ from kaffinity.rules import RULES
 from kaffinity.rules.base import Rule
 from kaffinity.simulate.cluster import Cluster, cluster_from
 
-from .kit import findings
+from .kit import budget, cluster, findings, manifest, node, requests, spread, term, workload
 
 SMALL, LARGE = 250, 1000
 RUNS = 3
 #: 4x the input, at most this many times the time (linear is 4; N log N sorting a little more).
 MAX_RATIO = 5.0
 
-_WEB = {"matchLabels": {"tier": "web"}}
-_NODE = (
-    "apiVersion: v1\nkind: Node\nmetadata:\n  name: n{i}\n  labels:\n"
-    "    kubernetes.io/hostname: n{i}\n    topology.kubernetes.io/zone: z{zone}\n"
-    "status:\n  allocatable: {{cpu: '4', memory: 8Gi, pods: '110'}}\n"
-)
-
-
-def _deployment(index: int) -> dict[str, Any]:
-    labels = {"tier": "web", "app": f"a{index}"}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": f"d{index}", "namespace": f"ns{index % 2}"},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "c",
-                            "image": "nginx:1",
-                            "resources": {"requests": {"cpu": "10m", "memory": "10Mi"}},
-                        }
-                    ],
-                    "topologySpreadConstraints": [
-                        {
-                            "maxSkew": 1,
-                            "topologyKey": "topology.kubernetes.io/zone",
-                            "whenUnsatisfiable": "DoNotSchedule",
-                            "labelSelector": _WEB,
-                        }
-                    ],
-                    "affinity": {
-                        "podAntiAffinity": {
-                            "requiredDuringSchedulingIgnoredDuringExecution": [
-                                {
-                                    "labelSelector": _WEB,
-                                    "topologyKey": "kubernetes.io/hostname",
-                                    "namespaceSelector": {},
-                                }
-                            ]
-                        },
-                        "podAffinity": {
-                            "requiredDuringSchedulingIgnoredDuringExecution": [
-                                {"labelSelector": _WEB, "topologyKey": "topology.kubernetes.io/zone"}
-                            ],
-                            "preferredDuringSchedulingIgnoredDuringExecution": [
-                                {
-                                    "weight": 10,
-                                    "podAffinityTerm": {
-                                        "labelSelector": _WEB,
-                                        "topologyKey": "kubernetes.io/hostname",
-                                    },
-                                }
-                            ],
-                        },
-                    },
-                },
-            },
-        },
-    }
+WEB = {"tier": "web"}
+ZONE = "topology.kubernetes.io/zone"
 
 
 def _manifests(count: int) -> SourceFile:
     docs: list[dict[str, Any]] = []
     for index in range(count):
-        docs.append(_deployment(index))
-        if index % 10 == 0:
-            docs.append(
-                {
-                    "apiVersion": "policy/v1",
-                    "kind": "PodDisruptionBudget",
-                    "metadata": {"name": f"p{index}", "namespace": f"ns{index % 2}"},
-                    "spec": {"minAvailable": 1, "selector": _WEB},
-                }
+        namespace = f"ns{index % 2}"
+        docs.append(
+            workload(
+                f"d{index}",
+                namespace,
+                {"tier": "web", "app": f"a{index}"},
+                replicas=2,
+                spread=[spread(ZONE, WEB)],
+                anti=[term(WEB, namespaceSelector={})],
+                affinity=[term(WEB, ZONE)],
+                preferred_affinity=[term(WEB)],
+                pod=requests("10m", "10Mi"),
             )
-    daemon = {"tier": "web", "app": "agent"}
-    docs.append(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": "agent", "namespace": "ns0"},
-            "spec": {
-                "selector": {"matchLabels": daemon},
-                "template": {
-                    "metadata": {"labels": daemon},
-                    "spec": {"containers": [{"name": "c", "image": "x:1"}]},
-                },
-            },
-        }
-    )
-    return parse("scale.yaml", "".join(f"---\n{json.dumps(doc)}\n" for doc in docs))
+        )
+        if index % 10 == 0:
+            docs.append(budget(f"p{index}", namespace, WEB, min_available=1))
+    docs.append(workload("agent", "ns0", {"tier": "web", "app": "agent"}, kind="DaemonSet"))
+    return parse("scale.yaml", manifest(docs))
 
 
 def _cluster() -> Cluster:
-    return cluster_from(
-        [parse("cluster.yaml", "---\n".join(_NODE.format(i=i, zone=i % 3) for i in range(12)))]
-    )
+    nodes = [node(f"n{i}", zone=f"z{i % 3}", memory="8Gi") for i in range(12)]
+    return cluster_from([parse("cluster.yaml", cluster(*nodes))])
 
 
 def _once(files: list[SourceFile], rules: list[Rule], cluster: Cluster) -> float:
@@ -217,6 +146,7 @@ def _budgets(count: int) -> SourceFile:
     return parse("budgets.yaml", "".join(f"---\n{json.dumps(doc)}\n" for doc in docs))
 
 
+@pytest.mark.slow
 def test_four_times_the_budgets_on_the_same_pods_cost_at_most_five_times_the_time() -> None:
     """N budgets selecting the same pods used to make N pdb-overlap findings, each listing the
     other N - 1 budgets as related places (1,000 budgets: 15 s and a 183 MB report; 4,000: killed
@@ -263,6 +193,7 @@ spec:
 {zones}"""
 
 
+@pytest.mark.slow
 def test_four_times_the_replicas_of_one_workload_cost_at_most_five_times_the_time() -> None:
     """One workload's pods used to count every placed pod each (spread and inter-pod
     affinity PreFilter), a zone-spread pod sorted or filtered every node of the cluster, and a

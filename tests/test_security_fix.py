@@ -26,7 +26,7 @@ import pytest
 
 from kaffinity.load.parse import DEFAULT_LIMITS, parse
 
-from .kit import EXAMPLES, POLICY_EXAMPLES, REPO, invoke, no_internal_error, run
+from .kit import EXAMPLES, POLICY_EXAMPLES, REPO, no_internal_error, run
 
 # A Deployment whose required anti-affinity term `kaffinity fix` completes (revision-unscoped).
 FIXABLE = """\
@@ -181,8 +181,8 @@ def test_fix_refuses_a_file_changed_since_it_was_read(
         return result
 
     monkeypatch.setattr(fixes, "fix_files", edit_then_plan)
-    result = invoke("fix", "--no-config", str(deploy))
-    assert result.exit_code == 2
+    result = run("fix", "--no-config", str(deploy))
+    assert result.returncode == 2
     assert path.read_text() == saved  # the edit is kept
     assert f"kaffinity: error: {path}: not written: the file changed since it was read" in result.stderr
     assert ADDED in other.read_text()

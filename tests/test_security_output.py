@@ -15,10 +15,7 @@ keeps the data exact (the decoded value is the original string), SARIF too once 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -31,7 +28,7 @@ from kaffinity.findings import Finding, Severity
 from kaffinity.load.display import code_span, escape, json_text, markdown_lines
 from kaffinity.report import render
 
-from .kit import REPO, no_internal_error, run
+from .kit import run, run_bytes
 
 #: The hostile text: an OSC 8 hyperlink, a screen clear, RLO, LINE SEPARATOR, NEXT LINE, CR, a
 #: forged finding line, HTML, a Markdown link, a team mention, an issue reference, a bare URL.
@@ -105,17 +102,7 @@ def hostile(tmp_path: Path) -> Path:
 
 def _raw(*args: str, cwd: Path, stdin: bytes | None = None) -> tuple[int, str, str]:
     """The command, its output decoded strictly (a byte that is not UTF-8 fails the test)."""
-    environment = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
-    completed = subprocess.run(
-        [sys.executable, "-m", "kaffinity", *args],
-        input=stdin,
-        capture_output=True,
-        cwd=cwd,
-        env={**environment, "NO_COLOR": "1", "PYTHONPATH": str(REPO)},
-        timeout=120,
-        check=False,
-    )
-    no_internal_error(completed.returncode, completed.stderr)
+    completed = run_bytes(*args, cwd=cwd, stdin=stdin)
     return completed.returncode, completed.stdout.decode("utf-8"), completed.stderr.decode("utf-8")
 
 

@@ -289,6 +289,7 @@ def test_a_url_in_a_base_or_a_generator_file_is_refused(repo: Path, server: tupl
     assert seen == []
 
 
+@pytest.mark.slow
 @needs_kustomize
 def test_a_deep_or_circular_build_tree_is_checked_without_recursion(repo: Path) -> None:
     """A chain of kustomizations deeper than Python's recursion limit, and a configuration that

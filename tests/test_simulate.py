@@ -20,7 +20,7 @@ from kaffinity.simulate.framework.schedule_one import Simulation
 from kaffinity.simulate.place import place_all
 
 from . import kit
-from .kit import EXAMPLES, REPO, invoke
+from .kit import EXAMPLES, REPO, run
 
 TOPOLOGY = EXAMPLES / "clusters" / "topology.yaml"
 
@@ -49,10 +49,10 @@ def place(tmp_path: Path, manifest: str, *args: str, cluster: Path | str = TOPOL
     if isinstance(cluster, str):
         (tmp_path / "cluster.yaml").write_text(cluster)
         cluster = tmp_path / "cluster.yaml"
-    result = invoke("place", "--no-config", str(path), "--cluster", str(cluster), *args)
+    result = run("place", "--no-config", str(path), "--cluster", str(cluster), *args)
     if "--format" in args and "json" in args:
-        return result.exit_code, json.loads(result.stdout)
-    return result.exit_code, result.stdout + result.stderr
+        return result.returncode, json.loads(result.stdout)
+    return result.returncode, result.stdout + result.stderr
 
 
 # --- the compact cluster form ------------------------------------------------------------
@@ -175,8 +175,8 @@ def test_unknown_filter_and_missing_cluster_are_usage_errors(tmp_path: Path) -> 
     code, out = place(tmp_path, WEB.replace("REPLICAS", "1"), "--filters", "ImageLocality")
     assert code == 2 and "unknown filter plugin ImageLocality" in out
     (tmp_path / "app.yaml").write_text(WEB)
-    result = invoke("place", "--no-config", str(tmp_path / "app.yaml"))
-    assert result.exit_code == 2 and "place needs --cluster" in result.stderr
+    result = run("place", "--no-config", str(tmp_path / "app.yaml"))
+    assert result.returncode == 2 and "place needs --cluster" in result.stderr
 
 
 def test_the_taint_is_named_before_1_35(tmp_path: Path) -> None:
@@ -593,8 +593,8 @@ def test_placement_does_not_depend_on_the_file_order() -> None:
 
     def placed(order: list[str]) -> tuple[int, str]:
         args = ["place", "--no-config", "--format", "json", "--cluster", str(TOPOLOGY), *order]
-        result = invoke(*args)
-        return result.exit_code, result.stdout
+        result = run(*args)
+        return result.returncode, result.stdout
 
     forward, backward = placed(paths), placed(paths[::-1])
     assert forward == backward
@@ -613,7 +613,7 @@ def test_a_compact_pool_without_ephemeral_storage_leaves_it_unchecked(tmp_path: 
 
 def test_place_reads_stdin_and_writes_a_file(tmp_path: Path) -> None:
     out = tmp_path / "placed.json"
-    result = invoke(
+    result = run(
         "place",
         "--no-config",
         "-",
@@ -623,9 +623,9 @@ def test_place_reads_stdin_and_writes_a_file(tmp_path: Path) -> None:
         "json",
         "-o",
         out,
-        input=WEB.replace("REPLICAS", "2"),
+        stdin=WEB.replace("REPLICAS", "2"),
     )
-    assert result.exit_code == 0 and result.stdout == ""
+    assert result.returncode == 0 and result.stdout == ""
     assert [pod["node"] for pod in json.loads(out.read_text())["pods"]] == [
         "general-eu-west-1a-0",
         "general-eu-west-1a-1",
@@ -650,7 +650,7 @@ ROLLOUT_CLUSTER = EXAMPLES / "clusters" / "rollout-deadlock.yaml"
 
 
 def _rules_reported(*args: str) -> set[str]:
-    result = invoke("lint", "--format", "json", "--cluster", ROLLOUT_CLUSTER, *args)
+    result = run("lint", "--format", "json", "--cluster", ROLLOUT_CLUSTER, *args)
     return {finding["rule"] for finding in json.loads(result.stdout)["findings"]}
 
 
@@ -688,11 +688,11 @@ def test_an_empty_cluster_file_says_no_nodes_available(tmp_path: Path) -> None:
     (tmp_path / "cluster.yaml").write_text("")
     (tmp_path / "web.yaml").write_text(EMPTY_CLUSTER_WORKLOAD)
     cluster, web = str(tmp_path / "cluster.yaml"), str(tmp_path / "web.yaml")
-    placed = invoke("place", "--no-config", "--cluster", cluster, web)
-    assert placed.exit_code == 1
-    assert placed.output.splitlines()[0].endswith("replica 0 Pending: no nodes available to schedule pods")
-    linted = invoke("lint", "--no-config", "--format", "json", "--cluster", cluster, web)
-    findings = json.loads(linted.output)["findings"]
+    placed = run("place", "--no-config", "--cluster", cluster, web)
+    assert placed.returncode == 1
+    assert placed.stdout.splitlines()[0].endswith("replica 0 Pending: no nodes available to schedule pods")
+    linted = run("lint", "--no-config", "--format", "json", "--cluster", cluster, web)
+    findings = json.loads(linted.stdout)["findings"]
     assert [(f["rule"], f["line"], f["path"]) for f in findings] == [
         ("no-eligible-node", 11, "spec.template.spec")
     ]

@@ -13,6 +13,7 @@ suppression annotations on objects whose fields are dropped).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,7 +31,7 @@ from kaffinity.load.files import discover
 from kaffinity.load.read import read
 from kaffinity.load.source import PosDict, PosList
 from kaffinity.run import workspace
-from tests.kit import invoke
+from tests.kit import run, run_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -39,13 +40,26 @@ DATA = ROOT / "tests" / "data"
 
 def _both(monkeypatch: pytest.MonkeyPatch, *args: str | Path) -> tuple[str, str, int]:
     """``kaffinity lint ARGS`` streamed (and without the cache), then whole: both outputs (the
-    test compares them) and the exit code (equal in both)."""
-    streamed = invoke("lint", "--no-cache", *args)
+    test compares them) and the exit code (equal in both). The first run must have streamed:
+    an input that is read whole anyway (stdin, a kustomization, a chart) compares a run with
+    itself, and fails here."""
+    streams: list[bool] = []
+    stream = kaffinity.run.lint.stream
+
+    def spied(*args: Any) -> Any:
+        made = stream(*args)
+        streams.append(made is not None)
+        return made
+
+    with monkeypatch.context() as patched:
+        patched.setattr(kaffinity.run.lint, "stream", spied)
+        streamed = run("lint", "--no-cache", *args)
+    assert streams == [True], "not streamed: nothing to compare"
     with monkeypatch.context() as patched:
         patched.setattr(kaffinity.run.lint, "stream", lambda *_: None)
-        whole = invoke("lint", *args)
-    assert streamed.exit_code == whole.exit_code, (streamed.output, whole.output)
-    return streamed.stdout, whole.stdout, whole.exit_code
+        whole = run("lint", *args)
+    assert streamed.returncode == whole.returncode, (streamed.stderr, whole.stderr)
+    return streamed.stdout, whole.stdout, whole.returncode
 
 
 def _example_folders() -> list[Path]:
@@ -72,12 +86,19 @@ def test_the_examples_with_a_cluster_report_the_same_streamed(
 
 
 @pytest.mark.parametrize("layout", ["gitops", "repository", "workloads"])
-def test_repository_layouts_report_the_same_streamed(monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
-    """Kustomize overlays (read whole again: their objects are built from several files), charts,
-    copies per environment (compared in full, though compacted), files that are no manifests."""
-    streamed, whole, _ = _both(monkeypatch, "--no-config", "--format", "text", DATA / layout)
+def test_repository_layouts_report_the_same_streamed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, layout: str
+) -> None:
+    """Kustomize overlays, charts' templates, copies per environment (compared in full, though
+    compacted), files that are no manifests: each file as written (``units: one``; a layout with
+    a kustomization or a chart is otherwise read whole, and would be compared with itself).
+    Fails when the streamed run reports anything else than the whole one, or did not stream."""
+    config = tmp_path / "kaffinity.yaml"
+    config.write_text("units: one\n", encoding="utf-8")
+    streamed, whole, _ = _both(monkeypatch, "--config", config, "--format", "json", DATA / layout)
     assert streamed == whole
-    assert "Found" in whole or "No problems" in whole
+    summary = json.loads(whole)["summary"]
+    assert summary["files"] >= 1 and summary["files"] + summary["skipped"] >= 2, summary  # read or left out
 
 
 _CASES = """\
@@ -192,6 +213,7 @@ def test_changed_with_a_context_reports_the_same_streamed(
         assert streamed == whole
 
 
+@pytest.mark.slow
 def test_jobs_give_the_same_report_streamed(tmp_path: Path) -> None:
     """Past ``MIN_FILES`` files the workers run the single-object stage: the report is the same
     for any ``--jobs``, and the same as without streaming."""
@@ -204,23 +226,7 @@ def test_jobs_give_the_same_report_streamed(tmp_path: Path) -> None:
     assert len(list(manifests.rglob("*.yaml"))) >= 64
     (manifests / "zz-schema.yaml").write_text(_CASES.replace("replicas: 3", 'replicas: "3"'))
     reports = {
-        jobs: subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "kaffinity",
-                "lint",
-                "--no-config",
-                "--no-cache",
-                "-f",
-                "json",
-                "--jobs",
-                jobs,
-                str(manifests),
-            ],
-            capture_output=True,
-            check=False,
-        )
+        jobs: run_bytes("lint", "--no-config", "--no-cache", "-f", "json", "--jobs", jobs, manifests)
         for jobs in ("1", "2", "3")
     }
     assert {result.returncode for result in reports.values()} == {1}

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from ..kit import invoke
+from ..kit import run
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "upstream"
 CASE_KEYS = frozenset({"name", "pod", "cluster", "feasible"})
@@ -98,13 +98,13 @@ def place(tmp_path: Path, filters: str, case: dict[str, Any]) -> dict[str, Any]:
     yaml.dump(case["pod"], pod)
     yaml.dump_all(case["cluster"], cluster)
     args = ["place", str(pod), "--cluster", str(cluster), "--filters", filters, "--format", "json"]
-    result = invoke(*args)
+    result = run(*args)
     try:
         output: dict[str, Any] = json.loads(result.stdout)
     except ValueError:
         pytest.fail(
-            f"`kaffinity {' '.join(args)}` exited {result.exit_code} without JSON on stdout\n"
-            f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}\nexception: {result.exception!r}"
+            f"`kaffinity {' '.join(args)}` exited {result.returncode} without JSON on stdout\n"
+            f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
         )
     return output
 
