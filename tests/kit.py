@@ -6,6 +6,9 @@
   kaffinity`` in a new process, for the tests whose subject is the process) fail the test on an
   internal error (exit code 3, the line ``kaffinity: internal error``), whatever the test
   expects; :func:`invoke` (typer's ``CliRunner``) is left for the files not yet on :func:`run`;
+- linting through the command: :func:`lint_json` (``lint --format json --no-config ARGS``, in a
+  folder, with an environment: a :class:`LintRun`, its code, report, stdout and stderr) and
+  :func:`run_json` (its code and report);
 - linting in process: :func:`lint_text`, :func:`lint_paths`;
 - what was found: :func:`keys`, :func:`findings`, :func:`assert_found` and :func:`check`
   compare (rule, line, column) and the JSON report's fields, not the wording of messages;
@@ -19,6 +22,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import io
 import json
@@ -253,10 +257,45 @@ def _at_exit() -> None:
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE)
 
 
+@dataclasses.dataclass(frozen=True)
+class LintRun:
+    """What one ``kaffinity lint --format json`` printed: its exit code, stdout and stderr, and
+    :attr:`report`, stdout read as the JSON report."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """The JSON report; the test fails (showing stderr) when stdout is not one."""
+        try:
+            report: dict[str, Any] = json.loads(self.stdout)
+        except ValueError:
+            raise AssertionError(f"no JSON report (exit code {self.code}):\n{self.stderr}") from None
+        return report
+
+
+def lint_json(
+    *args: Args,
+    stdin: str | bytes | None = None,
+    cwd: Path | None = None,
+    env: Env = None,
+    config: bool = False,
+) -> LintRun:
+    """``kaffinity lint --format json --no-config ARGS`` (``config=True``: without
+    ``--no-config``, the folder's configuration read) in ``cwd``, with ``env``, through
+    :func:`run` (an internal error fails the test)."""
+    options = ("--format", "json") if config else ("--format", "json", "--no-config")
+    completed = run("lint", *options, *args, stdin=stdin, cwd=cwd, env=env)
+    return LintRun(completed.returncode, completed.stdout, completed.stderr)
+
+
 def run_json(*args: Args, **kwargs: Any) -> tuple[int, dict[str, Any]]:
-    """``kaffinity lint --format json --no-config ARGS``: the exit code and the report."""
-    completed = run("lint", "--format", "json", "--no-config", *args, **kwargs)
-    return completed.returncode, json.loads(completed.stdout)
+    """``kaffinity lint --format json --no-config ARGS``: the exit code and the report
+    (:func:`lint_json`, for the tests that need only these two)."""
+    done = lint_json(*args, **kwargs)
+    return done.code, done.report
 
 
 def invoke(*args: str | Path, input: str | None = None) -> Result:

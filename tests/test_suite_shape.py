@@ -15,7 +15,7 @@ What is counted, precisely:
   and the fixtures of the same module it takes as parameters. Helpers of ``tests/kit.py`` are
   primitives, not reach.
 * **It lints** when its reach calls one of :data:`LINTERS` (``kit.lint_text``, ``lint_paths``,
-  ``check``, ``run_json``, the engine's ``lint``, a rule's ``.check``), or ``run``, ``run_raw``
+  ``check``, ``run_json``, ``lint_json``, the engine's ``lint``, a rule's ``.check``), or ``run``, ``run_raw``
   or ``invoke`` with the literal ``"lint"`` as first argument, **and** looks at what was found:
   calls one of :data:`READERS` (``kit.findings``, ``only``, ``keys``, ``lines``, ``check``,
   ``assert_found``, ``expected``), reads :data:`FOUND` as an attribute or a key (``findings``,
@@ -44,7 +44,7 @@ TESTS = Path(__file__).resolve().parent
 TARGET = 0.80
 
 #: Calls that lint: by bare name or as an attribute (``kit.check``, ``engine.lint``, ``rule.check``).
-LINTERS = frozenset(("lint_text", "lint_paths", "check", "run_json", "lint"))
+LINTERS = frozenset(("lint_text", "lint_paths", "check", "run_json", "lint_json", "lint"))
 #: Commands that lint when their first argument is the literal ``"lint"``.
 COMMANDS = frozenset(("run", "run_raw", "invoke"))
 #: Kit helpers that read findings.
