@@ -152,10 +152,6 @@ def application(name: str, source: dict[str, Any], namespace: str = "guestbook",
     return json.dumps(body, indent=2) + "\n"
 
 
-def lint(top: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    return kit.run_json("--render", *extra, str(top), cwd=top)
-
-
 def placed(top: Path, *extra: str) -> dict[str, list[tuple[str, str | None]]]:
     """``kaffinity place -f json``: by unit, each pod's workload name and node."""
     (top.parent / "cluster.yaml").write_text(CLUSTER)
@@ -226,7 +222,7 @@ def example_apps(top: Path) -> Path:
 @needs_kustomize
 def test_example_apps_each_application_is_a_unit_with_its_pods(tmp_path: Path) -> None:
     top = example_apps(tmp_path / "argocd-example-apps")
-    _, report = lint(top)
+    _, report = kit.run_json("--render", str(top), cwd=top)
     assert sorted(units(report)) == [
         "Application argocd/guestbook",
         "Application argocd/helm-guestbook",
@@ -247,7 +243,7 @@ def test_example_apps_each_application_is_a_unit_with_its_pods(tmp_path: Path) -
 @needs_helm
 def test_a_finding_of_an_application_lands_on_the_chart_template(tmp_path: Path) -> None:
     top = example_apps(tmp_path / "argocd-example-apps")
-    code, report = lint(top)
+    code, report = kit.run_json("--render", str(top), cwd=top)
     template = (top / "helm-guestbook/templates/deployment.yaml").read_text()
     line, column = kit.position(template, "replicas:")
     found = {
@@ -442,7 +438,7 @@ def test_umbrella_chart_with_an_unvendored_dependency_is_never_silent(tmp_path: 
             ),
         },
     )
-    code, report = lint(top)
+    code, report = kit.run_json("--render", str(top), cwd=top)
     assert "Application argocd/grafana" in units(report)
     # Never zero objects and exit 0 without a word: the dependency not vendored is one finding
     # at its Chart.yaml item (kaffinity.repo.dependencies), whether the chart is rendered as a
@@ -1075,7 +1071,7 @@ def test_a_folder_a_plugin_builds_is_not_a_failed_kustomization(tmp_path: Path) 
             ),
         },
     )
-    code, report = lint(top)
+    code, report = kit.run_json("--render", str(top), cwd=top)
     assert [f["rule"] for f in report["findings"]] == []
     assert code == 0
     reasons = {item["unit"]: item["reason"] for item in report["summary"]["render"]["unrendered_units"]}
@@ -1086,6 +1082,6 @@ def test_a_folder_a_plugin_builds_is_not_a_failed_kustomization(tmp_path: Path) 
 
     # Without the Application, the same folder is a kustomization that does not build.
     (top / "apps/plugin.yaml").unlink()
-    code, report = lint(top)
+    code, report = kit.run_json("--render", str(top), cwd=top)
     assert [f["rule"] for f in report["findings"]] == ["parse-error"]
     assert code == 2
