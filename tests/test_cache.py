@@ -20,7 +20,7 @@ import pytest
 
 from kaffinity import cache as cache_module
 from kaffinity.cache import MAGIC, Cache, decode, encode
-from tests.kit import run
+from tests.kit import LintRun, lint_json, run
 
 #: The secret of the suite's runs (tests/conftest.py): entries written here are theirs.
 SECRET = os.environ.get("KAFFINITY_CACHE_KEY", "the test suite's cache key").encode()
@@ -48,11 +48,6 @@ spec:
 #: A field that kube-apiserver 1.27 drops (matchLabelKeys is beta from 1.27, on by default),
 #: and one the schema refuses: the findings depend on the settings and the content.
 BROKEN = WEB.replace("replicas: 3", 'replicas: "3"')
-
-
-def _lint(folder: Path, cache: Path, *args: str) -> tuple[int, str, str]:
-    completed = run("lint", "--no-config", "--format", "json", "--cache-dir", str(cache), *args, str(folder))
-    return completed.returncode, completed.stdout, completed.stderr
 
 
 def _entries(cache: Path) -> list[Path]:
@@ -93,12 +88,12 @@ def test_warm_runs_report_what_cold_and_uncached_runs_report(repo: Path, tmp_pat
     cache = tmp_path / "cache"
     uncached = run("lint", "--no-config", "--format", "json", "--no-cache", str(repo))
     assert not cache.exists()
-    cold = _lint(repo, cache)
+    cold = lint_json("--cache-dir", str(cache), str(repo))
     entries = _entries(cache)
     assert len(entries) == 2  # one per file
     inodes = [path.stat().st_ino for path in entries]
-    warm = _lint(repo, cache)
-    assert cold == warm == (uncached.returncode, uncached.stdout, uncached.stderr)
+    warm = lint_json("--cache-dir", str(cache), str(repo))
+    assert cold == warm == LintRun(uncached.returncode, uncached.stdout, uncached.stderr)
     assert [path.stat().st_ino for path in _entries(cache)] == inodes  # read, not written again
     # As ruff's: neither git nor backups take it.
     assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
@@ -107,42 +102,45 @@ def test_warm_runs_report_what_cold_and_uncached_runs_report(repo: Path, tmp_pat
 
 def test_an_edited_file_is_linted_again(repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    assert _lint(repo, cache)[0] == 0
+    assert lint_json("--cache-dir", str(cache), str(repo)).code == 0
     (repo / "web.yaml").write_text(BROKEN)
-    code, stdout, _ = _lint(repo, cache)
-    assert code == 1
-    assert ("schema", 5) in _rules(stdout)
+    broken = lint_json("--cache-dir", str(cache), str(repo))
+    assert broken.code == 1
+    assert ("schema", 5) in _rules(broken.stdout)
     (repo / "web.yaml").write_text(WEB)  # back as it was: its first entry serves again
-    assert _lint(repo, cache)[0] == 0
+    assert lint_json("--cache-dir", str(cache), str(repo)).code == 0
 
 
 def test_a_renamed_file_is_reported_under_its_new_name(repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     (repo / "web.yaml").write_text(BROKEN)
-    _lint(repo, cache)
+    lint_json("--cache-dir", str(cache), str(repo))
     (repo / "web.yaml").rename(repo / "moved.yaml")
-    _, stdout, _ = _lint(repo, cache)
-    assert {finding["file"] for finding in json.loads(stdout)["findings"]} == {str(repo / "moved.yaml")}
+    moved = lint_json("--cache-dir", str(cache), str(repo))
+    assert {finding["file"] for finding in moved.report["findings"]} == {str(repo / "moved.yaml")}
 
 
 def test_settings_and_kubernetes_version_have_their_own_entries(repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     (repo / "web.yaml").write_text(BROKEN)
-    default = _rules(_lint(repo, cache)[1])
+    default = _rules(lint_json("--cache-dir", str(cache), str(repo)).stdout)
     older = _rules(
-        _lint(
-            repo,
-            cache,
+        lint_json(
+            "--cache-dir",
+            str(cache),
             "--kube-version",
             "1.27",
             "--feature-gates",
             "MatchLabelKeysInPodTopologySpread=false",
-        )[1]
+            str(repo),
+        ).stdout
     )
     assert ("gated-field-dropped", 16) in older and ("gated-field-dropped", 16) not in default
-    ignored = _rules(_lint(repo, cache, "--ignore", "schema")[1])
+    ignored = _rules(lint_json("--cache-dir", str(cache), "--ignore", "schema", str(repo)).stdout)
     assert ("schema", 5) in default and ("schema", 5) not in ignored
-    assert _rules(_lint(repo, cache)[1]) == default  # and the first settings' entries still serve
+    assert (
+        _rules(lint_json("--cache-dir", str(cache), str(repo)).stdout) == default
+    )  # and the first settings' entries still serve
     versions = [path for path in cache.iterdir() if path.is_dir()]
     assert len(versions) == 1  # one kaffinity version
     assert len([path for path in versions[0].iterdir() if path.is_dir()]) == 3  # three fingerprints
@@ -152,7 +150,7 @@ def test_another_kaffinity_version_never_reads_the_entries(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "cache"
-    _lint(repo, cache)
+    lint_json("--cache-dir", str(cache), str(repo))
     (old,) = [path for path in cache.iterdir() if path.is_dir()]
     import kaffinity
 
@@ -180,11 +178,11 @@ def test_another_kaffinity_version_never_reads_the_entries(
 def test_a_damaged_entry_is_a_miss_never_a_crash(repo: Path, tmp_path: Path, damage: object) -> None:
     cache = tmp_path / "cache"
     (repo / "web.yaml").write_text(BROKEN)
-    expected = _lint(repo, cache)
+    expected = lint_json("--cache-dir", str(cache), str(repo))
     for entry in _entries(cache):
         entry.write_bytes(damage(entry.read_bytes()))  # type: ignore[operator]
-    assert _lint(repo, cache) == expected
-    assert _lint(repo, cache) == expected  # and the entries were written again
+    assert lint_json("--cache-dir", str(cache), str(repo)) == expected
+    assert lint_json("--cache-dir", str(cache), str(repo)) == expected  # and the entries were written again
     for entry in _entries(cache):
         assert entry.read_bytes().startswith(MAGIC)
 
@@ -207,7 +205,7 @@ def test_an_authenticated_entry_of_the_wrong_shape_is_a_miss(
     and is written again (whoever holds the key wrote it: a bug, or an older build)."""
     cache = tmp_path / "cache"
     (repo / "web.yaml").write_text(BROKEN)
-    expected = _lint(repo, cache)
+    expected = lint_json("--cache-dir", str(cache), str(repo))
     changed = 0
     for entry in _entries(cache):
         good = entry.read_bytes()[HEADER:]
@@ -215,7 +213,7 @@ def test_an_authenticated_entry_of_the_wrong_shape_is_a_miss(
         changed += bad != good
         _signed(entry, bad)
     assert changed
-    assert _lint(repo, cache) == expected
+    assert lint_json("--cache-dir", str(cache), str(repo)) == expected
     for entry in _entries(cache):
         assert decode(entry.read_bytes()[HEADER:]) is not None  # written again
 
@@ -271,12 +269,12 @@ def test_damaged_entries_with_jobs(tmp_path: Path) -> None:
             (BROKEN if index % 7 == 0 else WEB).replace("web", f"w{index}")
         )
     cache = tmp_path / "cache"
-    expected = _lint(folder, cache, "--jobs", "2")
-    assert expected[0] == 1
+    expected = lint_json("--cache-dir", str(cache), "--jobs", "2", str(folder))
+    assert expected.code == 1
     for entry in _entries(cache)[::3]:
         entry.write_bytes(entry.read_bytes()[:-20])
-    assert _lint(folder, cache, "--jobs", "2") == expected
-    assert _lint(folder, cache, "--jobs", "1") == expected
+    assert lint_json("--cache-dir", str(cache), "--jobs", "2", str(folder)) == expected
+    assert lint_json("--cache-dir", str(cache), "--jobs", "1", str(folder)) == expected
 
 
 @pytest.mark.slow
@@ -319,8 +317,9 @@ def test_runs_at_the_same_time_share_the_folder(tmp_path: Path) -> None:
 def test_a_cache_that_cannot_be_written_is_noted_and_the_run_goes_on(repo: Path, tmp_path: Path) -> None:
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
-    code, stdout, stderr = _lint(repo, blocked)
-    assert code == 0 and json.loads(stdout)["summary"]["files"] == 2
+    done = lint_json("--cache-dir", str(blocked), str(repo))
+    assert done.code == 0 and done.report["summary"]["files"] == 2
+    stderr = done.stderr
     assert stderr.startswith(f"kaffinity: note: the cache is off: the cache folder {blocked} is not a folder")
     assert len(stderr.splitlines()) == 1
 
@@ -366,13 +365,13 @@ def test_pruning_drops_entries_of_files_gone(tmp_path: Path) -> None:
     for index in range(30):
         (folder / f"w{index:02}.yaml").write_text(WEB.replace("web", f"w{index}"))
     cache = tmp_path / "cache"
-    _lint(folder, cache)
+    lint_json("--cache-dir", str(cache), str(folder))
     assert len(_entries(cache)) == 30
     _age(cache)
     for path in sorted(folder.iterdir())[:27]:
         path.unlink()
     (folder / "new.yaml").write_text(WEB.replace("web", "new"))
-    _lint(folder, cache)
+    lint_json("--cache-dir", str(cache), str(folder))
     assert len(_entries(cache)) == 4  # the 27 unused outnumbered the 4 used twice: deleted
 
 
@@ -384,11 +383,11 @@ def test_pruning_keeps_what_the_workers_read(tmp_path: Path) -> None:
     for index in range(90):
         (folder / f"w{index:02}.yaml").write_text(WEB.replace("web", f"w{index}"))
     cache = tmp_path / "cache"
-    _lint(folder, cache, "--jobs", "4")
+    lint_json("--cache-dir", str(cache), "--jobs", "4", str(folder))
     assert len(_entries(cache)) == 90
     _age(cache)
     (folder / "w00.yaml").write_text(WEB.replace("web", "edited"))  # one entry written: pruning runs
-    _lint(folder, cache, "--jobs", "4")
+    lint_json("--cache-dir", str(cache), "--jobs", "4", str(folder))
     assert len(_entries(cache)) == 91  # the old w00 entry is the only one unused: too few to prune
 
 
@@ -398,7 +397,7 @@ def test_changed_reads_its_context_from_the_cache(repo: Path, tmp_path: Path) ->
     cache = tmp_path / "cache"
     for index in range(5):
         (repo / f"more{index}.yaml").write_text(WEB.replace("web", f"more{index}"))
-    full = _lint(repo, cache)
+    full = lint_json("--cache-dir", str(cache), str(repo))
     written = len(_entries(cache))
     (repo / "web.yaml").write_text(BROKEN)
     completed = run(
@@ -418,7 +417,7 @@ def test_changed_reads_its_context_from_the_cache(repo: Path, tmp_path: Path) ->
         str(repo / "web.yaml")
     }
     assert len(_entries(cache)) == written + 1  # only the edited file was linted again
-    assert full[0] == 0
+    assert full.code == 0
 
 
 def test_an_entry_is_written_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

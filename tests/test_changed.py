@@ -26,7 +26,7 @@ from kaffinity.k8s.model import ObjectRef
 from kaffinity.load.repository import previous_versions
 from kaffinity.repo.engines import helm_engine, kustomize_engine
 from kaffinity.report.because import sentence
-from tests.kit import REPO, manifest, position, requests, run, workload
+from tests.kit import REPO, lint_json, manifest, position, requests, run, workload
 
 pytestmark = pytest.mark.skipif(
     shutil.which("git") is None, reason="--changed reads the previous version with git"
@@ -108,24 +108,15 @@ def _stage(root: Path, files: dict[str, str]) -> None:
 
 
 def _lint(root: Path, *args: str) -> tuple[int, dict[str, Any]]:
-    # What the hook fails on (warnings), and no info: the replicas some fixtures run are not
-    # spread, which is not what these tests are about.
-    completed = run(
-        "lint",
-        "--format",
-        "json",
-        "--no-cache",
-        "--fail-on",
-        "warning",
-        "--min-severity",
-        "warning",
-        *args,
-        cwd=root,
+    """Kept: every report of ``--changed`` is also checked against the output schema. What the
+    hook fails on (warnings), and no info: the replicas some fixtures run are not spread, which
+    is not what these tests are about; the folder's configuration read."""
+    done = lint_json(
+        "--no-cache", "--fail-on", "warning", "--min-severity", "warning", *args, cwd=root, config=True
     )
-    report = json.loads(completed.stdout)
     schema = json.loads((REPO / "schemas" / "output.schema.json").read_text())
-    jsonschema.validate(report, schema)
-    return completed.returncode, report
+    jsonschema.validate(done.report, schema)
+    return done.code, done.report
 
 
 def _found(report: dict[str, Any]) -> list[tuple[str, str, int, int]]:
