@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kaffinity.load.repository import repository_manifests
-from tests.kit import findings, keys, position, run
+from tests.kit import findings, keys, lint_json, position, run, run_json
 
 CACHE = """\
 apiVersion: apps/v1
@@ -78,11 +78,6 @@ def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
     return tmp_path
 
 
-def _lint(cwd: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-    completed = run("lint", "--format", "json", *args, cwd=cwd)
-    return completed.returncode, json.loads(completed.stdout), completed.stderr
-
-
 def _rules(report: dict[str, Any]) -> list[tuple[str, str]]:
     return [(finding["file"], finding["rule"]) for finding in report["findings"]]
 
@@ -92,7 +87,7 @@ needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not o
 
 def test_without_context_the_lone_file_guesses(tmp_path: Path) -> None:
     (tmp_path / "web.yaml").write_text(WEB)
-    _, report, _ = _lint(tmp_path, "web.yaml")
+    report = lint_json("web.yaml", cwd=tmp_path, config=True).report
     assert _rules(report) == [("web.yaml", "affinity-no-match")]
     assert keys(report) == [("affinity-no-match", *position(WEB, "labelSelector"))]
 
@@ -101,7 +96,8 @@ def test_without_context_the_lone_file_guesses(tmp_path: Path) -> None:
 def test_changed_reads_the_repository_and_reports_the_changed_file_only(tmp_path: Path) -> None:
     repo = _repo(tmp_path, {"web.yaml": WEB, "deploy/cache.yaml": CACHE, "deploy/pdb.yaml": PDB % "a"})
     # cache.yaml satisfies web's affinity; the lone PDB in the context is fine and not reported.
-    code, report, stderr = _lint(repo, "--changed", "web.yaml")
+    done = lint_json("--changed", "web.yaml", cwd=repo, config=True)
+    code, report, stderr = done.code, done.report, done.stderr
     assert (code, keys(report), stderr) == (0, [], "")
     assert report["summary"]["files"] == 1
 
@@ -109,9 +105,9 @@ def test_changed_reads_the_repository_and_reports_the_changed_file_only(tmp_path
 @needs_git
 def test_findings_in_context_files_are_not_reported(tmp_path: Path) -> None:
     repo = _repo(tmp_path, {"web.yaml": WEB, "cache.yaml": CACHE, "bad.yaml": BROKEN_API})
-    code, report, _ = _lint(repo, "--changed", "web.yaml")
+    code, report = run_json("--changed", "web.yaml", cwd=repo, config=True)
     assert (code, keys(report)) == (0, [])
-    code, report, _ = _lint(repo, "--changed", "web.yaml", "bad.yaml")
+    code, report = run_json("--changed", "web.yaml", "bad.yaml", cwd=repo, config=True)
     assert code == 1
     assert {file for file, _ in _rules(report)} == {"bad.yaml"}
     # bad.yaml's own findings: its term (Exists selects its own pods) and the values Exists forbids.
@@ -125,7 +121,7 @@ def test_findings_in_context_files_are_not_reported(tmp_path: Path) -> None:
 @needs_git
 def test_a_context_finding_that_names_a_changed_file_is_reported(tmp_path: Path) -> None:
     repo = _repo(tmp_path, {"cache.yaml": CACHE, "a-pdb.yaml": PDB % "a", "b-pdb.yaml": PDB % "b"})
-    _, whole, _ = _lint(repo, "a-pdb.yaml", "b-pdb.yaml", "cache.yaml")
+    whole = lint_json("a-pdb.yaml", "b-pdb.yaml", "cache.yaml", cwd=repo, config=True).report
     overlap = findings(whole, "pdb-overlap")
     assert overlap, whole["findings"]
     places = {overlap[0]["file"], *(place["file"] for place in overlap[0]["related"])}
@@ -138,7 +134,7 @@ def test_a_context_finding_that_names_a_changed_file_is_reported(tmp_path: Path)
         [("a-pdb.yaml", *selector)],
     ]
     for changed in sorted(places):
-        _, report, _ = _lint(repo, "--changed", changed)
+        report = lint_json("--changed", changed, cwd=repo, config=True).report
         # Each budget's finding names the other: both involve the changed file.
         found = [(f["rule"], f["file"], f["line"], f["column"]) for f in report["findings"]]
         assert found == [
@@ -147,7 +143,7 @@ def test_a_context_finding_that_names_a_changed_file_is_reported(tmp_path: Path)
         ], changed
     # The budgets cover the changed workload's pods: their overlap is part of what the change
     # causes (issue 33), each finding with its because.
-    _, report, _ = _lint(repo, "--changed", "cache.yaml")
+    report = lint_json("--changed", "cache.yaml", cwd=repo, config=True).report
     found = [
         (f["rule"], f["file"], [(c["file"], c["relation"]) for c in f["because"]]) for f in report["findings"]
     ]
@@ -171,7 +167,7 @@ def test_gitignored_and_hidden_files_are_not_context(tmp_path: Path) -> None:
     assert repository_manifests(str(repo)) is not None
     listed = {Path(path).resolve() for path in repository_manifests(str(repo)) or ()}
     assert listed == {(repo / "web.yaml").resolve()}
-    _, report, _ = _lint(repo, "--changed", "web.yaml")
+    report = lint_json("--changed", "web.yaml", cwd=repo, config=True).report
     assert _rules(report) == [("web.yaml", "affinity-no-match")]
     assert keys(report) == [("affinity-no-match", *position(WEB, "labelSelector"))]
 
@@ -183,14 +179,16 @@ def test_untracked_files_are_context_and_deleted_ones_are_not(tmp_path: Path) ->
     (repo / "new.yaml").write_text(CACHE)  # untracked, not ignored
     names = {Path(path).name for path in repository_manifests(str(repo)) or ()}
     assert names == {"web.yaml", "new.yaml"}
-    code, report, stderr = _lint(repo, "--changed", "web.yaml")
+    done = lint_json("--changed", "web.yaml", cwd=repo, config=True)
+    code, report, stderr = done.code, done.report, done.stderr
     assert (code, keys(report), stderr) == (0, [], "")
 
 
 @needs_git
 def test_the_repository_is_found_from_the_changed_file(tmp_path: Path) -> None:
     repo = _repo(tmp_path / "repo", {"web.yaml": WEB, "cache.yaml": CACHE})
-    code, report, stderr = _lint(tmp_path, "--changed", str(repo / "web.yaml"))
+    done = lint_json("--changed", str(repo / "web.yaml"), cwd=tmp_path, config=True)
+    code, report, stderr = done.code, done.report, done.stderr
     assert (code, keys(report), stderr) == (0, [], "")
 
 
@@ -199,7 +197,8 @@ def test_no_context_says_so_once_and_skips_the_rules_that_would_guess(tmp_path: 
     outside.mkdir()
     (outside / "web.yaml").write_text(WEB)
     (outside / "bad.yaml").write_text(BROKEN_API)
-    code, report, stderr = _lint(outside, "--changed", "web.yaml", "bad.yaml")
+    done = lint_json("--changed", "web.yaml", "bad.yaml", cwd=outside, config=True)
+    code, report, stderr = done.code, done.report, done.stderr
     if repository_manifests(str(outside)) is not None:
         pytest.skip("the temporary folder is inside a git work tree on this machine")
     assert len(stderr.splitlines()) == 1, stderr
@@ -222,13 +221,15 @@ def test_explicit_context_and_config_context(tmp_path: Path) -> None:
     (tmp_path / "deploy").mkdir()
     (tmp_path / "deploy" / "cache.yaml").write_text(CACHE)
     (tmp_path / "deploy" / "bad.yaml").write_text(BROKEN_API)
-    code, report, stderr = _lint(tmp_path, "--no-config", "--context", "deploy", "web.yaml")
+    done = lint_json("--no-config", "--context", "deploy", "web.yaml", cwd=tmp_path, config=True)
+    code, report, stderr = done.code, done.report, done.stderr
     assert (code, keys(report), stderr) == (0, [], "")
     (tmp_path / ".kaffinity.yaml").write_text("context: [deploy]\n")
-    code, report, stderr = _lint(tmp_path, "web.yaml")
+    done = lint_json("web.yaml", cwd=tmp_path, config=True)
+    code, report, stderr = done.code, done.report, done.stderr
     assert (code, keys(report), stderr) == (0, [], "")
     # A file named both on the command line and in the context is reported, once.
-    code, report, _ = _lint(tmp_path, "deploy/bad.yaml")
+    code, report = run_json("deploy/bad.yaml", cwd=tmp_path, config=True)
     assert code == 1
     assert {file for file, _ in _rules(report)} == {"deploy/bad.yaml"}
     assert keys(report) == [
@@ -250,7 +251,8 @@ def test_an_unreadable_context_file_is_noted_not_reported(tmp_path: Path) -> Non
     (tmp_path / "ctx").mkdir()
     (tmp_path / "ctx" / "cache.yaml").write_text(CACHE)
     (tmp_path / "ctx" / "broken.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: [\n")
-    code, report, stderr = _lint(tmp_path, "--no-config", "--context", "ctx", "web.yaml")
+    done = lint_json("--no-config", "--context", "ctx", "web.yaml", cwd=tmp_path, config=True)
+    code, report, stderr = done.code, done.report, done.stderr
     assert (code, keys(report)) == (0, [])
     assert stderr.startswith("kaffinity: note: 1 context file(s) could not be read")
     assert "ctx/broken.yaml:" in stderr
@@ -261,7 +263,7 @@ def test_a_broken_changed_file_still_exits_2(tmp_path: Path) -> None:
     (tmp_path / "ctx" / "cache.yaml").write_text(CACHE)
     broken = "apiVersion: v1\nkind: Pod\nmetadata: [\n"
     (tmp_path / "web.yaml").write_text(broken)
-    code, report, _ = _lint(tmp_path, "--no-config", "--context", "ctx", "web.yaml")
+    code, report = run_json("--no-config", "--context", "ctx", "web.yaml", cwd=tmp_path, config=True)
     assert code == 2
     assert _rules(report) == [("web.yaml", "parse-error")]
     # The flow sequence is never closed: the parser stops at the end of the stream.

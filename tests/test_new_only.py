@@ -28,7 +28,7 @@ from kaffinity.load.source import format_path
 from kaffinity.report.baseline import left_out
 from kaffinity.report.fingerprint import fingerprints
 
-from .kit import REPO, run, workload
+from .kit import REPO, run, run_json, workload
 from .test_reports import SARIF_SCHEMA
 
 ZONE = "topology.kubernetes.io/zone"
@@ -262,17 +262,12 @@ def repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return repo
 
 
-def _lint(*args: str) -> tuple[int, dict[str, Any], str]:
-    result = run("lint", "--no-config", "--no-cache", "--format", "json", *args)
-    return result.returncode, json.loads(result.stdout), result.stderr
-
-
 def test_an_unchanged_repository_has_nothing_new(repository: Path) -> None:
-    code, report, _ = _lint(".")
+    code, report = run_json("--no-cache", ".")
     assert code == 1
     old = len(report["findings"])
     assert old >= 2
-    code, report, _ = _lint("--new-from-rev", "HEAD", ".")
+    code, report = run_json("--no-cache", "--new-from-rev", "HEAD", ".")
     assert (code, report["findings"]) == (0, [])
     assert report["summary"]["new_only"] == {"against": "rev", "ref": "HEAD", "known": old, "fixed": 0}
     # Nothing written into the repository, no worktree added, REV's tree removed.
@@ -286,7 +281,7 @@ def test_an_unchanged_repository_has_nothing_new(repository: Path) -> None:
     data = json.loads(baseline.read_text())
     Draft202012Validator(json.loads((REPO / "schemas" / "baseline.schema.json").read_text())).validate(data)
     assert sum(entry["count"] for entry in data["findings"]) == old
-    code, report, _ = _lint("--baseline", str(baseline), ".")
+    code, report = run_json("--no-cache", "--baseline", str(baseline), ".")
     assert (code, report["findings"]) == (0, [])
     assert report["summary"]["new_only"]["known"] == old
 
@@ -303,18 +298,18 @@ def _the_commit_that_adds_one(repository: Path) -> None:
 def test_a_commit_that_adds_one_finding_and_moves_the_others(repository: Path) -> None:
     run("baseline", "write", "--no-config", "--no-cache", "-o", "baseline.json", ".")
     _the_commit_that_adds_one(repository)
-    code, report, _ = _lint("--new-from-rev", "HEAD~1", ".")
+    code, report = run_json("--no-cache", "--new-from-rev", "HEAD~1", ".")
     assert code == 1
     assert [(f["rule"], f["object"]["namespace"], f["object"]["name"]) for f in report["findings"]] == [
         ("all-namespaces-anti-affinity", "jobs", "exclusive")
     ]
     (finding,) = report["findings"]
     assert finding["line"] > 10
-    code, by_baseline, _ = _lint("--baseline", "baseline.json", ".")
+    code, by_baseline = run_json("--no-cache", "--baseline", "baseline.json", ".")
     assert code == 1
     assert by_baseline["findings"] == report["findings"]
     # Against the new commit itself: nothing is new.
-    code, report, _ = _lint("--new-from-rev", "HEAD", ".")
+    code, report = run_json("--no-cache", "--new-from-rev", "HEAD", ".")
     assert (code, report["findings"]) == (0, [])
 
 
@@ -322,7 +317,7 @@ def test_a_fixed_baseline_entry_is_noted(repository: Path) -> None:
     run("baseline", "write", "--no-config", "--no-cache", "-o", "baseline.json", ".")
     objects = _objects()[:3]  # the budget removed: its finding is fixed
     (repository / "k8s" / "app.yaml").write_text(_yaml(objects))
-    code, report, _ = _lint("--baseline", "baseline.json", ".")
+    code, report = run_json("--no-cache", "--baseline", "baseline.json", ".")
     assert (code, report["findings"]) == (0, [])
     assert report["summary"]["new_only"]["fixed"] == 1
     assert len(report["summary"]["notices"]) == 1
@@ -395,7 +390,7 @@ def test_a_file_outside_the_repository_is_all_new(repository: Path, tmp_path: Pa
     now (its findings were counted as known, and hidden)."""
     outside = tmp_path / "outside.yaml"
     outside.write_text(_yaml([_exclusive("other", "jobs")]))
-    code, report, _ = _lint("--new-from-rev", "HEAD", "k8s/app.yaml", str(outside))
+    code, report = run_json("--no-cache", "--new-from-rev", "HEAD", "k8s/app.yaml", str(outside))
     assert code == 1
     assert [f["object"]["name"] for f in report["findings"]] == ["other"]
 
@@ -411,7 +406,9 @@ def test_the_baseline_is_read_within_the_runs_limits(repository: Path) -> None:
     result = run("lint", "--no-config", "--no-cache", small, "--baseline", str(baseline), "k8s/app.yaml")
     assert result.returncode == 2
     assert result.stderr.startswith(".kaffinity-baseline.json:1:1: error: not a baseline")
-    code, report, _ = _lint(f"--max-file-size={size * 2}", "--baseline", str(baseline), "k8s/app.yaml")
+    code, report = run_json(
+        "--no-cache", f"--max-file-size={size * 2}", "--baseline", str(baseline), "k8s/app.yaml"
+    )
     assert (code, report["findings"]) == (0, [])
 
 
@@ -419,7 +416,7 @@ def test_a_file_new_since_rev_is_all_new(repository: Path) -> None:
     (repository / "k8s" / "more.yaml").write_text(_yaml([_exclusive("other", "jobs")]))
     _git(repository, "add", ".")
     _git(repository, "commit", "--quiet", "-m", "a new file")
-    code, report, _ = _lint("--new-from-rev", "HEAD~1", "k8s/more.yaml")
+    code, report = run_json("--no-cache", "--new-from-rev", "HEAD~1", "k8s/more.yaml")
     assert code == 1
     assert [f["object"]["name"] for f in report["findings"]] == ["other"]
 
@@ -450,7 +447,7 @@ def test_changed_files_against_rev_and_paths_from_elsewhere(
     """As pre-commit runs it (--changed, the changed file only, the repository as context), and
     with the repository named by an absolute path from another folder: the same one new finding."""
     _the_commit_that_adds_one(repository)
-    code, report, _ = _lint("--changed", "--new-from-rev", "HEAD~1", "k8s/app.yaml")
+    code, report = run_json("--no-cache", "--changed", "--new-from-rev", "HEAD~1", "k8s/app.yaml")
     assert code == 1
     assert [(f["object"]["namespace"], f["object"]["name"]) for f in report["findings"]] == [
         ("jobs", "exclusive")
@@ -458,7 +455,7 @@ def test_changed_files_against_rev_and_paths_from_elsewhere(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    code, report, _ = _lint("--new-from-rev", "HEAD~1", str(repository))
+    code, report = run_json("--no-cache", "--new-from-rev", "HEAD~1", str(repository))
     assert code == 1
     assert [(f["object"]["namespace"], f["object"]["name"]) for f in report["findings"]] == [
         ("jobs", "exclusive")
@@ -474,13 +471,13 @@ def test_file_level_findings_match_from_anywhere(
     (repository / "k8s" / "comment.yaml").write_text(text)
     _git(repository, "add", ".")
     _git(repository, "commit", "--quiet", "-m", "a comment")
-    code, report, _ = _lint(".")
+    code, report = run_json("--no-cache", ".")
     assert [f["object"] for f in report["findings"] if f["rule"] == "unused-suppression"] == [None]
     for target in ("./k8s", "k8s", str(repository / "k8s")):
-        code, report, _ = _lint("--new-from-rev", "HEAD", target)
+        code, report = run_json("--no-cache", "--new-from-rev", "HEAD", target)
         assert (code, report["findings"]) == (0, []), target
     monkeypatch.chdir(tmp_path)
-    code, report, _ = _lint("--new-from-rev", "HEAD", str(repository / "k8s"))
+    code, report = run_json("--no-cache", "--new-from-rev", "HEAD", str(repository / "k8s"))
     assert (code, report["findings"]) == (0, [])
 
 
@@ -494,11 +491,11 @@ def test_a_baseline_of_the_whole_repository_over_a_part_fixes_nothing(repository
         ("--changed", "k8s/other.yaml"),
         ("--select", "pdb-blocks-eviction", "."),
     ):
-        code, report, _ = _lint("--baseline", "baseline.json", *args)
+        code, report = run_json("--no-cache", "--baseline", "baseline.json", *args)
         assert (code, report["findings"]) == (0, []), args
         assert report["summary"]["new_only"]["fixed"] == 0, args
     (repository / "k8s" / "other.yaml").unlink()
-    code, report, _ = _lint("--baseline", "baseline.json", ".")
+    code, report = run_json("--no-cache", "--baseline", "baseline.json", ".")
     assert report["summary"]["new_only"]["fixed"] == 1
 
 
@@ -509,11 +506,11 @@ def test_a_tracked_file_that_gitignore_names_is_linted_at_rev_too(repository: Pa
     (repository / "k8s" / "generated-app.yaml").write_text(_yaml([_exclusive("generated", "jobs")]))
     _git(repository, "add", "--force", ".")
     _git(repository, "commit", "--quiet", "-m", "a generated manifest, committed")
-    code, report, _ = _lint(".")
+    code, report = run_json("--no-cache", ".")
     assert "generated" in {f["object"]["name"] for f in report["findings"] if f["object"]}
-    code, report, _ = _lint("--new-from-rev", "HEAD", ".")
+    code, report = run_json("--no-cache", "--new-from-rev", "HEAD", ".")
     assert (code, report["findings"]) == (0, [])
-    code, report, _ = _lint("--changed", "--new-from-rev", "HEAD", "k8s/app.yaml")
+    code, report = run_json("--no-cache", "--changed", "--new-from-rev", "HEAD", "k8s/app.yaml")
     assert (code, report["findings"]) == (0, [])
 
 
