@@ -19,7 +19,7 @@ import pytest
 
 from kaffinity.repo.engines import kustomize_engine
 
-from .kit import line_of, position, run
+from .kit import line_of, lint_json, position, run
 
 needs_kustomize = pytest.mark.skipif(
     kustomize_engine() is None, reason="neither kustomize nor kubectl on the PATH"
@@ -90,16 +90,12 @@ def repository(root: Path) -> Path:
     return root
 
 
-def lint(root: Path, target: str, fmt: str) -> str:
-    completed = run("lint", "--no-config", "--format", fmt, target, cwd=root)
-    assert completed.returncode == 1, completed.stderr
-    return completed.stdout
-
-
 @needs_kustomize
 def test_a_related_place_on_a_value_the_overlay_set_is_in_the_patch(tmp_path: Path) -> None:
     root = repository(tmp_path)
-    report = json.loads(lint(root, ".", "json"))
+    done = lint_json(".", cwd=root)
+    assert done.code == 1, done.stderr
+    report = done.report
     (budget,) = [finding for finding in report["findings"] if finding["rule"] == "pdb-blocks-eviction"]
     assert (budget["file"], budget["line"]) == ("base/pdb.yaml", line_of(PDB, "minAvailable"))
     (replicas,) = budget["related"]
@@ -109,7 +105,9 @@ def test_a_related_place_on_a_value_the_overlay_set_is_in_the_patch(tmp_path: Pa
         "overlays/prod/patch.yaml",
         *position(PATCH, "replicas"),
     )
-    sarif = json.loads(lint(root, ".", "sarif"))
+    completed = run("lint", "--no-config", "--format", "sarif", ".", cwd=root)
+    assert completed.returncode == 1, completed.stderr
+    sarif = json.loads(completed.stdout)
     (result,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "pdb-blocks-eviction"]
     (related,) = result["relatedLocations"]
     assert related["physicalLocation"]["artifactLocation"]["uri"] == "overlays/prod/patch.yaml"
@@ -158,14 +156,18 @@ def test_files_are_named_relative_to_the_working_folder(tmp_path: Path, target: 
     }
     if fmt != "github":
         expected.add(("overlays/prod/patch.yaml", *position(PATCH, "replicas")))
-    assert _locations(fmt, lint(root, target, fmt)) == expected
+    completed = run("lint", "--no-config", "--format", fmt, target, cwd=root)
+    assert completed.returncode == 1, completed.stderr
+    assert _locations(fmt, completed.stdout) == expected
 
 
 @needs_kustomize
 @pytest.mark.parametrize("target", [".", "./overlays/prod", "overlays/prod"])
 def test_a_finding_in_a_patch_shows_its_code_frame(tmp_path: Path, target: str) -> None:
     root = repository(tmp_path)
-    out = lint(root, target, "text").splitlines()
+    completed = run("lint", "--no-config", "--format", "text", target, cwd=root)
+    assert completed.returncode == 1, completed.stderr
+    out = completed.stdout.splitlines()
     line, column = position(PATCH, "maxSkew")
     found = [
         i for i, text in enumerate(out) if text.startswith(f"overlays/prod/patch.yaml:{line}:{column}: ")
