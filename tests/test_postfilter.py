@@ -37,15 +37,20 @@ def _invoke(
 
 
 def _findings(tmp_path: Path, cluster: str, manifests: str, *extra: str) -> list[dict[str, Any]]:
-    result = _invoke(tmp_path, "lint", cluster, manifests, "--format", "json", *extra)
-    assert result.returncode in (0, 1), result.stderr
-    findings: list[dict[str, Any]] = json.loads(result.stdout)["findings"]
+    """The findings of ``kaffinity lint --cluster cluster.yaml app.yaml <extra>`` (the two files
+    written in ``tmp_path``, as :func:`_invoke` writes them)."""
+    c = _write(tmp_path, "cluster.yaml", cluster)
+    m = _write(tmp_path, "app.yaml", manifests)
+    done = kit.lint_json("--cluster", str(c), str(m), *extra, config="--config" in extra)
+    assert done.code in (0, 1), done.stderr
+    findings: list[dict[str, Any]] = done.report["findings"]
     return findings
 
 
 def _lint(
     tmp_path: Path, cluster: str, manifests: str, *extra: str
 ) -> list[tuple[str, int | None, int | None]]:
+    """Not a runner: the (rule, line, column) of :func:`_findings`, sorted."""
     return sorted(keys(_findings(tmp_path, cluster, manifests, *extra)))
 
 
