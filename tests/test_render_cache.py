@@ -29,7 +29,7 @@ from kaffinity.repo.engines import helm_engine, kustomize_engine
 from kaffinity.repo.helm import chart as helm_chart
 from kaffinity.repo.kustomize import build as kustomize_build
 
-from .kit import run
+from .kit import lint_json, run
 
 needs_both = pytest.mark.skipif(
     helm_engine() is None or kustomize_engine() is None,
@@ -127,11 +127,8 @@ def renders(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     yield counted
 
 
-def lint(cache: Path | None, *extra: str, output: str = "json") -> tuple[int, str]:
-    arguments = ["lint", ".", "--no-config", "--format", output, "--no-progress", *extra]
-    arguments += ["--cache-dir", str(cache)] if cache is not None else ["--no-cache"]
-    result = run(*arguments)
-    return result.returncode, result.stdout
+#: ``kaffinity lint`` of the repository, quiet (with ``--cache-dir`` or ``--no-cache``).
+QUIET = (".", "--no-progress")
 
 
 @needs_both
@@ -140,17 +137,18 @@ def test_a_second_run_renders_nothing_and_says_the_same(
     repository: Path, renders: Counter[str], tmp_path: Path, output: str
 ) -> None:
     cache = tmp_path / "cache"
-    code, cold = lint(cache, output=output)
+    command = ("lint", "--no-config", "--format", output, *QUIET)
+    cold = run(*command, "--cache-dir", str(cache))
     assert renders == Counter({OVERLAY: 1, CHART: 1})
     renders.clear()
-    warm_code, warm = lint(cache, output=output)
+    warm = run(*command, "--cache-dir", str(cache))
     assert renders == Counter()  # both units from the cache
-    uncached_code, uncached = lint(None, output=output)
+    uncached = run(*command, "--no-cache")
     assert renders == Counter({OVERLAY: 1, CHART: 1})  # --no-cache: rendered again
-    assert code == warm_code == uncached_code
-    assert cold == warm == uncached  # byte for byte
+    assert cold.returncode == warm.returncode == uncached.returncode
+    assert cold.stdout == warm.stdout == uncached.stdout  # byte for byte
     if output == "json":
-        report = json.loads(warm)
+        report = json.loads(warm.stdout)
         assert report["summary"]["render"]["rendered"] == 2
         assert report["summary"]["units"] == [OVERLAY, CHART]
         # The overlay's patch and the chart's template are what the findings point at.
@@ -175,14 +173,15 @@ def test_a_change_re_renders_exactly_the_unit_that_reads_it(
     repository: Path, renders: Counter[str], tmp_path: Path, changed: str, text: str, rendered: str
 ) -> None:
     cache = tmp_path / "cache"
-    lint(cache)
+    lint_json(*QUIET, "--cache-dir", str(cache))
     path = repository / changed
     path.write_text(path.read_text().replace(text, rendered))
     renders.clear()
-    _, warm = lint(cache)
+    warm = lint_json(*QUIET, "--cache-dir", str(cache)).stdout
     unit = OVERLAY if not changed.startswith("charts/") else CHART
     assert renders == Counter({unit: 1})
-    assert warm == lint(None)[1]  # what the cache gave for the other unit is what a render gives
+    # What the cache gave for the other unit is what a render gives.
+    assert warm == lint_json(*QUIET, "--no-cache").stdout
 
 
 @needs_both
@@ -190,12 +189,12 @@ def test_the_kube_version_and_the_engine_are_part_of_a_charts_key(
     repository: Path, renders: Counter[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "cache"
-    lint(cache, "--kube-version", "1.31")
+    lint_json(*QUIET, "--kube-version", "1.31", "--cache-dir", str(cache))
     renders.clear()
-    lint(cache, "--kube-version", "1.32")
+    lint_json(*QUIET, "--kube-version", "1.32", "--cache-dir", str(cache))
     assert renders == Counter({CHART: 1})  # an overlay does not read the Kubernetes version
     renders.clear()
-    lint(cache, "--kube-version", "1.31")
+    lint_json(*QUIET, "--kube-version", "1.31", "--cache-dir", str(cache))
     assert renders == Counter()  # both versions' entries are kept
     # Another engine (a new helm binary, another helm-python-sdk): the charts are rendered again.
     identity = render_cache.engine_identity
@@ -206,7 +205,7 @@ def test_the_kube_version_and_the_engine_are_part_of_a_charts_key(
 
         monkeypatch.setattr(render_cache, "engine_identity", another)
         renders.clear()
-        lint(cache, "--kube-version", "1.31")
+        lint_json(*QUIET, "--kube-version", "1.31", "--cache-dir", str(cache))
         assert renders == Counter({unit: 1})
 
 
@@ -214,8 +213,8 @@ def test_the_kube_version_and_the_engine_are_part_of_a_charts_key(
 def test_no_cache_and_cache_false_neither_read_nor_write(
     repository: Path, renders: Counter[str], tmp_path: Path
 ) -> None:
-    lint(None)
-    lint(None)
+    lint_json(*QUIET, "--no-cache")
+    lint_json(*QUIET, "--no-cache")
     assert renders == Counter({OVERLAY: 2, CHART: 2})
     (repository / ".kaffinity.yaml").write_text("cache: false\ncache-dir: .render-cache\n")
     renders.clear()
@@ -245,7 +244,7 @@ def test_a_damaged_or_hostile_entry_is_a_miss(
     repository: Path, renders: Counter[str], tmp_path: Path, damage: str
 ) -> None:
     cache = tmp_path / "cache"
-    _, expected = lint(cache)
+    expected = lint_json(*QUIET, "--cache-dir", str(cache)).stdout
     entries = _entries(cache)
     assert len(entries) == 2
     store = _store(cache)
@@ -273,7 +272,8 @@ def test_a_damaged_or_hostile_entry_is_a_miss(
             entry.symlink_to(outside)
     store.flush()
     renders.clear()
-    code, warm = lint(cache)
+    done = lint_json(*QUIET, "--cache-dir", str(cache))
+    code, warm = done.code, done.stdout
     assert renders == Counter({OVERLAY: 1, CHART: 1})  # a miss: rendered again
     assert warm == expected
     assert str(outside) not in warm
@@ -292,12 +292,12 @@ def test_a_render_a_limit_stopped_is_not_cached(
         return build(directory, *args, **kwargs)
 
     monkeypatch.setattr(kustomize_build, "render_kustomization", stopped)
-    lint(cache)
+    lint_json(*QUIET, "--cache-dir", str(cache))
     assert renders == Counter({OVERLAY: 1, CHART: 1})
     assert len(_entries(cache)) == 1  # the chart's
     monkeypatch.setattr(kustomize_build, "render_kustomization", build)
     renders.clear()
-    lint(cache)
+    lint_json(*QUIET, "--cache-dir", str(cache))
     assert renders == Counter({OVERLAY: 1})  # tried again; the chart came from the cache
     assert len(_entries(cache)) == 2
 
@@ -397,14 +397,14 @@ def test_a_hook_run_keeps_the_entries_of_the_units_it_did_not_build(
     for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "x"]):
         subprocess.run([*git, *command], cwd=repository, check=True, capture_output=True)
     cache = tmp_path / "cache"
-    lint(cache)
+    lint_json(*QUIET, "--cache-dir", str(cache))
     patch = repository / "overlays/prod/replicas.yaml"
     hook = ["lint", "--changed", "--no-config", "--format", "json", "--cache-dir", str(cache)]
     for replicas in range(5, 9):  # four commits of the patch: the chart is not built
         patch.write_text(patch.read_text().replace(f"replicas: {replicas - 1}", f"replicas: {replicas}"))
         run(*hook, "overlays/prod/replicas.yaml")
     renders.clear()
-    lint(cache)
+    lint_json(*QUIET, "--cache-dir", str(cache))
     assert renders == Counter()  # the chart's entry survived; the overlay's last one is there
 
 
@@ -417,7 +417,7 @@ def test_a_chart_rendered_by_the_binary_is_rendered_again_by_the_sdk(
     if importlib.util.find_spec("helm_python") is None or kustomize_engine() is None:
         pytest.skip("needs helm-python-sdk and a kustomize engine too")
     cache = tmp_path / "cache"
-    lint(cache)
+    lint_json(*QUIET, "--cache-dir", str(cache))
     builder = render_cache.engine_identity("kustomize")
     # The PATH without any folder holding a helm (kubectl kustomize builds the overlay).
     kept = [
@@ -430,7 +430,7 @@ def test_a_chart_rendered_by_the_binary_is_rendered_again_by_the_sdk(
         pytest.skip("no kustomize engine without the helm folders on the PATH")
     assert helm_engine() == "helm-python-sdk"
     renders.clear()
-    lint(cache)
+    lint_json(*QUIET, "--cache-dir", str(cache))
     assert renders[CHART] == 1  # another engine: another key
     # The overlay renders again only if its engine changed with the PATH too.
     assert renders[OVERLAY] == (render_cache.engine_identity("kustomize") != builder)
