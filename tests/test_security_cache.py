@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import os
 import pickle
 import shutil
@@ -21,7 +20,7 @@ import pytest
 
 import kaffinity
 from kaffinity.cache import FORMAT, MAGIC, Cache, decode, encode
-from tests.kit import run
+from tests.kit import LintRun, lint_json, run
 
 BROKEN = """\
 apiVersion: apps/v1
@@ -72,15 +71,8 @@ def checkout(tmp_path: Path) -> Path:
     return folder
 
 
-def _lint(folder: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return run("lint", "--no-config", "--format", "json", *args, ".", cwd=folder, env=env)
-
-
-def _rules(completed: subprocess.CompletedProcess[str]) -> list[tuple[str, str, int]]:
-    return sorted(
-        (finding["file"], finding["rule"], finding["line"])
-        for finding in json.loads(completed.stdout)["findings"]
-    )
+def _rules(done: LintRun) -> list[tuple[str, str, int]]:
+    return sorted((finding["file"], finding["rule"], finding["line"]) for finding in done.report["findings"])
 
 
 def _entries(cache: Path) -> list[Path]:
@@ -163,14 +155,14 @@ def test_a_committed_entry_that_would_run_code_is_a_miss(
         (folder / f"w{index:02}.yaml").write_text(
             (BROKEN if index % 7 == 0 else CLEAN).replace("web", f"w{index}")
         )
-    expected = _lint(folder, home, "--jobs", jobs)
-    assert expected.returncode == 1 and len(_rules(expected)) >= 10
+    expected = lint_json("--jobs", jobs, ".", cwd=folder, env=home)
+    assert expected.code == 1 and len(_rules(expected)) >= 10
     marker = tmp_path / "ran"
     cache = folder / ".kaffinity_cache"
     assert _plant_pickles(cache, marker) == 70
-    again = _lint(folder, home, "--jobs", jobs)
+    again = lint_json("--jobs", jobs, ".", cwd=folder, env=home)
     assert not marker.exists()
-    assert (again.returncode, again.stdout, again.stderr) == (1, expected.stdout, expected.stderr)
+    assert (again.code, again.stdout, again.stderr) == (1, expected.stdout, expected.stderr)
     # The entries were written again, authenticated; the old format's folder pruned.
     assert all(entry.read_bytes()[HEADER : HEADER + 1] == b"[" for entry in _entries(cache / VERSION))
     assert not (cache / f"{kaffinity.__version__}-3").exists()
@@ -198,8 +190,8 @@ def test_a_well_formed_entry_forged_without_the_key_hides_nothing(
     """The entry of the broken file replaced by the same without its findings (well-formed JSON, its header
     right), authenticated with any key but the user's: a miss, every finding reported. The same
     entry with the user's key would hide them (so the key is what stands in the way)."""
-    expected = _lint(checkout, home)
-    assert expected.returncode == 1
+    expected = lint_json(".", cwd=checkout, env=home)
+    assert expected.code == 1
     broken = [rule for rule in _rules(expected) if rule[0] == "web.yaml"]
     assert broken
     cache = checkout / ".kaffinity_cache"
@@ -218,31 +210,31 @@ def test_a_well_formed_entry_forged_without_the_key_hides_nothing(
         (made,) = _entries(tmp_path / "attacker")
         shutil.copyfile(made, entry)
         shutil.rmtree(tmp_path / "attacker")
-        completed = _lint(checkout, home)
-        assert (completed.returncode, _rules(completed)) == (1, _rules(expected))
+        completed = lint_json(".", cwd=checkout, env=home)
+        assert (completed.code, _rules(completed)) == (1, _rules(expected))
     # The control: signed with the user's own key, the forged entry is taken (a hit).
     own = Cache(str(cache), fingerprint, _key(home))
     entry.unlink()
     own.put(entry.name, forged)
     own.flush()
-    assert [rule for rule in _rules(_lint(checkout, home)) if rule[0] == "web.yaml"] == []
+    assert [rule for rule in _rules(lint_json(".", cwd=checkout, env=home)) if rule[0] == "web.yaml"] == []
 
 
 def test_an_entry_is_bound_to_its_settings(checkout: Path, home: dict[str, str]) -> None:
     """An authenticated entry copied into another fingerprint's folder (other settings: made with
     ``--ignore schema``, under the same key) is a miss: the HMAC covers the fingerprint."""
-    expected = _lint(checkout, home)
+    expected = lint_json(".", cwd=checkout, env=home)
     assert any(rule[1] == "schema" for rule in _rules(expected))
     cache = checkout / ".kaffinity_cache" / VERSION
     (default,) = list(cache.iterdir())
-    _lint(checkout, home, "--ignore", "schema")
+    lint_json("--ignore", "schema", ".", cwd=checkout, env=home)
     (ignoring,) = [path for path in cache.iterdir() if path != default]
     copied = 0
     for entry in _entries(ignoring):
         shutil.copyfile(entry, default / entry.parent.name / entry.name)
         copied += 1
     assert copied == 2
-    completed = _lint(checkout, home)
+    completed = lint_json(".", cwd=checkout, env=home)
     assert _rules(completed) == _rules(expected)
 
 
@@ -252,20 +244,20 @@ def test_an_entry_is_bound_to_its_settings(checkout: Path, home: dict[str, str])
 def test_an_entry_that_is_a_symlink_fifo_or_huge_is_a_miss(checkout: Path, home: dict[str, str]) -> None:
     """A symlink to /dev/zero (read to the end, it ran the runner out of memory), a named pipe
     (would block) and a regular entry past the size cap, though authenticated: misses."""
-    expected = _lint(checkout, home, "--max-file-size", "1Ki")
-    assert expected.returncode == 1
+    expected = lint_json("--max-file-size", "1Ki", ".", cwd=checkout, env=home)
+    assert expected.code == 1
     cache = checkout / ".kaffinity_cache"
     web, api = _entries(cache)
     web.unlink()
     web.symlink_to("/dev/zero")
     api.unlink()
     os.mkfifo(api)
-    completed = _lint(checkout, home, "--max-file-size", "1Ki")
-    assert (completed.returncode, completed.stdout) == (1, expected.stdout)
+    completed = lint_json("--max-file-size", "1Ki", ".", cwd=checkout, env=home)
+    assert (completed.code, completed.stdout) == (1, expected.stdout)
     # Too large: the cap is 4 times the file size limit, at least 1 MiB.
     for entry in _entries(cache):
         entry.unlink()
-    _lint(checkout, home, "--max-file-size", "1Ki")
+    lint_json("--max-file-size", "1Ki", ".", cwd=checkout, env=home)
     # What the run uses: max_entry() of a 1 KiB file size limit, 1 MiB.
     owner = Cache(str(cache), _entries(cache)[0].parent.parent.name, _key(home), max_size=1 << 20)
     big = None
@@ -298,8 +290,8 @@ def test_an_entry_that_is_a_symlink_fifo_or_huge_is_a_miss(checkout: Path, home:
             owner.max_size = 8 << 20
             assert owner.get(entry.name) == forged  # the same entry under a larger cap: a hit
     assert big is not None
-    completed = _lint(checkout, home, "--max-file-size", "1Ki")
-    assert (completed.returncode, completed.stdout) == (1, expected.stdout)
+    completed = lint_json("--max-file-size", "1Ki", ".", cwd=checkout, env=home)
+    assert (completed.code, completed.stdout) == (1, expected.stdout)
 
 
 # --- 2. nothing outside the cache is deleted or written ------------------------------------------
@@ -311,13 +303,13 @@ def test_a_cache_folder_that_is_a_symlink_is_not_used(
     outside = _outside(tmp_path)
     before = _tree(outside)
     (checkout / ".kaffinity_cache").symlink_to(outside)
-    completed = _lint(checkout, home)
-    assert completed.returncode == 1 and _rules(completed)
+    completed = lint_json(".", cwd=checkout, env=home)
+    assert completed.code == 1 and _rules(completed)
     assert completed.stderr.startswith("kaffinity: note: the cache is off: ")
     assert ".kaffinity_cache is a symlink" in completed.stderr and len(completed.stderr.splitlines()) == 1
     assert _tree(outside) == before
     # Named by KAFFINITY_CACHE_DIR (relative: in the checkout), not used either.
-    completed = _lint(checkout, {**home, "KAFFINITY_CACHE_DIR": ".kaffinity_cache"})
+    completed = lint_json(".", cwd=checkout, env={**home, "KAFFINITY_CACHE_DIR": ".kaffinity_cache"})
     assert "is a symlink" in completed.stderr
     assert _tree(outside) == before
 
@@ -331,8 +323,8 @@ def test_a_relative_cache_folder_below_a_committed_symlink_is_not_used(
     before = _tree(outside)
     (checkout / "build").symlink_to(outside)
     for env, args in (({"KAFFINITY_CACHE_DIR": "build/cache"}, ()), ({}, ("--cache-dir", "build/cache"))):
-        completed = _lint(checkout, {**home, **env}, *args)
-        assert completed.returncode == 1 and _rules(completed)
+        completed = lint_json(*args, ".", cwd=checkout, env={**home, **env})
+        assert completed.code == 1 and _rules(completed)
         assert "build is a symlink" in completed.stderr and len(completed.stderr.splitlines()) == 1
         assert _tree(outside) == before
 
@@ -346,10 +338,10 @@ def test_a_cache_folder_named_on_the_command_line_may_be_a_symlink(
     disk.mkdir()  # empty: kaffinity adopts it
     link = tmp_path / "link"
     link.symlink_to(disk)
-    first = _lint(checkout, home, "--cache-dir", str(link))
+    first = lint_json("--cache-dir", str(link), ".", cwd=checkout, env=home)
     assert first.stderr == "" and (disk / "CACHEDIR.TAG").exists() and len(_entries(disk)) == 2
     inodes = [path.stat().st_ino for path in _entries(disk)]
-    second = _lint(checkout, home, "--cache-dir", str(link))
+    second = lint_json("--cache-dir", str(link), ".", cwd=checkout, env=home)
     assert second.stdout == first.stdout and [path.stat().st_ino for path in _entries(disk)] == inodes
 
 
@@ -359,7 +351,7 @@ def test_a_shard_or_version_folder_that_is_a_symlink_is_never_followed(
     """In kaffinity's own cache folder, a shard that is a symlink to a folder of old entry-named
     files, and another version's folder that is a symlink: nothing there is read, written or
     deleted (pruning runs: a file was edited, and the entries are old)."""
-    _lint(checkout, home)
+    lint_json(".", cwd=checkout, env=home)
     cache = checkout / ".kaffinity_cache"
     outside = _outside(tmp_path)
     shard_target = outside / "0.0.1-3" / ("a" * 32) / "aa"
@@ -375,8 +367,8 @@ def test_a_shard_or_version_folder_that_is_a_symlink_is_never_followed(
     (cache / "0.0.2-3").symlink_to(outside)
     before = _tree(outside)
     (checkout / "web.yaml").write_text(BROKEN.replace("web", "edited"))
-    completed = _lint(checkout, home)
-    assert completed.returncode == 1 and _rules(completed)
+    completed = lint_json(".", cwd=checkout, env=home)
+    assert completed.code == 1 and _rules(completed)
     assert _tree(outside) == before
     assert "is a symlink" in completed.stderr
     assert (cache / "0.0.1-3").is_symlink() and (cache / "0.0.2-3").is_symlink() and shard.is_symlink()
@@ -391,8 +383,8 @@ def test_a_foreign_folder_is_never_used_nor_pruned(
     (outside / "CACHEDIR.TAG").unlink()
     before = _tree(outside)
     for env, args in (({"KAFFINITY_CACHE_DIR": str(outside)}, ()), ({}, ("--cache-dir", str(outside)))):
-        completed = _lint(checkout, {**home, **env}, *args)
-        assert completed.returncode == 1 and _rules(completed)
+        completed = lint_json(*args, ".", cwd=checkout, env={**home, **env})
+        assert completed.code == 1 and _rules(completed)
         assert "holds files kaffinity did not make" in completed.stderr
         assert _tree(outside) == before
 
@@ -413,7 +405,7 @@ def test_a_config_cache_dir_outside_the_repository_deletes_nothing(
 def test_pruning_deletes_only_kaffinitys_names(checkout: Path, home: dict[str, str]) -> None:
     """In kaffinity's own folder: another version's entries go; names kaffinity does not make stay,
     and so do the folders that hold them, and the folder itself."""
-    _lint(checkout, home)
+    lint_json(".", cwd=checkout, env=home)
     cache = checkout / ".kaffinity_cache"
     old = cache / "0.0.1-3" / ("b" * 32) / "bb"
     old.mkdir(parents=True)
@@ -425,7 +417,7 @@ def test_pruning_deletes_only_kaffinitys_names(checkout: Path, home: dict[str, s
     (cache / "keep").mkdir()
     (cache / "notes.txt").write_text("mine")
     (checkout / "web.yaml").write_text(CLEAN)
-    _lint(checkout, home)
+    lint_json(".", cwd=checkout, env=home)
     assert not (old / ("b" * 40)).exists() and (old / "notes.txt").exists()
     assert not (cache / "0.0.1-2").exists()
     assert (cache / "keep").is_dir() and (cache / "notes.txt").read_text() == "mine"
@@ -441,15 +433,15 @@ def test_a_cache_folder_that_git_tracks_is_not_used(checkout: Path, home: dict[s
     folder is not read, written or pruned; one note says why."""
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
     subprocess.run([*git, "init", "-q"], cwd=checkout, check=True)
-    _lint(checkout, home)
+    lint_json(".", cwd=checkout, env=home)
     cache = checkout / ".kaffinity_cache"
     (cache / ".gitignore").unlink()
     subprocess.run([*git, "add", "-A"], cwd=checkout, check=True)
     subprocess.run([*git, "commit", "-qm", "cache"], cwd=checkout, check=True)
     before = _tree(cache)
     (checkout / "api.yaml").write_text(CLEAN.replace("web", "edited"))
-    completed = _lint(checkout, home)
-    assert completed.returncode == 1 and _rules(completed)
+    completed = lint_json(".", cwd=checkout, env=home)
+    assert completed.code == 1 and _rules(completed)
     assert completed.stderr.startswith("kaffinity: note: the cache is off: git tracks ")
     assert len(completed.stderr.splitlines()) == 1
     assert _tree(cache) == before  # nothing read (reads touch), written or deleted
@@ -463,18 +455,18 @@ def test_a_cache_folder_that_git_tracks_is_not_used(checkout: Path, home: dict[s
 
 
 def test_the_key_is_made_private_and_kept(checkout: Path, home: dict[str, str]) -> None:
-    first = _lint(checkout, home)
+    first = lint_json(".", cwd=checkout, env=home)
     key = Path(home["XDG_CACHE_HOME"]) / "kaffinity" / "cache-key"
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
     assert stat.S_IMODE(key.parent.stat().st_mode) == 0o700
     assert len(_key(home)) == 32
     entries = _entries(checkout / ".kaffinity_cache")
     inodes = [path.stat().st_ino for path in entries]
-    second = _lint(checkout, home)
+    second = lint_json(".", cwd=checkout, env=home)
     assert (first.stdout, first.stderr) == (second.stdout, second.stderr) == (first.stdout, "")
     assert [path.stat().st_ino for path in _entries(checkout / ".kaffinity_cache")] == inodes  # hits
     # With KAFFINITY_CACHE_KEY (a CI runner's secret) the key file is not read: other entries.
-    ci = _lint(checkout, {**home, "KAFFINITY_CACHE_KEY": "a secret of the CI runner"})
+    ci = lint_json(".", cwd=checkout, env={**home, "KAFFINITY_CACHE_KEY": "a secret of the CI runner"})
     assert ci.stdout == first.stdout
     assert [path.stat().st_ino for path in _entries(checkout / ".kaffinity_cache")] != inodes
 
@@ -523,21 +515,21 @@ def _other_owner(key: Path) -> None:
 def test_a_key_file_others_could_touch_turns_the_cache_off(
     checkout: Path, home: dict[str, str], damage: object, says: str
 ) -> None:
-    first = _lint(checkout, home)
-    assert first.returncode == 1 and first.stderr == ""
+    first = lint_json(".", cwd=checkout, env=home)
+    assert first.code == 1 and first.stderr == ""
     key = Path(home["XDG_CACHE_HOME"]) / "kaffinity" / "cache-key"
     damage(key)  # type: ignore[operator]
     before = _tree(checkout / ".kaffinity_cache")
-    completed = _lint(checkout, home)
-    assert (completed.returncode, completed.stdout) == (first.returncode, first.stdout)
+    completed = lint_json(".", cwd=checkout, env=home)
+    assert (completed.code, completed.stdout) == (first.code, first.stdout)
     assert completed.stderr.startswith("kaffinity: note: the cache is off: the cache's key ")
     assert says in completed.stderr and len(completed.stderr.splitlines()) == 1
     assert _tree(checkout / ".kaffinity_cache") == before  # neither read nor written
 
 
 def test_a_short_environment_key_turns_the_cache_off(checkout: Path, home: dict[str, str]) -> None:
-    completed = _lint(checkout, {**home, "KAFFINITY_CACHE_KEY": "short"})
-    assert completed.returncode == 1 and _rules(completed)
+    completed = lint_json(".", cwd=checkout, env={**home, "KAFFINITY_CACHE_KEY": "short"})
+    assert completed.code == 1 and _rules(completed)
     assert "KAFFINITY_CACHE_KEY is shorter than 16 characters" in completed.stderr
     assert not (checkout / ".kaffinity_cache").exists()
     assert not (Path(home["XDG_CACHE_HOME"]) / "kaffinity").exists()
