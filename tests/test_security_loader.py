@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .kit import run
+from .kit import lint_json, run
 
 MARKER = "kaffinity-secret-4b1d"
 #: A manifest with a problem on its marker line: read, it would be a finding that shows the line.
@@ -48,33 +48,28 @@ def checkout(tmp_path: Path) -> Path:
     return repo
 
 
-def lint(repo: Path, *args: str) -> tuple[int, dict[str, object], str]:
-    done = run("lint", "--no-config", "--no-cache", "--format", "json", *args, cwd=repo)
-    assert MARKER not in done.stderr
-    return done.returncode, json.loads(done.stdout), done.stdout
-
-
 def test_a_symlinked_file_leading_outside_is_not_read(checkout: Path) -> None:
     (checkout / "manifests" / "leak.yaml").symlink_to(checkout.parent / "outside" / "secret.yaml")
-    code, report, out = lint(checkout, ".")
-    assert MARKER not in out
-    assert (code, report["summary"]["files"]) == (0, 1)  # type: ignore[index]
+    done = lint_json("--no-cache", ".", cwd=checkout)
+    assert MARKER not in done.stdout + done.stderr
+    assert (done.code, done.report["summary"]["files"]) == (0, 1)
 
 
 def test_a_symlinked_folder_leading_outside_is_not_walked(checkout: Path) -> None:
     (checkout / "manifests" / "vendor").symlink_to(checkout.parent / "outside")
-    code, report, out = lint(checkout, "manifests")
-    assert MARKER not in out
-    assert (code, report["summary"]["files"]) == (0, 1)  # type: ignore[index]
+    done = lint_json("--no-cache", "manifests", cwd=checkout)
+    assert MARKER not in done.stdout + done.stderr
+    assert (done.code, done.report["summary"]["files"]) == (0, 1)
 
 
 def test_a_symlink_inside_the_repository_is_followed(checkout: Path) -> None:
     (checkout / "shared").mkdir()
     (checkout / "shared" / "secret.yaml").write_text(SECRET)
     (checkout / "manifests" / "linked.yaml").symlink_to(checkout / "shared" / "secret.yaml")
-    code, report, _ = lint(checkout, "manifests")
-    assert code == 1
-    assert {f["file"] for f in report["findings"]} == {"manifests/linked.yaml"}  # type: ignore[attr-defined]
+    done = lint_json("--no-cache", "manifests", cwd=checkout)
+    assert MARKER not in done.stderr
+    assert done.code == 1
+    assert {f["file"] for f in done.report["findings"]} == {"manifests/linked.yaml"}
 
 
 def test_a_symlink_named_on_the_command_line_is_read(checkout: Path) -> None:
