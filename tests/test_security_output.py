@@ -101,17 +101,16 @@ def hostile(tmp_path: Path) -> Path:
 
 
 def _raw(*args: str, cwd: Path, stdin: bytes | None = None) -> tuple[int, str, str]:
-    """The command, its output decoded strictly (a byte that is not UTF-8 fails the test)."""
+    """The command, its output decoded strictly (a byte that is not UTF-8 fails the test). Kept
+    over :func:`kit.run_bytes`: the strict decoding is what these tests are about (``kit.run``
+    replaces what is not UTF-8)."""
     completed = run_bytes(*args, cwd=cwd, stdin=stdin)
     return completed.returncode, completed.stdout.decode("utf-8"), completed.stderr.decode("utf-8")
 
 
-def _lint(fmt: str, cwd: Path) -> tuple[str, str]:
-    code, out, err = _raw(
-        "lint", "--no-config", "--policy", "policy.yaml", "--format", fmt, "app.yaml", cwd=cwd
-    )
-    assert code == 1, err
-    return out, err
+#: ``kaffinity lint`` of the hostile manifest with the hostile policy (add ``--format`` and
+#: ``app.yaml``).
+LINT_HOSTILE = ("lint", "--no-config", "--policy", "policy.yaml")
 
 
 def _clean(text: str) -> None:
@@ -126,7 +125,8 @@ def _no_forged_line(text: str) -> None:
 
 @pytest.mark.parametrize("fmt", ["text", "concise", "github"])
 def test_line_formats_show_the_hostile_text_escaped(hostile: Path, fmt: str) -> None:
-    out, err = _lint(fmt, hostile)
+    code, out, err = _raw(*LINT_HOSTILE, "--format", fmt, "app.yaml", cwd=hostile)
+    assert code == 1, err
     _clean(out + err)
     _no_forged_line(out)
     assert SHOWN in out  # shown, escaped: the policy's message, the names, the label values
@@ -167,7 +167,8 @@ def _html(markdown: str) -> _Text:
 
 
 def test_markdown_shows_the_hostile_text_in_code_spans_only(hostile: Path) -> None:
-    out, err = _lint("markdown", hostile)
+    code, out, err = _raw(*LINT_HOSTILE, "--format", "markdown", "app.yaml", cwd=hostile)
+    assert code == 1, err
     _clean(out + err)
     _no_forged_line(out)
     parsed = _html(out)
@@ -207,7 +208,8 @@ def _policy_finding(findings: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_json_keeps_the_data_exact(hostile: Path) -> None:
-    out, err = _lint("json", hostile)
+    code, out, err = _raw(*LINT_HOSTILE, "--format", "json", "app.yaml", cwd=hostile)
+    assert code == 1, err
     _clean(out + err)
     assert "\\u202e" in out and "\\u2028" in out and "\\u0085" in out and "\\u001b" in out
     report = json.loads(out)
@@ -222,7 +224,8 @@ def _sarif_text(text: str) -> str:
 
 
 def test_sarif_keeps_the_data_exact_and_has_no_link(hostile: Path) -> None:
-    out, err = _lint("sarif", hostile)
+    code, out, err = _raw(*LINT_HOSTILE, "--format", "sarif", "app.yaml", cwd=hostile)
+    assert code == 1, err
     _clean(out + err)
     run_ = json.loads(out)["runs"][0]
     result = next(result for result in run_["results"] if result["ruleId"] == POLICY)
