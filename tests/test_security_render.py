@@ -61,13 +61,14 @@ def repo(tmp_path: Path) -> Path:
 
 
 def lint(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
-    """``lint --render`` in ``root``: exit code, JSON report, and everything printed; the marker
-    (and its base64 form) never in any of it."""
-    done = kit.run("lint", "--no-config", "--render", "--format", "json", *args, ".", cwd=root, env=env)
+    """``lint --render`` in ``root``: exit code, JSON report, and stderr. Kept (on
+    :func:`kit.lint_json`) for what every test of this file asserts: the marker (and its base64
+    form) is never in anything printed."""
+    done = kit.lint_json("--render", *args, ".", cwd=root, env=env)
     printed = done.stdout + done.stderr
     for secret in (MARKER, base64.b64encode(f"{MARKER}\n".encode()).decode()[:20]):
         assert secret not in printed
-    return done.returncode, json.loads(done.stdout), done.stderr
+    return done.code, done.report, done.stderr
 
 
 def problems(report: dict[str, Any]) -> list[tuple[str, int | None]]:
