@@ -137,13 +137,13 @@ def test_a_second_run_renders_nothing_and_says_the_same(
     repository: Path, renders: Counter[str], tmp_path: Path, output: str
 ) -> None:
     cache = tmp_path / "cache"
-    command = ("lint", "--no-config", "--format", output, *QUIET)
-    cold = run(*command, "--cache-dir", str(cache))
+    options = ("--no-config", "--format", output, *QUIET)
+    cold = run("lint", *options, "--cache-dir", str(cache))
     assert renders == Counter({OVERLAY: 1, CHART: 1})
     renders.clear()
-    warm = run(*command, "--cache-dir", str(cache))
+    warm = run("lint", *options, "--cache-dir", str(cache))
     assert renders == Counter()  # both units from the cache
-    uncached = run(*command, "--no-cache")
+    uncached = run("lint", *options, "--no-cache")
     assert renders == Counter({OVERLAY: 1, CHART: 1})  # --no-cache: rendered again
     assert cold.returncode == warm.returncode == uncached.returncode
     assert cold.stdout == warm.stdout == uncached.stdout  # byte for byte
