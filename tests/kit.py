@@ -669,3 +669,22 @@ def example_settings(path: Path) -> dict[str, Any]:
     match = _SETTINGS.search(path.read_text(encoding="utf-8"))
     settings: dict[str, Any] = json.loads(match.group(1)) if match else {}
     return settings
+
+
+#: For each finding an example must give: the text it starts at (a needle, and which occurrence
+#: of it, None for the only one), its severity and its data path.
+ExampleFindings = Sequence[tuple[str, int | None, str, str]]
+
+
+def assert_example(path: Path, rule: str, found: ExampleFindings, *, others: bool = False) -> None:
+    """``examples/<rule>/<file>`` linted with its ``# settings:`` finds exactly ``found``, all of
+    ``rule``, each at its (line, column) with its severity and data path; ``[]`` for a passing
+    example (the fixed variant), where nothing at all may be found. ``others``: the example also
+    shows other rules (a cluster's other findings), which are left out of the comparison."""
+    text = path.read_text(encoding="utf-8")
+    result = lint_paths(path, **example_settings(path))
+    at = [position(text, needle, occurrence) for needle, occurrence, _, _ in found]
+    shown = [key for key in keys(result) if key[0] == rule or not others]
+    assert shown == [(rule, *where) for where in at]
+    for where, (_, _, severity, data_path) in zip(at, found, strict=True):
+        assert_found(result, rule, *where, severity=severity, path=data_path)

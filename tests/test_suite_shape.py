@@ -15,18 +15,20 @@ What is counted, precisely:
   and the fixtures of the same module it takes as parameters. Helpers of ``tests/kit.py`` are
   primitives, not reach.
 * **It lints** when its reach calls one of :data:`LINTERS` (``kit.lint_text``, ``lint_paths``,
-  ``check``, ``run_json``, ``lint_json``, the engine's ``lint``, a rule's ``.check``), or ``run``, ``run_raw``
-  or ``invoke`` with the literal ``"lint"`` as first argument, **and** looks at what was found:
-  calls one of :data:`READERS` (``kit.findings``, ``only``, ``keys``, ``lines``, ``check``,
-  ``assert_found``, ``expected``), reads :data:`FOUND` as an attribute or a key (``findings``,
-  ``rule``, ``ruleId``, ``message``, ``line``, ``column``...), or names a rule (a string that is
-  a rule's name, or holds one with a hyphen, as ``"pdb-overlap" in completed.stdout``). A test
-  that lints to check an exit code, a cache entry or a file written is about the run, not about
-  findings, and is not counted (``--all`` counts every test that lints).
+  ``check``, ``run_json``, ``lint_json``, ``assert_example``, the engine's ``lint``, a rule's
+  ``.check``), or ``run``, ``run_raw`` or ``invoke`` with the literal ``"lint"`` as first
+  argument, **and** looks at what was found: calls one of :data:`READERS` (``kit.findings``,
+  ``only``, ``keys``, ``lines``, ``check``, ``assert_found``, ``expected``, ``assert_example``),
+  reads :data:`FOUND` as an attribute or a key (``findings``, ``rule``, ``ruleId``, ``message``,
+  ``line``, ``column``...), or names a rule (a string that is a rule's name, or holds one with a
+  hyphen, as ``"pdb-overlap" in completed.stdout``). A test that lints to check an exit code, a
+  cache entry or a file written is about the run, not about findings, and is not counted
+  (``--all`` counts every test that lints).
 * **It asserts positions** when its reach calls one of :data:`POSITIONAL` (``kit.check``,
-  ``assert_found``, ``keys``, ``lines``, ``expected``: they compare (rule, line, column) or
-  (rule, line)), or reads a finding's position: an attribute ``.line``/``.column`` or a subscript
-  ``["line"]``/``["column"]``/``["startLine"]``/``["startColumn"]`` (the JSON and SARIF reports).
+  ``assert_found``, ``keys``, ``lines``, ``expected``, ``assert_example``: they compare (rule,
+  line, column) or (rule, line)), or reads a finding's position: an attribute
+  ``.line``/``.column`` or a subscript ``["line"]``/``["column"]``/``["startLine"]``/
+  ``["startColumn"]`` (the JSON and SARIF reports).
 * **A message-substring assertion** (reported, not gated) is an ``assert "text" in X`` (or
   ``not in``) whose right side reads ``message``/``messages`` (attribute, subscript or name).
 """
@@ -44,15 +46,17 @@ TESTS = Path(__file__).resolve().parent
 TARGET = 0.80
 
 #: Calls that lint: by bare name or as an attribute (``kit.check``, ``engine.lint``, ``rule.check``).
-LINTERS = frozenset(("lint_text", "lint_paths", "check", "run_json", "lint_json", "lint"))
+LINTERS = frozenset(("lint_text", "lint_paths", "check", "run_json", "lint_json", "lint", "assert_example"))
 #: Commands that lint when their first argument is the literal ``"lint"``.
 COMMANDS = frozenset(("run", "run_raw", "invoke"))
 #: Kit helpers that read findings.
-READERS = frozenset(("findings", "only", "keys", "lines", "check", "assert_found", "expected"))
+READERS = frozenset(
+    ("findings", "only", "keys", "lines", "check", "assert_found", "expected", "assert_example")
+)
 #: What was found, as an attribute (``Finding``) or a key (JSON, SARIF).
 FOUND = frozenset(("findings", "results", "rule", "ruleId", "message", "line", "column"))
 #: Kit helpers that compare findings by position.
-POSITIONAL = frozenset(("check", "assert_found", "keys", "lines", "expected"))
+POSITIONAL = frozenset(("check", "assert_found", "keys", "lines", "expected", "assert_example"))
 #: A finding's position, as an attribute (``Finding``) or a key (JSON, SARIF).
 POSITION_ATTRIBUTES = frozenset(("line", "column"))
 POSITION_KEYS = frozenset(("line", "column", "startLine", "startColumn"))

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import pytest
 
-from ..kit import EXAMPLES, assert_found, example_settings, keys, lint_paths, position
+from ..kit import EXAMPLES, ExampleFindings, assert_example
 
 RULE = "needs-preemption"
 FOLDER = EXAMPLES / RULE
 #: Where a finding starts (a needle and its occurrence), its severity and its data path.
-Found = list[tuple[str, int | None, str, str]]
+Found = ExampleFindings
 
 
 #: Each failing example: for each finding, the text it starts at (the occurrence of it, or the
@@ -35,16 +35,9 @@ FAILING = [
 
 @pytest.mark.parametrize(("name", "found"), FAILING, ids=[name for name, _ in FAILING])
 def test_needs_preemption_in_the_failing_example(name: str, found: Found) -> None:
-    path = FOLDER / name
-    text = path.read_text(encoding="utf-8")
-    result = lint_paths(path, **example_settings(path))
-    at = [position(text, needle, occurrence) for needle, occurrence, _, _ in found]
-    assert keys(result) == [(RULE, *where) for where in at]
-    for where, (_, _, severity, data_path) in zip(at, found, strict=True):
-        assert_found(result, RULE, *where, severity=severity, path=data_path)
+    assert_example(FOLDER / name, RULE, found)
 
 
 @pytest.mark.parametrize("name", ["pass.yaml"])
 def test_needs_preemption_not_in_the_passing_example(name: str) -> None:
-    path = FOLDER / name
-    assert keys(lint_paths(path, **example_settings(path))) == []
+    assert_example(FOLDER / name, RULE, [])
