@@ -31,10 +31,10 @@ from kaffinity.cli.options import (
     StdinFilename,
     Unit,
 )
-from kaffinity.cli.output import fail, finish, say, say_notes
+from kaffinity.cli.output import finish, notes_said, say
 from kaffinity.load.display import patch_lines, quote_name
 from kaffinity.run.inputs import RenderOptions, SettingsOptions, Stdin, sandbox, settings_from
-from kaffinity.run.notes import Notes, RunError
+from kaffinity.run.notes import Notes
 
 if TYPE_CHECKING:
     from kaffinity.expand.fixes import FileFix
@@ -65,15 +65,11 @@ def expand(
     from kaffinity.run.expand import expand_run
 
     notes = Notes()
-    try:
+    with notes_said(notes):  # the run's notes, said as it ends: before its outcome, or its error
         settings = settings_from(
             SettingsOptions(config, no_config, kube_version, feature_gates, namespace=namespace), notes
         )
         outcome = expand_run(paths, settings, Stdin.of(paths, stdin_filename), output_format.value, notes)
-    except RunError as error:
-        fail(notes, error)
-    finally:
-        say_notes(notes)  # what the run said, before its outcome (or an unexpected error's line)
     finish(outcome, output, always=output is not None)
 
 
@@ -175,7 +171,7 @@ def graph(
         say("kaffinity: error: --min-severity needs --findings-only")
         raise typer.Exit(2)
     notes = Notes()
-    try:
+    with notes_said(notes):  # the run's notes, said as it ends: before its outcome, or its error
         settings = settings_from(
             SettingsOptions(config, no_config, kube_version, feature_gates, namespace=namespace), notes
         )
@@ -193,10 +189,6 @@ def graph(
             max_edges,
         )
         outcome = graph_run(paths, settings, Stdin.of(paths, stdin_filename), ask, notes)
-    except RunError as error:
-        fail(notes, error)
-    finally:
-        say_notes(notes)  # what the run said, before its outcome (or an unexpected error's line)
     finish(outcome, output)
 
 
@@ -242,7 +234,7 @@ def place(
     from kaffinity.run.place import filter_plugins, place_run
 
     notes = Notes()
-    try:
+    with notes_said(notes):  # the run's notes, said as it ends: before its outcome, or its error
         options = SettingsOptions(
             config, no_config, kube_version, feature_gates, namespace=namespace, limits=limit
         )
@@ -252,10 +244,6 @@ def place(
         enabled = filter_plugins(filters)
         stdin = Stdin.of(paths, stdin_filename)
         outcome = place_run(paths, settings, stdin, enabled, unit, output_format.value, notes)
-    except RunError as error:
-        fail(notes, error)
-    finally:
-        say_notes(notes)  # what the run said, before its outcome (or an unexpected error's line)
     finish(outcome, output)
 
 
@@ -279,15 +267,11 @@ def fix(
 
     notes = Notes()
     stdin = Stdin.of(paths, stdin_filename)
-    try:
+    with notes_said(notes):  # the run's notes, said as it ends: before its outcome, or its error
         options = SettingsOptions(
             config, no_config, kube_version, feature_gates, select=select, namespace=namespace
         )
         plan = fix_run(paths, settings_from(options, notes), stdin, notes)
-    except RunError as error:
-        fail(notes, error)
-    finally:
-        say_notes(notes)  # what the run said, before its outcome (or an unexpected error's line)
     broken = plan.broken
     stdin_bytes, stdin_rest = plan.stdin.data, plan.stdin.rest
     for problem in plan.problems:

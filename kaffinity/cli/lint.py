@@ -34,7 +34,7 @@ from kaffinity.cli.options import (
     RenderTimeout,
     StdinFilename,
 )
-from kaffinity.cli.output import emit, fail, say, say_notes
+from kaffinity.cli.output import emit, notes_said, say
 from kaffinity.load.display import quote_name
 from kaffinity.run.inputs import (
     PolicyMemo,
@@ -46,7 +46,7 @@ from kaffinity.run.inputs import (
     settings_from,
     size_option,
 )
-from kaffinity.run.notes import Notes, RunError
+from kaffinity.run.notes import Notes
 
 if TYPE_CHECKING:
     from kaffinity.config import Settings
@@ -225,7 +225,7 @@ def lint(
     from kaffinity.run.lint import LintInputs, lint_run
 
     notes = Notes()
-    try:
+    with notes_said(notes):  # the run's notes, said as it ends: before its outcome, or its error
         extra_reports = report_targets(reports or ())
         memo: PolicyMemo = {}  # the policies, read once for the settings and the rules
         options = SettingsOptions(
@@ -275,10 +275,6 @@ def lint(
         typed = "-" in (paths or ()) and sys.stdin.isatty()
         with active(terminal(sys.stderr, enabled=not (no_progress or typed))):
             outcome = lint_run(inputs, notes)
-    except RunError as error:
-        fail(notes, error)
-    finally:
-        say_notes(notes)  # what the run said, before its outcome (or an unexpected error's line)
     if outcome.baseline is not None:
         _write_baseline(outcome, *outcome.baseline)
     _report(outcome, settings, extra_reports, output_format, output, color)

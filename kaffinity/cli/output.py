@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, NoReturn, Optional
 
 import typer
 
 from kaffinity.load.display import escape, quote_name, utf8
+from kaffinity.run.notes import RunError
 
 if TYPE_CHECKING:
-    from kaffinity.run.notes import Notes, Outcome, RunError
+    from kaffinity.run.notes import Notes, Outcome
 
 
 def say(message: str) -> None:
@@ -31,8 +34,8 @@ def say_notes(notes: Notes) -> None:
 
 
 def fail(notes: Notes, error: RunError) -> NoReturn:
-    """A run that could not go on: what it said before, its error, its exit code (the commands
-    call it from ``except RunError``, and say the notes again in ``finally``: none are left)."""
+    """A run that could not go on: what it said before, its error, its exit code (:func:`notes_said`
+    calls it on a ``RunError``, and says the notes again as it ends: none are left)."""
     say_notes(notes)
     for line in error.lines:
         say(line)
@@ -67,3 +70,16 @@ def finish(outcome: Outcome, output: Optional[str], *, always: bool = True) -> N
     for line in outcome.after:
         say(line)
     raise typer.Exit(outcome.exit_code)
+
+
+@contextmanager
+def notes_said(notes: Notes) -> Iterator[Notes]:
+    """Around a command's run: its notes said as it ends, in order, before its outcome (or an
+    unexpected error's line); a :class:`RunError` said after them, and the command exits with its
+    code. Every command wraps its run in it."""
+    try:
+        yield notes
+    except RunError as error:
+        fail(notes, error)
+    finally:
+        say_notes(notes)

@@ -9,10 +9,10 @@ from typing import Annotated, Optional
 import typer
 
 from kaffinity.cli.options import Config, KubeVersion, NoConfig
-from kaffinity.cli.output import fail, say, say_notes
+from kaffinity.cli.output import notes_said, say
 from kaffinity.load.display import escape, quote_name
 from kaffinity.run.inputs import SettingsOptions, settings_from
-from kaffinity.run.notes import Notes, RunError
+from kaffinity.run.notes import Notes
 
 policy_app = typer.Typer(
     help="Work with policies (docs/policies.md).", no_args_is_help=True, add_completion=False
@@ -38,15 +38,11 @@ def policy_test(
     from kaffinity.run.policy import check_paths, policy_test_run
 
     notes = Notes()
-    try:
+    with notes_said(notes):  # the run's notes, said as it ends: before its outcome, or its error
         check_paths(paths)
         settings = settings_from(SettingsOptions(config, no_config, kube_version), notes)
         settings = replace(settings, select=("policy",), ignore=())
         run = policy_test_run(paths, settings, policy or ())
-    except RunError as error:
-        fail(notes, error)
-    finally:
-        say_notes(notes)  # what the run said, before its outcome (or an unexpected error's line)
     failed = 0
     for fixture in run.fixtures:
         if fixture.passed:
@@ -87,15 +83,11 @@ def policy_check(
     from kaffinity.run.policy import check_paths, policy_check_run
 
     notes = Notes()
-    try:
+    with notes_said(notes):  # the run's notes, said as it ends: before its outcome, or its error
         check_paths(paths)
         problems = policy_check_run(
             paths, settings_from(SettingsOptions(config, no_config, kube_version), notes)
         )
-    except RunError as error:
-        fail(notes, error)
-    finally:
-        say_notes(notes)  # what the run said, before its outcome (or an unexpected error's line)
     for problem in problems:
         typer.echo(escape(str(problem)))
     counts = {severity: sum(1 for p in problems if p.severity is severity) for severity in Severity}
