@@ -13,35 +13,11 @@ they run), to a new revision whose pods carry a new ``pod-template-hash`` /
 the rollout is complete or no step can make progress; then the simulation is restored (new pods
 unbound, old pods bound again where they ran), so every workload starts from the same state.
 
-What each controller does (facts from kubernetes/kubernetes, paraphrased):
-
-* **Deployment** (``pkg/controller/deployment/rolling.go``, ``util/deployment_util.go``):
-  ``maxSurge`` and ``maxUnavailable`` resolve as ``ResolveFenceposts``: a percentage of
-  ``replicas``, surge rounded up, unavailable rounded down, and unavailable 1 when both come to
-  0. A sync either scales the new ReplicaSet up (``NewRSNewReplicas``: up to ``replicas +
-  maxSurge`` pods of all revisions, at most ``replicas`` new ones) or, when it cannot, scales old
-  ReplicaSets down (``reconcileOldReplicaSets``): at most ``all pods - (replicas -
-  maxUnavailable) - new pods not available`` (a Pending new pod is unavailable), while the
-  available pods of all revisions exceed ``replicas - maxUnavailable``. Which old pod goes is
-  the ReplicaSet controller's choice (``getPodsToDelete`` / ``ActivePodsWithRanks``):
-  unassigned before assigned, lower ``controller.kubernetes.io/pod-deletion-cost`` first, then
-  the pod sharing its node with more pods of the Deployment (any revision), then the newer one.
-  A placed pod is taken to become available at once (no readiness probe, ``minReadySeconds``
-  ignored).
-* **StatefulSet** (``pkg/controller/statefulset/stateful_set_control.go``): pods from the
-  highest ordinal down to ``partition`` are deleted and recreated at the new revision. The
-  controller waits for each one to be Running and Ready before the next, unless the
-  ``MaxUnavailableStatefulSet`` gate is on at the target version (alpha 1.24, beta and on by
-  default from 1.35) and ``podManagementPolicy`` is ``Parallel``: then up to ``maxUnavailable``
-  (percentages rounded up, at least 1) pods are replaced at once. A StatefulSet whose pods
-  cannot all be placed before the update is left alone: the controller never reaches its
-  update step (``unschedulable`` reports those pods).
-* **DaemonSet** (``pkg/controller/daemon/update.go``): ``maxSurge`` and ``maxUnavailable`` are
-  percentages of the nodes that should run the pod, both rounded up, unavailable 1 when both are
-  0. With a surge the new pod is created on the node beside the old one (at most ``maxSurge``
-  at a time) and the old one is deleted when the new one is available; without, old pods are
-  deleted while fewer than ``maxUnavailable`` nodes lack an available pod, and the new pod is
-  created on the emptied node.
+What each controller does (facts from kubernetes/kubernetes, paraphrased) is said, with its
+upstream source, where it is replayed: :mod:`.deployment` (``rolling.go``, ``ResolveFenceposts``,
+the ReplicaSet controller's ``getPodsToDelete``), :mod:`.statefulset`
+(``stateful_set_control.go``, the ``MaxUnavailableStatefulSet`` gate) and :mod:`.daemonset`
+(``pkg/controller/daemon/update.go``).
 
 ``Recreate`` and ``OnDelete`` never wait on a new pod before removing old ones, so they cannot
 deadlock this way; paused Deployments do not roll out. A Pending pod is retried whenever the
