@@ -5,7 +5,7 @@
   :func:`run_bytes` (the same, the output as bytes) and :func:`run_process` (``python -m
   kaffinity`` in a new process, for the tests whose subject is the process) fail the test on an
   internal error (exit code 3, the line ``kaffinity: internal error``), whatever the test
-  expects; :func:`invoke` (typer's ``CliRunner``) is left for the files not yet on :func:`run`;
+  expects;
 - linting through the command: :func:`lint_json` (``lint --format json --no-config ARGS``, in a
   folder, with an environment: a :class:`LintRun`, its code, report, stdout and stderr) and
   :func:`run_json` (its code and report);
@@ -35,8 +35,6 @@ import textwrap
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
-
-from typer.testing import CliRunner, Result
 
 from kaffinity.config import Settings
 from kaffinity.engine import INTERNAL_ERROR, LintResult, lint
@@ -296,19 +294,6 @@ def run_json(*args: Args, **kwargs: Any) -> tuple[int, dict[str, Any]]:
     (:func:`lint_json`, for the tests that need only these two)."""
     done = lint_json(*args, **kwargs)
     return done.code, done.report
-
-
-def invoke(*args: str | Path, input: str | None = None) -> Result:
-    """The command through typer's ``CliRunner`` (not :func:`kaffinity.cli.main`: usage errors
-    read as click's); an exception the runner caught, exit code 3 or an ``internal error`` line
-    fail the test. Left for the files not yet on :func:`run`, which replaces it."""
-    from kaffinity.cli import app
-
-    result = CliRunner().invoke(app, [str(arg) for arg in args], input=input)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise AssertionError(f"the command raised {result.exception!r}") from result.exception
-    no_internal_error(result.exit_code, result.stderr if result.stderr_bytes is not None else result.output)
-    return result
 
 
 def added_lines(diff: str) -> list[str]:

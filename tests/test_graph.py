@@ -29,7 +29,7 @@ from kaffinity.load.parse import parse
 from kaffinity.simulate.cluster import cluster_from
 
 from . import kit
-from .kit import invoke, position, run
+from .kit import position, run
 
 #: The graph's workloads: StatefulSets of two replicas unless said otherwise.
 workload = functools.partial(kit.workload, kind="StatefulSet", replicas=2, replicas_first=True)
@@ -390,8 +390,8 @@ spec:
 def test_graph_command_draws_mermaid_grouped_by_namespace(tmp_path: Path) -> None:
     path = tmp_path / "pair.yaml"
     path.write_text(PAIR)
-    result = invoke("graph", "--no-config", str(path))
-    assert result.exit_code == 0, result.output
+    result = run("graph", "--no-config", str(path))
+    assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "flowchart LR"
     assert '  subgraph ns0["namespace shop"]' in lines
@@ -406,12 +406,12 @@ def test_graph_command_highlights_findings_and_writes_dot_and_json(tmp_path: Pat
     path.write_text(
         PAIR.replace("app: db}}\n              topologyKey", "app: nothing}}\n              topologyKey")
     )
-    dot = invoke("graph", "--no-config", "--format", "dot", str(path))
-    assert dot.exit_code == 0, dot.output
+    dot = run("graph", "--no-config", "--format", "dot", str(path))
+    assert dot.returncode == 0, dot.stderr
     assert dot.stdout.startswith("digraph kaffinity {") and dot.stdout.rstrip().endswith("}")
     out = tmp_path / "graph.json"
-    result = invoke("graph", "--no-config", "--format", "json", "--output", str(out), str(path))
-    assert result.exit_code == 0, result.output
+    result = run("graph", "--no-config", "--format", "json", "--output", str(out), str(path))
+    assert result.returncode == 0, result.stderr
     document = json.loads(out.read_text())
     assert document["directed"] and document["multigraph"]
     ids = [node["id"] for node in document["nodes"]]
@@ -424,12 +424,12 @@ def test_graph_command_reports_bad_input_and_a_missing_cluster(tmp_path: Path) -
     good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
     good.write_text(PAIR)
     bad.write_text("apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n")
-    result = invoke("graph", "--no-config", str(good), str(bad))
-    assert result.exit_code == 2
+    result = run("graph", "--no-config", str(good), str(bad))
+    assert result.returncode == 2
     assert "bad.yaml:" in result.stderr
     assert "flowchart LR" in result.stdout
-    missing = invoke("graph", "--no-config", "--cluster", str(tmp_path / "nope.yaml"), str(good))
-    assert missing.exit_code == 2 and "cluster file not found" in missing.stderr
+    missing = run("graph", "--no-config", "--cluster", str(tmp_path / "nope.yaml"), str(good))
+    assert missing.returncode == 2 and "cluster file not found" in missing.stderr
 
 
 def test_lint_reads_a_cluster_list(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ What is counted, precisely:
   primitives, not reach.
 * **It lints** when its reach calls one of :data:`LINTERS` (``kit.lint_text``, ``lint_paths``,
   ``check``, ``run_json``, ``lint_json``, ``assert_example``, the engine's ``lint``, a rule's
-  ``.check``), or ``run``, ``run_raw`` or ``invoke`` with the literal ``"lint"`` as first
+  ``.check``), or ``run`` or ``run_raw`` with the literal ``"lint"`` as first
   argument, **and** looks at what was found: calls one of :data:`READERS` (``kit.findings``,
   ``only``, ``keys``, ``lines``, ``check``, ``assert_found``, ``expected``, ``assert_example``),
   reads :data:`FOUND` as an attribute or a key (``findings``, ``rule``, ``ruleId``, ``message``,
@@ -48,7 +48,7 @@ TARGET = 0.80
 #: Calls that lint: by bare name or as an attribute (``kit.check``, ``engine.lint``, ``rule.check``).
 LINTERS = frozenset(("lint_text", "lint_paths", "check", "run_json", "lint_json", "lint", "assert_example"))
 #: Commands that lint when their first argument is the literal ``"lint"``.
-COMMANDS = frozenset(("run", "run_raw", "invoke"))
+COMMANDS = frozenset(("run", "run_raw"))
 #: Kit helpers that read findings.
 READERS = frozenset(
     ("findings", "only", "keys", "lines", "check", "assert_found", "expected", "assert_example")
