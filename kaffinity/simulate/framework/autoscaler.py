@@ -21,7 +21,6 @@ from kaffinity.simulate.framework.types import (
 )
 
 if TYPE_CHECKING:
-    from kaffinity.k8s.model import PodDisruptionBudget
     from kaffinity.simulate.cluster import Pool
 
 #: cluster-autoscaler ``--expendable-pods-priority-cutoff`` default: lower pods never scale up.
@@ -112,20 +111,11 @@ class Autoscaler(Framework):
     """The framework with the pools that may grow, and the nodes they added."""
 
     def __init__(
-        self,
-        nodes: Sequence[Node],
-        *,
-        version: str,
-        gates: Mapping[str, bool] | None,
-        namespaces: Mapping[str, Mapping[str, str]] | None,
-        filters: Iterable[str],
-        pdbs: Sequence[PodDisruptionBudget],
-        pools: Sequence[Pool],
-        max_nodes: int | None,
+        self, nodes: Sequence[Node], *, pools: Sequence[Pool], max_nodes: int | None, **snapshot: Any
     ) -> None:
-        super().__init__(
-            nodes, version=version, gates=gates, namespaces=namespaces, filters=filters, pdbs=pdbs
-        )
+        """``snapshot``: :class:`~kaffinity.simulate.framework.snapshot.Snapshot`'s keywords,
+        typed where a simulation is made (:class:`~kaffinity.simulate.framework.schedule_one.Simulation`)."""
+        super().__init__(nodes, **snapshot)
         self.pools = [Growth(pool) for pool in pools]
         self.max_nodes = max_nodes
         #: nodes autoscaling added, in order, with their pools

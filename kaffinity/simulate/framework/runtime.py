@@ -42,25 +42,16 @@ from kaffinity.simulate.plugins.nodeaffinity import (
 )
 
 if TYPE_CHECKING:
-    from kaffinity.k8s.model import PodDisruptionBudget
+    pass
 
 
 class Framework(Snapshot):
     """The snapshot with the filter plugins run over it, and what they computed kept."""
 
-    def __init__(
-        self,
-        nodes: Sequence[Node],
-        *,
-        version: str,
-        gates: Mapping[str, bool] | None,
-        namespaces: Mapping[str, Mapping[str, str]] | None,
-        filters: Iterable[str],
-        pdbs: Sequence[PodDisruptionBudget],
-    ) -> None:
-        super().__init__(
-            nodes, version=version, gates=gates, namespaces=namespaces, filters=filters, pdbs=pdbs
-        )
+    def __init__(self, nodes: Sequence[Node], **snapshot: Any) -> None:
+        """``snapshot``: :class:`Snapshot`'s keywords, typed where a simulation is made
+        (:class:`~kaffinity.simulate.framework.schedule_one.Simulation`)."""
+        super().__init__(nodes, **snapshot)
         self._static: dict[tuple[Any, ...], tuple[list[SimNode], Mapping[str, str]]] = {}
         #: signature -> how many nodes fail the static filters for each reason
         self._static_counts: dict[tuple[Any, ...], Counter[str]] = {}
