@@ -156,6 +156,9 @@ func main() {
 func handle(req request) (resp response) {
 	defer func() {
 		if p := recover(); p != nil {
+			if os.Getenv("ORACLE_DEBUG") != "" {
+				panic(p)
+			}
 			resp = fail("panic", fmt.Errorf("%v", p))
 		}
 	}()

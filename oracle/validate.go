@@ -89,5 +89,9 @@ func doValidate(req request) response {
 		}
 		out = append(out, item)
 	}
-	return response{"ok": true, "errors": out, "warnings": warnings, "defaulted": json.RawMessage(defaulted), "message": errs.ToAggregate().Error()}
+	r := response{"ok": true, "errors": out, "warnings": warnings, "defaulted": json.RawMessage(defaulted)}
+	if agg := errs.ToAggregate(); agg != nil {
+		r["message"] = agg.Error() // the text after `is invalid: ` in kubectl's error
+	}
+	return r
 }
