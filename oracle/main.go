@@ -24,9 +24,11 @@ import (
 	"reflect"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
@@ -103,7 +105,9 @@ func doCEL(req request) response {
 	}
 	var obj any
 	if len(req.Object) > 0 {
-		if err := json.Unmarshal(req.Object, &obj); err != nil {
+		// as the API server decodes an object (k8s.io/apimachinery/pkg/util/json):
+		// integers become int64 (CEL int), other numbers float64 (CEL double)
+		if err := utiljson.Unmarshal(req.Object, &obj); err != nil {
 			return fail("input", err)
 		}
 	}
@@ -117,6 +121,14 @@ func doCEL(req request) response {
 		return r
 	}
 	r["ok"], r["type"] = true, out.Type().(ref.Type).TypeName()
+	if opt, isOpt := out.(*types.Optional); isOpt {
+		// optional.none() -> "hasValue": false; optional.of(x) -> the result is x
+		r["hasValue"] = opt.HasValue()
+		if !opt.HasValue() {
+			return r
+		}
+		out = opt.GetValue()
+	}
 	if j, err := celToJSON(out); err == nil {
 		r["result"] = j
 	} else {

@@ -1,0 +1,62 @@
+"""The differential oracle (oracle/, issue 35) builds and answers: one yaml and one cel request.
+
+Builds the Go program into a temporary folder with the machine's module and
+build caches (cold: a module download of ~500 MB and minutes; warm: seconds).
+Skips, saying why, where `go` is not on the PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ORACLE = Path(__file__).resolve().parent.parent / "oracle"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip(
+            "no `go` on the PATH: the oracle (oracle/README.md) needs Go 1.26 and the Go module proxy"
+        )
+    binary = tmp_path_factory.mktemp("oracle") / "oracle"
+    built = subprocess.run(
+        [go, "build", "-o", str(binary), "."],
+        cwd=ORACLE,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    yield binary
+
+
+def ask(binary: Path, *requests: dict) -> list[dict]:
+    lines = "".join(json.dumps(r) + "\n" for r in requests)
+    done = subprocess.run([str(binary)], input=lines, capture_output=True, text=True, timeout=60, check=True)
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_yaml_answers_as_sigs_k8s_io_yaml(oracle: Path) -> None:
+    (good, bad) = ask(
+        oracle, {"op": "yaml", "yaml": "a: yes\nb: 0x10\nc: ~\n"}, {"op": "yaml", "yaml": "a: [\n"}
+    )
+    assert good == {"ok": True, "json": {"a": True, "b": 16, "c": None}}
+    assert bad["ok"] is False and "did not find expected node content" in bad["error"]
+
+
+def test_cel_formats_lists_as_strings_v2(oracle: Path) -> None:
+    (answer,) = ask(
+        oracle, {"op": "cel", "expr": "'%s'.format([object.names])", "object": {"names": ["app", "side"]}}
+    )
+    assert answer["ok"] is True
+    assert answer["result"] == '["app", "side"]'
