@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield binary
 
 
-def ask(binary: Path, *requests: dict) -> list[dict]:
+def ask(binary: Path, *requests: dict[str, Any]) -> list[dict[str, Any]]:
     lines = "".join(json.dumps(r) + "\n" for r in requests)
     done = subprocess.run([str(binary)], input=lines, capture_output=True, text=True, timeout=60, check=True)
     return [json.loads(line) for line in done.stdout.splitlines()]
