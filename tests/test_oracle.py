@@ -61,3 +61,26 @@ def test_cel_formats_lists_as_strings_v2(oracle: Path) -> None:
     )
     assert answer["ok"] is True
     assert answer["result"] == '["app", "side"]'
+
+
+def test_validate_refuses_a_daemonset_surging_and_unavailable(oracle: Path) -> None:
+    daemonset = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "ds"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "x"}},
+            "template": {
+                "metadata": {"labels": {"app": "x"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+            },
+            "updateStrategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 1},
+            },
+        },
+    }
+    (answer,) = ask(oracle, {"op": "validate", "object": daemonset})
+    assert [(e["field"], e["type"]) for e in answer["errors"]] == [
+        ("spec.updateStrategy.rollingUpdate.maxSurge", "FieldValueInvalid")
+    ]
