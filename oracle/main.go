@@ -41,6 +41,7 @@ type request struct {
 	Object  json.RawMessage `json:"object,omitempty"`
 	Version string          `json:"version,omitempty"` // "1.37" (default)
 	Env     string          `json:"env,omitempty"`     // "stored" (default) or "new"
+	raw     []byte          // the whole request line, for ops with their own fields (schedule)
 }
 
 type response map[string]any
@@ -156,6 +157,7 @@ func main() {
 		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
 			resp = fail("request", err)
 		} else {
+			req.raw = append([]byte(nil), in.Bytes()...)
 			resp = handle(req)
 		}
 		if err := out.Encode(resp); err != nil {

@@ -1,0 +1,235 @@
+package main
+
+// The schedule op: kube-scheduler's default profile, run as kube-scheduler
+// runs it, on a snapshot of nodes and bound pods, for one pending pod.
+//
+// Upstream path (k8s.io/kubernetes v1.37.2, pkg/scheduler):
+//   - scheduler.New (scheduler.go) with no WithProfiles option applies the
+//     default profile: configv1.KubeSchedulerConfiguration defaulted by
+//     pkg/scheduler/apis/config/scheme, plugins from
+//     framework/plugins.NewInTreeRegistry();
+//   - its informers (over a fake clientset holding the objects) fill the
+//     scheduler cache and the scheduling queue (eventhandlers.go
+//     addAllEventHandlers), WaitForHandlersSync waits for them;
+//   - Scheduler.ScheduleOne (schedule_one.go) runs one scheduling cycle:
+//     PreFilter/Filter/PostFilter (DefaultPreemption)/Score, then the
+//     binding cycle in a goroutine;
+//   - the answer is read from the events the profile's recorder gets:
+//     "Scheduled" ("Successfully assigned ns/name to node", bindingCycle) or
+//     "FailedScheduling" (handleSchedulingFailure: the FitError's Error(),
+//     framework/types.go FitError.Error, "0/3 nodes are available: ...").
+//     Per-node reasons come from the same FitError's Diagnosis.NodeToStatus,
+//     read by wrapping Scheduler.FailureHandler.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/scheduler"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+func init() { extraOps["schedule"] = doSchedule }
+
+type scheduleRequest struct {
+	Nodes           []json.RawMessage `json:"nodes"`
+	Pods            []json.RawMessage `json:"pods"`
+	Pod             json.RawMessage   `json:"pod"`
+	PDBs            []json.RawMessage `json:"pdbs"`
+	PriorityClasses []json.RawMessage `json:"priorityClasses"`
+	Namespaces      []json.RawMessage `json:"namespaces"`
+	TimeoutSeconds  float64           `json:"timeoutSeconds"`
+}
+
+// decodeInto decodes a v1 object and applies the API server's defaulting
+// (legacyscheme, pkg/apis/core/install registers the v1 defaulters), as an
+// object read back from a cluster would be.
+func decodeInto(raw json.RawMessage, obj runtime.Object) error {
+	if err := json.Unmarshal(raw, obj); err != nil {
+		return err
+	}
+	legacyscheme.Scheme.Default(obj)
+	return nil
+}
+
+func podDefaults(p *v1.Pod, classes []*schedulingv1.PriorityClass) {
+	if p.Namespace == "" {
+		p.Namespace = "default"
+	}
+	if p.UID == "" {
+		p.UID = types.UID("oracle-" + p.Namespace + "-" + p.Name)
+	}
+	if p.Spec.SchedulerName == "" {
+		p.Spec.SchedulerName = v1.DefaultSchedulerName
+	}
+	// The Priority admission plugin (plugin/pkg/admission/priority) sets
+	// priority and preemptionPolicy from the PriorityClass (or the
+	// globalDefault one) when the pod is created.
+	if p.Spec.Priority == nil {
+		var pc *schedulingv1.PriorityClass
+		for _, c := range classes {
+			if (p.Spec.PriorityClassName != "" && c.Name == p.Spec.PriorityClassName) ||
+				(p.Spec.PriorityClassName == "" && c.GlobalDefault) {
+				pc = c
+			}
+		}
+		if pc != nil {
+			v := pc.Value
+			p.Spec.Priority = &v
+			if p.Spec.PreemptionPolicy == nil && pc.PreemptionPolicy != nil {
+				pp := *pc.PreemptionPolicy
+				p.Spec.PreemptionPolicy = &pp
+			}
+		}
+	}
+}
+
+func doSchedule(req request) response {
+	var sr scheduleRequest
+	if err := json.Unmarshal(req.raw, &sr); err != nil {
+		return fail("input", err)
+	}
+	var objs []runtime.Object
+	var classes []*schedulingv1.PriorityClass
+	for _, raw := range sr.PriorityClasses {
+		c := &schedulingv1.PriorityClass{}
+		if err := decodeInto(raw, c); err != nil {
+			return fail("input", fmt.Errorf("priorityClasses: %w", err))
+		}
+		classes = append(classes, c)
+		objs = append(objs, c)
+	}
+	for _, raw := range sr.Nodes {
+		n := &v1.Node{}
+		if err := decodeInto(raw, n); err != nil {
+			return fail("input", fmt.Errorf("nodes: %w", err))
+		}
+		objs = append(objs, n)
+	}
+	for _, raw := range sr.Pods {
+		p := &v1.Pod{}
+		if err := decodeInto(raw, p); err != nil {
+			return fail("input", fmt.Errorf("pods: %w", err))
+		}
+		podDefaults(p, classes)
+		objs = append(objs, p)
+	}
+	for _, raw := range sr.PDBs {
+		d := &policyv1.PodDisruptionBudget{}
+		if err := decodeInto(raw, d); err != nil {
+			return fail("input", fmt.Errorf("pdbs: %w", err))
+		}
+		if d.Namespace == "" {
+			d.Namespace = "default"
+		}
+		objs = append(objs, d)
+	}
+	for _, raw := range sr.Namespaces {
+		ns := &v1.Namespace{}
+		if err := decodeInto(raw, ns); err != nil {
+			return fail("input", fmt.Errorf("namespaces: %w", err))
+		}
+		objs = append(objs, ns)
+	}
+	pod := &v1.Pod{}
+	if len(sr.Pod) == 0 {
+		return fail("input", errors.New("no pod"))
+	}
+	if err := decodeInto(sr.Pod, pod); err != nil {
+		return fail("input", fmt.Errorf("pod: %w", err))
+	}
+	podDefaults(pod, classes)
+	pod.Spec.NodeName = ""
+	objs = append(objs, pod)
+
+	timeout := 20 * time.Second
+	if sr.TimeoutSeconds > 0 {
+		timeout = time.Duration(sr.TimeoutSeconds * float64(time.Second))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+
+	client := fake.NewClientset(objs...)
+	informerFactory := scheduler.NewInformerFactory(client, 0, nil)
+	recorder := events.NewFakeRecorder(100)
+	sched, err := scheduler.New(ctx, client, informerFactory, nil,
+		func(string) events.EventRecorderLogger { return recorder })
+	if err != nil {
+		return fail("scheduler", err)
+	}
+
+	var mu sync.Mutex
+	var fitErr *framework.FitError
+	var otherErr error
+	var nominated string
+	orig := sched.FailureHandler
+	sched.FailureHandler = func(ctx context.Context, f framework.Framework, podInfo *framework.QueuedPodInfo, status *fwk.Status, ni *fwk.NominatingInfo, start time.Time) {
+		mu.Lock()
+		if err := status.AsError(); err != nil && !errors.As(err, &fitErr) {
+			otherErr = err
+		}
+		if ni != nil {
+			nominated = ni.NominatedNodeName
+		}
+		mu.Unlock()
+		orig(ctx, f, podInfo, status, ni, start)
+	}
+
+	informerFactory.Start(ctx.Done())
+	informerFactory.WaitForCacheSync(ctx.Done())
+	if err := sched.WaitForHandlersSync(ctx); err != nil {
+		return fail("scheduler", fmt.Errorf("handlers sync: %w", err))
+	}
+	sched.SchedulingQueue.Run(klog.FromContext(ctx))
+	defer sched.SchedulingQueue.Close()
+	sched.ScheduleOne(ctx)
+
+	for {
+		select {
+		case <-ctx.Done():
+			return fail("timeout", fmt.Errorf("no Scheduled or FailedScheduling event within %v", timeout))
+		case e := <-recorder.Events:
+			switch {
+			case strings.HasPrefix(e, "Normal Scheduled "):
+				i := strings.LastIndex(e, " to ")
+				return response{"ok": true, "node": e[i+4:], "event": strings.TrimPrefix(e, "Normal Scheduled ")}
+			case strings.HasPrefix(e, "Warning FailedScheduling "):
+				mu.Lock()
+				defer mu.Unlock()
+				resp := response{"ok": true, "node": nil, "message": strings.TrimPrefix(e, "Warning FailedScheduling ")}
+				if nominated != "" {
+					resp["nominatedNode"] = nominated
+				}
+				if fitErr != nil {
+					plugins := map[string][]string{}
+					statusPlugins := map[string]string{}
+					fitErr.Diagnosis.NodeToStatus.ForEachExplicitNode(func(node string, st *fwk.Status) {
+						plugins[node] = st.Reasons()
+						statusPlugins[node] = st.Plugin()
+					})
+					resp["plugins"] = plugins
+					resp["rejectedBy"] = statusPlugins
+					resp["numAllNodes"] = fitErr.NumAllNodes
+				} else if otherErr != nil {
+					resp["error"] = otherErr.Error()
+				}
+				return resp
+			}
+		}
+	}
+}
