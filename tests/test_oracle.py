@@ -84,3 +84,49 @@ def test_validate_refuses_a_daemonset_surging_and_unavailable(oracle: Path) -> N
     assert [(e["field"], e["type"]) for e in answer["errors"]] == [
         ("spec.updateStrategy.rollingUpdate.maxSurge", "FieldValueInvalid")
     ]
+
+
+def _node(name: str, cpu: str, taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    resources = {"cpu": cpu, "memory": "8Gi", "pods": "110"}
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": {"taints": taints or []},
+        "status": {
+            "allocatable": resources,
+            "capacity": resources,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def _pod(name: str, cpu: str, node: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]
+    }
+    if node is not None:
+        spec["nodeName"] = node
+    return {"metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def test_schedule_names_the_taint_and_the_full_nodes(oracle: Path) -> None:
+    """3 nodes, one tainted, two too full: kube-scheduler's FailedScheduling message, node by node."""
+    nodes = [
+        _node("n1", "4", [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
+        _node("n2", "1"),
+        _node("n3", "1"),
+    ]
+    bound = [_pod("busy", "900m", "n2")]
+    (fits, refused) = ask(
+        oracle,
+        {"op": "schedule", "nodes": nodes, "pods": bound, "pod": _pod("web", "500m")},
+        {"op": "schedule", "nodes": nodes, "pods": bound, "pod": _pod("web", "1500m")},
+    )
+    assert fits == {"ok": True, "node": "n3", "event": "Successfully assigned default/web to n3"}
+    assert refused["ok"] is True and refused["node"] is None
+    # v1.37.2's TaintToleration says "untolerated taint(s)" without the taint's key (older releases named it).
+    assert refused["message"].startswith(
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+    )
+    assert "preemption:" in refused["message"]
+    assert refused["rejectedBy"] == {"n1": "TaintToleration", "n2": "NodeResourcesFit", "n3": "NodeResourcesFit"}
+    assert refused["plugins"]["n1"] == ["node(s) had untolerated taint(s)"]
