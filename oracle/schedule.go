@@ -36,6 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -165,6 +166,17 @@ func doSchedule(req request) response {
 	defer cancel()
 
 	client := fake.NewClientset(objs...)
+	// Preemption's victims: DefaultPreemption (framework/preemption, the
+	// Evaluator's prepareCandidate) deletes them through the client.
+	var victimsMu sync.Mutex
+	var victims []string
+	client.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		d := a.(k8stesting.DeleteAction)
+		victimsMu.Lock()
+		victims = append(victims, d.GetNamespace()+"/"+d.GetName())
+		victimsMu.Unlock()
+		return false, nil, nil
+	})
 	informerFactory := scheduler.NewInformerFactory(client, 0, nil)
 	recorder := events.NewFakeRecorder(100)
 	sched, err := scheduler.New(ctx, client, informerFactory, nil,
@@ -214,6 +226,23 @@ func doSchedule(req request) response {
 				resp := response{"ok": true, "node": nil, "message": strings.TrimPrefix(e, "Warning FailedScheduling ")}
 				if nominated != "" {
 					resp["nominatedNode"] = nominated
+					// Preemption may delete its victims in a goroutine (async
+					// preemption): wait for the first deletion, then for quiet.
+					deadline := time.Now().Add(3 * time.Second)
+					last := -1
+					for time.Now().Before(deadline) {
+						victimsMu.Lock()
+						n := len(victims)
+						victimsMu.Unlock()
+						if n > 0 && n == last {
+							break
+						}
+						last = n
+						time.Sleep(100 * time.Millisecond)
+					}
+					victimsMu.Lock()
+					resp["victims"] = append([]string{}, victims...)
+					victimsMu.Unlock()
 				}
 				if fitErr != nil {
 					plugins := map[string][]string{}

@@ -128,5 +128,9 @@ def test_schedule_names_the_taint_and_the_full_nodes(oracle: Path) -> None:
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
     )
     assert "preemption:" in refused["message"]
-    assert refused["rejectedBy"] == {"n1": "TaintToleration", "n2": "NodeResourcesFit", "n3": "NodeResourcesFit"}
+    assert refused["rejectedBy"] == {
+        "n1": "TaintToleration",
+        "n2": "NodeResourcesFit",
+        "n3": "NodeResourcesFit",
+    }
     assert refused["plugins"]["n1"] == ["node(s) had untolerated taint(s)"]
