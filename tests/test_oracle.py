@@ -1,4 +1,4 @@
-"""The differential oracle (oracle/, issue 35) builds and answers: one yaml and one cel request.
+"""The differential oracle (oracle/, issue 35) builds and answers: yaml, cel, validate and schedule requests.
 
 Builds the Go program into a temporary folder with the machine's module and
 build caches (cold: a module download of ~500 MB and minutes; warm: seconds).
