@@ -128,6 +128,10 @@ func doSchedule(req request) response {
 			return fail("input", fmt.Errorf("pods: %w", err))
 		}
 		podDefaults(p, classes)
+		if p.Spec.NodeName == "" {
+			// It would enter the scheduling queue and compete with the pod asked about.
+			return fail("input", fmt.Errorf("pods: %s/%s has no spec.nodeName (only bound pods go in \"pods\")", p.Namespace, p.Name))
+		}
 		objs = append(objs, p)
 	}
 	for _, raw := range sr.PDBs {
@@ -155,6 +159,9 @@ func doSchedule(req request) response {
 		return fail("input", fmt.Errorf("pod: %w", err))
 	}
 	podDefaults(pod, classes)
+	if pod.Spec.SchedulerName != v1.DefaultSchedulerName {
+		return fail("input", fmt.Errorf("pod: schedulerName %q: only the default profile (%s) is run", pod.Spec.SchedulerName, v1.DefaultSchedulerName))
+	}
 	pod.Spec.NodeName = ""
 	objs = append(objs, pod)
 
@@ -209,7 +216,9 @@ func doSchedule(req request) response {
 	}
 	sched.SchedulingQueue.Run(klog.FromContext(ctx))
 	defer sched.SchedulingQueue.Close()
-	sched.ScheduleOne(ctx)
+	// ScheduleOne blocks in the queue's Pop until the pod is there; run it
+	// aside so that the timeout (and the deferred Close) still answer.
+	go sched.ScheduleOne(ctx)
 
 	for {
 		select {
