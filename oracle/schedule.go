@@ -33,9 +33,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -54,7 +56,10 @@ type scheduleRequest struct {
 	PDBs            []json.RawMessage `json:"pdbs"`
 	PriorityClasses []json.RawMessage `json:"priorityClasses"`
 	Namespaces      []json.RawMessage `json:"namespaces"`
-	TimeoutSeconds  float64           `json:"timeoutSeconds"`
+	// Any other built-in object with apiVersion and kind (PersistentVolume,
+	// PersistentVolumeClaim, StorageClass, CSINode, ...), for the volume plugins.
+	Objects        []json.RawMessage `json:"objects"`
+	TimeoutSeconds float64           `json:"timeoutSeconds"`
 }
 
 // decodeInto decodes a v1 object and applies the API server's defaulting
@@ -150,6 +155,22 @@ func doSchedule(req request) response {
 			return fail("input", fmt.Errorf("namespaces: %w", err))
 		}
 		objs = append(objs, ns)
+	}
+	for _, raw := range sr.Objects {
+		obj, _, err := clientscheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+		if err != nil {
+			return fail("input", fmt.Errorf("objects: %w", err))
+		}
+		legacyscheme.Scheme.Default(obj)
+		if p, ok := obj.(*v1.Pod); ok {
+			podDefaults(p, classes)
+		}
+		if m, ok := obj.(metav1.Object); ok && m.GetNamespace() == "" {
+			if _, namespaced := obj.(*v1.PersistentVolumeClaim); namespaced {
+				m.SetNamespace("default")
+			}
+		}
+		objs = append(objs, obj)
 	}
 	pod := &v1.Pod{}
 	if len(sr.Pod) == 0 {
