@@ -134,3 +134,51 @@ def test_schedule_names_the_taint_and_the_full_nodes(oracle: Path) -> None:
         "n3": "NodeResourcesFit",
     }
     assert refused["plugins"]["n1"] == ["node(s) had untolerated taint(s)"]
+
+
+def test_schedule_follows_a_bound_volume_to_its_zone(oracle: Path) -> None:
+    """A PVC bound to a PV pinned to z1: VolumeBinding refuses the z2 node; without a selector, z1 wins."""
+    nodes = [_node("a", "4"), _node("b", "4")]
+    nodes[0]["metadata"]["labels"]["topology.kubernetes.io/zone"] = "z1"
+    nodes[1]["metadata"]["labels"]["topology.kubernetes.io/zone"] = "z2"
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z1"]}
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "pv1"},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "std",
+            "csi": {"driver": "d", "volumeHandle": "h"},
+            "claimRef": {"namespace": "default", "name": "data"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [zone]}]}},
+        },
+        "status": {"phase": "Bound"},
+    }
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": "data",
+            "namespace": "default",
+            "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+        },
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "std",
+            "volumeName": "pv1",
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+        "status": {"phase": "Bound"},
+    }
+    pinned = _pod("db", "100m")
+    pinned["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]
+    elsewhere = json.loads(json.dumps(pinned))
+    elsewhere["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "b"}
+    request = {"op": "schedule", "nodes": nodes, "pods": [], "objects": [volume, claim]}
+    (free, refused) = ask(oracle, {**request, "pod": pinned}, {**request, "pod": elsewhere})
+    assert free["node"] == "a"
+    assert refused["node"] is None
+    assert refused["rejectedBy"] == {"a": "NodeAffinity", "b": "VolumeBinding"}
+    assert "1 node(s) didn't match PersistentVolume's node affinity" in refused["message"]
