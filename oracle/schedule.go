@@ -36,6 +36,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
@@ -43,8 +45,10 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/scheduler"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/plugin/pkg/admission/runtimeclass"
 )
 
 func init() { extraOps["schedule"] = doSchedule }
@@ -184,7 +188,6 @@ func doSchedule(req request) response {
 		return fail("input", fmt.Errorf("pod: schedulerName %q: only the default profile (%s) is run", pod.Spec.SchedulerName, v1.DefaultSchedulerName))
 	}
 	pod.Spec.NodeName = ""
-	objs = append(objs, pod)
 
 	timeout := 20 * time.Second
 	if sr.TimeoutSeconds > 0 {
@@ -205,6 +208,12 @@ func doSchedule(req request) response {
 		victimsMu.Unlock()
 		return false, nil, nil
 	})
+	if err := admitRuntimeClass(ctx, client, pod); err != nil {
+		return fail("admission", err)
+	}
+	if err := client.Tracker().Add(pod); err != nil {
+		return fail("input", fmt.Errorf("pod: %w", err))
+	}
 	informerFactory := scheduler.NewInformerFactory(client, 0, nil)
 	recorder := events.NewFakeRecorder(100)
 	sched, err := scheduler.New(ctx, client, informerFactory, nil,
@@ -291,4 +300,35 @@ func doSchedule(req request) response {
 			}
 		}
 	}
+}
+
+// admitRuntimeClass runs the RuntimeClass admission plugin
+// (plugin/pkg/admission/runtimeclass: Admit's setOverhead and setScheduling,
+// then Validate's validateOverhead) on the pod being created, as the API
+// server does before the scheduler ever sees it: the class's
+// overhead.podFixed becomes spec.overhead, its scheduling.nodeSelector and
+// tolerations are merged into the pod's (a conflicting selector is refused).
+// The class is looked up through the client (the plugin's live lookup when
+// its lister has not got it), so RuntimeClasses come in "objects".
+func admitRuntimeClass(ctx context.Context, client *fake.Clientset, pod *v1.Pod) error {
+	if pod.Spec.RuntimeClassName == nil {
+		return nil
+	}
+	plugin := runtimeclass.NewRuntimeClass()
+	plugin.SetExternalKubeClientSet(client)
+	plugin.SetExternalKubeInformerFactory(informers.NewSharedInformerFactory(client, 0))
+	internal := &api.Pod{}
+	if err := legacyscheme.Scheme.Convert(pod, internal, nil); err != nil {
+		return err
+	}
+	attrs := admission.NewAttributesRecord(internal, nil, api.Kind("Pod").WithVersion("version"),
+		pod.Namespace, pod.Name, api.Resource("pods").WithVersion("version"), "",
+		admission.Create, &metav1.CreateOptions{}, false, nil)
+	if err := plugin.Admit(ctx, attrs, nil); err != nil {
+		return err
+	}
+	if err := plugin.Validate(ctx, attrs, nil); err != nil {
+		return err
+	}
+	return legacyscheme.Scheme.Convert(internal, pod, nil)
 }
