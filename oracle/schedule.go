@@ -48,6 +48,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/scheduler"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/plugin/pkg/admission/priority"
 	"k8s.io/kubernetes/plugin/pkg/admission/runtimeclass"
 )
 
@@ -89,7 +90,9 @@ func podDefaults(p *v1.Pod, classes []*schedulingv1.PriorityClass) {
 	}
 	// The Priority admission plugin (plugin/pkg/admission/priority) sets
 	// priority and preemptionPolicy from the PriorityClass (or the
-	// globalDefault one) when the pod is created.
+	// globalDefault one) when the pod is created. Transcribed here for the
+	// bound pods (a capture's pods have it already); the pod being
+	// scheduled goes through the plugin itself (admitPriority).
 	if p.Spec.Priority == nil {
 		var pc *schedulingv1.PriorityClass
 		for _, c := range classes {
@@ -183,7 +186,7 @@ func doSchedule(req request) response {
 	if err := decodeInto(sr.Pod, pod); err != nil {
 		return fail("input", fmt.Errorf("pod: %w", err))
 	}
-	podDefaults(pod, classes)
+	podDefaults(pod, nil) // its priority comes from the Priority admission plugin below
 	if pod.Spec.SchedulerName != v1.DefaultSchedulerName {
 		return fail("input", fmt.Errorf("pod: schedulerName %q: only the default profile (%s) is run", pod.Spec.SchedulerName, v1.DefaultSchedulerName))
 	}
@@ -208,6 +211,9 @@ func doSchedule(req request) response {
 		victimsMu.Unlock()
 		return false, nil, nil
 	})
+	if err := admitPriority(ctx, client, pod); err != nil {
+		return fail("admission", err)
+	}
 	if err := admitRuntimeClass(ctx, client, pod); err != nil {
 		return fail("admission", err)
 	}
@@ -317,6 +323,40 @@ func admitRuntimeClass(ctx context.Context, client *fake.Clientset, pod *v1.Pod)
 	plugin := runtimeclass.NewRuntimeClass()
 	plugin.SetExternalKubeClientSet(client)
 	plugin.SetExternalKubeInformerFactory(informers.NewSharedInformerFactory(client, 0))
+	return admitInternalPod(ctx, plugin, pod)
+}
+
+// admitPriority runs the Priority admission plugin
+// (plugin/pkg/admission/priority, Admit then Validate) on the pod being
+// created: spec.priority and spec.preemptionPolicy from its
+// priorityClassName or the globalDefault class (else 0), a missing class
+// refused. Only for a pod without spec.priority: a pod read from a cluster
+// was admitted already (the plugin would refuse its priority if the class
+// were not given).
+func admitPriority(ctx context.Context, client *fake.Clientset, pod *v1.Pod) error {
+	if pod.Spec.Priority != nil {
+		return nil
+	}
+	plugin := priority.NewPlugin()
+	plugin.SetExternalKubeClientSet(client)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	plugin.SetExternalKubeInformerFactory(factory)
+	stop, cancel := context.WithCancel(ctx)
+	factory.Start(stop.Done())
+	factory.WaitForCacheSync(stop.Done())
+	defer factory.Shutdown() // after cancel (defers run last-first): Shutdown waits for the informers to stop
+	defer cancel()
+	return admitInternalPod(ctx, plugin, pod)
+}
+
+type admitValidator interface {
+	admission.MutationInterface
+	admission.ValidationInterface
+}
+
+// admitInternalPod converts the pod to the internal type, runs the plugin's
+// Admit and Validate for a CREATE, and converts it back.
+func admitInternalPod(ctx context.Context, plugin admitValidator, pod *v1.Pod) error {
 	internal := &api.Pod{}
 	if err := legacyscheme.Scheme.Convert(pod, internal, nil); err != nil {
 		return err
