@@ -182,3 +182,35 @@ def test_schedule_follows_a_bound_volume_to_its_zone(oracle: Path) -> None:
     assert refused["node"] is None
     assert refused["rejectedBy"] == {"a": "NodeAffinity", "b": "VolumeBinding"}
     assert "1 node(s) didn't match PersistentVolume's node affinity" in refused["message"]
+
+
+def test_schedule_admits_the_pod_first_priority_and_runtime_class(oracle: Path) -> None:
+    """The Priority and RuntimeClass admission plugins run on the pod before the scheduler sees it."""
+    nodes = [_node("n1", "1")]
+    bound = [_pod("low", "900m", "n1")]
+    high = {"metadata": {"name": "high"}, "value": 1000}
+    urgent = _pod("urgent", "500m")
+    urgent["spec"]["priorityClassName"] = "high"
+    sandboxed = _pod("sandboxed", "50m")
+    sandboxed["spec"]["runtimeClassName"] = "gvisor"
+    gvisor = {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": "gvisor"},
+        "handler": "runsc",
+        "overhead": {"podFixed": {"cpu": "250m"}},
+    }
+    (preempts, unknown, overhead) = ask(
+        oracle,
+        {"op": "schedule", "nodes": nodes, "pods": bound, "pod": urgent, "priorityClasses": [high]},
+        {"op": "schedule", "nodes": nodes, "pods": bound, "pod": urgent},
+        {"op": "schedule", "nodes": nodes, "pods": bound, "pod": sandboxed, "objects": [gvisor]},
+    )
+    assert preempts["nominatedNode"] == "n1" and preempts["victims"] == ["default/low"]
+    assert unknown == {
+        "ok": False,
+        "stage": "admission",
+        "error": 'pods "urgent" is forbidden: no PriorityClass with name high was found',
+    }
+    # 900m + 50m fits in 1 CPU; the class's 250m overhead does not.
+    assert overhead["node"] is None and overhead["rejectedBy"] == {"n1": "NodeResourcesFit"}
