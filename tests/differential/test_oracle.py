@@ -1,53 +1,23 @@
 """The differential oracle (oracle/, issue 35) builds and answers: yaml, cel, validate and schedule requests.
 
-Builds the Go program into a temporary folder with the machine's module and
-build caches (cold: a module download of ~500 MB and minutes; warm: seconds).
-Skips, saying why, where `go` is not on the PATH.
+The oracle is built once (tests/differential/oracle.py says where from); these tests pin a few
+answers of upstream's code that kaffinity's semantics rely on. Skips, saying why, where `go` is
+not on the PATH.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-ORACLE = Path(__file__).resolve().parent.parent / "oracle"
-
-pytestmark = pytest.mark.slow
+from tests.differential.oracle import Oracle
 
 
-@pytest.fixture(scope="module")
-def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip(
-            "no `go` on the PATH: the oracle (oracle/README.md) needs Go 1.26 and the Go module proxy"
-        )
-    binary = tmp_path_factory.mktemp("oracle") / "oracle"
-    built = subprocess.run(
-        [go, "build", "-o", str(binary), "."],
-        cwd=ORACLE,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    assert built.returncode == 0, built.stderr
-    yield binary
+def ask(oracle: Oracle, *requests: dict[str, Any]) -> list[dict[str, Any]]:
+    return oracle.ask_all(*requests)
 
 
-def ask(binary: Path, *requests: dict[str, Any]) -> list[dict[str, Any]]:
-    lines = "".join(json.dumps(r) + "\n" for r in requests)
-    done = subprocess.run([str(binary)], input=lines, capture_output=True, text=True, timeout=60, check=True)
-    return [json.loads(line) for line in done.stdout.splitlines()]
-
-
-def test_yaml_answers_as_sigs_k8s_io_yaml(oracle: Path) -> None:
+def test_yaml_answers_as_sigs_k8s_io_yaml(oracle: Oracle) -> None:
     (good, bad) = ask(
         oracle, {"op": "yaml", "yaml": "a: yes\nb: 0x10\nc: ~\n"}, {"op": "yaml", "yaml": "a: [\n"}
     )
@@ -55,7 +25,7 @@ def test_yaml_answers_as_sigs_k8s_io_yaml(oracle: Path) -> None:
     assert bad["ok"] is False and "did not find expected node content" in bad["error"]
 
 
-def test_cel_formats_lists_as_strings_v2(oracle: Path) -> None:
+def test_cel_formats_lists_as_strings_v2(oracle: Oracle) -> None:
     (answer,) = ask(
         oracle, {"op": "cel", "expr": "'%s'.format([object.names])", "object": {"names": ["app", "side"]}}
     )
@@ -63,7 +33,7 @@ def test_cel_formats_lists_as_strings_v2(oracle: Path) -> None:
     assert answer["result"] == '["app", "side"]'
 
 
-def test_validate_refuses_a_daemonset_surging_and_unavailable(oracle: Path) -> None:
+def test_validate_refuses_a_daemonset_surging_and_unavailable(oracle: Oracle) -> None:
     daemonset = {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -108,7 +78,7 @@ def _pod(name: str, cpu: str, node: str | None = None) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "default"}, "spec": spec}
 
 
-def test_schedule_names_the_taint_and_the_full_nodes(oracle: Path) -> None:
+def test_schedule_names_the_taint_and_the_full_nodes(oracle: Oracle) -> None:
     """3 nodes, one tainted, two too full: kube-scheduler's FailedScheduling message, node by node."""
     nodes = [
         _node("n1", "4", [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
@@ -136,7 +106,7 @@ def test_schedule_names_the_taint_and_the_full_nodes(oracle: Path) -> None:
     assert refused["plugins"]["n1"] == ["node(s) had untolerated taint(s)"]
 
 
-def test_schedule_follows_a_bound_volume_to_its_zone(oracle: Path) -> None:
+def test_schedule_follows_a_bound_volume_to_its_zone(oracle: Oracle) -> None:
     """A PVC bound to a PV pinned to z1: VolumeBinding refuses the z2 node; without a selector, z1 wins."""
     nodes = [_node("a", "4"), _node("b", "4")]
     nodes[0]["metadata"]["labels"]["topology.kubernetes.io/zone"] = "z1"
@@ -184,7 +154,7 @@ def test_schedule_follows_a_bound_volume_to_its_zone(oracle: Path) -> None:
     assert "1 node(s) didn't match PersistentVolume's node affinity" in refused["message"]
 
 
-def test_schedule_admits_the_pod_first_priority_and_runtime_class(oracle: Path) -> None:
+def test_schedule_admits_the_pod_first_priority_and_runtime_class(oracle: Oracle) -> None:
     """The Priority and RuntimeClass admission plugins run on the pod before the scheduler sees it."""
     nodes = [_node("n1", "1")]
     bound = [_pod("low", "900m", "n1")]
