@@ -111,3 +111,22 @@ def test_the_changed_context_skips_a_tracked_symlink_leading_outside(checkout: P
     )
     assert MARKER not in done.stdout + done.stderr
     assert done.returncode == 0, done.stdout
+
+
+def test_no_git_hook_of_the_checkout_runs(checkout: Path) -> None:
+    """A repository's ``core.fsmonitor`` names a program git would run when it reads the index
+    (git-config(1)); kaffinity's git commands turn it off, whether it walks the checkout or
+    lints what changed since a revision."""
+    ran = checkout.parent / "hook-ran"
+    hook = checkout.parent / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    hook.chmod(0o755)
+    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    subprocess.run([*git, "config", "core.fsmonitor", str(hook)], check=True)
+    (checkout / "manifests" / "fine.yaml").write_text(GOOD + "data: {a: b}\n")
+    for args in ((".",), ("--changed", "manifests/fine.yaml")):
+        done = lint_json("--no-cache", *args, cwd=checkout)
+        assert done.code == 0, done.stderr
+    assert not ran.exists()

@@ -94,10 +94,15 @@ def ignored_paths(folder: str) -> frozenset[str]:
     return frozenset(ignored)
 
 
+#: git as kaffinity runs it in a checkout: core.fsmonitor off, so that listing or reading the
+#: index runs no hook a repository's configuration names (git-config(1), core.fsmonitor).
+_GIT = ("git", "-c", "core.fsmonitor=false")
+
+
 def _git(cwd: str, *args: str) -> str | None:
     try:
         done = subprocess.run(
-            ["git", *args],
+            [*_GIT, *args],
             cwd=cwd,
             capture_output=True,
             text=True,
@@ -164,7 +169,7 @@ def previous_versions(paths: Sequence[str], size_limit: int) -> dict[str, str]:
 def _git_bytes(cwd: str, stdin: bytes, *args: str) -> bytes | None:
     try:
         done = subprocess.run(
-            ["git", *args], cwd=cwd, input=stdin, capture_output=True, timeout=_GIT_TIMEOUT, check=False
+            [*_GIT, *args], cwd=cwd, input=stdin, capture_output=True, timeout=_GIT_TIMEOUT, check=False
         )
     except (OSError, subprocess.SubprocessError):
         return None

@@ -46,7 +46,8 @@ class RevisionError(Exception):
 def _git(cwd: str, *args: str, data: bytes | None = None) -> bytes:
     try:
         done = subprocess.run(
-            ["git", *args],
+            # core.fsmonitor off: reading the index or the work tree runs no hook (git-config(1)).
+            ["git", "-c", "core.fsmonitor=false", *args],
             cwd=cwd,
             env=_env(),
             input=data,
