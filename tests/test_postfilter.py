@@ -551,9 +551,9 @@ def test_a_failed_scale_up_is_tried_once_per_template(
     added: list[str] = []
     original = Simulation.add_node
 
-    def counting(self: Simulation, node: Any, growth: Any = None) -> None:
+    def counting(self: Simulation, node: Any, growth: Any = None, wants: Any = None) -> None:
         added.append(node.name)
-        original(self, node, growth)
+        original(self, node, growth, wants)
 
     monkeypatch.setattr(Simulation, "add_node", counting)
     # Required affinity to pods nobody runs: no node, old or new, passes InterPodAffinity.

@@ -12,6 +12,25 @@ from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
+    from kaffinity.simulate.cluster import Pool
+
+
+def _may_grow(pool: Pool) -> str:
+    """What the finding says of a pool that grew, with what is assumed of its new nodes."""
+    if pool.max is not None:
+        return f"{pool.word} may grow (max {pool.max})"
+    if pool.allocatable is None:
+        # No node of the pool to take the size from, and no instance-type catalogue offline.
+        limits = (
+            " (its limits count, for each new node, the requests of the pod it is added for)"
+            if pool.limits
+            else ""
+        )
+        return (
+            f"{pool.word} may grow; it has no node yet, so the size of a new one is not known: kaffinity "
+            f"assumes an instance type that takes the pods{limits}"
+        )
+    return f"{pool.word} may grow"
 
 
 def _check(context: Context) -> Iterator[Violation]:
@@ -28,11 +47,7 @@ def _check(context: Context) -> Iterator[Violation]:
         pods = name_list(placement.pod.name for placement in grown)
         verb = "fits" if len(grown) == 1 else "fit"
         related = tuple(
-            Related(
-                pool.doc,
-                pool.path,
-                f"{pool.word} may grow" + (f" (max {pool.max})" if pool.max is not None else ""),
-            )
+            Related(pool.doc, pool.path, _may_grow(pool))
             for pool in {pool.word: pool for pool in pools}.values()
         )
         yield Violation(
