@@ -60,6 +60,44 @@ def _check(context: Context) -> Iterator[Violation]:
             fix="nothing, if scaling up is intended; else give the cluster room, or lower the replicas "
             "or requests",
         )
+    yield from _rollouts(context)
+
+
+def _rollouts(context: Context) -> Iterator[Violation]:
+    """Rolling updates that finish only because the autoscaler adds nodes for their new pods
+    (a surge pod that fits nowhere gets its node before the controller removes an old pod):
+    information, at the update strategy. A rollout that stops is rollout-deadlock's."""
+    from kaffinity.k8s.model.readers import dig
+    from kaffinity.simulate.rollout.simulation import outcomes
+
+    run = context.placement
+    assert run is not None
+    settings = context.settings
+    workloads = context.inventory.workloads
+    found = outcomes(run, workloads, version=settings.kube_version, gates=dict(settings.feature_gates))
+    for workload in workloads:
+        outcome = found[id(workload)]
+        if outcome.deadlock is not None or not outcome.grown:
+            continue
+        pools = [pool for _, pool in outcome.grown]
+        strategy = workload.strategy
+        path = (
+            strategy.path
+            if strategy is not None and dig(workload.doc.data, strategy.path) is not None
+            else ("spec",)
+        )
+        yield Violation(
+            workload.doc,
+            path,
+            f"its rolling update finishes only once the autoscaler adds {pool_nodes(pools)} for its new pods "
+            "(they wait Pending for the new nodes, typically minutes)",
+            related=tuple(
+                Related(pool.doc, pool.path, _may_grow(pool))
+                for pool in {pool.word: pool for pool in pools}.values()
+            ),
+            fix="nothing, if that is intended; else leave room for the new pods, or roll out with "
+            "maxSurge: 0",
+        )
 
 
 RULE = Rule(
