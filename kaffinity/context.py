@@ -140,11 +140,13 @@ class Context:
         (``kaffinity.simulate.framework``); None without a cluster or with ``--no-simulate``."""
         if self.cluster is None or not self.settings.simulate:
             return None
+        from kaffinity.explain.precedence import refused
         from kaffinity.simulate.place import TooManyPods, place_all
 
+        gone = refused(self)  # objects the API server refuses create no pods
         try:
             return place_all(
-                self.inventory.workloads,
+                [workload for workload in self.inventory.workloads if id(workload.doc) not in gone],
                 self.cluster,
                 version=self.settings.kube_version,
                 gates=self.settings.feature_gates,
