@@ -76,6 +76,4 @@ def refused(context: Context) -> frozenset[int]:
     What it refuses is then reported once, as such, and not again by the rules that read the
     object's terms or place its pods (``affinity-no-match``, ``anti-affinity-no-match``,
     ``preferred-no-match``, and the placement's rules)."""
-    if reported_at(context, "api-validation") is None:
-        return frozenset()
-    return frozenset(id(violation.doc) for violation in context.validation.get("api-validation", ()))
+    return context.refused

@@ -243,7 +243,7 @@ def test_a_class_the_cluster_does_not_have_refuses_every_pod(tmp_path: Path) -> 
 
 def test_a_class_is_not_refused_when_the_cluster_file_lists_none(tmp_path: Path) -> None:
     """Nodes only (kubectl get nodes): the cluster's classes are not known, nothing is refused."""
-    nodes_only = CLASSES.split("---")[0]
+    nodes_only = CLASSES.split("---", maxsplit=1)[0]
     assert _refusals(tmp_path, nodes_only, WEB) == []
 
 
