@@ -34,6 +34,12 @@ FAILING = [
         ],
     ),
     (
+        "fail-karpenter-fresh.yaml",
+        [
+            ("replicas: 5", None, "info", "spec.replicas"),
+        ],
+    ),
+    (
         "fail-karpenter.yaml",
         [
             # its rolling update needs one more node: needs-scale-up, no longer rollout-deadlock
@@ -49,7 +55,7 @@ def test_needs_scale_up_in_the_failing_example(name: str, found: Found) -> None:
     assert_example(FOLDER / name, RULE, found, others=True)
 
 
-@pytest.mark.parametrize("name", ["pass.yaml", "pass-karpenter.yaml"])
+@pytest.mark.parametrize("name", ["pass.yaml", "pass-karpenter.yaml", "pass-karpenter-fresh.yaml"])
 def test_needs_scale_up_not_in_the_passing_example(name: str) -> None:
     assert_example(FOLDER / name, RULE, [])
 
