@@ -115,7 +115,13 @@ autoscaler would add does: a `ClusterTopology` pool with `max` above `count` (a
 cluster-autoscaler node group), or a Karpenter `NodePool` (`karpenter.sh/v1`) within its
 `limits`. kaffinity adds the node as they would -- one at a time, for a pod that fits nowhere
 and that preemption cannot place, with the DaemonSet pods that run on it, never past `max`, the
-NodePool limits or `limits: nodes` -- and names how many nodes of which pool it took.
+NodePool limits or `limits: nodes` -- and names how many nodes of which pool it took. A NodePool
+with no node yet grows too (its limits count the nodes it has: none); the size of its new node is
+then not known, and the finding says what is assumed (docs/cluster.md, "Autoscaling pools").
+
+It also reports, at the update strategy, a rolling update that finishes only because the
+autoscaler adds nodes for its new pods: a surge pod that fits nowhere gets its node as soon as it
+is created, before the controller removes an old pod. A rollout that stops is `rollout-deadlock`'s.
 
 ## Why it matters
 Nothing is wrong: this is what autoscaling is for. But the pods wait for a new node (minutes),
