@@ -528,6 +528,11 @@ kind and name; never the order of the files) is not reported. Pods whose require
 matches no pod at all are also `affinity-no-match`'s: the more severe finding of the two is
 kept, a tie going to `affinity-no-match`. It needs the simulation (quiet with `--no-simulate`).
 
+It also reports, at the field, a workload whose pods the Priority admission plugin refuses
+(`admitPod`, plugin/pkg/admission/priority): a `priorityClassName` the cluster file's list of
+PriorityClasses lacks, or a `priority` / `preemptionPolicy` other than its class gives. No pod of
+it is created (the controller's `FailedCreate` event), so none is placed.
+
 ## Why it matters
 The scheduler leaves such pods Pending until the cluster changes; nothing in the manifests
 says so before deploy. Filters and reasons are those of the default profile
