@@ -177,8 +177,9 @@ def admit(workload: Workload, priorities: Priorities | None = None) -> Admission
             f"priority admission controller computed {policy} from the given PriorityClass name",
             (*spec_path, "preemptionPolicy"),
         )
-    priority = value if value is not None else own if own is not None else priorities.default
-    return Admission(priority, (policy or own_policy or PREEMPT_LOWER) != "Never")
+    if value is None:  # a class not known, or a globalDefault class the cluster may have: 0
+        value = own if own is not None else 0
+    return Admission(value, (policy or own_policy or PREEMPT_LOWER) != "Never")
 
 
 #: Only the built-in classes (none declared).
