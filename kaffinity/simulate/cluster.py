@@ -324,7 +324,8 @@ KARPENTER_OPEN = (
     KARPENTER_CAPACITY_TYPE,
 )
 #: The value a node of a NodePool with an ``Exists`` requirement has when the pod asks for none
-#: (Karpenter makes one up, ``Requirement.Any``; only that the label exists matters).
+#: (Karpenter makes one up: a random number, ``Requirement.Any`` in kubernetes-sigs/karpenter
+#: pkg/scheduling/requirement.go; only that the label exists matters).
 KARPENTER_ANY = "kaffinity-any"
 #: How many label choices of a NodePool's requirements are tried for one pod (zones x values).
 MAX_VARIANTS = 64

@@ -81,6 +81,14 @@ def priority_classes(draw: st.DrawFn) -> list[dict[str, Any]]:
         if policy is not None:
             pc["preemptionPolicy"] = policy
         found.append(pc)
+    # Several globalDefault classes exist only through the race the plugin allows for (its
+    # validatePriorityClass refuses a second one); upstream then takes the lowest value, and
+    # among equal ones the first its lister returns (informer map order: not deterministic).
+    # So the lowest value is kept by one default class only.
+    defaults = [pc for pc in found if pc.get("globalDefault")]
+    lowest = min((pc["value"] for pc in defaults), default=None)
+    for pc in [pc for pc in defaults if pc["value"] == lowest][1:]:
+        del pc["globalDefault"]
     return found
 
 
