@@ -255,3 +255,16 @@ def test_a_preemption_policy_other_than_the_class_refuses_the_pods(tmp_path: Pat
     findings = _refusals(tmp_path, CLASSES, never)
     found = kit.assert_found(findings, "unschedulable", 14, 7, path="spec.template.spec.preemptionPolicy")
     assert "PreemptionPolicy (Never) must not be provided in pod spec" in found["message"]
+
+
+def test_a_priority_other_than_the_class_gives_refuses_the_pods(tmp_path: Path) -> None:
+    """admitPod: `the integer value of priority (5) must not be provided in pod spec; priority
+    admission controller computed 1000000 from the given PriorityClass name`."""
+    own = WEB.replace("high-priorty", "high-priority").replace(
+        "      containers:", "      priority: 5\n      containers:"
+    )
+    findings = _refusals(tmp_path, CLASSES, own)
+    found = kit.assert_found(findings, "unschedulable", 14, 7, path="spec.template.spec.priority")
+    assert "computed 1000000 from the given PriorityClass name" in found["message"]
+    # The class's own value is admitted: nothing to say.
+    assert _refusals(tmp_path, CLASSES, own.replace("priority: 5", "priority: 1000000")) == []
