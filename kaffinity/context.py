@@ -142,9 +142,10 @@ class Context:
             return None
         from kaffinity.simulate.place import TooManyPods, place_all
 
+        gone = self.refused  # objects the API server refuses create no pods
         try:
             return place_all(
-                self.inventory.workloads,
+                [workload for workload in self.inventory.workloads if id(workload.doc) not in gone],
                 self.cluster,
                 version=self.settings.kube_version,
                 gates=self.settings.feature_gates,
@@ -164,6 +165,16 @@ class Context:
     def complete(self) -> bool:
         """Whether the input is declared complete: ``--closed``, or a cluster file lists its pods."""
         return self.settings.closed or (self.cluster is not None and self.cluster.has_pods)
+
+    @cached_property
+    def refused(self) -> frozenset[int]:
+        """The documents (``id``) the API server refuses outright, by ``api-validation``'s
+        errors, when that rule runs (nothing gives way to a rule that does not run): never
+        created, so without pods to place or terms that select
+        (:func:`kaffinity.explain.precedence.refused`)."""
+        if "api-validation" not in self.run.running:
+            return frozenset()
+        return frozenset(id(violation.doc) for violation in self.validation.get("api-validation", ()))
 
     @cached_property
     def validation(self) -> dict[str, list[Violation]]:

@@ -288,8 +288,9 @@ def test_host_port_rollouts_on_one_node(tmp_path: Path) -> None:
 
 def test_a_host_port_rollout_that_needs_a_new_node(tmp_path: Path) -> None:
     surge = INGRESS.replace("REPLICAS", "1").replace("STRATEGY", "{maxSurge: 1, maxUnavailable: 0}")
-    # A pool that may grow: the surge pod gets a second node (information, not a deadlock).
-    assert _lint(tmp_path, _pool(1, 2), surge) == [("rollout-deadlock", 6, 3)]
+    # A pool that may grow: the surge pod gets a second node (information, needs-scale-up's:
+    # a dependency a new node resolves is no deadlock).
+    assert _lint(tmp_path, _pool(1, 2), surge) == [("needs-scale-up", 6, 3)]
     assert [f["severity"] for f in _findings(tmp_path, _pool(1, 2), surge)] == ["info"]
     # At its max it cannot: the deadlock, an error.
     assert _lint(tmp_path, _pool(1, 1), surge) == [("rollout-deadlock", 6, 3)]
@@ -551,9 +552,9 @@ def test_a_failed_scale_up_is_tried_once_per_template(
     added: list[str] = []
     original = Simulation.add_node
 
-    def counting(self: Simulation, node: Any, growth: Any = None) -> None:
+    def counting(self: Simulation, node: Any, growth: Any = None, wants: Any = None) -> None:
         added.append(node.name)
-        original(self, node, growth)
+        original(self, node, growth, wants)
 
     monkeypatch.setattr(Simulation, "add_node", counting)
     # Required affinity to pods nobody runs: no node, old or new, passes InterPodAffinity.

@@ -129,10 +129,15 @@ def silent_terms(
     api-warning's, unless this rule is the more severe: :mod:`kaffinity.explain.precedence`). Shared by
     preferred-no-match and anti-affinity-no-match.
     """
+    from kaffinity.explain.precedence import refused
+
     graph = context.graph
+    gone = refused(context)  # objects the API server refuses: api-validation's finding, once
     for member in graph.workloads():
         workload = member.workload
         assert workload is not None
+        if id(workload.doc) in gone:
+            continue
         for relation in graph.terms(member.id, required=required):
             if relation.kind not in kinds or relation.reach:
                 continue

@@ -21,6 +21,8 @@ The pairs (each rule's module says which side it is on):
   term without ``labelSelector``; a tie goes to ``api-warning``, the API server's own words.
 - ``revision-unscoped`` / ``gated-field-dropped`` and ``field-unavailable``: a
   ``matchLabelKeys: [pod-template-hash]`` the target version drops; a tie goes to the field's rule.
+- ``api-validation`` / every rule that reads an object's terms or places its pods: an object the
+  API server refuses is never created (:func:`refused`), whatever the severities.
 
 Rule modules never import each other: they ask this module, which reads the rules that run from
 the context (the engine, which knows the registry, lists them there).
@@ -65,3 +67,13 @@ def gives_way(
     if ours is None:
         return True
     return theirs.rank > ours.rank or (tie_to_other and theirs.rank == ours.rank)
+
+
+def refused(context: Context) -> frozenset[int]:
+    """The documents (``id``) the API server refuses outright, by ``api-validation``'s errors
+    (the object is never created, so it has no pods to place and its terms select nothing),
+    when that rule runs; empty otherwise (nothing gives way to a rule that does not run).
+    What it refuses is then reported once, as such, and not again by the rules that read the
+    object's terms or place its pods (``affinity-no-match``, ``anti-affinity-no-match``,
+    ``preferred-no-match``, and the placement's rules)."""
+    return context.refused

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kaffinity.explain.precedence import gives_way
+from kaffinity.explain.precedence import gives_way, refused
 from kaffinity.findings import Severity, Violation
 from kaffinity.k8s.compact import MODEL_FIELDS
 from kaffinity.rules.base import Rule
@@ -20,7 +20,8 @@ def _check(context: Context) -> Iterator[Violation]:
     from kaffinity.explain.nomatch import RULE as NAME
     from kaffinity.explain.nomatch import affinity_no_match, strongest
 
-    found = affinity_no_match(context)
+    gone = refused(context)  # never created: api-validation's finding says why, once
+    found = tuple(violation for violation in affinity_no_match(context) if id(violation.doc) not in gone)
     pending = _pending(context)
     if not pending:
         yield from found

@@ -12,6 +12,25 @@ from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
+    from kaffinity.simulate.cluster import Pool
+
+
+def _may_grow(pool: Pool) -> str:
+    """What the finding says of a pool that grew, with what is assumed of its new nodes."""
+    if pool.max is not None:
+        return f"{pool.word} may grow (max {pool.max})"
+    if pool.allocatable is None:
+        # No node of the pool to take the size from, and no instance-type catalogue offline.
+        limits = (
+            " (its limits count, for each new node, the requests of the pod it is added for)"
+            if pool.limits
+            else ""
+        )
+        return (
+            f"{pool.word} may grow; it has no node yet, so the size of a new one is not known: kaffinity "
+            f"assumes an instance type that takes the pods{limits}"
+        )
+    return f"{pool.word} may grow"
 
 
 def _check(context: Context) -> Iterator[Violation]:
@@ -28,11 +47,7 @@ def _check(context: Context) -> Iterator[Violation]:
         pods = name_list(placement.pod.name for placement in grown)
         verb = "fits" if len(grown) == 1 else "fit"
         related = tuple(
-            Related(
-                pool.doc,
-                pool.path,
-                f"{pool.word} may grow" + (f" (max {pool.max})" if pool.max is not None else ""),
-            )
+            Related(pool.doc, pool.path, _may_grow(pool))
             for pool in {pool.word: pool for pool in pools}.values()
         )
         yield Violation(
@@ -44,6 +59,44 @@ def _check(context: Context) -> Iterator[Violation]:
             related=related,
             fix="nothing, if scaling up is intended; else give the cluster room, or lower the replicas "
             "or requests",
+        )
+    yield from _rollouts(context)
+
+
+def _rollouts(context: Context) -> Iterator[Violation]:
+    """Rolling updates that finish only because the autoscaler adds nodes for their new pods
+    (a surge pod that fits nowhere gets its node before the controller removes an old pod):
+    information, at the update strategy. A rollout that stops is rollout-deadlock's."""
+    from kaffinity.k8s.model.readers import dig
+    from kaffinity.simulate.rollout.simulation import outcomes
+
+    run = context.placement
+    assert run is not None
+    settings = context.settings
+    workloads = context.inventory.workloads
+    found = outcomes(run, workloads, version=settings.kube_version, gates=dict(settings.feature_gates))
+    for workload in workloads:
+        outcome = found[id(workload)]
+        if outcome.deadlock is not None or not outcome.grown:
+            continue
+        pools = [pool for _, pool in outcome.grown]
+        strategy = workload.strategy
+        path = (
+            strategy.path
+            if strategy is not None and dig(workload.doc.data, strategy.path) is not None
+            else ("spec",)
+        )
+        yield Violation(
+            workload.doc,
+            path,
+            f"its rolling update finishes only once the autoscaler adds {pool_nodes(pools)} for its new pods "
+            "(they wait Pending for the new nodes, typically minutes)",
+            related=tuple(
+                Related(pool.doc, pool.path, _may_grow(pool))
+                for pool in {pool.word: pool for pool in pools}.values()
+            ),
+            fix="nothing, if that is intended; else leave room for the new pods, or roll out with "
+            "maxSurge: 0",
         )
 
 
@@ -62,7 +115,13 @@ autoscaler would add does: a `ClusterTopology` pool with `max` above `count` (a
 cluster-autoscaler node group), or a Karpenter `NodePool` (`karpenter.sh/v1`) within its
 `limits`. kaffinity adds the node as they would -- one at a time, for a pod that fits nowhere
 and that preemption cannot place, with the DaemonSet pods that run on it, never past `max`, the
-NodePool limits or `limits: nodes` -- and names how many nodes of which pool it took.
+NodePool limits or `limits: nodes` -- and names how many nodes of which pool it took. A NodePool
+with no node yet grows too (its limits count the nodes it has: none); the size of its new node is
+then not known, and the finding says what is assumed (docs/cluster.md, "Autoscaling pools").
+
+It also reports, at the update strategy, a rolling update that finishes only because the
+autoscaler adds nodes for its new pods: a surge pod that fits nowhere gets its node as soon as it
+is created, before the controller removes an old pod. A rollout that stops is `rollout-deadlock`'s.
 
 ## Why it matters
 Nothing is wrong: this is what autoscaling is for. But the pods wait for a new node (minutes),

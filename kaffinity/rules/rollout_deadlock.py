@@ -22,9 +22,6 @@ from kaffinity.rules.base import Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.k8s.model import Workload
-    from kaffinity.simulate.cluster import Pool
-    from kaffinity.simulate.framework.types import SimNode
     from kaffinity.simulate.place import PlacementRun
     from kaffinity.simulate.rollout.session import Blocker, Deadlock
 
@@ -36,13 +33,6 @@ _REVISION_LABEL = {
     "StatefulSet": "controller-revision-hash",
     "DaemonSet": "controller-revision-hash",
 }
-
-
-def _short(reason: str) -> bool:
-    """A NodeResourcesFit reason: no room on the node."""
-    from kaffinity.simulate.plugins.noderesources import REASON_TOO_MANY_PODS
-
-    return reason == REASON_TOO_MANY_PODS or reason.startswith("Insufficient ")
 
 
 def _names(names: Sequence[str]) -> str:
@@ -264,46 +254,19 @@ def _related(deadlock: Deadlock, primary: Blocker | None, run: PlacementRun) -> 
     return tuple(related)
 
 
-def _scale_up_finding(workload: Workload, grown: list[tuple[SimNode, Pool]]) -> Violation:
-    """The rollout completes only because an autoscaler adds nodes for its new pods: information."""
-    from kaffinity.explain.wording import pool_nodes
-
-    needs = pool_nodes(pool for _, pool in grown)
-    strategy = workload.strategy
-    path = (
-        strategy.path
-        if strategy is not None and dig(workload.doc.data, strategy.path) is not None
-        else ("spec",)
-    )
-    return Violation(
-        workload.doc,
-        path,
-        f"the rolling update finishes only once the autoscaler adds {needs} for its new pods (they wait "
-        "Pending for the new nodes, typically minutes)",
-        severity=Severity.INFO,
-        fix="nothing, if that is intended; else leave room for the new pods, or roll out with maxSurge: 0",
-    )
-
-
 def _check(context: Context) -> Iterator[Violation]:
     run = context.placement
     if run is None:
         return
-    from kaffinity.simulate.rollout.simulation import simulate
+    from kaffinity.simulate.rollout.simulation import outcomes
 
     settings = context.settings
     gates = dict(settings.feature_gates)
-    # Pods Pending for want of room before any update: the cluster is over capacity already
-    # (unschedulable reports it), and a replacement pod finding no room is its consequence.
-    full = any(_short(reason) for placement in run.pending for reason in (placement.reasons or ()))
+    found = outcomes(run, context.inventory.workloads, version=settings.kube_version, gates=gates)
     for workload in context.inventory.workloads:
-        grown: list[tuple[SimNode, Pool]] = []
-        deadlock = simulate(
-            run, workload, version=settings.kube_version, gates=gates, roomy=full, grown=grown
-        )
+        # A rollout that finishes once the autoscaler adds nodes is needs-scale-up's (info).
+        deadlock = found[id(workload)].deadlock
         if deadlock is None:
-            if grown:
-                yield _scale_up_finding(workload, grown)
             continue
         primary = _primary(deadlock)
         path = primary.path if primary is not None else ("spec",)
@@ -376,9 +339,10 @@ It stays quiet, so that each problem is reported once, where it starts:
   room: the cluster is over capacity before any update.
 
 On a cluster with pools that may grow (a `ClusterTopology` pool with `max`, a Karpenter
-`NodePool`), a new pod that fits nowhere gets a node from the autoscaler, as in the cluster: the
-rollout then finishes and the rule says so at **info** level ("finishes only once the autoscaler
-adds 1 node of pool general"); a deadlock at a pool's max says that the autoscaler cannot help.
+`NodePool`), a new pod that fits nowhere gets a node from the autoscaler as soon as it is
+created, before the controller removes an old pod, as in the cluster: the rollout then finishes,
+and `needs-scale-up` says so (information); a deadlock at a pool's max says that the autoscaler
+cannot help.
 
 ## Why it matters
 The Deployment never finishes: `kubectl rollout status` hangs, the Progressing condition turns

@@ -440,6 +440,8 @@ def _check(context: Context) -> Iterator[Violation]:
     from kaffinity.explain.shape import UNSCHEDULABLE
     from kaffinity.simulate.plugins.interpodaffinity import REASON_AFFINITY
 
+    if context.placement is not None:
+        yield from _refused(context)
     result = analysis(context)
     if result is None or result.stuck is None:
         return  # placement needed: quiet with --no-simulate
@@ -468,6 +470,27 @@ def _check(context: Context) -> Iterator[Violation]:
                     continue
                 violation = _with_hint(violation, [v for v in no_match if id(v.doc) == key])
         yield violation
+
+
+def _refused(context: Context) -> Iterator[Violation]:
+    """The workloads whose pods the Priority admission plugin refuses (``admitPod`` in
+    plugin/pkg/admission/priority/admission.go): none is created, so none is Pending either;
+    the controller's FailedCreate event carries the API server's ``Forbidden`` error."""
+    run = context.placement
+    assert run is not None
+    for workload in run.queue:
+        admission = run.refused.get(id(workload))
+        if admission is None:
+            continue
+        creates = "its creation is" if workload.ref.kind == "Pod" else "every pod its controller creates is"
+        yield Violation(
+            workload.doc,
+            admission.path,
+            f"the Priority admission plugin refuses its pods: {admission.refused}; {creates} forbidden, so "
+            "no pod of it runs",
+            fix="name a PriorityClass the cluster has (kubectl get priorityclasses) and leave priority and "
+            "preemptionPolicy to it",
+        )
 
 
 def _with_hint(violation: Violation, others: list[Violation]) -> Violation:
@@ -504,6 +527,11 @@ affinity target comes later in the scheduler's queue (lower priority, or later b
 kind and name; never the order of the files) is not reported. Pods whose required pod affinity
 matches no pod at all are also `affinity-no-match`'s: the more severe finding of the two is
 kept, a tie going to `affinity-no-match`. It needs the simulation (quiet with `--no-simulate`).
+
+It also reports, at the field, a workload whose pods the Priority admission plugin refuses
+(`admitPod`, plugin/pkg/admission/priority): a `priorityClassName` the cluster file's list of
+PriorityClasses lacks, or a `priority` / `preemptionPolicy` other than its class gives. No pod of
+it is created (the controller's `FailedCreate` event), so none is placed.
 
 ## Why it matters
 The scheduler leaves such pods Pending until the cluster changes; nothing in the manifests

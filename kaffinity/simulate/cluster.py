@@ -304,13 +304,29 @@ def _compact_node(
 KARPENTER_API = "karpenter.sh/v1"
 KARPENTER_POOL_LABEL = "karpenter.sh/nodepool"
 KARPENTER_CAPACITY_TYPE = "karpenter.sh/capacity-type"
-#: The label values Karpenter's nodes carry when a NodePool leaves them open, as assumed here
-#: (its defaults: on-demand capacity, amd64, linux).
+#: The label values Karpenter's nodes carry when a NodePool leaves them open and the pod asks for
+#: none, as assumed here (its defaults: on-demand capacity, amd64, linux).
 KARPENTER_DEFAULTS = {
     KARPENTER_CAPACITY_TYPE: "on-demand",
     "kubernetes.io/arch": "amd64",
     "kubernetes.io/os": "linux",
 }
+#: Well-known labels whose value Karpenter chooses for each node from the instance types and
+#: offerings (``v1.WellKnownLabels``, kubernetes-sigs/karpenter pkg/apis/v1/labels.go): a NodePool
+#: that does not constrain one takes the value the pod's nodeSelector or required node affinity
+#: asks for (the NodeClaim's requirements are the pool's and the pod's together), else the default.
+KARPENTER_OPEN = (
+    ZONE,
+    REGION,
+    "node.kubernetes.io/instance-type",
+    "kubernetes.io/arch",
+    "kubernetes.io/os",
+    KARPENTER_CAPACITY_TYPE,
+)
+#: The value a node of a NodePool with an ``Exists`` requirement has when the pod asks for none
+#: (Karpenter makes one up: a random number, ``Requirement.Any`` in kubernetes-sigs/karpenter
+#: pkg/scheduling/requirement.go; only that the label exists matters).
+KARPENTER_ANY = "kaffinity-any"
 #: How many label choices of a NodePool's requirements are tried for one pod (zones x values).
 MAX_VARIANTS = 64
 
@@ -341,6 +357,9 @@ class Pool:
     weight: int = 0
     #: node name prefix of the nodes it adds
     prefix: str = ""
+    #: Karpenter: the label keys a new node takes the pod's value for (well-known labels the
+    #: NodePool leaves open, ``Exists`` requirements), each with the values ``NotIn`` excludes
+    open: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def word(self) -> str:
@@ -377,8 +396,10 @@ def karpenter_pools(documents: Sequence[Document], nodes: Sequence[Node]) -> Ite
     """Karpenter ``karpenter.sh/v1`` NodePools: a new node carries the template's labels and
     taints (``startupTaints`` are lifted once the node is ready, so scheduling ignores them) and
     one value of each ``In`` requirement, in each zone the requirements allow (else the zones of
-    the cluster's nodes); its size is that of the pool's existing nodes (label
-    ``karpenter.sh/nodepool``), unknown without one. ``spec.limits`` caps what its nodes hold."""
+    the cluster's nodes); the labels the pool leaves open take the pod's value
+    (:attr:`Pool.open`, chosen in :mod:`kaffinity.simulate.framework.autoscaler`); its size is
+    that of the pool's existing nodes (label ``karpenter.sh/nodepool``), unknown without one.
+    ``spec.limits`` caps what its nodes hold."""
     zones = sorted({label for node in nodes for key, label in node.labels if key == ZONE})
     for doc in documents:
         found = _node_pool(doc)
@@ -407,12 +428,14 @@ def _node_pool(doc: Document) -> tuple[str, Mapping[str, Any]] | None:
 def _karpenter_pool(
     doc: Document, name: str, spec: Mapping[str, Any], zones: list[str], nodes: Sequence[Node]
 ) -> Pool:
-    """One NodePool as a pool: its new nodes' label variants, taints, size and limits."""
+    """One NodePool as a pool: its new nodes' label variants, the labels left to the pod,
+    taints, size and limits."""
     template = _mapping(spec.get("template"))
     meta = _mapping(template.get("metadata"))
     pod_spec = _mapping(template.get("spec"))
-    labels = {**KARPENTER_DEFAULTS, **_strings(meta.get("labels")), KARPENTER_POOL_LABEL: name}
-    choices = _choices(pod_spec, zones, labels)
+    fixed = _strings(meta.get("labels"))
+    labels = {**KARPENTER_DEFAULTS, **fixed, KARPENTER_POOL_LABEL: name}
+    choices, open_keys = _choices(pod_spec, zones, labels, set(fixed))
     keys = sorted(choices)
     variants = [
         tuple({**labels, **dict(zip(keys, combo, strict=True))}.items())
@@ -434,13 +457,23 @@ def _karpenter_pool(
         _karpenter_limits(spec.get("limits")),
         weight if isinstance(weight, int) and not isinstance(weight, bool) else 0,
         prefix=f"{name}-",
+        open=tuple(sorted(open_keys.items())),
     )
 
 
-def _choices(pod_spec: Mapping[str, Any], zones: list[str], labels: dict[str, str]) -> dict[str, list[str]]:
-    """The values a new node may take per label key: the cluster's zones, narrowed by the
-    template's requirements (``DoesNotExist`` also drops the key from ``labels``)."""
+def _choices(
+    pod_spec: Mapping[str, Any], zones: list[str], labels: dict[str, str], fixed: set[str]
+) -> tuple[dict[str, list[str]], dict[str, tuple[str, ...]]]:
+    """The values a new node may take per label key (the cluster's zones, narrowed by the
+    template's ``In`` and ``NotIn`` requirements), and the keys it takes the pod's value for,
+    each with the values ``NotIn`` excludes: the well-known labels no requirement or template
+    label (``fixed``) fixes (:data:`KARPENTER_OPEN`) and the ``Exists`` requirements (whose key gets
+    :data:`KARPENTER_ANY` in ``labels`` when the pod asks for no value). ``DoesNotExist`` drops
+    the key. A ``NotIn`` that excludes a default of :data:`KARPENTER_DEFAULTS` drops that default
+    (another value is picked when a pod asks for one). ``Gt``/``Lt`` (instance generations and
+    sizes) are not read: the instance types are not known offline."""
     choices: dict[str, list[str]] = {ZONE: list(zones)} if zones else {}
+    open_keys: dict[str, tuple[str, ...]] = {key: () for key in KARPENTER_OPEN if key not in fixed}
     for _, requirement in _items(pod_spec.get("requirements")):
         key, operator = requirement.get("key"), requirement.get("operator")
         raw_values = requirement.get("values")
@@ -449,12 +482,23 @@ def _choices(pod_spec: Mapping[str, Any], zones: list[str], labels: dict[str, st
             continue
         if operator == "In" and values:
             choices[key] = values
-        elif operator == "NotIn" and key in choices:
-            choices[key] = [v for v in choices[key] if v not in values]
+            open_keys.pop(key, None)
+        elif operator == "NotIn":
+            if key in choices:
+                choices[key] = [v for v in choices[key] if v not in values]
+            if key in open_keys:
+                open_keys[key] = (*open_keys[key], *values)
+            if labels.get(key) in values:
+                labels.pop(key)
+        elif operator == "Exists":
+            if key not in choices and key not in labels:
+                open_keys.setdefault(key, ())
+                labels[key] = KARPENTER_ANY
         elif operator == "DoesNotExist":
             choices.pop(key, None)
             labels.pop(key, None)
-    return choices
+            open_keys.pop(key, None)
+    return choices, open_keys
 
 
 def _karpenter_limits(raw: Any) -> tuple[tuple[str, Decimal], ...]:

@@ -39,6 +39,7 @@ from kaffinity.k8s.model.build import priority_classes
 from kaffinity.k8s.model.objects import canonical_key, namespace_labels
 from kaffinity.k8s.model.readers import dig
 from kaffinity.k8s.selectors import selector_matches
+from kaffinity.load.source import DataPath
 from kaffinity.simulate.cluster import Cluster, finished
 from kaffinity.simulate.framework.profile import FILTERS
 from kaffinity.simulate.framework.schedule_one import Simulation
@@ -56,26 +57,39 @@ SYSTEM_PRIORITIES = {"system-cluster-critical": 2_000_000_000, "system-node-crit
 HIGHEST_USER_PRIORITY = 1_000_000_000
 
 
+PREEMPT_LOWER = "PreemptLowerPriority"
+
+
 @dataclass(frozen=True, slots=True)
 class Priorities:
-    """The priority each PriorityClass name gives, and what a pod naming none gets."""
+    """The priority and ``preemptionPolicy`` each PriorityClass name gives, what a pod naming
+    none gets, and whether the list is complete (the cluster file lists the cluster's classes:
+    a name missing from it does not exist)."""
 
     values: Mapping[str, int] = field(default_factory=lambda: dict(SYSTEM_PRIORITIES))
     default: int = 0
+    policies: Mapping[str, str] = field(default_factory=dict)
+    #: the ``globalDefault`` class's policy; ``PreemptLowerPriority`` without one
+    #: (``getDefaultPriority`` in plugin/pkg/admission/priority/admission.go)
+    default_policy: str = PREEMPT_LOWER
+    complete: bool = False
+    #: whether a ``globalDefault`` class was declared
+    has_default: bool = False
 
     @classmethod
-    def of(cls, *sources: Iterable[PriorityClass]) -> Priorities:
+    def of(cls, *sources: Iterable[PriorityClass], complete: bool = False) -> Priorities:
         """The classes of ``sources`` on top of the built-in ones, the cluster's first: a class
         that exists keeps its (immutable) value, and the API refuses a second ``globalDefault``.
 
         What the API server lets exist (pkg/apis/scheduling/validation, the Priority admission
         plugin in plugin/pkg/admission/priority): no ``system-`` name but the built-in classes,
         no user value above :data:`HIGHEST_USER_PRIORITY`; several ``globalDefault`` classes
-        within one source (the race the plugin allows for) give the lowest value. A name
-        defined twice in one source takes the definition first in :func:`canonical_key` order,
-        not in the order the files were given."""
+        within one source (the race the plugin allows for) give the lowest value
+        (``getDefaultPriorityClass``). A name defined twice in one source takes the definition
+        first in :func:`canonical_key` order, not in the order the files were given."""
         values = dict(SYSTEM_PRIORITIES)
-        defaults: list[int] = []
+        policies: dict[str, str] = {}
+        defaults: list[tuple[int, str]] = []
         for source in sources:
             mine: dict[str, int] = {}
             had_default = bool(defaults)
@@ -91,10 +105,81 @@ class Priorities:
                 ):
                     continue
                 mine[name] = value
+                policies[name] = pc.preemption_policy
                 if pc.global_default:
-                    defaults.append(value)
+                    defaults.append((value, pc.preemption_policy))
             values.update(mine)
-        return cls(values, min(defaults, default=0))
+        value, policy = min(defaults, key=lambda pair: pair[0], default=(0, PREEMPT_LOWER))
+        return cls(values, value, policies, policy, complete, bool(defaults))
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What the Priority admission plugin (``admitPod`` in plugin/pkg/admission/priority/
+    admission.go) makes of a pod created from a template: its priority, whether it may preempt,
+    and its refusal (the ``Forbidden`` error's text, and where the template says what is refused)."""
+
+    priority: int
+    preempts: bool
+    refused: str | None = None
+    path: DataPath = ()
+
+
+def admit(workload: Workload, priorities: Priorities | None = None) -> Admission:
+    """The Priority admission plugin on a pod of ``workload``'s template at CREATE.
+
+    ``establishPriority``: the class ``priorityClassName`` names gives the value and the
+    ``preemptionPolicy``; naming none, the ``globalDefault`` class's (else 0 and
+    ``PreemptLowerPriority``). Refused (``Forbidden``): a name no class has, where the list is
+    complete (``no PriorityClass with name X was found``); a ``spec.priority`` other than the
+    computed one; a ``spec.preemptionPolicy`` other than the computed one (so a pod saying
+    ``Never`` without a class, on a cluster without a ``globalDefault`` class saying ``Never``,
+    is refused). What kaffinity cannot know (a class of an incomplete list) is never refused:
+    ``spec.priority`` then counts, else 0, and the pod's own policy."""
+    priorities = priorities or SYSTEM
+    spec = dig(workload.doc.data, workload.pod.spec_path)
+    spec = spec if isinstance(spec, Mapping) else {}
+    spec_path = workload.pod.spec_path
+    own = spec.get("priority")
+    own = own if isinstance(own, int) and not isinstance(own, bool) else None
+    own_policy = spec.get("preemptionPolicy") if isinstance(spec.get("preemptionPolicy"), str) else None
+    name = spec.get("priorityClassName")
+    value: int | None
+    policy: str | None
+    if isinstance(name, str) and name:
+        value, policy = priorities.values.get(name), None
+        if value is not None:
+            policy = priorities.policies.get(name, PREEMPT_LOWER)
+        elif priorities.complete:
+            return Admission(
+                own or 0,
+                False,
+                f"no PriorityClass with name {name} was found",
+                (*spec_path, "priorityClassName"),
+            )
+    elif priorities.complete or priorities.has_default:
+        value, policy = priorities.default, priorities.default_policy
+    else:  # a globalDefault class the cluster may have is not known
+        value, policy = None, None
+    if own is not None and value is not None and own != value:
+        return Admission(
+            own,
+            False,
+            f"the integer value of priority ({own}) must not be provided in pod spec; priority admission "
+            f"controller computed {value} from the given PriorityClass name",
+            (*spec_path, "priority"),
+        )
+    if own_policy is not None and policy is not None and own_policy != policy:
+        return Admission(
+            value if value is not None else own or 0,
+            False,
+            f"the string value of PreemptionPolicy ({own_policy}) must not be provided in pod spec; "
+            f"priority admission controller computed {policy} from the given PriorityClass name",
+            (*spec_path, "preemptionPolicy"),
+        )
+    if value is None:  # a class not known, or a globalDefault class the cluster may have: 0
+        value = own if own is not None else 0
+    return Admission(value, (policy or own_policy or PREEMPT_LOWER) != "Never")
 
 
 #: Only the built-in classes (none declared).
@@ -115,6 +200,8 @@ class PlacementRun:
     by_workload: dict[int, list[Placement]] = field(default_factory=dict)
     #: the workloads in the order they were placed (:func:`queue_order`), placed kinds or not
     queue: list[Workload] = field(default_factory=list)
+    #: id(workload) -> the Priority admission plugin's refusal of its pods: none is created
+    refused: dict[int, Admission] = field(default_factory=dict)
 
     @property
     def pending(self) -> list[Placement]:
@@ -176,7 +263,8 @@ def simulation(
     budgets, beside the cluster's, for preemption; ``max_nodes``: how far autoscaling may grow
     the cluster (``limits: nodes``)."""
     if priorities is None:
-        priorities = Priorities.of(priority_classes(doc for file in cluster.files for doc in file.documents))
+        declared = priority_classes(doc for file in cluster.files for doc in file.documents)
+        priorities = Priorities.of(declared, complete=bool(declared))
     chosen = priorities
     sim = Simulation(
         cluster.nodes,
@@ -186,7 +274,7 @@ def simulation(
         # order, not in the order of the files.
         namespaces=namespace_labels((*cluster.namespaces, *sorted(namespaces, key=canonical_key))),
         filters=filters,
-        priority=lambda workload: priority(workload, chosen),
+        priority=lambda workload: admitted(workload, chosen),
         pools=cluster.pools,
         pdbs=(*cluster.pdbs, *pdbs),
         max_nodes=max_nodes,
@@ -225,7 +313,9 @@ def place_all(
 
     progress = current_progress()
     declared = priority_classes(doc for file in cluster.files for doc in file.documents)
-    priorities = Priorities.of(declared, classes)
+    # A cluster file that lists PriorityClasses (a capture of `kubectl get priorityclasses`
+    # lists the built-in ones too) lists them all: a name missing there does not exist.
+    priorities = Priorities.of(declared, classes, complete=bool(declared))
     sim, existing = simulation(
         cluster,
         version=version,
@@ -254,6 +344,10 @@ def place_all(
             current = _claim(sim, workload, claimed)
             run.pods[id(workload)] = current
             mine = run.by_workload.setdefault(id(workload), [])
+            admission = admit(workload, priorities)
+            if admission.refused is not None:  # its controller's creates fail (FailedCreate)
+                run.refused[id(workload)] = admission
+                continue
             for pod in _new_pods(sim, workload, current):
                 placement = sim.place(pod, record=record, post=True)
                 run.placements.append(placement)
@@ -276,21 +370,25 @@ def _daemon_pods_for(sim: Simulation, daemons: list[Workload], node: SimNode) ->
 
 
 def priority(workload: Workload, priorities: Priorities = SYSTEM) -> int:
-    """The priority of ``workload``'s pods, as ``corev1helpers.PodPriority`` reads it after the
-    Priority admission plugin (plugin/pkg/admission/priority): ``spec.priority`` (admission
-    rejects a value its class does not give), else the value of the class ``priorityClassName``
-    names, else, when it names none, the ``globalDefault`` class's value, else 0. A class that
-    does not exist counts as 0 (admission would refuse the pod)."""
+    """The priority of ``workload``'s pods, as ``corev1helpers.PodPriority`` reads it: its
+    ``spec.priority`` (what admission set on a pod that exists, or what a template asks for:
+    admission refuses another value than its class's, :func:`admit`), else what the Priority
+    admission plugin computes (:func:`admit`): the value of the class ``priorityClassName``
+    names, else, naming none, the ``globalDefault`` class's value, else 0. A class that is not
+    known counts as 0."""
     spec = dig(workload.doc.data, workload.pod.spec_path)
-    if not isinstance(spec, Mapping):
-        return priorities.default
-    value = spec.get("priority")
+    value = spec.get("priority") if isinstance(spec, Mapping) else None
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    name = spec.get("priorityClassName")
-    if not isinstance(name, str) or not name:
-        return priorities.default
-    return priorities.values.get(name, 0)
+    return admit(workload, priorities).priority
+
+
+def admitted(workload: Workload, priorities: Priorities = SYSTEM) -> int:
+    """:func:`priority`, carrying whether the pod may preempt as admission leaves its
+    ``preemptionPolicy`` (:class:`~kaffinity.simulate.framework.podinfo.Admitted`)."""
+    from kaffinity.simulate.framework.podinfo import Admitted
+
+    return Admitted(priority(workload, priorities), admit(workload, priorities).preempts)
 
 
 def queue_order(workloads: Iterable[Workload], priorities: Priorities = SYSTEM) -> list[Workload]:

@@ -267,3 +267,44 @@ def test_cluster_example_files_exist_and_lint_clean() -> None:
         severity="error",
     )
     assert len(fail.findings) == 1
+
+
+# --- a term the API server rejects is reported once, as such (issue 35) ---------------------------
+
+#: The Kubernetes docs' pod-with-pod-affinity.yaml (content/en/examples/pods), its values written as
+#: one comma-separated string: kube-apiserver refuses the label value "S1,S2", so the pod never
+#: exists; before, affinity-no-match (and, on a cluster, unschedulable) reported it as well.
+COMMA = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: with-pod-affinity
+spec:
+  affinity:
+    podAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - labelSelector:
+          matchExpressions:
+          - key: security
+            operator: In
+            values:
+            - S1,S2
+        topologyKey: topology.kubernetes.io/zone
+  containers:
+  - name: with-pod-affinity
+    image: registry.k8s.io/pause:3.8
+"""
+
+
+def test_a_term_the_api_server_rejects_is_reported_once(tmp_path: Path) -> None:
+    from .. import kit
+
+    (tmp_path / "pod.yaml").write_text(COMMA, encoding="utf-8")
+    (tmp_path / "cluster.yaml").write_text(kit.cluster(*kit.zones(2)), encoding="utf-8")
+    alone = kit.lint_json(str(tmp_path / "pod.yaml")).report
+    assert keys(alone) == [("api-validation", 14, 15)]
+    on_cluster = kit.lint_json("--cluster", str(tmp_path / "cluster.yaml"), str(tmp_path / "pod.yaml")).report
+    assert keys(on_cluster) == [("api-validation", 14, 15)]
+    # With api-validation left out, nothing gives way to it: the term's own finding is back.
+    ignored = kit.lint_json("--ignore", "api-validation", str(tmp_path / "pod.yaml")).report
+    assert keys(ignored) == [("affinity-no-match", 9, 9)]

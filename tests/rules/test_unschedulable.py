@@ -11,10 +11,15 @@ so it is asserted on the message; where and what are asserted as (rule, line, co
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 from kaffinity.engine import lint
 from kaffinity.findings import Severity
 from kaffinity.rules import RULES
 
+from .. import kit
 from ..kit import keys, only
 from .pending_inputs import (
     anti,
@@ -158,3 +163,108 @@ def test_unschedulable_daemonset_pod_names_its_node() -> None:
     # At the pod spec: no request of its own is too big, the node is too small.
     assert (finding.line, finding.column) == where(objects, '"spec"', 2)
     assert finding.message == "its pod for node small stays Pending: on small: Insufficient cpu"
+
+
+# --- pods the Priority admission plugin refuses ------------------------------------------------
+
+#: A capture listing the cluster's PriorityClasses (kubectl get priorityclasses lists the built-in
+#: ones too): the class of the Kubernetes docs' "Pod Priority and Preemption" page.
+CLASSES = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-1
+  labels: {kubernetes.io/hostname: node-1}
+status: {allocatable: {cpu: "2", memory: 8Gi, pods: "110"}}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata:
+  name: system-cluster-critical
+value: 2000000000
+preemptionPolicy: PreemptLowerPriority
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata:
+  name: high-priority
+value: 1000000
+globalDefault: false
+description: "This priority class should be used for XYZ service pods only."
+"""
+
+WEB = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      priorityClassName: high-priorty
+      containers:
+      - name: web
+        image: nginx
+"""
+
+
+def _refusals(tmp_path: Path, cluster: str, manifest: str) -> list[dict[str, Any]]:
+    (tmp_path / "cluster.yaml").write_text(cluster, encoding="utf-8")
+    (tmp_path / "app.yaml").write_text(manifest, encoding="utf-8")
+    done = kit.lint_json("--cluster", str(tmp_path / "cluster.yaml"), str(tmp_path / "app.yaml"))
+    return done.report["findings"]  # type: ignore[no-any-return]
+
+
+def test_a_class_the_cluster_does_not_have_refuses_every_pod(tmp_path: Path) -> None:
+    """`no PriorityClass with name high-priorty was found` (admission's Forbidden, the oracle's
+    answer): no pod is created, reported once at priorityClassName, nothing placed."""
+    findings = _refusals(tmp_path, CLASSES, WEB)
+    found = kit.assert_found(
+        findings, "unschedulable", 13, 7, severity="error", path="spec.template.spec.priorityClassName"
+    )
+    assert "no PriorityClass with name high-priorty was found" in found["message"]
+    assert kit.keys(findings) == [("unschedulable", 13, 7)]
+    placed = kit.run(
+        "place",
+        "--no-config",
+        "--format",
+        "json",
+        "--cluster",
+        str(tmp_path / "cluster.yaml"),
+        str(tmp_path / "app.yaml"),
+    )
+    assert json.loads(placed.stdout)["pods"] == []
+
+
+def test_a_class_is_not_refused_when_the_cluster_file_lists_none(tmp_path: Path) -> None:
+    """Nodes only (kubectl get nodes): the cluster's classes are not known, nothing is refused."""
+    nodes_only = CLASSES.split("---", maxsplit=1)[0]
+    assert _refusals(tmp_path, nodes_only, WEB) == []
+
+
+def test_a_preemption_policy_other_than_the_class_refuses_the_pods(tmp_path: Path) -> None:
+    """admitPod: `the string value of PreemptionPolicy (Never) must not be provided in pod spec`."""
+    never = WEB.replace("high-priorty", "high-priority").replace(
+        "      containers:", "      preemptionPolicy: Never\n      containers:"
+    )
+    findings = _refusals(tmp_path, CLASSES, never)
+    found = kit.assert_found(findings, "unschedulable", 14, 7, path="spec.template.spec.preemptionPolicy")
+    assert "PreemptionPolicy (Never) must not be provided in pod spec" in found["message"]
+
+
+def test_a_priority_other_than_the_class_gives_refuses_the_pods(tmp_path: Path) -> None:
+    """admitPod: `the integer value of priority (5) must not be provided in pod spec; priority
+    admission controller computed 1000000 from the given PriorityClass name`."""
+    own = WEB.replace("high-priorty", "high-priority").replace(
+        "      containers:", "      priority: 5\n      containers:"
+    )
+    findings = _refusals(tmp_path, CLASSES, own)
+    found = kit.assert_found(findings, "unschedulable", 14, 7, path="spec.template.spec.priority")
+    assert "computed 1000000 from the given PriorityClass name" in found["message"]
+    # The class's own value is admitted: nothing to say.
+    assert _refusals(tmp_path, CLASSES, own.replace("priority: 5", "priority: 1000000")) == []

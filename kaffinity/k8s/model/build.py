@@ -226,6 +226,7 @@ def _priority_class(doc: Document) -> PriorityClass:
         doc,
         as_int(data.get("value")),
         data.get("globalDefault") is True,
+        as_str(data.get("preemptionPolicy")) or "PreemptLowerPriority",
     )
 
 

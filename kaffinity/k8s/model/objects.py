@@ -242,12 +242,15 @@ class PodDisruptionBudget:
 @dataclass(frozen=True, slots=True)
 class PriorityClass:
     """A ``scheduling.k8s.io`` PriorityClass: the priority its name gives a pod
-    (``value``, None when not an integer) and whether it is the default for pods naming none."""
+    (``value``, None when not an integer), whether it is the default for pods naming none, and
+    the ``preemptionPolicy`` it gives them (``PreemptLowerPriority`` when unset, as
+    ``scheduling/v1.SetDefaults_PriorityClass`` defaults it)."""
 
     ref: ObjectRef
     doc: Document
     value: int | None
     global_default: bool
+    preemption_policy: str = "PreemptLowerPriority"
 
 
 Object = Workload | Namespace | Node | PodDisruptionBudget | PriorityClass

@@ -37,6 +37,8 @@ class Growth:
         #: Karpenter limits: what the pool's nodes hold now
         self.used: Counter[str] = Counter()
         self.size = scheduler_units(pool.allocatable) if pool.allocatable else None
+        #: id(node) -> what a new node of unknown size counts against the limits
+        self._counted: dict[int, Mapping[str, int]] = {}
 
     def start(self, nodes: Iterable[SimNode]) -> None:
         if self.pool.limits:
@@ -58,21 +60,47 @@ class Growth:
                 waste += (total - constraints.nonzero.get(resource, 0)) / total
         return (1, waste, order, variant)
 
-    def full(self) -> str | None:
-        """Why the pool may not grow (None: it may)."""
+    def new_size(self, wants: Mapping[str, int]) -> Mapping[str, int]:
+        """What a new node counts against the pool's limits: its size; of unknown size (a
+        NodePool without a node), the pod's requests, the smallest instance that takes it."""
+        return self.size if self.size is not None else wants
+
+    def full(self, wants: Mapping[str, int] | None = None) -> str | None:
+        """Why the pool may not grow for a pod requesting ``wants`` (None: it may).
+
+        Karpenter's limits (kubernetes-sigs/karpenter ``pkg/controllers/provisioning/scheduling``,
+        ``filterByRemainingResources``): an instance type may launch when its capacity fits in
+        what ``spec.limits`` leaves after the pool's nodes; the usage is the sum over its nodes
+        (NodePool ``status.resources``), here their allocatable. A node of unknown size counts
+        the pod's requests (:meth:`new_size`): a NodePool with limits and no node yet grows."""
         pool = self.pool
         if pool.max is not None and self.count >= pool.max:
             return f"{self.pool.word} is at its max of {pool.max} node{'s' if pool.max != 1 else ''}"
         if pool.limits:
-            if self.size is None:
-                return f"{self.pool.word} has limits but no node to take the size of a new one from"
+            size = self.new_size(wants or {})
             for resource, limit in scheduler_units(pool.limits).items():
                 if resource == "nodes":
                     if self.count + 1 > limit:
                         return f"{self.pool.word} is at its limit of {limit} nodes"
-                elif self.used.get(resource, 0) + self.size.get(resource, 0) > limit:
+                elif self.used.get(resource, 0) + size.get(resource, 0) > limit:
                     return f"{self.pool.word} would pass its {resource} limit"
         return None
+
+    def variants(self, constraints: Constraints) -> Iterator[tuple[tuple[str, str], ...]]:
+        """The label sets of a new node for a pod with ``constraints``: the pool's variants,
+        with each label it leaves open (:attr:`Pool.open`) set to the value the pod's
+        nodeSelector or required node affinity asks for; each set once."""
+        seen: set[tuple[tuple[str, str], ...]] = set()
+        for variant in self.pool.variants:
+            labels = dict(variant)
+            for key, excluded in self.pool.open:
+                value = wanted_value(constraints, key, excluded)
+                if value is not None:
+                    labels[key] = value
+            chosen = tuple(labels.items())
+            if chosen not in seen:
+                seen.add(chosen)
+                yield chosen
 
     def new_node(self, variant: tuple[tuple[str, str], ...], taken: Mapping[str, SimNode]) -> Node:
         from kaffinity.k8s.labels import HOSTNAME
@@ -93,18 +121,35 @@ class Growth:
             path=pool.path,
         )
 
-    def grow(self, node: SimNode) -> None:
+    def grow(self, node: SimNode, wants: Mapping[str, int] | None = None) -> None:
         self.count += 1
         self.nodes.append(node)
-        if self.size:
-            self.used.update(self.size)
+        size = self.new_size(wants or {})
+        self._counted[id(node)] = size
+        self.used.update(size)
 
     def shrink(self, node: SimNode) -> None:
         if node in self.nodes:
             self.nodes.remove(node)
             self.count -= 1
-            if self.size:
-                self.used.subtract(self.size)
+            self.used.subtract(self._counted.pop(id(node), {}))
+
+
+def wanted_value(constraints: Constraints, key: str, excluded: tuple[str, ...] = ()) -> str | None:
+    """The value of label ``key`` a pod asks for: its nodeSelector's, else the first ``In``
+    value (not ``excluded``) of a required node affinity term on ``key``; None when it asks for
+    none. Karpenter launches a node for the pod's requirements joined with the pool's
+    (``scheduling.NewNodeClaim``), so a key the pool leaves open takes this value."""
+    for name, value in constraints.node_selector:
+        if name == key:
+            return value if value not in excluded else None
+    for term in constraints.node_terms or ():
+        for requirement in term.match_expressions:
+            if requirement.key == key and requirement.operator == "In":
+                for value in requirement.values:
+                    if value not in excluded:
+                        return value
+    return None
 
 
 class Autoscaler(Framework):
@@ -144,7 +189,8 @@ class Autoscaler(Framework):
                 "(limits: nodes)"
             )
         reasons = {
-            growth.pool.word: growth.full() or f"a new node of {growth.pool.word} would not take it"
+            growth.pool.word: growth.full(constraints.requests)
+            or f"a new node of {growth.pool.word} would not take it"
             for growth in self.pools
         }
         options = [
@@ -154,7 +200,7 @@ class Autoscaler(Framework):
         ]
         options.sort(key=lambda option: option[0])
         for _, growth, node in options:
-            self.add_node(node, growth)
+            self.add_node(node, growth, constraints.requests)
             if fits_on(self, pod, node):
                 self.bind(pod, node)
                 return node, growth.pool
@@ -166,19 +212,22 @@ class Autoscaler(Framework):
         """The nodes the pools that may still grow would add, one per label variant, that pass
         ``constraints``' static filters; with the pool's and the variant's index (nothing is added)."""
         for order, growth in enumerate(self.pools):
-            if growth.full() is not None:
+            if growth.full(constraints.requests) is not None:
                 continue
-            for index, variant in enumerate(growth.pool.variants):
+            for index, variant in enumerate(growth.variants(constraints)):
                 node = sim_node(growth.new_node(variant, self.by_name))
                 if self._static_reason(constraints, node) is None:
                     yield order, index, growth, node
 
-    def add_node(self, node: SimNode, growth: Growth | None = None) -> None:
-        """A node autoscaling added, with what runs on it from the start (``on_new_node``)."""
+    def add_node(
+        self, node: SimNode, growth: Growth | None = None, wants: Mapping[str, int] | None = None
+    ) -> None:
+        """A node autoscaling added, with what runs on it from the start (``on_new_node``);
+        ``wants``: the requests of the pod it is for (what a node of unknown size counts)."""
         self.nodes.append(node)
         self.by_name[node.name] = node
         if growth is not None:
-            growth.grow(node)
+            growth.grow(node, wants)
             self.added.append((node, growth.pool))
         self._extend_caches(node)
         node.daemons = self.on_new_node(node)

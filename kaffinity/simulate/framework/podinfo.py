@@ -37,6 +37,20 @@ DAEMON_TOLERATIONS = (
 )
 HOST_NETWORK_TOLERATION = ("node.kubernetes.io/network-unavailable", "NoSchedule")
 
+
+class Admitted(int):
+    """A pod's priority as the Priority admission plugin leaves it, carrying whether the pod may
+    preempt (its ``preemptionPolicy``, set from the PriorityClass at admission:
+    ``kaffinity.simulate.place.admit``); a plain int leaves that to the pod's own field."""
+
+    preempts: bool
+
+    def __new__(cls, value: int, preempts: bool) -> Admitted:
+        made = super().__new__(cls, value)
+        made.preempts = preempts
+        return made
+
+
 #: A pod without ``affinity``: no node, pod or anti-affinity.
 _NO_AFFINITY = Affinity(None, None, None, ())
 
@@ -83,6 +97,9 @@ def build_constraints(
     tolerations, node_terms = _node_filters(workload, pinned)
     spreads = [spread_of(expansion, constraint) for constraint in pod.topology_spread_constraints]
     requests = scheduler_units(pod.requests)
+    admitted = priority(workload)
+    # The preemptionPolicy admission set from the PriorityClass (``admitPod``), else the pod's own.
+    preempts = admitted.preempts if isinstance(admitted, Admitted) else pod.preemption_policy != "Never"
     return Constraints(
         namespace=namespace,
         # Pods created with spec.nodeName skip the scheduler, a template's too (#75913).
@@ -102,8 +119,8 @@ def build_constraints(
         soft_spread=tuple(s for s in spreads if not s.hard),
         requests=requests,
         ports=pod.host_ports,
-        priority=priority(workload),
-        preempts=pod.preemption_policy != "Never",
+        priority=int(admitted),
+        preempts=preempts,
         wants=tuple((name, value) for name, value in requests.items() if value > 0 and name != "pods"),
         nonzero=nonzero(requests),
     )

@@ -3,8 +3,8 @@ changed template to check a suggested fix with (:func:`scoped`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kaffinity.k8s.fenceposts import Budget
@@ -72,6 +72,43 @@ def simulate(
         if grown is not None:
             grown.extend(session.grown)
         session.restore()
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One workload's simulated rolling update: where it stops (None: it completes), and the
+    nodes autoscaling added for its new pods."""
+
+    deadlock: Deadlock | None
+    grown: tuple[tuple[SimNode, Pool], ...]
+
+
+def outcomes(
+    run: PlacementRun, workloads: Sequence[Workload], *, version: str, gates: Mapping[str, bool]
+) -> dict[int, Outcome]:
+    """Every rolled workload's :class:`Outcome` by ``id(workload)``, simulated once per run
+    (``rollout-deadlock`` reports the deadlocks, ``needs-scale-up`` the rollouts that finish
+    only on new nodes). Pods Pending for want of room before any update mean the cluster is
+    over capacity already: a replacement pod finding no room is then its consequence
+    (``roomy``)."""
+
+    def build() -> dict[int, Outcome]:
+        full = any(_short(reason) for placement in run.pending for reason in (placement.reasons or ()))
+        found = {}
+        for workload in workloads:
+            grown: list[tuple[SimNode, Pool]] = []
+            deadlock = simulate(run, workload, version=version, gates=gates, roomy=full, grown=grown)
+            found[id(workload)] = Outcome(deadlock, tuple(grown))
+        return found
+
+    return run.sim.memo.get("simulate.rollout.outcomes", build)
+
+
+def _short(reason: str) -> bool:
+    """A NodeResourcesFit reason: no room on the node."""
+    from kaffinity.simulate.plugins.noderesources import REASON_TOO_MANY_PODS
+
+    return reason == REASON_TOO_MANY_PODS or reason.startswith("Insufficient ")
 
 
 def _current(run: PlacementRun, workload: Workload) -> list[SimPod]:
