@@ -197,7 +197,16 @@ def _schedule(sim: Simulation, pod: SimPod, owner: Owner | None, record: bool) -
     if after.node is not None:
         each.node = after.node
         each.victims = tuple((victim, node.name) for victim, node in after.victims)
+        if each.message is not None and each.victims:
+            each.message += " " + preempted_message(each.node, len(each.victims))
     return each
+
+
+def preempted_message(node: str, victims: int) -> str:
+    """What the FailedScheduling event adds when DefaultPreemption made room: its PostFilter
+    status message (``Evaluator.Preempt``, pkg/scheduler/framework/preemption/preemption.go, set
+    as ``Diagnosis.PostFilterMsg`` in schedule_one.go) after the plugin's name."""
+    return f"preemption: found a potential placement for pod on node {node}, preempting {victims} victims"
 
 
 def _groups(placement: Placement) -> list[NodeGroup]:

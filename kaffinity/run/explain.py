@@ -19,6 +19,7 @@ from kaffinity.run.notes import Notes, Outcome, RunError
 
 if TYPE_CHECKING:
     from kaffinity.config import Settings
+    from kaffinity.explain.why import CaptureReport
     from kaffinity.simulate.cluster import Cluster
 
 #: The command that makes a capture (said when a file is not one).
@@ -51,13 +52,14 @@ def read_capture(path: str, settings: Settings) -> Cluster:
     return cluster
 
 
-def explain_run(path: str, settings: Settings, pod: Optional[str], output_format: str, notes: Notes) -> Outcome:
-    """Exit code 0 when no pod is Pending, 1 when some are (explained), 2 on bad input."""
+def explain_file(path: str, settings: Settings, pod: Optional[str] = None) -> CaptureReport:
+    """The capture at ``path`` read, its Pending pods scheduled in queue order and explained
+    (``pod``: ``namespace/name``, or a name in the default namespace, of the only one kept);
+    a :class:`RunError` (exit 2) on bad input."""
     from kaffinity.explain.capture import pending_documents
     from kaffinity.explain.why import explain_capture
     from kaffinity.k8s.model import build_inventory
     from kaffinity.k8s.model.build import priority_classes
-    from kaffinity.report.explain import render_json, render_text
     from kaffinity.simulate.place import Priorities
 
     cluster = read_capture(path, settings)
@@ -72,14 +74,20 @@ def explain_run(path: str, settings: Settings, pod: Optional[str], output_format
         if not any(f"{w.ref.namespace or 'default'}/{w.ref.name}" == wanted for w in pending):
             raise RunError(f"kaffinity: error: --pod {pod}: no Pending pod {wanted} in {quote_name(path)}")
         pod = wanted
-    priorities = Priorities.of(priority_classes(documents))
-    report = explain_capture(
+    return explain_capture(
         cluster,
         pending,
         version=settings.kube_version,
         gates=settings.feature_gates,
-        priorities=priorities,
+        priorities=Priorities.of(priority_classes(documents)),
         only=pod,
     )
+
+
+def explain_run(path: str, settings: Settings, pod: Optional[str], output_format: str, notes: Notes) -> Outcome:
+    """Exit code 0 when no pod is Pending, 1 when some are (explained), 2 on bad input."""
+    from kaffinity.report.explain import render_json, render_text
+
+    report = explain_file(path, settings, pod)
     text = render_json(report, path) if output_format == "json" else render_text(report)
     return Outcome(text, (), 1 if report.explained else 0)
