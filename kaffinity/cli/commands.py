@@ -247,7 +247,6 @@ def place(
     finish(outcome, output)
 
 
-
 class ExplainFormat(str, Enum):
     text = "text"
     json = "json"

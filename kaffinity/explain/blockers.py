@@ -72,6 +72,8 @@ class Blocker:
     groups: list[PodGroup]
     #: how many nodes this reason refused
     nodes: int
+    #: the pods themselves (for the remedies; not shown)
+    pods: list[SimPod] = field(default_factory=list)
 
 
 def owner_word(pod: SimPod) -> str:
@@ -157,7 +159,9 @@ def blockers_of(sim: Simulation, pod: SimPod, rejected: Mapping[str, list[str]])
                 for other in node.pods
                 if term in other.constraints.anti
             ]
-            found.extend(_in_domains(sim, "existing-anti-affinity", REASON_EXISTING_ANTI, term, nodes, holders))
+            found.extend(
+                _in_domains(sim, "existing-anti-affinity", REASON_EXISTING_ANTI, term, nodes, holders)
+            )
     if REASON_AFFINITY in refused:
         nodes = refused[REASON_AFFINITY]
         for term in constraints.affinity:
@@ -188,7 +192,11 @@ def blockers_of(sim: Simulation, pod: SimPod, rejected: Mapping[str, list[str]])
             if wanted & {(protocol, port) for protocol, _, port in other.constraints.ports}
         ]
         ports = sorted(f"{port}/{protocol}" for protocol, port in wanted)
-        found.append(Blocker("ports", REASON_PORTS, {"ports": ports}, [], group_pods(sim, holders), len(nodes)))
+        found.append(
+            Blocker(
+                "ports", REASON_PORTS, {"ports": ports}, [], group_pods(sim, holders), len(nodes), holders
+            )
+        )
     return found
 
 
@@ -214,7 +222,7 @@ def _in_domains(
     if not inside:
         return []
     reached = sorted({other.node.labels[key] for other in inside if other.node is not None})
-    return [Blocker(kind, reason, _term(term), reached, group_pods(sim, inside), len(nodes))]
+    return [Blocker(kind, reason, _term(term), reached, group_pods(sim, inside), len(nodes), inside)]
 
 
 def _spread(sim: Simulation, pod: SimPod, nodes: list[SimNode]) -> list[Blocker]:

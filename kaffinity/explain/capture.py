@@ -32,7 +32,8 @@ from typing import Any
 from kaffinity.k8s.model import Workload
 from kaffinity.load.source import Document
 
-#: The label the Deployment controller puts on its ReplicaSets' pods (``apps.DefaultDeploymentUniqueLabelKey``).
+#: The label the Deployment controller puts on its ReplicaSets' pods
+#: (``apps.DefaultDeploymentUniqueLabelKey``).
 POD_TEMPLATE_HASH = "pod-template-hash"
 DEFAULT_SCHEDULER = "default-scheduler"
 

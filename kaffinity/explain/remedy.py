@@ -25,14 +25,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from kaffinity.explain.blockers import Blocker, PodGroup, group_pods
+from kaffinity.explain.blockers import Blocker, PodGroup, group_pods, owner_word
 from kaffinity.k8s.labels import HOSTNAME
-from kaffinity.k8s.model import Node, ObjectRef
+from kaffinity.k8s.model import Node, ObjectRef, Taint, Toleration
 from kaffinity.simulate.framework.preemption import preempt
 from kaffinity.simulate.framework.types import SimNode, SimPod, sim_node
 from kaffinity.simulate.plugins.interpodaffinity import REASON_ANTI_AFFINITY, REASON_EXISTING_ANTI
 from kaffinity.simulate.plugins.podtopologyspread import REASON_SPREAD
-from kaffinity.simulate.plugins.tainttoleration import tolerates
 
 if TYPE_CHECKING:
     from kaffinity.simulate.framework.schedule_one import Simulation
@@ -85,8 +84,48 @@ def remedies_for(
         moved = _move(sim, pod, blocker)
         if moved is not None:
             found.append(moved)
+    tolerated = _tolerate(sim, pod, rejected)
+    if tolerated is not None:
+        found.append(tolerated)
     found.append(_new_node(sim, pod, rejected))
     return found
+
+
+def _own(pod: SimPod, other: SimPod) -> bool:
+    """Whether ``other`` belongs to the same workload as ``pod`` (moving or evicting a sibling
+    is no advice: the workload needs room for both)."""
+    return owner_word(other) == owner_word(pod)
+
+
+#: How many nodes refused by TaintToleration are tried with the pod tolerating their taints.
+TAINTED_TRIED = 10
+
+
+def _tolerate(sim: Simulation, pod: SimPod, rejected: Mapping[str, list[str]]) -> Remedy | None:
+    """The first node TaintToleration refused that the pod would run on were it to tolerate the
+    node's NoSchedule and NoExecute taints (PreferNoSchedule only scores)."""
+    tainted = [name for name, reasons in rejected.items() if plugin_is_taint(reasons)][:TAINTED_TRIED]
+    for name in tainted:
+        node = sim.by_name[name]
+        taints = [t for t in node.taints if t.effect in ("NoSchedule", "NoExecute")]
+        added = tuple(Toleration(t.key, "Equal", t.value, t.effect, ()) for t in taints)
+        constraints = dataclasses.replace(
+            pod.constraints, tolerations=(*pod.constraints.tolerations, *added), sig=None
+        )
+        trial = SimPod(
+            pod.workload, pod.replica, pod.revision, pod.labels, constraints, existing=pod.existing
+        )
+        if sim.place(trial, bind=False).node == name:
+            return Remedy("tolerate", name, taints=[_taint_word(t) for t in taints])
+    return None
+
+
+def plugin_is_taint(reasons: Sequence[str]) -> bool:
+    return bool(reasons) and reasons[0].startswith("node(s) had untolerated taint")
+
+
+def _taint_word(taint: Taint) -> str:
+    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
 
 
 def _raised(sim: Simulation, pod: SimPod) -> Remedy | None:
@@ -101,42 +140,44 @@ def _raised(sim: Simulation, pod: SimPod) -> Remedy | None:
     if found is None:
         return None
     node, victims = found
+    if any(_own(pod, victim) for victim, _ in victims):
+        return None
     needed = max(victim.constraints.priority for victim, _ in victims) + 1
     needed = max(needed, constraints.priority + 1)
     return Remedy("priority", node.name, groups=group_pods(sim, [v for v, _ in victims]), priority=needed)
 
 
+#: How many domains a ``move`` remedy tries (those with the fewest blocking pods first).
+DOMAINS_TRIED = 5
+
+
 def _move(sim: Simulation, pod: SimPod, blocker: Blocker) -> Remedy | None:
-    """Take the pods behind ``blocker`` off their nodes: the node the pod then takes, if any."""
-    if blocker.kind not in ("anti-affinity", "existing-anti-affinity", "ports"):
+    """The fewest pods behind ``blocker`` to take off one refused domain (a node, for host
+    ports) for the pod to run there; None when moving them does not help, or they are the
+    pod's own workload's."""
+    if blocker.kind not in ("anti-affinity", "existing-anti-affinity", "ports") or not blocker.pods:
         return None
-    if sum(group.count for group in blocker.groups) > MOST_MOVED:
-        return None
-    names = {(group.owner, name) for group in blocker.groups for name in group.pods}
-    moved: list[tuple[SimPod, SimNode]] = []
-    for node_name in {name for group in blocker.groups for name in group.nodes}:
-        node = sim.by_name[node_name]
-        for other in list(node.pods):
-            if other is not pod and _named(other, names):
-                moved.append((other, node))
-    if not moved:
-        return None
-    for other, _ in moved:
-        sim.unbind(other)
-    try:
-        placement = sim.place(pod, bind=False)
-    finally:
-        for other, node in moved:
-            sim.bind(other, node)
-    if placement.node is None:
-        return None
-    return Remedy("move", placement.node, groups=group_pods(sim, [other for other, _ in moved]))
-
-
-def _named(pod: SimPod, names: set[tuple[str, str]]) -> bool:
-    from kaffinity.explain.blockers import owner_word
-
-    return (owner_word(pod), pod.name) in names
+    key = blocker.term.get("topologyKey") or HOSTNAME
+    by_domain: dict[str, list[SimPod]] = {}
+    for other in blocker.pods:
+        if other.node is not None:
+            domain = other.node.name if blocker.kind == "ports" else other.node.labels.get(key, "")
+            by_domain.setdefault(domain, []).append(other)
+    tried = sorted(by_domain.items(), key=lambda item: (len(item[1]), item[0]))[:DOMAINS_TRIED]
+    for _, pods in tried:
+        if len(pods) > MOST_MOVED or any(_own(pod, other) for other in pods):
+            continue
+        moved = [(other, other.node) for other in pods if other.node is not None]
+        for other, _ in moved:
+            sim.unbind(other)
+        try:
+            placement = sim.place(pod, bind=False)
+        finally:
+            for other, node in moved:
+                sim.bind(other, node)
+        if placement.node is not None:
+            return Remedy("move", placement.node, groups=group_pods(sim, pods))
+    return None
 
 
 def _new_node(sim: Simulation, pod: SimPod, rejected: Mapping[str, list[str]]) -> Remedy:
@@ -147,21 +188,50 @@ def _new_node(sim: Simulation, pod: SimPod, rejected: Mapping[str, list[str]]) -
     labels = dict(template.labels) if template is not None else _required_labels(constraints)
     labels[HOSTNAME] = NEW_NODE
     taints = tuple(template.taints) if template is not None else ()
-    base = dict(template.node.allocatable) if template is not None else {}
-    allocatable = _sized(base, constraints)
+    sized = template if template is not None else _largest(sim)
+    base = dict(sized.node.allocatable) if sized is not None else {}
+    daemons = _daemon_pods(template)
+    allocatable = _sized(base, constraints, daemons)
     remedy = Remedy("node", like=template.name if template is not None else None)
     for attempt in range(2):
-        placement = _try_node(sim, pod, labels, taints, allocatable)
+        placement = _try_node(sim, pod, labels, taints, allocatable, daemons)
         if placement is None:
             remedy.node = NEW_NODE
             break
         remedy.refused = placement
         if attempt or not _newer_domain(pod, placement, labels):
             break
-    remedy.labels = labels
-    remedy.taints = [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in taints]
-    remedy.allocatable = {name: _quantity(name, value) for name, value in sorted(allocatable.items())}
+    # Like a node of the cluster: only what differs from it (its hostname is new anyway).
+    before = template.labels if template is not None else {}
+    remedy.labels = {k: v for k, v in labels.items() if before.get(k) != v and k != HOSTNAME}
+    remedy.taints = [_taint_word(t) for t in taints]
+    remedy.allocatable = {
+        name: _quantity(name, value) for name, value in sorted(allocatable.items()) if base.get(name) != value
+    }
     return remedy
+
+
+def _largest(sim: Simulation) -> SimNode | None:
+    """The node with the most allocatable cpu (then memory): the size of a made-up node."""
+    sized = [node for node in sim.nodes if node.allocatable]
+    if not sized:
+        return None
+    return max(sized, key=lambda n: (n.allocatable.get("cpu", 0), n.allocatable.get("memory", 0)))  # type: ignore[union-attr]
+
+
+def _daemon_pods(template: SimNode | None) -> list[SimPod]:
+    """The DaemonSet pods of ``template``: a new node like it runs them too (their controller
+    creates one on every node it selects), taking their ports and resources."""
+    from kaffinity.explain.capture import owner_of
+
+    if template is None:
+        return []
+    found = []
+    for other in template.pods:
+        owner = owner_of(other.workload.doc.data)
+        if owner is not None and owner.kind == "DaemonSet" and not other.terminating:
+            found.append(other)
+    return found
 
 
 def _newer_domain(pod: SimPod, refused: list[str], labels: dict[str, str]) -> bool:
@@ -183,21 +253,37 @@ def _try_node(
     sim: Simulation,
     pod: SimPod,
     labels: Mapping[str, str],
-    taints: tuple[object, ...],
+    taints: tuple[Taint, ...],
     allocatable: Mapping[str, Decimal],
+    daemons: Sequence[SimPod] = (),
 ) -> list[str] | None:
-    """Add a node, schedule the pod without binding it, take the node away: None when the pod
-    would run there, else the new node's reasons."""
+    """Add a node (with a copy of each of ``daemons`` bound there), schedule the pod without
+    binding it, take the node away: None when the pod would run there, else the new node's
+    reasons."""
     node = Node(
         ObjectRef("v1", "Node", None, NEW_NODE),
         pod.workload.doc,
         tuple(labels.items()),
-        taints,  # type: ignore[arg-type]
+        taints,
         tuple(sorted(allocatable.items())),
         False,
     )
     trial = sim_node(node)
-    sim.add_node(trial)
+    before = sim.on_new_node
+
+    def bind_daemons(added: SimNode) -> list[SimPod]:
+        copies = [
+            SimPod(d.workload, d.replica, d.revision, d.labels, d.constraints, existing=True) for d in daemons
+        ]
+        for copy in copies:
+            sim.bind(copy, added)
+        return copies
+
+    sim.on_new_node = bind_daemons
+    try:
+        sim.add_node(trial)
+    finally:
+        sim.on_new_node = before
     try:
         placement = sim.place(pod, bind=False, record=True)
     finally:
@@ -219,10 +305,14 @@ def _required_labels(constraints: Constraints) -> dict[str, str]:
     return labels
 
 
-def _sized(base: Mapping[str, Decimal], constraints: Constraints) -> dict[str, Decimal]:
-    """``base`` raised to the pod's requests (scheduler units back to quantities)."""
+def _sized(
+    base: Mapping[str, Decimal], constraints: Constraints, daemons: Sequence[SimPod]
+) -> dict[str, Decimal]:
+    """``base`` raised to the pod's requests and its DaemonSet pods' (scheduler units back to
+    quantities)."""
     sized = dict(base)
     for name, amount in constraints.requests.items():
+        amount += sum(d.constraints.requests.get(name, 0) for d in daemons)
         value = Decimal(amount) / 1000 if name == "cpu" else Decimal(amount)
         if sized.get(name, Decimal(-1)) < value:
             sized[name] = value
@@ -240,8 +330,3 @@ def _quantity(name: str, value: Decimal) -> str:
             if value % size == 0 and value >= size:
                 return f"{int(value // size)}{suffix}"
     return f"{value.normalize():f}"
-
-
-def tolerated(constraints: Constraints, taint: object) -> bool:
-    """Whether the pod tolerates ``taint`` (for the node shape's words)."""
-    return any(tolerates(toleration, taint) for toleration in constraints.tolerations)  # type: ignore[arg-type]

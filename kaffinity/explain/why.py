@@ -38,8 +38,8 @@ from kaffinity.simulate.plugins.interpodaffinity import (
 from kaffinity.simulate.plugins.nodeaffinity import REASON_NODE_AFFINITY, REASON_PINNED
 from kaffinity.simulate.plugins.nodename import REASON_NODE_NAME
 from kaffinity.simulate.plugins.nodeports import REASON_PORTS
-from kaffinity.simulate.plugins.nodeunschedulable import REASON_UNSCHEDULABLE
 from kaffinity.simulate.plugins.noderesources import REASON_TOO_MANY_PODS
+from kaffinity.simulate.plugins.nodeunschedulable import REASON_UNSCHEDULABLE
 from kaffinity.simulate.plugins.podtopologyspread import REASON_SPREAD, REASON_SPREAD_LABEL
 
 if TYPE_CHECKING:
@@ -170,7 +170,9 @@ def explain_capture(
         explained.append(each)
         if each.node is not None and not each.victims:
             continue
-        key = (owner.kind, owner.namespace, owner.name) if owner is not None else ("Pod", "", workload.ref.name)
+        key = (
+            (owner.kind, owner.namespace, owner.name) if owner is not None else ("Pod", "", workload.ref.name)
+        )
         earlier = first.get(key)
         if earlier is not None and earlier.groups == each.groups:
             each.same_as = earlier.workload

@@ -101,7 +101,12 @@ def _pod_json(each: Explained, queue: int) -> dict[str, Any]:
         "node": each.node,
         "message": each.message,
         "nodes": [
-            {"plugin": group.plugin, "reason": group.reason, "count": len(group.nodes), "nodes": list(group.nodes)}
+            {
+                "plugin": group.plugin,
+                "reason": group.reason,
+                "count": len(group.nodes),
+                "nodes": list(group.nodes),
+            }
             for group in each.groups
         ],
         "rejected": {
@@ -148,6 +153,10 @@ def _group_text(group: PodGroup) -> str:
             for name, allowed in group.budgets.items()
         )
         text += f", protected by PodDisruptionBudget {budgets}"
+        if any(allowed is not None and allowed <= 0 for allowed in group.budgets.values()):
+            # DefaultPreemption prefers victims no budget protects, but evicts them anyway
+            # (filterPodsWithPDBViolation only orders them; the docs: "Limitations of preemption").
+            text += " (evicting it violates the budget)"
     return text
 
 
@@ -185,17 +194,26 @@ def _remedy_text(remedy: Remedy) -> str:
     if remedy.kind == "preemption":
         return f"preemption: the scheduler evicts {victims} and nominates node {remedy.node}"
     if remedy.kind == "priority":
-        return f"a priority of {remedy.priority} or more: preemption would evict {victims} on node {remedy.node}"
+        return (
+            f"a priority of {remedy.priority} or more: preemption would evict {victims} on node {remedy.node}"
+        )
     if remedy.kind == "move":
-        return f"moving {victims} elsewhere: it would run on {remedy.node}"
+        return f"taking {victims} off their node(s): it would run on {remedy.node}"
+    if remedy.kind == "tolerate":
+        return f"a toleration of {', '.join(remedy.taints)}: it would run on {remedy.node}"
     labels = ", ".join(f"{key}={value}" for key, value in remedy.labels.items())
     resources = ", ".join(f"{key}={value}" for key, value in remedy.allocatable.items())
-    taints = f"; taints {', '.join(remedy.taints)}" if remedy.taints else ""
-    like = f"like {remedy.like}" if remedy.like else "of this shape"
-    shape = f"labels {labels}{taints}; allocatable {resources}"
+    parts = [f"labels {labels}" if labels else "", f"allocatable {resources}" if resources else ""]
+    if remedy.taints:
+        parts.append(f"taints {', '.join(remedy.taints)}")
+    shape = "; ".join(part for part in parts if part)
+    if remedy.like:
+        node = f"a new node like {remedy.like}" + (f" but with {shape}" if shape else "")
+    else:
+        node = f"a new node with {shape or 'no labels'}"
     if remedy.node is None:
-        return f"not even a new node {like} ({shape}): {', '.join(remedy.refused)}"
-    return f"a new node {like}: {shape}"
+        return f"not even {node}: {', '.join(remedy.refused)}"
+    return node
 
 
 def _pod_text(each: Explained, queue: int, total: int) -> list[str]:
@@ -203,11 +221,16 @@ def _pod_text(each: Explained, queue: int, total: int) -> list[str]:
     nominated = f", nominated to {each.nominated}" if each.nominated else ""
     head = f"{queue}. Pod {_name(each)} (priority {each.priority}{owner}{nominated})"
     if each.node is not None and not each.victims:
-        return [f"{head}: kaffinity's scheduler places it on {each.node} now (the capture may predate its binding)"]
+        return [
+            f"{head}: kaffinity's scheduler places it on {each.node} now "
+            "(the capture may predate its binding)"
+        ]
     lines = [f"{head}: Pending", f"  FailedScheduling: {each.message}"]
     if each.groups:
         lines.append("  nodes refused:")
-        lines += [f"    {group.plugin or '?'}: {group.reason}: {_nodes(group.nodes)}" for group in each.groups]
+        lines += [
+            f"    {group.plugin or '?'}: {group.reason}: {_nodes(group.nodes)}" for group in each.groups
+        ]
     if each.same_as is not None:
         same = each.same_as.ref
         lines.append(f"  the same as {same.namespace or 'default'}/{same.name} above")
@@ -229,11 +252,13 @@ def render_text(report: CaptureReport) -> str:
         lines.append("")
     if report.skipped:
         names = [f"{pod.ref.namespace or 'default'}/{pod.ref.name}" for pod in report.skipped]
-        lines.append(f"not in kube-scheduler's queue (another scheduler, or scheduling gates): {name_list(names)}")
+        lines.append(
+            f"not in kube-scheduler's queue (another scheduler, or scheduling gates): {name_list(names)}"
+        )
     pending = len(report.pending)
     placed = len(report.explained) - pending
     lines.append(
-        f"{len(report.explained)} Pending pod(s) explained on {report.nodes} node(s) with {report.bound} bound pod(s)"
-        + (f"; {placed} would be placed now" if placed else "")
+        f"{len(report.explained)} Pending pod(s) explained on {report.nodes} node(s) "
+        f"with {report.bound} bound pod(s)" + (f"; {placed} would be placed now" if placed else "")
     )
     return "\n".join(escape(line) for line in lines) + "\n"

@@ -44,11 +44,16 @@ def read_capture(path: str, settings: Settings) -> Cluster:
         for problem in file.problems:
             if problem.rule == "parse-error":
                 span = problem.span
-                where = f"{quote_name(file.name)}:{span.line}:{span.column}" if span else quote_name(file.name)
+                where = (
+                    f"{quote_name(file.name)}:{span.line}:{span.column}" if span else quote_name(file.name)
+                )
                 raise RunError(f"{where}: error: {problem.message}")
     if not cluster.nodes:
         line = next((doc.span.line for file in cluster.files for doc in file.documents), 1)
-        raise RunError(f"{name}:{line}:1: error: not a cluster capture: it holds no Node (make one with: {CAPTURE_COMMAND})")
+        raise RunError(
+            f"{name}:{line}:1: error: not a cluster capture: it holds no Node "
+            f"(make one with: {CAPTURE_COMMAND})"
+        )
     return cluster
 
 
@@ -84,7 +89,9 @@ def explain_file(path: str, settings: Settings, pod: Optional[str] = None) -> Ca
     )
 
 
-def explain_run(path: str, settings: Settings, pod: Optional[str], output_format: str, notes: Notes) -> Outcome:
+def explain_run(
+    path: str, settings: Settings, pod: Optional[str], output_format: str, notes: Notes
+) -> Outcome:
     """Exit code 0 when no pod is Pending, 1 when some are (explained), 2 on bad input."""
     from kaffinity.report.explain import render_json, render_text
 

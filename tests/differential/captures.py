@@ -54,7 +54,9 @@ LOW = {
 }
 
 
-def node(name: str, zone: str, cpu: int, memory_gi: int, *, gpu: bool = False, cordoned: bool = False) -> dict[str, Any]:
+def node(
+    name: str, zone: str, cpu: int, memory_gi: int, *, gpu: bool = False, cordoned: bool = False
+) -> dict[str, Any]:
     labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
@@ -73,7 +75,11 @@ def node(name: str, zone: str, cpu: int, memory_gi: int, *, gpu: bool = False, c
     if cordoned:
         spec["unschedulable"] = True
         taints.append(
-            {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule", "timeAdded": "2026-11-28T09:00:00Z"}
+            {
+                "key": "node.kubernetes.io/unschedulable",
+                "effect": "NoSchedule",
+                "timeAdded": "2026-11-28T09:00:00Z",
+            }
         )
     if taints:
         spec["taints"] = taints
@@ -143,8 +149,18 @@ def pod(
         "priority": priority,
         "preemptionPolicy": "Never" if class_name == "batch-low" else "PreemptLowerPriority",
         "tolerations": [
-            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
+            {
+                "key": "node.kubernetes.io/unreachable",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
         ],
     }
     if class_name is not None:
@@ -244,7 +260,9 @@ class Cluster:
         }
 
 
-def build(cluster: Cluster, zones: int, nodes: int, recipes: list[str], *, gpu: bool, cordon: bool) -> dict[str, Any]:
+def build(
+    cluster: Cluster, zones: int, nodes: int, recipes: list[str], *, gpu: bool, cordon: bool
+) -> dict[str, Any]:
     """Nodes, the bound workloads, then one Pending pod per recipe (in creation order)."""
     for index in range(nodes):
         zone = ZONES[index % zones]
@@ -320,7 +338,9 @@ def build(cluster: Cluster, zones: int, nodes: int, recipes: list[str], *, gpu: 
                 class_name="batch-low",
             )
             cluster.bind(item, name, cpu)
-    cluster.others.append(_budget("report-worker", "batch", "report-worker", cluster.number(0, 1), len(usable)))
+    cluster.others.append(
+        _budget("report-worker", "batch", "report-worker", cluster.number(0, 1), len(usable))
+    )
     for index, recipe in enumerate(recipes):
         cluster.pending.append(pending_pod(cluster, recipe, index, template, api_hash))
     return cluster.capture()
@@ -344,7 +364,11 @@ def pending_pod(cluster: Cluster, recipe: str, index: int, web_hash: str, api_ha
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {
                         "nodeSelectorTerms": [
-                            {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}
+                            {
+                                "matchExpressions": [
+                                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}
+                                ]
+                            }
                         ]
                     }
                 }
