@@ -311,8 +311,8 @@ def _sized(
     """``base`` raised to the pod's requests and its DaemonSet pods' (scheduler units back to
     quantities)."""
     sized = dict(base)
-    for name, amount in constraints.requests.items():
-        amount += sum(d.constraints.requests.get(name, 0) for d in daemons)
+    for name, requested in constraints.requests.items():
+        amount = requested + sum(d.constraints.requests.get(name, 0) for d in daemons)
         value = Decimal(amount) / 1000 if name == "cpu" else Decimal(amount)
         if sized.get(name, Decimal(-1)) < value:
             sized[name] = value
