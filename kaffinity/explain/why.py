@@ -135,6 +135,8 @@ class CaptureReport:
     explained: list[Explained]
     #: Pending pods kube-scheduler does not take (another scheduler, scheduling gates)
     skipped: list[Workload]
+    #: Pending pods in kube-scheduler's queue (all of them, also with ``--pod``)
+    queued: int = 0
 
     @property
     def pending(self) -> list[Explained]:
@@ -180,7 +182,7 @@ def explain_capture(
         first.setdefault(key, each)
         each.blockers = blockers_of(sim, pod, each.rejected)
         each.remedies = remedies_for(sim, pod, each.rejected, each.victims, each.blockers)
-    return CaptureReport(len(sim.nodes), len(existing), explained, skipped)
+    return CaptureReport(len(sim.nodes), len(existing), explained, skipped, len(waiting))
 
 
 def _schedule(sim: Simulation, pod: SimPod, owner: Owner | None, record: bool) -> Explained:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from kaffinity.explain.pending_words import in_domains
 from kaffinity.explain.wording import name_list
 from kaffinity.load.display import escape, utf8_tree
 
@@ -125,7 +126,7 @@ def render_json(report: CaptureReport, file: str) -> str:
             "file": file,
             "nodes": report.nodes,
             "boundPods": report.bound,
-            "pendingPods": len(report.explained) + len(report.skipped),
+            "pendingPods": report.queued + len(report.skipped),
             "notQueued": [
                 {"namespace": pod.ref.namespace or "default", "name": pod.ref.name} for pod in report.skipped
             ],
@@ -171,22 +172,27 @@ def _term_text(blocker: Blocker) -> str:
         return f"spread constraint {selector} on {key}, maxSkew {term['maxSkew']} (pods per domain: {counts})"
     words = {
         "anti-affinity": "its required anti-affinity",
-        "existing-anti-affinity": "their required anti-affinity (matching this pod)",
+        "existing-anti-affinity": "the required anti-affinity of running pods",
         "affinity": "its required affinity",
     }[blocker.kind]
     return f"{words} {selector} on {key}"
 
 
 def _blocker_lines(blocker: Blocker) -> list[str]:
-    head = f"    {_term_text(blocker)}, refusing {blocker.nodes} node(s)"
-    if blocker.domains and blocker.kind != "spread":
-        head += f" in {name_list(blocker.domains, SHOWN_NODES)}"
-    if not blocker.groups:
-        if blocker.kind == "affinity":
+    head = f"    {_term_text(blocker)} refuses {blocker.nodes} node(s)"
+    key = blocker.term.get("topologyKey")
+    where = f" {in_domains(key, blocker.domains)}" if blocker.domains and isinstance(key, str) else ""
+    if blocker.kind == "affinity":
+        if not blocker.groups:
             return [f"{head}: no running pod matches it"]
-        return [f"{head}:"]
-    verb = {"affinity": "matches", "spread": "counts"}.get(blocker.kind, "blocked by")
-    return [f"{head}; {verb}:"] + [f"      {_group_text(group)}" for group in blocker.groups]
+        lines = [f"{head}: none of the pods it matches runs{where}; they run elsewhere:"]
+    elif blocker.kind == "spread":
+        lines = [f"{head}; the pods it counts:"]
+    elif blocker.kind == "ports":
+        lines = [f"{head}; held by:"]
+    else:
+        lines = [f"{head}; the pods it selects{where}:"]
+    return lines + [f"      {_group_text(group)}" for group in blocker.groups]
 
 
 def _remedy_text(remedy: Remedy) -> str:

@@ -128,7 +128,7 @@ def pod(
     if owner is not None:
         metadata["ownerReferences"] = [
             {
-                "apiVersion": "apps/v1",
+                "apiVersion": "batch/v1" if owner[0] == "Job" else "apps/v1",
                 "kind": owner[0],
                 "name": owner[1],
                 "uid": f"uid-{owner[1]}",
@@ -349,10 +349,12 @@ def build(
 def pending_pod(cluster: Cluster, recipe: str, index: int, web_hash: str, api_hash: str) -> dict[str, Any]:
     """One Pending pod for ``recipe`` (combined with another when the recipe is ``a+b``)."""
     created = f"2026-11-29T09:{index:02d}:00Z"
-    labels: dict[str, str] = {"app": f"job-{index}"}
+    job = _JOB_NAMES[recipe.split("+", maxsplit=1)[0]]
+    labels: dict[str, str] = {"app": job, "batch.kubernetes.io/job-name": job}
     extra: dict[str, Any] = {}
-    cpu, owner, priority, class_name = "200m", None, 0, None
-    name = f"pending-{index}"
+    cpu, priority, class_name = "200m", 0, None
+    owner: tuple[str, str] | None = ("Job", job)
+    name, namespace = f"{job}-{index}{'bcdfghjklm'[index % 10]}q7x", "batch"
     for part in recipe.split("+"):
         if part == "taint":
             extra["nodeSelector"] = {"cloud.google.com/gke-nodepool": "gpu"}
@@ -377,25 +379,33 @@ def pending_pod(cluster: Cluster, recipe: str, index: int, web_hash: str, api_ha
             labels = {"app": "web", "pod-template-hash": web_hash}
             extra["affinity"] = _anti("web")
             owner, name = ("ReplicaSet", f"web-{web_hash}"), f"web-{web_hash}-p{index}nd"
-            priority, class_name = 100000, "business-critical"
+            priority, class_name, namespace = 100000, "business-critical", "shop"
         elif part == "spread":
             labels = {"app": "api", "pod-template-hash": api_hash}
             extra["topologySpreadConstraints"] = _spread("api")
             owner, name = ("ReplicaSet", f"api-{api_hash}"), f"api-{api_hash}-p{index}nd"
+            namespace = "shop"
         elif part == "ports":
-            labels = {"app": "node-exporter-v2"}
+            labels = {"app": "node-exporter-v2", "controller-revision-hash": "58d9c6b7f4"}
             extra["tolerations"] = [{"operator": "Exists"}]
-            name = f"node-exporter-v2-{index}"
+            owner, name, namespace = (
+                ("DaemonSet", "node-exporter-v2"),
+                f"node-exporter-v2-{index}t8w",
+                "monitoring",
+            )
         elif part == "unschedulable":
             cordoned = [n for n in cluster.nodes if n["spec"].get("unschedulable")]
             target = (cordoned or cluster.nodes)[0]["metadata"]["name"]
             extra["nodeSelector"] = {"kubernetes.io/hostname": target}
         elif part == "preemption":
-            priority, class_name = 100000, "business-critical"
+            priority, class_name, namespace = 100000, "business-critical", "shop"
+            checkout = f"checkout-{9 - index % 9}b6c8d94f"
+            labels = {"app": "checkout", "pod-template-hash": checkout[9:]}
+            owner, name = ("ReplicaSet", checkout), f"{checkout}-{index}r2k"
             cpu = f"{cluster.pick([1500, 3000, 7000])}m"
     return pod(
         name,
-        "shop" if owner is not None else "jobs",
+        namespace,
         labels=labels,
         cpu=cpu,
         owner=owner,
@@ -405,6 +415,19 @@ def pending_pod(cluster: Cluster, recipe: str, index: int, web_hash: str, api_ha
         extra=extra,
         port=9100 if "ports" in recipe else None,
     )
+
+
+#: The Job each recipe's pod belongs to when no other owner is set.
+_JOB_NAMES = {
+    "taint": "train-resnet",
+    "resources": "nightly-report",
+    "node-affinity": "ingest-eu",
+    "anti-affinity": "web",
+    "spread": "api",
+    "ports": "node-exporter-v2",
+    "unschedulable": "debug-shell",
+    "preemption": "checkout",
+}
 
 
 @st.composite
