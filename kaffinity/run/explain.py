@@ -97,4 +97,4 @@ def explain_run(
 
     report = explain_file(path, settings, pod)
     text = render_json(report, path) if output_format == "json" else render_text(report)
-    return Outcome(text, (), 1 if report.explained else 0)
+    return Outcome(text, (), 1 if report.explained or report.skipped else 0)

@@ -55,8 +55,10 @@ LOW = {
 
 
 def node(
-    name: str, zone: str, cpu: int, memory_gi: int, *, gpu: bool = False, cordoned: bool = False
+    name: str, zone: str, cpu: int, memory_gi: int | None = None, *, gpu: bool = False, cordoned: bool = False
 ) -> dict[str, Any]:
+    """A Node as kubectl shows it (``memory_gi``: 4 GiB per cpu unless given)."""
+    memory_gi = cpu * 4 if memory_gi is None else memory_gi
     labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
