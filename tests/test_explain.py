@@ -116,7 +116,8 @@ def test_the_example_capture_explains_each_pending_pod_as_kube_scheduler_does() 
             [{"name": "batch/report-worker", "disruptionsAllowed": 0}],
         )
     ]
-    assert [(r["kind"], r["node"], r["taints"]) for r in train["remedies"]][0] == (
+    tolerate = train["remedies"][0]
+    assert (tolerate["kind"], tolerate["node"], tolerate["taints"]) == (
         "tolerate",
         "gke-prod-gpu-000",
         ["nvidia.com/gpu=present:NoSchedule"],
@@ -259,6 +260,7 @@ def test_a_required_affinity_nothing_matches(tmp_path: Path) -> None:
     }
     items = [node("n1", "z", 4), pod("api", "shop", labels={"app": "api"}, extra={"affinity": affinity})]
     code, report = _explain(_capture(tmp_path, *items))
+    assert code == 1
     (api,) = report["pods"]
     (blocker,) = api["blockers"]
     assert (blocker["kind"], blocker["term"]["selector"], blocker["workloads"]) == (
@@ -291,6 +293,7 @@ def test_a_spread_constraint_counts_the_pods_per_domain(tmp_path: Path) -> None:
         pod("api-2", "shop", labels={"app": "api"}, cpu="500m", extra={"topologySpreadConstraints": spread}),
     ]
     code, report = _explain(_capture(tmp_path, *items))
+    assert code == 1
     (api,) = report["pods"]
     assert {name: each["plugin"] for name, each in api["rejected"].items()} == {
         "a1": "PodTopologySpread",
