@@ -257,8 +257,8 @@ def explain(
         str,
         typer.Argument(
             metavar="CAPTURE",
-            help="A live cluster's capture: kubectl get nodes,pods,poddisruptionbudgets,priorityclasses,"
-            "runtimeclasses,storageclasses,persistentvolumes,persistentvolumeclaims -A -o yaml",
+            help="A live cluster's capture: what kubectl get -A -o yaml prints for nodes, pods, "
+            "budgets, priority and runtime classes, volumes and claims (docs/explain.md).",
         ),
     ],
     pod: Annotated[

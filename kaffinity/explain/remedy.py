@@ -97,15 +97,21 @@ def _own(pod: SimPod, other: SimPod) -> bool:
     return owner_word(other) == owner_word(pod)
 
 
-#: How many nodes refused by TaintToleration are tried with the pod tolerating their taints.
-TAINTED_TRIED = 10
+#: How many nodes refused by TaintToleration (one per distinct set of taints) are tried with
+#: the pod tolerating their taints.
+TAINTED_TRIED = 3
 
 
 def _tolerate(sim: Simulation, pod: SimPod, rejected: Mapping[str, list[str]]) -> Remedy | None:
     """The first node TaintToleration refused that the pod would run on were it to tolerate the
     node's NoSchedule and NoExecute taints (PreferNoSchedule only scores)."""
-    tainted = [name for name, reasons in rejected.items() if plugin_is_taint(reasons)][:TAINTED_TRIED]
-    for name in tainted:
+    # One node per distinct set of taints: a pool's nodes share theirs.
+    kinds: dict[tuple[tuple[str, str, str], ...], str] = {}
+    for name, reasons in rejected.items():
+        if plugin_is_taint(reasons):
+            taints_of = tuple((t.key, t.value, t.effect) for t in sim.by_name[name].taints)
+            kinds.setdefault(taints_of, name)
+    for name in list(kinds.values())[:TAINTED_TRIED]:
         node = sim.by_name[name]
         taints = [t for t in node.taints if t.effect in ("NoSchedule", "NoExecute")]
         added = tuple(Toleration(t.key, "Equal", t.value, t.effect, ()) for t in taints)
