@@ -141,6 +141,7 @@ def test_the_example_capture_explains_each_pending_pod_as_kube_scheduler_does() 
         "like": "gke-prod-general-000",
         "workloads": [],
         "priority": None,
+        "preemptionPolicy": None,
         "refused": ["node(s) didn't have free ports for the requested pod ports"],
     }
 
@@ -334,3 +335,29 @@ def test_bad_input_is_one_line_naming_the_file_and_exit_code_2(tmp_path: Path) -
         lines = completed.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith(start), (args, lines)
         assert completed.stdout == ""
+
+
+def test_a_pod_that_may_not_preempt_is_told_both_what_priority_and_policy_would(tmp_path: Path) -> None:
+    """preemptionPolicy Never: DefaultPreemption says "not eligible" (kube-scheduler's message);
+    the remedy names the priority and the policy both."""
+    items = [
+        node("n1", "z", 1),
+        pod("busy", "x", labels={"app": "busy"}, cpu="900m", node_name="n1"),
+        pod(
+            "polite", "x", labels={"app": "p"}, cpu="500m", priority=100, extra={"preemptionPolicy": "Never"}
+        ),
+    ]
+    code, report = _explain(_capture(tmp_path, *items))
+    assert code == 1
+    (polite,) = report["pods"]
+    assert polite["message"] == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+    )
+    (raised, *_) = polite["remedies"]
+    assert (raised["kind"], raised["priority"], raised["preemptionPolicy"], raised["node"]) == (
+        "priority",
+        100,
+        "PreemptLowerPriority",
+        "n1",
+    )
+    assert [w["pods"] for w in raised["workloads"]] == [["busy"]]

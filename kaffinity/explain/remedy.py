@@ -61,6 +61,8 @@ class Remedy:
     groups: list[PodGroup] = field(default_factory=list)
     #: priority: the lowest priority that evicts them
     priority: int | None = None
+    #: priority: the pod's ``preemptionPolicy`` is Never, so it must become PreemptLowerPriority too
+    policy: bool = False
     #: node: the reasons the new node still refuses the pod (the remedy failed)
     refused: list[str] = field(default_factory=list)
 
@@ -149,8 +151,10 @@ def _raised(sim: Simulation, pod: SimPod) -> Remedy | None:
     if any(_own(pod, victim) for victim, _ in victims):
         return None
     needed = max(victim.constraints.priority for victim, _ in victims) + 1
-    needed = max(needed, constraints.priority + 1)
-    return Remedy("priority", node.name, groups=group_pods(sim, [v for v, _ in victims]), priority=needed)
+    # Never: its own priority may already be enough, only the policy stops it.
+    needed = max(needed, constraints.priority if not constraints.preempts else constraints.priority + 1)
+    victims_of = group_pods(sim, [v for v, _ in victims])
+    return Remedy("priority", node.name, groups=victims_of, priority=needed, policy=not constraints.preempts)
 
 
 #: How many domains a ``move`` remedy tries (those with the fewest blocking pods first).

@@ -11,7 +11,7 @@
                "blockers": [{"kind", "reason", "term": {...}, "domains": [...], "nodes": 3,
                              "workloads": [WORKLOAD]}],
                "remedies": [{"kind", "node", "labels", "taints", "allocatable", "like",
-                             "workloads": [WORKLOAD], "priority", "refused"}],
+                             "workloads": [WORKLOAD], "priority", "preemptionPolicy", "refused"}],
                "sameAs": "namespace/name" | null}]}
 
     WORKLOAD = {"workload": "Deployment prod/web", "count": 3, "pods": [...], "nodes": [...],
@@ -78,6 +78,7 @@ def _remedy_json(remedy: Remedy) -> dict[str, Any]:
         "like": remedy.like,
         "workloads": [_group_json(group) for group in remedy.groups],
         "priority": remedy.priority,
+        "preemptionPolicy": "PreemptLowerPriority" if remedy.policy else None,
         "refused": remedy.refused,
     }
 
@@ -202,9 +203,10 @@ def _remedy_text(remedy: Remedy) -> str:
     if remedy.kind == "preemption":
         return f"preemption: the scheduler evicts {victims} and nominates node {remedy.node}"
     if remedy.kind == "priority":
-        return (
-            f"a priority of {remedy.priority} or more: preemption would evict {victims} on node {remedy.node}"
-        )
+        asked = f"a priority of {remedy.priority} or more"
+        if remedy.policy:
+            asked = f"preemptionPolicy PreemptLowerPriority with {asked}"
+        return f"{asked}: preemption would evict {victims} on node {remedy.node}"
     if remedy.kind == "move":
         return f"taking {victims} off their node(s): it would run on {remedy.node}"
     if remedy.kind == "tolerate":

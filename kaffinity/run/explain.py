@@ -36,6 +36,8 @@ def read_capture(path: str, settings: Settings) -> Cluster:
     from kaffinity.simulate.cluster import cluster_from
 
     name = quote_name(path)
+    if os.path.isdir(path):
+        raise RunError(f"kaffinity: error: {name}: a folder; give the capture file")
     if not os.path.isfile(path):
         raise RunError(f"kaffinity: error: {name}: capture file not found")
     files = load([path], limits=settings.limits, gitignore=False, manifests_only=False)
