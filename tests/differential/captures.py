@@ -335,7 +335,7 @@ def build(
                 cpu=f"{cpu}m",
                 node_name=name,
                 owner=("StatefulSet", "report-worker"),
-                created="2026-11-22T03:00:00Z",
+                created=f"2026-11-22T03:{index:02d}:00Z",
                 priority=-10,
                 class_name="batch-low",
             )

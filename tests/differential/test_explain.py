@@ -7,11 +7,17 @@ and PriorityClasses. They must agree on whether the pod stays Pending, on the Fa
 message, on the plugin that refuses each node, and, when preemption makes room, on the node
 nominated and the victims.
 
-The oracle schedules one pod a request (oracle/README.md; a ``pending`` queue of several pods is
-being added). Until it is, each pod is asked on its own with the earlier Pending pods left out,
-which is what kaffinity's queue did only while every earlier pod stayed Pending without evicting
-anything: from the first earlier pod kaffinity placed or preempted for, the rest of that
-capture is not compared (that pod itself is).
+The oracle schedules the Pending pods as one queue when it has the ``pending`` list
+(oracle/README.md): all of them in one request, in kaffinity's queue order (the oracle keeps the
+order of equal priorities), with ``prefer`` naming the node kaffinity chose for each pod it
+places (upstream binds it there when that node is feasible: its own pick among equally scored
+nodes is random) and ``retryNominated`` (a pod preemption nominated is scheduled again once its
+victims are gone, before the next pod, as kaffinity binds it at once). Every pod is then
+compared, up to the first preemption whose nominated node differs from kaffinity's (a random
+tie upstream, after which the clusters differ). An oracle without the queue is asked pod by pod
+with the earlier Pending pods left out, which is what kaffinity's queue did only while every
+earlier pod stayed Pending: from the first pod kaffinity placed or preempted for, the rest of
+that capture is not compared (that pod itself is).
 """
 
 from __future__ import annotations
@@ -82,11 +88,53 @@ def agree(each: Explained, answer: dict[str, Any]) -> None:
     assert mine == answer["rejectedBy"]
 
 
+def queue_request(capture: dict[str, Any], pods: list[Explained]) -> dict[str, Any]:
+    """The whole queue in one request (the oracle's ``pending`` list)."""
+    single = request(capture, pods[0].workload.ref.name)
+    by_name = {item["metadata"]["name"]: item for item in capture["items"] if item["kind"] == "Pod"}
+    del single["pod"]
+    return {
+        **single,
+        "pending": [by_name[each.workload.ref.name] for each in pods],
+        "prefer": {
+            f"{each.workload.ref.namespace}/{each.workload.ref.name}": each.node
+            for each in pods
+            if each.node is not None and not each.victims
+        },
+        "retryNominated": True,
+    }
+
+
+def agree_queued(each: Explained, answer: dict[str, Any]) -> bool:
+    """One pod of the queue; False when the clusters part from here (a preemption upstream
+    nominated another node for, among equally good ones)."""
+    if answer["node"] is not None:
+        # placed: upstream bound it where kaffinity did (``prefer``), or that node was not feasible
+        assert (each.node, each.victims) == (answer["node"], ())
+        return True
+    agree(each, {**answer, "ok": True})
+    nominated = answer.get("nominatedNode")
+    return nominated is None or nominated == each.node
+
+
 @settings(max_examples=examples(EXPLAIN_EXAMPLES), deadline=None, database=None, derandomize=True)
 @given(capture=captures())
 def test_explain_agrees_with_kube_scheduler(oracle: Oracle, capture: dict[str, Any]) -> None:
-    for each in explained(capture):
+    pods = explained(capture)
+    if not pods:
+        return
+    answer = oracle.ask(queue_request(capture, pods))
+    if "results" in answer:
+        assert [result["pod"] for result in answer["results"]] == [
+            f"{each.workload.ref.namespace}/{each.workload.ref.name}" for each in pods
+        ]
+        for each, result in zip(pods, answer["results"], strict=True):
+            compared("explain")
+            if not agree_queued(each, result):
+                break
+        return
+    for each in pods:  # an oracle without the queue: pod by pod
         agree(each, oracle.ask(request(capture, each.workload.ref.name)))
         compared("explain")
         if each.node is not None:
-            break  # the oracle does not hold the queue yet: the next pods would see this one placed
+            break  # the next pods would see this one placed
