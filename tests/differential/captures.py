@@ -14,7 +14,8 @@ The Pending pods come from recipes, one per reason kube-scheduler gives (:data:`
 ``node-affinity`` (a zone or pool no node has), ``anti-affinity`` (one more replica of a
 Deployment with hostname anti-affinity), ``spread`` (a zone spread constraint), ``ports`` (a
 second exporter on port 9100), ``unschedulable`` (pinned by nodeSelector to a cordoned node),
-``preemption`` (a high-priority pod whose victims a budget protects). A pod may combine two.
+``preemption`` (a high-priority pod whose victims a budget protects), ``affinity`` (a required
+pod affinity to pods that run elsewhere, or nowhere). A pod may combine two.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ RECIPES = (
     "ports",
     "unschedulable",
     "preemption",
+    "affinity",
 )
 HIGH = {
     "apiVersion": "scheduling.k8s.io/v1",
@@ -399,6 +401,25 @@ def pending_pod(cluster: Cluster, recipe: str, index: int, web_hash: str, api_ha
             cordoned = [n for n in cluster.nodes if n["spec"].get("unschedulable")]
             target = (cordoned or cluster.nodes)[0]["metadata"]["name"]
             extra["nodeSelector"] = {"kubernetes.io/hostname": target}
+        elif part == "affinity":
+            target, key = cluster.pick(
+                [
+                    ("cache", "kubernetes.io/hostname"),
+                    ("web", "topology.kubernetes.io/zone"),
+                    ("api", "kubernetes.io/hostname"),
+                ]
+            )
+            extra["affinity"] = {
+                "podAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"app": target}},
+                            "namespaces": ["shop"],
+                            "topologyKey": key,
+                        }
+                    ]
+                }
+            }
         elif part == "preemption":
             priority, class_name, namespace = 100000, "business-critical", "shop"
             checkout = f"checkout-{9 - index % 9}b6c8d94f"
@@ -429,6 +450,7 @@ _JOB_NAMES = {
     "ports": "node-exporter-v2",
     "unschedulable": "debug-shell",
     "preemption": "checkout",
+    "affinity": "cache-warmer",
 }
 
 
