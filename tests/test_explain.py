@@ -363,3 +363,59 @@ def test_a_pod_that_may_not_preempt_is_told_both_what_priority_and_policy_would(
         "n1",
     )
     assert [w["pods"] for w in raised["workloads"]] == [["busy"]]
+
+
+def _terminating(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` deleted by preemption: deletionTimestamp and the DisruptionTarget condition."""
+    item["metadata"]["deletionTimestamp"] = "2026-11-29T09:00:00Z"
+    item["status"]["conditions"] = [
+        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+    ]
+    return item
+
+
+def test_a_nominated_pod_waits_for_its_victims_and_holds_its_node(tmp_path: Path) -> None:
+    """status.nominatedNodeName: while its victim terminates there, the pod may not preempt again
+    (kube-scheduler's own message, asked of the oracle with the pod's status kept); the node holds
+    room for it against a pod of equal priority tried before it (RunFilterPluginsWithNominatedPods),
+    which then finds no victim to evict in its place."""
+    items = [
+        node("n1", "z", 1),
+        node("n2", "z", 1),
+        pod("busy", "x", labels={"app": "b"}, cpu="900m", node_name="n2", priority=1000),
+        _terminating(pod("low", "x", labels={"app": "low"}, cpu="900m", node_name="n1")),
+        pod("high", "x", labels={"app": "h"}, cpu="500m", priority=100, nominated="n1"),
+        pod("same", "x", labels={"app": "s"}, cpu="500m", priority=100, created="2026-11-19T10:00:00Z"),
+    ]
+    code, report = _explain(_capture(tmp_path, *items))
+    assert code == 1
+    same, high = report["pods"]
+    assert (high["name"], high["outcome"], high["nominatedNodeName"], high["node"]) == (
+        "high",
+        "waiting",
+        "n1",
+        None,
+    )
+    assert high["message"] == (
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        "preemption: not eligible due to a terminating pod on the nominated node."
+    )
+    assert [(w["workload"], w["pods"]) for w in high["terminating"]] == [("Pod x/low", ["low"])]
+    assert high["remedies"] == []
+    assert (same["name"], same["outcome"]) == ("same", "pending")
+    assert same["message"] == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
+        "1 Insufficient cpu, 1 No preemption victims found for incoming pod."
+    )
+
+
+def test_a_nominated_pod_that_fits_its_node_goes_there_first(tmp_path: Path) -> None:
+    items = [
+        node("n1", "z", 4),
+        node("n2", "z", 8),
+        pod("high", "x", labels={"app": "h"}, cpu="1", nominated="n1"),
+    ]
+    code, report = _explain(_capture(tmp_path, *items))
+    assert code == 1
+    (high,) = report["pods"]
+    assert (high["outcome"], high["node"]) == ("schedulable", "n1")

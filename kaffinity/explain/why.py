@@ -26,10 +26,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kaffinity.explain.blockers import Blocker, blockers_of
+from kaffinity.explain.blockers import Blocker, PodGroup, blockers_of, group_pods
 from kaffinity.explain.capture import Owner, nominated_node, owner_of, queue_order, queued
+from kaffinity.explain.nominated import NOT_ELIGIBLE_TERMINATING, Reservations, fits_on, terminating_victims
 from kaffinity.explain.remedy import Remedy, remedies_for
 from kaffinity.simulate.framework import profile
+from kaffinity.simulate.framework.types import fit_error
 from kaffinity.simulate.plugins.interpodaffinity import (
     REASON_AFFINITY,
     REASON_ANTI_AFFINITY,
@@ -120,6 +122,10 @@ class Explained:
     remedies: list[Remedy] = field(default_factory=list)
     #: the earlier Pending pod of the same workload whose blockers and remedies hold for this one
     same_as: Workload | None = None
+    #: its victims still terminating on its nominated node: it waits for them (no new preemption)
+    waiting: tuple[SimPod, ...] = ()
+    #: the same, grouped by workload with their budgets
+    terminating: list[PodGroup] = field(default_factory=list)
 
     @property
     def pending(self) -> bool:
@@ -162,26 +168,37 @@ def explain_capture(
     skipped = [pod for pod in pending if not queued(pod)]
     explained: list[Explained] = []
     first: dict[tuple[str, str, str], Explained] = {}
-    for workload in queue_order(waiting, lambda pod: priority(pod, priorities)):
-        pod = sim.existing(workload)
-        owner = owner_of(workload.doc.data)
-        wanted = only is None or only == f"{workload.ref.namespace or 'default'}/{workload.ref.name}"
-        each = _schedule(sim, pod, owner, record=wanted)
-        if not wanted:
-            continue
-        explained.append(each)
-        if each.node is not None and not each.victims:
-            continue
-        key = (
-            (owner.kind, owner.namespace, owner.name) if owner is not None else ("Pod", "", workload.ref.name)
-        )
-        earlier = first.get(key)
-        if earlier is not None and earlier.groups == each.groups:
-            each.same_as = earlier.workload
-            continue
-        first.setdefault(key, each)
-        each.blockers = blockers_of(sim, pod, each.rejected)
-        each.remedies = remedies_for(sim, pod, each.rejected, each.victims, each.blockers)
+    order = queue_order(waiting, lambda pod: priority(pod, priorities))
+    levels = {id(pod): priority(pod, priorities) for pod in order}
+    nominations = [(pod, nominated_node(pod.doc.data) or "", levels[id(pod)]) for pod in order]
+    reservations = Reservations(sim, [each for each in nominations if each[1]])
+    try:
+        for workload in order:
+            reservations.before(workload, levels[id(workload)])
+            pod = sim.existing(workload)
+            owner = owner_of(workload.doc.data)
+            wanted = only is None or only == f"{workload.ref.namespace or 'default'}/{workload.ref.name}"
+            each = _schedule(sim, pod, owner, record=wanted)
+            reservations.done(workload, bool(each.waiting))
+            if not wanted:
+                continue
+            explained.append(each)
+            if (each.node is not None and not each.victims) or each.waiting:
+                continue
+            key = (
+                (owner.kind, owner.namespace, owner.name)
+                if owner is not None
+                else ("Pod", "", workload.ref.name)
+            )
+            earlier = first.get(key)
+            if earlier is not None and earlier.groups == each.groups:
+                each.same_as = earlier.workload
+                continue
+            first.setdefault(key, each)
+            each.blockers = blockers_of(sim, pod, each.rejected)
+            each.remedies = remedies_for(sim, pod, each.rejected, each.victims, each.blockers)
+    finally:
+        reservations.release()
     return CaptureReport(len(sim.nodes), len(existing), explained, skipped, len(waiting))
 
 
@@ -189,6 +206,11 @@ def _schedule(sim: Simulation, pod: SimPod, owner: Owner | None, record: bool) -
     """One ``ScheduleOne``: Filter with every node's reasons (when ``record``), then PostFilter."""
     workload = pod.workload
     each = Explained(workload, owner, pod.constraints.priority, nominated_node(workload.doc.data))
+    nominated = sim.by_name.get(each.nominated or "")
+    if nominated is not None and fits_on(sim, pod, nominated):
+        sim.bind(pod, nominated)  # evaluateNominatedNode: its node first
+        each.node = nominated.name
+        return each
     placement = sim.place(pod, record=record, post=False)
     if placement.node is not None:
         each.node = placement.node
@@ -197,6 +219,15 @@ def _schedule(sim: Simulation, pod: SimPod, owner: Owner | None, record: bool) -
         each.message = placement.summary(len(sim.nodes))
         each.rejected = dict(placement.rejected or {})
         each.groups = _groups(placement)
+    if nominated is not None and pod.constraints.preempts:
+        terminating = terminating_victims(sim, pod, nominated)
+        if terminating:
+            each.waiting = tuple(terminating)
+            each.terminating = group_pods(sim, terminating)
+            if record:
+                reasons = placement.reasons or Counter()
+                each.message = f"{fit_error(len(sim.nodes), reasons)} {NOT_ELIGIBLE_TERMINATING}"
+            return each
     after = sim.post_filter(pod, placement)
     if after.node is not None:
         each.node = after.node

@@ -12,7 +12,7 @@
                              "workloads": [WORKLOAD]}],
                "remedies": [{"kind", "node", "labels", "taints", "allocatable", "like",
                              "workloads": [WORKLOAD], "priority", "preemptionPolicy", "refused"}],
-               "sameAs": "namespace/name" | null}]}
+               "sameAs": "namespace/name" | null, "terminating": [WORKLOAD]}]}
 
     WORKLOAD = {"workload": "Deployment prod/web", "count": 3, "pods": [...], "nodes": [...],
                 "budgets": [{"name": "prod/web", "disruptionsAllowed": 0 | null}]}
@@ -42,6 +42,8 @@ def _name(each: Explained) -> str:
 
 
 def outcome(each: Explained) -> str:
+    if each.waiting:
+        return "waiting"
     if each.node is None:
         return "pending"
     return "preempts" if each.victims else "schedulable"
@@ -120,6 +122,7 @@ def _pod_json(each: Explained, queue: int) -> dict[str, Any]:
         "blockers": [_blocker_json(blocker) for blocker in each.blockers],
         "remedies": [_remedy_json(remedy) for remedy in each.remedies],
         "sameAs": f"{same.ref.namespace or 'default'}/{same.ref.name}" if same is not None else None,
+        "terminating": [_group_json(group) for group in each.terminating],
     }
 
 
@@ -241,6 +244,13 @@ def _pod_text(each: Explained, queue: int, total: int) -> list[str]:
         lines += [
             f"    {group.plugin or '?'}: {group.reason}: {_nodes(group.nodes)}" for group in each.groups
         ]
+    if each.waiting:
+        victims = "; ".join(_group_text(group) for group in each.terminating)
+        lines.append(
+            f"  waiting: preemption nominated node {each.nominated} and its victims are still terminating "
+            f"there ({victims}); it runs there once they are gone"
+        )
+        return lines
     if each.same_as is not None:
         same = each.same_as.ref
         lines.append(f"  the same as {same.namespace or 'default'}/{same.name} above")

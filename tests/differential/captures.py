@@ -15,7 +15,8 @@ The Pending pods come from recipes, one per reason kube-scheduler gives (:data:`
 Deployment with hostname anti-affinity), ``spread`` (a zone spread constraint), ``ports`` (a
 second exporter on port 9100), ``unschedulable`` (pinned by nodeSelector to a cordoned node),
 ``preemption`` (a high-priority pod whose victims a budget protects), ``affinity`` (a required
-pod affinity to pods that run elsewhere, or nowhere). A pod may combine two.
+pod affinity to pods that run elsewhere, or nowhere), ``nominated`` (a pod preemption nominated
+a node for, its victim still terminating there). A pod may combine two.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ RECIPES = (
     "unschedulable",
     "preemption",
     "affinity",
+    "nominated",
 )
 HIGH = {
     "apiVersion": "scheduling.k8s.io/v1",
@@ -356,7 +358,7 @@ def pending_pod(cluster: Cluster, recipe: str, index: int, web_hash: str, api_ha
     job = _JOB_NAMES[recipe.split("+", maxsplit=1)[0]]
     labels: dict[str, str] = {"app": job, "batch.kubernetes.io/job-name": job}
     extra: dict[str, Any] = {}
-    cpu, priority, class_name = "200m", 0, None
+    cpu, priority, class_name, nominated = "200m", 0, None, None
     owner: tuple[str, str] | None = ("Job", job)
     name, namespace = f"{job}-{index}{'bcdfghjklm'[index % 10]}q7x", "batch"
     for part in recipe.split("+"):
@@ -420,6 +422,10 @@ def pending_pod(cluster: Cluster, recipe: str, index: int, web_hash: str, api_ha
                     ]
                 }
             }
+        elif part == "nominated":
+            priority, class_name, namespace = 100000, "business-critical", "shop"
+            cpu = f"{cluster.pick([400, 1500, 3000])}m"
+            nominated = _preempted(cluster)
         elif part == "preemption":
             priority, class_name, namespace = 100000, "business-critical", "shop"
             checkout = f"checkout-{9 - index % 9}b6c8d94f"
@@ -437,7 +443,29 @@ def pending_pod(cluster: Cluster, recipe: str, index: int, web_hash: str, api_ha
         class_name=class_name,
         extra=extra,
         port=9100 if "ports" in recipe else None,
+        nominated=nominated,
     )
+
+
+def _preempted(cluster: Cluster) -> str | None:
+    """Mark the first report-worker pod as preemption's victim, terminating (deleted, with the
+    DisruptionTarget condition the scheduler adds): the node it runs on, nominated."""
+    workers = [p for p in cluster.pods if p["metadata"]["labels"].get("app") == "report-worker"]
+    if not workers:
+        return None
+    victim = workers[0]
+    victim["metadata"]["deletionTimestamp"] = "2026-11-29T08:59:30Z"
+    victim["metadata"]["deletionGracePeriodSeconds"] = 30
+    victim["status"]["conditions"] = [
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": "default-scheduler: preempting to accommodate a higher priority pod",
+        }
+    ]
+    node_name: str = victim["spec"]["nodeName"]
+    return node_name
 
 
 #: The Job each recipe's pod belongs to when no other owner is set.
@@ -451,6 +479,7 @@ _JOB_NAMES = {
     "unschedulable": "debug-shell",
     "preemption": "checkout",
     "affinity": "cache-warmer",
+    "nominated": "payments",
 }
 
 
