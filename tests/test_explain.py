@@ -419,3 +419,42 @@ def test_a_nominated_pod_that_fits_its_node_goes_there_first(tmp_path: Path) -> 
     assert code == 1
     (high,) = report["pods"]
     assert (high["outcome"], high["node"]) == ("schedulable", "n1")
+
+
+def test_each_reason_is_given_to_the_plugin_kube_scheduler_names() -> None:
+    """The per-node plugin (the oracle's rejectedBy for the reasons the generated captures give;
+    upstream's ErrReason constants for the volume plugins)."""
+    from kaffinity.explain.why import plugin_of
+
+    assert {
+        reason: plugin_of(reason)
+        for reason in (
+            "node(s) were unschedulable",
+            "node(s) had untolerated taint(s)",
+            "node(s) had untolerated taint {dedicated: gpu}",
+            "node(s) didn't match Pod's node affinity/selector",
+            "node(s) didn't have free ports for the requested pod ports",
+            "Insufficient cpu",
+            "Too many pods",
+            "node(s) didn't match pod topology spread constraints",
+            "node(s) didn't match pod affinity rules",
+            "node(s) didn't satisfy existing pods anti-affinity rules",
+            "node(s) didn't find available persistent volumes to bind",
+            "node(s) had no available volume zone",
+            "something new",
+        )
+    } == {
+        "node(s) were unschedulable": "NodeUnschedulable",
+        "node(s) had untolerated taint(s)": "TaintToleration",
+        "node(s) had untolerated taint {dedicated: gpu}": "TaintToleration",
+        "node(s) didn't match Pod's node affinity/selector": "NodeAffinity",
+        "node(s) didn't have free ports for the requested pod ports": "NodePorts",
+        "Insufficient cpu": "NodeResourcesFit",
+        "Too many pods": "NodeResourcesFit",
+        "node(s) didn't match pod topology spread constraints": "PodTopologySpread",
+        "node(s) didn't match pod affinity rules": "InterPodAffinity",
+        "node(s) didn't satisfy existing pods anti-affinity rules": "InterPodAffinity",
+        "node(s) didn't find available persistent volumes to bind": "VolumeBinding",
+        "node(s) had no available volume zone": "VolumeZone",
+        "something new": "",
+    }

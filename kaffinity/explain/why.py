@@ -69,12 +69,14 @@ PLUGIN_OF_REASON: Mapping[str, str] = {
     REASON_ANTI_AFFINITY: profile.INTER_POD_AFFINITY,
     REASON_EXISTING_ANTI: profile.INTER_POD_AFFINITY,
     "node(s) didn't match PersistentVolume's node affinity": "VolumeBinding",
-    "node(s) had volume node affinity conflict": "VolumeBinding",
+    "node(s) didn't find available persistent volumes to bind": "VolumeBinding",
     "node(s) did not have enough free storage": "VolumeBinding",
     "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)": "VolumeBinding",
     "pod has unbound immediate PersistentVolumeClaims": "VolumeBinding",
     "node(s) had no available volume zone": "VolumeZone",
     "node(s) had no available disk": "VolumeRestrictions",
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use "
+    "by another pod": "VolumeRestrictions",
     "node(s) exceed max volume count": "NodeVolumeLimits",
 }
 
