@@ -458,3 +458,30 @@ def test_each_reason_is_given_to_the_plugin_kube_scheduler_names() -> None:
         "node(s) had no available volume zone": "VolumeZone",
         "something new": "",
     }
+
+
+def test_a_pod_nominated_to_a_node_it_cannot_use_may_preempt_again(tmp_path: Path) -> None:
+    """Its nominated node refused for a reason no eviction resolves (node selector):
+    PodEligibleToPreemptOthers lets it preempt again despite the terminating victim there
+    (found by the differential run; kube-scheduler's message)."""
+    items = [
+        node("n1", "z", 1),
+        _terminating(pod("low", "x", labels={"app": "low"}, cpu="900m", node_name="n1")),
+        pod(
+            "high",
+            "x",
+            labels={"app": "h"},
+            cpu="500m",
+            priority=100,
+            nominated="n1",
+            extra={"nodeSelector": {"pool": "gpu"}},
+        ),
+    ]
+    code, report = _explain(_capture(tmp_path, *items))
+    assert code == 1
+    (high,) = report["pods"]
+    assert (high["outcome"], high["terminating"]) == ("pending", [])
+    assert high["message"] == (
+        "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
