@@ -69,7 +69,19 @@ def test_version_imports_no_parser_schema_or_graph_library() -> None:
     assert code == "0"
     assert output.strip().startswith("kaffinity ")
     assert _packages(modules, "jsonschema", "networkx", "ruamel") == set()
-    assert _packages(modules, *_SIMULATOR) == set()
+    assert _packages(modules, *_SIMULATOR, "kaffinity.explain.why", "kaffinity.run.explain") == set()
+
+
+def test_explain_help_imports_no_simulator_and_explain_does() -> None:
+    """``kaffinity explain --help`` stays light; a real explain imports the simulator and
+    explain's own modules (the probe sees them when they are used)."""
+    modules, output, code = _imported("explain", "--help")
+    assert code == "0"
+    assert "CAPTURE" in output
+    assert _packages(modules, *_SIMULATOR, "kaffinity.explain.why", "kaffinity.run.explain") == set()
+    modules, output, code = _imported("explain", str(EXAMPLES / "captures" / "shop.yaml"), "--format", "json")
+    assert code == "1"
+    assert {"kaffinity.explain.why", "kaffinity.run.explain", "kaffinity.simulate.place"} <= modules
 
 
 def test_one_file_lint_without_a_cluster_imports_no_simulator() -> None:

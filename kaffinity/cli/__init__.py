@@ -1,7 +1,7 @@
 """The command line: options parsed into a run's inputs, the run called once (:mod:`kaffinity.run`),
 its outcome printed, the exit code set. Nothing below a command prints or exits
 (tests/test_layout.py). One module per group of commands: :mod:`kaffinity.cli.lint` (``lint``,
-``baseline write``), :mod:`kaffinity.cli.commands` (``expand``, ``graph``, ``place``, ``fix``),
+``baseline write``), :mod:`kaffinity.cli.commands` (``expand``, ``graph``, ``place``, ``explain``, ``fix``),
 :mod:`kaffinity.cli.policy`, :mod:`kaffinity.cli.catalogue` (``rules``, ``schema``); the options
 they share in :mod:`kaffinity.cli.options`, ``--help`` in :mod:`kaffinity.cli.help`."""
 
@@ -24,6 +24,7 @@ app.command()(lint.lint)
 app.command()(commands.expand)
 app.command()(commands.graph)
 app.command()(commands.place)
+app.command()(commands.explain)
 app.command()(commands.fix)
 app.add_typer(lint.baseline_app, name="baseline")
 app.add_typer(policy.policy_app, name="policy")

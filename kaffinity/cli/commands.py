@@ -1,5 +1,5 @@
-"""``kaffinity expand``, ``graph``, ``place`` and ``fix``: their options parsed, the run called
-once (kaffinity.run.expand, graph, place, fix), its outcome printed; ``fix``'s files written
+"""``kaffinity expand``, ``graph``, ``place``, ``explain`` and ``fix``: their options parsed, the run called
+once (kaffinity.run.expand, graph, place, explain, fix), its outcome printed; ``fix``'s files written
 back (or its diff, or stdin's fixed stream on stdout) here."""
 
 from __future__ import annotations
@@ -244,6 +244,49 @@ def place(
         enabled = filter_plugins(filters)
         stdin = Stdin.of(paths, stdin_filename)
         outcome = place_run(paths, settings, stdin, enabled, unit, output_format.value, notes)
+    finish(outcome, output)
+
+
+class ExplainFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def explain(
+    capture: Annotated[
+        str,
+        typer.Argument(
+            metavar="CAPTURE",
+            help="A live cluster's capture: what kubectl get -A -o yaml prints for nodes, pods, "
+            "budgets, priority and runtime classes, volumes and claims (docs/explain.md).",
+        ),
+    ],
+    pod: Annotated[
+        Optional[str],
+        typer.Option("--pod", metavar="NAMESPACE/NAME", help="Explain only this Pending pod."),
+    ] = None,
+    output_format: Annotated[
+        ExplainFormat, typer.Option("--format", "-f", help="text or json (docs/explain.md).")
+    ] = ExplainFormat.text,
+    output: Output = None,
+    kube_version: KubeVersion = None,
+    feature_gates: FeatureGates = None,
+    config: Config = None,
+    no_config: NoConfig = False,
+    limit: Limit = None,
+) -> None:
+    """Why Pending? Schedule a live cluster's Pending pods on its bound pods in kube-scheduler's
+    queue order and explain each: the FailedScheduling message, the filter refusing each node,
+    the workloads whose pods block it and the budgets protecting them, and what would let it run
+    (a node of which shape, which pods to move, which victims a higher priority would evict).
+    Exit code 0 when no pod is Pending, 1 when some are, 2 on bad input, 3 on an internal error."""
+    from kaffinity.run.explain import explain_run
+
+    notes = Notes()
+    with notes_said(notes):  # the run's notes, said as it ends: before its outcome, or its error
+        options = SettingsOptions(config, no_config, kube_version, feature_gates, limits=limit)
+        settings = settings_from(options, notes)
+        outcome = explain_run(capture, settings, pod, output_format.value, notes)
     finish(outcome, output)
 
 
