@@ -67,11 +67,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cel_expr_python import cel
-from cel_expr_python.ext import ext_optional, ext_strings
+from cel_expr_python.ext import ext_optional
 
 from kaffinity.config import KUBE_VERSIONS
 from kaffinity.policy.cel import (
     comparisons,
+    formatting,
     ip,
     limits,
     lists,
@@ -99,8 +100,10 @@ LIBRARIES: tuple[Library, ...] = (
     Library("format", 31, named_formats.declarations),
     Library("semver", 33, semver.declarations),
 )
-#: cel-go's strings extension version 0 has ``join``; cel-cpp's has it from version 2.
-_JOIN = Library("join", 0, strings.declarations)
+#: cel-go's strings extension (base.go: version 0, then version 2 from 1.29), restated in Python
+#: (:mod:`~kaffinity.policy.cel.strings`: cel-cpp's differs past the end of a string and in
+#: ``format``).
+STRINGS = (Library("strings", 0, strings.declarations_v0), Library("strings.v2", 29, strings.declarations_v2))
 _STRINGS_V2, _OPTIONAL, _SETS, _TWO_VARIABLE, _LISTS = 29, 28, 29, 32, 34
 _LITERAL_VALIDATORS = 29
 
@@ -224,12 +227,10 @@ def _config(minor: int) -> str:
 
 def _extensions(minor: int) -> list[cel.CelExtensionBase]:
     """cel-cpp's versioned extensions (strings, optional) and Kubernetes' libraries of ``minor``."""
-    found: list[cel.CelExtensionBase] = [ext_strings.ExtStrings(version=2 if minor >= _STRINGS_V2 else 0)]
+    found: list[cel.CelExtensionBase] = [library.extension() for library in STRINGS if library.introduced <= minor]
     if minor >= _OPTIONAL:
         # cel-cpp's optional version 2 adds list first()/last() (see the module's notes).
         found.append(ext_optional.ExtOptional(version=2 if minor >= _LISTS else 1))
-    if minor < _STRINGS_V2:
-        found.append(_JOIN.extension())
     found += [library.extension() for library in LIBRARIES if library.introduced <= minor]
     return found
 
@@ -297,6 +298,7 @@ def compile_expression(text: str, kube_version: str, variables: Mapping[str, cel
     if not isinstance(compiled, str):
         _refuse_unplannable(text)
         _refuse_bad_literals(text, kube_version)
+        _refuse_bad_formats(text, kube_version, variables)
         return Compiled(text, kube_version, compiled)
     problems = _problems(compiled)
     if not problems:
@@ -317,6 +319,39 @@ def _refuse_bad_literals(text: str, kube_version: str) -> None:
     bad = literals.bad_literal(text)
     if bad:
         raise CelCompileError(bad.message, *_position(text, bad.offset))
+
+
+def _refuse_bad_formats(text: str, kube_version: str, variables: Mapping[str, cel.Type]) -> None:
+    """From 1.29, cel-go's ``stringFormatValidator`` (strings version 2, ext/formatting.go):
+    ``'<literal>'.format([<list literal>])`` whose clauses do not fit the items' checked types, or
+    that has too many items, is a compile error (:func:`kaffinity.policy.cel.formatting.check`)."""
+    if minor_of(kube_version) < _STRINGS_V2 or ".format" not in text.replace(" ", ""):
+        return
+    env = environment(kube_version, variables)
+
+    def decode(literal: str) -> str | None:
+        try:
+            value = env.compile(literal).eval()
+        except RuntimeError:
+            return None
+        found = value.plain_value() if value.type() == cel.Type.STRING else None
+        return found if isinstance(found, str) else None
+
+    def kind(item: str) -> str:
+        try:
+            name = env.compile(item).return_type().name()
+        except RuntimeError:  # an item naming a comprehension's variable: not known here
+            return "dyn"
+        return _KINDS.get(name.split("<")[0], name.split("<")[0].lower())
+
+    refused = formatting.check_literal_calls(text, decode, kind)
+    if refused:
+        raise CelCompileError(f"error during formatting: {refused[0]}" if "clause can" in refused[0]
+                              or "formatted as" in refused[0] else refused[0], *_position(text, refused[1]))
+
+
+#: cel-cpp's type names as the kinds the format check knows.
+_KINDS = {"NULL": "null", "TYPE": "type", "optional_type": "optional_type"}
 
 
 def _position(text: str, offset: int) -> tuple[int, int]:
