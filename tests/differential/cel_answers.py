@@ -17,7 +17,7 @@ from typing import Any
 
 from cel_expr_python import cel
 
-from kaffinity.policy.cel import values
+from kaffinity.policy.cel import formatting, values
 from kaffinity.policy.cel.environment import CelCompileError, CelEvaluationError, compile_expression
 
 OBJECT = {"object": cel.Type.DYN}
@@ -37,25 +37,6 @@ def type_name(kind: cel.Type) -> str:
     return _TYPE_NAMES.get(name, name.lower())
 
 
-def _duration(value: datetime.timedelta) -> str:
-    """cel-go's ``string(duration)``: seconds with the fraction's zeros trimmed, then ``s``."""
-    micros = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
-    sign = "-" if micros < 0 else ""
-    whole, fraction = divmod(abs(micros), 1_000_000)
-    text = f"{whole}.{fraction:06d}".rstrip("0").rstrip(".")
-    return f"{sign}{text}s"
-
-
-def _timestamp(value: datetime.datetime) -> str:
-    """RFC 3339 with the fraction's zeros trimmed and ``Z`` (cel-go's ``string(timestamp)``)."""
-    value = value.astimezone(datetime.UTC)
-    text = value.strftime("%Y-%m-%dT%H:%M:%S")
-    text = f"{int(text[:4]):04d}{text[4:]}" if not text.startswith("0") else text
-    if value.microsecond:
-        text += f".{value.microsecond:06d}".rstrip("0")
-    return text + "Z"
-
-
 def as_json(value: object) -> Any:
     """A plain value from ``Compiled.evaluate`` in the oracle's ``celJSON`` form."""
     if isinstance(value, bool) or value is None or isinstance(value, str | int):
@@ -67,9 +48,9 @@ def as_json(value: object) -> Any:
     if isinstance(value, bytes | bytearray):
         return {"@bytes": base64.b64encode(bytes(value)).decode()}
     if isinstance(value, datetime.timedelta):
-        return {"@duration": _duration(value)}
+        return {"@duration": formatting.duration_text(value)}
     if isinstance(value, datetime.datetime):
-        return {"@timestamp": _timestamp(value)}
+        return {"@timestamp": formatting.timestamp_text(value)}
     if isinstance(value, cel.Type):
         return {"@type": type_name(value)}
     kind = values.kind_of(value)

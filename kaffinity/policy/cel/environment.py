@@ -17,7 +17,8 @@ offers, by Kubernetes minor (none found added after 1.34, up to 1.37):
  1.32   two-variable comprehensions (``all(i, v, ...)``, ``transformList``...).
  1.33   the ``semver`` library (its version 1: ``semver(s, true)`` normalises).
  1.34   the lists extension version 3 (``slice``, ``flatten``, ``sort``, ``distinct``,
-        ``reverse``, ``lists.range``, ``sortBy``); also ``first``/``last`` (see below).
+        ``reverse``, ``lists.range``, ``sortBy``).
+ 1.37   the Kubernetes lists library version 1 (``<dyn>.includes(<dyn>)``).
 ======  =====================================================================================
 
 cel-cpp (via cel-expr-python) provides the standard library and the cel-go extensions
@@ -52,9 +53,9 @@ variables), compiling ~0.05 ms, evaluating ~5-20 us once the data is an :func:`a
 * ``transformMap`` and ``transformMapEntry`` fail to plan in cel-cpp as packaged (its runtime
   lacks ``cel.@mapInsert``): a compile error saying so.
 * ``optional.unwrap``/``unwrapOpt`` are missing from cel-cpp's optional library. base.go
-  enables optional types unversioned (each release gets its cel-go's newest); kaffinity uses
-  cel-cpp's optional version 1 up to 1.33 and version 2 (which adds ``<list>.first()`` and
-  ``last()``) from 1.34: when cel-go's first shipped them in a Kubernetes release is not pinned.
+  enables optional types unversioned (each release gets its cel-go's newest): kaffinity uses
+  cel-cpp's optional version 2 (with ``<list>.first()`` and ``last()``) from 1.28, as
+  kube-apiserver 1.37's environment admits them in a new expression at 1.28.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ from kaffinity.policy.cel import (
     literals,
     quantity,
     regex,
+    respell,
     semver,
     strings,
     urls,
@@ -95,6 +97,7 @@ LIBRARIES: tuple[Library, ...] = (
     Library("urls", 0, urls.declarations),
     Library("regex", 0, regex.declarations),
     Library("lists", 0, lists.declarations),
+    Library("lists.v1", 37, lists.includes_declarations),
     Library("quantity", 28, lambda: quantity.declarations() + comparisons.declarations()),
     Library("ip", 30, ip.declarations),
     Library("format", 31, named_formats.declarations),
@@ -104,7 +107,7 @@ LIBRARIES: tuple[Library, ...] = (
 #: (:mod:`~kaffinity.policy.cel.strings`: cel-cpp's differs past the end of a string and in
 #: ``format``).
 STRINGS = (Library("strings", 0, strings.declarations_v0), Library("strings.v2", 29, strings.declarations_v2))
-_STRINGS_V2, _OPTIONAL, _SETS, _TWO_VARIABLE, _LISTS = 29, 28, 29, 32, 34
+_STRINGS_V2, _OPTIONAL, _SETS, _FORMATS, _TWO_VARIABLE, _LISTS = 29, 28, 29, 31, 32, 34
 _LITERAL_VALIDATORS = 29
 
 #: cel-cpp's own bound on one evaluation's comprehensions, and how kaffinity says it.
@@ -169,8 +172,11 @@ class Compiled:
                 value = self.expression.eval(data=data)
         except MemoryError:  # cel-cpp's std::bad_alloc under the guard's memory limit
             raise CelEvaluationError(f"{limits.COST_EXCEEDED} (out of memory)") from None
-        except RuntimeError as error:  # data cel-expr-python cannot take, e.g. a PosDict
+        except (RuntimeError, ValueError) as error:  # data cel-expr-python cannot take (a PosDict),
+            # or cel-cpp's std::length_error (``lists.range(-1)``: "vector::reserve")
             message = _STATUS.sub("", str(error)).removesuffix(" [INVALID_ARGUMENT]")
+            if message == "vector::reserve":
+                message = "a list of negative size (lists.range)"
             if _ITERATIONS in message:
                 message = f"{limits.COST_EXCEEDED} ({_ITERATIONS_SAID})"
             raise CelEvaluationError(message) from None
@@ -229,8 +235,10 @@ def _extensions(minor: int) -> list[cel.CelExtensionBase]:
     """cel-cpp's versioned extensions (strings, optional) and Kubernetes' libraries of ``minor``."""
     found: list[cel.CelExtensionBase] = [library.extension() for library in STRINGS if library.introduced <= minor]
     if minor >= _OPTIONAL:
-        # cel-cpp's optional version 2 adds list first()/last() (see the module's notes).
-        found.append(ext_optional.ExtOptional(version=2 if minor >= _LISTS else 1))
+        # base.go enables cel.OptionalTypes() unversioned: each release has its cel-go's newest
+        # optional library, whose <list>.first()/last() cel-cpp has in its version 2 (the oracle:
+        # `[1, 2].first()` compiles as a new expression at 1.28).
+        found.append(ext_optional.ExtOptional(version=2))
     found += [library.extension() for library in LIBRARIES if library.introduced <= minor]
     return found
 
@@ -286,7 +294,7 @@ def _problems(error: str) -> list[_Problem]:
 def _try(text: str, kube_version: str, variables: Mapping[str, cel.Type]) -> cel.Expression | str:
     """The compiled expression, or cel-cpp's error text."""
     try:
-        return environment(kube_version, variables).compile(text)
+        return environment(kube_version, variables).compile(_respelled(text, kube_version).text)
     except RuntimeError as error:
         return str(error)
 
@@ -300,15 +308,34 @@ def compile_expression(text: str, kube_version: str, variables: Mapping[str, cel
         _refuse_bad_literals(text, kube_version)
         _refuse_bad_formats(text, kube_version, variables)
         return Compiled(text, kube_version, compiled)
-    problems = _problems(compiled)
+    problems = _mapped(_problems(compiled), text, _respelled(text, kube_version))
     if not problems:
         raise CelCompileError(_planning_message(compiled))
     if minor_of(kube_version) >= _OPTIONAL and all(_CROSS_NUMERIC.search(p.message) for p in problems):
-        unchecked = environment(kube_version, variables).compile(text, disable_check=True)
+        respelled = _respelled(text, kube_version).text
+        unchecked = environment(kube_version, variables).compile(respelled, disable_check=True)
         return Compiled(text, kube_version, unchecked, checked=False)
     raise _version_gate(text, kube_version, variables, problems) or CelCompileError(
         problems[0].message, problems[0].line, problems[0].column
     )
+
+
+def _mapped(problems: list[_Problem], text: str, respelled: respell.Respelled) -> list[_Problem]:
+    """``problems`` found in the respelled text, at their places in ``text``."""
+    if not respelled.inserted:
+        return problems
+    lines = respelled.text.split("\n")
+    found = []
+    for problem in problems:
+        offset = sum(len(line) + 1 for line in lines[: problem.line - 1]) + problem.column - 1
+        found.append(_Problem(*_position(text, respelled.original_offset(offset)), problem.message))
+    return found
+
+
+def _respelled(text: str, kube_version: str) -> respell.Respelled:
+    """``text`` as cel-cpp must read it (:mod:`~kaffinity.policy.cel.respell`)."""
+    minor = minor_of(kube_version)
+    return respell.respell(text, two_variable=minor >= _TWO_VARIABLE, formats=minor >= _FORMATS)
 
 
 def _refuse_bad_literals(text: str, kube_version: str) -> None:

@@ -480,7 +480,7 @@ class LiteralCall:
         self.call = call
 
 
-def _skip(text: str, i: int) -> int | None:
+def skip_literal(text: str, i: int) -> int | None:
     """The end of a string literal or comment starting at ``i``, if one does."""
     if text.startswith("//", i):
         end = text.find("\n", i)
@@ -501,7 +501,7 @@ def literal_calls(text: str) -> list[LiteralCall]:
     found: list[LiteralCall] = []
     i = 0
     while i < len(text):
-        end = _skip(text, i)
+        end = skip_literal(text, i)
         if end is None:
             i += 1
             continue
@@ -521,7 +521,7 @@ def _items(text: str, i: int) -> list[tuple[str, int]] | None:
     items: list[tuple[str, int]] = []
     depth, start = 0, i
     while i < len(text):
-        end = _skip(text, i)
+        end = skip_literal(text, i)
         if end is not None:
             i = end
             continue

@@ -26,7 +26,7 @@ from kaffinity.policy.cel.library import functions, overload
 from kaffinity.policy.cel.values import NoSuchOverload
 
 T = cel.Type
-_COMPARABLE = (int, float, str, bytes, datetime.timedelta, datetime.datetime)
+_COMPARABLE = (int, float, str, bytes, bytearray, datetime.timedelta, datetime.datetime)
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -110,6 +110,34 @@ def _last_index_of(items: Sequence[object], item: object) -> int:
     """``<list>.lastIndexOf(item)``: the last equal item's index, or -1."""
     last = len(items) - 1
     return next((last - index for index, found in enumerate(reversed(items)) if equal(found, item)), -1)
+
+
+def cel_equal(left: object, right: object) -> bool:
+    """CEL's ``==`` (cel-go ``Equal``): numbers across types, a bool no number, lists item by item,
+    maps by their keys."""
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(cel_equal(a, b) for a, b in zip(left, right, strict=True))
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(cel_equal(left[key], right[key]) for key in left)
+    if isinstance(left, list | dict) or isinstance(right, list | dict):
+        return False
+    return equal(left, right)
+
+
+def _includes(target: object, item: object) -> bool:
+    """``<dyn>.includes(<dyn>)`` (lists.go ``includes``, version 1, Kubernetes 1.37): a list holding
+    an item equal to ``item``, or any other value equal to it."""
+    if isinstance(target, list):
+        return any(cel_equal(found, item) for found in target)
+    return cel_equal(target, item)
+
+
+def includes_declarations() -> list[cel.FunctionDecl]:
+    """lists.go version 1's ``includes`` (``environment/base.go``: ``library.Lists(library.ListsVersion(1))``
+    from 1.37)."""
+    return functions(
+        {"includes": [overload("list_includes_dyn_dyn", T.BOOL, [T.DYN, T.DYN], _includes, member=True)]}
+    )
 
 
 def declarations() -> list[cel.FunctionDecl]:

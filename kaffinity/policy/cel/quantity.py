@@ -127,12 +127,9 @@ def declarations() -> list[cel.FunctionDecl]:
         {
             "quantity": [overload("string_to_quantity", OPAQUE, [T.STRING], _quantity)],
             "isQuantity": [overload("is_quantity_string", T.BOOL, [T.STRING], _is_quantity)],
-            # quantity.go declares sign as a global overload; its documentation calls it as a
-            # member. Both forms are offered.
-            "sign": [
-                overload("quantity_sign", T.INT, [OPAQUE], _sign),
-                overload("quantity_sign_member", T.INT, [OPAQUE], _sign, member=True),
-            ],
+            # quantity.go declares sign as a global overload only (cel.Overload, not MemberOverload):
+            # its documentation's `quantity('1').sign()` does not compile upstream (the oracle agrees).
+            "sign": [overload("quantity_sign", T.INT, [OPAQUE], _sign)],
             "asApproximateFloat": [
                 overload("quantity_get_float", T.DOUBLE, [OPAQUE], _approximate_float, member=True)
             ],
