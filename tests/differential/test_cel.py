@@ -98,6 +98,8 @@ def documented(expr: str, oracle: dict[str, Any], mine: dict[str, Any]) -> str |
         return _named("optional-unwrap")
     if oracle.get("ok") and mine.get("stage") == "eval" and any(text in ours for text in _SCALAR_SELECT):
         return _named("select-on-scalar")
+    if ".sum()" in expr and mine.get("result") == 0 and oracle.get("type") in ("double", "uint", "google.protobuf.Duration"):
+        return _named("empty-sum")
     if "getMilliseconds" in expr:
         return _named("duration-milliseconds")
     if re.search(r"string\(timestamp", expr):

@@ -366,15 +366,14 @@ def _refuse_bad_formats(text: str, kube_version: str, variables: Mapping[str, ce
 
     def kind(item: str) -> str:
         try:
-            name = env.compile(item).return_type().name()
+            name = env.compile(_respelled(item, kube_version).text).return_type().name()
         except RuntimeError:  # an item naming a comprehension's variable: not known here
             return "dyn"
         return _KINDS.get(name.split("<")[0], name.split("<")[0].lower())
 
     refused = formatting.check_literal_calls(text, decode, kind)
     if refused:
-        raise CelCompileError(f"error during formatting: {refused[0]}" if "clause can" in refused[0]
-                              or "formatted as" in refused[0] else refused[0], *_position(text, refused[1]))
+        raise CelCompileError(refused[0], *_position(text, refused[1]))
 
 
 #: cel-cpp's type names as the kinds the format check knows.
