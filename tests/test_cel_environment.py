@@ -153,7 +153,8 @@ def test_format_calls_with_literal_arguments_are_checked_when_compiling() -> Non
         "'%s'.format(['a', 'b'])": ("too many arguments supplied to string.format (expected 1, got 2)", 12),
         "'%s %s'.format(['a'])": ("index 1 out of range", 15),
         "'%x'.format([true])": (
-            "error during formatting: only integers, byte buffers, and strings can be formatted as hex, was given bool",
+            "error during formatting: only integers, byte buffers, and strings can be formatted as hex, "
+            "was given bool",
             14,
         ),
     }
@@ -163,7 +164,10 @@ def test_format_calls_with_literal_arguments_are_checked_when_compiling() -> Non
     compiled = compile_expression("'%d'.format(dyn([1.5]))", "1.37", OBJECT)
     with pytest.raises(CelEvaluationError) as raised:
         compiled.evaluate({"object": {}})
-    assert raised.value.message == "error during formatting: decimal clause can only be used on integers, was given double"
+    assert (
+        raised.value.message
+        == "error during formatting: decimal clause can only be used on integers, was given double"
+    )
 
 
 def test_runtime_errors_are_evaluation_errors() -> None:

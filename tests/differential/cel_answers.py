@@ -103,7 +103,9 @@ def _optional(expr: str, kube_version: str, data: dict[str, object]) -> dict[str
     has = compile_expression(f"({expr}).hasValue()", kube_version, OBJECT).evaluate(data)
     found: dict[str, Any] = {"ok": True, "type": "optional_type", "hasValue": has, "result": None}
     if has:
-        found["result"] = as_json(compile_expression(f"({expr}).value()", kube_version, OBJECT).evaluate(data))
+        found["result"] = as_json(
+            compile_expression(f"({expr}).value()", kube_version, OBJECT).evaluate(data)
+        )
     return found
 
 

@@ -233,7 +233,9 @@ def _config(minor: int) -> str:
 
 def _extensions(minor: int) -> list[cel.CelExtensionBase]:
     """cel-cpp's versioned extensions (strings, optional) and Kubernetes' libraries of ``minor``."""
-    found: list[cel.CelExtensionBase] = [library.extension() for library in STRINGS if library.introduced <= minor]
+    found: list[cel.CelExtensionBase] = [
+        library.extension() for library in STRINGS if library.introduced <= minor
+    ]
     if minor >= _OPTIONAL:
         # base.go enables cel.OptionalTypes() unversioned: each release has its cel-go's newest
         # optional library, whose <list>.first()/last() cel-cpp has in its version 2 (the oracle:

@@ -268,7 +268,9 @@ def declarations() -> list[cel.FunctionDecl]:
     """format.go's functions."""
     table: dict[str, list[cel.Overload]] = {
         "format.named": [overload("format-named", OPAQUE, [T.STRING], _named)],
-        "validate": [overload("format-validate", T.List(T.STRING), [OPAQUE, T.STRING], _validate, member=True)],
+        "validate": [
+            overload("format-validate", T.List(T.STRING), [OPAQUE, T.STRING], _validate, member=True)
+        ],
     }
     for name in FORMATS:
         table[f"format.{name}"] = [overload(f"format.{name}", OPAQUE, [], _constant(name))]

@@ -11,7 +11,8 @@ locale ``en_US``:
   its keys' text (``formatMap``); a duration as ``3723.5s``; a timestamp as RFC 3339; a type by name;
 * ``%d`` integers; ``%f`` and ``%e`` doubles (or the strings ``NaN``, ``Infinity``,
   ``-Infinity``) printed by ``golang.org/x/text/message`` for ``en_US``: digits grouped by commas,
-  ``∞``, and ``%e`` as ``1.234568×10⁰⁶`` whose precision upstream passes as the *width*
+  ``∞``, and ``%e`` as ``1.234568`` times ten to ``⁰⁶`` (a multiplication sign, superscript
+  digits), whose precision upstream passes as the *width*
   (``fmt.Sprintf("%%%de", precision)``); ``%b``, ``%o``, ``%x``/``%X`` as Go's ``fmt``;
 * errors: an argument missing, a clause that is not ``s d f e b x X o``, a value the clause does not
   take (``%d`` on a double), and, when the format string and the list are literals, too many
@@ -32,6 +33,7 @@ from cel_expr_python import cel
 
 from kaffinity.policy.cel import values
 
+_TIMES = "\u00d7"  # x/text's multiplication sign
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 _DEFAULT_PRECISION = 6
 _FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -86,9 +88,8 @@ def duration_text(value: datetime.timedelta) -> str:
 def timestamp_text(value: datetime.datetime) -> str:
     """cel-go's ``string(timestamp)``: RFC 3339 in UTC, the fraction's zeros trimmed."""
     value = value.astimezone(datetime.UTC)
-    text = (
-        f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
-    )
+    text = f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+    text += f"T{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
     if value.microsecond:
         text += f".{value.microsecond:06d}".rstrip("0")
     return text + "Z"
@@ -115,7 +116,9 @@ def go_quote(text: str) -> str:
         elif c == " " or (code >= 0x20 and unicodedata.category(c)[0] in "LMNPS"):
             out.append(c)
         elif c in "\a\b\f\n\r\t\v":
-            out.append({"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}[c])
+            out.append(
+                {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}[c]
+            )
         elif code < 0x20 or code == 0x7F:
             out.append(f"\\x{code:02x}")
         elif code < 0x10000:
@@ -249,7 +252,7 @@ def _grouped(text: str) -> str:
     whole, dot, fraction = text.partition(".")
     sign = "-" if whole.startswith("-") else ""
     whole = whole.lstrip("-")
-    groups = []
+    groups: list[str] = []
     while len(whole) > 3:
         groups.insert(0, whole[-3:])
         whole = whole[:-3]
@@ -288,7 +291,8 @@ def _scientific(precision: int | None) -> Callable[[object], str]:
         if special is None:
             mantissa, _, exponent = f"{0.0 if number == 0 else number:.{_DEFAULT_PRECISION}e}".partition("e")
             power = int(exponent)
-            special = f"{mantissa}×10" + f"{'-' if power < 0 else ''}{abs(power):02d}".translate(_SUPERSCRIPT)
+            exponent = f"{'-' if power < 0 else ''}{abs(power):02d}".translate(_SUPERSCRIPT)
+            special = f"{mantissa}{_TIMES}10{exponent}"
         return special.rjust(width)
 
     return clause
@@ -384,7 +388,9 @@ def _clause(raw: bytes) -> tuple[int, str, int | None]:
         assert digits is not None
         i = 1 + len(digits.group())
         if i >= len(raw):
-            raise FormatError(prefix + "error while parsing precision: could not find end of precision specifier")
+            raise FormatError(
+                prefix + "error while parsing precision: could not find end of precision specifier"
+            )
         if not digits.group():
             raise FormatError(
                 prefix + "error while parsing precision: error while converting precision to integer: "
@@ -399,7 +405,12 @@ def _clause(raw: bytes) -> tuple[int, str, int | None]:
 
 
 def _formatter(verb: str, precision: int | None) -> Callable[[object], str]:
-    simple: dict[str, Callable[[object], str]] = {"s": format_string, "d": _decimal, "b": _binary, "o": _octal}
+    simple: dict[str, Callable[[object], str]] = {
+        "s": format_string,
+        "d": _decimal,
+        "b": _binary,
+        "o": _octal,
+    }
     if verb in simple:
         return simple[verb]
     if verb == "f":
@@ -411,7 +422,9 @@ def _formatter(verb: str, precision: int | None) -> Callable[[object], str]:
 
 def format_string_call(text: str, arguments: Sequence[object]) -> str:
     """``<string>.format(<list>)``."""
-    return parse(text, lambda index, verb, precision: _formatter(verb, precision)(arguments[index]), len(arguments))[0]
+    return parse(
+        text, lambda index, verb, precision: _formatter(verb, precision)(arguments[index]), len(arguments)
+    )[0]
 
 
 def format_call(text: str, arguments: Sequence[object]) -> str:
@@ -423,7 +436,20 @@ def format_call(text: str, arguments: Sequence[object]) -> str:
 
 #: The CEL kinds each clause takes when compiling (``stringFormatChecker``): dyn passes every one.
 _CLAUSE_KINDS = {
-    "s": {"list", "map", "int", "uint", "double", "bool", "string", "timestamp", "bytes", "duration", "type", "null"},
+    "s": {
+        "list",
+        "map",
+        "int",
+        "uint",
+        "double",
+        "bool",
+        "string",
+        "timestamp",
+        "bytes",
+        "duration",
+        "type",
+        "null",
+    },
     "d": {"int", "uint"},
     "f": {"double", "string"},
     "e": {"double", "string"},
@@ -456,7 +482,11 @@ def check(text: str, kinds: Sequence[str]) -> tuple[str, int | None] | None:
     return None
 
 
-_KIND_NAMES = {"null": "null_type", "timestamp": "google.protobuf.Timestamp", "duration": "google.protobuf.Duration"}
+_KIND_NAMES = {
+    "null": "null_type",
+    "timestamp": "google.protobuf.Timestamp",
+    "duration": "google.protobuf.Duration",
+}
 
 
 # --- finding the literal calls in an expression's text ---------------------------------------

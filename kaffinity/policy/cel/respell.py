@@ -84,55 +84,68 @@ def _closing(text: str, spans: list[tuple[int, int]], i: int) -> int | None:
     return None
 
 
+def _name_start(text: str, i: int) -> int:
+    """The start of the name (letters, digits, ``_``) ending just before ``i``."""
+    while i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_"):
+        i -= 1
+    return i
+
+
+def _opening(text: str, spans: list[tuple[int, int]], i: int) -> int:
+    """The offset of the bracket opening the group whose closing bracket is at ``i - 1``."""
+    depth, j = 0, i - 1
+    while j >= 0:
+        inner = next((start for start, end in spans if end == j + 1), None)
+        if inner is not None:
+            j = inner - 1
+            continue
+        if text[j] in ")]}":
+            depth += 1
+        elif text[j] in "([{":
+            depth -= 1
+            if depth == 0:
+                return j
+        j -= 1
+    return 0
+
+
+def _operand_start(text: str, spans: list[tuple[int, int]], i: int) -> int | None:
+    """The start of the operand (a literal, a call or index, a name) ending just before ``i``;
+    None when none does."""
+    literal = next((start for start, end in spans if end == i), None)
+    if literal is not None:
+        return literal
+    if text[i - 1] in ")]":
+        return _name_start(text, _opening(text, spans, i))
+    if text[i - 1].isalnum() or text[i - 1] == "_":
+        return _name_start(text, i)
+    return None
+
+
 def _receiver_start(text: str, spans: list[tuple[int, int]], dot: int) -> int:
-    """Where the receiver of the member call at ``dot`` begins (a chain of names, selections,
-    calls, indexes and literals, read backwards)."""
+    """Where the receiver of the member call at ``dot`` begins: a chain of names, selections
+    (``.`` and ``.?``), calls, indexes and literals, read backwards."""
     i = dot
     while True:
-        while i > 0 and text[i - 1].isspace():
-            i -= 1
-        if i == 0:
+        i = len(text[:i].rstrip())
+        start = _operand_start(text, spans, i) if i > 0 else None
+        if start is None:
             return i
-        span = next((start for start, end in spans if end == i), None)
-        if span is not None:
-            i = span
-        elif text[i - 1] in ")]":
-            depth, j = 0, i - 1
-            while j >= 0:
-                inner = next((start for start, end in spans if end == j + 1), None)
-                if inner is not None:
-                    j = inner - 1
-                    continue
-                if text[j] in ")]}":
-                    depth += 1
-                elif text[j] in "([{":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j -= 1
-            i = max(j, 0)
-            while i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_"):
-                i -= 1
-        elif text[i - 1].isalnum() or text[i - 1] == "_":
-            while i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_"):
-                i -= 1
+        before = len(text[:start].rstrip())
+        if text[before - 1 : before] == ".":
+            i = before - 1
+        elif text[before - 2 : before] == ".?":
+            i = before - 2
         else:
-            return i
-        j = i
-        while j > 0 and text[j - 1].isspace():
-            j -= 1
-        if j > 0 and text[j - 1] == ".":
-            i = j - 1
-        elif j > 1 and text[j - 1] == "?" and text[j - 2] == ".":
-            i = j - 2
-        else:
-            return i
+            return start
 
 
 def respell(text: str, *, two_variable: bool, formats: bool) -> Respelled:
     """``text`` as cel-cpp must read it (see the module): ``two_variable`` from Kubernetes 1.32,
     ``formats`` from 1.31."""
-    if not (two_variable and "exists_one" in text) and not (formats and ("validate" in text or "named" in text)):
+    if not (two_variable and "exists_one" in text) and not (
+        formats and ("validate" in text or "named" in text)
+    ):
         return Respelled(text)
     spans = _literal_spans(text)
     if two_variable:
@@ -151,7 +164,9 @@ def respell(text: str, *, two_variable: bool, formats: bool) -> Respelled:
         end = _closing(text, spans, call.end())
         if not _in_literal(spans, call.start()) and end is not None:
             wraps.append((call.start(), end))
-    insertions = sorted([(start, _WRAP) for start, _ in wraps] + [(end, ")") for _, end in wraps], reverse=True)
+    insertions = sorted(
+        [(start, _WRAP) for start, _ in wraps] + [(end, ")") for _, end in wraps], reverse=True
+    )
     respelled = Respelled(text)
     for at, piece in insertions:
         respelled.text = respelled.text[:at] + piece + respelled.text[at:]

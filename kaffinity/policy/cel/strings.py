@@ -26,7 +26,10 @@ from kaffinity.policy.cel.library import functions, overload
 T = cel.Type
 #: Go's ``unicode.IsSpace`` (what ``strings.TrimSpace`` trims): Python's ``str.strip()`` also
 #: trims U+001C..U+001F, which Go keeps.
-_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+_GO_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
 
 
 def _out_of_range(index: int) -> ValueError:
@@ -99,7 +102,7 @@ def split(text: str, separator: str, count: int = -1) -> list[str]:
     if separator == "":
         parts = list(text)
         if 0 < count < len(parts):
-            parts = parts[: count - 1] + ["".join(parts[count - 1 :])]
+            parts = [*parts[: count - 1], "".join(parts[count - 1 :])]
         return parts
     return text.split(separator, count - 1 if count > 0 else -1)
 
@@ -149,31 +152,31 @@ def quote(text: str) -> str:
 
 def declarations_v0() -> list[cel.FunctionDecl]:
     """Version 0's functions (every Kubernetes version): ``charAt`` ... ``upperAscii``, ``join``."""
-    S, I = T.STRING, T.INT  # noqa: N806
+    S, N = T.STRING, T.INT
     return functions(
         {
-            "charAt": [overload("string_char_at_int", S, [S, I], char_at, member=True)],
+            "charAt": [overload("string_char_at_int", S, [S, N], char_at, member=True)],
             "indexOf": [
-                overload("string_index_of_string", I, [S, S], index_of, member=True),
-                overload("string_index_of_string_int", I, [S, S, I], index_of, member=True),
+                overload("string_index_of_string", N, [S, S], index_of, member=True),
+                overload("string_index_of_string_int", N, [S, S, N], index_of, member=True),
             ],
             "lastIndexOf": [
-                overload("string_last_index_of_string", I, [S, S], last_index_of, member=True),
-                overload("string_last_index_of_string_int", I, [S, S, I], last_index_of, member=True),
+                overload("string_last_index_of_string", N, [S, S], last_index_of, member=True),
+                overload("string_last_index_of_string_int", N, [S, S, N], last_index_of, member=True),
             ],
             "lowerAscii": [overload("string_lower_ascii", S, [S], lower_ascii, member=True)],
             "upperAscii": [overload("string_upper_ascii", S, [S], upper_ascii, member=True)],
             "replace": [
                 overload("string_replace_string_string", S, [S, S, S], replace, member=True),
-                overload("string_replace_string_string_int", S, [S, S, S, I], replace, member=True),
+                overload("string_replace_string_string_int", S, [S, S, S, N], replace, member=True),
             ],
             "split": [
                 overload("string_split_string", T.List(S), [S, S], split, member=True),
-                overload("string_split_string_int", T.List(S), [S, S, I], split, member=True),
+                overload("string_split_string_int", T.List(S), [S, S, N], split, member=True),
             ],
             "substring": [
-                overload("string_substring_int", S, [S, I], substring, member=True),
-                overload("string_substring_int_int", S, [S, I, I], substring, member=True),
+                overload("string_substring_int", S, [S, N], substring, member=True),
+                overload("string_substring_int_int", S, [S, N, N], substring, member=True),
             ],
             "trim": [overload("string_trim", S, [S], trim, member=True)],
             "join": [
@@ -186,7 +189,7 @@ def declarations_v0() -> list[cel.FunctionDecl]:
 
 def declarations_v2() -> list[cel.FunctionDecl]:
     """Version 1's ``format`` and ``strings.quote`` (from Kubernetes 1.29)."""
-    S = T.STRING  # noqa: N806
+    S = T.STRING
     return functions(
         {
             "format": [overload("string_format", S, [S, T.List(T.DYN)], formatting.format_call, member=True)],
