@@ -4,7 +4,8 @@ Owns the CEL environment: cel-expr-python (Google's cel-cpp) with, for each Kube
 kaffinity knows, exactly the libraries and options that kube-apiserver offers at that version
 (:mod:`~kaffinity.policy.cel.environment` lists them), Kubernetes' own libraries restated in
 Python (one module each: ``lists``, ``regex``, ``urls``, ``quantity``, ``ip``, ``format``,
-``semver``), and how YAML values become CEL data (:mod:`~kaffinity.policy.cel.convert`).
+``semver``), cel-go's strings extension (``strings``, ``formatting``: ``string.format`` as
+kube-apiserver prints), and how YAML values become CEL data (:mod:`~kaffinity.policy.cel.convert`).
 Imports ``cel_expr_python``; nothing outside this package may import it at module import time.
 
 API (``from kaffinity.policy.cel.environment import ...``):

@@ -22,8 +22,14 @@ offers, by Kubernetes minor (none found added after 1.34, up to 1.37):
 ======  =====================================================================================
 
 cel-cpp (via cel-expr-python) provides the standard library and the cel-go extensions
-(``strings``, ``sets``, ``lists``, ``optional``, two-variable comprehensions, enabled through
-an environment config); kaffinity's modules beside this one provide Kubernetes' own libraries.
+(``sets``, ``lists``, ``optional``, two-variable comprehensions, enabled through an environment
+config); kaffinity's modules beside this one provide Kubernetes' own libraries and cel-go's
+strings extension (:mod:`~kaffinity.policy.cel.strings`, :mod:`~kaffinity.policy.cel.formatting`:
+cel-cpp's differs past the end of a string and formats otherwise). What cel-cpp spells
+differently (two-variable ``exists_one``, the format library's optionals) is respelled before
+compiling (:mod:`~kaffinity.policy.cel.respell`). Each of these was found by the differential
+test against kube-apiserver's own environment (tests/differential/test_cel.py, issue 35); what
+still differs is listed, with the reason, in tests/differential/differences.yaml (``cel``).
 
 Differences from cel-go's settings in base.go:
 
@@ -35,8 +41,10 @@ Differences from cel-go's settings in base.go:
   across types in every version, where Kubernetes 1.27 ends in a "no such overload" error.
 * ``HomogeneousAggregateLiterals`` (and 1.29's ``ValidateHomogeneousAggregateLiterals``):
   cel-cpp accepts ``[1, 'a']``; Kubernetes refuses it. Not enforced.
-* 1.29's literal validators (``duration('1x')``, ``timestamp('x')``, ``x.matches('[')``) are
-  found in the text rather than the syntax tree (:mod:`~kaffinity.policy.cel.literals`).
+* 1.29's literal validators (``duration('1x')``, ``timestamp('x')``, ``x.matches('[')``) and
+  cel-go's ``string.format`` validator (``'%d'.format([1.5])``, too many arguments) are found in
+  the text rather than the syntax tree (:mod:`~kaffinity.policy.cel.literals`,
+  :mod:`~kaffinity.policy.cel.scan`).
 * ``DefaultUTCTimeZone``: cel-cpp's time functions also default to UTC.
 * Cost limits: cel-cpp tracks no cost. kaffinity charges its Python functions what upstream's
   cost model does and applies ``PerCallLimit``, cel-cpp stops comprehensions after 10,000

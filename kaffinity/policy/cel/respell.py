@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kaffinity.policy.cel.formatting import skip_literal
+from kaffinity.policy.cel.scan import skip_literal
 
 _EXISTS_ONE = re.compile(r"\.\s*exists_one\s*\(")
 _VALIDATE = re.compile(r"\.\s*validate\s*\(")
