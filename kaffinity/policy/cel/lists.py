@@ -73,8 +73,10 @@ def _sum(items: Sequence[object]) -> object:
             total = total + item  # type: ignore[operator]
         except TypeError:
             raise NoSuchOverload("sum", item) from None
-    if isinstance(total, int) and not _INT64_MIN <= total <= _INT64_MAX:
-        raise ValueError("integer overflow")
+        # cel-go adds one item at a time (Int.Add): an overflow on the way is an error even when
+        # a later item would bring the total back (the oracle: [-5, -2^63, 7].sum()).
+        if isinstance(total, int) and not _INT64_MIN <= total <= _INT64_MAX:
+            raise ValueError("integer overflow")
     return _returnable(total, "sum")
 
 
