@@ -147,6 +147,12 @@ _RULES = (
         "int-of-bool",
         lambda e, o, m: "no such overload: int(bool)" in _error(o) and m.get("stage") != "compile",
     ),
+    _rule(
+        "string-of-infinity",
+        lambda e, o, m: "string(" in e
+        and re.search(r"Inf|NaN", str(o.get("result")))
+        and re.search(r"inf|nan", str(m.get("result"))),
+    ),
     _rule("duration-milliseconds", lambda e, o, m: "getMilliseconds" in e),
     _rule("timestamp-text", lambda e, o, m: re.search(r"string\(timestamp", e)),
 )
