@@ -99,7 +99,6 @@ _RULES = (
             o.get("stage") == "compile" and _LIST_FUNCTIONS.search(_error(o)) and m.get("stage") == "eval"
         ),
     ),
-    _rule("transform-map", lambda e, o, m: "transformMap" in _error(m) and "not supported" in _error(m)),
     _rule(
         "duration-list-functions", lambda e, o, m: "of durations or timestamps is not supported" in _error(m)
     ),
@@ -149,9 +148,11 @@ _RULES = (
     ),
     _rule(
         "string-of-infinity",
-        lambda e, o, m: "string(" in e
-        and re.search(r"Inf|NaN", str(o.get("result")))
-        and re.search(r"inf|nan", str(m.get("result"))),
+        lambda e, o, m: (
+            "string(" in e
+            and re.search(r"Inf|NaN", str(o.get("result")))
+            and re.search(r"inf|nan", str(m.get("result")))
+        ),
     ),
     _rule("duration-milliseconds", lambda e, o, m: "getMilliseconds" in e),
     _rule("timestamp-text", lambda e, o, m: re.search(r"string\(timestamp", e)),
@@ -214,8 +215,6 @@ def test_the_version_gates_agree(oracle: Oracle) -> None:
 
 
 def _gate_documented(expr: str) -> str | None:
-    if "transformMap" in expr:
-        return _named("transform-map")
     if "unwrap" in expr:
         return _named("optional-unwrap")
     if "[1, 'a']" in expr:
@@ -404,7 +403,16 @@ def values(draw: st.DrawFn, depth: int = 2) -> str:
     if choice == 9:
         return f"{draw(lists(1))}.exists_one(i, v, i == 0)"
     if choice == 10:
-        return f"{draw(int_lists())}.includes({draw(_INTS)})"
+        return draw(
+            st.sampled_from(
+                [
+                    f"{draw(int_lists())}.includes({draw(_INTS)})",
+                    f"{draw(lists(1))}.transformMap(i, v, i % 2 == 0, [v])",
+                    f"{draw(int_lists())}.transformMapEntry(i, v, {{v: i}})",
+                    f"{{'a': {draw(_INTS)}, 'b': {draw(_INTS)}}}.transformMap(k, v, v > 0, v * 2)",
+                ]
+            )
+        )
     return f"'{draw(st.sampled_from(['%s', '%d', '%f', '%e']))}'.format({draw(lists(1))})"
 
 
@@ -436,6 +444,10 @@ _OBJECTS = st.fixed_dictionaries(
 )
 @example(expr="[1, 2].includes(2)", obj={"metadata": {"name": "a"}, "spec": None})
 @example(expr="object.spec.orValue(1)", obj={"metadata": {"name": "a"}, "spec": 5})
+@example(expr="[1, 1].transformMapEntry(i, v, {v: i})", obj={"metadata": {"name": "a"}, "spec": None})
+@example(
+    expr="{'a': 1, 'b': 2}.transformMap(k, v, v > 1, v * 2)", obj={"metadata": {"name": "a"}, "spec": None}
+)
 @example(expr="[-5, -9223372036854775808, 7].sum()", obj={"metadata": {"name": "a"}, "spec": None})
 @example(
     expr="quantity('1Ki').add(quantity('0.1')).asApproximateFloat()",

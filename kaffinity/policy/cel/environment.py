@@ -59,7 +59,8 @@ Differences from cel-go's settings in base.go:
 Speed (measured on this machine): building an environment ~0.6 ms (once per version and
 variables), compiling ~0.05 ms, evaluating ~5-20 us once the data is an :func:`activation`.
 * ``transformMap`` and ``transformMapEntry`` fail to plan in cel-cpp as packaged (its runtime
-  lacks ``cel.@mapInsert``): a compile error saying so.
+  lacks ``cel.@mapInsert``): they are respelled over ``transformList``
+  (:mod:`~kaffinity.policy.cel.respell`).
 * ``optional.unwrap``/``unwrapOpt`` are missing from cel-cpp's optional library. base.go
   enables optional types unversioned (each release gets its cel-go's newest): kaffinity uses
   cel-cpp's optional version 2 (with ``<list>.first()`` and ``last()``) from 1.28, as
@@ -106,6 +107,7 @@ LIBRARIES: tuple[Library, ...] = (
     Library("regex", 0, regex.declarations),
     Library("lists", 0, lists.declarations),
     Library("lists.v1", 37, lists.includes_declarations),
+    Library("transformMap", 32, lists.transform_map_declarations),
     Library("quantity", 28, lambda: quantity.declarations() + comparisons.declarations()),
     Library("ip", 30, ip.declarations),
     Library("format", 31, named_formats.declarations),
@@ -123,7 +125,6 @@ _ITERATIONS = "Iteration budget exceeded"
 _ITERATIONS_SAID = "kaffinity's CEL engine stops after 10000 comprehension iterations"
 _OPTIONAL_RESULT = "the value is an optional, which kaffinity's CEL engine cannot return"
 _UNPLANNABLE = "is not supported by kaffinity's CEL engine"
-_MAP_INSERTING = re.compile(r"\.\s*(transformMapEntry|transformMap)\s*\(")
 _ERROR = re.compile(r"ERROR: <input>:(\d+):(\d+): (.*)")
 _STATUS = re.compile(r"^[A-Z_]+: ")
 _NAMED = re.compile(r"(?:undeclared reference to|found no matching overload for) '([^']+)'")
@@ -314,7 +315,6 @@ def compile_expression(text: str, kube_version: str, variables: Mapping[str, cel
     saying which Kubernetes version it needs when a newer one has what it uses."""
     compiled = _try(text, kube_version, variables)
     if not isinstance(compiled, str):
-        _refuse_unplannable(text)
         _refuse_bad_literals(text, kube_version)
         _refuse_bad_formats(text, kube_version, variables)
         return Compiled(text, kube_version, compiled)
@@ -394,14 +394,6 @@ def _position(text: str, offset: int) -> tuple[int, int]:
     """The 1-based line and column of a 0-based offset into ``text``."""
     line_start = text.rfind("\n", 0, offset) + 1
     return text.count("\n", 0, offset) + 1, offset - line_start + 1
-
-
-def _refuse_unplannable(text: str) -> None:
-    """``transformMap``/``transformMapEntry`` compile in cel-cpp but cannot be evaluated (its
-    runtime as packaged lacks ``cel.@mapInsert``): refused when compiling, at the call."""
-    found = _MAP_INSERTING.search(text)
-    if found:
-        raise CelCompileError(f"{found.group(1)} {_UNPLANNABLE}", *_position(text, found.start(1)))
 
 
 def _planning_message(error: str) -> str:

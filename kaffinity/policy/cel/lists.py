@@ -134,6 +134,48 @@ def _includes(target: object, item: object) -> bool:
     return cel_equal(target, item)
 
 
+def _map_of(entries: Sequence[object]) -> dict[object, object]:
+    """``kaffinity.mapOf([[key, value], ...])``: cel-go's ``transformMap`` result (respelled by
+    :mod:`~kaffinity.policy.cel.respell`); a key twice is cel-go's "insert failed" error."""
+    found: dict[object, object] = {}
+    for entry in entries:
+        assert isinstance(entry, list) and len(entry) == 2
+        _insert(found, entry[0], entry[1])
+    return found
+
+
+def _map_of_maps(maps: Sequence[object]) -> dict[object, object]:
+    """``kaffinity.mapOfMaps([{key: value}, ...])``: cel-go's ``transformMapEntry`` result."""
+    found: dict[object, object] = {}
+    for entry in maps:
+        if not isinstance(entry, dict):
+            raise NoSuchOverload("transformMapEntry", entry)
+        for key, value in entry.items():
+            _insert(found, key, value)
+    return found
+
+
+def _insert(found: dict[object, object], key: object, value: object) -> None:
+    if key in found:
+        shown = ("true" if key else "false") if isinstance(key, bool) else key
+        raise ValueError(f"insert failed: key {shown} already exists")
+    found[key] = value
+
+
+def transform_map_declarations() -> list[cel.FunctionDecl]:
+    """The functions respelled ``transformMap``/``transformMapEntry`` calls build their map with
+    (cel-go ext/comprehensions.go, two-variable comprehensions, Kubernetes 1.32)."""
+    pairs, maps = T.List(T.DYN), T.Map(T.DYN, T.DYN)
+    return functions(
+        {
+            "kaffinity.mapOf": [overload("kaffinity_map_of", maps, [pairs], _map_of)],
+            # list(map): an entry that is not a map is refused when compiling, as upstream's
+            # cel.@mapInsert overloads refuse it
+            "kaffinity.mapOfMaps": [overload("kaffinity_map_of_maps", maps, [T.List(maps)], _map_of_maps)],
+        }
+    )
+
+
 def includes_declarations() -> list[cel.FunctionDecl]:
     """lists.go version 1's ``includes`` (``environment/base.go``: ``library.Lists(library.ListsVersion(1))``
     from 1.37)."""
