@@ -124,7 +124,6 @@ _LITERAL_VALIDATORS = 29
 _ITERATIONS = "Iteration budget exceeded"
 _ITERATIONS_SAID = "kaffinity's CEL engine stops after 10000 comprehension iterations"
 _OPTIONAL_RESULT = "the value is an optional, which kaffinity's CEL engine cannot return"
-_UNPLANNABLE = "is not supported by kaffinity's CEL engine"
 _ERROR = re.compile(r"ERROR: <input>:(\d+):(\d+): (.*)")
 _STATUS = re.compile(r"^[A-Z_]+: ")
 _NAMED = re.compile(r"(?:undeclared reference to|found no matching overload for) '([^']+)'")
