@@ -132,6 +132,14 @@ def test_transform_map_and_entry_evaluate_as_upstream() -> None:
     )
 
 
+def test_a_two_variable_exists_one_names_itself_in_the_version_gate() -> None:
+    error = compile_error("[1].exists_one(i, v, v == 1)", "1.31")
+    assert (error.message, error.column) == (
+        "`exists_one` with two variables needs Kubernetes 1.32 or later (kube-version is 1.31)",
+        5,
+    )
+
+
 def test_the_format_library_returns_optionals() -> None:
     """format.go's validate and format.named return optionals (issue 35: the oracle compiles
     ``orValue``/``== optional.none()`` on them); a compile error after the wrapped call keeps its

@@ -433,6 +433,11 @@ def _version_gate(
         subject = _GATED.get(name, _code)(name)
     elif syntax:
         where, subject = syntax[0], f"the syntax {_code(syntax[1])}"
+    two_variable_exists_one = respell.respell(text, two_variable=True, formats=False).text != text
+    if two_variable_exists_one and "exists_one" in text and not any(name in _GATED for _, name in named):
+        # its errors name only the variables: say which macro (cel-go ext/comprehensions.go)
+        line, column = _position(text, text.index("exists_one"))
+        where, subject = _Problem(line, column, ""), _GATED["existsOne"]("exists_one")
     message = f"{subject} needs Kubernetes 1.{needed} or later (kube-version is {kube_version})"
     return CelCompileError(message, where.line, where.column)
 
