@@ -18,16 +18,18 @@ package main
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
-	"reflect"
+	"strconv"
+	"strings"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/structpb"
+	"github.com/google/cel-go/common/types/traits"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -130,21 +132,92 @@ func doCEL(req request) response {
 		}
 		out = opt.GetValue()
 	}
-	if j, err := celToJSON(out); err == nil {
-		r["result"] = j
-	} else {
-		r["result_text"] = fmt.Sprint(out.Value()) // durations, timestamps, optionals, ...
+	r["result"] = celJSON(out)
+	if tagged, ok := r["result"].(map[string]any); ok && len(tagged) == 1 {
+		if _, isMap := out.(traits.Mapper); !isMap {
+			r["result_text"] = valueText(out) // durations, timestamps, types, opaque values
+		}
 	}
 	return r
 }
 
-func celToJSON(v ref.Val) (json.RawMessage, error) {
-	nv, err := v.ConvertToNative(reflect.TypeOf(&structpb.Value{}))
-	if err != nil {
-		return nil, err
+// celJSON is a CEL value as exact JSON: bool, string, null, lists and maps as
+// themselves (map keys as their text), int and uint as integers, doubles as
+// numbers with a fraction or exponent (or "NaN", "Infinity", "-Infinity");
+// values JSON has no form for as one-key objects: {"@bytes": base64},
+// {"@duration": "3600s"}, {"@timestamp": RFC 3339}, {"@type": name},
+// {"@optional": []} or {"@optional": [value]}, and any other type (Kubernetes'
+// opaque ones) {"@<type name>": its text, e.g. "@kubernetes.Quantity": "1k"}.
+func celJSON(v ref.Val) any {
+	switch t := v.(type) {
+	case types.Bool:
+		return bool(t)
+	case types.Int:
+		return json.Number(strconv.FormatInt(int64(t), 10))
+	case types.Uint:
+		return json.Number(strconv.FormatUint(uint64(t), 10))
+	case types.Double:
+		f := float64(t)
+		switch {
+		case math.IsNaN(f):
+			return "NaN"
+		case math.IsInf(f, 1):
+			return "Infinity"
+		case math.IsInf(f, -1):
+			return "-Infinity"
+		}
+		text := strconv.FormatFloat(f, 'g', -1, 64)
+		if !strings.ContainsAny(text, ".eEn") {
+			text += ".0"
+		}
+		return json.Number(text)
+	case types.String:
+		return string(t)
+	case types.Bytes:
+		return map[string]any{"@bytes": base64.StdEncoding.EncodeToString([]byte(t))}
+	case types.Null:
+		return nil
+	case types.Duration, types.Timestamp:
+		name := "@duration"
+		if _, ok := t.(types.Timestamp); ok {
+			name = "@timestamp"
+		}
+		return map[string]any{name: string(t.ConvertToType(types.StringType).(types.String))}
+	case *types.Optional:
+		if !t.HasValue() {
+			return map[string]any{"@optional": []any{}}
+		}
+		return map[string]any{"@optional": []any{celJSON(t.GetValue())}}
+	case ref.Type:
+		return map[string]any{"@type": t.TypeName()}
 	}
-	b, err := protojson.Marshal(nv.(*structpb.Value))
-	return json.RawMessage(b), err
+	if list, ok := v.(traits.Lister); ok {
+		items := []any{}
+		for it := list.Iterator(); it.HasNext() == types.True; {
+			items = append(items, celJSON(it.Next()))
+		}
+		return items
+	}
+	if m, ok := v.(traits.Mapper); ok {
+		items := map[string]any{}
+		for it := m.Iterator(); it.HasNext() == types.True; {
+			key := it.Next()
+			items[fmt.Sprint(key.Value())] = celJSON(m.Get(key))
+		}
+		return items
+	}
+	return map[string]any{"@" + v.Type().(ref.Type).TypeName(): valueText(v)}
+}
+
+// valueText is a value's text (fmt.Sprint of its Go value; a type's name).
+func valueText(v ref.Val) string {
+	if t, ok := v.(ref.Type); ok {
+		return t.TypeName()
+	}
+	if s, ok := v.Value().(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprint(v.Value())
 }
 
 func main() {

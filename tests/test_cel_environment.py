@@ -52,7 +52,10 @@ GATED = [
     ("isSemver('1.0', true)", 33),
     ("[2, 1].sort() == [1, 2]", 34),
     ("lists.range(2) == [0, 1]", 34),
-    ("[1].first().hasValue()", 34),
+    ("[1].first().hasValue()", 28),  # the oracle: the optional library is unversioned (base.go)
+    ("format.dns1123Label().validate('a') == optional.none()", 31),
+    ("[1, 2].exists_one(i, v, v == 2)", 32),
+    ("[1, 2].includes(2)", 37),  # lists.go version 1 (base.go: library.ListsVersion(1) at 1.37)
 ]
 
 
@@ -107,14 +110,88 @@ def test_cross_type_numeric_comparisons_compile_unchecked_from_1_28() -> None:
     assert compile_expression("object.a > 1", "1.28", OBJECT).checked
 
 
-def test_transform_map_is_refused_when_compiling() -> None:
-    error = compile_error("{'a': 1}.transformMap(k, v, v + 1)", "1.37")
-    assert error.message == "transformMap is not supported by kaffinity's CEL engine"
-    assert (error.line, error.column) == (1, 10)
+def test_transform_map_and_entry_evaluate_as_upstream() -> None:
+    """cel-go's transformMap/transformMapEntry (ext/comprehensions.go), respelled over
+    transformList (kaffinity/policy/cel/respell.py): the values and errors the oracle gave."""
+    cases = {
+        "[1, 2].transformMap(i, v, v * 2)": {0: 2, 1: 4},
+        "{'a': 1}.transformMap(k, v, v > 0, v + 1)": {"a": 2},
+        "{'a': 'b'}.transformMapEntry(k, v, {v: k})": {"b": "a"},
+        "[1, 2, 3].transformMap(i, v, i % 2 == 0, v * 10)": {0: 10, 2: 30},
+    }
+    for expression, expected in cases.items():
+        assert compile_expression(expression, "1.37", OBJECT).evaluate({"object": {}}) == expected, expression
+    with pytest.raises(CelEvaluationError) as raised:
+        compile_expression("[1, 1].transformMapEntry(i, v, {v: i})", "1.37", OBJECT).evaluate({"object": {}})
+    assert raised.value.message == "insert failed: key 1 already exists"
+    compile_error("{'a': 1}.transformMapEntry(k, v, [])", "1.37")  # not a map: refused when compiling
+    error = compile_error("{'a': 1}.transformMap(k, v, v) && nope", "1.37")
+    assert (error.message, error.column) == ("undeclared reference to 'nope'", 35)
+    assert compile_error("[1].transformMap(i, v, v)", "1.31").message == (
+        "`transformMap` with two variables needs Kubernetes 1.32 or later (kube-version is 1.31)"
+    )
 
 
-def test_the_optional_stand_in_has_no_or_value() -> None:
-    compile_error("format.labelValue().validate('x').orValue([])", "1.37")
+def test_a_two_variable_exists_one_names_itself_in_the_version_gate() -> None:
+    error = compile_error("[1].exists_one(i, v, v == 1)", "1.31")
+    assert (error.message, error.column) == (
+        "`exists_one` with two variables needs Kubernetes 1.32 or later (kube-version is 1.31)",
+        5,
+    )
+
+
+def test_the_format_library_returns_optionals() -> None:
+    """format.go's validate and format.named return optionals (issue 35: the oracle compiles
+    ``orValue``/``== optional.none()`` on them); a compile error after the wrapped call keeps its
+    column in the expression's own text."""
+    compiled = compile_expression("format.labelValue().validate('x').orValue([]) == []", "1.37", OBJECT)
+    assert compiled.evaluate({"object": {}}) is True
+    error = compile_error("format.named('x').hasValue() && nope", "1.37")
+    assert (error.message, error.line, error.column) == ("undeclared reference to 'nope'", 1, 33)
+
+
+def test_or_value_on_a_value_that_is_not_an_optional_is_an_evaluation_error() -> None:
+    """The issue said cel-go returns a non-optional ``object`` unchanged from ``orValue``; the oracle
+    (kube-apiserver's environment, ``object`` bound as dyn) answers "no such overload", as kaffinity
+    does."""
+    for expression in ("object.orValue(1)", "object.or(optional.of(1))", "object.spec.orValue(1)"):
+        compiled = compile_expression(expression, "1.37", OBJECT)
+        with pytest.raises(CelEvaluationError):
+            compiled.evaluate({"object": {"spec": 5}} if "spec" in expression else {"object": 5})
+
+
+def test_a_negative_range_is_an_evaluation_error() -> None:
+    """``lists.range(-1)``: the oracle's evaluation error; cel-cpp raised a ValueError (a crash)."""
+    with pytest.raises(CelEvaluationError):
+        compile_expression("lists.range(-1)", "1.37", OBJECT).evaluate({"object": {}})
+
+
+def test_format_calls_with_literal_arguments_are_checked_when_compiling() -> None:
+    """cel-go's stringFormatValidator (ext/formatting.go), as the oracle reports: the clause against
+    the item's type, too many items, a missing one; a dyn list is checked when evaluating."""
+    cases = {
+        "'%d'.format([1.5])": (
+            "error during formatting: decimal clause can only be used on integers, was given double",
+            14,
+        ),
+        "'%s'.format(['a', 'b'])": ("too many arguments supplied to string.format (expected 1, got 2)", 12),
+        "'%s %s'.format(['a'])": ("index 1 out of range", 15),
+        "'%x'.format([true])": (
+            "error during formatting: only integers, byte buffers, and strings can be formatted as hex, "
+            "was given bool",
+            14,
+        ),
+    }
+    for expression, (message, column) in cases.items():
+        error = compile_error(expression, "1.37")
+        assert (error.message, error.column) == (message, column), expression
+    compiled = compile_expression("'%d'.format(dyn([1.5]))", "1.37", OBJECT)
+    with pytest.raises(CelEvaluationError) as raised:
+        compiled.evaluate({"object": {}})
+    assert (
+        raised.value.message
+        == "error during formatting: decimal clause can only be used on integers, was given double"
+    )
 
 
 def test_runtime_errors_are_evaluation_errors() -> None:

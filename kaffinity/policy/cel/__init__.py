@@ -4,7 +4,8 @@ Owns the CEL environment: cel-expr-python (Google's cel-cpp) with, for each Kube
 kaffinity knows, exactly the libraries and options that kube-apiserver offers at that version
 (:mod:`~kaffinity.policy.cel.environment` lists them), Kubernetes' own libraries restated in
 Python (one module each: ``lists``, ``regex``, ``urls``, ``quantity``, ``ip``, ``format``,
-``semver``), and how YAML values become CEL data (:mod:`~kaffinity.policy.cel.convert`).
+``semver``), cel-go's strings extension (``strings``, ``formatting``: ``string.format`` as
+kube-apiserver prints), and how YAML values become CEL data (:mod:`~kaffinity.policy.cel.convert`).
 Imports ``cel_expr_python``; nothing outside this package may import it at module import time.
 
 API (``from kaffinity.policy.cel.environment import ...``):
@@ -29,9 +30,11 @@ API (``from kaffinity.policy.cel.environment import ...``):
 
 Not supported, and why: the ``authorizer`` library (needs a cluster); CEL optionals as an
 expression's *result* (cel-expr-python cannot return them; inside an expression they work);
-``transformMap``/``transformMapEntry`` (cel-cpp as packaged cannot plan them); opaque types are
+``optional.unwrap``/``unwrapOpt`` (not in cel-cpp); opaque types are
 maps (``type(quantity('1'))`` is ``map``; see :mod:`~kaffinity.policy.cel.values`); the
 cost of cel-cpp's own functions (:mod:`~kaffinity.policy.cel.limits` counts what it can);
 refusing mixed-type list and map literals (``[1, 'a']``); ``sum``/``min``/``max`` of durations
-and timestamps. :mod:`~kaffinity.policy.cel.environment` lists every difference from cel-go.
+and timestamps. :mod:`~kaffinity.policy.cel.environment` lists every difference from cel-go;
+tests/differential/differences.yaml (``cel``) lists each one the differential test against
+kube-apiserver's own environment finds, with its reason.
 """

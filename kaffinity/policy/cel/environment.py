@@ -17,12 +17,19 @@ offers, by Kubernetes minor (none found added after 1.34, up to 1.37):
  1.32   two-variable comprehensions (``all(i, v, ...)``, ``transformList``...).
  1.33   the ``semver`` library (its version 1: ``semver(s, true)`` normalises).
  1.34   the lists extension version 3 (``slice``, ``flatten``, ``sort``, ``distinct``,
-        ``reverse``, ``lists.range``, ``sortBy``); also ``first``/``last`` (see below).
+        ``reverse``, ``lists.range``, ``sortBy``).
+ 1.37   the Kubernetes lists library version 1 (``<dyn>.includes(<dyn>)``).
 ======  =====================================================================================
 
 cel-cpp (via cel-expr-python) provides the standard library and the cel-go extensions
-(``strings``, ``sets``, ``lists``, ``optional``, two-variable comprehensions, enabled through
-an environment config); kaffinity's modules beside this one provide Kubernetes' own libraries.
+(``sets``, ``lists``, ``optional``, two-variable comprehensions, enabled through an environment
+config); kaffinity's modules beside this one provide Kubernetes' own libraries and cel-go's
+strings extension (:mod:`~kaffinity.policy.cel.strings`, :mod:`~kaffinity.policy.cel.formatting`:
+cel-cpp's differs past the end of a string and formats otherwise). What cel-cpp spells
+differently (two-variable ``exists_one``, the format library's optionals) is respelled before
+compiling (:mod:`~kaffinity.policy.cel.respell`). Each of these was found by the differential
+test against kube-apiserver's own environment (tests/differential/test_cel.py, issue 35); what
+still differs is listed, with the reason, in tests/differential/differences.yaml (``cel``).
 
 Differences from cel-go's settings in base.go:
 
@@ -34,8 +41,10 @@ Differences from cel-go's settings in base.go:
   across types in every version, where Kubernetes 1.27 ends in a "no such overload" error.
 * ``HomogeneousAggregateLiterals`` (and 1.29's ``ValidateHomogeneousAggregateLiterals``):
   cel-cpp accepts ``[1, 'a']``; Kubernetes refuses it. Not enforced.
-* 1.29's literal validators (``duration('1x')``, ``timestamp('x')``, ``x.matches('[')``) are
-  found in the text rather than the syntax tree (:mod:`~kaffinity.policy.cel.literals`).
+* 1.29's literal validators (``duration('1x')``, ``timestamp('x')``, ``x.matches('[')``) and
+  cel-go's ``string.format`` validator (``'%d'.format([1.5])``, too many arguments) are found in
+  the text rather than the syntax tree (:mod:`~kaffinity.policy.cel.literals`,
+  :mod:`~kaffinity.policy.cel.scan`).
 * ``DefaultUTCTimeZone``: cel-cpp's time functions also default to UTC.
 * Cost limits: cel-cpp tracks no cost. kaffinity charges its Python functions what upstream's
   cost model does and applies ``PerCallLimit``, cel-cpp stops comprehensions after 10,000
@@ -50,11 +59,12 @@ Differences from cel-go's settings in base.go:
 Speed (measured on this machine): building an environment ~0.6 ms (once per version and
 variables), compiling ~0.05 ms, evaluating ~5-20 us once the data is an :func:`activation`.
 * ``transformMap`` and ``transformMapEntry`` fail to plan in cel-cpp as packaged (its runtime
-  lacks ``cel.@mapInsert``): a compile error saying so.
+  lacks ``cel.@mapInsert``): they are respelled over ``transformList``
+  (:mod:`~kaffinity.policy.cel.respell`).
 * ``optional.unwrap``/``unwrapOpt`` are missing from cel-cpp's optional library. base.go
-  enables optional types unversioned (each release gets its cel-go's newest); kaffinity uses
-  cel-cpp's optional version 1 up to 1.33 and version 2 (which adds ``<list>.first()`` and
-  ``last()``) from 1.34: when cel-go's first shipped them in a Kubernetes release is not pinned.
+  enables optional types unversioned (each release gets its cel-go's newest): kaffinity uses
+  cel-cpp's optional version 2 (with ``<list>.first()`` and ``last()``) from 1.28, as
+  kube-apiserver 1.37's environment admits them in a new expression at 1.28.
 """
 
 from __future__ import annotations
@@ -67,17 +77,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cel_expr_python import cel
-from cel_expr_python.ext import ext_optional, ext_strings
+from cel_expr_python.ext import ext_optional
 
 from kaffinity.config import KUBE_VERSIONS
 from kaffinity.policy.cel import (
     comparisons,
+    formatting,
     ip,
     limits,
     lists,
     literals,
     quantity,
     regex,
+    respell,
     semver,
     strings,
     urls,
@@ -94,22 +106,24 @@ LIBRARIES: tuple[Library, ...] = (
     Library("urls", 0, urls.declarations),
     Library("regex", 0, regex.declarations),
     Library("lists", 0, lists.declarations),
+    Library("lists.v1", 37, lists.includes_declarations),
+    Library("transformMap", 32, lists.transform_map_declarations),
     Library("quantity", 28, lambda: quantity.declarations() + comparisons.declarations()),
     Library("ip", 30, ip.declarations),
     Library("format", 31, named_formats.declarations),
     Library("semver", 33, semver.declarations),
 )
-#: cel-go's strings extension version 0 has ``join``; cel-cpp's has it from version 2.
-_JOIN = Library("join", 0, strings.declarations)
-_STRINGS_V2, _OPTIONAL, _SETS, _TWO_VARIABLE, _LISTS = 29, 28, 29, 32, 34
+#: cel-go's strings extension (base.go: version 0, then version 2 from 1.29), restated in Python
+#: (:mod:`~kaffinity.policy.cel.strings`: cel-cpp's differs past the end of a string and in
+#: ``format``).
+STRINGS = (Library("strings", 0, strings.declarations_v0), Library("strings.v2", 29, strings.declarations_v2))
+_STRINGS_V2, _OPTIONAL, _SETS, _FORMATS, _TWO_VARIABLE, _LISTS = 29, 28, 29, 31, 32, 34
 _LITERAL_VALIDATORS = 29
 
 #: cel-cpp's own bound on one evaluation's comprehensions, and how kaffinity says it.
 _ITERATIONS = "Iteration budget exceeded"
 _ITERATIONS_SAID = "kaffinity's CEL engine stops after 10000 comprehension iterations"
 _OPTIONAL_RESULT = "the value is an optional, which kaffinity's CEL engine cannot return"
-_UNPLANNABLE = "is not supported by kaffinity's CEL engine"
-_MAP_INSERTING = re.compile(r"\.\s*(transformMapEntry|transformMap)\s*\(")
 _ERROR = re.compile(r"ERROR: <input>:(\d+):(\d+): (.*)")
 _STATUS = re.compile(r"^[A-Z_]+: ")
 _NAMED = re.compile(r"(?:undeclared reference to|found no matching overload for) '([^']+)'")
@@ -166,8 +180,11 @@ class Compiled:
                 value = self.expression.eval(data=data)
         except MemoryError:  # cel-cpp's std::bad_alloc under the guard's memory limit
             raise CelEvaluationError(f"{limits.COST_EXCEEDED} (out of memory)") from None
-        except RuntimeError as error:  # data cel-expr-python cannot take, e.g. a PosDict
+        except (RuntimeError, ValueError) as error:  # data cel-expr-python cannot take (a PosDict),
+            # or cel-cpp's std::length_error (``lists.range(-1)``: "vector::reserve")
             message = _STATUS.sub("", str(error)).removesuffix(" [INVALID_ARGUMENT]")
+            if message == "vector::reserve":
+                message = "a list of negative size (lists.range)"
             if _ITERATIONS in message:
                 message = f"{limits.COST_EXCEEDED} ({_ITERATIONS_SAID})"
             raise CelEvaluationError(message) from None
@@ -224,12 +241,14 @@ def _config(minor: int) -> str:
 
 def _extensions(minor: int) -> list[cel.CelExtensionBase]:
     """cel-cpp's versioned extensions (strings, optional) and Kubernetes' libraries of ``minor``."""
-    found: list[cel.CelExtensionBase] = [ext_strings.ExtStrings(version=2 if minor >= _STRINGS_V2 else 0)]
+    found: list[cel.CelExtensionBase] = [
+        library.extension() for library in STRINGS if library.introduced <= minor
+    ]
     if minor >= _OPTIONAL:
-        # cel-cpp's optional version 2 adds list first()/last() (see the module's notes).
-        found.append(ext_optional.ExtOptional(version=2 if minor >= _LISTS else 1))
-    if minor < _STRINGS_V2:
-        found.append(_JOIN.extension())
+        # base.go enables cel.OptionalTypes() unversioned: each release has its cel-go's newest
+        # optional library, whose <list>.first()/last() cel-cpp has in its version 2 (the oracle:
+        # `[1, 2].first()` compiles as a new expression at 1.28).
+        found.append(ext_optional.ExtOptional(version=2))
     found += [library.extension() for library in LIBRARIES if library.introduced <= minor]
     return found
 
@@ -285,7 +304,7 @@ def _problems(error: str) -> list[_Problem]:
 def _try(text: str, kube_version: str, variables: Mapping[str, cel.Type]) -> cel.Expression | str:
     """The compiled expression, or cel-cpp's error text."""
     try:
-        return environment(kube_version, variables).compile(text)
+        return environment(kube_version, variables).compile(_respelled(text, kube_version).text)
     except RuntimeError as error:
         return str(error)
 
@@ -295,18 +314,37 @@ def compile_expression(text: str, kube_version: str, variables: Mapping[str, cel
     saying which Kubernetes version it needs when a newer one has what it uses."""
     compiled = _try(text, kube_version, variables)
     if not isinstance(compiled, str):
-        _refuse_unplannable(text)
         _refuse_bad_literals(text, kube_version)
+        _refuse_bad_formats(text, kube_version, variables)
         return Compiled(text, kube_version, compiled)
-    problems = _problems(compiled)
+    problems = _mapped(_problems(compiled), text, _respelled(text, kube_version))
     if not problems:
         raise CelCompileError(_planning_message(compiled))
     if minor_of(kube_version) >= _OPTIONAL and all(_CROSS_NUMERIC.search(p.message) for p in problems):
-        unchecked = environment(kube_version, variables).compile(text, disable_check=True)
+        respelled = _respelled(text, kube_version).text
+        unchecked = environment(kube_version, variables).compile(respelled, disable_check=True)
         return Compiled(text, kube_version, unchecked, checked=False)
     raise _version_gate(text, kube_version, variables, problems) or CelCompileError(
         problems[0].message, problems[0].line, problems[0].column
     )
+
+
+def _mapped(problems: list[_Problem], text: str, respelled: respell.Respelled) -> list[_Problem]:
+    """``problems`` found in the respelled text, at their places in ``text``."""
+    if not respelled.inserted:
+        return problems
+    lines = respelled.text.split("\n")
+    found = []
+    for problem in problems:
+        offset = sum(len(line) + 1 for line in lines[: problem.line - 1]) + problem.column - 1
+        found.append(_Problem(*_position(text, respelled.original_offset(offset)), problem.message))
+    return found
+
+
+def _respelled(text: str, kube_version: str) -> respell.Respelled:
+    """``text`` as cel-cpp must read it (:mod:`~kaffinity.policy.cel.respell`)."""
+    minor = minor_of(kube_version)
+    return respell.respell(text, two_variable=minor >= _TWO_VARIABLE, formats=minor >= _FORMATS)
 
 
 def _refuse_bad_literals(text: str, kube_version: str) -> None:
@@ -319,18 +357,42 @@ def _refuse_bad_literals(text: str, kube_version: str) -> None:
         raise CelCompileError(bad.message, *_position(text, bad.offset))
 
 
+def _refuse_bad_formats(text: str, kube_version: str, variables: Mapping[str, cel.Type]) -> None:
+    """From 1.29, cel-go's ``stringFormatValidator`` (strings version 2, ext/formatting.go):
+    ``'<literal>'.format([<list literal>])`` whose clauses do not fit the items' checked types, or
+    that has too many items, is a compile error (:func:`kaffinity.policy.cel.formatting.check`)."""
+    if minor_of(kube_version) < _STRINGS_V2 or ".format" not in text.replace(" ", ""):
+        return
+    env = environment(kube_version, variables)
+
+    def decode(literal: str) -> str | None:
+        try:
+            value = env.compile(literal).eval()
+        except RuntimeError:
+            return None
+        found = value.plain_value() if value.type() == cel.Type.STRING else None
+        return found if isinstance(found, str) else None
+
+    def kind(item: str) -> str:
+        try:
+            name = env.compile(_respelled(item, kube_version).text).return_type().name()
+        except RuntimeError:  # an item naming a comprehension's variable: not known here
+            return "dyn"
+        return _KINDS.get(name.split("<")[0], name.split("<")[0].lower())
+
+    refused = formatting.check_literal_calls(text, decode, kind)
+    if refused:
+        raise CelCompileError(refused[0], *_position(text, refused[1]))
+
+
+#: cel-cpp's type names as the kinds the format check knows.
+_KINDS = {"NULL": "null", "TYPE": "type", "optional_type": "optional_type"}
+
+
 def _position(text: str, offset: int) -> tuple[int, int]:
     """The 1-based line and column of a 0-based offset into ``text``."""
     line_start = text.rfind("\n", 0, offset) + 1
     return text.count("\n", 0, offset) + 1, offset - line_start + 1
-
-
-def _refuse_unplannable(text: str) -> None:
-    """``transformMap``/``transformMapEntry`` compile in cel-cpp but cannot be evaluated (its
-    runtime as packaged lacks ``cel.@mapInsert``): refused when compiling, at the call."""
-    found = _MAP_INSERTING.search(text)
-    if found:
-        raise CelCompileError(f"{found.group(1)} {_UNPLANNABLE}", *_position(text, found.start(1)))
 
 
 def _planning_message(error: str) -> str:
@@ -371,6 +433,11 @@ def _version_gate(
         subject = _GATED.get(name, _code)(name)
     elif syntax:
         where, subject = syntax[0], f"the syntax {_code(syntax[1])}"
+    two_variable_exists_one = respell.respell(text, two_variable=True, formats=False).text != text
+    if two_variable_exists_one and "exists_one" in text and not any(name in _GATED for _, name in named):
+        # its errors name only the variables: say which macro (cel-go ext/comprehensions.go)
+        line, column = _position(text, text.index("exists_one"))
+        where, subject = _Problem(line, column, ""), _GATED["existsOne"]("exists_one")
     message = f"{subject} needs Kubernetes 1.{needed} or later (kube-version is {kube_version})"
     return CelCompileError(message, where.line, where.column)
 

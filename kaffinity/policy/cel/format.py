@@ -10,12 +10,10 @@ and friends with ``maskTrailingDash`` for the ``...Prefix`` formats), Go's
 ``datetime``).
 
 ``validate`` and ``format.named`` return optionals upstream; a Python function cannot return a
-CEL optional, so they return kaffinity's stand-in (:data:`~kaffinity.policy.cel.values.OPTIONAL`)
-with ``hasValue()`` and ``value()`` declared on it, the calls such rules make
-(``!format.dns1123Label().validate(x).hasValue()``,
-``format.dns1123Label().validate(x).value().join(', ')``). The other optional functions do not
-apply to it: ``orValue`` and ``or`` cannot be overloaded (cel-cpp evaluates them itself, for
-optionals only), ``optMap`` and ``optFlatMap`` are macros over optionals.
+CEL optional, so they return the value inside (the errors, ``[]`` when valid; the format, ``{}``
+for an unknown name) and :mod:`~kaffinity.policy.cel.respell` wraps every call in
+``optional.ofNonZeroValue(...)``: a true optional, so ``== optional.none()``, ``orValue``, ``or``,
+``optMap`` all work as upstream.
 
 ``datetime`` is strfmt's ``IsDateTime`` (a date, ``T``, a time with seconds and a zone);
 ``date`` is ``YYYY-MM-DD`` on the calendar.
@@ -34,7 +32,7 @@ from cel_expr_python import cel
 from kaffinity.policy.cel import values
 from kaffinity.policy.cel.library import functions, overload
 from kaffinity.policy.cel.urls import parse as parse_url
-from kaffinity.policy.cel.values import FORMAT, OPAQUE, OPTIONAL
+from kaffinity.policy.cel.values import FORMAT, OPAQUE
 
 T = cel.Type
 Validator = Callable[[str], list[str]]
@@ -195,7 +193,10 @@ def _matches(pattern: re.Pattern[str], message: str) -> Validator:
 
 
 def _byte(value: str) -> list[str]:
-    """``byte``: standard base64 (strfmt's ``IsByte``)."""
+    """``byte``: standard base64 (strfmt's ``IsByte``), not empty (``strfmt.Default.Validates("byte",
+    "")`` is false: the oracle answers "invalid base64")."""
+    if not value:
+        return ["invalid base64"]
     try:
         base64.b64decode(value.replace("\r", "").replace("\n", ""), validate=True)
     except (binascii.Error, ValueError):
@@ -245,41 +246,17 @@ FORMATS: dict[str, Validator] = {
 }
 
 
-def optional(value: object | None) -> dict[str, object]:
-    """kaffinity's stand-in for ``optional.of(value)`` (``optional.none()`` for None)."""
-    return values.make(OPTIONAL, [] if value is None else [value])
-
-
-def _held(value: object, function: str) -> list[object]:
-    """The stand-in optional's contents: [] or [value]."""
-    held = values.payload(value, OPTIONAL, function)
-    assert isinstance(held, list)
-    return held
-
-
-def _has_value(value: object) -> bool:
-    """``<optional>.hasValue()``."""
-    return bool(_held(value, "hasValue"))
-
-
-def _value(value: object) -> object:
-    """``<optional>.value()``: an error for none, as upstream."""
-    held = _held(value, "value")
-    if not held:
-        raise ValueError("optional.none() dereference")
-    return held[0]
-
-
-def _validate(value: object, text: str) -> dict[str, object]:
-    """``<Format>.validate(text)``: none when valid, else the errors."""
+def _validate(value: object, text: str) -> list[str]:
+    """``<Format>.validate(text)``: the errors (``[]`` when valid); each call is wrapped in
+    ``optional.ofNonZeroValue`` (:mod:`~kaffinity.policy.cel.respell`), upstream's optional."""
     name = values.text(value, FORMAT, "validate")
-    errors = FORMATS[name](text)
-    return optional(errors or None)
+    return FORMATS[name](text)
 
 
 def _named(name: str) -> dict[str, object]:
-    """``format.named(name)``: the format, or none for an unknown name."""
-    return optional(values.make(FORMAT, name) if name in FORMATS else None)
+    """``format.named(name)``: the format (``{}`` for an unknown name), wrapped in
+    ``optional.ofNonZeroValue`` as :func:`_validate`'s calls are."""
+    return values.make(FORMAT, name) if name in FORMATS else {}
 
 
 def _constant(name: str) -> Callable[[], Mapping[str, object]]:
@@ -288,12 +265,12 @@ def _constant(name: str) -> Callable[[], Mapping[str, object]]:
 
 
 def declarations() -> list[cel.FunctionDecl]:
-    """format.go's functions, and the stand-in optional's ``hasValue`` and ``value``."""
+    """format.go's functions."""
     table: dict[str, list[cel.Overload]] = {
         "format.named": [overload("format-named", OPAQUE, [T.STRING], _named)],
-        "validate": [overload("format-validate", OPAQUE, [OPAQUE, T.STRING], _validate, member=True)],
-        "hasValue": [overload("kaffinity_optional_has_value", T.BOOL, [OPAQUE], _has_value, member=True)],
-        "value": [overload("kaffinity_optional_value", T.DYN, [OPAQUE], _value, member=True)],
+        "validate": [
+            overload("format-validate", T.List(T.STRING), [OPAQUE, T.STRING], _validate, member=True)
+        ],
     }
     for name in FORMATS:
         table[f"format.{name}"] = [overload(f"format.{name}", OPAQUE, [], _constant(name))]

@@ -26,7 +26,7 @@ from kaffinity.policy.cel.library import functions, overload
 from kaffinity.policy.cel.values import NoSuchOverload
 
 T = cel.Type
-_COMPARABLE = (int, float, str, bytes, datetime.timedelta, datetime.datetime)
+_COMPARABLE = (int, float, str, bytes, bytearray, datetime.timedelta, datetime.datetime)
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -73,8 +73,10 @@ def _sum(items: Sequence[object]) -> object:
             total = total + item  # type: ignore[operator]
         except TypeError:
             raise NoSuchOverload("sum", item) from None
-    if isinstance(total, int) and not _INT64_MIN <= total <= _INT64_MAX:
-        raise ValueError("integer overflow")
+        # cel-go adds one item at a time (Int.Add): an overflow on the way is an error even when
+        # a later item would bring the total back (the oracle: [-5, -2^63, 7].sum()).
+        if isinstance(total, int) and not _INT64_MIN <= total <= _INT64_MAX:
+            raise ValueError("integer overflow")
     return _returnable(total, "sum")
 
 
@@ -110,6 +112,76 @@ def _last_index_of(items: Sequence[object], item: object) -> int:
     """``<list>.lastIndexOf(item)``: the last equal item's index, or -1."""
     last = len(items) - 1
     return next((last - index for index, found in enumerate(reversed(items)) if equal(found, item)), -1)
+
+
+def cel_equal(left: object, right: object) -> bool:
+    """CEL's ``==`` (cel-go ``Equal``): numbers across types, a bool no number, lists item by item,
+    maps by their keys."""
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(cel_equal(a, b) for a, b in zip(left, right, strict=True))
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(cel_equal(left[key], right[key]) for key in left)
+    if isinstance(left, list | dict) or isinstance(right, list | dict):
+        return False
+    return equal(left, right)
+
+
+def _includes(target: object, item: object) -> bool:
+    """``<dyn>.includes(<dyn>)`` (lists.go ``includes``, version 1, Kubernetes 1.37): a list holding
+    an item equal to ``item``, or any other value equal to it."""
+    if isinstance(target, list):
+        return any(cel_equal(found, item) for found in target)
+    return cel_equal(target, item)
+
+
+def _map_of(entries: Sequence[object]) -> dict[object, object]:
+    """``kaffinity.mapOf([[key, value], ...])``: cel-go's ``transformMap`` result (respelled by
+    :mod:`~kaffinity.policy.cel.respell`); a key twice is cel-go's "insert failed" error."""
+    found: dict[object, object] = {}
+    for entry in entries:
+        assert isinstance(entry, list) and len(entry) == 2
+        _insert(found, entry[0], entry[1])
+    return found
+
+
+def _map_of_maps(maps: Sequence[object]) -> dict[object, object]:
+    """``kaffinity.mapOfMaps([{key: value}, ...])``: cel-go's ``transformMapEntry`` result."""
+    found: dict[object, object] = {}
+    for entry in maps:
+        if not isinstance(entry, dict):
+            raise NoSuchOverload("transformMapEntry", entry)
+        for key, value in entry.items():
+            _insert(found, key, value)
+    return found
+
+
+def _insert(found: dict[object, object], key: object, value: object) -> None:
+    if key in found:
+        shown = ("true" if key else "false") if isinstance(key, bool) else key
+        raise ValueError(f"insert failed: key {shown} already exists")
+    found[key] = value
+
+
+def transform_map_declarations() -> list[cel.FunctionDecl]:
+    """The functions respelled ``transformMap``/``transformMapEntry`` calls build their map with
+    (cel-go ext/comprehensions.go, two-variable comprehensions, Kubernetes 1.32)."""
+    pairs, maps = T.List(T.DYN), T.Map(T.DYN, T.DYN)
+    return functions(
+        {
+            "kaffinity.mapOf": [overload("kaffinity_map_of", maps, [pairs], _map_of)],
+            # list(map): an entry that is not a map is refused when compiling, as upstream's
+            # cel.@mapInsert overloads refuse it
+            "kaffinity.mapOfMaps": [overload("kaffinity_map_of_maps", maps, [T.List(maps)], _map_of_maps)],
+        }
+    )
+
+
+def includes_declarations() -> list[cel.FunctionDecl]:
+    """lists.go version 1's ``includes`` (``environment/base.go``: ``library.Lists(library.ListsVersion(1))``
+    from 1.37)."""
+    return functions(
+        {"includes": [overload("list_includes_dyn_dyn", T.BOOL, [T.DYN, T.DYN], _includes, member=True)]}
+    )
 
 
 def declarations() -> list[cel.FunctionDecl]:

@@ -13,6 +13,7 @@ upstream's does) and answers for the amount: a whole number within int64.
 
 from __future__ import annotations
 
+import math
 from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal
 from functools import lru_cache
 
@@ -82,8 +83,28 @@ def _as_integer(value: object) -> int:
 
 
 def _approximate_float(value: object) -> float:
-    """``<Quantity>.asApproximateFloat()``."""
-    return float(_amount_of(value, "asApproximateFloat"))
+    """``<Quantity>.asApproximateFloat()``: as ``Quantity.AsApproximateFloat64`` (apimachinery
+    ``resource/quantity.go``), the digits as a float times Go's ``math.Pow10(exponent)``, over the
+    normalised amount (upstream's digits are those its parser stored: ``300m`` is 300 * 1e-3;
+    differences.yaml ``cel/quantity-approximate-float``)."""
+    found = _amount_of(value, "asApproximateFloat")
+    if not found:
+        return 0.0
+    sign, digits, exponent = found.normalize(_ARITHMETIC).as_tuple()
+    assert isinstance(exponent, int)
+    base = float(int("".join(map(str, digits)))) * (-1 if sign else 1)
+    if exponent == 0:
+        return base
+    return base * _pow10(exponent)
+
+
+def _pow10(exponent: int) -> float:
+    """Go's ``math.Pow10``: ``10**n`` from its tables (a negative ``n`` by a division)."""
+    if 0 <= exponent <= 308:
+        return float(10 ** (exponent - exponent % 32)) * float(10 ** (exponent % 32))
+    if -323 <= exponent < 0:
+        return float(Decimal(10) ** (exponent + (-exponent) % 32)) / float(10 ** ((-exponent) % 32))
+    return math.inf if exponent > 0 else 0.0
 
 
 def _sign(value: object) -> int:
@@ -127,12 +148,9 @@ def declarations() -> list[cel.FunctionDecl]:
         {
             "quantity": [overload("string_to_quantity", OPAQUE, [T.STRING], _quantity)],
             "isQuantity": [overload("is_quantity_string", T.BOOL, [T.STRING], _is_quantity)],
-            # quantity.go declares sign as a global overload; its documentation calls it as a
-            # member. Both forms are offered.
-            "sign": [
-                overload("quantity_sign", T.INT, [OPAQUE], _sign),
-                overload("quantity_sign_member", T.INT, [OPAQUE], _sign, member=True),
-            ],
+            # quantity.go declares sign as a global overload only (cel.Overload, not MemberOverload):
+            # its documentation's `quantity('1').sign()` does not compile upstream (the oracle agrees).
+            "sign": [overload("quantity_sign", T.INT, [OPAQUE], _sign)],
             "asApproximateFloat": [
                 overload("quantity_get_float", T.DOUBLE, [OPAQUE], _approximate_float, member=True)
             ],

@@ -70,10 +70,11 @@ def compile_pattern(pattern: str) -> Any:
 def find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     """Go's ``FindAllString(text, limit)``: every match (at most ``limit`` when not negative)."""
     found: list[str] = []
+    compiled = compile_pattern(pattern)  # regex.go compiles first: a bad pattern fails even at 0
     if limit == 0:
         return found
     previous_end = -1
-    for match in compile_pattern(pattern).finditer(text):
+    for match in compiled.finditer(text):
         if limit >= 0 and len(found) >= limit:
             break
         # Each match is linear in the text, but a text may hold as many matches as characters:

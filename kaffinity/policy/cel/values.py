@@ -37,10 +37,6 @@ CIDR = "@kaffinity.cidr"
 URL = "@kaffinity.url"
 SEMVER = "@kaffinity.semver"
 FORMAT = "@kaffinity.format"
-#: Upstream's ``optional`` results of ``format.named`` and ``<Format>.validate``: a Python
-#: function cannot return a CEL optional, so these are ``{OPTIONAL: [value]}`` or
-#: ``{OPTIONAL: []}`` with ``hasValue`` and ``value`` declared on them.
-OPTIONAL = "@kaffinity.optional"
 
 #: How upstream names each kind in its type (``apiservercel.QuantityType`` and so on).
 KIND_NAMES = {
@@ -50,7 +46,6 @@ KIND_NAMES = {
     URL: "kubernetes.URL",
     SEMVER: "kubernetes.Semver",
     FORMAT: "kubernetes.NamedFormat",
-    OPTIONAL: "optional_type",
 }
 
 
