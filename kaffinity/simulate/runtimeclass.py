@@ -12,9 +12,9 @@ does not exist: ``pod rejected: RuntimeClass "x" not found``.
 NodeResourcesFit then counts the overhead with the requests (``resource.PodRequests``: the
 overhead is added after pod-level requests).
 
-A class is looked up only when the cluster declares RuntimeClasses (a capture of them) or the
-input does: a compact cluster says nothing of them, and a class it does not list is then taken
-to exist, without overhead or scheduling.
+The plugin is modelled only when the cluster or the input declares RuntimeClasses (a capture of
+them): a compact cluster says nothing of them, and a pod's class is then taken to exist, without
+overhead or scheduling, and a pod's own ``spec.overhead`` is counted as it stands.
 """
 
 from __future__ import annotations
@@ -58,16 +58,14 @@ def admit(
     """The pod of ``workload`` after the plugin (an ``existing`` pod was admitted already)."""
     same = Admitted(node_selector, tolerations)
     spec = dig(workload.doc.data, workload.pod.spec_path)
-    if existing or storage is None or not isinstance(spec, Mapping):
-        return same
+    if existing or storage is None or not storage.runtime_classes or not isinstance(spec, Mapping):
+        return same  # admitted already, or nothing is known of the cluster's classes
     name = as_str(spec.get("runtimeClassName"))
     own = read_quantities(as_map(spec.get("overhead")))
     if not name:
         return Admitted(node_selector, tolerations, refused=OVERHEAD_WITHOUT_CLASS) if own else same
     found = storage.runtime_classes.get(name)
     if found is None:
-        if not storage.runtime_classes:
-            return same  # nothing is known of the cluster's classes
         return Admitted(node_selector, tolerations, refused=NOT_FOUND.format(name))
     if found.overhead:
         if own and own != dict(found.overhead):

@@ -256,7 +256,8 @@ def read_claim(
         name,
         class_name,
         as_str(spec.get("volumeName")) or "",
-        BIND_COMPLETED in annotations,
+        # metav1.HasAnnotation: the key, whatever its value (a YAML 1.1 `yes` is no string)
+        BIND_COMPLETED in as_map(metadata.get("annotations")),
         annotations.get(SELECTED_NODE),
         parse_quantity(requests.get("storage")) if "storage" in requests else None,
         as_strings(spec.get("accessModes")),
