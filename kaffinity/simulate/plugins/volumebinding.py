@@ -251,7 +251,10 @@ def pod_claims(workload: Workload, labels: Mapping[str, str], storage: Storage |
 
 
 def _claim_templates(workload: Workload) -> dict[str, Mapping[str, Any]]:
-    spec = as_map(workload.doc.data.get("spec")) if isinstance(workload.doc.data, Mapping) else {}
+    """A StatefulSet's ``volumeClaimTemplates`` by name (a Pod's ``spec`` is its pod spec: not read)."""
+    if workload.ref.kind != "StatefulSet" or not isinstance(workload.doc.data, Mapping):
+        return {}
+    spec = as_map(workload.doc.data.get("spec"))
     found: dict[str, Mapping[str, Any]] = {}
     for _, template in mapping_items(spec.get("volumeClaimTemplates")):
         name = as_str(as_map(template.get("metadata")).get("name"))
