@@ -64,8 +64,9 @@ class Fields:
 #: pod-level requests and ``resource.PodRequests``), host ports (NodePorts: the containers'
 #: ``ports`` and ``hostNetwork``), ``nodeName``, ``schedulerName``, ``schedulingGates``, the
 #: priority (DefaultPreemption), ``runtimeClassName`` (the RuntimeClass admission plugin),
-#: ``volumes`` (VolumeBinding, VolumeZone: the claims a pod mounts); of a container its ``name`` (the finding's own words),
-#: ``resources``, ``ports`` and ``restartPolicy`` (a sidecar's requests add up).
+#: ``volumes`` (VolumeBinding, VolumeZone: the claims a pod mounts); of a container its
+#: ``name`` (the finding's own words), ``resources``, ``ports`` and ``restartPolicy`` (a
+#: sidecar's requests add up).
 MODEL_FIELDS = Fields(
     pod=frozenset(
         {

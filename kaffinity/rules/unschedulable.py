@@ -385,6 +385,8 @@ def _violation(result: Analysis, stuck: Stuck) -> Violation:
     if workload.ref.kind == "DaemonSet":
         return _daemonset_violation(result, stuck)
     summary = stuck.final[0].summary(len(result.sim.nodes)) if stuck.final else ""
+    if stuck.final and stuck.final[0].admission:
+        return _refused(stuck, summary)
     dynamic, dominant = _dynamic(stuck)
     path: DataPath | None = None
     detail = ""
@@ -413,6 +415,24 @@ def _violation(result: Analysis, stuck: Stuck) -> Violation:
     elif field is not None:
         related = (Related(workload.doc, field, f"asks for {plural(stuck.shape.replicas, 'pod')}"), *related)
     return Violation(workload.doc, path, message, related=related, fix=fix, severity=severity)
+
+
+def _refused(stuck: Stuck, summary: str) -> Violation:
+    """Pods the API server refuses to create (the RuntimeClass admission plugin,
+    plugin/pkg/admission/runtimeclass): none exists, so none is Pending either; the controller's
+    FailedCreate event carries the same words."""
+    workload = stuck.workload
+    spec = workload.pod.spec_path
+    what = f"pod {workload.ref.name}" if workload.ref.kind == "Pod" else f"{workload.ref.name}'s pods"
+    message = (
+        f"the API server refuses to create {what}: {summary} (the RuntimeClass admission plugin); "
+        "no pod is created"
+    )
+    fix = (
+        "create the RuntimeClass on the cluster or name one it has; leave the nodeSelector keys and "
+        "the overhead the class sets to the class"
+    )
+    return Violation(workload.doc, (*spec, "runtimeClassName"), message, fix=fix)
 
 
 #: Resources every kubelet reports in a Node's allocatable (cadvisor capacity minus reservations).

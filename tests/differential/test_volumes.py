@@ -94,10 +94,18 @@ def volume(
     metadata: dict[str, Any] = {"name": name}
     if zone_label is not None:
         metadata["labels"] = {ZONE: zone_label}
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": metadata, "spec": spec, "status": {"phase": phase}}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": metadata,
+        "spec": spec,
+        "status": {"phase": phase},
+    }
 
 
-def claim(name: str, class_name: str | None, volume_name: str | None, completed: bool, size: str) -> dict[str, Any]:
+def claim(
+    name: str, class_name: str | None, volume_name: str | None, completed: bool, size: str
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}
     if class_name is not None:
         spec["storageClassName"] = class_name
@@ -133,12 +141,19 @@ def pod(claims: list[str], cpu: str, zone: str | None, runtime: str | None) -> d
         "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}],
     }
     if claims:
-        spec["volumes"] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]
+        spec["volumes"] = [
+            {"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)
+        ]
     if zone is not None:
         spec["nodeSelector"] = {ZONE: zone}
     if runtime is not None:
         spec["runtimeClassName"] = runtime
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}, "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": spec,
+    }
 
 
 maybe_zones = st.one_of(st.none(), st.lists(st.sampled_from(ZONES), min_size=1, max_size=2, unique=True))
@@ -149,7 +164,11 @@ sizes = st.sampled_from(["1Gi", "5Gi"])
 def cases(draw: st.DrawFn) -> dict[str, Any]:
     zones = ZONES[: draw(st.integers(1, 3))]
     nodes = [
-        node(f"n{i}", draw(st.one_of(st.sampled_from(zones), st.none())) if i else zones[0], taint=draw(st.booleans()) and i > 0)
+        node(
+            f"n{i}",
+            draw(st.one_of(st.sampled_from(zones), st.none())) if i else zones[0],
+            taint=draw(st.booleans()) and i > 0,
+        )
         for i in range(draw(st.integers(1, 4)))
     ]
     classes = [
@@ -219,9 +238,7 @@ def kaffinity_answer(case: dict[str, Any]) -> dict[str, Any]:
     cluster = cluster_from([parse("cluster.yaml", cluster_text)])
     pod_file = parse("pod.yaml", json.dumps(case["pod"]))
     inventory = build_inventory(pod_file.documents)
-    run = place_all(
-        inventory.workloads, cluster, version="1.37", record=True, documents=inventory.documents
-    )
+    run = place_all(inventory.workloads, cluster, version="1.37", record=True, documents=inventory.documents)
     (placement,) = run.placements
     return {
         "admission": placement.prefilter if placement.admission else None,
@@ -237,7 +254,7 @@ def _without_postfilter(message: str) -> str:
     # The oracle's PostFilter answers a PreFilter rejection with an error status, "not found",
     # where kube-scheduler's says preemption is not helpful: compare up to the PostFilter part.
     known("schedule", "volumes-prefilter-postfilter")
-    return message.split(" preemption:")[0].removesuffix(" not found")
+    return message.split(" preemption:", maxsplit=1)[0].removesuffix(" not found")
 
 
 def check(oracle: Oracle, case: dict[str, Any]) -> None:

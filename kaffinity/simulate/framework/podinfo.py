@@ -18,9 +18,9 @@ from kaffinity.k8s.model import (
     Toleration,
     Workload,
 )
+from kaffinity.simulate import runtimeclass
 from kaffinity.simulate.framework.types import Constraints, Term, scheduler_units
 from kaffinity.simulate.plugins.noderesources import nonzero
-from kaffinity.simulate import runtimeclass
 from kaffinity.simulate.plugins.podtopologyspread import spread_of
 from kaffinity.simulate.plugins.volumebinding import pod_claims
 

@@ -20,9 +20,9 @@ from kaffinity.simulate.framework.autoscaler import EXPENDABLE_CUTOFF, Autoscale
 from kaffinity.simulate.framework.cycle_state import CycleState
 from kaffinity.simulate.framework.podinfo import build_constraints
 from kaffinity.simulate.framework.preemption import preempt, preemption_message
-from kaffinity.simulate.plugins.defaultpreemption import NOT_ELIGIBLE
 from kaffinity.simulate.framework.profile import AUTOSCALING, FILTERS, INTER_POD_AFFINITY, PREEMPTION
 from kaffinity.simulate.framework.types import Constraints, Placement, SimNode, SimPod
+from kaffinity.simulate.plugins.defaultpreemption import NOT_ELIGIBLE
 
 if TYPE_CHECKING:
     from kaffinity.k8s.model import PodDisruptionBudget

@@ -58,8 +58,17 @@ REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind
 REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
-#: Every VolumeBinding reason is UnschedulableAndUnresolvable: preemption never helps.
-REASONS = frozenset((REASON_NODE_CONFLICT, REASON_BIND_CONFLICT, REASON_PV_NOT_EXIST, REASON_NOT_ENOUGH_SPACE))
+#: Every VolumeBinding reason is UnschedulableAndUnresolvable: preemption never helps (and
+#: VolumeZone's, which is here too: the reasons of a volume pinning a pod).
+REASONS = frozenset(
+    (
+        REASON_NODE_CONFLICT,
+        REASON_BIND_CONFLICT,
+        REASON_PV_NOT_EXIST,
+        REASON_NOT_ENOUGH_SPACE,
+        "node(s) had no available volume zone",
+    )
+)
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 
 
@@ -84,7 +93,8 @@ class PodClaims:
                     return f'persistentvolumeclaim "{name}" not found'
                 continue
             if claim.phase == "Lost":
-                return f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume "{claim.volume_name}"'
+                lost = claim.volume_name
+                return f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume "{lost}"'
             if claim.deleting:
                 return f'persistentvolumeclaim "{name}" is being deleted'
         for _, claim, _ in self.claims:
