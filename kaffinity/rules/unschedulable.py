@@ -515,7 +515,10 @@ unsatisfiable spread constraint) -- or that one of them would report but does no
 configured below this rule's severity, so that the Pending pods are always reported
 (`kaffinity.explain.precedence`; a tie goes to the specific rule): not enough cpu or memory, full nodes,
 a required pod affinity whose pods run where this one may not, the required anti-affinity of
-other pods... The message is the scheduler's own event text, `0/6 nodes are available: 3
+other pods, a volume whose zone or node the pod may not reach (VolumeBinding, VolumeZone)... Pods
+the API server refuses to create (a RuntimeClass the cluster lacks, a nodeSelector that
+conflicts with the class's: the RuntimeClass admission plugin) are reported too, on
+`runtimeClassName`, as refused rather than Pending. The message is the scheduler's own event text, `0/6 nodes are available: 3
 Insufficient cpu, 3 node(s) had untolerated taint(s).` (`FitError.Error`), followed by what
 makes the most nodes fail: the request and the most free on a node, the pods whose anti-affinity
 selects these pods, where the pods it requires run. A Pending pod is tried again once everything
@@ -551,6 +554,8 @@ Paths without a repository name are in kubernetes/kubernetes.
 - `pkg/scheduler/framework/runtime/framework.go` (`RunFilterPlugins`): the first failure wins
 - `pkg/scheduler/framework/types.go` (`FitError.Error`): the event text
 - `pkg/scheduler/framework/plugins/noderesources/fit.go`: requests against allocatable
+- `pkg/scheduler/framework/plugins/volumebinding/binder.go`, `volumezone/volume_zone.go`: volumes
+- `plugin/pkg/admission/runtimeclass/admission.go`: RuntimeClass overhead, scheduling, refusals
 """,
     reads=MODEL_FIELDS,
 )
