@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kaffinity.k8s.model.readers import as_map, as_str, mapping_items
 from kaffinity.k8s.model.terms import label_selector
@@ -51,7 +51,14 @@ from kaffinity.simulate.storage import (
 
 if TYPE_CHECKING:
     from kaffinity.k8s.model import NodeSelectorTerm, Workload
-    from kaffinity.simulate.framework.types import SimNode
+
+
+class SimNode(Protocol):
+    """What the filter reads of a node (``framework.types.SimNode``, which holds this module's
+    :class:`PodClaims` in its pods' constraints: not imported, no import circle)."""
+
+    name: str
+    labels: dict[str, str]
 
 REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
