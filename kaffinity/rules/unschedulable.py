@@ -519,8 +519,8 @@ other pods, a volume whose zone or node the pod may not reach (VolumeBinding, Vo
 the API server refuses to create (a RuntimeClass the cluster lacks, a nodeSelector that
 conflicts with the class's: the RuntimeClass admission plugin) are reported too, on
 `runtimeClassName`, as refused rather than Pending. The message is the scheduler's own event
-text, `0/6 nodes are available: 3 Insufficient cpu, 3 node(s) had untolerated taint(s).` (`FitError.Error`), followed by what
-makes the most nodes fail: the request and the most free on a node, the pods whose anti-affinity
+text, `0/6 nodes are available: 3 Insufficient cpu, 3 node(s) had untolerated taint(s).`
+(`FitError.Error`), followed by what makes the most nodes fail: the request and the most free on a node, the pods whose anti-affinity
 selects these pods, where the pods it requires run. A Pending pod is tried again once everything
 is placed, as the scheduler retries unschedulable pods when pods are added: a pod whose required
 affinity target comes later in the scheduler's queue (lower priority, or later by namespace,
