@@ -513,20 +513,21 @@ the input on the declared cluster (`--cluster`), for a reason none of the other 
 reports (no eligible node, an absent topologyKey, anti-affinity with too few domains, an
 unsatisfiable spread constraint) -- or that one of them would report but does not run or is
 configured below this rule's severity, so that the Pending pods are always reported
-(`kaffinity.explain.precedence`; a tie goes to the specific rule): not enough cpu or memory, full nodes,
-a required pod affinity whose pods run where this one may not, the required anti-affinity of
-other pods, a volume whose zone or node the pod may not reach (VolumeBinding, VolumeZone)... Pods
-the API server refuses to create (a RuntimeClass the cluster lacks, a nodeSelector that
-conflicts with the class's: the RuntimeClass admission plugin) are reported too, on
-`runtimeClassName`, as refused rather than Pending. The message is the scheduler's own event
-text, `0/6 nodes are available: 3 Insufficient cpu, 3 node(s) had untolerated taint(s).`
-(`FitError.Error`), followed by what makes the most nodes fail: the request and the most free on a node, the pods whose anti-affinity
-selects these pods, where the pods it requires run. A Pending pod is tried again once everything
-is placed, as the scheduler retries unschedulable pods when pods are added: a pod whose required
-affinity target comes later in the scheduler's queue (lower priority, or later by namespace,
-kind and name; never the order of the files) is not reported. Pods whose required pod affinity
-matches no pod at all are also `affinity-no-match`'s: the more severe finding of the two is
-kept, a tie going to `affinity-no-match`. It needs the simulation (quiet with `--no-simulate`).
+(`kaffinity.explain.precedence`; a tie goes to the specific rule): not enough cpu or memory,
+full nodes, a required pod affinity whose pods run where this one may not, the required
+anti-affinity of other pods, a volume whose zone or node the pod may not reach (VolumeBinding,
+VolumeZone)... Pods the API server refuses to create (a RuntimeClass the cluster lacks, a
+nodeSelector that conflicts with the class's: the RuntimeClass admission plugin) are reported
+too, on `runtimeClassName`, as refused rather than Pending. The message is the scheduler's own
+event text, `0/6 nodes are available: 3 Insufficient cpu, 3 node(s) had untolerated taint(s).`
+(`FitError.Error`), followed by what makes the most nodes fail: the request and the most free on
+a node, the pods whose anti-affinity selects these pods, where the pods it requires run. A
+Pending pod is tried again once everything is placed, as the scheduler retries unschedulable
+pods when pods are added: a pod whose required affinity target comes later in the scheduler's
+queue (lower priority, or later by namespace, kind and name; never the order of the files) is
+not reported. Pods whose required pod affinity matches no pod at all are also
+`affinity-no-match`'s: the more severe finding of the two is kept, a tie going to
+`affinity-no-match`. It needs the simulation (quiet with `--no-simulate`).
 
 ## Why it matters
 The scheduler leaves such pods Pending until the cluster changes; nothing in the manifests
