@@ -202,6 +202,31 @@ def test_a_local_volume_pins_the_pod_to_its_node(tmp_path: Path) -> None:
     assert placed["rejected"] == {"other-node": [BIND_CONFLICT]}
 
 
+def test_a_volume_reserved_for_the_claim_but_of_another_class_is_no_candidate(tmp_path: Path) -> None:
+    """Found by tests/differential/test_volumes.py (long run): VolumeBinding looks for a PV among
+    those of the claim's class (``pvCache.ListPVs(storageClassName)``), so a PV whose claimRef
+    names the claim but whose class differs is not bound: kube-scheduler answers "0/1 nodes are
+    available: 1 node(s) didn't find available persistent volumes to bind."."""
+    reserved = {**LOCAL_PV, "metadata": {"name": "reserved"}}
+    reserved["spec"] = {
+        **LOCAL_PV["spec"],
+        "storageClassName": "other",
+        "claimRef": {"namespace": "default", "name": "local-claim"},
+    }
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "local-claim", "namespace": "default"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local-storage"},
+    }
+    volumes = [{"name": "disk", "persistentVolumeClaim": {"claimName": "local-claim"}}]
+    (placed,) = place(
+        tmp_path, [pod("app", volumes=volumes)], cluster(node("example-node"), LOCAL_CLASS, reserved, claim)
+    )
+    assert placed["node"] is None
+    assert placed["rejected"] == {"example-node": [BIND_CONFLICT]}
+
+
 # --- bound claims: a StatefulSet pinned by its PVs ----------------------------------------------
 
 

@@ -17,9 +17,9 @@ Filter (``FindPodVolumes``), its reasons in this order: a bound claim's PV whose
 ``nodeAffinity`` the node's labels do not match (``CheckNodeAffinity``: the node's labels only,
 so ``matchFields`` match nothing) ``node(s) didn't match PersistentVolume's node affinity``; an
 unbound WaitForFirstConsumer claim selected for another node, or with neither an available PV
-of its class that fits on the node (``FindMatchingVolume``: Available, its claimRef free or
-this claim's, big enough, the claim's access modes, the claim's selector, node affinity) nor a
-provisioner allowed there (none or ``kubernetes.io/no-provisioner``; ``allowedTopologies``
+of its class that fits on the node (``FindMatchingVolume`` over the PVs of the claim's class:
+Available, its claimRef free or this claim's, big enough, the claim's access modes, the claim's
+selector, node affinity) nor a provisioner allowed there (none or ``kubernetes.io/no-provisioner``; ``allowedTopologies``
 not matching the node, ``MatchTopologySelectorTerms``) ``node(s) didn't find available
 persistent volumes to bind``; a bound claim's PV that does not exist ``node(s) unavailable due
 to one or more pvc(s) bound to non-existent pv(s)``.
@@ -180,8 +180,11 @@ class PodClaims:
         best: PersistentVolume | None = None
         want = claim.request or 0
         selector = _claim_selector(claim)
+        wanted_class = self.storage.class_of(claim)
         for volume in self.storage.volumes.values():
-            if volume.name in chosen:
+            # Only the PVs of the claim's class are candidates (``unboundVolumesDelayBinding``:
+            # ``pvCache.ListPVs(storageClassName)``), even one whose claimRef names this claim.
+            if volume.name in chosen or volume.class_name != wanted_class:
                 continue
             own = volume.claim == (claim.namespace, claim.name)
             if volume.claim is not None and not own:
@@ -195,7 +198,7 @@ class PodClaims:
                 continue
             if selector is not None and not selector_matches(selector, dict(volume.labels)):
                 continue
-            if volume.class_name != self.storage.class_of(claim) or not fits:
+            if not fits:
                 continue
             if not set(claim.access_modes) <= set(volume.access_modes):
                 continue
