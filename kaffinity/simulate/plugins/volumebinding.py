@@ -19,8 +19,9 @@ so ``matchFields`` match nothing) ``node(s) didn't match PersistentVolume's node
 unbound WaitForFirstConsumer claim selected for another node, or with neither an available PV
 of its class that fits on the node (``FindMatchingVolume`` over the PVs of the claim's class:
 Available, its claimRef free or this claim's, big enough, the claim's access modes, the claim's
-selector, node affinity) nor a provisioner allowed there (none or ``kubernetes.io/no-provisioner``; ``allowedTopologies``
-not matching the node, ``MatchTopologySelectorTerms``) ``node(s) didn't find available
+selector, node affinity) nor a provisioner allowed there (none or
+``kubernetes.io/no-provisioner``; ``allowedTopologies`` not matching the node,
+``MatchTopologySelectorTerms``) ``node(s) didn't find available
 persistent volumes to bind``; a bound claim's PV that does not exist ``node(s) unavailable due
 to one or more pvc(s) bound to non-existent pv(s)``.
 
