@@ -8,7 +8,9 @@ PreFilter (``getPVbyPod``, over ``persistentVolumeClaim`` volumes only): a claim
 claim or PV that does not exist: ``persistentvolumeclaim "x" not found`` /
 ``persistentvolume "x" not found`` (all UnschedulableAndUnresolvable). VolumeBinding's PreFilter
 runs first and refuses most of these itself; a claim bound to a PV that does not exist is the
-one VolumeZone refuses first.
+one VolumeZone refuses first. A claim the input or a StatefulSet creates is not judged here (it
+is bound where the pod goes, :mod:`~kaffinity.simulate.plugins.volumebinding`): only the
+cluster file's claims are.
 
 Filter: a node without any of the four zone and region labels (GA and beta) passes; else, for
 each label of ``topology.kubernetes.io/zone``, ``/region`` and their ``failure-domain.beta``
@@ -48,14 +50,16 @@ def topologies(claims: PodClaims) -> tuple[tuple[str, frozenset[str]], ...] | st
                 return f'persistentvolumeclaim "{name}" not found'
             continue
         if not claim.volume_name:
+            if claim.doc is None or claim.doc.file not in storage.cluster_files:
+                continue  # a claim the input or a controller creates: bound where the pod goes
             class_name = storage.class_of(claim)
             if not class_name:
                 return "PersistentVolumeClaim had no pv name and storageClass name"
             found_class = storage.classes.get(class_name)
             if found_class is None:
                 return f'storageclass.storage.k8s.io "{class_name}" not found'
-            if found_class.delayed or claim.doc is None or claim.doc.file not in storage.cluster_files:
-                continue  # to be bound (a new claim of the input is taken to be provisioned)
+            if found_class.delayed:
+                continue  # to be bound where the pod goes
             return "PersistentVolume had no name"
         volume = storage.volumes.get(claim.volume_name)
         if volume is None:
