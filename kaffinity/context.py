@@ -154,6 +154,7 @@ class Context:
                 max_pods=self.settings.limits.pods,
                 pdbs=self.inventory.pdbs,
                 max_nodes=self.settings.limits.nodes,
+                documents=self.inventory.documents,
             )
         except TooManyPods as error:  # the rules that place pods say nothing; the others run
             self.notices.append(

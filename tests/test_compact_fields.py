@@ -139,24 +139,24 @@ def test_a_rule_reads_only_the_fields_it_declares(rule: Rule) -> None:
     assert {name: found for name, found in errors.items() if found} == {}
 
 
-def _volumes(context: Any) -> Iterator[Violation]:
+def _security(context: Any) -> Iterator[Violation]:
     for workload in context.inventory.workloads:
         spec = workload.doc.data["spec"]["template"]["spec"]
-        if spec.get("volumes"):
-            yield Violation(workload.doc, ("spec",), "has volumes")
+        if spec.get("securityContext"):
+            yield Violation(workload.doc, ("spec",), "has a securityContext")
 
 
 def test_a_rule_that_reads_an_undeclared_field_fails() -> None:
-    """The check would fail: a made-up rule that reads ``volumes`` (compaction drops it)."""
+    """The check would fail: a made-up rule that reads ``securityContext`` (compaction drops it)."""
     made_up = Rule(
-        "test-reads-volumes",
+        "test-reads-security-context",
         "graph",
         Severity.WARNING,
-        "Reads volumes.",
+        "Reads securityContext.",
         "docs",
-        check=_volumes,
+        check=_security,
         needs_all_manifests=True,
         reads=MODEL_FIELDS,
     )
     errors = _lint_wired(EXAMPLES / "pdb-overlap" / "fail.yaml", made_up)
-    assert len(errors) == 1 and "Undeclared" in errors[0] and "'volumes'" in errors[0]
+    assert len(errors) == 1 and "Undeclared" in errors[0] and "'securityContext'" in errors[0]

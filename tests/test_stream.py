@@ -298,7 +298,8 @@ def test_compaction_drops_what_no_cross_object_stage_reads(cases: Path) -> None:
     assert "managedFields" not in web["metadata"]
     assert web["metadata"]["annotations"] == {}
     pod = web["spec"]["template"]["spec"]
-    assert set(pod) == {"containers", "affinity"}
+    # volumes stay (VolumeBinding reads the claims a pod mounts); its securityContext goes
+    assert set(pod) == {"containers", "affinity", "volumes"}
     assert set(pod["containers"][0]) == {"name", "resources", "ports"}
     assert set(config) == {"apiVersion", "kind", "metadata"}  # a ConfigMap: its identity only
     kept = {doc.data["kind"]: doc.data for doc in compact.documents}

@@ -40,8 +40,10 @@ if TYPE_CHECKING:
 
 #: Bumped when what an entry holds, or how, changes. 4: JSON and an HMAC (pickles before);
 #: 5: YAML read as go-yaml v2 reads it (flow-collection colons, anchors redefined, merge keys);
-#: 6: a finding keeps its anchor (what its fingerprint takes of its place: kaffinity.findings).
-FORMAT = 6
+#: 6: a finding keeps its anchor (what its fingerprint takes of its place: kaffinity.findings);
+#: 7: compact pod templates keep ``runtimeClassName`` and ``volumes``, and PVs, PVCs,
+#: StorageClasses and RuntimeClasses are kept whole (kaffinity.k8s.compact).
+FORMAT = 7
 #: An entry starts with this, then its key, its HMAC (hex) and the payload, a line each.
 MAGIC = b"kaffinity-cache %d\n" % FORMAT
 _HEADER = len(MAGIC) + 41 + 65

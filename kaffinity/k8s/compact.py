@@ -24,7 +24,7 @@ same inputs with and without compaction and compares every finding. What is drop
 - of a pod template (or a Pod): every pod spec field and container field no reader declares
   (volumes, security contexts, DNS, the environment, probes, commands, mounts...). What the
   scheduler's plugins read is kept: resources, ports (host ports), node selection, affinity,
-  tolerations, spread, priority, overhead.
+  tolerations, spread, priority, overhead, the RuntimeClass and the volumes.
 
 What is kept is copied (:func:`_copied`), so that the parsed tree is freed whole; the strings
 (interned by the parser) and the positions (packed in arrays by the parser) are shared.
@@ -63,8 +63,10 @@ class Fields:
 #: TaintToleration, PodTopologySpread), ``resources`` and ``overhead`` (NodeResourcesFit: the
 #: pod-level requests and ``resource.PodRequests``), host ports (NodePorts: the containers'
 #: ``ports`` and ``hostNetwork``), ``nodeName``, ``schedulerName``, ``schedulingGates``, the
-#: priority (DefaultPreemption); of a container its ``name`` (the finding's own words),
-#: ``resources``, ``ports`` and ``restartPolicy`` (a sidecar's requests add up).
+#: priority (DefaultPreemption), ``runtimeClassName`` (the RuntimeClass admission plugin),
+#: ``volumes`` (VolumeBinding, VolumeZone: the claims a pod mounts); of a container its
+#: ``name`` (the finding's own words), ``resources``, ``ports`` and ``restartPolicy`` (a
+#: sidecar's requests add up).
 MODEL_FIELDS = Fields(
     pod=frozenset(
         {
@@ -84,6 +86,8 @@ MODEL_FIELDS = Fields(
             "priority",
             "priorityClassName",
             "preemptionPolicy",
+            "runtimeClassName",
+            "volumes",
         }
     ),
     container=frozenset({"name", "resources", "ports", "restartPolicy"}),
@@ -92,7 +96,18 @@ _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 _METADATA_FIELDS = frozenset({"managedFields"})
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _TOP_FIELDS = ("apiVersion", "kind", "metadata")
-_WHOLE_KINDS = frozenset({"HorizontalPodAutoscaler", "Service"})
+#: Read whole, beside the modelled kinds: HorizontalPodAutoscalers, Services, and the objects
+#: the volume plugins and the RuntimeClass admission plugin read (kaffinity.simulate.storage).
+_WHOLE_KINDS = frozenset(
+    {
+        "HorizontalPodAutoscaler",
+        "Service",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "StorageClass",
+        "RuntimeClass",
+    }
+)
 
 Keep = Callable[[str], bool]
 

@@ -385,6 +385,8 @@ def _violation(result: Analysis, stuck: Stuck) -> Violation:
     if workload.ref.kind == "DaemonSet":
         return _daemonset_violation(result, stuck)
     summary = stuck.final[0].summary(len(result.sim.nodes)) if stuck.final else ""
+    if stuck.final and stuck.final[0].admission:
+        return _runtime_class_refused(stuck, summary)
     dynamic, dominant = _dynamic(stuck)
     path: DataPath | None = None
     detail = ""
@@ -415,6 +417,24 @@ def _violation(result: Analysis, stuck: Stuck) -> Violation:
     return Violation(workload.doc, path, message, related=related, fix=fix, severity=severity)
 
 
+def _runtime_class_refused(stuck: Stuck, summary: str) -> Violation:
+    """Pods the API server refuses to create (the RuntimeClass admission plugin,
+    plugin/pkg/admission/runtimeclass): none exists, so none is Pending either; the controller's
+    FailedCreate event carries the same words."""
+    workload = stuck.workload
+    spec = workload.pod.spec_path
+    what = f"pod {workload.ref.name}" if workload.ref.kind == "Pod" else f"{workload.ref.name}'s pods"
+    message = (
+        f"the API server refuses to create {what}: {summary} (the RuntimeClass admission plugin); "
+        "no pod is created"
+    )
+    fix = (
+        "create the RuntimeClass on the cluster or name one it has; leave the nodeSelector keys and "
+        "the overhead the class sets to the class"
+    )
+    return Violation(workload.doc, (*spec, "runtimeClassName"), message, fix=fix)
+
+
 #: Resources every kubelet reports in a Node's allocatable (cadvisor capacity minus reservations).
 _ALWAYS_REPORTED = ("cpu", "memory", "ephemeral-storage", "pods")
 
@@ -441,7 +461,7 @@ def _check(context: Context) -> Iterator[Violation]:
     from kaffinity.simulate.plugins.interpodaffinity import REASON_AFFINITY
 
     if context.placement is not None:
-        yield from _refused(context)
+        yield from _priority_refused(context)
     result = analysis(context)
     if result is None or result.stuck is None:
         return  # placement needed: quiet with --no-simulate
@@ -472,7 +492,7 @@ def _check(context: Context) -> Iterator[Violation]:
         yield violation
 
 
-def _refused(context: Context) -> Iterator[Violation]:
+def _priority_refused(context: Context) -> Iterator[Violation]:
     """The workloads whose pods the Priority admission plugin refuses (``admitPod`` in
     plugin/pkg/admission/priority/admission.go): none is created, so none is Pending either;
     the controller's FailedCreate event carries the API server's ``Forbidden`` error."""
@@ -516,17 +536,21 @@ the input on the declared cluster (`--cluster`), for a reason none of the other 
 reports (no eligible node, an absent topologyKey, anti-affinity with too few domains, an
 unsatisfiable spread constraint) -- or that one of them would report but does not run or is
 configured below this rule's severity, so that the Pending pods are always reported
-(`kaffinity.explain.precedence`; a tie goes to the specific rule): not enough cpu or memory, full nodes,
-a required pod affinity whose pods run where this one may not, the required anti-affinity of
-other pods... The message is the scheduler's own event text, `0/6 nodes are available: 3
-Insufficient cpu, 3 node(s) had untolerated taint(s).` (`FitError.Error`), followed by what
-makes the most nodes fail: the request and the most free on a node, the pods whose anti-affinity
-selects these pods, where the pods it requires run. A Pending pod is tried again once everything
-is placed, as the scheduler retries unschedulable pods when pods are added: a pod whose required
-affinity target comes later in the scheduler's queue (lower priority, or later by namespace,
-kind and name; never the order of the files) is not reported. Pods whose required pod affinity
-matches no pod at all are also `affinity-no-match`'s: the more severe finding of the two is
-kept, a tie going to `affinity-no-match`. It needs the simulation (quiet with `--no-simulate`).
+(`kaffinity.explain.precedence`; a tie goes to the specific rule): not enough cpu or memory,
+full nodes, a required pod affinity whose pods run where this one may not, the required
+anti-affinity of other pods, a volume whose zone or node the pod may not reach (VolumeBinding,
+VolumeZone)... Pods the API server refuses to create (a RuntimeClass the cluster lacks, a
+nodeSelector that conflicts with the class's: the RuntimeClass admission plugin) are reported
+too, on `runtimeClassName`, as refused rather than Pending. The message is the scheduler's own
+event text, `0/6 nodes are available: 3 Insufficient cpu, 3 node(s) had untolerated taint(s).`
+(`FitError.Error`), followed by what makes the most nodes fail: the request and the most free on
+a node, the pods whose anti-affinity selects these pods, where the pods it requires run. A
+Pending pod is tried again once everything is placed, as the scheduler retries unschedulable
+pods when pods are added: a pod whose required affinity target comes later in the scheduler's
+queue (lower priority, or later by namespace, kind and name; never the order of the files) is
+not reported. Pods whose required pod affinity matches no pod at all are also
+`affinity-no-match`'s: the more severe finding of the two is kept, a tie going to
+`affinity-no-match`. It needs the simulation (quiet with `--no-simulate`).
 
 It also reports, at the field, a workload whose pods the Priority admission plugin refuses
 (`admitPod`, plugin/pkg/admission/priority): a `priorityClassName` the cluster file's list of
@@ -559,6 +583,8 @@ Paths without a repository name are in kubernetes/kubernetes.
 - `pkg/scheduler/framework/runtime/framework.go` (`RunFilterPlugins`): the first failure wins
 - `pkg/scheduler/framework/types.go` (`FitError.Error`): the event text
 - `pkg/scheduler/framework/plugins/noderesources/fit.go`: requests against allocatable
+- `pkg/scheduler/framework/plugins/volumebinding/binder.go`, `volumezone/volume_zone.go`: volumes
+- `plugin/pkg/admission/runtimeclass/admission.go`: RuntimeClass overhead, scheduling, refusals
 """,
     reads=MODEL_FIELDS,
 )

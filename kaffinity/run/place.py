@@ -72,6 +72,7 @@ def place_run(
                 max_pods=settings.limits.pods,
                 pdbs=inventory.pdbs,
                 max_nodes=settings.limits.nodes,
+                documents=inventory.documents,
             )
         except TooManyPods as error:
             where = f"unit {chosen.name}: " if len(chosen_units) > 1 else ""

@@ -2,7 +2,9 @@
 
 A cluster file holds what ``kubectl get nodes,pods,namespaces -A -o yaml`` prints (a ``List``
 or plain documents): Nodes, Namespaces, and existing Pods, bound to a node by
-``spec.nodeName``. Pods that have finished (``status.phase`` Succeeded or Failed) no longer
+``spec.nodeName``; also PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes and
+RuntimeClasses (:mod:`kaffinity.simulate.storage`: what the volume plugins and the RuntimeClass
+admission plugin read). Pods that have finished (``status.phase`` Succeeded or Failed) no longer
 count: the scheduler's snapshot drops them, so they neither match nor block anyone.
 
 It may also hold kaffinity's compact form, ``apiVersion: kaffinity.io/v1alpha1, kind:
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
@@ -40,6 +42,7 @@ from kaffinity.k8s.model import (
 from kaffinity.k8s.quantity import parse_quantity
 from kaffinity.load.parse import DEFAULT_LIMITS, LoadProblem, SourceFile
 from kaffinity.load.source import DataPath, Document
+from kaffinity.simulate.storage import Storage, read_storage
 
 _FINISHED = ("Succeeded", "Failed")
 COMPACT_API_VERSION = "kaffinity.io/v1alpha1"
@@ -61,6 +64,12 @@ class Cluster:
     @property
     def has_pods(self) -> bool:
         return bool(self.pods)
+
+
+def storage_of(cluster: Cluster, extra: Iterable[Document] = ()) -> Storage:
+    """The PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes and RuntimeClasses
+    the cluster files declare, then those of ``extra`` (the linted input: what it creates)."""
+    return read_storage((doc for file in cluster.files for doc in file.documents), extra)
 
 
 def cluster_from(

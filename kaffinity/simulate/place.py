@@ -39,8 +39,8 @@ from kaffinity.k8s.model.build import priority_classes
 from kaffinity.k8s.model.objects import canonical_key, namespace_labels
 from kaffinity.k8s.model.readers import dig
 from kaffinity.k8s.selectors import selector_matches
-from kaffinity.load.source import DataPath
-from kaffinity.simulate.cluster import Cluster, finished
+from kaffinity.load.source import DataPath, Document
+from kaffinity.simulate.cluster import Cluster, finished, storage_of
 from kaffinity.simulate.framework.profile import FILTERS
 from kaffinity.simulate.framework.schedule_one import Simulation
 from kaffinity.simulate.framework.types import Constraints, Placement, SimNode, SimPod
@@ -256,12 +256,14 @@ def simulation(
     priorities: Priorities | None = None,
     pdbs: Iterable[PodDisruptionBudget] = (),
     max_nodes: int | None = None,
+    documents: Iterable[Document] = (),
 ) -> tuple[Simulation, list[SimPod]]:
     """A simulation of ``cluster`` with its existing pods bound (pods on unknown nodes are left out).
 
     ``priorities``: the PriorityClasses (default: the cluster file's); ``pdbs``: the input's
     budgets, beside the cluster's, for preemption; ``max_nodes``: how far autoscaling may grow
-    the cluster (``limits: nodes``)."""
+    the cluster (``limits: nodes``); ``documents``: the input's, whose PVCs, StorageClasses and
+    RuntimeClasses count beside the cluster's (:func:`kaffinity.simulate.cluster.storage_of`)."""
     if priorities is None:
         declared = priority_classes(doc for file in cluster.files for doc in file.documents)
         priorities = Priorities.of(declared, complete=bool(declared))
@@ -278,6 +280,7 @@ def simulation(
         pools=cluster.pools,
         pdbs=(*cluster.pdbs, *pdbs),
         max_nodes=max_nodes,
+        storage=storage_of(cluster, documents),
     )
     existing = []
     for workload in cluster.pods:
@@ -302,6 +305,7 @@ def place_all(
     max_pods: int | None = None,
     pdbs: Iterable[PodDisruptionBudget] = (),
     max_nodes: int | None = None,
+    documents: Iterable[Document] = (),
 ) -> PlacementRun:
     """Place every pod of ``workloads`` on ``cluster``, in the scheduler's queue order
     (:func:`queue_order`; shown by a command's progress indicator, one tick per workload).
@@ -325,6 +329,7 @@ def place_all(
         priorities=priorities,
         pdbs=pdbs,
         max_nodes=max_nodes,
+        documents=documents,
     )
     if max_pods is not None:
         wanted = pods_wanted(sim, workloads)

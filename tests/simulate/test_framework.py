@@ -45,6 +45,8 @@ def test_the_default_profile_keeps_upstreams_filter_order() -> None:
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
     )

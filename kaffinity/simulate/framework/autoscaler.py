@@ -19,6 +19,7 @@ from kaffinity.simulate.framework.types import (
     scheduler_units,
     sim_node,
 )
+from kaffinity.simulate.plugins.volumebinding import REASONS as VOLUME_REASONS
 
 if TYPE_CHECKING:
     from kaffinity.simulate.cluster import Pool
@@ -193,11 +194,15 @@ class Autoscaler(Framework):
             or f"a new node of {growth.pool.word} would not take it"
             for growth in self.pools
         }
-        options = [
-            (growth.rank(constraints, node, order, index), growth, node)
-            for order, index, growth, node in self.growth_nodes(constraints)
-            if not self.node_fit(constraints, node)
-        ]
+        options = []
+        for order, index, growth, node in self.growth_nodes(constraints):
+            refused = self.node_fit(constraints, node)
+            if not refused:
+                options.append((growth.rank(constraints, node, order, index), growth, node))
+            elif VOLUME_REASONS.intersection(refused):  # a volume pins the pod elsewhere: say so
+                reasons[growth.pool.word] = (
+                    f"a new node of {growth.pool.word} would not take it: {refused[0]}"
+                )
         options.sort(key=lambda option: option[0])
         for _, growth, node in options:
             self.add_node(node, growth, constraints.requests)

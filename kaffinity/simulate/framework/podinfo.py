@@ -18,13 +18,16 @@ from kaffinity.k8s.model import (
     Toleration,
     Workload,
 )
+from kaffinity.simulate import runtimeclass
 from kaffinity.simulate.framework.types import Constraints, Term, scheduler_units
 from kaffinity.simulate.plugins.noderesources import nonzero
 from kaffinity.simulate.plugins.podtopologyspread import spread_of
+from kaffinity.simulate.plugins.volumebinding import pod_claims
 
 if TYPE_CHECKING:
     from kaffinity.expand.merge import WorkloadExpansion
     from kaffinity.k8s.model import PodAffinity
+    from kaffinity.simulate.storage import Storage
 
 #: Tolerations the DaemonSet controller adds to its pods (``util.AddOrUpdateDaemonPodTolerations``).
 DAEMON_TOLERATIONS = (
@@ -82,9 +85,12 @@ def build_constraints(
     version: str,
     gates: dict[str, bool],
     priority: Callable[[Workload], int],
+    storage: Storage | None = None,
 ) -> Constraints:
     """The constraints of ``workload``'s pod with run-time ``labels`` (pinned to a node: a
-    DaemonSet's pod)."""
+    DaemonSet's pod), after the RuntimeClass admission plugin (a pod of the cluster file was
+    admitted already), with the claims its volumes name (``storage``: the cluster's PVs, PVCs,
+    StorageClasses and RuntimeClasses)."""
     pod = workload.pod
     namespace = workload.ref.namespace or "default"
     expansion = expand(workload, version, gates, qualified=True, labels=labels)
@@ -100,12 +106,22 @@ def build_constraints(
     admitted = priority(workload)
     # The preemptionPolicy admission set from the PriorityClass (``admitPod``), else the pod's own.
     preempts = admitted.preempts if isinstance(admitted, Admitted) else pod.preemption_policy != "Never"
+    runtime = runtimeclass.admit(
+        workload,
+        pod.node_selector,
+        tolerations,
+        storage,
+        existing=storage is not None and workload.doc.file in storage.cluster_files,
+    )
+    tolerations = runtime.tolerations
+    for name, value in scheduler_units(runtime.overhead).items():
+        requests[name] = requests.get(name, 0) + value
     return Constraints(
         namespace=namespace,
         # Pods created with spec.nodeName skip the scheduler, a template's too (#75913).
         node_name=pod.node_name if pinned is None else None,
         pinned=pinned,
-        node_selector=pod.node_selector,
+        node_selector=runtime.node_selector,
         node_terms=node_terms,
         node_preferred=tuple((p.weight or 0, p.preference) for p in node_affinity.preferred)
         if node_affinity
@@ -123,6 +139,8 @@ def build_constraints(
         preempts=preempts,
         wants=tuple((name, value) for name, value in requests.items() if value > 0 and name != "pods"),
         nonzero=nonzero(requests),
+        claims=pod_claims(workload, labels, storage),
+        refused=runtime.refused,
     )
 
 

@@ -22,6 +22,8 @@ from kaffinity.simulate.framework.profile import (
     NODE_PORTS,
     NODE_UNSCHEDULABLE,
     TAINT_TOLERATION,
+    VOLUME_BINDING,
+    VOLUME_ZONE,
 )
 from kaffinity.simulate.framework.snapshot import Snapshot
 from kaffinity.simulate.framework.types import Constraints, NodeHeap, Placement, SimNode, Spread
@@ -33,6 +35,7 @@ from kaffinity.simulate.plugins import (
     nodeunschedulable,
     podtopologyspread,
     tainttoleration,
+    volumezone,
 )
 from kaffinity.simulate.plugins.nodeaffinity import (
     REASON_NODE_AFFINITY,
@@ -42,7 +45,7 @@ from kaffinity.simulate.plugins.nodeaffinity import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from kaffinity.simulate.plugins.volumebinding import PodClaims
 
 
 class Framework(Snapshot):
@@ -162,7 +165,44 @@ class Framework(Snapshot):
             and nodeports.port_conflict(constraints.ports, node.ports)
         ):
             return nodeports.PORTS
-        return noderesources.filter_node(self, constraints, node)
+        reasons = noderesources.filter_node(self, constraints, node)
+        if reasons or constraints.claims is None:
+            return reasons
+        return self.volume_fit(constraints.claims, node)
+
+    # -- the volume plugins (VolumeBinding, VolumeZone) ----------------------------------------
+
+    def prefilter(self, constraints: Constraints) -> str | None:
+        """Why admission or a PreFilter plugin refuses the pod for every node: the RuntimeClass
+        admission plugin, then VolumeBinding's and VolumeZone's PreFilter, in the profile's order
+        (``RunPreFilterPlugins`` stops at the first rejection); None when none does."""
+        if constraints.refused is not None:
+            return constraints.refused
+        claims = constraints.claims
+        if claims is None:
+            return None
+        if VOLUME_BINDING in self.filters:
+            refused = claims.prefilter()
+            if refused is not None:
+                return refused
+        if VOLUME_ZONE in self.filters:
+            zones = volumezone.topologies(claims)
+            if isinstance(zones, str):
+                return zones
+        return None
+
+    def volume_fit(self, claims: PodClaims, node: SimNode) -> list[str]:
+        """VolumeBinding's Filter, then VolumeZone's: the first one's reasons."""
+        if VOLUME_BINDING in self.filters:
+            reasons = claims.filter_node(node)
+            if reasons:
+                return reasons
+        if VOLUME_ZONE in self.filters:
+            zones = volumezone.topologies(claims)
+            reason = volumezone.filter_node(zones, node) if not isinstance(zones, str) else None
+            if reason is not None:
+                return [reason]
+        return []
 
     def spread_nodes(
         self, constraints: Constraints, spread: Spread

@@ -22,10 +22,12 @@ from kaffinity.simulate.framework.podinfo import build_constraints
 from kaffinity.simulate.framework.preemption import preempt, preemption_message
 from kaffinity.simulate.framework.profile import AUTOSCALING, FILTERS, INTER_POD_AFFINITY, PREEMPTION
 from kaffinity.simulate.framework.types import Constraints, Placement, SimNode, SimPod
+from kaffinity.simulate.plugins.defaultpreemption import NOT_ELIGIBLE
 
 if TYPE_CHECKING:
     from kaffinity.k8s.model import PodDisruptionBudget
     from kaffinity.simulate.cluster import Pool
+    from kaffinity.simulate.storage import Storage
 
 
 class Simulation(Autoscaler):
@@ -43,6 +45,7 @@ class Simulation(Autoscaler):
         pools: Sequence[Pool] = (),
         pdbs: Sequence[PodDisruptionBudget] = (),
         max_nodes: int | None = None,
+        storage: Storage | None = None,
     ) -> None:
         super().__init__(
             nodes,
@@ -53,6 +56,7 @@ class Simulation(Autoscaler):
             pdbs=pdbs,
             pools=pools,
             max_nodes=max_nodes,
+            storage=storage,
         )
         self._priority: Callable[[Workload], int] = priority or (lambda workload: 0)
         #: id(constraints) -> cluster version at which PostFilter last found nothing for that template
@@ -99,7 +103,13 @@ class Simulation(Autoscaler):
         found = self._constraints.get(key)
         if found is None:
             found = self._constraints[key] = build_constraints(
-                workload, labels, pinned, version=self.version, gates=self.gates, priority=self._priority
+                workload,
+                labels,
+                pinned,
+                version=self.version,
+                gates=self.gates,
+                priority=self._priority,
+                storage=self.storage,
             )
         return found
 
@@ -116,7 +126,7 @@ class Simulation(Autoscaler):
         # such pods are then placed, and filtering every node for reasons nobody reads was most
         # of the cost of preemption.
         placement = self._schedule(pod, record=record, bind=bind, lazy=post and not record)
-        if placement.node is None and post:
+        if placement.node is None and post and placement.prefilter is None:
             placed = self.post_filter(pod, placement)
             if placed.node is None and placed.reasons is None:
                 found = self._schedule(pod, record=record, bind=bind)
@@ -136,6 +146,9 @@ class Simulation(Autoscaler):
         nodes a preference or a taint sets apart are scored one by one.
         """
         constraints = pod.constraints
+        refused = self.prefilter(constraints)
+        if refused is not None:
+            return self._refused(pod, refused, record)
         pending = self._pending.get(id(constraints))
         if (
             pending is not None
@@ -210,6 +223,25 @@ class Simulation(Autoscaler):
         nothing changed since (None: not tried, or no pool)."""
         failed = self._post_failed.get(id(pod.constraints))
         return failed[1] if failed is not None and failed[0] == self._version else None
+
+    def _refused(self, pod: SimPod, message: str, record: bool) -> Placement:
+        """A pod admission refuses, or that a PreFilter plugin refuses for every node
+        (``findNodesThatFitPod``: ``SetAbsentNodesStatus`` and ``Diagnosis.PreFilterMsg``; no
+        Filter runs, and preemption finds no node where it might help)."""
+        admission = pod.constraints.refused is not None
+        placement = Placement(pod, None, reasons=Counter({message: len(self.nodes)}))
+        placement.prefilter, placement.admission = message, admission
+        if record:
+            placement.feasible = []
+            placement.rejected = {node.name: [message] for node in self.nodes}
+        if not admission and PREEMPTION in self.filters and self.nodes:
+            placement.post_message = (
+                f"preemption: 0/{len(self.nodes)} nodes are available: "
+                f"{len(self.nodes)} Preemption is not helpful for scheduling."
+                if pod.constraints.preempts
+                else NOT_ELIGIBLE
+            )
+        return placement
 
     def _placed(self, pod: SimPod, node: SimNode, bind: bool) -> Placement:
         if bind:

@@ -22,6 +22,7 @@ from kaffinity.simulate.framework.types import Constraints, SimNode, SimPod, Spr
 
 if TYPE_CHECKING:
     from kaffinity.k8s.model import PodDisruptionBudget
+    from kaffinity.simulate.storage import Storage
 
 
 class LabelIndex:
@@ -162,8 +163,11 @@ class Snapshot:
         namespaces: Mapping[str, Mapping[str, str]] | None,
         filters: Iterable[str],
         pdbs: Sequence[PodDisruptionBudget],
+        storage: Storage | None = None,
     ) -> None:
         self.version = version
+        #: PVs, PVCs, StorageClasses and RuntimeClasses (the volume plugins, RuntimeClass admission)
+        self.storage = storage
         self.pdbs = tuple(pdbs)
         self.gates = dict(gates or {})
         self.filters = frozenset(filters)

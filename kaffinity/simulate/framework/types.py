@@ -28,6 +28,7 @@ from kaffinity.k8s.selectors import selector_matches
 
 if TYPE_CHECKING:
     from kaffinity.simulate.cluster import Pool
+    from kaffinity.simulate.plugins.volumebinding import PodClaims
 
 _DEFAULT_MAX_PODS = 110
 #: Marks a ClusterTopology node whose pool declares no ephemeral-storage (left unchecked).
@@ -98,6 +99,10 @@ class Constraints:
     #: the pod's priority (the Priority admission plugin's) and whether it may preempt
     priority: int = 0
     preempts: bool = True
+    #: the claims its volumes name (VolumeBinding, VolumeZone); None: none
+    claims: PodClaims | None = None
+    #: why admission refuses the pod (the RuntimeClass admission plugin), so none is created
+    refused: str | None = None
 
     @property
     def plain(self) -> bool:
@@ -244,13 +249,24 @@ class Placement:
     #: what DefaultPreemption's PostFilter adds to the event of a pod it cannot place
     #: (``preemption: 0/3 nodes are available: ...``); None when it is off or would place it
     post_message: str | None = None
+    #: a PreFilter plugin refused the pod for every node (``Diagnosis.PreFilterMsg``), or, with
+    #: ``admission``, the API server refused to create it (the RuntimeClass admission plugin)
+    prefilter: str | None = None
+    admission: bool = False
 
     def summary(self, total: int) -> str:
         """The scheduler's event text for a Pending pod (``FitError.Error``; with no node at
-        all, ``ErrNoNodesAvailable`` of pkg/scheduler/schedule_one.go)."""
+        all, ``ErrNoNodesAvailable`` of pkg/scheduler/schedule_one.go); a PreFilter refusal is
+        said once, without counts (``0/3 nodes are available: <message>.``); a pod admission
+        refuses has no event of its own: its controller's FailedCreate says why."""
+        if self.admission and self.prefilter:
+            return self.prefilter
         if total == 0:
             return "no nodes available to schedule pods"
-        text = fit_error(total, self.reasons or Counter())
+        if self.prefilter is not None:
+            text = f"0/{total} nodes are available: {self.prefilter}."
+        else:
+            text = fit_error(total, self.reasons or Counter())
         # FitError.Error appends the PostFilter message after a space (pkg/scheduler/framework/types.go).
         return f"{text} {self.post_message}" if self.post_message else text
 

@@ -15,6 +15,8 @@ from kaffinity.simulate.framework.types import Constraints, SimNode, SimPod, Ter
 from kaffinity.simulate.plugins import noderesources
 from kaffinity.simulate.plugins.interpodaffinity import REASON_AFFINITY
 from kaffinity.simulate.plugins.podtopologyspread import REASON_SPREAD_LABEL
+from kaffinity.simulate.plugins.volumebinding import REASONS as VOLUME_REASONS
+from kaffinity.simulate.plugins.volumezone import REASON_CONFLICT as VOLUME_ZONE_CONFLICT
 
 if TYPE_CHECKING:
     from kaffinity.k8s.model import PodDisruptionBudget
@@ -25,7 +27,7 @@ MIN_CANDIDATES = 100
 CANDIDATE_PERCENT = 10
 #: Reasons whose status is UnschedulableAndUnresolvable: removing pods cannot change them, so
 #: preemption skips the node (the static filters' reasons, never candidates anyway, too).
-_UNRESOLVABLE = frozenset((REASON_AFFINITY, REASON_SPREAD_LABEL))
+_UNRESOLVABLE = frozenset((REASON_AFFINITY, REASON_SPREAD_LABEL, VOLUME_ZONE_CONFLICT, *VOLUME_REASONS))
 #: ``PodEligibleToPreemptOthers``: a pod with ``preemptionPolicy: Never`` preempts nothing.
 NOT_ELIGIBLE = "preemption: not eligible due to preemptionPolicy=Never."
 
