@@ -156,9 +156,9 @@ def _count_workload(context: Context, member: Member, selected: _Selected, hpas:
         counted = False
     if not counted:
         return
-    replicas_path: DataPath = (
-        ("spec", "replicas") if dig(workload.doc.data, ("spec", "replicas")) is not None else ("spec",)
-    )
+    # A bare Pod's spec is a pod spec: it has no replicas to point at.
+    written = kind != "Pod" and dig(workload.doc.data, ("spec", "replicas")) is not None
+    replicas_path: DataPath = ("spec", "replicas") if written else ("spec",)
     selected.related.append(Related(workload.doc, replicas_path, f"selected by the budget: {workload.ref}"))
     _during_execution(context, workload, selected)
 
