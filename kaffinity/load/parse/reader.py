@@ -56,9 +56,9 @@ def _documents(text: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[Any
     _check_nesting(text, limits)
     text, refusal = _as_kubectl_reads(text)
     if refusal is not None:
-        # kubectl reads the documents before it, then stops (see _kubectl_refusal)
-        offset, message = refusal
-        yield from _documents(text[: text.rfind("\n", 0, offset) + 1], limits)
+        # kubectl reads the parts before the one refused, then stops (see _as_kubectl_reads)
+        part, offset, message = refusal
+        yield from _documents(text[:part], limits)
         raise LoadError(message, _offset_span(text, offset))
     if text and text[-1] not in "\n\r":
         # go-yaml reads the end of the input as a line break where a block scalar ends there
@@ -83,9 +83,10 @@ def _document_end(line: str) -> bool:
     return line.startswith("...") and (len(line) == 3 or line[3] in " \t\r#")
 
 
-def _as_kubectl_reads(text: str) -> tuple[str, tuple[int, str] | None]:
+def _as_kubectl_reads(text: str) -> tuple[str, tuple[int, int, str] | None]:
     """``text`` as kubectl's splitting of it into documents leaves it for YAML, and where that
-    splitting refuses it (an offset and the reason); for nearly every file, ``text`` and None.
+    splitting refuses it (where the part refused starts, the offset of the fault and the
+    reason); for nearly every file, ``text`` and None.
 
     kubectl splits a stream before YAML sees it (k8s.io/apimachinery/pkg/util/yaml
     ``YAMLReader.Read``, through ``NewYAMLOrJSONDecoder`` in k8s.io/cli-runtime's
@@ -112,13 +113,14 @@ def _as_kubectl_reads(text: str) -> tuple[str, tuple[int, str] | None]:
     ended: int | None = None  # the offset after a `...` that ended the part's document
     blanked: list[tuple[int, int]] = []
     offset = 0
-    refusal: tuple[int, str] | None = None
+    refusal: tuple[int, int, str] | None = None
+    part = 0  # where the current part starts
     for line in text.split("\n"):  # bufio's ReadLine: lines end at \n only
         here, offset = offset, offset + len(line) + 1
         if line.startswith("---"):
             rest = line[3:].strip()
             if rest and not rest.startswith("#"):
-                refusal = here + len(line) - len(line[3:].lstrip()), (
+                refusal = part, here + len(line) - len(line[3:].lstrip()), (
                     f"invalid document separator: kubectl allows only a comment after --- "
                     f"(invalid Yaml document separator: {rest})"
                 )
@@ -126,7 +128,7 @@ def _as_kubectl_reads(text: str) -> tuple[str, tuple[int, str] | None]:
             if not empty:
                 if ended is not None:
                     blanked.append((ended, here))
-                empty, marker, content, ended = True, False, False, None
+                empty, marker, content, ended, part = True, False, False, None, offset
                 continue
             marker = True
         empty = False
@@ -140,12 +142,12 @@ def _as_kubectl_reads(text: str) -> tuple[str, tuple[int, str] | None]:
         if not stripped or stripped.startswith("#"):
             continue
         if _document_end(line):
-            refusal = here, "a document end (...) with no document before it: kubectl refuses it " + (
+            refusal = part, here, "a document end (...) with no document before it: kubectl refuses it " + (
                 "(yaml: did not find expected node content)"
             )
             break
         if line.startswith("%"):
-            refusal = here, "a directive (%) with no --- after it in the same document: kubectl refuses it " + (
+            refusal = part, here, "a directive (%) with no --- after it in the same document: kubectl refuses it " + (
                 "(yaml: did not find expected <document start>)"
             )
             break
