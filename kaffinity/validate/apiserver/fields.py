@@ -163,11 +163,11 @@ class FieldValidator:
         for detail in qualified_name(key):
             self.invalid(path, key, detail, at)
 
-    def labels(self, labels: Any, path: DataPath) -> None:
-        """``ValidateLabels``: errors name the map itself, not the key."""
+    def labels(self, labels: Any, path: DataPath, at: str | None = None) -> None:
+        """``ValidateLabels``: errors name the map itself (or ``at``), not the key."""
         if not isinstance(labels, Mapping):
             return
-        at = format_path(path)
+        at = at if at is not None else format_path(path)
         for key, value in labels.items():
             self.label_name(key, (*path, key), at)
             if isinstance(value, str):
