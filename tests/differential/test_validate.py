@@ -157,6 +157,8 @@ def compare(data: dict[str, Any], answer: dict[str, Any]) -> None:
         unexplained -= from_name
     extra = found - expected
     assert not unexplained and not extra, {"missing": unexplained, "extra": extra, "errors": answer["errors"]}
+    if answer["errors"]:
+        return  # the API server sends warnings only with an object it accepts (rest.BeforeCreate)
     kept = {w for w in warned if in_scope(kind, w.split(":", 1)[0].split("[")[0] + "[")}
     assert kept == warnings, {"kaffinity": kept, "oracle": warnings}
 

@@ -57,6 +57,13 @@ class AffinityValidator(FieldValidator):
                 for k, value in _strings(values):
                     for detail in label_value(value):
                         self.invalid((*here, "values", k), value, detail)
+            elif self.target.minor >= 33:
+                # ... and preferred terms' values that are not get a warning
+                # (pkg/api/node/util.go GetWarningsForNodeSelectorTerm, checkLabelValue: found by
+                # the oracle, issue 35)
+                for k, value in _strings(values):
+                    for detail in label_value(value):
+                        self.warn((*here, "values", k), f"{value} is invalid, {detail}")
         for j, requirement in _items(term.get("matchFields")):
             here = (*path, "matchFields", j)
             operator, values = requirement.get("operator"), requirement.get("values")

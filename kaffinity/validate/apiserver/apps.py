@@ -207,11 +207,28 @@ class AppsValidator(FieldValidator):
         elif not has_unavailable and not has_surge:
             self.required((*here, "maxUnavailable"), "cannot be 0 when maxSurge is 0")
 
+    def replication_controller(self, spec: Mapping[str, Any]) -> None:
+        """``ValidatePodTemplateSpecForRC``: the selector (a label map, defaulting to the
+        template's labels: ``SetDefaults_ReplicationController``) matches the template's labels.
+        Without either it is a fragment (see :meth:`workload_selector`)."""
+        labels = _map(_map(_map(spec.get("template")).get("metadata")).get("labels"))
+        selector = _map(spec.get("selector")) or labels
+        if selector and any(labels.get(key) != value for key, value in selector.items()):
+            where = ("spec", "template", "metadata", "labels")
+            self._add(
+                where,
+                f"Invalid value: {_json(labels)}: `selector` does not match template `labels`",
+                at=format_path(where),
+            )
+
     def apps(self, data: Mapping[str, Any]) -> bool:
         """An apps/v1 workload's selector and update strategy; False when its pod template is
         left unvalidated (see :meth:`workload_selector`)."""
         spec = data.get("spec")
         kind = data.get("kind")
+        if kind == "ReplicationController" and data.get("apiVersion") == "v1" and isinstance(spec, Mapping):
+            self.replication_controller(spec)
+            return True
         if not isinstance(spec, Mapping) or data.get("apiVersion") != "apps/v1" or kind not in _EMPTY_SELECTOR:
             return True
         template = self.workload_selector(kind, spec, ("spec", "template"))

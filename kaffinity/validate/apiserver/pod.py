@@ -58,6 +58,11 @@ def validate(
     if not isinstance(template, Mapping):
         return []  # a fragment (a patch, an assertion): nothing to create
     if not validator.apps(data):
+        # The template is not validated, but a quantity that does not decode refuses the object
+        # before validation runs.
+        spec = template.get("spec")
+        if isinstance(spec, Mapping):
+            validator.quantities(spec, (*base, "spec"))
         return validator.problems
     metadata = template.get("metadata")
     labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
