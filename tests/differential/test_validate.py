@@ -348,9 +348,55 @@ DAEMONSET_SURGE = {
 }
 
 
+def _pod(spec: dict[str, Any], needs: dict[str, Any] | None = None) -> dict[str, Any]:
+    template = _template({"app": "web"}, spec, needs)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "labels": {"app": "web"}}, "spec": template["spec"]}
+
+
+def _apps(kind: str, selector: dict[str, Any], labels: dict[str, str], spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    body = {"selector": selector, "template": _template(labels, spec or {})}
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "web"}, "spec": body}
+
+
+# The disagreements found, each fixed (tests/rules/test_api_validation.py has them without the oracle):
+SURGE_ALONE = copy.deepcopy(DAEMONSET_SURGE)
+SURGE_ALONE["spec"]["updateStrategy"]["rollingUpdate"] = {"maxSurge": 1}  # maxUnavailable defaults to 1
+MISMATCH = _apps("StatefulSet", {"matchLabels": {"app": "web"}}, {"app": "a b"})  # and template labels' path
+BAD_SELECTOR = _apps("Deployment", {"matchLabels": {"a/b/c": "web"}}, {"app": "web"}, {"tolerations": [{"key": "-x"}]})
+RC = {
+    "apiVersion": "v1",
+    "kind": "ReplicationController",
+    "metadata": {"name": "web"},
+    "spec": {"selector": {"app": "web"}, "template": _template({"app": ""}, {})},
+}
+OVER_LIMIT = _pod({}, {"requests": {"memory": "300Mi"}, "limits": {"memory": "250Mi"}})
+GPU_WITHOUT_LIMIT = _apps("Deployment", {"matchLabels": {"app": "web"}}, {"app": "web"})
+GPU_WITHOUT_LIMIT["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"nvidia.com/gpu": "100m"}}
+HUGEPAGES = _pod({}, {"requests": {"hugepages-2Mi": "100m"}})
+PREFERRED_VALUE = _pod(
+    {
+        "affinity": {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 1, "preference": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["x y"]}]}}
+                ]
+            }
+        }
+    }
+)
+
+
 @SETTINGS
 @given(data=workloads())
 @example(data=DAEMONSET_SURGE)
+@example(data=SURGE_ALONE)
+@example(data=MISMATCH)
+@example(data=BAD_SELECTOR)
+@example(data=RC)
+@example(data=OVER_LIMIT)
+@example(data=GPU_WITHOUT_LIMIT)
+@example(data=HUGEPAGES)
+@example(data=PREFERRED_VALUE)
 def test_generated_objects_validated_as_kube_apiserver_does(oracle: Oracle, data: dict[str, Any]) -> None:
     answer = oracle.ask({"op": "validate", "object": copy.deepcopy(data)})
     compare(data, answer)

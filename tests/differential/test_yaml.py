@@ -260,6 +260,11 @@ _NON_SPECIFIC = re.compile(r"(?:^|[\s\[{,:-])!\s")
 @example(text="a: 1\n--- |\n  text\n")  # a separator with content: kubectl refuses it
 @example(text="a: 1\n---\n\n...\n")  # a document end with no document: go-yaml refuses it
 @example(text="%YAML 1.1\n---\na: 1\n")  # a directive, then ---: a part of its own for kubectl
+@example(text="yes\n...\n- a\n- b\n")  # after `...`, go-yaml reads nothing more of the part
+@example(text="a: |\r\n  one")  # a block scalar ending the input: a line break for go-yaml
+@example(text="a: !!binary YWJj=\n")  # excess base64 padding: Go refuses it
+@example(text="a: !!binary 0+2B\n")  # invalid UTF-8: one U+FFFD per byte, as Go's JSON
+@example(text="a: !!null yes\n")  # an explicit tag checks the type of the plain reading
 def test_streams_read_as_kubectl_reads_them(oracle: Oracle, text: str) -> None:
     compare_stream(oracle, text)
 
