@@ -891,8 +891,12 @@ ORACLE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("text", "values", "refused"), [case[1:] for case in ORACLE_CASES], ids=[case[0] for case in ORACLE_CASES])
-def test_read_as_kubectl_splits_and_reads(text: str, values: list[Any], refused: tuple[int, int] | None) -> None:
+@pytest.mark.parametrize(
+    ("text", "values", "refused"), [case[1:] for case in ORACLE_CASES], ids=[case[0] for case in ORACLE_CASES]
+)
+def test_read_as_kubectl_splits_and_reads(
+    text: str, values: list[Any], refused: tuple[int, int] | None
+) -> None:
     source = parse("f.yaml", text)
     read, problem, _ = documents_data(text)
     assert [_plain(value) for value in read] == values

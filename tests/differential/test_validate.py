@@ -81,7 +81,9 @@ def in_scope(kind: str, field: str) -> bool:
     if kind in APPS and (field == "spec.selector" or field.startswith(("spec.selector.", "spec.selector["))):
         return True
     base = TEMPLATES.get(kind, "spec.template.")
-    if field in (f"{base}metadata.labels", f"{base}labels") or field.startswith((f"{base}metadata.labels[", f"{base}labels[")):
+    if field in (f"{base}metadata.labels", f"{base}labels") or field.startswith(
+        (f"{base}metadata.labels[", f"{base}labels[")
+    ):
         return True
     if not field.startswith(base):
         return False
@@ -114,11 +116,7 @@ def _dotted(path: tuple[Any, ...]) -> str:
 
 
 def oracle_answer(kind: str, answer: dict[str, Any]) -> tuple[set[tuple[str, str]], set[str]]:
-    errors = {
-        (e["field"], e["type"])
-        for e in answer["errors"]
-        if in_scope(kind, e["field"])
-    }
+    errors = {(e["field"], e["type"]) for e in answer["errors"] if in_scope(kind, e["field"])}
     warnings = {w for w in answer["warnings"] if in_scope(kind, w.split(":", 1)[0].split("[")[0] + "[")}
     return errors, warnings
 
@@ -182,7 +180,13 @@ def _within(inner: str, outer: str) -> bool:
 
 LABEL_KEYS = ["app", "tier", "example.com/team", "a/b/c", "-bad", "x" * 64, "", "kubernetes.io/hostname"]
 LABEL_VALUES = ["web", "", "a b", "-x", "x" * 64, "v1.0", "yes"]
-TOPOLOGY_KEYS = ["kubernetes.io/hostname", "topology.kubernetes.io/zone", "", "bad key", "failure-domain.beta.kubernetes.io/zone"]
+TOPOLOGY_KEYS = [
+    "kubernetes.io/hostname",
+    "topology.kubernetes.io/zone",
+    "",
+    "bad key",
+    "failure-domain.beta.kubernetes.io/zone",
+]
 OPERATORS = ["In", "NotIn", "Exists", "DoesNotExist"]
 NODE_OPERATORS = [*OPERATORS, "Gt", "Lt"]
 QUANTITIES = ["100m", "1", "2", "1Gi", "-1", "1.5.5", "0", "1e3", "500m"]
@@ -198,7 +202,10 @@ selectors = st.fixed_dictionaries(
     optional={"matchLabels": label_maps, "matchExpressions": st.lists(label_requirements, max_size=2)},
 )
 node_requirements = st.fixed_dictionaries(
-    {"key": st.sampled_from(LABEL_KEYS[:5] + ["beta.kubernetes.io/arch"]), "operator": st.sampled_from(NODE_OPERATORS)},
+    {
+        "key": st.sampled_from([*LABEL_KEYS[:5], "beta.kubernetes.io/arch"]),
+        "operator": st.sampled_from(NODE_OPERATORS),
+    },
     optional={"values": st.lists(st.sampled_from(["a", "1", "x y", "-1", ""]), max_size=2)},
 )
 node_terms = st.fixed_dictionaries(
@@ -288,7 +295,9 @@ pod_specs = st.fixed_dictionaries(
 int_or_percent = st.sampled_from([0, 1, -1, "25%", "0%", "150%", "1", "x", "100%"])
 
 
-def _template(labels: dict[str, str], spec: dict[str, Any], needs: dict[str, Any] | None = None) -> dict[str, Any]:
+def _template(
+    labels: dict[str, str], spec: dict[str, Any], needs: dict[str, Any] | None = None
+) -> dict[str, Any]:
     container = {"name": "c", "image": "nginx", **({"resources": needs} if needs else {})}
     return {"metadata": {"labels": labels}, "spec": {"containers": [container], **spec}}
 
@@ -307,14 +316,26 @@ def workloads(draw: st.DrawFn) -> dict[str, Any]:
     metadata = {"name": "web"}
     selector = {"matchLabels": {"app": "web"}}
     if kind == "Pod":
-        return {"apiVersion": "v1", "kind": kind, "metadata": {**metadata, "labels": labels}, "spec": template["spec"]}
+        return {
+            "apiVersion": "v1",
+            "kind": kind,
+            "metadata": {**metadata, "labels": labels},
+            "spec": template["spec"],
+        }
     if kind == "PodTemplate":
         return {"apiVersion": "v1", "kind": kind, "metadata": metadata, "template": template}
     if kind == "ReplicationController":
-        return {"apiVersion": "v1", "kind": kind, "metadata": metadata, "spec": {"selector": {"app": "web"}, "template": template}}
+        return {
+            "apiVersion": "v1",
+            "kind": kind,
+            "metadata": metadata,
+            "spec": {"selector": {"app": "web"}, "template": template},
+        }
     if kind == "PodDisruptionBudget":
         budget: dict[str, Any] = {"selector": draw(selectors) if draw(st.booleans()) else selector}
-        for name in draw(st.lists(st.sampled_from(["minAvailable", "maxUnavailable"]), min_size=1, max_size=2, unique=True)):
+        for name in draw(
+            st.lists(st.sampled_from(["minAvailable", "maxUnavailable"]), min_size=1, max_size=2, unique=True)
+        ):
             budget[name] = draw(int_or_percent)
         return {"apiVersion": "policy/v1", "kind": kind, "metadata": metadata, "spec": budget}
     if kind in ("Job", "CronJob"):
@@ -322,7 +343,12 @@ def workloads(draw: st.DrawFn) -> dict[str, Any]:
         job = {"template": template}
         if kind == "Job":
             return {"apiVersion": "batch/v1", "kind": kind, "metadata": metadata, "spec": job}
-        return {"apiVersion": "batch/v1", "kind": kind, "metadata": metadata, "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": job}}}
+        return {
+            "apiVersion": "batch/v1",
+            "kind": kind,
+            "metadata": metadata,
+            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": job}},
+        }
     body: dict[str, Any] = {"template": template}
     chosen = draw(st.sampled_from(["same", "same", "same", "drawn", "none"]))
     if chosen != "none":
@@ -330,7 +356,12 @@ def workloads(draw: st.DrawFn) -> dict[str, Any]:
     if kind == "StatefulSet":
         body["serviceName"] = "web"
     if kind in ("DaemonSet", "Deployment") and draw(st.booleans()):
-        rolling = {name: draw(int_or_percent) for name in draw(st.lists(st.sampled_from(["maxSurge", "maxUnavailable"]), max_size=2, unique=True))}
+        rolling = {
+            name: draw(int_or_percent)
+            for name in draw(
+                st.lists(st.sampled_from(["maxSurge", "maxUnavailable"]), max_size=2, unique=True)
+            )
+        }
         key = "updateStrategy" if kind == "DaemonSet" else "strategy"
         body[key] = {"type": "RollingUpdate", "rollingUpdate": rolling}
     return {"apiVersion": "apps/v1", "kind": kind, "metadata": metadata, "spec": body}
@@ -350,10 +381,17 @@ DAEMONSET_SURGE = {
 
 def _pod(spec: dict[str, Any], needs: dict[str, Any] | None = None) -> dict[str, Any]:
     template = _template({"app": "web"}, spec, needs)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "labels": {"app": "web"}}, "spec": template["spec"]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": template["spec"],
+    }
 
 
-def _apps(kind: str, selector: dict[str, Any], labels: dict[str, str], spec: dict[str, Any] | None = None) -> dict[str, Any]:
+def _apps(
+    kind: str, selector: dict[str, Any], labels: dict[str, str], spec: dict[str, Any] | None = None
+) -> dict[str, Any]:
     body = {"selector": selector, "template": _template(labels, spec or {})}
     return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "web"}, "spec": body}
 
@@ -362,7 +400,9 @@ def _apps(kind: str, selector: dict[str, Any], labels: dict[str, str], spec: dic
 SURGE_ALONE = copy.deepcopy(DAEMONSET_SURGE)
 SURGE_ALONE["spec"]["updateStrategy"]["rollingUpdate"] = {"maxSurge": 1}  # maxUnavailable defaults to 1
 MISMATCH = _apps("StatefulSet", {"matchLabels": {"app": "web"}}, {"app": "a b"})  # and template labels' path
-BAD_SELECTOR = _apps("Deployment", {"matchLabels": {"a/b/c": "web"}}, {"app": "web"}, {"tolerations": [{"key": "-x"}]})
+BAD_SELECTOR = _apps(
+    "Deployment", {"matchLabels": {"a/b/c": "web"}}, {"app": "web"}, {"tolerations": [{"key": "-x"}]}
+)
 RC = {
     "apiVersion": "v1",
     "kind": "ReplicationController",
@@ -371,14 +411,21 @@ RC = {
 }
 OVER_LIMIT = _pod({}, {"requests": {"memory": "300Mi"}, "limits": {"memory": "250Mi"}})
 GPU_WITHOUT_LIMIT = _apps("Deployment", {"matchLabels": {"app": "web"}}, {"app": "web"})
-GPU_WITHOUT_LIMIT["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"nvidia.com/gpu": "100m"}}
+GPU_WITHOUT_LIMIT["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+    "requests": {"nvidia.com/gpu": "100m"}
+}
 HUGEPAGES = _pod({}, {"requests": {"hugepages-2Mi": "100m"}})
 PREFERRED_VALUE = _pod(
     {
         "affinity": {
             "nodeAffinity": {
                 "preferredDuringSchedulingIgnoredDuringExecution": [
-                    {"weight": 1, "preference": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["x y"]}]}}
+                    {
+                        "weight": 1,
+                        "preference": {
+                            "matchExpressions": [{"key": "app", "operator": "In", "values": ["x y"]}]
+                        },
+                    }
                 ]
             }
         }

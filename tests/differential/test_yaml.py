@@ -101,7 +101,9 @@ def block_scalars(draw: st.DrawFn, indent: int) -> list[str]:
     pad = " " * (indent + (int(explicit) if explicit else 2))
     lines = draw(
         st.lists(
-            st.sampled_from(["one", "two words", "", "  more indented", "\ttab", "x: y", "# no comment", " "]),
+            st.sampled_from(
+                ["one", "two words", "", "  more indented", "\ttab", "x: y", "# no comment", " "]
+            ),
             min_size=0,
             max_size=4,
         )
@@ -119,9 +121,19 @@ def mappings(draw: st.DrawFn, indent: int = 0, depth: int = 0, anchors: list[str
     pad = " " * indent
     lines: list[str] = []
     count = draw(st.integers(1, 4))
-    keys = draw(st.lists(st.sampled_from(["a", "b", "c", "yes", "1", "~", "on", "0x1", "k k"]), min_size=count, max_size=count))
+    keys = draw(
+        st.lists(
+            st.sampled_from(["a", "b", "c", "yes", "1", "~", "on", "0x1", "k k"]),
+            min_size=count,
+            max_size=count,
+        )
+    )
     for key in keys:
-        form = draw(st.sampled_from(["scalar", "scalar", "scalar", "block", "flow", "map", "seq", "alias", "merge", "empty"]))
+        form = draw(
+            st.sampled_from(
+                ["scalar", "scalar", "scalar", "block", "flow", "map", "seq", "alias", "merge", "empty"]
+            )
+        )
         comment = draw(st.sampled_from(["", "", " # c", "  #c:x"]))
         anchor = ""
         if draw(st.integers(0, 5)) == 0:
@@ -176,7 +188,9 @@ def streams(draw: st.DrawFn) -> str:
     by document markers, with a byte order mark, a leading marker, CRLF or tabs sometimes."""
     documents = []
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["map", "map", "map", "map", "empty", "comment", "scalar", "list", "null"]))
+        kind = draw(
+            st.sampled_from(["map", "map", "map", "map", "empty", "comment", "scalar", "list", "null"])
+        )
         if kind == "map":
             documents.append("\n".join(draw(mappings())))
         elif kind == "empty":
@@ -244,7 +258,7 @@ def compare_stream(oracle: Oracle, text: str) -> None:
 
 def _known_refusal(text: str, answer: dict[str, Any]) -> bool:
     """kaffinity refuses a null key that a later duplicate key replaces (kubectl reads it)."""
-    values, problem, _ = documents_data(decode(text.encode()))
+    _, problem, _ = documents_data(decode(text.encode()))
     if problem is not None and problem.message.startswith("a null key") and answer["ok"]:
         known("yaml", "null-key-replaced")
         return True
@@ -270,7 +284,7 @@ def test_streams_read_as_kubectl_reads_them(oracle: Oracle, text: str) -> None:
 
 
 MANIFEST_VALUES = st.sampled_from(
-    ["1", "'1'", "yes", "\"yes\"", "0x10", "017", "1e3", "1_0", "~", "", "!!str 1", "1:30", "on", "2001-12-14"]
+    ["1", "'1'", "yes", '"yes"', "0x10", "017", "1e3", "1_0", "~", "", "!!str 1", "1:30", "on", "2001-12-14"]
 )
 
 

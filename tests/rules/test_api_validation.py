@@ -347,12 +347,24 @@ ROLLING = "spec.updateStrategy.rollingUpdate"
         ("maxSurge: 1\n      maxUnavailable: 1", "maxSurge", f"{ROLLING}.maxSurge", "Invalid value"),
         # maxUnavailable defaults to 1 (SetDefaults_DaemonSet): maxSurge alone is refused
         ("maxSurge: 25%", "maxSurge", f"{ROLLING}.maxSurge", "Invalid value"),
-        ("maxSurge: 0\n      maxUnavailable: 0", "maxUnavailable", f"{ROLLING}.maxUnavailable", "Required value"),
-        ("maxSurge: 0\n      maxUnavailable: 150%", "maxUnavailable", f"{ROLLING}.maxUnavailable", "Invalid value"),
+        (
+            "maxSurge: 0\n      maxUnavailable: 0",
+            "maxUnavailable",
+            f"{ROLLING}.maxUnavailable",
+            "Required value",
+        ),
+        (
+            "maxSurge: 0\n      maxUnavailable: 150%",
+            "maxUnavailable",
+            f"{ROLLING}.maxUnavailable",
+            "Invalid value",
+        ),
         ("maxSurge: 1\n      maxUnavailable: 0%", None, None, None),
     ],
 )
-def test_daemonset_rolling_update(rolling: str, needle: str | None, path: str | None, reason: str | None) -> None:
+def test_daemonset_rolling_update(
+    rolling: str, needle: str | None, path: str | None, reason: str | None
+) -> None:
     text = DAEMONSET + f"      {rolling}\n"
     if needle is None:
         check_schema(text)
@@ -360,6 +372,9 @@ def test_daemonset_rolling_update(rolling: str, needle: str | None, path: str | 
     finding = only(lint_schema(text))
     assert_at(finding, "api-validation", text, f"{needle}:", path, at=needle)
     assert finding.message.startswith(reason)
+
+
+STRATEGY = "spec.strategy.rollingUpdate"
 
 
 def _deployment_strategy(strategy: str) -> str:
@@ -370,11 +385,13 @@ def _deployment_strategy(strategy: str) -> str:
     ("strategy", "needle", "path", "reason"),
     [
         # ValidateRollingUpdateDeployment: both zero
-        ("{rollingUpdate: {maxSurge: 0, maxUnavailable: 0%}}", "maxUnavailable", "spec.strategy.rollingUpdate.maxUnavailable", "Invalid value"),
+        ("{rollingUpdate: {maxSurge: 0, maxUnavailable: 0%}}", "maxUnavailable", f"{STRATEGY}.maxUnavailable",
+         "Invalid value"),
         # ValidateDeploymentStrategy: Recreate takes no rollingUpdate
-        ("{type: Recreate, rollingUpdate: {}}", "rollingUpdate", "spec.strategy.rollingUpdate", "Forbidden"),
+        ("{type: Recreate, rollingUpdate: {}}", "rollingUpdate", STRATEGY, "Forbidden"),
         # IsNotMoreThan100Percent: maxUnavailable only
-        ("{rollingUpdate: {maxUnavailable: 101%}}", "maxUnavailable", "spec.strategy.rollingUpdate.maxUnavailable", "Invalid value"),
+        ("{rollingUpdate: {maxUnavailable: 101%}}", "maxUnavailable", f"{STRATEGY}.maxUnavailable",
+         "Invalid value"),
     ],
 )  # fmt: skip
 def test_deployment_rolling_update(strategy: str, needle: str, path: str, reason: str) -> None:
@@ -392,7 +409,9 @@ def test_selector_that_does_not_match_the_template_labels() -> None:
     # ValidatePodTemplateSpecForReplicaSet, at the template's labels
     text = deployment("", labels="{app: api}")
     finding = only(lint_schema(text))
-    assert_at(finding, "api-validation", text, "labels: {app: api}", "spec.template.metadata.labels", at="labels")
+    assert_at(
+        finding, "api-validation", text, "labels: {app: api}", "spec.template.metadata.labels", at="labels"
+    )
     assert finding.message == 'Invalid value: {"app":"api"}: `selector` does not match template `labels`'
 
 
@@ -447,14 +466,18 @@ spec:
       containers: [{name: c, image: i}]
 """
     finding = only(lint_schema(text))
-    assert_at(finding, "api-validation", text, "labels: {app: api}", "spec.template.metadata.labels", at="labels")
+    assert_at(
+        finding, "api-validation", text, "labels: {app: api}", "spec.template.metadata.labels", at="labels"
+    )
 
 
 RESOURCES = f"{TEMPLATE}.containers[0].resources"
 
 
 def _resources(resources: str) -> str:
-    return deployment("").replace("containers: [{name: c, image: i}]", f"containers: [{{name: c, image: i, resources: {resources}}}]")
+    return deployment("").replace(
+        "containers: [{name: c, image: i}]", f"containers: [{{name: c, image: i, resources: {resources}}}]"
+    )
 
 
 @pytest.mark.parametrize(
@@ -470,8 +493,10 @@ def _resources(resources: str) -> str:
         ("{requests: {nvidia.com/gpu: 1}}", f"{RESOURCES}.limits",
          "Required value: Limit must be set for non overcommitable resources"),
         # ValidateResourceQuantityValue
-        ("{requests: {cpu: -1}}", f"{RESOURCES}.requests[cpu]", 'Invalid value: "-1": must be greater than or equal to 0'),
-        ("{limits: {nvidia.com/gpu: 500m}}", f"{RESOURCES}.limits[nvidia.com/gpu]", 'Invalid value: "500m": must be an integer'),
+        ("{requests: {cpu: -1}}", f"{RESOURCES}.requests[cpu]",
+         'Invalid value: "-1": must be greater than or equal to 0'),
+        ("{limits: {nvidia.com/gpu: 500m}}", f"{RESOURCES}.limits[nvidia.com/gpu]",
+         'Invalid value: "500m": must be an integer'),
     ],
 )  # fmt: skip
 def test_container_resource_requirements(resources: str, path: str, message: str) -> None:
@@ -484,4 +509,9 @@ def test_container_resource_requirements(resources: str, path: str, message: str
 
 def test_a_pod_requests_default_to_its_limits() -> None:
     # SetDefaults_Pod (not a template): the GPU request is the limit
-    check_schema(pod("").replace("containers: [{name: c, image: i}]", "containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}]"))
+    check_schema(
+        pod("").replace(
+            "containers: [{name: c, image: i}]",
+            "containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}]",
+        )
+    )

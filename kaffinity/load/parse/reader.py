@@ -83,6 +83,33 @@ def _document_end(line: str) -> bool:
     return line.startswith("...") and (len(line) == 3 or line[3] in " \t\r#")
 
 
+def _bad_separator(line: str) -> tuple[int, str] | None:
+    """A ``---`` line with more than a comment after it: where the rest starts, and why."""
+    rest = line[3:].strip()
+    if not rest or rest.startswith("#"):
+        return None
+    reason = (
+        "invalid document separator: kubectl allows only a comment after --- "
+        f"(invalid Yaml document separator: {rest})"
+    )
+    return len(line) - len(line[3:].lstrip()), reason
+
+
+def _first_line_refused(line: str) -> str | None:
+    """Why go-yaml refuses a part whose first line with content (no ``---`` before) is ``line``."""
+    if _document_end(line):
+        return (
+            "a document end (...) with no document before it: kubectl refuses it "
+            "(yaml: did not find expected node content)"
+        )
+    if line.startswith("%"):
+        return (
+            "a directive (%) with no --- after it in the same document: kubectl refuses it "
+            "(yaml: did not find expected <document start>)"
+        )
+    return None
+
+
 def _as_kubectl_reads(text: str) -> tuple[str, tuple[int, int, str] | None]:
     """``text`` as kubectl's splitting of it into documents leaves it for YAML, and where that
     splitting refuses it (where the part refused starts, the offset of the fault and the
@@ -118,12 +145,9 @@ def _as_kubectl_reads(text: str) -> tuple[str, tuple[int, int, str] | None]:
     for line in text.split("\n"):  # bufio's ReadLine: lines end at \n only
         here, offset = offset, offset + len(line) + 1
         if line.startswith("---"):
-            rest = line[3:].strip()
-            if rest and not rest.startswith("#"):
-                refusal = part, here + len(line) - len(line[3:].lstrip()), (
-                    f"invalid document separator: kubectl allows only a comment after --- "
-                    f"(invalid Yaml document separator: {rest})"
-                )
+            bad = _bad_separator(line)
+            if bad is not None:
+                refusal = (part, here + bad[0], bad[1])
                 break
             if not empty:
                 if ended is not None:
@@ -141,24 +165,23 @@ def _as_kubectl_reads(text: str) -> tuple[str, tuple[int, int, str] | None]:
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        if _document_end(line):
-            refusal = part, here, "a document end (...) with no document before it: kubectl refuses it " + (
-                "(yaml: did not find expected node content)"
-            )
-            break
-        if line.startswith("%"):
-            refusal = part, here, "a directive (%) with no --- after it in the same document: kubectl refuses it " + (
-                "(yaml: did not find expected <document start>)"
-            )
+        reason = _first_line_refused(line)
+        if reason is not None:
+            refusal = (part, here, reason)
             break
         content = True
     else:
         if ended is not None:
             blanked.append((ended, len(text)))
-    for start, stop in reversed(blanked):
+    return _blank(text, blanked), refusal
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span's characters but its line breaks made spaces (positions stay)."""
+    for start, stop in reversed(spans):
         if start < stop:
             text = text[:start] + re.sub(r"[^\n]", " ", text[start:stop]) + text[stop:]
-    return text, refusal
+    return text
 
 
 def compose_nodes(text: str, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, ...]:

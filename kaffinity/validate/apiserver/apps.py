@@ -67,11 +67,11 @@ def _as_selector(selector: Mapping[str, Any]) -> bool:
         if qualified_name(key) or (isinstance(value, str) and label_value(value)):
             return False
     expressions = selector.get("matchExpressions")
-    for expression in expressions if isinstance(expressions, list) else ():
-        expression = _map(expression)
-        key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values")
-        values = values if isinstance(values, list) else []
-        if not isinstance(key, str) or qualified_name(key):
+    for item in expressions if isinstance(expressions, list) else ():
+        expression = _map(item)
+        name, operator, listed = expression.get("key"), expression.get("operator"), expression.get("values")
+        values = listed if isinstance(listed, list) else []
+        if not isinstance(name, str) or qualified_name(name):
             return False
         if operator in ("In", "NotIn"):
             if not values:
@@ -169,7 +169,9 @@ class AppsValidator(FieldValidator):
         rolling = strategy.get("rollingUpdate")
         if kind == "Recreate":
             if rolling is not None:
-                self.forbidden((*path, "rollingUpdate"), "may not be specified when strategy `type` is 'Recreate'")
+                self.forbidden(
+                    (*path, "rollingUpdate"), "may not be specified when strategy `type` is 'Recreate'"
+                )
             return
         if kind != "RollingUpdate":
             return
@@ -229,7 +231,11 @@ class AppsValidator(FieldValidator):
         if kind == "ReplicationController" and data.get("apiVersion") == "v1" and isinstance(spec, Mapping):
             self.replication_controller(spec)
             return True
-        if not isinstance(spec, Mapping) or data.get("apiVersion") != "apps/v1" or kind not in _EMPTY_SELECTOR:
+        if (
+            not isinstance(spec, Mapping)
+            or data.get("apiVersion") != "apps/v1"
+            or kind not in _EMPTY_SELECTOR
+        ):
             return True
         template = self.workload_selector(kind, spec, ("spec", "template"))
         if kind == "Deployment":

@@ -71,7 +71,9 @@ def validate(
     )
     # ValidatePodTemplateSpec names a template's labels `<template>.labels` (no `metadata`);
     # a Pod's are its ObjectMeta's, `metadata.labels`
-    validator.labels(labels, (*base, "metadata", "labels"), at=format_path((*base, "labels")) if base else None)
+    validator.labels(
+        labels, (*base, "metadata", "labels"), at=format_path((*base, "labels")) if base else None
+    )
     spec = template.get("spec")
     if isinstance(spec, Mapping):
         validator.pod_spec(spec, (*base, "spec"))

@@ -57,7 +57,11 @@ def _integer(name: str) -> bool:
     """``helper.IsIntegerResourceName``: the integer resources, and extended resources."""
     if name in _INTEGER_RESOURCES:
         return True
-    return not _native(name) and not name.startswith(_REQUESTS_PREFIX) and not qualified_name(_REQUESTS_PREFIX + name)
+    return (
+        not _native(name)
+        and not name.startswith(_REQUESTS_PREFIX)
+        and not qualified_name(_REQUESTS_PREFIX + name)
+    )
 
 
 def _divisible(name: str, amount: Decimal) -> bool:
