@@ -515,3 +515,40 @@ def test_a_pod_requests_default_to_its_limits() -> None:
             "containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}]",
         )
     )
+
+
+BUDGET = """\
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec:
+  minAvailable: 50%
+  maxUnavailable: 150%
+  selector: {matchLabels: {app: web}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("version", "spec", "percent"),
+    [
+        (
+            "1.33",
+            "policy.PodDisruptionBudgetSpec{...}",
+            'intstr.IntOrString{Type:1, IntVal:0, StrVal:"150%"}',
+        ),
+        # from 1.34 field.Error prints such values as JSON (kubernetes#132314): the oracle's words
+        (
+            "1.37",
+            '{"MinAvailable":"50%","Selector":{"matchLabels":{"app":"web"}},"MaxUnavailable":"150%",'
+            '"UnhealthyPodEvictionPolicy":null}',
+            '"150%"',
+        ),
+    ],
+)
+def test_budget_values_in_the_words_of_the_version(version: str, spec: str, percent: str) -> None:
+    result = lint_schema(BUDGET, kube_version=version)
+    messages = {f.path: f.message for f in findings(result, "api-validation")}
+    assert messages == {
+        "spec": f"Invalid value: {spec}: minAvailable and maxUnavailable cannot be both set",
+        "spec.maxUnavailable": f"Invalid value: {percent}: must not be greater than 100%",
+    }
