@@ -176,6 +176,7 @@ func validateOne(object json.RawMessage) (resp response) {
 			"reason": e.Type.String(),
 			"field":  e.Field,
 			"detail": e.Detail,
+			"body":   e.ErrorBody(), // the message after "<field>: "
 		}
 		if e.Origin != "" {
 			item["origin"] = e.Origin

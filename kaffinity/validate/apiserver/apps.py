@@ -17,7 +17,7 @@ from typing import Any
 
 from kaffinity.k8s.labels import label_value, qualified_name
 from kaffinity.load.source import DataPath, format_path
-from kaffinity.validate.apiserver.fields import FieldValidator, _map
+from kaffinity.validate.apiserver.fields import FieldValidator, _go_json, _map, _selector_json
 
 #: ``validation.IsValidPercent`` (k8s.io/apimachinery/pkg/util/validation), with RegexError's words.
 _PERCENT = re.compile(r"[0-9]+%")
@@ -128,22 +128,26 @@ class AppsValidator(FieldValidator):
             return True
         self.label_selector(selector, path)
         if not _map(selector.get("matchLabels")) and not selector.get("matchExpressions"):
-            self.invalid(path, selector, f"empty selector is invalid for {_EMPTY_SELECTOR[kind]}")
+            shown = _selector_json(selector)  # omitempty: an empty selector prints {}
+            self._add(path, f"Invalid value: {shown}: empty selector is invalid for {_EMPTY_SELECTOR[kind]}")
         if not _as_selector(selector):
             if kind == "DaemonSet":
                 return True
-            self.invalid(path, selector, "" if kind == "StatefulSet" else "invalid label selector")
+            detail = "" if kind == "StatefulSet" else ": invalid label selector"
+            self._add(path, f"Invalid value: {_selector_json(selector)}{detail}")
             return False
         metadata = _map(_map(spec.get("template")).get("metadata"))
-        labels = _map(metadata.get("labels"))
+        written = metadata.get("labels")
+        labels = _map(written)
         empty = not _map(selector.get("matchLabels")) and not selector.get("matchExpressions")
         if empty and kind != "DaemonSet":
             return True
         if not _matches(selector, labels):
             where = (*template, "metadata", "labels")
+            shown = _go_json(dict(labels)) if isinstance(written, Mapping) else "null"  # a nil map
             self._add(
                 where,
-                f"Invalid value: {_json(labels)}: `selector` does not match template `labels`",
+                f"Invalid value: {shown}: `selector` does not match template `labels`",
                 at=format_path(where),
             )
         return True
@@ -213,13 +217,15 @@ class AppsValidator(FieldValidator):
         """``ValidatePodTemplateSpecForRC``: the selector (a label map, defaulting to the
         template's labels: ``SetDefaults_ReplicationController``) matches the template's labels.
         Without either it is a fragment (see :meth:`workload_selector`)."""
-        labels = _map(_map(_map(spec.get("template")).get("metadata")).get("labels"))
+        written = _map(_map(spec.get("template")).get("metadata")).get("labels")
+        labels = _map(written)
         selector = _map(spec.get("selector")) or labels
         if selector and any(labels.get(key) != value for key, value in selector.items()):
             where = ("spec", "template", "metadata", "labels")
+            shown = _go_json(dict(labels)) if isinstance(written, Mapping) else "null"
             self._add(
                 where,
-                f"Invalid value: {_json(labels)}: `selector` does not match template `labels`",
+                f"Invalid value: {shown}: `selector` does not match template `labels`",
                 at=format_path(where),
             )
 
@@ -243,10 +249,3 @@ class AppsValidator(FieldValidator):
         elif kind == "DaemonSet":
             self.daemonset_strategy(spec.get("updateStrategy"), ("spec", "updateStrategy"))
         return template
-
-
-def _json(value: Any) -> str:
-    """A Go map as field.Error prints it from 1.34 (JSON, keys sorted)."""
-    import json
-
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

@@ -3,13 +3,19 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from kaffinity.load.source import DataPath, format_path
-from kaffinity.validate.apiserver.fields import API_VALIDATION, FieldValidator, Target, _quote
+from kaffinity.validate.apiserver.fields import (
+    API_VALIDATION,
+    FieldValidator,
+    Target,
+    _go_json,
+    _quote,
+    _selector_json,
+)
 
 #: From 1.34 field.Error prints a value that is no string or number as JSON (kubernetes#132314,
 #: "Nicer value rendering in API errors"); before, with ``%#v``.
@@ -24,34 +30,6 @@ def _int_or_string(value: int | str, minor: int) -> str:
     if isinstance(value, str):
         return f"intstr.IntOrString{{Type:1, IntVal:0, StrVal:{_quote(value)}}}"
     return f'intstr.IntOrString{{Type:0, IntVal:{value}, StrVal:""}}'
-
-
-def _go_json(value: Any) -> str:
-    """``json.Marshal``: compact, map keys sorted, no HTML escaping needed here."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
-def _selector_json(selector: Any) -> str:
-    """A metav1.LabelSelector as json.Marshal writes it (fields in struct order, empty ones left
-    out: ``omitempty``), or null."""
-    if not isinstance(selector, Mapping):
-        return "null"
-    parts = []
-    labels = selector.get("matchLabels")
-    if isinstance(labels, Mapping) and labels:
-        parts.append(f'"matchLabels":{_go_json(dict(labels))}')
-    expressions = selector.get("matchExpressions")
-    if isinstance(expressions, list) and expressions:
-        items = []
-        for item in expressions:
-            requirement = item if isinstance(item, Mapping) else {}
-            fields = [f'"key":{_go_json(requirement.get("key") or "")}']
-            fields.append(f'"operator":{_go_json(requirement.get("operator") or "")}')
-            if requirement.get("values"):
-                fields.append(f'"values":{_go_json(list(requirement["values"]))}')
-            items.append("{" + ",".join(fields) + "}")
-        parts.append(f'"matchExpressions":[{",".join(items)}]')
-    return "{" + ",".join(parts) + "}"
 
 
 def _spec(spec: Mapping[str, Any], minor: int) -> str:
