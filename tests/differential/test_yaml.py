@@ -256,11 +256,16 @@ def compare_stream(oracle: Oracle, text: str) -> None:
         known("yaml", "duplicate-keys")
 
 
+#: kaffinity's refusals of what JSON cannot hold (a null key, NaN, an infinity).
+_NOT_JSON = ("a null key", "is not a number JSON can hold")
+
+
 def _known_refusal(text: str, answer: dict[str, Any]) -> bool:
-    """kaffinity refuses a null key that a later duplicate key replaces (kubectl reads it)."""
+    """kaffinity refuses a value JSON cannot hold that a later duplicate key replaces (kubectl,
+    converting only what is left, reads it)."""
     _, problem, _ = documents_data(decode(text.encode()))
-    if problem is not None and problem.message.startswith("a null key") and answer["ok"]:
-        known("yaml", "null-key-replaced")
+    if problem is not None and answer["ok"] and any(words in problem.message for words in _NOT_JSON):
+        known("yaml", "refused-value-replaced")
         return True
     return False
 
@@ -279,6 +284,8 @@ _NON_SPECIFIC = re.compile(r"(?:^|[\s\[{,:-])!\s")
 @example(text="a: !!binary YWJj=\n")  # excess base64 padding: Go refuses it
 @example(text="a: !!binary 0+2B\n")  # invalid UTF-8: one U+FFFD per byte, as Go's JSON
 @example(text="a: !!null yes\n")  # an explicit tag checks the type of the plain reading
+@example(text="a:\n  ~: x\na: y\n")  # documented: refused-value-replaced
+@example(text="a: .inf\na: yes\n")  # documented: refused-value-replaced
 def test_streams_read_as_kubectl_reads_them(oracle: Oracle, text: str) -> None:
     compare_stream(oracle, text)
 
