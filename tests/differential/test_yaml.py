@@ -271,7 +271,7 @@ def _known_refusal(text: str, answer: dict[str, Any]) -> bool:
 
 
 #: A scalar tagged with the non-specific tag `!` (see differences.yaml, yaml/non-specific-tag).
-_NON_SPECIFIC = re.compile(r"(?:^|[\s\[{,:-])!\s")
+_NON_SPECIFIC = re.compile(r"(?:^|[\s\[{,:\-\ufeff])!\s", re.M)
 
 
 @SETTINGS
@@ -286,6 +286,7 @@ _NON_SPECIFIC = re.compile(r"(?:^|[\s\[{,:-])!\s")
 @example(text="a: !!null yes\n")  # an explicit tag checks the type of the plain reading
 @example(text="a:\n  ~: x\na: y\n")  # documented: refused-value-replaced
 @example(text="a: .inf\na: yes\n")  # documented: refused-value-replaced
+@example(text="\ufeff! yes\r\n")  # documented: non-specific-tag
 def test_streams_read_as_kubectl_reads_them(oracle: Oracle, text: str) -> None:
     compare_stream(oracle, text)
 
