@@ -50,6 +50,7 @@ from typing import Any
 import pytest
 
 from kaffinity.load.parse import decode, parse, parse_data
+from kaffinity.load.parse.reader import documents_data
 from kaffinity.load.source import locate
 from tests.kit import check, keys, lint_text, position, run
 
@@ -223,7 +224,9 @@ GO_YAML_V2 = [
     ("unmarshalTests:408", "v: !!float 0", VALUE, '{"v":0}'),
     ("unmarshalTests:411", "v: !!float -1", VALUE, '{"v":-1}'),
     ("unmarshalTests:414", "v: !!null ''", VALUE, '{"v":null}'),
-    ("unmarshalTests:417", "%TAG !y! tag:yaml.org,2002:\n---\nv: !y!int '1'", VALUE, '{"v":1}'),
+    # YAMLToJSON reads it as {"v":1}, but kubectl splits the stream first and the %TAG line
+    # is a part of its own, which go-yaml refuses (the oracle's yamlstream op; issue 35).
+    ("unmarshalTests:417", "%TAG !y! tag:yaml.org,2002:\n---\nv: !y!int '1'", REFUSED, None),
     ("unmarshalTests:423", "v: ! test", VALUE, '{"v":"test"}'),
     ("unmarshalTests:429", "a: &x 1\nb: &y 2\nc: *x\nd: *y\n", VALUE, '{"a":1,"b":2,"c":1,"d":2}'),
     ("unmarshalTests:432", "a: &a {c: 1}\nb: *a", VALUE, '{"a":{"c":1},"b":{"c":1}}'),
@@ -610,7 +613,7 @@ def test_tables_cover_what_they_say() -> None:
     """The transcription is whole: as many cases as the extraction found, of each kind."""
     kinds = [row[2] for row in (*GO_YAML_V2, *SIGS_K8S_YAML, *EDGES)]
     assert (len(GO_YAML_V2), len(SIGS_K8S_YAML), len(EDGES)) == (150, 20, 120)
-    assert (kinds.count(VALUE), kinds.count(DUPLICATE), kinds.count(REFUSED)) == (242, 7, 41)
+    assert (kinds.count(VALUE), kinds.count(DUPLICATE), kinds.count(REFUSED)) == (241, 7, 42)
 
 
 # -- positions: what is read again keeps every line and column -----------------------------------
@@ -851,3 +854,65 @@ def test_readings_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     value, problem = parse_data(text)
     assert problem is None
     assert value["k3"] == ["a:3"]
+
+
+# -- what the oracle found (tests/differential/test_yaml.py, issue 35) ------------------------------
+#
+# Each case: a file, the values of its documents as kubectl sends them, and the parse-error
+# kaffinity reports (line, column) where kubectl refuses the file (the oracle's yamlstream op:
+# k8s.io/apimachinery YAMLReader splitting, sigs.k8s.io/yaml on each part).
+ORACLE_CASES = [
+    # YAMLReader.Read: only a comment may follow `---` ("invalid Yaml document separator: |")
+    # (the part it ends is refused with it: YAMLReader returns the error, not the part)
+    ("separator-content", "a: 1\n--- |\n  text\n", [], (2, 5)),
+    ("separator-dashes", "a: 0\n---\na: 1\n----\nb: 2\n", [{"a": 0}], (4, 4)),
+    ("separator-comment", "a: 1\n--- # next\nb: 2\n", [{"a": 1}, {"b": 2}], None),
+    # go-yaml's parser: `...` with no document before it in the part ("did not find expected node content")
+    ("document-end-alone", "a: 1\n---\n\n...\n", [{"a": 1}], (4, 1)),
+    ("document-end-after-marker", "---\n...\n", [], None),
+    # go-yaml decodes the first document of a part: what follows `...` up to `---` is not read
+    ("after-document-end", "yes\n...\n- a\n- b\n", [True], None),
+    ("after-document-end-then-part", "a: 1\n...\nb: 2\n---\nc: 3\n", [{"a": 1}, {"c": 3}], None),
+    # a directive is a part of its own for kubectl ("did not find expected <document start>")
+    ("directive", "%YAML 1.1\n---\na: 1\n", [], (1, 1)),
+    # a block scalar at the end of input without a line break ends with one for go-yaml
+    ("block-scalar-at-end", "a: |\n  one", [{"a": "one\n"}], None),
+    ("block-scalar-keep-at-end", "a: >+\n  one\n\n  ", [{"a": "one\n\n\n"}], None),
+    ("block-scalar-strip-at-end", "a: |-\n  one", [{"a": "one"}], None),
+    # base64.StdEncoding refuses excess padding
+    ("binary-excess-padding", "a: !!binary YWJj=\n", [], (1, 4)),
+    # each invalid UTF-8 byte of a !!binary value is one U+FFFD in Go's JSON
+    ("binary-invalid-utf8", "a: !!binary 0+2B\n", [{"a": "\ufffd\ufffd\ufffd"}], None),
+    # an explicit tag resolves the text as a plain scalar and checks its type (resolve.go)
+    ("null-tag-of-bool", "a: !!null yes\n", [], (1, 4)),
+    ("bool-tag-quoted", "a: !!bool 'yes'\n", [{"a": True}], None),
+    ("float-tag-of-int", "a: !!float 1\n", [{"a": 1.0}], None),
+    ("int-tag-of-float", "a: !!int 1.5\n", [], (1, 4)),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "values", "refused"), [case[1:] for case in ORACLE_CASES], ids=[case[0] for case in ORACLE_CASES]
+)
+def test_read_as_kubectl_splits_and_reads(
+    text: str, values: list[Any], refused: tuple[int, int] | None
+) -> None:
+    source = parse("f.yaml", text)
+    read, problem, _ = documents_data(text)
+    assert [_plain(value) for value in read] == values
+    assert all(_same(_plain(a), b) for a, b in zip(read, values, strict=True))
+    if refused is None:
+        assert problem is None and not source.problems, (problem, source.problems)
+    else:
+        assert problem is not None
+        (found,) = source.problems
+        assert found.rule == "parse-error"
+        assert found.span is not None and (found.span.line, found.span.column) == refused
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value

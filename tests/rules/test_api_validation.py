@@ -201,7 +201,7 @@ def test_required_node_affinity_values_are_not_checked_before_1_33(version: str)
 
 
 @pytest.mark.parametrize("version", ["1.32", "1.33", "1.37"])
-def test_preferred_node_affinity_values_are_never_checked(version: str) -> None:
+def test_preferred_node_affinity_values_are_never_refused(version: str) -> None:
     text = deployment(
         """\
         affinity:
@@ -213,7 +213,15 @@ def test_preferred_node_affinity_values_are_never_checked(version: str) -> None:
                     - {key: example.com/cores, operator: Gt, values: ["-5"]}
         """
     )
-    check_schema(text, kube_version=version)
+    if version == "1.32":
+        check_schema(text, kube_version=version)
+        return
+    # from 1.33 (kubernetes#128212) they get a warning (GetWarningsForNodeSelectorTerm with
+    # checkLabelValue; found by the oracle, issue 35)
+    finding = only(lint_schema(text, kube_version=version))
+    path = f"{TEMPLATE}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+    assert_at(finding, "api-warning", text, '"-5"', f"{path}.preference.matchExpressions[0].values[0]")
+    assert finding.message.startswith(f"{path}.preference.matchExpressions[0].values[0]: -5 is invalid, ")
 
 
 def test_node_affinity_gt_takes_exactly_one_value() -> None:
@@ -308,3 +316,239 @@ def test_toleration_equal_value_is_reported_on_the_operator() -> None:
     text = toleration("Equal", '"-x-"')
     finding = only(lint_schema(text))
     assert_at(finding, "api-validation", text, "operator:", "spec.tolerations[0].operator")
+
+
+# -- what the oracle found (tests/differential/test_validate.py, issue 35) -----------------------
+#
+# Each case is kube-apiserver 1.37's answer (the oracle's validate op: the kind's registry
+# strategy), asserted here without the oracle: the finding's place and the field it names.
+
+DAEMONSET = """\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: c, image: i}]
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate:
+"""
+ROLLING = "spec.updateStrategy.rollingUpdate"
+
+
+@pytest.mark.parametrize(
+    ("rolling", "needle", "path", "reason"),
+    [
+        # ValidateRollingUpdateDaemonSet: exactly one of the two is non-zero
+        ("maxSurge: 1\n      maxUnavailable: 1", "maxSurge", f"{ROLLING}.maxSurge", "Invalid value"),
+        # maxUnavailable defaults to 1 (SetDefaults_DaemonSet): maxSurge alone is refused
+        ("maxSurge: 25%", "maxSurge", f"{ROLLING}.maxSurge", "Invalid value"),
+        (
+            "maxSurge: 0\n      maxUnavailable: 0",
+            "maxUnavailable",
+            f"{ROLLING}.maxUnavailable",
+            "Required value",
+        ),
+        (
+            "maxSurge: 0\n      maxUnavailable: 150%",
+            "maxUnavailable",
+            f"{ROLLING}.maxUnavailable",
+            "Invalid value",
+        ),
+        ("maxSurge: 1\n      maxUnavailable: 0%", None, None, None),
+    ],
+)
+def test_daemonset_rolling_update(
+    rolling: str, needle: str | None, path: str | None, reason: str | None
+) -> None:
+    text = DAEMONSET + f"      {rolling}\n"
+    if needle is None:
+        check_schema(text)
+        return
+    finding = only(lint_schema(text))
+    assert_at(finding, "api-validation", text, f"{needle}:", path, at=needle)
+    assert finding.message.startswith(reason)
+
+
+STRATEGY = "spec.strategy.rollingUpdate"
+
+
+def _deployment_strategy(strategy: str) -> str:
+    return deployment("").replace("spec:\n  selector:", f"spec:\n  strategy: {strategy}\n  selector:", 1)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "needle", "path", "reason"),
+    [
+        # ValidateRollingUpdateDeployment: both zero
+        ("{rollingUpdate: {maxSurge: 0, maxUnavailable: 0%}}", "maxUnavailable", f"{STRATEGY}.maxUnavailable",
+         "Invalid value"),
+        # ValidateDeploymentStrategy: Recreate takes no rollingUpdate
+        ("{type: Recreate, rollingUpdate: {}}", "rollingUpdate", STRATEGY, "Forbidden"),
+        # IsNotMoreThan100Percent: maxUnavailable only
+        ("{rollingUpdate: {maxUnavailable: 101%}}", "maxUnavailable", f"{STRATEGY}.maxUnavailable",
+         "Invalid value"),
+    ],
+)  # fmt: skip
+def test_deployment_rolling_update(strategy: str, needle: str, path: str, reason: str) -> None:
+    text = _deployment_strategy(strategy)
+    finding = only(lint_schema(text))
+    assert_at(finding, "api-validation", text, needle, path)
+    assert finding.message.startswith(reason)
+
+
+def test_deployment_surge_over_100_percent_is_accepted() -> None:
+    check_schema(_deployment_strategy("{rollingUpdate: {maxSurge: 200%}}"))
+
+
+def test_selector_that_does_not_match_the_template_labels() -> None:
+    # ValidatePodTemplateSpecForReplicaSet, at the template's labels
+    text = deployment("", labels="{app: api}")
+    finding = only(lint_schema(text))
+    assert_at(
+        finding, "api-validation", text, "labels: {app: api}", "spec.template.metadata.labels", at="labels"
+    )
+    assert finding.message == 'Invalid value: {"app":"api"}: `selector` does not match template `labels`'
+
+
+def test_empty_selector_of_a_deployment() -> None:
+    text = deployment("").replace("selector: {matchLabels: {app: web}}", "selector: {}")
+    finding = only(lint_schema(text))
+    assert_at(finding, "api-validation", text, "selector", "spec.selector")
+    assert finding.message.endswith("empty selector is invalid for deployment")
+
+
+def test_empty_selector_of_a_daemonset() -> None:
+    # ValidateDaemonSetSpec: refused as empty; it matches every label set, so no mismatch
+    text = DAEMONSET.replace("selector: {matchLabels: {app: agent}}", "selector: {}").replace(
+        "  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n", ""
+    )
+    finding = only(lint_schema(text))
+    assert_at(finding, "api-validation", text, "selector", "spec.selector")
+    assert finding.message.endswith("empty selector is invalid for daemonset")
+
+
+def test_invalid_selector_leaves_the_template_unvalidated() -> None:
+    # ValidateDeploymentSpec validates the template only when LabelSelectorAsSelector accepts the
+    # selector: a bad toleration is not reported with it
+    text = deployment("tolerations: [{key: a, operator: Exists, value: x}]").replace(
+        "selector: {matchLabels: {app: web}}", "selector: {matchLabels: {-app: web}}"
+    )
+    result = lint_schema(text)
+    assert sorted(f.path for f in findings(result, "api-validation")) == [
+        "spec.selector",
+        "spec.selector.matchLabels",
+    ]
+
+
+def test_template_label_errors_name_the_template_labels() -> None:
+    # ValidatePodTemplateSpec: fldPath.Child("labels"), without "metadata"
+    text = deployment("", labels="{app: web, tier: -x}")
+    finding = only(lint_schema(text))
+    assert_at(finding, "api-validation", text, "tier: -x", "spec.template.labels")
+
+
+def test_replication_controller_selector_must_match() -> None:
+    text = """\
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  template:
+    metadata:
+      labels: {app: api}
+    spec:
+      containers: [{name: c, image: i}]
+"""
+    finding = only(lint_schema(text))
+    assert_at(
+        finding, "api-validation", text, "labels: {app: api}", "spec.template.metadata.labels", at="labels"
+    )
+
+
+RESOURCES = f"{TEMPLATE}.containers[0].resources"
+
+
+def _resources(resources: str) -> str:
+    return deployment("").replace(
+        "containers: [{name: c, image: i}]", f"containers: [{{name: c, image: i, resources: {resources}}}]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("resources", "path", "message"),
+    [
+        # validateResourceRequirements: at the requests map, not the key
+        ("{requests: {memory: 300Mi}, limits: {memory: 250Mi}}", f"{RESOURCES}.requests",
+         'Invalid value: "300Mi": must be less than or equal to memory limit of 250Mi'),
+        # an extended resource cannot be overcommitted: its request equals its limit...
+        ("{requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 2}}", f"{RESOURCES}.requests",
+         'Invalid value: "1": must be equal to nvidia.com/gpu limit of 2'),
+        # ... and needs one (a template's requests do not default to its limits)
+        ("{requests: {nvidia.com/gpu: 1}}", f"{RESOURCES}.limits",
+         "Required value: Limit must be set for non overcommitable resources"),
+        # ValidateResourceQuantityValue
+        ("{requests: {cpu: -1}}", f"{RESOURCES}.requests[cpu]",
+         'Invalid value: "-1": must be greater than or equal to 0'),
+        ("{limits: {nvidia.com/gpu: 500m}}", f"{RESOURCES}.limits[nvidia.com/gpu]",
+         'Invalid value: "500m": must be an integer'),
+    ],
+)  # fmt: skip
+def test_container_resource_requirements(resources: str, path: str, message: str) -> None:
+    text = _resources(resources)
+    finding = only(lint_schema(text))
+    assert finding.rule == "api-validation"
+    assert (finding.path, finding.message) == (path, message)
+    assert finding.line == position(text, "resources")[0]
+
+
+def test_a_pod_requests_default_to_its_limits() -> None:
+    # SetDefaults_Pod (not a template): the GPU request is the limit
+    check_schema(
+        pod("").replace(
+            "containers: [{name: c, image: i}]",
+            "containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}]",
+        )
+    )
+
+
+BUDGET = """\
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec:
+  minAvailable: 50%
+  maxUnavailable: 150%
+  selector: {matchLabels: {app: web}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("version", "spec", "percent"),
+    [
+        (
+            "1.33",
+            "policy.PodDisruptionBudgetSpec{...}",
+            'intstr.IntOrString{Type:1, IntVal:0, StrVal:"150%"}',
+        ),
+        # from 1.34 field.Error prints such values as JSON (kubernetes#132314): the oracle's words
+        (
+            "1.37",
+            '{"MinAvailable":"50%","Selector":{"matchLabels":{"app":"web"}},"MaxUnavailable":"150%",'
+            '"UnhealthyPodEvictionPolicy":null}',
+            '"150%"',
+        ),
+    ],
+)
+def test_budget_values_in_the_words_of_the_version(version: str, spec: str, percent: str) -> None:
+    result = lint_schema(BUDGET, kube_version=version)
+    messages = {f.path: f.message for f in findings(result, "api-validation")}
+    assert messages == {
+        "spec": f"Invalid value: {spec}: minAvailable and maxUnavailable cannot be both set",
+        "spec.maxUnavailable": f"Invalid value: {percent}: must not be greater than 100%",
+    }

@@ -131,3 +131,30 @@ def test_deprecated_label_as_pod_affinity_topology_key_is_no_warning() -> None:
         ANTI_POD_SPEC.replace("kubernetes.io/hostname", "failure-domain.beta.kubernetes.io/zone")
     )
     check_schema(text)
+
+
+def test_preferred_node_affinity_value_that_is_no_label_value() -> None:
+    # pkg/api/node/util.go GetWarningsForNodeSelectorTerm(checkLabelValue: true) on preferred
+    # terms (required terms refuse it): found by the oracle (tests/differential/test_validate.py)
+    text = pod(
+        """\
+        affinity:
+          nodeAffinity:
+            preferredDuringSchedulingIgnoredDuringExecution:
+              - weight: 1
+                preference:
+                  matchExpressions: [{key: app, operator: In, values: [x y]}]
+        """
+    )
+    finding = only(lint_schema(text))
+    path = (
+        "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+        ".preference.matchExpressions[0].values[0]"
+    )
+    assert_at(finding, "api-warning", text, "x y", path)
+    assert finding.message == (
+        f"{path}: x y is invalid, a valid label must be an empty string or consist of alphanumeric "
+        "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
+        "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+    )

@@ -5,8 +5,8 @@ limits (nesting, alias nodes, go-yaml's "excessive aliasing")."""
 
 from __future__ import annotations
 
-import base64
 import binascii
+import codecs
 import re
 import warnings
 from array import array
@@ -43,6 +43,22 @@ _HELM_IN_VALUE = re.compile(
     r"\{\{-?\s*(?:\.Values\b|\.Release\b|\.Chart\b|\.Capabilities\b|\.Files\b|\$\.Values\b"
     r"|include\s|tpl\s|toYaml\s)"
 )
+
+
+def _replace_one_byte(error: UnicodeError) -> tuple[str, int]:
+    """Invalid UTF-8 as Go's encoding/json writes it: each invalid byte is one U+FFFD
+    (``utf8.DecodeRuneInString`` gives RuneError of width 1), where Python's ``replace``
+    replaces a truncated sequence as a whole."""
+    assert isinstance(error, UnicodeDecodeError)
+    return "\ufffd", error.start + 1
+
+
+_GO_REPLACE = "kaffinity-go-replace"
+codecs.register_error(_GO_REPLACE, _replace_one_byte)
+
+#: The explicit tags whose scalars go-yaml resolves as plain scalars, then checks the type of.
+_TYPED = frozenset("tag:yaml.org,2002:" + name for name in ("null", "bool", "int", "float"))
+_TYPE_TAGS = {type(None): "null", bool: "bool", int: "int", float: "float"}
 
 
 class _Builder:
@@ -84,13 +100,20 @@ class _Builder:
                 # go-yaml decodes with base64.StdEncoding.DecodeString (v2.4.0 decode.go,
                 # ``scalar``): padding required, line breaks skipped, nothing else; the bytes
                 # become a Go string, then a JSON string (invalid UTF-8 replaced).
+                # Go's decoder refuses excess padding (`YWJj=`), which Python's strict mode
+                # accepts; a whole number of 4-character quanta is what it reads.
+                encoded = value.replace("\r", "").replace("\n", "")
                 try:
-                    data = base64.b64decode(value.replace("\r", "").replace("\n", ""), validate=True)
+                    if len(encoded) % 4:
+                        raise ValueError(encoded)
+                    data = binascii.a2b_base64(encoded, strict_mode=True)
                 except (binascii.Error, ValueError):
                     raise LoadError(
                         "!!binary value contains invalid base64 data", _span(node.start_mark)
                     ) from None
-                return data.decode("utf-8", "replace")
+                return data.decode("utf-8", _GO_REPLACE)
+            if tag in _TYPED:
+                return self._typed(node, tag, value)
             # ruamel's constructors raise plain ValueError/KeyError on `!!int x`, `!!bool x`
             # (not a YAMLError) and warn on stderr for `!!float 1e3`: both are bad input, so
             # they become this file's one-line parse error, and the warning is silenced.
@@ -105,7 +128,7 @@ class _Builder:
             if isinstance(constructed, bytes):
                 # `!!binary`: go-yaml decodes the base64 into a Go string, which becomes a JSON
                 # string (invalid UTF-8 replaced) on its way to the API server.
-                return constructed.decode("utf-8", "replace")
+                return constructed.decode("utf-8", _GO_REPLACE)
             if not isinstance(constructed, (str, int, float, type(None))):
                 return value  # `!!timestamp` (a date): JSON has no such type, the text stays
             if constructed.__class__ is float and constructed - constructed != 0.0:
@@ -116,6 +139,22 @@ class _Builder:
         if "{{" in value and self.template is None and _HELM_IN_VALUE.search(value):
             self.template = _span(node.start_mark)
         resolved = resolve_plain(value)
+        if resolved.__class__ is float and resolved - resolved != 0.0:
+            raise _not_json(resolved, value, _span(node.start_mark))
+        return resolved
+
+    def _typed(self, node: Any, tag: str, value: str) -> Any:
+        """A scalar with an explicit ``!!null``, ``!!bool``, ``!!int`` or ``!!float`` tag, quoted
+        or not: go-yaml v2 (resolve.go, ``resolve``) resolves its text as a plain scalar and
+        refuses a value of another type ("cannot decode !!bool `yes` as a !!null"), except an
+        integer tagged ``!!float``, which becomes a float."""
+        resolved = resolve_plain(value)
+        found = _TYPE_TAGS.get(resolved.__class__, "str")
+        wanted = tag.rsplit(":", 1)[-1]
+        if found == "int" and wanted == "float":
+            resolved = float(resolved)
+        elif found != wanted:
+            raise LoadError(f"cannot decode !!{found} `{value}` as a !!{wanted}", _span(node.start_mark))
         if resolved.__class__ is float and resolved - resolved != 0.0:
             raise _not_json(resolved, value, _span(node.start_mark))
         return resolved

@@ -40,6 +40,19 @@ class AffinityValidator(FieldValidator):
             if isinstance(preference, Mapping):
                 self.node_selector_term(preference, (*here, "preference"), required=False)
 
+    def node_values(self, values: Any, here: DataPath, required: bool) -> None:
+        """Values of required terms are label values from 1.33 (kubernetes#128212); preferred
+        terms' values that are not get a warning instead (pkg/api/node/util.go
+        ``GetWarningsForNodeSelectorTerm`` with ``checkLabelValue``; found by the oracle, issue 35)."""
+        if self.target.minor < 33:
+            return
+        for k, value in _strings(values):
+            for detail in label_value(value):
+                if required:
+                    self.invalid((*here, "values", k), value, detail)
+                else:
+                    self.warn((*here, "values", k), f"{value} is invalid, {detail}")
+
     def node_selector_term(self, term: Mapping[str, Any], path: DataPath, required: bool) -> None:
         if not self.once(term, required):
             return
@@ -51,12 +64,7 @@ class AffinityValidator(FieldValidator):
             if key is not None:
                 self.label_name(key, (*here, "key"))
                 self.deprecated_label(key, (*here, "key"))
-            # Values of required terms are label values from 1.33 (kubernetes#128212); preferred
-            # terms always skip the check.
-            if required and self.target.minor >= 33:
-                for k, value in _strings(values):
-                    for detail in label_value(value):
-                        self.invalid((*here, "values", k), value, detail)
+            self.node_values(values, here, required)
         for j, requirement in _items(term.get("matchFields")):
             here = (*path, "matchFields", j)
             operator, values = requirement.get("operator"), requirement.get("values")

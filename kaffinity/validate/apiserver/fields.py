@@ -111,6 +111,34 @@ def _quote(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _go_json(value: Any) -> str:
+    """``json.Marshal``: compact, map keys sorted, no HTML escaping needed here."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _selector_json(selector: Any) -> str:
+    """A metav1.LabelSelector as json.Marshal writes it (fields in struct order, empty ones left
+    out: ``omitempty``), or null."""
+    if not isinstance(selector, Mapping):
+        return "null"
+    parts = []
+    labels = selector.get("matchLabels")
+    if isinstance(labels, Mapping) and labels:
+        parts.append(f'"matchLabels":{_go_json(dict(labels))}')
+    expressions = selector.get("matchExpressions")
+    if isinstance(expressions, list) and expressions:
+        items = []
+        for item in expressions:
+            requirement = item if isinstance(item, Mapping) else {}
+            fields = [f'"key":{_go_json(requirement.get("key") or "")}']
+            fields.append(f'"operator":{_go_json(requirement.get("operator") or "")}')
+            if requirement.get("values"):
+                fields.append(f'"values":{_go_json(list(requirement["values"]))}')
+            items.append("{" + ",".join(fields) + "}")
+        parts.append(f'"matchExpressions":[{",".join(items)}]')
+    return "{" + ",".join(parts) + "}"
+
+
 class FieldValidator:
     """The state of one object's validation (its target, whether it is a Pod being created and
     its labels, the problems found) and what every part of it uses. Each part of the pod spec
@@ -163,11 +191,11 @@ class FieldValidator:
         for detail in qualified_name(key):
             self.invalid(path, key, detail, at)
 
-    def labels(self, labels: Any, path: DataPath) -> None:
-        """``ValidateLabels``: errors name the map itself, not the key."""
+    def labels(self, labels: Any, path: DataPath, at: str | None = None) -> None:
+        """``ValidateLabels``: errors name the map itself (or ``at``), not the key."""
         if not isinstance(labels, Mapping):
             return
-        at = format_path(path)
+        at = at if at is not None else format_path(path)
         for key, value in labels.items():
             self.label_name(key, (*path, key), at)
             if isinstance(value, str):

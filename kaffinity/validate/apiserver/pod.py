@@ -13,6 +13,7 @@ from kaffinity.k8s.model.kinds import pod_template_path
 from kaffinity.k8s.model.readers import dig
 from kaffinity.load.source import DataPath, format_path
 from kaffinity.validate.apiserver.affinity import AffinityValidator
+from kaffinity.validate.apiserver.apps import AppsValidator
 from kaffinity.validate.apiserver.fields import (
     API_WARNING,
     DEPRECATED_NODE_LABELS,
@@ -22,6 +23,7 @@ from kaffinity.validate.apiserver.fields import (
     _map,
 )
 from kaffinity.validate.apiserver.policy import BudgetValidator
+from kaffinity.validate.apiserver.resources import ResourceValidator
 from kaffinity.validate.apiserver.spread import SpreadValidator
 from kaffinity.validate.apiserver.tolerations import TolerationValidator
 
@@ -54,20 +56,33 @@ def validate(
         return []
     template = dig(data, base)
     if not isinstance(template, Mapping):
-        return []
+        return []  # a fragment (a patch, an assertion): nothing to create
+    if not validator.apps(data):
+        # The template is not validated, but a quantity that does not decode refuses the object
+        # before validation runs.
+        spec = template.get("spec")
+        if isinstance(spec, Mapping):
+            validator.quantities(spec, (*base, "spec"))
+        return validator.problems
     metadata = template.get("metadata")
     labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
     validator.pod_labels = (
         {k: v for k, v in labels.items() if isinstance(v, str)} if isinstance(labels, Mapping) else {}
     )
-    validator.labels(labels, (*base, "metadata", "labels"))
+    # ValidatePodTemplateSpec names a template's labels `<template>.labels` (no `metadata`);
+    # a Pod's are its ObjectMeta's, `metadata.labels`
+    validator.labels(
+        labels, (*base, "metadata", "labels"), at=format_path((*base, "labels")) if base else None
+    )
     spec = template.get("spec")
     if isinstance(spec, Mapping):
         validator.pod_spec(spec, (*base, "spec"))
     return validator.problems
 
 
-class PodValidator(AffinityValidator, TolerationValidator, SpreadValidator, BudgetValidator):
+class PodValidator(
+    AffinityValidator, TolerationValidator, SpreadValidator, BudgetValidator, AppsValidator, ResourceValidator
+):
     """Everything kube-apiserver validates of an object's scheduling fields."""
 
     def pod_spec(self, spec: Mapping[str, Any], path: DataPath) -> None:
@@ -81,6 +96,8 @@ class PodValidator(AffinityValidator, TolerationValidator, SpreadValidator, Budg
         self.tolerations(spec.get("tolerations"), (*path, "tolerations"))
         self.spread_constraints(spec.get("topologySpreadConstraints"), (*path, "topologySpreadConstraints"))
         self.quantities(spec, path)
+        # a Pod's spec is at `spec`; a template's deeper (only a Pod's requests default to limits)
+        self.container_resources(spec, path, pod=path == ("spec",))
 
     def quantities(self, spec: Mapping[str, Any], path: DataPath) -> None:
         """Resource quantities kube-apiserver cannot decode: ``resource.Quantity.UnmarshalJSON``

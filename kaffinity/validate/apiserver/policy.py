@@ -8,14 +8,45 @@ from collections.abc import Mapping
 from typing import Any
 
 from kaffinity.load.source import DataPath, format_path
-from kaffinity.validate.apiserver.fields import API_VALIDATION, FieldValidator, Target, _quote
+from kaffinity.validate.apiserver.fields import (
+    API_VALIDATION,
+    FieldValidator,
+    Target,
+    _go_json,
+    _quote,
+    _selector_json,
+)
+
+#: From 1.34 field.Error prints a value that is no string or number as JSON (kubernetes#132314,
+#: "Nicer value rendering in API errors"); before, with ``%#v``.
+_JSON_VALUES = 34
 
 
-def _int_or_string(value: int | str) -> str:
-    """An ``intstr.IntOrString`` as field.Error prints it (``%#v``: a value, not a Stringer)."""
+def _int_or_string(value: int | str, minor: int) -> str:
+    """An ``intstr.IntOrString`` as field.Error prints it: JSON from 1.34 (``"150%"``), Go's
+    ``%#v`` before (a value, not a Stringer)."""
+    if minor >= _JSON_VALUES:
+        return _go_json(value)
     if isinstance(value, str):
         return f"intstr.IntOrString{{Type:1, IntVal:0, StrVal:{_quote(value)}}}"
     return f'intstr.IntOrString{{Type:0, IntVal:{value}, StrVal:""}}'
+
+
+def _spec(spec: Mapping[str, Any], minor: int) -> str:
+    """The internal policy.PodDisruptionBudgetSpec as field.Invalid prints it."""
+    if minor < _JSON_VALUES:
+        return "policy.PodDisruptionBudgetSpec{...}"
+    fields = (
+        ("MinAvailable", spec.get("minAvailable")),
+        ("Selector", None),
+        ("MaxUnavailable", spec.get("maxUnavailable")),
+        ("UnhealthyPodEvictionPolicy", spec.get("unhealthyPodEvictionPolicy")),
+    )
+    shown = [
+        f'"{name}":{_selector_json(spec.get("selector")) if name == "Selector" else _go_json(value)}'
+        for name, value in fields
+    ]
+    return "{" + ",".join(shown) + "}"
 
 
 #: ``validation.IsValidPercent`` (k8s.io/apimachinery/pkg/util/validation), with RegexError's words.
@@ -38,7 +69,7 @@ class BudgetValidator(FieldValidator):
             # field.Invalid(fldPath, spec, ...): Go prints the whole struct, pointers and all.
             self._add(
                 (*path, "maxUnavailable"),
-                "Invalid value: policy.PodDisruptionBudgetSpec{...}: minAvailable and maxUnavailable cannot "
+                f"Invalid value: {_spec(spec, self.target.minor)}: minAvailable and maxUnavailable cannot "
                 "be both set",
                 at=format_path(path),
             )
@@ -54,9 +85,12 @@ class BudgetValidator(FieldValidator):
                 self.invalid(path, value, "must be greater than or equal to 0")
             return
         if not _PERCENT.fullmatch(value):
-            self._add(path, f"Invalid value: {_int_or_string(value)}: {_PERCENT_MESSAGE}")
+            self._add(path, f"Invalid value: {_int_or_string(value, self.target.minor)}: {_PERCENT_MESSAGE}")
         elif int(value[:-1]) > 100:
-            self._add(path, f"Invalid value: {_int_or_string(value)}: must not be greater than 100%")
+            self._add(
+                path,
+                f"Invalid value: {_int_or_string(value, self.target.minor)}: must not be greater than 100%",
+            )
 
 
 def budget_refused(data: Mapping[str, Any], version: str) -> bool:
