@@ -19,7 +19,7 @@ the cluster). A binding's ``paramRef`` finds them by name or label selector
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -171,11 +171,48 @@ def shape_errors(doc: Document) -> list[str]:
         out.append(error_at(doc.file, doc.locate(path), f"{field_prefix(path)}{message}"))
     if not out:
         out += _name_errors(doc)
-    actions = doc.data.get("spec", {}).get("validationActions") if not out else None
-    if isinstance(actions, list) and "Deny" in actions and "Warn" in actions:
-        said = "spec.validationActions: Deny and Warn may not be used together (the API server refuses them)"
-        out.append(error_at(doc.file, doc.locate(("spec", "validationActions")), said))
+    if not out:
+        for path, said in _api_errors(doc.data):
+            known = path
+            while known and doc.locate(known) == doc.locate(()) and len(known) > 1:
+                known = known[:-1]  # a field not written: at its parent
+            out.append(error_at(doc.file, doc.locate(known), f"{format_path(path)}: {said}"))
     return out
+
+
+def _api_errors(data: Mapping[str, Any]) -> Iterator[tuple[DataPath, str]]:
+    """What ``pkg/apis/admissionregistration/validation/validation.go`` refuses that the schema
+    does not say, for every served version (v1alpha1's ``parameterNotFoundAction`` default
+    aside): a binding's ``validationActions`` (``validateValidationActions``: at least one,
+    no Deny with Warn) and ``paramRef`` (``validateParamRef``: a name or a selector, not both,
+    and ``parameterNotFoundAction``); a policy's ``matchConstraints`` with ``resourceRules``
+    (``validateValidatingAdmissionPolicySpec``: they give the type information) and a
+    validation or an audit annotation."""
+    spec = data.get("spec") if isinstance(data.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    if data.get("kind") == BINDING_KIND:
+        actions = spec.get("validationActions") or []
+        if "Deny" in actions and "Warn" in actions:
+            yield ("spec", "validationActions"), "Deny and Warn may not be used together (the API server refuses them)"
+        if not actions:
+            yield ("spec", "validationActions"), "Required value: at least one validation action is required"
+        ref = spec.get("paramRef")
+        if isinstance(ref, Mapping):
+            if ref.get("name") and ref.get("selector") is not None:
+                yield ("spec", "paramRef", "name"), "Forbidden: name and selector are mutually exclusive"
+            if not ref.get("name") and ref.get("selector") is None:
+                yield ("spec", "paramRef"), "Required value: one of name or selector must be specified"
+            defaulted = str(data.get("apiVersion", "")).endswith("/v1alpha1")  # SetDefaults_ParamRef
+            if not ref.get("parameterNotFoundAction") and not defaulted:
+                yield ("spec", "paramRef", "parameterNotFoundAction"), "Required value"
+        return
+    constraints = spec.get("matchConstraints")
+    if not isinstance(constraints, Mapping):
+        yield ("spec", "matchConstraints"), "Required value"
+    elif not constraints.get("resourceRules"):
+        yield ("spec", "matchConstraints", "resourceRules"), "Required value"
+    if not spec.get("validations") and not spec.get("auditAnnotations"):
+        yield ("spec", "validations"), "Required value: validations or auditAnnotations must contain at least one item"
 
 
 #: apimachinery ``IsDNS1123Subdomain`` (``pkg/util/validation/validation.go``): the longest name,
@@ -255,8 +292,7 @@ def _binding(doc: Document) -> Binding:
         name=data["metadata"]["name"],
         doc=doc,
         policy_name=spec["policyName"],
-        # v1alpha1 had no validationActions: its bindings denied.
-        actions=tuple(spec.get("validationActions") or ("Deny",)),
+        actions=tuple(spec.get("validationActions") or ()),
         match=match_resources(match, ("spec", "matchResources"), unset=True) if match is not None else None,
         param_ref=(
             ParamRef(

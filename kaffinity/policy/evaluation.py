@@ -152,14 +152,25 @@ def _evaluate_within(
         stale = True
     if stale:
         bound = programs.activation(names, data)
+    # Every match condition is evaluated (matchconditions/matcher.go, ``Match``): one false skips
+    # the policy whatever the others gave; otherwise the errors, together, follow failurePolicy.
+    errors = []
     for condition, program in compiled.conditions:
+        reads = [name for name in broken if references_variable(condition.text, name)]
+        if reads:
+            errors.append(_variable_error(condition.text, reads[0], broken[reads[0]]))
+            continue
         try:
             if budget.run(program, bound) is False:
                 return
         except EvaluationError as error:
-            if fail:
-                yield (), f"match condition '{condition.name}' resulted in error: {error}"
-            return
+            errors.append(f"expression '{condition.text}' resulted in error: {error}")
+    if errors:
+        if fail:
+            # utilerrors.NewAggregate's Error(): the distinct messages, one as itself, several [a, b]
+            distinct = list(dict.fromkeys(errors))
+            yield (), distinct[0] if len(distinct) == 1 else f"[{', '.join(distinct)}]"
+        return
     for validation, program, message_program in compiled.validations:
         said = _validate(validation, program, message_program, bound, broken, budget)
         if said is not None and (fail or not said[1]):
@@ -179,7 +190,7 @@ def _validate(
     text = validation.expression.text
     reads = [name for name in broken if references_variable(text, name)]
     if reads:
-        return f"variable '{reads[0]}' resulted in error: {broken[reads[0]]}", True
+        return _variable_error(text, reads[0], broken[reads[0]]), True
     try:
         result = budget.run(program, bound)
     except EvaluationError as error:
@@ -189,6 +200,12 @@ def _validate(
     if result is not False:
         return f"expression '{_one_line(text)}' must evaluate to bool, not {type(result).__name__}", True
     return _message(validation, message, bound, budget), False
+
+
+def _variable_error(text: str, name: str, error: str) -> str:
+    """An expression that reads a variable whose evaluation failed, as upstream says it: the
+    variable's error (``composition.go``) inside the expression's (``activation.go``)."""
+    return f'expression \'{text}\' resulted in error: composited variable "{name}" fails to evaluate: {error}'
 
 
 def references_variable(text: str, name: str) -> bool:

@@ -65,7 +65,9 @@ from kaffinity.policy.matching import (
     NAMESPACE_NAME_LABEL,
     Param,
     Request,
+    ParamError,
     find_params,
+    namespaced_kind,
     labels_of,
     matches,
     param_candidates,
@@ -204,6 +206,9 @@ def _check_object(
     run = state.objects
     if key not in run.defaulted:
         run.defaulted[key] = defaulted(doc.data, programs.kube_version, request.namespace)
+        if _is_namespace(request):
+            metadata = run.defaulted[key].setdefault("metadata", {})
+            metadata["labels"] = {**(metadata.get("labels") or {}), NAMESPACE_NAME_LABEL: request.name}
     obj, request_data = run.defaulted[key], run.request_data[key]
     converted = version != request.version
     if converted:  # matched by an equivalent version: the policy sees the object converted
@@ -220,9 +225,12 @@ def _check_object(
         base[FACTS] = facts(context, doc, compiled.facts)
     for binding in active:
         severity = _severity(binding.actions)
-        for param, problem in _params(policy, binding, request, context, state, param_documents):
+        for param, problem in _params(policy, bindings, binding, request, context, state, param_documents):
             if problem is not None:
-                yield Violation(doc, (), _said(binding, problem), severity=severity)
+                # A configuration error (dispatcher.go's addConfigError): denied whatever the
+                # binding's validationActions under failurePolicy Fail, skipped under Ignore.
+                if policy.failure_policy == "Fail":
+                    yield Violation(doc, (), _said(binding, problem), severity=Severity.ERROR)
                 continue
             data = {**base, "params": param}
             # The variables are evaluated with it too; the validations then with one more.
@@ -297,6 +305,10 @@ def _incomplete(data: Any) -> bool:
     return any(all(dig(data, path) in (None, [], {}) for path in paths) for paths in required)
 
 
+def _is_namespace(request: Request) -> bool:
+    return request.kind == "Namespace" and request.group == ""
+
+
 def _request_as(request: dict[str, Any], version: str) -> dict[str, Any]:
     """``request`` of an object converted to ``version``: ``kind`` and ``resource`` say the
     version the policy matched, ``requestKind`` and ``requestResource`` the one written."""
@@ -320,6 +332,11 @@ def _identify(
         run.requests[key] = request
         if request is not None:
             run.labels[key] = labels_of(data)
+            if _is_namespace(request):
+                # A Namespace being created carries its own name label: SetDefaults_Namespace
+                # (pkg/apis/core/v1/defaults.go) puts it on before admission, so its selectors
+                # and its CEL see it.
+                run.labels[key][NAMESPACE_NAME_LABEL] = request.name
             run.request_data[key] = request.as_cel()
     request = run.requests[key]
     if request is None:
@@ -329,40 +346,42 @@ def _identify(
 
 def _params(
     policy: AdmissionPolicy,
+    bindings: Sequence[Binding],
     binding: Binding,
     request: Request,
     context: Context,
     state: Shared,
     param_documents: Sequence[Document],
 ) -> Iterator[tuple[Any, str | None]]:
-    """Each params object to evaluate with (None: no params), or a problem instead."""
+    """Each params object to evaluate with (None: no params), or the configuration error
+    instead (upstream's words, ``failed to configure binding: ...``, then what was looked for)."""
     ref = binding.param_ref
     if policy.param_kind is None or ref is None:
+        # generic.CollectParams: no paramKind, or a binding without paramRef: null params
         yield None, None
         return
     if state.params is None:
-        candidates = param_candidates([*param_documents, *context.documents], context.settings.namespace)
-        state.params = params_by_kind(candidates)
-    found = find_params(ref, policy.param_kind, request, state.params.get(policy.param_kind, []))
-    if not found:
-        if ref.not_found == "Deny":
-            wanted = ref.name or "any matching the selector"
-            where = f" in namespace {ref.namespace or request.namespace}" if request.namespace else ""
-            yield (
-                None,
-                (
-                    f"no params found for policy binding with `Deny` parameterNotFoundAction "
-                    f"({policy.param_kind[1]} {wanted}{where})"
-                ),
-            )
+        state.params = params_by_kind(param_candidates([*param_documents, *context.documents]))
+    candidates = state.params.get(policy.param_kind, [])
+    refs = [b.param_ref for b in bindings if b.param_ref is not None]
+    namespaced = namespaced_kind(policy.param_kind, candidates, refs)
+    default_namespace = context.settings.namespace
+    try:
+        found = find_params(ref, request, candidates, namespaced, default_namespace)
+    except ParamError as error:
+        wanted = ref.name or "any matching the selector"
+        where = ref.namespace or request.namespace if namespaced else None
+        looked = f"{policy.param_kind[1]} {wanted}{f' in namespace {where}' if where else ''}"
+        yield None, f"failed to configure binding: {error} ({looked})"
         return
     for param in found:
         # As the API server stores it: defaulted (a PodDisruptionBudget written without ``spec``
-        # has ``spec: {}``, a Deployment its replicas).
+        # has ``spec: {}``, a Deployment its replicas), in its namespace.
         stored = state.objects.params
         key = id(param.doc)
         if key not in stored:
-            stored[key] = defaulted(param.doc.data, context.settings.kube_version, param.namespace)
+            where = (param.namespace or default_namespace) if namespaced else None
+            stored[key] = defaulted(param.doc.data, context.settings.kube_version, where)
         yield stored[key], None
 
 
