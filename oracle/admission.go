@@ -53,9 +53,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -198,6 +200,18 @@ func (w *world) run() (verdict, admission.Attributes, *matching.Matcher, error) 
 		factory.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer().HasSynced,
 		factory.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer().HasSynced,
 	}
+	for _, p := range w.policies {
+		// a built-in param kind's informer, which the policy source takes from the
+		// same factory (ensureParamsForPolicyLocked): synced now rather than polled
+		if pk := p.Spec.ParamKind; pk != nil {
+			gv, _ := schema.ParseGroupVersion(pk.APIVersion)
+			if mapping, err := w.mapper.RESTMapping(gv.WithKind(pk.Kind).GroupKind(), gv.Version); err == nil {
+				if informer, err := factory.ForResource(mapping.Resource); err == nil {
+					synced = append(synced, informer.Informer().HasSynced)
+				}
+			}
+		}
+	}
 	factory.Start(ctx.Done())
 	for _, done := range synced {
 		for !done() {
@@ -207,9 +221,13 @@ func (w *world) run() (verdict, admission.Attributes, *matching.Matcher, error) 
 	if err := plugin.ValidateInitialization(); err != nil {
 		return verdict{}, nil, nil, err
 	}
-	// the source compiles the policies in its own goroutine at once (WaitForReady
-	// would poll it every 100 ms)
-	time.Sleep(3 * time.Millisecond)
+	// the source compiles the policies in its own goroutine at once; Validate's
+	// WaitForReady would poll its ready function every 100 ms: poll it finer first
+	if ready := readyFunc(plugin.Plugin.Handler); ready != nil {
+		for start := time.Now(); !ready() && time.Since(start) < 5*time.Second; {
+			time.Sleep(200 * time.Microsecond)
+		}
+	}
 
 	recorder := &warnings{}
 	attrs := w.attrs()
@@ -506,6 +524,18 @@ func objectInterfaces() admission.ObjectInterfaces {
 		interfaces = &admission.RuntimeObjectInterfaces{ObjectCreater: s, ObjectTyper: s, ObjectDefaulter: s, ObjectConvertor: s, EquivalentResourceMapper: registry}
 	})
 	return interfaces
+}
+
+// readyFunc reads the ready function ValidateInitialization set on the plugin's
+// admission.Handler (an unexported field): only to wait for it without
+// WaitForReady's 100 ms steps.
+func readyFunc(h *admission.Handler) admission.ReadyFunc {
+	field := reflect.ValueOf(h).Elem().FieldByName("readyFunc")
+	if !field.IsValid() {
+		return nil
+	}
+	f, _ := reflect.NewAt(field.Type(), unsafe.Pointer(field.UnsafeAddr())).Elem().Interface().(admission.ReadyFunc)
+	return f
 }
 
 // trace says, per binding, what the plugin did with it.

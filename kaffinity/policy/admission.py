@@ -18,6 +18,7 @@ the cluster). A binding's ``paramRef`` finds them by name or label selector
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -211,6 +212,17 @@ def _api_errors(data: Mapping[str, Any]) -> Iterator[tuple[DataPath, str]]:
         yield ("spec", "matchConstraints"), "Required value"
     elif not constraints.get("resourceRules"):
         yield ("spec", "matchConstraints", "resourceRules"), "Required value"
+    for index, condition in enumerate(spec.get("matchConditions") or ()):
+        # validateMatchCondition: the name is a qualified name
+        name = str(condition.get("name", "")) if isinstance(condition, Mapping) else ""
+        for said in qualified_name_errors(name):
+            yield ("spec", "matchConditions", index, "name"), f"Invalid value: {json.dumps(name)}: {said}"
+    policy_name = str((data.get("metadata") or {}).get("name", ""))
+    for index, annotation in enumerate(spec.get("auditAnnotations") or ()):
+        # validateAuditAnnotation: "<policy name>/<key>" is a qualified name
+        key = f"{policy_name}/{annotation.get('key', '')}" if isinstance(annotation, Mapping) else ""
+        for said in qualified_name_errors(key):
+            yield ("spec", "auditAnnotations", index, "key"), f"Invalid value: {json.dumps(key)}: {said}"
     if not spec.get("validations") and not spec.get("auditAnnotations"):
         yield ("spec", "validations"), "Required value: validations or auditAnnotations must contain at least one item"
 
@@ -237,6 +249,28 @@ def dns_subdomain_errors(value: str) -> list[str]:
         errors.append(f"must be no more than {DNS1123_SUBDOMAIN_MAX} characters")
     if re2.fullmatch(_DNS1123_SUBDOMAIN.encode(), encoded) is None:
         errors.append(_DNS1123_MESSAGE)
+    return errors
+
+
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """apimachinery's ``IsQualifiedName`` (``pkg/util/validation/validation.go``): an optional
+    DNS-subdomain prefix and ``/``, then a name of at most 63 characters."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return ["a qualified name must consist of alphanumeric characters, '-', '_' or '.', with an optional DNS subdomain prefix and '/'"]
+    errors = []
+    if len(parts) == 2:
+        prefix, value = parts
+        errors += [f"prefix part {said}" for said in dns_subdomain_errors(prefix)] if prefix else ["prefix part must be non-empty"]
+    if not value:
+        errors.append("name part must be non-empty")
+    elif len(value) > 63:
+        errors.append("name part must be no more than 63 characters")
+    if value and _QUALIFIED_NAME.fullmatch(value) is None:
+        errors.append("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character")
     return errors
 
 

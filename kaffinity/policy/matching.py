@@ -59,20 +59,33 @@ class Request:
     name: str
 
     def as_cel(self) -> dict[str, Any]:
-        """``request`` as a policy reads it (an AdmissionRequest of a dry CREATE by nobody)."""
-        return {
-            "kind": {"group": self.group, "version": self.version, "kind": self.kind},
-            "resource": {"group": self.group, "version": self.version, "resource": self.resource},
-            "requestKind": {"group": self.group, "version": self.version, "kind": self.kind},
-            "requestResource": {"group": self.group, "version": self.version, "resource": self.resource},
-            "subResource": "",
-            "name": self.name,
-            "namespace": self.namespace or "",
+        """``request`` as a policy reads it: ``cel.CreateAdmissionRequest``
+        (``admission/plugin/cel/condition.go``) of a CREATE, serialized as the AdmissionRequest's
+        JSON, whose empty ``omitempty`` fields are absent (``k8s.io/api/admission/v1/types.go``:
+        ``subResource``, ``requestSubResource``; ``namespace`` of a cluster-scoped object; ``name``
+        when unwritten): reading them is a "no such key" error."""
+        kind = {"group": self.group, "version": self.version, "kind": self.kind}
+        resource = {"group": self.group, "version": self.version, "resource": self.resource}
+        out: dict[str, Any] = {
+            "uid": "",
+            "kind": kind,
+            "resource": resource,
+            "requestKind": dict(kind),
+            "requestResource": dict(resource),
             "operation": "CREATE",
-            "userInfo": dict(USER_INFO),
+            "userInfo": {key: list(value) if isinstance(value, list) else value for key, value in USER_INFO.items()},
             "dryRun": False,
             "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
         }
+        if self.name:
+            out["name"] = self.name
+        if self.namespace:
+            out["namespace"] = self.namespace
+        elif self.kind == "Namespace" and self.group == "" and self.name:
+            # a Namespace's CREATE has its own name as namespace (createHandler,
+            # k8s.io/apiserver/pkg/endpoints/handlers/create.go)
+            out["namespace"] = self.name
+        return out
 
 
 def resource_of(kind: str) -> str:

@@ -205,7 +205,7 @@ def _check_object(
         return
     run = state.objects
     if key not in run.defaulted:
-        run.defaulted[key] = defaulted(doc.data, programs.kube_version, request.namespace)
+        run.defaulted[key] = _omit_empty(defaulted(doc.data, programs.kube_version, request.namespace))
         if _is_namespace(request):
             metadata = run.defaulted[key].setdefault("metadata", {})
             metadata["labels"] = {**(metadata.get("labels") or {}), NAMESPACE_NAME_LABEL: request.name}
@@ -303,6 +303,18 @@ def _incomplete(data: Any) -> bool:
         return True
     required = REQUIRED_FIELDS.get(str(data.get("kind")), ())
     return any(all(dig(data, path) in (None, [], {}) for path in paths) for paths in required)
+
+
+def _omit_empty(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as the API server serves it to CEL: ObjectMeta's ``labels`` and
+    ``annotations`` are ``omitempty`` (``k8s.io/apimachinery/pkg/apis/meta/v1/types.go``), so an
+    empty map written is absent (``has(object.metadata.labels)`` is false)."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        for field_name in ("labels", "annotations"):
+            if metadata.get(field_name) in ({}, None) and field_name in metadata:
+                del metadata[field_name]
+    return obj
 
 
 def _is_namespace(request: Request) -> bool:

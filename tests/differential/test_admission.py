@@ -119,8 +119,9 @@ _CONDITION = st.sampled_from(["true", "false", "object.metadata.name == 'web'", 
 @st.composite
 def _scenarios(draw: st.DrawFn) -> dict[str, Any]:
     param_kind = draw(st.sampled_from([None, "ConfigMap"]))
+    # distinct expressions: kaffinity reports one finding per place and message
     validations = [
-        {"expression": draw(_CHECK), **draw(_MESSAGE)} for _ in range(draw(st.integers(1, 2)))
+        {"expression": check, **draw(_MESSAGE)} for check in draw(st.lists(_CHECK, min_size=1, max_size=2, unique=True))
     ]
     spec: dict[str, Any] = {"failurePolicy": draw(st.sampled_from(["Fail", "Ignore"]))}
     if draw(st.booleans()):
