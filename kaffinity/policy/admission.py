@@ -192,21 +192,32 @@ def _api_errors(data: Mapping[str, Any]) -> Iterator[tuple[DataPath, str]]:
     spec = data.get("spec") if isinstance(data.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
     if data.get("kind") == BINDING_KIND:
-        actions = spec.get("validationActions") or []
-        if "Deny" in actions and "Warn" in actions:
-            yield ("spec", "validationActions"), "Deny and Warn may not be used together (the API server refuses them)"
-        if not actions:
-            yield ("spec", "validationActions"), "Required value: at least one validation action is required"
-        ref = spec.get("paramRef")
-        if isinstance(ref, Mapping):
-            if ref.get("name") and ref.get("selector") is not None:
-                yield ("spec", "paramRef", "name"), "Forbidden: name and selector are mutually exclusive"
-            if not ref.get("name") and ref.get("selector") is None:
-                yield ("spec", "paramRef"), "Required value: one of name or selector must be specified"
-            defaulted = str(data.get("apiVersion", "")).endswith("/v1alpha1")  # SetDefaults_ParamRef
-            if not ref.get("parameterNotFoundAction") and not defaulted:
-                yield ("spec", "paramRef", "parameterNotFoundAction"), "Required value"
-        return
+        yield from _binding_api_errors(data, spec)
+    else:
+        yield from _policy_api_errors(data, spec)
+
+
+def _binding_api_errors(data: Mapping[str, Any], spec: Mapping[str, Any]) -> Iterator[tuple[DataPath, str]]:
+    actions = spec.get("validationActions") or []
+    if "Deny" in actions and "Warn" in actions:
+        yield (
+            ("spec", "validationActions"),
+            "Deny and Warn may not be used together (the API server refuses them)",
+        )
+    if not actions:
+        yield ("spec", "validationActions"), "Required value: at least one validation action is required"
+    ref = spec.get("paramRef")
+    if isinstance(ref, Mapping):
+        if ref.get("name") and ref.get("selector") is not None:
+            yield ("spec", "paramRef", "name"), "Forbidden: name and selector are mutually exclusive"
+        if not ref.get("name") and ref.get("selector") is None:
+            yield ("spec", "paramRef"), "Required value: one of name or selector must be specified"
+        defaulted = str(data.get("apiVersion", "")).endswith("/v1alpha1")  # SetDefaults_ParamRef
+        if not ref.get("parameterNotFoundAction") and not defaulted:
+            yield ("spec", "paramRef", "parameterNotFoundAction"), "Required value"
+
+
+def _policy_api_errors(data: Mapping[str, Any], spec: Mapping[str, Any]) -> Iterator[tuple[DataPath, str]]:
     constraints = spec.get("matchConstraints")
     if not isinstance(constraints, Mapping):
         yield ("spec", "matchConstraints"), "Required value"
@@ -224,7 +235,10 @@ def _api_errors(data: Mapping[str, Any]) -> Iterator[tuple[DataPath, str]]:
         for said in qualified_name_errors(key):
             yield ("spec", "auditAnnotations", index, "key"), f"Invalid value: {json.dumps(key)}: {said}"
     if not spec.get("validations") and not spec.get("auditAnnotations"):
-        yield ("spec", "validations"), "Required value: validations or auditAnnotations must contain at least one item"
+        yield (
+            ("spec", "validations"),
+            "Required value: validations or auditAnnotations must contain at least one item",
+        )
 
 
 #: apimachinery ``IsDNS1123Subdomain`` (``pkg/util/validation/validation.go``): the longest name,
@@ -252,6 +266,10 @@ def dns_subdomain_errors(value: str) -> list[str]:
     return errors
 
 
+_NAME_PART = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
 _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 
 
@@ -260,17 +278,23 @@ def qualified_name_errors(value: str) -> list[str]:
     DNS-subdomain prefix and ``/``, then a name of at most 63 characters."""
     parts = value.split("/")
     if len(parts) > 2:
-        return ["a qualified name must consist of alphanumeric characters, '-', '_' or '.', with an optional DNS subdomain prefix and '/'"]
+        return [
+            f"a qualified name must be a name, optionally after a DNS subdomain prefix and '/' ({_NAME_PART})"
+        ]
     errors = []
     if len(parts) == 2:
         prefix, value = parts
-        errors += [f"prefix part {said}" for said in dns_subdomain_errors(prefix)] if prefix else ["prefix part must be non-empty"]
+        errors += (
+            [f"prefix part {said}" for said in dns_subdomain_errors(prefix)]
+            if prefix
+            else ["prefix part must be non-empty"]
+        )
     if not value:
         errors.append("name part must be non-empty")
     elif len(value) > 63:
         errors.append("name part must be no more than 63 characters")
     if value and _QUALIFIED_NAME.fullmatch(value) is None:
-        errors.append("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character")
+        errors.append(f"name part {_NAME_PART}")
     return errors
 
 

@@ -71,7 +71,7 @@ def compile_policy(
             return None
 
     for condition in policy.match_conditions:
-        program = build(condition)
+        program = _typed(condition, build(condition), "bool", errors)
         if program is not None:
             compiled.conditions.append((condition, program))
     for variable in policy.variables:
@@ -79,11 +79,42 @@ def compile_policy(
         if program is not None:
             compiled.variables.append((variable, program))
     for validation in policy.validations:
-        program = build(validation.expression)
-        message = build(validation.message_expression) if validation.message_expression else None
+        program = _typed(validation.expression, build(validation.expression), "bool", errors)
+        message = None
+        if validation.message_expression:
+            message = _typed(
+                validation.message_expression, build(validation.message_expression), "string", errors
+            )
         if program is not None:
             compiled.validations.append((validation, program, message))
     return compiled, errors
+
+
+#: The variables upstream declares with a type (``request``, ``namespaceObject``, ``variables``,
+#: ``authorizer``), which kaffinity declares dyn.
+TYPED = ("request", "namespaceObject", "variables", "authorizer")
+
+
+def _typed(
+    expression: Expression,
+    program: Program | None,
+    wanted: str,
+    errors: list[tuple[Expression, CompileError]],
+) -> Program | None:
+    """``program`` if the checker types it as ``wanted``: the API server's compiler refuses
+    any other result type, ``dyn`` included (``CompileCELExpression`` in
+    ``admission/plugin/cel/compile.go``: ``IsExactType`` of the accessor's ``ReturnTypes``),
+    so such a policy never exists. ``object``, ``oldObject`` and ``params`` are dyn there as
+    here; the others are typed upstream (an AdmissionRequest, a Namespace, each variable by its
+    expression in ``composition.go``) and dyn here: an expression that reads one of them is
+    taken to have the type wanted."""
+    if program is None:
+        return None
+    found = program.compiled.return_type().name().lower()
+    if found != wanted and not (found == "dyn" and any(references(expression.text, name) for name in TYPED)):
+        errors.append((expression, CompileError(f"must evaluate to {wanted} but got {found}")))
+        return None
+    return program
 
 
 def evaluate(
@@ -205,7 +236,7 @@ def _validate(
 def _variable_error(text: str, name: str, error: str) -> str:
     """An expression that reads a variable whose evaluation failed, as upstream says it: the
     variable's error (``composition.go``) inside the expression's (``activation.go``)."""
-    return f'expression \'{text}\' resulted in error: composited variable "{name}" fails to evaluate: {error}'
+    return f"expression '{text}' resulted in error: composited variable \"{name}\" fails to evaluate: {error}"
 
 
 def references_variable(text: str, name: str) -> bool:

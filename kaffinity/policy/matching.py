@@ -73,7 +73,9 @@ class Request:
             "requestKind": dict(kind),
             "requestResource": dict(resource),
             "operation": "CREATE",
-            "userInfo": {key: list(value) if isinstance(value, list) else value for key, value in USER_INFO.items()},
+            "userInfo": {
+                key: list(value) if isinstance(value, list) else value for key, value in USER_INFO.items()
+            },
             "dryRun": False,
             "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
         }
@@ -265,7 +267,9 @@ def find_params(
     if namespaced:
         wanted = ref.namespace or request.namespace
         if not wanted:
-            raise ParamError("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")
+            raise ParamError(
+                "cannot use namespaced paramRef in policy binding that matches cluster-scoped resources"
+            )
     elif ref.namespace:
         raise ParamError("paramRef.namespace must not be provided for a cluster-scoped `paramKind`")
     found = []

@@ -64,12 +64,12 @@ from kaffinity.policy.guard import Guarded, begin, guarded
 from kaffinity.policy.matching import (
     NAMESPACE_NAME_LABEL,
     Param,
-    Request,
     ParamError,
+    Request,
     find_params,
-    namespaced_kind,
     labels_of,
     matches,
+    namespaced_kind,
     param_candidates,
     params_by_kind,
     request_of,
@@ -187,28 +187,24 @@ def _check_object(
     param_documents: Sequence[Document],
 ) -> Iterator[Violation]:
     seen = _identify(context, state, doc)
-    if seen is None or id(doc) in _rejected(context, state):
+    if seen is None:
         return
     key = id(doc)
     request, labels, namespace_labels, namespace_data = seen
     version = matches(policy.match, request, labels, namespace_labels)
     if version is None:
         return
-    active = [
-        binding
-        for binding in bindings
-        if binding.match is None or matches(binding.match, request, labels, namespace_labels) is not None
-    ]
-    if not bindings:
-        active = [Binding(name="", doc=policy.doc, policy_name=policy.name, actions=("Deny",))]
+    active = _active(policy, bindings, request, labels, namespace_labels)
     if not active:
+        return
+    if key in _rejected(context, state):
+        # The API server validates an object before validating admission: one it refuses
+        # reaches no policy (its errors are reported by the validation rules). Said, not silent.
+        yield Violation(doc, (), NOT_EVALUATED, severity=Severity.INFO)
         return
     run = state.objects
     if key not in run.defaulted:
-        run.defaulted[key] = _omit_empty(defaulted(doc.data, programs.kube_version, request.namespace))
-        if _is_namespace(request):
-            metadata = run.defaulted[key].setdefault("metadata", {})
-            metadata["labels"] = {**(metadata.get("labels") or {}), NAMESPACE_NAME_LABEL: request.name}
+        run.defaulted[key] = _stored(doc, programs.kube_version, request)
     obj, request_data = run.defaulted[key], run.request_data[key]
     converted = version != request.version
     if converted:  # matched by an equivalent version: the policy sees the object converted
@@ -303,6 +299,41 @@ def _incomplete(data: Any) -> bool:
         return True
     required = REQUIRED_FIELDS.get(str(data.get("kind")), ())
     return any(all(dig(data, path) in (None, [], {}) for path in paths) for paths in required)
+
+
+def _active(
+    policy: AdmissionPolicy,
+    bindings: Sequence[Binding],
+    request: Request,
+    labels: Mapping[str, str],
+    namespace_labels: Mapping[str, str] | None,
+) -> list[Binding]:
+    """The bindings whose ``matchResources`` select the request (none given: bound once with
+    Deny)."""
+    if not bindings:
+        return [Binding(name="", doc=policy.doc, policy_name=policy.name, actions=("Deny",))]
+    return [
+        binding
+        for binding in bindings
+        if binding.match is None or matches(binding.match, request, labels, namespace_labels) is not None
+    ]
+
+
+#: What a policy says of an object the API server refuses before admission.
+NOT_EVALUATED = (
+    "not evaluated: the API server refuses this object before admission (see its validation "
+    "errors), so no admission policy sees it"
+)
+
+
+def _stored(doc: Document, kube_version: str, request: Request) -> dict[str, Any]:
+    """The object as validating admission sees it: defaulted, empty metadata maps absent, a
+    Namespace with its own name label."""
+    obj = _omit_empty(defaulted(doc.data, kube_version, request.namespace))
+    if _is_namespace(request):
+        metadata = obj.setdefault("metadata", {})
+        metadata["labels"] = {**(metadata.get("labels") or {}), NAMESPACE_NAME_LABEL: request.name}
+    return obj
 
 
 def _omit_empty(obj: dict[str, Any]) -> dict[str, Any]:

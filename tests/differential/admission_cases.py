@@ -62,7 +62,8 @@ def kaffinity_says(scenario: dict[str, Any], folder: Path) -> Answer:
             binding = binding[:-1]
         findings.append((str(finding.severity.value), binding, comparable(message)))
     return {
-        "refused": bool(loaded.errors),
+        # a policy whose expressions the API server's compiler refuses is refused with it
+        "refused": bool(loaded.errors or compile_errors),
         "compile_errors": compile_errors,
         "findings": sorted(findings),
     }
