@@ -225,11 +225,12 @@ def _validate(
     try:
         result = budget.run(program, bound)
     except EvaluationError as error:
-        return f"expression '{_one_line(text)}' resulted in error: {error}", True
+        # the expression as written (activation.go: GetExpression())
+        return f"expression '{text}' resulted in error: {error}", True
     if result is True:
         return None
     if result is not False:
-        return f"expression '{_one_line(text)}' must evaluate to bool, not {type(result).__name__}", True
+        return f"expression '{text}' must evaluate to bool, not {type(result).__name__}", True
     return _message(validation, message, bound, budget), False
 
 
@@ -256,13 +257,10 @@ def _message(validation: Validation, program: Program | None, bound: Any, budget
             said = said.strip()
             if said and "\n" not in said and len(said.encode("utf-8", "surrogatepass")) <= _MAX_MESSAGE:
                 return said
-    if validation.message:
-        return validation.message
-    return f"failed expression: {_one_line(validation.expression.text)}"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    # validator.go: the message and the expression, each trimmed (Go's strings.TrimSpace)
+    if validation.message and validation.message.strip():
+        return validation.message.strip()
+    return f"failed expression: {validation.expression.text.strip()}"
 
 
 def _path(validation: Validation) -> DataPath:
