@@ -30,7 +30,7 @@ from tests.differential.admission_scenarios import (
 from tests.differential.conftest import compared
 from tests.differential.kyverno_cel import KYVERNO
 from tests.differential.kyverno_cel import cases as kyverno_cases
-from tests.differential.oracle import Oracle, examples
+from tests.differential.oracle import DEFAULT_EXAMPLES, Oracle, examples
 
 #: Scenarios whose difference is documented (differences.yaml, admission section).
 KNOWN = {
@@ -308,7 +308,9 @@ def test_cel_errors_are_compared_up_to_the_library_words() -> None:
 
 # -- Kyverno's CEL policies on their own fixtures ---------------------------------------------
 
-KYVERNO_CASES = list(kyverno_cases())
+#: Every third fixture at the default count (the machine's two cores are shared), all in the long
+#: mode (KAFFINITY_DIFFERENTIAL_EXAMPLES above the default).
+KYVERNO_CASES = list(kyverno_cases())[:: 1 if examples() > DEFAULT_EXAMPLES else 3]
 
 #: Kyverno fixtures whose difference is documented.
 KYVERNO_KNOWN = {
