@@ -289,6 +289,55 @@ def _scenarios(draw: st.DrawFn) -> dict[str, Any]:
 @example(  # a v1 binding without validationActions is refused
     case=scenario("example", [policy()], [binding()], deployment())
 )
+@example(  # a Namespace being created carries its own name label
+    case=scenario(
+        "example",
+        [
+            policy(
+                validations=[{"expression": "false", "message": "selected"}],
+                rules=[rule("", "v1", "namespaces")],
+                matchConstraints={
+                    "resourceRules": [rule("", "v1", "namespaces")],
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}},
+                },
+            )
+        ],
+        [binding(actions=["Deny"])],
+        namespace("team-a"),
+    )
+)
+@example(  # request.namespace of a cluster-scoped object is absent; the user is authenticated
+    case=scenario(
+        "example",
+        [
+            policy(
+                validations=[
+                    {"expression": "request.namespace == ''"},
+                    {"expression": "'system:authenticated' in request.userInfo.groups"},
+                ],
+                rules=[rule("", "v1", "nodes")],
+            )
+        ],
+        [binding(actions=["Deny"])],
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {}}},
+    )
+)
+@example(  # an erroring variable, said as upstream says it; a trimmed message
+    case=scenario(
+        "example",
+        [
+            policy(
+                validations=[
+                    {"expression": "variables.missing == 1"},
+                    {"expression": "false", "message": " m "},
+                ],
+                variables=[{"name": "missing", "expression": "object.nope"}],
+            )
+        ],
+        [binding(actions=["Deny"])],
+        deployment(),
+    )
+)
 def test_generated(oracle: Oracle, case: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> None:
     folder = tmp_path_factory.mktemp("admission")
     ours, theirs = _compare(oracle, case, folder)
