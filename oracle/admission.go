@@ -346,6 +346,24 @@ func doAdmission(req request) response {
 			w.mapper.Add(gvk, meta.RESTScopeNamespace)
 		}
 	}
+	// a namespaced param written without a namespace is where `kubectl apply` creates it: in
+	// the context's namespace, "default"
+	for _, o := range append(append([]runtime.Object{}, w.typed...), w.dynamic...) {
+		m, err := meta.Accessor(o)
+		if err != nil || m.GetNamespace() != "" {
+			continue
+		}
+		kind := o.GetObjectKind().GroupVersionKind()
+		if typed, ok := o.(interface{ GetObjectKind() schema.ObjectKind }); ok && kind.Empty() {
+			kinds, _, _ := clientscheme.Scheme.ObjectKinds(typed.(runtime.Object))
+			if len(kinds) > 0 {
+				kind = kinds[0]
+			}
+		}
+		if mapping, err := w.mapper.RESTMapping(kind.GroupKind(), kind.Version); err == nil && mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			m.SetNamespace("default")
+		}
+	}
 
 	// 2. the object, decoded and defaulted as a request body
 	internal, external, gvk, err := requestObject(in.Object)

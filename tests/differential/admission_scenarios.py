@@ -200,12 +200,21 @@ def _docs() -> list[Scenario]:
         replica_limit("replica-limit-test.example.com", 3),
         replica_limit("replica-limit-prod.example.com", 100),
     ]
-    for ns, replicas in itertools.product(("test", "prod", "other"), (2, 4, 150)):
+    # as the documentation writes the bindings (no parameterNotFoundAction: the API server of
+    # 1.37 refuses them), and with it as the v1 API requires
+    with_action = copy.deepcopy(bindings)
+    for bound in with_action:
+        bound["spec"]["paramRef"]["parameterNotFoundAction"] = "Deny"
+    for (label, made), ns, replicas in itertools.product(
+        (("", bindings), (" with parameterNotFoundAction", with_action)),
+        ("test", "prod", "other"),
+        (2, 4, 150),
+    ):
         out.append(
             scenario(
-                f"docs replicalimit {ns} {replicas}",
+                f"docs replicalimit{label} {ns} {replicas}",
                 [limits],
-                bindings,
+                made,
                 deployment(ns=ns, replicas=replicas),
                 params=params,
                 paramScopes={"rules.example.com/v1, Kind=ReplicaLimit": "Namespaced"},
