@@ -141,3 +141,52 @@ def cases() -> Iterator[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any
                 if not isinstance(obj.get("metadata"), dict) or not obj.get("apiVersion"):
                     continue
                 yield f"{folder.parent.name}/{folder.name}/{path.name}#{index}", vap, binding, obj
+
+
+#: The repository's own sample policies (Kyverno's and Gatekeeper's scheduling samples written as
+#: VAPs, tests/data/admission/samples/REVIEW.md) and the kyverno/policies folders they render.
+SAMPLES = Path(__file__).resolve().parents[1] / "data" / "admission" / "samples"
+CORPUS = Path(os.environ.get("KAFFINITY_REAL_CORPUS", "/work/shared/corpus/real"))
+_SAMPLE_SOURCES = {
+    "kyverno-topologyspreadconstraints.yaml": "topologyspreadconstraints-policy",
+    "kyverno-pdb-maxunavailable.yaml": "pdb-maxunavailable",
+    "kyverno-require-pod-priorityclassname.yaml": "require-pod-priorityclassname",
+    "kyverno-restrict-node-affinity.yaml": "restrict-node-affinity",
+    "kyverno-restrict-controlplane-scheduling.yaml": "restrict-controlplane-scheduling",
+}
+#: Kinds of the real corpus the Gatekeeper samples read.
+_CORPUS_KINDS = {"Deployment", "StatefulSet", "HorizontalPodAutoscaler", "PodDisruptionBudget"}
+
+
+def _corpus_objects(limit: int) -> list[tuple[str, dict[str, Any]]]:
+    out: list[tuple[str, dict[str, Any]]] = []
+    for path in sorted(CORPUS.glob("*/*.yaml")):
+        for index, obj in enumerate(_documents(path)):
+            if obj.get("kind") in _CORPUS_KINDS and isinstance(obj.get("metadata"), dict):
+                out.append((f"{path.parent.name}/{path.name}#{index}", obj))
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def sample_cases(limit: int = 40) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(id, scenario without the object's name, object): each sample file with the resources of
+    the kyverno/policies fixture it renders, or (Gatekeeper's) with objects of the real corpus."""
+    corpus = _corpus_objects(limit) if CORPUS.is_dir() else []
+    for path in sorted(SAMPLES.glob("*.yaml")):
+        documents = _documents(path)
+        policies = [d for d in documents if d.get("kind") == "ValidatingAdmissionPolicy"]
+        bindings = [d for d in documents if d.get("kind") == "ValidatingAdmissionPolicyBinding"]
+        params = [d for d in documents if d not in policies and d not in bindings]
+        base = {"policies": policies, "bindings": bindings, "params": params, "namespaces": []}
+        source = _SAMPLE_SOURCES.get(path.name)
+        objects: list[tuple[str, dict[str, Any]]] = []
+        if source is not None:
+            folder = KYVERNO / "other-vpol" / source / ".kyverno-test"
+            for resource in sorted(folder.glob("resource*.yaml")) if folder.is_dir() else []:
+                objects += [(f"{resource.name}#{i}", o) for i, o in enumerate(_documents(resource))]
+        else:
+            objects = corpus
+        for name, obj in objects:
+            if isinstance(obj.get("metadata"), dict) and obj.get("apiVersion"):
+                yield f"{path.name}:{name}", base, obj

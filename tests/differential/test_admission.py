@@ -30,6 +30,7 @@ from tests.differential.admission_scenarios import (
 from tests.differential.conftest import compared
 from tests.differential.kyverno_cel import KYVERNO
 from tests.differential.kyverno_cel import cases as kyverno_cases
+from tests.differential.kyverno_cel import sample_cases
 from tests.differential.oracle import DEFAULT_EXAMPLES, Oracle, examples
 
 #: Scenarios whose difference is documented (differences.yaml, admission section).
@@ -396,5 +397,23 @@ def test_kyverno_cel_policy_on_its_fixture(oracle: Oracle, case: tuple[Any, ...]
     if name in KYVERNO_KNOWN:
         assert differences.known("admission", KYVERNO_KNOWN[name])
         assert not _agree(ours, theirs), f"{name}: now agrees, drop it from KYVERNO_KNOWN"
+        return
+    assert _agree(ours, theirs), (ours, {k: v for k, v in theirs.items() if k != "raw"}, theirs["raw"])
+
+
+# -- the repository's Kyverno and Gatekeeper samples (as VAPs) on real objects ----------------
+
+SAMPLE_CASES = list(sample_cases())[:: 1 if examples() > DEFAULT_EXAMPLES else 3]
+
+
+@pytest.mark.parametrize("case", SAMPLE_CASES, ids=[case[0] for case in SAMPLE_CASES])
+def test_sample_policies_on_real_objects(oracle: Oracle, case: tuple[Any, ...], tmp_path: Path) -> None:
+    """tests/data/admission/samples (Kyverno's and Gatekeeper's scheduling samples written as
+    VAPs) on the resources of the Kyverno fixtures they render, or on Deployments,
+    StatefulSets, HPAs and PDBs of the real-world corpus."""
+    _, base, obj = case
+    ours, theirs = _compare(oracle, {**base, "object": obj}, tmp_path)
+    if ours["not_evaluated"]:
+        assert differences.known("admission", "object-refused-before-admission")
         return
     assert _agree(ours, theirs), (ours, {k: v for k, v in theirs.items() if k != "raw"}, theirs["raw"])
