@@ -28,9 +28,8 @@ from tests.differential.admission_scenarios import (
     scenarios,
 )
 from tests.differential.conftest import compared
-from tests.differential.kyverno_cel import KYVERNO
+from tests.differential.kyverno_cel import KYVERNO, sample_cases
 from tests.differential.kyverno_cel import cases as kyverno_cases
-from tests.differential.kyverno_cel import sample_cases
 from tests.differential.oracle import DEFAULT_EXAMPLES, Oracle, examples
 
 #: Scenarios whose difference is documented (differences.yaml, admission section).
