@@ -17,7 +17,7 @@ import pytest
 
 from kaffinity.policy.check import reserved_names
 from kaffinity.policy.load import load_policies
-from kaffinity.policy.vap import NOT_EVALUATED
+from kaffinity.policy.vap import INCOMPLETE
 
 from .kit import findings, keys, line_of, lint_text, policy_rules_of, position, run
 
@@ -560,7 +560,8 @@ def test_objects_the_api_server_refuses_reach_no_policy(tmp_path: Path) -> None:
     assert keys(result) == [("demo-policy.example.com", 1, 1)]
     (finding,) = findings(result)
     assert finding.severity.value == "info"
-    assert finding.message == NOT_EVALUATED
+    # no template: a fragment rather than a validation error
+    assert finding.message == f"{INCOMPLETE} (demo-policy.example.com)"
     # a policy that does not match the object says nothing of it
     other = rules(tmp_path, REPLICAS_POLICY.replace('resources:   ["deployments"]', 'resources:   ["pods"]'))
     assert keys(lint_text(text, rules=other)) == []

@@ -298,3 +298,27 @@ def test_empty_labels_are_absent_and_messages_trimmed(tmp_path: Path) -> None:
         ("error", "failed expression: false (binding b)"),
         ("error", "no labels (binding b)"),
     ]
+
+
+def test_an_object_the_api_server_refuses_is_noted_once_not_evaluated(tmp_path: Path) -> None:
+    """A label value with a space: the API server's validation refuses the Pod before
+    validating admission. The Kyverno fixture's case (kubecost-cel/require-kubecost-labels):
+    the oracle, which takes the object as valid, evaluates it; kaffinity says once, by the first
+    policy by name, that none of the policies matching it evaluates it."""
+    from kaffinity.policy.vap import NOT_EVALUATED
+
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: badpod02\n  labels: {owner: John Doe}\n"
+        "spec:\n  containers: [{name: busybox, image: 'busybox:1.35'}]\n"
+    )
+    pods = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+    first = policy([{"expression": "false"}], [pods])
+    second = first.replace('"name": "p"', '"name": "a-first"')
+    made = policy_rules_of(tmp_path, f"{first}\n", f"{second}\n", f"{binding(['Deny'])}\n")
+    result = lint_text(text, rules=made)
+    said = [
+        (f.rule, f.line, f.column, f.severity.value, f.message)
+        for f in findings(result)
+        if f.category == "policy"
+    ]
+    assert said == [("a-first", 1, 1, "info", f"{NOT_EVALUATED} (a-first, p)")]

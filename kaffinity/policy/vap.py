@@ -93,7 +93,7 @@ class Shared:
     #: params or facts: CEL converts an object once per activation, so they share one.
     plain_activations: dict[int, Any] = field(default_factory=dict)
     #: id() of the objects kube-apiserver would refuse before admission (None: not yet read)
-    rejected: frozenset[int] | None = None
+    rejected: dict[int, str] | None = None
     namespaces: dict[str, tuple[dict[str, str], dict[str, Any]]] | None = None
     params: dict[tuple[str, str], list[Param]] | None = None
 
@@ -123,8 +123,10 @@ def admission_rule(
     compiled: Compiled,
     programs: Programs,
     param_documents: Sequence[Document],
+    peers: Sequence[AdmissionPolicy] = (),
 ) -> Rule:
-    """The rule that checks ``policy`` with ``bindings`` (none: bound once with Deny)."""
+    """The rule that checks ``policy`` with ``bindings`` (none: bound once with Deny);
+    ``peers``: every admission policy of the run (one of them notes a refused object)."""
     names = [*ADMISSION_VARIABLES, *([FACTS] if policy.kaffinity_only else [])]
 
     def check(context: Context) -> Iterator[Violation]:
@@ -140,7 +142,7 @@ def admission_rule(
             if is_admission(doc.data) or not begin(doc):
                 continue
             yield from _check_object(
-                policy, bindings, compiled, programs, names, context, state, doc, param_documents
+                policy, bindings, compiled, programs, names, context, state, doc, param_documents, peers
             )
 
     def stopped(doc: Document | None, seconds: float) -> Iterator[Violation]:
@@ -185,6 +187,7 @@ def _check_object(
     state: Shared,
     doc: Document,
     param_documents: Sequence[Document],
+    peers: Sequence[AdmissionPolicy],
 ) -> Iterator[Violation]:
     seen = _identify(context, state, doc)
     if seen is None:
@@ -197,10 +200,9 @@ def _check_object(
     active = _active(policy, bindings, request, labels, namespace_labels)
     if not active:
         return
-    if key in _rejected(context, state):
-        # The API server validates an object before validating admission: one it refuses
-        # reaches no policy (its errors are reported by the validation rules). Said, not silent.
-        yield Violation(doc, (), NOT_EVALUATED, severity=Severity.INFO)
+    refused = _rejected(context, state).get(key)
+    if refused is not None:
+        yield from _refused_note(policy, peers, request, labels, namespace_labels, doc, refused)
         return
     run = state.objects
     if key not in run.defaulted:
@@ -253,15 +255,16 @@ def prepare_facts(context: Context, parts: Collection[str]) -> None:
 REFUSING = ("schema", "api-validation")
 
 
-def _rejected(context: Context, state: Shared) -> frozenset[int]:
+def _rejected(context: Context, state: Shared) -> dict[int, str]:
     """The objects the API server refuses before validating admission runs (it decodes and
-    validates an object first: ``schema`` and ``api-validation`` errors), which no policy sees:
-    a half-written object (a patch, a fixture) is not also a policy's CEL error."""
+    validates an object first: ``schema`` and ``api-validation`` errors), which no policy sees,
+    by id(), with what the note on them says: a half-written object (a patch, a fixture) is not
+    also a policy's CEL error."""
     if state.rejected is None:
         found = context.validation
-        refused = {id(v.doc) for rule in REFUSING for v in found.get(rule, ())}
-        refused.update(id(doc) for doc in context.documents if _incomplete(doc.data))
-        state.rejected = frozenset(refused)
+        refused = {id(doc): INCOMPLETE for doc in context.documents if _incomplete(doc.data)}
+        refused.update({id(v.doc): NOT_EVALUATED for rule in REFUSING for v in found.get(rule, ())})
+        state.rejected = refused
     return state.rejected
 
 
@@ -319,11 +322,35 @@ def _active(
     ]
 
 
-#: What a policy says of an object the API server refuses before admission.
+#: What the policies say of an object the API server refuses before admission (then the names
+#: of those that match it): for its validation errors, or as a fragment (a patch, a fixture).
 NOT_EVALUATED = (
     "not evaluated: the API server refuses this object before admission (see its validation "
     "errors), so no admission policy sees it"
 )
+INCOMPLETE = (
+    "not evaluated: this object lacks its name or a field the API server requires (a patch or a "
+    "fragment is not an object admission sees)"
+)
+
+
+def _refused_note(
+    policy: AdmissionPolicy,
+    peers: Sequence[AdmissionPolicy],
+    request: Request,
+    labels: Mapping[str, str],
+    namespace_labels: Mapping[str, str] | None,
+    doc: Document,
+    said: str,
+) -> Iterator[Violation]:
+    """The note on an object the API server refuses before validating admission: said once per
+    object, by the first (by name) of the policies that match it, naming them all."""
+    matched = sorted(
+        {policy.name}
+        | {p.name for p in peers if matches(p.match, request, labels, namespace_labels) is not None}
+    )
+    if matched[0] == policy.name:
+        yield Violation(doc, (), f"{said} ({', '.join(matched)})", severity=Severity.INFO)
 
 
 def _stored(doc: Document, kube_version: str, request: Request) -> dict[str, Any]:
