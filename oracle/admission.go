@@ -334,6 +334,30 @@ func doAdmission(req request) response {
 		}
 		w.dynamic = append(w.dynamic, u)
 	}
+	// a custom param kind whose params have no namespace: namespaced when a binding's paramRef
+	// names a namespace (as kaffinity infers it: the CRD is not in the input); a custom kind
+	// no param shows is not served (a configuration error upstream)
+	for _, p := range w.policies {
+		pk := p.Spec.ParamKind
+		if pk == nil {
+			continue
+		}
+		gv, _ := schema.ParseGroupVersion(pk.APIVersion)
+		gvk := gv.WithKind(pk.Kind)
+		if clientscheme.Scheme.Recognizes(gvk) {
+			continue
+		}
+		if _, known := scopes[gvk]; !known {
+			continue
+		}
+		for _, b := range w.bindings {
+			if b.Spec.PolicyName == p.Name && b.Spec.ParamRef != nil && b.Spec.ParamRef.Namespace != "" {
+				if _, given := in.ParamScopes[gvk.String()]; !given {
+					scopes[gvk] = "Namespaced"
+				}
+			}
+		}
+	}
 	for gvk, scope := range scopes {
 		if clientscheme.Scheme.Recognizes(gvk) {
 			continue

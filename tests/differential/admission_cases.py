@@ -69,7 +69,7 @@ def kaffinity_says(scenario: dict[str, Any], folder: Path) -> Answer:
         # a policy whose expressions the API server's compiler refuses is refused with it
         "refused": bool(loaded.errors or compile_errors),
         "compile_errors": compile_errors,
-        "findings": sorted(findings),
+        "findings": sorted(set(findings)),
         "not_evaluated": not_evaluated,
     }
 
@@ -90,7 +90,9 @@ def oracle_says(oracle: Any, scenario: dict[str, Any]) -> Answer:
             findings += [(severity, binding, comparable(message)) for message in entry["messages"]]
         elif outcome == "configuration-error":
             findings += [("error", binding, comparable(message)) for message in entry["messages"]]
-    return {"refused": bool(answer["refused"]), "findings": sorted(findings), "raw": answer}
+    # distinct: a binding that finds several params says the same thing once per param upstream;
+    # kaffinity reports one finding per place and message
+    return {"refused": bool(answer["refused"]), "findings": sorted(set(findings)), "raw": answer}
 
 
 #: The cel-go error texts that cel-expr-python words otherwise (differences.yaml:

@@ -23,6 +23,7 @@ from tests.differential.admission_scenarios import (
     deployments,
     namespace,
     policy,
+    replica_limit,
     rule,
     scenario,
     scenarios,
@@ -124,9 +125,44 @@ _CONDITION = st.sampled_from(
 )
 
 
+def _params(draw: st.DrawFn, param_kind: str | None) -> list[dict[str, Any]]:
+    """Params of the policy's kind: ConfigMaps in namespaces, or ReplicaLimits with or without one."""
+    params = []
+    if param_kind == "ReplicaLimit":
+        for name, ns, limit in draw(
+            st.lists(
+                st.tuples(
+                    st.sampled_from(["limits", "other"]),
+                    st.sampled_from([None, "config", "test", "default"]),
+                    st.sampled_from([1, 3, 9]),
+                ),
+                # one at least: a kind no object shows is one the cluster does not serve
+                # (differences.yaml: admission/unknown-param-kind)
+                min_size=1,
+                max_size=3,
+                unique_by=lambda t: (t[0], t[1] or "default"),  # unwritten: where kubectl puts it
+            )
+        ):
+            params.append(replica_limit(name, limit, ns, {"role": "limits"}))
+    elif param_kind is not None:
+        for name, ns, max_ in draw(
+            st.lists(
+                st.tuples(
+                    st.sampled_from(["limits", "other"]),
+                    st.sampled_from(["config", "test", "prod"]),
+                    st.sampled_from(["1", "3", "9"]),
+                ),
+                max_size=3,
+                unique_by=lambda t: (t[0], t[1]),
+            )
+        ):
+            params.append(configmap(name, ns, {"role": "limits"}, max=max_))
+    return params
+
+
 @st.composite
 def _scenarios(draw: st.DrawFn) -> dict[str, Any]:
-    param_kind = draw(st.sampled_from([None, "ConfigMap"]))
+    param_kind = draw(st.sampled_from([None, "ConfigMap", "ReplicaLimit"]))
     # distinct expressions: kaffinity reports one finding per place and message
     validations = [
         {"expression": check, **draw(_MESSAGE)}
@@ -144,8 +180,13 @@ def _scenarios(draw: st.DrawFn) -> dict[str, Any]:
         ]
     if param_kind is None:
         validations = [v for v in validations if "params" not in v["expression"]] or [{"expression": "true"}]
-    else:
+    elif param_kind == "ConfigMap":
         spec["paramKind"] = {"apiVersion": "v1", "kind": "ConfigMap"}
+    else:  # the documentation's custom kind: its scope inferred from the files on both sides
+        spec["paramKind"] = {"apiVersion": "rules.example.com/v1", "kind": "ReplicaLimit"}
+        for validation in validations:
+            if "params" in validation["expression"]:
+                validation["expression"] = "params == null || object.spec.replicas <= params.maxReplicas"
     conditions = draw(st.lists(_CONDITION, max_size=2, unique=True))
     if conditions:
         spec["matchConditions"] = [{"name": f"c{i}", "expression": c} for i, c in enumerate(conditions)]
@@ -179,20 +220,7 @@ def _scenarios(draw: st.DrawFn) -> dict[str, Any]:
             )
         actions = draw(st.sampled_from([["Deny"], ["Warn"], ["Audit"], ["Warn", "Audit"], ["Deny", "Audit"]]))
         made_bindings.append(binding(f"b{index}", actions=actions, **body))
-    params = []
-    if param_kind is not None:
-        for name, ns, max_ in draw(
-            st.lists(
-                st.tuples(
-                    st.sampled_from(["limits", "other"]),
-                    st.sampled_from(["config", "test", "prod"]),
-                    st.sampled_from(["1", "3", "9"]),
-                ),
-                max_size=3,
-                unique_by=lambda t: (t[0], t[1]),
-            )
-        ):
-            params.append(configmap(name, ns, {"role": "limits"}, max=max_))
+    params = _params(draw, param_kind)
     if draw(st.integers(0, 4)) == 0:
         obj: dict[str, Any] = {
             "apiVersion": "v1",
