@@ -17,6 +17,7 @@ import pytest
 
 from kaffinity.policy.check import reserved_names
 from kaffinity.policy.load import load_policies
+from kaffinity.policy.vap import INCOMPLETE
 
 from .kit import findings, keys, line_of, lint_text, policy_rules_of, position, run
 
@@ -421,7 +422,8 @@ def test_a_missing_field_errors_as_in_the_api_server(tmp_path: Path) -> None:
     ]
     (finding,) = findings(result)
     # The API server's words are the subject: CEL's error on the missing key.
-    assert "variable 'exempt' resulted in error" in finding.message
+    # (upstream's words: activation.go's around composition.go's, as the oracle answers)
+    assert 'resulted in error: composited variable "exempt" fails to evaluate' in finding.message
 
 
 def test_an_undeclared_namespace_has_only_its_name_label(tmp_path: Path) -> None:
@@ -548,12 +550,21 @@ def test_equivalent_matches_by_another_version_and_converts(
 
 def test_objects_the_api_server_refuses_reach_no_policy(tmp_path: Path) -> None:
     """A Deployment without a template is refused by validation before admission: the policy
-    does not see it (the built-in rules say why it is refused)."""
+    does not evaluate it (the built-in rules say why it is refused), and says so once, as a note
+    at the object (issue 35: not silently)."""
     made = rules(
         tmp_path, REPLICAS_POLICY.replace("object.spec.replicas <= 5", "object.spec.template != null")
     )
     text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: half}\nspec:\n  replicas: 2\n"
-    assert keys(lint_text(text, rules=made)) == []
+    result = lint_text(text, rules=made)
+    assert keys(result) == [("demo-policy.example.com", 1, 1)]
+    (finding,) = findings(result)
+    assert finding.severity.value == "info"
+    # no template: a fragment rather than a validation error
+    assert finding.message == f"{INCOMPLETE} (demo-policy.example.com)"
+    # a policy that does not match the object says nothing of it
+    other = rules(tmp_path, REPLICAS_POLICY.replace('resources:   ["deployments"]', 'resources:   ["pods"]'))
+    assert keys(lint_text(text, rules=other)) == []
 
 
 def test_deny_with_warn_and_a_file_of_no_policy_are_errors(tmp_path: Path) -> None:

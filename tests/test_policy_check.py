@@ -71,6 +71,9 @@ def test_a_validation_that_is_no_bool_is_an_error(tmp_path: Path) -> None:
         "kind: ValidatingAdmissionPolicy\n"
         "metadata: {name: types}\n"
         "spec:\n"
+        "  matchConstraints:\n"
+        "    resourceRules:\n"
+        "    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}\n"
         "  validations:\n"
         "  - expression: \"'x'\"\n"
         "    messageExpression: '1 + 2'\n"
@@ -79,7 +82,8 @@ def test_a_validation_that_is_no_bool_is_an_error(tmp_path: Path) -> None:
     policy.write_text(text)
     code, found = _problems(policy)
     assert code == 1
+    # the compiler's own check (the policy is refused): at the expression's text
     assert found == [
-        (*position(text, "expression: \"'x'\""), "error"),
-        (*position(text, "messageExpression"), "error"),
+        (*position(text, "'x'"), "error"),
+        (*position(text, "1 + 2"), "error"),
     ]

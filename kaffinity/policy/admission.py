@@ -18,8 +18,9 @@ the cluster). A binding's ``paramRef`` finds them by name or label selector
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -171,11 +172,73 @@ def shape_errors(doc: Document) -> list[str]:
         out.append(error_at(doc.file, doc.locate(path), f"{field_prefix(path)}{message}"))
     if not out:
         out += _name_errors(doc)
-    actions = doc.data.get("spec", {}).get("validationActions") if not out else None
-    if isinstance(actions, list) and "Deny" in actions and "Warn" in actions:
-        said = "spec.validationActions: Deny and Warn may not be used together (the API server refuses them)"
-        out.append(error_at(doc.file, doc.locate(("spec", "validationActions")), said))
+    if not out:
+        for path, said in _api_errors(doc.data):
+            known = path
+            while known and doc.locate(known) == doc.locate(()) and len(known) > 1:
+                known = known[:-1]  # a field not written: at its parent
+            out.append(error_at(doc.file, doc.locate(known), f"{format_path(path)}: {said}"))
     return out
+
+
+def _api_errors(data: Mapping[str, Any]) -> Iterator[tuple[DataPath, str]]:
+    """What ``pkg/apis/admissionregistration/validation/validation.go`` refuses that the schema
+    does not say, for every served version (v1alpha1's ``parameterNotFoundAction`` default
+    aside): a binding's ``validationActions`` (``validateValidationActions``: at least one,
+    no Deny with Warn) and ``paramRef`` (``validateParamRef``: a name or a selector, not both,
+    and ``parameterNotFoundAction``); a policy's ``matchConstraints`` with ``resourceRules``
+    (``validateValidatingAdmissionPolicySpec``: they give the type information) and a
+    validation or an audit annotation."""
+    spec = data.get("spec") if isinstance(data.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    if data.get("kind") == BINDING_KIND:
+        yield from _binding_api_errors(data, spec)
+    else:
+        yield from _policy_api_errors(data, spec)
+
+
+def _binding_api_errors(data: Mapping[str, Any], spec: Mapping[str, Any]) -> Iterator[tuple[DataPath, str]]:
+    actions = spec.get("validationActions") or []
+    if "Deny" in actions and "Warn" in actions:
+        yield (
+            ("spec", "validationActions"),
+            "Deny and Warn may not be used together (the API server refuses them)",
+        )
+    if not actions:
+        yield ("spec", "validationActions"), "Required value: at least one validation action is required"
+    ref = spec.get("paramRef")
+    if isinstance(ref, Mapping):
+        if ref.get("name") and ref.get("selector") is not None:
+            yield ("spec", "paramRef", "name"), "Forbidden: name and selector are mutually exclusive"
+        if not ref.get("name") and ref.get("selector") is None:
+            yield ("spec", "paramRef"), "Required value: one of name or selector must be specified"
+        defaulted = str(data.get("apiVersion", "")).endswith("/v1alpha1")  # SetDefaults_ParamRef
+        if not ref.get("parameterNotFoundAction") and not defaulted:
+            yield ("spec", "paramRef", "parameterNotFoundAction"), "Required value"
+
+
+def _policy_api_errors(data: Mapping[str, Any], spec: Mapping[str, Any]) -> Iterator[tuple[DataPath, str]]:
+    constraints = spec.get("matchConstraints")
+    if not isinstance(constraints, Mapping):
+        yield ("spec", "matchConstraints"), "Required value"
+    elif not constraints.get("resourceRules"):
+        yield ("spec", "matchConstraints", "resourceRules"), "Required value"
+    for index, condition in enumerate(spec.get("matchConditions") or ()):
+        # validateMatchCondition: the name is a qualified name
+        name = str(condition.get("name", "")) if isinstance(condition, Mapping) else ""
+        for said in qualified_name_errors(name):
+            yield ("spec", "matchConditions", index, "name"), f"Invalid value: {json.dumps(name)}: {said}"
+    policy_name = str((data.get("metadata") or {}).get("name", ""))
+    for index, annotation in enumerate(spec.get("auditAnnotations") or ()):
+        # validateAuditAnnotation: "<policy name>/<key>" is a qualified name
+        key = f"{policy_name}/{annotation.get('key', '')}" if isinstance(annotation, Mapping) else ""
+        for said in qualified_name_errors(key):
+            yield ("spec", "auditAnnotations", index, "key"), f"Invalid value: {json.dumps(key)}: {said}"
+    if not spec.get("validations") and not spec.get("auditAnnotations"):
+        yield (
+            ("spec", "validations"),
+            "Required value: validations or auditAnnotations must contain at least one item",
+        )
 
 
 #: apimachinery ``IsDNS1123Subdomain`` (``pkg/util/validation/validation.go``): the longest name,
@@ -200,6 +263,38 @@ def dns_subdomain_errors(value: str) -> list[str]:
         errors.append(f"must be no more than {DNS1123_SUBDOMAIN_MAX} characters")
     if re2.fullmatch(_DNS1123_SUBDOMAIN.encode(), encoded) is None:
         errors.append(_DNS1123_MESSAGE)
+    return errors
+
+
+_NAME_PART = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """apimachinery's ``IsQualifiedName`` (``pkg/util/validation/validation.go``): an optional
+    DNS-subdomain prefix and ``/``, then a name of at most 63 characters."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [
+            f"a qualified name must be a name, optionally after a DNS subdomain prefix and '/' ({_NAME_PART})"
+        ]
+    errors = []
+    if len(parts) == 2:
+        prefix, value = parts
+        errors += (
+            [f"prefix part {said}" for said in dns_subdomain_errors(prefix)]
+            if prefix
+            else ["prefix part must be non-empty"]
+        )
+    if not value:
+        errors.append("name part must be non-empty")
+    elif len(value) > 63:
+        errors.append("name part must be no more than 63 characters")
+    if value and _QUALIFIED_NAME.fullmatch(value) is None:
+        errors.append(f"name part {_NAME_PART}")
     return errors
 
 
@@ -255,8 +350,7 @@ def _binding(doc: Document) -> Binding:
         name=data["metadata"]["name"],
         doc=doc,
         policy_name=spec["policyName"],
-        # v1alpha1 had no validationActions: its bindings denied.
-        actions=tuple(spec.get("validationActions") or ("Deny",)),
+        actions=tuple(spec.get("validationActions") or ()),
         match=match_resources(match, ("spec", "matchResources"), unset=True) if match is not None else None,
         param_ref=(
             ParamRef(

@@ -100,7 +100,11 @@ def policy_rules(loaded: Loaded, settings: Settings) -> tuple[list[Rule], list[s
                 _compile_error(admission.doc, where.path, _hinted(error)) for where, error in problems
             )
             continue
-        rules.append(admission_rule(admission, bound[admission.name], compiled, programs, loaded.params))
+        rules.append(
+            admission_rule(
+                admission, bound[admission.name], compiled, programs, loaded.params, loaded.admission
+            )
+        )
     return rules, errors
 
 

@@ -71,7 +71,7 @@ def compile_policy(
             return None
 
     for condition in policy.match_conditions:
-        program = build(condition)
+        program = _typed(condition, build(condition), "bool", errors)
         if program is not None:
             compiled.conditions.append((condition, program))
     for variable in policy.variables:
@@ -79,11 +79,42 @@ def compile_policy(
         if program is not None:
             compiled.variables.append((variable, program))
     for validation in policy.validations:
-        program = build(validation.expression)
-        message = build(validation.message_expression) if validation.message_expression else None
+        program = _typed(validation.expression, build(validation.expression), "bool", errors)
+        message = None
+        if validation.message_expression:
+            message = _typed(
+                validation.message_expression, build(validation.message_expression), "string", errors
+            )
         if program is not None:
             compiled.validations.append((validation, program, message))
     return compiled, errors
+
+
+#: The variables upstream declares with a type (``request``, ``namespaceObject``, ``variables``,
+#: ``authorizer``), which kaffinity declares dyn.
+TYPED = ("request", "namespaceObject", "variables", "authorizer")
+
+
+def _typed(
+    expression: Expression,
+    program: Program | None,
+    wanted: str,
+    errors: list[tuple[Expression, CompileError]],
+) -> Program | None:
+    """``program`` if the checker types it as ``wanted``: the API server's compiler refuses
+    any other result type, ``dyn`` included (``CompileCELExpression`` in
+    ``admission/plugin/cel/compile.go``: ``IsExactType`` of the accessor's ``ReturnTypes``),
+    so such a policy never exists. ``object``, ``oldObject`` and ``params`` are dyn there as
+    here; the others are typed upstream (an AdmissionRequest, a Namespace, each variable by its
+    expression in ``composition.go``) and dyn here: an expression that reads one of them is
+    taken to have the type wanted."""
+    if program is None:
+        return None
+    found = program.compiled.return_type().name().lower()
+    if found != wanted and not (found == "dyn" and any(references(expression.text, name) for name in TYPED)):
+        errors.append((expression, CompileError(f"must evaluate to {wanted} but got {found}")))
+        return None
+    return program
 
 
 def evaluate(
@@ -152,14 +183,25 @@ def _evaluate_within(
         stale = True
     if stale:
         bound = programs.activation(names, data)
+    # Every match condition is evaluated (matchconditions/matcher.go, ``Match``): one false skips
+    # the policy whatever the others gave; otherwise the errors, together, follow failurePolicy.
+    errors = []
     for condition, program in compiled.conditions:
+        reads = [name for name in broken if references_variable(condition.text, name)]
+        if reads:
+            errors.append(_variable_error(condition.text, reads[0], broken[reads[0]]))
+            continue
         try:
             if budget.run(program, bound) is False:
                 return
         except EvaluationError as error:
-            if fail:
-                yield (), f"match condition '{condition.name}' resulted in error: {error}"
-            return
+            errors.append(f"expression '{condition.text}' resulted in error: {error}")
+    if errors:
+        if fail:
+            # utilerrors.NewAggregate's Error(): the distinct messages, one as itself, several [a, b]
+            distinct = list(dict.fromkeys(errors))
+            yield (), distinct[0] if len(distinct) == 1 else f"[{', '.join(distinct)}]"
+        return
     for validation, program, message_program in compiled.validations:
         said = _validate(validation, program, message_program, bound, broken, budget)
         if said is not None and (fail or not said[1]):
@@ -179,16 +221,23 @@ def _validate(
     text = validation.expression.text
     reads = [name for name in broken if references_variable(text, name)]
     if reads:
-        return f"variable '{reads[0]}' resulted in error: {broken[reads[0]]}", True
+        return _variable_error(text, reads[0], broken[reads[0]]), True
     try:
         result = budget.run(program, bound)
     except EvaluationError as error:
-        return f"expression '{_one_line(text)}' resulted in error: {error}", True
+        # the expression as written (activation.go: GetExpression())
+        return f"expression '{text}' resulted in error: {error}", True
     if result is True:
         return None
     if result is not False:
-        return f"expression '{_one_line(text)}' must evaluate to bool, not {type(result).__name__}", True
+        return f"expression '{text}' must evaluate to bool, not {type(result).__name__}", True
     return _message(validation, message, bound, budget), False
+
+
+def _variable_error(text: str, name: str, error: str) -> str:
+    """An expression that reads a variable whose evaluation failed, as upstream says it: the
+    variable's error (``composition.go``) inside the expression's (``activation.go``)."""
+    return f"expression '{text}' resulted in error: composited variable \"{name}\" fails to evaluate: {error}"
 
 
 def references_variable(text: str, name: str) -> bool:
@@ -208,13 +257,10 @@ def _message(validation: Validation, program: Program | None, bound: Any, budget
             said = said.strip()
             if said and "\n" not in said and len(said.encode("utf-8", "surrogatepass")) <= _MAX_MESSAGE:
                 return said
-    if validation.message:
-        return validation.message
-    return f"failed expression: {_one_line(validation.expression.text)}"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    # validator.go: the message and the expression, each trimmed (Go's strings.TrimSpace)
+    if validation.message and validation.message.strip():
+        return validation.message.strip()
+    return f"failed expression: {validation.expression.text.strip()}"
 
 
 def _path(validation: Validation) -> DataPath:

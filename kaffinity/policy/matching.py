@@ -37,6 +37,12 @@ from kaffinity.policy.admission import MatchResources, ParamRef, ResourceRule
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
+#: Who creates the objects: an authenticated user (every authenticated request carries the
+#: ``system:authenticated`` group, ``k8s.io/apiserver/pkg/authentication/group``), so that a
+#: policy reading ``request.userInfo.groups`` or ``username`` sees them (an empty list or name
+#: is left out of the AdmissionRequest upstream: reading it is a "no such key" error).
+USER_INFO = {"username": "kaffinity", "groups": ["system:authenticated"]}
+
 #: Kinds whose resource name is not what apimachinery's guess gives.
 _RESOURCES = {"Endpoints": "endpoints"}
 
@@ -53,20 +59,35 @@ class Request:
     name: str
 
     def as_cel(self) -> dict[str, Any]:
-        """``request`` as a policy reads it (an AdmissionRequest of a dry CREATE by nobody)."""
-        return {
-            "kind": {"group": self.group, "version": self.version, "kind": self.kind},
-            "resource": {"group": self.group, "version": self.version, "resource": self.resource},
-            "requestKind": {"group": self.group, "version": self.version, "kind": self.kind},
-            "requestResource": {"group": self.group, "version": self.version, "resource": self.resource},
-            "subResource": "",
-            "name": self.name,
-            "namespace": self.namespace or "",
+        """``request`` as a policy reads it: ``cel.CreateAdmissionRequest``
+        (``admission/plugin/cel/condition.go``) of a CREATE, serialized as the AdmissionRequest's
+        JSON, whose empty ``omitempty`` fields are absent (``k8s.io/api/admission/v1/types.go``:
+        ``subResource``, ``requestSubResource``; ``namespace`` of a cluster-scoped object; ``name``
+        when unwritten): reading them is a "no such key" error."""
+        kind = {"group": self.group, "version": self.version, "kind": self.kind}
+        resource = {"group": self.group, "version": self.version, "resource": self.resource}
+        out: dict[str, Any] = {
+            "uid": "",
+            "kind": kind,
+            "resource": resource,
+            "requestKind": dict(kind),
+            "requestResource": dict(resource),
             "operation": "CREATE",
-            "userInfo": {"username": "", "groups": []},
+            "userInfo": {
+                key: list(value) if isinstance(value, list) else value for key, value in USER_INFO.items()
+            },
             "dryRun": False,
             "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
         }
+        if self.name:
+            out["name"] = self.name
+        if self.namespace:
+            out["namespace"] = self.namespace
+        elif self.kind == "Namespace" and self.group == "" and self.name:
+            # a Namespace's CREATE has its own name as namespace (createHandler,
+            # k8s.io/apiserver/pkg/endpoints/handlers/create.go)
+            out["namespace"] = self.name
+        return out
 
 
 def resource_of(kind: str) -> str:
@@ -140,7 +161,9 @@ def matches(
 def _version_matched(rules: Sequence[ResourceRule] | None, request: Request, policy: str) -> str | None:
     """The version some rule matches the request by: its own first, then (``Equivalent``) the
     other versions its resource is served under (:data:`EQUIVALENT_VERSIONS`)."""
-    if rules is None or any(rule_matches(rule, request) for rule in rules):
+    # No rules (a binding's unset or empty ``resourceRules``) match every request: ``Matcher.
+    # Matches`` in ``matching/matching.go`` (``len(matchResources.ResourceRules) == 0``).
+    if not rules or any(rule_matches(rule, request) for rule in rules):
         return request.version
     if policy != "Equivalent":
         return None
@@ -174,10 +197,9 @@ class Param:
     doc: Document
 
 
-def param_candidates(documents: Iterable[Document], default_namespace: str | None = None) -> list[Param]:
-    """Every object of ``documents``. A built-in namespaced kind that writes no namespace is in
-    ``default_namespace``, where ``kubectl apply`` creates it; a custom kind (whose scope is
-    unknown) or any kind when ``default_namespace`` is None: the scope as written."""
+def param_candidates(documents: Iterable[Document]) -> list[Param]:
+    """Every object of ``documents``, its namespace as written (None: unwritten; where it lands
+    depends on its kind's scope, :func:`find_params`)."""
     out = []
     for doc in documents:
         data = doc.data
@@ -186,8 +208,6 @@ def param_candidates(documents: Iterable[Document], default_namespace: str | Non
         metadata = data.get("metadata") if isinstance(data.get("metadata"), Mapping) else {}
         assert isinstance(metadata, Mapping)
         namespace = metadata.get("namespace")
-        if not namespace and data["kind"] not in CLUSTER_SCOPED and _built_in(data.get("apiVersion")):
-            namespace = default_namespace
         out.append(
             Param(
                 str(data.get("apiVersion")),
@@ -209,31 +229,58 @@ def params_by_kind(candidates: Iterable[Param]) -> dict[tuple[str, str], list[Pa
     return out
 
 
-def _built_in(api_version: Any) -> bool:
+def built_in(api_version: Any) -> bool:
     """Whether an apiVersion is a built-in group's (core, ``apps``, ``policy``, ``*.k8s.io``)."""
     group = str(api_version or "").rpartition("/")[0]
     return "." not in group or group.endswith(".k8s.io")
 
 
+def namespaced_kind(kind: tuple[str, str], candidates: Sequence[Param], refs: Iterable[ParamRef]) -> bool:
+    """Whether a param kind is namespaced: a built-in kind by its registry
+    (:data:`CLUSTER_SCOPED`); a custom kind by its CRD, which the files do not hold: namespaced
+    when a param of it is written with a namespace or a binding's ``paramRef`` names one (a
+    namespace on a cluster-scoped kind's paramRef is a configuration error), else cluster-scoped."""
+    if built_in(kind[0]):
+        return kind[1] not in CLUSTER_SCOPED
+    return any(param.namespace for param in candidates) or any(ref.namespace for ref in refs)
+
+
+class ParamError(Exception):
+    """A binding's params cannot be resolved: a configuration error upstream."""
+
+
 def find_params(
-    ref: ParamRef, kind: tuple[str, str], request: Request, candidates: Sequence[Param]
+    ref: ParamRef,
+    request: Request,
+    candidates: Sequence[Param],
+    namespaced: bool,
+    default_namespace: str,
 ) -> list[Param]:
-    """The params ``ref`` finds for ``request``: by name or by selector, in ``ref.namespace``,
-    else (for a namespaced param) in the request's namespace (``paramRef`` in the
-    admissionregistration v1 API)."""
+    """The params ``ref`` finds for ``request`` among ``candidates`` (of the policy's
+    ``paramKind``), as ``generic.CollectParams`` (``policy/generic/policy_dispatcher.go``)
+    finds them: a namespaced kind in ``ref.namespace``, else the request's namespace (none: a
+    cluster-scoped object, an error); a cluster-scoped kind with ``ref.namespace``, an error;
+    then by name or by label selector. A namespaced param written without a namespace is in
+    ``default_namespace``, where ``kubectl apply`` creates it. Raises :class:`ParamError`,
+    with upstream's message, also when none is found and ``parameterNotFoundAction`` is Deny."""
+    wanted: str | None = None
+    if namespaced:
+        wanted = ref.namespace or request.namespace
+        if not wanted:
+            raise ParamError(
+                "cannot use namespaced paramRef in policy binding that matches cluster-scoped resources"
+            )
+    elif ref.namespace:
+        raise ParamError("paramRef.namespace must not be provided for a cluster-scoped `paramKind`")
     found = []
     for param in candidates:
-        if (param.api_version, param.kind) != kind:
-            continue
-        if param.namespace is not None:
-            wanted = ref.namespace or request.namespace
-            if param.namespace != wanted:
-                continue
-        elif ref.namespace:
+        if namespaced and (param.namespace or default_namespace) != wanted:
             continue
         if ref.name is not None:
             if param.name == ref.name:
                 found.append(param)
         elif _selects(ref.selector, param.labels):
             found.append(param)
+    if not found and ref.not_found == "Deny":
+        raise ParamError("no params found for policy binding with `Deny` parameterNotFoundAction")
     return found

@@ -32,11 +32,7 @@ from kaffinity.load.source import DataPath, Document
 from kaffinity.policy.admission import AdmissionPolicy, Expression, ResourceRule
 from kaffinity.policy.check import policy_rules, reserved_names
 from kaffinity.policy.expressions import (
-    ADMISSION_VARIABLES,
-    FACTS,
     Chain,
-    CompileError,
-    Programs,
     chain_spans,
     place_in_file,
     references,
@@ -134,37 +130,10 @@ def _admission(policy: AdmissionPolicy, loaded: Loaded, version: str) -> Iterato
             yield _at(doc, expression, None, Severity.WARNING, said)
         for kind in kinds:
             yield from _fields(doc, expression, kind, (), version)
-    yield from _result_types(policy, version)
     if policy.audit_annotations:
         said = "auditAnnotations only annotate a cluster's audit log: kaffinity does not evaluate them"
         yield Problem(doc.file, *doc.locate(("spec", "auditAnnotations")), Severity.INFO, said)
     yield from _params(policy, loaded)
-
-
-def _result_types(policy: AdmissionPolicy, version: str) -> Iterator[Problem]:
-    """A validation or match condition the checker types as something other than bool, a
-    messageExpression as something other than string: the API server refuses the policy (its
-    compiler checks the result type); kaffinity would report every object."""
-    names = [*ADMISSION_VARIABLES, *([FACTS] if policy.kaffinity_only else [])]
-    programs = Programs(version)
-    wanted = [
-        *((condition, "bool") for condition in policy.match_conditions),
-        *((validation.expression, "bool") for validation in policy.validations),
-        *(
-            (validation.message_expression, "string")
-            for validation in policy.validations
-            if validation.message_expression is not None
-        ),
-    ]
-    for expression, kind in wanted:
-        try:
-            program = programs.get(expression.text, names)
-        except CompileError:
-            continue  # reported as an error already
-        found = program.compiled.return_type().name().lower()
-        if found not in (kind, "dyn", "any"):
-            said = f"the expression must evaluate to {kind}, not {found}"
-            yield _at(doc=policy.doc, expression=expression, chain=None, severity=Severity.ERROR, said=said)
 
 
 def _params(policy: AdmissionPolicy, loaded: Loaded) -> Iterator[Problem]:

@@ -64,10 +64,12 @@ from kaffinity.policy.guard import Guarded, begin, guarded
 from kaffinity.policy.matching import (
     NAMESPACE_NAME_LABEL,
     Param,
+    ParamError,
     Request,
     find_params,
     labels_of,
     matches,
+    namespaced_kind,
     param_candidates,
     params_by_kind,
     request_of,
@@ -91,7 +93,7 @@ class Shared:
     #: params or facts: CEL converts an object once per activation, so they share one.
     plain_activations: dict[int, Any] = field(default_factory=dict)
     #: id() of the objects kube-apiserver would refuse before admission (None: not yet read)
-    rejected: frozenset[int] | None = None
+    rejected: dict[int, str] | None = None
     namespaces: dict[str, tuple[dict[str, str], dict[str, Any]]] | None = None
     params: dict[tuple[str, str], list[Param]] | None = None
 
@@ -121,8 +123,10 @@ def admission_rule(
     compiled: Compiled,
     programs: Programs,
     param_documents: Sequence[Document],
+    peers: Sequence[AdmissionPolicy] = (),
 ) -> Rule:
-    """The rule that checks ``policy`` with ``bindings`` (none: bound once with Deny)."""
+    """The rule that checks ``policy`` with ``bindings`` (none: bound once with Deny);
+    ``peers``: every admission policy of the run (one of them notes a refused object)."""
     names = [*ADMISSION_VARIABLES, *([FACTS] if policy.kaffinity_only else [])]
 
     def check(context: Context) -> Iterator[Violation]:
@@ -138,7 +142,7 @@ def admission_rule(
             if is_admission(doc.data) or not begin(doc):
                 continue
             yield from _check_object(
-                policy, bindings, compiled, programs, names, context, state, doc, param_documents
+                policy, bindings, compiled, programs, names, context, state, doc, param_documents, peers
             )
 
     def stopped(doc: Document | None, seconds: float) -> Iterator[Violation]:
@@ -183,27 +187,26 @@ def _check_object(
     state: Shared,
     doc: Document,
     param_documents: Sequence[Document],
+    peers: Sequence[AdmissionPolicy],
 ) -> Iterator[Violation]:
     seen = _identify(context, state, doc)
-    if seen is None or id(doc) in _rejected(context, state):
+    if seen is None:
         return
     key = id(doc)
     request, labels, namespace_labels, namespace_data = seen
     version = matches(policy.match, request, labels, namespace_labels)
     if version is None:
         return
-    active = [
-        binding
-        for binding in bindings
-        if binding.match is None or matches(binding.match, request, labels, namespace_labels) is not None
-    ]
-    if not bindings:
-        active = [Binding(name="", doc=policy.doc, policy_name=policy.name, actions=("Deny",))]
+    active = _active(policy, bindings, request, labels, namespace_labels)
     if not active:
+        return
+    refused = _rejected(context, state).get(key)
+    if refused is not None:
+        yield from _refused_note(policy, peers, request, labels, namespace_labels, doc, refused)
         return
     run = state.objects
     if key not in run.defaulted:
-        run.defaulted[key] = defaulted(doc.data, programs.kube_version, request.namespace)
+        run.defaulted[key] = _stored(doc, programs.kube_version, request)
     obj, request_data = run.defaulted[key], run.request_data[key]
     converted = version != request.version
     if converted:  # matched by an equivalent version: the policy sees the object converted
@@ -220,9 +223,12 @@ def _check_object(
         base[FACTS] = facts(context, doc, compiled.facts)
     for binding in active:
         severity = _severity(binding.actions)
-        for param, problem in _params(policy, binding, request, context, state, param_documents):
+        for param, problem in _params(policy, bindings, binding, request, context, state, param_documents):
             if problem is not None:
-                yield Violation(doc, (), _said(binding, problem), severity=severity)
+                # A configuration error (dispatcher.go's addConfigError): denied whatever the
+                # binding's validationActions under failurePolicy Fail, skipped under Ignore.
+                if policy.failure_policy == "Fail":
+                    yield Violation(doc, (), _said(binding, problem), severity=Severity.ERROR)
                 continue
             data = {**base, "params": param}
             # The variables are evaluated with it too; the validations then with one more.
@@ -249,15 +255,16 @@ def prepare_facts(context: Context, parts: Collection[str]) -> None:
 REFUSING = ("schema", "api-validation")
 
 
-def _rejected(context: Context, state: Shared) -> frozenset[int]:
+def _rejected(context: Context, state: Shared) -> dict[int, str]:
     """The objects the API server refuses before validating admission runs (it decodes and
-    validates an object first: ``schema`` and ``api-validation`` errors), which no policy sees:
-    a half-written object (a patch, a fixture) is not also a policy's CEL error."""
+    validates an object first: ``schema`` and ``api-validation`` errors), which no policy sees,
+    by id(), with what the note on them says: a half-written object (a patch, a fixture) is not
+    also a policy's CEL error."""
     if state.rejected is None:
         found = context.validation
-        refused = {id(v.doc) for rule in REFUSING for v in found.get(rule, ())}
-        refused.update(id(doc) for doc in context.documents if _incomplete(doc.data))
-        state.rejected = frozenset(refused)
+        refused = {id(doc): INCOMPLETE for doc in context.documents if _incomplete(doc.data)}
+        refused.update({id(v.doc): NOT_EVALUATED for rule in REFUSING for v in found.get(rule, ())})
+        state.rejected = refused
     return state.rejected
 
 
@@ -297,6 +304,81 @@ def _incomplete(data: Any) -> bool:
     return any(all(dig(data, path) in (None, [], {}) for path in paths) for paths in required)
 
 
+def _active(
+    policy: AdmissionPolicy,
+    bindings: Sequence[Binding],
+    request: Request,
+    labels: Mapping[str, str],
+    namespace_labels: Mapping[str, str] | None,
+) -> list[Binding]:
+    """The bindings whose ``matchResources`` select the request (none given: bound once with
+    Deny)."""
+    if not bindings:
+        return [Binding(name="", doc=policy.doc, policy_name=policy.name, actions=("Deny",))]
+    return [
+        binding
+        for binding in bindings
+        if binding.match is None or matches(binding.match, request, labels, namespace_labels) is not None
+    ]
+
+
+#: What the policies say of an object the API server refuses before admission (then the names
+#: of those that match it): for its validation errors, or as a fragment (a patch, a fixture).
+NOT_EVALUATED = (
+    "not evaluated: the API server refuses this object before admission (see its validation "
+    "errors), so no admission policy sees it"
+)
+INCOMPLETE = (
+    "not evaluated: this object lacks its name or a field the API server requires (a patch or a "
+    "fragment is not an object admission sees)"
+)
+
+
+def _refused_note(
+    policy: AdmissionPolicy,
+    peers: Sequence[AdmissionPolicy],
+    request: Request,
+    labels: Mapping[str, str],
+    namespace_labels: Mapping[str, str] | None,
+    doc: Document,
+    said: str,
+) -> Iterator[Violation]:
+    """The note on an object the API server refuses before validating admission: said once per
+    object, by the first (by name) of the policies that match it, naming them all."""
+    matched = sorted(
+        {policy.name}
+        | {p.name for p in peers if matches(p.match, request, labels, namespace_labels) is not None}
+    )
+    if matched[0] == policy.name:
+        yield Violation(doc, (), f"{said} ({', '.join(matched)})", severity=Severity.INFO)
+
+
+def _stored(doc: Document, kube_version: str, request: Request) -> dict[str, Any]:
+    """The object as validating admission sees it: defaulted, empty metadata maps absent, a
+    Namespace with its own name label."""
+    obj = _omit_empty(defaulted(doc.data, kube_version, request.namespace))
+    if _is_namespace(request):
+        metadata = obj.setdefault("metadata", {})
+        metadata["labels"] = {**(metadata.get("labels") or {}), NAMESPACE_NAME_LABEL: request.name}
+    return obj
+
+
+def _omit_empty(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as the API server serves it to CEL: ObjectMeta's ``labels`` and
+    ``annotations`` are ``omitempty`` (``k8s.io/apimachinery/pkg/apis/meta/v1/types.go``), so an
+    empty map written is absent (``has(object.metadata.labels)`` is false)."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        for field_name in ("labels", "annotations"):
+            if metadata.get(field_name) in ({}, None) and field_name in metadata:
+                del metadata[field_name]
+    return obj
+
+
+def _is_namespace(request: Request) -> bool:
+    return request.kind == "Namespace" and request.group == ""
+
+
 def _request_as(request: dict[str, Any], version: str) -> dict[str, Any]:
     """``request`` of an object converted to ``version``: ``kind`` and ``resource`` say the
     version the policy matched, ``requestKind`` and ``requestResource`` the one written."""
@@ -320,6 +402,11 @@ def _identify(
         run.requests[key] = request
         if request is not None:
             run.labels[key] = labels_of(data)
+            if _is_namespace(request):
+                # A Namespace being created carries its own name label: SetDefaults_Namespace
+                # (pkg/apis/core/v1/defaults.go) puts it on before admission, so its selectors
+                # and its CEL see it.
+                run.labels[key][NAMESPACE_NAME_LABEL] = request.name
             run.request_data[key] = request.as_cel()
     request = run.requests[key]
     if request is None:
@@ -329,40 +416,42 @@ def _identify(
 
 def _params(
     policy: AdmissionPolicy,
+    bindings: Sequence[Binding],
     binding: Binding,
     request: Request,
     context: Context,
     state: Shared,
     param_documents: Sequence[Document],
 ) -> Iterator[tuple[Any, str | None]]:
-    """Each params object to evaluate with (None: no params), or a problem instead."""
+    """Each params object to evaluate with (None: no params), or the configuration error
+    instead (upstream's words, ``failed to configure binding: ...``, then what was looked for)."""
     ref = binding.param_ref
     if policy.param_kind is None or ref is None:
+        # generic.CollectParams: no paramKind, or a binding without paramRef: null params
         yield None, None
         return
     if state.params is None:
-        candidates = param_candidates([*param_documents, *context.documents], context.settings.namespace)
-        state.params = params_by_kind(candidates)
-    found = find_params(ref, policy.param_kind, request, state.params.get(policy.param_kind, []))
-    if not found:
-        if ref.not_found == "Deny":
-            wanted = ref.name or "any matching the selector"
-            where = f" in namespace {ref.namespace or request.namespace}" if request.namespace else ""
-            yield (
-                None,
-                (
-                    f"no params found for policy binding with `Deny` parameterNotFoundAction "
-                    f"({policy.param_kind[1]} {wanted}{where})"
-                ),
-            )
+        state.params = params_by_kind(param_candidates([*param_documents, *context.documents]))
+    candidates = state.params.get(policy.param_kind, [])
+    refs = [b.param_ref for b in bindings if b.param_ref is not None]
+    namespaced = namespaced_kind(policy.param_kind, candidates, refs)
+    default_namespace = context.settings.namespace
+    try:
+        found = find_params(ref, request, candidates, namespaced, default_namespace)
+    except ParamError as error:
+        wanted = ref.name or "any matching the selector"
+        where = ref.namespace or request.namespace if namespaced else None
+        looked = f"{policy.param_kind[1]} {wanted}{f' in namespace {where}' if where else ''}"
+        yield None, f"failed to configure binding: {error} ({looked})"
         return
     for param in found:
         # As the API server stores it: defaulted (a PodDisruptionBudget written without ``spec``
-        # has ``spec: {}``, a Deployment its replicas).
+        # has ``spec: {}``, a Deployment its replicas), in its namespace.
         stored = state.objects.params
         key = id(param.doc)
         if key not in stored:
-            stored[key] = defaulted(param.doc.data, context.settings.kube_version, param.namespace)
+            where = (param.namespace or default_namespace) if namespaced else None
+            stored[key] = defaulted(param.doc.data, context.settings.kube_version, where)
         yield stored[key], None
 
 
