@@ -180,9 +180,10 @@ def test_a_finding_in_a_patch_shows_its_code_frame(tmp_path: Path, target: str) 
 
 def test_a_plain_folder_linted_as_dot_names_its_files_without_dot_slash(tmp_path: Path) -> None:
     (tmp_path / "apps").mkdir()
+    # A whole Deployment: its selector matches its template's labels (else api-validation too).
     spread = PATCH.replace(
         "spec:\n  replicas: 1\n", "spec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n"
-    )
+    ).replace("  template:\n    spec:\n", "  template:\n    metadata: {labels: {app: web}}\n    spec:\n")
     (tmp_path / "apps" / "web.yaml").write_text(spread)
     for target in (".", "./apps", "./apps/web.yaml"):
         for fmt in ("text", "json", "sarif", "github"):
