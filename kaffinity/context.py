@@ -57,6 +57,11 @@ class RunState:
         #: Values the stages above the rules derive once for the whole run, whichever unit's
         #: context asks first (the policies' defaulted objects): :mod:`kaffinity.memo`.
         self.memo = Memo()
+        #: The documents (``id``) ``api-validation`` reported, and those it checked, as the engine
+        #: records its findings (:meth:`kaffinity.engine.record.Recorder.take`): what
+        #: :attr:`Context.refused` reads, so that no unit validates its objects a second time.
+        self.refused: set[int] = set()
+        self.validated: set[int] = set()
 
 
 class Context:
@@ -173,9 +178,21 @@ class Context:
         errors, when that rule runs (nothing gives way to a rule that does not run): never
         created, so without pods to place or terms that select
         (:func:`kaffinity.explain.precedence.refused`)."""
-        if "api-validation" not in self.run.running:
+        run = self.run
+        if "api-validation" not in run.running:
             return frozenset()
-        return frozenset(id(violation.doc) for violation in self.validation.get("api-validation", ()))
+        if "validation" in self.__dict__:  # computed here already (a context of its own)
+            return frozenset(id(violation.doc) for violation in self.validation.get("api-validation", ()))
+        # What the rule found when the engine ran it (its stage comes before every rule that
+        # asks), and only the objects it did not check validated here.
+        found = {id(doc) for doc in self.documents if id(doc) in run.refused}
+        rest = [doc for doc in self.documents if id(doc) not in run.validated]
+        if rest:
+            from kaffinity.validate.documents import validate_documents
+
+            errors = validate_documents(rest, self.settings).get("api-validation", ())
+            found.update(id(violation.doc) for violation in errors)
+        return frozenset(found)
 
     @cached_property
     def validation(self) -> dict[str, list[Violation]]:

@@ -266,7 +266,10 @@ class Recorder:
         """Add the findings the single-object stage placed for rule ``name``, on the
         documents given: their units and suppression annotations are this run's."""
         self.state.found_rules.add(name)
+        refused = self.state.refused if name == "api-validation" else None
         for placed, doc in found:
+            if refused is not None and doc is not None:
+                refused.add(id(doc))
             finding = placed
             if doc is not None and not self.unit and id(doc) in self.membership:
                 finding = replace(finding, units=self.membership[id(doc)])
@@ -274,6 +277,8 @@ class Recorder:
 
     def add_violation(self, rule: Rule, violation: Violation) -> None:
         doc = violation.doc
+        if rule.name == "api-validation":
+            self.state.refused.add(id(doc))
         finding = self.placed(rule, violation)
         if not self.unit and id(doc) in self.membership:
             finding = replace(finding, units=self.membership[id(doc)])

@@ -182,6 +182,9 @@ def _taken(
     them), each with its document in the result's file; its internal errors and notices are the
     run's (once each: every file reports a crash of the same rule)."""
     found: dict[str, list[tuple[Finding, Document | None]]] = {rule.name: [] for rule in stage}
+    if any(rule.name == "api-validation" for rule in stage):
+        # The objects it checked: Context.refused reads its findings rather than validate again.
+        run.state.validated.update(id(doc) for result in results for doc in result.file.documents)
     errors: dict[str, None] = {}
     notices: dict[str, None] = {}
     for result in results:

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kaffinity.explain.precedence import refused
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.members import RELATION_AFFINITY, RELATION_ANTI_AFFINITY, selector_text, within
 from kaffinity.k8s.compact import MODEL_FIELDS
@@ -128,10 +129,13 @@ def _pool(listing: Listing, vertex: str, self_match: bool) -> Iterator[str]:
 def _check(context: Context) -> Iterator[Violation]:
     graph = context.graph
     startable = graph.startable
+    gone = refused(context)  # never created: api-validation's finding says why, once
     for member in graph.workloads():
         vertex = member.id
         workload = member.workload
         assert workload is not None
+        if id(workload.doc) in gone:
+            continue
         if vertex not in startable.candidates:
             continue  # no required pod affinity
         candidates = startable.candidates[vertex]  # itself included when its terms match it

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kaffinity.explain.precedence import refused
 from kaffinity.explain.wording import SHOWN, counted_list, domain_word
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import AffinityGraph
@@ -34,7 +35,10 @@ def _victims(
 
 def _check(context: Context) -> Iterator[Violation]:
     graph = context.graph
+    gone = refused(context)  # never created: api-validation's finding says why, once
     for owner in graph.workloads():
+        if owner.workload is not None and id(owner.workload.doc) in gone:
+            continue
         for relation in graph.terms(owner.id, RELATION_ANTI_AFFINITY, required=True):
             empty = relation.selector is not None and relation.selector.is_empty
             if not (relation.all_namespaces or empty):

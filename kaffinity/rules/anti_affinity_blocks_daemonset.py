@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kaffinity.explain.precedence import refused
 from kaffinity.explain.wording import domain_word, name_list
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.affinity import ordered
@@ -35,14 +36,19 @@ def _check(context: Context) -> Iterator[Violation]:
     # Only the DaemonSets of a term's matches count: with none in the input there is nothing to
     # do, and a term's matches are intersected with them, never sorted whole (N workloads
     # whose terms match each other would cost quadratic time).
+    gone = refused(context)  # never created (neither side): api-validation's finding says why, once
     daemonsets = frozenset(
         member.id
         for member in graph.workloads()
-        if member.workload is not None and member.workload.ref.kind == "DaemonSet"
+        if member.workload is not None
+        and member.workload.ref.kind == "DaemonSet"
+        and id(member.workload.doc) not in gone
     )
     if not daemonsets:
         return
     for owner in graph.workloads():
+        if owner.workload is not None and id(owner.workload.doc) in gone:
+            continue
         for relation in graph.terms(owner.id, RELATION_ANTI_AFFINITY, required=True):
             key = relation.topology_key or ""
             daemons = [

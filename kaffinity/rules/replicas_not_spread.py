@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kaffinity.explain.precedence import refused
 from kaffinity.findings import Related, Severity, Violation
 from kaffinity.graph.members import RELATION_AFFINITY, RELATION_ANTI_AFFINITY, Member
 from kaffinity.k8s.compact import MODEL_FIELDS
@@ -136,9 +137,12 @@ def _spread(context: Context, member: Member) -> bool:
 def _check(context: Context) -> Iterator[Violation]:
     graph = context.graph
     autoscalers: dict[tuple[str, str, str], list[_Autoscaler]] | None = None
+    gone = refused(context)  # never created, so no replicas: api-validation's finding says why, once
     for member in graph.workloads():
         workload = member.workload
         assert workload is not None
+        if id(workload.doc) in gone:
+            continue
         if workload.controller not in REPLICATED:
             continue
         if not workload.pod.labels:

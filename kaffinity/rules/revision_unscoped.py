@@ -12,7 +12,7 @@ from kaffinity.expand.merge import (
     affinity_terms,
     pod_labels,
 )
-from kaffinity.explain.precedence import gives_way
+from kaffinity.explain.precedence import gives_way, refused
 from kaffinity.findings import Severity, Violation
 from kaffinity.k8s import gates as fg
 from kaffinity.k8s.compact import MODEL_FIELDS
@@ -153,9 +153,33 @@ def supported(context: Context, kind: str) -> fg.GateState:
     return fg.gate_state(gate, settings.kube_version, settings.feature_gates)
 
 
+def _replayed(context: Context) -> bool:
+    """Whether the declared cluster's rollouts are simulated, so that the hang this rule can only
+    foresee is decided there: ``rollout-deadlock`` reports the rollout that hangs on the declared
+    nodes (an error, the autoscaler unable to help named), ``needs-scale-up`` the one that
+    finishes because the autoscaler adds a node for the surge pod (a ``ClusterTopology`` pool
+    with ``max``, a Karpenter NodePool: cluster-autoscaler and Karpenter act on a Pending pod
+    before the Deployment controller removes an old one), and a rollout that finishes on the
+    nodes there are is not a hang. Cheap: no placement is read here (this rule runs once over
+    every object, the rollout rules once per unit on the placement they share,
+    ``simulate.rollout.simulation.outcomes``). False without a cluster, with ``--no-simulate``,
+    with a cluster file that could not be read (the engine runs no rule that reads it), or when
+    rollout-deadlock does not run or reports below this warning (nothing gives way to it)."""
+    cluster = context.cluster
+    if cluster is None or not context.settings.simulate:
+        return False
+    if any(problem.rule == "parse-error" for file in cluster.files for problem in file.problems):
+        return False
+    return gives_way(context, (RULE_NAME, None), ("rollout-deadlock", None), tie_to_other=True)
+
+
 def _check(context: Context) -> Iterator[Violation]:
     version = context.settings.kube_version
+    gone = refused(context)  # never created: api-validation's finding says why, once
+    replayed: bool | None = None
     for workload in context.inventory.every_workload:
+        if id(workload.doc) in gone:
+            continue
         for kind, term in unscoped_terms(context, workload):
             message, severity = _WHY[kind], None
             if kind == POD_ANTI_AFFINITY:
@@ -163,6 +187,11 @@ def _check(context: Context) -> Iterator[Violation]:
                 if effect is None:
                     continue
                 message, severity = effect
+                if severity is None:  # the hang: on a declared cluster the simulation decides
+                    if replayed is None:
+                        replayed = _replayed(context)
+                    if replayed:
+                        continue
             state = supported(context, kind)
             if POD_TEMPLATE_HASH in term.match_label_keys and _dropped_elsewhere(context, state, severity):
                 continue
