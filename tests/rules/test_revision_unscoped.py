@@ -127,3 +127,85 @@ def test_revision_unscoped_on_linkerd_ha_is_an_info() -> None:
         path, select=("revision-unscoped",), severity={"revision-unscoped": Severity.ERROR}
     ).findings
     assert finding.severity is Severity.ERROR
+
+
+# -- with a declared cluster, the rollout simulation decides whether it hangs ---------------------
+
+_POOL = """\
+apiVersion: kaffinity.io/v1alpha1
+kind: ClusterTopology
+metadata: {name: prod}
+spec:
+  zones:
+    - name: eu-west-1a
+      pools:
+        - {name: general, count: 3, max: MAX, allocatable: {cpu: "4", memory: 16Gi, pods: 110}}
+"""
+
+_ROLLOUT_RULES = ("revision-unscoped", "rollout-deadlock", "needs-scale-up")
+
+
+def test_revision_unscoped_on_a_pool_that_can_grow_is_not_a_hang() -> None:
+    """3 replicas, one per node, maxUnavailable 0, on a pool of 3 that may grow to 6: the surge
+    pod gets a fourth node from the autoscaler before the controller removes an old pod, and the
+    rollout finishes (the simulation, rollout/simulation.py outcomes()): needs-scale-up says so at
+    the strategy (an info), and no warning says that the rollout hangs."""
+    text = _self_anti("strategy: {type: RollingUpdate}")
+    result = lint_text(text, cluster=_POOL.replace("MAX", "6"), select=_ROLLOUT_RULES)
+    assert keys(result) == [("needs-scale-up", *position(text, "strategy:"))]
+    assert [finding.severity for finding in result.findings] == [Severity.INFO]
+
+
+def test_revision_unscoped_on_a_pool_at_its_max_is_rollout_deadlocks_error() -> None:
+    """The same pool at its max (3 of 3): the rollout hangs; rollout-deadlock reports it at the
+    term, an error with the autoscaler's limit named, and revision-unscoped's warning gives way."""
+    text = _self_anti("strategy: {type: RollingUpdate}")
+    result = lint_text(text, cluster=_POOL.replace("MAX", "3"), select=_ROLLOUT_RULES)
+    assert keys(result) == [("rollout-deadlock", *position(text, "labelSelector:"))]
+    assert [finding.severity for finding in result.findings] == [Severity.ERROR]
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        # rollout-deadlock not run: nothing gives way to it.
+        {"select": ("revision-unscoped", "needs-scale-up")},
+        # rollout-deadlock configured below this warning: the warning stays.
+        {"select": _ROLLOUT_RULES, "severity": {"rollout-deadlock": Severity.INFO}},
+        # --no-simulate: nothing is simulated, so the rule foresees the hang as without a cluster.
+        {"select": _ROLLOUT_RULES, "simulate": False},
+    ],
+)
+def test_revision_unscoped_keeps_the_hang_where_nothing_simulates_it(settings: dict[str, object]) -> None:
+    text = _self_anti("strategy: {type: RollingUpdate}")
+    result = lint_text(text, cluster=_POOL.replace("MAX", "3"), **settings)
+    found = [
+        (finding.rule, finding.severity) for finding in result.findings if finding.rule == "revision-unscoped"
+    ]
+    assert found == [("revision-unscoped", Severity.WARNING)]
+    assert ("revision-unscoped", *position(text, "labelSelector:")) in keys(result)
+
+
+def test_revision_unscoped_info_is_kept_on_a_cluster() -> None:
+    """maxUnavailable 1 (4 replicas): the rollout finishes, and the info about the surge it never
+    gets is not a hang: it is reported with a cluster too."""
+    text = _self_anti("", 4)
+    cluster = _POOL.replace("count: 3", "count: 4").replace("MAX", "4")
+    result = lint_text(text, cluster=cluster, select=_ROLLOUT_RULES)
+    assert keys(result) == [("revision-unscoped", *position(text, "labelSelector:"))]
+    assert [finding.severity for finding in result.findings] == [Severity.INFO]
+
+
+def test_revision_unscoped_gives_way_to_api_validation() -> None:
+    """A Deployment the API server refuses (selector not matching the template's labels:
+    ValidateDeploymentSpec) is never created and never rolls out: api-validation's error is the
+    finding, once."""
+    text = _self_anti("").replace(
+        "  selector: {matchLabels: {app: web}}", "  selector: {matchLabels: {app: api}}", 1
+    )
+    assert "labelSelector: {matchLabels: {app: web}}" in text
+    result = lint_text(text, select=("revision-unscoped", "api-validation"))
+    assert [finding.rule for finding in result.findings] == ["api-validation"]
+    # Without api-validation running, nothing gives way to it.
+    result = lint_text(text, select=("revision-unscoped",))
+    assert keys(result) == [("revision-unscoped", *position(text, "labelSelector:"))]
