@@ -17,7 +17,7 @@ import pytest
 
 from kaffinity.findings import Severity
 
-from ..kit import EXAMPLES, check, keys, lines, lint_paths, position
+from ..kit import EXAMPLES, check, keys, lines, lint_paths, lint_text, position
 from .graph_policy_inputs import (
     SPREAD,
     doc_at,
@@ -245,3 +245,60 @@ def test_host_network_without_ports_is_still_not_spread() -> None:
         text, ("replicas-not-spread", *position(text, "replicas: 7")), select=("replicas-not-spread",)
     )
     assert result.findings[0].path == "spec.replicas"
+
+
+# An object the API server refuses is never created, so it has no replicas to spread:
+# api-validation's error is the finding, once (kaffinity.explain.precedence.refused).
+
+#: bridgecrewio/checkov tests/kubernetes/graph/checks/resources/IsNotEmpty/Failing/deployment.yaml:
+#: an empty selector, which ValidateDeploymentSpec refuses ("empty selector is invalid for deployment").
+_EMPTY_SELECTOR = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: failing-selector-deployment
+spec:
+  replicas: 2
+  # Intentionally leaving matchLabels empty
+  selector:
+    matchLabels: {}
+  template:
+    metadata:
+      labels:
+        app: my-failing-selector-app
+    spec:
+      containers:
+        - name: my-container
+          image: nginx:latest
+          ports:
+            - containerPort: 80
+"""
+
+#: kyverno/kyverno test/cli/test/autogen/resources.yaml: a selector the template's labels do not
+#: match, which ValidateStatefulSetSpec refuses ("`selector` does not match template `labels`").
+_MISMATCH = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: StatefulSet-with-labels
+spec:
+  serviceName: "nginx"
+  replicas: 2
+  selector:
+    matchLabels:
+      app: nginx
+  template:
+    metadata:
+      labels:
+        app: my-pod
+        owner: me
+"""
+
+
+@pytest.mark.parametrize("text", [_EMPTY_SELECTOR, _MISMATCH])
+def test_an_object_the_api_server_refuses_is_not_advised(text: str) -> None:
+    found = lint_text(text, select=(SPREAD, "api-validation"))
+    assert {finding.rule for finding in found.findings} == {"api-validation"}
+    # Without api-validation running, nothing gives way to it: the advice stays.
+    alone = lint_text(text, select=(SPREAD,))
+    assert keys(alone) == [(SPREAD, *position(text, "replicas:"))]
