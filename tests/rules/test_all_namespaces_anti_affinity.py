@@ -172,3 +172,16 @@ def test_configured_severity_wins_over_the_hostname_warning() -> None:
     result = lint_text(text, "input.yaml", select=(ALL_NS,), severity={ALL_NS: Severity.INFO})
     assert keys(result) == [(ALL_NS, *position(text, '"labelSelector"'))]
     assert [finding.severity for finding in result.findings] == [Severity.INFO]
+
+
+def test_an_object_the_api_server_refuses_locks_no_one_out() -> None:
+    """The StatefulSet's selector does not match its template's labels (ValidateStatefulSetSpec
+    refuses it): it is never created, its pods never run, and api-validation's error is the one
+    finding on it (kaffinity.explain.precedence.refused); without api-validation, the term's."""
+    refused = ALL_NAMESPACES.replace(
+        "selector: {matchLabels: {app: exclusive}}", "selector: {matchLabels: {app: other}}"
+    )
+    text = refused + _batch("reports", "finance")
+    result = lint_text(text, select=(ALL_NS, "api-validation"))
+    assert [finding.rule for finding in result.findings] == ["api-validation"]
+    assert keys(lint_rule(text, ALL_NS)) == [(ALL_NS, *position(text, "namespaceSelector: {}"))]

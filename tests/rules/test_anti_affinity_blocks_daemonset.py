@@ -117,3 +117,25 @@ def test_another_daemonset_matched_counts() -> None:
     (finding,) = lint_objects(DAEMONSET, agent, rule=DAEMON)
     assert (finding.line, finding.column) == doc_at((DAEMONSET, agent), 1, '{"topologyKey"')
     assert related_lines(finding) == [doc_line(0)]  # fluent-bit
+
+
+def test_objects_the_api_server_refuses_block_nothing() -> None:
+    """A refused object (here a template without the labels its selector names: the API server's
+    ``selector does not match template labels``) is never created: neither its term nor its pods
+    count, whichever side it is on; api-validation's error says why, once."""
+    from ..kit import lint_text, manifest
+
+    cache = graph_workload(
+        "cache",
+        "logging",
+        {"app": "cache"},
+        kind="Deployment",
+        anti=[term({"matchLabels": {"tier": "infra"}})],
+    )
+    for refused, index in ((cache, 1), (DAEMONSET, 0)):
+        broken = {**refused, "spec": {**refused["spec"], "selector": {"matchLabels": {"app": "elsewhere"}}}}
+        objects = (DAEMONSET, broken) if index else (broken, cache)
+        result = lint_text(manifest(objects), "input.yaml", select=(DAEMON, "api-validation"))
+        assert {finding.rule for finding in result.findings} == {"api-validation"}
+        assert [finding.line for finding in result.findings if finding.rule == "api-validation"]
+        assert keys(lint_objects(*objects, rule=DAEMON)) == [(DAEMON, *doc_at(objects, 1, '{"topologyKey"'))]
