@@ -263,3 +263,18 @@ def test_conflict_severity_configured_wins() -> None:
     result = lint_graph(SYMMETRY, CONFLICT, severity={"graph": Severity.INFO})
     assert found(result) == at(SYMMETRY, CONFLICT, "aff")
     assert [f.severity for f in result.findings] == [Severity.INFO]
+
+
+def test_a_workload_the_api_server_refuses_has_no_conflict_to_report() -> None:
+    """api's container requests more memory than its limit (ValidateResourceRequirements refuses
+    it): it is never created, and api-validation's error is the one finding on it."""
+    plain = nested(HOST, ZONE)
+    head, tail = plain.rsplit("containers: [{name: c, image: busybox}]", 1)
+    refused = (
+        "containers: [{name: c, image: busybox, resources: {requests: {memory: 2Gi}, limits: {memory: 1Gi}}}]"
+    )
+    text = head + refused + tail
+    result = lint_graph(text, CONFLICT, "api-validation")
+    assert {finding.rule for finding in result.findings} == {"api-validation"}
+    # Without api-validation selected, nothing gives way to it.
+    assert found(lint_graph(text, CONFLICT, select=(CONFLICT,))) == at(text, CONFLICT, "aff")
