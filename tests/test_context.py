@@ -277,3 +277,30 @@ def test_stdin_with_context(tmp_path: Path) -> None:
         "lint", "--format", "json", "--no-config", "--context", "ctx", "-", stdin=WEB, cwd=tmp_path
     )
     assert (completed.returncode, keys(json.loads(completed.stdout))) == (0, [])
+
+
+def test_refused_objects_are_read_from_api_validation_not_validated_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rules that give way to api-validation on an object the API server refuses
+    (Context.refused) read what the rule found when the engine ran it: the objects are validated
+    once per run, not again for each context that asks."""
+    from kaffinity.validate import documents
+    from tests.kit import lint_text
+
+    calls: list[int] = []
+    validate = documents.validate_documents
+
+    def counted(docs: Any, settings: Any) -> Any:
+        calls.append(len(docs))
+        return validate(docs, settings)
+
+    monkeypatch.setattr(documents, "validate_documents", counted)
+    text = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 3\n"
+        "  selector: {matchLabels: {app: api}}\n  template:\n    metadata: {labels: {app: web}}\n"
+        "    spec: {containers: [{name: c, image: x}]}\n"
+    )
+    result = lint_text(text, select=("api-validation", "replicas-not-spread", "revision-unscoped"))
+    assert [finding.rule for finding in result.findings] == ["api-validation"]
+    assert calls == [1]
