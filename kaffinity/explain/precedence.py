@@ -22,7 +22,12 @@ The pairs (each rule's module says which side it is on):
 - ``revision-unscoped`` / ``gated-field-dropped`` and ``field-unavailable``: a
   ``matchLabelKeys: [pod-template-hash]`` the target version drops; a tie goes to the field's rule.
 - ``api-validation`` / every rule that reads an object's terms or places its pods: an object the
-  API server refuses is never created (:func:`refused`), whatever the severities.
+  API server refuses is never created (:func:`refused`), whatever the severities. They are
+  ``affinity-no-match``, ``anti-affinity-no-match``, ``preferred-no-match``, the rules that read
+  the placement, ``revision-unscoped``, ``replicas-not-spread``, ``affinity-conflict``,
+  ``all-namespaces-anti-affinity`` and ``anti-affinity-blocks-daemonset``. The rules that judge an
+  object's fields as the API server does (``schema``, ``api-warning``, ``gated-field-dropped``,
+  ``field-unavailable``...) report beside it, as the API server lists every error and warning.
 
 Rule modules never import each other: they ask this module, which reads the rules that run from
 the context (the engine, which knows the registry, lists them there).

@@ -224,7 +224,11 @@ a node (`nodeName`, or a `nodeSelector` on `kubernetes.io/hostname`); one with a
 on a container port, written or given by `hostNetwork: true` (pod defaulting sets `hostPort =
 containerPort` on every port without one: `SetDefaults_PodSpec`), since the scheduler's
 NodePorts filter never puts two such pods on one node; a pod template without labels (a fragment such as a
-kustomize patch: the real pods' labels, and what spreads them, are defined elsewhere).
+kustomize patch: the real pods' labels, and what spreads them, are defined elsewhere); an
+object the API server refuses (`api-validation`'s error: an empty selector or one its template's
+labels do not match, a request above its limit...), which is never created and so has no
+replicas to spread (`ValidateDeploymentSpec` / `ValidateStatefulSetSpec` in
+`pkg/apis/apps/validation`).
 
 ## Why it matters
 This is advice, hence severity info. kube-scheduler does spread such pods by default: when a pod

@@ -339,8 +339,14 @@ scheduler evaluates both together:
   surge rounded up, unavailable down):
   - `maxUnavailable` resolves to 0 (the default 25% with fewer than 4 replicas, or `maxSurge`
     only): no old pod is removed and the rollout never finishes (kubernetes issues 56539,
-    116891, 103584; the KEP-3633 motivation). A **warning**; with a cluster, `rollout-deadlock`
-    replays it and reports the error.
+    116891, 103584; the KEP-3633 motivation). A **warning** without a cluster. With a declared
+    cluster (`--cluster`, simulation on) the rollout is replayed there and the replay decides,
+    so this warning is not given: `rollout-deadlock` reports the hang as an error (naming a
+    pool at its max: the autoscaler cannot help), `needs-scale-up` a rollout that finishes
+    because the autoscaler adds a node for the surge pod (a `ClusterTopology` pool with `max`,
+    a Karpenter `NodePool`: the Pending surge pod gets a new node before the controller removes
+    an old pod), and a rollout that finishes on the nodes there are is not reported. The
+    warning stays when `rollout-deadlock` does not run or is configured below it.
   - `maxUnavailable` of 1 or more, with a surge: an old pod goes first and frees its domain, so
     the rollout finishes, one `maxUnavailable` at a time, but the surge it asks for never runs
     and a Pending pod appears at each step (a cluster autoscaler may add a node for it). An
@@ -353,6 +359,10 @@ scheduler evaluates both together:
 - spread constraints count the old pods toward the skew, so the new pods land skewed once the
   old ones are gone (KEP-3243 motivation);
 - required self affinity places the new pods by where the old revision runs (KEP-3633 story 1).
+
+A Deployment the API server refuses (`api-validation`: a selector its template's labels do not
+match, a request above its limit...) is never created and never rolls out: nothing is reported
+beside that error.
 
 `pod-template-hash` is set by the Deployment controller on each ReplicaSet's pods;
 `matchLabelKeys: [pod-template-hash]` makes kube-apiserver append `pod-template-hash In [<this
