@@ -256,37 +256,40 @@ def test_concise_is_one_line_per_finding_naming_the_object_and_the_summary() -> 
     lines = out.splitlines()
     path = EXAMPLES / "rollout-deadlock" / "fail.yaml"
     line, column = position(path.read_text(encoding="utf-8"), "labelSelector: # expect")
-    assert keys(lint_paths(path, cluster=ROLLOUT[2])) == [
-        ("revision-unscoped", line, column),
-        ("rollout-deadlock", line, column),
-    ]
+    # revision-unscoped's warning on the same term gives way to the replay on the declared cluster.
+    assert keys(lint_paths(path, cluster=ROLLOUT[2])) == [("rollout-deadlock", line, column)]
     where = f"examples/rollout-deadlock/fail.yaml:{line}:{column}"
     on = "Deployment ex-rollout-deadlock-fail/nginx-deployment: "
-    assert [line.split(" ", 3)[:3] for line in lines[:-1]] == [
-        [f"{where}:", "warning", "[revision-unscoped]"],
-        [f"{where}:", "error", "[rollout-deadlock]"],
-    ]
+    assert [line.split(" ", 3)[:3] for line in lines[:-1]] == [[f"{where}:", "error", "[rollout-deadlock]"]]
     assert all(line.split(" ", 3)[3].startswith(on) for line in lines[:-1])
-    assert lines[-1] == "Found 2 problems (1 error, 1 warning) in 1 file."
+    assert lines[-1] == "Found 1 problem (1 error) in 1 file."
 
 
 def test_min_severity_hides_from_the_report_not_from_the_exit_code() -> None:
+    spread = "examples/replicas-not-spread/fail.yaml"  # two infos beside the rollout's error
     completed = run(
-        "lint", "--no-config", "--format", "concise", "--min-severity", "error", *ROLLOUT, cwd=EXAMPLES.parent
+        "lint",
+        "--no-config",
+        "--format",
+        "concise",
+        "--min-severity",
+        "error",
+        *ROLLOUT,
+        spread,
+        cwd=EXAMPLES.parent,
     )
     assert completed.returncode == 1
     lines = completed.stdout.splitlines()
     assert [line.split(" ")[2] for line in lines[:-1]] == ["[rollout-deadlock]"]
-    # The error shown is the finding of the data, where the example marks it; the warning beside
-    # it is found, only not shown.
+    # The error shown is the finding of the data, where the example marks it; the infos beside
+    # it are found, only not shown.
     path = EXAMPLES / "rollout-deadlock" / "fail.yaml"
     where = position(path.read_text(encoding="utf-8"), "labelSelector: # expect")
-    assert keys(lint_paths(path, cluster=ROLLOUT[2])) == [
-        ("revision-unscoped", *where),
-        ("rollout-deadlock", *where),
-    ]
+    found = lint_paths(path, EXAMPLES.parent / spread, cluster=ROLLOUT[2])
+    assert sorted(finding.severity.value for finding in found.findings) == ["error", "info", "info"]
+    assert ("rollout-deadlock", *where) in keys(found)
     assert lines[0].startswith("examples/rollout-deadlock/fail.yaml:{}:{}: error ".format(*where))
-    assert lines[-1].endswith("; 1 below --min-severity not shown.")
+    assert lines[-1].endswith("; 2 below --min-severity not shown.")
     # A warning alone hidden, --fail-on warning: the run still fails.
     target = "examples/revision-unscoped/fail.yaml"
     hidden = run(
