@@ -204,7 +204,9 @@ MAX_AUDIT_ANNOTATIONS = 20
 MAX_VALUE_EXPRESSION = 5 * 1024
 
 
-def _audit_annotation_errors(data: Mapping[str, Any], spec: Mapping[str, Any]) -> Iterator[tuple[DataPath, str]]:
+def _audit_annotation_errors(
+    data: Mapping[str, Any], spec: Mapping[str, Any]
+) -> Iterator[tuple[DataPath, str]]:
     """``validateValidatingAdmissionPolicySpec``'s checks of ``auditAnnotations``: at most 20,
     keys distinct, and ``validateAuditAnnotation``: ``<policy name>/<key>`` a qualified name, a
     ``valueExpression`` (trimmed) given and at most 5 KiB. (Its type is checked when it is

@@ -47,7 +47,9 @@ ALL = scenarios()
 def _agree(kaffinity: dict[str, Any], oracle: dict[str, Any]) -> bool:
     if kaffinity["refused"] or oracle["refused"]:
         return bool(kaffinity["refused"]) == bool(oracle["refused"])
-    return bool(kaffinity["findings"] == oracle["findings"])
+    return bool(
+        kaffinity["findings"] == oracle["findings"] and kaffinity["annotations"] == oracle["annotations"]
+    )
 
 
 def _compare(oracle: Oracle, case: dict[str, Any], folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -120,6 +122,26 @@ _MESSAGE = st.one_of(
     st.just({"messageExpression": "''", "message": "fallback"}),
     st.just({"reason": "Forbidden"}),
 )
+#: auditAnnotations' valueExpressions: strings (padded, empty), null, errors (a missing field, a
+#: Node's replicas, a cluster-scoped object's namespace), and types the API server refuses (dyn,
+#: int, a ternary of string and null).
+_VALUE = st.sampled_from(
+    [
+        "'x'",
+        "' padded '",
+        "''",
+        "null",
+        "'replicas ' + string(object.spec.replicas)",
+        "string(object.metadata.name)",
+        "has(object.metadata.labels) && object.metadata.labels.app == 'web' ? 'web' : 'other'",
+        "string(object.metadata.nope)",
+        "request.namespace",
+        "namespaceObject.metadata.name",
+        "params == null ? 'no params' : 'params ' + params.metadata.name",
+        "variables.small ? 'small' : 'large'",
+    ]
+)
+_REFUSED = ("object.metadata.name", "1", "object.spec.replicas > 3 ? 'many' : null")
 _CONDITION = st.sampled_from(
     ["true", "false", "object.metadata.name == 'web'", "object.nope == 1", "request.userInfo.username != ''"]
 )
@@ -187,6 +209,23 @@ def _scenarios(draw: st.DrawFn) -> dict[str, Any]:
         for validation in validations:
             if "params" in validation["expression"]:
                 validation["expression"] = "params == null || object.spec.replicas <= params.maxReplicas"
+    # a policy may have annotations and no validation; one in ten with a type the API server
+    # refuses, or a key repeated (refused: Duplicate value)
+    drawn = draw(
+        st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), _VALUE), max_size=2, unique_by=lambda t: t[0])
+    )
+    if drawn and draw(st.integers(0, 9)) == 0:
+        drawn[-1] = draw(st.sampled_from([(drawn[0][0], "'again'"), *(("z", v) for v in _REFUSED)]))
+    annotations = [
+        {"key": key, "valueExpression": value}
+        for key, value in drawn
+        if ("params" not in value or param_kind is not None)
+        and ("variables" not in value or "variables" in spec)
+    ]
+    if annotations:
+        spec["auditAnnotations"] = annotations
+        if draw(st.booleans()):
+            validations = []
     conditions = draw(st.lists(_CONDITION, max_size=2, unique=True))
     if conditions:
         spec["matchConditions"] = [{"name": f"c{i}", "expression": c} for i, c in enumerate(conditions)]
