@@ -26,7 +26,10 @@ policy/validating``: ``dispatcher.go``, ``validator.go``):
    "running out of cost budget", an error under ``Fail``, nothing under ``Ignore``.
 
 A finding's severity comes from the binding's ``validationActions``: Deny → error, Warn →
-warning, Audit → info. ``auditAnnotations`` only annotate the audit log: they are not evaluated.
+warning, Audit → info. ``auditAnnotations`` are evaluated after the validations
+(:mod:`kaffinity.policy.evaluation`): each value the object's request would get is an info
+finding, ``audit annotation <policy>/<key>: <value>``; an annotation's error under ``failurePolicy:
+Fail`` is an error whatever the actions (``dispatcher.go`` denies with it).
 
 ``object`` is the manifest defaulted as the API server would store it (:mod:`kaffinity.k8s.
 defaults`), ``oldObject`` is null, ``request`` a CREATE by nobody (empty ``userInfo``),
