@@ -132,7 +132,7 @@ def _admission(policy: AdmissionPolicy, loaded: Loaded, version: str) -> Iterato
         for kind in kinds:
             yield from _fields(doc, expression, kind, (), version)
     if policy.audit_annotations:
-        said = "auditAnnotations only annotate a cluster's audit log: lint reports each object's values as info"
+        said = "auditAnnotations only annotate a cluster's audit log: lint reports each object's values"
         yield Problem(doc.file, *doc.locate(("spec", "auditAnnotations")), Severity.INFO, said)
     yield from _params(policy, loaded)
 
