@@ -157,6 +157,27 @@ type verdict struct {
 	annotations map[string]string
 }
 
+// annotated records the audit annotations the dispatcher adds (its
+// auditAnnotationCollector.publish: "<policy>/<key>", and the Audit action's
+// validation_failure): admission.NewAttributesRecord keeps them where only the
+// API server's audit handler (admission.WithAudit) reads them.
+type annotated struct {
+	admission.Attributes
+	annotations map[string]string
+}
+
+func (a *annotated) AddAnnotation(key, value string) error {
+	return a.AddAnnotationWithLevel(key, value, auditinternal.LevelMetadata)
+}
+
+func (a *annotated) AddAnnotationWithLevel(key, value string, level auditinternal.Level) error {
+	if err := a.Attributes.AddAnnotationWithLevel(key, value, level); err != nil {
+		return err
+	}
+	a.annotations[key] = value
+	return nil
+}
+
 // run builds the plugin over fake clients holding the world and validates
 // the request once (validating.NewPlugin + admission/initializer, as
 // kube-apiserver's admission chain initialises it).
@@ -230,13 +251,10 @@ func (w *world) run() (verdict, admission.Attributes, *matching.Matcher, error) 
 	}
 
 	recorder := &warnings{}
-	attrs := w.attrs()
+	attrs := &annotated{Attributes: w.attrs(), annotations: map[string]string{}}
 	err = plugin.Validate(warning.WithWarningRecorder(ctx, recorder), attrs, w.objects)
 	matcher := matching.NewMatcher(namespaces.Lister(), client)
-	v := verdict{err: err, warnings: recorder.said}
-	if getter, ok := attrs.(admission.AnnotationsGetter); ok {
-		v.annotations = getter.GetAnnotations(auditinternal.LevelMetadata)
-	}
+	v := verdict{err: err, warnings: recorder.said, annotations: attrs.annotations}
 	return v, attrs, matcher, nil
 }
 

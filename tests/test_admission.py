@@ -582,3 +582,46 @@ def test_deny_with_warn_and_a_file_of_no_policy_are_errors(tmp_path: Path) -> No
     assert load_policies([str(params)], reserved_names()).errors == [
         f"kaffinity: error: {params}: no policy (Policy or ValidatingAdmissionPolicy) found"
     ]
+
+
+#: The documentation's auditAnnotations example ("Audit annotations": the high replica count).
+AUDIT_POLICY = """\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: demo-policy.example.com
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups:   ["apps"]
+      apiVersions: ["v1"]
+      operations:  ["CREATE", "UPDATE"]
+      resources:   ["deployments"]
+  validations:
+    - expression: "object.spec.replicas > 50"
+      messageExpression: "'Deployment spec.replicas set to ' + string(object.spec.replicas)"
+  auditAnnotations:
+    - key: "high-replica-count"
+      valueExpression: "'Deployment spec.replicas set to ' + string(object.spec.replicas)"
+"""
+
+
+def test_the_documentations_audit_annotation_is_published(tmp_path: Path) -> None:
+    """validator.go/dispatcher.go: the valueExpression's string is the request's audit annotation
+    ``demo-policy.example.com/high-replica-count`` (the oracle's auditAnnotations), an info
+    finding at the field it reads, next to the Audit binding's own finding."""
+    made = rules(tmp_path, AUDIT_POLICY, TEST_BINDING.format(actions="Audit"))
+    text = NAMESPACES + "---\n" + deployment("web", "test", 60) + "---\n" + deployment("api", "test", 7)
+    result = lint_text(text, rules=made)
+    at_60, at_7 = position(text, "replicas: 60"), position(text, "replicas: 7")
+    said = sorted((f.rule, f.line, f.column, f.severity.value, f.message) for f in findings(result))
+    name, annotation = (
+        "demo-policy.example.com",
+        "audit annotation demo-policy.example.com/high-replica-count",
+    )
+    assert said == [
+        (name, *at_60, "info", f"{annotation}: Deployment spec.replicas set to 60"),
+        (name, *at_7, "info", "Deployment spec.replicas set to 7 (binding demo-binding-test.example.com)"),
+        (name, *at_7, "info", f"{annotation}: Deployment spec.replicas set to 7"),
+    ]

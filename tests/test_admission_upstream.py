@@ -322,3 +322,97 @@ def test_an_object_the_api_server_refuses_is_noted_once_not_evaluated(tmp_path: 
         if f.category == "policy"
     ]
     assert said == [("a-first", 1, 1, "info", f"{NOT_EVALUATED} (a-first, p)")]
+
+
+# -- auditAnnotations (validator.go, dispatcher.go): kaffinity did not evaluate them -------------
+
+
+def annotated(*pairs: tuple[str, str], validations: list[dict[str, Any]] | None = None, **spec: Any) -> str:
+    """The policy ``p`` with audit annotations (key, valueExpression)."""
+    annotations = [{"key": key, "valueExpression": value} for key, value in pairs]
+    return policy(validations or [], auditAnnotations=annotations, **spec)
+
+
+def test_audit_annotations_are_published_trimmed(tmp_path: Path) -> None:
+    """A string value, trimmed, is the annotation ``p/<key>`` (an info finding at the field it
+    reads); null and a blank string publish nothing. The oracle's auditAnnotations:
+    {"p/a": "padded", "p/d": "replicas 7"}."""
+    made = annotated(
+        ("a", "' padded '"),
+        ("b", "null"),
+        ("c", "'  '"),
+        ("d", "'replicas ' + string(object.spec.replicas)"),
+        validations=[{"expression": "false"}],
+    )
+    said = found(tmp_path, DEPLOYMENT, made, binding(["Warn"]))
+    assert sorted(said) == [
+        ("p", 1, 1, "info", "audit annotation p/a: padded"),
+        ("p", 1, 1, "warning", "failed expression: false (binding b)"),
+        ("p", 8, 3, "info", "audit annotation p/d: replicas 7"),
+    ]
+
+
+def test_an_erroring_audit_annotation_denies_under_fail_whatever_the_actions(tmp_path: Path) -> None:
+    """dispatcher.go: AuditAnnotationActionError is a denied decision, though the binding only
+    audits (the oracle: "ValidatingAdmissionPolicy 'p' with binding 'b' denied request:
+    expression 'string(object.metadata.nope)' resulted in error: no such key: nope")."""
+    made = annotated(("a", "string(object.metadata.nope)"), ("b", "'kept'"))
+    said = sorted(found(tmp_path, DEPLOYMENT, made, binding(["Audit"])))
+    assert [(rule, line, column, severity) for rule, line, column, severity, _ in said] == [
+        ("p", 1, 1, "info"),
+        ("p", 3, 1, "error"),
+    ]
+    assert said[0][4] == "audit annotation p/b: kept"
+    assert said[1][4].startswith("expression 'string(object.metadata.nope)' resulted in error: ")
+    assert said[1][4].endswith(" (binding b)")
+
+
+def test_an_erroring_audit_annotation_is_skipped_under_ignore(tmp_path: Path) -> None:
+    made = annotated(("a", "string(object.metadata.nope)"), ("b", "'kept'"), failurePolicy="Ignore")
+    assert found(tmp_path, DEPLOYMENT, made, binding(["Deny"])) == [
+        ("p", 1, 1, "info", "audit annotation p/b: kept")
+    ]
+
+
+def test_the_values_of_several_bindings_are_joined(tmp_path: Path) -> None:
+    """auditAnnotationCollector: each binding's params give a value; the distinct ones joined by
+    ", " (upstream in its informer's order: differences.yaml admission/audit-annotation-value-order)."""
+    made = annotated(("max", "string(params.data.max)"), paramKind=CONFIGMAP_KIND)
+    limits = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "config"}}
+    params = [
+        json.dumps({**limits, "metadata": {"name": n, "namespace": "config"}, "data": {"max": m}})
+        for n, m in (("limits", "3"), ("other", "1"), ("same", "3"))
+    ]
+    bindings = [
+        json.dumps(
+            {
+                "apiVersion": V1,
+                "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": {"name": f"b{index}"},
+                "spec": {
+                    "policyName": "p",
+                    "validationActions": ["Audit"],
+                    "paramRef": {"name": name, "namespace": "config", "parameterNotFoundAction": "Deny"},
+                },
+            }
+        )
+        for index, name in enumerate(("limits", "other", "same"))
+    ]
+    assert found(tmp_path, DEPLOYMENT, made, *bindings, *params) == [
+        ("p", 1, 1, "info", "audit annotation p/max: 3, 1")
+    ]
+
+
+def test_the_api_server_refuses_bad_audit_annotations(tmp_path: Path) -> None:
+    """validateValidatingAdmissionPolicySpec / validateAuditAnnotation: a key given twice, a blank
+    valueExpression, a type other than string or null (kaffinity accepted them all)."""
+    assert problems(tmp_path, annotated(("a", "'x'"), ("a", "'y'"))) == [
+        'spec.auditAnnotations[1].key: Duplicate value: "a"'
+    ]
+    assert problems(tmp_path, annotated(("a", " "))) == [
+        "spec.auditAnnotations[0].valueExpression: Required value: valueExpression is not specified"
+    ]
+    for value, got in (("1", "int"), ("object.metadata.name", "dyn")):
+        (said,) = problems(tmp_path, annotated(("a", value)))
+        assert said.startswith("spec.auditAnnotations[0].valueExpression: ")
+        assert said.endswith(f"must evaluate to one of [string null_type] but got {got}")

@@ -105,7 +105,8 @@ class AdmissionPolicy:
     match_conditions: tuple[Expression, ...]
     variables: tuple[Expression, ...]
     validations: tuple[Validation, ...]
-    audit_annotations: int = 0
+    #: ``spec.auditAnnotations``: each ``valueExpression``, named by its ``key``
+    audit_annotations: tuple[Expression, ...] = ()
     kaffinity_only: bool = False
 
 
@@ -197,6 +198,48 @@ def _api_errors(data: Mapping[str, Any]) -> Iterator[tuple[DataPath, str]]:
         yield from _policy_api_errors(data, spec)
 
 
+#: ``maxAuditAnnotations`` and ``maxAuditAnnotationValueExpressionLength`` (bytes, trimmed)
+#: of ``pkg/apis/admissionregistration/validation/validation.go``
+MAX_AUDIT_ANNOTATIONS = 20
+MAX_VALUE_EXPRESSION = 5 * 1024
+
+
+def _audit_annotation_errors(
+    data: Mapping[str, Any], spec: Mapping[str, Any]
+) -> Iterator[tuple[DataPath, str]]:
+    """``validateValidatingAdmissionPolicySpec``'s checks of ``auditAnnotations``: at most 20,
+    keys distinct, and ``validateAuditAnnotation``: ``<policy name>/<key>`` a qualified name, a
+    ``valueExpression`` (trimmed) given and at most 5 KiB. (Its type is checked when it is
+    compiled: :func:`kaffinity.policy.evaluation.compile_policy`.)"""
+    policy_name = str((data.get("metadata") or {}).get("name", ""))
+    annotations = spec.get("auditAnnotations") or ()
+    if len(annotations) > MAX_AUDIT_ANNOTATIONS:
+        yield (
+            ("spec", "auditAnnotations"),
+            f"Invalid value: must not have more than {MAX_AUDIT_ANNOTATIONS} auditAnnotations",
+        )
+    keys: set[str] = set()
+    for index, annotation in enumerate(annotations):
+        at = ("spec", "auditAnnotations", index)
+        if not isinstance(annotation, Mapping):
+            continue
+        given = str(annotation.get("key") or "")
+        key = f"{policy_name}/{given}"
+        for said in qualified_name_errors(key):
+            yield (*at, "key"), f"Invalid value: {json.dumps(key)}: {said}"
+        value = str(annotation.get("valueExpression") or "").strip()
+        if not value:
+            yield (*at, "valueExpression"), "Required value: valueExpression is not specified"
+        elif len(value.encode("utf-8", "surrogatepass")) > MAX_VALUE_EXPRESSION:
+            yield (
+                (*at, "valueExpression"),
+                f"Required value: must not exceed {MAX_VALUE_EXPRESSION} bytes in length",
+            )
+        if given in keys:
+            yield (*at, "key"), f"Duplicate value: {json.dumps(given)}"
+        keys.add(given)
+
+
 def _binding_api_errors(data: Mapping[str, Any], spec: Mapping[str, Any]) -> Iterator[tuple[DataPath, str]]:
     actions = spec.get("validationActions") or []
     if "Deny" in actions and "Warn" in actions:
@@ -228,12 +271,7 @@ def _policy_api_errors(data: Mapping[str, Any], spec: Mapping[str, Any]) -> Iter
         name = str(condition.get("name", "")) if isinstance(condition, Mapping) else ""
         for said in qualified_name_errors(name):
             yield ("spec", "matchConditions", index, "name"), f"Invalid value: {json.dumps(name)}: {said}"
-    policy_name = str((data.get("metadata") or {}).get("name", ""))
-    for index, annotation in enumerate(spec.get("auditAnnotations") or ()):
-        # validateAuditAnnotation: "<policy name>/<key>" is a qualified name
-        key = f"{policy_name}/{annotation.get('key', '')}" if isinstance(annotation, Mapping) else ""
-        for said in qualified_name_errors(key):
-            yield ("spec", "auditAnnotations", index, "key"), f"Invalid value: {json.dumps(key)}: {said}"
+    yield from _audit_annotation_errors(data, spec)
     if not spec.get("validations") and not spec.get("auditAnnotations"):
         yield (
             ("spec", "validations"),
@@ -336,7 +374,15 @@ def _policy(doc: Document) -> AdmissionPolicy:
             _validation(item, (*base, "validations", index))
             for index, item in enumerate(spec.get("validations") or ())
         ),
-        audit_annotations=len(spec.get("auditAnnotations") or ()),
+        audit_annotations=tuple(
+            Expression(
+                str(item.get("valueExpression") or ""),
+                (*base, "auditAnnotations", index, "valueExpression"),
+                str(item.get("key") or ""),
+            )
+            for index, item in enumerate(spec.get("auditAnnotations") or ())
+            if isinstance(item, Mapping)
+        ),
         kaffinity_only=str(annotations.get(KAFFINITY_ONLY, "")).lower() == "true",
     )
 

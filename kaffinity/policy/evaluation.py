@@ -1,7 +1,8 @@
 """A ValidatingAdmissionPolicy's CEL, compiled once and evaluated per object as kube-apiserver
 evaluates it (``staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating``): its
 validations in order, their messages and messageExpressions, within upstream's
-``RuntimeCELCostBudget`` (:mod:`kaffinity.policy.vap` decides which objects and bindings)."""
+``RuntimeCELCostBudget``, then its auditAnnotations (:mod:`kaffinity.policy.vap` decides which
+objects and bindings)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,8 @@ class Compiled:
     conditions: list[tuple[Expression, Program]] = field(default_factory=list)
     variables: list[tuple[Expression, Program]] = field(default_factory=list)
     validations: list[tuple[Validation, Program, Program | None]] = field(default_factory=list)
+    #: ``auditAnnotations``: each ``valueExpression`` (its ``name`` the key) and its program
+    annotations: list[tuple[Expression, Program]] = field(default_factory=list)
     offline: list[Expression] = field(default_factory=list)  # those that read ``authorizer``
     facts: frozenset[str] = frozenset()  # the parts of ``kaffinity`` the expressions read
 
@@ -87,7 +90,17 @@ def compile_policy(
             )
         if program is not None:
             compiled.validations.append((validation, program, message))
+    for annotation in policy.audit_annotations:
+        program = _typed(annotation, build(annotation), ANNOTATION_TYPES, errors)
+        if program is not None:
+            compiled.annotations.append((annotation, program))
     return compiled, errors
+
+
+#: What a ``valueExpression`` may give: ``AuditAnnotationCondition.ReturnTypes`` (validating/
+#: ``interface.go``); the policy's validation compiles it so (``validateAuditAnnotation`` in
+#: ``pkg/apis/admissionregistration/validation``) and refuses any other type, ``dyn`` included.
+ANNOTATION_TYPES = ("string", "null")
 
 
 #: The variables upstream declares with a type (``request``, ``namespaceObject``, ``variables``,
@@ -98,7 +111,7 @@ TYPED = ("request", "namespaceObject", "variables", "authorizer")
 def _typed(
     expression: Expression,
     program: Program | None,
-    wanted: str,
+    wanted: str | tuple[str, ...],
     errors: list[tuple[Expression, CompileError]],
 ) -> Program | None:
     """``program`` if the checker types it as ``wanted``: the API server's compiler refuses
@@ -111,10 +124,20 @@ def _typed(
     if program is None:
         return None
     found = program.compiled.return_type().name().lower()
-    if found != wanted and not (found == "dyn" and any(references(expression.text, name) for name in TYPED)):
-        errors.append((expression, CompileError(f"must evaluate to {wanted} but got {found}")))
+    allowed = (wanted,) if isinstance(wanted, str) else wanted
+    if found not in allowed and not (
+        found == "dyn" and any(references(expression.text, name) for name in TYPED)
+    ):
+        # compile.go's words: one type as itself, several as cel-go prints the list
+        said = (
+            wanted if isinstance(wanted, str) else f"one of [{' '.join(_GO_TYPE.get(t, t) for t in wanted)}]"
+        )
+        errors.append((expression, CompileError(f"must evaluate to {said} but got {found}")))
         return None
     return program
+
+
+_GO_TYPE = {"null": "null_type"}
 
 
 def evaluate(
@@ -124,16 +147,31 @@ def evaluate(
     names: Sequence[str],
     data: dict[str, Any],
     bound: Any = None,
-) -> Iterator[tuple[DataPath, str]]:
-    """What the validations say of one (object, binding, params): (path, message) per failure.
-    ``bound``: an activation of ``data`` already made (no variables). Its expressions share
-    upstream's ``RuntimeCELCostBudget``: past it, the policy's decision is that error."""
+    published: dict[str, list[str]] | None = None,
+) -> Iterator[tuple[DataPath, str, bool]]:
+    """What the validations and audit annotations say of one (object, binding, params): (path,
+    message, denies) per failure, ``denies`` when it is an error whatever the binding's
+    ``validationActions`` (an audit annotation's error: ``dispatcher.go`` appends it to the
+    denied decisions as it is). ``bound``: an activation of ``data`` already made (no
+    variables). The validations share upstream's ``RuntimeCELCostBudget``, the audit
+    annotations another (``validator.go`` gives each filter the whole budget): past it, the
+    policy's decision is that error alone (``Validate`` returns it instead of the decisions).
+    ``published``: each annotation key's distinct values so far (the dispatcher's
+    ``auditAnnotationCollector``), to which this evaluation's are added."""
     fail = policy.failure_policy == "Fail"
+    values: dict[str, str] = {}
     try:
-        yield from _evaluate_within(policy, compiled, programs, names, data, bound, _Budget())
+        said = list(_evaluate_within(policy, compiled, programs, names, data, bound, _Budget(), values))
     except _OutOfBudget:
         if fail:
-            yield (), OUT_OF_BUDGET
+            yield (), OUT_OF_BUDGET, False
+        return
+    yield from said
+    if published is not None:
+        for key, value in values.items():
+            known = published.setdefault(key, [])
+            if value not in known:  # auditAnnotationCollector.add: the same value once
+                known.append(value)
 
 
 class _OutOfBudget(Exception):
@@ -165,7 +203,8 @@ def _evaluate_within(
     data: dict[str, Any],
     bound: Any,
     budget: _Budget,
-) -> Iterator[tuple[DataPath, str]]:
+    annotations: dict[str, str],
+) -> Iterator[tuple[DataPath, str, bool]]:
     fail = policy.failure_policy == "Fail"
     values: dict[str, Any] = {}
     broken: dict[str, str] = {}
@@ -200,12 +239,88 @@ def _evaluate_within(
         if fail:
             # utilerrors.NewAggregate's Error(): the distinct messages, one as itself, several [a, b]
             distinct = list(dict.fromkeys(errors))
-            yield (), distinct[0] if len(distinct) == 1 else f"[{', '.join(distinct)}]"
+            yield (), distinct[0] if len(distinct) == 1 else f"[{', '.join(distinct)}]", False
         return
+    yield from _decide(compiled, bound, broken, budget, fail, annotations)
+
+
+def _decide(
+    compiled: Compiled,
+    bound: Any,
+    broken: Mapping[str, str],
+    budget: _Budget,
+    fail: bool,
+    annotations: dict[str, str],
+) -> Iterator[tuple[DataPath, str, bool]]:
+    """The validations, then the audit annotations (``validator.go``'s ``Validate``), once the
+    match conditions let the policy apply."""
     for validation, program, message_program in compiled.validations:
         said = _validate(validation, program, message_program, bound, broken, budget)
         if said is not None and (fail or not said[1]):
-            yield _path(validation), said[0]
+            yield expression_path(validation.expression), said[0], False
+    if compiled.annotations:
+        yield from _annotate(compiled.annotations, bound, broken, _Budget(), fail, annotations)
+
+
+#: The longest audit annotation value published, in bytes (``maxAuditAnnotationValueLength``,
+#: ``validating/dispatcher.go``: a longer one is cut there).
+MAX_ANNOTATION_VALUE = 10 * 1024
+
+
+def _annotate(
+    compiled: Sequence[tuple[Expression, Program]],
+    bound: Any,
+    broken: Mapping[str, str],
+    budget: _Budget,
+    fail: bool,
+    annotations: dict[str, str],
+) -> Iterator[tuple[DataPath, str, bool]]:
+    """The audit annotations (``validator.go``, after the validations): a string value, trimmed,
+    is published under its key (an empty one is not), null publishes nothing; an error is a
+    denial under ``failurePolicy: Fail`` and nothing under ``Ignore``; another type (which the
+    API server's compiler refuses, but a ``dyn`` kaffinity lets through may give) is a denial
+    under either."""
+    for expression, program in compiled:
+        text = expression.text
+        reads = [name for name in broken if references_variable(text, name)]
+        if reads:
+            error = _variable_error(text, reads[0], broken[reads[0]])
+        else:
+            try:
+                value = budget.run(program, bound)
+            except EvaluationError as failed:
+                error = f"expression '{text}' resulted in error: {failed}"
+            else:
+                if isinstance(value, str):
+                    value = value.strip()  # strings.TrimSpace
+                    if value:
+                        cut = value.encode("utf-8", "surrogatepass")[:MAX_ANNOTATION_VALUE]
+                        annotations[expression.name] = cut.decode("utf-8", "replace")
+                elif value is not None:
+                    yield (
+                        expression_path(expression),
+                        f"valueExpression '{text}' resulted in unsupported return type: "
+                        f"{_cel_type(value)}. Return type must be either string or null.",
+                        True,
+                    )
+                continue
+        if fail:
+            yield expression_path(expression), error, True
+
+
+def _cel_type(value: Any) -> str:
+    """The CEL type name of an evaluated value, as cel-go prints it."""
+    for kind, name in (
+        (bool, "bool"),
+        (int, "int"),
+        (float, "double"),
+        (bytes, "bytes"),
+        (list, "list"),
+        (dict, "map"),
+    ):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
 
 
 def _validate(
@@ -263,11 +378,11 @@ def _message(validation: Validation, program: Program | None, bound: Any, budget
     return f"failed expression: {validation.expression.text.strip()}"
 
 
-def _path(validation: Validation) -> DataPath:
-    """Where a failed validation points: the first field its expression reads of ``object``
-    (the deepest part of it the manifest writes), else the object. (A validation has no
-    ``fieldPath``: that is a CRD validation rule's field.)"""
-    for chain in chains(validation.expression.text, "object"):
+def expression_path(expression: Expression) -> DataPath:
+    """Where a failed validation (or an audit annotation) points: the first field its
+    expression reads of ``object`` (the deepest part of it the manifest writes), else the
+    object. (A validation has no ``fieldPath``: that is a CRD validation rule's field.)"""
+    for chain in chains(expression.text, "object"):
         if chain:
             return chain
     return ()

@@ -10,7 +10,8 @@ What it reports, each at the line (and where it can, the column) of the policy f
   and read unguarded (no ``has()``, ``.?`` or ``in`` before it), which errors on the manifests
   that omit it; a binding's ``paramRef`` by name that no policy file holds; ``authorizer``,
   which kaffinity cannot evaluate offline;
-- **info**: ``auditAnnotations``, which only annotate a cluster's audit log.
+- **info**: ``auditAnnotations``, which only annotate a cluster's audit log (``lint`` reports
+  the values each object gets as info findings).
 
 The kinds an expression is checked against: a ValidatingAdmissionPolicy's ``resourceRules``
 (none with a ``*``, as type checking skips wildcards), a kaffinity Policy's ``match.kinds`` (all
@@ -131,7 +132,7 @@ def _admission(policy: AdmissionPolicy, loaded: Loaded, version: str) -> Iterato
         for kind in kinds:
             yield from _fields(doc, expression, kind, (), version)
     if policy.audit_annotations:
-        said = "auditAnnotations only annotate a cluster's audit log: kaffinity does not evaluate them"
+        said = "auditAnnotations only annotate a cluster's audit log: lint reports each object's values"
         yield Problem(doc.file, *doc.locate(("spec", "auditAnnotations")), Severity.INFO, said)
     yield from _params(policy, loaded)
 

@@ -26,7 +26,10 @@ policy/validating``: ``dispatcher.go``, ``validator.go``):
    "running out of cost budget", an error under ``Fail``, nothing under ``Ignore``.
 
 A finding's severity comes from the binding's ``validationActions``: Deny → error, Warn →
-warning, Audit → info. ``auditAnnotations`` only annotate the audit log: they are not evaluated.
+warning, Audit → info. ``auditAnnotations`` are evaluated after the validations
+(:mod:`kaffinity.policy.evaluation`): each value the object's request would get is an info
+finding, ``audit annotation <policy>/<key>: <value>``; an annotation's error under ``failurePolicy:
+Fail`` is an error whatever the actions (``dispatcher.go`` denies with it).
 
 ``object`` is the manifest defaulted as the API server would store it (:mod:`kaffinity.k8s.
 defaults`), ``oldObject`` is null, ``request`` a CREATE by nobody (empty ``userInfo``),
@@ -53,7 +56,7 @@ from kaffinity.policy.admission import (
     is_admission,
 )
 from kaffinity.policy.cel.limits import OUT_OF_BUDGET
-from kaffinity.policy.evaluation import Compiled, evaluate
+from kaffinity.policy.evaluation import Compiled, evaluate, expression_path
 from kaffinity.policy.expressions import (
     ADMISSION_VARIABLES,
     FACTS,
@@ -221,6 +224,7 @@ def _check_object(
     }
     if FACTS in names:
         base[FACTS] = facts(context, doc, compiled.facts)
+    published: dict[str, list[str]] = {}
     for binding in active:
         severity = _severity(binding.actions)
         for param, problem in _params(policy, bindings, binding, request, context, state, param_documents):
@@ -236,8 +240,28 @@ def _check_object(
             bound = state.plain_activations.get(key) if shareable else None
             if shareable and bound is None:
                 bound = state.plain_activations[key] = programs.activation(names, {**data, "variables": {}})
-            for path, message in evaluate(policy, compiled, programs, names, data, bound):
-                yield Violation(doc, path, _said(binding, message), severity=severity)
+            for path, message, denies in evaluate(policy, compiled, programs, names, data, bound, published):
+                yield Violation(
+                    doc, path, _said(binding, message), severity=Severity.ERROR if denies else severity
+                )
+    yield from _published(policy, compiled, doc, published)
+
+
+#: What an audit annotation a policy publishes on an object says (then its value).
+PUBLISHED = "audit annotation "
+
+
+def _published(
+    policy: AdmissionPolicy, compiled: Compiled, doc: Document, published: Mapping[str, list[str]]
+) -> Iterator[Violation]:
+    """The audit annotations the policy adds to the object's request, each an info finding:
+    ``<policy name>/<key>``, its distinct values over the bindings and params joined by ", "
+    (``auditAnnotationCollector.publish`` in ``validating/dispatcher.go``)."""
+    for expression, _ in compiled.annotations:
+        values = published.get(expression.name)
+        if values:
+            said = f"{PUBLISHED}{policy.name}/{expression.name}: {', '.join(values)}"
+            yield Violation(doc, expression_path(expression), said, severity=Severity.INFO)
 
 
 def prepare_facts(context: Context, parts: Collection[str]) -> None:

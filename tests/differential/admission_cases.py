@@ -11,7 +11,10 @@ validation: kaffinity reports it as a policy-file error) and ``findings``, a sor
 (severity, binding, message) — what each binding does to the object: a failing validation (its
 severity from the binding's ``validationActions``), a configuration error (an error whatever the
 actions), nothing when it does not match, passes, or its error is ignored (``failurePolicy:
-Ignore``).
+Ignore``), and ``annotations``: the audit annotations the policies publish on the request
+(``<policy>/<key>``: value; kaffinity's info findings ``audit annotation <policy>/<key>: value``).
+An audit annotation's error under ``failurePolicy: Fail`` is an error whatever the binding's
+actions (the dispatcher denies it as it is).
 """
 
 from __future__ import annotations
@@ -52,13 +55,20 @@ def kaffinity_says(scenario: dict[str, Any], folder: Path) -> Answer:
     declared = cluster_from([parse("cluster.yaml", _yaml(namespaces))]) if namespaces else None
     result = lint([parse("object.yaml", _yaml([scenario["object"]]))], Settings(), rules, cluster=declared)
     assert not result.internal_errors, result.internal_errors
+    from kaffinity.policy.vap import PUBLISHED
+
     findings = []
+    annotations = {}
     not_evaluated = False
     for finding in result.findings:
         if finding.category != "policy" or finding.file != "object.yaml":
             continue
         if finding.message.startswith("not evaluated: "):
             not_evaluated = True  # kaffinity says the API server refuses the object itself
+            continue
+        if finding.message.startswith(PUBLISHED) and finding.severity.value == "info":
+            key, _, value = finding.message.removeprefix(PUBLISHED).partition(": ")
+            annotations[key] = value
             continue
         message, binding = finding.message, ""
         if message.endswith(")") and _BOUND in message:
@@ -70,6 +80,7 @@ def kaffinity_says(scenario: dict[str, Any], folder: Path) -> Answer:
         "refused": bool(loaded.errors or compile_errors),
         "compile_errors": compile_errors,
         "findings": sorted(set(findings)),
+        "annotations": annotations,
         "not_evaluated": not_evaluated,
     }
 
@@ -82,17 +93,49 @@ def oracle_says(oracle: Any, scenario: dict[str, Any]) -> Answer:
     answer = oracle.ask(request)
     assert answer.get("ok"), answer
     actions = {b["metadata"]["name"]: b["spec"].get("validationActions") or [] for b in scenario["bindings"]}
+    denying = _annotation_errors(scenario)
     findings = []
     for entry in answer["bindings"]:
         outcome, binding = entry["outcome"], entry["binding"]
         if outcome == "denied":
             severity = _most_severe(actions.get(binding, []))
-            findings += [(severity, binding, comparable(message)) for message in entry["messages"]]
+            findings += [
+                ("error" if message.startswith(denying) else severity, binding, comparable(message))
+                for message in entry["messages"]
+            ]
         elif outcome == "configuration-error":
             findings += [("error", binding, comparable(message)) for message in entry["messages"]]
     # distinct: a binding that finds several params says the same thing once per param upstream;
     # kaffinity reports one finding per place and message
-    return {"refused": bool(answer["refused"]), "findings": sorted(set(findings)), "raw": answer}
+    annotations = {
+        key: value
+        for key, value in (answer.get("auditAnnotations") or {}).items()
+        if key != VALIDATION_FAILURE
+    }
+    return {
+        "refused": bool(answer["refused"]),
+        "findings": sorted(set(findings)),
+        "annotations": annotations,
+        "raw": answer,
+    }
+
+
+#: The audit annotation the Audit action adds (``validating/dispatcher.go``); kaffinity says it
+#: as the validation's info finding instead.
+VALIDATION_FAILURE = "validation.policy.admission.k8s.io/validation_failure"
+
+
+def _annotation_errors(scenario: dict[str, Any]) -> tuple[str, ...]:
+    """How an audit annotation's error begins (``expression '<valueExpression>' resulted in
+    error``, activation.go): the trace gives it among the binding's messages, but it denies
+    whatever the binding's actions. (A valueExpression is a string, a validation a bool: no
+    text is both.)"""
+    heads = []
+    for policy in scenario.get("policies", []):
+        for annotation in (policy.get("spec") or {}).get("auditAnnotations") or []:
+            text = annotation.get("valueExpression", "")
+            heads += [f"expression '{text}' resulted in error", f"valueExpression '{text}' "]
+    return tuple(heads)
 
 
 #: The cel-go error texts that cel-expr-python words otherwise (differences.yaml:
