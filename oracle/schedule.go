@@ -48,6 +48,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	podregistry "k8s.io/kubernetes/pkg/registry/core/pod"
 	"k8s.io/kubernetes/pkg/scheduler"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/plugin/pkg/admission/priority"
@@ -232,6 +233,9 @@ func doSchedule(req request) response {
 		return false, nil, nil
 	})
 	for _, pod := range pending {
+		if err := prepareForCreate(ctx, pod); err != nil {
+			return fail("input", fmt.Errorf("pod %s: %w", pod.Name, err))
+		}
 		if err := admitPriority(ctx, client, pod); err != nil {
 			return fail("admission", err)
 		}
@@ -503,6 +507,23 @@ func bestOf(scores map[string]int64) []string {
 	}
 	sort.Strings(best)
 	return best
+}
+
+// prepareForCreate is the pod registry's PrepareForCreate
+// (pkg/registry/core/pod/strategy.go), what the API server does to every
+// pod it creates before admission: matchLabelKeys / mismatchLabelKeys merged
+// into the pod (anti-)affinity terms' selectors (mutatePodAffinity,
+// MatchLabelKeysInPodAffinity) and into the topology spread constraints'
+// (mutateTopologySpreadConstraints, with
+// MatchLabelKeysInPodTopologySpreadSelectorMerge), disabled fields dropped,
+// pod-level resources defaulted.
+func prepareForCreate(ctx context.Context, pod *v1.Pod) error {
+	internal := &api.Pod{}
+	if err := legacyscheme.Scheme.Convert(pod, internal, nil); err != nil {
+		return err
+	}
+	podregistry.Strategy.PrepareForCreate(ctx, internal)
+	return legacyscheme.Scheme.Convert(internal, pod, nil)
 }
 
 // admitRuntimeClass runs the RuntimeClass admission plugin
