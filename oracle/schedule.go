@@ -73,8 +73,11 @@ type scheduleRequest struct {
 	// pod is bound there instead of upstream's own pick (kept in
 	// "upstreamPick"), so that a caller whose tie-break differs keeps the
 	// same cluster for the pods after.
-	Prefer         map[string]string `json:"prefer"`
-	TimeoutSeconds float64           `json:"timeoutSeconds"`
+	Prefer map[string]string `json:"prefer"`
+	// After a pod nominated by preemption, schedule it again (its victims
+	// gone) before the next pod: the answer's "retry".
+	RetryNominated bool    `json:"retryNominated"`
+	TimeoutSeconds float64 `json:"timeoutSeconds"`
 }
 
 // decodeInto decodes a v1 object and applies the API server's defaulting
@@ -322,26 +325,26 @@ func doSchedule(req request) response {
 	sched.SchedulingQueue.Run(klog.FromContext(ctx))
 	defer sched.SchedulingQueue.Close()
 
-	var results []response
-	for _, pod := range pending {
+	// once runs one ScheduleOne for the pod (in the queue already) and reads
+	// its answer from the events.
+	once := func(pod *v1.Pod) (response, error) {
 		key := pod.Namespace + "/" + pod.Name
-		if err := client.Tracker().Add(pod); err != nil {
-			return fail("input", fmt.Errorf("pod %s: %w", key, err))
-		}
-		if err := waitQueued(ctx, sched, pod); err != nil {
-			return fail("timeout", err)
-		}
 		victimsMu.Lock()
 		before := len(victims)
 		victimsMu.Unlock()
+		mu.Lock()
+		delete(nominatedOf, key)
+		delete(fitErrs, key)
+		delete(otherErrs, key)
+		delete(scoresOf, key)
+		mu.Unlock()
 		done := make(chan struct{})
 		go func() { sched.ScheduleOne(ctx); close(done) }()
-		var resp response
-	wait:
+		defer func() { <-done }()
 		for {
 			select {
 			case <-ctx.Done():
-				return fail("timeout", fmt.Errorf("%s: no Scheduled or FailedScheduling event within %v", key, timeout))
+				return nil, fmt.Errorf("%s: no Scheduled or FailedScheduling event within %v", key, timeout)
 			case e := <-rec.events:
 				if e.key != key {
 					continue
@@ -349,7 +352,7 @@ func doSchedule(req request) response {
 				switch {
 				case e.eventType == v1.EventTypeNormal && e.reason == "Scheduled":
 					i := strings.LastIndex(e.note, " to ")
-					resp = response{"node": e.note[i+4:], "event": e.note}
+					resp := response{"node": e.note[i+4:], "event": e.note}
 					mu.Lock()
 					if scores, ok := scoresOf[key]; ok {
 						resp["scores"] = scores
@@ -357,9 +360,9 @@ func doSchedule(req request) response {
 						resp["upstreamPick"] = upstreamPick[key]
 					}
 					mu.Unlock()
-					break wait
+					return resp, nil
 				case e.eventType == v1.EventTypeWarning && e.reason == "FailedScheduling":
-					resp = response{"node": nil, "message": e.note}
+					resp := response{"node": nil, "message": e.note}
 					<-done // the failure handler has run: its records are in
 					mu.Lock()
 					nominated := nominatedOf[key]
@@ -382,11 +385,36 @@ func doSchedule(req request) response {
 					} else if otherErr != nil {
 						resp["error"] = otherErr.Error()
 					}
-					break wait
+					return resp, nil
 				}
 			}
 		}
-		<-done
+	}
+
+	var results []response
+	for _, pod := range pending {
+		key := pod.Namespace + "/" + pod.Name
+		if err := client.Tracker().Add(pod); err != nil {
+			return fail("input", fmt.Errorf("pod %s: %w", key, err))
+		}
+		if err := waitQueued(ctx, sched, pod); err != nil {
+			return fail("timeout", err)
+		}
+		resp, err := once(pod)
+		if err != nil {
+			return fail("timeout", err)
+		}
+		if nominated, ok := resp["nominatedNode"]; ok && sr.RetryNominated {
+			// The victims are gone (the fake client deletes at once, with no
+			// grace period): the pod is taken again before the next one, from
+			// backoff (Activate), as if its retry came first.
+			retry, err := retryNominated(ctx, sched, informerFactory, pod, resp, once)
+			if err != nil {
+				return fail("timeout", err)
+			}
+			retry["nominatedNode"] = nominated
+			resp["retry"] = retry
+		}
 		resp["pod"] = key
 		results = append(results, resp)
 	}
@@ -397,6 +425,40 @@ func doSchedule(req request) response {
 		return resp
 	}
 	return response{"ok": true, "results": results}
+}
+
+// retryNominated schedules a pod that preemption nominated again, once its
+// victims have left the informer's cache (a few tries: the scheduler's cache
+// follows the same informer).
+func retryNominated(ctx context.Context, sched *scheduler.Scheduler, factory informers.SharedInformerFactory, pod *v1.Pod, first response, once func(*v1.Pod) (response, error)) (response, error) {
+	lister := factory.Core().V1().Pods().Lister()
+	victims, _ := first["victims"].([]string)
+	for _, v := range victims {
+		ns, name, _ := strings.Cut(v, "/")
+		for {
+			if _, err := lister.Pods(ns).Get(name); err != nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("victim %s never left the cache", v)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	var resp response
+	for try := 0; try < 5; try++ {
+		time.Sleep(20 * time.Millisecond)
+		sched.SchedulingQueue.Activate(klog.FromContext(ctx), map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
+		var err error
+		if resp, err = once(pod); err != nil {
+			return nil, err
+		}
+		if resp["node"] != nil {
+			break
+		}
+	}
+	return resp, nil
 }
 
 // podEvent is one event the scheduler records, with the pod it regards.

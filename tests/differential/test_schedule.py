@@ -28,7 +28,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kaffinity.k8s.model import build_inventory
@@ -94,7 +94,11 @@ def selector(draw: st.DrawFn) -> dict[str, Any]:
         return {"matchExpressions": [{"key": "app", "operator": "Exists"}]}
     if kind == 1:
         operator = draw(st.sampled_from(("In", "NotIn")))
-        return {"matchExpressions": [{"key": "app", "operator": operator, "values": [draw(st.sampled_from(APPS))]}]}
+        return {
+            "matchExpressions": [
+                {"key": "app", "operator": operator, "values": [draw(st.sampled_from(APPS))]}
+            ]
+        }
     return {"matchLabels": {"app": draw(st.sampled_from(APPS))}}
 
 
@@ -144,7 +148,10 @@ def node_affinity(draw: st.DrawFn) -> dict[str, Any]:
         }
     if draw(st.booleans()):
         found["preferredDuringSchedulingIgnoredDuringExecution"] = [
-            {"weight": draw(st.sampled_from((1, 100))), "preference": {"matchExpressions": [draw(expression)]}}
+            {
+                "weight": draw(st.sampled_from((1, 100))),
+                "preference": {"matchExpressions": [draw(expression)]},
+            }
         ]
     return found
 
@@ -193,9 +200,13 @@ def pod_spec(draw: st.DrawFn) -> dict[str, Any]:
     if affinity:
         spec["affinity"] = affinity
     if draw(st.integers(0, 1)) == 0:
-        spec["topologySpreadConstraints"] = draw(st.lists(spread(), min_size=1, max_size=2, unique_by=_spread_key))
+        spec["topologySpreadConstraints"] = draw(
+            st.lists(spread(), min_size=1, max_size=2, unique_by=_spread_key)
+        )
     if draw(st.integers(0, 2)) == 0:
-        spec["tolerations"] = draw(st.lists(st.sampled_from(TOLERATIONS), min_size=1, max_size=2, unique_by=json.dumps))
+        spec["tolerations"] = draw(
+            st.lists(st.sampled_from(TOLERATIONS), min_size=1, max_size=2, unique_by=json.dumps)
+        )
     if draw(st.integers(0, 2)) == 0:
         spec["priorityClassName"] = draw(st.sampled_from(sorted(CLASSES)))
     return spec
@@ -253,14 +264,20 @@ def _labels(draw: st.DrawFn) -> dict[str, str]:
 def bound_pod(draw: st.DrawFn, index: int, nodes: list[str]) -> dict[str, Any]:
     spec: dict[str, Any] = {"nodeName": draw(st.sampled_from(nodes)), "containers": [draw(container())]}
     if draw(st.integers(0, 4)) == 0:
-        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [draw(pod_term())]}}
+        spec["affinity"] = {
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [draw(pod_term())]}
+        }
     klass = draw(st.sampled_from((None, "low", "high")))
     if klass is not None:
         spec["priorityClassName"], spec["priority"] = klass, CLASSES[klass]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": f"b{index}", "namespace": draw(st.sampled_from(NAMESPACES)), "labels": _labels(draw)},
+        "metadata": {
+            "name": f"b{index}",
+            "namespace": draw(st.sampled_from(NAMESPACES)),
+            "labels": _labels(draw),
+        },
         "spec": spec,
         "status": {"phase": "Running"},
     }
@@ -289,7 +306,12 @@ def cluster(draw: st.DrawFn) -> dict[str, list[dict[str, Any]]]:
             }
         )
     classes = [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
         for name, value in CLASSES.items()
     ]
     namespaces = [
@@ -307,7 +329,12 @@ def workload(draw: st.DrawFn, index: int) -> dict[str, Any]:
     labels = _labels(draw)
     spec = draw(pod_spec())
     if kind == "Pod":
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels}, "spec": spec}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": spec,
+        }
     body: dict[str, Any] = {
         "replicas": draw(st.integers(1, 3)),
         "selector": {"matchLabels": {"app": labels["app"], "w": name}},
@@ -315,7 +342,12 @@ def workload(draw: st.DrawFn, index: int) -> dict[str, Any]:
     }
     if kind == "StatefulSet":
         body["serviceName"] = name
-    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": namespace}, "spec": body}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": body,
+    }
 
 
 @st.composite
@@ -330,7 +362,9 @@ def _stream(objects: list[dict[str, Any]]) -> str:
     return "\n---\n".join(json.dumps(obj) for obj in objects) + "\n"
 
 
-def kaffinity_places(world: dict[str, list[dict[str, Any]]], manifests: list[dict[str, Any]]) -> list[Placement]:
+def kaffinity_places(
+    world: dict[str, list[dict[str, Any]]], manifests: list[dict[str, Any]]
+) -> list[Placement]:
     """What ``kaffinity place`` computes: every pod of ``manifests`` in queue order."""
     documents = [*world["namespaces"], *world["classes"], *world["nodes"], *world["pods"], *world["pdbs"]]
     cluster_ = cluster_from([parse("cluster.yaml", _stream(documents))])
@@ -373,6 +407,9 @@ def compare(oracle: Oracle, world: dict[str, list[dict[str, Any]]], manifests: l
         "namespaces": world["namespaces"],
         "pending": [oracle_pod(p.pod, by_name) for p in placements],
         "prefer": {key_of(p.pod): p.node for p in placements if p.node is not None},
+        # kaffinity binds a preempting pod at once (documented: preemption-binds-at-once): the
+        # oracle takes such a pod again, its victims gone, before the next pod.
+        "retryNominated": bool(known("schedule", "preemption-binds-at-once")),
     }
     answer = oracle.ask(request)
     assert answer.get("ok"), answer
@@ -390,6 +427,7 @@ def check_pod(placement: Placement, upstream: dict[str, Any], total: int) -> Non
         assert placement.node == upstream.get("nominatedNode"), (who, upstream)
         victims = sorted(key_of(victim) for victim, _ in placement.victims)
         assert victims == upstream.get("victims"), (who, upstream)
+        assert placement.node == upstream["retry"]["node"], (who, upstream)
         return
     if upstream["node"] is None:
         assert placement.node is None, (who, placement.node, upstream["message"])
@@ -408,7 +446,81 @@ def check_pod(placement: Placement, upstream: dict[str, Any], total: int) -> Non
         known("schedule", "score-order")
 
 
+# --- the disagreements found, each kept as an example -------------------------------------------
+
+
+def _world(
+    nodes: list[dict[str, Any]], pods: list[dict[str, Any]], pdbs: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    names = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}]
+    classes = [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        for name, value in CLASSES.items()
+    ]
+    return {"nodes": nodes, "pods": pods, "pdbs": pdbs or [], "classes": classes, "namespaces": names}
+
+
+def _node(name: str, cpu: str = "2", **labels: str) -> dict[str, Any]:
+    allocatable = {"cpu": cpu, "memory": "4Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {HOSTNAME: name, **labels}},
+        "status": {"capacity": allocatable, "allocatable": allocatable},
+    }
+
+
+def _pod(
+    name: str, labels: dict[str, str], spec: dict[str, Any] | None = None, node: str | None = None
+) -> dict[str, Any]:
+    body = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}], **(spec or {})}
+    if node is not None:
+        body["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "spec": body,
+    }
+
+
+def _anti(term: dict[str, Any]) -> dict[str, Any]:
+    return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+
+
+#: An existing pod's term stored with matchLabelKeys unmerged selects every pod with an app label
+#: (kaffinity merged it again with the pod's own tier, and placed the pod).
+STORED_SELECTOR = (
+    _world(
+        [_node("n0")],
+        [
+            _pod(
+                "b0",
+                {"app": "a", "tier": "x"},
+                _anti(
+                    {
+                        "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+                        "topologyKey": HOSTNAME,
+                        "matchLabelKeys": ["tier"],
+                    }
+                ),
+                "n0",
+            )
+        ],
+    ),
+    [_pod("w0", {"app": "a", "tier": "y"})],
+)
+
+
 @given(world=cluster(), manifests=workloads())
+@example(*STORED_SELECTOR)
 @_settings()
-def test_placements_agree_with_kube_scheduler(oracle: Oracle, world: dict[str, Any], manifests: list[dict[str, Any]]) -> None:
+def test_placements_agree_with_kube_scheduler(
+    oracle: Oracle, world: dict[str, Any], manifests: list[dict[str, Any]]
+) -> None:
     compare(oracle, world, manifests)
