@@ -261,7 +261,7 @@ def _labels(draw: st.DrawFn) -> dict[str, str]:
 
 
 @st.composite
-def bound_pod(draw: st.DrawFn, index: int, nodes: list[str]) -> dict[str, Any]:
+def bound_pod(draw: st.DrawFn, index: int, nodes: list[str], started: int) -> dict[str, Any]:
     spec: dict[str, Any] = {"nodeName": draw(st.sampled_from(nodes)), "containers": [draw(container())]}
     if draw(st.integers(0, 4)) == 0:
         spec["affinity"] = {
@@ -279,7 +279,10 @@ def bound_pod(draw: st.DrawFn, index: int, nodes: list[str]) -> dict[str, Any]:
             "labels": _labels(draw),
         },
         "spec": spec,
-        "status": {"phase": "Running"},
+        # Distinct start times, as a capture's running pods have: preemption reprieves the
+        # earlier-started of equal-priority victims first and prefers the node whose victims
+        # started last (util.GetPodStartTime takes "now" for a pod without one: a coin toss).
+        "status": {"phase": "Running", "startTime": f"2026-01-01T00:{started:02d}:00Z"},
     }
 
 
@@ -287,7 +290,9 @@ def bound_pod(draw: st.DrawFn, index: int, nodes: list[str]) -> dict[str, Any]:
 def cluster(draw: st.DrawFn) -> dict[str, list[dict[str, Any]]]:
     nodes = [draw(node(i)) for i in range(draw(st.integers(1, 4)))]
     names = [n["metadata"]["name"] for n in nodes]
-    pods = [draw(bound_pod(i, names)) for i in range(draw(st.integers(0, 4)))]
+    count = draw(st.integers(0, 4))
+    starts = draw(st.permutations(range(count)))
+    pods = [draw(bound_pod(i, names, starts[i])) for i in range(count)]
     pdbs = []
     if pods and draw(st.integers(0, 2)) == 0:
         app = draw(st.sampled_from(APPS))
@@ -517,8 +522,49 @@ STORED_SELECTOR = (
 )
 
 
+_PORT = {
+    "containers": [
+        {
+            "name": "c",
+            "image": "registry.k8s.io/pause:3.10",
+            "ports": [{"containerPort": 80, "hostPort": 8080}],
+        }
+    ]
+}
+_HIGH = {"priorityClassName": "high", "priority": 1000}
+_ANY_APP = {
+    "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+    "topologyKey": HOSTNAME,
+}
+
+#: Evicting the lower-priority of two pods holding a host port frees it (the NodeInfo's port set,
+#: HostPortInfo.Remove): upstream preempts and binds next to the other holder (kaffinity counted
+#: holders and left the pod Pending).
+PORT_SET_PREEMPTS = (
+    _world(
+        [_node("n0")],
+        [_pod("low", {"app": "a"}, _PORT, "n0"), _pod("high", {"app": "b"}, {**_PORT, **_HIGH}, "n0")],
+    ),
+    [_pod("w0", {"app": "a"}, {**_PORT, "priorityClassName": "high"})],
+)
+#: The same freed port: the dry run then fails at InterPodAffinity, and the message says so
+#: (kaffinity said NodePorts).
+PORT_SET_MESSAGE = (
+    _world(
+        [_node("n0")],
+        [
+            _pod("low", {"app": "a"}, _PORT, "n0"),
+            _pod("high", {"app": "a"}, {**_PORT, **_HIGH, **_anti(_ANY_APP)}, "n0"),
+        ],
+    ),
+    [_pod("w0", {"app": "a"}, {**_PORT, "priorityClassName": "high"})],
+)
+
+
 @given(world=cluster(), manifests=workloads())
 @example(*STORED_SELECTOR)
+@example(*PORT_SET_PREEMPTS)
+@example(*PORT_SET_MESSAGE)
 @_settings()
 def test_placements_agree_with_kube_scheduler(
     oracle: Oracle, world: dict[str, Any], manifests: list[dict[str, Any]]
