@@ -243,7 +243,7 @@ def node(draw: st.DrawFn, index: int) -> dict[str, Any]:
     allocatable = {
         "cpu": draw(st.sampled_from(("1", "2", "4"))),
         "memory": draw(st.sampled_from(("1Gi", "4Gi"))),
-        "pods": draw(st.sampled_from(("2", "110"))),
+        "pods": draw(st.sampled_from(("2", "110", "110"))),
     }
     found: dict[str, Any] = {
         "apiVersion": "v1",
@@ -288,7 +288,7 @@ def bound_pod(draw: st.DrawFn, index: int, nodes: list[str], started: int) -> di
 
 @st.composite
 def cluster(draw: st.DrawFn) -> dict[str, list[dict[str, Any]]]:
-    nodes = [draw(node(i)) for i in range(draw(st.integers(1, 4)))]
+    nodes = [draw(node(i)) for i in range(draw(st.integers(1, 5)))]
     names = [n["metadata"]["name"] for n in nodes]
     count = draw(st.integers(0, 4))
     starts = draw(st.permutations(range(count)))
