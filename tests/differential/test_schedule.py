@@ -77,13 +77,20 @@ def requests(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @st.composite
-def container(draw: st.DrawFn) -> dict[str, Any]:
-    found: dict[str, Any] = {"name": "c", "image": "registry.k8s.io/pause:3.10"}
+def container(draw: st.DrawFn, name: str = "c") -> dict[str, Any]:
+    found: dict[str, Any] = {"name": name, "image": "registry.k8s.io/pause:3.10"}
     resources = draw(requests())
+    if resources and draw(st.integers(0, 4)) == 0:
+        resources = {"limits": resources["requests"]}  # the API server defaults requests from limits
     if resources:
         found["resources"] = resources
     if draw(st.integers(0, 5)) == 0:
-        found["ports"] = [{"containerPort": 80, "hostPort": draw(st.sampled_from((8080, 8081)))}]
+        port: dict[str, Any] = {"containerPort": 80, "hostPort": draw(st.sampled_from((8080, 8081)))}
+        if draw(st.integers(0, 3)) == 0:
+            port["hostIP"] = draw(st.sampled_from(("10.0.0.1", "0.0.0.0")))
+        if draw(st.integers(0, 3)) == 0:
+            port["protocol"] = "UDP"
+        found["ports"] = [port]
     return found
 
 
@@ -113,8 +120,11 @@ def pod_term(draw: st.DrawFn) -> dict[str, Any]:
         term["namespaces"] = [draw(st.sampled_from(NAMESPACES))]
     elif scope == 1:
         term["namespaceSelector"] = draw(st.sampled_from(({}, {"matchLabels": {"team": "t"}})))
-    if draw(st.integers(0, 4)) == 0:
+    keys = draw(st.integers(0, 6))
+    if keys == 0:
         term["matchLabelKeys"] = ["tier"]
+    elif keys == 1:
+        term["mismatchLabelKeys"] = ["tier"]
     return term
 
 
@@ -139,13 +149,19 @@ def node_affinity(draw: st.DrawFn) -> dict[str, Any]:
             {"key": ZONE, "operator": "NotIn", "values": ["z1"]},
             {"key": "disk", "operator": "Exists"},
             {"key": "disk", "operator": "DoesNotExist"},
+            {"key": "example.com/size", "operator": "Gt", "values": ["2"]},
+            {"key": "example.com/size", "operator": "Lt", "values": ["3"]},
         )
     )
     if draw(st.booleans()):
-        terms = draw(st.lists(expression, min_size=1, max_size=2))
-        found["requiredDuringSchedulingIgnoredDuringExecution"] = {
-            "nodeSelectorTerms": [{"matchExpressions": [term]} for term in terms]
-        }
+        terms: list[dict[str, Any]] = [
+            {"matchExpressions": draw(st.lists(expression, min_size=1, max_size=2, unique_by=json.dumps))}
+            for _ in range(draw(st.integers(1, 2)))
+        ]
+        if draw(st.integers(0, 4)) == 0:
+            names = draw(st.lists(st.sampled_from(("n0", "n1", "n2")), min_size=1, max_size=2, unique=True))
+            terms.append({"matchFields": [{"key": "metadata.name", "operator": "In", "values": names}]})
+        found["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
     if draw(st.booleans()):
         found["preferredDuringSchedulingIgnoredDuringExecution"] = [
             {
@@ -187,6 +203,10 @@ TOLERATIONS = (
 @st.composite
 def pod_spec(draw: st.DrawFn) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [draw(container())]}
+    if draw(st.integers(0, 4)) == 0:
+        spec["containers"].append(draw(container("d")))
+    if draw(st.integers(0, 4)) == 0:
+        spec["initContainers"] = [draw(container("init"))]
     if draw(st.integers(0, 3)) == 0:
         spec["nodeSelector"] = draw(st.sampled_from(({ZONE: "z0"}, {"disk": "ssd"})))
     affinity: dict[str, Any] = {}
@@ -237,7 +257,9 @@ def node(draw: st.DrawFn, index: int) -> dict[str, Any]:
         labels[RACK] = draw(st.sampled_from(("r0", "r1")))
     spec: dict[str, Any] = {}
     if draw(st.integers(0, 3)) == 0:
-        spec["taints"] = [draw(st.sampled_from(TAINTS))]
+        labels["example.com/size"] = draw(st.sampled_from(("1", "2", "3", "4")))
+    if draw(st.integers(0, 3)) == 0:
+        spec["taints"] = draw(st.lists(st.sampled_from(TAINTS), min_size=1, max_size=2, unique_by=json.dumps))
     if draw(st.integers(0, 7)) == 0:
         spec["unschedulable"] = True
     allocatable = {
