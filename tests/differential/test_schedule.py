@@ -390,13 +390,19 @@ def _stream(objects: list[dict[str, Any]]) -> str:
 
 
 def kaffinity_places(
-    world: dict[str, list[dict[str, Any]]], manifests: list[dict[str, Any]]
+    world: dict[str, list[dict[str, Any]]], manifests: list[dict[str, Any]], record: bool = True
 ) -> list[Placement]:
-    """What ``kaffinity place`` computes: every pod of ``manifests`` in queue order."""
+    """What ``kaffinity place --format json`` computes (``record``: every node filtered, the
+    reasons kept), or the lint rules' run (without: the best node from the heaps, the fast
+    path): every pod of ``manifests`` in queue order."""
     documents = [*world["namespaces"], *world["classes"], *world["nodes"], *world["pods"], *world["pdbs"]]
     cluster_ = cluster_from([parse("cluster.yaml", _stream(documents))])
     found = build_inventory(parse("w.yaml", _stream(manifests)).documents).workloads
-    return place_all(found, cluster_, version=VERSION, record=True).placements
+    return place_all(found, cluster_, version=VERSION, record=record).placements
+
+
+def _outcome(placement: Placement) -> tuple[str | None, list[str]]:
+    return placement.node, sorted(key_of(victim) for victim, _ in placement.victims)
 
 
 def oracle_name(pod: SimPod) -> str:
@@ -424,6 +430,9 @@ def compare(oracle: Oracle, world: dict[str, list[dict[str, Any]]], manifests: l
     placements = kaffinity_places(world, manifests)
     if not placements:
         return
+    # The lint rules' fast path places every pod where ``kaffinity place`` does.
+    fast = kaffinity_places(world, manifests, record=False)
+    assert [_outcome(p) for p in fast] == [_outcome(p) for p in placements], "record=False differs"
     by_name = {m["metadata"]["name"]: m for m in manifests}
     request = {
         "op": "schedule",
