@@ -48,6 +48,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	daemonutil "k8s.io/kubernetes/pkg/controller/daemon/util"
 	podregistry "k8s.io/kubernetes/pkg/registry/core/pod"
 	"k8s.io/kubernetes/pkg/scheduler"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -76,8 +77,12 @@ type scheduleRequest struct {
 	Prefer map[string]string `json:"prefer"`
 	// After a pod nominated by preemption, schedule it again (its victims
 	// gone) before the next pod: the answer's "retry".
-	RetryNominated bool    `json:"retryNominated"`
-	TimeoutSeconds float64 `json:"timeoutSeconds"`
+	RetryNominated bool `json:"retryNominated"`
+	// "namespace/name" of a pending pod -> the node the DaemonSet controller
+	// creates it for: its tolerations and node affinity become what the
+	// controller gives it.
+	DaemonSetNodes map[string]string `json:"daemonSetNodes"`
+	TimeoutSeconds float64           `json:"timeoutSeconds"`
 }
 
 // decodeInto decodes a v1 object and applies the API server's defaulting
@@ -209,6 +214,13 @@ func doSchedule(req request) response {
 			return fail("input", fmt.Errorf("pending[%d]: %w", i, err))
 		}
 		podDefaults(pod, nil) // its priority comes from the Priority admission plugin below
+		if node, ok := sr.DaemonSetNodes[pod.Namespace+"/"+pod.Name]; ok {
+			// The DaemonSet controller's pod (pkg/controller/daemon: syncNodes,
+			// util.CreatePodTemplate adds the daemon tolerations, then the
+			// required node affinity is replaced by the node's name).
+			daemonutil.AddOrUpdateDaemonPodTolerations(&pod.Spec)
+			pod.Spec.Affinity = daemonutil.ReplaceDaemonSetPodNodeNameNodeAffinity(pod.Spec.Affinity, node)
+		}
 		if pod.Spec.SchedulerName != v1.DefaultSchedulerName {
 			return fail("input", fmt.Errorf("pod %s: schedulerName %q: only the default profile (%s) is run", pod.Name, pod.Spec.SchedulerName, v1.DefaultSchedulerName))
 		}

@@ -350,11 +350,10 @@ def cluster(draw: st.DrawFn, most: int = 5) -> dict[str, list[dict[str, Any]]]:
 
 @st.composite
 def workload(draw: st.DrawFn, index: int, replicas: int = 3) -> dict[str, Any]:
-    kind = draw(
-        st.sampled_from(
-            ("Pod", "Deployment", "StatefulSet") if replicas <= 3 else ("Deployment", "StatefulSet")
-        )
+    kinds = (
+        ("Pod", "Deployment", "StatefulSet", "DaemonSet") if replicas <= 3 else ("Deployment", "StatefulSet")
     )
+    kind = draw(st.sampled_from(kinds))
     name = f"w{index}"
     namespace = draw(st.sampled_from(("default", "default", "other")))
     labels = _labels(draw)
@@ -373,6 +372,8 @@ def workload(draw: st.DrawFn, index: int, replicas: int = 3) -> dict[str, Any]:
     }
     if kind == "StatefulSet":
         body["serviceName"] = name
+    if kind == "DaemonSet":
+        del body["replicas"]
     return {
         "apiVersion": "apps/v1",
         "kind": kind,
@@ -411,6 +412,8 @@ def _outcome(placement: Placement) -> tuple[str | None, list[str]]:
 
 def oracle_name(pod: SimPod) -> str:
     ref = pod.workload.ref
+    if pod.constraints.pinned is not None:  # a DaemonSet's pod for one node
+        return f"{ref.name}-{pod.constraints.pinned}"
     return ref.name if pod.existing or ref.kind == "Pod" else f"{ref.name}-{pod.replica}"
 
 
@@ -447,6 +450,11 @@ def compare(oracle: Oracle, world: dict[str, list[dict[str, Any]]], manifests: l
         "namespaces": world["namespaces"],
         "pending": [oracle_pod(p.pod, by_name) for p in placements],
         "prefer": {key_of(p.pod): p.node for p in placements if p.node is not None},
+        "daemonSetNodes": {
+            key_of(p.pod): p.pod.constraints.pinned
+            for p in placements
+            if p.pod.constraints.pinned is not None
+        },
         # kaffinity binds a preempting pod at once (documented: preemption-binds-at-once): the
         # oracle takes such a pod again, its victims gone, before the next pod.
         "retryNominated": bool(known("schedule", "preemption-binds-at-once")),
@@ -596,8 +604,41 @@ PORT_SET_MESSAGE = (
 )
 
 
+#: A DaemonSet's pod counts, for nodeAffinityPolicy Honor, only its own node (its required node
+#: affinity is its node's name): below minDomains both pods run (kaffinity counted the sibling).
+DAEMON_SPREAD = (
+    _world([_node("n0", **{ZONE: "z0"}), _node("n1", **{ZONE: "z0"})], []),
+    [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "w0", "namespace": "default"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "b"}},
+                "template": {
+                    "metadata": {"labels": {"app": "b"}},
+                    "spec": {
+                        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                        "topologySpreadConstraints": [
+                            {
+                                "maxSkew": 1,
+                                "topologyKey": ZONE,
+                                "whenUnsatisfiable": "DoNotSchedule",
+                                "minDomains": 2,
+                                "labelSelector": {"matchLabels": {"app": "b"}},
+                            }
+                        ],
+                    },
+                },
+            },
+        }
+    ],
+)
+
+
 @given(world=cluster(), manifests=workloads())
 @example(*STORED_SELECTOR)
+@example(*DAEMON_SPREAD)
 @example(*PORT_SET_PREEMPTS)
 @example(*PORT_SET_MESSAGE)
 @_settings()
