@@ -27,9 +27,11 @@ MEMORY = ("128Mi", "1Gi")
 
 
 @st.composite
-def requests(draw: st.DrawFn) -> dict[str, Any]:
+def requests(draw: st.DrawFn, busy: bool = False) -> dict[str, Any]:
     found: dict[str, str] = {}
-    if draw(st.booleans()):
+    if busy:  # every pod asks for cpu: nodes fill up and preemption has work
+        found["cpu"] = draw(st.sampled_from(("500m", "1")))
+    elif draw(st.booleans()):
         found["cpu"] = draw(st.sampled_from(CPUS))
     if draw(st.booleans()):
         found["memory"] = draw(st.sampled_from(MEMORY))
@@ -37,9 +39,9 @@ def requests(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @st.composite
-def container(draw: st.DrawFn, name: str = "c") -> dict[str, Any]:
+def container(draw: st.DrawFn, name: str = "c", busy: bool = False) -> dict[str, Any]:
     found: dict[str, Any] = {"name": name, "image": "registry.k8s.io/pause:3.10"}
-    resources = draw(requests())
+    resources = draw(requests(busy))
     if resources and draw(st.integers(0, 4)) == 0:
         resources = {"limits": resources["requests"]}  # the API server defaults requests from limits
     if resources:
@@ -161,8 +163,8 @@ TOLERATIONS = (
 
 
 @st.composite
-def pod_spec(draw: st.DrawFn) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [draw(container())]}
+def pod_spec(draw: st.DrawFn, busy: bool = False) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [draw(container(busy=busy))]}
     if draw(st.integers(0, 4)) == 0:
         spec["containers"].append(draw(container("d")))
     if draw(st.integers(0, 4)) == 0:
@@ -187,8 +189,8 @@ def pod_spec(draw: st.DrawFn) -> dict[str, Any]:
         spec["tolerations"] = draw(
             st.lists(st.sampled_from(TOLERATIONS), min_size=1, max_size=2, unique_by=json.dumps)
         )
-    if draw(st.integers(0, 2)) == 0:
-        spec["priorityClassName"] = draw(st.sampled_from(sorted(CLASSES)))
+    if busy or draw(st.integers(0, 2)) == 0:
+        spec["priorityClassName"] = "high" if busy else draw(st.sampled_from(sorted(CLASSES)))
     return spec
 
 
@@ -243,13 +245,18 @@ def _labels(draw: st.DrawFn) -> dict[str, str]:
 
 
 @st.composite
-def bound_pod(draw: st.DrawFn, index: int, nodes: list[str], started: int) -> dict[str, Any]:
-    spec: dict[str, Any] = {"nodeName": draw(st.sampled_from(nodes)), "containers": [draw(container())]}
+def bound_pod(
+    draw: st.DrawFn, index: int, nodes: list[str], started: int, busy: bool = False
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "nodeName": draw(st.sampled_from(nodes)),
+        "containers": [draw(container(busy=busy))],
+    }
     if draw(st.integers(0, 4)) == 0:
         spec["affinity"] = {
             "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [draw(pod_term())]}
         }
-    klass = draw(st.sampled_from((None, "low", "high")))
+    klass = draw(st.sampled_from((None, "low") if busy else (None, "low", "high")))
     if klass is not None:
         spec["priorityClassName"], spec["priority"] = klass, CLASSES[klass]
     return {
@@ -269,14 +276,15 @@ def bound_pod(draw: st.DrawFn, index: int, nodes: list[str], started: int) -> di
 
 
 @st.composite
-def cluster(draw: st.DrawFn, most: int = 5) -> dict[str, list[dict[str, Any]]]:
+def cluster(draw: st.DrawFn, most: int = 5, busy: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """``busy``: every pod asks for cpu and the bound ones have lower priorities (preemption)."""
     nodes = [draw(node(i)) for i in range(draw(st.integers(1, most)))]
     names = [n["metadata"]["name"] for n in nodes]
-    count = draw(st.integers(0, 4))
+    count = draw(st.integers(2, 6) if busy else st.integers(0, 4))
     starts = draw(st.permutations(range(count)))
-    pods = [draw(bound_pod(i, names, starts[i])) for i in range(count)]
+    pods = [draw(bound_pod(i, names, starts[i], busy)) for i in range(count)]
     pdbs = []
-    if pods and draw(st.integers(0, 2)) == 0:
+    if pods and draw(st.integers(0, 1 if busy else 2)) == 0:
         app = draw(st.sampled_from(APPS))
         pdbs.append(
             {
@@ -309,7 +317,7 @@ def cluster(draw: st.DrawFn, most: int = 5) -> dict[str, list[dict[str, Any]]]:
 
 
 @st.composite
-def workload(draw: st.DrawFn, index: int, replicas: int = 3) -> dict[str, Any]:
+def workload(draw: st.DrawFn, index: int, replicas: int = 3, busy: bool = False) -> dict[str, Any]:
     kinds = (
         ("Pod", "Deployment", "StatefulSet", "DaemonSet") if replicas <= 3 else ("Deployment", "StatefulSet")
     )
@@ -317,7 +325,7 @@ def workload(draw: st.DrawFn, index: int, replicas: int = 3) -> dict[str, Any]:
     name = f"w{index}"
     namespace = draw(st.sampled_from(("default", "default", "other")))
     labels = _labels(draw)
-    spec = draw(pod_spec())
+    spec = draw(pod_spec(busy))
     if kind == "Pod":
         return {
             "apiVersion": "v1",
@@ -343,5 +351,5 @@ def workload(draw: st.DrawFn, index: int, replicas: int = 3) -> dict[str, Any]:
 
 
 @st.composite
-def workloads(draw: st.DrawFn, most: int = 3, replicas: int = 3) -> list[dict[str, Any]]:
-    return [draw(workload(i, replicas)) for i in range(draw(st.integers(1, most)))]
+def workloads(draw: st.DrawFn, most: int = 3, replicas: int = 3, busy: bool = False) -> list[dict[str, Any]]:
+    return [draw(workload(i, replicas, busy)) for i in range(draw(st.integers(1, most)))]

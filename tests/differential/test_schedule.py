@@ -331,3 +331,11 @@ def test_replicas_on_larger_clusters_agree(
     """Up to 10 nodes and workloads of up to 8 replicas: the heaps, the domain narrowing and the
     counts kaffinity keeps bind by bind, against kube-scheduler pod by pod."""
     compare(oracle, world, manifests)
+
+
+@given(world=cluster(busy=True), manifests=workloads(busy=True))
+@_settings()
+def test_preemption_agrees(oracle: Oracle, world: dict[str, Any], manifests: list[dict[str, Any]]) -> None:
+    """Busy nodes: every pod asks for cpu, the bound ones have lower priorities, budgets protect
+    some: DefaultPreemption's candidates, victims, reprieves and messages against upstream's."""
+    compare(oracle, world, manifests)
