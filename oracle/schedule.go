@@ -527,7 +527,7 @@ func waitVictims(mu *sync.Mutex, victims *[]string, before int) []string {
 			break
 		}
 		last = n
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(15 * time.Millisecond)
 	}
 	mu.Lock()
 	defer mu.Unlock()
