@@ -26,7 +26,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -382,7 +384,7 @@ func doSchedule(req request) response {
 					mu.Unlock()
 					if nominated != "" {
 						resp["nominatedNode"] = nominated
-						resp["victims"] = waitVictims(&victimsMu, &victims, before)
+						resp["victims"] = waitVictims(&victimsMu, &victims, before, preempting(e.note))
 					}
 					if fitErr != nil {
 						plugins := map[string][]string{}
@@ -514,20 +516,40 @@ func waitQueued(ctx context.Context, sched *scheduler.Scheduler, pod *v1.Pod) er
 	}
 }
 
+// preemptingRe reads how many victims preemption evicts from the
+// FailedScheduling message (Evaluator.Preempt in
+// pkg/scheduler/framework/preemption/preemption.go: "found a potential
+// placement for pod on node X, preempting N victims").
+var preemptingRe = regexp.MustCompile(`preempting (\d+) victims`)
+
+// preempting: the number of victims the message announces (0: not said).
+func preempting(message string) int {
+	m := preemptingRe.FindStringSubmatch(message)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
 // waitVictims: preemption may delete its victims in a goroutine (async
-// preemption): wait for the first deletion after `before`, then for quiet.
-func waitVictims(mu *sync.Mutex, victims *[]string, before int) []string {
+// preemption): wait for the deletions the message announces (else for the
+// first one, then for quiet), at most 3 s.
+func waitVictims(mu *sync.Mutex, victims *[]string, before, want int) []string {
 	deadline := time.Now().Add(3 * time.Second)
 	last := -1
 	for time.Now().Before(deadline) {
 		mu.Lock()
 		n := len(*victims)
 		mu.Unlock()
-		if n > before && n == last {
+		if want > 0 && n-before >= want {
+			break
+		}
+		if want == 0 && n > before && n == last {
 			break
 		}
 		last = n
-		time.Sleep(15 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 	mu.Lock()
 	defer mu.Unlock()
