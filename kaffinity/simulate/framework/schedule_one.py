@@ -21,7 +21,7 @@ from kaffinity.simulate.framework.cycle_state import CycleState
 from kaffinity.simulate.framework.podinfo import build_constraints
 from kaffinity.simulate.framework.preemption import preempt, preemption_message
 from kaffinity.simulate.framework.profile import AUTOSCALING, FILTERS, INTER_POD_AFFINITY, PREEMPTION
-from kaffinity.simulate.framework.types import Constraints, Placement, SimNode, SimPod
+from kaffinity.simulate.framework.types import Constraints, Placement, SimNode, SimPod, Term
 from kaffinity.simulate.plugins.defaultpreemption import NOT_ELIGIBLE
 
 if TYPE_CHECKING:
@@ -84,11 +84,35 @@ class Simulation(Autoscaler):
             0,
             "existing",
             labels,
-            self._constraints_of(workload, labels, "existing"),
+            self._stored(workload, labels),
             True,
             terminating,
             started=str(started) if started is not None else "~",
         )
+
+    def _stored(self, workload: Workload, labels: dict[str, str]) -> Constraints:
+        """An existing pod's constraints with its pod (anti-)affinity selectors as stored: the
+        API server merges ``matchLabelKeys`` / ``mismatchLabelKeys`` into them once, when it
+        creates the pod (``mutatePodAffinity`` in pkg/registry/core/pod/strategy.go), and the
+        scheduler reads the stored ``labelSelector`` alone (``framework.NewPodInfo``'s
+        AffinityTerms). A pod created before the merge (MatchLabelKeysInPodAffinity off) keeps
+        its keys unmerged, and they restrict nothing."""
+        key = (id(workload), "stored", tuple(sorted(labels.items())))
+        found = self._constraints.get(key)
+        if found is None:
+            merged = self._constraints_of(workload, labels, "existing")
+
+            def stored(terms: tuple[Term, ...]) -> tuple[Term, ...]:
+                return tuple(dataclasses.replace(t, selector=t.source.label_selector) for t in terms)
+
+            found = self._constraints[key] = dataclasses.replace(
+                merged,
+                affinity=stored(merged.affinity),
+                anti=stored(merged.anti),
+                preferred_affinity=stored(merged.preferred_affinity),
+                preferred_anti=stored(merged.preferred_anti),
+            )
+        return found
 
     def daemon_pod(self, workload: Workload, node: SimNode, revision: str = "revision 1") -> SimPod:
         """A DaemonSet's pod for ``node``: pinned there, with the controller's tolerations."""

@@ -18,7 +18,15 @@ from kaffinity.k8s import gates as fg
 from kaffinity.k8s.model import LabelSelector, Node
 from kaffinity.k8s.selectors import NAMESPACE_NAME_LABEL
 from kaffinity.simulate.framework.profile import NODE_RESOURCES_FIT
-from kaffinity.simulate.framework.types import Constraints, SimNode, SimPod, Spread, Term, sim_node
+from kaffinity.simulate.framework.types import (
+    Constraints,
+    SimNode,
+    SimPod,
+    Spread,
+    Term,
+    release_port,
+    sim_node,
+)
 
 if TYPE_CHECKING:
     from kaffinity.k8s.model import PodDisruptionBudget
@@ -255,13 +263,9 @@ class Snapshot:
         for resource, value in pod.constraints.nonzero.items():
             node.nonzero[resource] = node.nonzero.get(resource, 0) - value
         for protocol, ip, port in pod.constraints.ports:
-            held = node.ports.get((protocol, port))
-            if held is not None:
-                held[ip] -= 1
-                if held[ip] <= 0:
-                    del held[ip]
-                if not held:
-                    del node.ports[(protocol, port)]
+            # NodeInfo.RemovePod: HostPortInfo.Remove frees the port even if another pod of
+            # the node holds it too.
+            release_port(node.ports, protocol, ip, port)
         self._pods.remove(pod)
         self._priorities[pod.constraints.priority] -= 1
         if not self._priorities[pod.constraints.priority]:

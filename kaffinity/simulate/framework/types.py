@@ -204,6 +204,18 @@ class SimNode:
             self.free = 1 - len(self.pods) / _DEFAULT_MAX_PODS
 
 
+def release_port(held: dict[tuple[str, int], Counter[str]], protocol: str, ip: str, port: int) -> None:
+    """``HostPortInfo.Remove`` (framework/types.go in k8s.io/kube-scheduler): the (protocol,
+    port) on ``ip`` is free, whoever else held it. The scheduler's NodeInfo keeps a node's host
+    ports as a set per host IP, so removing a pod frees its ports even where another pod of the
+    node holds the same one (pods bound by nodeName are the only way to get two)."""
+    ips = held.get((protocol, port))
+    if ips is not None:
+        ips.pop(ip, None)
+        if not ips:
+            del held[(protocol, port)]
+
+
 def sim_node(node: Node) -> SimNode:
     """The simulation's view of ``node`` (scheduler units; unchecked disk for a compact pool)."""
     allocatable = scheduler_units(node.allocatable) if node.allocatable else None

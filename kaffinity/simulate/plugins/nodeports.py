@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from kaffinity.k8s.model.terms import ANY_HOST_IP
-from kaffinity.simulate.framework.types import SimNode, SimPod
+from kaffinity.simulate.framework.types import SimNode, SimPod, release_port
 
 #: pkg/scheduler/framework/plugins/nodeports ``ErrReason``
 REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
@@ -30,11 +30,14 @@ def port_conflict(
 
 
 def held_without(node: SimNode, gone: Iterable[SimPod]) -> dict[tuple[str, int], Counter[str]]:
-    """The ports ``node``'s pods hold once the pods ``gone`` are gone (nothing changes)."""
-    left = set(gone)
-    held: dict[tuple[str, int], Counter[str]] = {}
-    for other in node.pods:
-        if other not in left:
-            for protocol, ip, port in other.constraints.ports:
-                held.setdefault((protocol, port), Counter())[ip] += 1
+    """The ports ``node`` holds once the pods ``gone`` are gone (nothing changes), as the
+    scheduler's NodeInfo keeps them: a set per host IP (``HostPortInfo``), so removing a pod
+    frees its ports even where another pod of the node holds the same one
+    (``HostPortInfo.Remove`` deletes the entry; pkg/scheduler/framework/types.go in
+    k8s.io/kube-scheduler). Two pods on one node holding a port (pods bound by nodeName) is the
+    only case where it shows: a preemption dry run then sees the port free."""
+    held = {key: Counter(ips) for key, ips in node.ports.items()}
+    for pod in gone:
+        for protocol, ip, port in pod.constraints.ports:
+            release_port(held, protocol, ip, port)
     return held

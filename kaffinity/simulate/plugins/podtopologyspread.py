@@ -61,8 +61,13 @@ def spread_nodes(
             # nodeLabelsMatchSpreadConstraints: every hard constraint's key, else skipped.
             if not all(k in node.labels for k in keys):
                 continue
-            if spread.honor_affinity and not node_matches(
-                constraints.node_selector, constraints.node_terms, node.labels, node.name
+            # nodeAffinityPolicy Honor: the pod's required node affinity as the scheduler reads
+            # it (GetRequiredNodeAffinity). A DaemonSet's pod has its required terms replaced by
+            # its node's name (ReplaceDaemonSetPodNodeNameNodeAffinity, pkg/controller/daemon/
+            # util), so only that node counts.
+            if spread.honor_affinity and (
+                (constraints.pinned is not None and node.name != constraints.pinned)
+                or not node_matches(constraints.node_selector, constraints.node_terms, node.labels, node.name)
             ):
                 continue
             if (
