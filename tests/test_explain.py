@@ -128,23 +128,30 @@ def test_the_example_capture_explains_each_pending_pod_as_kube_scheduler_does() 
     assert [(r["kind"], r["like"], r["allocatable"]) for r in report_job["remedies"]] == [
         ("node", "gke-prod-general-000", {"cpu": "12050m"})
     ]
+    # A DaemonSet's pod is pinned to its node (the controller's matchFields on metadata.name):
+    # NodeAffinity's PreFilter leaves that node alone, the others are absent (the oracle's answer)
+    assert exporter["message"] == (
+        "0/5 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, "
+        "4 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption: 0/5 nodes are available: "
+        "1 No preemption victims found for incoming pod, 4 Preemption is not helpful for scheduling."
+    )
     (ports,) = exporter["blockers"]
-    assert (ports["kind"], ports["term"], ports["nodes"]) == ("ports", {"ports": ["9100/TCP"]}, 5)
-    assert [(w["workload"], w["count"]) for w in ports["workloads"]] == [
-        ("DaemonSet monitoring/node-exporter", 5)
+    assert (ports["kind"], ports["term"], ports["nodes"]) == ("ports", {"ports": ["9100/TCP"]}, 1)
+    assert [(w["workload"], w["count"], w["nodes"]) for w in ports["workloads"]] == [
+        ("DaemonSet monitoring/node-exporter", 1, ["gke-prod-general-002"])
     ]
-    # a new node runs node-exporter too: it does not help
+    # a new node gets its own node-exporter pod: this one stays pinned, a new node does not help
     assert exporter["remedies"][-1] | {"labels": {}} == {
         "kind": "node",
         "node": None,
         "labels": {},
         "taints": [],
         "allocatable": {},
-        "like": "gke-prod-general-000",
+        "like": "gke-prod-general-002",
         "workloads": [],
         "priority": None,
         "preemptionPolicy": None,
-        "refused": ["node(s) didn't have free ports for the requested pod ports"],
+        "refused": ["node(s) didn't satisfy plugin(s) [NodeAffinity]"],
     }
 
 

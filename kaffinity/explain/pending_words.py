@@ -50,7 +50,7 @@ def replicas_field(workload: Workload) -> DataPath | None:
 def pod_word(placement: Placement) -> str:
     """A Pending pod, named as its controller names it (a DaemonSet's: by its node)."""
     pod = placement.pod
-    if pod.constraints.pinned is not None:
+    if pod.constraints.pinned is not None and pod.workload.controller == "DaemonSet":
         return f"its pod for node {pod.constraints.pinned}"
     return pod.name
 

@@ -32,6 +32,7 @@ from hypothesis import example, given, settings
 from kaffinity.config import Settings
 from kaffinity.explain.why import Explained, plugin_of
 from kaffinity.run.explain import explain_file
+from kaffinity.simulate.plugins.nodeaffinity import REASON_PINNED
 from tests.differential.captures import captures, node, pod, seeded
 from tests.differential.conftest import compared
 from tests.differential.differences import known
@@ -84,7 +85,13 @@ def agree(each: Explained, answer: dict[str, Any]) -> None:
     else:
         assert each.node is None
     assert each.message == message
-    mine = {node: plugin_of(reasons[0]) for node, reasons in each.rejected.items()}
+    # Nodes absent from NodeAffinity's PreFilter result have a status but no rejecting plugin
+    # upstream (SetAbsentNodesStatus): the message counts them, rejectedBy does not list them.
+    mine = {
+        node: plugin_of(reasons[0])
+        for node, reasons in each.rejected.items()
+        if reasons[0] != REASON_PINNED
+    }
     assert mine == answer["rejectedBy"]
 
 
@@ -181,3 +188,20 @@ def test_explain_agrees_with_kube_scheduler(oracle: Oracle, capture: dict[str, A
         compared("explain")
         if each.node is not None:
             break  # the next pods would see this one placed
+
+
+def test_the_example_capture_agrees_with_kube_scheduler(oracle: Oracle) -> None:
+    """docs/explain.md's capture (examples/captures/shop.yaml), the whole queue: every Pending
+    pod's message and rejecting plugins are kube-scheduler's (the DaemonSet pod carries the
+    controller's matchFields affinity to its node, as a real capture does)."""
+    from ruamel.yaml import YAML
+
+    shop = Path(__file__).resolve().parents[2] / "examples" / "captures" / "shop.yaml"
+    capture = YAML(typ="safe").load(shop.read_text(encoding="utf-8"))
+    pods = explained(capture)
+    assert len(pods) == 5
+    answer = oracle.ask(queue_request(capture, pods))
+    assert len(answer["results"]) == len(pods)
+    for each, result in zip(pods, answer["results"], strict=True):
+        compared("explain")
+        assert agree_queued(each, result)

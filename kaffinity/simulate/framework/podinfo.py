@@ -20,6 +20,7 @@ from kaffinity.k8s.model import (
 )
 from kaffinity.simulate import runtimeclass
 from kaffinity.simulate.framework.types import Constraints, Term, scheduler_units
+from kaffinity.simulate.plugins.nodeaffinity import prefilter_nodes
 from kaffinity.simulate.plugins.noderesources import nonzero
 from kaffinity.simulate.plugins.podtopologyspread import spread_of
 from kaffinity.simulate.plugins.volumebinding import pod_claims
@@ -101,6 +102,14 @@ def build_constraints(
         affinity.pod_anti_affinity,
     )
     tolerations, node_terms = _node_filters(workload, pinned)
+    if pinned is None and not pod.node_name:
+        # Required terms naming one node by metadata.name (a DaemonSet's pod as the controller
+        # made it, read from a cluster capture): NodeAffinity's PreFilter leaves that node alone,
+        # every other one is absent ("didn't satisfy plugin(s) [NodeAffinity]"); the terms still
+        # filter that node. Several names keep the per-node filter (the same nodes pass).
+        named = prefilter_nodes(node_terms)
+        if named is not None and len(named) == 1:
+            (pinned,) = named
     spreads = [spread_of(expansion, constraint) for constraint in pod.topology_spread_constraints]
     requests = scheduler_units(pod.requests)
     admitted = priority(workload)

@@ -36,6 +36,27 @@ def node_matches(
     return any(node_term_matches(term, labels, name) for term in terms)
 
 
+def prefilter_nodes(terms: Sequence[NodeSelectorTerm] | None) -> frozenset[str] | None:
+    """NodeAffinity's PreFilter result: the only nodes a pod's required terms can name, when
+    every term has a ``matchFields`` requirement ``metadata.name In [...]`` (within a term the
+    names are intersected, across terms united); None when some term leaves every node eligible
+    (``PreFilter`` in pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go). A
+    DaemonSet's pods carry exactly one such term, and so does a pod captured from a cluster."""
+    if not terms:
+        return None
+    names: set[str] = set()
+    for term in terms:
+        named: set[str] | None = None
+        for requirement in term.match_fields:
+            if requirement.key == "metadata.name" and requirement.operator == "In":
+                values = set(requirement.values)
+                named = values if named is None else named & values
+        if named is None:
+            return None
+        names |= named
+    return frozenset(names)
+
+
 def filter_node(constraints: Constraints, node: SimNode) -> str | None:
     """Filter: the reason when ``node`` is not the pinned one, or fails the node selector or the
     required terms."""
