@@ -88,9 +88,7 @@ def agree(each: Explained, answer: dict[str, Any]) -> None:
     # Nodes absent from NodeAffinity's PreFilter result have a status but no rejecting plugin
     # upstream (SetAbsentNodesStatus): the message counts them, rejectedBy does not list them.
     mine = {
-        node: plugin_of(reasons[0])
-        for node, reasons in each.rejected.items()
-        if reasons[0] != REASON_PINNED
+        node: plugin_of(reasons[0]) for node, reasons in each.rejected.items() if reasons[0] != REASON_PINNED
     }
     assert mine == answer["rejectedBy"]
 
