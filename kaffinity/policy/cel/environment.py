@@ -40,7 +40,9 @@ Differences from cel-go's settings in base.go:
   first attempt. Compared through ``dyn`` values (``object.replicas < 2.5``), cel-cpp compares
   across types in every version, where Kubernetes 1.27 ends in a "no such overload" error.
 * ``HomogeneousAggregateLiterals`` (and 1.29's ``ValidateHomogeneousAggregateLiterals``):
-  cel-cpp accepts ``[1, 'a']``; Kubernetes refuses it. Not enforced.
+  cel-cpp accepts ``[1, 'a']``; kaffinity refuses it from the checked syntax tree cel-cpp hands
+  out, where the elements' types are known as upstream knows them
+  (:mod:`~kaffinity.policy.cel.homogeneous`).
 * 1.29's literal validators (``duration('1x')``, ``timestamp('x')``, ``x.matches('[')``) and
   cel-go's ``string.format`` validator (``'%d'.format([1.5])``, too many arguments) are found in
   the text rather than the syntax tree (:mod:`~kaffinity.policy.cel.literals`,
@@ -83,6 +85,7 @@ from kaffinity.config import KUBE_VERSIONS
 from kaffinity.policy.cel import (
     comparisons,
     formatting,
+    homogeneous,
     ip,
     limits,
     lists,
@@ -314,6 +317,7 @@ def compile_expression(text: str, kube_version: str, variables: Mapping[str, cel
     saying which Kubernetes version it needs when a newer one has what it uses."""
     compiled = _try(text, kube_version, variables)
     if not isinstance(compiled, str):
+        _refuse_mixed_literals(text, kube_version, compiled, variables)
         _refuse_bad_literals(text, kube_version)
         _refuse_bad_formats(text, kube_version, variables)
         return Compiled(text, kube_version, compiled)
@@ -345,6 +349,20 @@ def _respelled(text: str, kube_version: str) -> respell.Respelled:
     """``text`` as cel-cpp must read it (:mod:`~kaffinity.policy.cel.respell`)."""
     minor = minor_of(kube_version)
     return respell.respell(text, two_variable=minor >= _TWO_VARIABLE, formats=minor >= _FORMATS)
+
+
+def _refuse_mixed_literals(
+    text: str, kube_version: str, compiled: cel.Expression, variables: Mapping[str, cel.Type]
+) -> None:
+    """A list or map literal mixing element types is a compile error in every version
+    (base.go's ``cel.HomogeneousAggregateLiterals()``; :mod:`~kaffinity.policy.cel.homogeneous`)."""
+    if "[" not in text and "{" not in text:
+        return
+    dyn = frozenset(name for name, kind in variables.items() if kind == cel.Type.DYN)
+    mixed = homogeneous.mixed_literal(compiled.serialize(), dyn)
+    if mixed:
+        offset = _respelled(text, kube_version).original_offset(mixed.offset)
+        raise CelCompileError(mixed.message, *_position(text, offset))
 
 
 def _refuse_bad_literals(text: str, kube_version: str) -> None:
