@@ -210,7 +210,8 @@ def result(value: cel.Value) -> object:
         if value.type() == cel.Type.ERROR:
             raise CelEvaluationError(_STATUS.sub("", str(value.value())))
         return value.plain_value()
-    except (TypeError, RuntimeError):  # cel-expr-python cannot convert an optional (typed "error")
+    except (TypeError, RuntimeError, SystemError):  # cel-expr-python cannot convert an optional
+        # (typed "error"; inside a list, [optional.none()], its converter raises SystemError)
         raise CelEvaluationError(_OPTIONAL_RESULT) from None
 
 
@@ -359,9 +360,10 @@ def _refuse_mixed_literals(
     if "[" not in text and "{" not in text:
         return
     dyn = frozenset(name for name, kind in variables.items() if kind == cel.Type.DYN)
-    mixed = homogeneous.mixed_literal(compiled.serialize(), dyn)
+    respelled = _respelled(text, kube_version)
+    mixed = homogeneous.mixed_literal(compiled.serialize(), dyn, respelled.is_inserted)
     if mixed:
-        offset = _respelled(text, kube_version).original_offset(mixed.offset)
+        offset = respelled.original_offset(mixed.offset)
         raise CelCompileError(mixed.message, *_position(text, offset))
 
 

@@ -24,7 +24,7 @@ not compared.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 #: Protocol buffer field numbers (cel/expr/checked.proto, syntax.proto).
@@ -43,11 +43,22 @@ _WRAPPERS = {
 _WELL_KNOWN = {1: "any", 2: "timestamp", 3: "duration"}
 #: A comprehension's expressions: iter_range, accu_init, loop_condition, loop_step, result.
 _LOOP_EXPRS = (2, 4, 5, 6, 7)
+#: Kubernetes' list functions and the element types each is declared for (library/lists.go
+#: ``summableTypes``, ``comparableTypes``).
+_COMPARABLE = frozenset({"int", "uint", "double", "bool", "duration", "timestamp", "string", "bytes"})
+_LIST_FUNCTIONS = {
+    "sum": frozenset({"int", "uint", "double", "duration"}),
+    "min": _COMPARABLE,
+    "max": _COMPARABLE,
+    "isSorted": _COMPARABLE,
+    "indexOf": None,  # list(A).indexOf(A)
+    "lastIndexOf": None,
+}
+_PLAIN = frozenset({"bool", "int", "uint", "double", "string", "bytes", "duration", "timestamp"})
 #: A type that is not compared (kaffinity's answer may be less precise than cel-go's).
 _UNKNOWN = "?"
-#: Functions whose arguments the validator skips: ``format`` (formatting_v2.go), and the calls
-#: kaffinity's respelling inserts around a ``transformMap``'s ``[key, value]`` pairs.
-_EXEMPT = frozenset({"format", "kaffinity.mapOf", "kaffinity.mapOfMaps"})
+#: Functions whose arguments the validator skips: ``format`` (formatting_v2.go ``Configure``).
+_EXEMPT = frozenset({"format"})
 
 
 @dataclass(frozen=True)
@@ -138,16 +149,16 @@ def _type(data: bytes) -> str:
         return f"type({_type(inner)})" if inner else "type"
     if (inner := _bytes(message, 14)) is not None:
         parts = _message(inner)
-        name = (_bytes(parts, 1) or b"").decode()
+        abstract = (_bytes(parts, 1) or b"").decode()
         parameters = [_type(p) for p in parts.get(2, []) if isinstance(p, bytes)]
-        return f"{name}({', '.join(parameters)})" if parameters else name
+        return f"{abstract}({', '.join(parameters)})" if parameters else abstract
     return _UNKNOWN
 
 
 class _Checked:
     """The parts of a ``CheckedExpr`` the validator reads."""
 
-    def __init__(self, data: bytes, dyn_variables: frozenset[str]) -> None:
+    def __init__(self, data: bytes, dyn_variables: frozenset[str], inserted: Callable[[int], bool]) -> None:
         checked = _message(data)
         self.types: dict[int, str] = {}
         for entry in checked.get(_CHECKED_TYPE_MAP, []):
@@ -161,6 +172,7 @@ class _Checked:
                 parts = _message(entry)
                 self.positions[_int(parts, 1)] = _int(parts, 2)
         self.dyn_variables = dyn_variables
+        self.inserted = inserted
         self.found: list[Mixed] = []
 
     def visit(self, data: bytes, exempt: bool = False) -> str:
@@ -189,13 +201,17 @@ class _Checked:
             target = _bytes(parts, 1)
             kinds = [self.visit(target, inner)] if target is not None else []
             kinds += [self.visit(arg, inner) for arg in parts.get(3, []) if isinstance(arg, bytes)]
+            if target is not None and function in _LIST_FUNCTIONS:
+                self._check_list_function(function, kinds, _int(expr, _EXPR_ID))
             if function == "dyn" and target is None and len(kinds) == 1:
                 return "dyn"
             if function == "_[_]" and target is None and kinds and kinds[0] == "dyn":
                 return "dyn"
             return _UNKNOWN
         if (items := _bytes(expr, _LIST)) is not None:
-            return self._list(_message(items), exempt)
+            # kaffinity's respelling of transformMap inserts ``[key, value]``: not the author's
+            inserted = self.inserted(self.positions.get(_int(expr, _EXPR_ID), -1))
+            return self._list(_message(items), exempt, inserted)
         if (entries := _bytes(expr, _STRUCT)) is not None:
             return self._map(_message(entries), exempt)
         if (loop := _bytes(expr, _COMPREHENSION)) is not None:
@@ -205,7 +221,29 @@ class _Checked:
                     self.visit(part, exempt)
         return _UNKNOWN
 
-    def _list(self, items: dict[int, list[int | bytes]], exempt: bool) -> str:
+    def _check_list_function(self, function: str, kinds: list[str], id: int) -> None:
+        """Kubernetes' ``sum``/``min``/``max``/``isSorted`` on a list whose element type has no
+        overload (``['a'].sum()``), ``indexOf``/``lastIndexOf`` of a value of another type than the
+        elements (``['a'].indexOf(1)``): kaffinity declares them on ``list(dyn)`` (lists.py). Only
+        types no other is assignable to are judged (not ``null``, ``any``, wrappers, messages)."""
+        receiver, arguments = kinds[0], kinds[1:]
+        if not receiver.startswith("list(") or not all(_plain(kind) for kind in kinds):
+            return
+        element = receiver[len("list(") : -1]
+        if not _plain(element):
+            return
+        allowed = _LIST_FUNCTIONS[function]
+        if allowed is None:
+            refused = len(arguments) == 1 and arguments[0] != element
+        else:
+            refused = not arguments and element not in allowed
+        if not refused:
+            return
+        applied = f"{receiver}.({', '.join(arguments)})"
+        message = f"found no matching overload for '{function}' applied to '{applied}'"
+        self.found.append(Mixed(message, self.positions.get(id, 0)))
+
+    def _list(self, items: dict[int, list[int | bytes]], exempt: bool, inserted: bool = False) -> str:
         optional = set(_packed(items.get(2, [])))
         kinds: list[tuple[str, int]] = []
         for index, element in enumerate(v for v in items.get(1, []) if isinstance(v, bytes)):
@@ -213,7 +251,7 @@ class _Checked:
             if index in optional:
                 kind = _optional_parameter(kind)
             kinds.append((kind, _int(_message(element), _EXPR_ID)))
-        if not exempt:
+        if not exempt and not inserted:
             self._compare(kinds)
         return _joined("list", [kind for kind, _ in kinds])
 
@@ -234,10 +272,10 @@ class _Checked:
             self._compare(values, every=True)
         if not keys:
             return _UNKNOWN
-        key, value = _joined("list", [k for k, _ in keys]), _joined("list", [v for v, _ in values])
-        if _UNKNOWN in (key, value):
+        key_list, value_list = _joined("list", [k for k, _ in keys]), _joined("list", [v for v, _ in values])
+        if _UNKNOWN in (key_list, value_list):
             return _UNKNOWN
-        return f"map({key[5:-1]}, {value[5:-1]})"
+        return f"map({key_list[5:-1]}, {value_list[5:-1]})"
 
     def _compare(self, kinds: list[tuple[str, int]], every: bool = False) -> None:
         """cel-go compares each with the first; a list stops at its first mismatch."""
@@ -264,6 +302,13 @@ def _packed(values: list[int | bytes]) -> Iterator[int]:
                 yield number
 
 
+def _plain(kind: str) -> bool:
+    """A known type only itself is assignable to (``dyn`` and ``null`` are not)."""
+    if _UNKNOWN in kind or "dyn" in kind or "null" in kind or "wrapper" in kind or "any" in kind:
+        return False
+    return kind in _PLAIN or kind.startswith(("list(", "map(", "type(", "optional_type("))
+
+
 def _optional_parameter(kind: str) -> str:
     if kind.startswith("optional_type(") and kind.endswith(")"):
         return kind[len("optional_type(") : -1]
@@ -277,13 +322,16 @@ def _joined(name: str, kinds: list[str]) -> str:
     return f"{name}({kinds[0]})"
 
 
-def mixed_literal(serialized: bytes, dyn_variables: frozenset[str]) -> Mixed | None:
+def mixed_literal(
+    serialized: bytes, dyn_variables: frozenset[str], inserted: Callable[[int], bool]
+) -> Mixed | None:
     """The first element (by place) of a literal that upstream refuses, in a serialized checked
-    expression (``Expression.serialize()``: an ``Any`` holding a ``CheckedExpr``)."""
+    expression (``Expression.serialize()``: an ``Any`` holding a ``CheckedExpr``); ``dyn_variables``
+    are the variables declared ``dyn``, ``inserted`` tells offsets kaffinity's respelling inserted."""
     any_message = _message(serialized)
     payload = _bytes(any_message, 2)
     if payload is None or b"CheckedExpr" not in (_bytes(any_message, 1) or b""):
         return None
-    checked = _Checked(payload, dyn_variables)
+    checked = _Checked(payload, dyn_variables, inserted)
     checked.visit(_bytes(_message(payload), _CHECKED_EXPR) or b"")
     return min(checked.found, key=lambda mixed: mixed.offset, default=None)

@@ -59,6 +59,19 @@ class Respelled:
             offset = _before(stage, offset)
         return offset
 
+    def is_inserted(self, offset: int) -> bool:
+        """Whether ``offset`` in :attr:`text` is inside text the respelling inserted."""
+        for stage in reversed(self.stages):
+            shift = 0
+            for at, length in sorted(stage):
+                if offset < at + shift:
+                    break
+                if offset < at + shift + length:
+                    return True
+                shift += length
+            offset = _before(stage, offset)
+        return False
+
 
 def _before(inserted: list[tuple[int, int]], offset: int) -> int:
     """``offset`` in the text before ``inserted`` were made."""
