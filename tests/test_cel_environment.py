@@ -359,3 +359,17 @@ def test_mixed_literals_and_list_functions_off_their_types_are_compile_errors(
 )
 def test_literals_upstream_admits_compile(expression: str) -> None:
     compile_expression(expression, "1.37", OBJECT)
+
+
+@pytest.mark.parametrize(
+    ("expression", "column"),
+    [
+        ("[duration('1s')].sum() + 1", 24),  # the oracle: no '_+_' for (duration, int)
+        ("[[duration('1s')].sum(), 1]", 26),  # the oracle: expected type 'duration' but found 'int'
+        ("[1u].min() == 1", 12),  # a uint, as upstream: no '_==_' for (uint, int)
+    ],
+)
+def test_typed_list_functions_answer_in_the_element_type_when_compiling(expression: str, column: int) -> None:
+    error = compile_error(expression, "1.37")
+    assert (error.line, error.column) == (1, column)
+    compile_expression("[duration('1s')].sum() == duration('1s') && [1u].min() == 1u", "1.37", OBJECT)

@@ -9,6 +9,8 @@ policies.
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 cel_environment = pytest.importorskip("kaffinity.policy.cel.environment")
@@ -53,7 +55,20 @@ LISTS = [
     ("[].indexOf('string')", -1),
     ("[[1], [2]].indexOf([2])", 1),
     ("[9223372036854775807, 1].sum()", ERROR),
-    ("[duration('1m'), duration('1s')].sum()", ERROR),  # kaffinity: a Python dyn cannot be a duration
+    # the oracle (issue 35): typed by the checker, sum/min/max answer in the element type
+    ("[duration('1m'), duration('1s')].sum()", datetime.timedelta(seconds=61)),
+    ("[duration('1m'), duration('1s')].min()", datetime.timedelta(seconds=1)),
+    (
+        "[timestamp('2020-01-01T00:00:00Z'), timestamp('2019-01-01T00:00:00Z')].max()",
+        datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC),
+    ),
+    ("[duration('1s')].filter(d, false).sum()", datetime.timedelta(0)),
+    ("[1.0].filter(d, false).sum()", 0.0),
+    ("[1u, 2u].sum() == 3u", True),  # a uint: 3 == 3u would be a compile error
+    ("[1u].filter(d, false).sum() == 0u", True),
+    ("[18446744073709551615u, 1u].sum()", ERROR),  # unsigned integer overflow
+    ("[duration('1s')].filter(d, false).min()", ERROR),  # min called on empty list
+    ("dyn([duration('1s')]).sum()", ERROR),  # dyn: not supported (differences.yaml)
     ("[b'a', b'b'].min()", bytearray(b"a")),
     (
         "[-5, -9223372036854775808, 7].sum()",

@@ -76,6 +76,8 @@ _LIST_FUNCTIONS = re.compile(
 _APPROXIMATE = re.compile(
     r"\b(quantity|ip|cidr|url|semver|format\.\w+)\(|\.(sum|min|max)\(\)|\[\s*\]|\{\s*\}|transformMap"
 )
+#: A list the checker types dyn (lists.py's typed sum/min/max do not apply).
+_UNTYPED = re.compile(r"\bdyn\(|\bobject\b")
 _SCALAR_SELECT = (
     "No matching overloads found : _?._(",
     "No matching overloads found : _[?_]",
@@ -113,12 +115,16 @@ _RULES = (
         ),
     ),
     _rule(
-        "duration-list-functions", lambda e, o, m: "of durations or timestamps is not supported" in _error(m)
+        "duration-list-functions",
+        lambda e, o, m: "of durations or timestamps is not supported" in _error(m) and _UNTYPED.search(e),
     ),
     _rule(
         "uint-results",
         lambda e, o, m: (
-            o.get("type") == "uint" and m.get("type") == "int" and re.search(r"\.(sum|min|max)\(\)", e)
+            o.get("type") == "uint"
+            and m.get("type") == "int"
+            and re.search(r"\.(sum|min|max)\(\)", e)
+            and _UNTYPED.search(e)
         ),
     ),
     _rule(
@@ -153,6 +159,7 @@ _RULES = (
             ".sum()" in e
             and m.get("result") == 0
             and o.get("type") in ("double", "uint", "google.protobuf.Duration")
+            and _UNTYPED.search(e)
         ),
     ),
     _rule(
@@ -459,6 +466,8 @@ _OBJECTS = st.fixed_dictionaries(
 @example(expr="[0, 0u].transformMapEntry(i, v, {v: i})", obj={"metadata": {"name": "a"}, "spec": None})
 @example(expr="[object.metadata.name, 1]", obj={"metadata": {"name": "a"}, "spec": None})
 @example(expr="['a', 'b'].sum()", obj={"metadata": {"name": "a"}, "spec": None})
+@example(expr="[duration('1s')].filter(d, false).sum()", obj={"metadata": {"name": "a"}, "spec": None})
+@example(expr="[1u, 2u].max()", obj={"metadata": {"name": "a"}, "spec": None})
 @example(
     expr="{'a': 1, 'b': 2}.transformMap(k, v, v > 1, v * 2)", obj={"metadata": {"name": "a"}, "spec": None}
 )

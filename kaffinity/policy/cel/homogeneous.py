@@ -54,6 +54,12 @@ _LIST_FUNCTIONS = {
     "indexOf": None,  # list(A).indexOf(A)
     "lastIndexOf": None,
 }
+#: The element types lists.py has typed ``sum``/``min``/``max`` for (upstream's result types).
+_TYPED_FUNCTIONS = {
+    "sum": frozenset({"duration", "double", "uint"}),
+    "min": frozenset({"duration", "timestamp", "double", "uint"}),
+    "max": frozenset({"duration", "timestamp", "double", "uint"}),
+}
 _PLAIN = frozenset({"bool", "int", "uint", "double", "string", "bytes", "duration", "timestamp"})
 #: A type that is not compared (kaffinity's answer may be less precise than cel-go's).
 _UNKNOWN = "?"
@@ -174,6 +180,9 @@ class _Checked:
         self.dyn_variables = dyn_variables
         self.inserted = inserted
         self.found: list[Mixed] = []
+        #: ``sum``/``min``/``max`` calls on a list whose element type has a typed name in
+        #: lists.py: (offset of the call's ``(``, the element type).
+        self.typed: list[tuple[int, str]] = []
 
     def visit(self, data: bytes, exempt: bool = False) -> str:
         """Check the literals in one ``Expr`` (recursively); its type as far as it is known
@@ -203,6 +212,10 @@ class _Checked:
             kinds += [self.visit(arg, inner) for arg in parts.get(3, []) if isinstance(arg, bytes)]
             if target is not None and function in _LIST_FUNCTIONS:
                 self._check_list_function(function, kinds, _int(expr, _EXPR_ID))
+            if target is not None and len(kinds) == 1 and function in _TYPED_FUNCTIONS:
+                element = kinds[0][len("list(") : -1] if kinds[0].startswith("list(") else ""
+                if element in _TYPED_FUNCTIONS[function]:
+                    self.typed.append((self.positions.get(_int(expr, _EXPR_ID), -1), element))
             if function == "dyn" and target is None and len(kinds) == 1:
                 return "dyn"
             if function == "_[_]" and target is None and kinds and kinds[0] == "dyn":
@@ -322,16 +335,23 @@ def _joined(name: str, kinds: list[str]) -> str:
     return f"{name}({kinds[0]})"
 
 
-def mixed_literal(
-    serialized: bytes, dyn_variables: frozenset[str], inserted: Callable[[int], bool]
-) -> Mixed | None:
-    """The first element (by place) of a literal that upstream refuses, in a serialized checked
-    expression (``Expression.serialize()``: an ``Any`` holding a ``CheckedExpr``); ``dyn_variables``
-    are the variables declared ``dyn``, ``inserted`` tells offsets kaffinity's respelling inserted."""
+@dataclass(frozen=True)
+class Checked:
+    """What the checked syntax tree says: the first literal (by place) upstream refuses, and the
+    typed ``sum``/``min``/``max`` calls (offset of the ``(``, element type)."""
+
+    mixed: Mixed | None
+    typed: list[tuple[int, str]]
+
+
+def check(serialized: bytes, dyn_variables: frozenset[str], inserted: Callable[[int], bool]) -> Checked:
+    """Read a serialized checked expression (``Expression.serialize()``: an ``Any`` holding a
+    ``CheckedExpr``); ``dyn_variables`` are the variables declared ``dyn``, ``inserted`` tells
+    offsets kaffinity's respelling inserted."""
     any_message = _message(serialized)
     payload = _bytes(any_message, 2)
     if payload is None or b"CheckedExpr" not in (_bytes(any_message, 1) or b""):
-        return None
+        return Checked(None, [])
     checked = _Checked(payload, dyn_variables, inserted)
     checked.visit(_bytes(_message(payload), _CHECKED_EXPR) or b"")
-    return min(checked.found, key=lambda mixed: mixed.offset, default=None)
+    return Checked(min(checked.found, key=lambda mixed: mixed.offset, default=None), checked.typed)

@@ -59,6 +59,18 @@ class Respelled:
             offset = _before(stage, offset)
         return offset
 
+    def renamed(self, calls: list[tuple[int, str]]) -> Respelled:
+        """:attr:`text` with ``suffix`` added to the name of each call whose ``(`` is at the offset
+        (lists.py's typed ``sum``/``min``/``max``), as one more stage."""
+        text, inserted = self.text, []
+        for call, suffix in sorted(calls, reverse=True):
+            end = call
+            while end > 0 and text[end - 1].isspace():
+                end -= 1
+            text = text[:end] + suffix + text[end:]
+            inserted.append((end, len(suffix)))
+        return Respelled(text, [*self.stages, inserted])
+
     def is_inserted(self, offset: int) -> bool:
         """Whether ``offset`` in :attr:`text` is inside text the respelling inserted."""
         for stage in reversed(self.stages):
