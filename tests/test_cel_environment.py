@@ -289,7 +289,9 @@ def test_a_loader_mapping_is_refused_unconverted() -> None:
 def test_bad_literals_are_compile_errors_from_1_29(expression: str, message: str, column: int) -> None:
     error = compile_error(expression, "1.29")
     assert (error.message, error.line, error.column) == (message, 1, column)
-    compile_expression(expression, "1.28", OBJECT)  # then an error only when evaluated
+    # before 1.29 too: cel-go's OptOptimize fails building the program (the oracle: stage
+    # "program"), which the API server reports with the compile errors
+    compile_error(expression, "1.28")
     compile_expression("duration('1h30m') > duration('1s') && 'a1'.matches(r'\\d')", "1.29", OBJECT)
 
 
@@ -373,3 +375,26 @@ def test_typed_list_functions_answer_in_the_element_type_when_compiling(expressi
     error = compile_error(expression, "1.37")
     assert (error.line, error.column) == (1, column)
     compile_expression("[duration('1s')].sum() == duration('1s') && [1u].min() == 1u", "1.37", OBJECT)
+
+
+@pytest.mark.parametrize(
+    ("expression", "column"),
+    [
+        ("int('x')", 4),  # the oracle: a program error (cel-go's OptOptimize folds conversions)
+        ("uint(-1)", 5),
+        ("int(string('x')) == 1", 4),
+        ("true || int('x') == 1", 12),
+        ("object.a.findAll('[')", 17),  # regex.go's FindAllRegexOptimization: the pattern
+        ("'abc'.find('(')", 11),
+    ],
+)
+def test_constant_conversions_and_patterns_that_fail_are_compile_errors(expression: str, column: int) -> None:
+    error = compile_error(expression, "1.37")
+    assert (error.line, error.column) == (1, column)
+
+
+@pytest.mark.parametrize(
+    "expression", ["int('1') + 1 == 2", "int(object.a) == 1", "'a'.find('a' + '(') == ''", "int(dyn(1)) == 1"]
+)
+def test_conversions_of_values_not_constant_compile(expression: str) -> None:
+    compile_expression(expression, "1.37", OBJECT)

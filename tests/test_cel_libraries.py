@@ -18,6 +18,7 @@ cel_environment = pytest.importorskip("kaffinity.policy.cel.environment")
 NEWEST = "1.37"
 #: Marks an expected CEL error (evaluation ends in one) rather than a value.
 ERROR = object()
+COMPILE_ERROR = object()
 
 
 def evaluate(expression: str, kube_version: str = NEWEST, data: dict[str, object] | None = None) -> object:
@@ -26,7 +27,10 @@ def evaluate(expression: str, kube_version: str = NEWEST, data: dict[str, object
 
 
 def evaluates_to(expression: str, expected: object) -> None:
-    if expected is ERROR:
+    if expected is COMPILE_ERROR:
+        with pytest.raises(cel_environment.CelCompileError):
+            evaluate(expression)
+    elif expected is ERROR:
         with pytest.raises(cel_environment.CelEvaluationError):
             evaluate(expression)
     else:
@@ -89,9 +93,11 @@ REGEX = [
     ("'a(b)'.findAll('(a)|(b)')", ["a", "b"]),  # whole matches, not groups
     ("'ab'.find('a\\\\z')", ""),
     ("'ba'.find('a\\\\z')", "a"),
-    ("'abc'.find('(?=b)')", ERROR),  # RE2 has no look-ahead
-    ("'aa'.find('(a)\\\\1')", ERROR),  # nor back-references
-    ("'abc'.find('[')", ERROR),
+    # a constant pattern is compiled with the program (regex.go FindRegexOptimization): the
+    # oracle fails building it, kaffinity when compiling
+    ("'abc'.find('(?=b)')", COMPILE_ERROR),  # RE2 has no look-ahead
+    ("'aa'.find('(a)\\\\1')", COMPILE_ERROR),  # nor back-references
+    ("'abc'.find('[')", COMPILE_ERROR),
 ]
 
 URLS = [

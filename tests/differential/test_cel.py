@@ -131,7 +131,6 @@ _RULES = (
         "opaque-type-names",
         lambda e, o, m: re.search(r"\bnet\.(IP|CIDR)\b", e) and m.get("stage") == "compile",
     ),
-    _rule("constant-folding", lambda e, o, m: o.get("stage") == "program" and m.get("stage") == "eval"),
     _rule(
         "quantity-as-int64", lambda e, o, m: "quantity(" in e and re.search(r"\.(isInteger|asInteger)\(\)", e)
     ),
@@ -216,7 +215,8 @@ def test_the_table_agrees(oracle: Oracle) -> None:
 
 
 def _compiles_new(oracle: Oracle, expr: str, version: str) -> bool:
-    return ask(oracle, expr, version=version, env="new").get("stage") not in ("compile", "env")
+    # a program error (cel-go's OptOptimize folding duration('1x')) is reported as a compile error
+    return ask(oracle, expr, version=version, env="new").get("stage") not in ("compile", "env", "program")
 
 
 def test_the_version_gates_agree(oracle: Oracle) -> None:
@@ -468,6 +468,7 @@ _OBJECTS = st.fixed_dictionaries(
 @example(expr="['a', 'b'].sum()", obj={"metadata": {"name": "a"}, "spec": None})
 @example(expr="[duration('1s')].filter(d, false).sum()", obj={"metadata": {"name": "a"}, "spec": None})
 @example(expr="[1u, 2u].max()", obj={"metadata": {"name": "a"}, "spec": None})
+@example(expr="int('x')", obj={"metadata": {"name": "a"}, "spec": None})
 @example(
     expr="{'a': 1, 'b': 2}.transformMap(k, v, v > 1, v * 2)", obj={"metadata": {"name": "a"}, "spec": None}
 )

@@ -320,8 +320,8 @@ def compile_expression(text: str, kube_version: str, variables: Mapping[str, cel
     saying which Kubernetes version it needs when a newer one has what it uses."""
     compiled = _try(text, kube_version, variables)
     if not isinstance(compiled, str):
-        compiled = _checked_tree(text, kube_version, compiled, variables)
         _refuse_bad_literals(text, kube_version)
+        compiled = _checked_tree(text, kube_version, compiled, variables)
         _refuse_bad_formats(text, kube_version, variables)
         return Compiled(text, kube_version, compiled)
     problems = _mapped(_problems(compiled), text, _respelled(text, kube_version))
@@ -362,11 +362,21 @@ def _checked_tree(
     ``cel.HomogeneousAggregateLiterals()``), as are lists.go's functions off their element types;
     ``sum``/``min``/``max`` of a list of durations, timestamps, doubles or uints are renamed to
     lists.py's typed functions (upstream's result types) and the expression compiled again."""
-    if "[" not in text and "{" not in text:
+    if "[" not in text and "{" not in text and "(" not in text:
         return compiled
     dyn = frozenset(name for name, kind in variables.items() if kind == cel.Type.DYN)
     respelled = _respelled(text, kube_version)
-    found = homogeneous.check(compiled.serialize(), dyn, respelled.is_inserted)
+    env = environment(kube_version, variables)
+
+    def fails(checked_expr: bytes) -> str | None:
+        """The error of a constant sub-expression, evaluated as cel-go's OptOptimize does."""
+        try:
+            value = env.deserialize(homogeneous.probe(checked_expr)).eval()
+        except RuntimeError:
+            return None
+        return _STATUS.sub("", str(value.value())) if value.type() == cel.Type.ERROR else None
+
+    found = homogeneous.check(compiled.serialize(), dyn, respelled.is_inserted, fails)
     if found.mixed:
         offset = respelled.original_offset(found.mixed.offset)
         raise CelCompileError(found.mixed.message, *_position(text, offset))

@@ -164,7 +164,13 @@ def _type(data: bytes) -> str:
 class _Checked:
     """The parts of a ``CheckedExpr`` the validator reads."""
 
-    def __init__(self, data: bytes, dyn_variables: frozenset[str], inserted: Callable[[int], bool]) -> None:
+    def __init__(
+        self,
+        data: bytes,
+        dyn_variables: frozenset[str],
+        inserted: Callable[[int], bool],
+        fails: Callable[[bytes], str | None] | None = None,
+    ) -> None:
         checked = _message(data)
         self.types: dict[int, str] = {}
         for entry in checked.get(_CHECKED_TYPE_MAP, []):
@@ -179,6 +185,9 @@ class _Checked:
                 self.positions[_int(parts, 1)] = _int(parts, 2)
         self.dyn_variables = dyn_variables
         self.inserted = inserted
+        self.fails = fails
+        #: The ids of the nodes cel-go's OptOptimize holds for constants.
+        self.constant: set[int] = set()
         self.found: list[Mixed] = []
         #: ``sum``/``min``/``max`` calls on a list whose element type has a typed name in
         #: lists.py: (offset of the call's ``(``, the element type).
@@ -196,6 +205,8 @@ class _Checked:
         return provable
 
     def _provable(self, expr: dict[int, list[int | bytes]], exempt: bool) -> str:
+        if _CONST in expr:
+            self.constant.add(_int(expr, _EXPR_ID))
         if (ident := _bytes(expr, _IDENT)) is not None:
             name = (_bytes(_message(ident), 1) or b"").decode()
             return "dyn" if name in self.dyn_variables else _UNKNOWN
@@ -204,35 +215,72 @@ class _Checked:
             operand = self.visit(_bytes(parts, 1) or b"", exempt)
             return "dyn" if operand == "dyn" and not _int(parts, 3) else _UNKNOWN
         if (call := _bytes(expr, _CALL)) is not None:
-            parts = _message(call)
-            function = (_bytes(parts, 2) or b"").decode()
-            inner = exempt or function in _EXEMPT
-            target = _bytes(parts, 1)
-            kinds = [self.visit(target, inner)] if target is not None else []
-            kinds += [self.visit(arg, inner) for arg in parts.get(3, []) if isinstance(arg, bytes)]
-            if target is not None and function in _LIST_FUNCTIONS:
-                self._check_list_function(function, kinds, _int(expr, _EXPR_ID))
-            if target is not None and len(kinds) == 1 and function in _TYPED_FUNCTIONS:
-                element = kinds[0][len("list(") : -1] if kinds[0].startswith("list(") else ""
-                if element in _TYPED_FUNCTIONS[function]:
-                    self.typed.append((self.positions.get(_int(expr, _EXPR_ID), -1), element))
-            if function == "dyn" and target is None and len(kinds) == 1:
-                return "dyn"
-            if function == "_[_]" and target is None and kinds and kinds[0] == "dyn":
-                return "dyn"
-            return _UNKNOWN
+            return self._call(_int(expr, _EXPR_ID), _message(call), exempt)
         if (items := _bytes(expr, _LIST)) is not None:
             # kaffinity's respelling of transformMap inserts ``[key, value]``: not the author's
             inserted = self.inserted(self.positions.get(_int(expr, _EXPR_ID), -1))
-            return self._list(_message(items), exempt, inserted)
+            return self._list(_message(items), exempt, inserted, _int(expr, _EXPR_ID))
         if (entries := _bytes(expr, _STRUCT)) is not None:
-            return self._map(_message(entries), exempt)
+            return self._map(_message(entries), exempt, _int(expr, _EXPR_ID))
         if (loop := _bytes(expr, _COMPREHENSION)) is not None:
             parts = _message(loop)
             for number in _LOOP_EXPRS:
                 if (part := _bytes(parts, number)) is not None:
                     self.visit(part, exempt)
         return _UNKNOWN
+
+    def _call(self, id: int, parts: dict[int, list[int | bytes]], exempt: bool) -> str:
+        """A call: its arguments visited, Kubernetes' list functions checked, constants folded."""
+        function = (_bytes(parts, 2) or b"").decode()
+        inner = exempt or function in _EXEMPT
+        target = _bytes(parts, 1)
+        kinds = [self.visit(target, inner)] if target is not None else []
+        kinds += [self.visit(arg, inner) for arg in parts.get(3, []) if isinstance(arg, bytes)]
+        if target is not None and function in _LIST_FUNCTIONS:
+            self._check_list_function(function, kinds, id)
+        if target is not None and len(kinds) == 1 and function in _TYPED_FUNCTIONS:
+            element = kinds[0][len("list(") : -1] if kinds[0].startswith("list(") else ""
+            if element in _TYPED_FUNCTIONS[function]:
+                self.typed.append((self.positions.get(id, -1), element))
+        self._fold(id, function, target, [a for a in parts.get(3, []) if isinstance(a, bytes)])
+        if function == "dyn" and target is None and len(kinds) == 1:
+            return "dyn"
+        if function == "_[_]" and target is None and kinds and kinds[0] == "dyn":
+            return "dyn"
+        return _UNKNOWN
+
+    def _fold(self, id: int, function: str, target: bytes | None, args: list[bytes]) -> None:
+        """cel-go's ``OptOptimize`` (base.go, every version; interpreter/decorators.go
+        ``decOptimize``): a type conversion of a constant is evaluated when the program is built,
+        and Kubernetes' ``find``/``findAll`` compile a constant pattern then (regex.go
+        ``FindRegexOptimization``, ``RegexIndex: 1``); an error there refuses the expression."""
+        if self.fails is None:
+            return
+        if target is None and function in _CONVERSIONS and len(args) == 1:
+            argument = _int(_message(args[0]), _EXPR_ID)
+            if argument not in self.constant:
+                return
+            failed = self.fails(
+                _wire(4, _wire(_EXPR_ID, id) + _wire(_CALL, _call_wire(None, function, args)))
+            )
+            if failed is None:
+                self.constant.add(id)
+        elif function in _REGEX and (target is not None or function == "matches") and args:
+            # the pattern is the call's second argument, the receiver counting (RegexIndex: 1)
+            pattern = _int(_message(args[0] if target is not None else args[-1]), _EXPR_ID)
+            if target is None and len(args) != 2:
+                return
+            if pattern not in self.constant or self.types.get(pattern) != "string":
+                return
+            empty = _wire(_EXPR_ID, 1) + _wire(_CONST, _wire(6, b""))
+            pattern_expr = args[0] if target is not None else args[-1]
+            failed = self.fails(
+                _wire(4, _wire(_EXPR_ID, id) + _wire(_CALL, _call_wire(empty, "matches", [pattern_expr])))
+            )
+        else:
+            return
+        if failed is not None:
+            self.found.append(Mixed(failed, self.positions.get(id, 0)))
 
     def _check_list_function(self, function: str, kinds: list[str], id: int) -> None:
         """Kubernetes' ``sum``/``min``/``max``/``isSorted`` on a list whose element type has no
@@ -256,7 +304,7 @@ class _Checked:
         message = f"found no matching overload for '{function}' applied to '{applied}'"
         self.found.append(Mixed(message, self.positions.get(id, 0)))
 
-    def _list(self, items: dict[int, list[int | bytes]], exempt: bool, inserted: bool = False) -> str:
+    def _list(self, items: dict[int, list[int | bytes]], exempt: bool, inserted: bool, id: int) -> str:
         optional = set(_packed(items.get(2, [])))
         kinds: list[tuple[str, int]] = []
         for index, element in enumerate(v for v in items.get(1, []) if isinstance(v, bytes)):
@@ -266,9 +314,11 @@ class _Checked:
             kinds.append((kind, _int(_message(element), _EXPR_ID)))
         if not exempt and not inserted:
             self._compare(kinds)
+        if not optional and all(id in self.constant for _, id in kinds):
+            self.constant.add(id)
         return _joined("list", [kind for kind, _ in kinds])
 
-    def _map(self, struct: dict[int, list[int | bytes]], exempt: bool) -> str:
+    def _map(self, struct: dict[int, list[int | bytes]], exempt: bool, id: int) -> str:
         if _bytes(struct, 1):  # a message, not a map
             return _UNKNOWN
         keys: list[tuple[str, int]] = []
@@ -283,6 +333,9 @@ class _Checked:
         if not exempt:
             self._compare(keys, every=True)
             self._compare(values, every=True)
+        optional = any(_int(_message(e), 5) for e in struct.get(2, []) if isinstance(e, bytes))
+        if not optional and all(id in self.constant for _, id in keys + values):
+            self.constant.add(id)
         if not keys:
             return _UNKNOWN
         key_list, value_list = _joined("list", [k for k, _ in keys]), _joined("list", [v for v, _ in values])
@@ -302,6 +355,45 @@ class _Checked:
             self.found.append(Mixed(message, self.positions.get(id, 0)))
             if not every:
                 return
+
+
+#: Functions whose constant pattern is compiled with the program: Kubernetes' find/findAll
+#: (regex.go ``OptimizeRegex``) and cel-go's matches (cel/program.go ``MatchesRegexOptimization``).
+_REGEX = frozenset({"find", "findAll", "matches"})
+#: cel-go's type conversion functions (common/overloads ``IsTypeConversionFunction``).
+_CONVERSIONS = frozenset(
+    {"bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"}
+)
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _wire(number: int, value: int | bytes) -> bytes:
+    """One protocol buffer field: a varint, or length-delimited bytes."""
+    if isinstance(value, int):
+        return _encode_varint(number << 3) + _encode_varint(value)
+    return _encode_varint(number << 3 | 2) + _encode_varint(len(value)) + value
+
+
+def _call_wire(target: bytes | None, function: str, args: list[bytes]) -> bytes:
+    found = _wire(1, target) if target is not None else b""
+    return found + _wire(2, function.encode()) + b"".join(_wire(3, arg) for arg in args)
+
+
+def probe(checked_expr: bytes) -> bytes:
+    """A ``CheckedExpr`` (its fields) as ``Expression.serialize()`` gives one (``Env.deserialize``
+    takes it): an ``Any``."""
+    return _wire(1, b"type.googleapis.com/cel.expr.CheckedExpr") + _wire(2, checked_expr)
 
 
 def _packed(values: list[int | bytes]) -> Iterator[int]:
@@ -344,14 +436,20 @@ class Checked:
     typed: list[tuple[int, str]]
 
 
-def check(serialized: bytes, dyn_variables: frozenset[str], inserted: Callable[[int], bool]) -> Checked:
+def check(
+    serialized: bytes,
+    dyn_variables: frozenset[str],
+    inserted: Callable[[int], bool],
+    fails: Callable[[bytes], str | None] | None = None,
+) -> Checked:
     """Read a serialized checked expression (``Expression.serialize()``: an ``Any`` holding a
     ``CheckedExpr``); ``dyn_variables`` are the variables declared ``dyn``, ``inserted`` tells
-    offsets kaffinity's respelling inserted."""
+    offsets kaffinity's respelling inserted, ``fails`` evaluates a constant sub-expression (the
+    fields of a ``CheckedExpr``): its error, if any."""
     any_message = _message(serialized)
     payload = _bytes(any_message, 2)
     if payload is None or b"CheckedExpr" not in (_bytes(any_message, 1) or b""):
         return Checked(None, [])
-    checked = _Checked(payload, dyn_variables, inserted)
+    checked = _Checked(payload, dyn_variables, inserted, fails)
     checked.visit(_bytes(_message(payload), _CHECKED_EXPR) or b"")
     return Checked(min(checked.found, key=lambda mixed: mixed.offset, default=None), checked.typed)
