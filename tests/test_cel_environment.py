@@ -398,3 +398,18 @@ def test_constant_conversions_and_patterns_that_fail_are_compile_errors(expressi
 )
 def test_conversions_of_values_not_constant_compile(expression: str) -> None:
     compile_expression(expression, "1.37", OBJECT)
+
+
+def test_optional_unwrap_compiles_from_1_28_and_keeps_the_values() -> None:
+    """cel-go's optional.unwrap/unwrapOpt (the oracle's answers); refused on a list of
+    non-optionals, as upstream's checker refuses it."""
+    unwrap = "optional.unwrap([optional.of(1), optional.none(), optional.of(3)])"
+    assert compile_expression(unwrap, "1.28", OBJECT).evaluate({}) == [1, 3]
+    method = "[optional.of('a'), optional.none()].unwrapOpt()"
+    assert compile_expression(method, "1.37", OBJECT).evaluate({}) == ["a"]
+    assert compile_expression("optional.unwrap([]).size()", "1.37", OBJECT).evaluate({}) == 0
+    compile_error(unwrap, "1.27")
+    error = compile_error("[1].unwrapOpt()", "1.37")
+    assert (error.line, error.column) == (1, 14)
+    error = compile_error("optional.unwrap([1])", "1.37")
+    assert (error.line, error.column) == (1, 16)

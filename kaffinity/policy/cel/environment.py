@@ -65,7 +65,8 @@ variables), compiling ~0.05 ms, evaluating ~5-20 us once the data is an :func:`a
 * ``transformMap`` and ``transformMapEntry`` fail to plan in cel-cpp as packaged (its runtime
   lacks ``cel.@mapInsert``): they are respelled over ``transformList``
   (:mod:`~kaffinity.policy.cel.respell`).
-* ``optional.unwrap``/``unwrapOpt`` are missing from cel-cpp's optional library. base.go
+* ``optional.unwrap``/``unwrapOpt`` are in cel-cpp's runtime but not its checker: declared
+  here on ``list(dyn)`` (:func:`~kaffinity.policy.cel.lists.unwrap_declarations`). base.go
   enables optional types unversioned (each release gets its cel-go's newest): kaffinity uses
   cel-cpp's optional version 2 (with ``<list>.first()`` and ``last()``) from 1.28, as
   kube-apiserver 1.37's environment admits them in a new expression at 1.28.
@@ -266,6 +267,8 @@ def _build(minor: int, variables: Mapping[str, cel.Type]) -> cel.Env:
         config=cel.NewEnvConfigFromYaml(config) if config else None,
         variables=dict(variables),
         extensions=_extensions(minor),
+        # declarations only (cel-cpp's runtime has them): an extension would register no function
+        functions=lists.unwrap_declarations() if minor >= _OPTIONAL else None,
     )
 
 

@@ -238,6 +238,12 @@ class _Checked:
         kinds += [self.visit(arg, inner) for arg in parts.get(3, []) if isinstance(arg, bytes)]
         if target is not None and function in _LIST_FUNCTIONS:
             self._check_list_function(function, kinds, id)
+        if function in _UNWRAP and len(kinds) == 1 and kinds[0].startswith("list("):
+            element = kinds[0][len("list(") : -1]
+            if _plain(element) and not element.startswith("optional_type("):
+                applied = f"{kinds[0]}.()" if target is not None else f"({kinds[0]})"
+                message = f"found no matching overload for '{function}' applied to '{applied}'"
+                self.found.append(Mixed(message, self.positions.get(id, 0)))
         if target is not None and len(kinds) == 1 and function in _TYPED_FUNCTIONS:
             element = kinds[0][len("list(") : -1] if kinds[0].startswith("list(") else ""
             if element in _TYPED_FUNCTIONS[function]:
@@ -360,6 +366,8 @@ class _Checked:
 #: Functions whose constant pattern is compiled with the program: Kubernetes' find/findAll
 #: (regex.go ``OptimizeRegex``) and cel-go's matches (cel/program.go ``MatchesRegexOptimization``).
 _REGEX = frozenset({"find", "findAll", "matches"})
+#: cel-go's unwrap of a list of optionals (ext/optional), declared on list(dyn) (lists.py).
+_UNWRAP = frozenset({"optional.unwrap", "unwrapOpt"})
 #: cel-go's type conversion functions (common/overloads ``IsTypeConversionFunction``).
 _CONVERSIONS = frozenset(
     {"bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"}

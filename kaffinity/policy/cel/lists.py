@@ -232,6 +232,20 @@ def transform_map_declarations() -> list[cel.FunctionDecl]:
     )
 
 
+def unwrap_declarations() -> list[cel.FunctionDecl]:
+    """cel-go's ``optional.unwrap(<list>)`` and ``<list>.unwrapOpt()`` (ext/optional, Kubernetes
+    1.28): cel-cpp's runtime has them, its checker does not declare them. Declared here on
+    ``list(dyn)`` without a Python implementation (the runtime's is used); a list whose elements
+    are known not to be optionals is refused by :mod:`~kaffinity.policy.cel.homogeneous`."""
+    items = T.List(T.DYN)
+    return [
+        cel.FunctionDecl("optional.unwrap", [cel.Overload("optional_unwrap_list", items, [items])]),
+        cel.FunctionDecl(
+            "unwrapOpt", [cel.Overload("optional_unwrapOpt_list", items, [items], is_member=True)]
+        ),
+    ]
+
+
 def includes_declarations() -> list[cel.FunctionDecl]:
     """lists.go version 1's ``includes`` (``environment/base.go``: ``library.Lists(library.ListsVersion(1))``
     from 1.37)."""
