@@ -1,4 +1,9 @@
-"""Kubernetes refuses a list or map literal whose elements (keys, values) have different types:
+"""What kaffinity reads in cel-cpp's checked syntax tree: the checks upstream makes on it that
+cel-cpp does not (mixed literals, Kubernetes' list functions off their element types, constants
+cel-go folds when building the program) and the ``sum``/``min``/``max`` calls whose element type
+lets them answer in upstream's type (lists.py ``typed_declarations``).
+
+Kubernetes refuses a list or map literal whose elements (keys, values) have different types:
 ``[1, 'a']``, ``[1, 2.0]``, ``[null, 1]``, ``{'a': 1, 'b': 'c'}``, ``[1, dyn('a')]``.
 
 Upstream: ``staging/src/k8s.io/apiserver/pkg/cel/environment/base.go`` enables
