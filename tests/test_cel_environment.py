@@ -289,7 +289,9 @@ def test_a_loader_mapping_is_refused_unconverted() -> None:
 def test_bad_literals_are_compile_errors_from_1_29(expression: str, message: str, column: int) -> None:
     error = compile_error(expression, "1.29")
     assert (error.message, error.line, error.column) == (message, 1, column)
-    compile_expression(expression, "1.28", OBJECT)  # then an error only when evaluated
+    # before 1.29 too: cel-go's OptOptimize fails building the program (the oracle: stage
+    # "program"), which the API server reports with the compile errors
+    compile_error(expression, "1.28")
     compile_expression("duration('1h30m') > duration('1s') && 'a1'.matches(r'\\d')", "1.29", OBJECT)
 
 
@@ -300,3 +302,114 @@ def test_a_returned_opaque_value_can_be_passed_back_as_data() -> None:
     later = compile_expression("variables.cpu.isLessThan(quantity('1'))", "1.37", variables)
     assert later.evaluate({"object": {}, "variables": {"cpu": cpu}}) is True
     assert later.return_type() == cel.Type.BOOL
+
+
+#: Mixed literals and list functions off their element types: the oracle's (kube-apiserver 1.37's)
+#: message, line and column (base.go ``cel.HomogeneousAggregateLiterals()``; library/lists.go).
+_REFUSED_LITERALS = [
+    ("[1, 'a']", "expected type 'int' but found 'string'", 5),
+    ("[1, dyn('a')]", "expected type 'int' but found 'dyn'", 8),
+    ("[dyn(1), 'a', 2]", "expected type 'dyn' but found 'string'", 10),
+    ("[null, duration('1s')]", "expected type 'null' but found 'duration'", 16),
+    ("[[1], [2.0]]", "expected type 'list(int)' but found 'list(double)'", 7),
+    ("{1: 'a', 2: 2}", "expected type 'string' but found 'int'", 13),
+    ("[?optional.of(1), 'a']", "expected type 'int' but found 'string'", 19),
+    (
+        "[optional.of(1), optional.of('a')]",
+        "expected type 'optional_type(int)' but found 'optional_type(string)'",
+        29,
+    ),
+    ("[object.a, object['b'], object.c.d, 1]", "expected type 'dyn' but found 'int'", 37),
+    ("[1, 2].map(x, [x, 'a'])", "expected type 'int' but found 'string'", 19),
+    ("[0, 0u].transformMapEntry(i, v, {v: i})", "expected type 'int' but found 'uint'", 5),
+    ("{'a': 1}.transformMap(k, v, [1, 'a'])", "expected type 'int' but found 'string'", 33),
+    ("['a', 'b'].sum()", "found no matching overload for 'sum' applied to 'list(string).()'", 15),
+    (
+        "[[1], [2]].isSorted()",
+        "found no matching overload for 'isSorted' applied to 'list(list(int)).()'",
+        20,
+    ),
+    ("[1].map(x, 'a').sum()", "found no matching overload for 'sum' applied to 'list(string).()'", 20),
+    ("['a'].indexOf(1)", "found no matching overload for 'indexOf' applied to 'list(string).(int)'", 14),
+]
+
+
+@pytest.mark.parametrize(("expression", "message", "column"), _REFUSED_LITERALS)
+def test_mixed_literals_and_list_functions_off_their_types_are_compile_errors(
+    expression: str, message: str, column: int
+) -> None:
+    error = compile_error(expression, "1.37")
+    assert (error.message, error.line, error.column) == (message, 1, column)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "[object.a, object.b]",  # both dyn
+        "[dyn(1), dyn('a')]",
+        "[{}, {'a': 1}]",  # the empty map takes the other's type
+        "[type(1), int]",
+        "['a'.split(','), ['b']]",
+        "'%s %d'.format(['a', 1])",  # format's list is exempt (ext/formatting_v2.go)
+        "'%s'.format([[1, 'a']])",
+        "{'a': 1}.transformMap(k, v, 'x')",  # kaffinity's respelling inserts [k, value]
+        "[?optional.of(1), 2]",
+        "[null].max() == null",  # null is assignable to the list functions' types
+        "[1].indexOf(dyn('a')) == -1",
+        "[dyn('a')].sum() == 0",  # an evaluation error upstream too
+    ],
+)
+def test_literals_upstream_admits_compile(expression: str) -> None:
+    compile_expression(expression, "1.37", OBJECT)
+
+
+@pytest.mark.parametrize(
+    ("expression", "column"),
+    [
+        ("[duration('1s')].sum() + 1", 24),  # the oracle: no '_+_' for (duration, int)
+        ("[[duration('1s')].sum(), 1]", 26),  # the oracle: expected type 'duration' but found 'int'
+        ("[1u].min() == 1", 12),  # a uint, as upstream: no '_==_' for (uint, int)
+    ],
+)
+def test_typed_list_functions_answer_in_the_element_type_when_compiling(expression: str, column: int) -> None:
+    error = compile_error(expression, "1.37")
+    assert (error.line, error.column) == (1, column)
+    compile_expression("[duration('1s')].sum() == duration('1s') && [1u].min() == 1u", "1.37", OBJECT)
+
+
+@pytest.mark.parametrize(
+    ("expression", "column"),
+    [
+        ("int('x')", 4),  # the oracle: a program error (cel-go's OptOptimize folds conversions)
+        ("uint(-1)", 5),
+        ("int(string('x')) == 1", 4),
+        ("true || int('x') == 1", 12),
+        ("object.a.findAll('[')", 17),  # regex.go's FindAllRegexOptimization: the pattern
+        ("'abc'.find('(')", 11),
+    ],
+)
+def test_constant_conversions_and_patterns_that_fail_are_compile_errors(expression: str, column: int) -> None:
+    error = compile_error(expression, "1.37")
+    assert (error.line, error.column) == (1, column)
+
+
+@pytest.mark.parametrize(
+    "expression", ["int('1') + 1 == 2", "int(object.a) == 1", "'a'.find('a' + '(') == ''", "int(dyn(1)) == 1"]
+)
+def test_conversions_of_values_not_constant_compile(expression: str) -> None:
+    compile_expression(expression, "1.37", OBJECT)
+
+
+def test_optional_unwrap_compiles_from_1_28_and_keeps_the_values() -> None:
+    """cel-go's optional.unwrap/unwrapOpt (the oracle's answers); refused on a list of
+    non-optionals, as upstream's checker refuses it."""
+    unwrap = "optional.unwrap([optional.of(1), optional.none(), optional.of(3)])"
+    assert compile_expression(unwrap, "1.28", OBJECT).evaluate({}) == [1, 3]
+    method = "[optional.of('a'), optional.none()].unwrapOpt()"
+    assert compile_expression(method, "1.37", OBJECT).evaluate({}) == ["a"]
+    assert compile_expression("optional.unwrap([]).size()", "1.37", OBJECT).evaluate({}) == 0
+    compile_error(unwrap, "1.27")
+    error = compile_error("[1].unwrapOpt()", "1.37")
+    assert (error.line, error.column) == (1, 14)
+    error = compile_error("optional.unwrap([1])", "1.37")
+    assert (error.line, error.column) == (1, 16)

@@ -40,7 +40,9 @@ Differences from cel-go's settings in base.go:
   first attempt. Compared through ``dyn`` values (``object.replicas < 2.5``), cel-cpp compares
   across types in every version, where Kubernetes 1.27 ends in a "no such overload" error.
 * ``HomogeneousAggregateLiterals`` (and 1.29's ``ValidateHomogeneousAggregateLiterals``):
-  cel-cpp accepts ``[1, 'a']``; Kubernetes refuses it. Not enforced.
+  cel-cpp accepts ``[1, 'a']``; kaffinity refuses it from the checked syntax tree cel-cpp hands
+  out, where the elements' types are known as upstream knows them
+  (:mod:`~kaffinity.policy.cel.homogeneous`).
 * 1.29's literal validators (``duration('1x')``, ``timestamp('x')``, ``x.matches('[')``) and
   cel-go's ``string.format`` validator (``'%d'.format([1.5])``, too many arguments) are found in
   the text rather than the syntax tree (:mod:`~kaffinity.policy.cel.literals`,
@@ -53,15 +55,18 @@ Differences from cel-go's settings in base.go:
   does not refuse a ValidatingAdmissionPolicy by it).
 * Library functions on lists are declared on ``list(dyn)`` and return ``dyn``, and Kubernetes'
   opaque types are one map type (:mod:`~kaffinity.policy.cel.lists`,
-  :mod:`~kaffinity.policy.cel.values`): some type errors upstream reports when compiling are
-  errors here when evaluating.
+  :mod:`~kaffinity.policy.cel.values`). Where cel-cpp's checked syntax tree gives a list's
+  element type, ``sum``/``min``/``max`` are renamed to typed functions (upstream's result type)
+  and the functions are refused off their element types, as upstream does when compiling; on a
+  ``dyn`` list some type errors upstream reports when compiling are errors here when evaluating.
 
 Speed (measured on this machine): building an environment ~0.6 ms (once per version and
 variables), compiling ~0.05 ms, evaluating ~5-20 us once the data is an :func:`activation`.
 * ``transformMap`` and ``transformMapEntry`` fail to plan in cel-cpp as packaged (its runtime
   lacks ``cel.@mapInsert``): they are respelled over ``transformList``
   (:mod:`~kaffinity.policy.cel.respell`).
-* ``optional.unwrap``/``unwrapOpt`` are missing from cel-cpp's optional library. base.go
+* ``optional.unwrap``/``unwrapOpt`` are in cel-cpp's runtime but not its checker: declared
+  here on ``list(dyn)`` (:func:`~kaffinity.policy.cel.lists.unwrap_declarations`). base.go
   enables optional types unversioned (each release gets its cel-go's newest): kaffinity uses
   cel-cpp's optional version 2 (with ``<list>.first()`` and ``last()``) from 1.28, as
   kube-apiserver 1.37's environment admits them in a new expression at 1.28.
@@ -83,6 +88,7 @@ from kaffinity.config import KUBE_VERSIONS
 from kaffinity.policy.cel import (
     comparisons,
     formatting,
+    homogeneous,
     ip,
     limits,
     lists,
@@ -207,7 +213,8 @@ def result(value: cel.Value) -> object:
         if value.type() == cel.Type.ERROR:
             raise CelEvaluationError(_STATUS.sub("", str(value.value())))
         return value.plain_value()
-    except (TypeError, RuntimeError):  # cel-expr-python cannot convert an optional (typed "error")
+    except (TypeError, RuntimeError, SystemError):  # cel-expr-python cannot convert an optional
+        # (typed "error"; inside a list, [optional.none()], its converter raises SystemError)
         raise CelEvaluationError(_OPTIONAL_RESULT) from None
 
 
@@ -260,6 +267,8 @@ def _build(minor: int, variables: Mapping[str, cel.Type]) -> cel.Env:
         config=cel.NewEnvConfigFromYaml(config) if config else None,
         variables=dict(variables),
         extensions=_extensions(minor),
+        # declarations only (cel-cpp's runtime has them): an extension would register no function
+        functions=lists.unwrap_declarations() if minor >= _OPTIONAL else None,
     )
 
 
@@ -315,6 +324,7 @@ def compile_expression(text: str, kube_version: str, variables: Mapping[str, cel
     compiled = _try(text, kube_version, variables)
     if not isinstance(compiled, str):
         _refuse_bad_literals(text, kube_version)
+        compiled = _checked_tree(text, kube_version, compiled, variables)
         _refuse_bad_formats(text, kube_version, variables)
         return Compiled(text, kube_version, compiled)
     problems = _mapped(_problems(compiled), text, _respelled(text, kube_version))
@@ -345,6 +355,51 @@ def _respelled(text: str, kube_version: str) -> respell.Respelled:
     """``text`` as cel-cpp must read it (:mod:`~kaffinity.policy.cel.respell`)."""
     minor = minor_of(kube_version)
     return respell.respell(text, two_variable=minor >= _TWO_VARIABLE, formats=minor >= _FORMATS)
+
+
+def _checked_tree(
+    text: str, kube_version: str, compiled: cel.Expression, variables: Mapping[str, cel.Type]
+) -> cel.Expression:
+    """What kaffinity reads in cel-cpp's checked syntax tree (:mod:`~kaffinity.policy.cel.homogeneous`):
+    a list or map literal mixing element types is a compile error in every version (base.go's
+    ``cel.HomogeneousAggregateLiterals()``), as are lists.go's functions off their element types;
+    ``sum``/``min``/``max`` of a list of durations, timestamps, doubles or uints are renamed to
+    lists.py's typed functions (upstream's result types) and the expression compiled again."""
+    if "[" not in text and "{" not in text and "(" not in text:
+        return compiled
+    dyn = frozenset(name for name, kind in variables.items() if kind == cel.Type.DYN)
+    respelled = _respelled(text, kube_version)
+    env = environment(kube_version, variables)
+
+    def fails(checked_expr: bytes) -> str | None:
+        """The error of a constant sub-expression, evaluated as cel-go's OptOptimize does."""
+        try:
+            value = env.deserialize(homogeneous.probe(checked_expr)).eval()
+        except RuntimeError:
+            return None
+        return _STATUS.sub("", str(value.value())) if value.type() == cel.Type.ERROR else None
+
+    found = homogeneous.check(compiled.serialize(), dyn, respelled.is_inserted, fails)
+    if found.mixed:
+        offset = respelled.original_offset(found.mixed.offset)
+        raise CelCompileError(found.mixed.message, *_position(text, offset))
+    if not found.typed:
+        return compiled
+    renamed = respelled.renamed(
+        [(call, f"{lists.TYPED_SUFFIX}{element}") for call, element in found.typed if call > 0]
+    )
+    try:
+        typed = environment(kube_version, variables).compile(renamed.text)
+    except RuntimeError as error:  # a duration where upstream's checker also refuses one
+        problems = _mapped(_problems(str(error)), text, renamed)
+        if not problems:
+            raise CelCompileError(_planning_message(str(error))) from None
+        raise CelCompileError(problems[0].message, problems[0].line, problems[0].column) from None
+    again = homogeneous.check(typed.serialize(), dyn, renamed.is_inserted)
+    if again.mixed:
+        offset = renamed.original_offset(again.mixed.offset)
+        raise CelCompileError(again.mixed.message, *_position(text, offset))
+    return typed
 
 
 def _refuse_bad_literals(text: str, kube_version: str) -> None:

@@ -141,6 +141,7 @@ def call_cost(function: str, args: Sequence[object]) -> int:
     if not args:
         return 1
     first = args[0]
+    function = function.partition("_kaffinity_")[0]  # lists.py's typed sum/min/max
     if function in _TRAVERSED:
         return traversal_cost(first)
     if function in ("find", "findAll") and len(args) >= 2:

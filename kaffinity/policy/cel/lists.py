@@ -8,11 +8,17 @@ refuses, which then fail when evaluated). Element types as upstream: ``sum`` tak
 double and duration; ``isSorted``/``min``/``max`` any comparable type (int, uint, double, bool,
 duration, timestamp, string, bytes).
 
-Differences: ``sum``, ``min`` and ``max`` of durations or timestamps are errors (a Python
-function declared to return ``dyn`` cannot return either to cel-cpp); a uint list's
-``sum``/``min``/``max`` is returned as an int (Python has one integer type); an empty list's
-``sum()`` is ``0`` whatever its declared element type (upstream: ``0.0`` for a list of doubles,
-``0u``, ``duration('0s')``; ``0 == 0.0`` holds in CEL).
+Where the checker knows the receiver's element type (duration, timestamp, double, uint),
+``sum``/``min``/``max`` are called under a typed name (``sum`` + :data:`TYPED_SUFFIX` +
+``duration``...: :func:`typed_declarations`, declared with upstream's result type): the result is
+a duration, a timestamp, a uint, and an empty list's sum is upstream's zero of that type
+(lists.go ``zeroValuesOfSummableTypes``). kaffinity/policy/cel/homogeneous.py finds these calls
+in the checked syntax tree and environment.py renames them.
+
+Differences left: on a receiver typed ``dyn`` (``dyn([duration('1s')]).sum()``), ``sum``,
+``min`` and ``max`` of durations or timestamps are errors (a Python function declared to return
+``dyn`` cannot return either to cel-cpp), a uint list's result is an int, an empty list's sum is
+``0``.
 """
 
 from __future__ import annotations
@@ -80,7 +86,9 @@ def _sum(items: Sequence[object]) -> object:
     return _returnable(total, "sum")
 
 
-def _extreme(name: str, prefer: Callable[[object, object], bool]) -> Callable[[Sequence[object]], object]:
+def _extreme(
+    name: str, prefer: Callable[[object, object], bool], *, returnable: bool = True
+) -> Callable[[Sequence[object]], object]:
     """``min``/``max``: the first item no other is preferred to; an error for an empty list."""
 
     def pick(items: Sequence[object]) -> object:
@@ -91,9 +99,57 @@ def _extreme(name: str, prefer: Callable[[object, object], bool]) -> Callable[[S
         for item in items[1:]:
             if prefer(item, result):
                 result = item
-        return _returnable(result, name)
+        return _returnable(result, name) if returnable else result
 
     return pick
+
+
+#: What the typed names add to ``sum``/``min``/``max`` (then the element type's name).
+TYPED_SUFFIX = "_kaffinity_"
+#: The element types with a typed name, the result type and the zero of ``sum``
+#: (lists.go ``zeroValuesOfSummableTypes``; no ``sum`` of timestamps upstream).
+_TYPED: dict[str, tuple[cel.Type, object]] = {
+    "duration": (T.DURATION, datetime.timedelta(0)),
+    "timestamp": (T.TIMESTAMP, None),
+    "double": (T.DOUBLE, 0.0),
+    "uint": (T.UINT, 0),
+}
+_UINT64_MAX = 2**64 - 1
+#: Go's time.Duration bounds (cel-go's duration arithmetic errors past them).
+_DURATION_MAX = datetime.timedelta(microseconds=(2**63 - 1) // 1000)
+
+
+def _typed_sum(zero: object) -> Callable[[Sequence[object]], object]:
+    """``sum`` of a list whose element type the checker knows: upstream's zero when empty."""
+
+    def total(items: Sequence[object]) -> object:
+        found = zero
+        for item in items:
+            found = found + item  # type: ignore[operator]
+            if isinstance(found, int) and not 0 <= found <= _UINT64_MAX:
+                raise ValueError("unsigned integer overflow")
+            if isinstance(found, datetime.timedelta) and abs(found) > _DURATION_MAX:
+                raise ValueError("duration overflow")
+        return found
+
+    return total
+
+
+def typed_declarations() -> list[cel.FunctionDecl]:
+    """``sum``/``min``/``max`` under their typed names (see the module's docstring)."""
+    items = T.List(T.DYN)
+    table: dict[str, list[cel.Overload]] = {}
+    for element, (result, zero) in _TYPED.items():
+        picks = {
+            "min": _extreme("min", lambda a, b: _less(a, b, "min"), returnable=False),
+            "max": _extreme("max", lambda a, b: _less(b, a, "max"), returnable=False),
+        }
+        if zero is not None:
+            picks["sum"] = _typed_sum(zero)
+        for name, impl in picks.items():
+            typed = f"{name}{TYPED_SUFFIX}{element}"
+            table[typed] = [overload(f"list_{typed}", result, [items], impl, member=True)]
+    return functions(table)
 
 
 def equal(left: object, right: object) -> bool:
@@ -176,6 +232,20 @@ def transform_map_declarations() -> list[cel.FunctionDecl]:
     )
 
 
+def unwrap_declarations() -> list[cel.FunctionDecl]:
+    """cel-go's ``optional.unwrap(<list>)`` and ``<list>.unwrapOpt()`` (ext/optional, Kubernetes
+    1.28): cel-cpp's runtime has them, its checker does not declare them. Declared here on
+    ``list(dyn)`` without a Python implementation (the runtime's is used); a list whose elements
+    are known not to be optionals is refused by :mod:`~kaffinity.policy.cel.homogeneous`."""
+    items = T.List(T.DYN)
+    return [
+        cel.FunctionDecl("optional.unwrap", [cel.Overload("optional_unwrap_list", items, [items])]),
+        cel.FunctionDecl(
+            "unwrapOpt", [cel.Overload("optional_unwrapOpt_list", items, [items], is_member=True)]
+        ),
+    ]
+
+
 def includes_declarations() -> list[cel.FunctionDecl]:
     """lists.go version 1's ``includes`` (``environment/base.go``: ``library.Lists(library.ListsVersion(1))``
     from 1.37)."""
@@ -185,9 +255,9 @@ def includes_declarations() -> list[cel.FunctionDecl]:
 
 
 def declarations() -> list[cel.FunctionDecl]:
-    """lists.go's functions, on ``list(dyn)``."""
+    """lists.go's functions, on ``list(dyn)`` (and the typed names of ``sum``/``min``/``max``)."""
     items = T.List(T.DYN)
-    return functions(
+    return typed_declarations() + functions(
         {
             "isSorted": [overload("list_is_sorted_bool", T.BOOL, [items], _is_sorted, member=True)],
             "sum": [overload("list_sum", T.DYN, [items], _sum, member=True)],

@@ -59,6 +59,31 @@ class Respelled:
             offset = _before(stage, offset)
         return offset
 
+    def renamed(self, calls: list[tuple[int, str]]) -> Respelled:
+        """:attr:`text` with ``suffix`` added to the name of each call whose ``(`` is at the offset
+        (lists.py's typed ``sum``/``min``/``max``), as one more stage."""
+        text, inserted = self.text, []
+        for call, suffix in sorted(calls, reverse=True):
+            end = call
+            while end > 0 and text[end - 1].isspace():
+                end -= 1
+            text = text[:end] + suffix + text[end:]
+            inserted.append((end, len(suffix)))
+        return Respelled(text, [*self.stages, inserted])
+
+    def is_inserted(self, offset: int) -> bool:
+        """Whether ``offset`` in :attr:`text` is inside text the respelling inserted."""
+        for stage in reversed(self.stages):
+            shift = 0
+            for at, length in sorted(stage):
+                if offset < at + shift:
+                    break
+                if offset < at + shift + length:
+                    return True
+                shift += length
+            offset = _before(stage, offset)
+        return False
+
 
 def _before(inserted: list[tuple[int, int]], offset: int) -> int:
     """``offset`` in the text before ``inserted`` were made."""
