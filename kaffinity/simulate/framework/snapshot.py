@@ -177,6 +177,12 @@ class Snapshot:
         #: PVs, PVCs, StorageClasses and RuntimeClasses (the volume plugins, RuntimeClass admission)
         self.storage = storage
         self.pdbs = tuple(pdbs)
+        #: the budgets that can protect a pod, by namespace (an empty selector protects nothing
+        #: in preemption), so that a victim is matched against its namespace's budgets only
+        self.pdbs_by_namespace: dict[str, list[PodDisruptionBudget]] = {}
+        for pdb in self.pdbs:
+            if pdb.selector is not None and not pdb.selector.is_empty:
+                self.pdbs_by_namespace.setdefault(pdb.ref.namespace or "default", []).append(pdb)
         self.gates = dict(gates or {})
         self.filters = frozenset(filters)
         self.fit = NODE_RESOURCES_FIT in self.filters

@@ -146,15 +146,10 @@ def _protected(sim: Framework, pods: list[SimPod]) -> set[SimPod]:
     allowed: dict[int, int] = {}
     found: set[SimPod] = set()
     for pod in pods:
-        for pdb in sim.pdbs:
+        for pdb in sim.pdbs_by_namespace.get(pod.namespace, ()):
             selector = pdb.selector
-            if (
-                selector is None
-                or selector.is_empty
-                or (pdb.ref.namespace or "default") != pod.namespace
-                or not selector_matches(selector, pod.labels)
-                or pod.name in _disrupted(pdb)
-            ):
+            assert selector is not None  # pdbs_by_namespace keeps budgets with a selector
+            if not selector_matches(selector, pod.labels) or pod.name in _disrupted(pdb):
                 continue
             if id(pdb) not in allowed:
                 allowed[id(pdb)] = _disruptions_allowed(sim, pdb)
