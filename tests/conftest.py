@@ -67,3 +67,30 @@ def _shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+# -- the differential tests' counts (tests/differential/oracle.py) --------------------------------
+# Here, not in tests/differential/conftest.py: the pytest-xdist controller collects nothing, so it
+# loads only this conftest; each worker hands its counts over in ``workeroutput``.
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    from tests.differential.oracle import COMPARED
+
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: hand the counts to the controller
+        workeroutput["kaffinity_compared"] = dict(COMPARED)
+
+
+def pytest_testnodedown(node: object, error: object) -> None:
+    from tests.differential.oracle import COMPARED
+
+    COMPARED.update(getattr(node, "workeroutput", {}).get("kaffinity_compared", {}))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    from tests.differential.oracle import COMPARED
+
+    if COMPARED:
+        counts = ", ".join(f"{area} {count}" for area, count in sorted(COMPARED.items()))
+        terminalreporter.write_line(f"differential: cases compared with the oracle: {counts}")

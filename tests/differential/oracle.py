@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,16 @@ def examples(default: int = DEFAULT_EXAMPLES) -> int:
     """The number of generated cases per property (the long mode raises it)."""
     value = os.environ.get("KAFFINITY_DIFFERENTIAL_EXAMPLES")
     return int(value) if value else default
+
+
+#: Cases compared with the oracle in this process, per area (yaml, validate, cel, admission,
+#: schedule, explain): the tests call :func:`compared` once per case; tests/conftest.py's hooks
+#: gather the workers' counts and print them after the run.
+COMPARED: Counter[str] = Counter()
+
+
+def compared(area: str, count: int = 1) -> None:
+    COMPARED[area] += count
 
 
 class OracleUnavailable(Exception):

@@ -28,10 +28,9 @@ from tests.differential.admission_scenarios import (
     scenario,
     scenarios,
 )
-from tests.differential.conftest import compared
 from tests.differential.kyverno_cel import KYVERNO, sample_cases
 from tests.differential.kyverno_cel import cases as kyverno_cases
-from tests.differential.oracle import DEFAULT_EXAMPLES, Oracle, examples
+from tests.differential.oracle import DEFAULT_EXAMPLES, Oracle, compared, examples
 
 #: Scenarios whose difference is documented (differences.yaml, admission section).
 KNOWN = {

@@ -35,9 +35,8 @@ from ruamel.yaml import YAML
 pytest.importorskip("cel_expr_python")
 
 from tests.differential.cel_answers import answer, disagreement
-from tests.differential.conftest import compared
 from tests.differential.differences import known
-from tests.differential.oracle import Oracle, examples
+from tests.differential.oracle import Oracle, compared, examples
 
 HERE = Path(__file__).parent
 #: The oracle's cost is not compared (cel_answers.disagreement ignores it): kaffinity does not compute it.

@@ -34,9 +34,8 @@ from kaffinity.explain.why import Explained, plugin_of
 from kaffinity.run.explain import explain_file
 from kaffinity.simulate.plugins.nodeaffinity import REASON_PINNED
 from tests.differential.captures import captures, node, pod, seeded
-from tests.differential.conftest import compared
 from tests.differential.differences import known
-from tests.differential.oracle import Oracle, examples
+from tests.differential.oracle import Oracle, compared, examples
 
 #: Each case asks the oracle once per Pending pod (about 0.1 s each: a scheduler is built per
 #: request), so the default count is lower than the other areas'; the long mode raises it.

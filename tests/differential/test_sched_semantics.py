@@ -25,8 +25,7 @@ from kaffinity.k8s.model import build_inventory
 from kaffinity.load.parse import parse
 from kaffinity.simulate.cluster import cluster_from
 from kaffinity.simulate.place import place_all
-from tests.differential.conftest import compared
-from tests.differential.oracle import Oracle, examples
+from tests.differential.oracle import Oracle, compared, examples
 
 AREA = "schedule"
 #: Each case builds a scheduler in the oracle (about 0.1 s): fewer cases than the default.

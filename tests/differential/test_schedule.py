@@ -44,9 +44,8 @@ from kaffinity.load.parse import parse
 from kaffinity.simulate.cluster import cluster_from
 from kaffinity.simulate.framework.types import Placement, SimPod
 from kaffinity.simulate.place import place_all
-from tests.differential.conftest import compared
 from tests.differential.differences import known
-from tests.differential.oracle import Oracle, examples
+from tests.differential.oracle import Oracle, compared, examples
 from tests.differential.schedule_strategies import CLASSES, HOSTNAME, ZONE, cluster, workloads
 
 VERSION = "1.37"

@@ -33,9 +33,8 @@ from hypothesis import strategies as st
 from kaffinity.load.parse import LoadError, decode, parse
 from kaffinity.validate.apiserver import API_VALIDATION, API_WARNING, Target, validate
 from kaffinity.validate.schema import check_object
-from tests.differential.conftest import compared
 from tests.differential.differences import known
-from tests.differential.oracle import Oracle, examples
+from tests.differential.oracle import Oracle, compared, examples
 
 SETTINGS = settings(
     max_examples=examples(),

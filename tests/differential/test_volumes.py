@@ -26,9 +26,8 @@ from kaffinity.k8s.model import build_inventory
 from kaffinity.load.parse import parse
 from kaffinity.simulate.cluster import cluster_from
 from kaffinity.simulate.place import place_all
-from tests.differential.conftest import compared
 from tests.differential.differences import known
-from tests.differential.oracle import Oracle, examples
+from tests.differential.oracle import Oracle, compared, examples
 
 ZONE = "topology.kubernetes.io/zone"
 ZONES = ("z1", "z2", "z3")

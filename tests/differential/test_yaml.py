@@ -26,9 +26,8 @@ from hypothesis import strategies as st
 
 from kaffinity.load.parse import decode
 from kaffinity.load.parse.reader import documents_data
-from tests.differential.conftest import compared
 from tests.differential.differences import known
-from tests.differential.oracle import Oracle, examples
+from tests.differential.oracle import Oracle, compared, examples
 from tests.test_goyaml import _same
 
 SETTINGS = settings(
