@@ -21,8 +21,9 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-#: Where a checkout of github.com/kyverno/policies is (the real-world repositories of this machine).
-KYVERNO = Path(os.environ.get("KAFFINITY_KYVERNO_POLICIES", "/work/real6/kyverno+policies"))
+#: Where a checkout of github.com/kyverno/policies is: KAFFINITY_KYVERNO_POLICIES names it (the
+#: repository is not vendored; without it these cases skip and say so).
+KYVERNO = Path(os.environ.get("KAFFINITY_KYVERNO_POLICIES") or "/nonexistent/kyverno-policies")
 
 #: kind -> (group, version, resource) of the kinds the policies name without a group.
 _KINDS = {
