@@ -115,20 +115,8 @@ def _in_literal(spans: list[tuple[int, int]], offset: int) -> bool:
 
 def _closing(text: str, spans: list[tuple[int, int]], i: int) -> int | None:
     """The offset just past the ``)`` closing the call whose ``(`` ends just before ``i``."""
-    depth = 0
-    while i < len(text):
-        span = next((end for start, end in spans if start == i), None)
-        if span is not None:
-            i = span
-            continue
-        if text[i] in "([{":
-            depth += 1
-        elif text[i] in ")]}":
-            if depth == 0:
-                return i + 1
-            depth -= 1
-        i += 1
-    return None
+    arguments = _arguments(text, spans, i)
+    return arguments[-1][1] + 1 if arguments else None
 
 
 def _name_start(text: str, i: int) -> int:
@@ -241,8 +229,9 @@ def _arguments(text: str, spans: list[tuple[int, int]], i: int) -> list[tuple[in
     (``[]`` when it is not closed)."""
     found: list[tuple[int, int]] = []
     depth, start = 0, i
+    skip = dict(spans)  # the string literals: (start, end)
     while i < len(text):
-        span = next((end for begin, end in spans if begin == i), None)
+        span = skip.get(i)
         if span is not None:
             i = span
             continue
