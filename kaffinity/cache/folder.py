@@ -41,8 +41,8 @@ def _prune_entries(folder: str, since: float) -> None:
     """Delete the entries of ``folder`` (a fingerprint's) that no run has read or written since
     ``since`` (this run's start) when they are more than twice those used: read or written by
     this run, in this process or a worker (get touches what it reads), or by another run since
-    this one started. (Where the file system keeps coarse times, an entry used in the run's
-    first second may count as unused: a later miss.)"""
+    this one started (the caller gives ``since`` with a little slack: file times come from a
+    coarser clock than ``time.time()``)."""
     used = 0
     unused: list[str] = []
     for shard in _scan(folder):

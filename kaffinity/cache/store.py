@@ -44,6 +44,10 @@ if TYPE_CHECKING:
 #: 7: compact pod templates keep ``runtimeClassName`` and ``volumes``, and PVs, PVCs,
 #: StorageClasses and RuntimeClasses are kept whole (kaffinity.k8s.compact).
 FORMAT = 7
+
+#: Seconds before a run's start that still count as "used by this run" when pruning (see prune).
+_TIME_SLACK = 2.0
+
 #: An entry starts with this, then its key, its HMAC (hex) and the payload, a line each.
 MAGIC = b"kaffinity-cache %d\n" % FORMAT
 _HEADER = len(MAGIC) + 41 + 65
@@ -274,4 +278,7 @@ class Cache:
                     if entry.stat(follow_symlinks=False).st_mtime < stale:
                         _remove_tree(entry.path, _VERSION_LEVELS[1:])
         if self.written:
-            _prune_entries(self.folder, self.started)
+            # Slack before the run's start: file times come from the kernel's coarse clock (a
+            # tick behind time.time()) and some file systems keep seconds, so an entry this run
+            # touched in its first milliseconds can carry a time just before ``started``.
+            _prune_entries(self.folder, self.started - _TIME_SLACK)
