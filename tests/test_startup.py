@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 
 from .kit import EXAMPLES, REPO, no_internal_error
 
@@ -41,17 +42,21 @@ print("EXIT", code)
 
 
 def _imported(*args: str) -> tuple[set[str], str, str]:
-    """The modules imported by ``kaffinity ARGS``, its output (without the probe's) and exit code."""
+    """The modules imported by ``kaffinity ARGS``, its output (without the probe's) and exit code.
+
+    Each run has a cache folder of its own: a cold run, whatever other tests of the suite's
+    shared cache linted before (a warm hit reads no schema, so it would import less)."""
     environment = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
-    completed = subprocess.run(
-        [sys.executable, "-c", _PROBE, *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**environment, "NO_COLOR": "1"},
-        timeout=120,
-        check=False,
-    )
+    with tempfile.TemporaryDirectory() as cache:
+        completed = subprocess.run(
+            [sys.executable, "-c", _PROBE, *args],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env={**environment, "NO_COLOR": "1", "KAFFINITY_CACHE_DIR": cache},
+            timeout=120,
+            check=False,
+        )
     no_internal_error(completed.returncode, completed.stderr)
     lines = completed.stdout.splitlines()
     assert lines[-1].startswith("EXIT "), completed.stderr
