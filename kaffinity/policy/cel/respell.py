@@ -74,27 +74,28 @@ class Respelled:
     def is_inserted(self, offset: int) -> bool:
         """Whether ``offset`` in :attr:`text` is inside text the respelling inserted."""
         for stage in reversed(self.stages):
-            shift = 0
-            for at, length in sorted(stage):
-                if offset < at + shift:
-                    break
-                if offset < at + shift + length:
-                    return True
-                shift += length
-            offset = _before(stage, offset)
+            offset, inside = _locate(stage, offset)
+            if inside:
+                return True
         return False
 
 
 def _before(inserted: list[tuple[int, int]], offset: int) -> int:
     """``offset`` in the text before ``inserted`` were made."""
+    return _locate(inserted, offset)[0]
+
+
+def _locate(inserted: list[tuple[int, int]], offset: int) -> tuple[int, bool]:
+    """``offset`` in the text before ``inserted`` were made, and whether it fell inside one of
+    them (then the offset where that insertion was made)."""
     shift = 0
     for at, length in sorted(inserted):
         if offset < at + shift:
             break
         if offset < at + shift + length:
-            return at
+            return at, True
         shift += length
-    return offset - shift
+    return offset - shift, False
 
 
 def _literal_spans(text: str) -> list[tuple[int, int]]:
