@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from generate import GenerateResult, generate
+from gitops_stage import GITOPS_HEADING
 from ruamel.yaml.cyaml import CSafeLoader
 
 import kaffinity
@@ -2356,14 +2357,14 @@ def replace_section(document: str, heading: str, section: str) -> str:
 
 
 def keep_scale_section(output: str, text: str) -> str:
-    """``text`` (the full run's report) with the Scale and Rendered units sections of the file
-    ``output`` appended, if it has them: a full run leaves ``--stages scale``'s and
-    ``--stages render``'s results in place."""
+    """``text`` (the full run's report) with the Scale, Rendered units and GitOps monorepo
+    sections of the file ``output`` appended, if it has them: a full run leaves ``--stages
+    scale``'s, ``--stages render``'s and ``--stages gitops``'s results in place."""
     if not os.path.exists(output):
         return text
     with open(output, encoding="utf-8") as handle:
         document = handle.read()
-    for heading in (SCALE_HEADING, RENDER_HEADING):
+    for heading in (SCALE_HEADING, RENDER_HEADING, GITOPS_HEADING):
         section = extract_section(document, heading)
         if section is not None:
             text = replace_section(text, heading, section)
@@ -2765,6 +2766,26 @@ def render_section(
     return "\n".join(lines) + "\n"
 
 
+def gitops_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """``--stages gitops`` (issue 36, item 6): benchmarks/gitops_stage.py, with this module's
+    launcher, engine sets and report helpers."""
+    import gitops_stage
+
+    return gitops_stage.main(sys.modules[__name__], args, argv)
+
+
+def _gitops_size(text: str) -> tuple[int, ...]:
+    try:
+        size = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        size = ()
+    if len(size) != 4 or min(size) < 1:
+        raise argparse.ArgumentTypeError(
+            f"four positive numbers, overlays,charts,releases,workloads: {text!r}"
+        )
+    return size
+
+
 def trace_estimate(workloads: int, previous: dict[int, list[Measurement]]) -> int:
     """Bytes the tracemalloc run at ``workloads`` may need: the largest traced peak at the size
     before, scaled, times :data:`TRACE_FACTOR`; without one, a guess per workload."""
@@ -2822,7 +2843,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--stages",
-        choices=("all", "graph", "place", "policy", "scale", "render"),
+        choices=("all", "graph", "place", "policy", "scale", "render", "gitops"),
         default="all",
         help=f"graph: only the affinity graph stage and the parse floor (default output "
         f"{GRAPH_OUTPUT_NAME}); place: the offline scheduler (default output {PLACE_OUTPUT_NAME}); "
@@ -2830,7 +2851,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--jobs 1 and 2, cold and warm cache, pre-commit --changed, at 1k, 10k, 100k by default "
         "(the Scale section of the output, default benchmarks/RESULTS.md); render: a repository of "
         "overlays and a chart, whole and by the pre-commit hook after a one-file commit, no, cold and "
-        "warm cache, with each engine set (the Rendered units section; --quick: 2 runs, prints only)",
+        "warm cache, with each engine set (the Rendered units section; --quick: 2 runs, prints only); "
+        "gitops: a GitOps monorepo (overlays, charts, releases from a loopback chart repository) whole "
+        "and by the hook, no, cold and warm cache, --jobs 1 and 2 (the GitOps monorepo section; "
+        "--quick: 1 run, prints only)",
+    )
+    parser.add_argument(
+        "--gitops-size",
+        type=_gitops_size,
+        help="--stages gitops: overlays,charts,releases,plain workloads (default 100,30,20,600)",
     )
     args = parser.parse_args(argv)
     stages = {
@@ -2839,6 +2868,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "policy": policy_main,
         "scale": scale_main,
         "render": render_main,
+        "gitops": gitops_main,
     }
     if args.stages in stages:
         return stages[args.stages](args, argv)
