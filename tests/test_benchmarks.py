@@ -5,8 +5,11 @@ themselves are the benchmark's business, not asserted here."""
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +23,7 @@ from kaffinity.load.files import load
 from kaffinity.simulate.cluster import cluster_from
 from kaffinity.simulate.place import place_all
 
-from .kit import REPO
+from .kit import REPO, lint_json
 
 BENCHMARKS = REPO / "benchmarks"
 WORKLOADS = 200  # the smallest corpus with a shared selector and matchLabelKeys (the checks need both)
@@ -295,3 +298,216 @@ def test_the_render_stage_runs_every_case_and_compares_outputs(tmp_path: Path) -
     if measured:  # the profile of a warm one-file commit, every part of it
         for label, _ in run.PROFILE_PARTS:
             assert f"| {label} | " in text
+
+
+# --- the GitOps monorepo (--stages gitops, issue 36) ------------------------------------------
+
+#: A small repository for the tests: overlays, charts, releases, plain workloads.
+SMALL_GITOPS = (10, 3, 4, 20)
+LOOPBACK = "http://127.0.0.1:8879"
+
+
+def _gitops_files(root: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()
+    }
+
+
+def test_the_gitops_repository_is_deterministic(tmp_path: Path) -> None:
+    import gitops
+
+    first = gitops.gitops(str(tmp_path / "one"), LOOPBACK, *SMALL_GITOPS)
+    second = gitops.gitops(str(tmp_path / "two"), LOOPBACK, *SMALL_GITOPS)
+    assert first == second
+    one, two = _gitops_files(tmp_path / "one"), _gitops_files(tmp_path / "two")
+    assert one == two  # the repository and the chart repository, byte for byte
+    gitops.commit(str(tmp_path / "one" / "repo"))
+    gitops.commit(str(tmp_path / "two" / "repo"))
+    heads = [
+        subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=tmp_path / name / "repo",
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        for name in ("one", "two")
+    ]
+    assert heads[0].returncode == 0 and heads[0].stdout == heads[1].stdout  # one commit, the same
+
+
+def test_the_gitops_repository_holds_what_it_says(tmp_path: Path) -> None:
+    import gitops
+    from ruamel.yaml import YAML
+
+    overlays, charts, releases, workloads = SMALL_GITOPS
+    result = gitops.gitops(str(tmp_path), LOOPBACK, overlays, charts, releases, workloads)
+    root = tmp_path / "repo"
+    assert (
+        len(result.overlays) == overlays and len(result.charts) == charts and len(result.releases) == releases
+    )
+    yaml = YAML(typ="safe")
+    for overlay in result.overlays:
+        kustomization = yaml.load((root / overlay / "kustomization.yaml").read_text())
+        assert kustomization["resources"] == ["../../base"]
+        patch = yaml.load((root / overlay / "scheduling-patch.yaml").read_text())
+        assert patch["kind"] == "Deployment" and patch["spec"]["replicas"] >= 1
+    config = yaml.load((root / ".kaffinity.yaml").read_text())
+    assert sorted(config["helm-values"]) == sorted(result.charts)
+    for chart in result.charts:
+        assert (root / chart / "Chart.yaml").is_file()
+        assert config["helm-values"][chart] == [
+            f"{chart}/values-{env}.yaml" for env in gitops.CHART_ENVIRONMENTS
+        ]
+        assert all((root / values).is_file() for values in config["helm-values"][chart])
+    kinds = [yaml.load((root / path).read_text())["kind"] for path in result.releases]
+    assert kinds.count("HelmRelease") == (releases + 1) // 2
+    assert kinds.count("Application") == releases // 2
+    # Every release names a chart version the loopback repository serves, at the URL given.
+    index = yaml.load((tmp_path / "served" / "index.yaml").read_text())
+    for path in result.releases:
+        release = yaml.load((root / path).read_text())
+        if release["kind"] == "HelmRelease":
+            chart = release["spec"]["chart"]["spec"]
+            name, version = chart["chart"], chart["version"]
+        else:
+            source = release["spec"]["source"]
+            assert source["repoURL"] == LOOPBACK
+            name, version = source["chart"], source["targetRevision"]
+        entry = next(e for e in index["entries"][name] if e["version"] == version)
+        archive = tmp_path / "served" / entry["urls"][0]
+        assert hashlib.sha256(archive.read_bytes()).hexdigest() == entry["digest"]
+    sources = yaml.load((root / "releases/flux/sources/platform-charts.yaml").read_text())
+    assert sources["spec"]["url"] == LOOPBACK
+    assert result.corpus.workloads == workloads
+    assert all(
+        (root / path).is_file() for path in (result.manifest, result.patch, result.values, result.release)
+    )
+
+
+def test_the_gitops_defaults_are_the_issues_numbers(tmp_path: Path) -> None:
+    import gitops
+
+    result = gitops.gitops(str(tmp_path))
+    assert (len(result.overlays), len(result.charts), len(result.releases)) == (100, 30, 20)
+    assert run.GITOPS_HEADING == "## GitOps monorepo"
+
+
+@pytest.mark.slow
+def test_the_gitops_repository_lints_with_its_releases_rendered_from_the_loopback_repository(
+    tmp_path: Path,
+) -> None:
+    import gitops
+
+    if not (shutil.which("kustomize") or shutil.which("kubectl")):
+        pytest.skip("neither kustomize nor kubectl is on the PATH: the overlays would not render")
+    if not (shutil.which("helm") or importlib.util.find_spec("helm_python")):
+        pytest.skip("no helm binary and helm-python-sdk (kaffinity[helm]) not installed")
+    overlays, charts, releases, workloads = SMALL_GITOPS
+    with gitops.serve(str(tmp_path / "served")) as served:
+        result = gitops.gitops(str(tmp_path), served.url, overlays, charts, releases, workloads)
+        root = tmp_path / "repo"
+        gitops.commit(str(root))
+        env = {"KAFFINITY_REMOTE_CACHE": str(tmp_path / "remote"), "NO_PROXY": "127.0.0.1"}
+        done = lint_json(".", "--allow-network", "--no-cache", cwd=root, env=env, config=True)
+    assert done.code in (0, 1)
+    summary = done.report["summary"]
+    # Every overlay, every chart variant and every release rendered; nothing read as written.
+    assert summary["render"]["unrendered"] == 0
+    assert summary["render"]["rendered"] == overlays + charts * len(gitops.CHART_ENVIRONMENTS) + releases
+    units = set(summary["units"])
+    for path in result.releases:
+        name = Path(path).stem if path.startswith("releases/argocd/") else Path(path).parent.name
+        unit = (
+            f"Application argocd/{name}"
+            if path.startswith("releases/argocd/")
+            else f"HelmRelease {name}/{name}"
+        )
+        assert unit in units
+    # The releases' charts came from the loopback repository, once each.
+    archives = sorted(request for request in served.requests if request.endswith(".tgz"))
+    versions = {(name, version) for name, version in result.served}
+    assert archives and len(archives) == len(set(archives))
+    assert all(tuple(a.lstrip("/").removesuffix(".tgz").rsplit("-", 1)) in versions for a in archives)
+    assert not [f for f in done.report["findings"] if f["rule"] == "parse-error"]
+    # Each release's pods are linted: its Deployment or StatefulSet, in the release's namespace.
+    rendered = {(f["object"]["namespace"], f["object"]["name"]) for f in done.report["findings"]}
+    assert any(namespace == name for namespace, name in rendered)
+
+
+def _line(engines: str, key: str, walls: list[float], calls: list[int] | None = None) -> Any:
+    import gitops_stage as stage
+
+    case = next(
+        c
+        for c in stage.gitops_cases(argparse.Namespace(manifest="M", patch="P", values="V", release="R"))
+        if c.key == key
+    )
+    runs = [run.ChildRun(wall, wall, 50_000, 0) for wall in walls]
+    return stage.Line(engines, case, runs, calls)
+
+
+def test_the_gitops_targets_are_judged_from_the_numbers() -> None:
+    import gitops_stage as stage
+
+    lines = [
+        _line("bins", "jobs1", [10.0], [180]),
+        _line("bins", "jobs2", [5.0], [180]),
+        _line("bins", "cold", [5.1], [180]),
+        _line("bins", "warm", [1.0], [0]),
+        _line("bins", "manifest", [0.4], [0]),
+        _line("bins", "patch", [0.5], [1]),
+        _line("bins", "values", [0.5], [2]),
+        _line("bins", "release", [0.5], [1]),
+    ]
+    judged = {
+        target.split(" (")[0]: (measured, verdict)
+        for target, measured, verdict in stage.gitops_targets(lines, {"bins": True})
+    }
+    assert judged["a warm run renders only what changed"][1] == "met"
+    assert judged["the cache's first run within 1.05x of `--no-cache`"] == (
+        "1.02x (fastest runs: cold / `--jobs 2 --no-cache`)",
+        "met",
+    )
+    assert judged["`--jobs 2` at least 1.6x `--jobs 1`"] == ("2.00x (10.00 s -> 5.00 s wall)", "met")
+    assert judged["a warm one-file commit"][1] == "met"
+    assert judged["output byte-identical: no, cold and warm cache, `--jobs 1` and `--jobs 2`"][1] == "met"
+    # A warm run that renders the releases again, a slow cold run, different outputs: not met.
+    lines[3] = _line("bins", "warm", [1.0], [20])
+    lines[2] = _line("bins", "cold", [5.5], [180])
+    verdicts = [verdict for _, _, verdict in stage.gitops_targets(lines, {"bins": False})]
+    assert verdicts == ["**not met**", "**not met**", "met", "met", "**not met**"]
+
+
+def test_a_full_run_keeps_the_gitops_section(tmp_path: Path) -> None:
+    output = tmp_path / "RESULTS.md"
+    output.write_text("# old\n\n## GitOps monorepo\n\nkept\n\n## Scale\n\nscale\n")
+    text = run.keep_scale_section(str(output), "# Benchmarks\n\n## Results\n\nnew\n")
+    assert run.extract_section(text, run.GITOPS_HEADING) == "## GitOps monorepo\n\nkept\n"
+    assert run.extract_section(text, run.SCALE_HEADING) == "## Scale\n\nscale\n"
+
+
+@pytest.mark.slow
+def test_the_gitops_stage_runs_every_line_and_compares_outputs(tmp_path: Path) -> None:
+    output = tmp_path / "RESULTS.md"
+    output.write_text("# Benchmarks\n\n## Scale\n\nkept\n")
+    args = argparse.Namespace(repeat=1, quick=True, output=str(output), gitops_size=(5, 1, 2, 5))
+    assert run.gitops_main(args, ["--stages", "gitops"]) == 0
+    text = output.read_text()
+    assert run.extract_section(text, run.SCALE_HEADING) == "## Scale\n\nkept\n"
+    section = run.extract_section(text, run.GITOPS_HEADING)
+    assert section is not None
+    import gitops_stage as stage
+
+    engines = run.render_engines()
+    cases = stage.gitops_cases(argparse.Namespace(manifest="M", patch="P", values="V", release="R"))
+    rows = [
+        line
+        for line in section.splitlines()
+        if line.startswith(tuple(f"| {name} | " for name, _, _ in engines))
+    ]
+    assert len(rows) == len(engines) * len(cases)
+    assert "| files | " in section
+    for name in [name for name, env, _ in engines if env is not None]:
+        target = f"output byte-identical: no, cold and warm cache, `--jobs 1` and `--jobs 2` ({name})"
+        assert f"| {target} | identical | met |" in section
