@@ -453,8 +453,8 @@ def gitops_section(
     if profile:
         text += [
             "",
-            "Where a warm `lint .` spends its time, from cProfile (first engine set; cumulative seconds, "
-            "profiler overhead included):",
+            "Where a warm `lint . --jobs 1` spends its time, from cProfile (first engine set; cumulative "
+            "seconds, profiler overhead included):",
             "",
             "| part | seconds |",
             "|---|---:|",
@@ -471,11 +471,12 @@ RELEASE_PARTS = (("of which the GitOps releases (found, rendered)", "kaffinity/r
 def gitops_profile(
     bench: ModuleType, folder: str, env: dict[str, str], scratch: str
 ) -> list[tuple[str, float]]:
-    """cProfile of one warm ``lint .`` in a child process: cumulative seconds by part."""
+    """cProfile of one warm ``lint . --jobs 1`` in a child process: cumulative seconds by part."""
     import pstats
 
     cache = tempfile.mkdtemp(prefix="gitops-profile-", dir=scratch)
-    arguments = ["lint", ".", "--cache-dir", cache, "-o", os.devnull]
+    # One process: with --jobs 2 the workers' part would not be in the profile.
+    arguments = ["lint", ".", "--jobs", "1", "--cache-dir", cache, "-o", os.devnull]
     bench.run_child(bench.cli_command(*arguments), folder, env)  # fills the cache
     stats_file = os.path.join(scratch, "gitops.prof")
     command = [sys.executable, "-m", "cProfile", "-o", stats_file, "-m", "kaffinity", *arguments]
