@@ -89,6 +89,23 @@ def _reached(documents: Sequence[Document], changed: list[Document], settings: S
             pods.setdefault(namespace, []).append(labels)
             for scope, selector in _cross_terms(spec):
                 terms.append((namespace, scope, selector))
+    _close(kept, pods, terms, derived)
+    return {
+        id(doc)
+        for doc, namespace in zip(documents, homes, strict=False)
+        if namespace is None or namespace in kept
+    }
+
+
+def _close(
+    kept: set[str],
+    pods: Mapping[str, list[Mapping[str, Any]]],
+    terms: Sequence[tuple[str, frozenset[str] | None, Mapping[str, Any]]],
+    derived: frozenset[str],
+) -> None:
+    """Add to ``kept`` what the cross-namespace ``terms`` (owner's namespace, reach, selector)
+    of its objects may select, and the namespaces of the terms that may select its pods, until
+    nothing is added."""
     while True:
         before = len(kept)
         for owner, scope, selector in terms:
@@ -102,12 +119,7 @@ def _reached(documents: Sequence[Document], changed: list[Document], settings: S
             ):
                 kept.add(owner)
         if len(kept) == before:
-            break
-    return {
-        id(doc)
-        for doc, namespace in zip(documents, homes, strict=False)
-        if namespace is None or namespace in kept
-    }
+            return
 
 
 def _namespace(data: Mapping[str, Any], default: str) -> str | None:
