@@ -107,15 +107,15 @@ class Cache:
         self._pending: list[Future[None]] = []
         #: What :meth:`later` keeps to encode and write at :meth:`write_later`: (key, result).
         self._later: list[tuple[str, FileResult]] = []
-        #: The process :meth:`write_later` forked, and the pipe it answers on (see flush).
-        self._child: tuple[int, int] | None = None
+        #: The processes :meth:`write_later` forked, and the pipes they answer on (see flush).
+        self._children: list[tuple[int, int]] = []
 
     def __getstate__(self) -> dict[str, object]:
         """What a --jobs worker gets with each task: the folder, the secret and the run's start,
         not this process's writer thread, nor what it has read and written so far."""
         state = dict(self.__dict__)
         state.update(
-            _writer=None, _writer_pid=0, _pending=[], _folders=set(), written=0, _later=[], _child=None
+            _writer=None, _writer_pid=0, _pending=[], _folders=set(), written=0, _later=[], _children=[]
         )
         return state
 
@@ -222,8 +222,8 @@ class Cache:
         self.written += len(kept)
         from kaffinity.cache.entries import encode
 
-        if sys.platform.startswith("linux") and self._child is None:
-            self.flush()  # the writer thread idle, its entries on disk, before the fork
+        if sys.platform.startswith("linux"):
+            self._idle()  # the writer thread's entries on disk, and the thread idle, before the fork
             try:
                 reading, writing = os.pipe()
             except OSError:
@@ -249,7 +249,7 @@ class Cache:
                     os._exit(0)  # no atexit handler, no stdio buffer of the parent flushed twice
             if pid > 0:
                 os.close(writing)
-                self._child = (pid, reading)
+                self._children.append((pid, reading))
                 return
         for key, result in kept:
             encoded = encode(result)
@@ -259,9 +259,8 @@ class Cache:
     def flush(self) -> None:
         """Wait for the writes :meth:`put` started in this process, and those of
         :meth:`write_later`'s process."""
-        if self._child is not None:
-            pid, reading = self._child
-            self._child = None
+        children, self._children = self._children, []
+        for pid, reading in children:
             try:
                 said = _read_up_to(reading, 4000)
                 os.waitpid(pid, 0)
@@ -271,6 +270,10 @@ class Cache:
                 os.close(reading)
             if said and self.error is None:
                 self.error = said.decode("utf-8", "replace")
+        self._idle()
+
+    def _idle(self) -> None:
+        """Wait for the writes :meth:`put` started in this process."""
         if self._writer is None or self._writer_pid != os.getpid():
             return
         for future in self._pending:
