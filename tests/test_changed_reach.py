@@ -165,3 +165,95 @@ def test_the_previous_version_is_reached_too(tmp_path: Path, monkeypatch: pytest
     restricted, whole = _both(monkeypatch, folder, paths["two"])
     assert (restricted.code, restricted.stdout) == (whole.code, whole.stdout)
     assert _SEEN[0][1] < _SEEN[0][0]
+
+
+_LABELS = ({"app": "a"}, {"app": "b"}, {"tier": "data"}, {"app": "a", "tier": "data"})
+_NAMESPACES = ("n0", "n1", "n2", "n3")
+
+
+def _term_of(draw: Any, st: Any) -> dict[str, Any]:
+    """A term: own namespace, a list of namespaces, or a namespace selector (every one, or by label)."""
+    scope = draw(st.sampled_from(("own", "list", "all", "labelled")))
+    more: dict[str, Any] = {}
+    if scope == "list":
+        more["namespaces"] = sorted(draw(st.sets(st.sampled_from(_NAMESPACES), min_size=1, max_size=2)))
+    elif scope == "all":
+        more["namespaceSelector"] = {}
+    elif scope == "labelled":
+        more["namespaceSelector"] = {"matchLabels": {"team": draw(st.sampled_from(("x", "y")))}}
+    return term(draw(st.sampled_from(_LABELS)), **more)
+
+
+def _repository(draw: Any) -> dict[str, list[dict[str, Any]]]:
+    """A few namespaces (labelled ``team: x`` or ``y``), each with one or two workloads of
+    random labels and cross-namespace terms, and sometimes a budget."""
+    from hypothesis import strategies as st
+
+    files: dict[str, list[dict[str, Any]]] = {
+        "namespaces": [
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": name, "labels": {"team": draw(st.sampled_from(("x", "y")))}},
+            }
+            for name in _NAMESPACES
+        ]
+    }
+    for namespace in _NAMESPACES:
+        objects: list[dict[str, Any]] = []
+        for index in range(draw(st.integers(1, 2))):
+            labels = draw(st.sampled_from(_LABELS))
+            terms = draw(st.lists(st.builds(lambda: None), max_size=2))
+            required = [_term_of(draw, st) for _ in terms]
+            preferred = [_term_of(draw, st) for _ in range(draw(st.integers(0, 1)))]
+            kind = "anti" if draw(st.booleans()) else "affinity"
+            objects.append(
+                workload(
+                    f"w{index}",
+                    namespace=namespace,
+                    labels=labels,
+                    replicas=draw(st.integers(1, 3)),
+                    preferred=preferred,
+                    **{kind: required},
+                )
+            )
+        if draw(st.booleans()):
+            objects.append(
+                {
+                    "apiVersion": "policy/v1",
+                    "kind": "PodDisruptionBudget",
+                    "metadata": {"name": "budget", "namespace": namespace},
+                    "spec": {"minAvailable": 2, "selector": {"matchLabels": draw(st.sampled_from(_LABELS))}},
+                }
+            )
+        files[namespace] = objects
+    return files
+
+
+def test_the_reach_of_generated_cross_namespace_repositories(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A property, over small repositories of cross-namespace terms: whatever file changes, the
+    report with the reach is the one over the whole repository."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    @settings(
+        derandomize=True,
+        max_examples=6,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(st.data())
+    def check(data: Any) -> None:
+        files = _repository(data.draw)
+        folder = tmp_path_factory.mktemp("drawn")
+        for name, objects in files.items():
+            (folder / f"{name}.yaml").write_text(manifest(objects))
+        for name in files:
+            restricted, whole = _both(monkeypatch, folder, folder / f"{name}.yaml")
+            assert (restricted.code, restricted.stdout) == (whole.code, whole.stdout)
+
+    _SEEN.clear()
+    check()
+    assert any(kept < total for total, kept in _SEEN)  # some changes reach a part
