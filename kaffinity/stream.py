@@ -119,8 +119,11 @@ def payload(
     result = file_result(from_bytes(path, name, raw, problem, settings.limits), settings, rules, local=local)
     if (key is None and not send) or must_read_here(result.file, settings.limits):
         return None, result
-    encoded = None
     if key is not None and cache is not None:
+        if not send:
+            # This process's own: encoded and written after the stage (Cache.write_later).
+            cache.later(key, result)
+            return None, result
         from kaffinity.cache import encode
 
         encoded = encode(result)
@@ -203,8 +206,12 @@ def file_results(
     here = partial(_here, settings=settings, rules=rules, local=local, cache=cache)
     there = partial(_there, settings=settings, names=names, local=local, cache=cache)
     if tick is None:
-        return map_all(paths, jobs, here, there, loads=received)
-    return map_all(paths, jobs, here, there, tick, loads=received)
+        done = map_all(paths, jobs, here, there, loads=received)
+    else:
+        done = map_all(paths, jobs, here, there, tick, loads=received)
+    if cache is not None:
+        cache.write_later()  # this process's entries, off its path (flushed when it prunes)
+    return done
 
 
 def load_results(

@@ -443,8 +443,10 @@ def test_a_cache_with_writes_pending_goes_to_workers_without_them(tmp_path: Path
 
     cache = Cache(str(tmp_path / "cache"), "f", SECRET)
     cache.put(Cache.key("a.yaml", b"a"), b"first")
+    cache.later(Cache.key("c.yaml", b"c"), object())  # type: ignore[arg-type]
     copy = pickle.loads(pickle.dumps(cache))
-    assert copy.written == 0 and copy._writer is None
+    assert copy.written == 0 and copy._writer is None and copy._later == [] and copy._children == []
+    cache._later = []
     copy.put(Cache.key("b.yaml", b"b"), b"second")
     copy.flush()
     cache.flush()
@@ -481,3 +483,48 @@ def test_the_smallest_entry_decodes() -> None:
     assert checked is not None
     assert checked.file.name == "a" and checked.notices == ("n",)
     assert checked.file.documents[0].data == {} and checked.file.documents[0].span == (1, 1)
+
+
+def _checked(repo: Path) -> tuple[str, object]:
+    """The key and the single-object stage's result of ``repo``'s web.yaml."""
+    from kaffinity.config import Settings
+    from kaffinity.engine.single import file_result, single_object_rules
+    from kaffinity.load.read import from_bytes, read_bytes
+    from kaffinity.rules import RULES
+
+    settings = Settings()
+    (repo / "web.yaml").write_text(BROKEN)
+    name, raw, problem = read_bytes(str(repo / "web.yaml"), settings.limits)
+    checked = file_result(
+        from_bytes(str(repo / "web.yaml"), name, raw, problem, settings.limits),
+        settings,
+        single_object_rules(RULES, settings),
+    )
+    return Cache.key(name, raw), checked
+
+
+def test_entries_kept_for_later_are_written_by_another_process(repo: Path, tmp_path: Path) -> None:
+    """A run's own entries are encoded and written after the single-object stage, by a forked
+    process on Linux (off the run's path); flush waits for it: then they read as put writes them."""
+    key, checked = _checked(repo)
+    cache = Cache(str(tmp_path / "cache"), "f", SECRET)
+    cache.later(key, checked)  # type: ignore[arg-type]
+    assert cache.get(key) is None
+    cache.write_later()
+    assert bool(cache._children) == sys.platform.startswith("linux")
+    cache.flush()
+    assert not cache._children and cache.error is None and cache.written == 1
+    assert cache.get(key) == encode(checked)  # type: ignore[arg-type]
+    assert len(_entries(tmp_path / "cache")) == 1
+
+
+def test_a_writer_process_that_cannot_write_says_why(repo: Path, tmp_path: Path) -> None:
+    key, checked = _checked(repo)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    cache = Cache(str(blocked), "f", SECRET)
+    cache.later(key, checked)  # type: ignore[arg-type]
+    cache.write_later()
+    cache.flush()
+    assert cache.error is not None and str(blocked) in cache.error
+    assert blocked.read_text() == "not a folder"

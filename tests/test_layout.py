@@ -255,6 +255,8 @@ ALLOWED = {
     # A forked child that evaluates one untrusted expression under limits ends itself without
     # running the parent's exit handlers (os._exit, as a forked child must).
     ("kaffinity.policy.guard", "os._exit"),
+    # The forked child that writes a cold run's cache entries (Cache.write_later) ends the same way.
+    ("kaffinity.cache.store", "os._exit"),
 }
 
 

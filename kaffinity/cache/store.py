@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import os
 import stat
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -36,6 +37,7 @@ from kaffinity.cache.folder import (
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    from kaffinity.engine import FileResult
     from kaffinity.load.parse import Limits
 
 #: Bumped when what an entry holds, or how, changes. 4: JSON and an HMAC (pickles before);
@@ -103,12 +105,18 @@ class Cache:
         self._writer: ThreadPoolExecutor | None = None
         self._writer_pid = 0
         self._pending: list[Future[None]] = []
+        #: What :meth:`later` keeps to encode and write at :meth:`write_later`: (key, result).
+        self._later: list[tuple[str, FileResult]] = []
+        #: The processes :meth:`write_later` forked, and the pipes they answer on (see flush).
+        self._children: list[tuple[int, int]] = []
 
     def __getstate__(self) -> dict[str, object]:
         """What a --jobs worker gets with each task: the folder, the secret and the run's start,
         not this process's writer thread, nor what it has read and written so far."""
         state = dict(self.__dict__)
-        state.update(_writer=None, _writer_pid=0, _pending=[], _folders=set(), written=0)
+        state.update(
+            _writer=None, _writer_pid=0, _pending=[], _folders=set(), written=0, _later=[], _children=[]
+        )
         return state
 
     @staticmethod
@@ -197,7 +205,74 @@ class Cache:
             self._pending = []
         self._pending.append(self._writer.submit(self._write, key, payload))
 
+    def later(self, key: str, result: FileResult) -> None:
+        """Keep ``result`` to be written as the entry ``key`` by :meth:`write_later` (encoding
+        it is the cost of a cold run: it is done off this process's path, when it can be)."""
+        if self.error is None and _KEY.fullmatch(key):
+            self._later.append((key, result))
+
+    def write_later(self) -> None:
+        """Encode and write what :meth:`later` kept: on Linux in a forked process, while this one
+        goes on to the cross-object stage and the report (the cold run's extra work on the
+        second core: JSON encoding is CPU-bound, so a thread would hold the GIL this process
+        needs); :meth:`flush` waits for it. Elsewhere, or if the fork fails, here and now."""
+        kept, self._later = self._later, []
+        if not kept or self.error is not None:
+            return
+        self.written += len(kept)
+        from kaffinity.cache.entries import encode
+
+        if sys.platform.startswith("linux"):
+            self._idle()  # the writer thread's entries on disk, and the thread idle, before the fork
+            try:
+                reading, writing = os.pipe()
+            except OSError:
+                reading = writing = -1
+            pid = -1
+            if reading >= 0:
+                try:
+                    pid = os.fork()
+                except OSError:
+                    os.close(reading)
+                    os.close(writing)
+            if pid == 0:  # the child: encode, write, say why it failed if it did, and leave
+                try:
+                    os.close(reading)
+                    for key, result in kept:
+                        encoded = encode(result)
+                        if encoded is not None and len(encoded) + _HEADER <= self.max_size:
+                            self._write(key, encoded)
+                        if self.error is not None:
+                            break
+                    os.write(writing, (self.error or "").encode("utf-8", "replace")[:4000])
+                finally:
+                    os._exit(0)  # no atexit handler, no stdio buffer of the parent flushed twice
+            if pid > 0:
+                os.close(writing)
+                self._children.append((pid, reading))
+                return
+        for key, result in kept:
+            encoded = encode(result)
+            if encoded is not None:
+                self.put(key, encoded)
+
     def flush(self) -> None:
+        """Wait for the writes :meth:`put` started in this process, and those of
+        :meth:`write_later`'s process."""
+        children, self._children = self._children, []
+        for pid, reading in children:
+            try:
+                said = _read_up_to(reading, 4000)
+                os.waitpid(pid, 0)
+            except OSError:
+                said = b""
+            finally:
+                os.close(reading)
+            if said and self.error is None:
+                self.error = said.decode("utf-8", "replace")
+        self._idle()
+
+    def _idle(self) -> None:
         """Wait for the writes :meth:`put` started in this process."""
         if self._writer is None or self._writer_pid != os.getpid():
             return

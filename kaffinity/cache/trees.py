@@ -53,7 +53,7 @@ def _node(pairs: dict[str, Any]) -> Any:
     one. Called for every mapping and sequence of every file read from the cache: few checks."""
     if not pairs:
         raise ValueError("an empty object")
-    meta = pairs.pop(next(reversed(pairs)))
+    meta = pairs.popitem()[1]  # the last member (the JSON decoder keeps the order)
     if type(meta) is not list or not 3 <= len(meta) <= 4:
         raise ValueError("not a tree")
     line, column, positions = meta[0], meta[1], meta[2]

@@ -126,6 +126,9 @@ def _lint(
         context = Context(files, settings, cluster, documents, typed, run=state)
     else:
         context.run = state
+    if change is not None and change.reach is not None and not (layout is not None and layout.several):
+        # --changed: the rules that read every manifest read the namespaces the change reaches.
+        context = _reached(context, change.reach, typed)
     local = _local(run, context, layout, typed)
     typed = context.objects if context.objects is not None else typed
     stages = _stages(enabled, context, cluster)
@@ -172,6 +175,22 @@ def _local(
         return context
     return Context(
         run.files, run.settings, context.cluster, objects, context.objects or typed, run=context.run
+    )
+
+
+def _reached(context: Context, reach: frozenset[int], typed: dict[int, Object | None]) -> Context:
+    """The context of a change's reach (:func:`kaffinity.graph.reach.reached`): its documents
+    only, over the same run state (the report's context, the caller's, stays whole)."""
+    documents = [doc for doc in context.documents if id(doc) in reach]
+    if len(documents) == len(context.documents):
+        return context
+    return Context(
+        context.files,
+        context.settings,
+        context.cluster,
+        documents,
+        context.objects if context.objects is not None else typed,
+        run=context.run,
     )
 
 

@@ -32,11 +32,14 @@ class Change:
 
     ``files``: the changed files, named as read. ``previous``: the documents each changed file
     had at ``HEAD`` (absent: a new file, no git repository). ``units``: the units whose rendered
-    output the change changes, by name, with the changed files they are rendered from."""
+    output the change changes, by name, with the changed files they are rendered from.
+    ``reach``: the documents (by ``id``) the cross-object stage needs to report on the change
+    as over the whole repository (:func:`kaffinity.graph.reach.reached`); None: all of them."""
 
     files: frozenset[str]
     previous: Mapping[str, tuple[Document, ...]] = field(default_factory=dict)
     units: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    reach: frozenset[int] | None = None
 
 
 def previous_documents(changed: Collection[str], limits: Limits) -> dict[str, tuple[Document, ...]]:

@@ -157,7 +157,15 @@ def _change(
     documents = [doc for file in files if file.name in names for doc in file.documents]
     documents.extend(doc for docs in previous.values() for doc in docs)
     touches = rendered_touches(units, touched, names, documents)
-    return Change(names, previous, touches)
+    reach = None
+    if not touches and not units.several and settings.cluster is None:
+        # One unit and no cluster to place pods on: the cross-object stage needs only the
+        # namespaces the change reaches (a placement on a declared cluster reads every pod).
+        from kaffinity.graph.reach import reached
+
+        found = reached(units.units[0].documents, documents, settings)
+        reach = frozenset(found) if found is not None else None
+    return Change(names, previous, touches, reach)
 
 
 @dataclass(frozen=True)
