@@ -6,10 +6,10 @@ field's type checked: a wrong shape is a ValueError (a miss), never code run.
 
 from __future__ import annotations
 
-from array import array
 from typing import Any
 
-from kaffinity.load.source import PosDict, PosList, Span
+from kaffinity.load.source import PosDict, PosList, Span, pack, set_packed
+from kaffinity.load.source import positions as positions_of
 
 # --- the format of an entry -----------------------------------------------------------------------
 #
@@ -40,11 +40,13 @@ def _tree(value: Any) -> Any:
         last = ""
         while last in out:
             last += "\0"
-        out[last] = [value.span[0], value.span[1], list(value.pos)]
+        span = value.span
+        out[last] = [span[0], span[1], list(positions_of(value))]
         return out
     if kind is PosList:
         items = [item if type(item) in scalars else _tree(item) for item in value]
-        return {"": [value.span[0], value.span[1], list(value.pos), items]}
+        span = value.span
+        return {"": [span[0], span[1], list(positions_of(value)), items]}
     raise _Unfit(kind.__name__)
 
 
@@ -59,12 +61,14 @@ def _node(pairs: dict[str, Any]) -> Any:
     line, column, positions = meta[0], meta[1], meta[2]
     if type(line) is not int or type(column) is not int or type(positions) is not list:
         raise ValueError("not a position")
-    try:
-        packed: Any = array("Q", positions)
-    except TypeError:  # a missing position (rendered input): a list, as kaffinity.k8s.compact keeps
-        if any(item is not None and type(item) is not int for item in positions):
-            raise ValueError("not a position") from None
-        packed = positions
+    # The span and the positions packed in one bytes (kaffinity.load.source.pack), as the parser
+    # keeps them; a missing position (rendered input): a list, as kaffinity.k8s.compact keeps.
+    span = _new_tuple(Span, (line, column))
+    packed = pack(span, positions)
+    if packed is None and (
+        None not in positions or pack(span, [item for item in positions if item is not None]) is None
+    ):
+        raise ValueError("not a position")
     node: Any
     if len(meta) == 3:
         node = _new_dict(PosDict)
@@ -78,8 +82,11 @@ def _node(pairs: dict[str, Any]) -> Any:
         node.extend(values)
     if list in set(map(type, values)):  # a JSON array is never a value of a tree
         raise ValueError("a list in a tree")
-    node.span = _new_tuple(Span, (line, column))
-    node.pos = packed
+    if packed is None:
+        node.span = span
+        node.pos = positions
+    else:
+        set_packed(node, packed)
     return node
 
 
