@@ -6,6 +6,7 @@ field's type checked: a wrong shape is a ValueError (a miss), never code run.
 
 from __future__ import annotations
 
+from sys import intern
 from typing import Any
 
 from kaffinity.load.source import PosDict, PosList, Span, pack, set_packed
@@ -20,6 +21,8 @@ from kaffinity.load.source import positions as positions_of
 # [positions], [items]]). Everything around the trees (documents, findings, suppressions,
 # problems) is JSON arrays, rebuilt field by field with their types checked.
 
+#: Strings up to this long are interned, as the parser interns them.
+_INTERNED = 253
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _new_dict = dict.__new__
 _new_list = list.__new__
@@ -70,16 +73,18 @@ def _node(pairs: dict[str, Any]) -> Any:
     ):
         raise ValueError("not a position")
     node: Any
+    # Keys and short strings interned, as the parser interns them (kaffinity.load.parse.builder):
+    # JSON gives each file its own copies, and what is kept lives until the report.
     if len(meta) == 3:
         node = _new_dict(PosDict)
-        node.update(pairs)
-        values: Any = pairs.values()
+        values: Any = [_interned(item) if type(item) is str else item for item in pairs.values()]
+        node.update(zip(map(intern, pairs), values, strict=True))
     else:
         values = meta[3]
         if pairs or type(values) is not list:
             raise ValueError("not a list")
         node = _new_list(PosList)
-        node.extend(values)
+        node.extend([_interned(item) if type(item) is str else item for item in values])
     if list in set(map(type, values)):  # a JSON array is never a value of a tree
         raise ValueError("a list in a tree")
     if packed is None:
@@ -88,6 +93,10 @@ def _node(pairs: dict[str, Any]) -> Any:
     else:
         set_packed(node, packed)
     return node
+
+
+def _interned(text: str) -> str:
+    return intern(text) if len(text) <= _INTERNED else text
 
 
 def _index(value: Any, size: int) -> int:
