@@ -222,7 +222,6 @@ def load_results(
     comes back lives as long as the run: it is frozen out of the collector's reach (see
     :func:`kaffinity.load.files.load`)."""
     import gc
-    import sys
 
     from kaffinity.load.files import discover
     from kaffinity.load.parse import gc_paused
@@ -234,11 +233,5 @@ def load_results(
             found = list(discover(paths, excluded, seen, gitignore=settings.gitignore))
         with progress.stage("reading files", len(found)):
             results = file_results(found, settings, jobs, local=local, cache=cache, tick=progress.tick)
-        # The node trees of the last files a fix was computed on (kaffinity.load.edits caches a
-        # few, when a fix was computed here): their files are compacted, and they would live
-        # until the report.
-        nodes = sys.modules.get("kaffinity.load.edits.nodes")
-        if nodes is not None:
-            nodes.compose.cache_clear()
         gc.freeze()
     return results
