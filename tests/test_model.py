@@ -204,3 +204,16 @@ def test_wrong_types_read_as_absent() -> None:
     )
     workload = kit.workload_of(text)
     assert workload.replicas == 1 and workload.pod.labels == () and workload.pod.affinity is None
+
+
+def test_labels_read_the_same_and_are_kept_once() -> None:
+    from kaffinity.k8s.model.readers import as_labels
+
+    first = as_labels({"app": "web", "tier": "front", "replicas": 3})
+    again = as_labels({"app": "web", "tier": "front"})
+    assert first == (("app", "web"), ("tier", "front"))
+    assert again is first  # the same labels, one tuple
+    other = as_labels({"tier": "front", "app": "web"})
+    assert other == (("tier", "front"), ("app", "web"))  # the order is the mapping's
+    assert other[0] is first[1]  # the same pair, one tuple
+    assert as_labels(["app"]) == () and as_labels({"app": None}) == ()

@@ -6,10 +6,11 @@ field's type checked: a wrong shape is a ValueError (a miss), never code run.
 
 from __future__ import annotations
 
-from array import array
+from sys import intern
 from typing import Any
 
-from kaffinity.load.source import PosDict, PosList, Span
+from kaffinity.load.source import PosDict, PosList, Span, pack, set_packed
+from kaffinity.load.source import positions as positions_of
 
 # --- the format of an entry -----------------------------------------------------------------------
 #
@@ -20,6 +21,8 @@ from kaffinity.load.source import PosDict, PosList, Span
 # [positions], [items]]). Everything around the trees (documents, findings, suppressions,
 # problems) is JSON arrays, rebuilt field by field with their types checked.
 
+#: Strings up to this long are interned, as the parser interns them.
+_INTERNED = 253
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _new_dict = dict.__new__
 _new_list = list.__new__
@@ -40,11 +43,13 @@ def _tree(value: Any) -> Any:
         last = ""
         while last in out:
             last += "\0"
-        out[last] = [value.span[0], value.span[1], list(value.pos)]
+        span = value.span
+        out[last] = [span[0], span[1], list(positions_of(value))]
         return out
     if kind is PosList:
         items = [item if type(item) in scalars else _tree(item) for item in value]
-        return {"": [value.span[0], value.span[1], list(value.pos), items]}
+        span = value.span
+        return {"": [span[0], span[1], list(positions_of(value)), items]}
     raise _Unfit(kind.__name__)
 
 
@@ -59,28 +64,39 @@ def _node(pairs: dict[str, Any]) -> Any:
     line, column, positions = meta[0], meta[1], meta[2]
     if type(line) is not int or type(column) is not int or type(positions) is not list:
         raise ValueError("not a position")
-    try:
-        packed: Any = array("Q", positions)
-    except TypeError:  # a missing position (rendered input): a list, as kaffinity.k8s.compact keeps
-        if any(item is not None and type(item) is not int for item in positions):
-            raise ValueError("not a position") from None
-        packed = positions
+    # The span and the positions packed in one bytes (kaffinity.load.source.pack), as the parser
+    # keeps them; a missing position (rendered input): a list, as kaffinity.k8s.compact keeps.
+    span = _new_tuple(Span, (line, column))
+    packed = pack(span, positions)
+    if packed is None and (
+        None not in positions or pack(span, [item for item in positions if item is not None]) is None
+    ):
+        raise ValueError("not a position")
     node: Any
+    # Keys and short strings interned, as the parser interns them (kaffinity.load.parse.builder):
+    # JSON gives each file its own copies, and what is kept lives until the report.
     if len(meta) == 3:
         node = _new_dict(PosDict)
-        node.update(pairs)
-        values: Any = pairs.values()
+        values: Any = [_interned(item) if type(item) is str else item for item in pairs.values()]
+        node.update(zip(map(intern, pairs), values, strict=True))
     else:
         values = meta[3]
         if pairs or type(values) is not list:
             raise ValueError("not a list")
         node = _new_list(PosList)
-        node.extend(values)
+        node.extend([_interned(item) if type(item) is str else item for item in values])
     if list in set(map(type, values)):  # a JSON array is never a value of a tree
         raise ValueError("a list in a tree")
-    node.span = _new_tuple(Span, (line, column))
-    node.pos = packed
+    if packed is None:
+        node.span = span
+        node.pos = positions
+    else:
+        set_packed(node, packed)
     return node
+
+
+def _interned(text: str) -> str:
+    return intern(text) if len(text) <= _INTERNED else text
 
 
 def _index(value: Any, size: int) -> int:

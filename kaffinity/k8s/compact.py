@@ -27,12 +27,12 @@ same inputs with and without compaction and compares every finding. What is drop
   tolerations, spread, priority, overhead, the RuntimeClass and the volumes.
 
 What is kept is copied (:func:`_copied`), so that the parsed tree is freed whole; the strings
-(interned by the parser) and the positions (packed in arrays by the parser) are shared.
+(interned by the parser) and the positions (packed by the parser: one ``bytes`` per mapping
+or sequence, :func:`kaffinity.load.source.pack`) are shared.
 """
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +40,15 @@ from typing import Any
 from kaffinity.k8s.model import WorkloadKind
 from kaffinity.k8s.model.kinds import WORKLOAD_GROUPS, custom_workload_kind, pod_template_path
 from kaffinity.load.parse import SourceFile
-from kaffinity.load.source import DataPath, Document, PosDict, PosList
+from kaffinity.load.source import (
+    DataPath,
+    Document,
+    PosDict,
+    PosList,
+    positions,
+    set_positions,
+    share_positions,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,13 +155,13 @@ def _compact_root(
         for item in documents
         if item.root is root and len(item.prefix) == 2 and item.prefix[0] == "items"
     }
-    new_items = PosList(items.span)
+    new_items = _new_list(PosList)
+    share_positions(new_items, items)
     for index, value in enumerate(items):
         item = objects.get(index)
         new_items.append(
             compact_object(item, kinds, fields) if item is not None and isinstance(value, PosDict) else value
         )
-    new_items.pos = items.pos
     return _copy_dict(root, replace={"items": new_items})
 
 
@@ -239,9 +247,9 @@ def _pod(template: PosDict, replaced: dict[str, Any], fields: Fields) -> PosDict
 
 
 def _containers(items: PosList, keep: Keep) -> PosList:
-    copied = PosList(items.span)
+    copied = _new_list(PosList)
+    share_positions(copied, items)
     copied.extend(_copy_dict(item, keep=keep) if isinstance(item, PosDict) else item for item in items)
-    copied.pos = items.pos
     return copied
 
 
@@ -276,17 +284,16 @@ def _copy_dict(
     if keep is None and not replace:
         return _copied(source)  # type: ignore[no-any-return]
     copied = _new_dict(PosDict)  # no __init__: a compact copy makes hundreds of thousands
-    copied.span = source.span
-    positions = source.pos
-    known = len(positions)
-    kept: list[int] = []
+    held = positions(source)
+    known = len(held)
+    kept: list[int | None] = []
     for index, (key, value) in enumerate(source.items()):
         if keep is not None and not keep(key):
             continue
         copied[key] = replace[key] if replace is not None and key in replace else _copied(value)
         if index < known:
-            kept.append(positions[index])
-    copied.pos = _packed(kept)
+            kept.append(held[index])
+    set_positions(copied, source.span, kept)
     return copied
 
 
@@ -320,8 +327,7 @@ def _copy_tree(value: Any, copies: dict[int, Any], depth: int) -> Any:
     depth += 1
     if type(value) is PosDict:
         copy = copies[id(value)] = _new_dict(PosDict)
-        copy.span = value.span
-        copy.pos = value.pos
+        share_positions(copy, value)
         for key, item in value.items():
             kind = type(item)
             copy[key] = (
@@ -329,8 +335,7 @@ def _copy_tree(value: Any, copies: dict[int, Any], depth: int) -> Any:
             )
         return copy
     copy = copies[id(value)] = _new_list(PosList)
-    copy.span = value.span
-    copy.pos = value.pos
+    share_positions(copy, value)
     copy.extend(
         [
             item
@@ -370,8 +375,7 @@ def _shell(source: Any, copies: dict[int, Any], stack: list[tuple[Any, Any]]) ->
     if copy is not None:
         return copy
     copy = _new_dict(PosDict) if type(source) is PosDict else _new_list(PosList)
-    copy.span = source.span
-    copy.pos = source.pos
+    share_positions(copy, source)
     copies[id(source)] = copy
     stack.append((source, copy))
     return copy
@@ -379,14 +383,6 @@ def _shell(source: Any, copies: dict[int, Any], stack: list[tuple[Any, Any]]) ->
 
 _new_dict = dict.__new__
 _new_list = list.__new__
-
-
-def _packed(positions: Iterable[int | None]) -> Any:
-    """Positions as an unsigned 64-bit array; a list when one is missing (None: rendered input)."""
-    try:
-        return array("Q", positions)
-    except TypeError:
-        return list(positions)
 
 
 def _follow(data: Any, path: DataPath) -> Any:

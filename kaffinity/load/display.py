@@ -32,6 +32,7 @@ turn ``@name`` into a mention, ``#123`` into a reference or ``https://...`` into
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 #: git's short escapes (quote.c ``cq_lookup``).
@@ -116,10 +117,44 @@ def json_text(value: Any, *, indent: int | None = 2) -> str:
     than ES2019 (U+2028), raw. They can only occur inside strings: the escape changes no value."""
     import json
 
-    text = json.dumps(utf8_tree(value), indent=indent, ensure_ascii=False)
+    if _surrogates_in(value):  # else the tree as it is: no copy (a report's is large)
+        value = utf8_tree(value)
+    if indent is None:
+        text = json.dumps(value, ensure_ascii=False)
+    else:
+        text = _joined(json.JSONEncoder(ensure_ascii=False, indent=indent).iterencode(value))
     if text.isascii():  # the common case, and a fast test: only DEL could be there
         return text.replace("\x7f", "\\u007f")
     return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group(0)):04x}", text)
+
+
+def _surrogates_in(value: Any) -> bool:
+    """Whether a JSON-like tree holds a string (or key) that :func:`utf8` changes."""
+    if isinstance(value, str):
+        return _SURROGATES.search(value) is not None
+    if isinstance(value, dict):
+        return any(_surrogates_in(key) or _surrogates_in(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_surrogates_in(item) for item in value)
+    return False
+
+
+def _joined(chunks: Iterable[str]) -> str:
+    """The text of ``chunks``, joined a few thousand at a time: what ``json.dumps`` does with an
+    indent (one list of every chunk, then one join) holds a string object per chunk at once,
+    several times the text (a 6 MB report held 23 MB)."""
+    parts: list[str] = []
+    batch: list[str] = []
+    for chunk in chunks:
+        batch.append(chunk)
+        if len(batch) == _BATCH:
+            parts.append("".join(batch))
+            batch.clear()
+    parts.append("".join(batch))
+    return "".join(parts)
+
+
+_BATCH = 4096
 
 
 #: What splits a text into the lines of a Markdown cell.

@@ -8,9 +8,11 @@ Lines and columns are 1-based and counted from the start of the file, whatever t
 
 from __future__ import annotations
 
-from collections.abc import MutableSequence
+from array import array
+from collections.abc import MutableSequence, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from struct import Struct
 from typing import Any, NamedTuple, TypeAlias
 
 PathItem: TypeAlias = str | int
@@ -35,46 +37,174 @@ def unpack(position: int) -> Span:
 
 
 class PosDict(dict[str, Any]):
-    """A mapping that remembers the position of each key.
+    """A mapping that remembers its own position (``span``) and that of each key (``pos``).
 
     ``pos[i]`` is the packed position (see :func:`unpack`) of the i-th key in insertion order:
-    a list beside the dict costs far less than a second dict, and positions are looked up only
-    when a finding is placed. The parser makes it an ``array('Q')`` (8 bytes a position, where a
-    list holds a pointer to an int of 32); rendered objects, which may lack a position (None),
-    keep a list.
+    a sequence beside the dict costs far less than a second dict, and positions are looked up
+    only when a finding is placed. What the parser, compaction and the cache build is *packed*:
+    the span and every position in one ``bytes`` (:func:`pack`; 8 bytes a position and 33 for
+    the whole, where a Span tuple, its line's int and an ``array`` cost about 170). Reading
+    ``pos`` opens it (an ``array('Q')`` from then on, which may be written); the readers that
+    only read use :func:`positions` and :func:`key_position`, which leave it packed. Rendered
+    objects, which may lack a position (None), keep a list.
     """
 
-    __slots__ = ("pos", "span")
+    __slots__ = ("_pos", "_span")
 
     def __init__(self, span: Span) -> None:
         super().__init__()
-        self.span = span
-        self.pos: MutableSequence[int] = []
+        self._span: Span | None = span
+        self._pos: Any = []
+
+    @property
+    def span(self) -> Span:
+        return _span_of(self)
+
+    @span.setter
+    def span(self, value: Span) -> None:
+        _set_span(self, value)
+
+    @property
+    def pos(self) -> MutableSequence[int]:
+        return _opened(self)
+
+    @pos.setter
+    def pos(self, value: MutableSequence[int]) -> None:
+        _set_pos(self, value)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Sent between processes (``--jobs``): a plain dict pickles in C, so one Python call per
         # mapping rebuilds it, instead of the slots protocol's generic (and far slower) path.
-        return _posdict, (tuple(self.span), self.pos, dict(self))
+        packed = self._pos
+        if packed.__class__ is bytes:
+            return _packed_dict, (packed, dict(self))
+        return _posdict, (tuple(self.span), packed, dict(self))
 
     def key_position(self, key: str) -> int | None:
         for index, candidate in enumerate(self):
             if candidate == key:
-                return self.pos[index] if index < len(self.pos) else None
+                return _position(self, index)
         return None
 
 
 class PosList(list[Any]):
-    """A sequence that remembers the position of each item (packed; see :func:`unpack`)."""
+    """A sequence that remembers its own position and that of each item (packed; see
+    :func:`unpack` and :class:`PosDict`)."""
 
-    __slots__ = ("pos", "span")
+    __slots__ = ("_pos", "_span")
 
     def __init__(self, span: Span) -> None:
         super().__init__()
-        self.span = span
-        self.pos: MutableSequence[int] = []
+        self._span: Span | None = span
+        self._pos: Any = []
+
+    @property
+    def span(self) -> Span:
+        return _span_of(self)
+
+    @span.setter
+    def span(self, value: Span) -> None:
+        _set_span(self, value)
+
+    @property
+    def pos(self) -> MutableSequence[int]:
+        return _opened(self)
+
+    @pos.setter
+    def pos(self, value: MutableSequence[int]) -> None:
+        _set_pos(self, value)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return _poslist, (tuple(self.span), self.pos, list(self))
+        packed = self._pos
+        if packed.__class__ is bytes:
+            return _packed_list, (packed, list(self))
+        return _poslist, (tuple(self.span), packed, list(self))
+
+
+Positioned: TypeAlias = PosDict | PosList
+
+#: One packed position as :func:`pack` stores it (native byte order, as ``array('Q')``).
+_ITEM = Struct("=Q")
+_ITEM_SIZE = _ITEM.size
+_unpack_item = _ITEM.unpack_from
+
+
+def pack(span: Span, positions: Sequence[int | None]) -> bytes | None:
+    """``span`` and ``positions`` in one ``bytes`` (the span first), or None if one of them
+    cannot be packed (a missing position, a number out of range)."""
+    line, column = span
+    if line.__class__ is not int or column.__class__ is not int or not 0 <= column <= _COLUMN_MASK:
+        return None
+    try:
+        return array("Q", [line << COLUMN_BITS | column, *positions]).tobytes()  # type: ignore[type-var]
+    except (TypeError, OverflowError):
+        return None
+
+
+def set_positions(node: Positioned, span: Span, positions: Sequence[int | None]) -> None:
+    """Give ``node`` its span and positions: packed when they can be (:func:`pack`), else
+    as a list."""
+    packed = pack(span, positions)
+    if packed is not None:
+        node._pos, node._span = packed, None
+    else:
+        node._pos, node._span = list(positions), span
+
+
+def set_packed(node: Positioned, packed: bytes) -> None:
+    """Give ``node`` the span and positions :func:`pack` packed in ``packed``."""
+    node._pos, node._span = packed, None
+
+
+def share_positions(node: Positioned, source: Positioned) -> None:
+    """Give ``node`` the span and positions of ``source`` (shared: packed ones are never
+    written; open ones are shared as they were before packing existed)."""
+    node._pos, node._span = source._pos, source._span
+
+
+def positions(node: Positioned) -> Sequence[int | None]:
+    """The positions of ``node``'s keys or items, to read (a packed node stays packed)."""
+    packed = node._pos
+    if packed.__class__ is bytes:
+        return memoryview(packed).cast("Q")[1:]
+    return packed  # type: ignore[no-any-return]
+
+
+def _position(node: Positioned, index: int) -> int | None:
+    packed = node._pos
+    if packed.__class__ is bytes:
+        offset = (index + 1) * _ITEM_SIZE
+        return _unpack_item(packed, offset)[0] if offset < len(packed) else None
+    return packed[index] if index < len(packed) else None
+
+
+def _span_of(node: Positioned) -> Span:
+    span = node._span
+    if span is None:
+        packed: int = _unpack_item(node._pos, 0)[0]
+        return _new_tuple(Span, (packed >> COLUMN_BITS, packed & _COLUMN_MASK))
+    return span
+
+
+def _opened(node: Positioned) -> MutableSequence[int]:
+    """``node``'s positions as a sequence that may be written: a packed node is opened."""
+    packed = node._pos
+    if packed.__class__ is bytes:
+        node._span = _span_of(node)
+        node._pos = packed = array("Q", packed[_ITEM_SIZE:])
+    return packed  # type: ignore[no-any-return]
+
+
+def _set_span(node: Positioned, span: Span) -> None:
+    if getattr(node, "_pos", None).__class__ is bytes:
+        _opened(node)
+    node._span = span
+
+
+def _set_pos(node: Positioned, value: MutableSequence[int]) -> None:
+    if getattr(node, "_pos", None).__class__ is bytes:
+        node._span = _span_of(node)
+    node._pos = value
 
 
 def _posdict(span: Span, pos: MutableSequence[int], items: dict[str, Any]) -> PosDict:
@@ -82,16 +212,32 @@ def _posdict(span: Span, pos: MutableSequence[int], items: dict[str, Any]) -> Po
     # call (the span comes as the tuple it is), each a Python frame less.
     result = _new_dict(PosDict)
     result.update(items)
-    result.span = _new_tuple(Span, span)
-    result.pos = pos
+    result._span = _new_tuple(Span, span)
+    result._pos = pos
     return result
 
 
 def _poslist(span: Span, pos: MutableSequence[int], items: list[Any]) -> PosList:
     result = _new_list(PosList)
     result.extend(items)
-    result.span = _new_tuple(Span, span)
-    result.pos = pos
+    result._span = _new_tuple(Span, span)
+    result._pos = pos
+    return result
+
+
+def _packed_dict(packed: bytes, items: dict[str, Any]) -> PosDict:
+    result = _new_dict(PosDict)
+    result.update(items)
+    result._span = None
+    result._pos = packed
+    return result
+
+
+def _packed_list(packed: bytes, items: list[Any]) -> PosList:
+    result = _new_list(PosList)
+    result.extend(items)
+    result._span = None
+    result._pos = packed
     return result
 
 
@@ -178,7 +324,7 @@ def locate_depth(data: Any, path: DataPath, default: Span) -> tuple[int, Span]:
         if isinstance(node, PosDict) and isinstance(item, str) and item in node:
             position = node.key_position(item)
         elif isinstance(node, PosList) and isinstance(item, int) and 0 <= item < len(node):
-            position = node.pos[item]
+            position = _position(node, item)
         else:
             break
         if position is not None:

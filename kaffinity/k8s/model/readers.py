@@ -46,7 +46,33 @@ def as_strings(value: Any) -> tuple[str, ...]:
 def as_labels(value: Any) -> Labels:
     if not isinstance(value, Mapping):
         return ()
-    return tuple((key, item) for key, item in value.items() if isinstance(item, str))
+    labels = tuple(_pair(key, item) for key, item in value.items() if isinstance(item, str))
+    seen = _LABELS.get(labels)
+    if seen is not None:
+        return seen
+    if len(_LABELS) >= _SHARED:
+        _LABELS.clear()
+    _LABELS[labels] = labels
+    return labels
+
+
+def _pair(key: str, value: str) -> tuple[str, str]:
+    pair = (key, value)
+    seen = _PAIRS.get(pair)
+    if seen is not None:
+        return seen
+    if len(_PAIRS) >= _SHARED:
+        _PAIRS.clear()
+    _PAIRS[pair] = pair
+    return pair
+
+
+#: Labels and label pairs read so far, each kept once (the typed objects live until the report,
+#: and a repository's objects repeat their labels: a workload's own, its selector's, its pods',
+#: its budget's). Immutable, so shared; bounded, so a long-lived process does not grow.
+_LABELS: dict[Labels, Labels] = {}
+_PAIRS: dict[tuple[str, str], tuple[str, str]] = {}
+_SHARED = 1 << 16
 
 
 def dig(data: Any, path: DataPath) -> Any:

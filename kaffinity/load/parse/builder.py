@@ -10,9 +10,9 @@ import codecs
 import re
 import warnings
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from sys import intern
-from typing import Any
+from typing import Any, cast
 
 from kaffinity.load.parse.limits import Limits
 from kaffinity.load.parse.results import LoadError, _recursive, _span, _too_deep
@@ -31,6 +31,7 @@ from kaffinity.load.parse.scalars import (
     resolve_plain,
 )
 from kaffinity.load.source import COLUMN_BITS, DuplicateKey, PosDict, PosList, Span, unpack
+from kaffinity.load.source import positions as source_positions
 
 #: Scalar strings up to this long are interned (a DNS label's limit and more: names, label
 #: values, quantities, image names; not free text).
@@ -59,6 +60,8 @@ codecs.register_error(_GO_REPLACE, _replace_one_byte)
 #: The explicit tags whose scalars go-yaml resolves as plain scalars, then checks the type of.
 _TYPED = frozenset("tag:yaml.org,2002:" + name for name in ("null", "bool", "int", "float"))
 _TYPE_TAGS = {type(None): "null", bool: "bool", int: "int", float: "float"}
+_new_dict = dict.__new__
+_new_list = list.__new__
 
 
 class _Builder:
@@ -170,8 +173,9 @@ class _Builder:
 
     def _sequence(self, node: Any, depth: int) -> PosList:
         mark = node.start_mark
-        result = PosList(Span(mark.line + 1, mark.column + 1))
-        positions: list[int] = []
+        result = _new_list(PosList)
+        # The span first, then each item's position: packed in one bytes (load.source.pack).
+        positions: list[int] = [(mark.line + 1) << COLUMN_BITS | (mark.column + 1)]
         append = result.append
         for item in node.value:
             item_mark = item.start_mark
@@ -188,13 +192,14 @@ class _Builder:
                 append(intern(value) if len(value) <= _INTERNED else value)  # inline (see _mapping)
             else:
                 append(self.scalar(item))
-        result.pos = array("Q", positions)  # exactly as long: 8 bytes a position
+        result._pos, result._span = array("Q", positions).tobytes(), None
         return result
 
     def _mapping(self, node: Any, depth: int) -> PosDict:
         mark = node.start_mark
-        result = PosDict(Span(mark.line + 1, mark.column + 1))
-        positions = result.pos
+        result = _new_dict(PosDict)
+        # The span first, then each key's position: packed in one bytes (load.source.pack).
+        positions: list[int] = [(mark.line + 1) << COLUMN_BITS | (mark.column + 1)]
         merged: set[str] | None = None  # the keys a merge key (<<) set last
         scalar = self.scalar
         keys = _PLAIN_KEYS
@@ -207,7 +212,7 @@ class _Builder:
                 resolved = keys.get(key)
                 if resolved is None:
                     if key == "<<":
-                        merged = self._merge(result, key_node, value_node, depth, merged)
+                        merged = self._merge(result, positions, key_node, value_node, depth, merged)
                         continue
                     # Keys repeat in every object: one (interned) string each saves memory, and
                     # the cache saves resolving the same plain key again.
@@ -221,7 +226,7 @@ class _Builder:
                 key = resolved
             elif key == "<<" and key_node.tag == _MERGE:
                 # `!!merge "<<"`: go-yaml's isMerge takes a plain `<<` or one tagged !!merge
-                merged = self._merge(result, key_node, value_node, depth, merged)
+                merged = self._merge(result, positions, key_node, value_node, depth, merged)
                 continue
             else:
                 key = intern(key)
@@ -233,8 +238,8 @@ class _Builder:
                 if merged is not None and key in merged:
                     merged.discard(key)  # what a merge key set, a key after it replaces
                 else:
-                    self.duplicates.append(DuplicateKey(key, unpack(position), unpack(positions[first])))
-                positions[first] = position
+                    self.duplicates.append(DuplicateKey(key, unpack(position), unpack(positions[first + 1])))
+                positions[first + 1] = position
             else:
                 positions.append(position)
             value = value_node.value
@@ -253,7 +258,7 @@ class _Builder:
                 result[key] = intern(value) if len(value) <= _INTERNED else value
             else:
                 result[key] = scalar(value_node)
-        result.pos = array("Q", result.pos)  # exactly as long: 8 bytes a position
+        result._pos, result._span = array("Q", positions).tobytes(), None
         return result
 
     def _build_shared(self, node: Any, depth: int) -> Any:
@@ -290,12 +295,19 @@ class _Builder:
         return result
 
     def _merge(
-        self, target: PosDict, key_node: Any, node: Any, depth: int, merged: set[str] | None
+        self,
+        target: PosDict,
+        positions: list[int],
+        key_node: Any,
+        node: Any,
+        depth: int,
+        merged: set[str] | None,
     ) -> set[str]:
         """A YAML merge key (``<<: *base``) as go-yaml v2 applies it (v2.4.0 decode.go,
         ``mapping`` and ``merge``): where it stands among the keys, so that its keys replace
         those given before it and keys after it replace its own; of a sequence of mappings,
-        the earlier ones win. Returns the keys it set (``merged``, added to)."""
+        the earlier ones win. Returns the keys it set (``merged``, added to). ``positions`` are
+        the target's as :meth:`_mapping` builds them: its span first."""
         merged = set() if merged is None else merged
         # An alias of a sequence is no sequence of mappings for go-yaml (``merge``: an alias
         # must name a mapping); the composed tree shares the aliased node, which then starts
@@ -311,12 +323,13 @@ class _Builder:
             built.append(value)
         order: list[str] | None = None
         for value in reversed(built):  # go-yaml steps backwards: earlier mappings take precedence
-            for (key, item), position in zip(value.items(), value.pos, strict=True):
+            held = cast("Sequence[int]", source_positions(value))  # the parser's: every one known
+            for (key, item), position in zip(value.items(), held, strict=True):
                 if key in target:
                     order = list(target) if order is None else order
-                    target.pos[order.index(key)] = position
+                    positions[order.index(key) + 1] = position
                 else:
-                    target.pos.append(position)
+                    positions.append(position)
                     if order is not None:
                         order.append(key)
                 target[key] = item
