@@ -288,7 +288,7 @@ def test_a_render_a_limit_stopped_is_not_cached(
     build = kustomize_build.render_kustomization
 
     def stopped(directory: str, *args: Any, **kwargs: Any) -> Any:
-        engines._INTERRUPTED[0] += 1  # as run_render_tool counts a timeout or a memory limit
+        engines.counted("cannot start kustomize")  # as run_render_tool counts a timeout or a memory limit
         return build(directory, *args, **kwargs)
 
     monkeypatch.setattr(kustomize_build, "render_kustomization", stopped)
