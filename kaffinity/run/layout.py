@@ -124,7 +124,38 @@ def layout(
             read = replace(read, notes=(*read.notes, unrendered))
     for note in read.notes:
         notes.note(note)
+    if results is not None:
+        results[:] = _staged(results, read)
     return files, read
+
+
+def _staged(results: Sequence[FileResult], layout: Layout) -> list[FileResult]:
+    """The single-object stage's results of the files read, as a run reading them whole has them:
+    the stage runs on the objects of the layout (``Layout.documents``), not on a kustomization's
+    patches (fragments), nor on the files a rendered unit replaced (their objects are checked as
+    rendered): those files' findings are dropped."""
+    present = {id(doc) for doc in layout.documents}
+    kept = []
+    for result in results:
+        documents = result.file.documents
+        if not documents or all(id(doc) in present for doc in documents):
+            kept.append(result)
+            continue
+        some = any(id(doc) in present for doc in documents)
+        findings = tuple(
+            item
+            for item in result.findings
+            if (some if item[1] is None else id(documents[item[1]]) in present)
+        )
+        kept.append(
+            replace(
+                result,
+                findings=findings,
+                internal_errors=result.internal_errors if some else (),
+                notices=result.notices if some else (),
+            )
+        )
+    return kept
 
 
 def _render_cache(
@@ -179,11 +210,12 @@ def _whole(files: Sequence[SourceFile]) -> Callable[[Document], Document]:
     from kaffinity.stream import KEPT_WHOLE
 
     sources = Sources(files)
-    compact = {file.name for file in files if file.compact}
+    # The documents of the files read (a rendered object points at the same file, but is whole).
+    compact = {id(doc) for file in files if file.compact for doc in file.documents}
 
     def whole(doc: Document) -> Document:
         data = doc.data
-        if doc.file not in compact or not isinstance(data, dict):
+        if id(doc) not in compact or not isinstance(data, dict):
             return doc
         if (data.get("apiVersion"), data.get("kind")) not in KEPT_WHOLE:
             return doc
