@@ -227,8 +227,32 @@ def test_no_cache_and_cache_false_neither_read_nor_write(
     assert not (repository / ".render-cache").exists()
 
 
+#: The fingerprint folders of the render cache the runs of a test opened (render_fingerprint):
+#: the file cache's entries (the files stream: issue 36) sit beside them in the same folder.
+_RENDER_FOLDERS: set[str] = set()
+
+
+@pytest.fixture(autouse=True)
+def _render_folders(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    fingerprint = render_cache.render_fingerprint
+
+    def recorded(*args: Any, **kwargs: Any) -> str:
+        found = fingerprint(*args, **kwargs)
+        _RENDER_FOLDERS.add(found)
+        return found
+
+    monkeypatch.setattr(render_cache, "render_fingerprint", recorded)
+    yield
+    _RENDER_FOLDERS.clear()
+
+
 def _entries(cache: Path) -> list[Path]:
-    return sorted(path for path in cache.rglob("*") if path.is_file() and len(path.name) == 40)
+    """The render cache's entries (not the file cache's)."""
+    return sorted(
+        path
+        for path in cache.rglob("*")
+        if path.is_file() and len(path.name) == 40 and path.parent.parent.name in _RENDER_FOLDERS
+    )
 
 
 def _store(cache: Path) -> Cache:
@@ -261,12 +285,15 @@ def test_a_damaged_or_hostile_entry_is_a_miss(
         elif damage == "wrong shape":
             store.put(key, json.dumps([1, 2, {"": [1, 1, []]}]).encode())
         elif damage == "file outside":
-            # Authenticated, well formed, but naming a file the unit's key did not cover.
-            data = json.loads(payload)
-            data[6][0][0] = str(outside)
-            for document in data[6][0][2]:
+            # Authenticated, well formed, but naming a file the unit's key did not cover: the
+            # first file of the entry (its second line: kaffinity.cache.staged).
+            lines = payload.split(b"\n")
+            data = json.loads(lines[1])
+            data[0] = str(outside)
+            for document in data[5]:
                 document[0] = str(outside)
-            store.put(key, json.dumps(data).encode())
+            lines[1] = json.dumps(data).encode()
+            store.put(key, b"\n".join(lines))
         elif damage == "huge":
             entry.write_bytes(b"kaffinity-cache 5\n" + b"x" * max_entry(DEFAULT_LIMITS))
         else:
