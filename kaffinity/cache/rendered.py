@@ -192,11 +192,15 @@ class RenderCache:
         #: The entries this run read or wrote (touched again when it closes: see close).
         self.used: set[str] = set()
         self._lock = threading.Lock()
+        self._staging = threading.Lock()
 
     def staged(self, rendered: Rendered) -> Rendered:
         """What the run takes of a render that is not cached (a GitOps release, an overlay built
         without its remote resources): through the single-object stage when the run streams."""
-        return rendered if self.stage is None else self.stage(rendered)
+        if self.stage is None:
+            return rendered
+        with self._staging:  # the rules run one file at a time, whichever thread rendered it
+            return self.stage(rendered)
 
     def key(self, kind: str, arguments: Mapping[str, Any], inputs: Inputs) -> str:
         digest = hashlib.blake2b(digest_size=20)

@@ -136,6 +136,12 @@ def _without_files(unit: Unit, claimed: set[str]) -> Unit | None:
     return replace(unit, documents=kept) if kept else None
 
 
+#: The C stack of a render thread: 8 MiB, and 4 KiB a level of nesting the loader accepts (as
+#: kaffinity.load.parse.limits makes room for in the main thread).
+_STACK_BASE = 8 << 20
+_STACK_PER_LEVEL = 4 << 10
+
+
 @dataclass(frozen=True, slots=True)
 class _Kept:
     """A unit :meth:`_Builder.build` keeps as written, without a render."""
@@ -203,10 +209,18 @@ class _Builder:
         planned = [(unit, self.build(unit)) for unit in units]
         renders = [(each, chart) for _, plan in planned for each, chart in plan if isinstance(each, Unit)]
         if jobs > 1 and len(renders) > 1:
+            import threading
             from concurrent.futures import ThreadPoolExecutor
 
-            with ThreadPoolExecutor(max_workers=min(jobs, len(renders))) as pool:
-                done = list(pool.map(lambda job: self._render(*job), renders))
+            # A thread's C stack is fixed when it starts (the main thread's grows: make_room):
+            # as deep as the data the loader accepts needs, for the parse of a tool's output and
+            # the single-object stage, in the threads of the pool.
+            previous = threading.stack_size(_STACK_BASE + _STACK_PER_LEVEL * self.limits.depth)
+            try:
+                with ThreadPoolExecutor(max_workers=min(jobs, len(renders))) as pool:
+                    done = list(pool.map(lambda job: self._render(*job), renders))
+            finally:
+                threading.stack_size(previous)
         else:
             done = [self._render(each, chart) for each, chart in renders]
         given = iter(done)
