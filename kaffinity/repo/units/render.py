@@ -9,7 +9,7 @@ import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits, SourceFile
 from kaffinity.load.source import DataPath, Document, Span
@@ -90,7 +90,7 @@ def render_units(
     documents = current() if whole is None else tuple(map(whole, current()))
     inputs = ReleaseInputs(documents, limits=limits, sandbox=sandbox, kube_version=kube_version, units=owners)
     found = [release for kind in (flux, argo) for release in kind.releases(inputs)]
-    built = [builder.release(release) for release in found]
+    built = builder.release_all(found, jobs)
     if builder.plugin_built:  # read as written because a plugin builds them, not failed
         units = [
             replace(unit, not_rendered="built by an Argo CD plugin")
@@ -135,6 +135,9 @@ def _without_files(unit: Unit, claimed: set[str]) -> Unit | None:
         return unit
     return replace(unit, documents=kept) if kept else None
 
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 #: The C stack of a render thread: 8 MiB, and 4 KiB a level of nesting the loader accepts (as
 #: kaffinity.load.parse.limits makes room for in the main thread).
@@ -208,22 +211,7 @@ class _Builder:
         gave taken in order."""
         planned = [(unit, self.build(unit)) for unit in units]
         renders = [(each, chart) for _, plan in planned for each, chart in plan if isinstance(each, Unit)]
-        if jobs > 1 and len(renders) > 1:
-            import threading
-            from concurrent.futures import ThreadPoolExecutor
-
-            # A thread's C stack is fixed when it starts (the main thread's grows: make_room):
-            # as deep as the data the loader accepts needs, for the parse of a tool's output and
-            # the single-object stage, in the threads of the pool.
-            previous = threading.stack_size(_STACK_BASE + _STACK_PER_LEVEL * self.limits.depth)
-            try:
-                with ThreadPoolExecutor(max_workers=min(jobs, len(renders))) as pool:
-                    done = list(pool.map(lambda job: self._render(*job), renders))
-            finally:
-                threading.stack_size(previous)
-        else:
-            done = [self._render(each, chart) for each, chart in renders]
-        given = iter(done)
+        given = iter(self._pooled(lambda job: self._render(*job), renders, jobs))
         out: list[Unit] = []
         for unit, plan in planned:
             if not plan:
@@ -231,6 +219,23 @@ class _Builder:
             for each, chart in plan:
                 out.append(self._take(each, chart, next(given)) if isinstance(each, Unit) else each.unit)
         return out
+
+    def _pooled(self, render: Callable[[_T], _R], jobs: Sequence[_T], threads: int) -> list[_R]:
+        """``render`` of each of ``jobs``, in order, from up to ``threads`` threads."""
+        if threads <= 1 or len(jobs) <= 1:
+            return [render(job) for job in jobs]
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        # A thread's C stack is fixed when it starts (the main thread's grows: make_room): as
+        # deep as the data the loader accepts needs, for the parse of a tool's output and the
+        # single-object stage, in the threads of the pool.
+        previous = threading.stack_size(_STACK_BASE + _STACK_PER_LEVEL * self.limits.depth)
+        try:
+            with ThreadPoolExecutor(max_workers=min(threads, len(jobs))) as pool:
+                return list(pool.map(render, jobs))
+        finally:
+            threading.stack_size(previous)
 
     def build(self, unit: Unit) -> list[tuple[Unit | _Kept, str | None]]:
         """How the unit is built as its tool builds it: a kustomization once; a chart once per
@@ -332,20 +337,36 @@ class _Builder:
             unit, source=f"{unit.source} (rendered)", documents=rendered.documents, not_rendered=None
         )
 
-    def release(self, release: Release) -> Unit:
-        """A GitOps release rendered as its controller would (kaffinity.repo.gitops.releases); read as
-        written (its object only) when it cannot be."""
+    def release_all(self, releases: Sequence[Release], jobs: int) -> list[Unit]:
+        """Every release as :meth:`release` gives it: the renders from ``jobs`` threads, what
+        they gave taken in order."""
+        outcomes = self._pooled(self._render_release, releases, jobs)
+        return [self.release(release, outcome) for release, outcome in zip(releases, outcomes, strict=True)]
+
+    def _render_release(self, release: Release) -> Rendered | NotRendered | None:
+        """What rendering the release gives (through the run's single-object stage), or None:
+        the run's render budget is spent. Runs in a thread of its own (:meth:`release_all`)."""
         from kaffinity.repo.gitops.releases import NotRendered
 
         left = self.budget.left()
         if left <= 0:
+            return None
+        outcome = release.render(min(self.sandbox.timeout, left))
+        if self.cache is not None and not isinstance(outcome, NotRendered):
+            outcome = self.cache.staged(outcome)
+        return outcome
+
+    def release(self, release: Release, outcome: Rendered | NotRendered | None) -> Unit:
+        """A GitOps release rendered as its controller would (kaffinity.repo.gitops.releases),
+        ``outcome`` what :meth:`_render_release` gave; read as written (its object only) when it
+        cannot be."""
+        from kaffinity.repo.gitops.releases import NotRendered
+
+        if outcome is None:
             self.unspent.append(release.name)
             return Unit(release.name, release.source, (release.document,), not_rendered="budget spent")
         if release.note:
             self.guesses.append((release.name, release.note))
-        outcome = release.render(min(self.sandbox.timeout, left))
-        if self.cache is not None and not isinstance(outcome, NotRendered):
-            outcome = self.cache.staged(outcome)
         if isinstance(outcome, NotRendered):
             self.unrendered.append((release.name, outcome))
             self._withdraw(outcome.folders)
