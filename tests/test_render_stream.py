@@ -180,3 +180,54 @@ def test_a_threads_interruptions_are_its_own() -> None:
     worker.join()
     assert other == [1]
     assert engines.interruptions(thread=True) == before
+
+
+OVERLAY_FILES = {
+    "base/kustomization.yaml": "resources:\n  - deployment.yaml\n",
+    "base/deployment.yaml": """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: web
+          image: nginx:1.27
+""",
+    "overlays/prod/kustomization.yaml": "resources:\n  - ../../base\npatches:\n  - path: replicas.yaml\n",
+    # A strategic-merge patch whose null field deletes what the base does not have (kubeflow's
+    # knative patches/sidecar-injection.yaml opens with ``patches:``): a field no Deployment has,
+    # the patch alone; nothing once merged.
+    "overlays/prod/replicas.yaml": (
+        "patches:\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 4\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("render", ["--render", "--no-render"])
+def test_a_patch_is_no_object_of_its_own_when_streamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, render: str
+) -> None:
+    """The workers run the single-object stage on every file, a kustomization's patch too; the
+    layout says it is a fragment, never an object of the cluster (its findings are dropped, as a
+    whole read never checks it), rendered or not."""
+    root = tmp_path / "repo"
+    _write(root, OVERLAY_FILES)
+    monkeypatch.chdir(root)
+    streamed = lint_json(*QUIET, "--no-cache", render)
+    patch = os.path.join("overlays", "prod", "replicas.yaml")
+    found = json.loads(streamed.stdout)["findings"]
+    # The rules of the single-object stage (the patch alone has an unknown field); what an
+    # overlay's patch sets is still found there (issue 33).
+    assert [
+        f["rule"] for f in found if f["file"] == patch and f["rule"] in ("schema", "api-validation")
+    ] == []
+    monkeypatch.setattr(lint_run, "stream", lambda *args, **kwargs: None)
+    assert streamed == lint_json(*QUIET, "--no-cache", render)
