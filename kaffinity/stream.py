@@ -16,9 +16,12 @@ A file's :class:`FileResult` depends only on its name, its bytes,
 kaffinity's version and the settings (:func:`fingerprint`): it is what the cache keeps
 (:mod:`kaffinity.cache`).
 
+Rendered units (overlays, charts, GitOps releases: :mod:`kaffinity.repo.units`) go through the
+same stage: :func:`stage_rendered` runs :func:`file_result` on each file a render gives and
+compacts it, and the render cache keeps the unit's results (:mod:`kaffinity.cache.rendered`).
+
 Not streamed (the CLI reads such input whole, as before): stdin; runs with policies (a
-ValidatingAdmissionPolicy reads any field); repositories with kustomizations or rendered charts,
-whose objects are built from several files (:mod:`kaffinity.repo.units`).
+ValidatingAdmissionPolicy reads any field).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kaffinity.engine.single import FileResult, file_result, single_object_rules
 from kaffinity.load.parse import STDIN
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     from kaffinity.cache import Cache
     from kaffinity.config import Settings
     from kaffinity.load.files import ExcludeFn
+    from kaffinity.repo.rendered import Rendered
     from kaffinity.rules.base import Rule
 
 
@@ -242,3 +246,87 @@ def load_results(
             results = file_results(found, settings, jobs, local=local, cache=cache, tick=progress.tick)
         gc.freeze()
     return results
+
+
+#: Objects a rendered unit keeps whole (not compacted): what a GitOps release reads of the objects
+#: an overlay generates (Flux helm-controller's ``valuesFrom`` and kustomize-controller's
+#: ``postBuild.substituteFrom`` read a ConfigMap's or Secret's ``data``: kaffinity.repo.gitops.flux).
+#: The release kinds and Flux's sources are custom resources, which compaction keeps whole.
+KEPT_WHOLE = frozenset({("v1", "ConfigMap"), ("v1", "Secret")})
+
+
+def stage_rendered(rendered: Rendered, settings: Settings, rules: Sequence[Rule]) -> Rendered:
+    """``rendered`` through the single-object stage: :func:`file_result` of each of its files
+    (placed as the engine places a rendered object's findings: in the overlay patch that set the
+    field), compacted, :data:`KEPT_WHOLE` objects excepted; the results in ``Rendered.results``,
+    the patches keyed by the compact documents. A rendered object's positions are those of the
+    file that defines it (its ``root``, aligned with it: kaffinity.repo.origins.repoint), not of
+    the tool's output: its compact document keeps them, for the fields it keeps."""
+    from dataclasses import replace
+
+    from kaffinity.load.source import Document
+    from kaffinity.repo.units import Layout
+
+    patched = {id(doc): rendered.patch_location for doc in rendered.documents if id(doc) in rendered.patches}
+    layout = Layout((), (), places=patched) if patched else None
+    results = []
+    compact: dict[int, Document] = {}  # id(whole document) -> its compact document
+    for file in rendered.files:
+        result = file_result(file, settings, rules, layout=layout)
+        kept = list(result.file.documents)
+        typed = list(result.typed) if result.typed is not None else None
+        for number, whole in enumerate(file.documents):
+            data = whole.data
+            if isinstance(data, dict) and (data.get("apiVersion"), data.get("kind")) in KEPT_WHOLE:
+                kept[number] = whole
+            elif whole.root is not data and not whole.prefix:
+                small = kept[number]
+                kept[number] = Document(
+                    small.file,
+                    small.index,
+                    small.data,
+                    _pruned(whole.root, small.data),
+                    whole.span,
+                    (),
+                    small.duplicate_keys,
+                )
+            else:
+                continue
+            if typed is not None and (obj := typed[number]) is not None:
+                typed[number] = replace(obj, doc=kept[number])
+        for whole, small in zip(file.documents, kept, strict=True):
+            compact[id(whole)] = small
+        if any(a is not b for a, b in zip(kept, result.file.documents, strict=True)):
+            result = replace(
+                result,
+                file=replace(result.file, documents=tuple(kept)),
+                typed=tuple(typed) if typed is not None else None,
+            )
+        results.append(result)
+    patches = {id(compact[key]): value for key, value in rendered.patches.items() if key in compact}
+    return replace(
+        rendered,
+        files=tuple(result.file for result in results),
+        patches=patches,
+        results=tuple(results),
+    )
+
+
+def _pruned(positions: Any, data: Any) -> Any:
+    """The tree of ``positions`` (a rendered object's, shaped like its whole data) cut to the
+    shape of its compact ``data``."""
+    from kaffinity.load.source import PosDict, PosList
+
+    if isinstance(positions, PosDict) and isinstance(data, dict):
+        out = PosDict(positions.span)
+        for number, (key, value) in enumerate(positions.items()):
+            if key in data:
+                out[key] = _pruned(value, data[key])
+                out.pos.append(positions.pos[number] if number < len(positions.pos) else None)  # type: ignore[arg-type]
+        return out
+    if isinstance(positions, PosList) and isinstance(data, list) and len(positions) == len(data):
+        items = PosList(positions.span)
+        items.extend(_pruned(value, item) for value, item in zip(positions, data, strict=True))
+        items.pos = positions.pos
+        return items
+    return positions

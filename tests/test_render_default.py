@@ -307,24 +307,25 @@ def test_a_plain_repository_lints_byte_for_byte_as_before_streamed_and_cached(tm
     }
 
 
-def test_the_stream_is_kept_where_nothing_renders(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_repository_that_renders_streams(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 36: what renders no longer makes lint read the files whole (the rendered units go
+    through the single-object stage themselves); stdin and policies still do."""
     from kaffinity.run.workspace import stream
 
     plain = _write(tmp_path / "plain", PLAIN)
     chart = _write(tmp_path / "chart" / "charts" / "web", CHART)
     settings = Settings(cache=False)
-    assert stream([str(plain)], settings, None, [str(plain)]) is not None
+    assert stream([str(plain)], settings, None) is not None
     assert not renderable_on_disk([str(plain)])
     assert renderable_on_disk([str(chart.parent.parent)])
     assert renderable_on_disk([str(chart / "templates")])  # inside a chart
     assert renderable_on_disk([str(chart / "templates" / "deployment.yaml")])
     assert renderable_on_disk([str(GITOPS / "overlays")], charts=False)
     assert not renderable_on_disk([str(chart.parent.parent)], charts=False)
-    if helm_engine() is not None:
-        assert stream([str(chart)], settings, None, [str(chart)]) is None
-    assert stream([str(chart)], Settings(cache=False, render=False), None, [str(chart)]) is not None
-    _no_tools(monkeypatch)  # no engine: the chart is read as written, file by file
-    assert stream([str(chart)], settings, None, [str(chart)]) is not None
+    assert stream([str(chart)], settings, None) is not None
+    assert stream([str(GITOPS / "overlays")], settings, None) is not None
+    assert stream(["-"], settings, None) is None
+    assert stream([str(chart)], Settings(cache=False, policies=(str(chart),)), None) is None
 
 
 def test_a_release_is_rendered_from_whole_objects(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -308,20 +308,15 @@ def test_compaction_drops_what_no_cross_object_stage_reads(cases: Path) -> None:
     assert kept["Prometheus"]["spec"]["podMetadata"] == {"labels": {"app": "prometheus"}}  # may run pods
 
 
-def test_kustomize_repositories_are_read_whole_without_a_first_streamed_pass(tmp_path: Path) -> None:
-    """Objects built from several files (kustomize) are read whole; that is decided from the disk
-    before anything is parsed, not after a streamed pass (which would parse every file twice)."""
+def test_repositories_that_render_stream(tmp_path: Path) -> None:
+    """Issue 36: objects built from several files (kustomize, charts, GitOps releases) no longer
+    make lint read the files whole: the layout reads the kustomizations from the disk, and the
+    rendered units go through the single-object stage themselves."""
     settings = Settings()
-    assert workspace.stream([str(DATA / "gitops")], settings, None, [str(DATA / "gitops")]) is None
-    assert workspace.stream([str(EXAMPLES)], settings, None, [str(EXAMPLES)]) is not None
-    # A kustomization beside a file named alone, or listed by git (--changed): read whole too.
+    assert workspace.stream([str(DATA / "gitops")], settings, None) is not None
+    assert workspace.stream([str(EXAMPLES)], settings, None) is not None
     (tmp_path / "kustomization.yaml").write_text("resources: [web.yaml]\n")
     (tmp_path / "web.yaml").write_text(_CASES)
-    assert (
-        workspace.stream([str(tmp_path / "web.yaml")], settings, None, [str(tmp_path / "web.yaml")]) is None
-    )
-    listed = [str(EXAMPLES / "schema" / "pass.yaml"), str(tmp_path / "kustomization.yaml")]
-    assert workspace.stream(listed[:1], settings, None, listed) is None
-    # units: one reads no kustomization: the files stream.
-    one = Settings(units="one")
-    assert workspace.stream([str(DATA / "gitops")], one, None, [str(DATA / "gitops")]) is not None
+    assert workspace.stream([str(tmp_path / "web.yaml")], settings, None) is not None
+    # Still read whole: stdin (its text is kept for the report).
+    assert workspace.stream(["-"], settings, None) is None

@@ -58,6 +58,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.cache.render_inputs import Inputs, chart_inputs, kustomize_inputs
+from kaffinity.cache.staged import _named, staged_entry, staged_rendered
 from kaffinity.cache.trees import (
     _child,
     _data_path,
@@ -143,10 +144,11 @@ def _sdk_version() -> str:
 # --- the cache -------------------------------------------------------------------------------
 
 
-def render_fingerprint(limits: Limits, sandbox: Sandbox) -> str:
+def render_fingerprint(limits: Limits, sandbox: Sandbox, stage: str | None = None) -> str:
     """The folder of the render entries of runs with these settings (see the module's
     docstring): 32 hex digits. The Kubernetes version is a chart's argument (its key): an
-    overlay does not depend on it."""
+    overlay does not depend on it. ``stage``: the entries hold the single-object stage's results
+    too, of the settings this fingerprint names (:func:`kaffinity.stream.fingerprint`)."""
     parts = [
         "render",
         str(FORMAT),
@@ -155,22 +157,50 @@ def render_fingerprint(limits: Limits, sandbox: Sandbox) -> str:
         "roots=" + "\0".join(os.path.realpath(root) for root in sandbox.roots),
         f"cwd={os.getcwd()}",
     ]
+    if stage is not None:
+        parts.append(f"stage={stage}")
     return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
 class RenderCache:
     """Rendered units by the hash of their inputs, in one :class:`kaffinity.cache.Cache`
     (its fingerprint: :func:`render_fingerprint`). ``rendered``/``hits``: how many units were
-    rendered and how many came from the cache this run."""
+    rendered and how many came from the cache this run.
 
-    def __init__(self, store: Cache, limits: Limits, sandbox: Sandbox) -> None:
+    ``stage`` (a run that streams: :func:`kaffinity.stream.stage_rendered`): what a render gives
+    goes through the single-object stage, and an entry holds the unit's results (its compact
+    files, their findings: :func:`encode_staged`), so that a warm run neither renders, nor
+    parses, nor checks an unchanged unit. Without a ``store`` (``--no-cache``) units are only
+    staged. Renders run from several threads (:func:`kaffinity.repo.units.render_units`): what
+    is shared here is taken under a lock."""
+
+    def __init__(
+        self,
+        store: Cache | None,
+        limits: Limits,
+        sandbox: Sandbox,
+        stage: Callable[[Rendered], Rendered] | None = None,
+    ) -> None:
+        import threading
+
         self.store = store
         self.limits = limits
         self.sandbox = sandbox
+        self.stage = stage
         self.hits = 0
         self.rendered = 0
         #: The entries this run read or wrote (touched again when it closes: see close).
         self.used: set[str] = set()
+        self._lock = threading.Lock()
+        self._staging = threading.Lock()
+
+    def staged(self, rendered: Rendered) -> Rendered:
+        """What the run takes of a render that is not cached (a GitOps release, an overlay built
+        without its remote resources): through the single-object stage when the run streams."""
+        if self.stage is None:
+            return rendered
+        with self._staging:  # the rules run one file at a time, whichever thread rendered it
+            return self.stage(rendered)
 
     def key(self, kind: str, arguments: Mapping[str, Any], inputs: Inputs) -> str:
         digest = hashlib.blake2b(digest_size=20)
@@ -204,25 +234,31 @@ class RenderCache:
     ) -> Rendered:
         from kaffinity.repo.engines import interruptions
 
-        if inputs is None:
-            self.rendered += 1
-            return render()
+        store = self.store
+        if store is None or inputs is None:
+            with self._lock:
+                self.rendered += 1
+            return self.staged(render())
         key = self.key(kind, arguments, inputs)
-        payload = self.store.get(key)
+        staging = self.stage is not None
+        payload = store.get(key)
         if payload is not None:
-            found = decode(payload, inputs.files)
+            found = staged_rendered(payload, inputs.files) if staging else decode(payload, inputs.files)
             if found is not None:
-                self.hits += 1
-                self.used.add(key)
+                with self._lock:
+                    self.hits += 1
+                    self.used.add(key)
                 return found
-        before = interruptions()
-        rendered = render()
-        self.rendered += 1
-        if interruptions() == before:  # stopped by a limit, or not started: tried again next run
-            encoded = encode(rendered)
-            if encoded is not None:
-                self.store.put(key, encoded)
-                self.used.add(key)
+        before = interruptions(thread=True)
+        rendered = self.staged(render())
+        with self._lock:
+            self.rendered += 1
+            # Stopped by a limit, or not started: tried again next run.
+            if interruptions(thread=True) == before:
+                encoded = staged_entry(rendered) if staging else encode(rendered)
+                if encoded is not None:
+                    store.put(key, encoded)
+                    self.used.add(key)
         return rendered
 
     def close(self, *, complete: bool = True) -> str | None:
@@ -230,6 +266,8 @@ class RenderCache:
         went through every unit (``complete``): a pre-commit run (``--changed``) builds only the
         units holding a changed file, and the others' entries, unread, are not stale. Why the cache could not
         be used, if it could not."""
+        if self.store is None:
+            return None
         self.store.flush()
         if complete:
             # Pruning keeps what was used since the run started, by the entries' times; a hit
@@ -248,13 +286,18 @@ def open_render_cache(
     flag: str | None,
     limits: Limits,
     sandbox: Sandbox,
+    stage: tuple[Callable[[Rendered], Rendered], str] | None = None,
 ) -> tuple[RenderCache | None, str | None]:
     """The render cache of this run in the cache folder (:func:`kaffinity.cache.open_cache`:
-    the same folder, secret and checks as the file cache), and a note, or None and why not."""
+    the same folder, secret and checks as the file cache), and a note, or None and why not.
+    ``stage``: the single-object stage of rendered units and the fingerprint of its settings
+    (see :class:`RenderCache`)."""
     from kaffinity.cache.opening import open_cache
 
-    store, note = open_cache(settings_dir, base_dir, flag, render_fingerprint(limits, sandbox), limits)
-    return (RenderCache(store, limits, sandbox) if store is not None else None), note
+    fingerprint = render_fingerprint(limits, sandbox, stage[1] if stage is not None else None)
+    store, note = open_cache(settings_dir, base_dir, flag, fingerprint, limits)
+    staging = stage[0] if stage is not None else None
+    return (RenderCache(store, limits, sandbox, staging) if store is not None else None), note
 
 
 # --- the format of an entry ------------------------------------------------------------------
@@ -428,12 +471,3 @@ def _rendered(data: Any, allowed: set[str]) -> Rendered:
         left_out=_strings(left_out),
         built=_is(built, bool),
     )
-
-
-def _named(name: str, allowed: set[str]) -> None:
-    """A file an entry names must be one the key hashed, or the tool's output (``... (rendered)``,
-    ``helm template ...``, which names no file on disk)."""
-    if name.endswith(" (rendered)") or name.startswith("helm template "):
-        return
-    if os.path.realpath(name) not in allowed:
-        raise ValueError("a file outside the unit's inputs")

@@ -8,6 +8,7 @@ import itertools
 import os
 import re
 import shutil
+import threading
 from collections.abc import Sequence
 
 from kaffinity.load.parse import Limits
@@ -55,16 +56,21 @@ def run_render_tool(command: list[str], timeout: float, limits: Limits, sandbox:
     )
 
 
-#: How many tool runs of this process a limit stopped or that could not start (see interruptions).
+#: How many tool runs of this process a limit stopped or that could not start (see
+#: interruptions); and of each thread (renders run from several: --jobs).
 _INTERRUPTED = [0]
+_THREAD = threading.local()
 _OUT_OF_MEMORY = ("out of memory", "cannot allocate memory", "MemoryError")
 
 
-def interruptions() -> int:
+def interruptions(*, thread: bool = False) -> int:
     """How many tool runs of this process were stopped by a limit (time, the run's budget,
     memory, output size), ended by a signal, or could not start: the render cache
     (kaffinity.cache.rendered) keeps no render during which this count grew, as the next run
-    may well render the unit."""
+    may well render the unit. ``thread``: only those of the calling thread (a render's own,
+    when several run at once)."""
+    if thread:
+        return int(getattr(_THREAD, "count", 0))
     return _INTERRUPTED[0]
 
 
@@ -76,6 +82,7 @@ def counted(outcome: Outcome | str) -> Outcome | str:
         or (outcome.code != 0 and any(text in outcome.errors for text in _OUT_OF_MEMORY))
     ):
         _INTERRUPTED[0] += 1
+        _THREAD.count = getattr(_THREAD, "count", 0) + 1
     return outcome
 
 

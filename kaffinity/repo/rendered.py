@@ -61,6 +61,9 @@ class Rendered:
 
     #: False: nothing was rendered (the problems say why), though none is a ``parse-error``.
     built: bool = True
+    #: When the run streams (kaffinity.stream.stage_rendered): the single-object stage's
+    #: ``FileResult`` of each of ``files``, whose documents (compact) are ``files``' own.
+    results: tuple[Any, ...] = field(default=(), compare=False)
 
     @property
     def ok(self) -> bool:

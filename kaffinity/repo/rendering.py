@@ -1,12 +1,12 @@
 """Rendering by default (issue 32): whether a run has anything to render, and what it rendered.
 
 ``kaffinity lint`` renders what it can (charts, overlays, GitOps releases: :mod:`kaffinity.repo.units`)
-unless told not to (``--no-render``, ``render: false``). A repository with nothing to render must
-lint as fast as before, file by file through the single-object stage and the cache
-(:mod:`kaffinity.stream`), so the command line asks here first, from the disk alone:
-:func:`renderable_on_disk` (a kustomization, or a ``Chart.yaml`` when a Helm engine is there),
-then, once the files are read, :func:`has_release` (a Flux or Argo CD release among the objects,
-whose controller's rendering needs the whole objects, not their compact copies).
+unless told not to (``--no-render``, ``render: false``). Every repository streams, file by file
+through the single-object stage and the cache (:mod:`kaffinity.stream`), and its rendered units
+go through the same stage (issue 36): :func:`has_release` (a Flux or Argo CD release among the
+objects, compact or whole) says whether a layout has releases to render;
+:func:`renderable_on_disk` (a kustomization, or a ``Chart.yaml`` when a Helm engine is there)
+finds from the disk alone, before anything is parsed, whether a run may render.
 
 :class:`RenderSummary` is what the reports count: the engines used, the units rendered, and the
 units read as written with the reason (``Unit.not_rendered``).

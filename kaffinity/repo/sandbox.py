@@ -416,9 +416,11 @@ def run_tool(
         memory = sandbox.memory
         cpu = max(1, math.ceil(timeout) * 2 + 1)  # two cores' worth: the wall clock decides first
 
-        def limit() -> None:  # in the child, between fork and exec: setrlimit only
-            import resource
+        # Imported here, not in the child: renders run from several threads (--jobs), and an
+        # import between fork and exec could wait for a lock another thread held at the fork.
+        import resource
 
+        def limit() -> None:  # in the child, between fork and exec: setrlimit only
             resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
             resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

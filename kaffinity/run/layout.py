@@ -11,11 +11,16 @@ from typing import TYPE_CHECKING, Optional
 from kaffinity.run.notes import Notes, RunError
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Callable, Collection, Sequence
 
+    from kaffinity.cache.rendered import RenderCache
     from kaffinity.config import Settings
+    from kaffinity.engine import FileResult
     from kaffinity.load.parse import SourceFile
+    from kaffinity.load.source import Document
+    from kaffinity.repo.rendered import Rendered
     from kaffinity.repo.rendering import RenderSummary
+    from kaffinity.repo.sandbox import Sandbox
     from kaffinity.repo.units import Layout, Unit
     from kaffinity.simulate.cluster import Cluster
 
@@ -31,6 +36,7 @@ def layout(
     touched: Optional[dict[str, tuple[str, ...]]] = None,
     cached: bool = False,
     cache_dir: Optional[str] = None,
+    results: Optional[list[FileResult]] = None,
 ) -> tuple[list[SourceFile], Layout]:
     """The deployment units of what was read (kaffinity.repo.units), built with the tools when
     ``--render`` asks; notes about it. The files come back with those the rendered objects
@@ -39,7 +45,10 @@ def layout(
     are built; the others' findings could land on no file reported. ``touched`` gets those
     built, by name, with the changed files each holds. ``cached`` (``lint``): rendered units
     come from the cache when their inputs are unchanged (kaffinity.cache.rendered;
-    ``--no-cache``, ``cache: false``), ``cache_dir`` its folder."""
+    ``--no-cache``, ``cache: false``), ``cache_dir`` its folder. ``results`` (the run streams:
+    ``files`` are compact, :mod:`kaffinity.stream`): the rendered units go through the
+    single-object stage too (:func:`kaffinity.stream.stage_rendered`), their results added to it,
+    and the render cache keeps them."""
     from kaffinity.load.charts import with_chart_notes
     from kaffinity.repo.units import read_layout, render_units
 
@@ -67,19 +76,7 @@ def layout(
                     replace(unit, source=_HELD) if unit.name in held else unit for unit in read.units
                 ),
             )
-        store = None
-        if cached and settings.cache:
-            from kaffinity.cache.rendered import open_render_cache
-
-            store, note = open_render_cache(
-                settings.cache_dir,
-                settings.base_dir,
-                cache_dir,
-                settings.limits,
-                sandbox,
-            )
-            if note is not None:
-                notes.note(note)
+        store = _render_cache(settings, sandbox, notes, cached, cache_dir, staged=results is not None)
         built = render_units(
             read,
             limits=settings.limits,
@@ -88,7 +85,11 @@ def layout(
             sandbox=sandbox,
             kube_version=settings.kube_version,
             cache=store,
+            jobs=_jobs(settings),
+            whole=_whole(files) if results is not None else None,
         )
+        if results is not None:
+            results.extend(built.results)
         # --changed builds the units of the changed files (and reads context): never prune then.
         if store is not None and (error := store.close(complete=changed is None)) is not None:
             notes.note(f"{error} (--no-cache to skip it)")
@@ -123,7 +124,107 @@ def layout(
             read = replace(read, notes=(*read.notes, unrendered))
     for note in read.notes:
         notes.note(note)
+    if results is not None:
+        results[:] = _staged(results, read)
     return files, read
+
+
+def _staged(results: Sequence[FileResult], layout: Layout) -> list[FileResult]:
+    """The single-object stage's results of the files read, as a run reading them whole has them:
+    the stage runs on the objects of the layout (``Layout.documents``), not on a kustomization's
+    patches (fragments), nor on the files a rendered unit replaced (their objects are checked as
+    rendered): those files' findings are dropped."""
+    present = {id(doc) for doc in layout.documents}
+    kept = []
+    for result in results:
+        documents = result.file.documents
+        if not documents or all(id(doc) in present for doc in documents):
+            kept.append(result)
+            continue
+        some = any(id(doc) in present for doc in documents)
+        findings = tuple(
+            item
+            for item in result.findings
+            if (some if item[1] is None else id(documents[item[1]]) in present)
+        )
+        kept.append(
+            replace(
+                result,
+                findings=findings,
+                internal_errors=result.internal_errors if some else (),
+                notices=result.notices if some else (),
+            )
+        )
+    return kept
+
+
+def _render_cache(
+    settings: Settings,
+    sandbox: Sandbox,
+    notes: Notes,
+    cached: bool,
+    cache_dir: Optional[str],
+    *,
+    staged: bool,
+) -> Optional[RenderCache]:
+    """The render cache of the run (kaffinity.cache.rendered), when it caches; when the run
+    streams (``staged``), through the single-object stage, with or without a cache folder."""
+    from kaffinity.cache.rendered import RenderCache, open_render_cache
+
+    stage = _stage(settings) if staged else None
+    if cached and settings.cache:
+        store, note = open_render_cache(
+            settings.cache_dir, settings.base_dir, cache_dir, settings.limits, sandbox, stage
+        )
+        if note is not None:
+            notes.note(note)
+        if store is not None or stage is None:
+            return store
+    return RenderCache(None, settings.limits, sandbox, stage[0]) if stage is not None else None
+
+
+def _stage(settings: Settings) -> tuple[Callable[[Rendered], Rendered], str]:
+    """The single-object stage of a rendered unit (kaffinity.stream.stage_rendered), and what its
+    results depend on (kaffinity.stream.fingerprint)."""
+    from functools import partial
+
+    from kaffinity.engine.single import single_object_rules
+    from kaffinity.rules import RULES
+    from kaffinity.stream import fingerprint, stage_rendered
+
+    rules = single_object_rules(RULES, settings)
+    return partial(stage_rendered, settings=settings, rules=rules), fingerprint(settings)
+
+
+def _jobs(settings: Settings) -> int:
+    from kaffinity.load.parallel import default_jobs
+
+    return settings.jobs or default_jobs()
+
+
+def _whole(files: Sequence[SourceFile]) -> Callable[[Document], Document]:
+    """The whole document of a compact ConfigMap or Secret (kaffinity.stream.KEPT_WHOLE), read
+    again from its file (kaffinity.k8s.compact.Sources), for the GitOps releases that read their
+    data (Flux's ``valuesFrom``, ``substituteFrom``); any other document as it is."""
+    from kaffinity.k8s.compact import Sources
+    from kaffinity.stream import KEPT_WHOLE
+
+    sources = Sources(files)
+    # The documents of the files read (a rendered object points at the same file, but is whole).
+    compact = {id(doc) for file in files if file.compact for doc in file.documents}
+
+    def whole(doc: Document) -> Document:
+        data = doc.data
+        if id(doc) not in compact or not isinstance(data, dict):
+            return doc
+        if (data.get("apiVersion"), data.get("kind")) not in KEPT_WHOLE:
+            return doc
+        found = sources.data(doc)
+        if found is data:
+            return doc
+        return replace(doc, data=found, root=found if not doc.prefix else doc.root)
+
+    return whole
 
 
 #: The source a unit that ``--changed`` does not build carries through render_units (which

@@ -12,7 +12,7 @@ from kaffinity.load.display import quote_name
 from kaffinity.run.inputs import PolicyMemo, Stdin, context_manifests, shown_path, with_policies
 from kaffinity.run.layout import layout, render_summary
 from kaffinity.run.notes import Notes, RunError
-from kaffinity.run.workspace import has_release, load_cluster, load_in_context, run_rules, stream
+from kaffinity.run.workspace import load_cluster, load_in_context, run_rules, stream
 
 if TYPE_CHECKING:
     from collections import Counter
@@ -86,35 +86,28 @@ def linted(inputs: LintInputs, notes: Notes) -> tuple[Context, LintResult, list[
 
     paths, settings, changed, cache_dir = inputs.paths, inputs.settings, inputs.changed, inputs.cache_dir
     manifests = context_manifests(paths, inputs.context, settings, changed)
-    streamed = stream(paths, settings, cache_dir, [*(paths or ["."]), *manifests.paths], notes)
+    streamed = stream(paths, settings, cache_dir, notes)
     files, reported, has_context, roots = load_in_context(
         paths, settings, inputs.stdin, changed, manifests, notes, streamed
     )
-    if streamed is not None and settings.render and has_release(files):
-        # A GitOps release is rendered from its whole object and the ConfigMaps, sources and
-        # values around it, which the single-object stage compacts away: read whole, once more.
-        streamed.close(notes)
-        streamed = None
-        files, reported, has_context, roots = load_in_context(
-            paths, settings, inputs.stdin, changed, manifests, notes
-        )
     rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_all_manifests)
     rules, policy_errors = with_policies(rules, settings, inputs.memo)
     cluster = load_cluster(settings)
     # --changed: the files named too (a values file is no manifest), and the units each touches.
     names = _changed_names(reported, paths) if changed and reported is not None else None
     touched: dict[str, tuple[str, ...]] = {}
-    # Streamed: renderable_on_disk found no kustomization (nor a chart to render) there (stream).
+    # Streamed: the rendered units go through the single-object stage too, their results the
+    # stream's (the layout reads the kustomizations and charts, and what releases read, on disk).
     files, units = layout(
         files,
         roots,
         settings,
         notes,
-        kustomized=streamed is None,
         changed=names,
         touched=touched,
         cached=True,
         cache_dir=cache_dir,
+        results=streamed.results if streamed is not None else None,
     )
     change = _change(files, units, names, touched, settings) if names is not None else None
     # The first unit's context: the Markdown report draws its graph; the units share the

@@ -114,23 +114,15 @@ def stream(
     paths: Optional[list[str]],
     settings: Settings,
     cache_dir: Optional[str],
-    roots: Sequence[str] = (),
     notes: Optional[Notes] = None,
 ) -> Optional[Stream]:
     """How ``lint`` loads: file by file through the single-object stage and the cache, unless the
-    input is stdin, a policy may read any field, or kustomizations build objects from several
-    files (found on disk under ``roots`` before anything is parsed): then the files are read
-    whole."""
+    input is stdin or a policy may read any field: then the files are read whole. A repository
+    that renders streams too: the layout reads its kustomizations and charts from the disk, and
+    the rendered units go through the same stage (:func:`kaffinity.run.layout.layout`)."""
     from kaffinity.load.parse import STDIN
-    from kaffinity.repo.rendering import renderable_on_disk
 
     if STDIN in (paths or ()) or settings.policies:
-        return None
-    # What renders is read whole; a repository with nothing to render streams as it always did
-    # (a GitOps release is found among the objects read: the lint run reads them again whole).
-    if settings.units != "one" and renderable_on_disk(
-        (root for root in roots if root != STDIN), charts=_helm_available if settings.render else False
-    ):
         return None
     cache = None
     if settings.cache:
@@ -143,19 +135,6 @@ def stream(
         if note is not None and notes is not None:
             notes.note(note)
     return Stream(settings, cache)
-
-
-def _helm_available() -> bool:
-    from kaffinity.repo.engines import helm_engine
-
-    return helm_engine() is not None
-
-
-def has_release(files: Sequence[SourceFile]) -> bool:
-    """Whether the files hold a GitOps release (rendered from its whole object: read whole)."""
-    from kaffinity.repo.rendering import has_release as holds_release
-
-    return holds_release(doc for file in files for doc in file.documents)
 
 
 def load(

@@ -9,7 +9,7 @@ import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits, SourceFile
 from kaffinity.load.source import DataPath, Document, Span
@@ -36,6 +36,9 @@ class RenderedLayout:
     files: tuple[SourceFile, ...]
     #: The charts rendered: their templates' ``helm-template`` problems no longer apply.
     charts: tuple[str, ...]
+    #: When the run streams: the single-object stage's result of each of ``files``
+    #: (:attr:`kaffinity.repo.rendered.Rendered.results`), in the units' order.
+    results: tuple[Any, ...] = ()
 
 
 def render_units(
@@ -47,6 +50,8 @@ def render_units(
     sandbox: Sandbox = DEFAULT_SANDBOX,
     kube_version: str | None = None,
     cache: UnitCache | None = None,
+    jobs: int = 1,
+    whole: Callable[[Document], Document] | None = None,
 ) -> RenderedLayout:
     """Build each kustomize unit (kustomize, or kubectl kustomize) and render each chart (helm, or
     helm-python-sdk) with kaffinity.repo.kustomize and kaffinity.repo.helm; the rules then read what
@@ -55,9 +60,17 @@ def render_units(
     kustomization or chart; without the tool, or for an overlay that needs the network (remote
     resources), a note says once that those units were read as written; so it does for the units
     left when the run's render budget (``sandbox.budget``) is spent. ``cache``: overlays and charts
-    whose inputs are unchanged since a run rendered them come from it (kaffinity.cache.rendered)."""
+    whose inputs are unchanged since a run rendered them come from it (kaffinity.cache.rendered),
+    and each render goes through it (its single-object stage, when the run streams).
+
+    ``jobs``: overlays and charts render from that many threads at once (each tool in a process
+    of its own, confined and timed as alone; the run's budget is one deadline for them all);
+    what they give is taken in the layout's order, so the units, files and notes are those of
+    one render after the other. ``whole``: the whole document of a compact one (the run
+    streams), for what the GitOps releases read of the objects around them (a ConfigMap's
+    data)."""
     builder = _Builder(layout, limits, helm_values or {}, namespace, sandbox, kube_version, cache)
-    units = [built for unit in layout.units for built in builder.build(unit)]
+    units = builder.build_all(layout.units, jobs)
 
     def current() -> tuple[Document, ...]:
         rendered = [unit for unit in units if unit.source.endswith("(rendered)")]
@@ -74,9 +87,10 @@ def render_units(
     owners = {
         id(doc): unit.name for unit in units if unit.source.endswith("(rendered)") for doc in unit.documents
     }
-    inputs = ReleaseInputs(current(), limits=limits, sandbox=sandbox, kube_version=kube_version, units=owners)
+    documents = current() if whole is None else tuple(map(whole, current()))
+    inputs = ReleaseInputs(documents, limits=limits, sandbox=sandbox, kube_version=kube_version, units=owners)
     found = [release for kind in (flux, argo) for release in kind.releases(inputs)]
-    built = [builder.release(release) for release in found]
+    built = builder.release_all(found, jobs)
     if builder.plugin_built:  # read as written because a plugin builds them, not failed
         units = [
             replace(unit, not_rendered="built by an Argo CD plugin")
@@ -111,7 +125,7 @@ def render_units(
         {key: tuple(names) for key, names in membership.items()},
         builder.patch_locations,
     )
-    return RenderedLayout(new, tuple(builder.files), tuple(builder.charts))
+    return RenderedLayout(new, tuple(builder.files), tuple(builder.charts), tuple(builder.results))
 
 
 def _without_files(unit: Unit, claimed: set[str]) -> Unit | None:
@@ -120,6 +134,22 @@ def _without_files(unit: Unit, claimed: set[str]) -> Unit | None:
     if len(kept) == len(unit.documents):
         return unit
     return replace(unit, documents=kept) if kept else None
+
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+#: The C stack of a render thread: 8 MiB, and 4 KiB a level of nesting the loader accepts (as
+#: kaffinity.load.parse.limits makes room for in the main thread).
+_STACK_BASE = 8 << 20
+_STACK_PER_LEVEL = 4 << 10
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """A unit :meth:`_Builder.build` keeps as written, without a render."""
+
+    unit: Unit
 
 
 class _Builder:
@@ -155,6 +185,8 @@ class _Builder:
             set() if sandbox.network else {folder for folder in by_folder if needs_network(folder, by_folder)}
         )
         self.files: list[SourceFile] = []
+        #: The single-object stage's results of ``files`` (Rendered.results), when staged.
+        self.results: list[Any] = []
         self.charts: list[str] = []
         self.replaced: set[str] = set()
         self.missing: set[str] = set()
@@ -174,38 +206,74 @@ class _Builder:
         self.guesses: list[tuple[str, str]] = []
         self.patch_locations: dict[int, Callable[[Document, DataPath], tuple[str, Span] | None]] = {}
 
-    def build(self, unit: Unit) -> list[Unit]:
-        """The unit as its tool builds it: a kustomization once; a chart once per variant
-        (:func:`chart_variants`), each a unit of its own. A unit that cannot be built is kept
-        as written, with :attr:`Unit.not_rendered` saying why."""
+    def build_all(self, units: Sequence[Unit], jobs: int) -> list[Unit]:
+        """Every unit as :meth:`build` gives it: the renders from ``jobs`` threads, what they
+        gave taken in order."""
+        planned = [(unit, self.build(unit)) for unit in units]
+        renders = [(each, chart) for _, plan in planned for each, chart in plan if isinstance(each, Unit)]
+        given = iter(self._pooled(lambda job: self._render(*job), renders, jobs))
+        out: list[Unit] = []
+        for unit, plan in planned:
+            if not plan:
+                out.append(unit)
+            for each, chart in plan:
+                out.append(self._take(each, chart, next(given)) if isinstance(each, Unit) else each.unit)
+        return out
+
+    def _pooled(self, render: Callable[[_T], _R], jobs: Sequence[_T], threads: int) -> list[_R]:
+        """``render`` of each of ``jobs``, in order, from up to ``threads`` threads."""
+        if threads <= 1 or len(jobs) <= 1:
+            return [render(job) for job in jobs]
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        # A thread's C stack is fixed when it starts (the main thread's grows: make_room): as
+        # deep as the data the loader accepts needs, for the parse of a tool's output and the
+        # single-object stage, in the threads of the pool.
+        previous = threading.stack_size(_STACK_BASE + _STACK_PER_LEVEL * self.limits.depth)
+        try:
+            with ThreadPoolExecutor(max_workers=min(threads, len(jobs))) as pool:
+                return list(pool.map(render, jobs))
+        finally:
+            threading.stack_size(previous)
+
+    def build(self, unit: Unit) -> list[tuple[Unit | _Kept, str | None]]:
+        """How the unit is built as its tool builds it: a kustomization once; a chart once per
+        variant (:func:`chart_variants`), each a unit of its own, rendered from its chart (the
+        pair's second). A unit that cannot be built is kept as written (:class:`_Kept`), with
+        :attr:`Unit.not_rendered` saying why; ``[]``: kept as it is."""
         if unit.source not in self.engines:
-            return [unit]
+            return []
         if self.engines[unit.source] is None:
             self.missing.add(unit.source)
-            return [replace(unit, not_rendered="no tool")]
+            return [(_Kept(replace(unit, not_rendered="no tool")), None)]
         if unit.source == "kustomize":
-            return [self._build(unit)]
+            return [(unit, None)]
         from kaffinity.load.charts import is_library
 
         if is_library(unit.name, self.limits):
-            return [replace(unit, not_rendered=None)]  # nothing to deploy: only its users render it
+            # Nothing to deploy: only its users render it.
+            return [(_Kept(replace(unit, not_rendered=None)), None)]
         variants = chart_variants(unit.name, self.values.get(os.path.abspath(unit.name)))
         if not variants:
-            return [self._build(unit)]
+            return [(unit, None)]
         return [
-            self._build(replace(unit, name=f"{unit.name} ({label})", values=(values,)), unit.name)
+            (replace(unit, name=f"{unit.name} ({label})", values=(values,)), unit.name)
             for label, values in variants
         ]
 
-    def _build(self, unit: Unit, chart: str | None = None) -> Unit:
+    def _render(self, unit: Unit, chart: str | None = None) -> Rendered | None:
+        """What building the unit gives (from the cache, or its tool), or None: the run's render
+        budget is spent. Runs in a thread of its own (:meth:`build_all`): reads the builder,
+        changes nothing of it."""
         from kaffinity.repo.helm.chart import render_chart
         from kaffinity.repo.kustomize.build import render_kustomization
 
         left = self.budget.left()
         if left <= 0:
-            self.unspent.append(unit.name)
-            return replace(unit, not_rendered="budget spent")
+            return None
         timeout = min(self.sandbox.timeout, left)
+        cache = self.cache
         if unit.source == "kustomize":
             remote = unit.name in self.networked
 
@@ -214,8 +282,39 @@ class _Builder:
                     unit.name, self.limits, timeout=timeout, sandbox=self.sandbox, local_only=remote
                 )
 
+            if cache is None:
+                return build()
             # Built without its remote resources: not cached (kaffinity.cache.rendered).
-            rendered = build() if remote or self.cache is None else self.cache.kustomization(unit.name, build)
+            return cache.staged(build()) if remote else cache.kustomization(unit.name, build)
+
+        def draw() -> Rendered:
+            return render_chart(
+                chart or unit.name,
+                unit.values,
+                namespace=self.namespace,
+                kube_version=self.kube_version,
+                limits=self.limits,
+                timeout=timeout,
+                sandbox=self.sandbox,
+            )
+
+        if cache is None:
+            return draw()
+        return cache.chart(
+            chart or unit.name,
+            unit.values,
+            {"namespace": self.namespace, "kube_version": self.kube_version},
+            draw,
+        )
+
+    def _take(self, unit: Unit, chart: str | None, rendered: Rendered | None) -> Unit:
+        """The unit as built (:meth:`_render` gave ``rendered``), what the builder keeps of it
+        noted, in the layout's order."""
+        if rendered is None:
+            self.unspent.append(unit.name)
+            return replace(unit, not_rendered="budget spent")
+        if unit.source == "kustomize":
+            remote = unit.name in self.networked
             if remote:
                 if not rendered.ok:
                     # Built without its remote resources, the overlay may not build at all (a
@@ -226,30 +325,7 @@ class _Builder:
                     return replace(unit, not_rendered="network off")
                 self.remote.append(unit.name)
                 self.left_out.extend(entry for entry in rendered.left_out if entry not in self.left_out)
-        else:
-
-            def draw() -> Rendered:
-                return render_chart(
-                    chart or unit.name,
-                    unit.values,
-                    namespace=self.namespace,
-                    kube_version=self.kube_version,
-                    limits=self.limits,
-                    timeout=timeout,
-                    sandbox=self.sandbox,
-                )
-
-            rendered = (
-                draw()
-                if self.cache is None
-                else self.cache.chart(
-                    chart or unit.name,
-                    unit.values,
-                    {"namespace": self.namespace, "kube_version": self.kube_version},
-                    draw,
-                )
-            )
-        self.files.extend(rendered.files)
+        self._files(rendered)
         if not rendered.ok and not rendered.documents:
             self.failed.append(unit.name)
             return replace(unit, not_rendered="failed")
@@ -261,18 +337,36 @@ class _Builder:
             unit, source=f"{unit.source} (rendered)", documents=rendered.documents, not_rendered=None
         )
 
-    def release(self, release: Release) -> Unit:
-        """A GitOps release rendered as its controller would (kaffinity.repo.gitops.releases); read as
-        written (its object only) when it cannot be."""
+    def release_all(self, releases: Sequence[Release], jobs: int) -> list[Unit]:
+        """Every release as :meth:`release` gives it: the renders from ``jobs`` threads, what
+        they gave taken in order."""
+        outcomes = self._pooled(self._render_release, releases, jobs)
+        return [self.release(release, outcome) for release, outcome in zip(releases, outcomes, strict=True)]
+
+    def _render_release(self, release: Release) -> Rendered | NotRendered | None:
+        """What rendering the release gives (through the run's single-object stage), or None:
+        the run's render budget is spent. Runs in a thread of its own (:meth:`release_all`)."""
         from kaffinity.repo.gitops.releases import NotRendered
 
         left = self.budget.left()
         if left <= 0:
+            return None
+        outcome = release.render(min(self.sandbox.timeout, left))
+        if self.cache is not None and not isinstance(outcome, NotRendered):
+            outcome = self.cache.staged(outcome)
+        return outcome
+
+    def release(self, release: Release, outcome: Rendered | NotRendered | None) -> Unit:
+        """A GitOps release rendered as its controller would (kaffinity.repo.gitops.releases),
+        ``outcome`` what :meth:`_render_release` gave; read as written (its object only) when it
+        cannot be."""
+        from kaffinity.repo.gitops.releases import NotRendered
+
+        if outcome is None:
             self.unspent.append(release.name)
             return Unit(release.name, release.source, (release.document,), not_rendered="budget spent")
         if release.note:
             self.guesses.append((release.name, release.note))
-        outcome = release.render(min(self.sandbox.timeout, left))
         if isinstance(outcome, NotRendered):
             self.unrendered.append((release.name, outcome))
             self._withdraw(outcome.folders)
@@ -280,12 +374,18 @@ class _Builder:
             # "failed": it is the unit's.
             why = "network off" if outcome.remote else outcome.reason
             return Unit(release.name, release.source, (release.document,), not_rendered=why)
-        self.files.extend(outcome.files)
+        self._files(outcome)
         if not outcome.ok:
             return Unit(release.name, release.source, (release.document,), not_rendered="failed")
         self.replaced.update(release.files)
         self.patch_locations.update((key, outcome.patch_location) for key in outcome.patches)
         return Unit(release.name, f"{release.source} (rendered)", outcome.documents, release.files)
+
+    def _files(self, rendered: Rendered) -> None:
+        """Keep the files a render gave, and their results when it was staged."""
+        self.files.extend(rendered.files)
+        if rendered.results:
+            self.results.extend(rendered.results)
 
     def _withdraw(self, folders: Sequence[str]) -> None:
         """Forget the first-pass build failures of units in ``folders``: a tool kaffinity does
@@ -298,16 +398,17 @@ class _Builder:
         wanted = {os.path.normpath(folder) for folder in folders}
         self.plugin_built.update(wanted)
         self.failed = [name for name in self.failed if os.path.normpath(name) not in wanted]
-        self.files = [
-            file
-            for file in self.files
-            if not (
+
+        def withdrawn(file: SourceFile) -> bool:
+            return bool(
                 file.problems
                 and not file.documents
                 and os.path.normpath(os.path.dirname(file.name)) in wanted
                 and all(problem.rule == RENDER_PROBLEM for problem in file.problems)
             )
-        ]
+
+        self.files = [file for file in self.files if not withdrawn(file)]
+        self.results = [result for result in self.results if not withdrawn(result.file)]
 
     def notes(self) -> list[str]:
         notes = []

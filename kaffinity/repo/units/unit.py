@@ -33,6 +33,8 @@ class UnitCache(Protocol):
         render: Callable[[], Rendered],
     ) -> Rendered: ...
 
+    def staged(self, rendered: Rendered) -> Rendered: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Unit:
