@@ -252,3 +252,57 @@ def map_all(
         for index in list(futures):
             receive(index)
     return [item for index, chunk in enumerate(chunks) for item in results[index] or here_ticked(chunk)]
+
+
+def forked(task: Callable[[], T], jobs: int) -> Callable[[], T]:
+    """``task`` started now in a forked child, and what to call for its value: the child's,
+    unpickled, once it has finished. With ``jobs`` 1, where processes cannot be forked (only
+    Linux forks here: see :func:`_context`), or when the child could not start, died or raised,
+    the call runs ``task`` here instead, so the value (or the exception) is the one ``--jobs 1``
+    gives. A forked child inherits this process's state as it is (the run's objects, closures and
+    all), so ``task`` need not be picklable; only its value is. ``task`` must not write anything
+    (the child ends with :func:`os._exit`: nothing of this process's buffers is flushed twice,
+    no ``atexit`` handler runs). The child is waited for when the value is asked, once.
+    """
+    if jobs <= 1 or not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return task
+    import pickle
+
+    try:
+        reader, writer = os.pipe()
+    except OSError:
+        return task
+    try:
+        pid = os.fork()
+    except OSError:  # no memory or process left for a child: done here
+        os.close(reader)
+        os.close(writer)
+        return task
+    if pid == 0:  # pragma: no cover - the child (coverage does not follow it)
+        code = 1
+        try:
+            os.close(reader)
+            data = pickle.dumps(task(), pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(writer, "wb") as out:
+                out.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(writer)
+    asked: list[T] = []
+
+    def value() -> T:
+        if asked:
+            return asked[0]
+        chunks = []
+        try:
+            with os.fdopen(reader, "rb") as source:
+                while chunk := source.read(1 << 20):
+                    chunks.append(chunk)
+        finally:
+            _, status = os.waitpid(pid, 0)
+        found: T = task() if status != 0 else pickle.loads(b"".join(chunks))
+        asked.append(found)
+        return found
+
+    return value
