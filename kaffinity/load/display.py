@@ -116,7 +116,11 @@ def json_text(value: Any, *, indent: int | None = 2) -> str:
     than ES2019 (U+2028), raw. They can only occur inside strings: the escape changes no value."""
     import json
 
-    text = json.dumps(utf8_tree(value), indent=indent, ensure_ascii=False)
+    # Made encodable (utf8_tree) only when needed: json.dumps writes a lone surrogate as it is, so
+    # a text without one had none to escape, and walking the tree first cost as much as dumping it.
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    if not text.isascii() and _SURROGATES.search(text) is not None:
+        text = json.dumps(utf8_tree(value), indent=indent, ensure_ascii=False)
     if text.isascii():  # the common case, and a fast test: only DEL could be there
         return text.replace("\x7f", "\\u007f")
     return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group(0)):04x}", text)
