@@ -4,7 +4,9 @@ Parsing is most of a large run's time and each file parses on its own, so this p
 ``N-1`` forked workers parse the files in chunks; the workers send back what
 :func:`kaffinity.load.read.read` returns, and the files come out in the same order, as the same
 :class:`~kaffinity.load.parse.SourceFile` objects, so the output is identical whatever ``N`` is.
-Everything after loading (the rules, which read across files) runs in this process.
+After loading, the rules that read across files run in this process; what can go beside them
+goes to a child forked then (:func:`forked`: the fixes planned for the findings, made while the
+graph's rules run), which inherits the run's state and sends back only its values.
 
 Sending a parsed file back costs about half of parsing it (pickling in the worker, unpickling
 here, though ``PosDict`` and ``PosList`` pickle as plain containers: see :mod:`kaffinity.load.source`),
