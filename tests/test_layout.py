@@ -255,6 +255,9 @@ ALLOWED = {
     # A forked child that evaluates one untrusted expression under limits ends itself without
     # running the parent's exit handlers (os._exit, as a forked child must).
     ("kaffinity.policy.guard", "os._exit"),
+    # The child forked after loading (--jobs: kaffinity.load.parallel.forked) sends its value and
+    # ends itself the same way: the parent's buffers are not flushed twice.
+    ("kaffinity.load.parallel", "os._exit"),
 }
 
 
