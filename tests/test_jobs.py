@@ -91,6 +91,7 @@ def test_jobs_give_the_same_report(corpus: Path, fmt: str, cluster: bool) -> Non
         assert len({finding["file"] for finding in findings}) > parallel.MIN_FILES // 2
 
 
+@pytest.mark.slow
 @linux_only
 def test_a_plan_that_fails_in_the_child_is_the_runs_internal_error(
     corpus: Path, monkeypatch: pytest.MonkeyPatch
@@ -115,6 +116,7 @@ def test_a_plan_that_fails_in_the_child_is_the_runs_internal_error(
     assert not any(revision_unscoped.FIX_PROMISE in (finding["fix"] or "") for finding in unscoped)
 
 
+@pytest.mark.slow
 @linux_only
 def test_a_child_that_dies_is_replaced_by_this_process(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The planning child killed (the out-of-memory killer, say): the plans are made here, and
