@@ -209,13 +209,44 @@ def file_results(
     names = [rule.name for rule in rules]
     here = partial(_here, settings=settings, rules=rules, local=local, cache=cache)
     there = partial(_there, settings=settings, names=names, local=local, cache=cache)
+    loads = partial(_typed, settings=settings) if _reads_objects(settings) else received
     if tick is None:
-        done = map_all(paths, jobs, here, there, loads=received)
+        done = map_all(paths, jobs, here, there, loads=loads)
     else:
-        done = map_all(paths, jobs, here, there, tick, loads=received)
+        done = map_all(paths, jobs, here, there, tick, loads=loads)
     if cache is not None:
         cache.write_later()  # this process's entries, off its path (flushed when it prunes)
     return done
+
+
+def _reads_objects(settings: Settings) -> bool:
+    """Whether a rule the engine runs reads the typed objects (one outside the single-object
+    stage: one that reads other files or every manifest)."""
+    from kaffinity.rules import RULES
+    from kaffinity.rules.base import rule_enabled
+
+    return any(
+        rule.check is not None
+        and (rule.needs_all_manifests or rule.reads_other_files)
+        and rule_enabled(rule, settings.select, settings.ignore)
+        for rule in RULES
+    )
+
+
+def _typed(data: bytes, settings: Settings) -> FileResult | None:
+    """:func:`received`, with the typed objects of the file built here, as it arrives from a
+    ``--jobs`` worker (they are never sent: :class:`FileResult`): this process builds them while
+    the workers still read, instead of after the last file (the engine builds the same objects
+    from the same compact documents: :func:`kaffinity.k8s.model.build_inventory`)."""
+    from dataclasses import replace
+
+    from kaffinity.k8s.model.build import build_object
+
+    result = received(data)
+    if result is None or result.typed is not None:
+        return result
+    namespace, kinds = settings.namespace, settings.workload_kinds
+    return replace(result, typed=tuple(build_object(doc, namespace, kinds) for doc in result.file.documents))
 
 
 def load_results(

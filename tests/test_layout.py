@@ -257,6 +257,9 @@ ALLOWED = {
     ("kaffinity.policy.guard", "os._exit"),
     # The forked child that writes a cold run's cache entries (Cache.write_later) ends the same way.
     ("kaffinity.cache.store", "os._exit"),
+    # The child forked after loading (--jobs: kaffinity.load.parallel.forked) sends its value and
+    # ends itself the same way: the parent's buffers are not flushed twice.
+    ("kaffinity.load.parallel", "os._exit"),
 }
 
 

@@ -13,7 +13,7 @@ import os
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from kaffinity.config import Settings
 from kaffinity.context import Context, RunState
@@ -53,6 +53,13 @@ def with_causes(finding: Finding, more: Sequence[Cause]) -> Finding:
 #: Fix plans one run makes for its findings' hints (kaffinity.rules.revision_unscoped: a file of
 #: a thousand workloads has thousands of findings; planning each made lint ten times slower).
 PLANS_PER_RUN = 200
+#: Fewer plans than this are made in this process: forking a child for them does not pay.
+MIN_FORKED_PLANS = 16
+
+#: A finding's hint and fix (Violation.plan), and what making one gives: the three, or the line
+#: of the internal error it raised.
+Plan: TypeAlias = Callable[[], tuple[str, "Edit | None", "str | None"]]
+Made: TypeAlias = tuple[str, "Edit | None", "str | None"] | str
 
 
 class Recorder:
@@ -98,6 +105,10 @@ class Recorder:
         #: term's document loaded again to verify the edit), so a run plans the first
         #: PLANS_PER_RUN; the others keep the violation's own hint, which promises no edit.
         self.plans_left = PLANS_PER_RUN
+        #: The plans kept and not made yet: (index of the finding in ``findings``, rule, plan),
+        #: made by :meth:`planned` (those :meth:`plan_ahead` handed to a child by then: ``_ahead``).
+        self.plans: list[tuple[int, str, Plan]] = []
+        self._ahead: tuple[int, Callable[[], list[Made]]] | None = None
         self.notices: list[str] = []
         self.suppressed = 0
         self.internal_errors: list[str] = []
@@ -330,13 +341,13 @@ class Recorder:
         *,
         always: bool = False,
         load_error: bool = False,
-        plan: Callable[[], tuple[str, Edit | None, str | None]] | None = None,
+        plan: Plan | None = None,
     ) -> None:
         """Record a finding unless an annotation on its object or a comment covers it, or it
         concerns only context files (neither it nor a related place is in a reported file, nor
         does the change relate to it: :meth:`because`).
         ``load_error``: no suppression covers it. ``plan``: the finding's hint and fix
-        (Violation.plan), computed here for a finding that is kept, once."""
+        (Violation.plan), for a finding that is kept, made once by :meth:`planned`."""
         if not (always or self.everything):
             because = self.because(finding)
             if because is None:
@@ -375,10 +386,44 @@ class Recorder:
             else:
                 if plan is not None and self.plans_left > 0:
                     self.plans_left -= 1
-                    hint, edit, edit_file = plan()
-                    finding = replace(finding, fix=hint, edit=edit, edit_file=edit_file)
+                    self.plans.append((len(self.findings), finding.rule, plan))
                 self.positions[key] = len(self.findings)
                 self.findings.append(finding)
+
+    def plan_ahead(self, jobs: int) -> None:
+        """Start making the plans kept so far in a forked child (``jobs`` > 1, where processes
+        fork: :func:`kaffinity.load.parallel.forked`) while this process runs the other rules;
+        :meth:`planned` takes what it made. A plan reads the term's file again and verifies its
+        edit (a few milliseconds each): the rules after them need none of it."""
+        if self._ahead is not None or len(self.plans) < MIN_FORKED_PLANS:
+            return
+        from functools import partial
+
+        from kaffinity.load.parallel import forked
+
+        todo = [(rule, plan) for _, rule, plan in self.plans]
+        self._ahead = (len(todo), forked(partial(_make, todo), jobs))
+
+    def planned(self) -> None:
+        """Make the plans kept (those :meth:`plan_ahead` started, as the child made them) and put
+        each finding's hint and fix in its place: the same, in the same order, as making each plan
+        where it was kept (a plan's value depends only on the files). A plan that raises is the
+        run's internal error; its finding keeps the violation's own hint."""
+        made: list[Made] = []
+        if self._ahead is not None:
+            count, value = self._ahead
+            self._ahead = None
+            made = value()
+        else:
+            count = 0
+        made.extend(_make([(rule, plan) for _, rule, plan in self.plans[count:]]))
+        for (index, _, _), result in zip(self.plans, made, strict=True):
+            if isinstance(result, str):
+                self.internal_errors.append(result)
+                continue
+            hint, edit, edit_file = result
+            self.findings[index] = replace(self.findings[index], fix=hint, edit=edit, edit_file=edit_file)
+        self.plans.clear()
 
     @staticmethod
     def _key(finding: Finding) -> tuple[object, ...]:
@@ -474,3 +519,23 @@ class Recorder:
                         fix=fix,
                     )
                 )
+
+
+def _make(plans: Sequence[tuple[str, Plan]]) -> list[Made]:
+    """Each plan made, in order (``(rule, plan)``): its hint and fix, or the internal error it
+    raised, worded as :meth:`Recorder.check` words a rule's."""
+    made: list[Made] = []
+    for rule, plan in plans:
+        try:
+            made.append(plan())
+        except Exception as error:  # noqa: BLE001 - one plan must not lose the other findings
+            made.append(_internal_error(f"rule {rule}", error))
+    return made
+
+
+def _internal_error(what: str, error: Exception) -> str:
+    where = traceback.extract_tb(error.__traceback__)[-1]
+    return (
+        f"internal error in {what}: {type(error).__name__}: {error} "
+        f"({where.filename}:{where.lineno}); please report it"
+    )

@@ -303,29 +303,51 @@ def _check_rules(
 
     progress = current()  # a command's progress indicator: which rule runs
     with progress.stage("checking rules", stages.ticks(len(units))):
-        for rule in stages.each:
-            progress.tick(rule.name)
-            if rule.name in taken:
-                run.take(rule.name, taken[rule.name])
-            else:
-                run.check(rule, local)
-        for rule in stages.facts_each:
-            run.facts(rule, local)
-        if not units:
-            run.relate(context, context.documents)
-            _check_unit(run, stages, context, "", progress.tick)
-        for unit in units:
-            # One unit at a time: its graph and placement are dropped before the next is built.
-            run.unit = unit.name
-            unit_context = view(unit.documents)
-            run.relate(unit_context, unit.documents)
-            _check_unit(run, stages, unit_context, unit.name, progress.tick)
-            run.notice(unit_context.notices, unit.name)
-        run.unit = ""
-        run.related = None
-        for rule in stages.policies:
-            progress.tick(rule.name)
+        try:
+            _check_stages(run, stages, taken, local, context, units, view, progress.tick)
+        finally:
+            run.planned()  # the fixes of the findings kept (made in a child meanwhile: plan_ahead)
+
+
+def _check_stages(
+    run: Recorder,
+    stages: _Stages,
+    taken: Mapping[str, list[tuple[Finding, Document | None]]],
+    local: Context,
+    context: Context,
+    units: Sequence[Unit],
+    view: Callable[[Sequence[Document]], Context],
+    tick: Callable[[str], None],
+) -> None:
+    """:func:`_check_rules`' stages, each rule's progress told to ``tick``."""
+    for rule in stages.each:
+        tick(rule.name)
+        if rule.name in taken:
+            run.take(rule.name, taken[rule.name])
+        else:
             run.check(rule, local)
+    for rule in stages.facts_each:
+        run.facts(rule, local)
+    # The fixes planned for the findings so far are made in a forked child while the rules
+    # that read every manifest run here (--jobs > 1).
+    from kaffinity.load.parallel import default_jobs
+
+    run.plan_ahead(run.settings.jobs or default_jobs())
+    if not units:
+        run.relate(context, context.documents)
+        _check_unit(run, stages, context, "", tick)
+    for unit in units:
+        # One unit at a time: its graph and placement are dropped before the next is built.
+        run.unit = unit.name
+        unit_context = view(unit.documents)
+        run.relate(unit_context, unit.documents)
+        _check_unit(run, stages, unit_context, unit.name, tick)
+        run.notice(unit_context.notices, unit.name)
+    run.unit = ""
+    run.related = None
+    for rule in stages.policies:
+        tick(rule.name)
+        run.check(rule, local)
 
 
 def _check_unit(

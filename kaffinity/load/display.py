@@ -115,28 +115,23 @@ def json_text(value: Any, *, indent: int | None = 2) -> str:
     line separator written as a ``\\uXXXX`` escape (RFC 8259 section 7): ``json.dumps`` escapes
     only C0; the rest would reach a terminal that shows the file, or a JavaScript parser older
     than ES2019 (U+2028), raw. They can only occur inside strings: the escape changes no value."""
-    import json
-
-    if _surrogates_in(value):  # else the tree as it is: no copy (a report's is large)
-        value = utf8_tree(value)
-    if indent is None:
-        text = json.dumps(value, ensure_ascii=False)
-    else:
-        text = _joined(json.JSONEncoder(ensure_ascii=False, indent=indent).iterencode(value))
+    # Made encodable (utf8_tree) only when needed: json.dumps writes a lone surrogate as it is, so
+    # a text without one had none to escape, and walking the tree first cost as much as dumping it.
+    text = _dumped(value, indent)
+    if not text.isascii() and _SURROGATES.search(text) is not None:
+        text = _dumped(utf8_tree(value), indent)
     if text.isascii():  # the common case, and a fast test: only DEL could be there
         return text.replace("\x7f", "\\u007f")
     return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group(0)):04x}", text)
 
 
-def _surrogates_in(value: Any) -> bool:
-    """Whether a JSON-like tree holds a string (or key) that :func:`utf8` changes."""
-    if isinstance(value, str):
-        return _SURROGATES.search(value) is not None
-    if isinstance(value, dict):
-        return any(_surrogates_in(key) or _surrogates_in(item) for key, item in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(_surrogates_in(item) for item in value)
-    return False
+def _dumped(value: Any, indent: int | None) -> str:
+    """``value`` as JSON text; indented, joined by :func:`_joined`."""
+    import json
+
+    if indent is None:
+        return json.dumps(value, ensure_ascii=False)
+    return _joined(json.JSONEncoder(ensure_ascii=False, indent=indent).iterencode(value))
 
 
 def _joined(chunks: Iterable[str]) -> str:

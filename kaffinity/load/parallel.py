@@ -4,7 +4,9 @@ Parsing is most of a large run's time and each file parses on its own, so this p
 ``N-1`` forked workers parse the files in chunks; the workers send back what
 :func:`kaffinity.load.read.read` returns, and the files come out in the same order, as the same
 :class:`~kaffinity.load.parse.SourceFile` objects, so the output is identical whatever ``N`` is.
-Everything after loading (the rules, which read across files) runs in this process.
+After loading, the rules that read across files run in this process; what can go beside them
+goes to a child forked then (:func:`forked`: the fixes planned for the findings, made while the
+graph's rules run), which inherits the run's state and sends back only its values.
 
 Sending a parsed file back costs about half of parsing it (pickling in the worker, unpickling
 here, though ``PosDict`` and ``PosList`` pickle as plain containers: see :mod:`kaffinity.load.source`),
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
@@ -36,6 +38,8 @@ MIN_FILES = 64
 #: Files per task: small enough to keep every worker busy to the end, large enough that the
 #: round trips do not matter.
 CHUNK_FILES = 32
+#: The smallest chunk, near the end (see :func:`map_all`).
+MIN_CHUNK_FILES = 4
 #: ProcessPoolExecutor's limit on Windows.
 _MAX_WORKERS = 61
 
@@ -140,11 +144,6 @@ def _ticked(tick: Callable[[str], None], chunk: Sequence[str], future: Future[li
         tick(path)
 
 
-def _chunks(paths: Sequence[str], size: int) -> Iterator[Sequence[str]]:
-    for start in range(0, len(paths), size):
-        yield paths[start : start + size]
-
-
 def _context() -> multiprocessing.context.BaseContext:
     import multiprocessing
 
@@ -191,7 +190,8 @@ def map_all(
     unpickles what a worker sent (default :func:`pickle.loads`); None from it: done here.
 
     The workers take chunks of files from the front of the list, a few at a time, and this
-    process takes chunks from the back and does them itself, until the two meet; it unpickles
+    process takes chunks from the back and does them itself, until the two meet (the chunks
+    shrink as the files left do: neither side waits long for the other's last one); it unpickles
     what the workers sent as they finish, between its own chunks. On two cores one worker plus
     this process beat two workers. ``-`` (stdin) is done here. If the pool breaks (a worker
     killed, say by the out-of-memory killer), the files it had not returned are done here
@@ -212,17 +212,22 @@ def map_all(
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    chunks = list(_chunks(paths, CHUNK_FILES))
-    results: list[list[T] | None] = [None] * len(chunks)
+    ends: dict[int, int] = {}  # each chunk's end by its start
+    results: dict[int, list[T]] = {}
     futures: dict[int, Future[list[bytes | None]]] = {}
     running: list[Future[list[bytes | None]]] = []  # submitted and not done (at most 2 per worker)
     # No more workers than chunks (a fork pool starts them all at once), nor than Windows allows.
-    workers = min(jobs - 1, len(chunks), _MAX_WORKERS)
-    front, back = 0, len(chunks) - 1  # the next chunk for the pool, and for this process
+    workers = min(jobs - 1, -(-len(paths) // CHUNK_FILES), _MAX_WORKERS)
+    front, back = 0, len(paths)  # the files not handed out yet: paths[front:back]
 
-    def receive(index: int) -> None:
+    def size() -> int:
+        # Chunks shrink as the files left do, so that neither side waits long for the other's
+        # last chunk (guided scheduling).
+        return max(MIN_CHUNK_FILES, min(CHUNK_FILES, (back - front) // (4 * jobs)))
+
+    def receive(start: int) -> None:
         with suppress(BrokenProcessPool):  # done below, here
-            results[index] = _received(chunks[index], futures.pop(index).result(), here, loads)
+            results[start] = _received(paths[start : ends[start]], futures.pop(start).result(), here, loads)
 
     with ProcessPoolExecutor(workers, mp_context=_context()) as pool:
 
@@ -231,24 +236,87 @@ def map_all(
             # that then breaks makes Python 3.11's pool thread fail on its own).
             nonlocal front
             running[:] = [future for future in running if not future.done()]
-            while front <= back and len(running) < 2 * workers:
-                if STDIN not in chunks[front]:
+            while front < back and len(running) < 2 * workers:
+                end = min(back, front + size())
+                chunk = paths[front:end]
+                if STDIN not in chunk:
                     try:
-                        future = pool.submit(there, chunks[front])
+                        future = pool.submit(there, chunk)
                     except (BrokenProcessPool, OSError):  # e.g. fork refused: done here
                         return
-                    future.add_done_callback(partial(_ticked, tick, chunks[front]))
+                    future.add_done_callback(partial(_ticked, tick, chunk))
                     futures[front] = future
                     running.append(future)
-                front += 1
+                ends[front] = end
+                front = end
 
         top_up()
-        while front <= back:
-            results[back] = here_ticked(chunks[back])
-            back -= 1
-            for index in [index for index, future in futures.items() if future.done()]:
-                receive(index)
+        while front < back:
+            start = max(front, back - size())
+            ends[start] = back
+            results[start] = here_ticked(paths[start:back])
+            back = start
+            for sent in [sent for sent, future in futures.items() if future.done()]:
+                receive(sent)
             top_up()
-        for index in list(futures):
-            receive(index)
-    return [item for index, chunk in enumerate(chunks) for item in results[index] or here_ticked(chunk)]
+        for sent in list(futures):
+            receive(sent)
+    out: list[T] = []
+    for start in sorted(ends):
+        done = results.get(start)
+        out.extend(done if done is not None else here_ticked(paths[start : ends[start]]))
+    return out
+
+
+def forked(task: Callable[[], T], jobs: int) -> Callable[[], T]:
+    """``task`` started now in a forked child, and what to call for its value: the child's,
+    unpickled, once it has finished. With ``jobs`` 1, where processes cannot be forked (only
+    Linux forks here: see :func:`_context`), or when the child could not start, died or raised,
+    the call runs ``task`` here instead, so the value (or the exception) is the one ``--jobs 1``
+    gives. A forked child inherits this process's state as it is (the run's objects, closures and
+    all), so ``task`` need not be picklable; only its value is. ``task`` must not write anything
+    (the child ends with :func:`os._exit`: nothing of this process's buffers is flushed twice,
+    no ``atexit`` handler runs). The child is waited for when the value is asked, once.
+    """
+    if jobs <= 1 or not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return task
+    import pickle
+
+    try:
+        reader, writer = os.pipe()
+    except OSError:
+        return task
+    try:
+        pid = os.fork()
+    except OSError:  # no memory or process left for a child: done here
+        os.close(reader)
+        os.close(writer)
+        return task
+    if pid == 0:  # pragma: no cover - the child (coverage does not follow it)
+        code = 1
+        try:
+            os.close(reader)
+            data = pickle.dumps(task(), pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(writer, "wb") as out:
+                out.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(writer)
+    asked: list[T] = []
+
+    def value() -> T:
+        if asked:
+            return asked[0]
+        chunks = []
+        try:
+            with os.fdopen(reader, "rb") as source:
+                while chunk := source.read(1 << 20):
+                    chunks.append(chunk)
+        finally:
+            _, status = os.waitpid(pid, 0)
+        found: T = task() if status != 0 else pickle.loads(b"".join(chunks))
+        asked.append(found)
+        return found
+
+    return value
