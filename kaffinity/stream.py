@@ -16,9 +16,12 @@ A file's :class:`FileResult` depends only on its name, its bytes,
 kaffinity's version and the settings (:func:`fingerprint`): it is what the cache keeps
 (:mod:`kaffinity.cache`).
 
-Not streamed (the CLI reads such input whole, as before): stdin; runs with policies (a
-ValidatingAdmissionPolicy reads any field); repositories with kustomizations or rendered charts,
-whose objects are built from several files (:mod:`kaffinity.repo.units`).
+Policies run here too, file by file, with the namespaces and params they read found before the
+stream (:mod:`kaffinity.policy.streamed`, which says when a run with policies is read whole).
+
+Not streamed (the CLI reads such input whole, as before): stdin; repositories with
+kustomizations or rendered charts, whose objects are built from several files
+(:mod:`kaffinity.repo.units`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     from kaffinity.cache import Cache
     from kaffinity.config import Settings
     from kaffinity.load.files import ExcludeFn
+    from kaffinity.policy.streamed import PolicyStream
     from kaffinity.rules.base import Rule
 
 
@@ -61,13 +65,17 @@ _NOT_LOCAL = frozenset(
 )
 
 
-def fingerprint(settings: Settings) -> str:
+def fingerprint(settings: Settings, policies: PolicyStream | None = None) -> str:
     """What a file's :class:`FileResult` depends on besides its name, its bytes and whether its
-    rules ran: kaffinity's version, the format, the settings that reach the single-object stage."""
+    rules ran: kaffinity's version, the format, the settings that reach the single-object stage,
+    and the policies run there: their files' bytes, and the namespaces and params they read
+    (:attr:`kaffinity.policy.streamed.PolicyStream.digest`)."""
     import kaffinity
     from kaffinity.cache import FORMAT
 
     parts = [kaffinity.__version__, str(FORMAT)]
+    if policies is not None:
+        parts.append(f"policies={policies.digest}")
     parts.extend(
         f"{item.name}={getattr(settings, item.name)!r}"
         for item in fields(settings)
@@ -166,7 +174,12 @@ def _here(
 
 
 def _there(
-    paths: Sequence[str], settings: Settings, names: Sequence[str], local: bool, cache: Cache | None
+    paths: Sequence[str],
+    settings: Settings,
+    names: Sequence[str],
+    local: bool,
+    cache: Cache | None,
+    policies: PolicyStream | None = None,
 ) -> list[bytes | None]:
     """A worker's task: each file's :class:`FileResult` as :func:`payload` sends it, or None for the
     parent to do."""
@@ -174,7 +187,8 @@ def _there(
     from kaffinity.rules import BY_NAME
 
     make_room(settings.limits.depth)  # a spawned worker (macOS, Windows) starts with the defaults
-    rules = [BY_NAME[name] for name in names]
+    known = {rule.name: rule for rule in _policy_rules(settings, policies)}
+    rules = [known[name] if name in known else BY_NAME[name] for name in names]
     sent = [payload(path, settings, rules, local, cache, send=True)[0] for path in paths]
     if cache is not None:
         cache.flush()  # this chunk's entries are written before the parent hears of them
@@ -189,6 +203,7 @@ def file_results(
     local: bool = True,
     cache: Cache | None = None,
     tick: Callable[[str], None] | None = None,
+    policies: PolicyStream | None = None,
 ) -> list[FileResult]:
     """The single-object stage of every path, in order, in ``jobs`` processes
     (:func:`kaffinity.load.parallel.map_all`), through ``cache`` when given. ``local``: run the
@@ -198,13 +213,22 @@ def file_results(
     from kaffinity.load.parallel import map_all
     from kaffinity.rules import RULES
 
-    rules = single_object_rules(RULES, settings) if local else []
+    rules = single_object_rules([*RULES, *_policy_rules(settings, policies)], settings) if local else []
     names = [rule.name for rule in rules]
     here = partial(_here, settings=settings, rules=rules, local=local, cache=cache)
-    there = partial(_there, settings=settings, names=names, local=local, cache=cache)
+    there = partial(_there, settings=settings, names=names, local=local, cache=cache, policies=policies)
     if tick is None:
         return map_all(paths, jobs, here, there, loads=received)
     return map_all(paths, jobs, here, there, tick, loads=received)
+
+
+def _policy_rules(settings: Settings, policies: PolicyStream | None) -> list[Rule]:
+    """The policies' rules that run here (:mod:`kaffinity.policy.streamed`), made once per process."""
+    if policies is None:
+        return []
+    from kaffinity.policy.streamed import per_object_rules
+
+    return per_object_rules(policies, settings)
 
 
 def load_results(
@@ -216,6 +240,7 @@ def load_results(
     jobs: int = 1,
     local: bool = True,
     cache: Cache | None = None,
+    policies: PolicyStream | None = None,
 ) -> list[FileResult]:
     """:func:`kaffinity.load.files.load` through the single-object stage: discover the files
     under ``paths``, and :func:`file_results` of them, with the command's progress indicator. What
@@ -232,6 +257,8 @@ def load_results(
         with progress.stage("finding files"):
             found = list(discover(paths, excluded, seen, gitignore=settings.gitignore))
         with progress.stage("reading files", len(found)):
-            results = file_results(found, settings, jobs, local=local, cache=cache, tick=progress.tick)
+            results = file_results(
+                found, settings, jobs, local=local, cache=cache, tick=progress.tick, policies=policies
+            )
         gc.freeze()
     return results

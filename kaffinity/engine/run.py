@@ -306,7 +306,10 @@ def _check_rules(
         run.related = None
         for rule in stages.policies:
             progress.tick(rule.name)
-            run.check(rule, local)
+            if rule.name in taken:  # a policy of the single-object stage (Rule.streams)
+                run.take(rule.name, taken[rule.name])
+            else:
+                run.check(rule, local)
 
 
 def _check_unit(

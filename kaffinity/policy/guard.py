@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     import mmap
     from multiprocessing.connection import Connection
 
+    from kaffinity.config import Settings
     from kaffinity.context import Context
     from kaffinity.load.source import Document
 
@@ -78,6 +79,9 @@ class Guarded:
     #: What the check reads of a context that kaffinity's own rules read too (the validation,
     #: the graph): computed by kaffinity before it forks, so that neither computes it twice.
     prepare: Callable[[Context], object] | None = None
+    #: A check of the single-object stage (:mod:`kaffinity.policy.streamed`), a context per file:
+    #: one guarded process serves every file (:class:`_Server`) rather than a fork per file.
+    served: bool = False
     serial: int = field(default_factory=lambda: next(_SERIALS))
 
     def __post_init__(self) -> None:
@@ -263,7 +267,47 @@ class _Child:
 _CURRENT: list[_Child] = []  # the live guarded process, if any
 
 
-def _child(context: Context) -> _Child | None:
+class _Server(_Child):
+    """A guarded process forked once and kept: each file's context is sent to it
+    (:meth:`load`: its documents, and what the checks read that the built-in rules computed),
+    so that a stream of many small files costs one fork, not one per file."""
+
+    def __init__(self, context: Context) -> None:
+        import mmap
+        from multiprocessing import Pipe
+
+        self.shared = mmap.mmap(-1, _PROGRESS.size)
+        mine, theirs = Pipe()
+        parent = os.getpid()
+        settings = context.settings
+        pid = os.fork()
+        if pid == 0:  # the guarded process
+            try:
+                mine.close()
+                _serve(None, theirs, self.shared, parent, settings)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.pid, self.conn = pid, mine
+        self.load(context)
+
+    def load(self, context: Context) -> None:
+        """Send ``context``'s documents to the process: it checks them from now on."""
+        from kaffinity.load.parse import SourceFile
+        from kaffinity.policy.vap import refused_indexes
+
+        for reference in list(_REGISTRY.values()):
+            rule = reference()
+            if rule is not None and rule.served and rule.prepare is not None:
+                rule.prepare(context)
+        self.context = weakref.ref(context)
+        self.found_rules = len(context.run.found_rules)
+        documents = tuple(context.documents)
+        name = documents[0].file if documents else ""
+        self.conn.send(("load", SourceFile(name, "", documents, ()), refused_indexes(context)))
+
+
+def _child(context: Context, served: bool = False) -> _Child | None:
     """The guarded process of ``context`` (one at a time: another context's is stopped). A new one
     when the engine has run more built-in rules since: the policies' facts read their findings,
     and a process forked before would not see them. None: the system refuses
@@ -274,9 +318,15 @@ def _child(context: Context) -> _Child | None:
         and _CURRENT[0].found_rules == len(context.run.found_rules)
     ):
         return _CURRENT[0]
+    if served and _CURRENT and isinstance(_CURRENT[0], _Server):
+        try:
+            _CURRENT[0].load(context)
+            return _CURRENT[0]
+        except OSError:  # it died while idle
+            pass
     _stop_current()
     try:
-        _CURRENT.append(_Child(context))
+        _CURRENT.append(_Server(context) if served else _Child(context))
     except OSError:  # fork refused (EAGAIN, ENOMEM)
         return None
     return _CURRENT[0]
@@ -300,7 +350,7 @@ def _run(rule: Guarded, context: Context) -> Iterator[Violation]:
     skip: frozenset[int] = frozenset()
     renewed = 0  # new processes for another reason than a stop: a few at most
     while True:
-        child = _child(context)
+        child = _child(context, rule.served)
         if child is None:
             yield from rule.check(context)
             return
@@ -334,8 +384,15 @@ def _run(rule: Guarded, context: Context) -> Iterator[Violation]:
     yield from found
 
 
-def _serve(context: Context, conn: Connection, shared: mmap.mmap, parent: int) -> None:
-    """The guarded process: check the rules asked for, send back what they find."""
+def _serve(
+    context: Context | None,
+    conn: Connection,
+    shared: mmap.mmap,
+    parent: int,
+    settings: Settings | None = None,
+) -> None:
+    """The guarded process: check the rules asked for, send back what they find; a
+    :class:`_Server`'s (no ``context``) takes each file's context as it is sent."""
     _limit_memory()
     _tie_to_parent(parent)
     while True:
@@ -343,6 +400,16 @@ def _serve(context: Context, conn: Connection, shared: mmap.mmap, parent: int) -
             request = conn.recv()
         except (EOFError, OSError):
             return
+        if request[0] == "load" and settings is not None:
+            from kaffinity.context import Context
+            from kaffinity.policy.vap import refuse
+
+            context = Context([request[1]], settings)
+            refuse(context, request[2])
+            continue
+        if context is None:
+            conn.send(("missing",))
+            continue
         reference = _REGISTRY.get(request[0])
         rule = reference() if reference is not None else None
         if rule is None:

@@ -99,7 +99,9 @@ def linted(inputs: LintInputs, notes: Notes) -> tuple[Context, LintResult, list[
             paths, settings, inputs.stdin, changed, manifests, notes
         )
     rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_all_manifests)
-    rules, policy_errors = with_policies(rules, settings, inputs.memo)
+    rules, policy_errors = with_policies(
+        rules, settings, inputs.memo, streamed.policies if streamed is not None else None
+    )
     cluster = load_cluster(settings)
     # --changed: the files named too (a values file is no manifest), and the units each touches.
     names = _changed_names(reported, paths) if changed and reported is not None else None

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from kaffinity.k8s.model import Object
     from kaffinity.load.files import ExcludeFn
     from kaffinity.load.parse import SourceFile
+    from kaffinity.policy.streamed import PolicyStream
     from kaffinity.repo.changed import Change
     from kaffinity.repo.units import Layout
     from kaffinity.rules.base import Rule
@@ -63,9 +64,13 @@ class Stream:
     """``lint``'s loading through the single-object stage (:mod:`kaffinity.stream`) and the
     cache (:mod:`kaffinity.cache`): what it found of each file, by name."""
 
-    def __init__(self, settings: Settings, cache: Optional[Cache]) -> None:
+    def __init__(
+        self, settings: Settings, cache: Optional[Cache], policies: Optional[PolicyStream] = None
+    ) -> None:
         self.settings = settings
         self.cache = cache
+        #: The policies the single-object stage runs (:mod:`kaffinity.policy.streamed`).
+        self.policies = policies
         self.results: list[FileResult] = []
 
     def load(
@@ -88,6 +93,7 @@ class Stream:
             jobs=settings.jobs or default_jobs(),
             local=local,
             cache=self.cache,
+            policies=self.policies,
         )
         self.results.extend(found)
         return [item.file for item in found]
@@ -124,7 +130,7 @@ def stream(
     from kaffinity.load.parse import STDIN
     from kaffinity.repo.rendering import renderable_on_disk
 
-    if STDIN in (paths or ()) or settings.policies:
+    if STDIN in (paths or ()):
         return None
     # What renders is read whole; a repository with nothing to render streams as it always did
     # (a GitOps release is found among the objects read: the lint run reads them again whole).
@@ -132,17 +138,35 @@ def stream(
         (root for root in roots if root != STDIN), charts=_helm_available if settings.render else False
     ):
         return None
+    policies = None
+    if settings.policies:
+        # Policies run file by file with what they read of other objects found first; those
+        # that read the whole input (kaffinity.policy.streamed.plan) read it whole.
+        from kaffinity.load.files import ExcludeFn
+        from kaffinity.policy.streamed import stream_policies
+
+        targets = list(paths or ["."])
+        context = [root for root in roots[len(targets) :]]
+        policies, _ = stream_policies(
+            settings,
+            [
+                (targets, _excluded(settings, targets)),
+                (context, ExcludeFn(settings.exclude) if settings.exclude else None),
+            ],
+        )
+        if policies is None:
+            return None
     cache = None
     if settings.cache:
         from kaffinity.cache import open_cache
         from kaffinity.stream import fingerprint
 
         cache, note = open_cache(
-            settings.cache_dir, settings.base_dir, cache_dir, fingerprint(settings), settings.limits
+            settings.cache_dir, settings.base_dir, cache_dir, fingerprint(settings, policies), settings.limits
         )
         if note is not None and notes is not None:
             notes.note(note)
-    return Stream(settings, cache)
+    return Stream(settings, cache, policies)
 
 
 def _helm_available() -> bool:
@@ -168,12 +192,11 @@ def load(
 ) -> list[SourceFile]:
     """The files of ``paths`` (the current folder when none), streamed when ``stream`` is given;
     stdin's under the name it is linted under, its ``# Source:`` comments followed."""
-    from kaffinity.load.files import ExcludeFn, load
+    from kaffinity.load.files import load
     from kaffinity.load.parse import STDIN, STDIN_NAME
 
     targets = paths or ["."]
-    fixtures = _policy_folders(settings, targets)
-    excluded = ExcludeFn(settings.exclude, folders=fixtures) if settings.exclude or fixtures else None
+    excluded = _excluded(settings, targets)
     if stream is not None:
         return stream.load(targets, excluded, seen if seen is not None else set(), local=True)
     from kaffinity.load.parallel import default_jobs
@@ -202,6 +225,14 @@ def load(
             for file in files
         ]
     return files
+
+
+def _excluded(settings: Settings, targets: list[str]) -> Optional[ExcludeFn]:
+    """What ``lint`` leaves out of ``targets``: ``exclude:``, and the policy folders."""
+    from kaffinity.load.files import ExcludeFn
+
+    fixtures = _policy_folders(settings, targets)
+    return ExcludeFn(settings.exclude, folders=fixtures) if settings.exclude or fixtures else None
 
 
 def _policy_folders(settings: Settings, targets: list[str]) -> list[str]:
