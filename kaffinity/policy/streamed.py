@@ -146,7 +146,8 @@ def plan(loaded: Loaded, settings: Settings) -> tuple[frozenset[str], bool, bool
         params = params or (
             admission.param_kind is not None and any(binding.param_ref is not None for binding in own)
         )
-    if (namespaces or params) and settings.units != "one":
+    # "auto" streams only what has nothing to render (kaffinity.run.workspace.stream): one unit.
+    if (namespaces or params) and not isinstance(settings.units, str):
         return frozenset(), False, False, "the policies read namespaces or params, and the input has units"
     return frozenset(per_object), namespaces, params, None
 
