@@ -170,7 +170,7 @@ def test_a_changed_policy_binding_or_param_misses_the_entries(
     spy.lint(*args)
     edited = tmp_path / where
     edited.write_text(edited.read_text().replace(old, new))
-    code, stdout = spy.lint(*args)
+    _, stdout = spy.lint(*args)
     assert "a.yaml" in spy.checked  # a.yaml's bytes did not change: its entry missed all the same
     severity, message = expected
     assert _policy_findings(stdout) == [

@@ -242,31 +242,46 @@ def per_object_rules(stream: PolicyStream, settings: Settings) -> list[Rule]:
     """The rules of ``stream``'s per-object policies, made once per process."""
     made = _MADE.get(stream.digest)
     if made is None:
-        from kaffinity.policy.check import policy_rules, reserved_names
+        from kaffinity.policy.check import reserved_names
         from kaffinity.policy.load import load_policies
 
-        loaded = load_policies(stream.paths, reserved_names(), settings.limits)
-        rules, _ = policy_rules(loaded, settings, stream)
-        made = _MADE[stream.digest] = [rule for rule in rules if rule.name in stream.per_object]
+        made = _made(stream, settings, load_policies(stream.paths, reserved_names()))
+    return made
+
+
+def _made(stream: PolicyStream, settings: Settings, loaded: Loaded) -> list[Rule]:
+    """The per-object rules of ``stream`` made from ``loaded``, kept for this process."""
+    from kaffinity.policy.check import policy_rules
+
+    rules, _ = policy_rules(loaded, settings, stream)
+    made = _MADE[stream.digest] = [rule for rule in rules if rule.name in stream.per_object]
     return made
 
 
 def stream_policies(
-    settings: Settings, targets: Sequence[tuple[Sequence[str], ExcludeFn | None]]
+    settings: Settings,
+    targets: Sequence[tuple[Sequence[str], ExcludeFn | None]],
+    loaded: Loaded | None = None,
 ) -> tuple[PolicyStream | None, str | None]:
     """The run's policies as the single-object stage runs them, or None and why the input must
-    be read whole (:func:`plan`)."""
-    from kaffinity.policy.check import reserved_names
-    from kaffinity.policy.load import load_policies
+    be read whole (:func:`plan`). ``loaded``: the policies, read already (a run reads them once)."""
+    if loaded is None:
+        from kaffinity.policy.check import reserved_names
+        from kaffinity.policy.load import load_policies
 
-    loaded = load_policies(settings.policies, reserved_names(), settings.limits)
+        loaded = load_policies(settings.policies, reserved_names())
     per_object, namespaces, params, why = plan(loaded, settings)
     if why is not None:
         return None, why
     known, parts = (
         prescan(targets, settings, loaded, namespaces, params) if namespaces or params else (Known(), [])
     )
-    digest = policy_digest(
-        settings.policies, settings, [*sorted(name.encode() for name in per_object), *parts]
+    names = sorted(name.encode() for name in per_object)
+    stream = PolicyStream(
+        tuple(settings.policies),
+        per_object,
+        known,
+        policy_digest(settings.policies, settings, [*names, *parts]),
     )
-    return PolicyStream(tuple(settings.policies), per_object, known, digest), None
+    _made(stream, settings, loaded)  # this process's rules (a forked worker's too), from what was read
+    return stream, None

@@ -86,7 +86,7 @@ def linted(inputs: LintInputs, notes: Notes) -> tuple[Context, LintResult, list[
 
     paths, settings, changed, cache_dir = inputs.paths, inputs.settings, inputs.changed, inputs.cache_dir
     manifests = context_manifests(paths, inputs.context, settings, changed)
-    streamed = stream(paths, settings, cache_dir, [*(paths or ["."]), *manifests.paths], notes)
+    streamed = stream(paths, settings, cache_dir, [*(paths or ["."]), *manifests.paths], notes, inputs.memo)
     files, reported, has_context, roots = load_in_context(
         paths, settings, inputs.stdin, changed, manifests, notes, streamed
     )

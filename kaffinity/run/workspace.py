@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from kaffinity.repo.changed import Change
     from kaffinity.repo.units import Layout
     from kaffinity.rules.base import Rule
-    from kaffinity.run.inputs import ContextManifests, Stdin
+    from kaffinity.run.inputs import ContextManifests, PolicyMemo, Stdin
     from kaffinity.simulate.cluster import Cluster
 
 
@@ -122,6 +122,7 @@ def stream(
     cache_dir: Optional[str],
     roots: Sequence[str] = (),
     notes: Optional[Notes] = None,
+    memo: Optional[PolicyMemo] = None,
 ) -> Optional[Stream]:
     """How ``lint`` loads: file by file through the single-object stage and the cache, unless the
     input is stdin, a policy may read any field, or kustomizations build objects from several
@@ -144,15 +145,17 @@ def stream(
         # that read the whole input (kaffinity.policy.streamed.plan) read it whole.
         from kaffinity.load.files import ExcludeFn
         from kaffinity.policy.streamed import stream_policies
+        from kaffinity.run.inputs import policies as read_policies
 
         targets = list(paths or ["."])
-        context = [root for root in roots[len(targets) :]]
+        context = list(roots[len(targets) :])
         policies, _ = stream_policies(
             settings,
             [
                 (targets, _excluded(settings, targets)),
                 (context, ExcludeFn(settings.exclude) if settings.exclude else None),
             ],
+            read_policies(settings.policies, memo) if memo is not None else None,
         )
         if policies is None:
             return None
