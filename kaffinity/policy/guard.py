@@ -189,6 +189,9 @@ class _Stopped:
 class _Child:
     """A guarded process serving the checks of one context."""
 
+    #: What a batch's request found, packed, by serial (:func:`_run_batch`).
+    batch: dict[int, list[Any]] | None = None
+
     def __init__(self, context: Context) -> None:
         import mmap
         from multiprocessing import Pipe
@@ -226,6 +229,9 @@ class _Child:
                     message = self.conn.recv()
                 except (EOFError, OSError):  # it died (memory: an abort past the limit)
                     return self._stopped()
+                if message[0] == "done" and isinstance(message[1], dict):  # a batch's
+                    self.batch = message[1]
+                    return "done"
                 if message[0] == "done":
                     found.extend(_unpack(packed, rule, context) for packed in message[1])
                     return "done"
@@ -346,6 +352,11 @@ def _run(rule: Guarded, context: Context) -> Iterator[Violation]:
     from kaffinity.policy.cel.limits import time_limit
 
     limit = time_limit()
+    if rule.served:
+        batched = _batched(rule, context, limit)
+        if batched is not None:
+            yield from batched
+            return
     found: list[Violation] = []
     skip: frozenset[int] = frozenset()
     renewed = 0  # new processes for another reason than a stop: a few at most
@@ -384,6 +395,83 @@ def _run(rule: Guarded, context: Context) -> Iterator[Violation]:
     yield from found
 
 
+@dataclass
+class _Batch:
+    """The served checks of one file at once (:class:`_Server`): one request for every rule that
+    checked the files before, rather than one each. The rules asked learn which to batch."""
+
+    rules: dict[int, None] = field(default_factory=dict)  # serials, in the order asked
+    context: Any = None  # weakref.ref of the context whose findings ``found`` holds
+    found: dict[int, list[Violation]] | None = None
+
+
+_BATCH = _Batch()
+
+
+def _batched(rule: Guarded, context: Context, limit: float) -> list[Violation] | None:
+    """``rule``'s findings on ``context`` from the batch of its file (None: not in it, or the
+    batch did not finish: a check stopped on an object, which the rule's own request handles)."""
+    batch = _BATCH
+    if batch.context is None or batch.context() is not context:
+        batch.context, batch.found = weakref.ref(context), None
+        if batch.rules:
+            batch.found = _run_batch(list(batch.rules), context, limit)
+    if batch.found is not None and rule.serial in batch.found:
+        return batch.found.pop(rule.serial)
+    batch.rules[rule.serial] = None
+    return None
+
+
+def _run_batch(serials: list[int], context: Context, limit: float) -> dict[int, list[Violation]] | None:
+    child = _child(context, True)
+    if child is None:
+        return None
+    try:
+        child.conn.send(("batch", serials))
+        outcome = child.collect(Guarded(_no_check, _no_stop), context, limit, [])
+    except OSError:
+        return None
+    packed: dict[int, list[Any]] | None = getattr(child, "batch", None)
+    child.batch = None
+    if outcome != "done" or packed is None:
+        if isinstance(outcome, _Stopped):
+            _CURRENT.clear()  # stopped already
+        return None
+    found: dict[int, list[Violation]] = {}
+    for serial, items in packed.items():
+        reference = _REGISTRY.get(serial)
+        rule = reference() if reference is not None else None
+        if rule is not None:
+            found[serial] = [_unpack(item, rule, context) for item in items]
+    return found
+
+
+def _no_check(context: Context) -> Iterator[Violation]:
+    return iter(())
+
+
+def _no_stop(doc: Document | None, seconds: float) -> Iterator[Violation]:
+    return iter(())
+
+
+def _serve_batch(context: Context, conn: Connection, shared: mmap.mmap, serials: list[int]) -> None:
+    """A batch's checks, one rule after the other, their findings sent at once by serial."""
+    worker = NOW.worker = Worker(shared, context.documents, frozenset())
+    found: dict[int, list[Any]] = {}
+    try:
+        for serial in serials:
+            reference = _REGISTRY.get(serial)
+            rule = reference() if reference is not None else None
+            if rule is not None:
+                found[serial] = [_pack(violation, rule, worker) for violation in rule.check(context)]
+    except Exception as error:  # noqa: BLE001 - each rule's own request reports it
+        conn.send(("error", f"{type(error).__name__}: {error}"))
+        return
+    finally:
+        NOW.worker = None
+    conn.send(("done", found))
+
+
 def _serve(
     context: Context | None,
     conn: Connection,
@@ -409,6 +497,9 @@ def _serve(
             continue
         if context is None:
             conn.send(("missing",))
+            continue
+        if request[0] == "batch":
+            _serve_batch(context, conn, shared, request[1])
             continue
         reference = _REGISTRY.get(request[0])
         rule = reference() if reference is not None else None
