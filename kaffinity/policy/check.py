@@ -204,7 +204,11 @@ def policy_rule(
         severity=policy.severity,
         summary=policy.message,
         docs=docs,
-        check=guarded(Guarded(check, stopped, own=(policy.doc,), prepare=prepare, served=known is not None)),
+        # Run file by file, the guarded process builds the typed objects it reads: not the
+        # stage's process, whose typed objects would keep the whole documents alive.
+        check=guarded(
+            Guarded(check, stopped, own=(policy.doc,), prepare=None if known else prepare, served=bool(known))
+        ),
         # What kaffinity knows of a workload (its neighbours, its placement) reads them all.
         needs_all_manifests=program is not None and references(program.text, FACTS),
         streams=known is not None,
@@ -253,11 +257,15 @@ def _expression_check(
     from kaffinity.policy.vap import namespace_object, shared
 
     ref = workload.ref
-    objects = shared(context).objects.defaulted
-    whole = objects.get(id(workload.doc))
-    if whole is None:
-        whole = objects[id(workload.doc)] = defaulted(workload.doc.data, programs.kube_version, ref.namespace)
-    target = dig(whole, path) if path else whole
+    target = None
+    if references(program.text, "object"):  # not made for an expression that never reads it
+        objects = shared(context).objects.defaulted
+        whole = objects.get(id(workload.doc))
+        if whole is None:
+            whole = objects[id(workload.doc)] = defaulted(
+                workload.doc.data, programs.kube_version, ref.namespace
+            )
+        target = dig(whole, path) if path else whole
     data = {
         "object": target,
         "namespaceObject": namespace_object(context, ref.namespace),

@@ -299,6 +299,8 @@ class _Server(_Child):
 
     def load(self, context: Context) -> None:
         """Send ``context``'s documents to the process: it checks them from now on."""
+        import pickle
+
         from kaffinity.load.parse import SourceFile
         from kaffinity.policy.vap import refused_indexes
 
@@ -310,7 +312,10 @@ class _Server(_Child):
         self.found_rules = len(context.run.found_rules)
         documents = tuple(context.documents)
         name = documents[0].file if documents else ""
-        self.conn.send(("load", SourceFile(name, "", documents, ()), refused_indexes(context)))
+        # Pickled here (C pickle): the stage runs with the collector paused (kaffinity.load.
+        # parse.gc_paused), and what Connection.send's pickler leaves in cycles would stay.
+        message = ("load", SourceFile(name, "", documents, ()), refused_indexes(context))
+        self.conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
 
 def _child(context: Context, served: bool = False) -> _Child | None:

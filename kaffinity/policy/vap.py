@@ -161,7 +161,8 @@ def admission_rule(
     def prepare(context: Context) -> None:
         """What the built-in rules read too: the validation, and the facts' graph and placement."""
         _rejected(context, shared(context))
-        prepare_facts(context, compiled.facts)
+        if known is None:  # file by file, no facts: the guarded process builds what it reads
+            prepare_facts(context, compiled.facts)
 
     bound = ", ".join(binding.name for binding in bindings) or "none in the files given: bound with Deny"
     docs = (
