@@ -198,7 +198,8 @@ class _Child:
 
         for reference in list(_REGISTRY.values()):
             rule = reference()
-            if rule is not None and rule.prepare is not None:
+            # Not a served rule's (file by file): this context is not one it checks.
+            if rule is not None and not rule.served and rule.prepare is not None:
                 rule.prepare(context)
         self.context = weakref.ref(context)
         self.found_rules = len(context.run.found_rules)
