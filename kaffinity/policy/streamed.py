@@ -131,6 +131,8 @@ def plan(loaded: Loaded, settings: Settings) -> tuple[frozenset[str], bool, bool
                 f"policy {policy.name} reads the findings under select/ignore/severity",
             )
     for admission in loaded.admission:
+        if not isinstance(settings.units, str):  # each unit admits its objects: not file by file
+            return frozenset(), False, False, f"policy {admission.name} runs per unit"
         if admission.kaffinity_only:
             return frozenset(), False, False, f"policy {admission.name} reads the facts"
         texts = [expression.text for expression in _expressions(admission)]

@@ -180,6 +180,7 @@ def admission_rule(
         # (known: found before the stream, the rule reads one object).
         needs_all_manifests=known is None,
         streams=known is not None,
+        unit_objects=known is not None,
         # Its CEL reads the object as written (and the params, the namespace), any field of it:
         # no compact model holds what it reads, so a run with policies reads its input whole.
         reads=None,

@@ -57,6 +57,10 @@ class Rule:
     #: A policy that reads one object alone (its namespace and params known before the stream:
     #: :mod:`kaffinity.policy.streamed`): it runs in the single-object stage, file by file.
     streams: bool = False
+    #: Of a policy that streams: its findings count only on the unit's objects (a
+    #: ValidatingAdmissionPolicy: an object defined again later is admitted as its last
+    #: definition, which is the one the unit holds).
+    unit_objects: bool = False
 
 
 #: The category of every policy's rule (:mod:`kaffinity.policy`): they run after the built-in
