@@ -287,6 +287,8 @@ class _Server(_Child):
         mine, theirs = Pipe()
         parent = os.getpid()
         settings = context.settings
+        #: The rules the process knows (made before it was forked).
+        self.serials = frozenset(_REGISTRY)
         pid = os.fork()
         if pid == 0:  # the guarded process
             try:
@@ -319,7 +321,7 @@ class _Server(_Child):
         self.conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
 
-def _child(context: Context, served: bool = False) -> _Child | None:
+def _child(context: Context, served: bool = False, serial: int = 0) -> _Child | None:
     """The guarded process of ``context`` (one at a time: another context's is stopped). A new one
     when the engine has run more built-in rules since: the policies' facts read their findings,
     and a process forked before would not see them. None: the system refuses
@@ -330,7 +332,7 @@ def _child(context: Context, served: bool = False) -> _Child | None:
         and _CURRENT[0].found_rules == len(context.run.found_rules)
     ):
         return _CURRENT[0]
-    if served and _CURRENT and isinstance(_CURRENT[0], _Server):
+    if served and _CURRENT and isinstance(_CURRENT[0], _Server) and serial in _CURRENT[0].serials:
         try:
             _CURRENT[0].load(context)
             return _CURRENT[0]
@@ -367,7 +369,7 @@ def _run(rule: Guarded, context: Context) -> Iterator[Violation]:
     skip: frozenset[int] = frozenset()
     renewed = 0  # new processes for another reason than a stop: a few at most
     while True:
-        child = _child(context, rule.served)
+        child = _child(context, rule.served, rule.serial)
         if child is None:
             yield from rule.check(context)
             return
@@ -420,8 +422,9 @@ def _batched(rule: Guarded, context: Context, limit: float) -> list[Violation] |
     batch = _BATCH
     if batch.context is None or batch.context() is not context:
         batch.context, batch.found = weakref.ref(context), None
-        if batch.rules:
-            batch.found = _run_batch(list(batch.rules), context, limit)
+        serials = [serial for serial in batch.rules if serial in _REGISTRY]  # of live rules
+        if serials:
+            batch.found = _run_batch(serials, context, limit)
     if batch.found is not None and rule.serial in batch.found:
         return batch.found.pop(rule.serial)
     batch.rules[rule.serial] = None
@@ -429,7 +432,7 @@ def _batched(rule: Guarded, context: Context, limit: float) -> list[Violation] |
 
 
 def _run_batch(serials: list[int], context: Context, limit: float) -> dict[int, list[Violation]] | None:
-    child = _child(context, True)
+    child = _child(context, True, max(serials))
     if child is None:
         return None
     try:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from kaffinity.load.source import Document
     from kaffinity.policy.load import Loaded
     from kaffinity.rules.base import Rule
+    from kaffinity.simulate.cluster import Cluster
 
 #: The facts a policy run on compact files may read: the typed model's and the engine's.
 COMPACT_FACTS = frozenset(
@@ -170,6 +171,7 @@ def prescan(
     loaded: Loaded,
     namespaces: bool,
     params: bool,
+    cluster: Callable[[], Cluster | None] = lambda: None,
 ) -> tuple[Known, list[bytes]]:
     """The Namespaces and param candidates of the files under ``targets`` (each paths and their
     exclusions, in the order the run reads them): only the files whose bytes name a Namespace or
@@ -197,7 +199,7 @@ def prescan(
             digest.append(name.encode() + b"\0" + raw)
             files.append(from_bytes(path, name, raw, problem, settings.limits))
     documents = [doc for file in files for doc in file.documents]
-    known_namespaces = _namespaces(files, settings) if namespaces else None
+    known_namespaces = _namespaces(files, settings, cluster) if namespaces else None
     known_params: tuple[Document, ...] = ()
     if params:
         kinds = {admission.param_kind[1] for admission in loaded.admission if admission.param_kind}
@@ -207,15 +209,15 @@ def prescan(
     return Known(known_namespaces, known_params), digest
 
 
-def _namespaces(files: Sequence[Any], settings: Settings) -> dict[str, tuple[dict[str, str], dict[str, Any]]]:
+def _namespaces(
+    files: Sequence[Any], settings: Settings, cluster: Callable[[], Cluster | None]
+) -> dict[str, tuple[dict[str, str], dict[str, Any]]]:
     """Each namespace's labels and object as a policy reads them (the cluster file's, then the
     manifests'): :func:`kaffinity.policy.vap.known_namespaces`."""
     from kaffinity.context import Context
     from kaffinity.policy.vap import known_namespaces
-    from kaffinity.run.workspace import load_cluster
 
-    cluster = load_cluster(settings)
-    context = Context(list(files), settings, cluster)
+    context = Context(list(files), settings, cluster())
     return known_namespaces(context)
 
 
@@ -264,6 +266,7 @@ def stream_policies(
     settings: Settings,
     targets: Sequence[tuple[Sequence[str], ExcludeFn | None]],
     loaded: Loaded | None = None,
+    cluster: Callable[[], Cluster | None] = lambda: None,
 ) -> tuple[PolicyStream | None, str | None]:
     """The run's policies as the single-object stage runs them, or None and why the input must
     be read whole (:func:`plan`). ``loaded``: the policies, read already (a run reads them once)."""
@@ -276,7 +279,9 @@ def stream_policies(
     if why is not None:
         return None, why
     known, parts = (
-        prescan(targets, settings, loaded, namespaces, params) if namespaces or params else (Known(), [])
+        prescan(targets, settings, loaded, namespaces, params, cluster)
+        if namespaces or params
+        else (Known(), [])
     )
     names = sorted(name.encode() for name in per_object)
     stream = PolicyStream(

@@ -156,6 +156,7 @@ def stream(
                 (context, ExcludeFn(settings.exclude) if settings.exclude else None),
             ],
             read_policies(settings.policies, memo) if memo is not None else None,
+            lambda: load_cluster(settings),  # its Namespaces, when a policy reads them
         )
         if policies is None:
             return None
