@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from kaffinity.cache import Cache
     from kaffinity.config import Settings
     from kaffinity.load.files import ExcludeFn
-    from kaffinity.policy.streamed import PolicyStream
+    from kaffinity.policy.known import PolicyStream
     from kaffinity.rules.base import Rule
 
 

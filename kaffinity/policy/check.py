@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 
     from kaffinity.context import Context
     from kaffinity.load.source import Document
-    from kaffinity.policy.streamed import Known, PolicyStream
+    from kaffinity.policy.known import Known, PolicyStream
 
 CATEGORY = POLICY_CATEGORY
 

@@ -82,6 +82,10 @@ class Guarded:
     #: A check of the single-object stage (:mod:`kaffinity.policy.streamed`), a context per file:
     #: one guarded process serves every file (:class:`_Server`) rather than a fork per file.
     served: bool = False
+    #: A served check's: what it reads that the stage's process computed (``carry``, sent with
+    #: each file), and how the guarded process puts it back in its context (``restore``).
+    carry: Callable[[Context], object] | None = None
+    restore: Callable[[Context, Any], None] | None = None
     serial: int = field(default_factory=lambda: next(_SERIALS))
 
     def __post_init__(self) -> None:
@@ -305,19 +309,21 @@ class _Server(_Child):
         import pickle
 
         from kaffinity.load.parse import SourceFile
-        from kaffinity.policy.vap import refused_indexes
 
+        carried: dict[int, object] = {}
         for reference in list(_REGISTRY.values()):
             rule = reference()
             if rule is not None and rule.served and rule.prepare is not None:
                 rule.prepare(context)
+            if rule is not None and rule.served and rule.carry is not None:
+                carried[rule.serial] = rule.carry(context)
         self.context = weakref.ref(context)
         self.found_rules = len(context.run.found_rules)
         documents = tuple(context.documents)
         name = documents[0].file if documents else ""
         # Pickled here (C pickle): the stage runs with the collector paused (kaffinity.load.
         # parse.gc_paused), and what Connection.send's pickler leaves in cycles would stay.
-        message = ("load", SourceFile(name, "", documents, ()), refused_indexes(context))
+        message = ("load", SourceFile(name, "", documents, ()), carried)
         self.conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
 
@@ -330,6 +336,7 @@ def _child(context: Context, served: bool = False, serial: int = 0) -> _Child | 
         _CURRENT
         and _CURRENT[0].context() is context
         and _CURRENT[0].found_rules == len(context.run.found_rules)
+        and (not isinstance(_CURRENT[0], _Server) or serial in _CURRENT[0].serials)
     ):
         return _CURRENT[0]
     if served and _CURRENT and isinstance(_CURRENT[0], _Server) and serial in _CURRENT[0].serials:
@@ -499,10 +506,13 @@ def _serve(
             return
         if request[0] == "load" and settings is not None:
             from kaffinity.context import Context
-            from kaffinity.policy.vap import refuse
 
             context = Context([request[1]], settings)
-            refuse(context, request[2])
+            for serial, value in request[2].items():
+                reference = _REGISTRY.get(serial)
+                rule = reference() if reference is not None else None
+                if rule is not None and rule.restore is not None:
+                    rule.restore(context, value)
             continue
         if context is None:
             conn.send(("missing",))

@@ -36,10 +36,10 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.policy.expressions import FACTS, references
+from kaffinity.policy.known import Known, PolicyStream
 
 if TYPE_CHECKING:
     from kaffinity.config import Settings
@@ -79,28 +79,6 @@ _KEPT_STEPS = frozenset(
         "schedule",
     }
 )
-
-
-@dataclass(frozen=True)
-class Known:
-    """What the per-object checks read besides the object, found before the stream: each
-    namespace's labels and object (as :func:`kaffinity.policy.vap._namespaces` makes them, the
-    cluster file's then the manifests'), and the manifests' param candidates, in order."""
-
-    namespaces: dict[str, tuple[dict[str, str], dict[str, Any]]] | None = None
-    params: tuple[Document, ...] = ()
-
-
-@dataclass(frozen=True)
-class PolicyStream:
-    """A run's policies as the single-object stage runs them: the policy paths, the names of the
-    rules that run there (``per_object``), what they read (``known``), and the digest of all of
-    it (the policy files' bytes, the known objects) that the cache's key takes."""
-
-    paths: tuple[str, ...]
-    per_object: frozenset[str]
-    known: Known = field(default_factory=Known)
-    digest: str = ""
 
 
 def plan(loaded: Loaded, settings: Settings) -> tuple[frozenset[str], bool, bool, str | None]:
@@ -258,6 +236,7 @@ def _made(stream: PolicyStream, settings: Settings, loaded: Loaded) -> list[Rule
     from kaffinity.policy.check import policy_rules
 
     rules, _ = policy_rules(loaded, settings, stream)
+    _MADE.clear()  # one stream at a time: those of an earlier run (in-process) are done
     made = _MADE[stream.digest] = [rule for rule in rules if rule.name in stream.per_object]
     return made
 

@@ -81,7 +81,7 @@ from kaffinity.rules.base import POLICY_CATEGORY, Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
-    from kaffinity.policy.streamed import Known
+    from kaffinity.policy.known import Known
 
 
 #: What every admission rule of one context shares: the defaulted objects, the requests, the
@@ -175,7 +175,17 @@ def admission_rule(
         severity=_severity(bindings[0].actions) if bindings else Severity.ERROR,
         summary=f"ValidatingAdmissionPolicy {policy.name}",
         docs=docs,
-        check=guarded(Guarded(check, stopped, own=(policy.doc,), prepare=prepare, served=known is not None)),
+        check=guarded(
+            Guarded(
+                check,
+                stopped,
+                own=(policy.doc,),
+                prepare=prepare,
+                served=known is not None,
+                carry=refused_indexes,
+                restore=refuse,
+            )
+        ),
         # The namespaces, the params and the facts may be in any manifest of the repository
         # (known: found before the stream, the rule reads one object).
         needs_all_manifests=known is None,

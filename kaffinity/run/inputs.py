@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from kaffinity.config import Settings
+    from kaffinity.policy.known import PolicyStream
     from kaffinity.policy.load import Loaded
-    from kaffinity.policy.streamed import PolicyStream
     from kaffinity.repo.sandbox import Sandbox
     from kaffinity.rules.base import Rule
 

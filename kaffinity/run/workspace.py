@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from kaffinity.k8s.model import Object
     from kaffinity.load.files import ExcludeFn
     from kaffinity.load.parse import SourceFile
-    from kaffinity.policy.streamed import PolicyStream
+    from kaffinity.policy.known import PolicyStream
     from kaffinity.repo.changed import Change
     from kaffinity.repo.units import Layout
     from kaffinity.rules.base import Rule
