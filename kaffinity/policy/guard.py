@@ -361,6 +361,14 @@ def _stop_current() -> None:
 atexit.register(_stop_current)
 
 
+def reset() -> None:
+    """A new stream of files (:mod:`kaffinity.policy.streamed`): no process or batch of an
+    earlier run of this process serves it (``--new-from-rev`` lints twice in one process)."""
+    _stop_current()
+    _BATCH.rules.clear()
+    _BATCH.context, _BATCH.found = None, None
+
+
 def _run(rule: Guarded, context: Context) -> Iterator[Violation]:
     """``rule.check(context)`` in the context's guarded process: its findings, and for an object
     whose evaluation was stopped, ``rule.stopped``'s; then the check again without it."""

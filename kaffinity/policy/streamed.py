@@ -234,9 +234,11 @@ def per_object_rules(stream: PolicyStream, settings: Settings) -> list[Rule]:
 def _made(stream: PolicyStream, settings: Settings, loaded: Loaded) -> list[Rule]:
     """The per-object rules of ``stream`` made from ``loaded``, kept for this process."""
     from kaffinity.policy.check import policy_rules
+    from kaffinity.policy.guard import reset
 
     rules, _ = policy_rules(loaded, settings, stream)
     _MADE.clear()  # one stream at a time: those of an earlier run (in-process) are done
+    reset()
     made = _MADE[stream.digest] = [rule for rule in rules if rule.name in stream.per_object]
     return made
 
