@@ -452,7 +452,7 @@ def _run_batch(serials: list[int], context: Context, limit: float) -> dict[int, 
         return None
     try:
         child.conn.send(("batch", serials))
-        outcome = child.collect(Guarded(_no_check, _no_stop), context, limit, [])
+        outcome = child.collect(Guarded(lambda _: iter(()), lambda *_: iter(())), context, limit, [])
     except OSError:
         return None
     packed: dict[int, list[Any]] | None = getattr(child, "batch", None)
@@ -468,14 +468,6 @@ def _run_batch(serials: list[int], context: Context, limit: float) -> dict[int, 
         if rule is not None:
             found[serial] = [_unpack(item, rule, context) for item in items]
     return found
-
-
-def _no_check(context: Context) -> Iterator[Violation]:
-    return iter(())
-
-
-def _no_stop(doc: Document | None, seconds: float) -> Iterator[Violation]:
-    return iter(())
 
 
 def _serve_batch(context: Context, conn: Connection, shared: mmap.mmap, serials: list[int]) -> None:
