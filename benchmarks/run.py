@@ -57,7 +57,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -1495,6 +1495,60 @@ def policy_commands(item: Corpus, cwd: str, repeat: int) -> dict[str, Measuremen
     return out
 
 
+#: The cache modes of the policy stage's memory rows: no cache, a cold one (new folder), warm.
+POLICY_MEMORY_MODES = ("no cache", "cold", "warm")
+#: The issue-36 target: peak RSS with the ten policies at most this times without them.
+POLICY_MEMORY_TARGET = 1.2
+
+
+def policy_memory(item: Corpus, cwd: str, scratch: str) -> dict[tuple[str, str], int]:
+    """Peak RSS (KiB) of ``kaffinity lint DIR --jobs 1`` without and with the ten policies, with
+    no cache, a cold cache (a new folder) and a warm one (the same folder again): one run each
+    (memory is not disturbed by load)."""
+    flags = [flag for path in POLICY_PATHS for flag in ("--policy", os.path.join(ROOT, path))]
+    out: dict[tuple[str, str], int] = {}
+    for stage, extra in (("lint", []), ("lint+policies", flags)):
+        folder = tempfile.mkdtemp(prefix="cache-", dir=scratch)
+        for mode in POLICY_MEMORY_MODES:
+            cache = ["--no-cache"] if mode == "no cache" else ["--cache-dir", folder]
+            command = cli_command(
+                "lint", "--no-config", "--format", "json", "--jobs", "1", *cache, item.manifests, *extra
+            )
+            _, _, rss = timed_child(command, cwd, 1, warm_up=False)
+            out[stage, mode] = rss[0]
+            print(f"  {stage} ({mode}): peak RSS {rss[0] / 1024:.0f} MiB", flush=True)
+    return out
+
+
+def policy_memory_lines(
+    sizes: Sequence[int], memory: Mapping[int, Mapping[tuple[str, str], int]]
+) -> list[str]:
+    """The memory table of ``--stages policy``: peak RSS without and with the policies, the ratio."""
+    lines = [
+        "",
+        "## Memory",
+        "",
+        "Peak RSS of `kaffinity lint DIR --format json --jobs 1` in a fresh process, without and with "
+        "the ten policies: no cache (`--no-cache`), a cold cache (a new folder) and a warm one (the "
+        f"same folder again). Target (issue 36): with the policies at most {POLICY_MEMORY_TARGET}x "
+        "without them.",
+        "",
+        "| workloads | cache | without MiB | with the policies MiB | ratio | target |",
+        "|--:|--|--:|--:|--:|--|",
+    ]
+    for size in sizes:
+        row = memory[size]
+        for mode in POLICY_MEMORY_MODES:
+            without, with_policies = row["lint", mode], row["lint+policies", mode]
+            ratio = with_policies / without
+            verdict = "met" if ratio <= POLICY_MEMORY_TARGET else "missed"
+            lines.append(
+                f"| {size:,} | {mode} | {without / 1024:.0f} | {with_policies / 1024:.0f} | {ratio:.2f} "
+                f"| at most {POLICY_MEMORY_TARGET}x: {verdict} |"
+            )
+    return lines
+
+
 def policy_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     """``--stages policy``: what ten policies add to a lint, and whether a lint without policies
     imports the CEL engine."""
@@ -1506,6 +1560,7 @@ def policy_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     code_before = code_identity()
     settings = Settings()
     rows: dict[int, dict[str, Measurement]] = {}
+    memory: dict[int, dict[tuple[str, str], int]] = {}
     with tempfile.TemporaryDirectory(prefix="kaffinity-bench-") as scratch:
         for size in sizes:
             item = corpus(size, not args.no_cache, scratch)
@@ -1515,6 +1570,7 @@ def policy_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             cwd = os.path.join(scratch, "cwd")  # no .kaffinity.yaml above it
             os.makedirs(cwd, exist_ok=True)
             rows[size].update(policy_commands(item, cwd, repeat))
+            memory[size] = policy_memory(item, cwd, scratch)
     probe = (
         "import sys, kaffinity.cli; from kaffinity.cli import app; print('cel_expr_python' in sys.modules)"
     )
@@ -1557,6 +1613,7 @@ def policy_main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         "",
         f"A lint without policies imports the CEL engine: **{imported.strip()}** "
         "(`cel_expr_python` in `sys.modules` after importing the CLI).",
+        *policy_memory_lines(sizes, memory),
     ]
     text = "\n".join(lines) + "\n"
     print(text)

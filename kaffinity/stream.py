@@ -20,8 +20,12 @@ Rendered units (overlays, charts, GitOps releases: :mod:`kaffinity.repo.units`) 
 same stage: :func:`stage_rendered` runs :func:`file_result` on each file a render gives and
 compacts it, and the render cache keeps the unit's results (:mod:`kaffinity.cache.rendered`).
 
-Not streamed (the CLI reads such input whole, as before): stdin; runs with policies (a
-ValidatingAdmissionPolicy reads any field).
+Policies run here too, file by file, with the namespaces and params they read found before the
+stream (:mod:`kaffinity.policy.streamed`, which says when a run with policies is read whole).
+
+Not streamed (the CLI reads such input whole, as before): stdin; runs with policies that read
+the input whole (:mod:`kaffinity.policy.streamed`), and runs with policies over a repository
+that renders (rendered units are staged without the policies).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
     from kaffinity.cache import Cache
     from kaffinity.config import Settings
     from kaffinity.load.files import ExcludeFn
+    from kaffinity.policy.known import PolicyStream
     from kaffinity.repo.rendered import Rendered
     from kaffinity.rules.base import Rule
 
@@ -65,13 +70,17 @@ _NOT_LOCAL = frozenset(
 )
 
 
-def fingerprint(settings: Settings) -> str:
+def fingerprint(settings: Settings, policies: PolicyStream | None = None) -> str:
     """What a file's :class:`FileResult` depends on besides its name, its bytes and whether its
-    rules ran: kaffinity's version, the format, the settings that reach the single-object stage."""
+    rules ran: kaffinity's version, the format, the settings that reach the single-object stage,
+    and the policies run there: their files' bytes, and the namespaces and params they read
+    (:attr:`kaffinity.policy.streamed.PolicyStream.digest`)."""
     import kaffinity
     from kaffinity.cache import FORMAT
 
     parts = [kaffinity.__version__, str(FORMAT)]
+    if policies is not None:
+        parts.append(f"policies={policies.digest}")
     parts.extend(
         f"{item.name}={getattr(settings, item.name)!r}"
         for item in fields(settings)
@@ -173,7 +182,12 @@ def _here(
 
 
 def _there(
-    paths: Sequence[str], settings: Settings, names: Sequence[str], local: bool, cache: Cache | None
+    paths: Sequence[str],
+    settings: Settings,
+    names: Sequence[str],
+    local: bool,
+    cache: Cache | None,
+    policies: PolicyStream | None = None,
 ) -> list[bytes | None]:
     """A worker's task: each file's :class:`FileResult` as :func:`payload` sends it, or None for the
     parent to do."""
@@ -181,7 +195,8 @@ def _there(
     from kaffinity.rules import BY_NAME
 
     make_room(settings.limits.depth)  # a spawned worker (macOS, Windows) starts with the defaults
-    rules = [BY_NAME[name] for name in names]
+    known = {rule.name: rule for rule in _policy_rules(settings, policies)}
+    rules = [known[name] if name in known else BY_NAME[name] for name in names]
     sent = [payload(path, settings, rules, local, cache, send=True)[0] for path in paths]
     if cache is not None:
         cache.flush()  # this chunk's entries are written before the parent hears of them
@@ -196,6 +211,7 @@ def file_results(
     local: bool = True,
     cache: Cache | None = None,
     tick: Callable[[str], None] | None = None,
+    policies: PolicyStream | None = None,
 ) -> list[FileResult]:
     """The single-object stage of every path, in order, in ``jobs`` processes
     (:func:`kaffinity.load.parallel.map_all`), through ``cache`` when given. ``local``: run the
@@ -205,10 +221,10 @@ def file_results(
     from kaffinity.load.parallel import map_all
     from kaffinity.rules import RULES
 
-    rules = single_object_rules(RULES, settings) if local else []
+    rules = single_object_rules([*RULES, *_policy_rules(settings, policies)], settings) if local else []
     names = [rule.name for rule in rules]
     here = partial(_here, settings=settings, rules=rules, local=local, cache=cache)
-    there = partial(_there, settings=settings, names=names, local=local, cache=cache)
+    there = partial(_there, settings=settings, names=names, local=local, cache=cache, policies=policies)
     loads = partial(_typed, settings=settings) if _reads_objects(settings) else received
     if tick is None:
         done = map_all(paths, jobs, here, there, loads=loads)
@@ -249,6 +265,15 @@ def _typed(data: bytes, settings: Settings) -> FileResult | None:
     return replace(result, typed=tuple(build_object(doc, namespace, kinds) for doc in result.file.documents))
 
 
+def _policy_rules(settings: Settings, policies: PolicyStream | None) -> list[Rule]:
+    """The policies' rules that run here (:mod:`kaffinity.policy.streamed`), made once per process."""
+    if policies is None:
+        return []
+    from kaffinity.policy.streamed import per_object_rules
+
+    return per_object_rules(policies, settings)
+
+
 def load_results(
     paths: Sequence[str],
     settings: Settings,
@@ -258,6 +283,7 @@ def load_results(
     jobs: int = 1,
     local: bool = True,
     cache: Cache | None = None,
+    policies: PolicyStream | None = None,
 ) -> list[FileResult]:
     """:func:`kaffinity.load.files.load` through the single-object stage: discover the files
     under ``paths``, and :func:`file_results` of them, with the command's progress indicator. What
@@ -274,7 +300,9 @@ def load_results(
         with progress.stage("finding files"):
             found = list(discover(paths, excluded, seen, gitignore=settings.gitignore))
         with progress.stage("reading files", len(found)):
-            results = file_results(found, settings, jobs, local=local, cache=cache, tick=progress.tick)
+            results = file_results(
+                found, settings, jobs, local=local, cache=cache, tick=progress.tick, policies=policies
+            )
         gc.freeze()
     return results
 

@@ -309,7 +309,8 @@ def test_a_plain_repository_lints_byte_for_byte_as_before_streamed_and_cached(tm
 
 def test_a_repository_that_renders_streams(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Issue 36: what renders no longer makes lint read the files whole (the rendered units go
-    through the single-object stage themselves); stdin and policies still do."""
+    through the single-object stage themselves); stdin still does, and policies over a repository
+    that renders."""
     from kaffinity.run.workspace import stream
 
     plain = _write(tmp_path / "plain", PLAIN)
@@ -325,7 +326,10 @@ def test_a_repository_that_renders_streams(monkeypatch: pytest.MonkeyPatch, tmp_
     assert stream([str(chart)], settings, None) is not None
     assert stream([str(GITOPS / "overlays")], settings, None) is not None
     assert stream(["-"], settings, None) is None
-    assert stream([str(chart)], Settings(cache=False, policies=(str(chart),)), None) is None
+    # With policies, a repository that renders is read whole: rendered units are staged
+    # without the policies (kaffinity.run.workspace.stream).
+    overlays = str(GITOPS / "overlays")
+    assert stream([overlays], Settings(cache=False, policies=(str(chart),)), None, [overlays]) is None
 
 
 def test_a_release_is_rendered_from_whole_objects(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -278,9 +278,29 @@ class Recorder:
         documents given: their units and suppression annotations are this run's."""
         self.state.found_rules.add(name)
         refused = self.state.refused if name == "api-validation" else None
+        rule = self.enabled.get(name)
+        # The policies' facts (kaffinity.findings) of a built-in rule's findings: the run streams
+        # its policies only without select/ignore/severity (kaffinity.policy.streamed), so the
+        # finding's severity is the rule's own, as placed() records it.
+        facts = (
+            self.state.found
+            if rule is not None
+            and rule.category != POLICY_CATEGORY
+            and any(other.reads_findings for other in self.enabled.values())
+            else None
+        )
         for placed, doc in found:
             if refused is not None and doc is not None:
                 refused.add(id(doc))
+            if facts is not None and doc is not None:
+                facts.setdefault(id(doc), []).append(
+                    {
+                        "rule": name,
+                        "severity": placed.severity.value,
+                        "line": placed.line,
+                        "message": placed.message,
+                    }
+                )
             finding = placed
             if doc is not None and not self.unit and id(doc) in self.membership:
                 finding = replace(finding, units=self.membership[id(doc)])

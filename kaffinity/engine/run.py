@@ -347,7 +347,28 @@ def _check_stages(
     run.related = None
     for rule in stages.policies:
         tick(rule.name)
-        run.check(rule, local)
+        if rule.name in taken and rule.unit_objects:
+            _take_by_unit(run, rule.name, taken[rule.name], context, units)
+        elif rule.name in taken:  # a policy of the single-object stage (Rule.streams)
+            run.take(rule.name, taken[rule.name])
+        else:
+            run.check(rule, local)
+
+
+def _take_by_unit(
+    run: Recorder,
+    name: str,
+    found: Sequence[tuple[Finding, Document | None]],
+    context: Context,
+    units: Sequence[Unit],
+) -> None:
+    """A streamed policy's findings as if it ran unit by unit (``Rule.unit_objects``): on each
+    unit's objects (of an object defined again, its last definition), under the unit's name."""
+    for unit_name, documents in [(unit.name, unit.documents) for unit in units] or [("", context.documents)]:
+        kept = {id(doc) for doc in documents}
+        run.unit = unit_name
+        run.take(name, [(finding, doc) for finding, doc in found if doc is not None and id(doc) in kept])
+    run.unit = ""
 
 
 def _check_unit(

@@ -64,7 +64,8 @@ class FileResult:
 
 def single_object_rules(rules: Iterable[Rule], settings: Settings) -> list[Rule]:
     """The rules of ``rules`` that the single-object stage runs, in order: those with a check
-    that read one object at a time, from its own file alone, without the cluster; no policy."""
+    that read one object at a time, from its own file alone, without the cluster; no policy but
+    those made to run here (``Rule.streams``: :mod:`kaffinity.policy.streamed`)."""
     return [
         rule
         for rule in rules
@@ -72,7 +73,7 @@ def single_object_rules(rules: Iterable[Rule], settings: Settings) -> list[Rule]
         and not rule.needs_all_manifests
         and not rule.needs_cluster
         and not rule.reads_other_files
-        and rule.category != POLICY_CATEGORY
+        and (rule.category != POLICY_CATEGORY or rule.streams)
         and rule_enabled(rule, settings.select, settings.ignore)
     ]
 

@@ -28,10 +28,12 @@ many documents too.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kaffinity.config import Settings, error_at
 from kaffinity.findings import Violation
+from kaffinity.k8s.compact import Fields
 from kaffinity.k8s.defaults import defaulted
 from kaffinity.k8s.model import Workload
 from kaffinity.k8s.model.readers import dig
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
 
     from kaffinity.context import Context
     from kaffinity.load.source import Document
+    from kaffinity.policy.known import Known, PolicyStream
 
 CATEGORY = POLICY_CATEGORY
 
@@ -73,9 +76,13 @@ def reserved_names() -> frozenset[str]:
 POLICY_VARIABLES = ("object", "namespaceObject", FACTS)
 
 
-def policy_rules(loaded: Loaded, settings: Settings) -> tuple[list[Rule], list[str]]:
+def policy_rules(
+    loaded: Loaded, settings: Settings, stream: PolicyStream | None = None
+) -> tuple[list[Rule], list[str]]:
     """A rule per policy of ``loaded``, and the expressions that do not compile (errors at their
-    line: the policy is left out). Each expression is compiled once, for ``--kube-version``."""
+    line: the policy is left out). Each expression is compiled once, for ``--kube-version``.
+    ``stream``: the run streams its policies (:mod:`kaffinity.policy.streamed`): those it names
+    run file by file, with what it knows of the input; the others on the compact files."""
     from kaffinity.policy.admission import bindings_of
     from kaffinity.policy.evaluation import compile_policy
     from kaffinity.policy.vap import admission_rule
@@ -91,7 +98,12 @@ def policy_rules(loaded: Loaded, settings: Settings) -> tuple[list[Rule], list[s
             except CompileError as error:
                 errors.append(_compile_error(policy.doc, ("spec", "expression"), error))
                 continue
-        rules.append(policy_rule(policy, program, programs))
+        known = stream.known if stream is not None and policy.name in stream.per_object else None
+        rule = policy_rule(policy, program, programs, known)
+        if stream is not None and known is None:
+            # Read on the compact files (the facts): what the finding points at is kept whole.
+            rule = replace(rule, reads=Fields())
+        rules.append(rule)
     bound = bindings_of(loaded.admission, loaded.bindings)
     for admission in loaded.admission:
         compiled, problems = compile_policy(admission, programs)
@@ -100,9 +112,10 @@ def policy_rules(loaded: Loaded, settings: Settings) -> tuple[list[Rule], list[s
                 _compile_error(admission.doc, where.path, _hinted(error)) for where, error in problems
             )
             continue
+        known = stream.known if stream is not None and admission.name in stream.per_object else None
         rules.append(
             admission_rule(
-                admission, bound[admission.name], compiled, programs, loaded.params, loaded.admission
+                admission, bound[admission.name], compiled, programs, loaded.params, loaded.admission, known
             )
         )
     return rules, errors
@@ -133,14 +146,24 @@ def _compile_error(doc: Document, path: DataPath, error: CompileError) -> str:
     return error_at(doc.file, span, said)
 
 
-def policy_rule(policy: Policy, program: Program | None = None, programs: Programs | None = None) -> Rule:
-    """The rule that checks ``policy`` (``program``: its compiled expression, if it has one)."""
+def policy_rule(
+    policy: Policy,
+    program: Program | None = None,
+    programs: Programs | None = None,
+    known: Known | None = None,
+) -> Rule:
+    """The rule that checks ``policy`` (``program``: its compiled expression, if it has one;
+    ``known``: the namespaces found before the stream, for a rule run file by file)."""
     from jsonschema import Draft202012Validator
 
     validator = Draft202012Validator(policy.schema) if policy.schema is not None else None
     valid = _fast(policy.schema) if policy.schema is not None else None
 
     def check(context: Context) -> Iterator[Violation]:
+        if known is not None:
+            from kaffinity.policy.vap import seed
+
+            seed(context, known, ())
         for workload in context.inventory.every_workload:
             if not matches(policy, workload) or not begin(workload.doc):
                 continue
@@ -181,9 +204,14 @@ def policy_rule(policy: Policy, program: Program | None = None, programs: Progra
         severity=policy.severity,
         summary=policy.message,
         docs=docs,
-        check=guarded(Guarded(check, stopped, own=(policy.doc,), prepare=prepare)),
+        # Run file by file, the guarded process builds the typed objects it reads: not the
+        # stage's process, whose typed objects would keep the whole documents alive.
+        check=guarded(
+            Guarded(check, stopped, own=(policy.doc,), prepare=None if known else prepare, served=bool(known))
+        ),
         # What kaffinity knows of a workload (its neighbours, its placement) reads them all.
         needs_all_manifests=program is not None and references(program.text, FACTS),
+        streams=known is not None,
         # Its expression and schema read the object as written, any field of it: no compact
         # model holds what it reads, so a run with policies reads its input whole.
         reads=None,
@@ -229,11 +257,15 @@ def _expression_check(
     from kaffinity.policy.vap import namespace_object, shared
 
     ref = workload.ref
-    objects = shared(context).objects.defaulted
-    whole = objects.get(id(workload.doc))
-    if whole is None:
-        whole = objects[id(workload.doc)] = defaulted(workload.doc.data, programs.kube_version, ref.namespace)
-    target = dig(whole, path) if path else whole
+    target = None
+    if references(program.text, "object"):  # not made for an expression that never reads it
+        objects = shared(context).objects.defaulted
+        whole = objects.get(id(workload.doc))
+        if whole is None:
+            whole = objects[id(workload.doc)] = defaulted(
+                workload.doc.data, programs.kube_version, ref.namespace
+            )
+        target = dig(whole, path) if path else whole
     data = {
         "object": target,
         "namespaceObject": namespace_object(context, ref.namespace),

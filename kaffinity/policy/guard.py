@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     import mmap
     from multiprocessing.connection import Connection
 
+    from kaffinity.config import Settings
     from kaffinity.context import Context
     from kaffinity.load.source import Document
 
@@ -78,6 +79,13 @@ class Guarded:
     #: What the check reads of a context that kaffinity's own rules read too (the validation,
     #: the graph): computed by kaffinity before it forks, so that neither computes it twice.
     prepare: Callable[[Context], object] | None = None
+    #: A check of the single-object stage (:mod:`kaffinity.policy.streamed`), a context per file:
+    #: one guarded process serves every file (:class:`_Server`) rather than a fork per file.
+    served: bool = False
+    #: A served check's: what it reads that the stage's process computed (``carry``, sent with
+    #: each file), and how the guarded process puts it back in its context (``restore``).
+    carry: Callable[[Context], object] | None = None
+    restore: Callable[[Context, Any], None] | None = None
     serial: int = field(default_factory=lambda: next(_SERIALS))
 
     def __post_init__(self) -> None:
@@ -185,13 +193,17 @@ class _Stopped:
 class _Child:
     """A guarded process serving the checks of one context."""
 
+    #: What a batch's request found, packed, by serial (:func:`_run_batch`).
+    batch: dict[int, list[Any]] | None = None
+
     def __init__(self, context: Context) -> None:
         import mmap
         from multiprocessing import Pipe
 
         for reference in list(_REGISTRY.values()):
             rule = reference()
-            if rule is not None and rule.prepare is not None:
+            # Not a served rule's (file by file): this context is not one it checks.
+            if rule is not None and not rule.served and rule.prepare is not None:
                 rule.prepare(context)
         self.context = weakref.ref(context)
         self.found_rules = len(context.run.found_rules)
@@ -222,6 +234,9 @@ class _Child:
                     message = self.conn.recv()
                 except (EOFError, OSError):  # it died (memory: an abort past the limit)
                     return self._stopped()
+                if message[0] == "done" and isinstance(message[1], dict):  # a batch's
+                    self.batch = message[1]
+                    return "done"
                 if message[0] == "done":
                     found.extend(_unpack(packed, rule, context) for packed in message[1])
                     return "done"
@@ -263,7 +278,56 @@ class _Child:
 _CURRENT: list[_Child] = []  # the live guarded process, if any
 
 
-def _child(context: Context) -> _Child | None:
+class _Server(_Child):
+    """A guarded process forked once and kept: each file's context is sent to it
+    (:meth:`load`: its documents, and what the checks read that the built-in rules computed),
+    so that a stream of many small files costs one fork, not one per file."""
+
+    def __init__(self, context: Context) -> None:
+        import mmap
+        from multiprocessing import Pipe
+
+        self.shared = mmap.mmap(-1, _PROGRESS.size)
+        mine, theirs = Pipe()
+        parent = os.getpid()
+        settings = context.settings
+        #: The rules the process knows (made before it was forked).
+        self.serials = frozenset(_REGISTRY)
+        pid = os.fork()
+        if pid == 0:  # the guarded process
+            try:
+                mine.close()
+                _serve(None, theirs, self.shared, parent, settings)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.pid, self.conn = pid, mine
+        self.load(context)
+
+    def load(self, context: Context) -> None:
+        """Send ``context``'s documents to the process: it checks them from now on."""
+        import pickle
+
+        from kaffinity.load.parse import SourceFile
+
+        carried: dict[int, object] = {}
+        for reference in list(_REGISTRY.values()):
+            rule = reference()
+            if rule is not None and rule.served and rule.prepare is not None:
+                rule.prepare(context)
+            if rule is not None and rule.served and rule.carry is not None:
+                carried[rule.serial] = rule.carry(context)
+        self.context = weakref.ref(context)
+        self.found_rules = len(context.run.found_rules)
+        documents = tuple(context.documents)
+        name = documents[0].file if documents else ""
+        # Pickled here (C pickle): the stage runs with the collector paused (kaffinity.load.
+        # parse.gc_paused), and what Connection.send's pickler leaves in cycles would stay.
+        message = ("load", SourceFile(name, "", documents, ()), carried)
+        self.conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
+
+
+def _child(context: Context, served: bool = False, serial: int = 0) -> _Child | None:
     """The guarded process of ``context`` (one at a time: another context's is stopped). A new one
     when the engine has run more built-in rules since: the policies' facts read their findings,
     and a process forked before would not see them. None: the system refuses
@@ -272,11 +336,18 @@ def _child(context: Context) -> _Child | None:
         _CURRENT
         and _CURRENT[0].context() is context
         and _CURRENT[0].found_rules == len(context.run.found_rules)
+        and (not isinstance(_CURRENT[0], _Server) or serial in _CURRENT[0].serials)
     ):
         return _CURRENT[0]
+    if served and _CURRENT and isinstance(_CURRENT[0], _Server) and serial in _CURRENT[0].serials:
+        try:
+            _CURRENT[0].load(context)
+            return _CURRENT[0]
+        except OSError:  # it died while idle
+            pass
     _stop_current()
     try:
-        _CURRENT.append(_Child(context))
+        _CURRENT.append(_Server(context) if served else _Child(context))
     except OSError:  # fork refused (EAGAIN, ENOMEM)
         return None
     return _CURRENT[0]
@@ -290,17 +361,30 @@ def _stop_current() -> None:
 atexit.register(_stop_current)
 
 
+def reset() -> None:
+    """A new stream of files (:mod:`kaffinity.policy.streamed`): no process or batch of an
+    earlier run of this process serves it (``--new-from-rev`` lints twice in one process)."""
+    _stop_current()
+    _BATCH.rules.clear()
+    _BATCH.context, _BATCH.found = None, None
+
+
 def _run(rule: Guarded, context: Context) -> Iterator[Violation]:
     """``rule.check(context)`` in the context's guarded process: its findings, and for an object
     whose evaluation was stopped, ``rule.stopped``'s; then the check again without it."""
     from kaffinity.policy.cel.limits import time_limit
 
     limit = time_limit()
+    if rule.served:
+        batched = _batched(rule, context, limit)
+        if batched is not None:
+            yield from batched
+            return
     found: list[Violation] = []
     skip: frozenset[int] = frozenset()
     renewed = 0  # new processes for another reason than a stop: a few at most
     while True:
-        child = _child(context)
+        child = _child(context, rule.served, rule.serial)
         if child is None:
             yield from rule.check(context)
             return
@@ -334,8 +418,85 @@ def _run(rule: Guarded, context: Context) -> Iterator[Violation]:
     yield from found
 
 
-def _serve(context: Context, conn: Connection, shared: mmap.mmap, parent: int) -> None:
-    """The guarded process: check the rules asked for, send back what they find."""
+@dataclass
+class _Batch:
+    """The served checks of one file at once (:class:`_Server`): one request for every rule that
+    checked the files before, rather than one each. The rules asked learn which to batch."""
+
+    rules: dict[int, None] = field(default_factory=dict)  # serials, in the order asked
+    context: Any = None  # weakref.ref of the context whose findings ``found`` holds
+    found: dict[int, list[Violation]] | None = None
+
+
+_BATCH = _Batch()
+
+
+def _batched(rule: Guarded, context: Context, limit: float) -> list[Violation] | None:
+    """``rule``'s findings on ``context`` from the batch of its file (None: not in it, or the
+    batch did not finish: a check stopped on an object, which the rule's own request handles)."""
+    batch = _BATCH
+    if batch.context is None or batch.context() is not context:
+        batch.context, batch.found = weakref.ref(context), None
+        serials = [serial for serial in batch.rules if serial in _REGISTRY]  # of live rules
+        if serials:
+            batch.found = _run_batch(serials, context, limit)
+    if batch.found is not None and rule.serial in batch.found:
+        return batch.found.pop(rule.serial)
+    batch.rules[rule.serial] = None
+    return None
+
+
+def _run_batch(serials: list[int], context: Context, limit: float) -> dict[int, list[Violation]] | None:
+    child = _child(context, True, max(serials))
+    if child is None:
+        return None
+    try:
+        child.conn.send(("batch", serials))
+        outcome = child.collect(Guarded(lambda _: iter(()), lambda *_: iter(())), context, limit, [])
+    except OSError:
+        return None
+    packed: dict[int, list[Any]] | None = getattr(child, "batch", None)
+    child.batch = None
+    if outcome != "done" or packed is None:
+        if isinstance(outcome, _Stopped):
+            _CURRENT.clear()  # stopped already
+        return None
+    found: dict[int, list[Violation]] = {}
+    for serial, items in packed.items():
+        reference = _REGISTRY.get(serial)
+        rule = reference() if reference is not None else None
+        if rule is not None:
+            found[serial] = [_unpack(item, rule, context) for item in items]
+    return found
+
+
+def _serve_batch(context: Context, conn: Connection, shared: mmap.mmap, serials: list[int]) -> None:
+    """A batch's checks, one rule after the other, their findings sent at once by serial."""
+    worker = NOW.worker = Worker(shared, context.documents, frozenset())
+    found: dict[int, list[Any]] = {}
+    try:
+        for serial in serials:
+            reference = _REGISTRY.get(serial)
+            rule = reference() if reference is not None else None
+            if rule is not None:
+                found[serial] = [_pack(violation, rule, worker) for violation in rule.check(context)]
+    except Exception as error:  # noqa: BLE001 - each rule's own request reports it
+        conn.send(("error", f"{type(error).__name__}: {error}"))
+        return
+    finally:
+        NOW.worker = None
+    conn.send(("done", found))
+
+
+def _serve(
+    context: Context | None,
+    conn: Connection,
+    shared: mmap.mmap,
+    parent: int,
+    settings: Settings | None = None,
+) -> None:
+    """The guarded process: check the rules asked for, send back what they find; a
+    :class:`_Server`'s (no ``context``) takes each file's context as it is sent."""
     _limit_memory()
     _tie_to_parent(parent)
     while True:
@@ -343,6 +504,22 @@ def _serve(context: Context, conn: Connection, shared: mmap.mmap, parent: int) -
             request = conn.recv()
         except (EOFError, OSError):
             return
+        if request[0] == "load" and settings is not None:
+            from kaffinity.context import Context
+
+            context = Context([request[1]], settings)
+            for serial, value in request[2].items():
+                reference = _REGISTRY.get(serial)
+                rule = reference() if reference is not None else None
+                if rule is not None and rule.restore is not None:
+                    rule.restore(context, value)
+            continue
+        if context is None:
+            conn.send(("missing",))
+            continue
+        if request[0] == "batch":
+            _serve_batch(context, conn, shared, request[1])
+            continue
         reference = _REGISTRY.get(request[0])
         rule = reference() if reference is not None else None
         if rule is None:

@@ -81,6 +81,7 @@ from kaffinity.rules.base import POLICY_CATEGORY, Rule
 
 if TYPE_CHECKING:
     from kaffinity.context import Context
+    from kaffinity.policy.known import Known
 
 
 #: What every admission rule of one context shares: the defaulted objects, the requests, the
@@ -127,9 +128,12 @@ def admission_rule(
     programs: Programs,
     param_documents: Sequence[Document],
     peers: Sequence[AdmissionPolicy] = (),
+    known: Known | None = None,
 ) -> Rule:
     """The rule that checks ``policy`` with ``bindings`` (none: bound once with Deny);
-    ``peers``: every admission policy of the run (one of them notes a refused object)."""
+    ``peers``: every admission policy of the run (one of them notes a refused object);
+    ``known``: the namespaces and params found before the stream, for a rule that runs file by
+    file (:mod:`kaffinity.policy.streamed`)."""
     names = [*ADMISSION_VARIABLES, *([FACTS] if policy.kaffinity_only else [])]
 
     def check(context: Context) -> Iterator[Violation]:
@@ -140,7 +144,7 @@ def admission_rule(
                 "this expression reads `authorizer`, which kaffinity cannot evaluate offline: it was skipped",
                 severity=Severity.WARNING,
             )
-        state = shared(context)
+        state = shared(context) if known is None else seed(context, known, param_documents)
         for doc in context.documents:
             if is_admission(doc.data) or not begin(doc):
                 continue
@@ -157,7 +161,8 @@ def admission_rule(
     def prepare(context: Context) -> None:
         """What the built-in rules read too: the validation, and the facts' graph and placement."""
         _rejected(context, shared(context))
-        prepare_facts(context, compiled.facts)
+        if known is None:  # file by file, no facts: the guarded process builds what it reads
+            prepare_facts(context, compiled.facts)
 
     bound = ", ".join(binding.name for binding in bindings) or "none in the files given: bound with Deny"
     docs = (
@@ -170,9 +175,22 @@ def admission_rule(
         severity=_severity(bindings[0].actions) if bindings else Severity.ERROR,
         summary=f"ValidatingAdmissionPolicy {policy.name}",
         docs=docs,
-        check=guarded(Guarded(check, stopped, own=(policy.doc,), prepare=prepare)),
-        # The namespaces, the params and the facts may be in any manifest of the repository.
-        needs_all_manifests=True,
+        check=guarded(
+            Guarded(
+                check,
+                stopped,
+                own=(policy.doc,),
+                prepare=prepare,
+                served=known is not None,
+                carry=refused_indexes,
+                restore=refuse,
+            )
+        ),
+        # The namespaces, the params and the facts may be in any manifest of the repository
+        # (known: found before the stream, the rule reads one object).
+        needs_all_manifests=known is None,
+        streams=known is not None,
+        unit_objects=known is not None,
         # Its CEL reads the object as written (and the params, the namespace), any field of it:
         # no compact model holds what it reads, so a run with policies reads its input whole.
         reads=None,
@@ -290,6 +308,22 @@ def _rejected(context: Context, state: Shared) -> dict[int, str]:
         refused.update({id(v.doc): NOT_EVALUATED for rule in REFUSING for v in found.get(rule, ())})
         state.rejected = refused
     return state.rejected
+
+
+def refused_indexes(context: Context) -> dict[int, str] | None:
+    """The refused objects (:func:`_rejected`) by index in the context's documents, as a guarded
+    process is told them (None: not read)."""
+    refused = shared(context).rejected
+    if refused is None:
+        return None
+    return {number: refused[id(doc)] for number, doc in enumerate(context.documents) if id(doc) in refused}
+
+
+def refuse(context: Context, indexes: Mapping[int, str] | None) -> None:
+    """The refused objects of ``context`` as :func:`refused_indexes` gave them."""
+    if indexes is not None:
+        documents = context.documents
+        shared(context).rejected = {id(documents[number]): said for number, said in indexes.items()}
 
 
 #: Fields kube-apiserver's validation requires of each kind (``pkg/apis/apps/validation``,
@@ -491,22 +525,38 @@ def _severity(actions: Sequence[str]) -> Severity:
 
 
 def _namespaces(context: Context, state: Shared) -> dict[str, tuple[dict[str, str], dict[str, Any]]]:
-    """Each known namespace's labels (with the name label the API server adds) and object, from
-    the cluster file then the input (the input wins)."""
+    """Each known namespace's labels and object (:func:`known_namespaces`), once per context."""
     if state.namespaces is None:
-        found: dict[str, tuple[dict[str, str], dict[str, Any]]] = {}
-        known = [
-            *(context.cluster.namespaces if context.cluster is not None else ()),
-            *context.inventory.namespaces,
-        ]
-        for namespace in known:
-            name = namespace.ref.name
-            obj = plain(namespace.doc.data)
-            labels = {**labels_of(obj), NAMESPACE_NAME_LABEL: name}
-            obj.setdefault("metadata", {})["labels"] = labels
-            found[name] = (labels, obj)
-        state.namespaces = found
+        state.namespaces = known_namespaces(context)
     return state.namespaces
+
+
+def known_namespaces(context: Context) -> dict[str, tuple[dict[str, str], dict[str, Any]]]:
+    """Each namespace's labels (with the name label the API server adds) and object, from the
+    cluster file then the input (the input wins)."""
+    found: dict[str, tuple[dict[str, str], dict[str, Any]]] = {}
+    known = [
+        *(context.cluster.namespaces if context.cluster is not None else ()),
+        *context.inventory.namespaces,
+    ]
+    for namespace in known:
+        name = namespace.ref.name
+        obj = plain(namespace.doc.data)
+        labels = {**labels_of(obj), NAMESPACE_NAME_LABEL: name}
+        obj.setdefault("metadata", {})["labels"] = labels
+        found[name] = (labels, obj)
+    return found
+
+
+def seed(context: Context, known: Known, param_documents: Sequence[Document]) -> Shared:
+    """The context's shared state with what the stream knew beforehand (a policy run file by
+    file: :mod:`kaffinity.policy.streamed`): the namespaces and the params of the whole input."""
+    state = shared(context)
+    if state.namespaces is None and known.namespaces is not None:
+        state.namespaces = known.namespaces
+    if state.params is None:
+        state.params = params_by_kind(param_candidates([*param_documents, *known.params]))
+    return state
 
 
 def _namespace(

@@ -166,5 +166,6 @@ def fingerprints(findings: Sequence[Finding], unit_scoped: Collection[str]) -> l
 
 
 def unit_scoped_rules(rules: Iterable[Rule]) -> frozenset[str]:
-    """The names of the rules that read a whole deployment unit (``needs_all_manifests``)."""
-    return frozenset(rule.name for rule in rules if rule.needs_all_manifests)
+    """The names of the rules that read a whole deployment unit (``needs_all_manifests``; a
+    streamed ValidatingAdmissionPolicy, ``unit_objects``, admits each unit's objects)."""
+    return frozenset(rule.name for rule in rules if rule.needs_all_manifests or rule.unit_objects)

@@ -54,6 +54,13 @@ class Rule:
     #: engine then runs every built-in rule, those the settings leave out too, for the facts only
     #: (:mod:`kaffinity.policy.facts`; their findings are not reported).
     reads_findings: bool = False
+    #: A policy that reads one object alone (its namespace and params known before the stream:
+    #: :mod:`kaffinity.policy.streamed`): it runs in the single-object stage, file by file.
+    streams: bool = False
+    #: Of a policy that streams: its findings count only on the unit's objects (a
+    #: ValidatingAdmissionPolicy: an object defined again later is admitted as its last
+    #: definition, which is the one the unit holds).
+    unit_objects: bool = False
 
 
 #: The category of every policy's rule (:mod:`kaffinity.policy`): they run after the built-in

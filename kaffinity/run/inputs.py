@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from kaffinity.config import Settings
+    from kaffinity.policy.known import PolicyStream
     from kaffinity.policy.load import Loaded
     from kaffinity.repo.sandbox import Sandbox
     from kaffinity.rules.base import Rule
@@ -139,16 +140,17 @@ def policy_names(paths: tuple[str, ...], memo: PolicyMemo) -> list[str]:
 
 
 def with_policies(
-    rules: tuple[Rule, ...], settings: Settings, memo: PolicyMemo
+    rules: tuple[Rule, ...], settings: Settings, memo: PolicyMemo, stream: Optional[PolicyStream] = None
 ) -> tuple[tuple[Rule, ...], list[str]]:
     """The rules with one more per policy of ``settings.policies``, and the policies' problems
-    (file:line:column: error: ...)."""
+    (file:line:column: error: ...). ``stream``: the policies the single-object stage ran
+    (:mod:`kaffinity.policy.streamed`)."""
     loaded = policies(settings.policies, memo)
     if loaded is None:
         return rules, []
     from kaffinity.policy.check import policy_rules
 
-    made, errors = policy_rules(loaded, settings)
+    made, errors = policy_rules(loaded, settings, stream)
     return (*rules, *made), [*loaded.errors, *errors]
 
 

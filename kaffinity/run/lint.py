@@ -12,7 +12,7 @@ from kaffinity.load.display import quote_name
 from kaffinity.run.inputs import PolicyMemo, Stdin, context_manifests, shown_path, with_policies
 from kaffinity.run.layout import layout, render_summary
 from kaffinity.run.notes import Notes, RunError
-from kaffinity.run.workspace import load_cluster, load_in_context, run_rules, stream
+from kaffinity.run.workspace import has_release, load_cluster, load_in_context, run_rules, stream
 
 if TYPE_CHECKING:
     from collections import Counter
@@ -86,12 +86,22 @@ def linted(inputs: LintInputs, notes: Notes) -> tuple[Context, LintResult, list[
 
     paths, settings, changed, cache_dir = inputs.paths, inputs.settings, inputs.changed, inputs.cache_dir
     manifests = context_manifests(paths, inputs.context, settings, changed)
-    streamed = stream(paths, settings, cache_dir, notes)
+    streamed = stream(paths, settings, cache_dir, [*(paths or ["."]), *manifests.paths], notes, inputs.memo)
     files, reported, has_context, roots = load_in_context(
         paths, settings, inputs.stdin, changed, manifests, notes, streamed
     )
+    if streamed is not None and streamed.policies is not None and settings.render and has_release(files):
+        # Rendered units are staged without the policies: with policies, a GitOps release's
+        # repository is read whole, as before (docs/cache.md).
+        streamed.close(notes)
+        streamed = None
+        files, reported, has_context, roots = load_in_context(
+            paths, settings, inputs.stdin, changed, manifests, notes
+        )
     rules = RULES if has_context else tuple(rule for rule in RULES if not rule.needs_all_manifests)
-    rules, policy_errors = with_policies(rules, settings, inputs.memo)
+    rules, policy_errors = with_policies(
+        rules, settings, inputs.memo, streamed.policies if streamed is not None else None
+    )
     cluster = load_cluster(settings)
     # --changed: the files named too (a values file is no manifest), and the units each touches.
     names = _changed_names(reported, paths) if changed and reported is not None else None

@@ -23,10 +23,11 @@ if TYPE_CHECKING:
     from kaffinity.k8s.model import Object
     from kaffinity.load.files import ExcludeFn
     from kaffinity.load.parse import SourceFile
+    from kaffinity.policy.known import PolicyStream
     from kaffinity.repo.changed import Change
     from kaffinity.repo.units import Layout
     from kaffinity.rules.base import Rule
-    from kaffinity.run.inputs import ContextManifests, Stdin
+    from kaffinity.run.inputs import ContextManifests, PolicyMemo, Stdin
     from kaffinity.simulate.cluster import Cluster
 
 
@@ -63,9 +64,13 @@ class Stream:
     """``lint``'s loading through the single-object stage (:mod:`kaffinity.stream`) and the
     cache (:mod:`kaffinity.cache`): what it found of each file, by name."""
 
-    def __init__(self, settings: Settings, cache: Optional[Cache]) -> None:
+    def __init__(
+        self, settings: Settings, cache: Optional[Cache], policies: Optional[PolicyStream] = None
+    ) -> None:
         self.settings = settings
         self.cache = cache
+        #: The policies the single-object stage runs (:mod:`kaffinity.policy.streamed`).
+        self.policies = policies
         self.results: list[FileResult] = []
 
     def load(
@@ -88,6 +93,7 @@ class Stream:
             jobs=settings.jobs or default_jobs(),
             local=local,
             cache=self.cache,
+            policies=self.policies,
         )
         self.results.extend(found)
         return [item.file for item in found]
@@ -114,7 +120,9 @@ def stream(
     paths: Optional[list[str]],
     settings: Settings,
     cache_dir: Optional[str],
+    roots: Sequence[str] = (),
     notes: Optional[Notes] = None,
+    memo: Optional[PolicyMemo] = None,
 ) -> Optional[Stream]:
     """How ``lint`` loads: file by file through the single-object stage and the cache, unless the
     input is stdin or a policy may read any field: then the files are read whole. A repository
@@ -122,19 +130,61 @@ def stream(
     the rendered units go through the same stage (:func:`kaffinity.run.layout.layout`)."""
     from kaffinity.load.parse import STDIN
 
-    if STDIN in (paths or ()) or settings.policies:
+    if STDIN in (paths or ()):
         return None
+    policies = None
+    if settings.policies:
+        # Rendered units are staged without the policies (kaffinity.run.layout): with policies, a
+        # repository that renders is read whole, as before (docs/cache.md).
+        from kaffinity.repo.rendering import renderable_on_disk
+
+        if settings.units != "one" and renderable_on_disk(
+            (root for root in roots if root != STDIN), charts=_helm_available if settings.render else False
+        ):
+            return None
+        # Policies run file by file with what they read of other objects found first; those
+        # that read the whole input (kaffinity.policy.streamed.plan) read it whole.
+        from kaffinity.load.files import ExcludeFn
+        from kaffinity.policy.streamed import stream_policies
+        from kaffinity.run.inputs import policies as read_policies
+
+        targets = list(paths or ["."])
+        context = list(roots[len(targets) :])
+        policies, _ = stream_policies(
+            settings,
+            [
+                (targets, _excluded(settings, targets)),
+                (context, ExcludeFn(settings.exclude) if settings.exclude else None),
+            ],
+            read_policies(settings.policies, memo) if memo is not None else None,
+            lambda: load_cluster(settings),  # its Namespaces, when a policy reads them
+        )
+        if policies is None:
+            return None
     cache = None
     if settings.cache:
         from kaffinity.cache import open_cache
         from kaffinity.stream import fingerprint
 
         cache, note = open_cache(
-            settings.cache_dir, settings.base_dir, cache_dir, fingerprint(settings), settings.limits
+            settings.cache_dir, settings.base_dir, cache_dir, fingerprint(settings, policies), settings.limits
         )
         if note is not None and notes is not None:
             notes.note(note)
-    return Stream(settings, cache)
+    return Stream(settings, cache, policies)
+
+
+def _helm_available() -> bool:
+    from kaffinity.repo.engines import helm_engine
+
+    return helm_engine() is not None
+
+
+def has_release(files: Sequence[SourceFile]) -> bool:
+    """Whether the files hold a GitOps release."""
+    from kaffinity.repo.rendering import has_release as holds_release
+
+    return holds_release(doc for file in files for doc in file.documents)
 
 
 def load(
@@ -147,12 +197,11 @@ def load(
 ) -> list[SourceFile]:
     """The files of ``paths`` (the current folder when none), streamed when ``stream`` is given;
     stdin's under the name it is linted under, its ``# Source:`` comments followed."""
-    from kaffinity.load.files import ExcludeFn, load
+    from kaffinity.load.files import load
     from kaffinity.load.parse import STDIN, STDIN_NAME
 
     targets = paths or ["."]
-    fixtures = _policy_folders(settings, targets)
-    excluded = ExcludeFn(settings.exclude, folders=fixtures) if settings.exclude or fixtures else None
+    excluded = _excluded(settings, targets)
     if stream is not None:
         return stream.load(targets, excluded, seen if seen is not None else set(), local=True)
     from kaffinity.load.parallel import default_jobs
@@ -181,6 +230,14 @@ def load(
             for file in files
         ]
     return files
+
+
+def _excluded(settings: Settings, targets: list[str]) -> Optional[ExcludeFn]:
+    """What ``lint`` leaves out of ``targets``: ``exclude:``, and the policy folders."""
+    from kaffinity.load.files import ExcludeFn
+
+    fixtures = _policy_folders(settings, targets)
+    return ExcludeFn(settings.exclude, folders=fixtures) if settings.exclude or fixtures else None
 
 
 def _policy_folders(settings: Settings, targets: list[str]) -> list[str]:
