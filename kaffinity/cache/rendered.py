@@ -76,6 +76,7 @@ from kaffinity.load.parse import Limits
 
 if TYPE_CHECKING:
     from kaffinity.cache.store import Cache
+    from kaffinity.repo.gitops.releases import NotRendered, ReleaseKey
     from kaffinity.repo.rendered import Rendered
     from kaffinity.repo.sandbox import Sandbox
 
@@ -229,6 +230,37 @@ class RenderCache:
             "helm", {"chart": chart_dir, "values": list(values_files), **arguments}, inputs, render
         )
 
+    def release(
+        self, key: ReleaseKey, render: Callable[[], Rendered | NotRendered]
+    ) -> Rendered | NotRendered:
+        """``render()`` (a GitOps release's), or what it gave before: keyed by what
+        :class:`~kaffinity.repo.gitops.releases.ReleaseKey` lists -- the chart folder's files and
+        its dependencies (as a chart unit's), the values files and the release's own file by
+        bytes, the rest as data -- and both engines (a Flux post-renderer runs kustomize). A
+        release that does not render (NotRendered) is not kept."""
+        inputs = chart_inputs(key.chart, key.values_files, self.limits, self.sandbox)
+        if inputs is not None:
+            for path in key.files:
+                if not inputs.add(path, self.limits):
+                    inputs = None
+                    break
+        arguments = {**key.arguments, "kustomize": engine_identity("kustomize")}
+        unrendered: list[NotRendered] = []
+
+        from kaffinity.repo.gitops.releases import NotRendered
+
+        def draw() -> Rendered:
+            outcome = render()
+            if isinstance(outcome, NotRendered):
+                unrendered.append(outcome)
+                raise _Unrendered
+            return outcome
+
+        try:
+            return self._through("helm", arguments, inputs, draw)
+        except _Unrendered:
+            return unrendered[0]
+
     def _through(
         self, kind: str, arguments: Mapping[str, Any], inputs: Inputs | None, render: Callable[[], Rendered]
     ) -> Rendered:
@@ -278,6 +310,10 @@ class RenderCache:
                     os.utime(os.path.join(self.store.folder, key[:2], key), follow_symlinks=False)
             self.store.prune()
         return self.store.error
+
+
+class _Unrendered(Exception):
+    """A release's render gave a NotRendered: nothing to keep."""
 
 
 def open_render_cache(

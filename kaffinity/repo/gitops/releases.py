@@ -19,6 +19,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kaffinity.load.parse import DEFAULT_LIMITS, Limits
 from kaffinity.load.source import Document
@@ -62,6 +63,35 @@ class NotRendered:
 
 
 @dataclass(frozen=True, slots=True)
+class ReleaseKey:
+    """Everything rendering a release reads, for the render cache
+    (:meth:`kaffinity.cache.rendered.RenderCache.release`): the chart folder it renders (every
+    file below it hashed, as a chart unit's: :func:`kaffinity.cache.render_inputs.chart_inputs`),
+    the values files, other files read (the release's own file: its positions), and the rest
+    as data (``arguments``: the release object as read, the merged values, the namespace...).
+    A kind gives one only for a release whose inputs are all here; None: rendered every run."""
+
+    chart: str
+    values_files: tuple[str, ...]
+    files: tuple[str, ...]
+    arguments: Mapping[str, Any]
+
+
+def document_identity(doc: Document) -> dict[str, Any]:
+    """A release object as a key part: its file, place in it, and its whole data as kaffinity
+    read it (after the overlay that patched it), key order kept."""
+    import json
+
+    return {
+        "file": doc.file,
+        "index": doc.index,
+        "span": list(doc.span),
+        "prefix": [repr(step) for step in doc.prefix],
+        "data": json.dumps(doc.data, default=repr, ensure_ascii=True),
+    }
+
+
+@dataclass(frozen=True, slots=True)
 class Release:
     """One release found in the repository."""
 
@@ -80,6 +110,9 @@ class Release:
     #: A guess made in finding the release that the run's notes state even when it renders
     #: (Argo CD: a ``repoURL`` taken for this repository by the checkout folder's name).
     note: str = ""
+    #: What its render reads (:class:`ReleaseKey`), asked before it renders; None (or no
+    #: function): the release is rendered every run.
+    key: Callable[[], ReleaseKey | None] | None = None
 
 
 # --- "is this repository": a release's source URL against the checkout's own remotes ---------

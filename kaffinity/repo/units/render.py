@@ -351,9 +351,15 @@ class _Builder:
         left = self.budget.left()
         if left <= 0:
             return None
-        outcome = release.render(min(self.sandbox.timeout, left))
-        if self.cache is not None and not isinstance(outcome, NotRendered):
-            outcome = self.cache.staged(outcome)
+        timeout = min(self.sandbox.timeout, left)
+        cache = self.cache
+        key = release.key() if cache is not None and release.key is not None else None
+        if cache is not None and key is not None:
+            # Its inputs all hashed (ReleaseKey): from the cache when they are unchanged.
+            return cache.release(key, lambda: release.render(timeout))
+        outcome = release.render(timeout)
+        if cache is not None and not isinstance(outcome, NotRendered):
+            outcome = cache.staged(outcome)
         return outcome
 
     def release(self, release: Release, outcome: Rendered | NotRendered | None) -> Unit:

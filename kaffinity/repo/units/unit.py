@@ -13,6 +13,7 @@ from kaffinity.repo.kustomizations import (
 )
 
 if TYPE_CHECKING:
+    from kaffinity.repo.gitops.releases import NotRendered, ReleaseKey
     from kaffinity.repo.rendered import Rendered
 
 
@@ -32,6 +33,10 @@ class UnitCache(Protocol):
         arguments: Mapping[str, Any],
         render: Callable[[], Rendered],
     ) -> Rendered: ...
+
+    def release(
+        self, key: ReleaseKey, render: Callable[[], Rendered | NotRendered]
+    ) -> Rendered | NotRendered: ...
 
     def staged(self, rendered: Rendered) -> Rendered: ...
 

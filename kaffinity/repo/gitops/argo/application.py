@@ -45,7 +45,7 @@ from kaffinity.repo.gitops.argo.source import (
     source_kind,
 )
 from kaffinity.repo.gitops.argo.strvals import strvals_set
-from kaffinity.repo.gitops.releases import NotRendered, ReleaseInputs, this_repository
+from kaffinity.repo.gitops.releases import NotRendered, ReleaseInputs, ReleaseKey, this_repository
 from kaffinity.repo.rendered import Rendered
 from kaffinity.repo.sandbox import Sandbox
 
@@ -171,6 +171,56 @@ class Application:
             tuple(section for outcome in outcomes for section in outcome.sections),
             patches,
         )
+
+    def cache_key(self, plan: _Plan, inputs: ReleaseInputs) -> ReleaseKey | None:
+        """What rendering the Application reads (:class:`ReleaseKey`), for one kind only: a
+        single Helm source, its chart in the checkout or fetched at an exact ``targetRevision``
+        into kaffinity's fetch cache (its files hashed), its ``valueFiles`` (each path resolved as
+        :meth:`_value_file` does, a missing one so hashed), no ``fileParameters``; the rest of
+        what it reads is the Application's own data (``helm.values``, ``parameters``,
+        ``releaseName``, the destination namespace). None -- rendered every run -- for anything
+        else: several sources, a git source fetched (a branch moves), a version range, a
+        kustomize, directory or plugin source."""
+        import copy
+
+        from kaffinity.repo.gitops.releases import checkout_remotes, document_identity
+        from kaffinity.repo.semver import is_exact
+
+        if len(plan.sources) != 1:
+            return None
+        source = plan.sources[0]
+        if source.missing is not None or not is_deployed(source) or source.ref:
+            return None
+        if source.chart:
+            if not is_exact(source.revision or None):
+                return None
+            source = copy.copy(source)  # the plan's own is fetched when it renders
+            if _fetch(source, inputs.sandbox) is not None:
+                return None
+        elif source.folder is None:
+            return None
+        assert source.folder is not None
+        helm = source_block(source.spec, "helm")
+        if source_kind(source) != "helm" or as_list(helm.get("fileParameters")):
+            return None
+        files = []
+        for entry in as_strings(helm.get("valueFiles")):
+            resolved = self._value_file(entry, source, {})
+            if isinstance(resolved, NotRendered):
+                return None
+            files.append(resolved)
+        arguments = {
+            "release": "argocd Application",
+            **document_identity(self.doc),
+            "name": self.name,
+            "namespace": self.namespace,
+            "chart": source.folder,
+            "top": source.top,
+            "root": self.root,
+            "remotes": list(checkout_remotes(self.root)),
+            "kube_version": inputs.kube_version,
+        }
+        return ReleaseKey(source.folder, tuple(files), (self.doc.file,), arguments)
 
     def _render_source(
         self,

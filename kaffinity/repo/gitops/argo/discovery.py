@@ -66,7 +66,9 @@ class _Finder:
                 cache["outcome"] = app.render(plan, self.inputs, timeout)
             return cache["outcome"]
 
-        yield Release(unit, "argocd", doc, render, plan.files, plan.note)
+        # An app of apps is rendered here, to find its children: not cached.
+        key = None if plan.children_possible else (lambda: app.cache_key(plan, self.inputs))
+        yield Release(unit, "argocd", doc, render, plan.files, plan.note, key=key)
         # App of apps: Applications only this one's render produces.
         if depth < MAX_DEPTH and plan.children_possible and self._may_render_parent():
             self.parents += 1

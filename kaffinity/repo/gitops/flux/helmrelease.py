@@ -30,7 +30,7 @@ from kaffinity.repo.gitops.flux.index import (
 )
 from kaffinity.repo.gitops.flux.kustomization import failure, inside_root, patches_of
 from kaffinity.repo.gitops.flux.values import plain, release_values, values_locations
-from kaffinity.repo.gitops.releases import NotRendered, Release
+from kaffinity.repo.gitops.releases import NotRendered, Release, ReleaseKey
 
 # --- HelmRelease ---------------------------------------------------------------------------------
 
@@ -58,7 +58,40 @@ def helm_release(doc: Document, name: str, index: Index) -> Release:
             rendered = replace(rendered, patches={**rendered.patches, **locations})
         return rendered
 
-    return Release(name, "flux", doc, render, note=_chart_guess(doc, index))
+    return Release(
+        name, "flux", doc, render, note=_chart_guess(doc, index), key=lambda: _cache_key(doc, index)
+    )
+
+
+def _cache_key(doc: Document, index: Index) -> ReleaseKey | None:
+    """What rendering the HelmRelease reads (:class:`ReleaseKey`): the chart folder found as
+    :func:`_render_helm_release` finds it (in the checkout, or fetched at an exact version into
+    kaffinity's fetch cache: its files are hashed), its values files, the values merged from
+    ``valuesFrom`` and ``spec.values`` (the exact data the chart is given), the release object
+    and its file (``values_locations`` reads its positions), the checkout's remotes (which
+    GitRepository is this repository). None -- rendered every run -- when its chart is a
+    version range or a git branch fetched with the network on (what they resolve to may change
+    between runs), or it does not render (nothing to cache)."""
+    from kaffinity.repo.gitops.releases import checkout_remotes, document_identity
+
+    chart = _chart(doc, index)
+    if isinstance(chart, NotRendered) or not chart.pinned:
+        return None
+    values = release_values(doc, index)
+    if isinstance(values, NotRendered):
+        return None
+    root = index.root(doc)
+    arguments = {
+        "release": "flux HelmRelease",
+        **document_identity(doc),
+        "values": json.dumps(values, default=repr, ensure_ascii=True),
+        "chart": chart.folder,
+        "shown": shown_path(chart.folder, doc),
+        "root": root,
+        "remotes": list(checkout_remotes(root)),
+        "kube_version": index.inputs.kube_version,
+    }
+    return ReleaseKey(chart.folder, chart.values_files, (doc.file,), arguments)
 
 
 def _chart_guess(doc: Document, index: Index) -> str:
@@ -75,6 +108,9 @@ def _chart_guess(doc: Document, index: Index) -> str:
 class _Chart:
     folder: str
     values_files: tuple[str, ...]
+    #: The same chart every run: in the checkout, or fetched at an exact version (a range, a
+    #: tag or a git tree fetched may resolve to another: the release is not cached).
+    pinned: bool = True
 
 
 def _chart(doc: Document, index: Index) -> _Chart | NotRendered:
@@ -108,6 +144,7 @@ def _chart_template(
     a git one; source-controller internal/helm/chart builder)."""
     from kaffinity.repo.fetch.cache import NotFetched
     from kaffinity.repo.fetch.charts import fetch_chart
+    from kaffinity.repo.semver import is_exact
 
     chart = as_string(template.get("chart"))
     reference = as_mapping(template.get("sourceRef"))
@@ -130,30 +167,31 @@ def _chart_template(
         fetched = fetch_chart(url, chart, version, index.inputs.sandbox)
         if isinstance(fetched, NotFetched):
             return NotRendered(fetched.reason, remote=fetched.offline)
-        return _with_values(fetched.path, fetched.path, listed)
+        return _with_values(fetched.path, fetched.path, listed, pinned=is_exact(version))
     tree = source_tree(kind, name, ref_namespace, index, doc, index.inputs)
     if isinstance(tree, NotRendered):
         return tree
     folder = inside_root(tree.path, chart)
     if folder is None or not os.path.isfile(os.path.join(folder, "Chart.yaml")):
         return NotRendered(f"its chart {chart} is not a chart folder of its source")
-    return _with_values(folder, tree.path, listed)
+    return _with_values(folder, tree.path, listed, pinned=tree.local)
 
 
-def _with_values(folder: str, base: str, listed: Sequence[str]) -> _Chart | NotRendered:
+def _with_values(folder: str, base: str, listed: Sequence[str], *, pinned: bool) -> _Chart | NotRendered:
     files = []
     for item in listed:
         path = inside_root(base, item)
         if path is None or not os.path.isfile(path):
             return NotRendered(f"its values file {item} is not in its source")
         files.append(path)
-    return _Chart(folder, tuple(files))
+    return _Chart(folder, tuple(files), pinned)
 
 
 def _oci_chart(source: Document, index: Index) -> _Chart | NotRendered:
     """An OCIRepository holding a chart (``oci://host/path/<chart>``, ``ref.tag``/``semver``)."""
     from kaffinity.repo.fetch.cache import NotFetched
     from kaffinity.repo.fetch.charts import fetch_chart
+    from kaffinity.repo.semver import is_exact
 
     spec = spec_of(source.data)
     url = as_string(spec.get("url"))
@@ -165,7 +203,7 @@ def _oci_chart(source: Document, index: Index) -> _Chart | NotRendered:
     fetched = fetch_chart(repository, chart, version, index.inputs.sandbox)
     if isinstance(fetched, NotFetched):
         return NotRendered(fetched.reason, remote=fetched.offline)
-    return _Chart(fetched.path, ())
+    return _Chart(fetched.path, (), pinned=is_exact(version))
 
 
 def _render_helm_release(doc: Document, index: Index, timeout: float) -> Any:
