@@ -111,19 +111,19 @@ def test_a_warm_run_renders_and_checks_no_unchanged_unit(
     home: Path, calls: dict[str, Any], tmp_path: Path
 ) -> None:
     cache = ("--cache-dir", str(tmp_path / "cache"))
-    # The chart is rendered twice: as a unit of its own and by the HelmRelease echo, which is
-    # not cached (a release's sources and values are other inputs: kaffinity.cache.rendered).
+    # The chart is rendered twice: as a unit of its own and by the HelmRelease echo.
     cold = lint_json(*QUIET, *cache)
     assert (calls["renders"][OVERLAY], calls["renders"][PODINFO]) == (1, 2)
     assert (calls["staged"][OVERLAY], calls["staged"][PODINFO]) == (1, 2)
     _clear(calls)
     warm = lint_json(*QUIET, *cache)
     assert warm.stdout == cold.stdout
-    # The overlay and the chart's unit come from the cache, findings and all: neither rendered
-    # nor checked again.
-    assert (calls["renders"][OVERLAY], calls["renders"][PODINFO]) == (0, 1)
-    assert (calls["staged"][OVERLAY], calls["staged"][PODINFO]) == (0, 1)
-    # A values file of the chart changed: the chart alone is rendered and checked again.
+    # The overlay, the chart's unit and the release come from the cache, findings and all:
+    # neither rendered nor checked again.
+    assert (calls["renders"][OVERLAY], calls["renders"][PODINFO]) == (0, 0)
+    assert (calls["staged"][OVERLAY], calls["staged"][PODINFO]) == (0, 0)
+    # A values file of the chart changed: the chart's unit and the release that renders it are
+    # rendered and checked again.
     values = home / PODINFO / "values.yaml"
     values.write_text(values.read_text().replace("replicaCount: 1", "replicaCount: 3"))
     _clear(calls)
@@ -231,3 +231,109 @@ def test_a_patch_is_no_object_of_its_own_when_streamed(
     ] == []
     monkeypatch.setattr(lint_run, "stream", lambda *args, **kwargs: None)
     assert streamed == lint_json(*QUIET, "--no-cache", render)
+
+
+# --- GitOps releases cached (kaffinity.cache.rendered.RenderCache.release) -------------------
+
+ECHO_APP = "kubernetes/apps/default/echo/app"
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def test_a_helm_release_is_rendered_again_only_when_what_it_reads_changed(
+    home: Path, calls: dict[str, Any], tmp_path: Path
+) -> None:
+    """The HelmRelease echo (its chart in the repository, values from a ConfigMap an overlay
+    generates, ``${ECHO_REPLICAS}`` substituted from the cluster's ConfigMap): each kind of
+    input changed renders it again, and only it (the chart's own unit stays cached); the
+    output is then the uncached run's."""
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    lint_json(*QUIET, *cache)
+    assert calls["renders"][PODINFO] == 2  # the chart's unit and echo
+
+    def renders_after(path: Path, old: str, new: str) -> int:
+        _edit(path, old, new)
+        _clear(calls)
+        done = lint_json(*QUIET, *cache)
+        count = int(calls["renders"][PODINFO])
+        _clear(calls)
+        assert done.stdout == lint_json(*QUIET, "--no-cache").stdout
+        return count
+
+    app = home / ECHO_APP
+    # valuesFrom: the generated ConfigMap's data.
+    assert renders_after(app / "values.yaml", "minAvailable: 0", "minAvailable: 2") == 1
+    # The inline values.
+    assert renders_after(app / "helmrelease.yaml", "replicaCount: ${ECHO_REPLICAS}", "replicaCount: 3") == 1
+    # The release's own data (its post-renderer).
+    assert (
+        renders_after(app / "helmrelease.yaml", "kubernetes.io/hostname", "topology.kubernetes.io/zone") == 1
+    )
+    # Unchanged: nothing rendered.
+    _clear(calls)
+    lint_json(*QUIET, *cache)
+    assert calls["renders"][PODINFO] == 0
+    # The chart's template: its unit and the release.
+    assert renders_after(home / PODINFO / "templates" / "deployment.yaml", "cpu: 100m", "cpu: 200m") == 2
+    # Another chart: the release alone renders it.
+    _write(home / "charts" / "other", CHART)
+    _edit(app / "helmrelease.yaml", "chart: ./charts/podinfo", "chart: ./charts/other")
+    _clear(calls)
+    moved = lint_json(*QUIET, *cache)
+    assert (calls["renders"][PODINFO], calls["renders"]["charts/other"]) == (0, 2)
+    assert moved.stdout == lint_json(*QUIET, "--no-cache").stdout
+
+
+def test_an_argo_application_of_a_remote_chart_is_cached(
+    tmp_path: Path, calls: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An Argo CD Application of a chart from a Helm repository (loopback, --allow-network) at
+    an exact version: a warm run neither fetches nor renders it; its values, its version and
+    its repository changed render it again."""
+    from kaffinity.repo.fetch.cache import CACHE_ENV
+
+    from .remote import chart_repository
+    from .test_argo import application, checkout, guestbook_chart, write
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "remote"))
+    charts = [guestbook_chart(tmp_path / "one", "1.0.0"), guestbook_chart(tmp_path / "two", "1.1.0")]
+    with (
+        chart_repository(tmp_path / "served", charts) as first,
+        chart_repository(tmp_path / "mirror", [guestbook_chart(tmp_path / "three", "1.1.0")]) as mirror,
+    ):
+        top = checkout(tmp_path / "lab", "https://github.com/someone/lab")
+        monkeypatch.chdir(top)
+        cache = ("--cache-dir", str(tmp_path / "cache"), "--allow-network")
+
+        def renders(source: dict[str, Any]) -> int:
+            write(top, {"apps/guestbook.yaml": application("guestbook", source)})
+            _clear(calls)
+            done = lint_json(*QUIET, *cache)
+            count = sum(calls["renders"].values())
+            _clear(calls)
+            assert done.stdout == lint_json(*QUIET, "--no-cache", "--allow-network").stdout
+            summary = json.loads(done.stdout)["summary"]
+            assert "Application argocd/guestbook" in summary["units"]
+            assert summary["render"]["unrendered"] == 0
+            return count
+
+        source = {
+            "repoURL": first.url,
+            "chart": "helm-guestbook",
+            "targetRevision": "1.0.0",
+            "helm": {"valuesObject": {"replicaCount": 2}},
+        }
+        assert renders(source) == 1
+        requests = len(first.requests)
+        assert renders(source) == 0
+        assert len(first.requests) == requests  # nor fetched
+        assert renders({**source, "helm": {"valuesObject": {"replicaCount": 3}}}) == 1
+        assert renders({**source, "targetRevision": "1.1.0"}) == 1
+        assert renders({**source, "targetRevision": "1.1.0", "repoURL": mirror.url}) == 1
+        # A version range is resolved against the repository's index every run: not cached.
+        assert renders({**source, "targetRevision": "1.x"}) == 1
+        assert renders({**source, "targetRevision": "1.x"}) == 1
