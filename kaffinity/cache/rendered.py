@@ -31,8 +31,12 @@ runs no kustomize and no Helm unless the commit touched what they read (issue 33
   :data:`FORMAT` (kaffinity's own version and :data:`kaffinity.cache.FORMAT` name the folder
   above).
 
-**Not cached**: GitOps releases (a Flux HelmRelease or Kustomization, an Argo CD Application:
-their sources, ConfigMaps and fetched charts are other inputs); with the network on, a unit
+A GitOps release (:meth:`RenderCache.release`) is keyed by what its kind says its render reads
+(:class:`kaffinity.repo.gitops.releases.ReleaseKey`): its chart folder as a chart's, its values
+files and its own file by bytes, the release object and the values merged as data.
+
+**Not cached**: a release whose kind gives no key (a Flux Kustomization, a chart version range,
+a git source fetched, an Argo CD Application of several sources...); with the network on, a unit
 with a remote input (a remote resource or base, a ``helmCharts`` entry, a remote chart
 dependency missing from ``charts/``): only content that was hashed is trusted to be the same;
 a chart with a symlinked folder; an overlay built without its remote resources; a render that
