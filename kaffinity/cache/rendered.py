@@ -235,13 +235,20 @@ class RenderCache:
         )
 
     def release(
-        self, key: ReleaseKey, render: Callable[[], Rendered | NotRendered]
+        self, key_of: Callable[[], ReleaseKey | None] | None, render: Callable[[], Rendered | NotRendered]
     ) -> Rendered | NotRendered:
-        """``render()`` (a GitOps release's), or what it gave before: keyed by what
-        :class:`~kaffinity.repo.gitops.releases.ReleaseKey` lists -- the chart folder's files and
-        its dependencies (as a chart unit's), the values files and the release's own file by
-        bytes, the rest as data -- and both engines (a Flux post-renderer runs kustomize). A
-        release that does not render (NotRendered) is not kept."""
+        """``render()`` (a GitOps release's, staged), or what it gave before: keyed by what
+        ``key_of()`` (:class:`~kaffinity.repo.gitops.releases.ReleaseKey`) lists -- the chart
+        folder's files and its dependencies (as a chart unit's), the values files and the
+        release's own file by bytes, the rest as data -- and both engines (a Flux post-renderer
+        runs kustomize). No key (None, or no store: ``--no-cache``, where none is computed):
+        rendered. A release that does not render (NotRendered) is not kept."""
+        from kaffinity.repo.gitops.releases import NotRendered
+
+        key = key_of() if key_of is not None and self.store is not None else None
+        if key is None:
+            outcome = render()
+            return outcome if isinstance(outcome, NotRendered) else self.staged(outcome)
         inputs = chart_inputs(key.chart, key.values_files, self.limits, self.sandbox)
         if inputs is not None:
             for path in key.files:
@@ -250,8 +257,6 @@ class RenderCache:
                     break
         arguments = {**key.arguments, "kustomize": engine_identity("kustomize")}
         unrendered: list[NotRendered] = []
-
-        from kaffinity.repo.gitops.releases import NotRendered
 
         def draw() -> Rendered:
             outcome = render()

@@ -346,21 +346,15 @@ class _Builder:
     def _render_release(self, release: Release) -> Rendered | NotRendered | None:
         """What rendering the release gives (through the run's single-object stage), or None:
         the run's render budget is spent. Runs in a thread of its own (:meth:`release_all`)."""
-        from kaffinity.repo.gitops.releases import NotRendered
 
         left = self.budget.left()
         if left <= 0:
             return None
         timeout = min(self.sandbox.timeout, left)
-        cache = self.cache
-        key = release.key() if cache is not None and release.key is not None else None
-        if cache is not None and key is not None:
-            # Its inputs all hashed (ReleaseKey): from the cache when they are unchanged.
-            return cache.release(key, lambda: release.render(timeout))
-        outcome = release.render(timeout)
-        if cache is not None and not isinstance(outcome, NotRendered):
-            outcome = cache.staged(outcome)
-        return outcome
+        if self.cache is None:
+            return release.render(timeout)
+        # From the cache when what it reads (Release.key) is unchanged; staged when rendered.
+        return self.cache.release(release.key, lambda: release.render(timeout))
 
     def release(self, release: Release, outcome: Rendered | NotRendered | None) -> Unit:
         """A GitOps release rendered as its controller would (kaffinity.repo.gitops.releases),
