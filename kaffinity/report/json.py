@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from kaffinity import __version__
 from kaffinity.engine import LintResult
 from kaffinity.findings import Cause, Finding, Location, Severity
-from kaffinity.load.display import json_name, json_text
+from kaffinity.load.display import json_name, json_pieces, json_text
 from kaffinity.repo.rendering import RenderSummary
 from kaffinity.report.fingerprint import fingerprints, unit_scoped_rules
 
@@ -21,6 +22,12 @@ def render(result: LintResult) -> str:
     # other string is exact (a consumer needs the true value: a message, a name); its control
     # characters, bidirectional controls and line separators as JSON \uXXXX escapes.
     return json_text(as_dict(result)) + "\n"
+
+
+def pieces(result: LintResult) -> Iterator[str]:
+    """:func:`render`'s text in pieces, written as they are made (``kaffinity.cli.output.emit``)."""
+    yield from json_pieces(as_dict(result))
+    yield "\n"
 
 
 def render_dict(summary: RenderSummary) -> dict[str, Any]:
