@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from kaffinity import __version__
@@ -26,7 +26,7 @@ def render(result: LintResult) -> str:
 
 def pieces(result: LintResult) -> Iterator[str]:
     """:func:`render`'s text in pieces, written as they are made (``kaffinity.cli.output.emit``)."""
-    yield from json_pieces(as_dict(result))
+    yield from json_pieces(as_dict(result, written=True))
     yield "\n"
 
 
@@ -43,7 +43,25 @@ def render_dict(summary: RenderSummary) -> dict[str, Any]:
     }
 
 
-def as_dict(result: LintResult) -> dict[str, Any]:
+class _Written(list[Any]):
+    """A JSON array whose items are made as :func:`json_pieces`' encoder (Python's, which asks an
+    array only its length and its items in turn) writes them: a large report's findings are never
+    all held as dicts at once. For that encoder only (the C one reads a list's own storage)."""
+
+    def __init__(self, items: Sequence[Any], make: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self._items, self._make = items, make
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self._make, self._items)
+
+
+def as_dict(result: LintResult, *, written: bool = False) -> dict[str, Any]:
+    """The report as a JSON-like tree; ``written``: its findings made as :func:`pieces` writes
+    them (:class:`_Written`)."""
     severities = Counter(finding.severity.value for finding in result.findings)
     rendering = {"render": render_dict(result.render)} if result.render is not None else {}
     new_only = result.new_only
@@ -58,9 +76,9 @@ def as_dict(result: LintResult) -> dict[str, Any]:
     return {
         "version": JSON_VERSION,
         "tool": {"name": "kaffinity", "version": __version__},
-        "findings": [
-            finding_dict(finding, mark) for finding, mark in zip(result.findings, prints, strict=True)
-        ],
+        "findings": _Written(list(zip(result.findings, prints, strict=True)), _finding_pair)
+        if written
+        else [finding_dict(finding, mark) for finding, mark in zip(result.findings, prints, strict=True)],
         "summary": {
             "files": result.files,
             "skipped": result.skipped,
@@ -74,6 +92,10 @@ def as_dict(result: LintResult) -> dict[str, Any]:
             **rendering,
         },
     }
+
+
+def _finding_pair(pair: tuple[Finding, str | None]) -> dict[str, Any]:
+    return finding_dict(*pair)
 
 
 def finding_dict(finding: Finding, fingerprint: str | None = None) -> dict[str, Any]:
