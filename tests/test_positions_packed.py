@@ -25,6 +25,7 @@ from kaffinity.load.source import (
     Span,
     locate,
     pack,
+    packed,
     positions,
     set_positions,
     unpack,
@@ -209,3 +210,49 @@ def test_the_cache_keeps_a_missing_position_and_refuses_a_wrong_one() -> None:
     for wrong in ([-1], [1 << 64], ["3"]):
         with pytest.raises(ValueError):
             _node({"a": "x", "": [1, 1, wrong]})
+
+
+WIDE_AT = (1 << 16, 1), (1, 1 << 16), (70000, 70000), (1, (1 << 32) - 1)
+
+
+@pytest.mark.parametrize("far", WIDE_AT)
+def test_narrow_positions_where_every_line_and_column_is_under_65536_else_wide(
+    far: tuple[int, int],
+) -> None:
+    near = [1 << COLUMN_BITS | 1, 65535 << COLUMN_BITS | 65535, 12 << COLUMN_BITS | 3]
+    narrow = packed(near)
+    assert len(narrow) == 4 * len(near) + 1  # 4 bytes each, one flag byte (odd)
+    line, column = far
+    wide = packed([*near, line << COLUMN_BITS | column])
+    assert len(wide) == 8 * (len(near) + 1)  # 8 bytes each (even): one far position is enough
+    for held, items in ((narrow, near), (wide, [*near, line << COLUMN_BITS | column])):
+        keys = [str(index) for index in range(len(items) - 1)]
+        mapping = PosDict(Span(0, 0))
+        mapping.update(dict.fromkeys(keys, "x"))
+        sequence = PosList(Span(0, 0))
+        sequence.extend(keys)
+        assert mapping.key_position("7") is None
+        for node in (mapping, sequence):
+            node._pos, node._span = held, None
+            assert node.span == unpack(items[0])
+            assert list(positions(node)) == items[1:]
+        assert [mapping.key_position(key) for key in keys] == items[1:]
+        for node in (mapping, sequence):
+            sent = pickle.loads(pickle.dumps(node, pickle.HIGHEST_PROTOCOL))
+            assert sent._pos == held and list(positions(sent)) == items[1:]
+            opened = node.pos  # opened: the wide ints, to write
+            assert isinstance(opened, array) and list(opened) == items[1:]
+            assert node.span == unpack(items[0])
+
+
+def test_a_parsed_file_keeps_narrow_positions_and_a_far_line_wide() -> None:
+    far = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n" + "#\n" * 70000 + "data:\n  c: x\n"
+    root = parse("a.yaml", far).documents[0].data
+    assert len(root._pos) % 2 == 0  # its key data is on line 70005
+    assert len(root["metadata"]._pos) % 2 == 1
+    assert locate(root, ("data", "c"), Span(0, 0)) == Span(70006, 3)
+    assert locate(root, ("metadata", "name"), Span(0, 0)) == Span(4, 3)
+    assert len(root["data"]._pos) % 2 == 0
+    near = parse("a.yaml", TEXT).documents[0].data
+    assert len(near._pos) % 2 == 1
+    assert _positions_of(near) == _positions_of(_read_back(_tree(near)))

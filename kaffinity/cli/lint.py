@@ -306,7 +306,7 @@ def _report(
     lines, the exit code."""
     import gc
 
-    from kaffinity.report import render
+    from kaffinity.report import render_pieces
     from kaffinity.run.lint import shown as shown_result
 
     fmt = output_format.value
@@ -320,10 +320,9 @@ def _report(
     sources = lint_context.texts  # a compact file's text is read again if a finding shows it
     shown = shown_result(result, settings.min_severity)
     for target_format, target in extra_reports:
-        text = render(shown, target_format, sources=sources, context=lint_context)
-        emit(text, target)
+        emit(render_pieces(shown, target_format, sources=sources, context=lint_context), target)
     use_color = _use_color(color, output)
-    emit(render(shown, fmt, color=use_color, sources=sources, context=lint_context), output)
+    emit(render_pieces(shown, fmt, color=use_color, sources=sources, context=lint_context), output)
     for message in result.notices:
         say(f"kaffinity: note: {message}")
     for message in result.internal_errors:

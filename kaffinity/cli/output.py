@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NoReturn, Optional
 
@@ -42,12 +42,14 @@ def fail(notes: Notes, error: RunError) -> NoReturn:
     raise typer.Exit(error.code)
 
 
-def emit(text: str, output: Optional[str]) -> None:
-    """Write ``text`` to ``output`` (a file), or to stdout; exit 2 when the file cannot be written.
-    Undecodable bytes still in ``text`` (lone surrogates) are escaped: the output is UTF-8."""
-    text = utf8(text)
+def emit(text: str | Iterable[str], output: Optional[str]) -> None:
+    """Write ``text`` (or its pieces, each written as it comes: a report never held whole) to
+    ``output`` (a file), or to stdout; exit 2 when the file cannot be written. Undecodable bytes
+    still in it (lone surrogates) are escaped: the output is UTF-8."""
+    pieces = (text,) if isinstance(text, str) else text
     if not output:
-        sys.stdout.write(text)
+        for piece in pieces:
+            sys.stdout.write(utf8(piece))
         return
     try:
         # The folders it names are made, as `mkdir -p` would (the README's
@@ -56,7 +58,8 @@ def emit(text: str, output: Optional[str]) -> None:
         if folder:
             os.makedirs(folder, exist_ok=True)
         with open(output, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            for piece in pieces:
+                handle.write(utf8(piece))
     except OSError as error:
         say(f"kaffinity: error: {quote_name(output)}: cannot write: {error.strerror or error}")
         raise typer.Exit(2) from None

@@ -443,6 +443,10 @@ class Recorder:
                 continue
             hint, edit, edit_file = result
             self.findings[index] = replace(self.findings[index], fix=hint, edit=edit, edit_file=edit_file)
+        if self.plans:  # the node trees the plans composed (a few MB each) are needed no more
+            from kaffinity.load.edits.nodes import compose
+
+            compose.cache_clear()
         self.plans.clear()
 
     @staticmethod

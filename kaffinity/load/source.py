@@ -8,6 +8,7 @@ Lines and columns are 1-based and counted from the start of the file, whatever t
 
 from __future__ import annotations
 
+import sys
 from array import array
 from collections.abc import MutableSequence, Sequence
 from dataclasses import dataclass, field
@@ -127,16 +128,39 @@ Positioned: TypeAlias = PosDict | PosList
 _ITEM = Struct("=Q")
 _ITEM_SIZE = _ITEM.size
 _unpack_item = _ITEM.unpack_from
+#: The narrow format (:func:`packed`): 4 bytes a position, ``line << 16 | column``.
+_NARROW = Struct("=I")
+_NARROW_SIZE = _NARROW.size
+_unpack_narrow = _NARROW.unpack_from
+#: Where the low 16-bit halves of a position's column and line stand among the four 16-bit words
+#: of its native 8 bytes (column first in little-endian order, line first in big-endian).
+_LOW_WORDS = 0 if sys.byteorder == "little" else 1
+
+
+def packed(items: Sequence[int]) -> bytes:
+    """Packed positions (``line << COLUMN_BITS | column`` each, the span first) in one ``bytes``:
+    4 bytes each when every line and column is under 65536 (nearly always), with one byte more
+    to say so (an odd length); else 8 bytes each (an even length). The narrow bytes are the wide
+    ones' low 16-bit halves, taken in C: no Python call per position."""
+    wide = array("Q", items).tobytes()
+    words = memoryview(wide).cast("H")
+    if any(words[1 - _LOW_WORDS :: 2]):  # a line or column of 65536 or more
+        return wide
+    return words[_LOW_WORDS::2].tobytes() + b"\0"
+
+
+def _widened(narrow: int) -> int:
+    return (narrow >> 16) << COLUMN_BITS | (narrow & 0xFFFF)
 
 
 def pack(span: Span, positions: Sequence[int | None]) -> bytes | None:
-    """``span`` and ``positions`` in one ``bytes`` (the span first), or None if one of them
-    cannot be packed (a missing position, a number out of range)."""
+    """``span`` and ``positions`` in one ``bytes`` (the span first; :func:`packed`), or None if
+    one of them cannot be packed (a missing position, a number out of range)."""
     line, column = span
     if line.__class__ is not int or column.__class__ is not int or not 0 <= column <= _COLUMN_MASK:
         return None
     try:
-        return array("Q", [line << COLUMN_BITS | column, *positions]).tobytes()  # type: ignore[type-var]
+        return packed([line << COLUMN_BITS | column, *positions])  # type: ignore[list-item]
     except (TypeError, OverflowError):
         return None
 
@@ -163,36 +187,46 @@ def share_positions(node: Positioned, source: Positioned) -> None:
 
 
 def positions(node: Positioned) -> Sequence[int | None]:
-    """The positions of ``node``'s keys or items, to read (a packed node stays packed)."""
-    packed = node._pos
-    if packed.__class__ is bytes:
-        return memoryview(packed).cast("Q")[1:]
-    return packed  # type: ignore[no-any-return]
+    """The positions of ``node``'s keys or items, to read (a packed node stays packed; a narrow
+    one gives a list of them widened)."""
+    held = node._pos
+    if held.__class__ is bytes:
+        if len(held) & 1:  # narrow (see packed)
+            return list(map(_widened, memoryview(held)[_NARROW_SIZE:-1].cast("I")))
+        return memoryview(held).cast("Q")[1:]
+    return held  # type: ignore[no-any-return]
 
 
 def _position(node: Positioned, index: int) -> int | None:
-    packed = node._pos
-    if packed.__class__ is bytes:
+    held = node._pos
+    if held.__class__ is bytes:
+        if len(held) & 1:
+            offset = (index + 1) * _NARROW_SIZE
+            return _widened(_unpack_narrow(held, offset)[0]) if offset < len(held) - 1 else None
         offset = (index + 1) * _ITEM_SIZE
-        return _unpack_item(packed, offset)[0] if offset < len(packed) else None
-    return packed[index] if index < len(packed) else None
+        return _unpack_item(held, offset)[0] if offset < len(held) else None
+    return held[index] if index < len(held) else None
 
 
 def _span_of(node: Positioned) -> Span:
     span = node._span
     if span is None:
-        packed: int = _unpack_item(node._pos, 0)[0]
-        return _new_tuple(Span, (packed >> COLUMN_BITS, packed & _COLUMN_MASK))
+        held = node._pos
+        if len(held) & 1:
+            narrow: int = _unpack_narrow(held, 0)[0]
+            return _new_tuple(Span, (narrow >> 16, narrow & 0xFFFF))
+        wide: int = _unpack_item(held, 0)[0]
+        return _new_tuple(Span, (wide >> COLUMN_BITS, wide & _COLUMN_MASK))
     return span
 
 
 def _opened(node: Positioned) -> MutableSequence[int]:
     """``node``'s positions as a sequence that may be written: a packed node is opened."""
-    packed = node._pos
-    if packed.__class__ is bytes:
+    held = node._pos
+    if held.__class__ is bytes:
         node._span = _span_of(node)
-        node._pos = packed = array("Q", packed[_ITEM_SIZE:])
-    return packed  # type: ignore[no-any-return]
+        node._pos = held = array("Q", positions(node))
+    return held  # type: ignore[no-any-return]
 
 
 def _set_span(node: Positioned, span: Span) -> None:

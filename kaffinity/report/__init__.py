@@ -7,7 +7,7 @@ command line imports it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -47,3 +47,24 @@ def render(
 
         return renderer(result, color=color, sources=sources or {})
     return renderer(result)
+
+
+def render_pieces(
+    result: LintResult,
+    fmt: str,
+    *,
+    color: bool = False,
+    sources: Mapping[str, str] | None = None,
+    context: Context | None = None,
+) -> Iterable[str]:
+    """:func:`render`'s text, in pieces when the format is JSON or SARIF (a large report, written
+    as it is made, is never held whole: ``kaffinity.cli.output.emit``); the same text."""
+    if fmt == "json":
+        from kaffinity.report.json import pieces
+
+        return pieces(result)
+    if fmt == "sarif":
+        from kaffinity.report.sarif import pieces as sarif_pieces
+
+        return sarif_pieces(result)
+    return (render(result, fmt, color=color, sources=sources, context=context),)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from kaffinity import __version__
 from kaffinity.engine import LintResult
 from kaffinity.findings import Cause, Finding, Location, Severity
-from kaffinity.load.display import json_name, json_text
+from kaffinity.load.display import json_name, json_pieces, json_text
 from kaffinity.repo.rendering import RenderSummary
 from kaffinity.report.fingerprint import fingerprints, unit_scoped_rules
 
@@ -21,6 +22,12 @@ def render(result: LintResult) -> str:
     # other string is exact (a consumer needs the true value: a message, a name); its control
     # characters, bidirectional controls and line separators as JSON \uXXXX escapes.
     return json_text(as_dict(result)) + "\n"
+
+
+def pieces(result: LintResult) -> Iterator[str]:
+    """:func:`render`'s text in pieces, written as they are made (``kaffinity.cli.output.emit``)."""
+    yield from json_pieces(as_dict(result, written=True))
+    yield "\n"
 
 
 def render_dict(summary: RenderSummary) -> dict[str, Any]:
@@ -36,7 +43,25 @@ def render_dict(summary: RenderSummary) -> dict[str, Any]:
     }
 
 
-def as_dict(result: LintResult) -> dict[str, Any]:
+class _Written(list[Any]):
+    """A JSON array whose items are made as :func:`json_pieces`' encoder (Python's, which asks an
+    array only its length and its items in turn) writes them: a large report's findings are never
+    all held as dicts at once. For that encoder only (the C one reads a list's own storage)."""
+
+    def __init__(self, items: Sequence[Any], make: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self._items, self._make = items, make
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self._make, self._items)
+
+
+def as_dict(result: LintResult, *, written: bool = False) -> dict[str, Any]:
+    """The report as a JSON-like tree; ``written``: its findings made as :func:`pieces` writes
+    them (:class:`_Written`)."""
     severities = Counter(finding.severity.value for finding in result.findings)
     rendering = {"render": render_dict(result.render)} if result.render is not None else {}
     new_only = result.new_only
@@ -51,9 +76,9 @@ def as_dict(result: LintResult) -> dict[str, Any]:
     return {
         "version": JSON_VERSION,
         "tool": {"name": "kaffinity", "version": __version__},
-        "findings": [
-            finding_dict(finding, mark) for finding, mark in zip(result.findings, prints, strict=True)
-        ],
+        "findings": _Written(list(zip(result.findings, prints, strict=True)), _finding_pair)
+        if written
+        else [finding_dict(finding, mark) for finding, mark in zip(result.findings, prints, strict=True)],
         "summary": {
             "files": result.files,
             "skipped": result.skipped,
@@ -67,6 +92,10 @@ def as_dict(result: LintResult) -> dict[str, Any]:
             **rendering,
         },
     }
+
+
+def _finding_pair(pair: tuple[Finding, str | None]) -> dict[str, Any]:
+    return finding_dict(*pair)
 
 
 def finding_dict(finding: Finding, fingerprint: str | None = None) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -33,7 +34,7 @@ from urllib.parse import quote
 from kaffinity import __version__
 from kaffinity.engine import LintResult
 from kaffinity.findings import Finding, Severity
-from kaffinity.load.display import json_text
+from kaffinity.load.display import json_pieces, json_text
 from kaffinity.load.parse import STDIN_NAME
 from kaffinity.load.source import Span
 from kaffinity.report.fingerprint import FINGERPRINT_VERSION, fingerprints, unit_scoped_rules
@@ -48,6 +49,12 @@ def render(result: LintResult) -> str:
     # Always valid UTF-8: undecodable bytes in a message (lone surrogates) are escaped; in a URI
     # they are percent-encoded (RFC 3986 over the name's own bytes).
     return json_text(as_dict(result)) + "\n"
+
+
+def pieces(result: LintResult) -> Iterator[str]:
+    """:func:`render`'s text in pieces, written as they are made (``kaffinity.cli.output.emit``)."""
+    yield from json_pieces(as_dict(result))
+    yield "\n"
 
 
 _LINK_CHARACTERS = re.compile(r"([\\\[\]])")

@@ -9,7 +9,6 @@ import binascii
 import codecs
 import re
 import warnings
-from array import array
 from collections.abc import Iterable, Sequence
 from sys import intern
 from typing import Any, cast
@@ -30,7 +29,7 @@ from kaffinity.load.parse.scalars import (
     _unsupported_key,
     resolve_plain,
 )
-from kaffinity.load.source import COLUMN_BITS, DuplicateKey, PosDict, PosList, Span, unpack
+from kaffinity.load.source import COLUMN_BITS, DuplicateKey, PosDict, PosList, Span, packed, unpack
 from kaffinity.load.source import positions as source_positions
 
 #: Scalar strings up to this long are interned (a DNS label's limit and more: names, label
@@ -192,7 +191,7 @@ class _Builder:
                 append(intern(value) if len(value) <= _INTERNED else value)  # inline (see _mapping)
             else:
                 append(self.scalar(item))
-        result._pos, result._span = array("Q", positions).tobytes(), None
+        result._pos, result._span = packed(positions), None
         return result
 
     def _mapping(self, node: Any, depth: int) -> PosDict:
@@ -258,7 +257,7 @@ class _Builder:
                 result[key] = intern(value) if len(value) <= _INTERNED else value
             else:
                 result[key] = scalar(value_node)
-        result._pos, result._span = array("Q", positions).tobytes(), None
+        result._pos, result._span = packed(positions), None
         return result
 
     def _build_shared(self, node: Any, depth: int) -> Any:
