@@ -6,10 +6,11 @@ field's type checked: a wrong shape is a ValueError (a miss), never code run.
 
 from __future__ import annotations
 
+from array import array as _wide
 from sys import intern
 from typing import Any
 
-from kaffinity.load.source import PosDict, PosList, Span, pack, set_packed
+from kaffinity.load.source import _COLUMN_MASK, COLUMN_BITS, PosDict, PosList, Span, pack, set_packed
 from kaffinity.load.source import positions as positions_of
 
 # --- the format of an entry -----------------------------------------------------------------------
@@ -64,12 +65,18 @@ def _node(pairs: dict[str, Any]) -> Any:
     line, column, positions = meta[0], meta[1], meta[2]
     if type(line) is not int or type(column) is not int or type(positions) is not list:
         raise ValueError("not a position")
-    # The span and the positions packed in one bytes (kaffinity.load.source.pack), as the parser
-    # keeps them; a missing position (rendered input): a list, as kaffinity.k8s.compact keeps.
-    span = _new_tuple(Span, (line, column))
-    packed = pack(span, positions)
+    # The span and the positions packed in one bytes (kaffinity.load.source.packed), as the parser
+    # keeps them, without a Span or a call per node (this runs for every node of a warm run); a
+    # missing position (rendered input): a list, as kaffinity.k8s.compact keeps.
+    packed = None
+    if 0 <= column <= _COLUMN_MASK:
+        try:
+            packed = _wide("Q", [line << COLUMN_BITS | column, *positions]).tobytes()
+        except (TypeError, OverflowError):
+            packed = None
     if packed is None and (
-        None not in positions or pack(span, [item for item in positions if item is not None]) is None
+        None not in positions
+        or pack(_new_tuple(Span, (line, column)), [item for item in positions if item is not None]) is None
     ):
         raise ValueError("not a position")
     node: Any
@@ -77,18 +84,22 @@ def _node(pairs: dict[str, Any]) -> Any:
     # JSON gives each file its own copies, and what is kept lives until the report.
     if len(meta) == 3:
         node = _new_dict(PosDict)
-        values: Any = [_interned(item) if type(item) is str else item for item in pairs.values()]
+        values: Any = [
+            intern(item) if type(item) is str and len(item) <= _INTERNED else item for item in pairs.values()
+        ]
         node.update(zip(map(intern, pairs), values, strict=True))
     else:
         values = meta[3]
         if pairs or type(values) is not list:
             raise ValueError("not a list")
         node = _new_list(PosList)
-        node.extend([_interned(item) if type(item) is str else item for item in values])
+        node.extend(
+            [intern(item) if type(item) is str and len(item) <= _INTERNED else item for item in values]
+        )
     if list in set(map(type, values)):  # a JSON array is never a value of a tree
         raise ValueError("a list in a tree")
     if packed is None:
-        node.span = span
+        node.span = _new_tuple(Span, (line, column))
         node.pos = positions
     else:
         set_packed(node, packed)
