@@ -5,6 +5,7 @@ they read, and the report is the one the input read whole gives."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -241,3 +242,28 @@ def test_the_benchmark_policies_report_the_same_whatever_the_jobs_and_the_cache(
     whole = _whole(monkeypatch, "--no-cache", "--jobs", "1", *policies, manifests)
     assert reports["1", "none"].decode() == whole
     assert b'"category": "policy"' in reports["1", "none"]
+
+
+def test_the_cluster_file_in_the_policies_digest_is_read_within_the_limits(tmp_path: Path) -> None:
+    """The cluster file (``cluster:`` may come from the repository's config) goes into the
+    policies' cache key read as the cluster itself is: a pipe without a writer does not hang the
+    run, a file over the size limit is not read, and a changed cluster changes the key."""
+    from dataclasses import replace
+
+    from kaffinity.config import Settings
+    from kaffinity.load.parse import DEFAULT_LIMITS
+    from kaffinity.policy.streamed import policy_digest
+
+    limits = replace(DEFAULT_LIMITS, file_size=1024)
+
+    pipe = tmp_path / "pipe.yaml"
+    os.mkfifo(pipe)
+    assert len(policy_digest([], Settings(cluster=str(pipe)))) == 32
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"#" * 2048)
+    other = tmp_path / "other.yaml"
+    other.write_bytes(b"x" * 2048)  # as large, other bytes: neither is read
+    first, second = Settings(cluster=str(big), limits=limits), Settings(cluster=str(other), limits=limits)
+    assert policy_digest([], first) == policy_digest([], second)
+    big.write_bytes(b"kind: List\n")
+    assert policy_digest([], first) != policy_digest([], second)

@@ -208,9 +208,14 @@ def policy_digest(paths: Sequence[str], settings: Settings, more: Iterable[bytes
     files = load(present, limits=settings.limits, gitignore=False, manifests_only=False) if present else []
     for file in files:
         hasher.update(file.name.encode() + b"\0" + file.text.encode() + b"\0")
-    if settings.cluster is not None and os.path.isfile(settings.cluster):
-        with open(settings.cluster, "rb") as handle:
-            hasher.update(b"cluster\0" + handle.read())
+    if settings.cluster is not None and os.path.exists(settings.cluster):
+        from kaffinity.load.read import read_bytes
+
+        # Read as the cluster file itself is (kaffinity.run.workspace.load_cluster): within the
+        # file-size limit, a pipe without a writer read as empty (``cluster:`` may come from the
+        # repository's own config). Its problem, if any, is load_cluster's to report.
+        _, raw, problem = read_bytes(settings.cluster, settings.limits)
+        hasher.update(b"cluster\0" + raw + (problem.message.encode() if problem is not None else b""))
     for part in more:
         hasher.update(b"known\0" + part + b"\0")
     return hasher.hexdigest()
