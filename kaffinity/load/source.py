@@ -37,7 +37,38 @@ def unpack(position: int) -> Span:
     return Span(position >> COLUMN_BITS, position & _COLUMN_MASK)
 
 
-class PosDict(dict[str, Any]):
+class _Positions:
+    """What :class:`PosDict` and :class:`PosList` share: their own span and their keys' or items'
+    positions, packed until written (see :class:`PosDict`)."""
+
+    __slots__ = ()
+    _span: Span | None
+    _pos: Any
+
+    def __init__(self, span: Span) -> None:
+        super().__init__()
+        # The slots are the subclasses' own: a dict or list base cannot share a layout.
+        self._span = span  # type: ignore[misc]
+        self._pos = []
+
+    @property
+    def span(self) -> Span:
+        return _span_of(self)  # type: ignore[arg-type]
+
+    @span.setter
+    def span(self, value: Span) -> None:
+        _set_span(self, value)  # type: ignore[arg-type]
+
+    @property
+    def pos(self) -> MutableSequence[int]:
+        return _opened(self)  # type: ignore[arg-type]
+
+    @pos.setter
+    def pos(self, value: MutableSequence[int]) -> None:
+        _set_pos(self, value)  # type: ignore[arg-type]
+
+
+class PosDict(_Positions, dict[str, Any]):
     """A mapping that remembers its own position (``span``) and that of each key (``pos``).
 
     ``pos[i]`` is the packed position (see :func:`unpack`) of the i-th key in insertion order:
@@ -51,27 +82,6 @@ class PosDict(dict[str, Any]):
     """
 
     __slots__ = ("_pos", "_span")
-
-    def __init__(self, span: Span) -> None:
-        super().__init__()
-        self._span: Span | None = span
-        self._pos: Any = []
-
-    @property
-    def span(self) -> Span:
-        return _span_of(self)
-
-    @span.setter
-    def span(self, value: Span) -> None:
-        _set_span(self, value)
-
-    @property
-    def pos(self) -> MutableSequence[int]:
-        return _opened(self)
-
-    @pos.setter
-    def pos(self, value: MutableSequence[int]) -> None:
-        _set_pos(self, value)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Sent between processes (``--jobs``): a plain dict pickles in C, so one Python call per
@@ -88,32 +98,11 @@ class PosDict(dict[str, Any]):
         return None
 
 
-class PosList(list[Any]):
+class PosList(_Positions, list[Any]):
     """A sequence that remembers its own position and that of each item (packed; see
     :func:`unpack` and :class:`PosDict`)."""
 
     __slots__ = ("_pos", "_span")
-
-    def __init__(self, span: Span) -> None:
-        super().__init__()
-        self._span: Span | None = span
-        self._pos: Any = []
-
-    @property
-    def span(self) -> Span:
-        return _span_of(self)
-
-    @span.setter
-    def span(self, value: Span) -> None:
-        _set_span(self, value)
-
-    @property
-    def pos(self) -> MutableSequence[int]:
-        return _opened(self)
-
-    @pos.setter
-    def pos(self, value: MutableSequence[int]) -> None:
-        _set_pos(self, value)
 
     def __reduce__(self) -> tuple[Any, ...]:
         packed = self._pos
