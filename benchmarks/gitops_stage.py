@@ -471,35 +471,21 @@ RELEASE_PARTS = (("of which the GitOps releases (found, rendered)", "kaffinity/r
 def gitops_profile(
     bench: ModuleType, folder: str, env: dict[str, str], scratch: str
 ) -> list[tuple[str, float]]:
-    """cProfile of one warm ``lint . --jobs 1`` in a child process: cumulative seconds by part."""
-    import pstats
-
+    """cProfile of one warm ``lint . --jobs 1`` in a child process: cumulative seconds by part
+    (``run.profile_parts``), and the tools' renders."""
     cache = tempfile.mkdtemp(prefix="gitops-profile-", dir=scratch)
     # One process: with --jobs 2 the workers' part would not be in the profile.
     arguments = ["lint", ".", "--jobs", "1", "--cache-dir", cache, "-o", os.devnull]
-    bench.run_child(bench.cli_command(*arguments), folder, env)  # fills the cache
-    stats_file = os.path.join(scratch, "gitops.prof")
-    command = [sys.executable, "-m", "cProfile", "-o", stats_file, "-m", "kaffinity", *arguments]
-    subprocess.run(command, cwd=folder, env=env, check=False, capture_output=True)
+    stats = bench.profiled(arguments, folder, env, scratch, "gitops")
     shutil.rmtree(cache, ignore_errors=True)
-    stats: dict[Any, Any] = pstats.Stats(stats_file).stats  # type: ignore[attr-defined]
-
-    def cumulative(fragment: str) -> float:
-        return max(
-            (value[3] for (file, _, name), value in stats.items() if f"{file}:{name}".endswith(fragment)),
-            default=0.0,
-        )
-
-    parts = []
-    for given, fragment in bench.PROFILE_PARTS:
-        label = given
-        if fragment.endswith("load/parse/objects.py:_parse"):  # the rendered output's too, here
-            label = "YAML parsing (kaffinity.load.parse; the files and the rendered output)"
-        if fragment.endswith("-lint"):
-            value = cumulative(fragment.removesuffix("-lint")) - cumulative("kaffinity/cli/lint.py:lint")
-        else:
-            value = cumulative(fragment)
-        parts.append((label, value))
+    parsing = next(
+        fragment for _, fragment in bench.PROFILE_PARTS if fragment.endswith("load/parse/objects.py:_parse")
+    )
+    # The rendered output's parsing too, here.
+    parts: list[tuple[str, float]] = bench.profile_parts(
+        stats,
+        dict.fromkeys(parsing, "YAML parsing (kaffinity.load.parse; the files and the rendered output)"),
+    )
     renders = [
         value[3]
         for (file, _, name), value in stats.items()

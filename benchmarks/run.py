@@ -2730,20 +2730,25 @@ RENDER_READING = (
 )
 
 
-def render_profile(folder: str, repo: Any, env: dict[str, str], scratch: str) -> list[tuple[str, float]]:
-    """cProfile of one warm one-file commit (the hook, a manifest changed), in a child process:
-    the cumulative seconds of :data:`PROFILE_PARTS` (cProfile's overhead included: compare
-    parts with each other, not with the timed runs)."""
+def profiled(
+    arguments: Sequence[str], folder: str, env: dict[str, str], scratch: str, name: str
+) -> dict[Any, Any]:
+    """cProfile's statistics of one warm ``kaffinity ARGUMENTS`` in a child process run from
+    ``folder`` (one untimed run first fills the cache folder ARGUMENTS name)."""
     import pstats
 
-    cache = tempfile.mkdtemp(prefix="render-profile-", dir=scratch)
-    arguments = [*HOOK[:-1], "--cache-dir", cache, "-o", os.devnull, HOOK[-1], repo.manifest]
     run_child(cli_command(*arguments), folder, env)  # warm
-    stats_file = os.path.join(scratch, "render.prof")
+    stats_file = os.path.join(scratch, f"{name}.prof")
     command = [sys.executable, "-m", "cProfile", "-o", stats_file, "-m", "kaffinity", *arguments]
     subprocess.run(command, cwd=folder, env=env, check=False, capture_output=True)
-    shutil.rmtree(cache, ignore_errors=True)
     stats: dict[Any, Any] = pstats.Stats(stats_file).stats  # type: ignore[attr-defined]
+    return stats
+
+
+def profile_parts(stats: dict[Any, Any], labels: dict[str, str] | None = None) -> list[tuple[str, float]]:
+    """The cumulative seconds of :data:`PROFILE_PARTS` in ``stats`` (cProfile's overhead
+    included: compare parts with each other, not with the timed runs); ``labels``: another
+    label for a part, by its fragment."""
 
     def cumulative(fragment: str) -> float:
         return max(
@@ -2757,8 +2762,18 @@ def render_profile(folder: str, repo: Any, env: dict[str, str], scratch: str) ->
             value = cumulative(fragment.removesuffix("-lint")) - cumulative("kaffinity/cli/lint.py:lint")
         else:
             value = cumulative(fragment)
-        parts.append((label, value))
+        parts.append(((labels or {}).get(fragment, label), value))
     return parts
+
+
+def render_profile(folder: str, repo: Any, env: dict[str, str], scratch: str) -> list[tuple[str, float]]:
+    """cProfile of one warm one-file commit (the hook, a manifest changed), in a child process:
+    :func:`profile_parts`."""
+    cache = tempfile.mkdtemp(prefix="render-profile-", dir=scratch)
+    arguments = [*HOOK[:-1], "--cache-dir", cache, "-o", os.devnull, HOOK[-1], repo.manifest]
+    stats = profiled(arguments, folder, env, scratch, "render")
+    shutil.rmtree(cache, ignore_errors=True)
+    return profile_parts(stats)
 
 
 def render_section(
